@@ -1,0 +1,295 @@
+#!/bin/bash
+# slurm-up.sh -- start the single-node Slurm test cluster used by tests/integration.
+#
+# Why: integration tests must talk to a real slurmctld/slurmd/slurmdbd (sacct
+# included), but CI machines have no systemd and the machine has 2 cores. This
+# script installs the Debian packages if needed, writes every config under one
+# folder and starts the daemons in the foreground mode, detached, recording
+# their PIDs so that slurm-down.sh stops exactly those. Based on
+# ../shared/notes/slurm-single-node-recipe.md (tested on Debian 12, Slurm 22.05).
+#
+# Environment:
+#   CAMPAIGN_SLURM_LAB      state folder (default /tmp/campaign-slurm)
+#   CAMPAIGN_SLURM_CGROUP   auto|1|0: task/cgroup (gives OUT_OF_MEMORY) or task/none
+#   CAMPAIGN_SLURM_DB_PORT  MariaDB TCP port on 127.0.0.1 (default 3306)
+#   CAMPAIGN_SLURM_DB_PASSWORD  password of the DB user `slurm` (default below).
+#       It exists only for this throw-away test cluster: the DB listens on
+#       127.0.0.1 only and holds nothing but test accounting. Never reuse it.
+# After it: `source $LAB/env.sh` (exports SLURM_CONF) before any Slurm command.
+# Idempotent: when the cluster in $LAB is already up it says so and exits 0.
+# Must run as root (it starts munged/slurmd as root, like the recipe).
+set -euo pipefail
+
+LAB=${CAMPAIGN_SLURM_LAB:-/tmp/campaign-slurm}
+CGROUP=${CAMPAIGN_SLURM_CGROUP:-auto}
+DB_PORT=${CAMPAIGN_SLURM_DB_PORT:-3306}
+DB_PASSWORD=${CAMPAIGN_SLURM_DB_PASSWORD:-campaign-test-only}
+CLUSTER=localslurm
+NODE=localhost
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export SLURM_CONF=$LAB/etc/slurm.conf
+
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+since() { local d=$(( $(now_ms) - $1 )); printf '%d.%03d' $((d / 1000)) $((d % 1000)); }
+log() { echo "slurm-up: $*"; }
+die() { echo "slurm-up: ERROR: $*" >&2; exit 1; }
+wait_for() {  # wait_for SECONDS CMD... : poll CMD every 0.1 s until it succeeds or the deadline passes
+  local end=$(( $(date +%s) + $1 )); shift
+  until "$@" >/dev/null 2>&1; do
+    if [ "$(date +%s)" -ge "$end" ]; then echo "slurm-up: TIMEOUT waiting for: $*" >&2; return 1; fi
+    sleep 0.1
+  done
+}
+tail_log() { [ -f "$1" ] && { echo "--- last lines of $1:" >&2; tail -n 20 "$1" >&2; }; return 0; }
+
+ctld_up()   { timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP'; }
+node_state() { timeout 5 sinfo -h -n "$NODE" -o %T 2>/dev/null | head -1; }
+node_idle() { [ "$(node_state)" = idle ]; }
+node_usable() { case "$(node_state)" in idle|mixed|allocated|completing) return 0 ;; *) return 1 ;; esac; }
+dbd_up()    { timeout 5 sacctmgr -n show cluster >/dev/null 2>&1; }
+sacct_ok()  { timeout 10 sacct -n -X -j 1 -o JobID >/dev/null 2>&1; }
+munge_ok()  { timeout 2 munge -n </dev/null >/dev/null 2>&1; }
+db_ok()     { timeout 2 mariadb-admin --defaults-file="$LAB/etc/my.cnf" ping >/dev/null 2>&1; }
+port_busy() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+our_pid_alive() {  # our_pid_alive NAME : the PID slurm-up recorded for NAME still runs that program
+  local f="$LAB/run/started/$1.pid" pid
+  [ -f "$f" ] || return 1
+  pid=$(cat "$f")
+  [ -d "/proc/$pid" ] && grep -qa "$1" "/proc/$pid/cmdline" && ! grep -qs '^State:.*Z' "/proc/$pid/status"
+}
+start_bg() {  # start_bg NAME CMD... : daemon in foreground mode, detached; its PID -> run/started/NAME.pid
+  local name=$1; shift
+  setsid nohup "$@" > "$LAB/logs/$name.stdout" 2>&1 < /dev/null &
+  echo $! > "$LAB/run/started/$name.pid"
+  log "started $name pid $!"
+}
+
+T_ALL=$(now_ms)
+[ "$(id -u)" = 0 ] || die "must run as root (munged, slurmd and the cgroup setup need it)"
+
+# ---------------- already up? ----------------
+if [ -f "$SLURM_CONF" ] && ctld_up && node_usable && dbd_up; then
+  log "cluster in $LAB is already up (node $(node_state)); nothing to do ($(since "$T_ALL") s)"
+  log "export SLURM_CONF=$SLURM_CONF   (or: source $LAB/env.sh)"
+  exit 0
+fi
+# half up (some daemons of an earlier run alive): stop them all, then start cleanly
+for name in munged mariadbd slurmdbd slurmctld slurmd; do
+  if our_pid_alive "$name"; then
+    log "cluster in $LAB is only partly up ($name still runs); stopping it first"
+    bash "$HERE/slurm-down.sh"
+    break
+  fi
+done
+
+# ---------------- packages ----------------
+need=()
+command -v sbatch >/dev/null 2>&1 || need+=(slurm-wlm)
+command -v munged >/dev/null 2>&1 || [ -x /usr/sbin/munged ] || need+=(munge)
+command -v slurmdbd >/dev/null 2>&1 || [ -x /usr/sbin/slurmdbd ] || need+=(slurmdbd)
+command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
+if [ ${#need[@]} -gt 0 ]; then
+  T=$(now_ms)
+  log "installing ${need[*]} (apt)"
+  # Without systemd the postinst scripts would start mariadb/munge/slurm through
+  # init.d; a temporary policy-rc.d (exit 101) stops that. An existing one is kept.
+  made_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; made_policy=1
+    trap '[ "$made_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  timeout 300 apt-get -o DPkg::Lock::Timeout=120 update
+  timeout 900 apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends \
+    slurm-wlm munge slurmdbd mariadb-server
+  if [ "$made_policy" = 1 ]; then rm -f /usr/sbin/policy-rc.d; made_policy=0; fi
+  log "packages installed in $(since "$T") s"
+fi
+export PATH=$PATH:/usr/sbin:/sbin
+
+# ---------------- cgroup probe ----------------
+if [ "$CGROUP" = auto ]; then
+  CGROUP=0
+  probe=/sys/fs/cgroup/memory/campaign_probe_$$
+  if grep -qs ' /sys/fs/cgroup/memory cgroup ' /proc/mounts && mkdir "$probe" 2>/dev/null; then
+    rmdir "$probe" && CGROUP=1
+  fi
+fi
+
+mkdir -p "$LAB"/{etc,logs,run/started,state/ctld,state/d,jobs} "$LAB"/munge/{run,log,lib}
+chmod 755 "$LAB" "$LAB/munge" "$LAB/munge/run"; chmod 700 "$LAB/munge/log" "$LAB/munge/lib"
+# munged needs its socket dir traversable by all (0755); nothing creates /run/munge without systemd.
+# The default socket is used because sacctmgr ignores AuthInfo=socket= (recipe pitfall P2).
+mkdir -p /run/munge && chmod 755 /run/munge
+
+# ---------------- configs ----------------
+if [ "$CGROUP" = 1 ]; then TASK=task/cgroup; MEMKILL="#JobAcctGatherParams=OverMemoryKill"
+else TASK=task/none; MEMKILL="JobAcctGatherParams=OverMemoryKill"; fi
+cat > "$LAB/etc/slurm.conf" <<EOF
+# single-node test cluster for campaign (Slurm 22.05, Debian 12). Generated by .ci/slurm-up.sh
+ClusterName=$CLUSTER
+SlurmctldHost=localhost
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort=6817
+SlurmdPort=6818
+AuthType=auth/munge
+CredType=cred/munge
+# cred_expire (default 120 s) is also the delay before a requeued job may start again
+AuthInfo=cred_expire=30
+StateSaveLocation=$LAB/state/ctld
+SlurmdSpoolDir=$LAB/state/d
+SlurmctldPidFile=$LAB/run/slurmctld.pid
+SlurmdPidFile=$LAB/run/slurmd.pid
+SlurmctldLogFile=$LAB/logs/slurmctld.log
+SlurmdLogFile=$LAB/logs/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+MailProg=/bin/true
+MpiDefault=none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=$TASK
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=task=2
+$MEMKILL
+SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0,sched_interval=10,bf_interval=10
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+# without it a job with no --mem takes the whole node's memory (recipe P6)
+DefMemPerCPU=1024
+# accept a node definition bigger than the real hardware (a 128-CPU node on 2 cores)
+SlurmdParameters=config_overrides
+ReturnToService=2
+# benchmarks submit 10,000-task campaigns; MaxArraySize stays at Slurm's default (tests rely on chunking)
+MaxJobCount=50000
+MaxArraySize=1001
+MinJobAge=300
+KillWait=5
+InactiveLimit=0
+Waittime=0
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=6819
+JobCompType=jobcomp/none
+NodeName=$NODE NodeAddr=127.0.0.1 Sockets=8 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=512000 State=UNKNOWN
+PartitionName=cpu   Nodes=$NODE Default=YES MaxTime=60 DefaultTime=10 State=UP
+# gpu is only a label: the node has no GPUs (no Gres)
+PartitionName=gpu   Nodes=$NODE MaxTime=30 DefaultTime=10 State=UP
+PartitionName=short Nodes=$NODE MaxTime=1  DefaultTime=1  State=UP
+EOF
+cat > "$LAB/etc/cgroup.conf" <<'EOF'
+CgroupPlugin=cgroup/v1
+CgroupMountpoint=/sys/fs/cgroup
+CgroupAutomount=no
+ConstrainRAMSpace=yes
+ConstrainSwapSpace=no
+ConstrainCores=no
+ConstrainDevices=no
+EOF
+( umask 077
+cat > "$LAB/etc/slurmdbd.conf" <<EOF
+AuthType=auth/munge
+DbdHost=localhost
+DbdPort=6819
+SlurmUser=root
+LogFile=$LAB/logs/slurmdbd.log
+PidFile=$LAB/run/slurmdbd.pid
+DebugLevel=info
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$DB_PORT
+StorageUser=slurm
+# test-cluster-only password (see the header of .ci/slurm-up.sh)
+StoragePass=$DB_PASSWORD
+StorageLoc=slurm_acct_db
+EOF
+)
+chmod 600 "$LAB/etc/slurmdbd.conf"   # slurmdbd refuses a group/world-readable slurmdbd.conf (P5)
+cat > "$LAB/etc/my.cnf" <<EOF
+[mysqld]
+user=root
+datadir=$LAB/mysql/data
+socket=$LAB/mysql/run/mysqld.sock
+pid-file=$LAB/mysql/run/mysqld.pid
+log-error=$LAB/logs/mariadb.err
+bind-address=127.0.0.1
+port=$DB_PORT
+skip-log-bin
+innodb_buffer_pool_size=128M
+innodb_log_file_size=64M
+innodb_lock_wait_timeout=900
+[client]
+socket=$LAB/mysql/run/mysqld.sock
+EOF
+cat > "$LAB/env.sh" <<EOF
+# source this file before running Slurm commands against the campaign test cluster
+export CAMPAIGN_SLURM_LAB=$LAB
+export SLURM_CONF=$SLURM_CONF
+EOF
+log "configs written in $LAB/etc (task plugin: $TASK)"
+
+# ---------------- munge ----------------
+T=$(now_ms)
+if munge_ok; then
+  # a munged we did not start already serves the default socket: use it, never stop it
+  log "a munged already answers on /run/munge; using it"
+else
+  [ -f "$LAB/munge/munge.key" ] || mungekey --create --keyfile="$LAB/munge/munge.key"
+  start_bg munged /usr/sbin/munged -F --key-file="$LAB/munge/munge.key" \
+    --log-file="$LAB/munge/log/munged.log" --pid-file="$LAB/munge/run/munged.pid" \
+    --seed-file="$LAB/munge/lib/munged.seed"
+  wait_for 15 munge_ok || { tail_log "$LAB/munge/log/munged.log"; die "munged did not start"; }
+fi
+log "munged ready in $(since "$T") s"
+
+# ---------------- mariadb + slurmdbd ----------------
+T=$(now_ms)
+if port_busy "$DB_PORT"; then
+  die "port 127.0.0.1:$DB_PORT is taken by a database this script did not start; stop it or set CAMPAIGN_SLURM_DB_PORT"
+fi
+for p in 6817 6818 6819; do
+  if port_busy "$p"; then die "Slurm port $p is taken by a daemon this script did not start (another Slurm?); stop it first"; fi
+done
+mkdir -p "$LAB/mysql/data" "$LAB/mysql/run"
+if [ ! -d "$LAB/mysql/data/mysql" ]; then
+  timeout 120 mariadb-install-db --defaults-file="$LAB/etc/my.cnf" --auth-root-authentication-method=socket \
+    --skip-test-db > "$LAB/logs/mariadb-install-db.log" 2>&1 \
+    || { tail_log "$LAB/logs/mariadb-install-db.log"; die "mariadb-install-db failed"; }
+  log "mariadb-install-db done in $(since "$T") s"
+fi
+T=$(now_ms)
+start_bg mariadbd /usr/sbin/mariadbd --defaults-file="$LAB/etc/my.cnf"
+wait_for 60 db_ok || { tail_log "$LAB/logs/mariadb.err"; die "mariadbd did not start"; }
+timeout 30 mariadb --defaults-file="$LAB/etc/my.cnf" -e "
+  CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$DB_PASSWORD';
+  CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$DB_PASSWORD';
+  GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';
+  GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
+log "mariadbd ready in $(since "$T") s"
+T=$(now_ms)
+start_bg slurmdbd /usr/sbin/slurmdbd -D
+wait_for 60 dbd_up || { tail_log "$LAB/logs/slurmdbd.log"; die "slurmdbd did not answer sacctmgr"; }
+if ! timeout 10 sacctmgr -n show cluster format=cluster | grep -qw "$CLUSTER"; then
+  timeout 30 sacctmgr -i add cluster "$CLUSTER" >/dev/null
+fi
+log "slurmdbd ready in $(since "$T") s"
+
+# ---------------- slurmctld + slurmd ----------------
+T_CTLD=$(now_ms)
+start_bg slurmctld /usr/sbin/slurmctld -D
+wait_for 60 ctld_up || { tail_log "$LAB/logs/slurmctld.log"; die "slurmctld did not answer ping"; }
+log "slurmctld answering ping after $(since "$T_CTLD") s"
+start_bg slurmd /usr/sbin/slurmd -D -N "$NODE"
+wait_for 60 node_idle || { tail_log "$LAB/logs/slurmd.log"; die "node $NODE did not become idle (state: $(node_state))"; }
+log "node idle after $(since "$T_CTLD") s (from slurmctld start)"
+
+# ---------------- smoke test ----------------
+jid=$(cd "$LAB/jobs" && timeout 30 sbatch --parsable -o /dev/null -J campaign-smoke --wrap true)
+job_state() { timeout 5 scontrol show job "$jid" -o 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
+job_done() { [ "$(job_state)" = COMPLETED ]; }
+wait_for 60 job_done || { tail_log "$LAB/logs/slurmctld.log"; die "smoke job $jid did not reach COMPLETED (state: $(job_state))"; }
+log "smoke job $jid COMPLETED $(since "$T_CTLD") s after slurmctld start"
+wait_for 30 sacct_ok || die "sacct does not answer"
+log "cluster up: total $(since "$T_ALL") s"
+log "export SLURM_CONF=$SLURM_CONF   (or: source $LAB/env.sh)"
