@@ -1,0 +1,127 @@
+"""All metrics of a result table at once, and their JSON form.
+
+`all_metrics` summarises once (medians over repeats) and hands the summary to
+every metric, so a million-row table is grouped and sorted a handful of times,
+not once per metric. `metrics_json` is what `campaign report --json` prints;
+its schema is documented in analysis/SCHEMA.md.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import pandas as pd
+
+from analysis.penalties import doubling_penalty
+from analysis.ratios import all_ratios, ratios, variant_ratio
+from analysis.roofline import roofline
+from analysis.scaling import fitted_exponents, local_exponents
+from analysis.summary import ensure_summary, summarize
+from analysis.threads import best_threads, crossovers, speedup
+
+__all__ = [
+    "METRIC_KEYS", "all_metrics", "best_threads", "crossovers", "doubling_penalty",
+    "filter_cluster", "fitted_exponents", "local_exponents", "metrics_json", "ratios",
+    "roofline", "speedup", "summarize", "to_records", "variant_ratio",
+]
+
+METRIC_KEYS: tuple[str, ...] = (
+    "exponents", "fits", "speedup", "best_threads", "doubling_penalty", "crossovers",
+    "ratios", "roofline",
+)
+# Fields that are integers by meaning; a float column holding them (after a
+# merge introduced NaN) is written back as JSON integers.
+INTEGER_FIELDS = frozenset({
+    "n", "d", "threads", "n_lo", "n_hi", "n_min", "n_max", "points", "best_threads",
+    "max_threads", "threads_half", "threads_a", "threads_b", "n_before", "n_at", "repeats",
+})
+
+
+def all_metrics(results: pd.DataFrame, partitions: pd.DataFrame | None,
+                timings: dict[str, float] | None = None) -> dict[str, pd.DataFrame]:
+    """Every metric of DESIGN.md, keyed as METRIC_KEYS.
+
+    `results` are raw rows (or a summary); `partitions` the partition facts
+    (may be None: flags then say `facts_missing`, ceilings are NaN). If
+    `timings` is given, it receives the seconds each step took ("summary" too).
+    """
+    clock = timings if timings is not None else {}
+    summary = _timed(clock, "summary", lambda: ensure_summary(results))
+    steps: dict[str, Callable[[], pd.DataFrame]] = {
+        "exponents": lambda: local_exponents(summary),
+        "fits": lambda: fitted_exponents(summary),
+        "speedup": lambda: speedup(summary),
+        "best_threads": lambda: best_threads(summary),
+        "doubling_penalty": lambda: doubling_penalty(summary, partitions),
+        "crossovers": lambda: crossovers(summary),
+        "ratios": lambda: all_ratios(summary),
+        "roofline": lambda: roofline(summary, partitions),
+    }
+    return {key: _timed(clock, key, step) for key, step in steps.items()}
+
+
+def _timed(clock: dict[str, float], key: str,
+           step: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    start = time.perf_counter()
+    frame = step()
+    clock[key] = time.perf_counter() - start
+    return frame
+
+
+def filter_cluster(metrics: dict[str, pd.DataFrame], cluster: str) -> dict[str, pd.DataFrame]:
+    """The metrics that concern one cluster.
+
+    A cross-cluster ratio concerns both clusters, so it is kept when the
+    cluster is on either side (`a` or `b` of dimension `cluster`).
+    """
+    out: dict[str, pd.DataFrame] = {}
+    for key, frame in metrics.items():
+        mine = frame["cluster"].astype("str") == cluster
+        if key == "ratios" and len(frame):
+            mine = mine | ((frame["dimension"] == "cluster") & (frame["b"] == cluster))
+        out[key] = frame[mine.to_numpy()].reset_index(drop=True)
+    return out
+
+
+def to_records(frame: pd.DataFrame) -> list[dict[str, object]]:
+    """JSON-safe records: NaN/NA/inf -> None, numpy scalars -> Python ones."""
+    columns: list[list[object]] = []
+    for name in frame.columns:
+        col = frame[name]
+        missing = col.isna().to_numpy()
+        values = col.tolist()
+        as_int = name in INTEGER_FIELDS
+        columns.append([_json_value(v, m, as_int) for v, m in zip(values, missing, strict=True)])
+    names = [str(c) for c in frame.columns]
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+
+
+def _json_value(value: object, missing: bool, as_int: bool) -> object:
+    if missing:
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        if as_int and value.is_integer():
+            return int(value)
+        return value
+    if isinstance(value, (bool, int, str)) or value is None:
+        return value
+    item = getattr(value, "item", None)
+    return _json_value(item(), False, as_int) if callable(item) else str(value)
+
+
+def metrics_json(results: pd.DataFrame, partitions: pd.DataFrame | None,
+                 cluster: str | None = None,
+                 metrics: dict[str, pd.DataFrame] | None = None) -> dict[str, object]:
+    """The `campaign report --json` object: {metric key: [record, ...]}.
+
+    Pass precomputed `metrics` to avoid recomputing; `cluster` restricts the
+    output as `filter_cluster` does.
+    """
+    frames = metrics if metrics is not None else all_metrics(results, partitions)
+    if cluster is not None:
+        frames = filter_cluster(frames, cluster)
+    return {key: to_records(frames[key]) for key in METRIC_KEYS}

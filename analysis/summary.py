@@ -1,0 +1,88 @@
+"""Medians over repeats, with a distribution-free 95% interval of the median.
+
+Every metric starts here (DESIGN.md: "medians over repeats first"). Timings on
+shared nodes have outliers that are one-sided (a slow repeat, never a fast
+one), so the interval is one of order statistics, not a t-interval on the
+mean, which one outlier would drag and widen:
+
+    [x_(r), x_(m-r+1)] with r the largest rank such that
+    2 * P(Binomial(m, 1/2) <= r - 1) <= 0.05,
+
+i.e. the classical sign-test interval for the median. With fewer than six
+repeats no such r exists and the interval is [min, max], whose exact coverage
+1 - 2^(1-m) (93.75% at m = 5) is reported in `ci_coverage` so nobody mistakes
+it for 95%. A single repeat has the degenerate interval [t, t], coverage 0, and
+is flagged `single_repeat`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from analysis.cost_model import add_cost_columns
+from analysis.frames import group_codes
+from analysis.schema import group_columns
+
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "median_s", "ci_lo_s", "ci_hi_s", "ci_coverage", "repeats", "single_repeat",
+    "flops", "bytes",
+)
+
+
+@lru_cache(maxsize=None)
+def _rank_and_coverage(m: int) -> tuple[int, float]:
+    """Order-statistic rank r (1-based) of the interval and its exact coverage."""
+    best = 1
+    for r in range(1, m // 2 + 1):
+        if 2.0 * stats.binom.cdf(r - 1, m, 0.5) <= 0.05:
+            best = r
+    coverage = 1.0 - 2.0 * float(stats.binom.cdf(best - 1, m, 0.5))
+    return best, max(coverage, 0.0)
+
+
+def is_summary(df: pd.DataFrame) -> bool:
+    """True if `df` is already the output of `summarize`."""
+    return "median_s" in df.columns
+
+
+def ensure_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Metrics accept raw results or a summary; summarise only when needed."""
+    return df if is_summary(df) else summarize(df)
+
+
+def summarize(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per (group, threads, n): median time over repeats and its interval.
+
+    Columns: the group key columns, `threads`, `n`, `median_s`, `ci_lo_s`,
+    `ci_hi_s` (interval of the median, see module doc), `ci_coverage` (its exact
+    confidence level), `repeats`, `single_repeat`, `flops`, `bytes` (from the
+    rows if given, else the cost model). Sorted by the key columns, threads, n.
+    """
+    cell_cols = group_columns(results) + ["threads", "n"]
+    codes, _ = group_codes(results, cell_cols)
+    times = results["time_s"].to_numpy(dtype=float)
+    order = np.lexsort((times, codes))
+    sorted_t = times[order]
+    counts = np.bincount(codes)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    median = 0.5 * (sorted_t[starts + (counts - 1) // 2] + sorted_t[starts + counts // 2])
+    ranks = np.empty_like(counts)
+    coverage = np.empty(len(counts), dtype=float)
+    for m in np.unique(counts):
+        r, cov = _rank_and_coverage(int(m))
+        ranks[counts == m] = r
+        coverage[counts == m] = cov
+    first_rows = order[starts]
+    keep = cell_cols + [c for c in ("flops", "bytes") if c in results.columns]
+    out = results.iloc[first_rows][keep].reset_index(drop=True)
+    out["median_s"] = median
+    out["ci_lo_s"] = sorted_t[starts + ranks - 1]
+    out["ci_hi_s"] = sorted_t[starts + counts - ranks]
+    out["ci_coverage"] = coverage
+    out["repeats"] = counts.astype("int64")
+    out["single_repeat"] = counts == 1
+    return add_cost_columns(out)

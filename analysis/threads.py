@@ -1,0 +1,123 @@
+"""How many threads to use: speedup, efficiency, best thread count, the penalty
+of running at the maximum, thread-doubling penalties at NUMA and core
+boundaries, and crossovers between thread counts (DESIGN.md definitions).
+
+All functions take results or their summary (medians over repeats) and work on
+matched (group, n) cells; a group without the thread count a metric needs is
+omitted from that metric, never guessed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.frames import group_codes
+from analysis.schema import group_columns
+from analysis.summary import ensure_summary
+
+_CELL = ["_gid", "n"]
+
+
+def _with_gid(df: pd.DataFrame) -> pd.DataFrame:
+    """Summary with an integer `_gid` per group (threads and n excluded)."""
+    summary = ensure_summary(df).copy()
+    summary["_gid"], _ = group_codes(summary, group_columns(summary))
+    return summary
+
+
+def _overlap(lo_a: np.ndarray, hi_a: np.ndarray, lo_b: np.ndarray,
+             hi_b: np.ndarray) -> np.ndarray:
+    """True where two intervals overlap: the difference is inside the noise."""
+    return (lo_a <= hi_b) & (lo_b <= hi_a)
+
+
+def speedup(df: pd.DataFrame) -> pd.DataFrame:
+    """S(T) = t(1)/t(T) and E(T) = S(T)/T per (group, n, T).
+
+    Cells whose group has no T = 1 measurement at that n are omitted.
+    Output: group columns, `n`, `threads`, `median_s`, `speedup`, `efficiency`.
+    """
+    s = _with_gid(df)
+    base = s.loc[s["threads"] == 1, _CELL + ["median_s"]].rename(columns={"median_s": "_t1"})
+    merged = s.merge(base, on=_CELL, how="inner")
+    out = merged[group_columns(s) + ["n", "threads", "median_s"]].copy()
+    out["speedup"] = merged["_t1"].to_numpy() / merged["median_s"].to_numpy()
+    out["efficiency"] = out["speedup"] / out["threads"]
+    return out.reset_index(drop=True)
+
+
+def best_threads(df: pd.DataFrame) -> pd.DataFrame:
+    """T*(n) = argmin_T t(T, n) and the max-thread penalty t(Tmax, n)/t(T*, n).
+
+    Ties go to the smaller thread count (fewer cores for the same time).
+    `penalty_within_noise` says the intervals at Tmax and T* overlap, i.e. the
+    penalty is not distinguishable from 1. Output: group columns, `n`,
+    `best_threads`, `t_best`, `max_threads`, `t_max_threads`,
+    `max_thread_penalty`, `penalty_within_noise`.
+    """
+    s = _with_gid(df)
+    gid, n, thr = s["_gid"].to_numpy(), s["n"].to_numpy(), s["threads"].to_numpy()
+    t = s["median_s"].to_numpy()
+    by_time = np.lexsort((thr, t, n, gid))
+    by_thr = np.lexsort((-thr, n, gid))
+    best = _first_per_cell(by_time, gid, n)
+    top = _first_per_cell(by_thr, gid, n)
+    out = s.iloc[best][group_columns(s) + ["n"]].reset_index(drop=True)
+    out["best_threads"] = thr[best]
+    out["t_best"] = t[best]
+    out["max_threads"] = thr[top]
+    out["t_max_threads"] = t[top]
+    out["max_thread_penalty"] = t[top] / t[best]
+    lo, hi = s["ci_lo_s"].to_numpy(), s["ci_hi_s"].to_numpy()
+    out["penalty_within_noise"] = _overlap(lo[top], hi[top], lo[best], hi[best])
+    return out
+
+
+def _first_per_cell(order: np.ndarray, gid: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Row positions of the first row of each (gid, n) cell in `order`."""
+    g, nn = gid[order], n[order]
+    first = np.r_[True, (g[1:] != g[:-1]) | (nn[1:] != nn[:-1])]
+    return order[first]
+
+
+def crossovers(df: pd.DataFrame) -> pd.DataFrame:
+    """For every pair a < b of thread counts: the first n with t(b) < t(a).
+
+    Only sizes measured at both a and b count. Reported as the bracket
+    (`n_before`, `n_at`): `n_before` is the previous such n, NaN when b is
+    already faster at the first n; both NaN when b never wins (`crossed` False).
+    `within_noise` says the two intervals overlap at `n_at`.
+    Output: group columns, `threads_a`, `threads_b`, `crossed`, `n_before`,
+    `n_at`, `within_noise`.
+    """
+    s = _with_gid(df)
+    cols = _CELL + ["threads", "median_s", "ci_lo_s", "ci_hi_s"]
+    pairs = s[cols].merge(s[cols], on=_CELL, suffixes=("_a", "_b"))
+    pairs = pairs[pairs["threads_a"] < pairs["threads_b"]]
+    pairs = pairs.sort_values(["_gid", "threads_a", "threads_b", "n"], kind="stable")
+    pid, _ = group_codes(pairs, ["_gid", "threads_a", "threads_b"])
+    n = pairs["n"].to_numpy(dtype=float)
+    faster = pairs["median_s_b"].to_numpy() < pairs["median_s_a"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, pid[1:] != pid[:-1]])
+    # Position of the first faster row per pair: min over rows where faster.
+    pos = np.where(faster, np.arange(len(pid)), len(pid))
+    first = np.minimum.reduceat(pos, starts) if len(pid) else np.array([], dtype=int)
+    crossed = first < len(pid)
+    safe = np.where(crossed, first, starts)
+    n_at = np.where(crossed, n[safe], np.nan)
+    has_prev = crossed & (safe > starts)
+    n_before = np.where(has_prev, n[np.maximum(safe - 1, 0)], np.nan)
+    lo_a, hi_a = pairs["ci_lo_s_a"].to_numpy(), pairs["ci_hi_s_a"].to_numpy()
+    lo_b, hi_b = pairs["ci_lo_s_b"].to_numpy(), pairs["ci_hi_s_b"].to_numpy()
+    noise = _overlap(lo_a[safe], hi_a[safe], lo_b[safe], hi_b[safe]) & crossed
+    heads = pairs.iloc[starts]
+    keys = s.drop_duplicates("_gid").set_index("_gid")[group_columns(s)]
+    out = keys.loc[heads["_gid"].to_numpy()].reset_index(drop=True)
+    out["threads_a"] = heads["threads_a"].to_numpy()
+    out["threads_b"] = heads["threads_b"].to_numpy()
+    out["crossed"] = crossed
+    out["n_before"] = n_before
+    out["n_at"] = n_at
+    out["within_noise"] = noise
+    return out

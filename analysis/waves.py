@@ -1,0 +1,394 @@
+"""Tile- and wave-quantization model of GEMM throughput (co-design paper).
+
+Why a model: a GEMM library splits the (m, n) output into tiles, one thread
+block per tile, and runs them in *waves* of one tile per multiprocessor (SM).
+A shape whose tile count is just over a multiple of the SM count leaves most
+SMs idle in its last wave (wave quantization); a dimension just over a tile
+multiple pays for a whole padded tile (tile quantization). Both are pure
+arithmetic on the shape and the GPU, so they can rank candidate model shapes
+before anything runs, and say which measured drops are explained.
+
+The model, per tile candidate (tm, tn), for a GEMM (m, k) x (k, n), `batch`
+independent problems:
+    tiles      = ceil(m/tm) * ceil(n/tn) * batch
+    waves      = tiles / SMs
+    wave_eff   = tiles / (ceil(waves) * SMs)           (tail of the last wave)
+    tile_eff   = m*n / (ceil(m/tm)*tm * ceil(n/tn)*tn)  (padding of edge tiles)
+    k_eff      = k / (ceil(k/64)*64)                    (padding of the k loop)
+    align_eff  = misalign_penalty if m, n or k is not a multiple of 8 elements
+                 (16 bytes of bf16: no vectorised loads / TMA), else 1
+    mainloop   = TILE_EFF[tile]  (small tiles reuse operands less)
+    compute time = flops / (ceiling * mainloop * wave_eff * tile_eff * k_eff * align_eff)
+    memory time  = elem * batch * (m*k + k*n + m*n) / bandwidth
+    predicted    = flops / max(compute time, memory time)
+and the library is assumed to pick the candidate with the best prediction.
+This is deliberately simple (no split-k, no stream-k, no L2 effects); the
+measurements decide where it is wrong, which `flag_drops` reports.
+
+Pure: numpy and pandas only, no torch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.gpus import GpuSpec, get_gpu
+
+# Output tile shapes (tm, tn) typical of cuBLAS/CUTLASS bf16 kernels on
+# Ampere/Hopper, largest first.
+DEFAULT_TILES: tuple[tuple[int, int], ...] = (
+    (128, 256),
+    (256, 128),
+    (128, 128),
+    (64, 128),
+    (128, 64),
+    (64, 64),
+)
+# Steady-state fraction of the matrix ceiling a tile's mainloop reaches. An
+# assumption, ordered by operand reuse tm·tn/(tm+tn) (flops per element
+# loaded): small tiles cannot feed the tensor cores. Without it the model
+# would always pick 64×64 tiles, whose wave tail is smallest.
+TILE_EFF: dict[tuple[int, int], float] = {
+    (128, 256): 1.0,
+    (256, 128): 1.0,
+    (128, 128): 0.9,
+    (64, 128): 0.75,
+    (128, 64): 0.75,
+    (64, 64): 0.55,
+}
+K_TILE = 64  # k-loop step of a typical bf16 mainloop
+ALIGN_ELEMS = 8  # 16 bytes of a 2-byte type: the vector-load / TMA alignment
+# Assumed slowdown of a GEMM with a dimension that is not a multiple of
+# ALIGN_ELEMS. Calibrated against the H200 vocab sweep (bench/results/h200/
+# shapes/): see scripts/h200_shapes.py and the shapes report.
+MISALIGN_PENALTY = 0.7
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """One GEMM or batched GEMM: `batch` problems of (m, k) x (k, n)."""
+
+    name: str
+    m: int
+    n: int
+    k: int
+    batch: int = 1
+
+    @property
+    def flops(self) -> int:
+        """2·m·n·k·batch, the convention of the gemm_shapes CSV `flops` column."""
+        return 2 * self.m * self.n * self.k * self.batch
+
+
+@dataclass(frozen=True)
+class WaveEstimate:
+    """The model's verdict for one GEMM shape with one tile candidate."""
+
+    tile_m: int
+    tile_n: int
+    tiles: int
+    waves: float
+    wave_eff: float
+    tile_eff: float
+    k_eff: float
+    align_eff: float
+    bound: str  # "compute" or "memory"
+    pred_tflops: float
+    pred_rel: float  # pred_tflops / the GPU's matrix ceiling
+
+
+def tile_count(m: int, n: int, tile: tuple[int, int], batch: int = 1) -> int:
+    """Number of output tiles (thread blocks) of a (batched) GEMM."""
+    tm, tn = tile
+    return math.ceil(m / tm) * math.ceil(n / tn) * batch
+
+
+def wave_efficiency(tiles: int, sms: int) -> float:
+    """Fraction of SM-slots doing work over all waves: tiles / (ceil(waves)·SMs)."""
+    return tiles / (math.ceil(tiles / sms) * sms)
+
+
+def wave_estimate(
+    m: int,
+    n: int,
+    k: int,
+    gpu: GpuSpec,
+    tile: tuple[int, int],
+    batch: int = 1,
+    elem_bytes: int = 2,
+    misalign_penalty: float = MISALIGN_PENALTY,
+) -> WaveEstimate:
+    """Predict throughput of one GEMM shape with one tile shape (see module doc)."""
+    if min(m, n, k, batch) <= 0:
+        raise ValueError(f"GEMM dimensions must be positive: m={m} n={n} k={k} batch={batch}")
+    tm, tn = tile
+    tiles = tile_count(m, n, tile, batch)
+    w_eff = wave_efficiency(tiles, gpu.sms)
+    t_eff = (m * n) / (math.ceil(m / tm) * tm * math.ceil(n / tn) * tn)
+    k_eff = k / (math.ceil(k / K_TILE) * K_TILE)
+    aligned = m % ALIGN_ELEMS == 0 and n % ALIGN_ELEMS == 0 and k % ALIGN_ELEMS == 0
+    a_eff = 1.0 if aligned else misalign_penalty
+    flops = 2.0 * m * n * k * batch
+    main = TILE_EFF.get(tile, 1.0)
+    t_compute = flops / (gpu.ceiling_tflops * 1e12 * main * w_eff * t_eff * k_eff * a_eff)
+    t_memory = elem_bytes * batch * (m * k + k * n + m * n) / (gpu.ceiling_bw_tbs * 1e12)
+    t = max(t_compute, t_memory)
+    pred = flops / t / 1e12
+    return WaveEstimate(
+        tile_m=tm,
+        tile_n=tn,
+        tiles=tiles,
+        waves=tiles / gpu.sms,
+        wave_eff=w_eff,
+        tile_eff=t_eff,
+        k_eff=k_eff,
+        align_eff=a_eff,
+        bound="compute" if t_compute >= t_memory else "memory",
+        pred_tflops=pred,
+        pred_rel=pred / gpu.ceiling_tflops,
+    )
+
+
+def best_estimate(
+    m: int,
+    n: int,
+    k: int,
+    gpu: GpuSpec | str,
+    batch: int = 1,
+    tiles: Sequence[tuple[int, int]] = DEFAULT_TILES,
+    elem_bytes: int = 2,
+) -> WaveEstimate:
+    """The best tile candidate's estimate: the library is assumed to pick it.
+
+    Ties go to the earlier (larger) tile, as heuristics prefer big tiles.
+    """
+    spec = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    ests = [wave_estimate(m, n, k, spec, t, batch, elem_bytes) for t in tiles]
+    return max(ests, key=lambda e: e.pred_tflops)
+
+
+def predicted_time_s(shapes: Iterable[GemmShape], gpu: GpuSpec | str) -> float:
+    """Model time of a sequence of GEMMs (e.g. one decoder layer)."""
+    total = 0.0
+    for s in shapes:
+        est = best_estimate(s.m, s.n, s.k, gpu, s.batch)
+        total += s.flops / (est.pred_tflops * 1e12)
+    return total
+
+
+def layer_gemms(h: int, a: int, b: int, s: int, v: int, t: int = 1, ffn: int = 0) -> list[GemmShape]:
+    """The GEMMs of one decoder layer plus the logit GEMM (co-design paper).
+
+    Mirrors kernels/torch/gemm_shapes.py (which cannot import analysis);
+    tests/shapes check that both agree. `ffn` = 0 means the classic 4h MLP;
+    otherwise SwiGLU, whose gate and up GEMMs are `mlp_up` with batch 2.
+    The logit GEMM is not divided by t (as in the paper's table).
+    """
+    if h % a or (b * a) % t or h % t:
+        raise ValueError(f"invalid shape: h={h} a={a} b={b} t={t} (need a | h, t | h, t | b·a)")
+    d = h // a
+    bs = b * s
+    heads = b * a // t
+    f = 4 * h if ffn == 0 else ffn
+    if f % t:
+        raise ValueError(f"ffn={f} is not divisible by t={t}")
+    up_batch = 1 if ffn == 0 else 2
+    return [
+        GemmShape("qkv", bs, 3 * h // t, h),
+        GemmShape("score", s, s, d, heads),
+        GemmShape("attn_v", s, d, s, heads),
+        GemmShape("proj", bs, h, h // t),
+        GemmShape("mlp_up", bs, f // t, h, up_batch),
+        GemmShape("mlp_down", bs, h, f // t),
+        GemmShape("logits", bs, v, h),
+    ]
+
+
+def model_table(df: pd.DataFrame, gpu: GpuSpec | str = "h200") -> pd.DataFrame:
+    """Add the model's columns to a table of GEMM shapes.
+
+    Input columns: `m`, `k`, `nn` (or `n` when `nn` is absent), optional
+    `batch` (default 1). Rows with a missing dimension (e.g. the `layer` row of
+    gemm_shapes) get NaN. Output: a copy with tile_m, tile_n, tiles, waves,
+    wave_eff, tile_eff, k_eff, align_eff, bound, pred_tflops, pred_rel.
+    """
+    spec = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    out = df.copy()
+    ncol = "nn" if "nn" in out.columns else "n"
+    rows: list[dict[str, object]] = []
+    for _, r in out.iterrows():
+        dims = (r.get("m"), r.get(ncol), r.get("k"))
+        batch = r.get("batch", 1)
+        if any(pd.isna(x) for x in dims) or pd.isna(batch):
+            rows.append({})
+            continue
+        m, n, k = (int(x) for x in dims)  # type: ignore[call-overload]
+        est = best_estimate(m, n, k, spec, int(batch))  # type: ignore[call-overload]
+        rows.append(est.__dict__.copy())
+    model = pd.DataFrame(rows, index=out.index, columns=list(WaveEstimate.__dataclass_fields__))
+    for col in model.columns:
+        out[col] = model[col]
+    return out
+
+
+_PARAMS = ("h", "a", "b", "v", "t", "ffn", "n")
+_RAW_PARAMS = ("m", "k", "nn")
+_SWEEP_ORDER = ("nn", "k", "m", "v", "h", "a", "ffn", "n", "b", "t")
+
+
+def _median_configs(measured: pd.DataFrame) -> pd.DataFrame:
+    """Median time and relative IQR over repeats, one row per configuration."""
+    df = measured
+    if "kernel" in df.columns:
+        df = df[df["kernel"] == "gemm_shapes"]
+    df = df.dropna(subset=["m", "k", "nn"])
+    keys = [c for c in ("variant", "dtype", "device", "gpu_model", *_PARAMS, *_RAW_PARAMS, "batch", "flops") if c in df.columns]
+    g = df.groupby(keys, dropna=False)["time_s"]
+    med = g.median().rename("time_s")
+    spread = ((g.quantile(0.75) - g.quantile(0.25)) / g.median()).rename("spread")
+    out = pd.concat([med, spread], axis=1).reset_index()
+    out["measured_tflops"] = out["flops"] / out["time_s"] / 1e12
+    return out
+
+
+def flag_drops(measured: pd.DataFrame, gpu: GpuSpec | str, by: str | None = None, tol: float = 0.05) -> pd.DataFrame:
+    """Compare measured throughput drops along a sweep with the model's.
+
+    `measured`: gemm_shapes rows (one per repeat; columns variant, time_s,
+    flops, m, k, nn, batch and the shape parameters). Medians over repeats
+    first. Within each group (same variant, dtype, device and every parameter
+    but `by`), points are ordered by `by` (auto: the parameter with the most
+    distinct values) and each point is compared with the previous one:
+    - measured_drop: throughput fell by more than max(tol, 2 × the relative
+      IQR of its repeats), so that noise is not called a drop;
+    - predicted_drop: the model's throughput fell by more than tol.
+    `agreement` is 'both', 'model_only', 'measured_only' or 'neither'.
+    """
+    cfg = _median_configs(measured)
+    if cfg.empty:
+        raise ValueError("no gemm_shapes rows with m, k, nn to compare")
+    if by is None:
+        present = [c for c in _SWEEP_ORDER if c in cfg.columns]
+        by = max(present, key=lambda c: cfg[c].nunique())
+    cfg = model_table(cfg, gpu)
+    raw = cfg["variant"] == "raw" if "variant" in cfg.columns else pd.Series(False, index=cfg.index)
+    parts: list[pd.DataFrame] = []
+    for is_raw, sub in cfg.groupby(raw):
+        params = _PARAMS + (_RAW_PARAMS if is_raw else ())
+        keys = [c for c in ("variant", "dtype", "device", "gpu_model", *params) if c in sub.columns and c != by]
+        for _, grp in sub.groupby(keys, dropna=False) if keys else [(None, sub)]:
+            grp = grp.sort_values(by).copy()
+            prev_meas = grp["measured_tflops"].shift(1)
+            prev_pred = grp["pred_tflops"].shift(1)
+            thr = np.maximum(tol, 2.0 * grp["spread"].fillna(0.0))
+            grp["measured_drop"] = grp["measured_tflops"] < prev_meas * (1.0 - thr)
+            grp["predicted_drop"] = grp["pred_tflops"] < prev_pred * (1.0 - tol)
+            parts.append(grp)
+    out = pd.concat(parts).sort_index()
+    both = out["measured_drop"] & out["predicted_drop"]
+    out["agreement"] = np.select(
+        [both, out["predicted_drop"], out["measured_drop"]],
+        ["both", "model_only", "measured_only"],
+        default="neither",
+    )
+    out.attrs["by"] = by
+    return out
+
+
+@dataclass(frozen=True)
+class SawtoothResult:
+    """Period of the throughput sawtooth in a sweep, or None within noise."""
+
+    period: float | None  # in the swept dimension's units
+    acf: float  # autocorrelation of the detrended series at that lag
+    threshold: float  # the noise bound the peak had to exceed
+    step: float  # sweep step
+    predicted: tuple[tuple[float, float], ...]  # (model period, acf at it)
+    method: str
+
+
+def predicted_periods(
+    m: int, gpu: GpuSpec | str, tiles: Sequence[tuple[int, int]] = DEFAULT_TILES, batch: int = 1
+) -> list[tuple[int, int, int]]:
+    """Model periods, in n, of a sweep over the output width n at fixed m.
+
+    For each tile (tm, tn): tile quantization repeats every tn; the tail of
+    the last wave depends on R·ceil(n/tn) mod SMs with R = ceil(m/tm)·batch,
+    which repeats every SMs/gcd(R, SMs) tile columns, i.e. every
+    tn·SMs/gcd(R, SMs) in n. Returns (tile_m, tile_n, wave period) rows.
+    (A100, m=27648, 256×128 tiles: R=108=SMs, a period of 128.)
+    """
+    spec = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    out = []
+    for tm, tn in tiles:
+        r = math.ceil(m / tm) * batch
+        out.append((tm, tn, tn * spec.sms // math.gcd(r, spec.sms)))
+    return out
+
+
+def _detrend(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Relative residual of y from a cubic fit in log(x): keeps the sawtooth,
+    drops the smooth ramp from memory-bound (small x) to saturated."""
+    lx = np.log(x)
+    coef = np.polyfit(lx, y, deg=min(3, len(x) - 1))
+    trend = np.polyval(coef, lx)
+    return np.asarray((y - trend) / np.maximum(np.abs(trend), 1e-12))
+
+
+def _acf(r: np.ndarray, max_lag: int) -> np.ndarray:
+    """Sample autocorrelation at lags 0..max_lag (biased estimator, acf[0] = 1)."""
+    r = r - r.mean()
+    denom = float(np.dot(r, r))
+    if denom == 0.0:
+        return np.zeros(max_lag + 1)
+    return np.array([np.dot(r[: len(r) - lag], r[lag:]) / denom for lag in range(max_lag + 1)])
+
+
+def sawtooth_period(
+    k_values: Sequence[float],
+    tflops: Sequence[float],
+    predicted: Sequence[float] = (),
+    min_acf: float = 0.2,
+) -> SawtoothResult:
+    """Find the period of the quantization sawtooth in a sweep.
+
+    Method: (1) sort, average duplicate x (repeats), and resample onto the
+    sweep's uniform step; (2) detrend: relative residual from a cubic fit in
+    log(x); (3) autocorrelation of the residual for lags 2..N/2 (lag 1 only
+    measures smoothness); (4) the period is the lag of the highest *local
+    maximum* of the autocorrelation, if that peak exceeds
+    max(min_acf, 3/sqrt(N)) — 3/sqrt(N) is a white-noise bound widened for
+    searching many lags — else `period` is None (nothing stands out of the
+    noise). Model periods passed in `predicted` (see `predicted_periods`) are
+    reported with the autocorrelation at their nearest lag, so a reader can
+    see whether the measured series agrees with the model. Harmonics (2P,
+    3P) also peak, lower: taking the highest peak prefers P.
+    """
+    s = pd.DataFrame({"x": np.asarray(k_values, float), "y": np.asarray(tflops, float)})
+    s = s.dropna().groupby("x", as_index=False)["y"].mean().sort_values("x")
+    if len(s) < 8:
+        raise ValueError(f"need at least 8 distinct sweep points, got {len(s)}")
+    x, y = s["x"].to_numpy(), s["y"].to_numpy()
+    step = float(np.min(np.diff(x)))
+    grid = np.arange(x[0], x[-1] + step / 2, step)
+    yg = np.interp(grid, x, y)
+    r = _detrend(grid, yg)
+    n = len(r)
+    max_lag = n // 2
+    acf = _acf(r, max_lag)
+    threshold = max(min_acf, 3.0 / math.sqrt(n))
+    peaks = [lag for lag in range(2, max_lag) if acf[lag] > acf[lag - 1] and acf[lag] >= acf[lag + 1]]
+    best = max(peaks, key=lambda lag: acf[lag]) if peaks else None
+    pred = tuple(
+        (float(p), float(acf[min(max_lag, max(1, round(p / step)))])) for p in predicted
+    )
+    method = "autocorrelation of cubic-log-detrended series, highest local peak over max(min_acf, 3/sqrt(N))"
+    if best is None or acf[best] <= threshold:
+        top = float(acf[best]) if best is not None else 0.0
+        return SawtoothResult(None, top, threshold, step, pred, method)
+    return SawtoothResult(best * step, float(acf[best]), threshold, step, pred, method)
