@@ -1,0 +1,1 @@
+"""Torch kernel programs: each module is run as `python -m kernels.torch.<kernel>`."""
