@@ -1,0 +1,353 @@
+"""Job states from Slurm for `campaign status`: the only module that reads the
+text of sacct, squeue and scontrol.
+
+Why one module: Slurm prints states in several dialects (``CANCELLED by 0``,
+``1234_[3-9%1]`` for pending array tasks, a PENDING job line whose batch step
+already runs because the start record reaches slurmdbd late, OOM visible only
+on a step line under srun). Keeping every quirk here lets the rest of the code
+work with `SlurmJobInfo` and `JobState` only.
+
+All queries are batched: one sacct call per chunk of job ids, one squeue call
+for the fallback; never one call per job (campaigns hold 10,000s of jobs).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from campaign.errors import BadInputError, SchedulerError
+from campaign.states import JobState, from_slurm
+
+SACCT_FIELDS = ("JobID", "State", "ExitCode", "NodeList", "Start", "End", "Reason")
+# squeue -O fields with "|" as suffix: no padding, one separator per field.
+SQUEUE_FIELDS = (
+    "JobID", "ArrayJobID", "ArrayTaskID", "State", "Reason",
+    "NodeList", "StartTime", "EndTime", "exit_code",
+)
+_JOB_ID_RE = re.compile(r"^\d+(?:_\d+)?$")
+_ARRAY_RANGE_RE = re.compile(r"^(?P<base>\d+)_\[(?P<spec>[^\]]*)\]$")
+_EMPTY = {"", "None", "none", "Unknown", "N/A", "(null)", "None assigned"}
+_DISABLED_MARK = "accounting storage is disabled"
+
+
+@dataclass(frozen=True)
+class SlurmJobInfo:
+    """One job (or array task) as Slurm last reported it."""
+
+    job_id: str  # "1234", or "1234_5" for an array task (ArrayJobID_TaskID, as sacct prints)
+    state: JobState  # OOM seen on a step wins over FAILED on the job line
+    exit_code: int | None  # exit status of the batch script; None when Slurm gave none
+    signal: int | None  # signal number of "exit:signal" (0 = none); Slurm uses 125 for OOM
+    node: str | None  # NodeList, None before the job got a node
+    start: datetime | None  # local time, as Slurm prints it (naive)
+    end: datetime | None  # None while the job has not ended
+    reason: str | None  # Slurm's Reason (e.g. JobHeldUser, NonZeroExitCode), None for "None"
+
+
+class AccountingDisabledError(SchedulerError):
+    """sacct cannot answer because the cluster runs without slurmdbd."""
+
+
+# ---------------------------------------------------------------- small parsers
+
+
+def _opt(text: str) -> str | None:
+    text = text.strip()
+    return None if text in _EMPTY else text
+
+
+def parse_time(text: str) -> datetime | None:
+    """Slurm's ISO timestamps; ``Unknown``/``None``/empty give None."""
+    value = _opt(text)
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def parse_exit_code(text: str) -> tuple[int | None, int | None]:
+    """``"3:0"`` -> (3, 0). Anything else -> (None, None)."""
+    code, sep, sig = text.strip().partition(":")
+    if not sep or not code.isdigit() or not sig.isdigit():
+        return None, None
+    return int(code), int(sig)
+
+
+def expand_array_spec(spec: str) -> list[int]:
+    """Task indexes of an array spec as Slurm prints it: ``3-9``, ``1,4-6``,
+    ``0-9:2`` (step) and ``1-3%1`` (throttle, ignored)."""
+    spec = spec.split("%", 1)[0]
+    out: list[int] = []
+    for part in filter(None, spec.split(",")):
+        rng, _, step_text = part.partition(":")
+        lo_text, dash, hi_text = rng.partition("-")
+        lo = int(lo_text)
+        hi = int(hi_text) if dash else lo
+        out.extend(range(lo, hi + 1, int(step_text) if step_text else 1))
+    return out
+
+
+def expand_job_id(job_id: str) -> list[str]:
+    """``"9_[0-2]"`` -> ``["9_0", "9_1", "9_2"]``; any other id -> ``[job_id]``."""
+    match = _ARRAY_RANGE_RE.match(job_id)
+    if match is None:
+        return [job_id]
+    return [f"{match['base']}_{i}" for i in expand_array_spec(match["spec"])]
+
+
+def validate_job_ids(job_ids: Iterable[str]) -> list[str]:
+    """Deduplicated ids in first-seen order; a malformed id is bad input (sacct
+    would reject the whole batch with ``Bad job/step specified``)."""
+    seen: dict[str, None] = {}
+    for raw in job_ids:
+        job_id = str(raw).strip()
+        if not _JOB_ID_RE.match(job_id):
+            raise BadInputError(f"not a Slurm job id: {raw!r} (expected 1234 or 1234_5)")
+        seen.setdefault(job_id, None)
+    return list(seen)
+
+
+# ---------------------------------------------------------------- sacct
+
+
+@dataclass
+class _Record:
+    """A job line of sacct plus the states of the step lines printed under it."""
+
+    fields: list[str]
+    step_states: list[JobState]
+
+
+def _resolve(rec: _Record) -> SlurmJobInfo:
+    job_id, state_text, exit_text, node, start, end, reason = rec.fields
+    state = from_slurm(state_text)
+    steps = rec.step_states
+    if state is JobState.FAILED and JobState.OUT_OF_MEMORY in steps:
+        # under srun the job line says FAILED 1:0 while step .0 says OUT_OF_MEMORY
+        state = JobState.OUT_OF_MEMORY
+    elif state is JobState.PENDING and JobState.RUNNING in steps:
+        # the start record reached slurmdbd after the step's (recipe pitfall P9)
+        state = JobState.RUNNING
+    code, sig = parse_exit_code(exit_text)
+    return SlurmJobInfo(
+        job_id=job_id, state=state, exit_code=code, signal=sig, node=_opt(node),
+        start=parse_time(start), end=parse_time(end) if state.finished else None,
+        reason=_opt(reason),
+    )
+
+
+def _run_order(info: SlurmJobInfo) -> datetime:
+    """Sort key among records of one id: a run that has not started yet (the
+    pending run after a requeue) is the newest."""
+    return info.start if info.start is not None else datetime.max
+
+
+def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
+    """Parse ``sacct --parsable2 [--noheader] -o SACCT_FIELDS`` output.
+
+    Step lines (``1234.batch``, ``1234_5.0``) belong to the job line printed
+    just before them. When one id has several records (``-D`` after a requeue)
+    the latest run wins: the latest Start, a not-yet-started run above all,
+    the later line on a tie. Pending array ranges
+    are expanded into one entry per task; a task printed on its own line wins
+    over the same task inside a range.
+    """
+    records: list[_Record] = []
+    current: _Record | None = None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        fields = line.split("|")
+        if len(fields) != len(SACCT_FIELDS):
+            raise SchedulerError(
+                f"unexpected sacct line (expected {len(SACCT_FIELDS)} fields): {line!r}")
+        if fields[0] == SACCT_FIELDS[0]:
+            continue  # header
+        base, dot, _step = fields[0].partition(".")
+        if not dot:
+            current = _Record(fields, [])
+            records.append(current)
+        elif current is not None and current.fields[0] == base:
+            current.step_states.append(from_slurm(fields[1]))
+    concrete: dict[str, SlurmJobInfo] = {}
+    ranged: dict[str, SlurmJobInfo] = {}
+    for rec in records:
+        info = _resolve(rec)
+        ids = expand_job_id(info.job_id)
+        if ids == [info.job_id]:
+            older = concrete.get(info.job_id)
+            if older is None or _run_order(info) >= _run_order(older):
+                concrete[info.job_id] = info
+        else:
+            for task_id in ids:
+                ranged[task_id] = replace(info, job_id=task_id)
+    return {**ranged, **concrete}
+
+
+def _environ(env: Mapping[str, str] | None) -> dict[str, str] | None:
+    return None if env is None else {**os.environ, **env}
+
+
+def _run(argv: list[str], env: Mapping[str, str] | None, timeout_s: float) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            argv, capture_output=True, text=True, env=_environ(env), timeout=timeout_s, check=False)
+    except FileNotFoundError as exc:
+        raise SchedulerError(f"{argv[0]} not found on PATH: is Slurm installed on this machine?") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise SchedulerError(
+            f"{argv[0]} did not answer within {timeout_s:g} s: is the Slurm controller/slurmdbd up?") from exc
+
+
+def _error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    """The last line Slurm printed: its summary (``Problem talking to the
+    database: Connection refused``) comes after the low-level details."""
+    for text in (proc.stderr, proc.stdout):
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        if lines:
+            return lines[-1]
+    return "(no message)"
+
+
+def sacct_failure(proc: subprocess.CompletedProcess[str]) -> SchedulerError:
+    """One-line error for a failed sacct call (the CLI prints it, exit 1)."""
+    message = _error_line(proc)
+    if _DISABLED_MARK in (proc.stderr + proc.stdout).lower():
+        return AccountingDisabledError(f"sacct: {message}")
+    hint = "check that slurmdbd (and its database) is running and SLURM_CONF names this cluster"
+    return SchedulerError(f"sacct failed (exit {proc.returncode}): {message}; {hint}")
+
+
+def query_sacct(
+    job_ids: Sequence[str], *, chunk: int = 1000,
+    env: Mapping[str, str] | None = None, timeout_s: float = 60,
+) -> dict[str, SlurmJobInfo]:
+    """States of the given jobs from accounting, one sacct call per `chunk` ids.
+
+    An array id (``1234``) returns all its tasks (``1234_0`` ...), as sacct
+    does; a raw task id returns that task under its ``ArrayJobID_TaskID``
+    name. Ids sacct does not know yet (just submitted) are absent. `env` is
+    laid over os.environ (e.g. ``{"SLURM_CONF": ...}``).
+    Raises AccountingDisabledError without slurmdbd, SchedulerError when sacct fails.
+    """
+    if chunk < 1:
+        raise ValueError("chunk must be >= 1")
+    ids = validate_job_ids(job_ids)
+    found: dict[str, SlurmJobInfo] = {}
+    for i in range(0, len(ids), chunk):
+        argv = ["sacct", "-j", ",".join(ids[i:i + chunk]), "--parsable2", "--noheader",
+                "-o", ",".join(SACCT_FIELDS)]
+        proc = _run(argv, env, timeout_s)
+        if proc.returncode != 0:
+            raise sacct_failure(proc)
+        found.update(parse_sacct(proc.stdout))
+    return found
+
+
+# ---------------------------------------------------------------- squeue fallback
+
+
+def parse_squeue(text: str) -> list[tuple[str, str, SlurmJobInfo]]:
+    """Parse ``squeue -h -r -O <SQUEUE_FIELDS each with suffix |>``.
+
+    Returns (raw job id, array job id or "", info) per line; info.job_id is the
+    name sacct would print (``ArrayJobID_TaskID`` for array tasks).
+    exit_code is the raw wait status (768 = exit 3, 15 = signal 15).
+    """
+    rows: list[tuple[str, str, SlurmJobInfo]] = []
+    n = len(SQUEUE_FIELDS)
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        fields = [f.strip() for f in line.split("|")]
+        if len(fields) < n:
+            raise SchedulerError(f"unexpected squeue line (expected {n} fields): {line!r}")
+        raw_id, array_id, task_id, state_text, reason, node, start, end, status = fields[:n]
+        is_task = task_id.isdigit() and array_id not in ("", "N/A")
+        name = f"{array_id}_{task_id}" if is_task else raw_id
+        state = from_slurm(state_text)
+        code: int | None = None
+        sig: int | None = None
+        if status.isdigit():
+            code, sig = (int(status) >> 8) & 0xFF, int(status) & 0x7F
+        info = SlurmJobInfo(
+            job_id=name, state=state, exit_code=code, signal=sig, node=_opt(node),
+            # squeue prints expected times for jobs that have not started/ended
+            start=parse_time(start) if state is not JobState.PENDING else None,
+            end=parse_time(end) if state.finished else None,
+            reason=_opt(reason),
+        )
+        rows.append((raw_id, array_id if is_task else "", info))
+    return rows
+
+
+def query_squeue_fallback(
+    job_ids: Sequence[str], *, env: Mapping[str, str] | None = None, timeout_s: float = 60,
+) -> dict[str, SlurmJobInfo]:
+    """States from slurmctld's memory when accounting is off: one
+    ``squeue -t all -r`` call for every job, filtered here.
+
+    Only jobs that ended less than MinJobAge seconds ago (300 s on the test
+    cluster) are still there; older ones are absent from the result.
+    """
+    ids = validate_job_ids(job_ids)
+    fmt = ",".join(f"{name}:|" for name in SQUEUE_FIELDS)
+    proc = _run(["squeue", "-t", "all", "-h", "-r", "-O", fmt], env, timeout_s)
+    if proc.returncode != 0:
+        raise SchedulerError(
+            f"squeue failed (exit {proc.returncode}): {_error_line(proc)}; "
+            "check that slurmctld is running and SLURM_CONF names this cluster")
+    wanted = set(ids)
+    found: dict[str, SlurmJobInfo] = {}
+    for raw_id, array_id, info in parse_squeue(proc.stdout):
+        if info.job_id in wanted or raw_id in wanted or array_id in wanted:
+            found[info.job_id] = info
+    return found
+
+
+def query_states(
+    job_ids: Sequence[str], *, chunk: int = 1000,
+    env: Mapping[str, str] | None = None, timeout_s: float = 60,
+) -> tuple[dict[str, SlurmJobInfo], list[str]]:
+    """States from sacct; without accounting, from squeue with a warning.
+
+    Returns (states by job id, warnings for the user). SchedulerError when
+    Slurm cannot be reached at all.
+    """
+    try:
+        return query_sacct(job_ids, chunk=chunk, env=env, timeout_s=timeout_s), []
+    except AccountingDisabledError as exc:
+        found = query_squeue_fallback(job_ids, env=env, timeout_s=timeout_s)
+        warning = (
+            f"{exc}: job states come from squeue, which forgets jobs MinJobAge "
+            "seconds after they end; older jobs keep their last known state")
+        return found, [warning]
+
+
+# ---------------------------------------------------------------- config
+
+
+def parse_max_array_size(text: str) -> int:
+    """MaxArraySize from ``scontrol show config`` text."""
+    match = re.search(r"^MaxArraySize\s*=\s*(\d+)", text, re.MULTILINE)
+    if match is None:
+        raise SchedulerError("scontrol show config printed no MaxArraySize")
+    return int(match[1])
+
+
+def max_array_size(env: Mapping[str, str] | None = None, timeout_s: float = 30) -> int:
+    """The cluster's MaxArraySize: array indexes must stay below it, so arrays
+    are chunked to at most this many tasks (indexes 0..MaxArraySize-1)."""
+    proc = _run(["scontrol", "show", "config"], env, timeout_s)
+    if proc.returncode != 0:
+        raise SchedulerError(
+            f"scontrol show config failed (exit {proc.returncode}): {_error_line(proc)}; "
+            "is slurmctld running?")
+    return parse_max_array_size(proc.stdout)
