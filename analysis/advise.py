@@ -14,6 +14,7 @@ Pure: pandas and the wave model; the CLI (`campaign advise shape`) formats.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -176,9 +177,12 @@ class _Ranker:
         return "; ".join(parts)
 
 
-def _rank(kind: str, items: list[tuple[int, int | None, float, float, str]], cur: tuple[float, float] | None, source: str, better_is: str) -> list[Proposal]:
+_Item = tuple[int, int | None, float, float, str]  # value, h/a, useful flops, time, note
+
+
+def _rank(kind: str, items: Sequence[_Item], cur: tuple[float, float] | None, source: str, better_is: str) -> list[Proposal]:
     """items: (value, h/a, useful flops, time, note); rank by time or by throughput."""
-    def key(it: tuple[int, int | None, float, float, str]) -> float:
+    def key(it: _Item) -> float:
         return it[3] if better_is == "time" else -(it[2] / it[3])
 
     out = []
@@ -206,7 +210,7 @@ def _heads(h: int, a: int, seq: int, batch: int, tp: int, vocab: int, ranker: _R
     if not cands:
         return [], None
     shapes = [[s for s in layer_gemms(h, x, batch, seq, vocab, tp) if s.name in layer] for x in values]
-    params = [dict(h=h, a=x, b=batch, t=tp, n=seq) for x in values]
+    params = [{"h": h, "a": x, "b": batch, "t": tp, "n": seq} for x in values]
     times, source = ranker.times("heads", list(zip(shapes, params)))
     # Measured `layer` rows time the whole layer as one sequence: prefer them.
     lay = [_measured_time(ranker.measured, ("layer",), **p) for p in params]
@@ -233,7 +237,7 @@ def _vocab(h: int, a: int, vocab: int, seq: int, batch: int, tp: int, ranker: _R
     if p128 not in values:
         values.append(p128)
     shapes = [[GemmShape("logits", batch * seq, v, h)] for v in values]
-    params = [dict(h=h, b=batch, v=v, n=seq) for v in values]
+    params = [{"h": h, "b": batch, "v": v, "n": seq} for v in values]
     times, source = ranker.times("vocab", list(zip(shapes, params)))
     useful = 2.0 * batch * seq * h * vocab
     notes = ["", "next multiple of 64", "next multiple of 128"]
@@ -250,7 +254,7 @@ def _ffn(h: int, a: int, seq: int, batch: int, tp: int, vocab: int, ffn: int | N
     named = {llama: f"Llama rule, multiple_of={multiple_of}", lo: "multiple of 64 below 8h/3", hi: "multiple of 64 above 8h/3"}
     values = ([ffn] if ffn else []) + [v for v in dict.fromkeys([llama, hi, lo]) if v != ffn and v % tp == 0]
     shapes = [_subset(layer_gemms(h, a if h % a == 0 else 1, batch, seq, vocab, tp, v), MLP_GEMMS) for v in values]
-    params = [dict(h=h, b=batch, t=tp, ffn=v, n=seq) for v in values]
+    params = [{"h": h, "b": batch, "t": tp, "ffn": v, "n": seq} for v in values]
     times, source = ranker.times("ffn", list(zip(shapes, params)))
     items = [(v, None, float(sum(s.flops for s in sh)), t, named.get(v, "")) for v, sh, t in zip(values, shapes, times)]
     if ffn:
@@ -300,8 +304,10 @@ def advise_shape(
 def format_advice(advice: ShapeAdvice) -> str:
     """Human-readable advice: checks, current shape, ranked proposals, evidence."""
     lines = [
-        f"Shape h={advice.h} a={advice.a} vocab={advice.vocab} seq={advice.seq} "
-        f"batch={advice.batch} tp={advice.tp} on {advice.gpu}",
+        (
+            f"Shape h={advice.h} a={advice.a} vocab={advice.vocab} seq={advice.seq} "
+            f"batch={advice.batch} tp={advice.tp} on {advice.gpu}"
+        ),
         "Rules:",
     ]
     for c in advice.checks:

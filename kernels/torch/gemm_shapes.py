@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -115,6 +116,7 @@ class Operands:
 
     def __init__(self, g: Gemm, device: torch.device, dtype: torch.dtype, gen: torch.Generator) -> None:
         self.g = g
+        shapes: list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]
         if g.bmm:
             shapes = [((g.batch, g.m, g.k), (g.batch, g.k, g.n), (g.batch, g.m, g.n))]
         else:
@@ -181,7 +183,7 @@ def _layer_case(ops: dict[str, Operands]) -> hz.Case:
         for p in parts:
             errs.append(p.check(outs[i : i + len(p.c)]))
             i += len(p.c)
-        return float("nan") if any(e != e for e in errs) else max(errs)
+        return float("nan") if any(math.isnan(e) for e in errs) else max(errs)
 
     return hz.Case(run=run, check=check, poison=poison)
 
