@@ -115,7 +115,8 @@ def _json_value(value: object, missing: bool, as_int: bool) -> object:
 
 def metrics_json(results: pd.DataFrame, partitions: pd.DataFrame | None,
                  cluster: str | None = None,
-                 metrics: dict[str, pd.DataFrame] | None = None) -> dict[str, object]:
+                 metrics: dict[str, pd.DataFrame] | None = None,
+                 ) -> dict[str, list[dict[str, object]]]:
     """The `campaign report --json` object: {metric key: [record, ...]}.
 
     Pass precomputed `metrics` to avoid recomputing; `cluster` restricts the

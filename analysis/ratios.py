@@ -17,8 +17,8 @@ side's partition: it differs for the cluster dimension), `n`, `threads`,
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
-import numpy as np
 import pandas as pd
 
 from analysis.frames import group_codes
@@ -86,6 +86,14 @@ def _side(s: pd.DataFrame, kernel: str, variant: str) -> pd.DataFrame:
     return s[(s["kernel"] == kernel) & (s["variant"] == variant)]
 
 
+def _parts(b: tuple[str, str] | Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """One (kernel, variant) or a sequence of them, as a list."""
+    if isinstance(b[0], str):
+        single = cast(tuple[str, str], b)
+        return [(single[0], single[1])]
+    return [(str(k), str(v)) for k, v in cast(Sequence[tuple[str, str]], b)]
+
+
 def variant_ratio(df: pd.DataFrame, a: tuple[str, str],
                   b: tuple[str, str] | Sequence[tuple[str, str]]) -> pd.DataFrame:
     """t(a)/t(b) where a is a (kernel, variant) and b one or a sum of several.
@@ -96,7 +104,7 @@ def variant_ratio(df: pd.DataFrame, a: tuple[str, str],
     a cell is reported only where every part of b was measured. The kernel and
     variant columns carry a's values; `b` is the label "k/v+k/v".
     """
-    parts: list[tuple[str, str]] = [b] if isinstance(b[0], str) else list(b)  # type: ignore[list-item]
+    parts = _parts(b)
     s = ensure_summary(df)
     match = [c for c in group_columns(s) if c not in ("kernel", "variant")] + ["threads", "n"]
     base: pd.DataFrame | None = None

@@ -17,7 +17,7 @@ is flagged `single_repeat`.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _rank_and_coverage(m: int) -> tuple[int, float]:
     """Order-statistic rank r (1-based) of the interval and its exact coverage."""
     best = 1

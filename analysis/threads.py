@@ -17,6 +17,7 @@ from analysis.schema import group_columns
 from analysis.summary import ensure_summary
 
 _CELL = ["_gid", "n"]
+CROSSOVER_COLUMNS = ("threads_a", "threads_b", "crossed", "n_before", "n_at", "within_noise")
 
 
 def _with_gid(df: pd.DataFrame) -> pd.DataFrame:
@@ -95,6 +96,8 @@ def crossovers(df: pd.DataFrame) -> pd.DataFrame:
     cols = _CELL + ["threads", "median_s", "ci_lo_s", "ci_hi_s"]
     pairs = s[cols].merge(s[cols], on=_CELL, suffixes=("_a", "_b"))
     pairs = pairs[pairs["threads_a"] < pairs["threads_b"]]
+    if pairs.empty:
+        return pd.DataFrame(columns=group_columns(s) + list(CROSSOVER_COLUMNS))
     pairs = pairs.sort_values(["_gid", "threads_a", "threads_b", "n"], kind="stable")
     pid, _ = group_codes(pairs, ["_gid", "threads_a", "threads_b"])
     n = pairs["n"].to_numpy(dtype=float)
@@ -102,7 +105,7 @@ def crossovers(df: pd.DataFrame) -> pd.DataFrame:
     starts = np.flatnonzero(np.r_[True, pid[1:] != pid[:-1]])
     # Position of the first faster row per pair: min over rows where faster.
     pos = np.where(faster, np.arange(len(pid)), len(pid))
-    first = np.minimum.reduceat(pos, starts) if len(pid) else np.array([], dtype=int)
+    first = np.minimum.reduceat(pos, starts)
     crossed = first < len(pid)
     safe = np.where(crossed, first, starts)
     n_at = np.where(crossed, n[safe], np.nan)
