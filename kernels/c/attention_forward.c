@@ -21,8 +21,6 @@ typedef struct {
     float *scratch;  /* memopt: per-thread BQ x BK scores + 2 BQ (m, l) */
 } state;
 
-#define SCRATCH (BQ * BK + 2 * BQ)
-
 static void st_free(state *s)
 {
     hfree(s->q); hfree(s->k); hfree(s->v); hfree(s->o);
@@ -44,7 +42,7 @@ static void *setup(const harness_cfg *cfg)
         ok = ok && s->p;
     } else {
         s->kp = halloc((size_t)tiles * BK * (size_t)d * sizeof(float));
-        s->scratch = halloc((size_t)omp_get_max_threads() * SCRATCH * sizeof(float));
+        s->scratch = halloc((size_t)omp_get_max_threads() * MEMOPT_SCRATCH * sizeof(float));
         ok = ok && s->kp && s->scratch;
     }
     if (!ok) { st_free(s); return NULL; }
@@ -58,7 +56,7 @@ static void *setup(const harness_cfg *cfg)
     if (s->kp) fill_nan(s->kp, tiles, BK * d, 1);
     if (s->scratch) {
 #pragma omp parallel
-        for (long e = 0; e < SCRATCH; e++) s->scratch[omp_get_thread_num() * SCRATCH + e] = 0;
+        for (long e = 0; e < MEMOPT_SCRATCH; e++) s->scratch[omp_get_thread_num() * MEMOPT_SCRATCH + e] = 0;
     }
     return s;
 }
@@ -106,76 +104,9 @@ static void run_naive(state *s)
     }
 }
 
-/* One query tile (rows i0..i1) against all key tiles: S = Q K^T on BK keys,
- * online softmax (running max m, running sum l), O += P V. */
-static void memopt_tile(const state *s, long i0, long i1, float *restrict scr)
-{
-    const long n = s->n, d = s->d;
-    const float scale = 1.0f / sqrtf((float)d);
-    const long tiles = (n + BK - 1) / BK;
-    float *restrict m = scr + BQ * BK, *restrict l = m + BQ;
-    for (long i = i0; i < i1; i++) {
-        m[i - i0] = -FLT_MAX;
-        l[i - i0] = 0;
-        for (long c = 0; c < d; c++) s->o[i * d + c] = 0;
-    }
-    for (long t = 0; t < tiles; t++) {
-        const float *restrict kt = s->kp + t * d * BK;
-        const long j0 = t * BK, nj = n - j0 < BK ? n - j0 : BK;
-        for (long i = i0; i < i1; i++) {
-            float *restrict sr = scr + (i - i0) * BK;
-            const float *restrict qi = s->q + i * d;
-            for (int j = 0; j < BK; j++) sr[j] = 0;
-            for (long c = 0; c < d; c++) {
-                const float qc = qi[c] * scale;
-                const float *restrict kc = kt + c * BK;
-#pragma omp simd
-                for (int j = 0; j < BK; j++) sr[j] += qc * kc[j];
-            }
-            for (long j = nj; j < BK; j++) sr[j] = -FLT_MAX;
-            float mx = m[i - i0];
-#pragma omp simd reduction(max : mx)
-            for (int j = 0; j < BK; j++) mx = sr[j] > mx ? sr[j] : mx;
-            const float corr = exp_fast(m[i - i0] - mx);
-            float sum = 0;
-#pragma omp simd reduction(+ : sum)
-            for (int j = 0; j < BK; j++) {
-                sr[j] = exp_fast(sr[j] - mx);
-                sum += sr[j];
-            }
-            m[i - i0] = mx;
-            l[i - i0] = l[i - i0] * corr + sum;
-            float *restrict oi = s->o + i * d;
-            if (corr != 1.0f) {
-#pragma omp simd
-                for (long c = 0; c < d; c++) oi[c] *= corr;
-            }
-            const float *restrict vt = s->v + j0 * d;
-            for (long j = 0; j < nj; j++) {
-                const float pj = sr[j];
-                const float *restrict vj = vt + j * d;
-#pragma omp simd
-                for (long c = 0; c < d; c++) oi[c] += pj * vj[c];
-            }
-        }
-    }
-    for (long i = i0; i < i1; i++) {
-        const float inv = 1.0f / l[i - i0];
-        for (long c = 0; c < d; c++) s->o[i * d + c] *= inv;
-    }
-}
-
 static void run_memopt(state *s)
 {
-    pack_tiles(s->k, s->kp, s->n, s->d);
-    const long qtiles = (s->n + BQ - 1) / BQ;
-#pragma omp parallel
-    {
-        float *scr = s->scratch + (size_t)omp_get_thread_num() * SCRATCH;
-#pragma omp for schedule(static)
-        for (long t = 0; t < qtiles; t++)
-            memopt_tile(s, t * BQ, (t + 1) * BQ < s->n ? (t + 1) * BQ : s->n, scr);
-    }
+    memopt_forward(s->q, s->k, s->v, s->o, NULL, s->kp, s->scratch, s->n, s->d);
 }
 
 static void run(void *p)

@@ -1,4 +1,5 @@
 /* Packing and float64 references shared by the C attention kernels. */
+#include <float.h>
 #include <omp.h>
 #include <stdlib.h>
 
@@ -16,6 +17,82 @@ void pack_tiles(const float *restrict x, float *restrict out, long n, long d)
             for (long j = 0; j < nj; j++) o[k * BK + j] = x[(t * BK + j) * d + k];
             for (long j = nj; j < BK; j++) o[k * BK + j] = 0.0f;
         }
+    }
+}
+
+/* One query tile (rows i0..i1) against all key tiles: S = Q K^T on BK keys,
+ * online softmax (running max m, running sum l), O += P V.  kp holds K packed
+ * by pack_tiles.  lse (may be NULL) receives m + log(l) per row. */
+static void memopt_tile(const float *restrict q, const float *restrict kp,
+                        const float *restrict v, float *restrict o, float *restrict lse,
+                        long n, long d, long i0, long i1, float *restrict scr)
+{
+    const float scale = 1.0f / sqrtf((float)d);
+    const long tiles = (n + BK - 1) / BK;
+    float *restrict m = scr + BQ * BK, *restrict l = m + BQ;
+    for (long i = i0; i < i1; i++) {
+        m[i - i0] = -FLT_MAX;
+        l[i - i0] = 0;
+        for (long c = 0; c < d; c++) o[i * d + c] = 0;
+    }
+    for (long t = 0; t < tiles; t++) {
+        const float *restrict kt = kp + t * d * BK;
+        const long j0 = t * BK, nj = n - j0 < BK ? n - j0 : BK;
+        for (long i = i0; i < i1; i++) {
+            float *restrict sr = scr + (i - i0) * BK;
+            const float *restrict qi = q + i * d;
+            for (int j = 0; j < BK; j++) sr[j] = 0;
+            for (long c = 0; c < d; c++) {
+                const float qc = qi[c] * scale;
+                const float *restrict kc = kt + c * BK;
+#pragma omp simd
+                for (int j = 0; j < BK; j++) sr[j] += qc * kc[j];
+            }
+            for (long j = nj; j < BK; j++) sr[j] = -FLT_MAX;
+            float mx = m[i - i0];
+#pragma omp simd reduction(max : mx)
+            for (int j = 0; j < BK; j++) mx = sr[j] > mx ? sr[j] : mx;
+            const float corr = exp_fast(m[i - i0] - mx);
+            float sum = 0;
+#pragma omp simd reduction(+ : sum)
+            for (int j = 0; j < BK; j++) {
+                sr[j] = exp_fast(sr[j] - mx);
+                sum += sr[j];
+            }
+            m[i - i0] = mx;
+            l[i - i0] = l[i - i0] * corr + sum;
+            float *restrict oi = o + i * d;
+            if (corr != 1.0f) {
+#pragma omp simd
+                for (long c = 0; c < d; c++) oi[c] *= corr;
+            }
+            const float *restrict vt = v + j0 * d;
+            for (long j = 0; j < nj; j++) {
+                const float pj = sr[j];
+                const float *restrict vj = vt + j * d;
+#pragma omp simd
+                for (long c = 0; c < d; c++) oi[c] += pj * vj[c];
+            }
+        }
+    }
+    for (long i = i0; i < i1; i++) {
+        const float inv = 1.0f / l[i - i0];
+        for (long c = 0; c < d; c++) o[i * d + c] *= inv;
+        if (lse) lse[i] = m[i - i0] + logf(l[i - i0]);
+    }
+}
+
+void memopt_forward(const float *q, const float *k, const float *v, float *o, float *lse,
+                    float *kp, float *scratch, long n, long d)
+{
+    pack_tiles(k, kp, n, d);
+    const long qtiles = (n + BQ - 1) / BQ;
+#pragma omp parallel
+    {
+        float *scr = scratch + (size_t)omp_get_thread_num() * MEMOPT_SCRATCH;
+#pragma omp for schedule(static)
+        for (long t = 0; t < qtiles; t++)
+            memopt_tile(q, kp, v, o, lse, n, d, t * BQ, (t + 1) * BQ < n ? (t + 1) * BQ : n, scr);
     }
 }
 

@@ -38,6 +38,15 @@ static inline float exp_fast(float x)
  * [d][BK] and zero padded: out[(t*d + k)*BK + j] = X[(t*BK + j)*d + k]. */
 void pack_tiles(const float *restrict x, float *restrict out, long n, long d);
 
+/* Per-thread scratch (floats) of memopt_forward: BQ x BK scores, m, l. */
+#define MEMOPT_SCRATCH (BQ * BK + 2 * BQ)
+/* Tiled forward with online softmax, parallel over BQ-row query tiles
+ * (schedule static).  kp: ceil(n/BK)*BK*d floats; scratch: threads *
+ * MEMOPT_SCRATCH floats.  lse (n, may be NULL): log-sum-exp of each row's
+ * scaled scores, for a backward that recomputes P = exp(S - lse). */
+void memopt_forward(const float *q, const float *k, const float *v, float *o, float *lse,
+                    float *kp, float *scratch, long n, long d);
+
 /* float64 references (straightforward, parallel over rows). */
 /* O rows for the listed query rows (nrows of them): out[r*d + c]. */
 void ref_attention_rows(const float *q, const float *k, const float *v, long n, long d,
