@@ -1,0 +1,64 @@
+# campaign — the two commands that matter: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# Compilers/flags for the C and Fortran kernels (no -march=native by default;
+# clusters pass their own, e.g. make kernels CFLAGS="-O3 -fopenmp -march=znver3").
+CC     ?= gcc
+FC     ?= gfortran
+CFLAGS ?= -O3 -fopenmp
+FFLAGS ?= -O3 -fopenmp
+DEMO   ?= demo
+export CAMPAIGN_SLURM_LAB ?= /tmp/campaign-slurm
+
+.PHONY: setup kernels demo test test-unit lint bench slurm-up slurm-down clean
+
+$(STAMP): pyproject.toml
+	@command -v gfortran >/dev/null || { echo "installing gfortran (Debian)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gfortran >/dev/null) \
+	  || echo "warning: gfortran not installed; Fortran kernels will be skipped"; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP) kernels
+
+kernels:
+	$(MAKE) -C kernels CC="$(CC)" FC="$(FC)" CFLAGS="$(CFLAGS)" FFLAGS="$(FFLAGS)" \
+	  $(if $(shell command -v $(FC)),all,c)
+
+# A real small campaign on this machine (cluster=local, no Slurm), ending in a report.
+demo: setup
+	rm -rf $(DEMO)
+	$(BIN)/campaign --ledger $(DEMO)/ledger.sqlite submit experiment=smoke
+	$(BIN)/campaign --ledger $(DEMO)/ledger.sqlite status
+	$(BIN)/campaign --ledger $(DEMO)/ledger.sqlite report --out $(DEMO)/report
+	@echo "demo done: report in $(DEMO)/report/ ; ledger $(DEMO)/ledger.sqlite"
+	@echo "try: $(BIN)/campaign --ledger $(DEMO)/ledger.sqlite jobs"
+
+slurm-up:
+	bash .ci/slurm-up.sh
+
+slurm-down:
+	bash .ci/slurm-down.sh
+
+# Everything: install, start the real single-node Slurm, run the whole suite.
+test: setup slurm-up
+	CAMPAIGN_REQUIRE_SLURM=1 $(BIN)/python -m pytest -q tests
+
+test-unit: setup
+	$(BIN)/python -m pytest -q tests -m "not slurm"
+
+lint: $(STAMP)
+	$(BIN)/ruff check campaign analysis kernels tests bench
+	$(BIN)/mypy campaign analysis
+
+bench: setup slurm-up
+	$(BIN)/python bench/bench_metrics.py
+	$(BIN)/python bench/bench_slurm.py
+
+clean:
+	$(MAKE) -C kernels clean
+	rm -rf $(DEMO) report

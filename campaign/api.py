@@ -1,0 +1,221 @@
+"""Use cases: plan + submit, sync, rerun, cancel. The CLI is a thin layer over
+these, and the tests call them directly.
+
+Transactions are short and never span a scheduler call: a run and its attempt
+are committed *before* sbatch, and each chunk's job IDs are committed as soon
+as sbatch returns (so a crash in between loses no job ID).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Sequence
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from campaign.backends.base import Backend, JobRequest, JobTask, Submitted, get_backend
+from campaign.config import RootConfig, load_config
+from campaign.config.schema import ClusterSpec
+from campaign.environment import job_env
+from campaign.errors import BadInputError, ConfigError
+from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, Run
+from campaign.ledger import queries as q
+from campaign.plan import RunSpec, campaign_name, missing_programs, plan
+from campaign.states import JobState
+
+OUTPUT_CSV = "results.csv"
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class SubmitReport:
+    campaign: str
+    planned: int
+    existing: int = 0
+    submitted: list[tuple[str, str]] = field(default_factory=list)  # (job_id, run label)
+    skipped: list[str] = field(default_factory=list)
+    scripts: list[str] = field(default_factory=list)
+    sync: "SyncReport | None" = None
+
+
+def cluster_yaml(cluster: ClusterSpec) -> str:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_yaml(OmegaConf.structured(cluster))
+
+
+def cluster_from_yaml(text: str) -> ClusterSpec:
+    from omegaconf import OmegaConf
+
+    obj = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ClusterSpec), OmegaConf.create(text)))
+    assert isinstance(obj, ClusterSpec)
+    return obj
+
+
+def _workdir_root(cfg_dir: str | None, ledger_path: Path) -> Path:
+    return Path(cfg_dir).resolve() if cfg_dir else ledger_path.resolve().parent / "runs"
+
+
+def _attempt_dir(camp_dir: Path, run: RunSpec, attempt: int) -> Path:
+    return camp_dir / run.key / f"attempt-{attempt}"
+
+
+def _request(cluster: ClusterSpec, camp: str, run: RunSpec, attempt_id: int, workdir: Path,
+             walltime_min: int, mem_gb: float | None) -> JobRequest:
+    part = cluster.partitions[run.partition]
+    env = job_env(cluster, part, run)
+    task = JobTask(
+        argv=tuple(run.command(str(workdir / OUTPUT_CSV))),
+        env=tuple(sorted(env.items())),
+        workdir=str(workdir),
+        output_csv=str(workdir / OUTPUT_CSV),
+        stack_unlimited=cluster.stack_unlimited,
+    )
+    return JobRequest(attempt_id, run, task, walltime_min, mem_gb,
+                      job_name=f"campaign:{camp}", comment=f"campaign={camp} run={run.key} attempt_id={attempt_id}")
+
+
+def dry_run(overrides: Sequence[str], ledger_path: Path) -> SubmitReport:
+    """Plan and render the job scripts; touches neither ledger nor scheduler."""
+    cfg = load_config(overrides)
+    p = plan(cfg)
+    name = campaign_name(cfg)
+    camp_dir = _workdir_root(cfg.campaign.workdir, ledger_path) / name
+    reqs = [
+        _request(cfg.cluster, name, r, i + 1, _attempt_dir(camp_dir, r, 1), r.walltime_min, r.mem_gb)
+        for i, r in enumerate(p.runs)
+    ]
+    backend = get_backend(cfg.cluster, camp_dir)
+    return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=backend.render(reqs))
+
+
+def submit(
+    overrides: Sequence[str],
+    ledger: Ledger,
+    *,
+    force: bool = False,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> SubmitReport:
+    cfg = load_config(overrides)
+    p = plan(cfg)
+    missing = missing_programs(p.runs)
+    if missing:
+        raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
+    name = campaign_name(cfg)
+    camp_dir = _workdir_root(cfg.campaign.workdir, ledger.path) / name
+    report = SubmitReport(name, len(p.runs), skipped=p.skipped)
+    with ledger.session.begin() as s:
+        camp = _get_or_create_campaign(s, cfg, name, camp_dir)
+        prov = _record_provenance(s, camp, cfg, overrides)
+        todo, report.existing = _record_runs(s, camp, p.runs, camp_dir, prov.id, force)
+    reqs = [_request(cfg.cluster, name, run, aid, Path(wd), run.walltime_min, run.mem_gb) for aid, run, wd in todo]
+    backend = get_backend(cfg.cluster, camp_dir)
+    _submit_requests(ledger, backend, reqs, report, progress)
+    if cfg.cluster.backend == "local" and reqs:
+        report.sync = sync(ledger, name)
+    return report
+
+
+def _get_or_create_campaign(s: Session, cfg: RootConfig, name: str, camp_dir: Path) -> Campaign:
+    camp = q.campaign_by_name(s, name)
+    if camp is None:
+        camp = Campaign(name=name, cluster=cfg.cluster.name, experiment=cfg.experiment.name,
+                        backend=cfg.cluster.backend, cluster_yaml=cluster_yaml(cfg.cluster),
+                        created_at=now(), workdir=str(camp_dir))
+        s.add(camp)
+        s.flush()
+    elif camp.cluster != cfg.cluster.name:
+        raise BadInputError(
+            f"campaign {name!r} already runs on cluster {camp.cluster}, not {cfg.cluster.name}: "
+            f"choose another name with campaign.name=..."
+        )
+    else:
+        camp.cluster_yaml = cluster_yaml(cfg.cluster)
+    return camp
+
+
+def _record_provenance(s: Session, camp: Campaign, cfg: RootConfig, overrides: Sequence[str]) -> Provenance:
+    from omegaconf import OmegaConf
+
+    from campaign import provenance
+
+    info = provenance.collect(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+    prov = Provenance(campaign_id=camp.id, created_at=now(),
+                      command=shlex.join(["campaign", "submit", *overrides]), **info)
+    s.add(prov)
+    s.flush()
+    return prov
+
+
+def _record_runs(
+    s: Session, camp: Campaign, runs: list[RunSpec], camp_dir: Path, prov_id: int, force: bool
+) -> tuple[list[tuple[int, RunSpec, str]], int]:
+    """Record runs and first attempts before anything reaches the scheduler.
+    Returns the attempts to submit and the count of runs already present."""
+    existing = {r.key: r for r in s.scalars(select(Run).where(Run.campaign_id == camp.id))}
+    todo: list[tuple[int, RunSpec, str]] = []
+    present = 0
+    for run in runs:
+        row = existing.get(run.key)
+        if row is None:
+            row = Run(campaign_id=camp.id, key=run.key, kernel=run.kernel, impl=run.impl,
+                      variant=run.variant, partition=run.partition, device=run.device,
+                      dtype=run.dtype, threads=run.threads, gpus=run.gpus, spec=run.to_json(),
+                      created_at=now())
+            s.add(row)
+            s.flush()
+            todo.append(_new_attempt(s, row, run, camp_dir, None, prov_id, run.walltime_min, run.mem_gb))
+            continue
+        present += 1
+        last = row.attempts[-1] if row.attempts else None
+        if last is not None and last.job_id is None:
+            todo.append((last.id, run, last.workdir))  # recorded earlier, never reached the scheduler
+        elif force or last is None:
+            todo.append(_new_attempt(s, row, run, camp_dir, last, prov_id, run.walltime_min, run.mem_gb))
+    return todo, present
+
+
+def _new_attempt(s: Session, row: Run, run: RunSpec, camp_dir: Path, previous: JobAttempt | None,
+                 prov_id: int | None, walltime_min: int, mem_gb: float | None) -> tuple[int, RunSpec, str]:
+    number = (previous.attempt + 1) if previous else 1
+    workdir = _attempt_dir(camp_dir, run, number)
+    att = JobAttempt(run_id=row.id, attempt=number, previous_id=previous.id if previous else None,
+                     backend="", state=JobState.PENDING, workdir=str(workdir),
+                     output_path=str(workdir / OUTPUT_CSV), walltime_min=walltime_min, mem_gb=mem_gb,
+                     provenance_id=prov_id)
+    s.add(att)
+    s.flush()
+    return att.id, run, str(workdir)
+
+
+def _submit_requests(ledger: Ledger, backend: Backend, reqs: list[JobRequest], report: SubmitReport,
+                     progress: Callable[[int, int, str], None] | None) -> None:
+    labels = {r.attempt_id: r.run.label for r in reqs}
+
+    def record(chunk: list[Submitted]) -> None:
+        with ledger.session.begin() as s:
+            for sub in chunk:
+                att = s.get(JobAttempt, sub.attempt_id)
+                assert att is not None
+                att.job_id, att.array_job_id, att.array_index = sub.job_id, sub.array_job_id, sub.array_index
+                att.stdout_path, att.stderr_path = sub.stdout_path, sub.stderr_path
+                att.backend, att.submitted_at = backend.name, now()
+        report.submitted += [(sub.job_id, labels[sub.attempt_id]) for sub in chunk]
+
+    if hasattr(backend, "progress"):
+        backend.progress = progress  # type: ignore[attr-defined]
+    backend.submit(reqs, record)
+
+
+# sync, rerun, cancel live in their own modules; re-exported for one import point.
+from campaign.sync import SyncReport, sync  # noqa: E402
+from campaign.rerun import cancel, rerun  # noqa: E402
+
+__all__ = ["SubmitReport", "SyncReport", "cancel", "dry_run", "rerun", "submit", "sync", "now"]

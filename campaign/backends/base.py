@@ -1,0 +1,121 @@
+"""The one interface every backend fills (local processes, Slurm).
+
+Backends speak our types at their edges: they take `JobRequest`s and return
+`Submitted` / `JobStatus` records; only the backend module itself knows
+submitit's keyword arguments and the scheduler's words.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Callable, Sequence
+
+from campaign.config.schema import ClusterSpec
+from campaign.plan import RunSpec
+from campaign.states import JobState
+
+
+@dataclass(frozen=True)
+class JobTask:
+    """What the job-side runner needs: picklable, no config objects."""
+
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    workdir: str
+    output_csv: str
+    stack_unlimited: bool
+
+
+@dataclass
+class JobRequest:
+    """One attempt to submit (already recorded in the ledger)."""
+
+    attempt_id: int
+    run: RunSpec
+    task: JobTask
+    walltime_min: int
+    mem_gb: float | None
+    job_name: str
+    comment: str
+
+
+@dataclass
+class Submitted:
+    attempt_id: int
+    job_id: str
+    array_job_id: str | None = None
+    array_index: int | None = None
+    stdout_path: str | None = None
+    stderr_path: str | None = None
+
+
+@dataclass
+class JobRef:
+    """What a backend needs to find a job's state again."""
+
+    attempt_id: int
+    job_id: str
+    workdir: str
+    submitted_at: datetime | None
+    walltime_min: int
+
+
+@dataclass
+class JobStatus:
+    state: JobState
+    exit_code: int | None = None
+    node: str | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    reason: str | None = None
+
+
+@dataclass
+class QueryResult:
+    statuses: dict[int, JobStatus]  # by attempt id
+    warnings: list[str] = field(default_factory=list)
+
+
+OnSubmitted = Callable[[list[Submitted]], None]
+
+
+class Backend(abc.ABC):
+    """Submit, query, cancel. `submit` reports each chunk through `on_submitted`
+    as soon as the scheduler answered, so the ledger never misses a job ID."""
+
+    name: str
+
+    def __init__(self, cluster: ClusterSpec, folder: Path) -> None:
+        self.cluster = cluster
+        self.folder = folder
+
+    @abc.abstractmethod
+    def render(self, requests: Sequence[JobRequest]) -> list[str]:
+        """The exact job scripts `submit` would use (for --dry-run)."""
+
+    @abc.abstractmethod
+    def submit(self, requests: Sequence[JobRequest], on_submitted: OnSubmitted) -> None: ...
+
+    @abc.abstractmethod
+    def query(self, refs: Sequence[JobRef]) -> QueryResult: ...
+
+    @abc.abstractmethod
+    def cancel(self, refs: Sequence[JobRef]) -> None: ...
+
+
+def get_backend(cluster: ClusterSpec, folder: Path) -> Backend:
+    """Backends by name; an unknown name lists the known ones."""
+    from campaign.errors import ConfigError
+
+    if cluster.backend == "local":
+        from campaign.backends.local import LocalBackend
+
+        return LocalBackend(cluster, folder)
+    if cluster.backend == "slurm":
+        from campaign.backends.slurm import SlurmBackend
+
+        return SlurmBackend(cluster, folder)
+    raise ConfigError(f"cluster {cluster.name}: unknown backend {cluster.backend!r}; known: local, slurm")

@@ -1,0 +1,136 @@
+"""Local backend: jobs run as processes on this machine via submitit's LocalExecutor.
+
+`submit` blocks until the jobs finished (at most `cluster.local_parallel_jobs`
+at a time, one by default: concurrent benchmarks would share cores and spoil
+each other's timings). State is read back from the files the job side leaves
+(`campaign.jobrun`), so another process can sync later.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Sequence
+
+from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
+from campaign.jobrun import EXIT_FILE, START_FILE, execute, read_json
+from campaign.states import JobState
+
+ProgressHook = Callable[[int, int, str], None]  # done, total, label of the job just finished
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    # A zombie has finished; a reused PID runs something that is not python.
+    return b"python" in cmdline and "State:\tZ" not in status
+
+
+def _parse_time(text: object) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+class LocalBackend(Backend):
+    name = "local"
+    progress: ProgressHook | None = None
+    poll_s: float = 0.2
+
+    def render(self, requests: Sequence[JobRequest]) -> list[str]:
+        import shlex
+
+        scripts = []
+        for req in requests:
+            env = " ".join(f"{k}={shlex.quote(v)}" for k, v in req.task.env)
+            lines = [f"# {req.job_name}  ({req.comment})", f"cd {shlex.quote(req.task.workdir)}"]
+            if req.task.stack_unlimited:
+                lines.append("ulimit -s unlimited")
+            lines.append(f"env {env} {shlex.join(req.task.argv)}")
+            scripts.append("\n".join(lines) + "\n")
+        return scripts
+
+    def _executor(self, req: JobRequest) -> object:
+        import submitit
+
+        folder = Path(req.task.workdir) / "submitit"
+        ex = submitit.LocalExecutor(folder=folder)
+        # The controller's own USR2 comes signal_delay_s before the limit; give
+        # the job the whole walltime plus a margin to write its exit record.
+        ex.update_parameters(timeout_min=req.walltime_min + 1, signal_delay_s=30)
+        return ex
+
+    def submit(self, requests: Sequence[JobRequest], on_submitted: OnSubmitted) -> None:
+        width = max(1, self.cluster.local_parallel_jobs)
+        pending = list(requests)
+        running: list[tuple[JobRequest, object]] = []
+        done = 0
+        while pending or running:
+            while pending and len(running) < width:
+                req = pending.pop(0)
+                job = self._executor(req).submit(execute, req.task)  # type: ignore[attr-defined]
+                paths = job.paths
+                on_submitted([Submitted(req.attempt_id, str(job.job_id),
+                                        stdout_path=str(paths.stdout).replace("%t", "0"),
+                                        stderr_path=str(paths.stderr).replace("%t", "0"))])
+                running.append((req, job))
+            time.sleep(self.poll_s)
+            still = []
+            for req, job in running:
+                if job.done():  # type: ignore[attr-defined]
+                    done += 1
+                    if self.progress:
+                        self.progress(done, len(requests), req.run.label)
+                else:
+                    still.append((req, job))
+            running = still
+
+    def query(self, refs: Sequence[JobRef]) -> QueryResult:
+        return QueryResult({ref.attempt_id: self._status(ref) for ref in refs})
+
+    def _status(self, ref: JobRef) -> JobStatus:
+        workdir = Path(ref.workdir)
+        start = read_json(workdir / START_FILE)
+        end = read_json(workdir / EXIT_FILE)
+        started = _parse_time(start.get("started")) if start else None
+        node = str(start.get("host")) if start else None
+        if end is not None:
+            code = int(end.get("exit_code", -1))
+            state = JobState.COMPLETED if code == 0 else JobState.FAILED
+            return JobStatus(state, code, node, started, _parse_time(end.get("ended")),
+                             None if code == 0 else f"kernel exited with {code}")
+        if start is not None:
+            if _pid_alive(int(start.get("pid", -1))):
+                return JobStatus(JobState.RUNNING, node=node, started_at=started)
+            elapsed = (datetime.now(timezone.utc) - started).total_seconds() if started else 0.0
+            if elapsed >= ref.walltime_min * 60:
+                return JobStatus(JobState.TIMEOUT, node=node, started_at=started, reason="walltime reached")
+            return JobStatus(JobState.FAILED, node=node, started_at=started,
+                             reason="job process ended without an exit record (killed?)")
+        if ref.job_id.isdigit() and _pid_alive(int(ref.job_id)):
+            return JobStatus(JobState.PENDING)
+        return JobStatus(JobState.FAILED, reason="job never started (controller gone)")
+
+    def cancel(self, refs: Sequence[JobRef]) -> None:
+        for ref in refs:
+            pids = []
+            start = read_json(Path(ref.workdir) / START_FILE)
+            if start and "pid" in start:
+                pids.append(int(start["pid"]))
+            if ref.job_id.isdigit():
+                pids.append(int(ref.job_id))
+            for pid in pids:
+                if _pid_alive(pid):
+                    try:
+                        os.kill(pid, signal.SIGTERM)
+                    except ProcessLookupError:
+                        pass

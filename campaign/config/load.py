@@ -1,0 +1,134 @@
+"""Compose conf/ with Hydra, validate against the schemas, return typed objects.
+
+This is the one boundary where DictConfig exists: past `load_config` the code
+takes `RootConfig` dataclasses (STYLE.md).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from campaign.config.schema import RootConfig
+from campaign.errors import ConfigError
+
+SEARCH_PATH_ENV = "CAMPAIGN_CONFIG_PATH"  # extra config folders, ':'-separated
+
+
+def conf_dir() -> Path:
+    """The shipped conf/ folder, found relative to the package so that the
+    installed CLI works from any working directory."""
+    override = os.environ.get("CAMPAIGN_CONF_DIR")
+    if override:
+        return Path(override).resolve()
+    return (Path(__file__).resolve().parents[2] / "conf").resolve()
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def _config_dirs() -> list[Path]:
+    """The user's folders first (so a site can shadow a shipped cluster)."""
+    extra = [Path(p).resolve() for p in os.environ.get(SEARCH_PATH_ENV, "").split(":") if p]
+    return extra + [conf_dir()]
+
+
+def _names(group: str) -> list[str]:
+    found: set[str] = set()
+    for base in _config_dirs():
+        folder = base / group
+        if folder.is_dir():
+            found.update(p.stem for p in folder.glob("*.yaml"))
+    return sorted(found)
+
+
+def split_overrides(overrides: Sequence[str]) -> list[str]:
+    """Validate the shape of each override (KEY=VALUE) before Hydra sees it."""
+    for item in overrides:
+        if "=" not in item or item.startswith("="):
+            raise ConfigError(f"bad override {item!r}: expected KEY=VALUE, e.g. experiment.repeats=5")
+    return list(overrides)
+
+
+def _check_group_choice(overrides: Sequence[str], group: str) -> None:
+    known = _names(group)
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if key.lstrip("+~") == group and value not in known:
+            raise ConfigError(f"unknown {group} {value!r}; known: {', '.join(known)}")
+
+
+def _register_schema() -> None:
+    from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
+
+    ConfigStore.instance().store(name="campaign_schema", node=RootConfig)
+    # Facts of *this* machine, for cluster=local.
+    OmegaConf.register_new_resolver("campaign_nproc", lambda: os.cpu_count() or 1, replace=True)
+    OmegaConf.register_new_resolver("campaign_mem_gb", _mem_gb, replace=True)
+
+
+def _mem_gb() -> float:
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return round(pages / 2**30, 1)
+    except (ValueError, OSError):
+        return 1.0
+
+
+def load_config(overrides: Sequence[str] = ()) -> RootConfig:
+    """Compose config.yaml + overrides; every kernel in conf/kernel is loaded
+    under `kernels.<name>` so that experiments can name any of them and the
+    command line can override any of their fields."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    overrides = split_overrides(overrides)
+    for group in ("cluster", "experiment"):
+        _check_group_choice(overrides, group)
+    _register_schema()
+    kernel_defaults = [f"+kernel@kernels.{k}={k}" for k in _names("kernel")]
+    extra_dirs = [f"hydra.searchpath=[{','.join('file://' + str(d) for d in _config_dirs()[:-1])}]"]
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+            cfg = compose(
+                config_name="config",
+                overrides=kernel_defaults + list(overrides) + (extra_dirs if len(_config_dirs()) > 1 else []),
+            )
+        _fill_defaults(cfg)
+        root = OmegaConf.to_object(cfg)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(_one_line(exc)) from None
+    except Exception as exc:  # Hydra raises its own hierarchy; all are config mistakes here
+        if type(exc).__module__.startswith(("hydra", "omegaconf", "yaml")):
+            raise ConfigError(_one_line(exc)) from None
+        raise
+    finally:
+        GlobalHydra.instance().clear()
+    assert isinstance(root, RootConfig)
+    for key, part in root.cluster.partitions.items():
+        part.name = part.name or key
+    return root
+
+
+def _fill_defaults(cfg: object) -> None:
+    from omegaconf import OmegaConf
+
+    assert OmegaConf.is_config(cfg)
+    settings = cfg.campaign  # type: ignore[attr-defined]
+    if settings.python is None:
+        settings.python = sys.executable
+    if settings.kernel_bin is None:
+        settings.kernel_bin = str(repo_root() / "kernels" / "build")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    # OmegaConf appends "full_key: ... object_type=..." details; keep them short.
+    return text[:400] if text else type(exc).__name__

@@ -1,0 +1,154 @@
+"""Structured-config schemas: the dataclasses *are* the config contract.
+
+Hydra merges the YAML files in conf/ onto these (registered in the
+ConfigStore by `campaign.config.load`), so a misspelt key or a wrong type is an
+error at compose time, before anything is planned or submitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from omegaconf import MISSING
+
+
+@dataclass
+class Ceilings:
+    """Roofline ceilings of one node (CPU) or one GPU (GPU partitions)."""
+
+    peak_flops_fp32: Optional[float] = None  # FLOP/s
+    peak_flops_bf16: Optional[float] = None  # FLOP/s (dense, tensor cores on GPUs)
+    mem_bw: Optional[float] = None  # bytes/s
+    source: str = ""  # "measured <how>" or "datasheet <where>": reports print it
+
+
+@dataclass
+class PartitionSpec:
+    """One partition as users request it; facts feed planning and analysis."""
+
+    name: str = ""  # filled from the key under cluster.partitions when empty
+    sockets: int = 1
+    cores_per_socket: int = MISSING
+    numa_domains: int = 1
+    threads_per_core: int = 1
+    memory_gb: float = MISSING  # usable memory per node
+    gpus: int = 0  # GPUs per node
+    gpu_model: Optional[str] = None
+    cpus_per_gpu: int = 1  # CPU cores requested with each GPU
+    max_walltime_min: int = 60
+    account: Optional[str] = None  # overrides cluster.account
+    qos: Optional[str] = None
+    requires_account: bool = False  # site rejects jobs without --account
+    whole_node: bool = False  # jobs must take the whole node (Anvil `wholenode`)
+    mem_gb: Optional[float] = None  # --mem per job; None = site default
+    modules: List[str] = field(default_factory=list)  # after cluster.modules
+    env: Dict[str, str] = field(default_factory=dict)  # after cluster.env
+    sbatch_extra: Dict[str, str] = field(default_factory=dict)  # e.g. {constraint: ...}
+    ceilings: Ceilings = field(default_factory=Ceilings)
+
+    @property
+    def cores(self) -> int:
+        return self.sockets * self.cores_per_socket
+
+    @property
+    def device(self) -> str:
+        return "cuda" if self.gpus > 0 else "cpu"
+
+
+@dataclass
+class BuildSpec:
+    """Compilers and flags for `make kernels` on this cluster (never -march=native by default)."""
+
+    cc: str = "gcc"
+    fc: str = "gfortran"
+    cflags: str = "-O3 -fopenmp"
+    fflags: str = "-O3 -fopenmp"
+
+
+@dataclass
+class ClusterSpec:
+    """A cluster: its scheduler, job environment and partitions."""
+
+    name: str = MISSING
+    backend: str = "local"  # "local" (this machine, no scheduler) or "slurm"
+    description: str = ""
+    account: Optional[str] = None
+    qos: Optional[str] = None
+    max_array_size: Optional[int] = None  # None: read MaxArraySize from scontrol
+    array_parallelism: int = 256  # the %N of --array
+    modules: List[str] = field(default_factory=list)  # `module load` lines, in order
+    module_reset: bool = False  # `module reset` before loading (Delta)
+    env: Dict[str, str] = field(default_factory=dict)
+    stack_unlimited: bool = True  # ulimit -s unlimited (the 8 MB stack crash)
+    omp_proc_bind: str = "close"
+    omp_places: str = "cores"
+    job_template: str = "default"  # job_templates/<name>.sh
+    local_parallel_jobs: int = 1  # local backend: jobs at once (timings need a quiet machine)
+    build: BuildSpec = field(default_factory=BuildSpec)
+    partitions: Dict[str, PartitionSpec] = field(default_factory=dict)
+
+
+@dataclass
+class ImplSpec:
+    """How to start one implementation of a kernel, and what it supports."""
+
+    argv: List[str] = MISSING  # program and fixed leading arguments
+    variants: List[str] = MISSING
+    devices: List[str] = field(default_factory=lambda: ["cpu"])
+    dtypes: List[str] = field(default_factory=lambda: ["fp32"])
+
+
+@dataclass
+class KernelSpec:
+    """A kernel family (one program per implementation)."""
+
+    name: str = MISSING
+    description: str = ""
+    impls: Dict[str, ImplSpec] = field(default_factory=dict)
+
+
+@dataclass
+class SweepSpec:
+    """One block of an experiment; see docs/contracts.md."""
+
+    kernel: str = MISSING
+    impls: List[str] = MISSING
+    variants: List[str] = MISSING
+    partitions: List[str] = field(default_factory=list)  # [] = every partition
+    threads: List[int] = field(default_factory=lambda: [1])
+    dtypes: List[str] = field(default_factory=lambda: ["fp32"])
+    n: List[int] = MISSING
+    d: int = 64
+    args: Dict[str, Any] = field(default_factory=dict)
+    grid: Dict[str, List[Any]] = field(default_factory=dict)
+
+
+@dataclass
+class ExperimentSpec:
+    name: str = MISSING
+    description: str = ""
+    repeats: int = 5
+    warmup: int = 2
+    check: bool = True
+    walltime_min: int = 30
+    mem_gb: Optional[float] = None
+    sweeps: List[SweepSpec] = field(default_factory=list)
+
+
+@dataclass
+class CampaignSettings:
+    """Settings of this invocation that are not part of the science."""
+
+    name: Optional[str] = None  # default: <experiment>-<cluster>
+    python: Optional[str] = None  # interpreter on the nodes; default: this one
+    kernel_bin: Optional[str] = None  # built C/Fortran programs; default: kernels/build
+    workdir: Optional[str] = None  # job folders; default: <ledger folder>/runs
+
+
+@dataclass
+class RootConfig:
+    cluster: ClusterSpec = MISSING
+    experiment: ExperimentSpec = MISSING
+    kernels: Dict[str, KernelSpec] = field(default_factory=dict)
+    campaign: CampaignSettings = field(default_factory=CampaignSettings)

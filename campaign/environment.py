@@ -1,0 +1,51 @@
+"""The job environment is configuration (DESIGN.md lesson: an 8 MB stack and a
+hard-coded module version broke jobs). Computed here once, recorded with every
+attempt, and rendered into Slurm scripts from job_templates/."""
+
+from __future__ import annotations
+
+import shlex
+import string
+from pathlib import Path
+
+from campaign.config.load import repo_root
+from campaign.config.schema import ClusterSpec, PartitionSpec
+from campaign.errors import ConfigError
+from campaign.plan import RunSpec
+
+
+def job_env(cluster: ClusterSpec, part: PartitionSpec, run: RunSpec) -> dict[str, str]:
+    """Variables the kernel program sees; later entries override earlier ones."""
+    env: dict[str, str] = {"OMP_NUM_THREADS": str(run.threads)}
+    if cluster.omp_proc_bind:
+        env["OMP_PROC_BIND"] = cluster.omp_proc_bind
+    if cluster.omp_places:
+        env["OMP_PLACES"] = cluster.omp_places
+    env.update({str(k): str(v) for k, v in cluster.env.items()})
+    env.update({str(k): str(v) for k, v in part.env.items()})
+    return env
+
+
+def template_path(name: str) -> Path:
+    return repo_root() / "job_templates" / f"{name}.sh"
+
+
+def setup_lines(cluster: ClusterSpec, part: PartitionSpec, env: dict[str, str]) -> list[str]:
+    """Shell lines run in the batch script before the job step. Every value is
+    shell-quoted: config values never become shell syntax."""
+    path = template_path(cluster.job_template)
+    if not path.is_file():
+        raise ConfigError(f"cluster {cluster.name}: job template {path} not found")
+    modules = list(cluster.modules) + list(part.modules)
+    module_lines = (["module reset"] if cluster.module_reset else []) + [
+        f"module load {shlex.quote(m)}" for m in modules
+    ]
+    values = {
+        "cluster": shlex.quote(cluster.name),
+        "partition": shlex.quote(part.name),
+        "modules": "\n".join(module_lines) or ":",
+        "stack": "ulimit -s unlimited" if cluster.stack_unlimited else ":",
+        "exports": "\n".join(f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())) or ":",
+    }
+    text = string.Template(path.read_text()).substitute(values)
+    return [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]

@@ -1,0 +1,41 @@
+"""Exception hierarchy: the CLI maps each class to one line and an exit code."""
+
+from __future__ import annotations
+
+
+class CampaignError(Exception):
+    """Base class. `exit_code` is what the CLI exits with (DESIGN.md)."""
+
+    exit_code: int = 1
+
+
+class BadInputError(CampaignError):
+    """The user's input is wrong: config, override, CSV, job ID. Exit 2."""
+
+    exit_code = 2
+
+
+class ConfigError(BadInputError):
+    """A config value or override is missing, unknown or of the wrong type."""
+
+
+class ImportError_(BadInputError):
+    """A results file violates the schema (named with an underscore to keep
+    the builtin ImportError usable)."""
+
+
+class LedgerError(CampaignError):
+    """The ledger cannot be used (not a database, newer schema). Exit 2: the
+    user pointed us at the wrong file or must upgrade the tool."""
+
+    exit_code = 2
+
+
+class SchedulerError(CampaignError):
+    """The scheduler failed or is unreachable (sbatch/sacct/scancel). Exit 1."""
+
+    exit_code = 1
+
+
+class SubmissionError(SchedulerError):
+    """sbatch (or the local executor) refused a job."""

@@ -1,0 +1,86 @@
+"""The job side: what runs on the compute node inside the submitit task.
+
+It starts the kernel program as a child process (argument list, no shell),
+and leaves two small JSON files behind — `job.json` when it starts and
+`exit.json` when the program ended — so that any later `campaign status`, in any
+process, can tell running, failed and lost-output jobs apart without the
+submitting process (and without sacct, for the local backend).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import socket
+import subprocess
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from campaign.backends.base import JobTask
+
+START_FILE = "job.json"
+EXIT_FILE = "exit.json"
+STDOUT_FILE = "kernel.out"
+STDERR_FILE = "kernel.err"
+
+
+class KernelFailed(RuntimeError):
+    """Raised so that the scheduler sees the job fail (non-zero step)."""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
+def _unlimit_stack() -> None:
+    # The paper's 8 MB stack crash: raise the soft limit as far as allowed.
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    try:
+        resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def execute(task: JobTask) -> dict[str, Any]:
+    """Run one kernel program; returns its exit record, raises if it failed."""
+    workdir = Path(task.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.update(dict(task.env))
+    slurm = {k: v for k, v in os.environ.items() if k.startswith("SLURM_") and ("JOB" in k or "ARRAY" in k)}
+    start = {"host": socket.gethostname(), "pid": os.getpid(), "started": _now(), "argv": list(task.argv),
+             "env": dict(task.env), "slurm": slurm}
+    _write_json(workdir / START_FILE, start)
+    t0 = time.monotonic()
+    with open(workdir / STDOUT_FILE, "ab") as out, open(workdir / STDERR_FILE, "ab") as err:
+        try:
+            proc = subprocess.run(
+                list(task.argv), stdout=out, stderr=err, env=env, cwd=workdir,
+                preexec_fn=_unlimit_stack if task.stack_unlimited else None, check=False,
+            )
+            code = proc.returncode
+        except OSError as exc:  # program missing or not executable
+            err.write(f"campaign: cannot start {task.argv[0]}: {exc}\n".encode())
+            code = 127
+    record = {"exit_code": code, "ended": _now(), "elapsed_s": time.monotonic() - t0, "host": start["host"]}
+    _write_json(workdir / EXIT_FILE, record)
+    if code != 0:
+        raise KernelFailed(f"kernel exited with {code}; see {workdir / STDERR_FILE}")
+    return record
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

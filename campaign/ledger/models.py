@@ -1,0 +1,140 @@
+"""Ledger tables (SQLAlchemy 2.0 typed models).
+
+A run is recorded before its job exists; each submission of it is a JobAttempt
+linked to the previous attempt, so the lineage of a rerun is explicit.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Optional
+
+from sqlalchemy import JSON, Enum, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from campaign.states import JobState
+
+SCHEMA_VERSION = 1
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Meta(Base):
+    """Key/value facts about the ledger itself (schema_version)."""
+
+    __tablename__ = "meta"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(256))
+
+
+class Campaign(Base):
+    __tablename__ = "campaign"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    cluster: Mapped[str] = mapped_column(String(100))
+    experiment: Mapped[str] = mapped_column(String(100))
+    backend: Mapped[str] = mapped_column(String(20))
+    cluster_yaml: Mapped[str]  # the resolved cluster config used to submit (reruns reuse it)
+    created_at: Mapped[datetime]
+    workdir: Mapped[str]
+    runs: Mapped[list["Run"]] = relationship(back_populates="campaign")
+
+
+class Provenance(Base):
+    """One record per `submit`/`rerun` invocation: how the jobs were made."""
+
+    __tablename__ = "provenance"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id"))
+    created_at: Mapped[datetime]
+    command: Mapped[str]
+    git_commit: Mapped[Optional[str]]
+    git_dirty: Mapped[Optional[bool]]
+    config_hash: Mapped[str] = mapped_column(String(64))
+    config_yaml: Mapped[str]
+    hostname: Mapped[str]
+    packages: Mapped[dict[str, Any]]
+
+
+class Run(Base):
+    __tablename__ = "run"
+    __table_args__ = (UniqueConstraint("campaign_id", "key"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id"))
+    key: Mapped[str] = mapped_column(String(32))
+    kernel: Mapped[str] = mapped_column(String(100))
+    impl: Mapped[str] = mapped_column(String(50))
+    variant: Mapped[str] = mapped_column(String(50))
+    partition: Mapped[str] = mapped_column(String(100))
+    device: Mapped[str] = mapped_column(String(20))
+    dtype: Mapped[str] = mapped_column(String(20))
+    threads: Mapped[int]
+    gpus: Mapped[int]
+    spec: Mapped[dict[str, Any]]  # the full RunSpec as JSON
+    created_at: Mapped[datetime]
+    campaign: Mapped[Campaign] = relationship(back_populates="runs")
+    attempts: Mapped[list["JobAttempt"]] = relationship(
+        back_populates="run", order_by="JobAttempt.attempt", foreign_keys="JobAttempt.run_id"
+    )
+
+
+class JobAttempt(Base):
+    __tablename__ = "job_attempt"
+    __table_args__ = (
+        UniqueConstraint("run_id", "attempt"),
+        Index("ix_job_attempt_job_id", "job_id"),
+        Index("ix_job_attempt_state", "state"),
+    )
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id"))
+    attempt: Mapped[int]  # 1, 2, ... per run
+    previous_id: Mapped[Optional[int]] = mapped_column(ForeignKey("job_attempt.id"))
+    backend: Mapped[str] = mapped_column(String(20))
+    job_id: Mapped[Optional[str]] = mapped_column(String(64))  # None until the scheduler answered
+    array_job_id: Mapped[Optional[str]] = mapped_column(String(64))
+    array_index: Mapped[Optional[int]]
+    state: Mapped[JobState] = mapped_column(Enum(JobState, native_enum=False, length=20))
+    reason: Mapped[Optional[str]]
+    submitted_at: Mapped[Optional[datetime]]
+    started_at: Mapped[Optional[datetime]]
+    ended_at: Mapped[Optional[datetime]]
+    exit_code: Mapped[Optional[int]]
+    node: Mapped[Optional[str]] = mapped_column(String(200))
+    workdir: Mapped[str]
+    stdout_path: Mapped[Optional[str]]
+    stderr_path: Mapped[Optional[str]]
+    output_path: Mapped[str]
+    walltime_min: Mapped[int]
+    mem_gb: Mapped[Optional[float]]
+    provenance_id: Mapped[Optional[int]] = mapped_column(ForeignKey("provenance.id"))
+    run: Mapped[Run] = relationship(back_populates="attempts", foreign_keys=[run_id])
+
+
+class ResultRow(Base):
+    """One timed repeat at one n. Imported rows have no attempt."""
+
+    __tablename__ = "result"
+    __table_args__ = (Index("ix_result_attempt", "attempt_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    attempt_id: Mapped[Optional[int]] = mapped_column(ForeignKey("job_attempt.id"))
+    source: Mapped[str] = mapped_column(String(300))  # "job" or the imported file
+    cluster: Mapped[str] = mapped_column(String(100))
+    partition: Mapped[str] = mapped_column(String(100))
+    kernel: Mapped[str] = mapped_column(String(100))
+    impl: Mapped[str] = mapped_column(String(50))
+    variant: Mapped[str] = mapped_column(String(50))
+    device: Mapped[str] = mapped_column(String(20))
+    dtype: Mapped[Optional[str]] = mapped_column(String(20))
+    threads: Mapped[int]
+    n: Mapped[int]
+    d: Mapped[Optional[int]]
+    repeat: Mapped[int]
+    time_s: Mapped[float]
+    job_id: Mapped[Optional[str]] = mapped_column(String(64))
+    gpu_model: Mapped[Optional[str]] = mapped_column(String(100))
+    flops: Mapped[Optional[float]]
+    bytes: Mapped[Optional[float]]
+    rel_err: Mapped[Optional[float]]
+    extra: Mapped[Optional[dict[str, Any]]]

@@ -1,0 +1,228 @@
+"""Experiment → runs. Pure: no I/O, no scheduler, no ledger.
+
+A run is one job: kernel × impl × variant × partition × threads × dtype ×
+grid point, looping over the whole n-sweep in one process (so GPU cold start
+and JIT happen once, untimed, per process — the paper's first lesson).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator
+
+from campaign.config.schema import (
+    ClusterSpec,
+    ExperimentSpec,
+    KernelSpec,
+    PartitionSpec,
+    RootConfig,
+    SweepSpec,
+)
+from campaign.errors import ConfigError
+
+KEY_LENGTH = 16
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a job needs; its key is a hash of all of it."""
+
+    cluster: str
+    partition: str
+    kernel: str
+    impl: str
+    variant: str
+    device: str
+    dtype: str
+    threads: int
+    gpus: int
+    n: tuple[int, ...]
+    d: int
+    repeats: int
+    warmup: int
+    check: bool
+    walltime_min: int
+    mem_gb: float | None
+    argv: tuple[str, ...]
+    extra_args: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def key(self) -> str:
+        blob = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:KEY_LENGTH]
+
+    @property
+    def label(self) -> str:
+        extra = "".join(f" {k}={v}" for k, v in self.extra_args)
+        where = f"{self.gpus}gpu" if self.gpus else f"{self.threads}t"
+        return f"{self.kernel}/{self.impl}/{self.variant} {self.dtype} {self.partition} {where}{extra}"
+
+    def command(self, out_csv: str) -> list[str]:
+        """The kernel program's argument list (DESIGN.md contract)."""
+        args = list(self.argv) + [
+            "--n", ",".join(str(v) for v in self.n),
+            "--d", str(self.d),
+            "--threads", str(self.threads),
+            "--repeats", str(self.repeats),
+            "--warmup", str(self.warmup),
+            "--device", self.device,
+            "--dtype", self.dtype,
+            "--variant", self.variant,
+        ]
+        if self.check:
+            args.append("--check")
+        for key, value in self.extra_args:
+            args += [f"--{key}", value]
+        return args + ["--out", out_csv]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "RunSpec":
+        data = dict(data)
+        data["n"] = tuple(data["n"])
+        data["argv"] = tuple(data["argv"])
+        data["extra_args"] = tuple(tuple(p) for p in data.get("extra_args", ()))
+        return cls(**data)
+
+
+@dataclass
+class Plan:
+    runs: list[RunSpec]
+    skipped: list[str] = field(default_factory=list)  # unsupported combinations, explained
+
+
+def campaign_name(cfg: RootConfig) -> str:
+    return cfg.campaign.name or f"{cfg.experiment.name}-{cfg.cluster.name}"
+
+
+def _arg_text(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _grid_points(sweep: SweepSpec) -> Iterator[tuple[tuple[str, str], ...]]:
+    fixed = tuple((k, _arg_text(v)) for k, v in sorted(sweep.args.items()))
+    keys = sorted(sweep.grid)
+    for combo in itertools.product(*(sweep.grid[k] for k in keys)):
+        yield fixed + tuple((k, _arg_text(v)) for k, v in zip(keys, combo))
+
+
+def _partitions(cluster: ClusterSpec, sweep: SweepSpec) -> list[PartitionSpec]:
+    names = sweep.partitions or list(cluster.partitions)
+    out = []
+    for name in names:
+        if name not in cluster.partitions:
+            known = ", ".join(cluster.partitions)
+            raise ConfigError(f"cluster {cluster.name} has no partition {name!r}; known: {known}")
+        out.append(cluster.partitions[name])
+    return out
+
+
+def _check_sweep(sweep: SweepSpec, kernel: KernelSpec, index: int) -> None:
+    where = f"experiment.sweeps.{index}"
+    if not sweep.n or any(v <= 0 for v in sweep.n):
+        raise ConfigError(f"{where}.n must be a non-empty list of positive sizes, got {sweep.n}")
+    if sweep.d <= 0:
+        raise ConfigError(f"{where}.d must be positive, got {sweep.d}")
+    if not sweep.threads or any(t <= 0 for t in sweep.threads):
+        raise ConfigError(f"{where}.threads must be positive thread counts, got {sweep.threads}")
+    for impl in sweep.impls:
+        if impl not in kernel.impls:
+            known = ", ".join(kernel.impls)
+            raise ConfigError(f"kernel {kernel.name} has no implementation {impl!r}; known: {known}")
+
+
+def _check_partition(cfg: RootConfig, part: PartitionSpec, threads: list[int], index: int) -> None:
+    cluster, exp = cfg.cluster, cfg.experiment
+    if part.requires_account and not (part.account or cluster.account):
+        raise ConfigError(
+            f"cluster {cluster.name} partition {part.name} requires an account: "
+            f"add cluster.account=<allocation> or cluster.partitions.{part.name}.account=<allocation>"
+        )
+    if exp.walltime_min > part.max_walltime_min:
+        raise ConfigError(
+            f"experiment.walltime_min={exp.walltime_min} exceeds partition {part.name}'s "
+            f"maximum of {part.max_walltime_min} min"
+        )
+    limit = part.cores * part.threads_per_core
+    too_many = [t for t in threads if t > limit] if part.gpus == 0 else []
+    if too_many:
+        raise ConfigError(
+            f"experiment.sweeps.{index}.threads {too_many} exceed the {limit} hardware threads "
+            f"of partition {part.name} ({cluster.name})"
+        )
+
+
+def plan(cfg: RootConfig) -> Plan:
+    """Expand the experiment; raises ConfigError on anything unplannable."""
+    exp: ExperimentSpec = cfg.experiment
+    if exp.repeats < 1 or exp.warmup < 0 or exp.walltime_min < 1:
+        raise ConfigError("experiment.repeats must be >= 1, warmup >= 0 and walltime_min >= 1")
+    if not exp.sweeps:
+        raise ConfigError(f"experiment {exp.name} has no sweeps")
+    runs: list[RunSpec] = []
+    skipped: list[str] = []
+    for index, sweep in enumerate(exp.sweeps):
+        if sweep.kernel not in cfg.kernels:
+            raise ConfigError(f"unknown kernel {sweep.kernel!r}; known: {', '.join(sorted(cfg.kernels))}")
+        kernel = cfg.kernels[sweep.kernel]
+        _check_sweep(sweep, kernel, index)
+        for part in _partitions(cfg.cluster, sweep):
+            _check_partition(cfg, part, sweep.threads, index)
+            runs += _expand(cfg, sweep, kernel, part, skipped)
+    seen: set[str] = set()
+    unique = [r for r in runs if not (r.key in seen or seen.add(r.key))]  # type: ignore[func-returns-value]
+    return Plan(unique, skipped)
+
+
+def _expand(
+    cfg: RootConfig, sweep: SweepSpec, kernel: KernelSpec, part: PartitionSpec, skipped: list[str]
+) -> list[RunSpec]:
+    exp = cfg.experiment
+    device = part.device
+    threads = [part.cpus_per_gpu] if device == "cuda" else sweep.threads
+    runs: list[RunSpec] = []
+    for impl_name, variant, dtype in itertools.product(sweep.impls, sweep.variants, sweep.dtypes):
+        impl = kernel.impls[impl_name]
+        why = _unsupported(impl.variants, impl.devices, impl.dtypes, variant, device, dtype)
+        if why:
+            skipped.append(f"{kernel.name}/{impl_name}/{variant} {dtype} on {part.name}: {why}")
+            continue
+        for t, extra in itertools.product(threads, _grid_points(sweep)):
+            runs.append(
+                RunSpec(
+                    cluster=cfg.cluster.name, partition=part.name, kernel=kernel.name,
+                    impl=impl_name, variant=variant, device=device, dtype=dtype,
+                    threads=t, gpus=1 if device == "cuda" else 0,
+                    n=tuple(sweep.n), d=sweep.d, repeats=exp.repeats, warmup=exp.warmup,
+                    check=exp.check, walltime_min=exp.walltime_min,
+                    mem_gb=exp.mem_gb if exp.mem_gb is not None else part.mem_gb,
+                    argv=tuple(impl.argv), extra_args=extra,
+                )
+            )
+    return runs
+
+
+def _unsupported(
+    variants: list[str], devices: list[str], dtypes: list[str], variant: str, device: str, dtype: str
+) -> str:
+    if variant not in variants and "all" not in variants:
+        return f"variant not implemented (has {', '.join(variants)})"
+    if device not in devices:
+        return f"device {device} not supported"
+    if dtype not in dtypes:
+        return f"dtype {dtype} not supported on this implementation"
+    return ""
+
+
+def missing_programs(runs: list[RunSpec]) -> list[str]:
+    """Programs named by absolute path that do not exist (unbuilt kernels)."""
+    missing = sorted({r.argv[0] for r in runs if os.path.isabs(r.argv[0]) and not os.path.exists(r.argv[0])})
+    return missing
