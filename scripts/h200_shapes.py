@@ -29,8 +29,6 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from analysis.waves import best_estimate, predicted_periods, sawtooth_period  # noqa: E402
-
 EXPERIMENTS = ("shape_gpt3_2p7b", "shape_vocab", "shape_wave_k", "shape_heads", "shape_swiglu", "shape_hidden")
 
 
@@ -56,7 +54,7 @@ def run_all(out: Path, device: str, dtype: str) -> None:
     for exp, stem in jobs:
         t0 = time.time()
         r = subprocess.run(experiment_argv(exp, out / f"{stem}.csv", device, dtype), cwd=REPO,
-                           capture_output=True, text=True, timeout=240)
+                           capture_output=True, text=True, timeout=150)
         print(f"{stem}: rc={r.returncode} {time.time() - t0:.1f}s {r.stderr.strip()[-300:]}", flush=True)
 
 
@@ -91,6 +89,8 @@ def summarize_gpt3(d: Path) -> list[str]:
 
 def _model_ratio(df: pd.DataFrame, variant: str) -> float:
     """Model time ratio a=32 / a=20 for one GEMM (or the sum over the layer)."""
+    from analysis.waves import best_estimate  # late: the runs must not depend on it
+
     def t(a: int) -> float:
         rows = df[(df["a"] == a) & (df["repeat"] == 0)]
         sel = rows[rows["variant"] == variant] if variant != "layer" else rows[rows["variant"].isin(
@@ -118,6 +118,8 @@ def summarize_vocab(d: Path) -> list[str]:
 
 
 def summarize_wave(d: Path) -> list[str]:
+    from analysis.waves import predicted_periods, sawtooth_period
+
     lines = ["## k-sweep (27648, 4096) x (4096, k)"]
     if not (d / "wave_k.csv").exists():
         return lines + ["(no data)"]
