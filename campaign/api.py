@@ -9,10 +9,10 @@ as sbatch returns (so a crash in between loses no job ID).
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Sequence
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -31,7 +31,7 @@ OUTPUT_CSV = "results.csv"
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @dataclass
@@ -42,7 +42,7 @@ class SubmitReport:
     submitted: list[tuple[str, str]] = field(default_factory=list)  # (job_id, run label)
     skipped: list[str] = field(default_factory=list)
     scripts: list[str] = field(default_factory=list)
-    sync: "SyncReport | None" = None
+    sync: SyncReport | None = None
 
 
 def cluster_yaml(cluster: ClusterSpec) -> str:
@@ -215,7 +215,7 @@ def _submit_requests(ledger: Ledger, backend: Backend, reqs: list[JobRequest], r
 
 
 # sync, rerun, cancel live in their own modules; re-exported for one import point.
-from campaign.sync import SyncReport, sync  # noqa: E402
 from campaign.rerun import cancel, rerun  # noqa: E402
+from campaign.sync import SyncReport, sync  # noqa: E402
 
 __all__ = ["SubmitReport", "SyncReport", "cancel", "dry_run", "rerun", "submit", "sync", "now"]

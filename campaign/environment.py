@@ -47,5 +47,6 @@ def setup_lines(cluster: ClusterSpec, part: PartitionSpec, env: dict[str, str]) 
         "stack": "ulimit -s unlimited" if cluster.stack_unlimited else ":",
         "exports": "\n".join(f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())) or ":",
     }
-    text = string.Template(path.read_text()).substitute(values)
-    return [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    body = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("#"))
+    text = string.Template(body).substitute(values)
+    return [line for line in text.splitlines() if line.strip()]

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import socket
 import subprocess
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ class KernelFailed(RuntimeError):
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -50,6 +51,15 @@ def _unlimit_stack() -> None:
         pass
 
 
+def _child_setup(unlimit_stack: bool) -> None:
+    # submitit asks Slurm for USR2 shortly before the walltime (its requeue
+    # hook). Its default action would kill the kernel early and turn a TIMEOUT
+    # into FAILED; ignored dispositions survive exec, so the kernel ignores it.
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+    if unlimit_stack:
+        _unlimit_stack()
+
+
 def execute(task: JobTask) -> dict[str, Any]:
     """Run one kernel program; returns its exit record, raises if it failed."""
     workdir = Path(task.workdir)
@@ -60,12 +70,15 @@ def execute(task: JobTask) -> dict[str, Any]:
     start = {"host": socket.gethostname(), "pid": os.getpid(), "started": _now(), "argv": list(task.argv),
              "env": dict(task.env), "slurm": slurm}
     _write_json(workdir / START_FILE, start)
+    # Not checkpointable: let the scheduler end the job at its limit (TIMEOUT)
+    # instead of submitit's USR2 handler failing it 90 s early.
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
     t0 = time.monotonic()
     with open(workdir / STDOUT_FILE, "ab") as out, open(workdir / STDERR_FILE, "ab") as err:
         try:
             proc = subprocess.run(
                 list(task.argv), stdout=out, stderr=err, env=env, cwd=workdir,
-                preexec_fn=_unlimit_stack if task.stack_unlimited else None, check=False,
+                preexec_fn=lambda: _child_setup(task.stack_unlimited), check=False,
             )
             code = proc.returncode
         except OSError as exc:  # program missing or not executable

@@ -11,8 +11,9 @@ import hashlib
 import itertools
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from campaign.config.schema import (
     ClusterSpec,
@@ -83,7 +84,7 @@ class RunSpec:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "RunSpec":
+    def from_json(cls, data: dict[str, Any]) -> RunSpec:
         data = dict(data)
         data["n"] = tuple(data["n"])
         data["argv"] = tuple(data["argv"])

@@ -8,10 +8,10 @@ submitit's keyword arguments and the scheduler's words.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Sequence
 
 from campaign.config.schema import ClusterSpec
 from campaign.plan import RunSpec

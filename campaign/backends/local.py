@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import signal
 import time
-from datetime import datetime, timezone
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Sequence
 
 from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
 from campaign.jobrun import EXIT_FILE, START_FILE, execute, read_json
@@ -111,7 +111,7 @@ class LocalBackend(Backend):
         if start is not None:
             if _pid_alive(int(start.get("pid", -1))):
                 return JobStatus(JobState.RUNNING, node=node, started_at=started)
-            elapsed = (datetime.now(timezone.utc) - started).total_seconds() if started else 0.0
+            elapsed = (datetime.now(UTC) - started).total_seconds() if started else 0.0
             if elapsed >= ref.walltime_min * 60:
                 return JobStatus(JobState.TIMEOUT, node=node, started_at=started, reason="walltime reached")
             return JobStatus(JobState.FAILED, node=node, started_at=started,

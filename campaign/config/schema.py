@@ -8,7 +8,7 @@ error at compose time, before anything is planned or submitted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from omegaconf import MISSING
 
@@ -17,9 +17,9 @@ from omegaconf import MISSING
 class Ceilings:
     """Roofline ceilings of one node (CPU) or one GPU (GPU partitions)."""
 
-    peak_flops_fp32: Optional[float] = None  # FLOP/s
-    peak_flops_bf16: Optional[float] = None  # FLOP/s (dense, tensor cores on GPUs)
-    mem_bw: Optional[float] = None  # bytes/s
+    peak_flops_fp32: float | None = None  # FLOP/s
+    peak_flops_bf16: float | None = None  # FLOP/s (dense, tensor cores on GPUs)
+    mem_bw: float | None = None  # bytes/s
     source: str = ""  # "measured <how>" or "datasheet <where>": reports print it
 
 
@@ -34,17 +34,17 @@ class PartitionSpec:
     threads_per_core: int = 1
     memory_gb: float = MISSING  # usable memory per node
     gpus: int = 0  # GPUs per node
-    gpu_model: Optional[str] = None
+    gpu_model: str | None = None
     cpus_per_gpu: int = 1  # CPU cores requested with each GPU
     max_walltime_min: int = 60
-    account: Optional[str] = None  # overrides cluster.account
-    qos: Optional[str] = None
+    account: str | None = None  # overrides cluster.account
+    qos: str | None = None
     requires_account: bool = False  # site rejects jobs without --account
     whole_node: bool = False  # jobs must take the whole node (Anvil `wholenode`)
-    mem_gb: Optional[float] = None  # --mem per job; None = site default
-    modules: List[str] = field(default_factory=list)  # after cluster.modules
-    env: Dict[str, str] = field(default_factory=dict)  # after cluster.env
-    sbatch_extra: Dict[str, str] = field(default_factory=dict)  # e.g. {constraint: ...}
+    mem_gb: float | None = None  # --mem per job; None = site default
+    modules: list[str] = field(default_factory=list)  # after cluster.modules
+    env: dict[str, str] = field(default_factory=dict)  # after cluster.env
+    sbatch_extra: dict[str, str] = field(default_factory=dict)  # e.g. {constraint: ...}
     ceilings: Ceilings = field(default_factory=Ceilings)
 
     @property
@@ -73,30 +73,30 @@ class ClusterSpec:
     name: str = MISSING
     backend: str = "local"  # "local" (this machine, no scheduler) or "slurm"
     description: str = ""
-    account: Optional[str] = None
-    qos: Optional[str] = None
-    max_array_size: Optional[int] = None  # None: read MaxArraySize from scontrol
+    account: str | None = None
+    qos: str | None = None
+    max_array_size: int | None = None  # None: read MaxArraySize from scontrol
     array_parallelism: int = 256  # the %N of --array
-    modules: List[str] = field(default_factory=list)  # `module load` lines, in order
+    modules: list[str] = field(default_factory=list)  # `module load` lines, in order
     module_reset: bool = False  # `module reset` before loading (Delta)
-    env: Dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
     stack_unlimited: bool = True  # ulimit -s unlimited (the 8 MB stack crash)
     omp_proc_bind: str = "close"
     omp_places: str = "cores"
     job_template: str = "default"  # job_templates/<name>.sh
     local_parallel_jobs: int = 1  # local backend: jobs at once (timings need a quiet machine)
     build: BuildSpec = field(default_factory=BuildSpec)
-    partitions: Dict[str, PartitionSpec] = field(default_factory=dict)
+    partitions: dict[str, PartitionSpec] = field(default_factory=dict)
 
 
 @dataclass
 class ImplSpec:
     """How to start one implementation of a kernel, and what it supports."""
 
-    argv: List[str] = MISSING  # program and fixed leading arguments
-    variants: List[str] = MISSING
-    devices: List[str] = field(default_factory=lambda: ["cpu"])
-    dtypes: List[str] = field(default_factory=lambda: ["fp32"])
+    argv: list[str] = MISSING  # program and fixed leading arguments
+    variants: list[str] = MISSING
+    devices: list[str] = field(default_factory=lambda: ["cpu"])
+    dtypes: list[str] = field(default_factory=lambda: ["fp32"])
 
 
 @dataclass
@@ -105,7 +105,7 @@ class KernelSpec:
 
     name: str = MISSING
     description: str = ""
-    impls: Dict[str, ImplSpec] = field(default_factory=dict)
+    impls: dict[str, ImplSpec] = field(default_factory=dict)
 
 
 @dataclass
@@ -113,15 +113,15 @@ class SweepSpec:
     """One block of an experiment; see docs/contracts.md."""
 
     kernel: str = MISSING
-    impls: List[str] = MISSING
-    variants: List[str] = MISSING
-    partitions: List[str] = field(default_factory=list)  # [] = every partition
-    threads: List[int] = field(default_factory=lambda: [1])
-    dtypes: List[str] = field(default_factory=lambda: ["fp32"])
-    n: List[int] = MISSING
+    impls: list[str] = MISSING
+    variants: list[str] = MISSING
+    partitions: list[str] = field(default_factory=list)  # [] = every partition
+    threads: list[int] = field(default_factory=lambda: [1])
+    dtypes: list[str] = field(default_factory=lambda: ["fp32"])
+    n: list[int] = MISSING
     d: int = 64
-    args: Dict[str, Any] = field(default_factory=dict)
-    grid: Dict[str, List[Any]] = field(default_factory=dict)
+    args: dict[str, Any] = field(default_factory=dict)
+    grid: dict[str, list[Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -132,23 +132,23 @@ class ExperimentSpec:
     warmup: int = 2
     check: bool = True
     walltime_min: int = 30
-    mem_gb: Optional[float] = None
-    sweeps: List[SweepSpec] = field(default_factory=list)
+    mem_gb: float | None = None
+    sweeps: list[SweepSpec] = field(default_factory=list)
 
 
 @dataclass
 class CampaignSettings:
     """Settings of this invocation that are not part of the science."""
 
-    name: Optional[str] = None  # default: <experiment>-<cluster>
-    python: Optional[str] = None  # interpreter on the nodes; default: this one
-    kernel_bin: Optional[str] = None  # built C/Fortran programs; default: kernels/build
-    workdir: Optional[str] = None  # job folders; default: <ledger folder>/runs
+    name: str | None = None  # default: <experiment>-<cluster>
+    python: str | None = None  # interpreter on the nodes; default: this one
+    kernel_bin: str | None = None  # built C/Fortran programs; default: kernels/build
+    workdir: str | None = None  # job folders; default: <ledger folder>/runs
 
 
 @dataclass
 class RootConfig:
     cluster: ClusterSpec = MISSING
     experiment: ExperimentSpec = MISSING
-    kernels: Dict[str, KernelSpec] = field(default_factory=dict)
+    kernels: dict[str, KernelSpec] = field(default_factory=dict)
     campaign: CampaignSettings = field(default_factory=CampaignSettings)

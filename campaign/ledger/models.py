@@ -7,7 +7,7 @@ linked to the previous attempt, so the lineage of a rerun is explicit.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any
 
 from sqlalchemy import JSON, Enum, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -39,7 +39,7 @@ class Campaign(Base):
     cluster_yaml: Mapped[str]  # the resolved cluster config used to submit (reruns reuse it)
     created_at: Mapped[datetime]
     workdir: Mapped[str]
-    runs: Mapped[list["Run"]] = relationship(back_populates="campaign")
+    runs: Mapped[list[Run]] = relationship(back_populates="campaign")
 
 
 class Provenance(Base):
@@ -50,8 +50,8 @@ class Provenance(Base):
     campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id"))
     created_at: Mapped[datetime]
     command: Mapped[str]
-    git_commit: Mapped[Optional[str]]
-    git_dirty: Mapped[Optional[bool]]
+    git_commit: Mapped[str | None]
+    git_dirty: Mapped[bool | None]
     config_hash: Mapped[str] = mapped_column(String(64))
     config_yaml: Mapped[str]
     hostname: Mapped[str]
@@ -75,7 +75,7 @@ class Run(Base):
     spec: Mapped[dict[str, Any]]  # the full RunSpec as JSON
     created_at: Mapped[datetime]
     campaign: Mapped[Campaign] = relationship(back_populates="runs")
-    attempts: Mapped[list["JobAttempt"]] = relationship(
+    attempts: Mapped[list[JobAttempt]] = relationship(
         back_populates="run", order_by="JobAttempt.attempt", foreign_keys="JobAttempt.run_id"
     )
 
@@ -90,25 +90,25 @@ class JobAttempt(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("run.id"))
     attempt: Mapped[int]  # 1, 2, ... per run
-    previous_id: Mapped[Optional[int]] = mapped_column(ForeignKey("job_attempt.id"))
+    previous_id: Mapped[int | None] = mapped_column(ForeignKey("job_attempt.id"))
     backend: Mapped[str] = mapped_column(String(20))
-    job_id: Mapped[Optional[str]] = mapped_column(String(64))  # None until the scheduler answered
-    array_job_id: Mapped[Optional[str]] = mapped_column(String(64))
-    array_index: Mapped[Optional[int]]
+    job_id: Mapped[str | None] = mapped_column(String(64))  # None until the scheduler answered
+    array_job_id: Mapped[str | None] = mapped_column(String(64))
+    array_index: Mapped[int | None]
     state: Mapped[JobState] = mapped_column(Enum(JobState, native_enum=False, length=20))
-    reason: Mapped[Optional[str]]
-    submitted_at: Mapped[Optional[datetime]]
-    started_at: Mapped[Optional[datetime]]
-    ended_at: Mapped[Optional[datetime]]
-    exit_code: Mapped[Optional[int]]
-    node: Mapped[Optional[str]] = mapped_column(String(200))
+    reason: Mapped[str | None]
+    submitted_at: Mapped[datetime | None]
+    started_at: Mapped[datetime | None]
+    ended_at: Mapped[datetime | None]
+    exit_code: Mapped[int | None]
+    node: Mapped[str | None] = mapped_column(String(200))
     workdir: Mapped[str]
-    stdout_path: Mapped[Optional[str]]
-    stderr_path: Mapped[Optional[str]]
+    stdout_path: Mapped[str | None]
+    stderr_path: Mapped[str | None]
     output_path: Mapped[str]
     walltime_min: Mapped[int]
-    mem_gb: Mapped[Optional[float]]
-    provenance_id: Mapped[Optional[int]] = mapped_column(ForeignKey("provenance.id"))
+    mem_gb: Mapped[float | None]
+    provenance_id: Mapped[int | None] = mapped_column(ForeignKey("provenance.id"))
     run: Mapped[Run] = relationship(back_populates="attempts", foreign_keys=[run_id])
 
 
@@ -118,7 +118,7 @@ class ResultRow(Base):
     __tablename__ = "result"
     __table_args__ = (Index("ix_result_attempt", "attempt_id"),)
     id: Mapped[int] = mapped_column(primary_key=True)
-    attempt_id: Mapped[Optional[int]] = mapped_column(ForeignKey("job_attempt.id"))
+    attempt_id: Mapped[int | None] = mapped_column(ForeignKey("job_attempt.id"))
     source: Mapped[str] = mapped_column(String(300))  # "job" or the imported file
     cluster: Mapped[str] = mapped_column(String(100))
     partition: Mapped[str] = mapped_column(String(100))
@@ -126,15 +126,15 @@ class ResultRow(Base):
     impl: Mapped[str] = mapped_column(String(50))
     variant: Mapped[str] = mapped_column(String(50))
     device: Mapped[str] = mapped_column(String(20))
-    dtype: Mapped[Optional[str]] = mapped_column(String(20))
+    dtype: Mapped[str | None] = mapped_column(String(20))
     threads: Mapped[int]
     n: Mapped[int]
-    d: Mapped[Optional[int]]
+    d: Mapped[int | None]
     repeat: Mapped[int]
     time_s: Mapped[float]
-    job_id: Mapped[Optional[str]] = mapped_column(String(64))
-    gpu_model: Mapped[Optional[str]] = mapped_column(String(100))
-    flops: Mapped[Optional[float]]
-    bytes: Mapped[Optional[float]]
-    rel_err: Mapped[Optional[float]]
-    extra: Mapped[Optional[dict[str, Any]]]
+    job_id: Mapped[str | None] = mapped_column(String(64))
+    gpu_model: Mapped[str | None] = mapped_column(String(100))
+    flops: Mapped[float | None]
+    bytes: Mapped[float | None]
+    rel_err: Mapped[float | None]
+    extra: Mapped[dict[str, Any] | None]
