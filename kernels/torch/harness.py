@@ -401,8 +401,7 @@ def write_csv_atomic(path: str, rows: Sequence[dict[str, str]], columns: Sequenc
     tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8", newline="") as fh:
         fh.write(",".join(columns) + "\n")
-        for row in rows:
-            fh.write(",".join(_csv_field(row.get(c, "")) for c in columns) + "\n")
+        fh.writelines(",".join(_csv_field(row.get(c, "")) for c in columns) + "\n" for row in rows)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
