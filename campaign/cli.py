@@ -96,6 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"campaign: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # `campaign results | head`
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("campaign: interrupted; the ledger holds every job submitted so far", file=sys.stderr)
         return 130
