@@ -12,6 +12,7 @@
 #   CAMPAIGN_SLURM_LAB      state folder (default /tmp/campaign-slurm)
 #   CAMPAIGN_SLURM_CGROUP   auto|1|0: task/cgroup (gives OUT_OF_MEMORY) or task/none
 #   CAMPAIGN_SLURM_DB_PORT  MariaDB TCP port on 127.0.0.1 (default 3306)
+#   CAMPAIGN_SLURM_INSTALL  auto (apt-get install what is missing) | always | never
 #   CAMPAIGN_SLURM_DB_PASSWORD  password of the DB user `slurm` (default below).
 #       It exists only for this throw-away test cluster: the DB listens on
 #       127.0.0.1 only and holds nothing but test accounting. Never reuse it.
@@ -24,6 +25,7 @@ LAB=${CAMPAIGN_SLURM_LAB:-/tmp/campaign-slurm}
 CGROUP=${CAMPAIGN_SLURM_CGROUP:-auto}
 DB_PORT=${CAMPAIGN_SLURM_DB_PORT:-3306}
 DB_PASSWORD=${CAMPAIGN_SLURM_DB_PASSWORD:-campaign-test-only}
+INSTALL=${CAMPAIGN_SLURM_INSTALL:-auto}
 CLUSTER=localslurm
 NODE=localhost
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -68,7 +70,15 @@ T_ALL=$(now_ms)
 [ "$(id -u)" = 0 ] || die "must run as root (munged, slurmd and the cgroup setup need it)"
 
 # ---------------- already up? ----------------
-if [ -f "$SLURM_CONF" ] && ctld_up && node_usable && dbd_up; then
+recorded_alive() {  # every daemon slurm-up recorded still runs (slurmctld keeps a dead slurmd "idle" for minutes)
+  local f name
+  for f in "$LAB"/run/started/*.pid; do
+    [ -e "$f" ] || continue
+    name=$(basename "$f" .pid)
+    our_pid_alive "$name" || return 1
+  done
+}
+if [ -f "$SLURM_CONF" ] && recorded_alive && ctld_up && node_usable && dbd_up; then
   log "cluster in $LAB is already up (node $(node_state)); nothing to do ($(since "$T_ALL") s)"
   log "export SLURM_CONF=$SLURM_CONF   (or: source $LAB/env.sh)"
   exit 0
@@ -76,10 +86,18 @@ fi
 # half up (some daemons of an earlier run alive): stop them all, then start cleanly
 for name in munged mariadbd slurmdbd slurmctld slurmd; do
   if our_pid_alive "$name"; then
-    log "cluster in $LAB is only partly up ($name still runs); stopping it first"
+    log "cluster in $LAB is only partly up (some daemons stopped or not answering); restarting it"
     bash "$HERE/slurm-down.sh"
     break
   fi
+done
+
+# ---------------- ports must be free (checked before anything is written) ----------------
+if port_busy "$DB_PORT"; then
+  die "port 127.0.0.1:$DB_PORT is taken by a database this script did not start; stop it or set CAMPAIGN_SLURM_DB_PORT"
+fi
+for p in 6817 6818 6819; do
+  if port_busy "$p"; then die "Slurm port $p is taken by a daemon this script did not start (another Slurm?); stop it first"; fi
 done
 
 # ---------------- packages ----------------
@@ -88,6 +106,10 @@ command -v sbatch >/dev/null 2>&1 || need+=(slurm-wlm)
 command -v munged >/dev/null 2>&1 || [ -x /usr/sbin/munged ] || need+=(munge)
 command -v slurmdbd >/dev/null 2>&1 || [ -x /usr/sbin/slurmdbd ] || need+=(slurmdbd)
 command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
+if [ "$INSTALL" = always ]; then need=(slurm-wlm munge slurmdbd mariadb-server); fi
+if [ ${#need[@]} -gt 0 ] && [ "$INSTALL" = never ]; then
+  die "missing Debian packages: ${need[*]} (CAMPAIGN_SLURM_INSTALL=never)"
+fi
 if [ ${#need[@]} -gt 0 ]; then
   T=$(now_ms)
   log "installing ${need[*]} (apt)"
@@ -96,7 +118,7 @@ if [ ${#need[@]} -gt 0 ]; then
   made_policy=0
   if [ ! -e /usr/sbin/policy-rc.d ]; then
     printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; made_policy=1
-    trap '[ "$made_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d' EXIT
+    trap 'if [ "$made_policy" = 1 ]; then rm -f /usr/sbin/policy-rc.d; fi' EXIT
   fi
   export DEBIAN_FRONTEND=noninteractive
   timeout 300 apt-get -o DPkg::Lock::Timeout=120 update
@@ -245,12 +267,6 @@ log "munged ready in $(since "$T") s"
 
 # ---------------- mariadb + slurmdbd ----------------
 T=$(now_ms)
-if port_busy "$DB_PORT"; then
-  die "port 127.0.0.1:$DB_PORT is taken by a database this script did not start; stop it or set CAMPAIGN_SLURM_DB_PORT"
-fi
-for p in 6817 6818 6819; do
-  if port_busy "$p"; then die "Slurm port $p is taken by a daemon this script did not start (another Slurm?); stop it first"; fi
-done
 mkdir -p "$LAB/mysql/data" "$LAB/mysql/run"
 if [ ! -d "$LAB/mysql/data/mysql" ]; then
   timeout 120 mariadb-install-db --defaults-file="$LAB/etc/my.cnf" --auth-root-authentication-method=socket \

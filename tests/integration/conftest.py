@@ -48,6 +48,8 @@ def _lab() -> Path:
 
 def _is_up(env: dict[str, str]) -> bool:
     """slurmctld answers and the node accepts jobs (the slurm-up.sh criteria)."""
+    if not Path(env["SLURM_CONF"]).is_file():
+        return False  # without a config the clients spend seconds on DNS SRV lookups
     full = {**os.environ, **env}
     try:
         ping = subprocess.run(["scontrol", "ping"], env=full, capture_output=True, text=True, timeout=10)
