@@ -111,3 +111,17 @@ def test_all_metrics_keys_and_empty_metrics(rows: RowMaker) -> None:
     assert tuple(out) == METRIC_KEYS
     assert out["speedup"].empty and out["ratios"].empty and len(out["roofline"]) == 1
     assert json.dumps(metrics_json(rows({(2, 64): 1.0}), None), allow_nan=False)
+
+
+def test_to_records_is_json_safe() -> None:
+    from analysis.metrics import to_records
+
+    frame = pd.DataFrame({"n_at": [2048.0, np.nan], "d": pd.array([64, None], dtype="Int64"),
+                          "ratio": [np.inf, 0.25], "flag": np.array([True, False]),
+                          "label": pd.Series(["x", None], dtype="str"),
+                          "obj": pd.Series([np.float64(1.5), np.int64(3)], dtype=object)})
+    assert to_records(frame) == [
+        {"n_at": 2048, "d": 64, "ratio": None, "flag": True, "label": "x", "obj": 1.5},
+        {"n_at": None, "d": None, "ratio": 0.25, "flag": False, "label": None, "obj": 3},
+    ]
+    assert isinstance(to_records(frame)[0]["n_at"], int)
