@@ -156,15 +156,19 @@ class _Ranker:
         self.kinds_measured: set[str] = set()
         self.kinds_model: set[str] = set()
 
-    def times(self, kind: str, cands: list[tuple[list[GemmShape], dict[str, int]]]) -> tuple[list[float], str]:
+    def times(self, kind: str, cands: list[tuple[list[GemmShape], dict[str, int]]],
+              whole: str | None = None) -> tuple[list[float], str]:
         """Times for all candidates of one kind from one source (never mixed:
-        a measured time and a modelled one are not comparable)."""
-        names = tuple(s.name for s in cands[0][0])
-        meas = [_measured_time(self.measured, names, **p) for _, p in cands]
-        if all(m is not None for m in meas):
-            self.rows_used += sum(m[1] for m in meas if m is not None)
-            self.kinds_measured.add(kind)
-            return [m[0] for m in meas if m is not None], "measured"
+        a measured time and a modelled one are not comparable). `whole` names
+        a measured variant that times all the GEMMs as one sequence (`layer`),
+        preferred over the sum of the single GEMMs' medians."""
+        tries = ([(whole,)] if whole else []) + [tuple(s.name for s in cands[0][0])]
+        for names in tries:
+            meas = [_measured_time(self.measured, names, **p) for _, p in cands]
+            if all(m is not None for m in meas):
+                self.rows_used += sum(m[1] for m in meas if m is not None)
+                self.kinds_measured.add(kind)
+                return [m[0] for m in meas if m is not None], "measured"
         self.kinds_model.add(kind)
         return [predicted_time_s(shapes, self.gpu) for shapes, _ in cands], "model"
 
@@ -198,7 +202,7 @@ def _rank(kind: str, items: Sequence[_Item], cur: tuple[float, float] | None, so
     return out
 
 
-def _heads(h: int, a: int, seq: int, batch: int, tp: int, vocab: int, ranker: _Ranker) -> tuple[list[Proposal], Proposal | None]:
+def _heads(h: int, a: int, seq: int, batch: int, tp: int, vocab: int, ffn: int, ranker: _Ranker) -> tuple[list[Proposal], Proposal | None]:
     layer = ("qkv", "score", "attn_v", "proj", "mlp_up", "mlp_down")
     if h % a == 0 and (h // a) % ALIGN == 0:
         return [], None  # the rule holds: changing heads is a modelling decision
@@ -209,15 +213,11 @@ def _heads(h: int, a: int, seq: int, batch: int, tp: int, vocab: int, ranker: _R
     values = ([a] if h % a == 0 and (batch * a) % tp == 0 else []) + cands
     if not cands:
         return [], None
-    shapes = [[s for s in layer_gemms(h, x, batch, seq, vocab, tp) if s.name in layer] for x in values]
-    params = [{"h": h, "a": x, "b": batch, "t": tp, "n": seq} for x in values]
-    times, source = ranker.times("heads", list(zip(shapes, params)))
-    # Measured `layer` rows time the whole layer as one sequence: prefer them.
-    lay = [_measured_time(ranker.measured, ("layer",), **p) for p in params]
-    if source == "measured" and all(x is not None for x in lay):
-        times = [x[0] for x in lay if x is not None]
+    shapes = [[s for s in layer_gemms(h, x, batch, seq, vocab, tp, ffn) if s.name in layer] for x in values]
+    params = [{"h": h, "a": x, "b": batch, "t": tp, "ffn": ffn, "n": seq} for x in values]
+    times, source = ranker.times("heads", list(zip(shapes, params, strict=True)), whole="layer")
     flops = [float(sum(s.flops for s in sh)) for sh in shapes]
-    items = [(x, h // x, f, t, "") for x, f, t in zip(values, flops, times)]
+    items = [(x, h // x, f, t, "") for x, f, t in zip(values, flops, times, strict=True)]
     cur = None
     if values[0] == a:
         cur = (items[0][2], items[0][3])
@@ -238,10 +238,10 @@ def _vocab(h: int, a: int, vocab: int, seq: int, batch: int, tp: int, ranker: _R
         values.append(p128)
     shapes = [[GemmShape("logits", batch * seq, v, h)] for v in values]
     params = [{"h": h, "b": batch, "v": v, "n": seq} for v in values]
-    times, source = ranker.times("vocab", list(zip(shapes, params)))
+    times, source = ranker.times("vocab", list(zip(shapes, params, strict=True)))
     useful = 2.0 * batch * seq * h * vocab
     notes = ["", "next multiple of 64", "next multiple of 128"]
-    items = [(v, None, useful, t, notes[i]) for i, (v, t) in enumerate(zip(values, times))]
+    items = [(v, None, useful, t, notes[i]) for i, (v, t) in enumerate(zip(values, times, strict=True))]
     cur = (items[0][2], items[0][3])
     current = _rank("vocab", [items[0]], None, source, "time")[0]
     return _rank("vocab", items[1:], cur, source, "time"), current
@@ -255,8 +255,8 @@ def _ffn(h: int, a: int, seq: int, batch: int, tp: int, vocab: int, ffn: int | N
     values = ([ffn] if ffn else []) + [v for v in dict.fromkeys([llama, hi, lo]) if v != ffn and v % tp == 0]
     shapes = [_subset(layer_gemms(h, a if h % a == 0 else 1, batch, seq, vocab, tp, v), MLP_GEMMS) for v in values]
     params = [{"h": h, "b": batch, "t": tp, "ffn": v, "n": seq} for v in values]
-    times, source = ranker.times("ffn", list(zip(shapes, params)))
-    items = [(v, None, float(sum(s.flops for s in sh)), t, named.get(v, "")) for v, sh, t in zip(values, shapes, times)]
+    times, source = ranker.times("ffn", list(zip(shapes, params, strict=True)))
+    items = [(v, None, float(sum(s.flops for s in sh)), t, named.get(v, "")) for v, sh, t in zip(values, shapes, times, strict=True)]
     if ffn:
         cur = (items[0][2], items[0][3])
         return _rank("ffn", items[1:], cur, source, "throughput"), _rank("ffn", [items[0]], None, source, "throughput")[0]
@@ -290,7 +290,7 @@ def advise_shape(
     ranker = _Ranker(spec.name, measured)
     advice = ShapeAdvice(h, a, vocab, seq, batch, tp, spec.name, checks=_checks(h, a, vocab, seq, batch, tp, ffn))
     for props, cur in (
-        _heads(h, a, seq, batch, tp, vocab, ranker),
+        _heads(h, a, seq, batch, tp, vocab, ffn or 0, ranker),
         _vocab(h, a, vocab, seq, batch, tp, ranker),
         _ffn(h, a, seq, batch, tp, vocab, ffn, multiple_of, ranker),
     ):

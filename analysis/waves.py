@@ -63,10 +63,13 @@ TILE_EFF: dict[tuple[int, int], float] = {
 }
 K_TILE = 64  # k-loop step of a typical bf16 mainloop
 ALIGN_ELEMS = 8  # 16 bytes of a 2-byte type: the vector-load / TMA alignment
-# Assumed slowdown of a GEMM with a dimension that is not a multiple of
-# ALIGN_ELEMS. Calibrated against the H200 vocab sweep (bench/results/h200/
-# shapes/): see scripts/h200_shapes.py and the shapes report.
-MISALIGN_PENALTY = 0.7
+# Slowdown of a GEMM with a dimension that is not a multiple of ALIGN_ELEMS.
+# Calibrated on the H200 (bench/results/h200/shapes/vocab.csv, torch 2.11
+# cuBLAS, bf16): logits (8192,2560)x(2560,v) ran at 133 TFLOP/s for v=50257
+# against 692..750 for every multiple of 8 from 50240 to 50320 (0.19 of the
+# median 719 at v=50304); swiglu.csv agrees (ffn=10922: 243..265 vs ~765).
+# Only odd (v) and 2-mod-8 (ffn) sizes were measured.
+MISALIGN_PENALTY = 0.19
 
 
 @dataclass(frozen=True)
@@ -227,8 +230,8 @@ def model_table(df: pd.DataFrame, gpu: GpuSpec | str = "h200") -> pd.DataFrame:
         if any(pd.isna(x) for x in dims) or pd.isna(batch):
             rows.append({})
             continue
-        m, n, k = (int(x) for x in dims)  # type: ignore[call-overload]
-        est = best_estimate(m, n, k, spec, int(batch))  # type: ignore[call-overload]
+        m, n, k = (int(x) for x in dims)
+        est = best_estimate(m, n, k, spec, int(batch))
         rows.append(est.__dict__.copy())
     model = pd.DataFrame(rows, index=out.index, columns=list(WaveEstimate.__dataclass_fields__))
     for col in model.columns:
@@ -238,7 +241,6 @@ def model_table(df: pd.DataFrame, gpu: GpuSpec | str = "h200") -> pd.DataFrame:
 
 _PARAMS = ("h", "a", "b", "v", "t", "ffn", "n")
 _RAW_PARAMS = ("m", "k", "nn")
-_SWEEP_ORDER = ("nn", "k", "m", "v", "h", "a", "ffn", "n", "b", "t")
 
 
 def _median_configs(measured: pd.DataFrame) -> pd.DataFrame:
@@ -262,8 +264,9 @@ def flag_drops(measured: pd.DataFrame, gpu: GpuSpec | str, by: str | None = None
     `measured`: gemm_shapes rows (one per repeat; columns variant, time_s,
     flops, m, k, nn, batch and the shape parameters). Medians over repeats
     first. Within each group (same variant, dtype, device and every parameter
-    but `by`), points are ordered by `by` (auto: the parameter with the most
-    distinct values) and each point is compared with the previous one:
+    but `by`), points are ordered by `by` (auto: the input parameter with the
+    most distinct values — h, a, b, v, t, ffn, n for model GEMMs, m, k, nn for
+    raw ones) and each point is compared with the previous one:
     - measured_drop: throughput fell by more than max(tol, 2 × the relative
       IQR of its repeats), so that noise is not called a drop;
     - predicted_drop: the model's throughput fell by more than tol.
@@ -272,17 +275,18 @@ def flag_drops(measured: pd.DataFrame, gpu: GpuSpec | str, by: str | None = None
     cfg = _median_configs(measured)
     if cfg.empty:
         raise ValueError("no gemm_shapes rows with m, k, nn to compare")
-    if by is None:
-        present = [c for c in _SWEEP_ORDER if c in cfg.columns]
-        by = max(present, key=lambda c: cfg[c].nunique())
     cfg = model_table(cfg, gpu)
     raw = cfg["variant"] == "raw" if "variant" in cfg.columns else pd.Series(False, index=cfg.index)
     parts: list[pd.DataFrame] = []
+    chosen: set[str] = set()
     for is_raw, sub in cfg.groupby(raw):
-        params = _PARAMS + (_RAW_PARAMS if is_raw else ())
-        keys = [c for c in ("variant", "dtype", "device", "gpu_model", *params) if c in sub.columns and c != by]
+        # m, k, nn are inputs of raw GEMMs but derived from (h, a, ...) otherwise.
+        params = [c for c in (_RAW_PARAMS if is_raw else _PARAMS) if c in sub.columns]
+        sweep = by if by is not None else max(params, key=lambda c: sub[c].nunique())
+        chosen.add(sweep)
+        keys = [c for c in ("variant", "dtype", "device", "gpu_model", *params) if c in sub.columns and c != sweep]
         for _, grp in sub.groupby(keys, dropna=False) if keys else [(None, sub)]:
-            grp = grp.sort_values(by).copy()
+            grp = grp.sort_values(sweep).copy()
             prev_meas = grp["measured_tflops"].shift(1)
             prev_pred = grp["pred_tflops"].shift(1)
             thr = np.maximum(tol, 2.0 * grp["spread"].fillna(0.0))
@@ -296,7 +300,7 @@ def flag_drops(measured: pd.DataFrame, gpu: GpuSpec | str, by: str | None = None
         ["both", "model_only", "measured_only"],
         default="neither",
     )
-    out.attrs["by"] = by
+    out.attrs["by"] = ",".join(sorted(chosen))
     return out
 
 

@@ -129,7 +129,7 @@ class Operands:
 
     def run(self) -> list[torch.Tensor]:
         op = torch.bmm if self.g.bmm else torch.mm
-        for a, b, c in zip(self.a, self.b, self.c):
+        for a, b, c in zip(self.a, self.b, self.c, strict=True):
             op(a, b, out=c)
         return self.c
 
@@ -141,7 +141,7 @@ class Operands:
         """rel_err on a CHECK_BLOCK² sub-block of the first CHECK_BATCH entries."""
         r, q = CHECK_BLOCK, CHECK_BLOCK
         pairs = []
-        for a, b, c in zip(self.a, self.b, outs):
+        for a, b, c in zip(self.a, self.b, outs, strict=True):
             if self.g.bmm:
                 a, b, c = a[:CHECK_BATCH], b[:CHECK_BATCH], c[:CHECK_BATCH]
             ref = hz.to64(a[..., :r, :]) @ hz.to64(b[..., :, :q])
