@@ -1,0 +1,29 @@
+"""Shared fixtures: a fresh ledger path per test, and the CLI as a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CAMPAIGN = Path(sys.executable).parent / "campaign"
+
+
+@pytest.fixture
+def ledger_path(tmp_path: Path) -> Path:
+    return tmp_path / "ledger.sqlite"
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+            timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """The installed `campaign` console script, as a user runs it."""
+    full_env = dict(os.environ)
+    full_env.pop("CAMPAIGN_DEBUG", None)
+    if env:
+        full_env.update(env)
+    return subprocess.run([str(CAMPAIGN), *args], capture_output=True, text=True, cwd=cwd, env=full_env,
+                          timeout=timeout, check=False)
