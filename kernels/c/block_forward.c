@@ -42,6 +42,7 @@ static void *setup(const harness_cfg *cfg)
     fill_normal(s->wg, d, f, 1, cfg->seed, 3);
     fill_normal(s->wu, d, f, 1, cfg->seed, 4);
     fill_normal(s->wd, f, d, 1, cfg->seed, 5);
+    scale_weights(s->wg, s->wu, s->wd, d, f);
     fill_nan(s->y, n, d, ROWS);
     fill_nan(s->scratch, omp_get_max_threads(), s->slot, 1);
     return s;

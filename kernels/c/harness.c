@@ -90,7 +90,7 @@ static void parse_args(int argc, char **argv, const kernel_def *k, args_t *a)
     memset(a, 0, sizeof *a);
     a->d = 64;
     a->ff = 0;
-    a->repeats = 3;
+    a->repeats = 5;
     a->warmup = 1;
     int have_n = 0;
     for (int i = 1; i < argc; i++) {
@@ -367,6 +367,16 @@ void fill_normal(float *x, long rows, long cols, long chunk, uint32_t seed, uint
         for (long r = b * chunk; r < r1; r++)
             for (long c = 0; c < cols; c++)
                 x[r * cols + c] = (float)normal_at(seed, stream, (uint64_t)(r * cols + c));
+    }
+}
+
+void scale_weights(float *wg, float *wu, float *wd, long d, long f)
+{
+    const float sd = 1.0f / sqrtf((float)d), sf = 1.0f / sqrtf((float)f);
+    for (long e = 0; e < d * f; e++) {
+        wg[e] *= sd;
+        wu[e] *= sd;
+        wd[e] *= sf;
     }
 }
 

@@ -58,6 +58,9 @@ long default_ff(long d);
  * blocks of `chunk` rows with schedule(static): the same partition the
  * compute loop uses, so pages are first touched by the thread that uses them. */
 void fill_normal(float *x, long rows, long cols, long chunk, uint32_t seed, uint32_t stream);
+/* Weights as the torch kernels draw them: normal / sqrt(fan_in), i.e.
+ * W_gate, W_up (d x f) by 1/sqrt(d), W_down (f x d) by 1/sqrt(f). */
+void scale_weights(float *wg, float *wu, float *wd, long d, long f);
 /* Set x to NaN with the same parallel schedule (first touch / poison). */
 void fill_nan(float *x, long rows, long cols, long chunk);
 /* The scalar the fill uses for element `idx`: shared with harness.f90. */

@@ -42,6 +42,10 @@ contains
     call fill_normal(wg, d, f, 1_int64, c%seed, 3_int64)
     call fill_normal(wu, d, f, 1_int64, c%seed, 4_int64)
     call fill_normal(wd, f, d, 1_int64, c%seed, 5_int64)
+    ! as the torch kernels draw them: normal / sqrt(fan_in)
+    wg = wg * (1.0_real32 / sqrt(real(d, real32)))
+    wu = wu * (1.0_real32 / sqrt(real(d, real32)))
+    wd = wd * (1.0_real32 / sqrt(real(f, real32)))
     call fill_nan(scr, int(size(scr, 2), int64), d + 2 * f, 1_int64)
     call poison()
   end function setup

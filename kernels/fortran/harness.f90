@@ -150,7 +150,7 @@ contains
     logical :: have_n, found
     have_n = .false.
     threads = 0
-    repeats = 3
+    repeats = 5
     warmup = 1
     out = ''
     dump = ''
