@@ -88,7 +88,8 @@ def main() -> None:
     print(f"rows: {len(results)}")
     print(f"all_metrics: {statistics.median(totals):.2f} s (median of {args.runs} runs)")
     for key, values in steps.items():
-        print(f"  {key:<17} {statistics.median(values):.3f} s  ({len(metrics.get(key, results))} rows)")
+        size = f"{len(metrics[key])} rows out" if key in metrics else "medians over repeats"
+        print(f"  {key:<17} {statistics.median(values):.3f} s  ({size})")
 
 
 if __name__ == "__main__":
