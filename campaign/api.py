@@ -9,6 +9,7 @@ as sbatch returns (so a crash in between loses no job ID).
 from __future__ import annotations
 
 import shlex
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -92,7 +93,7 @@ def dry_run(overrides: Sequence[str], ledger_path: Path) -> SubmitReport:
         _request(cfg.cluster, name, r, i + 1, _attempt_dir(camp_dir, r, 1), r.walltime_min, r.mem_gb)
         for i, r in enumerate(p.runs)
     ]
-    backend = get_backend(cfg.cluster, camp_dir)
+    backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
     return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=backend.render(reqs))
 
 
@@ -116,7 +117,7 @@ def submit(
         prov = _record_provenance(s, camp, cfg, overrides)
         todo, report.existing = _record_runs(s, camp, p.runs, camp_dir, prov.id, force)
     reqs = [_request(cfg.cluster, name, run, aid, Path(wd), run.walltime_min, run.mem_gb) for aid, run, wd in todo]
-    backend = get_backend(cfg.cluster, camp_dir)
+    backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
     _submit_requests(ledger, backend, reqs, report, progress)
     if cfg.cluster.backend == "local" and reqs:
         report.sync = sync(ledger, name)
@@ -128,7 +129,7 @@ def _get_or_create_campaign(s: Session, cfg: RootConfig, name: str, camp_dir: Pa
     if camp is None:
         camp = Campaign(name=name, cluster=cfg.cluster.name, experiment=cfg.experiment.name,
                         backend=cfg.cluster.backend, cluster_yaml=cluster_yaml(cfg.cluster),
-                        created_at=now(), workdir=str(camp_dir))
+                        python=cfg.campaign.python or sys.executable, created_at=now(), workdir=str(camp_dir))
         s.add(camp)
         s.flush()
     elif camp.cluster != cfg.cluster.name:
@@ -138,6 +139,7 @@ def _get_or_create_campaign(s: Session, cfg: RootConfig, name: str, camp_dir: Pa
         )
     else:
         camp.cluster_yaml = cluster_yaml(cfg.cluster)
+        camp.python = cfg.campaign.python or camp.python
     return camp
 
 

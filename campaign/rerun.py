@@ -77,11 +77,11 @@ def rerun(
                                     part.memory_gb / max(1, part.cores), time_factor, mem_factor)
             aid, _, workdir = _new_attempt(s, run, spec, Path(camp.workdir), att, None, walltime, mem)
             req = _request(cluster, camp.name, spec, aid, Path(workdir), walltime, mem)
-            by_campaign.setdefault(camp.name, [cluster, camp.workdir, []])[2].append((req, att.job_id))
-    for name, (cluster, workdir, items) in by_campaign.items():
+            by_campaign.setdefault(camp.name, [cluster, camp.workdir, [], camp.python])[2].append((req, att.job_id))
+    for name, (cluster, workdir, items, python) in by_campaign.items():
         sub = SubmitReport(name, len(items))
         previous = {req.attempt_id: old for req, old in items}
-        _submit_requests(ledger, get_backend(cluster, Path(workdir)), [r for r, _ in items], sub, progress)
+        _submit_requests(ledger, get_backend(cluster, Path(workdir), python), [r for r, _ in items], sub, progress)
         with ledger.session() as s:
             for aid, old in previous.items():
                 att = s.get(JobAttempt, aid)

@@ -88,9 +88,12 @@ class Backend(abc.ABC):
 
     name: str
 
-    def __init__(self, cluster: ClusterSpec, folder: Path) -> None:
+    def __init__(self, cluster: ClusterSpec, folder: Path, python: str | None = None) -> None:
+        import sys
+
         self.cluster = cluster
         self.folder = folder
+        self.python = python or sys.executable  # interpreter the job side runs under
 
     @abc.abstractmethod
     def render(self, requests: Sequence[JobRequest]) -> list[str]:
@@ -106,16 +109,16 @@ class Backend(abc.ABC):
     def cancel(self, refs: Sequence[JobRef]) -> None: ...
 
 
-def get_backend(cluster: ClusterSpec, folder: Path) -> Backend:
+def get_backend(cluster: ClusterSpec, folder: Path, python: str | None = None) -> Backend:
     """Backends by name; an unknown name lists the known ones."""
     from campaign.errors import ConfigError
 
     if cluster.backend == "local":
         from campaign.backends.local import LocalBackend
 
-        return LocalBackend(cluster, folder)
+        return LocalBackend(cluster, folder, python)
     if cluster.backend == "slurm":
         from campaign.backends.slurm import SlurmBackend
 
-        return SlurmBackend(cluster, folder)
+        return SlurmBackend(cluster, folder, python)
     raise ConfigError(f"cluster {cluster.name}: unknown backend {cluster.backend!r}; known: local, slurm")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-import sys
+import shlex
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,7 +30,6 @@ DEFAULT_MAX_ARRAY = 1001
 
 class SlurmBackend(Backend):
     name = "slurm"
-    python: str = sys.executable
 
     def _params(self, req: JobRequest) -> dict[str, Any]:
         cluster = self.cluster
@@ -107,7 +106,7 @@ class SlurmBackend(Backend):
             ex = self._executor(params, self._comment(group[0], "<manifest>"))
             text = _make_sbatch_string(command=ex._submitit_command_str, folder=self._folder(),
                                        map_count=len(group) if len(group) > 1 else None, **ex.parameters)
-            runs = "\n".join(f"#   [{i}] {r.run.label}: {' '.join(r.task.argv)}" for i, r in enumerate(group))
+            runs = "\n".join(f"#   [{i}] {r.run.label}: {shlex.join(r.task.argv)}" for i, r in enumerate(group))
             scripts.append(text + f"# runs in this {'array' if len(group) > 1 else 'job'}:\n{runs}\n")
         return scripts
 

@@ -37,6 +37,7 @@ class Campaign(Base):
     experiment: Mapped[str] = mapped_column(String(100))
     backend: Mapped[str] = mapped_column(String(20))
     cluster_yaml: Mapped[str]  # the resolved cluster config used to submit (reruns reuse it)
+    python: Mapped[str]  # interpreter of the job side on the nodes (reruns reuse it)
     created_at: Mapped[datetime]
     workdir: Mapped[str]
     runs: Mapped[list[Run]] = relationship(back_populates="campaign")
