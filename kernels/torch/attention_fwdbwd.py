@@ -54,7 +54,7 @@ def build(ctx: CaseContext) -> Case:
 
     def run() -> Sequence[torch.Tensor]:
         with torch.enable_grad():
-            o = pinned_sdpa(*leaves, backend=backend)
+            o = pinned_sdpa(leaves[0], leaves[1], leaves[2], backend)
             # The backward op is the derivative of the forward op chosen
             # above (e.g. _flash_attention_backward): the pin carries over.
             grads = torch.autograd.grad(o, leaves, do4)

@@ -431,6 +431,10 @@ def run_one_n(spec: KernelSpec, args: argparse.Namespace, device: torch.device, 
             f"{spec.name}/{args.variant} at n={n}, d={args.d}, {args.dtype} ran out of "
             f"{device.type} memory ({type(exc).__name__}); use a smaller n"
         ) from None
+    except RuntimeError as exc:
+        # e.g. a pinned SDPA backend that cannot run these inputs: one line, exit 1
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise KernelFailure(f"{spec.name}/{args.variant} at n={n} failed: {first}") from None
     base = environment_columns(device, args)
     base.update(kernel=spec.name, variant=args.variant, n=str(n), backend=case.backend,
                 first_call_s=format_float(m.first_call_s), rel_err=format_float(err))

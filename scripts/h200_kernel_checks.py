@@ -1,0 +1,325 @@
+"""One-call H200 validation of the torch kernels (run with the device tool).
+
+    python3 scripts/h200_kernel_checks.py --out $OUT
+
+Why one script: device time is scarce (minutes per session), so everything
+that needs the GPU happens in one process and one call, and each section
+writes its results before the next starts (a timeout keeps what was done).
+
+Sections, in order (measurements first, tests last, so a slow compile in the
+tests cannot cost the numbers):
+1. ceilings: bf16 GEMM 8192^3 on random data, device copy bandwidth (bytes read
+   + written) and read bandwidth, all with triton.testing.do_bench (median);
+2. attention_forward/memopt bf16 d=128 at n = 8192, 16384, 32768: our harness
+   (program semantics, CSV rows) and do_bench on the same call; their ratio
+   (target within 5%) and the rate 4 n^2 d / t against the GEMM rate (target 70%);
+3. decode bf16 d=128 (and d=64 at the largest n), n up to 1,048,576: every
+   variant/backend, bandwidth 2 n d * 2 B / t against the copy bandwidth
+   (target 90%), plus an exploratory chunked matrix-vector formulation;
+4. naive vs fused: attention_forward naive vs memopt, and
+   attention_forward naive + attention_backward naive vs attention_fwdbwd fused;
+5. pytest -k cuda on tests/kernels/test_torch_kernels.py (bf16 and fp32 --check).
+
+Outputs under --out: harness_rows.csv (every harness row, with a `section`
+column), results.json (everything else), pytest_cuda.txt, summary.txt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+
+from kernels.torch import attention_backward as attn_bwd  # noqa: E402
+from kernels.torch import attention_forward as attn_fwd  # noqa: E402
+from kernels.torch import attention_fwdbwd as attn_fb  # noqa: E402
+from kernels.torch import decode as decode_k  # noqa: E402
+from kernels.torch import harness  # noqa: E402
+
+DEVICE = "cuda"  # "cpu" only for --smoke on a machine without a GPU
+RESULTS: dict[str, Any] = {}
+ROWS: list[dict[str, str]] = []
+LINES: list[str] = []
+T0 = time.monotonic()
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+    LINES.append(line)
+
+
+def bench(fn: Callable[[], object]) -> float:
+    """Median seconds by triton.testing.do_bench (it clears a 256 MB cache
+    before every call and times with CUDA events)."""
+    if DEVICE != "cuda":  # --smoke on the CPU: a plain median, no triton
+        times = []
+        for _ in range(5):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        return median(times)
+    from triton.testing import do_bench
+
+    return float(do_bench(fn, warmup=25, rep=200, return_mode="median")) * 1e-3
+
+
+def save(out: Path) -> None:
+    (out / "results.json").write_text(json.dumps(RESULTS, indent=1, default=str))
+    if ROWS:
+        cols = ["section", *harness.CSV_COLUMNS]
+        with (out / "harness_rows.csv").open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
+            w.writeheader()
+            w.writerows(ROWS)
+    (out / "summary.txt").write_text("\n".join(LINES) + "\n")
+
+
+def run_program(section: str, main: Callable[[Sequence[str]], int], argv: list[str]) -> list[dict[str, str]]:
+    """Run a kernel program in-process exactly as `python -m` would; keep its rows."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "rows.csv")
+        code = main([*argv, "--out", path])
+        with open(path, newline="") as fh:
+            rows = list(csv.DictReader(fh))
+    if code != 0:
+        say(f"  [{section}] exit {code} for {' '.join(argv)}")
+    for r in rows:
+        r["section"] = section
+    ROWS.extend(rows)
+    return rows
+
+
+def harness_median(rows: list[dict[str, str]], n: int) -> tuple[float, str]:
+    sel = [r for r in rows if int(r["n"]) == n]
+    return median(float(r["time_s"]) for r in sel), sel[0]["rel_err"]
+
+
+def case_for(spec: harness.KernelSpec, n: int, d: int, variant: str, **extra: Any) -> harness.Case:
+    """The very case the harness times, for do_bench (same inputs, same call)."""
+    args = argparse.Namespace(**{"sdpa_backend": "auto", "ff": None, **extra})
+    ctx = harness.CaseContext(n=n, d=d, variant=variant, device=torch.device(DEVICE),
+                              dtype=torch.bfloat16, args=args, seed=0)
+    return spec.build(ctx)
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def ceilings() -> None:
+    m = 8192 if DEVICE == "cuda" else 512
+    elems = 2**30 // 2 if DEVICE == "cuda" else 2**24  # 1 GiB of bf16 on the GPU
+    gen = torch.Generator(device=DEVICE).manual_seed(0)
+    a = torch.randn(m, m, device=DEVICE, dtype=torch.bfloat16, generator=gen)
+    b = torch.randn(m, m, device=DEVICE, dtype=torch.bfloat16, generator=gen)
+    t_gemm = bench(lambda: torch.mm(a, b))
+    src = torch.randn(elems, device=DEVICE, dtype=torch.bfloat16, generator=gen)
+    dst = torch.empty_like(src)
+    t_copy = bench(lambda: dst.copy_(src))
+    t_read = bench(lambda: torch.amax(src))
+    RESULTS["ceilings"] = {
+        "gemm_bf16_8192_tflops": 2 * m**3 / t_gemm / 1e12,
+        "copy_bw_TBps": 2 * src.numel() * 2 / t_copy / 1e12,
+        "read_bw_TBps_amax": src.numel() * 2 / t_read / 1e12,
+    }
+    c = RESULTS["ceilings"]
+    say(f"ceilings: GEMM bf16 8192^3 {c['gemm_bf16_8192_tflops']:.0f} TFLOP/s; copy "
+        f"{c['copy_bw_TBps']:.2f} TB/s (read+write); read (amax) {c['read_bw_TBps_amax']:.2f} TB/s")
+
+
+def attention_memopt(sizes: list[int]) -> None:
+    gemm = RESULTS["ceilings"]["gemm_bf16_8192_tflops"]
+    out: list[dict[str, Any]] = []
+    for backend in ("flash", "cudnn", "efficient"):
+        try:
+            rows = run_program("attn_memopt", attn_fwd.main, [
+                "--n", ",".join(map(str, sizes)), "--d", "128", "--variant", "memopt",
+                "--sdpa-backend", backend, "--dtype", "bf16", "--device", DEVICE,
+                "--repeats", "20", "--warmup", "5", "--check"])
+        except Exception as exc:  # a backend may refuse these shapes
+            say(f"  attention memopt {backend}: {type(exc).__name__}: {exc}")
+            continue
+        for n in sizes:
+            if not any(int(r["n"]) == n for r in rows):
+                continue
+            t_h, err = harness_median(rows, n)
+            t_b = bench(case_for(attn_fwd.SPEC, n, 128, "memopt", sdpa_backend=backend).run)
+            flops = 4 * n * n * 128
+            rec = {"backend": backend, "n": n, "harness_s": t_h, "do_bench_s": t_b,
+                   "harness_over_do_bench": t_h / t_b, "tflops_harness": flops / t_h / 1e12,
+                   "tflops_do_bench": flops / t_b / 1e12, "frac_gemm": flops / t_b / 1e12 / gemm,
+                   "rel_err": err}
+            out.append(rec)
+            say(f"attn fwd memopt {backend:9s} n={n:6d}: harness {t_h*1e3:8.3f} ms, do_bench "
+                f"{t_b*1e3:8.3f} ms, ratio {t_h/t_b:.3f}; {rec['tflops_do_bench']:.0f} TFLOP/s = "
+                f"{rec['frac_gemm']*100:.0f}% of GEMM; rel_err {err}")
+        RESULTS["attention_memopt"] = out
+
+
+def _decode_chunked(n: int, d: int) -> Callable[[], torch.Tensor]:
+    """Exploratory: scores by one matrix-vector product, then the P V reduction
+    split into 256 independent chunks (a batched GEMV) and summed."""
+    gen = torch.Generator().manual_seed(1)
+    q = torch.randn(d, generator=gen).to(DEVICE, torch.bfloat16)
+    k = torch.randn(n, d, generator=gen).to(DEVICE, torch.bfloat16)
+    v = torch.randn(n, d, generator=gen).to(DEVICE, torch.bfloat16)
+    chunks = 256 if n % 256 == 0 else 1
+
+    def run() -> torch.Tensor:
+        p = torch.softmax(torch.mv(k, q) * (1 / math.sqrt(d)), dim=0)
+        part = torch.bmm(p.view(chunks, 1, -1), v.view(chunks, -1, d))
+        return part.sum(dim=0, dtype=torch.float32)
+
+    return run
+
+
+def decode(sizes: list[int]) -> None:
+    copy_bw = RESULTS["ceilings"]["copy_bw_TBps"]
+    out: list[dict[str, Any]] = []
+    configs = [("naive", "auto"), ("sdpa", "flash"), ("sdpa", "efficient"), ("sdpa", "cudnn")]
+    shapes = [(n, 128) for n in sizes] + [(sizes[-1], 64)]
+    for variant, backend in configs:
+        for d in sorted({d for _, d in shapes}, reverse=True):
+            ns = [n for n, dd in shapes if dd == d]
+            try:
+                rows = run_program("decode", decode_k.main, [
+                    "--n", ",".join(map(str, ns)), "--d", str(d), "--variant", variant,
+                    "--sdpa-backend", backend, "--dtype", "bf16", "--device", DEVICE,
+                    "--repeats", "20", "--warmup", "5", "--check", "--l2-flush"])
+            except Exception as exc:
+                say(f"  decode {variant}/{backend} d={d}: {type(exc).__name__}: {exc}")
+                continue
+            for n in ns:
+                if not any(int(r["n"]) == n for r in rows):
+                    continue
+                t_h, err = harness_median(rows, n)
+                t_b = bench(case_for(decode_k.SPEC, n, d, variant, sdpa_backend=backend).run)
+                nbytes = 2 * n * d * 2
+                rec = {"variant": variant, "backend": backend, "n": n, "d": d, "harness_s": t_h,
+                       "do_bench_s": t_b, "bw_TBps_harness": nbytes / t_h / 1e12,
+                       "bw_TBps_do_bench": nbytes / t_b / 1e12,
+                       "frac_copy_bw": nbytes / t_b / 1e12 / copy_bw, "rel_err": err}
+                out.append(rec)
+                say(f"decode {variant}/{backend:9s} n={n:8d} d={d:3d}: harness {t_h*1e6:8.1f} us "
+                    f"({rec['bw_TBps_harness']:.2f} TB/s), do_bench {t_b*1e6:8.1f} us "
+                    f"({rec['bw_TBps_do_bench']:.2f} TB/s) = {rec['frac_copy_bw']*100:.0f}% of copy; "
+                    f"rel_err {err}")
+    for n, d in shapes:
+        t_b = bench(_decode_chunked(n, d))
+        nbytes = 2 * n * d * 2
+        out.append({"variant": "chunked-explore", "n": n, "d": d, "do_bench_s": t_b,
+                    "bw_TBps_do_bench": nbytes / t_b / 1e12,
+                    "frac_copy_bw": nbytes / t_b / 1e12 / copy_bw})
+        say(f"decode chunked-explore  n={n:8d} d={d:3d}: do_bench {t_b*1e6:8.1f} us "
+            f"({nbytes / t_b / 1e12:.2f} TB/s) = {nbytes / t_b / 1e12 / copy_bw * 100:.0f}% of copy")
+    RESULTS["decode"] = out
+
+
+def naive_vs_fused(sizes: list[int]) -> None:
+    common = ["--n", ",".join(map(str, sizes)), "--d", "128", "--dtype", "bf16", "--device", DEVICE,
+              "--repeats", "10", "--warmup", "3", "--check"]
+    fwd_naive = run_program("naive_vs_fused", attn_fwd.main, [*common, "--variant", "naive"])
+    fwd_memopt = run_program("naive_vs_fused", attn_fwd.main, [*common, "--variant", "memopt"])
+    bwd_naive = run_program("naive_vs_fused", attn_bwd.main, [*common, "--variant", "naive"])
+    fused = {b: run_program("naive_vs_fused", attn_fb.main, [*common, "--sdpa-backend", b])
+             for b in ("flash", "cudnn")}
+    out: list[dict[str, Any]] = []
+    for n in sizes:
+        rec: dict[str, Any] = {"n": n}
+        for key, rows in (("fwd_naive", fwd_naive), ("fwd_memopt_flash", fwd_memopt),
+                          ("bwd_naive", bwd_naive), ("fwdbwd_fused_flash", fused["flash"]),
+                          ("fwdbwd_fused_cudnn", fused["cudnn"])):
+            if any(int(r["n"]) == n for r in rows):
+                rec[key + "_s"], rec[key + "_rel_err"] = harness_median(rows, n)
+        if "fwd_naive_s" in rec and "fwd_memopt_flash_s" in rec:
+            rec["fwd_naive_over_memopt"] = rec["fwd_naive_s"] / rec["fwd_memopt_flash_s"]
+        if {"fwd_naive_s", "bwd_naive_s", "fwdbwd_fused_flash_s"} <= rec.keys():
+            rec["fwdbwd_naive_over_fused"] = (rec["fwd_naive_s"] + rec["bwd_naive_s"]) / rec[
+                "fwdbwd_fused_flash_s"]
+        out.append(rec)
+        say(f"naive vs fused n={n:6d}: " + ", ".join(
+            f"{k}={v*1e3:.3f}ms" if k.endswith("_s") else f"{k}={v:.2f}"
+            for k, v in rec.items() if k != "n" and not k.endswith("rel_err")))
+    RESULTS["naive_vs_fused"] = out
+
+
+def cuda_tests(out: Path, timeout_s: float) -> None:
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "cuda",
+           "tests/kernels/test_torch_kernels.py"]
+    try:
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
+                              timeout=max(30.0, timeout_s), check=False)
+        text, code = proc.stdout + proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as exc:
+        partial = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        text, code = f"TIMEOUT after {exc.timeout:.0f}s\n{partial}", -1
+    (out / "pytest_cuda.txt").write_text(text)
+    tail = [ln for ln in text.strip().splitlines() if ln.strip()][-1:]
+    RESULTS["pytest_cuda"] = {"returncode": code, "tail": tail}
+    say(f"pytest -k cuda: exit {code}: {tail}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--budget-s", type=float, default=420.0,
+                        help="wall seconds for the whole script; tests get what is left")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes, CPU if no GPU: tests this script, measures nothing")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    global DEVICE
+    if not torch.cuda.is_available():
+        if not args.smoke:
+            print("error: no CUDA device (use --smoke to exercise the script on a CPU)",
+                  file=sys.stderr)
+            return 1
+        DEVICE = "cpu"
+    else:
+        props = torch.cuda.get_device_properties(0)
+        RESULTS["device"] = {"name": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                             "sms": props.multi_processor_count,
+                             "l2_bytes": getattr(props, "L2_cache_size", None)}
+    say(f"device: {RESULTS.get('device', DEVICE)}")
+    small = args.smoke
+    sections: list[tuple[str, Callable[[], None]]] = [
+        ("ceilings", ceilings),
+        ("attention_memopt", lambda: attention_memopt([256, 512] if small else [8192, 16384, 32768])),
+        ("decode", lambda: decode([4096, 16384] if small else [65536, 262144, 1048576])),
+        ("naive_vs_fused", lambda: naive_vs_fused(
+            [256, 4200] if small else [4096, 8192, 16384, 32768])),
+    ]
+    for name, fn in sections:
+        t = time.monotonic()
+        try:
+            fn()
+        except Exception as exc:
+            say(f"SECTION {name} FAILED: {type(exc).__name__}: {exc}")
+            RESULTS.setdefault("failed_sections", []).append(f"{name}: {exc!r}")
+        RESULTS.setdefault("section_seconds", {})[name] = time.monotonic() - t
+        save(out)
+        if DEVICE == "cuda":
+            torch.cuda.empty_cache()
+    cuda_tests(out, args.budget_s - (time.monotonic() - T0))
+    say(f"total {time.monotonic() - T0:.0f} s")
+    save(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
