@@ -11,6 +11,7 @@ import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -35,9 +36,15 @@ def sbatch(cluster: SlurmCluster, workdir: Path, *args: str) -> str:
 
 @dataclass(frozen=True)
 class Submitted:
+    ids: dict[str, str]  # role ("ok", "fail3", "array", ...) -> job id as sbatch returned it
     expected: dict[str, JobState]  # job id (array tasks as 1234_5) -> final state
-    array_id: str
-    plain_ids: list[str]  # what a caller passes: plain ids and the array parent
+    requeued_at: datetime  # local time, second resolution, like Slurm's
+    state_after_requeue: JobState | None  # what query_states said 1 s after the requeue
+
+    @property
+    def plain_ids(self) -> list[str]:
+        """What a caller passes: plain ids and the array parent."""
+        return list(self.ids.values())
 
 
 def wait_until(
@@ -59,24 +66,33 @@ def wait_until(
 def submitted(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) -> Submitted:
     work = tmp_path_factory.mktemp("slurm_query_jobs")
     c = slurm_cluster
-    timeout = sbatch(c, work, "-p", "short", "--time=1", "--wrap", "sleep 300")
-    ok = sbatch(c, work, "--wrap", "true")
-    fail3 = sbatch(c, work, "--wrap", "exit 3")
-    cancel = sbatch(c, work, "--wrap", "sleep 300")
-    array = sbatch(c, work, "--array=0-4", "--wrap", "sleep 1")
-    expected = {timeout: JobState.TIMEOUT, ok: JobState.COMPLETED, fail3: JobState.FAILED,
-                cancel: JobState.CANCELLED}
-    expected.update({f"{array}_{i}": JobState.COMPLETED for i in range(5)})
-    plain = [timeout, ok, fail3, cancel, array]
+    ids = {
+        "timeout": sbatch(c, work, "-p", "short", "--time=1", "--wrap", "sleep 300"),
+        "ok": sbatch(c, work, "--wrap", "true"),
+        "fail3": sbatch(c, work, "--wrap", "exit 3"),
+        "cancel": sbatch(c, work, "--wrap", "sleep 300"),
+        "array": sbatch(c, work, "--array=0-4", "--wrap", "sleep 1"),
+        # requeued while running; reruns ~31 s later (cred_expire=30)
+        "requeue": sbatch(c, work, "--wrap", "sleep 15"),
+    }
+    expected = {ids["timeout"]: JobState.TIMEOUT, ids["ok"]: JobState.COMPLETED,
+                ids["fail3"]: JobState.FAILED, ids["cancel"]: JobState.CANCELLED,
+                ids["requeue"]: JobState.COMPLETED}
+    expected.update({f"{ids['array']}_{i}": JobState.COMPLETED for i in range(5)})
     if c.cgroup:
-        oom = sbatch(c, work, "--mem=100M", "--wrap", ALLOC_600MB)
+        ids["oom"] = sbatch(c, work, "--mem=100M", "--wrap", ALLOC_600MB)
         # as under submitit: the job line says FAILED, only step .0 says OUT_OF_MEMORY
-        oom_step = sbatch(c, work, "--mem=100M", "--wrap", f"srun {ALLOC_600MB}")
-        expected.update({oom: JobState.OUT_OF_MEMORY, oom_step: JobState.OUT_OF_MEMORY})
-        plain += [oom, oom_step]
-    time.sleep(2)
-    subprocess.run(["scancel", cancel], env=c.full_env(), check=True, timeout=30)
-    return Submitted(expected=expected, array_id=array, plain_ids=plain)
+        ids["oom_step"] = sbatch(c, work, "--mem=100M", "--wrap", f"srun {ALLOC_600MB}")
+        expected.update({ids["oom"]: JobState.OUT_OF_MEMORY, ids["oom_step"]: JobState.OUT_OF_MEMORY})
+    running = {ids["requeue"]: JobState.RUNNING, ids["cancel"]: JobState.RUNNING}
+    wait_until(c, list(running), running, 30)
+    subprocess.run(["scancel", ids["cancel"]], env=c.full_env(), check=True, timeout=30)
+    requeued_at = datetime.now().replace(microsecond=0)
+    subprocess.run(["scontrol", "requeue", ids["requeue"]], env=c.full_env(), check=True, timeout=30)
+    time.sleep(1)
+    after, _ = sq.query_states([ids["requeue"]], env=c.env)
+    return Submitted(ids=ids, expected=expected, requeued_at=requeued_at,
+                     state_after_requeue=after[ids["requeue"]].state if ids["requeue"] in after else None)
 
 
 def test_all_states_in_one_call(slurm_cluster: SlurmCluster, submitted: Submitted) -> None:
@@ -87,20 +103,27 @@ def test_all_states_in_one_call(slurm_cluster: SlurmCluster, submitted: Submitte
     again, _ = sq.query_states(submitted.plain_ids, env=slurm_cluster.env)
     assert {k: again[k].state for k in submitted.expected} == submitted.expected
     assert set(again) == set(submitted.expected)
-    ok, fail3 = submitted.plain_ids[1], submitted.plain_ids[2]
+    ok, fail3 = submitted.ids["ok"], submitted.ids["fail3"]
     assert (again[fail3].exit_code, again[fail3].signal) == (3, 0)
     assert again[ok].node == "localhost"
-    assert again[ok].start is not None and again[ok].end is not None
-    assert again[ok].end >= again[ok].start
-    timeout = again[submitted.plain_ids[0]]
+    ok_start, ok_end = again[ok].start, again[ok].end
+    assert ok_start is not None and ok_end is not None and ok_end >= ok_start
+    timeout = again[submitted.ids["timeout"]]
     assert timeout.end is not None and timeout.start is not None
     assert (timeout.end - timeout.start).total_seconds() >= 60
+    # the requeued job: sacct's latest record is the second run, which started after the requeue
+    rerun_start = again[submitted.ids["requeue"]].start
+    assert rerun_start is not None and rerun_start >= submitted.requeued_at
+
+
+def test_requeued_job_reads_pending_until_it_reruns(submitted: Submitted) -> None:
+    assert submitted.state_after_requeue is JobState.PENDING
 
 
 def test_oom_is_seen(slurm_cluster: SlurmCluster, submitted: Submitted) -> None:
     if not slurm_cluster.cgroup:
         pytest.skip("cluster runs task/none: memory limits are not enforced by cgroup, no OUT_OF_MEMORY")
-    oom, oom_step = submitted.plain_ids[-2:]
+    oom, oom_step = submitted.ids["oom"], submitted.ids["oom_step"]
     got = wait_until(slurm_cluster, [oom, oom_step], {k: submitted.expected[k] for k in (oom, oom_step)},
                      FINISH_DEADLINE_S)
     assert got[oom].state is JobState.OUT_OF_MEMORY
@@ -108,9 +131,9 @@ def test_oom_is_seen(slurm_cluster: SlurmCluster, submitted: Submitted) -> None:
 
 
 def test_array_task_ids_and_chunking(slurm_cluster: SlurmCluster, submitted: Submitted) -> None:
-    tasks = [f"{submitted.array_id}_{i}" for i in range(5)]
+    tasks = [f"{submitted.ids['array']}_{i}" for i in range(5)]
     want = {t: JobState.COMPLETED for t in tasks}
-    by_parent = wait_until(slurm_cluster, [submitted.array_id], want, FINISH_DEADLINE_S)
+    by_parent = wait_until(slurm_cluster, [submitted.ids["array"]], want, FINISH_DEADLINE_S)
     assert sorted(by_parent) == tasks
     by_task = sq.query_sacct(tasks[1:3], env=slurm_cluster.env)
     assert sorted(by_task) == tasks[1:3]
@@ -153,7 +176,7 @@ def test_accounting_disabled_falls_back_to_squeue(
     # squeue sees no steps: the srun-step OOM is FAILED there, everything else matches sacct
     expected = dict(submitted.expected)
     if slurm_cluster.cgroup:
-        expected[submitted.plain_ids[-1]] = JobState.FAILED
+        expected[submitted.ids["oom_step"]] = JobState.FAILED
     assert {k: v.state for k, v in got.items()} == expected
-    fail3 = got[submitted.plain_ids[2]]
+    fail3 = got[submitted.ids["fail3"]]
     assert (fail3.exit_code, fail3.signal) == (3, 0)
