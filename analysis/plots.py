@@ -99,22 +99,29 @@ def _panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]],
     return Figure(path, caption, "; ".join(text + sorted(notes)))
 
 
-def _lines(ax: Axes, frame: pd.DataFrame, by: str, x: str, y: str) -> str:
-    """One line per value of `by` (capped at MAX_LINES), markers for single points."""
+def _lines(ax: Axes, frame: pd.DataFrame, by: str, x: str, y: str,
+           named: bool = True) -> tuple[str, list[Any]]:
+    """One line per value of `by` (capped at MAX_LINES), markers for single points.
+
+    Returns a note on values left out and the values drawn, so overlays (noise
+    markers) can match the lines.
+    """
     values = sorted(frame[by].dropna().unique().tolist())
     chosen = _pick(values, MAX_LINES)
     for value in chosen:
         part = frame[frame[by] == value].sort_values(x)
-        ax.plot(part[x], part[y], marker="o", markersize=3, label=f"{by}={value}")
+        ax.plot(part[x], part[y], marker="o", markersize=3,
+                label=f"{by}={value}" if named else str(value))
     if chosen:
         ax.legend(fontsize=6)
-    return f"lines per panel capped at {MAX_LINES} {by} values" if len(chosen) < len(values) else ""
+    note = f"lines per panel capped at {MAX_LINES} {by} values" if len(chosen) < len(values) else ""
+    return note, chosen
 
 
 def time_vs_n(summary: pd.DataFrame, path: Path) -> Figure | None:
     """Log-log median time vs n, one line per thread count."""
     def draw(ax: Axes, frame: pd.DataFrame) -> str:
-        note = _lines(ax, frame, "threads", "n", "median_s")
+        note, _ = _lines(ax, frame, "threads", "n", "median_s")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("n", fontsize=7)
@@ -127,7 +134,7 @@ def time_vs_n(summary: pd.DataFrame, path: Path) -> Figure | None:
 def speedup_efficiency(speedup: pd.DataFrame, path: Path) -> Figure | None:
     """Speedup (solid, left axis) and efficiency (dashed, right axis) vs threads."""
     def draw(ax: Axes, frame: pd.DataFrame) -> str:
-        note = _lines(ax, frame, "n", "threads", "speedup")
+        note, _ = _lines(ax, frame, "n", "threads", "speedup")
         top = float(frame["threads"].max())
         ax.plot([1, top], [1, top], color="grey", linestyle=":", linewidth=1)
         twin = ax.twinx()
@@ -171,7 +178,7 @@ def doubling_penalties(penalty: pd.DataFrame, facts: pd.DataFrame, path: Path) -
     keyed = facts.set_index(["cluster", "partition"]) if len(facts) else facts
 
     def draw(ax: Axes, frame: pd.DataFrame) -> str:
-        note = _lines(ax, frame, "n", "threads", "penalty")
+        note, _ = _lines(ax, frame, "n", "threads", "penalty")
         ax.axhline(1.0, color="grey", linewidth=0.8)
         key = (str(frame["cluster"].iloc[0]), str(frame["partition"].iloc[0]))
         if len(keyed) and key in keyed.index:
@@ -202,8 +209,8 @@ def ratio_lines(ratios: pd.DataFrame, path: Path) -> Figure | None:
              in frame.groupby(["dimension", "a", "b"], sort=True)]
 
     def draw(ax: Axes, rows: pd.DataFrame) -> str:
-        note = _lines(ax, rows, "line", "n", "ratio")
-        noisy = rows[rows["within_noise"].astype(bool)]
+        note, chosen = _lines(ax, rows, "line", "n", "ratio", named=False)
+        noisy = rows[rows["within_noise"].astype(bool) & rows["line"].isin(chosen)]
         ax.scatter(noisy["n"], noisy["ratio"], facecolors="white", edgecolors="black", s=14, zorder=3)
         ax.axhline(1.0, color="grey", linewidth=0.8)
         ax.set_xscale("log", base=2)
@@ -227,14 +234,13 @@ def roofline_plot(roof: pd.DataFrame, path: Path) -> Figure | None:
             ax.scatter(part["intensity"], part["flops_per_s"], s=6, label=kernel)
         ai = np.logspace(np.log10(rows["intensity"].min() / 2), np.log10(rows["intensity"].max() * 2))
         for peak in rows["peak_flops"].dropna().unique():
-            ax.axhline(peak, color="red", linewidth=0.8)
-        for bw in rows["mem_bw"].dropna().unique():
-            ax.plot(ai, ai * bw, color="blue", linewidth=0.8)
+            for bw in rows["mem_bw"].dropna().unique():
+                ax.plot(ai, np.minimum(ai * bw, peak), color="black", linewidth=0.9)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("FLOP/byte", fontsize=7)
         ax.set_ylabel("FLOP/s", fontsize=7)
         ax.legend(fontsize=6)
         return f"kernels per panel capped at {MAX_LINES}" if len(kernels) > MAX_LINES else ""
-    return _panels(path, "Roofline: achieved FLOP/s vs arithmetic intensity; red = peak "
-                   "FLOP/s (by dtype), blue = memory bandwidth", items, draw, "partitions")
+    return _panels(path, "Roofline: achieved FLOP/s vs arithmetic intensity; black = "
+                   "min(peak FLOP/s of the dtype, intensity x memory bandwidth)", items, draw, "partitions")

@@ -57,7 +57,7 @@ def ratios(df: pd.DataFrame, dimension: str) -> pd.DataFrame:
     pairs = left.merge(right, on="_mid", suffixes=("", "_b"))
     label_b = pairs[f"{dimension}_b"].astype("str")
     pairs = pairs[pairs[dimension].astype("str").to_numpy() < label_b.to_numpy()]
-    if dimension != "cluster":
+    if dimension not in ("cluster", "partition"):
         pairs["partition_b"] = pairs["partition"]
     out = pairs[group_columns(s)].copy()
     out["dimension"] = dimension

@@ -32,6 +32,17 @@ def test_cluster_ratio(rows: RowMaker) -> None:
     assert ratios(_two_clusters(rows), "partition").empty  # different clusters
 
 
+def test_partition_ratio(rows: RowMaker) -> None:
+    a100 = rows({(1, 1024): 3.0}, partition="gpuA100x4", device="cuda")
+    h200 = rows({(1, 1024): 1.2}, partition="gpuH200x8", device="cuda")
+    out = ratios(pd.concat([a100, h200, rows({(1, 1024): 9.0})]), "partition")
+    assert len(out) == 1  # the CPU partition is not matched (device differs)
+    row = out.iloc[0]
+    assert (row["a"], row["b"], row["partition"], row["partition_b"]) == (
+        "gpuA100x4", "gpuH200x8", "gpuA100x4", "gpuH200x8")
+    assert row["ratio"] == 2.5
+
+
 def test_impl_ratio_within_noise(rows: RowMaker) -> None:
     c = rows({(1, 64): [1.0, 1.1, 1.2], (1, 128): [1.0, 1.0, 1.0]})
     f = rows({(1, 64): [1.15, 1.25, 1.35], (1, 128): [2.0, 2.0, 2.0]}, impl="fortran")
