@@ -175,7 +175,16 @@ def plan(cfg: RootConfig) -> Plan:
             raise ConfigError(f"unknown kernel {sweep.kernel!r}; known: {', '.join(sorted(cfg.kernels))}")
         kernel = cfg.kernels[sweep.kernel]
         _check_sweep(sweep, kernel, index)
-        for part in _partitions(cfg.cluster, sweep):
+        parts = _partitions(cfg.cluster, sweep)
+        if not sweep.partitions:
+            # [] means every partition the experiment fits: a 1-minute debug
+            # partition must not make `experiment=smoke` unplannable.
+            fits = [p for p in parts if cfg.experiment.walltime_min <= p.max_walltime_min]
+            skipped += [f"{kernel.name} on {p.name}: experiment.walltime_min={cfg.experiment.walltime_min} "
+                        f"exceeds the partition's maximum of {p.max_walltime_min} min"
+                        for p in parts if fits and p not in fits]
+            parts = fits or parts
+        for part in parts:
             _check_partition(cfg, part, sweep.threads, index)
             runs += _expand(cfg, sweep, kernel, part, skipped)
     seen: set[str] = set()
