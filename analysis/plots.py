@@ -91,7 +91,9 @@ def _panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]],
             notes.add(note)
     for ax in list(axes.flat)[len(shown):]:
         ax.set_visible(False)
-    fig.tight_layout()
+    # Fixed margins: tight_layout draws the figure an extra time (a third of the cost).
+    fig.subplots_adjust(left=0.06, right=0.94, bottom=0.4 / rows, top=1 - 0.25 / rows,
+                        hspace=0.6, wspace=0.5)
     fig.savefig(path, dpi=80)
     plt.close(fig)
     left = len(items) - len(shown)
