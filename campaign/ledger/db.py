@@ -1,35 +1,82 @@
-"""Engine, pragmas and the schema-version check.
+"""Engine, pragmas, the schema-version check and upgrades of older ledgers.
+
+A ledger is an SQLite file (the default) or, for a team sharing one ledger
+across login nodes, a PostgreSQL database given as a URL
+(`postgresql+psycopg://user:pw@host/db`). See docs/ledger.md.
 
 SQLite is opened with a busy timeout and foreign keys on, in rollback-journal
 mode (DELETE) by default: WAL needs shared memory that network filesystems
-(NFS, Lustre — where HPC home and project folders live) do not provide.
+(NFS, Lustre — where HPC home and project folders live) do not provide, so it
+is opt-in (CAMPAIGN_JOURNAL_MODE=WAL) for ledgers on a local disk only.
+Every transaction starts with BEGIN IMMEDIATE (SQLite) or takes one
+ledger-wide advisory lock (PostgreSQL): writers queue instead of failing, and
+callers keep transactions short (never across sbatch or sacct).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, inspect, select
-from sqlalchemy.exc import DatabaseError, OperationalError
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url, select
+from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from campaign.errors import LedgerError
 from campaign.ledger.models import SCHEMA_VERSION, Base, Meta
 
 LEDGER_ENV = "CAMPAIGN_LEDGER"
+JOURNAL_ENV = "CAMPAIGN_JOURNAL_MODE"
 BUSY_TIMEOUT_MS = 60_000
+JOURNAL_MODES = ("DELETE", "TRUNCATE", "PERSIST", "WAL")
+# pg_advisory_xact_lock key of the ledger-wide transaction lock ("campaign" in ASCII).
+PG_LOCK_KEY = 0x63616D706169676E
+# A URL as pathlib leaves it: Path("postgresql+psycopg://h/db") is "postgresql+psycopg:/h/db".
+_COLLAPSED_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):/(?!/)")
 
 
 def default_ledger_path() -> Path:
     """`$CAMPAIGN_LEDGER`, else `$XDG_DATA_HOME/campaign/ledger.sqlite`
-    (`~/.local/share/campaign/ledger.sqlite`)."""
+    (`~/.local/share/campaign/ledger.sqlite`). `$CAMPAIGN_LEDGER` may be a URL;
+    Ledger() accepts the Path this makes of it."""
     env = os.environ.get(LEDGER_ENV)
     if env:
         return Path(env)
     data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(data) / "campaign" / "ledger.sqlite"
+
+
+def ledger_url(location: Path | str) -> str | None:
+    """The database URL when `location` is one (it contains "://", or is such
+    a URL after pathlib collapsed its "//"), else None: a file path.
+    `sqlite:///PATH` URLs are file paths too (None)."""
+    text = str(location)
+    if "://" not in text:
+        m = _COLLAPSED_URL.match(text)
+        if not m or not m.group(1).lower().startswith(("postgres", "mysql", "mariadb", "oracle", "mssql")):
+            return None
+        text = f"{m.group(1)}://{text[m.end():]}"
+    if text.lower().startswith("sqlite"):
+        return None
+    return text
+
+
+def _sqlite_file(location: Path | str) -> Path:
+    text = str(location)
+    for prefix in ("sqlite:///", "sqlite:/"):
+        if text.lower().startswith(prefix):
+            return Path(text[len(prefix) - 1:]) if prefix == "sqlite:/" else Path(text[len(prefix):])
+    return Path(location)
+
+
+def journal_mode() -> str:
+    mode = os.environ.get(JOURNAL_ENV, "DELETE").upper()
+    if mode not in JOURNAL_MODES:
+        raise LedgerError(f"{JOURNAL_ENV}={mode!r} is not one of {', '.join(JOURNAL_MODES)} (default DELETE)")
+    return mode
 
 
 def _on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
@@ -39,55 +86,178 @@ def _on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
     cur = dbapi_conn.cursor()
     cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA foreign_keys = ON")
-    cur.execute(f"PRAGMA journal_mode = {os.environ.get('CAMPAIGN_JOURNAL_MODE', 'DELETE')}")
+    cur.execute(f"PRAGMA journal_mode = {journal_mode()}")
     cur.close()
 
 
-def _on_begin(conn: object) -> None:
+def _on_begin(conn: Connection) -> None:
     # BEGIN IMMEDIATE: a writer takes the lock at the start of its short
-    # transaction instead of failing on upgrade ("database is locked").
-    conn.exec_driver_sql("BEGIN IMMEDIATE")  # type: ignore[attr-defined]
+    # transaction and waits (busy timeout) for it, instead of failing when a
+    # deferred read transaction tries to upgrade to a write ("database is
+    # locked", which SQLite returns at once to avoid a deadlock).
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _on_begin_pg(conn: Connection) -> None:
+    # The same discipline on PostgreSQL: one ledger-wide lock per transaction,
+    # released at commit/rollback. Transactions queue (lock_timeout bounds the
+    # wait) and never fail with serialization errors that callers would have
+    # to retry; READ COMMITTED is then enough.
+    conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({PG_LOCK_KEY})")
+
+
+def _mask(url: str) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
 
 
 class Ledger:
-    """An open ledger: engine + session factory, schema checked."""
+    """An open ledger: engine + session factory, schema checked (and older
+    schemas upgraded, after a backup).
+
+    `notes` holds one-line messages for the user about what opening did (an
+    upgrade and its backup); the CLI prints them on stderr."""
 
     def __init__(self, path: Path | str, *, create: bool = True) -> None:
-        self.path = Path(path)
+        self.notes: list[str] = []
+        self.url = ledger_url(path)
+        if self.url is not None:
+            self._open_url(self.url)
+        else:
+            self._open_file(_sqlite_file(path), create)
+        self.session: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
+        self._check_or_create()
+
+    # -- opening ---------------------------------------------------------------
+    def _open_file(self, path: Path, create: bool) -> None:
+        self.path = path
+        self.location = str(path)
         if not self.path.exists():
             if not create:
                 raise LedgerError(f"ledger {self.path} does not exist; run `campaign submit` first or pass --ledger")
             self.path.parent.mkdir(parents=True, exist_ok=True)
         elif self.path.is_dir():
             raise LedgerError(f"ledger path {self.path} is a folder, not a file")
-        self.engine: Engine = create_engine(f"sqlite:///{self.path}", future=True)
+        journal_mode()  # a bad CAMPAIGN_JOURNAL_MODE is one clear error, before any connection
+        self.engine: Engine = create_engine(f"sqlite:///{self.path}")
         event.listen(self.engine, "connect", _on_connect)
         event.listen(self.engine, "begin", _on_begin)
-        self.session: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
-        self._check_or_create()
 
+    def _open_url(self, url: str) -> None:
+        self.location = _mask(url)
+        # Job folders default to `<ledger's folder>/runs`; a database has no
+        # folder, so they go under the current directory (set campaign.workdir
+        # to a shared filesystem for a team ledger).
+        self.path = Path.cwd() / "ledger"
+        try:
+            parsed = make_url(url)
+        except ArgumentError as exc:
+            raise LedgerError(f"ledger URL {self.location} is not a database URL: {exc}") from None
+        if not parsed.drivername.startswith("postgresql"):
+            raise LedgerError(f"ledger URL {self.location}: only postgresql+psycopg:// URLs (or an SQLite file path) "
+                              "are supported")
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        try:
+            self.engine = create_engine(
+                parsed, isolation_level="READ COMMITTED", pool_pre_ping=True,
+                connect_args={"options": f"-c timezone=UTC -c lock_timeout={BUSY_TIMEOUT_MS}",
+                              "connect_timeout": 15},
+            )
+        except ImportError as exc:
+            raise LedgerError(f"ledger URL {self.location} needs the PostgreSQL driver: pip install "
+                              f"'psycopg[binary]' ({exc})") from None
+        event.listen(self.engine, "begin", _on_begin_pg)
+
+    # -- version ---------------------------------------------------------------
     def _check_or_create(self) -> None:
         try:
-            tables = set(inspect(self.engine).get_table_names())
+            with self.engine.connect() as conn:  # BEGIN IMMEDIATE / the ledger lock: one opener at a time
+                version = self._version_or_create(conn)
+                conn.commit()
         except (DatabaseError, OperationalError) as exc:
-            raise LedgerError(f"{self.path} is not a campaign ledger (not an SQLite database): {exc.orig}") from None
+            raise self._open_error(exc) from None
+        if version < SCHEMA_VERSION:
+            self._upgrade(version)
+
+    def _open_error(self, exc: DatabaseError) -> LedgerError:
+        msg = " ".join(str(getattr(exc, "orig", exc)).split())
+        if self.url is None and ("not a database" in msg or "encrypted" in msg):
+            return LedgerError(f"{self.path} is not a campaign ledger (not an SQLite database): {msg}")
+        return LedgerError(f"cannot open ledger {self.location}: {msg}")
+
+    def _version_or_create(self, conn: Connection) -> int:
+        """The schema version (creating the schema in an empty database)."""
+        tables = set(inspect(conn).get_table_names())
         if not tables:
-            Base.metadata.create_all(self.engine)
-            with self.session.begin() as s:
-                s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
-            return
+            Base.metadata.create_all(conn)
+            conn.execute(Meta.__table__.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+            from campaign.ledger import migrate
+
+            migrate.stamp(conn, SCHEMA_VERSION)
+            return SCHEMA_VERSION
         if "meta" not in tables:
-            raise LedgerError(f"{self.path} is an SQLite database but not a campaign ledger (no meta table)")
-        with self.session() as s:
-            row = s.scalar(select(Meta).where(Meta.key == "schema_version"))
-        version = int(row.value) if row else -1
+            kind = "an SQLite database" if self.url is None else "a database"
+            raise LedgerError(f"{self.location} is {kind} but not a campaign ledger (no meta table)")
+        value = conn.scalar(select(Meta.value).where(Meta.key == "schema_version"))
+        try:
+            version = int(value) if value is not None else -1
+        except ValueError:
+            version = -1
         if version > SCHEMA_VERSION:
             raise LedgerError(
-                f"ledger {self.path} has schema version {version}, newer than this campaign "
+                f"ledger {self.location} has schema version {version}, newer than this campaign "
                 f"(knows {SCHEMA_VERSION}): upgrade campaign"
             )
-        if version < SCHEMA_VERSION:
-            raise LedgerError(f"ledger {self.path} has old schema version {version}; expected {SCHEMA_VERSION}")
+        if version < 1:
+            raise LedgerError(f"ledger {self.location} has no valid schema version ({value!r}); "
+                              "it was not written by campaign")
+        return version
+
+    def _upgrade(self, seen: int) -> None:
+        """Back up, then migrate in one transaction. Another process may have
+        upgraded since `seen` was read: the version is read again under the lock."""
+        from campaign.ledger import migrate
+
+        try:
+            with self.engine.connect() as conn:
+                raw: Any = conn.connection.dbapi_connection
+                if self.url is None:
+                    # Batch migrations rebuild tables; foreign keys must be off
+                    # for that, and SQLite ignores the pragma inside a transaction.
+                    raw.execute("PRAGMA foreign_keys = OFF")
+                try:
+                    version = self._version_or_create(conn)
+                    if version >= SCHEMA_VERSION:
+                        conn.commit()
+                        return
+                    backup = None
+                    if self.url is None:
+                        mode = str(conn.exec_driver_sql("PRAGMA journal_mode").scalar())
+                        backup = migrate.backup_sqlite(self.path, version, raw, mode)
+                    migrate.upgrade(conn, version, SCHEMA_VERSION)
+                    if self.url is None:
+                        bad = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                        if bad:
+                            raise LedgerError(f"upgrade of ledger {self.location} would break foreign keys "
+                                              f"({len(bad)} row(s)); it was left unchanged")
+                    conn.commit()
+                finally:
+                    if conn.in_transaction():
+                        conn.rollback()
+                    if self.url is None:  # before the connection goes back to the pool
+                        raw.execute("PRAGMA foreign_keys = ON")
+        except (DatabaseError, OperationalError) as exc:
+            raise self._open_error(exc) from None
+        except LedgerError:
+            raise
+        except Exception as exc:  # a failed migration: its transaction was rolled back
+            raise LedgerError(f"upgrade of ledger {self.location} from schema version {seen} failed and was rolled "
+                              f"back, the ledger is unchanged: {type(exc).__name__}: {exc}") from exc
+        where = f"; backup: {backup}" if backup else " (in one transaction; back up with pg_dump beforehand)"
+        self.notes.append(f"ledger {self.location} upgraded from schema version {version} to {SCHEMA_VERSION}{where}")
 
     def close(self) -> None:
         self.engine.dispose()

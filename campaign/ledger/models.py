@@ -14,7 +14,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from campaign.states import JobState
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # v1 had no campaign.python; see campaign/ledger/migrations
 
 
 class Base(DeclarativeBase):

@@ -1,0 +1,85 @@
+"""Upgrading an older ledger in place: backup first, then Alembic, in one
+transaction.
+
+`meta.schema_version` is the authoritative version (the check on every open
+reads only that row, without importing Alembic); each migration updates it,
+and `alembic_version` is stamped alongside so that Alembic's own tools agree.
+Revision `vN` is schema version N.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import shutil
+import sqlite3
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+def revision(version: int) -> str:
+    return f"v{version}"
+
+
+def _config(conn: Connection) -> Any:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = conn
+    return cfg
+
+
+def stamp(conn: Connection, version: int) -> None:
+    """Record `version` in alembic_version (the caller's transaction)."""
+    from alembic import command
+
+    command.stamp(_config(conn), revision(version), purge=True)
+
+
+def upgrade(conn: Connection, from_version: int, to_version: int) -> None:
+    """Run the migrations from `from_version` to `to_version` on `conn`, inside
+    the caller's transaction; each one also updates meta.schema_version."""
+    from alembic import command
+
+    cfg = _config(conn)
+    command.stamp(cfg, revision(from_version), purge=True)  # v1 ledgers predate alembic_version
+    command.upgrade(cfg, revision(to_version))
+
+
+def backup_path(path: Path, version: int) -> Path:
+    """`<ledger>.v<version>.bak`; a timestamped name when that one exists
+    with other content (an earlier backup is never overwritten)."""
+    plain = path.with_name(f"{path.name}.v{version}.bak")
+    if not plain.exists():
+        return plain
+    stamp_ = datetime.now().strftime("%Y%m%dT%H%M%S%f")
+    return path.with_name(f"{path.name}.v{version}.{stamp_}.bak")
+
+
+def backup_sqlite(path: Path, version: int, raw: sqlite3.Connection, journal_mode: str) -> Path:
+    """Copy the ledger before any change. The caller holds the write lock
+    (BEGIN IMMEDIATE), so nobody changes the file during the copy.
+
+    In a rollback-journal mode the file *is* the database: a byte copy. In WAL
+    mode committed pages may still sit in the -wal file, so SQLite's online
+    backup writes a complete copy instead."""
+    target = backup_path(path, version)
+    if journal_mode.lower() == "wal":
+        dst = sqlite3.connect(target)
+        try:
+            raw.backup(dst)
+        finally:
+            dst.close()
+        return target
+    shutil.copyfile(path, target)
+    if target.name != f"{path.name}.v{version}.bak":
+        plain = path.with_name(f"{path.name}.v{version}.bak")
+        if filecmp.cmp(plain, target, shallow=False):  # same bytes as the earlier backup: keep one
+            target.unlink()
+            return plain
+    return target
