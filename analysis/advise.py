@@ -251,7 +251,10 @@ def _ffn(h: int, a: int, seq: int, batch: int, tp: int, vocab: int, ffn: int | N
     target = 8 * h / 3
     llama = swiglu_intermediate(h, multiple_of)
     lo, hi = ALIGN * math.floor(target / ALIGN), ALIGN * math.ceil(target / ALIGN)
-    named = {llama: f"Llama rule, multiple_of={multiple_of}", lo: "multiple of 64 below 8h/3", hi: "multiple of 64 above 8h/3"}
+    named: dict[int, str] = {}
+    for value, why in ((llama, f"Llama rule, multiple_of={multiple_of}"), (hi, "multiple of 64 above 8h/3"),
+                       (lo, "multiple of 64 below 8h/3")):
+        named[value] = f"{named[value]}; {why}" if value in named else why
     values = ([ffn] if ffn else []) + [v for v in dict.fromkeys([llama, hi, lo]) if v != ffn and v % tp == 0]
     shapes = [_subset(layer_gemms(h, a if h % a == 0 else 1, batch, seq, vocab, tp, v), MLP_GEMMS) for v in values]
     params = [{"h": h, "b": batch, "t": tp, "ffn": v, "n": seq} for v in values]

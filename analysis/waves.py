@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from analysis.gpus import GpuSpec, get_gpu
 
@@ -363,8 +364,8 @@ def _acf(r: np.ndarray, max_lag: int) -> np.ndarray:
 
 
 def sawtooth_period(
-    k_values: Sequence[float],
-    tflops: Sequence[float],
+    k_values: ArrayLike,
+    tflops: ArrayLike,
     predicted: Sequence[float] = (),
     min_acf: float = 0.2,
 ) -> SawtoothResult:
