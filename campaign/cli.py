@@ -82,7 +82,10 @@ def _parser() -> argparse.ArgumentParser:
 def _ledger(args: argparse.Namespace, create: bool = True) -> Any:
     from campaign.ledger import Ledger, default_ledger_path
 
-    return Ledger(args.ledger or default_ledger_path(), create=create)
+    led = Ledger(args.ledger or default_ledger_path(), create=create)
+    for note in led.notes:  # e.g. an upgrade of an older ledger, and where its backup is
+        print(f"campaign: {note}", file=sys.stderr)
+    return led
 
 
 def main(argv: Sequence[str] | None = None) -> int:
