@@ -1,0 +1,162 @@
+"""Older ledgers are backed up byte for byte, then upgraded in place (issue
+"The ledger never loses or duplicates a job", item 6)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, inspect
+
+from campaign.errors import LedgerError
+from campaign.ledger import Ledger
+from campaign.ledger.models import SCHEMA_VERSION, Base
+from tests.conftest import REPO, run_cli
+from tests.ledger import make_v1_fixture as v1
+
+FIXTURE = REPO / "tests" / "data" / "ledger_v1.sqlite"
+
+
+@pytest.fixture
+def old_ledger(tmp_path: Path) -> Path:
+    path = tmp_path / "ledger.sqlite"
+    shutil.copyfile(FIXTURE, path)
+    return path
+
+
+def _q(path: Path, sql: str) -> list[tuple]:
+    con = sqlite3.connect(path)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def _dump(path: Path) -> dict[str, list[tuple]]:
+    tables = [t for (t,) in _q(path, "SELECT name FROM sqlite_master WHERE type='table' AND name != 'alembic_version'")]
+    return {t: _q(path, f'SELECT * FROM "{t}" ORDER BY 1') for t in tables}
+
+
+def test_fixture_script_reproduces_the_committed_fixture(tmp_path: Path) -> None:
+    v1.write(tmp_path / "again.sqlite")
+    assert _dump(tmp_path / "again.sqlite") == _dump(FIXTURE)
+    assert _q(FIXTURE, "SELECT value FROM meta WHERE key='schema_version'") == [("1",)]
+    assert "python" not in {r[1] for r in _q(FIXTURE, "PRAGMA table_info(campaign)")}
+
+
+def test_v1_ledger_is_backed_up_then_upgraded(old_ledger: Path) -> None:
+    before = _dump(old_ledger)
+    led = Ledger(old_ledger)
+    led.close()
+    backup = old_ledger.with_name("ledger.sqlite.v1.bak")
+    assert backup.read_bytes() == FIXTURE.read_bytes()
+    assert led.notes == [f"ledger {old_ledger} upgraded from schema version 1 to {SCHEMA_VERSION}; backup: {backup}"]
+    assert _q(old_ledger, "SELECT value FROM meta WHERE key='schema_version'") == [(str(SCHEMA_VERSION),)]
+    assert _q(old_ledger, "SELECT version_num FROM alembic_version") == [(f"v{SCHEMA_VERSION}",)]
+    # every row survived; campaign gained python from the newest provenance's config, else python3
+    after = _dump(old_ledger)
+    for table in ("provenance", "run", "job_attempt", "result", ):
+        assert after[table] == before[table], table
+    assert _q(old_ledger, "SELECT name, python FROM campaign ORDER BY id") == list(v1.CAMPAIGNS.items())
+    assert len(after["result"]) == len(v1.RESULT_TIMES) + v1.N_IMPORTED
+    assert len(after["job_attempt"]) == v1.N_ATTEMPTS
+    assert _q(old_ledger, "PRAGMA foreign_key_check") == []
+    assert _q(old_ledger, "PRAGMA integrity_check") == [("ok",)]
+
+
+def test_upgraded_schema_matches_a_new_ledger(old_ledger: Path, tmp_path: Path) -> None:
+    Ledger(old_ledger).close()
+    Ledger(tmp_path / "new.sqlite").close()
+
+    def shape(path: Path) -> dict[str, list[tuple]]:
+        insp = inspect(create_engine(f"sqlite:///{path}"))
+        return {t: [(c["name"], str(c["type"]), c["nullable"]) for c in insp.get_columns(t)]
+                for t in sorted(insp.get_table_names())}
+
+    assert shape(old_ledger) == shape(tmp_path / "new.sqlite")
+    assert set(shape(old_ledger)) == set(Base.metadata.tables) | {"alembic_version"}
+
+
+def test_second_open_does_nothing(old_ledger: Path) -> None:
+    Ledger(old_ledger).close()
+    upgraded = old_ledger.read_bytes()
+    led = Ledger(old_ledger)
+    led.close()
+    assert led.notes == []
+    assert old_ledger.read_bytes() == upgraded
+    assert sorted(p.name for p in old_ledger.parent.iterdir()) == ["ledger.sqlite", "ledger.sqlite.v1.bak"]
+
+
+def test_existing_different_backup_is_kept(old_ledger: Path) -> None:
+    other = old_ledger.with_name("ledger.sqlite.v1.bak")
+    other.write_bytes(b"an earlier backup\n")
+    led = Ledger(old_ledger)
+    led.close()
+    assert other.read_bytes() == b"an earlier backup\n"
+    stamped = [p for p in old_ledger.parent.iterdir() if p.name.startswith("ledger.sqlite.v1.") and p != other]
+    assert len(stamped) == 1 and stamped[0].name.endswith(".bak")
+    assert stamped[0].read_bytes() == FIXTURE.read_bytes()
+    assert str(stamped[0]) in led.notes[0]
+
+
+def test_failed_upgrade_leaves_the_ledger_unchanged(old_ledger: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from campaign.ledger import migrate
+
+    real = migrate.upgrade
+
+    def broken(conn, frm, to):  # type: ignore[no-untyped-def]
+        real(conn, frm, to)
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(migrate, "upgrade", broken)
+    with pytest.raises(LedgerError, match="rolled back, the ledger is unchanged"):
+        Ledger(old_ledger)
+    assert old_ledger.read_bytes() == FIXTURE.read_bytes()
+    monkeypatch.undo()
+    led = Ledger(old_ledger)  # the next open upgrades, reusing the identical backup
+    assert len(led.notes) == 1
+    assert sorted(p.name for p in old_ledger.parent.iterdir()) == ["ledger.sqlite", "ledger.sqlite.v1.bak"]
+
+
+def test_newer_ledger_is_refused_byte_identical(old_ledger: Path) -> None:
+    Ledger(old_ledger).close()
+    con = sqlite3.connect(old_ledger)
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),))
+    con.commit()
+    con.close()
+    before = old_ledger.read_bytes()
+    with pytest.raises(LedgerError, match="newer than this campaign"):
+        Ledger(old_ledger)
+    assert old_ledger.read_bytes() == before
+    proc = run_cli("--ledger", str(old_ledger), "results")
+    assert proc.returncode == 2 and "newer than this campaign" in proc.stderr and "Traceback" not in proc.stderr
+    assert old_ledger.read_bytes() == before
+
+
+def test_cli_upgrades_and_says_so_once(old_ledger: Path) -> None:
+    proc = run_cli("--ledger", str(old_ledger), "results", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count('"time_s"') == len(v1.RESULT_TIMES) + v1.N_IMPORTED
+    notes = [line for line in proc.stderr.splitlines() if "upgraded from schema version 1" in line]
+    assert len(notes) == 1 and "ledger.sqlite.v1.bak" in notes[0], proc.stderr
+    again = run_cli("--ledger", str(old_ledger), "results", "--format", "json")
+    assert again.returncode == 0 and again.stderr == "" and again.stdout == proc.stdout
+
+
+def test_ledger_with_python_column_but_v1_label(tmp_path: Path) -> None:
+    """Ledgers written between the column's arrival and the version bump."""
+    path = tmp_path / "mid.sqlite"
+    Ledger(path).close()
+    con = sqlite3.connect(path)
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    con.execute("DROP TABLE alembic_version")
+    con.execute("INSERT INTO campaign (name, cluster, experiment, backend, cluster_yaml, python, created_at, workdir) "
+                "VALUES ('c', 'local', 'smoke', 'local', '', '/usr/bin/python3', '2025-01-01 00:00:00', '/w')")
+    con.commit()
+    con.close()
+    led = Ledger(path)
+    assert len(led.notes) == 1
+    assert _q(path, "SELECT python FROM campaign") == [("/usr/bin/python3",)]
+    assert _q(path, "SELECT value FROM meta") == [(str(SCHEMA_VERSION),)]
