@@ -42,7 +42,7 @@ static void *setup(const harness_cfg *cfg)
         ok = ok && s->p;
     } else {
         s->kp = halloc((size_t)tiles * BK * (size_t)d * sizeof(float));
-        s->scratch = halloc((size_t)omp_get_max_threads() * MEMOPT_SCRATCH * sizeof(float));
+        s->scratch = halloc((size_t)omp_get_max_threads() * memopt_scratch(d) * sizeof(float));
         ok = ok && s->kp && s->scratch;
     }
     if (!ok) { st_free(s); return NULL; }
@@ -56,7 +56,7 @@ static void *setup(const harness_cfg *cfg)
     if (s->kp) fill_nan(s->kp, tiles, BK * d, 1);
     if (s->scratch) {
 #pragma omp parallel
-        for (long e = 0; e < MEMOPT_SCRATCH; e++) s->scratch[omp_get_thread_num() * MEMOPT_SCRATCH + e] = 0;
+        for (long e = 0; e < memopt_scratch(d); e++) s->scratch[omp_get_thread_num() * memopt_scratch(d) + e] = 0;
     }
     return s;
 }

@@ -22,7 +22,7 @@ typedef struct {
     float *kp, *vp, *scratch;
 } state;
 
-#define SCR (MEMOPT_SCRATCH > 2 * BK ? MEMOPT_SCRATCH : 2 * BK)
+#define SCR (memopt_scratch(d) > 2 * BK ? memopt_scratch(d) : 2 * BK)
 
 static void st_free(state *s)
 {

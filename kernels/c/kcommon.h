@@ -38,11 +38,12 @@ static inline float exp_fast(float x)
  * [d][BK] and zero padded: out[(t*d + k)*BK + j] = X[(t*BK + j)*d + k]. */
 void pack_tiles(const float *restrict x, float *restrict out, long n, long d);
 
-/* Per-thread scratch (floats) of memopt_forward: BQ x BK scores, m, l. */
-#define MEMOPT_SCRATCH (BQ * BK + 2 * BQ)
+/* Per-thread scratch (floats) of memopt_forward: BQ x BK scores, m, l, and
+ * the BQ x d output tile; a multiple of 16 floats (64 bytes). */
+static inline long memopt_scratch(long d) { return (BQ * BK + 2 * BQ + BQ * d + 15) / 16 * 16; }
 /* Tiled forward with online softmax, parallel over BQ-row query tiles
  * (schedule static).  kp: ceil(n/BK)*BK*d floats; scratch: threads *
- * MEMOPT_SCRATCH floats.  lse (n, may be NULL): log-sum-exp of each row's
+ * memopt_scratch(d) floats.  lse (n, may be NULL): log-sum-exp of each row's
  * scaled scores, for a backward that recomputes P = exp(S - lse). */
 void memopt_forward(const float *q, const float *k, const float *v, float *o, float *lse,
                     float *kp, float *scratch, long n, long d);
