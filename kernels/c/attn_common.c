@@ -30,12 +30,11 @@ void pack_tiles(const float *restrict x, float *restrict out, long n, long d)
 
 #if defined(__GNUC__)
 #include <string.h>
-/* static inline only: the -Wpsabi note about passing 32-byte vectors
- * without -mavx concerns external ABIs, not these. */
-#pragma GCC diagnostic ignored "-Wpsabi"
 typedef float v8 __attribute__((vector_size(32)));
-static inline v8 ld8(const float *p) { v8 r; memcpy(&r, p, sizeof r); return r; }
-static inline void st8(float *p, v8 x) { memcpy(p, &x, sizeof x); }
+/* unaligned load/store; macros, because functions passing 32-byte vectors
+ * by value draw ABI notes from gcc when built without -mavx */
+#define ld8(p) __extension__({ v8 r_; memcpy(&r_, (p), sizeof r_); r_; })
+#define st8(p, x) do { v8 x_ = (x); memcpy((p), &x_, sizeof x_); } while (0)
 
 /* s[r][j] (stride BK) = scale * q_r . k_j for the MR rows q0..q3 and the BK
  * keys of one packed tile kt[d][BK]. */
