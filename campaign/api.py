@@ -43,6 +43,7 @@ class SubmitReport:
     submitted: list[tuple[str, str]] = field(default_factory=list)  # (job_id, run label)
     skipped: list[str] = field(default_factory=list)
     scripts: list[str] = field(default_factory=list)
+    recovered: int = 0  # jobs found in the scheduler whose IDs an interrupted submit never recorded
     sync: SyncReport | None = None
 
 
@@ -115,9 +116,10 @@ def submit(
     with ledger.session.begin() as s:
         camp = _get_or_create_campaign(s, cfg, name, camp_dir)
         prov = _record_provenance(s, camp, cfg, overrides)
-        todo, report.existing = _record_runs(s, camp, p.runs, camp_dir, prov.id, force)
+        todo, report.existing, resumed = _record_runs(s, camp, p.runs, camp_dir, prov.id, force)
     reqs = [_request(cfg.cluster, name, run, aid, Path(wd), run.walltime_min, run.mem_gb) for aid, run, wd in todo]
     backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
+    reqs = _recover_orphans(ledger, backend, reqs, report, resumed)
     _submit_requests(ledger, backend, reqs, report, progress)
     if cfg.cluster.backend == "local" and reqs:
         report.sync = sync(ledger, name)
@@ -158,11 +160,13 @@ def _record_provenance(s: Session, camp: Campaign, cfg: RootConfig, overrides: S
 
 def _record_runs(
     s: Session, camp: Campaign, runs: list[RunSpec], camp_dir: Path, prov_id: int, force: bool
-) -> tuple[list[tuple[int, RunSpec, str]], int]:
+) -> tuple[list[tuple[int, RunSpec, str]], int, set[int]]:
     """Record runs and first attempts before anything reaches the scheduler.
-    Returns the attempts to submit and the count of runs already present."""
+    Returns the attempts to submit, the count of runs already present, and
+    the attempts recorded by an earlier submit that never confirmed a job."""
     existing = {r.key: r for r in s.scalars(select(Run).where(Run.campaign_id == camp.id))}
     todo: list[tuple[int, RunSpec, str]] = []
+    resumed: set[int] = set()
     present = 0
     for run in runs:
         row = existing.get(run.key)
@@ -177,11 +181,26 @@ def _record_runs(
             continue
         present += 1
         last = row.attempts[-1] if row.attempts else None
-        if last is not None and last.job_id is None:
-            todo.append((last.id, run, last.workdir))  # recorded earlier, never reached the scheduler
+        if last is not None and last.job_id is None and not last.state.finished:
+            todo.append((last.id, run, last.workdir))  # recorded earlier, job ID never recorded
+            resumed.add(last.id)
         elif force or last is None:
             todo.append(_new_attempt(s, row, run, camp_dir, last, prov_id, run.walltime_min, run.mem_gb))
-    return todo, present
+    return todo, present, resumed
+
+
+def _recover_orphans(ledger: Ledger, backend: Backend, reqs: list[JobRequest], report: SubmitReport,
+                     resumed: set[int]) -> list[JobRequest]:
+    """Attach jobs an interrupted submit left in the scheduler; return the rest."""
+    candidates = [r for r in reqs if r.attempt_id in resumed]
+    if not candidates:
+        return reqs
+    found = backend.recover(candidates)
+    if found:
+        _record_submitted(ledger, backend, found, {r.attempt_id: r.run.label for r in reqs}, report)
+        report.recovered = len(found)
+    done = {f.attempt_id for f in found}
+    return [r for r in reqs if r.attempt_id not in done]
 
 
 def _new_attempt(s: Session, row: Run, run: RunSpec, camp_dir: Path, previous: JobAttempt | None,
@@ -197,19 +216,26 @@ def _new_attempt(s: Session, row: Run, run: RunSpec, camp_dir: Path, previous: J
     return att.id, run, str(workdir)
 
 
+def _record_submitted(ledger: Ledger, backend: Backend, chunk: list[Submitted], labels: dict[int, str],
+                      report: SubmitReport) -> None:
+    """One short transaction per sbatch answer: the job IDs are safe on disk
+    before the next chunk is submitted."""
+    with ledger.session.begin() as s:
+        for sub in chunk:
+            att = s.get(JobAttempt, sub.attempt_id)
+            assert att is not None
+            att.job_id, att.array_job_id, att.array_index = sub.job_id, sub.array_job_id, sub.array_index
+            att.stdout_path, att.stderr_path = sub.stdout_path, sub.stderr_path
+            att.backend, att.submitted_at = backend.name, now()
+    report.submitted += [(sub.job_id, labels[sub.attempt_id]) for sub in chunk]
+
+
 def _submit_requests(ledger: Ledger, backend: Backend, reqs: list[JobRequest], report: SubmitReport,
                      progress: Callable[[int, int, str], None] | None) -> None:
     labels = {r.attempt_id: r.run.label for r in reqs}
 
     def record(chunk: list[Submitted]) -> None:
-        with ledger.session.begin() as s:
-            for sub in chunk:
-                att = s.get(JobAttempt, sub.attempt_id)
-                assert att is not None
-                att.job_id, att.array_job_id, att.array_index = sub.job_id, sub.array_job_id, sub.array_index
-                att.stdout_path, att.stderr_path = sub.stdout_path, sub.stderr_path
-                att.backend, att.submitted_at = backend.name, now()
-        report.submitted += [(sub.job_id, labels[sub.attempt_id]) for sub in chunk]
+        _record_submitted(ledger, backend, chunk, labels, report)
 
     if hasattr(backend, "progress"):
         backend.progress = progress  # type: ignore[attr-defined]

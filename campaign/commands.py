@@ -54,6 +54,8 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
               f"{len(rep.submitted)} submitted (ledger {led.path})")
     for line in rep.skipped:
         con.print(f"  skipped: {line}")
+    if rep.recovered:
+        con.print(f"  {rep.recovered} job(s) of an interrupted submit found in the scheduler and recorded")
     if rep.submitted:
         ids = [j for j, _ in rep.submitted]
         con.print(f"  job IDs: {ids[0]} … {ids[-1]}" if len(ids) > 2 else f"  job IDs: {', '.join(ids)}")
@@ -114,7 +116,12 @@ def cmd_show(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 def cmd_rerun(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     from campaign import api
+    from campaign.states import JobState
 
+    known = [s.value for s in JobState]
+    for state in args.state:  # checked before the ledger is opened: bad input touches nothing
+        if state.upper() not in known:
+            raise BadInputError(f"unknown state {state!r}; known: {', '.join(known)}")
     led = ledger(args, create=False)
     rep = api.rerun(led, args.campaign, failed=args.failed, job_id=args.job_id, states=args.state,
                     time_factor=args.time_factor, mem_factor=args.mem_factor, progress=_progress_printer())

@@ -102,6 +102,11 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def submit(self, requests: Sequence[JobRequest], on_submitted: OnSubmitted) -> None: ...
 
+    def recover(self, requests: Sequence[JobRequest]) -> list[Submitted]:
+        """Jobs of these (recorded, never confirmed) attempts that the scheduler
+        has anyway; by default none can exist."""
+        return []
+
     @abc.abstractmethod
     def query(self, refs: Sequence[JobRef]) -> QueryResult: ...
 

@@ -94,6 +94,16 @@ class LocalBackend(Backend):
                     still.append((req, job))
             running = still
 
+    def recover(self, requests: Sequence[JobRequest]) -> list[Submitted]:
+        """A local job whose submitter died still left job.json: attach it by
+        the PID it recorded, so it is not run twice."""
+        found = []
+        for req in requests:
+            start = read_json(Path(req.task.workdir) / START_FILE)
+            if start and "pid" in start:
+                found.append(Submitted(req.attempt_id, str(start["pid"])))
+        return found
+
     def query(self, refs: Sequence[JobRef]) -> QueryResult:
         return QueryResult({ref.attempt_id: self._status(ref) for ref in refs})
 

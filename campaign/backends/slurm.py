@@ -90,11 +90,14 @@ class SlurmBackend(Backend):
     def _folder(self) -> Path:
         return self.folder / "slurm" / "%j"
 
-    def _executor(self, params: dict[str, Any], comment: str) -> Any:
+    def _executor(self, params: dict[str, Any], manifest: str) -> Any:
         import submitit
 
         ex = submitit.SlurmExecutor(folder=self._folder(), python=self.python)
-        ex.update_parameters(**params, comment=comment)
+        # The manifest id in the job name lets a later submit find jobs whose
+        # IDs never reached the ledger (sacct keeps names, not comments, by default).
+        name = f"{params['job_name']}:{manifest}"
+        ex.update_parameters(**{**params, "job_name": name}, comment=f"{params['job_name']} manifest={manifest}")
         return ex
 
     def render(self, requests: Sequence[JobRequest]) -> list[str]:
@@ -103,22 +106,19 @@ class SlurmBackend(Backend):
         max_array = self.cluster.max_array_size or DEFAULT_MAX_ARRAY
         scripts = []
         for params, group in self._groups(requests, max_array):
-            ex = self._executor(params, self._comment(group[0], "<manifest>"))
+            ex = self._executor(params, "<manifest>")
             text = _make_sbatch_string(command=ex._submitit_command_str, folder=self._folder(),
                                        map_count=len(group) if len(group) > 1 else None, **ex.parameters)
             runs = "\n".join(f"#   [{i}] {r.run.label}: {shlex.join(r.task.argv)}" for i, r in enumerate(group))
             scripts.append(text + f"# runs in this {'array' if len(group) > 1 else 'job'}:\n{runs}\n")
         return scripts
 
-    @staticmethod
-    def _comment(req: JobRequest, manifest: str) -> str:
-        return f"{req.comment.split(' run=')[0]} manifest={manifest}"
-
     def _write_manifest(self, group: list[JobRequest]) -> str:
         ident = uuid.uuid4().hex[:16]
         folder = self.folder / "manifests"
         folder.mkdir(parents=True, exist_ok=True)
-        data = {"attempts": [r.attempt_id for r in group], "runs": [r.run.key for r in group]}
+        data = {"attempts": [r.attempt_id for r in group], "runs": [r.run.key for r in group],
+                "array": len(group) > 1, "job_name": group[0].job_name}
         tmp = folder / f"{ident}.json.tmp"
         tmp.write_text(json.dumps(data))
         os.replace(tmp, folder / f"{ident}.json")
@@ -129,7 +129,7 @@ class SlurmBackend(Backend):
 
         for params, group in self._groups(requests, self._max_array()):
             manifest = self._write_manifest(group)
-            ex = self._executor(params, self._comment(group[0], manifest))
+            ex = self._executor(params, manifest)
             try:
                 with ex.batch():
                     jobs = [ex.submit(execute, r.task) for r in group]
@@ -145,6 +145,51 @@ class SlurmBackend(Backend):
                 subs.append(Submitted(req.attempt_id, job.job_id, array_id, index if array_id else None,
                                       str(job.paths.stdout), str(job.paths.stderr)))
             on_submitted(subs)
+
+    def _paths(self, job_id: str) -> tuple[str, str]:
+        folder = str(self._folder()).replace("%j", job_id)
+        return f"{folder}/{job_id}_0_log.out", f"{folder}/{job_id}_0_log.err"
+
+    def _find_by_name(self, name: str, since: float) -> str | None:
+        """Base job ID of the job or array named `name`, from squeue then sacct."""
+        import subprocess
+        import time
+
+        start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since - 3600))
+        for argv in (["squeue", "-h", "-r", f"--name={name}", "-o", "%i"],
+                     ["sacct", "-X", "-n", "-P", f"--name={name}", "-S", start, "-o", "JobID"]):
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+            if proc.returncode != 0:
+                raise SchedulerError(f"{argv[0]} failed while looking for orphaned jobs: "
+                                     f"{' '.join(proc.stderr.split())[:200]}")
+            for line in proc.stdout.split():
+                return line.split("_")[0]
+        return None
+
+    def recover(self, requests: Sequence[JobRequest]) -> list[Submitted]:
+        """Jobs that reached Slurm although the ledger never got their IDs (the
+        submitter died between sbatch and the ledger write): found by the
+        manifest written before sbatch and the job name that carries it."""
+        wanted = {r.attempt_id for r in requests}
+        found: list[Submitted] = []
+        for path in sorted((self.folder / "manifests").glob("*.json")):
+            try:
+                data = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            attempts = [int(a) for a in data.get("attempts", [])]
+            if not wanted & set(attempts):
+                continue
+            base = self._find_by_name(f"{data['job_name']}:{path.stem}", path.stat().st_mtime)
+            if base is None:
+                continue
+            for index, aid in enumerate(attempts):
+                if aid in wanted:
+                    job_id = f"{base}_{index}" if data.get("array") else base
+                    out, err = self._paths(job_id)
+                    found.append(Submitted(aid, job_id, base if data.get("array") else None,
+                                           index if data.get("array") else None, out, err))
+        return found
 
     def query(self, refs: Sequence[JobRef]) -> QueryResult:
         infos, warnings = slurm_query.query_states([r.job_id for r in refs])

@@ -106,6 +106,9 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     except OmegaConfBaseException as exc:
         raise ConfigError(_one_line(exc)) from None
     except Exception as exc:  # Hydra raises its own hierarchy; all are config mistakes here
+        override = getattr(exc, "override", None)  # hydra's OverrideParseException names it
+        if override:
+            raise ConfigError(f"bad override {override!r}: {_one_line(exc)}") from None
         if type(exc).__module__.startswith(("hydra", "omegaconf", "yaml")):
             raise ConfigError(_one_line(exc)) from None
         raise

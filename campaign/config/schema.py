@@ -44,7 +44,7 @@ class PartitionSpec:
     mem_gb: float | None = None  # --mem per job; None = site default
     modules: list[str] = field(default_factory=list)  # after cluster.modules
     env: dict[str, str] = field(default_factory=dict)  # after cluster.env
-    sbatch_extra: dict[str, str] = field(default_factory=dict)  # e.g. {constraint: ...}
+    sbatch_extra: dict[str, Any] = field(default_factory=dict)  # e.g. {constraint: cpu, hold: true}
     ceilings: Ceilings = field(default_factory=Ceilings)
 
     @property
