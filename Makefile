@@ -5,8 +5,13 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # Compilers/flags for the C and Fortran kernels (no -march=native by default;
 # clusters pass their own, e.g. make kernels CFLAGS="-O3 -fopenmp -march=znver3").
-CC     ?= gcc
-FC     ?= gfortran
+# (make predefines CC=cc and FC=f77: replace only those built-in defaults)
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+ifeq ($(origin FC),default)
+FC := gfortran
+endif
 CFLAGS ?= -O3 -fopenmp
 FFLAGS ?= -O3 -fopenmp
 DEMO   ?= demo
