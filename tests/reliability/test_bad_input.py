@@ -1,0 +1,247 @@
+"""Bad input never touches the ledger (issue "The ledger never loses or
+duplicates a job", item 3).
+
+Every case runs the installed CLI against a ledger that already holds data
+(tests/data/known_results.csv imported) and asserts the DESIGN.md contract:
+exit 2, exactly one line on stderr naming the problem, no traceback, and the
+ledger file byte-identical afterwards (a read-only open must not rewrite it).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+
+KNOWN_CSV = REPO / "tests" / "data" / "known_results.csv"
+GOOD_LINES = KNOWN_CSV.read_text().splitlines()
+HEADER = GOOD_LINES[0].split(",")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input: CLI arguments (placeholders filled per test), the
+    fragment the error line must contain, and an optional setup step that
+    writes files the arguments name."""
+
+    args: tuple[str, ...]
+    fragment: str
+    setup: Callable[[Path], None] | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    ledger: str = "good"  # good | notdb | newer | dir | zero-length file: which --ledger to pass
+
+
+# ---------------------------------------------------------------- file makers
+
+
+def _csv(name: str, lines: list[str] | bytes) -> Callable[[Path], None]:
+    def make(tmp: Path) -> None:
+        path = tmp / name
+        if isinstance(lines, bytes):
+            path.write_bytes(lines)
+        else:
+            path.write_text("\n".join(lines) + ("\n" if lines else ""))
+
+    return make
+
+
+def _replace_cell(column: str, value: str, row: int = 3) -> list[str]:
+    """known_results.csv with one cell of file line `row` (1 = header) replaced."""
+    lines = list(GOOD_LINES)
+    cells = lines[row - 1].split(",")
+    cells[HEADER.index(column)] = value
+    lines[row - 1] = ",".join(cells)
+    return lines
+
+
+def _drop_column(column: str) -> list[str]:
+    i = HEADER.index(column)
+    return [",".join(c for j, c in enumerate(line.split(",")) if j != i) for line in GOOD_LINES]
+
+
+def _broken_experiment(tmp: Path) -> None:
+    folder = tmp / "userconf" / "experiment"
+    folder.mkdir(parents=True)
+    (folder / "broken.yaml").write_text("name: broken\nsweeps:\n  - kernel: decode\n    impls: [torch\n  n: {\n")
+
+
+def _bad_type_experiment(tmp: Path) -> None:
+    folder = tmp / "userconf" / "experiment"
+    folder.mkdir(parents=True)
+    (folder / "badtype.yaml").write_text(
+        "name: badtype\nrepeats: many\nsweeps:\n  - kernel: decode\n    impls: [torch]\n"
+        "    variants: [naive]\n    n: [64]\n")
+
+
+def _empty_bin(tmp: Path) -> None:
+    (tmp / "emptybin").mkdir()
+
+
+USERCONF = (("CAMPAIGN_CONFIG_PATH", "{tmp}/userconf"),)
+
+# ---------------------------------------------------------------- the corpus
+
+CASES: dict[str, Case] = {
+    # ---- configs and overrides (submit)
+    "malformed-yaml-in-user-config-dir": Case(
+        ("submit", "experiment=broken"), "broken.yaml", _broken_experiment, USERCONF),
+    "wrong-type-in-user-config-yaml": Case(
+        ("submit", "experiment=badtype"), "repeats", _bad_type_experiment, USERCONF),
+    "unknown-cluster": Case(("submit", "cluster=mars"), "unknown cluster 'mars'"),
+    "unknown-experiment": Case(("submit", "experiment=nope"), "unknown experiment 'nope'"),
+    "unknown-partition": Case(
+        ("submit", "cluster=localslurm", "experiment.sweeps.0.partitions=[nope]"), "no partition 'nope'"),
+    "unknown-kernel": Case(("submit", "experiment.sweeps.0.kernel=nokernel"), "unknown kernel 'nokernel'"),
+    "unknown-implementation": Case(("submit", "experiment.sweeps.0.impls=[cobol]"), "no implementation 'cobol'"),
+    "repeats-not-a-number": Case(("submit", "experiment.repeats=abc"), "experiment.repeats"),
+    "repeats-zero": Case(("submit", "experiment.repeats=0"), "experiment.repeats must be >= 1"),
+    "threads-not-numbers": Case(("submit", "experiment.sweeps.0.threads=[x]"), "threads"),
+    "d-not-an-integer": Case(("submit", "experiment.sweeps.0.d=1.5"), "sweeps.0.d"),
+    "threads-above-node-cores": Case(
+        ("submit", "cluster=localslurm", "experiment.sweeps.0.threads=[256]"), "exceed the 128 hardware threads"),
+    "n-zero": Case(("submit", "experiment.sweeps.0.n=[64,0]"), "sweeps.0.n must be a non-empty list of positive"),
+    "n-negative": Case(("submit", "experiment.sweeps.0.n=[-64]"), "sweeps.0.n must be a non-empty list of positive"),
+    "n-empty": Case(("submit", "experiment.sweeps.0.n=[]"), "sweeps.0.n must be a non-empty list of positive"),
+    "n-not-a-number": Case(("submit", "experiment.sweeps.0.n=[abc]"), "sweeps.0.n"),
+    "walltime-above-partition-max": Case(
+        ("submit", "cluster=localslurm", "experiment.walltime_min=100"), "exceeds partition cpu's maximum of 60"),
+    "missing-kernel-binary": Case(
+        ("submit", "experiment.sweeps.0.impls=[c]", "campaign.kernel_bin={tmp}/emptybin"),
+        "kernel program not built", _empty_bin),
+    "missing-account-delta": Case(("submit", "cluster=delta", "experiment=forward_scaling"), "requires an account"),
+    "override-without-equals": Case(("submit", "experiment.repeats"), "bad override 'experiment.repeats'"),
+    "override-without-key": Case(("submit", "=5"), "bad override '=5'"),
+    "override-unparsable-value": Case(("submit", "experiment.sweeps.0.n=[64,"), "bad override 'experiment.sweeps.0.n=[64,'"),
+    "override-unknown-key": Case(("submit", "experiment.repeets=5"), "repeets"),
+    "dry-run-unknown-cluster": Case(("submit", "--dry-run", "cluster=mars"), "unknown cluster 'mars'"),
+    # ---- command line
+    "unknown-cli-flag": Case(("submit", "--frobnicate"), "unrecognized arguments: --frobnicate"),
+    "unknown-command": Case(("frobnicate",), "invalid choice: 'frobnicate'"),
+    "time-factor-not-a-number": Case(("rerun", "--failed", "--time-factor", "abc"), "invalid float value: 'abc'"),
+    # ---- import
+    "csv-non-numeric-threads": Case(
+        ("import", "{tmp}/bad.csv"), "line 3: column threads", _csv("bad.csv", _replace_cell("threads", "zero"))),
+    "csv-missing-column": Case(
+        ("import", "{tmp}/bad.csv"), "missing column(s) time_s", _csv("bad.csv", _drop_column("time_s"))),
+    "csv-non-numeric-time": Case(
+        ("import", "{tmp}/bad.csv"), "line 3: column time_s", _csv("bad.csv", _replace_cell("time_s", "fast"))),
+    "csv-negative-time": Case(
+        ("import", "{tmp}/bad.csv"), "time_s must be a positive finite number",
+        _csv("bad.csv", _replace_cell("time_s", "-1e-3", row=25))),
+    "csv-nan-time": Case(
+        ("import", "{tmp}/bad.csv"), "time_s must be a positive finite number",
+        _csv("bad.csv", _replace_cell("time_s", "nan"))),
+    "csv-empty-required-cell": Case(
+        ("import", "{tmp}/bad.csv"), "line 3: column cluster is empty", _csv("bad.csv", _replace_cell("cluster", ""))),
+    "csv-ragged-row": Case(
+        ("import", "{tmp}/bad.csv"), "bad.csv", _csv("bad.csv", GOOD_LINES[:4] + [GOOD_LINES[4] + ",x,y,z"])),
+    "csv-empty-file": Case(("import", "{tmp}/empty.csv"), "empty.csv", _csv("empty.csv", b"")),
+    "csv-header-only": Case(("import", "{tmp}/head.csv"), "no result rows", _csv("head.csv", GOOD_LINES[:1])),
+    "csv-non-utf8": Case(
+        ("import", "{tmp}/latin.csv"), "not UTF-8",
+        _csv("latin.csv", ("\n".join(GOOD_LINES[:3]) + "\n").encode() + b"alpha,cpu,caf\xe9,c,memopt,cpu,1,256,0,1e-3,64,fp32,x\n")),
+    "csv-does-not-exist": Case(("import", "{tmp}/nowhere.csv"), "nowhere.csv: no such file"),
+    "csv-is-a-directory": Case(("import", "{tmp}"), "no such file"),
+    # ---- job IDs, campaigns, states
+    "show-unknown-job": Case(("show", "424242"), "unknown job ID '424242'"),
+    "rerun-unknown-job": Case(("rerun", "--job", "424242"), "unknown job ID '424242'"),
+    "cancel-unknown-job": Case(("cancel", "424242"), "unknown job ID '424242'"),
+    "status-unknown-campaign": Case(("status", "no-such-campaign"), "unknown campaign 'no-such-campaign'"),
+    "jobs-unknown-campaign": Case(("jobs", "--campaign", "no-such-campaign"), "unknown campaign 'no-such-campaign'"),
+    "rerun-unknown-campaign": Case(("rerun", "no-such-campaign", "--failed"), "unknown campaign 'no-such-campaign'"),
+    "jobs-unknown-state": Case(("jobs", "--state", "BOGUS"), "unknown state 'BOGUS'"),
+    "rerun-unknown-state": Case(("rerun", "--state", "BOGUS"), "unknown state 'BOGUS'"),
+    "rerun-no-selector": Case(("rerun",), "say what to rerun"),
+    "rerun-time-factor-below-one": Case(("rerun", "--failed", "--time-factor", "0.5"), "--time-factor"),
+    "rerun-mem-factor-below-one": Case(("rerun", "--failed", "--mem-factor", "0"), "--mem-factor"),
+    # ---- the ledger itself
+    "ledger-not-a-database-status": Case(("status",), "not a campaign ledger", ledger="notdb"),
+    "ledger-not-a-database-import": Case(("import", str(KNOWN_CSV)), "not a campaign ledger", ledger="notdb"),
+    "ledger-newer-schema-status": Case(("status",), "newer than this campaign", ledger="newer"),
+    "ledger-newer-schema-import": Case(("import", str(KNOWN_CSV)), "newer than this campaign", ledger="newer"),
+    "ledger-newer-schema-results": Case(("results",), "newer than this campaign", ledger="newer"),
+    "ledger-is-a-directory-jobs": Case(("jobs",), "is a folder", ledger="dir"),
+    "ledger-is-a-directory-import": Case(("import", str(KNOWN_CSV)), "is a folder", ledger="dir"),
+    "ledger-does-not-exist-status": Case(("status",), "does not exist", ledger="missing"),
+    "ledger-sqlite-without-meta": Case(("jobs",), "not a campaign ledger", ledger="foreign"),
+    # ---- advise
+    "advise-unknown-gpu": Case(("advise", "shape", "--h", "2560", "--a", "32", "--vocab", "50257", "--gpu", "tpu9"),
+                               "tpu9"),
+    "advise-h-zero": Case(("advise", "shape", "--h", "0", "--a", "32", "--vocab", "50257", "--gpu", "a100"), "h"),
+    "advise-h-not-a-number": Case(("advise", "shape", "--h", "big", "--a", "32", "--vocab", "50257", "--gpu", "a100"),
+                                  "invalid int value: 'big'"),
+}
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def filled_ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ledger with the 24 known rows, made once and copied by each test."""
+    path = tmp_path_factory.mktemp("template") / "ledger.sqlite"
+    proc = run_cli("--ledger", str(path), "import", str(KNOWN_CSV))
+    assert proc.returncode == 0 and "imported 24 rows" in proc.stdout, proc.stderr
+    return path
+
+
+def _ledger_for(kind: str, template: Path, tmp: Path) -> Path:
+    path = tmp / "ledger.sqlite"
+    if kind in ("good", "newer"):
+        shutil.copy(template, path)
+    if kind == "newer":
+        con = sqlite3.connect(path)
+        with con:
+            con.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'schema_version'")
+        con.close()
+    elif kind == "notdb":
+        path.write_bytes(b"this is not an SQLite database\n" * 200)
+    elif kind == "dir":
+        path.mkdir()
+        (path / "inside.txt").write_text("keep me")
+    elif kind == "foreign":
+        con = sqlite3.connect(path)
+        with con:
+            con.execute("CREATE TABLE results (x INTEGER)")
+            con.execute("INSERT INTO results VALUES (1)")
+        con.close()
+    return path
+
+
+def _snapshot(path: Path) -> object:
+    """Bytes of the ledger (or of every file in it, for the folder case)."""
+    if path.is_dir():
+        return sorted((str(p.relative_to(path)), p.read_bytes()) for p in path.rglob("*") if p.is_file())
+    return path.read_bytes() if path.exists() else None
+
+
+@pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
+def test_bad_input_is_one_line_exit_2_and_ledger_untouched(case: Case, filled_ledger: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    ledger = _ledger_for(case.ledger, filled_ledger, work)
+    if case.setup is not None:
+        case.setup(work)
+    args = [a.replace("{tmp}", str(work)) for a in case.args]
+    env = {k: v.replace("{tmp}", str(work)) for k, v in case.env}
+    env.setdefault("CAMPAIGN_CONFIG_PATH", "")  # only the shipped conf/ unless the case adds a folder
+    before = _snapshot(ledger)
+    siblings = sorted(p.name for p in work.iterdir())
+
+    proc = run_cli("--ledger", str(ledger), *args, cwd=work, env=env, timeout=120)
+
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("campaign"), lines[0]
+    assert case.fragment in lines[0], lines[0]
+    assert _snapshot(ledger) == before, "the ledger changed"
+    # no journal, WAL or new ledger left next to it; no job folders made
+    assert sorted(p.name for p in work.iterdir()) == siblings
