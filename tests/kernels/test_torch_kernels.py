@@ -304,6 +304,28 @@ def test_cuda_check(tmp_path: Path, name: str, variant: str, backend: str, dtype
         assert math.isfinite(err) and err <= TOL[dtype], (r["n"], err)
 
 
+def test_splitk_on_cpu_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exc:
+        kernel_module("decode").main(["--n", "64", "--variant", "splitk",
+                                      "--out", str(tmp_path / "x.csv")])
+    assert exc.value.code == 2
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+@pytest.mark.parametrize("d", [64, 128])
+def test_cuda_decode_splitk(tmp_path: Path, dtype: str, d: int) -> None:
+    # 1000 and 70001 are not multiples of any tile: the masked tail is exercised
+    code, _, rows = run_kernel("decode", tmp_path, "--n", "64,1000,70001", "--d", str(d),
+                               "--variant", "splitk", "--dtype", dtype, "--device", "cuda",
+                               "--check", "--repeats", "2")
+    assert code == 0 and len(rows) == 6
+    for r in rows:
+        assert r["backend"] == "triton"
+        err = float(r["rel_err"])
+        assert math.isfinite(err) and err <= TOL[dtype], (r["n"], err)
+
+
 @needs_cuda
 def test_cuda_cudnn_backend_runs(tmp_path: Path) -> None:
     code, _, rows = run_kernel("attention_forward", tmp_path, "--n", "1024", "--d", "128",
