@@ -240,15 +240,22 @@ def query_sacct(
     if chunk < 1:
         raise ValueError("chunk must be >= 1")
     ids = validate_job_ids(job_ids)
+    # A task of an array that is still pending as a whole (never started, or
+    # cancelled before it started) is invisible under its own id: sacct prints
+    # the range 1234_[3-9] only when asked for the array 1234. So tasks are
+    # asked for through their array, and the answer is cut back to what was asked.
+    tasks = {i for i in ids if "_" in i}
+    widened = {t.split("_", 1)[0] for t in tasks} - set(ids)
+    query = list(dict.fromkeys(i.split("_", 1)[0] for i in ids))
     found: dict[str, SlurmJobInfo] = {}
-    for i in range(0, len(ids), chunk):
-        argv = ["sacct", "-j", ",".join(ids[i:i + chunk]), "--parsable2", "--noheader",
+    for i in range(0, len(query), chunk):
+        argv = ["sacct", "-j", ",".join(query[i:i + chunk]), "--parsable2", "--noheader",
                 "-o", ",".join(SACCT_FIELDS)]
         proc = _run(argv, env, timeout_s)
         if proc.returncode != 0:
             raise sacct_failure(proc)
         found.update(parse_sacct(proc.stdout))
-    return found
+    return {k: v for k, v in found.items() if k in tasks or k.split("_", 1)[0] not in widened}
 
 
 # ---------------------------------------------------------------- squeue fallback
