@@ -4,7 +4,8 @@ from the ledger when it covers the candidates, else by the wave model."""
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from campaign.errors import BadInputError
 

@@ -84,8 +84,8 @@ def rerun(
         _submit_requests(ledger, get_backend(cluster, Path(workdir), python), [r for r, _ in items], sub, progress)
         with ledger.session() as s:
             for aid, old in previous.items():
-                att = s.get(JobAttempt, aid)
-                report.submitted.append((att.job_id if att and att.job_id else "?", old or "?"))
+                new = s.get(JobAttempt, aid)
+                report.submitted.append((new.job_id if new and new.job_id else "?", old or "?"))
         if cluster.backend == "local":
             report.sync = sync(ledger, name)
     return report

@@ -1,0 +1,35 @@
+#!/bin/bash
+# The kernel campaign on the lent H200 machine, through campaign's local backend
+# (cluster=h200node): experiments h200_gpu and h200_cpu, then the results CSV
+# and the report, packed into $OUT/h200_campaign.tar.gz.
+#
+# Run there from the repository root (python3 3.12 + torch 2.11 are the
+# machine's own; our other dependencies travel as wheels in .whl/, and the
+# Fortran binaries are built here because that machine has no gfortran):
+#   make kernels && (see BENCHMARKS.md for the .whl download command)
+#   device run, carry [.whl, kernels/build]:  bash scripts/h200_campaign.sh
+set -euo pipefail
+OUT=${OUT:-${1:-/tmp/h200-out}}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+export PYTHONPATH=/tmp/site:$PWD
+export PYTHONUNBUFFERED=1
+# C with the machine's gcc (13); Fortran binaries were carried (built with gfortran 12).
+make -C kernels c >/dev/null
+nproc; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
+WORK=/tmp/h200-campaign
+rm -rf "$WORK"; mkdir -p "$WORK"
+CAMPAIGN=(python3 -m campaign.cli --ledger "$WORK/ledger.sqlite")
+for exp in ${EXPERIMENTS:-h200_gpu h200_cpu}; do
+  start=$(date +%s)
+  "${CAMPAIGN[@]}" submit cluster=h200node "experiment=$exp" "campaign.workdir=$WORK/runs" \
+    | grep -v '^\[' || true
+  echo "$exp took $(( $(date +%s) - start )) s"
+done
+"${CAMPAIGN[@]}" jobs | grep -v COMPLETED || true
+"${CAMPAIGN[@]}" results --format csv > "$WORK/results.csv"
+"${CAMPAIGN[@]}" report --out "$WORK/report" || true
+"${CAMPAIGN[@]}" report --json --cluster h200node > "$WORK/metrics.json" || true
+tar -C "$WORK" -czf "$OUT/h200_campaign.tar.gz" ledger.sqlite results.csv report metrics.json \
+  $(cd "$WORK" && find runs -name 'kernel.err' -size +0 | head -50)
+ls -la "$OUT"
