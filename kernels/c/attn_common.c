@@ -20,17 +20,26 @@ void pack_tiles(const float *restrict x, float *restrict out, long n, long d)
     }
 }
 
-/* Register-blocked micro-kernels: MR = 4 query rows x NR = 16 columns,
- * i.e. 8 accumulators of 8 floats, streaming the reduction dimension.
+/* Register-blocked micro-kernels: MR = 4 query rows x NR = 2 vectors of
+ * columns, i.e. 8 vector accumulators, streaming the reduction dimension.
  * With GCC/Clang vector types the accumulators are registers by construction
  * (gcc spilled them to the stack when they were arrays, 3x slower); other
  * compilers get the same loops on arrays. */
 #define MR 4
-#define NR 16
 
 #if defined(__GNUC__)
 #include <string.h>
-typedef float v8 __attribute__((vector_size(32)));
+/* the vector width the target enables: a 32-byte type without AVX is
+ * lowered element by element (50x slower) */
+#if defined(__AVX512F__)
+#define VW 16
+#elif defined(__AVX__)
+#define VW 8
+#else
+#define VW 4
+#endif
+#define NR (2 * VW)
+typedef float v8 __attribute__((vector_size(VW * sizeof(float))));
 /* unaligned load/store; macros, because functions passing 32-byte vectors
  * by value draw ABI notes from gcc when built without -mavx */
 #define ld8(p) __extension__({ v8 r_; memcpy(&r_, (p), sizeof r_); r_; })
@@ -45,17 +54,17 @@ static inline void scores_block(const float *restrict q0, const float *restrict 
     for (int j0 = 0; j0 < BK; j0 += NR) {
         v8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
         for (long k = 0; k < d; k++) {
-            const v8 k0 = ld8(kt + k * BK + j0), k1 = ld8(kt + k * BK + j0 + 8);
+            const v8 k0 = ld8(kt + k * BK + j0), k1 = ld8(kt + k * BK + j0 + VW);
             const float a0 = q0[k], a1 = q1[k], a2 = q2[k], a3 = q3[k];
             c00 += a0 * k0; c01 += a0 * k1;
             c10 += a1 * k0; c11 += a1 * k1;
             c20 += a2 * k0; c21 += a2 * k1;
             c30 += a3 * k0; c31 += a3 * k1;
         }
-        st8(s + j0, c00 * scale); st8(s + j0 + 8, c01 * scale);
-        st8(s + BK + j0, c10 * scale); st8(s + BK + j0 + 8, c11 * scale);
-        st8(s + 2 * BK + j0, c20 * scale); st8(s + 2 * BK + j0 + 8, c21 * scale);
-        st8(s + 3 * BK + j0, c30 * scale); st8(s + 3 * BK + j0 + 8, c31 * scale);
+        st8(s + j0, c00 * scale); st8(s + j0 + VW, c01 * scale);
+        st8(s + BK + j0, c10 * scale); st8(s + BK + j0 + VW, c11 * scale);
+        st8(s + 2 * BK + j0, c20 * scale); st8(s + 2 * BK + j0 + VW, c21 * scale);
+        st8(s + 3 * BK + j0, c30 * scale); st8(s + 3 * BK + j0 + VW, c31 * scale);
     }
 }
 
@@ -66,24 +75,25 @@ static inline void pv_block(const float *restrict p, const float *restrict v, lo
     long c0 = 0;
     float *restrict o0 = o, *restrict o1 = o + d, *restrict o2 = o + 2 * d, *restrict o3 = o + 3 * d;
     for (; c0 + NR <= d; c0 += NR) {
-        v8 x00 = ld8(o0 + c0), x01 = ld8(o0 + c0 + 8), x10 = ld8(o1 + c0), x11 = ld8(o1 + c0 + 8);
-        v8 x20 = ld8(o2 + c0), x21 = ld8(o2 + c0 + 8), x30 = ld8(o3 + c0), x31 = ld8(o3 + c0 + 8);
+        v8 x00 = ld8(o0 + c0), x01 = ld8(o0 + c0 + VW), x10 = ld8(o1 + c0), x11 = ld8(o1 + c0 + VW);
+        v8 x20 = ld8(o2 + c0), x21 = ld8(o2 + c0 + VW), x30 = ld8(o3 + c0), x31 = ld8(o3 + c0 + VW);
         for (long j = 0; j < nj; j++) {
-            const v8 v0 = ld8(v + j * d + c0), v1 = ld8(v + j * d + c0 + 8);
+            const v8 v0 = ld8(v + j * d + c0), v1 = ld8(v + j * d + c0 + VW);
             const float a0 = p[j], a1 = p[BK + j], a2 = p[2 * BK + j], a3 = p[3 * BK + j];
             x00 += a0 * v0; x01 += a0 * v1;
             x10 += a1 * v0; x11 += a1 * v1;
             x20 += a2 * v0; x21 += a2 * v1;
             x30 += a3 * v0; x31 += a3 * v1;
         }
-        st8(o0 + c0, x00); st8(o0 + c0 + 8, x01); st8(o1 + c0, x10); st8(o1 + c0 + 8, x11);
-        st8(o2 + c0, x20); st8(o2 + c0 + 8, x21); st8(o3 + c0, x30); st8(o3 + c0 + 8, x31);
+        st8(o0 + c0, x00); st8(o0 + c0 + VW, x01); st8(o1 + c0, x10); st8(o1 + c0 + VW, x11);
+        st8(o2 + c0, x20); st8(o2 + c0 + VW, x21); st8(o3 + c0, x30); st8(o3 + c0 + VW, x31);
     }
     for (int r = 0; r < MR; r++)   /* d not a multiple of NR */
         for (long j = 0; j < nj; j++)
             for (long c = c0; c < d; c++) o[r * d + c] += p[r * BK + j] * v[j * d + c];
 }
 #else
+#define NR 16
 /* s[r][j] (stride BK) = scale * q_r . k_j for the MR rows q0..q3 and the BK
  * keys of one packed tile kt[d][BK]. */
 static inline void scores_block(const float *restrict q0, const float *restrict q1,

@@ -98,6 +98,16 @@ def test_check_small_sizes(built: Path, tmp_path: Path, impl: str, kernel: str, 
             assert int(r["ff"]) == 64 * math.ceil((8 * d / 3) / 64)
 
 
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("kernel,variant", [("attention_forward", "memopt"), ("attention_fwdbwd", "fused")])
+def test_tiled_kernels_with_d_off_the_vector_width(built: Path, tmp_path: Path, impl: str, kernel: str,
+                                                   variant: str) -> None:
+    rows = run_rows(built, impl, kernel, tmp_path, "--n", "1,65,130", "--d", "40", "--variant", variant,
+                    "--check", "--repeats", "1")
+    assert [r["n"] for r in rows] == ["1", "65", "130"]
+    assert all(0 <= float(r["rel_err"]) <= 1e-4 for r in rows)
+
+
 def test_first_call_is_shared_by_the_rows_of_one_n(built: Path, tmp_path: Path) -> None:
     rows = run_rows(built, "c", "attention_forward", tmp_path, "--n", "64,128", "--repeats", "3")
     assert len(rows) == 6
