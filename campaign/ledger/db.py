@@ -35,6 +35,7 @@ JOURNAL_MODES = ("DELETE", "TRUNCATE", "PERSIST", "WAL")
 # pg_advisory_xact_lock key of the ledger-wide transaction lock ("campaign" in ASCII).
 PG_LOCK_KEY = 0x63616D706169676E
 # A URL as pathlib leaves it: Path("postgresql+psycopg://h/db") is "postgresql+psycopg:/h/db".
+READ_OPTION = "campaign_read_only"
 _COLLAPSED_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):/(?!/)")
 
 
@@ -90,20 +91,49 @@ def _on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
     cur.close()
 
 
+def _reading(conn: Connection) -> bool:
+    return bool(conn.get_execution_options().get(READ_OPTION))
+
+
 def _on_begin(conn: Connection) -> None:
     # BEGIN IMMEDIATE: a writer takes the lock at the start of its short
     # transaction and waits (busy timeout) for it, instead of failing when a
     # deferred read transaction tries to upgrade to a write ("database is
     # locked", which SQLite returns at once to avoid a deadlock).
-    conn.exec_driver_sql("BEGIN IMMEDIATE")
+    # Read-only sessions BEGIN DEFERRED: they only take SHARED locks, so they
+    # neither queue behind one another nor starve a writer, whose PENDING lock
+    # at commit keeps new readers out until it is done.
+    conn.exec_driver_sql("BEGIN" if _reading(conn) else "BEGIN IMMEDIATE")
 
 
 def _on_begin_pg(conn: Connection) -> None:
-    # The same discipline on PostgreSQL: one ledger-wide lock per transaction,
-    # released at commit/rollback. Transactions queue (lock_timeout bounds the
-    # wait) and never fail with serialization errors that callers would have
-    # to retry; READ COMMITTED is then enough.
-    conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({PG_LOCK_KEY})")
+    # The same discipline on PostgreSQL: one ledger-wide lock per write
+    # transaction, released at commit/rollback. Writers queue (lock_timeout
+    # bounds the wait) and never fail with serialization errors that callers
+    # would have to retry; READ COMMITTED is then enough. Readers take no lock.
+    if not _reading(conn):
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({PG_LOCK_KEY})")
+
+
+class LedgerSession(Session):
+    """A session whose transactions are read-only unless begun explicitly.
+
+    The ledger's convention (STYLE.md): writes happen in
+    `with ledger.session.begin() as s:` and take the write lock at BEGIN;
+    `with ledger.session() as s:` only reads, in a deferred transaction that
+    takes no write lock. Writing in a plain session still works, but may be
+    refused at once with "database is locked" when another writer is active."""
+
+    _ledger_write = False
+
+    def begin(self, nested: bool = False) -> Any:
+        self._ledger_write = True
+        return super().begin(nested=nested)
+
+    def get_bind(self, *args: Any, **kw: Any) -> Any:
+        if self._ledger_write:
+            return self.info["ledger_write_bind"]
+        return super().get_bind(*args, **kw)
 
 
 def _mask(url: str) -> str:
@@ -127,7 +157,11 @@ class Ledger:
             self._open_url(self.url)
         else:
             self._open_file(_sqlite_file(path), create)
-        self.session: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
+        # Plain sessions read through `reader` (deferred BEGIN, no write lock);
+        # session.begin() writes through `engine` (BEGIN IMMEDIATE / the lock).
+        self.reader = self.engine.execution_options(**{READ_OPTION: True})
+        self.session: sessionmaker[Session] = sessionmaker(
+            self.reader, class_=LedgerSession, expire_on_commit=False, info={"ledger_write_bind": self.engine})
         self._check_or_create()
 
     # -- opening ---------------------------------------------------------------

@@ -1,0 +1,52 @@
+"""A separate process hammering one ledger (run by test_concurrency.py).
+
+    python ledger_worker.py write LEDGER WORKER N   N one-row write transactions
+    python ledger_worker.py read  LEDGER SECONDS   read all result rows in a loop
+
+Prints one JSON line: counts and the slowest transaction in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from sqlalchemy import func, insert, select
+
+from campaign.ledger import Ledger, ResultRow
+
+
+def write(ledger: str, worker: str, n: int) -> dict[str, float]:
+    led = Ledger(ledger)
+    slowest = 0.0
+    for i in range(n):
+        t0 = time.perf_counter()
+        with led.session.begin() as s:
+            s.execute(insert(ResultRow), [{
+                "source": f"worker:{worker}", "cluster": "c", "partition": "p", "kernel": "k", "impl": "i",
+                "variant": "v", "device": "cpu", "threads": 1, "n": i, "repeat": 0, "time_s": 1.0,
+            }])
+        slowest = max(slowest, time.perf_counter() - t0)
+    return {"written": n, "slowest_s": slowest}
+
+
+def read(ledger: str, seconds: float) -> dict[str, float]:
+    led = Ledger(ledger, create=False)
+    end = time.monotonic() + seconds
+    reads = 0
+    slowest = 0.0
+    while time.monotonic() < end:
+        t0 = time.perf_counter()
+        with led.session() as s:
+            s.scalars(select(ResultRow)).all()
+            s.scalar(select(func.count()).select_from(ResultRow))
+        slowest = max(slowest, time.perf_counter() - t0)
+        reads += 1
+    return {"reads": reads, "slowest_s": slowest}
+
+
+if __name__ == "__main__":
+    mode, path = sys.argv[1], sys.argv[2]
+    out = write(path, sys.argv[3], int(sys.argv[4])) if mode == "write" else read(path, float(sys.argv[3]))
+    print(json.dumps(out))

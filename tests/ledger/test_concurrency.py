@@ -1,0 +1,176 @@
+"""Several `campaign` processes on one ledger at once: no "database is
+locked", no lost write (issue "The ledger never loses or duplicates a job",
+item 7). Real processes, a real SQLite file, the installed CLI."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from campaign.errors import LedgerError
+from campaign.ledger import Ledger
+from tests.conftest import CAMPAIGN, REPO, run_cli
+
+WORKER = Path(__file__).resolve().parent / "ledger_worker.py"
+KNOWN = REPO / "tests" / "data" / "known_results.csv"
+KNOWN_ROWS = len(KNOWN.read_text().splitlines()) - 1
+
+
+def _count(path: Path, where: str = "1") -> int:
+    con = sqlite3.connect(path)
+    try:
+        return int(con.execute(f"SELECT count(*) FROM result WHERE {where}").fetchone()[0])
+    finally:
+        con.close()
+
+
+def _spawn(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, str(WORKER), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=REPO)
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float = 300) -> dict[str, float]:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0 and err == "", err
+    return json.loads(out)
+
+
+def test_parallel_short_writers_lose_nothing(tmp_path: Path) -> None:
+    """6 processes x 150 one-row transactions, started together on a new ledger
+    (so they also race to create it), plus 2 readers."""
+    ledger = tmp_path / "ledger.sqlite"
+    writers = [_spawn("write", str(ledger), str(w), "150") for w in range(6)]
+    time.sleep(0.5)  # let a writer create the file, then read while the others write
+    readers = [_spawn("read", str(ledger), "4") for _ in range(2)]
+    stats = [_finish(p) for p in writers]
+    reads = [_finish(p) for p in readers]
+    assert sum(s["written"] for s in stats) == 900
+    assert _count(ledger) == 900
+    for w in range(6):
+        assert _count(ledger, f"source = 'worker:{w}'") == 150
+    assert all(r["reads"] > 0 for r in reads)
+    assert not Path(f"{ledger}-wal").exists()  # DELETE journal by default, not WAL
+    print(f"slowest write {max(s['slowest_s'] for s in stats):.3f} s, "
+          f"slowest read {max(r['slowest_s'] for r in reads):.3f} s, reads {sum(r['reads'] for r in reads)}")
+
+
+def _csv(path: Path, tag: int) -> Path:
+    """known_results.csv with its times scaled, so each file is distinct."""
+    lines = KNOWN.read_text().splitlines()
+    head = lines[0].split(",")
+    t = head.index("time_s")
+    out = [lines[0]]
+    for line in lines[1:]:
+        cells = line.split(",")
+        cells[t] = repr(float(cells[t]) * (1 + tag / 1000))
+        out.append(",".join(cells))
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def test_parallel_cli_imports_with_readers(tmp_path: Path) -> None:
+    """4 `campaign import` loops and 2 loops of `results --format json` /
+    `report --json`, all through the installed CLI at once: exact row count,
+    nothing on stderr, every exit 0."""
+    ledger = tmp_path / "ledger.sqlite"
+    files_per_writer = 5
+    script = tmp_path / "loop.sh"
+    script.write_text(
+        "#!/bin/bash\n"  # one shell per writer/reader: the processes overlap for real
+        'set -u\nmode=$1; shift\n'
+        'if [ "$mode" = write ]; then for f in "$@"; do "$CAMPAIGN" --ledger "$LEDGER" import "$f" >/dev/null || exit 1; done\n'
+        'else end=$((SECONDS + $1)); while [ $SECONDS -lt $end ]; do\n'
+        '  "$CAMPAIGN" --ledger "$LEDGER" results --format json >/dev/null || exit 1\n'
+        '  "$CAMPAIGN" --ledger "$LEDGER" report --json >/dev/null || exit 1; done; fi\n'
+    )
+    env = {"CAMPAIGN": str(CAMPAIGN), "LEDGER": str(ledger), "PATH": "/usr/bin:/bin"}
+    run_cli("--ledger", str(ledger), "import", str(_csv(tmp_path / "seed.csv", 999)))  # readers need a ledger
+    writers = []
+    for w in range(4):
+        files = [str(_csv(tmp_path / f"w{w}-{i}.csv", w * 10 + i)) for i in range(files_per_writer)]
+        writers.append(subprocess.Popen(["bash", str(script), "write", *files], env=env, text=True,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    readers = [subprocess.Popen(["bash", str(script), "read", "20"], env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    for p in writers + readers:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0 and err == "", err
+    assert _count(ledger) == (4 * files_per_writer + 1) * KNOWN_ROWS
+    proc = run_cli("--ledger", str(ledger), "results", "--format", "json")
+    assert proc.returncode == 0 and proc.stderr == ""
+    rows = json.loads(proc.stdout)
+    assert len(rows) == (4 * files_per_writer + 1) * KNOWN_ROWS
+    assert len({r["source"] for r in rows}) == 4 * files_per_writer + 1  # no file twice, none missing
+
+
+def test_readers_do_not_block_writers_for_long(tmp_path: Path) -> None:
+    """Two processes re-reading a 20,000-row ledger back to back; a writer's
+    short transactions still each get through within a couple of seconds."""
+    ledger = tmp_path / "ledger.sqlite"
+    led = Ledger(ledger)
+    with led.session.begin() as s:
+        s.execute(text("INSERT INTO result (source, cluster, partition, kernel, impl, variant, device, threads, n, "
+                       "repeat, time_s) VALUES ('seed', 'c', 'p', 'k', 'i', 'v', 'cpu', 1, :n, 0, 1.0)"),
+                  [{"n": i} for i in range(20_000)])
+    led.close()
+    readers = [_spawn("read", str(ledger), "8") for _ in range(2)]
+    time.sleep(1.0)
+    writer = _finish(_spawn("write", str(ledger), "w", "40"))
+    reads = [_finish(p) for p in readers]
+    assert _count(ledger) == 20_040
+    slowest_read = max(r["slowest_s"] for r in reads)
+    print(f"slowest write {writer['slowest_s']:.3f} s while readers took up to {slowest_read:.3f} s per read")
+    # A writer waits at most for the reads in progress (BEGIN IMMEDIATE queues
+    # them all), never for the busy timeout.
+    assert writer["slowest_s"] < 3 * slowest_read + 1.0
+
+
+def test_journal_mode_delete_by_default_wal_opt_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    led = Ledger(tmp_path / "a.sqlite")
+    with led.session() as s:
+        assert s.execute(text("PRAGMA journal_mode")).scalar() == "delete"
+        assert s.execute(text("PRAGMA busy_timeout")).scalar() == 60_000
+    led.close()
+    monkeypatch.setenv("CAMPAIGN_JOURNAL_MODE", "wal")
+    led = Ledger(tmp_path / "b.sqlite")
+    with led.session() as s:
+        assert s.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+    led.close()
+    monkeypatch.setenv("CAMPAIGN_JOURNAL_MODE", "memory")
+    with pytest.raises(LedgerError, match="CAMPAIGN_JOURNAL_MODE"):
+        Ledger(tmp_path / "c.sqlite")
+
+
+def test_plain_sessions_read_without_the_write_lock(tmp_path: Path) -> None:
+    """session() reads beside a writer holding the lock; session.begin()
+    waits for that writer (busy timeout) instead of failing."""
+    import threading
+
+    path = tmp_path / "ledger.sqlite"
+    led = Ledger(path)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO meta VALUES ('other', 'x')")
+    t0 = time.perf_counter()
+    with led.session() as s:
+        assert s.get_bind() is led.reader
+        assert s.execute(text("SELECT count(*) FROM result")).scalar() == 0
+    assert time.perf_counter() - t0 < 1.0
+    threading.Timer(1.0, other.execute, args=("COMMIT",)).start()
+    t0 = time.perf_counter()
+    with led.session.begin() as s:
+        assert s.get_bind() is led.engine
+        s.execute(text("INSERT INTO meta VALUES ('mine', 'y')"))
+    assert time.perf_counter() - t0 >= 0.9
+    other.close()
+    con = sqlite3.connect(path)
+    assert dict(con.execute("SELECT key, value FROM meta").fetchall()) == {"schema_version": "2", "other": "x",
+                                                                          "mine": "y"}
+    con.close()
