@@ -155,7 +155,7 @@ def test_plain_sessions_read_without_the_write_lock(tmp_path: Path) -> None:
 
     path = tmp_path / "ledger.sqlite"
     led = Ledger(path)
-    other = sqlite3.connect(path, isolation_level=None)
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")
     other.execute("INSERT INTO meta VALUES ('other', 'x')")
     t0 = time.perf_counter()
