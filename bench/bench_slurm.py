@@ -174,7 +174,7 @@ def main() -> None:
             "other_s": submit_s - sum(sbatch) - tx.total,  # compose + plan + submitit pickles/scripts
             "per_run_ms": 1000 * submit_s / args.runs,
         }
-        syncs = []
+        syncs: list[dict[str, Any]] = []
         for _ in range(args.syncs):
             reset(sacct_log)
             t0 = time.perf_counter()
