@@ -1,0 +1,131 @@
+"""The ledger on PostgreSQL (a shared team ledger): the core operations
+against a real server that the test starts itself (tests/ledger/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, select, text
+
+from campaign import api
+from campaign.errors import LedgerError
+from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
+from campaign.ledger.models import SCHEMA_VERSION, Base
+from tests.conftest import REPO, run_cli
+
+pytestmark = pytest.mark.postgres
+
+FAKE_ENV = {
+    "CAMPAIGN_CONFIG_PATH": str(REPO / "tests" / "e2e" / "fake_conf"),
+    "CAMPAIGN_FAKE_KERNEL": str(REPO / "tests" / "e2e" / "fake_kernel.py"),
+}
+KNOWN = REPO / "tests" / "data" / "known_results.csv"
+WORKER = Path(__file__).resolve().parent / "ledger_worker.py"
+
+
+def _scalar(url: str, sql: str) -> object:
+    eng = create_engine(url)
+    try:
+        with eng.connect() as c:
+            return c.execute(text(sql)).scalar()
+    finally:
+        eng.dispose()
+
+
+def test_empty_database_gets_the_schema(new_pg_ledger: Callable[[], str]) -> None:
+    url = new_pg_ledger()
+    led = Ledger(url)
+    assert led.notes == [] and "***" in led.location and "campaign-test" not in led.location
+    led.close()
+    assert _scalar(url, "SELECT value FROM meta WHERE key = 'schema_version'") == str(SCHEMA_VERSION)
+    assert _scalar(url, "SELECT version_num FROM alembic_version") == f"v{SCHEMA_VERSION}"
+    Ledger(url).close()  # a second open changes nothing
+    assert _scalar(url, "SELECT count(*) FROM meta") == 1
+
+
+def test_submit_rerun_import_results_on_postgres(new_pg_ledger: Callable[[], str], tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    url = new_pg_ledger()
+    for k, v in FAKE_ENV.items():
+        monkeypatch.setenv(k, v)
+    led = Ledger(url)
+    rep = api.submit(["experiment=failures", f"campaign.workdir={tmp_path / 'runs'}"], led)
+    assert rep.planned == 5 and len(rep.submitted) == 5
+    with led.session() as s:
+        got = dict(s.execute(select(Run.variant, JobAttempt.state).join(JobAttempt, JobAttempt.run_id == Run.id)).tuples().all())
+        assert {k: v.value for k, v in got.items()} == {"ok": "COMPLETED", "exit3": "FAILED", "nooutput": "LOST_OUTPUT",
+                                                        "garbage": "LOST_OUTPUT", "badcheck": "CHECK_FAILED"}
+        assert s.scalar(select(Campaign.python)) == sys.executable
+        job_rows = len(s.scalars(select(ResultRow)).all())
+    assert job_rows > 0
+    # the same again records nothing new
+    assert api.submit(["experiment=failures", f"campaign.workdir={tmp_path / 'runs'}"], led).existing == 5
+    led.close()
+    env = {**FAKE_ENV, "CAMPAIGN_LEDGER": url}
+    proc = run_cli("rerun", "--failed", cwd=tmp_path, env=env)
+    assert proc.returncode == 0 and "4 run(s) resubmitted" in proc.stdout, proc.stderr
+    assert _scalar(url, "SELECT count(*) FROM job_attempt WHERE attempt = 2 AND previous_id IS NOT NULL") == 4
+    proc = run_cli("--ledger", url, "import", str(KNOWN), cwd=tmp_path)
+    assert proc.returncode == 0 and "imported 24 rows" in proc.stdout, proc.stderr
+    proc = run_cli("--ledger", url, "results", "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    rows = json.loads(proc.stdout)
+    assert len(rows) == _scalar(url, "SELECT count(*) FROM result")
+    assert sum(1 for r in rows if r["source"].startswith("import:")) == 24
+    proc = run_cli("report", "--json", cwd=tmp_path, env={"CAMPAIGN_LEDGER": url})
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)["exponents"]) >= 6
+
+
+def test_newer_schema_refused_older_upgraded(new_pg_ledger: Callable[[], str]) -> None:
+    url = new_pg_ledger()
+    Ledger(url).close()
+    eng = create_engine(url)
+    with eng.begin() as c:
+        c.execute(text("UPDATE meta SET value = :v WHERE key = 'schema_version'"), {"v": str(SCHEMA_VERSION + 1)})
+    with pytest.raises(LedgerError, match="newer than this campaign"):
+        Ledger(url)
+    assert _scalar(url, "SELECT value FROM meta WHERE key = 'schema_version'") == str(SCHEMA_VERSION + 1)
+    # a v1 ledger: no campaign.python, no alembic_version
+    old = new_pg_ledger()
+    eng = create_engine(old)
+    Base.metadata.create_all(eng)
+    with eng.begin() as c:
+        c.execute(text("ALTER TABLE campaign DROP COLUMN python"))
+        c.execute(text("INSERT INTO meta VALUES ('schema_version', '1')"))
+        c.execute(text("INSERT INTO campaign (name, cluster, experiment, backend, cluster_yaml, created_at, workdir) "
+                       "VALUES ('c', 'local', 'smoke', 'local', '', now(), '/w')"))
+    eng.dispose()
+    led = Ledger(old)
+    assert len(led.notes) == 1 and "upgraded from schema version 1" in led.notes[0] and "pg_dump" in led.notes[0]
+    with led.session() as s:
+        assert s.scalar(select(Campaign.python)) == "python3"
+    led.close()
+    assert _scalar(old, "SELECT version_num FROM alembic_version") == f"v{SCHEMA_VERSION}"
+    assert _scalar(old, "SELECT is_nullable FROM information_schema.columns "
+                        "WHERE table_name = 'campaign' AND column_name = 'python'") == "NO"
+
+
+def test_parallel_writers_on_postgres(new_pg_ledger: Callable[[], str]) -> None:
+    url = new_pg_ledger()
+    procs = [subprocess.Popen([sys.executable, str(WORKER), "write", url, str(w), "100"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=REPO) for w in range(4)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0 and err == "", err
+    assert _scalar(url, "SELECT count(*) FROM result") == 400
+    assert _scalar(url, "SELECT count(DISTINCT source) FROM result") == 4
+    assert _scalar(url, "SELECT count(*) FROM meta") == 1  # four processes raced to create the schema
+
+
+def test_bad_url_is_one_clear_error(postgres_server: str) -> None:
+    bad = postgres_server.replace("campaign-test", "wrong-password")
+    proc = run_cli("--ledger", bad, "results")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot open ledger" in lines[0] and "wrong-password" not in lines[0]
