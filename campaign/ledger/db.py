@@ -21,7 +21,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url, select
+from sqlalchemy import Connection, Engine, create_engine, event, insert, inspect, make_url, select
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -227,7 +227,7 @@ class Ledger:
         tables = set(inspect(conn).get_table_names())
         if not tables:
             Base.metadata.create_all(conn)
-            conn.execute(Meta.__table__.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+            conn.execute(insert(Meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
             from campaign.ledger import migrate
 
             migrate.stamp(conn, SCHEMA_VERSION)
