@@ -24,7 +24,9 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
 BASE_GROUP_COLUMNS: tuple[str, ...] = (
     "cluster", "partition", "kernel", "impl", "variant", "device",
 )
-OPTIONAL_GROUP_COLUMNS: tuple[str, ...] = ("dtype", "d")
+# `params`: the extra program arguments of a run (e.g. "sdpa-backend=cudnn" or
+# "a=32,h=2560"); runs that differ in them are different configurations.
+OPTIONAL_GROUP_COLUMNS: tuple[str, ...] = ("dtype", "d", "params")
 
 _STRING_COLUMNS = ("cluster", "partition", "kernel", "impl", "variant", "device")
 _OPTIONAL_STRING_COLUMNS = ("dtype", "job_id", "gpu_model")

@@ -52,7 +52,11 @@ def results_frame(led: Ledger, *, campaign: str | None = None, cluster: str | No
                 for k, v in row.extra.items():
                     rec.setdefault(k, v)
             records.append(rec)
-    return pd.DataFrame.from_records(records, columns=None if records else EXPORT_COLUMNS + ["source"])
+    frame = pd.DataFrame.from_records(records, columns=None if records else EXPORT_COLUMNS + ["source"])
+    # Runs that differ only in extra program arguments are different
+    # configurations: `params` is part of the analysis group key ("" = none).
+    frame["params"] = frame["params"].fillna("").astype(str) if "params" in frame else ""
+    return frame
 
 
 def frame_records(frame: Any) -> list[dict[str, Any]]:

@@ -111,8 +111,12 @@ def _apply(s: Session, statuses: dict[int, JobStatus], outcomes: dict[int, Outco
 
 def _result_rows(att: JobAttempt, outcome: Outcome) -> list[dict[str, Any]]:
     run: Run = att.run
+    params = ",".join(f"{k}={v}" for k, v in run.spec.get("extra_args") or [])
     out = []
     for r in outcome.rows:
+        extra = dict(r.get("extra") or {})
+        if params:
+            extra["params"] = params
         out.append({
             "attempt_id": att.id, "source": "job", "cluster": run.campaign.cluster,
             "partition": run.partition, "kernel": r["kernel"], "impl": r["impl"],
@@ -120,6 +124,6 @@ def _result_rows(att: JobAttempt, outcome: Outcome) -> list[dict[str, Any]]:
             "threads": r["threads"], "n": r["n"], "d": r.get("d"), "repeat": r["repeat"],
             "time_s": r["time_s"], "job_id": att.job_id, "gpu_model": r.get("gpu_model"),
             "flops": r.get("flops"), "bytes": r.get("bytes"), "rel_err": r.get("rel_err"),
-            "extra": r.get("extra"),
+            "extra": extra or None,
         })
     return out
