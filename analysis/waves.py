@@ -15,8 +15,9 @@ independent problems:
     wave_eff   = tiles / (ceil(waves) * SMs)           (tail of the last wave)
     tile_eff   = m*n / (ceil(m/tm)*tm * ceil(n/tn)*tn)  (padding of edge tiles)
     k_eff      = k / (ceil(k/64)*64)                    (padding of the k loop)
-    align_eff  = misalign_penalty if m, n or k is not a multiple of 8 elements
-                 (16 bytes of bf16: no vectorised loads / TMA), else 1
+    align_eff  = ALIGN_EFF[alignment]: the largest power of two (up to 8
+                 elements, 16 bytes of bf16) dividing all of m, n, k; below
+                 8 the library loses vectorised loads / TMA
     mainloop   = TILE_EFF[tile]  (small tiles reuse operands less)
     compute time = flops / (ceiling * mainloop * wave_eff * tile_eff * k_eff * align_eff)
     memory time  = elem * batch * (m*k + k*n + m*n) / bandwidth
@@ -64,13 +65,13 @@ TILE_EFF: dict[tuple[int, int], float] = {
 }
 K_TILE = 64  # k-loop step of a typical bf16 mainloop
 ALIGN_ELEMS = 8  # 16 bytes of a 2-byte type: the vector-load / TMA alignment
-# Slowdown of a GEMM with a dimension that is not a multiple of ALIGN_ELEMS.
-# Calibrated on the H200 (bench/results/h200/shapes/vocab.csv, torch 2.11
-# cuBLAS, bf16): logits (8192,2560)x(2560,v) ran at 133 TFLOP/s for v=50257
-# against 692..750 for every multiple of 8 from 50240 to 50320 (0.19 of the
-# median 719 at v=50304); swiglu.csv agrees (ffn=10922: 243..265 vs ~765).
-# Only odd (v) and 2-mod-8 (ffn) sizes were measured.
-MISALIGN_PENALTY = 0.19
+# Efficiency by the alignment (in elements) of the worst GEMM dimension.
+# Calibrated on the H200 (bench/results/h200/shapes/vocab*.csv, torch 2.11
+# cuBLAS, bf16), logits (8192,2560)x(2560,v), medians of 20 repeats: every
+# multiple of 8 from 50240 to 50320 ran at 692..778 TFLOP/s; v=50258 and
+# 50260 (2 and 4 mod 8) at 261 (0.35 of ~750); v=50257 (odd) at 133-135
+# (0.18). swiglu.csv agrees: ffn=10922 (2 mod 8) at 243-265 vs ~765 (0.33).
+ALIGN_EFF: dict[int, float] = {8: 1.0, 4: 0.35, 2: 0.35, 1: 0.18}
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,14 @@ class WaveEstimate:
     pred_rel: float  # pred_tflops / the GPU's matrix ceiling
 
 
+def alignment(*dims: int) -> int:
+    """Largest power of two, at most ALIGN_ELEMS, dividing every dimension."""
+    g = 0
+    for d in dims:
+        g = math.gcd(g, d)
+    return math.gcd(g, ALIGN_ELEMS)
+
+
 def tile_count(m: int, n: int, tile: tuple[int, int], batch: int = 1) -> int:
     """Number of output tiles (thread blocks) of a (batched) GEMM."""
     tm, tn = tile
@@ -125,7 +134,6 @@ def wave_estimate(
     tile: tuple[int, int],
     batch: int = 1,
     elem_bytes: int = 2,
-    misalign_penalty: float = MISALIGN_PENALTY,
 ) -> WaveEstimate:
     """Predict throughput of one GEMM shape with one tile shape (see module doc)."""
     if min(m, n, k, batch) <= 0:
@@ -135,8 +143,7 @@ def wave_estimate(
     w_eff = wave_efficiency(tiles, gpu.sms)
     t_eff = (m * n) / (math.ceil(m / tm) * tm * math.ceil(n / tn) * tn)
     k_eff = k / (math.ceil(k / K_TILE) * K_TILE)
-    aligned = m % ALIGN_ELEMS == 0 and n % ALIGN_ELEMS == 0 and k % ALIGN_ELEMS == 0
-    a_eff = 1.0 if aligned else misalign_penalty
+    a_eff = ALIGN_EFF[alignment(m, n, k)]
     flops = 2.0 * m * n * k * batch
     main = TILE_EFF.get(tile, 1.0)
     t_compute = flops / (gpu.ceiling_tflops * 1e12 * main * w_eff * t_eff * k_eff * a_eff)

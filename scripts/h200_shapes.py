@@ -8,6 +8,7 @@ CSV per experiment under $OUT, and prints the comparisons the co-design paper
 makes (a=20 vs a=32 at h=2560, vocab 50304 vs 50257, the k-sweep sawtooth).
 
     python3 scripts/h200_shapes.py                 # on the GPU machine ($OUT)
+    python3 scripts/h200_shapes.py --batch extra   # reruns and finer sweeps
     python3 scripts/h200_shapes.py --summarize DIR # re-summarise copied CSVs
 
 The gpt3 experiment runs twice (gpt3_rep.csv) so that a difference can be set
@@ -23,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -47,14 +49,35 @@ def experiment_argv(name: str, out_csv: Path, device: str, dtype: str) -> list[s
     return argv
 
 
-def run_all(out: Path, device: str, dtype: str) -> None:
-    """Run every experiment (gpt3 twice), logging wall time per program."""
-    jobs = [(e, e.removeprefix("shape_")) for e in EXPERIMENTS]
-    jobs.insert(1, ("shape_gpt3_2p7b", "gpt3_rep"))
-    for exp, stem in jobs:
+def _program(*args: str) -> list[str]:
+    return [sys.executable, "-m", "kernels.torch.gemm_shapes", "--n", "2048", *args]
+
+
+def run_all(out: Path, device: str, dtype: str, batch: str) -> None:
+    """Run one batch of programs, logging wall time per program.
+
+    main: every experiment YAML (gpt3 twice). extra: the k-sweep again (is
+    its structure reproducible?), a finer k-sweep (step 16 to 2048), and the
+    logit GEMM at v = 0, 1, 2, 4 mod 8 (which alignment matters?). Two
+    batches because the device tool returns at most 8 files per call."""
+    dev = ["--device", device, "--dtype", dtype]
+    if batch == "main":
+        jobs = [(e.removeprefix("shape_"), experiment_argv(e, out / f"{e.removeprefix('shape_')}.csv", device, dtype))
+                for e in EXPERIMENTS]
+        jobs.insert(1, ("gpt3_rep", experiment_argv("shape_gpt3_2p7b", out / "gpt3_rep.csv", device, dtype)))
+    else:
+        fine = ",".join(str(k) for k in range(64, 2049, 16))
+        jobs = [
+            ("wave_k_rep", experiment_argv("shape_wave_k", out / "wave_k_rep.csv", device, dtype)),
+            ("wave_fine", _program(*dev, "--gemm", "raw", "--m", "27648", "--k", "4096", "--nn", fine,
+                                   "--repeats", "10", "--warmup", "3", "--out", str(out / "wave_fine.csv"))),
+            ("vocab_align", _program(*dev, "--gemm", "logits", "--h", "2560", "--b", "4",
+                                     "--v", "50256,50257,50258,50260,50264,50304", "--repeats", "20",
+                                     "--warmup", "5", "--check", "--out", str(out / "vocab_align.csv"))),
+        ]
+    for stem, argv in jobs:
         t0 = time.time()
-        r = subprocess.run(experiment_argv(exp, out / f"{stem}.csv", device, dtype), cwd=REPO,
-                           capture_output=True, text=True, timeout=150)
+        r = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=150)
         print(f"{stem}: rc={r.returncode} {time.time() - t0:.1f}s {r.stderr.strip()[-300:]}", flush=True)
 
 
@@ -105,32 +128,56 @@ def _model_ratio(df: pd.DataFrame, variant: str) -> float:
 
 def summarize_vocab(d: Path) -> list[str]:
     lines = ["## Logit GEMM (8192, 2560) x (2560, v)"]
-    if not (d / "vocab.csv").exists():
-        return lines + ["(no data)"]
-    m = _medians(pd.read_csv(d / "vocab.csv"), ["v"]).set_index("v")
-    for v, r in m.iterrows():
-        lines.append(f"v={v:6d}  {r['time_s'] * 1e3:7.3f} ms  {r['tflops']:6.0f} TF/s  IQR {r['iqr_pct']:4.1f}%  v%64={int(v) % 64}")
-    if 50257 in m.index and 50304 in m.index:
-        g = m.loc[50257, "time_s"] / m.loc[50304, "time_s"]
-        lines.append(f"50304 vs 50257: time ratio t(50257)/t(50304) = {g:.3f}; "
-                     f"throughput ratio {m.loc[50304, 'tflops'] / m.loc[50257, 'tflops']:.3f}")
-    return lines
+    for stem in ("vocab", "vocab_align"):
+        if not (d / f"{stem}.csv").exists():
+            continue
+        m = _medians(pd.read_csv(d / f"{stem}.csv"), ["v"]).set_index("v")
+        lines.append(f"{stem}.csv:")
+        for v, r in m.iterrows():
+            lines.append(f"v={v:6d}  {r['time_s'] * 1e3:7.3f} ms  {r['tflops']:6.0f} TF/s  "
+                         f"IQR {r['iqr_pct']:4.1f}%  v%64={int(v) % 64}  v%8={int(v) % 8}")
+        if 50257 in m.index and 50304 in m.index:
+            g = m.loc[50257, "time_s"] / m.loc[50304, "time_s"]
+            lines.append(f"50304 vs 50257: time ratio t(50257)/t(50304) = {g:.3f}; "
+                         f"throughput ratio {m.loc[50304, 'tflops'] / m.loc[50257, 'tflops']:.3f}")
+    return lines if len(lines) > 1 else lines + ["(no data)"]
+
+
+def _sweep_tflops(path: Path) -> pd.Series:
+    m = _medians(pd.read_csv(path), ["nn"]).set_index("nn")
+    return m["tflops"]
+
+
+def _dips(tf: pd.Series, drop: float = 0.05) -> list[int]:
+    """Points more than `drop` under the running median of their 5 neighbours."""
+    ref = tf.rolling(5, center=True, min_periods=1).median()
+    inner = tf.iloc[2:-2]  # the edges have a one-sided median (and the ramp)
+    return [int(n) for n in inner[inner < ref.iloc[2:-2] * (1 - drop)].index]
 
 
 def summarize_wave(d: Path) -> list[str]:
     from analysis.waves import predicted_periods, sawtooth_period
 
-    lines = ["## k-sweep (27648, 4096) x (4096, k)"]
-    if not (d / "wave_k.csv").exists():
-        return lines + ["(no data)"]
-    m = _medians(pd.read_csv(d / "wave_k.csv"), ["nn"])
+    lines = ["## k-sweep (27648, 4096) x (4096, k)  [k = the program's nn]"]
     preds = sorted({p for _, _, p in predicted_periods(27648, "h200")} | {128, 256})
-    res = sawtooth_period(m["nn"], m["tflops"], predicted=preds)
-    lines.append(f"throughput {m['tflops'].min():.0f}..{m['tflops'].max():.0f} TF/s; median IQR {m['iqr_pct'].median():.1f}%")
-    lines.append(f"sawtooth period: {res.period} (acf {res.acf:.2f}, noise bound {res.threshold:.2f}, step {res.step:.0f})")
-    lines.append("model periods (acf): " + ", ".join(f"{p:.0f} ({a:.2f})" for p, a in res.predicted))
-    tail = m.sort_values("nn")
-    lines.append("nn: " + " ".join(f"{int(n)}:{t:.0f}" for n, t in zip(tail["nn"], tail["tflops"], strict=True)))
+    for stem in ("wave_k", "wave_k_rep", "wave_fine"):
+        if not (d / f"{stem}.csv").exists():
+            continue
+        tf = _sweep_tflops(d / f"{stem}.csv")
+        res = sawtooth_period(tf.index, tf.to_numpy(), predicted=preds)
+        lines.append(f"{stem}: k={int(tf.index[0])}..{int(tf.index[-1])} step {res.step:.0f}, "
+                     f"{tf.min():.0f}..{tf.max():.0f} TF/s; sawtooth period {res.period} "
+                     f"(acf {res.acf:.2f}, noise bound {res.threshold:.2f}); dips >5%: {_dips(tf)}")
+        lines.append("  model periods (acf): " + ", ".join(f"{p:.0f} ({a:.2f})" for p, a in res.predicted))
+    if (d / "wave_k.csv").exists() and (d / "wave_k_rep.csv").exists():
+        a, b = _sweep_tflops(d / "wave_k.csv"), _sweep_tflops(d / "wave_k_rep.csv")
+        diff = (a / b - 1).abs() * 100
+        corr = np.corrcoef(np.diff(np.log(a.to_numpy())), np.diff(np.log(b.to_numpy())))[0, 1]
+        lines.append(f"run to run: median |diff| {diff.median():.1f}%, max {diff.max():.1f}%; "
+                     f"correlation of step changes {corr:.2f} (the structure repeats, it is not noise)")
+    if (d / "wave_fine.csv").exists():
+        tf = _sweep_tflops(d / "wave_fine.csv")
+        lines.append("wave_fine: " + " ".join(f"{int(n)}:{t:.0f}" for n, t in tf.items()))
     return lines
 
 
@@ -157,13 +204,14 @@ def main() -> int:
     p.add_argument("--summarize", type=Path, default=None, help="only summarise the CSVs in DIR")
     p.add_argument("--device", default="cuda")
     p.add_argument("--dtype", default="bf16")
+    p.add_argument("--batch", choices=("main", "extra"), default="main", help="which programs to run")
     args = p.parse_args()
     if args.summarize is not None:
         print(summarize(args.summarize))
         return 0
     out = Path(os.environ.get("OUT", "out"))
     out.mkdir(parents=True, exist_ok=True)
-    run_all(out, args.device, args.dtype)
+    run_all(out, args.device, args.dtype, args.batch)
     print(summarize(out))
     return 0
 

@@ -10,7 +10,8 @@ import pytest
 
 from analysis.gpus import GPUS, get_gpu, gpu_from_model_name
 from analysis.waves import (
-    MISALIGN_PENALTY,
+    ALIGN_EFF,
+    alignment,
     best_estimate,
     flag_drops,
     layer_gemms,
@@ -69,7 +70,9 @@ def test_tile_padding_k_padding_and_misalignment() -> None:
     assert est.k_eff == pytest.approx(8200 / (129 * 64))
     assert est.align_eff == 1.0  # 8200 is a multiple of 8
     odd = wave_estimate(8192, 50257, 2560, H200, (128, 256))
-    assert odd.align_eff == MISALIGN_PENALTY
+    assert odd.align_eff == ALIGN_EFF[1] == 0.18
+    assert wave_estimate(8192, 10922, 4096, H200, (128, 256)).align_eff == ALIGN_EFF[2]
+    assert [alignment(8192, v, 2560) for v in (50257, 50258, 50260, 50264, 50304)] == [1, 2, 4, 8, 8]
     even = wave_estimate(8192, 50304, 2560, H200, (128, 256))
     assert even.pred_tflops / odd.pred_tflops > 4.0
 
