@@ -10,6 +10,7 @@
 #   device run, carry [.whl, kernels/build]:  bash scripts/h200_campaign.sh
 set -euo pipefail
 OUT=${OUT:-${1:-/tmp/h200-out}}
+EXTRA=${EXTRA:-}   # more overrides for every submit
 mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site:$PWD
@@ -20,16 +21,19 @@ nproc; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
 WORK=/tmp/h200-campaign
 rm -rf "$WORK"; mkdir -p "$WORK"
 CAMPAIGN=(python3 -m campaign.cli --ledger "$WORK/ledger.sqlite")
+pack() {  # after every experiment, so a call cut short still returns what finished
+  "${CAMPAIGN[@]}" results --format csv > "$WORK/results.csv"
+  "${CAMPAIGN[@]}" report --out "$WORK/report" >/dev/null 2>&1 || echo "report failed"
+  "${CAMPAIGN[@]}" report --json --cluster h200node > "$WORK/metrics.json" 2>/dev/null || true
+  (cd "$WORK" && tar -czf "$OUT/h200_campaign.tar.gz" ledger.sqlite results.csv report metrics.json \
+     $(find runs -name 'kernel.err' -size +0 | head -50))
+}
 for exp in ${EXPERIMENTS:-h200_gpu h200_cpu}; do
   start=$(date +%s)
-  "${CAMPAIGN[@]}" submit cluster=h200node "experiment=$exp" "campaign.workdir=$WORK/runs" \
+  "${CAMPAIGN[@]}" submit cluster=h200node "experiment=$exp" "campaign.workdir=$WORK/runs" $EXTRA \
     | grep -v '^\[' || true
   echo "$exp took $(( $(date +%s) - start )) s"
+  "${CAMPAIGN[@]}" jobs | grep -v COMPLETED || true
+  pack
 done
-"${CAMPAIGN[@]}" jobs | grep -v COMPLETED || true
-"${CAMPAIGN[@]}" results --format csv > "$WORK/results.csv"
-"${CAMPAIGN[@]}" report --out "$WORK/report" || true
-"${CAMPAIGN[@]}" report --json --cluster h200node > "$WORK/metrics.json" || true
-tar -C "$WORK" -czf "$OUT/h200_campaign.tar.gz" ledger.sqlite results.csv report metrics.json \
-  $(cd "$WORK" && find runs -name 'kernel.err' -size +0 | head -50)
 ls -la "$OUT"
