@@ -2,7 +2,8 @@
 
 One backend query per backend covers every unfinished job (the Slurm backend
 batches them into few sacct calls); files are read and the scheduler asked
-outside any transaction, and the ledger is then updated in one short one.
+outside any transaction, and the ledger is then updated in one short one with
+bulk statements (a 10,000-job campaign must sync in seconds, not minutes).
 """
 
 from __future__ import annotations
@@ -12,14 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
 from campaign.backends.base import JobRef, JobStatus, get_backend
 from campaign.ingest import Outcome, classify_output
+from campaign.jobrun import EXIT_FILE, read_json
 from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
 from campaign.ledger import queries as q
 from campaign.states import JobState
+
+_OPEN = (JobState.PENDING, JobState.RUNNING, JobState.UNKNOWN)
 
 
 @dataclass
@@ -33,6 +37,8 @@ class SyncReport:
 
 @dataclass
 class _Pending:
+    """An unfinished attempt with what is needed to sync it, read in one query."""
+
     attempt_id: int
     ref: JobRef
     expected_n: tuple[int, ...]
@@ -41,20 +47,32 @@ class _Pending:
     backend: str
     cluster_yaml: str
     camp_workdir: str
+    cluster: str
+    partition: str
+    params: str
+    state: JobState
 
 
 def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pending]]:
     camp_id = q.require_campaign(s, campaign).id if campaign else None
+    stmt = (
+        select(JobAttempt.id, JobAttempt.job_id, JobAttempt.workdir, JobAttempt.submitted_at,
+               JobAttempt.walltime_min, JobAttempt.output_path, JobAttempt.state, Run.spec, Run.partition,
+               Campaign.backend, Campaign.cluster_yaml, Campaign.workdir, Campaign.cluster)
+        .join(Run, Run.id == JobAttempt.run_id)
+        .join(Campaign, Campaign.id == Run.campaign_id)
+        .where(JobAttempt.job_id.is_not(None), JobAttempt.state.in_(_OPEN))
+        .order_by(JobAttempt.id)
+    )
+    if camp_id is not None:
+        stmt = stmt.where(Run.campaign_id == camp_id)
     out = []
-    for att in q.unfinished(s, camp_id):
-        run: Run = att.run
-        camp: Campaign = run.campaign
-        spec = run.spec
-        out.append(_Pending(
-            att.id, JobRef(att.id, att.job_id or "", att.workdir, att.submitted_at, att.walltime_min),
-            tuple(spec["n"]), bool(spec["check"]), Path(att.output_path), camp.backend,
-            camp.cluster_yaml, camp.workdir,
-        ))
+    for (aid, job_id, workdir, submitted, walltime, output, state, spec, partition, backend, cyaml, cwork,
+         cluster) in s.execute(stmt):
+        params = ",".join(f"{k}={v}" for k, v in spec.get("extra_args") or [])
+        out.append(_Pending(aid, JobRef(aid, job_id, workdir, submitted, walltime), tuple(spec["n"]),
+                            bool(spec["check"]), Path(output), backend, cyaml, cwork, cluster, partition,
+                            params, state))
     return camp_id, out
 
 
@@ -74,55 +92,73 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
         statuses.update(result.statuses)
         report.warnings += result.warnings
     outcomes: dict[int, Outcome] = {}
-    for p in pending:
-        st = statuses.get(p.attempt_id)
-        if st is not None and st.state is JobState.COMPLETED:
-            outcomes[p.attempt_id] = classify_output(p.output, p.expected_n, p.check)
+    finished = {p.attempt_id: p for p in pending if p.attempt_id in statuses and statuses[p.attempt_id].state.finished}
+    for aid, p in finished.items():
+        st = statuses[aid]
+        if st.state is JobState.COMPLETED:
+            outcomes[aid] = classify_output(p.output, p.expected_n, p.check)
+        exit_record = read_json(Path(p.ref.workdir) / EXIT_FILE)
+        if exit_record and isinstance(exit_record.get("exit_code"), int):
+            st.exit_code = exit_record["exit_code"]  # the kernel's own code, not srun's
     with ledger.session.begin() as s:
-        report.changed, report.ingested_rows = _apply(s, statuses, outcomes)
+        report.changed, report.ingested_rows = _apply(s, pending, statuses, outcomes)
     with ledger.session() as s:
         report.counts = dict(Counter(a.state.value for a in q.latest_attempts(s, camp_id)))
     return report
 
 
-def _apply(s: Session, statuses: dict[int, JobStatus], outcomes: dict[int, Outcome]) -> tuple[int, int]:
-    changed = 0
+def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
+           outcomes: dict[int, Outcome]) -> tuple[int, int]:
+    ids = [p.attempt_id for p in pending if p.attempt_id in statuses]
+    # Re-read states inside the write transaction: another terminal may have
+    # cancelled some of these jobs since we looked.
+    still_open: set[int] = set()
+    for i in range(0, len(ids), 10_000):
+        chunk = ids[i:i + 10_000]
+        still_open |= set(s.scalars(select(JobAttempt.id).where(JobAttempt.id.in_(chunk),
+                                                                JobAttempt.state.in_(_OPEN))))
+    updates: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
-    for attempt_id, st in statuses.items():
-        att = s.get(JobAttempt, attempt_id)
-        if att is None or att.state.finished:
-            continue  # finished meanwhile (e.g. cancelled from another terminal)
+    changed = 0
+    for p in pending:
+        st = statuses.get(p.attempt_id)
+        if st is None or p.attempt_id not in still_open:
+            continue
         state, reason = st.state, st.reason
-        outcome = outcomes.get(attempt_id)
+        outcome = outcomes.get(p.attempt_id)
         if outcome is not None:
             state, reason = outcome.state, outcome.reason
-            rows += _result_rows(att, outcome)
-        if state is not att.state:
-            changed += 1
-        att.state, att.reason = state, reason
-        att.exit_code = st.exit_code if st.exit_code is not None else att.exit_code
-        att.node = st.node or att.node
-        att.started_at = st.started_at or att.started_at
-        att.ended_at = st.ended_at or att.ended_at
+            rows += _result_rows(p, outcome)
+        changed += state is not p.state
+        values: dict[str, Any] = {"id": p.attempt_id, "state": state, "reason": reason}
+        for key, value in (("exit_code", st.exit_code), ("node", st.node), ("started_at", st.started_at),
+                           ("ended_at", st.ended_at)):
+            if value is not None:
+                values[key] = value
+        updates.append(values)
+    # Bulk UPDATE by primary key, grouped by the set of columns each row sets.
+    by_keys: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
+    for values in updates:
+        by_keys[tuple(sorted(values))].append(values)
+    for group in by_keys.values():
+        s.execute(update(JobAttempt), group)
     if rows:
         s.execute(insert(ResultRow), rows)
     return changed, len(rows)
 
 
-def _result_rows(att: JobAttempt, outcome: Outcome) -> list[dict[str, Any]]:
-    run: Run = att.run
-    params = ",".join(f"{k}={v}" for k, v in run.spec.get("extra_args") or [])
+def _result_rows(p: _Pending, outcome: Outcome) -> list[dict[str, Any]]:
     out = []
     for r in outcome.rows:
         extra = dict(r.get("extra") or {})
-        if params:
-            extra["params"] = params
+        if p.params:
+            extra["params"] = p.params
         out.append({
-            "attempt_id": att.id, "source": "job", "cluster": run.campaign.cluster,
-            "partition": run.partition, "kernel": r["kernel"], "impl": r["impl"],
+            "attempt_id": p.attempt_id, "source": "job", "cluster": p.cluster,
+            "partition": p.partition, "kernel": r["kernel"], "impl": r["impl"],
             "variant": r["variant"], "device": r["device"], "dtype": r.get("dtype"),
             "threads": r["threads"], "n": r["n"], "d": r.get("d"), "repeat": r["repeat"],
-            "time_s": r["time_s"], "job_id": att.job_id, "gpu_model": r.get("gpu_model"),
+            "time_s": r["time_s"], "job_id": p.ref.job_id, "gpu_model": r.get("gpu_model"),
             "flops": r.get("flops"), "bytes": r.get("bytes"), "rel_err": r.get("rel_err"),
             "extra": extra or None,
         })
