@@ -66,7 +66,9 @@ class LocalBackend(Backend):
         ex = submitit.LocalExecutor(folder=folder)
         # The controller's own USR2 comes signal_delay_s before the limit; give
         # the job the whole walltime plus a margin to write its exit record.
-        ex.update_parameters(timeout_min=req.walltime_min + 1, signal_delay_s=30)
+        # submitit sets CUDA_VISIBLE_DEVICES to the first `gpus_per_node` GPUs
+        # (none for CPU runs, which keeps them off the GPU).
+        ex.update_parameters(timeout_min=req.walltime_min + 1, signal_delay_s=30, gpus_per_node=req.run.gpus)
         return ex
 
     def submit(self, requests: Sequence[JobRequest], on_submitted: OnSubmitted) -> None:
