@@ -138,6 +138,13 @@ def _check_sweep(sweep: SweepSpec, kernel: KernelSpec, index: int) -> None:
         if impl not in kernel.impls:
             known = ", ".join(kernel.impls)
             raise ConfigError(f"kernel {kernel.name} has no implementation {impl!r}; known: {known}")
+    # a variant or dtype that none of the sweep's impls offers is a typo, not a skip
+    for what, wanted in (("variant", sweep.variants), ("dtype", sweep.dtypes)):
+        offered = sorted({v for i in sweep.impls for v in getattr(kernel.impls[i], what + "s")})
+        unknown = [v for v in wanted if v not in offered and "all" not in offered]
+        if unknown:
+            raise ConfigError(f"{where}: kernel {kernel.name} ({', '.join(sweep.impls)}) has no {what} "
+                              f"{unknown[0]!r}; known: {', '.join(offered)}")
 
 
 def _check_partition(cfg: RootConfig, part: PartitionSpec, threads: list[int], index: int) -> None:
@@ -166,6 +173,8 @@ def plan(cfg: RootConfig) -> Plan:
     exp: ExperimentSpec = cfg.experiment
     if exp.repeats < 1 or exp.warmup < 0 or exp.walltime_min < 1:
         raise ConfigError("experiment.repeats must be >= 1, warmup >= 0 and walltime_min >= 1")
+    if exp.mem_gb is not None and not exp.mem_gb > 0:
+        raise ConfigError(f"experiment.mem_gb must be positive (GB per job), got {exp.mem_gb}")
     if not exp.sweeps:
         raise ConfigError(f"experiment {exp.name} has no sweeps")
     runs: list[RunSpec] = []
