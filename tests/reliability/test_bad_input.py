@@ -119,10 +119,17 @@ CASES: dict[str, Case] = {
     "override-without-key": Case(("submit", "=5"), "bad override '=5'"),
     "override-unparsable-value": Case(("submit", "experiment.sweeps.0.n=[64,"), "bad override 'experiment.sweeps.0.n=[64,'"),
     "override-unknown-key": Case(("submit", "experiment.repeets=5"), "repeets"),
+    "unknown-variant": Case(("submit", "experiment.sweeps.0.variants=[nope]"), "has no variant 'nope'"),
+    "unknown-dtype": Case(("submit", "experiment.sweeps.0.dtypes=[fp99]"), "has no dtype 'fp99'"),
+    "mem-gb-negative": Case(("submit", "experiment.mem_gb=-1"), "experiment.mem_gb must be positive"),
+    "warmup-negative": Case(("submit", "experiment.warmup=-1"), "warmup >= 0"),
+    "no-sweeps": Case(("submit", "experiment.sweeps=[]"), "has no sweeps"),
     "dry-run-unknown-cluster": Case(("submit", "--dry-run", "cluster=mars"), "unknown cluster 'mars'"),
     # ---- command line
     "unknown-cli-flag": Case(("submit", "--frobnicate"), "unrecognized arguments: --frobnicate"),
     "unknown-command": Case(("frobnicate",), "invalid choice: 'frobnicate'"),
+    "results-unknown-format": Case(("results", "--format", "xml"), "invalid choice: 'xml'"),
+    "report-unknown-cluster": Case(("report", "--cluster", "nope", "--json"), "no results for cluster 'nope'"),
     "time-factor-not-a-number": Case(("rerun", "--failed", "--time-factor", "abc"), "invalid float value: 'abc'"),
     # ---- import
     "csv-non-numeric-threads": Case(
