@@ -59,8 +59,10 @@ class SlurmBackend(Backend):
         qos = part.qos or cluster.qos
         if qos:
             params["qos"] = qos
-        if part.sbatch_extra:
-            params["additional_parameters"] = dict(part.sbatch_extra)
+        # --no-requeue: after NODE_FAIL or preemption Slurm would run the job
+        # again under the same ID behind the ledger's back; the ledger decides
+        # reruns (`campaign rerun`), as new attempts with their own job IDs.
+        params["additional_parameters"] = {"no-requeue": True, **dict(part.sbatch_extra)}
         return params
 
     def _max_array(self) -> int:

@@ -33,6 +33,8 @@ _JOB_ID_RE = re.compile(r"^\d+(?:_\d+)?$")
 _ARRAY_RANGE_RE = re.compile(r"^(?P<base>\d+)_\[(?P<spec>[^\]]*)\]$")
 _EMPTY = {"", "None", "none", "Unknown", "N/A", "(null)", "None assigned"}
 _DISABLED_MARK = "accounting storage is disabled"
+_DBD_DOWN_MARKS = ("problem talking to the database", "unable to connect to slurmdbd",
+                   "slurmdbd: connection refused")
 
 
 @dataclass(frozen=True)
@@ -219,8 +221,13 @@ def _error_line(proc: subprocess.CompletedProcess[str]) -> str:
 def sacct_failure(proc: subprocess.CompletedProcess[str]) -> SchedulerError:
     """One-line error for a failed sacct call (the CLI prints it, exit 1)."""
     message = _error_line(proc)
-    if _DISABLED_MARK in (proc.stderr + proc.stdout).lower():
+    text = (proc.stderr + proc.stdout).lower()
+    if _DISABLED_MARK in text:
         return AccountingDisabledError(f"sacct: {message}")
+    if any(mark in text for mark in _DBD_DOWN_MARKS):
+        # slurmdbd (or its database) unreachable: squeue can still answer for
+        # jobs the controller remembers, so callers may fall back.
+        return AccountingDisabledError(f"accounting unreachable (sacct: {message})")
     hint = "check that slurmdbd (and its database) is running and SLURM_CONF names this cluster"
     return SchedulerError(f"sacct failed (exit {proc.returncode}): {message}; {hint}")
 

@@ -19,11 +19,10 @@ are what they are):
   campaign/backends/slurm_query.py falls back only when accounting is
   *disabled* ("accounting storage is disabled"), so that test is xfail
   (strict) until it falls back on an unreachable slurmdbd too.
-- node set DOWN under a running job: with JobRequeue=1 (the default, and
-  submitit passes no --no-requeue) Slurm kills the job and requeues it:
-  sacct -D shows the first run as NODE_FAIL and a new PENDING run (reason
-  BeginTime, then ReqNodeNotAvail while the node is down). See
-  test_node_down_under_running_job for what the ledger records.
+- node set DOWN under a running job: with JobRequeue=1 (the default) Slurm
+  would requeue the job under the same ID; campaign submits with
+  --no-requeue, so the job ends NODE_FAIL and only `campaign rerun` runs it
+  again (as a new attempt). The test fails if Slurm requeues it.
 """
 
 from __future__ import annotations
@@ -180,9 +179,6 @@ def test_scheduler_down_status_fails_in_one_line_and_keeps_ledger(
     assert [(s, a) for _, s, _, a in campaign.attempts()] == [("RUNNING", 1)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "slurm_query.query_states falls back to squeue only when accounting is disabled; with slurmdbd "
-    "unreachable sacct says 'Problem talking to the database: Connection refused' and status exits 1"))
 def test_accounting_down_status_falls_back_to_squeue(campaign: Campaign, slurm_cluster: SlurmCluster) -> None:
     campaign.submit()
     campaign.wait_running()
@@ -205,10 +201,6 @@ class RequeuedBehindTheLedger(AssertionError):
     """Slurm runs a job again that the ledger has recorded as finished."""
 
 
-@pytest.mark.xfail(raises=RequeuedBehindTheLedger, strict=True, reason=(
-    "jobs are submitted requeueable (JobRequeue=1, no --no-requeue): after NODE_FAIL Slurm requeues the job "
-    "under the same ID while the ledger keeps NODE_FAIL and never syncs it again, so its output is never "
-    "ingested and `rerun --failed` would run it a second time"))
 def test_node_down_under_running_job(campaign: Campaign, slurm_cluster: SlurmCluster) -> None:
     """scontrol sets the node DOWN while the job runs: the ledger must end in a
     rerunnable state (NODE_FAIL), status must not add attempts, the node is

@@ -175,9 +175,14 @@ def test_parse_squeue() -> None:
 def test_error_classification() -> None:
     down = subprocess.CompletedProcess(["sacct"], 1, "", read("sacct_dbd_down.stderr"))
     err = sq.sacct_failure(down)
+    # slurmdbd unreachable: like disabled accounting, callers fall back to squeue
+    assert isinstance(err, sq.AccountingDisabledError)
+    assert str(err) == ("accounting unreachable (sacct: sacct: error: Problem talking to the database: "
+                        "Connection refused)")
+    other = subprocess.CompletedProcess(["sacct"], 1, "", "sacct: error: Invalid user id: foo\n")
+    err = sq.sacct_failure(other)
     assert not isinstance(err, sq.AccountingDisabledError)
-    assert str(err).startswith(
-        "sacct failed (exit 1): sacct: error: Problem talking to the database: Connection refused")
+    assert str(err).startswith("sacct failed (exit 1): sacct: error: Invalid user id: foo")
     assert "\n" not in str(err)
     off = subprocess.CompletedProcess(["sacct"], 1, "", read("sacct_disabled.stderr"))
     assert isinstance(sq.sacct_failure(off), sq.AccountingDisabledError)
@@ -223,10 +228,20 @@ def test_query_states_falls_back_when_accounting_is_off(tmp_path: Path) -> None:
     assert len(warnings) == 1 and "MinJobAge" in warnings[0]
 
 
-def test_query_states_raises_when_dbd_is_down(tmp_path: Path) -> None:
+def test_query_states_falls_back_when_dbd_is_down(tmp_path: Path) -> None:
     stderr = DATA / "sacct_dbd_down.stderr"
     env = fake_slurm_bin(tmp_path, "sacct", f"cat {stderr} >&2; exit 1")
-    with pytest.raises(SchedulerError, match="Problem talking to the database"):
+    fake_slurm_bin(tmp_path, "squeue", f"cat {DATA / 'squeue_final.txt'}")
+    found, warnings = sq.query_states(["5"], env=env)
+    assert found["5"].state is JobState.FAILED
+    assert len(warnings) == 1 and "Problem talking to the database" in warnings[0] and "squeue" in warnings[0]
+
+
+def test_query_states_raises_when_everything_is_down(tmp_path: Path) -> None:
+    stderr = DATA / "sacct_dbd_down.stderr"
+    env = fake_slurm_bin(tmp_path, "sacct", f"cat {stderr} >&2; exit 1")
+    fake_slurm_bin(tmp_path, "squeue", "echo 'slurm_load_jobs error: Unable to contact slurm controller' >&2; exit 1")
+    with pytest.raises(SchedulerError, match="squeue"):
         sq.query_states(["5"], env=env)
 
 
