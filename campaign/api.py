@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from campaign.backends.base import Backend, JobRequest, JobTask, Submitted, get_backend
@@ -164,20 +164,21 @@ def _record_runs(
     """Record runs and first attempts before anything reaches the scheduler.
     Returns the attempts to submit, the count of runs already present, and
     the attempts recorded by an earlier submit that never confirmed a job."""
-    existing = {r.key: r for r in s.scalars(select(Run).where(Run.campaign_id == camp.id))}
+    from sqlalchemy.orm import selectinload
+
+    existing = {r.key: r for r in s.scalars(select(Run).where(Run.campaign_id == camp.id)
+                                            .options(selectinload(Run.attempts)))}
     todo: list[tuple[int, RunSpec, str]] = []
     resumed: set[int] = set()
     present = 0
+    fresh: list[tuple[RunSpec, Run]] = []
     for run in runs:
         row = existing.get(run.key)
         if row is None:
-            row = Run(campaign_id=camp.id, key=run.key, kernel=run.kernel, impl=run.impl,
-                      variant=run.variant, partition=run.partition, device=run.device,
-                      dtype=run.dtype, threads=run.threads, gpus=run.gpus, spec=run.to_json(),
-                      created_at=now())
-            s.add(row)
-            s.flush()
-            todo.append(_new_attempt(s, row, run, camp_dir, None, prov_id, run.walltime_min, run.mem_gb))
+            fresh.append((run, Run(campaign_id=camp.id, key=run.key, kernel=run.kernel, impl=run.impl,
+                                   variant=run.variant, partition=run.partition, device=run.device,
+                                   dtype=run.dtype, threads=run.threads, gpus=run.gpus, spec=run.to_json(),
+                                   created_at=now())))
             continue
         present += 1
         last = row.attempts[-1] if row.attempts else None
@@ -186,6 +187,18 @@ def _record_runs(
             resumed.add(last.id)
         elif force or last is None:
             todo.append(_new_attempt(s, row, run, camp_dir, last, prov_id, run.walltime_min, run.mem_gb))
+    # New runs and their first attempts in two bulk INSERTs (10,000-run campaigns).
+    s.add_all([row for _, row in fresh])
+    s.flush()
+    attempts = []
+    for run, row in fresh:
+        workdir = _attempt_dir(camp_dir, run, 1)
+        attempts.append(JobAttempt(run_id=row.id, attempt=1, previous_id=None, backend="", state=JobState.PENDING,
+                                   workdir=str(workdir), output_path=str(workdir / OUTPUT_CSV),
+                                   walltime_min=run.walltime_min, mem_gb=run.mem_gb, provenance_id=prov_id))
+    s.add_all(attempts)
+    s.flush()
+    todo += [(att.id, run, att.workdir) for (run, _), att in zip(fresh, attempts)]
     return todo, present, resumed
 
 
@@ -220,13 +233,14 @@ def _record_submitted(ledger: Ledger, backend: Backend, chunk: list[Submitted], 
                       report: SubmitReport) -> None:
     """One short transaction per sbatch answer: the job IDs are safe on disk
     before the next chunk is submitted."""
+    stamp = now()
     with ledger.session.begin() as s:
-        for sub in chunk:
-            att = s.get(JobAttempt, sub.attempt_id)
-            assert att is not None
-            att.job_id, att.array_job_id, att.array_index = sub.job_id, sub.array_job_id, sub.array_index
-            att.stdout_path, att.stderr_path = sub.stdout_path, sub.stderr_path
-            att.backend, att.submitted_at = backend.name, now()
+        s.execute(update(JobAttempt), [
+            {"id": sub.attempt_id, "job_id": sub.job_id, "array_job_id": sub.array_job_id,
+             "array_index": sub.array_index, "stdout_path": sub.stdout_path, "stderr_path": sub.stderr_path,
+             "backend": backend.name, "submitted_at": stamp}
+            for sub in chunk
+        ])
     report.submitted += [(sub.job_id, labels[sub.attempt_id]) for sub in chunk]
 
 
