@@ -270,7 +270,7 @@ class Ledger:
                     backup = None
                     if self.url is None:
                         mode = str(conn.exec_driver_sql("PRAGMA journal_mode").scalar())
-                        backup = migrate.backup_sqlite(self.path, version, raw, mode)
+                        backup = migrate.backup_sqlite(self.path, version, mode)
                     migrate.upgrade(conn, version, SCHEMA_VERSION)
                     if self.url is None:
                         bad = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()

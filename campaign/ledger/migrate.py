@@ -61,7 +61,7 @@ def backup_path(path: Path, version: int) -> Path:
     return path.with_name(f"{path.name}.v{version}.{stamp_}.bak")
 
 
-def backup_sqlite(path: Path, version: int, raw: sqlite3.Connection, journal_mode: str) -> Path:
+def backup_sqlite(path: Path, version: int, journal_mode: str) -> Path:
     """Copy the ledger before any change. The caller holds the write lock
     (BEGIN IMMEDIATE), so nobody changes the file during the copy.
 
@@ -70,11 +70,16 @@ def backup_sqlite(path: Path, version: int, raw: sqlite3.Connection, journal_mod
     backup writes a complete copy instead."""
     target = backup_path(path, version)
     if journal_mode.lower() == "wal":
+        # From a second connection: a connection inside a write transaction
+        # cannot be a backup source. Ours has written nothing yet, and WAL
+        # lets the second one read the committed state beside it.
+        src = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
         dst = sqlite3.connect(target)
         try:
-            raw.backup(dst)
+            src.backup(dst)
         finally:
             dst.close()
+            src.close()
         return target
     shutil.copyfile(path, target)
     if target.name != f"{path.name}.v{version}.bak":

@@ -160,3 +160,19 @@ def test_ledger_with_python_column_but_v1_label(tmp_path: Path) -> None:
     assert len(led.notes) == 1
     assert _q(path, "SELECT python FROM campaign") == [("/usr/bin/python3",)]
     assert _q(path, "SELECT value FROM meta") == [(str(SCHEMA_VERSION),)]
+
+
+def test_wal_ledger_backup_holds_the_committed_wal_pages(old_ledger: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    con = sqlite3.connect(old_ledger)
+    assert con.execute("PRAGMA journal_mode = WAL").fetchone() == ("wal",)
+    con.execute("INSERT INTO meta VALUES ('only_in_wal', 'yes')")
+    con.commit()  # the row sits in ledger.sqlite-wal, not yet in the main file
+    monkeypatch.setenv("CAMPAIGN_JOURNAL_MODE", "WAL")
+    led = Ledger(old_ledger)
+    led.close()
+    con.close()
+    backup = old_ledger.with_name("ledger.sqlite.v1.bak")
+    assert str(backup) in led.notes[0]
+    assert _q(backup, "SELECT value FROM meta WHERE key = 'only_in_wal'") == [("yes",)]
+    assert _q(backup, "SELECT value FROM meta WHERE key = 'schema_version'") == [("1",)]
+    assert _dump(backup)["result"] == _dump(FIXTURE)["result"]
