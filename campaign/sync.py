@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +101,9 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
         exit_record = read_json(Path(p.ref.workdir) / EXIT_FILE)
         if exit_record and isinstance(exit_record.get("exit_code"), int):
             st.exit_code = exit_record["exit_code"]  # the kernel's own code, not srun's
-    with ledger.session.begin() as s:
-        report.changed, report.ingested_rows = _apply(s, pending, statuses, outcomes)
+    if statuses:
+        with ledger.session.begin() as s:
+            report.changed, report.ingested_rows = _apply(s, pending, statuses, outcomes)
     with ledger.session() as s:
         report.counts = dict(Counter(a.state.value for a in q.latest_attempts(s, camp_id)))
     return report
@@ -110,31 +112,36 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
 def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
            outcomes: dict[int, Outcome]) -> tuple[int, int]:
     ids = [p.attempt_id for p in pending if p.attempt_id in statuses]
-    # Re-read states inside the write transaction: another terminal may have
+    # Re-read inside the write transaction: another terminal may have
     # cancelled some of these jobs since we looked.
-    still_open: set[int] = set()
+    current: dict[int, dict[str, Any]] = {}
+    cols = (JobAttempt.id, JobAttempt.state, JobAttempt.reason, JobAttempt.exit_code, JobAttempt.node,
+            JobAttempt.started_at, JobAttempt.ended_at)
     for i in range(0, len(ids), 10_000):
-        chunk = ids[i:i + 10_000]
-        still_open |= set(s.scalars(select(JobAttempt.id).where(JobAttempt.id.in_(chunk),
-                                                                JobAttempt.state.in_(_OPEN))))
+        stmt = select(*cols).where(JobAttempt.id.in_(ids[i:i + 10_000]), JobAttempt.state.in_(_OPEN))
+        for row in s.execute(stmt):
+            current[row.id] = dict(row._mapping)
     updates: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
     changed = 0
     for p in pending:
         st = statuses.get(p.attempt_id)
-        if st is None or p.attempt_id not in still_open:
+        if st is None or p.attempt_id not in current:
             continue
         state, reason = st.state, st.reason
         outcome = outcomes.get(p.attempt_id)
         if outcome is not None:
             state, reason = outcome.state, outcome.reason
             rows += _result_rows(p, outcome)
-        changed += state is not p.state
         values: dict[str, Any] = {"id": p.attempt_id, "state": state, "reason": reason}
-        for key, value in (("exit_code", st.exit_code), ("node", st.node), ("started_at", st.started_at),
-                           ("ended_at", st.ended_at)):
+        for key, value in (("exit_code", st.exit_code), ("node", st.node), ("started_at", _naive(st.started_at)),
+                           ("ended_at", _naive(st.ended_at))):
             if value is not None:
                 values[key] = value
+        old = current[p.attempt_id]
+        if all(old.get(k) == v for k, v in values.items()):
+            continue  # nothing new: write nothing (the ledger file stays byte-identical)
+        changed += state is not old["state"]
         updates.append(values)
     # Bulk UPDATE by primary key, grouped by the set of columns each row sets.
     by_keys: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
@@ -145,6 +152,11 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
     if rows:
         s.execute(insert(ResultRow), rows)
     return changed, len(rows)
+
+
+def _naive(t: datetime | None) -> datetime | None:
+    """Times are stored as naive local time, as Slurm prints them."""
+    return t.astimezone().replace(tzinfo=None) if t is not None and t.tzinfo is not None else t
 
 
 def _result_rows(p: _Pending, outcome: Outcome) -> list[dict[str, Any]]:

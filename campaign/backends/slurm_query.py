@@ -338,7 +338,11 @@ def query_states(
     try:
         return query_sacct(job_ids, chunk=chunk, env=env, timeout_s=timeout_s), []
     except AccountingDisabledError as exc:
-        found = query_squeue_fallback(job_ids, env=env, timeout_s=timeout_s)
+        try:
+            found = query_squeue_fallback(job_ids, env=env, timeout_s=timeout_s)
+        except SchedulerError as squeue_exc:
+            raise SchedulerError(f"Slurm unreachable: {exc} (is slurmdbd up?), and the squeue fallback "
+                                 f"failed too: {squeue_exc}") from None
         warning = (
             f"{exc}: job states come from squeue, which forgets jobs MinJobAge "
             "seconds after they end; older jobs keep their last known state")
