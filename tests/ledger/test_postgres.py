@@ -57,7 +57,7 @@ def test_submit_rerun_import_results_on_postgres(new_pg_ledger: Callable[[], str
     rep = api.submit(["experiment=failures", f"campaign.workdir={tmp_path / 'runs'}"], led)
     assert rep.planned == 5 and len(rep.submitted) == 5
     with led.session() as s:
-        got = dict(s.execute(select(Run.variant, JobAttempt.state).join(JobAttempt, JobAttempt.run_id == Run.id)).tuples().all())
+        got = {v: st for v, st in s.execute(select(Run.variant, JobAttempt.state).join(JobAttempt, JobAttempt.run_id == Run.id))}
         assert {k: v.value for k, v in got.items()} == {"ok": "COMPLETED", "exit3": "FAILED", "nooutput": "LOST_OUTPUT",
                                                         "garbage": "LOST_OUTPUT", "badcheck": "CHECK_FAILED"}
         assert s.scalar(select(Campaign.python)) == sys.executable
