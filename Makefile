@@ -51,7 +51,7 @@ slurm-down:
 
 # Everything: install, start the real single-node Slurm, run the whole suite.
 test: setup slurm-up
-	CAMPAIGN_REQUIRE_SLURM=1 $(BIN)/python -m pytest -q tests
+	CAMPAIGN_REQUIRE_SLURM=1 CAMPAIGN_REQUIRE_POSTGRES=1 $(BIN)/python -m pytest -q tests
 
 test-unit: setup
 	$(BIN)/python -m pytest -q tests -m "not slurm"
