@@ -101,6 +101,10 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
                 config_name="config",
                 overrides=kernel_defaults + list(overrides) + (extra_dirs if len(_config_dirs()) > 1 else []),
             )
+        unknown = sorted(set(cfg.keys()) - {"cluster", "experiment", "kernels", "campaign"})
+        if unknown:
+            raise ConfigError(f"unknown top-level config key(s) {', '.join(map(str, unknown))}; "
+                              f"known: cluster, experiment, kernels, campaign")
         _fill_defaults(cfg)
         root = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as exc:

@@ -51,6 +51,7 @@ def test_kernel_argv_interpolates_python_and_bin() -> None:
         (["experiment.repeats=abc"], "experiment.repeats"),
         (["noequals"], "expected KEY=VALUE"),
         (["cluster.partitions.local.sockets=two"], "sockets"),
+        (["+foo=1"], "unknown top-level config key(s) foo"),
     ],
 )
 def test_bad_overrides_are_one_line_config_errors(overrides: list[str], fragment: str) -> None:
