@@ -157,13 +157,28 @@ def _conf_variant(cluster: SlurmCluster, tmp_path: Path, key: str, value: str) -
     return {"SLURM_CONF": str(conf)}
 
 
-def test_unreachable_slurmdbd_is_a_scheduler_error(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+def test_unreachable_slurmdbd_falls_back_to_squeue(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """sacct cannot reach slurmdbd: query_sacct says so in one line, and
+    query_states answers from squeue (the controller is up) with a warning."""
     env = _conf_variant(slurm_cluster, tmp_path, "AccountingStoragePort", "6899")
+    with pytest.raises(sq.AccountingDisabledError) as info:
+        sq.query_sacct(["1"], env=env, timeout_s=30)
+    assert "Connection refused" in str(info.value) and "\n" not in str(info.value)
+    got, warnings = sq.query_states(["1"], env=env, timeout_s=30)
+    assert len(warnings) == 1 and "Connection refused" in warnings[0] and "squeue" in warnings[0]
+    assert isinstance(got, dict)
+
+
+def test_unreachable_slurm_is_a_scheduler_error(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    """Neither slurmdbd nor slurmctld reachable: one SchedulerError line naming both."""
+    env = _conf_variant(slurm_cluster, tmp_path, "AccountingStoragePort", "6899")
+    conf = Path(env["SLURM_CONF"])
+    conf.write_text(conf.read_text().replace("SlurmctldPort=6817", "SlurmctldPort=6899"))
     with pytest.raises(SchedulerError) as info:
         sq.query_states(["1"], env=env, timeout_s=30)
     assert not isinstance(info.value, sq.AccountingDisabledError)
-    assert "Connection refused" in str(info.value)
-    assert "\n" not in str(info.value)
+    text = str(info.value)
+    assert "Connection refused" in text and "squeue" in text and "\n" not in text
 
 
 def test_accounting_disabled_falls_back_to_squeue(
