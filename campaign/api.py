@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
 from campaign.backends.base import Backend, JobRequest, JobTask, Submitted, get_backend
@@ -171,14 +171,11 @@ def _record_runs(
     todo: list[tuple[int, RunSpec, str]] = []
     resumed: set[int] = set()
     present = 0
-    fresh: list[tuple[RunSpec, Run]] = []
+    fresh: list[RunSpec] = []
     for run in runs:
         row = existing.get(run.key)
         if row is None:
-            fresh.append((run, Run(campaign_id=camp.id, key=run.key, kernel=run.kernel, impl=run.impl,
-                                   variant=run.variant, partition=run.partition, device=run.device,
-                                   dtype=run.dtype, threads=run.threads, gpus=run.gpus, spec=run.to_json(),
-                                   created_at=now())))
+            fresh.append(run)
             continue
         present += 1
         last = row.attempts[-1] if row.attempts else None
@@ -187,18 +184,26 @@ def _record_runs(
             resumed.add(last.id)
         elif force or last is None:
             todo.append(_new_attempt(s, row, run, camp_dir, last, prov_id, run.walltime_min, run.mem_gb))
-    # New runs and their first attempts in two bulk INSERTs (10,000-run campaigns).
-    s.add_all([row for _, row in fresh])
-    s.flush()
-    attempts = []
-    for run, row in fresh:
-        workdir = _attempt_dir(camp_dir, run, 1)
-        attempts.append(JobAttempt(run_id=row.id, attempt=1, previous_id=None, backend="", state=JobState.PENDING,
-                                   workdir=str(workdir), output_path=str(workdir / OUTPUT_CSV),
-                                   walltime_min=run.walltime_min, mem_gb=run.mem_gb, provenance_id=prov_id))
-    s.add_all(attempts)
-    s.flush()
-    todo += [(att.id, run, att.workdir) for (run, _), att in zip(fresh, attempts)]
+    # New runs and their first attempts in two bulk INSERTs (10,000-run
+    # campaigns): Core statements with RETURNING, no ORM object per row.
+    if fresh:
+        stamp = now()
+        run_ids = s.execute(
+            insert(Run).returning(Run.id, sort_by_parameter_order=True),
+            [{"campaign_id": camp.id, "key": run.key, "kernel": run.kernel, "impl": run.impl,
+              "variant": run.variant, "partition": run.partition, "device": run.device, "dtype": run.dtype,
+              "threads": run.threads, "gpus": run.gpus, "spec": run.to_json(), "created_at": stamp}
+             for run in fresh],
+        ).scalars().all()
+        workdirs = [_attempt_dir(camp_dir, run, 1) for run in fresh]
+        att_ids = s.execute(
+            insert(JobAttempt).returning(JobAttempt.id, sort_by_parameter_order=True),
+            [{"run_id": rid, "attempt": 1, "previous_id": None, "backend": "", "state": JobState.PENDING,
+              "workdir": str(wd), "output_path": str(wd / OUTPUT_CSV), "walltime_min": run.walltime_min,
+              "mem_gb": run.mem_gb, "provenance_id": prov_id}
+             for rid, wd, run in zip(run_ids, workdirs, fresh)],
+        ).scalars().all()
+        todo += [(aid, run, str(wd)) for aid, run, wd in zip(att_ids, fresh, workdirs)]
     return todo, present, resumed
 
 
