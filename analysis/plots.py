@@ -54,6 +54,9 @@ def group_label(row: pd.Series | dict[str, Any], with_cluster: bool = False) -> 
     parts.append(f"{row['cluster']}:{row['partition']}" if with_cluster else str(row["partition"]))
     if row.get("device") not in (None, "cpu"):
         parts.append(str(row["device"]))
+    params = row.get("params")
+    if isinstance(params, str) and params:
+        parts.append(f"[{params}]")
     return " ".join(parts)
 
 

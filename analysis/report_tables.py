@@ -23,7 +23,11 @@ def labels(frame: pd.DataFrame) -> pd.Series:
         label = label + (" d=" + d.astype("Int64").astype("str")).where(d.notna(), "")
     label = label + " " + frame["partition"].astype("str")
     device = frame["device"].astype("str")
-    return label + (" " + device).where(device != "cpu", "")
+    label = label + (" " + device).where(device != "cpu", "")
+    if "params" in frame.columns:  # extra program args make a different configuration
+        params = frame["params"].fillna("").astype("str")
+        label = label + (" [" + params + "]").where(params != "", "")
+    return label
 
 
 def _wide(frame: pd.DataFrame, index: list[str], column: str, values: pd.Series) -> pd.DataFrame:
