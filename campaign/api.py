@@ -146,11 +146,10 @@ def _get_or_create_campaign(s: Session, cfg: RootConfig, name: str, camp_dir: Pa
 
 
 def _record_provenance(s: Session, camp: Campaign, cfg: RootConfig, overrides: Sequence[str]) -> Provenance:
-    from omegaconf import OmegaConf
-
     from campaign import provenance
+    from campaign.config.load import resolved_yaml
 
-    info = provenance.collect(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+    info = provenance.collect(resolved_yaml(cfg))
     prov = Provenance(campaign_id=camp.id, created_at=now(),
                       command=shlex.join(["campaign", "submit", *overrides]), **info)
     s.add(prov)

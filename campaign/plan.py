@@ -13,6 +13,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 from campaign.config.schema import (
@@ -51,8 +52,9 @@ class RunSpec:
     argv: tuple[str, ...]
     extra_args: tuple[tuple[str, str], ...] = ()
 
-    @property
+    @cached_property
     def key(self) -> str:
+        # Cached: a 10,000-run plan asks for keys many times (dedup, ledger, labels).
         blob = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:KEY_LENGTH]
 

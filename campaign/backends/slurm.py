@@ -40,7 +40,7 @@ class SlurmBackend(Backend):
             "nodes": 1,
             "ntasks_per_node": 1,
             "job_name": req.job_name,
-            "setup": setup_lines(cluster, part, dict(req.task.env)),
+            "setup": self._setup(part, req.task.env),
             "array_parallelism": cluster.array_parallelism,
             "stderr_to_stdout": False,
         }
@@ -64,6 +64,14 @@ class SlurmBackend(Backend):
         # reruns (`campaign rerun`), as new attempts with their own job IDs.
         params["additional_parameters"] = {"no-requeue": True, **dict(part.sbatch_extra)}
         return params
+
+    def _setup(self, part: PartitionSpec, env: tuple[tuple[str, str], ...]) -> list[str]:
+        """Rendered once per (partition, environment), not once per run."""
+        cache: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] = self.__dict__.setdefault("_setup_cache", {})
+        key = (part.name, env)
+        if key not in cache:
+            cache[key] = setup_lines(self.cluster, part, dict(env))
+        return list(cache[key])
 
     def _max_array(self) -> int:
         if self.cluster.max_array_size is not None:

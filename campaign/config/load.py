@@ -101,11 +101,12 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
                 config_name="config",
                 overrides=kernel_defaults + list(overrides) + (extra_dirs if len(_config_dirs()) > 1 else []),
             )
-        unknown = sorted(set(cfg.keys()) - {"cluster", "experiment", "kernels", "campaign"})
+        unknown = sorted(str(k) for k in set(cfg.keys()) - {"cluster", "experiment", "kernels", "campaign"})
         if unknown:
             raise ConfigError(f"unknown top-level config key(s) {', '.join(map(str, unknown))}; "
                               f"known: cluster, experiment, kernels, campaign")
         _fill_defaults(cfg)
+        text = OmegaConf.to_yaml(cfg, resolve=True)
         root = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as exc:
         raise ConfigError(_one_line(exc)) from None
@@ -121,7 +122,18 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     assert isinstance(root, RootConfig)
     for key, part in root.cluster.partitions.items():
         part.name = part.name or key
+    root.__dict__["_resolved_yaml"] = text  # for provenance; not a config field
     return root
+
+
+def resolved_yaml(cfg: RootConfig) -> str:
+    """The composed, resolved config as YAML (recorded with every submit)."""
+    text = cfg.__dict__.get("_resolved_yaml")
+    if isinstance(text, str):
+        return text
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_yaml(OmegaConf.structured(cfg))
 
 
 def _fill_defaults(cfg: object) -> None:
