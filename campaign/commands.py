@@ -12,6 +12,7 @@ from typing import Any
 from campaign.errors import BadInputError
 
 LedgerFactory = Callable[..., Any]
+STATUS_ROWS = 50  # `status` lists every job up to this many, then only the unfinished/failed ones
 
 
 def _console() -> Any:
@@ -91,7 +92,15 @@ def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     for w in rep.warnings:
         print(f"campaign: warning: {w}", file=sys.stderr)
     rows = views.job_rows(led, args.campaign, None, all_attempts=False)
-    _table(f"campaign {args.campaign}" if args.campaign else "all campaigns", views.JOB_COLUMNS, rows)
+    title = f"campaign {args.campaign}" if args.campaign else "all campaigns"
+    if len(rows) > STATUS_ROWS:  # big campaigns: the jobs that need attention, not 10,000 lines
+        state_col = views.JOB_COLUMNS.index("state")
+        shown = [r for r in rows if r[state_col] != "COMPLETED"]
+        title += f" — {len(rows) - len(shown)} COMPLETED jobs not listed (`campaign jobs` lists all)"
+        if len(shown) > STATUS_ROWS:
+            title += f"; first {STATUS_ROWS} of {len(shown)} others"
+        rows = shown[:STATUS_ROWS]
+    _table(title, views.JOB_COLUMNS, rows)
     print(f"{rep.changed} job(s) changed state, {rep.ingested_rows} result row(s) ingested")
     _print_counts(rep.counts)
     return 0
