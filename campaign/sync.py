@@ -50,7 +50,7 @@ class _Pending:
     camp_workdir: str
     cluster: str
     partition: str
-    params: str
+    extra_args: tuple[tuple[str, str], ...]
     state: JobState
 
 
@@ -70,10 +70,10 @@ def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pendin
     out = []
     for (aid, job_id, workdir, submitted, walltime, output, state, spec, partition, backend, cyaml, cwork,
          cluster) in s.execute(stmt):
-        params = ",".join(f"{k}={v}" for k, v in spec.get("extra_args") or [])
+        extra_args = tuple((str(k), str(v)) for k, v in spec.get("extra_args") or [])
         out.append(_Pending(aid, JobRef(aid, job_id, workdir, submitted, walltime), tuple(spec["n"]),
                             bool(spec["check"]), Path(output), backend, cyaml, cwork, cluster, partition,
-                            params, state))
+                            extra_args, state))
     return camp_id, out
 
 
@@ -154,6 +154,18 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
     return changed, len(rows)
 
 
+def _params(extra_args: tuple[tuple[str, str], ...], row: dict[str, Any]) -> str:
+    """A configuration's extra arguments, as this row ran them: an argument
+    given as a list (one process sweeping it, e.g. `--a 20,32,40`) takes the
+    row's own value from its column of that name."""
+    parts = []
+    for key, value in extra_args:
+        column = key.replace("-", "_")
+        own = row.get(key, row.get(column))
+        parts.append(f"{key}={own if own not in (None, '') else value}")
+    return ",".join(parts)
+
+
 def _naive(t: datetime | None) -> datetime | None:
     """Times are stored as naive local time, as Slurm prints them."""
     return t.astimezone().replace(tzinfo=None) if t is not None and t.tzinfo is not None else t
@@ -163,8 +175,9 @@ def _result_rows(p: _Pending, outcome: Outcome) -> list[dict[str, Any]]:
     out = []
     for r in outcome.rows:
         extra = dict(r.get("extra") or {})
-        if p.params:
-            extra["params"] = p.params
+        params = _params(p.extra_args, extra)
+        if params:
+            extra["params"] = params
         out.append({
             "attempt_id": p.attempt_id, "source": "job", "cluster": p.cluster,
             "partition": p.partition, "kernel": r["kernel"], "impl": r["impl"],

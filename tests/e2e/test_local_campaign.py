@@ -180,3 +180,22 @@ def test_bad_csv_imports_nothing(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "line 6" in proc.stderr and "threads" in proc.stderr
     assert not ledger.exists() or _db(ledger, "SELECT count(*) FROM result") == [(0,)]
+
+
+def test_shape_campaign_rows_carry_their_own_shape(tmp_path: Path) -> None:
+    """A gemm_shapes run sweeps `a` inside one process: each row's params name
+    its own a, so the analysis never merges two shapes into one median."""
+    ledger = tmp_path / "l.sqlite"
+    proc = run_cli("--ledger", str(ledger), "submit", "experiment=shape_gpt3_2p7b",
+                   "experiment.sweeps.0.partitions=[local]", "experiment.sweeps.0.dtypes=[fp32]",
+                   "experiment.sweeps.0.n=[64]", "experiment.sweeps.0.args={h: 256, a: [4, 8], b: 1, t: 1, v: 1000}",
+                   "experiment.repeats=2", "experiment.warmup=1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(run_cli("--ledger", str(ledger), "results", "--format", "json").stdout)
+    assert {r["params"] for r in rows} == {"a=4,b=1,h=256,t=1,v=1000", "a=8,b=1,h=256,t=1,v=1000"}
+    assert {r["variant"] for r in rows} >= {"qkv", "score", "attn_v", "proj", "mlp_up", "mlp_down", "logits", "layer"}
+    assert all(str(r["a"]) in r["params"] for r in rows)
+    metrics = json.loads(run_cli("--ledger", str(ledger), "report", "--json").stdout)
+    score = [r for r in metrics["roofline"] if r["kernel"] == "gemm_shapes" and r["variant"] == "score"]
+    assert sorted(r["params"] for r in score) == ["a=4,b=1,h=256,t=1,v=1000", "a=8,b=1,h=256,t=1,v=1000"]
+    assert all(r["flops_per_s"] and r["flops_per_s"] > 0 for r in score)
