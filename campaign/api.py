@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
@@ -25,7 +26,7 @@ from campaign.environment import job_env
 from campaign.errors import BadInputError, ConfigError
 from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, Run
 from campaign.ledger import queries as q
-from campaign.plan import RunSpec, campaign_name, missing_programs, plan
+from campaign.plan import Plan, RunSpec, campaign_name, missing_programs, plan
 from campaign.states import JobState
 
 OUTPUT_CSV = "results.csv"
@@ -84,12 +85,17 @@ def _request(cluster: ClusterSpec, camp: str, run: RunSpec, attempt_id: int, wor
                       job_name=f"campaign:{camp}", comment=f"campaign={camp} run={run.key} attempt_id={attempt_id}")
 
 
-def dry_run(overrides: Sequence[str], ledger_path: Path) -> SubmitReport:
-    """Plan and render the job scripts; touches neither ledger nor scheduler."""
+def _prepare(overrides: Sequence[str], ledger_path: Path) -> tuple[RootConfig, Plan, str, Path]:
+    """Config, plan, campaign name and job folder: the same for a dry run and a submit."""
     cfg = load_config(overrides)
     p = plan(cfg)
     name = campaign_name(cfg)
-    camp_dir = _workdir_root(cfg.campaign.workdir, ledger_path) / name
+    return cfg, p, name, _workdir_root(cfg.campaign.workdir, ledger_path) / name
+
+
+def dry_run(overrides: Sequence[str], ledger_path: Path) -> SubmitReport:
+    """Plan and render the job scripts; touches neither ledger nor scheduler."""
+    cfg, p, name, camp_dir = _prepare(overrides, ledger_path)
     reqs = [
         _request(cfg.cluster, name, r, i + 1, _attempt_dir(camp_dir, r, 1), r.walltime_min, r.mem_gb)
         for i, r in enumerate(p.runs)
@@ -105,13 +111,10 @@ def submit(
     force: bool = False,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> SubmitReport:
-    cfg = load_config(overrides)
-    p = plan(cfg)
+    cfg, p, name, camp_dir = _prepare(overrides, ledger.path)
     missing = missing_programs(p.runs)
     if missing:
         raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
-    name = campaign_name(cfg)
-    camp_dir = _workdir_root(cfg.campaign.workdir, ledger.path) / name
     report = SubmitReport(name, len(p.runs), skipped=p.skipped)
     with ledger.session.begin() as s:
         camp = _get_or_create_campaign(s, cfg, name, camp_dir)
@@ -194,15 +197,11 @@ def _record_runs(
               "threads": run.threads, "gpus": run.gpus, "spec": run.to_json(), "created_at": stamp}
              for run in fresh],
         ).scalars().all()
-        workdirs = [_attempt_dir(camp_dir, run, 1) for run in fresh]
-        att_ids = s.execute(
-            insert(JobAttempt).returning(JobAttempt.id, sort_by_parameter_order=True),
-            [{"run_id": rid, "attempt": 1, "previous_id": None, "backend": "", "state": JobState.PENDING,
-              "workdir": str(wd), "output_path": str(wd / OUTPUT_CSV), "walltime_min": run.walltime_min,
-              "mem_gb": run.mem_gb, "provenance_id": prov_id}
-             for rid, wd, run in zip(run_ids, workdirs, fresh)],
-        ).scalars().all()
-        todo += [(aid, run, str(wd)) for aid, run, wd in zip(att_ids, fresh, workdirs)]
+        rows = [_attempt_row(rid, run, camp_dir, None, prov_id, run.walltime_min, run.mem_gb)
+                for rid, run in zip(run_ids, fresh)]
+        att_ids = s.execute(insert(JobAttempt).returning(JobAttempt.id, sort_by_parameter_order=True),
+                            rows).scalars().all()
+        todo += [(aid, run, row["workdir"]) for aid, run, row in zip(att_ids, fresh, rows)]
     return todo, present, resumed
 
 
@@ -220,17 +219,22 @@ def _recover_orphans(ledger: Ledger, backend: Backend, reqs: list[JobRequest], r
     return [r for r in reqs if r.attempt_id not in done]
 
 
-def _new_attempt(s: Session, row: Run, run: RunSpec, camp_dir: Path, previous: JobAttempt | None,
-                 prov_id: int | None, walltime_min: int, mem_gb: float | None) -> tuple[int, RunSpec, str]:
+def _attempt_row(run_id: int, run: RunSpec, camp_dir: Path, previous: JobAttempt | None,
+                 prov_id: int | None, walltime_min: int, mem_gb: float | None) -> dict[str, Any]:
+    """Column values of a new attempt, recorded before it reaches the scheduler."""
     number = (previous.attempt + 1) if previous else 1
     workdir = _attempt_dir(camp_dir, run, number)
-    att = JobAttempt(run_id=row.id, attempt=number, previous_id=previous.id if previous else None,
-                     backend="", state=JobState.PENDING, workdir=str(workdir),
-                     output_path=str(workdir / OUTPUT_CSV), walltime_min=walltime_min, mem_gb=mem_gb,
-                     provenance_id=prov_id)
-    s.add(att)
-    s.flush()
-    return att.id, run, str(workdir)
+    return {"run_id": run_id, "attempt": number, "previous_id": previous.id if previous else None,
+            "backend": "", "state": JobState.PENDING, "workdir": str(workdir),
+            "output_path": str(workdir / OUTPUT_CSV), "walltime_min": walltime_min, "mem_gb": mem_gb,
+            "provenance_id": prov_id}
+
+
+def _new_attempt(s: Session, row: Run, run: RunSpec, camp_dir: Path, previous: JobAttempt | None,
+                 prov_id: int | None, walltime_min: int, mem_gb: float | None) -> tuple[int, RunSpec, str]:
+    values = _attempt_row(row.id, run, camp_dir, previous, prov_id, walltime_min, mem_gb)
+    attempt_id = s.execute(insert(JobAttempt).returning(JobAttempt.id), values).scalar_one()
+    return attempt_id, run, values["workdir"]
 
 
 def _record_submitted(ledger: Ledger, backend: Backend, chunk: list[Submitted], labels: dict[int, str],
@@ -255,8 +259,7 @@ def _submit_requests(ledger: Ledger, backend: Backend, reqs: list[JobRequest], r
     def record(chunk: list[Submitted]) -> None:
         _record_submitted(ledger, backend, chunk, labels, report)
 
-    if hasattr(backend, "progress"):
-        backend.progress = progress  # type: ignore[attr-defined]
+    backend.progress = progress
     backend.submit(reqs, record)
 
 

@@ -108,12 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # never a traceback for users; CAMPAIGN_DEBUG=1 shows it
         if os.environ.get("CAMPAIGN_DEBUG"):
             raise
+        from sqlalchemy.exc import SQLAlchemyError
+
         from campaign.errors import LedgerError
 
-        try:
-            from sqlalchemy.exc import SQLAlchemyError
-        except ImportError:  # pragma: no cover
-            SQLAlchemyError = ()  # type: ignore[assignment,misc]
         if isinstance(exc, SQLAlchemyError):
             err: CampaignError = LedgerError(f"ledger: {' '.join(str(getattr(exc, 'orig', exc)).split())}")
             print(f"campaign: error: {err}", file=sys.stderr)

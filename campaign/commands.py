@@ -151,8 +151,9 @@ def cmd_cancel(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 def cmd_import(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     from campaign import results
+    from campaign.ingest import read_import_file
 
-    rows = results.read_import(args.file)  # validated before the ledger is even opened
+    rows = read_import_file(args.file)  # validated before the ledger is even opened
     led = ledger(args)
     count = results.store_import(led, args.file, rows)
     print(f"imported {count} rows from {args.file}")

@@ -10,6 +10,7 @@ from sqlalchemy import select
 from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
+from campaign.plan import RunSpec
 from campaign.results import results_frame
 
 FACT_COLUMNS = ["cluster", "partition", "cores", "sockets", "numa_domains", "threads_per_core",
@@ -61,8 +62,7 @@ def jobs_frame(led: Ledger, campaign: str | None = None) -> Any:
                 "cluster": camp.cluster, "campaign": camp.name, "job_id": att.job_id,
                 "array_index": att.array_index, "attempt": att.attempt, "state": att.state.value,
                 "node": att.node, "submitted": att.submitted_at, "started": att.started_at,
-                "ended": att.ended_at, "run": f"{run.kernel}/{run.impl}/{run.variant} {run.dtype} "
-                f"{run.partition} {run.gpus and f'{run.gpus}gpu' or f'{run.threads}t'}",
+                "ended": att.ended_at, "run": RunSpec.from_json(run.spec).label,
             })
     return pd.DataFrame(rows, columns=["cluster", "campaign", "job_id", "array_index", "attempt", "state", "node",
                                        "submitted", "started", "ended", "run"])

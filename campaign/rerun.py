@@ -6,14 +6,27 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from campaign.backends.base import JobRef, get_backend
+from campaign.backends.base import JobRef, JobRequest, get_backend
+from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError
 from campaign.ledger import JobAttempt, Ledger
 from campaign.ledger import queries as q
 from campaign.plan import RunSpec
 from campaign.states import JobState
+
+
+@dataclass
+class _Batch:
+    """The new attempts of one campaign, submitted together."""
+
+    cluster: ClusterSpec
+    workdir: str
+    python: str
+    requests: list[JobRequest] = field(default_factory=list)
+    previous: dict[int, str | None] = field(default_factory=dict)  # new attempt id -> previous job id
 
 
 @dataclass
@@ -65,28 +78,30 @@ def rerun(
     if job_id is None and not wanted:
         raise BadInputError("say what to rerun: --failed, --state STATE or --job JOB_ID")
     report = RerunReport()
-    by_campaign: dict[str, list] = {}
+    batches: dict[str, _Batch] = {}
     with ledger.session.begin() as s:
         for att in _select(s, campaign, job_id, wanted):
             run = att.run
             camp = run.campaign
-            cluster = cluster_from_yaml(camp.cluster_yaml)
+            if camp.name not in batches:
+                batches[camp.name] = _Batch(cluster_from_yaml(camp.cluster_yaml), camp.workdir, camp.python)
+            batch = batches[camp.name]
             spec = RunSpec.from_json(run.spec)
-            part = cluster.partitions[spec.partition]
+            part = batch.cluster.partitions[spec.partition]
             walltime, mem = _scaled(att, spec, part.max_walltime_min, part.mem_gb,
                                     part.memory_gb / max(1, part.cores), time_factor, mem_factor)
             aid, _, workdir = _new_attempt(s, run, spec, Path(camp.workdir), att, None, walltime, mem)
-            req = _request(cluster, camp.name, spec, aid, Path(workdir), walltime, mem)
-            by_campaign.setdefault(camp.name, [cluster, camp.workdir, [], camp.python])[2].append((req, att.job_id))
-    for name, (cluster, workdir, items, python) in by_campaign.items():
-        sub = SubmitReport(name, len(items))
-        previous = {req.attempt_id: old for req, old in items}
-        _submit_requests(ledger, get_backend(cluster, Path(workdir), python), [r for r, _ in items], sub, progress)
+            batch.requests.append(_request(batch.cluster, camp.name, spec, aid, Path(workdir), walltime, mem))
+            batch.previous[aid] = att.job_id
+    for name, batch in batches.items():
+        backend = get_backend(batch.cluster, Path(batch.workdir), batch.python)
+        _submit_requests(ledger, backend, batch.requests, SubmitReport(name, len(batch.requests)), progress)
         with ledger.session() as s:
-            for aid, old in previous.items():
-                new = s.get(JobAttempt, aid)
-                report.submitted.append((new.job_id if new and new.job_id else "?", old or "?"))
-        if cluster.backend == "local":
+            rows = s.execute(select(JobAttempt.id, JobAttempt.job_id).where(JobAttempt.id.in_(list(batch.previous))))
+            new_ids = {aid: job for aid, job in rows}
+        for aid, old in batch.previous.items():
+            report.submitted.append((new_ids.get(aid) or "?", old or "?"))
+        if batch.cluster.backend == "local":
             report.sync = sync(ledger, name)
     return report
 

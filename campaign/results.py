@@ -8,16 +8,11 @@ from typing import Any
 
 from sqlalchemy import insert, select
 
-from campaign.ingest import read_import_file
 from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
 from campaign.states import JobState
 
 EXPORT_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n", "d",
                   "repeat", "time_s", "job_id", "gpu_model", "flops", "bytes", "rel_err"]
-
-
-def read_import(path: Path) -> list[dict[str, Any]]:
-    return read_import_file(path)
 
 
 def store_import(led: Ledger, path: Path, rows: list[dict[str, Any]]) -> int:

@@ -80,6 +80,7 @@ class QueryResult:
 
 
 OnSubmitted = Callable[[list[Submitted]], None]
+ProgressHook = Callable[[int, int, str], None]  # done, total, label of the job just finished
 
 
 class Backend(abc.ABC):
@@ -87,6 +88,7 @@ class Backend(abc.ABC):
     as soon as the scheduler answered, so the ledger never misses a job ID."""
 
     name: str
+    progress: ProgressHook | None = None  # called by backends whose submit waits for the jobs
 
     def __init__(self, cluster: ClusterSpec, folder: Path, python: str | None = None) -> None:
         import sys

@@ -11,15 +11,13 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
 from campaign.jobrun import EXIT_FILE, START_FILE, execute, read_json
 from campaign.states import JobState
-
-ProgressHook = Callable[[int, int, str], None]  # done, total, label of the job just finished
 
 
 def _pid_alive(pid: int) -> bool:
@@ -43,7 +41,6 @@ def _parse_time(text: object) -> datetime | None:
 
 class LocalBackend(Backend):
     name = "local"
-    progress: ProgressHook | None = None
     poll_s: float = 0.2
 
     def render(self, requests: Sequence[JobRequest]) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from campaign.backends import slurm_query
 from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
-from campaign.config.schema import PartitionSpec
+from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.environment import setup_lines
 from campaign.errors import SchedulerError, SubmissionError
 from campaign.jobrun import execute
@@ -30,6 +30,11 @@ DEFAULT_MAX_ARRAY = 1001
 
 class SlurmBackend(Backend):
     name = "slurm"
+
+    def __init__(self, cluster: ClusterSpec, folder: Path, python: str | None = None) -> None:
+        super().__init__(cluster, folder, python)
+        # job environment lines, rendered once per (partition, environment)
+        self._setup_cache: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] = {}
 
     def _params(self, req: JobRequest) -> dict[str, Any]:
         cluster = self.cluster
@@ -67,21 +72,15 @@ class SlurmBackend(Backend):
 
     def _setup(self, part: PartitionSpec, env: tuple[tuple[str, str], ...]) -> list[str]:
         """Rendered once per (partition, environment), not once per run."""
-        cache: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] = self.__dict__.setdefault("_setup_cache", {})
         key = (part.name, env)
-        if key not in cache:
-            cache[key] = setup_lines(self.cluster, part, dict(env))
-        return list(cache[key])
+        if key not in self._setup_cache:
+            self._setup_cache[key] = setup_lines(self.cluster, part, dict(env))
+        return list(self._setup_cache[key])
 
     def _max_array(self) -> int:
         if self.cluster.max_array_size is not None:
             return self.cluster.max_array_size
-        try:
-            return slurm_query.max_array_size()
-        except SchedulerError:
-            raise
-        except Exception:  # pragma: no cover - scontrol missing entirely
-            return DEFAULT_MAX_ARRAY
+        return slurm_query.max_array_size()
 
     def _groups(self, requests: Sequence[JobRequest], max_array: int) -> list[tuple[dict[str, Any], list[JobRequest]]]:
         by_sig: dict[str, tuple[dict[str, Any], list[JobRequest]]] = {}
