@@ -21,7 +21,7 @@ import pandas as pd
 
 from analysis import plots
 from analysis.metrics import all_metrics, filter_cluster
-from analysis.penalties import partition_facts
+from analysis.penalties import facts_columns
 from analysis.report_tables import (
     best_thread_table,
     crossover_table,
@@ -94,7 +94,7 @@ def _analysis_blocks(results: pd.DataFrame, partitions: pd.DataFrame | None, clu
     summary = ensure_summary(results)
     metrics = filter_cluster(all_metrics(summary, partitions), cluster)
     local = summary[summary["cluster"].astype("str") == cluster]
-    facts = partition_facts(partitions, ["cores", "numa_domains"])
+    facts = facts_columns(partitions, ["cores", "numa_domains"])
 
     def fig(name: str, made: plots.Figure | None) -> list[Block]:
         if made is None:

@@ -10,21 +10,22 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
-from campaign.backends.base import JobRef, JobStatus, get_backend
-from campaign.ingest import Outcome, classify_output
-from campaign.jobrun import EXIT_FILE, read_json
+from campaign.backends import get_backend
+from campaign.backends.base import JobRef, JobStatus
+from campaign.clock import as_naive_local
+from campaign.config.clusters import cluster_from_yaml
+from campaign.job.files import EXIT_FILE, read_json
 from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
 from campaign.ledger import queries as q
-from campaign.states import JobState
-
-_OPEN = (JobState.PENDING, JobState.RUNNING, JobState.UNKNOWN)
+from campaign.results.reader import Outcome, classify_output
+from campaign.results.store import job_rows
+from campaign.states import OPEN_STATES, JobState
 
 
 @dataclass
@@ -62,7 +63,7 @@ def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pendin
                Campaign.backend, Campaign.cluster_yaml, Campaign.workdir, Campaign.cluster)
         .join(Run, Run.id == JobAttempt.run_id)
         .join(Campaign, Campaign.id == Run.campaign_id)
-        .where(JobAttempt.job_id.is_not(None), JobAttempt.state.in_(_OPEN))
+        .where(JobAttempt.job_id.is_not(None), JobAttempt.state.in_(OPEN_STATES))
         .order_by(JobAttempt.id)
     )
     if camp_id is not None:
@@ -78,8 +79,6 @@ def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pendin
 
 
 def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
-    from campaign.api import cluster_from_yaml
-
     report = SyncReport(campaign)
     with ledger.session() as s:
         camp_id, pending = _collect(s, campaign)
@@ -118,7 +117,7 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
     cols = (JobAttempt.id, JobAttempt.state, JobAttempt.reason, JobAttempt.exit_code, JobAttempt.node,
             JobAttempt.started_at, JobAttempt.ended_at)
     for i in range(0, len(ids), 10_000):
-        stmt = select(*cols).where(JobAttempt.id.in_(ids[i:i + 10_000]), JobAttempt.state.in_(_OPEN))
+        stmt = select(*cols).where(JobAttempt.id.in_(ids[i:i + 10_000]), JobAttempt.state.in_(OPEN_STATES))
         for row in s.execute(stmt):
             current[row.id] = dict(row._mapping)
     updates: list[dict[str, Any]] = []
@@ -132,10 +131,10 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
         outcome = outcomes.get(p.attempt_id)
         if outcome is not None:
             state, reason = outcome.state, outcome.reason
-            rows += _result_rows(p, outcome)
+            rows += job_rows(p.attempt_id, p.ref.job_id, p.cluster, p.partition, p.extra_args, outcome.rows)
         values: dict[str, Any] = {"id": p.attempt_id, "state": state, "reason": reason}
-        for key, value in (("exit_code", st.exit_code), ("node", st.node), ("started_at", _naive(st.started_at)),
-                           ("ended_at", _naive(st.ended_at))):
+        for key, value in (("exit_code", st.exit_code), ("node", st.node), ("started_at", as_naive_local(st.started_at)),
+                           ("ended_at", as_naive_local(st.ended_at))):
             if value is not None:
                 values[key] = value
         old = current[p.attempt_id]
@@ -152,39 +151,3 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
     if rows:
         s.execute(insert(ResultRow), rows)
     return changed, len(rows)
-
-
-def _params(extra_args: tuple[tuple[str, str], ...], row: dict[str, Any]) -> str:
-    """A configuration's extra arguments, as this row ran them: an argument
-    given as a list (one process sweeping it, e.g. `--a 20,32,40`) takes the
-    row's own value from its column of that name."""
-    parts = []
-    for key, value in extra_args:
-        column = key.replace("-", "_")
-        own = row.get(key, row.get(column))
-        parts.append(f"{key}={own if own not in (None, '') else value}")
-    return ",".join(parts)
-
-
-def _naive(t: datetime | None) -> datetime | None:
-    """Times are stored as naive local time, as Slurm prints them."""
-    return t.astimezone().replace(tzinfo=None) if t is not None and t.tzinfo is not None else t
-
-
-def _result_rows(p: _Pending, outcome: Outcome) -> list[dict[str, Any]]:
-    out = []
-    for r in outcome.rows:
-        extra = dict(r.get("extra") or {})
-        params = _params(p.extra_args, extra)
-        if params:
-            extra["params"] = params
-        out.append({
-            "attempt_id": p.attempt_id, "source": "job", "cluster": p.cluster,
-            "partition": p.partition, "kernel": r["kernel"], "impl": r["impl"],
-            "variant": r["variant"], "device": r["device"], "dtype": r.get("dtype"),
-            "threads": r["threads"], "n": r["n"], "d": r.get("d"), "repeat": r["repeat"],
-            "time_s": r["time_s"], "job_id": p.ref.job_id, "gpu_model": r.get("gpu_model"),
-            "flops": r.get("flops"), "bytes": r.get("bytes"), "rel_err": r.get("rel_err"),
-            "extra": extra or None,
-        })
-    return out

@@ -3,7 +3,7 @@
 `submit` blocks until the jobs finished (at most `cluster.local_parallel_jobs`
 at a time, one by default: concurrent benchmarks would share cores and spoil
 each other's timings). State is read back from the files the job side leaves
-(`campaign.jobrun`), so another process can sync later.
+(`campaign.job`), so another process can sync later.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
-from campaign.jobrun import EXIT_FILE, START_FILE, execute, read_json
+from campaign.job.files import EXIT_FILE, START_FILE, read_json
+from campaign.job.runner import execute
 from campaign.states import JobState
 
 

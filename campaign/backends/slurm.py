@@ -15,17 +15,22 @@ import os
 import shlex
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from campaign.backends import slurm_query
 from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
+from campaign.backends.slurm_run import run_slurm
+from campaign.backends.submitit_adapter import sbatch_script
 from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.environment import setup_lines
-from campaign.errors import SchedulerError, SubmissionError
-from campaign.jobrun import execute
+from campaign.errors import SchedulerError, SubmissionError, one_line
+from campaign.job.runner import execute
 
 DEFAULT_MAX_ARRAY = 1001
+# Slurm's variables kept in job.json (array task, job id, CPUs actually given).
+_RECORDED_ENV = ("SLURM_",)
 
 
 class SlurmBackend(Backend):
@@ -110,14 +115,11 @@ class SlurmBackend(Backend):
         return ex
 
     def render(self, requests: Sequence[JobRequest]) -> list[str]:
-        from submitit.slurm.slurm import _make_sbatch_string
-
         max_array = self.cluster.max_array_size or DEFAULT_MAX_ARRAY
         scripts = []
         for params, group in self._groups(requests, max_array):
             ex = self._executor(params, "<manifest>")
-            text = _make_sbatch_string(command=ex._submitit_command_str, folder=self._folder(),
-                                       map_count=len(group) if len(group) > 1 else None, **ex.parameters)
+            text = sbatch_script(ex, self._folder(), len(group))
             runs = "\n".join(f"#   [{i}] {r.run.label}: {shlex.join(r.task.argv)}" for i, r in enumerate(group))
             scripts.append(text + f"# runs in this {'array' if len(group) > 1 else 'job'}:\n{runs}\n")
         return scripts
@@ -141,13 +143,13 @@ class SlurmBackend(Backend):
             ex = self._executor(params, manifest)
             try:
                 with ex.batch():
-                    jobs = [ex.submit(execute, r.task) for r in group]
+                    jobs = [ex.submit(execute, replace(r.task, record_env_prefixes=_RECORDED_ENV)) for r in group]
             except (subprocess.CalledProcessError, OSError, RuntimeError) as exc:
                 detail = getattr(exc, "stderr", None) or getattr(exc, "output", None) or exc
                 if isinstance(detail, bytes):
                     detail = detail.decode(errors="replace")
                 raise SubmissionError(f"sbatch refused {len(group)} job(s) on {params['partition']}: "
-                                      f"{' '.join(str(detail).split())[:300]}") from None
+                                      f"{one_line(str(detail))}") from None
             subs = []
             for index, (req, job) in enumerate(zip(group, jobs)):
                 array_id = job.job_id.split("_")[0] if "_" in job.job_id else None
@@ -161,16 +163,15 @@ class SlurmBackend(Backend):
 
     def _find_by_name(self, name: str, since: float) -> str | None:
         """Base job ID of the job or array named `name`, from squeue then sacct."""
-        import subprocess
         import time
 
         start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since - 3600))
         for argv in (["squeue", "-h", "-r", f"--name={name}", "-o", "%i"],
                      ["sacct", "-X", "-n", "-P", f"--name={name}", "-S", start, "-o", "JobID"]):
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+            proc = run_slurm(argv)
             if proc.returncode != 0:
                 raise SchedulerError(f"{argv[0]} failed while looking for orphaned jobs: "
-                                     f"{' '.join(proc.stderr.split())[:200]}")
+                                     f"{one_line(proc.stderr, 200)}")
             for line in proc.stdout.split():
                 return line.split("_")[0]
         return None
@@ -212,10 +213,8 @@ class SlurmBackend(Backend):
         return QueryResult(statuses, warnings)
 
     def cancel(self, refs: Sequence[JobRef]) -> None:
-        import subprocess
-
         ids = [r.job_id for r in refs if r.job_id]
         for i in range(0, len(ids), 1000):
-            proc = subprocess.run(["scancel", *ids[i:i + 1000]], capture_output=True, text=True, timeout=60)
+            proc = run_slurm(["scancel", *ids[i:i + 1000]])
             if proc.returncode != 0:
-                raise SchedulerError(f"scancel failed: {' '.join(proc.stderr.split())[:300]}")
+                raise SchedulerError(f"scancel failed: {one_line(proc.stderr)}")

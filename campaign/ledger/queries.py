@@ -1,4 +1,4 @@
-"""Queries take a Session; the caller owns the transaction (STYLE.md)."""
+"""Queries take a Session; the caller owns the transaction (docs/style.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from sqlalchemy.orm import Session
 
 from campaign.errors import BadInputError
 from campaign.ledger.models import Campaign, JobAttempt, Run
-from campaign.states import JobState
 
 
 def campaign_by_name(s: Session, name: str) -> Campaign | None:
@@ -43,19 +42,6 @@ def attempts_by_job_id(s: Session, job_id: str) -> list[JobAttempt]:
     if not found:
         raise BadInputError(f"unknown job ID {job_id!r}: `campaign jobs` lists the known ones")
     return found
-
-
-def unfinished(s: Session, campaign_id: int | None = None) -> list[JobAttempt]:
-    q = (
-        select(JobAttempt)
-        .join(Run, Run.id == JobAttempt.run_id)
-        .where(JobAttempt.job_id.is_not(None))
-        .where(JobAttempt.state.in_([JobState.PENDING, JobState.RUNNING, JobState.UNKNOWN]))
-        .order_by(JobAttempt.id)
-    )
-    if campaign_id is not None:
-        q = q.where(Run.campaign_id == campaign_id)
-    return list(s.scalars(q))
 
 
 def lineage(s: Session, attempt: JobAttempt) -> Sequence[JobAttempt]:

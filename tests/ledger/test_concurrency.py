@@ -17,9 +17,10 @@ from sqlalchemy import text
 from campaign.errors import LedgerError
 from campaign.ledger import Ledger
 from tests.conftest import CAMPAIGN, REPO, run_cli
+from tests.fixtures import KNOWN_CSV
 
 WORKER = Path(__file__).resolve().parent / "ledger_worker.py"
-KNOWN = REPO / "tests" / "data" / "known_results.csv"
+KNOWN = KNOWN_CSV
 KNOWN_ROWS = len(KNOWN.read_text().splitlines()) - 1
 
 

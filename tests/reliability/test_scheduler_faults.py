@@ -2,7 +2,7 @@
 loses or duplicates a job", item 4).
 
 Each test submits one fake-kernel job that sleeps (experiment fault_sleep in
-tests/reliability/conf), breaks the cluster under it — a daemon stopped, the
+tests/fixtures/reliability_conf), breaks the cluster under it — a daemon stopped, the
 node set DOWN — runs `campaign status` through the installed CLI, and puts
 the cluster back in a finally block: daemons restarted exactly as
 .ci/slurm-up.sh starts them (tests/reliability/slurm_daemons.py), the node
@@ -37,14 +37,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
-from tests.integration.conftest import SlurmCluster
+from tests.conftest import run_cli
+from tests.fixtures import FAKE_CONF, FAKE_KERNEL, RELIABILITY_CONF
 from tests.reliability import slurm_daemons as daemons
+from tests.slurm_cluster import SlurmCluster
 
 pytestmark = pytest.mark.slurm
 
-CONFIG_PATH = f"{REPO / 'tests' / 'e2e' / 'fake_conf'}:{REPO / 'tests' / 'reliability' / 'conf'}"
-FAKE_KERNEL = REPO / "tests" / "e2e" / "fake_kernel.py"
+CONFIG_PATH = f"{FAKE_CONF}:{RELIABILITY_CONF}"
 NODE = "localhost"
 RUNNING_DEADLINE_S = 60
 QUIET_DEADLINE_S = 180  # other tests' jobs on a shared test cluster

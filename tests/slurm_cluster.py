@@ -1,7 +1,7 @@
-"""Integration tests run against the real single-node Slurm of .ci/slurm-up.sh.
+"""The real single-node Slurm of .ci/slurm-up.sh, as a session fixture.
 
 The session fixture `slurm_cluster` starts the cluster when it is not up yet,
-so `pytest tests/integration` works by hand as well as under `make test`.
+so `pytest tests/slurm` works by hand as well as under `make test`.
 When Slurm cannot be started the tests skip, except when
 CAMPAIGN_REQUIRE_SLURM=1 (CI): then a missing cluster is a failure, so CI can
 never pass by skipping everything.
@@ -17,13 +17,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 UP_SCRIPT = REPO / ".ci" / "slurm-up.sh"
 UP_TIMEOUT_S = 900  # may include apt-get install of the Slurm packages
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slurm: needs the real single-node Slurm (.ci/slurm-up.sh)")
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The job side: what runs on the compute node inside the submitit task.
+"""The job side's entry point: what runs on the compute node inside the submitit task.
 
 It starts the kernel program as a child process (argument list, no shell),
 and leaves two small JSON files behind — `job.json` when it starts and
@@ -20,12 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from campaign.backends.base import JobTask
-
-START_FILE = "job.json"
-EXIT_FILE = "exit.json"
-STDOUT_FILE = "kernel.out"
-STDERR_FILE = "kernel.err"
+from campaign.job.files import EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE
+from campaign.job.task import JobTask
 
 
 class KernelFailed(RuntimeError):
@@ -66,9 +62,10 @@ def execute(task: JobTask) -> dict[str, Any]:
     workdir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.update(dict(task.env))
-    slurm = {k: v for k, v in os.environ.items() if k.startswith("SLURM_") and ("JOB" in k or "ARRAY" in k)}
+    scheduler = {k: v for k, v in os.environ.items() if k.startswith(task.record_env_prefixes)} \
+        if task.record_env_prefixes else {}
     start = {"host": socket.gethostname(), "pid": os.getpid(), "started": _now(), "argv": list(task.argv),
-             "env": dict(task.env), "slurm": slurm}
+             "env": dict(task.env), "scheduler": scheduler}
     _write_json(workdir / START_FILE, start)
     # Not checkpointable: let the scheduler end the job at its limit (TIMEOUT)
     # instead of submitit's USR2 handler failing it 90 s early.
@@ -89,11 +86,3 @@ def execute(task: JobTask) -> dict[str, Any]:
     if code != 0:
         raise KernelFailed(f"kernel exited with {code}; see {workdir / STDERR_FILE}")
     return record
-
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None

@@ -1,28 +1,17 @@
-"""Result rows out of (export, report) and into (import) the ledger."""
+"""Result rows out of the ledger, as a DataFrame (export, report, advice)."""
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 
 from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
 from campaign.states import JobState
 
 EXPORT_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n", "d",
                   "repeat", "time_s", "job_id", "gpu_model", "flops", "bytes", "rel_err"]
-
-
-def store_import(led: Ledger, path: Path, rows: list[dict[str, Any]]) -> int:
-    """One transaction: all rows or none."""
-    source = f"import:{path.resolve()}"
-    records = [{"attempt_id": None, "source": source, **{k: r.get(k) for k in EXPORT_COLUMNS}, "extra": r.get("extra")}
-               for r in rows]
-    with led.session.begin() as s:
-        s.execute(insert(ResultRow), records)
-    return len(records)
 
 
 def results_frame(led: Ledger, *, campaign: str | None = None, cluster: str | None = None,

@@ -1,4 +1,5 @@
-"""Result files → ledger rows, and the output-based failure classes.
+"""The one strict reader of result CSVs: `campaign import` files and the CSVs
+jobs leave behind go through the same column rules (analysis/columns.py).
 
 A job that "completed" but left no parsable CSV is LOST_OUTPUT (the paper's
 second lesson); a CSV whose rel_err exceeds the dtype's tolerance, or is NaN,
@@ -12,16 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from campaign.errors import ImportError_
+from analysis.columns import (
+    FLOAT_RULES,
+    INT_RULES,
+    KERNEL_COLUMNS,
+    OPTIONAL_COLUMNS,
+    REQUIRED_COLUMNS,
+    TOLERANCE,
+)
+from campaign.errors import ImportError_, one_line
 from campaign.states import JobState
-
-KERNEL_COLUMNS = ("kernel", "impl", "variant", "device", "dtype", "n", "d", "threads", "repeat", "time_s")
-REQUIRED_IMPORT = ("cluster", "partition", "kernel", "impl", "variant", "device", "threads", "n", "repeat", "time_s")
-OPTIONAL_IMPORT = ("d", "dtype", "job_id", "gpu_model", "flops", "bytes", "rel_err")
-TOLERANCE = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 2e-2, "fp64": 1e-10}
-_INT_COLS = ("threads", "n", "repeat", "d")
-_FLOAT_COLS = ("time_s", "flops", "bytes", "rel_err")
-_TEXT_COLS = ("cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "job_id", "gpu_model")
 
 
 @dataclass
@@ -53,7 +54,7 @@ def _cell(value: str, kind: str) -> Any:
 
 
 def _kind(col: str) -> str:
-    return "int" if col in _INT_COLS else "float" if col in _FLOAT_COLS else "text"
+    return "int" if col in INT_RULES else "float" if col in FLOAT_RULES else "text"
 
 
 def rows_from_frame(frame: Any, required: tuple[str, ...], where: str) -> list[dict[str, Any]]:
@@ -61,7 +62,7 @@ def rows_from_frame(frame: Any, required: tuple[str, ...], where: str) -> list[d
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise ImportError_(f"{where}: missing column(s) {', '.join(missing)}")
-    known = set(REQUIRED_IMPORT) | set(OPTIONAL_IMPORT) | set(KERNEL_COLUMNS)
+    known = set(REQUIRED_COLUMNS) | set(OPTIONAL_COLUMNS) | set(KERNEL_COLUMNS)
     extras = [c for c in frame.columns if c not in known]
     out: list[dict[str, Any]] = []
     records = frame.to_dict("records")
@@ -84,14 +85,18 @@ def rows_from_frame(frame: Any, required: tuple[str, ...], where: str) -> list[d
 
 
 def _check_row(row: dict[str, Any], where: str) -> None:
-    for col in ("n", "threads"):
-        if row.get(col) is not None and row[col] <= 0:
-            raise ImportError_(f"{where}: {col} must be positive, got {row[col]}")
-    if row.get("repeat") is not None and row["repeat"] < 0:
-        raise ImportError_(f"{where}: repeat must be >= 0, got {row['repeat']}")
-    t = row.get("time_s")
-    if t is not None and (not math.isfinite(t) or t <= 0):
-        raise ImportError_(f"{where}: time_s must be a positive finite number, got {t}")
+    for col, rule in INT_RULES.items():
+        value = row.get(col)
+        if value is not None and value < rule.minimum:
+            need = "positive" if rule.minimum == 1 else f">= {rule.minimum}"
+            raise ImportError_(f"{where}: {col} must be {need}, got {value}")
+    for col, frule in FLOAT_RULES.items():
+        value = row.get(col)
+        if value is None or (frule.allow_nan and math.isnan(value)):
+            continue
+        if not math.isfinite(value) or (value <= 0 if frule.positive else value < 0):
+            sign = "positive" if frule.positive else "non-negative"
+            raise ImportError_(f"{where}: {col} must be a {sign} finite number, got {value}")
 
 
 def read_import_file(path: Path) -> list[dict[str, Any]]:
@@ -103,10 +108,10 @@ def read_import_file(path: Path) -> list[dict[str, Any]]:
     except UnicodeDecodeError as exc:
         raise ImportError_(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except Exception as exc:  # pandas parser errors name the line themselves
-        raise ImportError_(f"{path}: not a readable CSV: {' '.join(str(exc).split())}") from None
+        raise ImportError_(f"{path}: not a readable CSV: {one_line(exc)}") from None
     if frame.empty:
         raise ImportError_(f"{path}: no result rows")
-    return rows_from_frame(frame, REQUIRED_IMPORT, str(path))
+    return rows_from_frame(frame, REQUIRED_COLUMNS, str(path))
 
 
 def classify_output(path: Path, expected_n: tuple[int, ...], check: bool) -> Outcome:
@@ -119,7 +124,7 @@ def classify_output(path: Path, expected_n: tuple[int, ...], check: bool) -> Out
     except (ImportError_, UnicodeDecodeError, ValueError) as exc:
         return Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {exc}")
     except Exception as exc:  # pandas EmptyDataError, ParserError
-        return Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {' '.join(str(exc).split())}")
+        return Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {one_line(exc)}")
     if not rows:
         return Outcome(JobState.LOST_OUTPUT, reason="output has no rows")
     missing = sorted(set(expected_n) - {r["n"] for r in rows})

@@ -19,8 +19,9 @@ import pytest
 from campaign.backends import slurm_query as sq
 from campaign.errors import BadInputError, SchedulerError
 from campaign.states import JobState
+from tests.fixtures import SLURM_OUTPUTS
 
-DATA = Path(__file__).parent / "data" / "slurm"
+DATA = SLURM_OUTPUTS
 
 
 def read(name: str) -> str:

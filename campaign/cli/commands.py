@@ -1,4 +1,8 @@
-"""Command bodies: call the library, print the answer. No logic of their own."""
+"""Command bodies: call the library, print the answer. No logic of their own.
+
+Imported only after the command line is parsed (campaign.cli.main), so the
+library's heavy modules may be imported at the top here.
+"""
 
 from __future__ import annotations
 
@@ -9,36 +13,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from campaign.errors import BadInputError
+from campaign import api
+from campaign.cli import views
+from campaign.cli.output import console, print_counts, progress_printer, table
+from campaign.errors import BadInputError, LedgerError
+from campaign.ledger import default_ledger_path
+from campaign.states import JobState
 
 LedgerFactory = Callable[..., Any]
 STATUS_ROWS = 50  # `status` lists every job up to this many, then only the unfinished/failed ones
 
 
-def _console() -> Any:
-    from rich.console import Console
-
-    console = Console(highlight=False, soft_wrap=True)
-    if not console.is_terminal:  # piped: do not squeeze columns to 80
-        console = Console(highlight=False, soft_wrap=True, width=200)
-    return console
-
-
-def _table(title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
-    from rich.table import Table
-
-    t = Table(title=title, show_lines=False)
-    for c in columns:
-        t.add_column(c)
-    for r in rows:
-        t.add_row(*("" if v is None else str(v) for v in r))
-    _console().print(t)
-
-
 def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    from campaign import api
-    from campaign.ledger import default_ledger_path
-
     if args.dry_run:
         rep = api.dry_run(args.overrides, args.ledger or default_ledger_path())
         for i, script in enumerate(rep.scripts):
@@ -49,8 +35,8 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             print(f"# skipped: {line}")
         return 0
     led = ledger(args)
-    rep = api.submit(args.overrides, led, force=args.force, progress=_progress_printer())
-    con = _console()
+    rep = api.submit(args.overrides, led, force=args.force, progress=progress_printer())
+    con = console()
     con.print(f"campaign {rep.campaign}: {rep.planned} runs planned, {rep.existing} already in the ledger, "
               f"{len(rep.submitted)} submitted (ledger {led.path})")
     for line in rep.skipped:
@@ -61,32 +47,13 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         ids = [j for j, _ in rep.submitted]
         con.print(f"  job IDs: {ids[0]} … {ids[-1]}" if len(ids) > 2 else f"  job IDs: {', '.join(ids)}")
     if rep.sync is not None:
-        _print_counts(rep.sync.counts)
+        print_counts(rep.sync.counts)
         for w in rep.sync.warnings:
             con.print(f"  warning: {w}")
     return 0
 
 
-def _progress_printer() -> Callable[[int, int, str], None]:
-    con = _console()
-
-    def show(done: int, total: int, label: str) -> None:
-        width = 30
-        filled = width * done // max(1, total)
-        bar = "#" * filled + "." * (width - filled)
-        con.print(f"[{bar}] {done}/{total} {label}", markup=False)
-
-    return show
-
-
-def _print_counts(counts: dict[str, int]) -> None:
-    text = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "no jobs"
-    _console().print(f"  runs by state: {text}")
-
-
 def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    from campaign import api, views
-
     led = ledger(args, create=False)
     rep = api.sync(led, args.campaign)
     for w in rep.warnings:
@@ -100,40 +67,33 @@ def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         if len(shown) > STATUS_ROWS:
             title += f"; first {STATUS_ROWS} of {len(shown)} others"
         rows = shown[:STATUS_ROWS]
-    _table(title, views.JOB_COLUMNS, rows)
+    table(title, views.JOB_COLUMNS, rows)
     print(f"{rep.changed} job(s) changed state, {rep.ingested_rows} result row(s) ingested")
-    _print_counts(rep.counts)
+    print_counts(rep.counts)
     return 0
 
 
 def cmd_jobs(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    from campaign import views
-
     led = ledger(args, create=False)
     rows = views.job_rows(led, args.campaign, args.state, all_attempts=args.all_attempts)
-    _table(None, views.JOB_COLUMNS, rows)
+    table(None, views.JOB_COLUMNS, rows)
     return 0
 
 
 def cmd_show(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    from campaign import views
-
     led = ledger(args, create=False)
     print(views.show_job(led, args.job_id))
     return 0
 
 
 def cmd_rerun(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    from campaign import api
-    from campaign.states import JobState
-
     known = [s.value for s in JobState]
     for state in args.state:  # checked before the ledger is opened: bad input touches nothing
         if state.upper() not in known:
             raise BadInputError(f"unknown state {state!r}; known: {', '.join(known)}")
     led = ledger(args, create=False)
     rep = api.rerun(led, args.campaign, failed=args.failed, job_id=args.job_id, states=args.state,
-                    time_factor=args.time_factor, mem_factor=args.mem_factor, progress=_progress_printer())
+                    time_factor=args.time_factor, mem_factor=args.mem_factor, progress=progress_printer())
     for new, old in rep.submitted:
         print(f"rerun: {old} -> {new}")
     print(f"{len(rep.submitted)} run(s) resubmitted")
@@ -141,8 +101,6 @@ def cmd_rerun(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    from campaign import api
-
     led = ledger(args, create=False)
     ids = api.cancel(led, args.target)
     print(f"cancelled {len(ids)} job(s){': ' + ', '.join(ids[:20]) if ids else ''}")
@@ -150,23 +108,18 @@ def cmd_cancel(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 
 def cmd_import(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    from campaign import results
-    from campaign.ingest import read_import_file
-
-    rows = read_import_file(args.file)  # validated before the ledger is even opened
+    rows = api.read_import_file(args.file)  # validated before the ledger is even opened
     led = ledger(args)
-    count = results.store_import(led, args.file, rows)
+    count = api.store_import(led, args.file, rows)
     print(f"imported {count} rows from {args.file}")
     return 0
 
 
 def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    from campaign import results
-
     led = ledger(args, create=False)
-    frame = results.results_frame(led, campaign=args.campaign)
+    frame = api.results_frame(led, campaign=args.campaign)
     if args.format == "json":
-        json.dump(results.frame_records(frame), sys.stdout, indent=None)
+        json.dump(api.frame_records(frame), sys.stdout, indent=None)
         sys.stdout.write("\n")
     else:
         frame.to_csv(sys.stdout, index=False)
@@ -174,23 +127,24 @@ def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 
 def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    from campaign import reporting
-
     led = ledger(args, create=False)
     if args.json:
-        json.dump(reporting.metrics(led, cluster=args.cluster, campaign=args.campaign), sys.stdout)
+        json.dump(api.metrics(led, cluster=args.cluster, campaign=args.campaign), sys.stdout)
         sys.stdout.write("\n")
         return 0
-    files = reporting.write_reports(led, Path(args.out), cluster=args.cluster, campaign=args.campaign)
+    files = api.write_reports(led, Path(args.out), cluster=args.cluster, campaign=args.campaign)
     for f in files:
         print(f"report: {f}")
     return 0
 
 
 def cmd_advise(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    from campaign import advice
-
-    print(advice.shape_advice(args, ledger))
+    try:
+        led = ledger(args, create=False)
+    except LedgerError:  # no ledger yet: advice from the wave model alone
+        led = None
+    print(api.shape_advice(args.h, args.a, args.vocab, gpu=args.gpu, seq=args.seq, batch=args.batch, tp=args.tp,
+                           led=led))
     return 0
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from campaign import api
 from campaign.ledger import Ledger
-from tests.conftest import REPO
+from tests.fixtures import FAKE_CONF, FAKE_KERNEL
 
 pytestmark = pytest.mark.slurm
 HOSTILE_DIR = "dir with space; it's $(touch PWNED) `touch PWNED2`"
@@ -25,8 +25,8 @@ def _hydra_quote(text: str) -> str:
 
 def test_hostile_paths_and_values_reach_the_job_literally(slurm_cluster: object, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CAMPAIGN_CONFIG_PATH", str(REPO / "tests" / "e2e" / "fake_conf"))
-    monkeypatch.setenv("CAMPAIGN_FAKE_KERNEL", str(REPO / "tests" / "e2e" / "fake_kernel.py"))
+    monkeypatch.setenv("CAMPAIGN_CONFIG_PATH", str(FAKE_CONF))
+    monkeypatch.setenv("CAMPAIGN_FAKE_KERNEL", str(FAKE_KERNEL))
     monkeypatch.chdir(tmp_path)
     work = tmp_path / HOSTILE_DIR
     ledger = Ledger(tmp_path / "l.sqlite")

@@ -19,8 +19,7 @@ import pytest
 from campaign.backends import slurm_query as sq
 from campaign.errors import SchedulerError
 from campaign.states import JobState
-
-from .conftest import SlurmCluster
+from tests.slurm_cluster import SlurmCluster
 
 pytestmark = pytest.mark.slurm
 

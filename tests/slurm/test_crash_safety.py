@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CAMPAIGN, REPO, run_cli
+from tests.conftest import CAMPAIGN, run_cli
+from tests.fixtures import FAKE_CONF, FAKE_KERNEL
 
 pytestmark = pytest.mark.slurm
 RUNS = 2500
@@ -21,8 +22,8 @@ RUNS = 2500
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    env["CAMPAIGN_CONFIG_PATH"] = str(REPO / "tests" / "e2e" / "fake_conf")
-    env["CAMPAIGN_FAKE_KERNEL"] = str(REPO / "tests" / "e2e" / "fake_kernel.py")
+    env["CAMPAIGN_CONFIG_PATH"] = str(FAKE_CONF)
+    env["CAMPAIGN_FAKE_KERNEL"] = str(FAKE_KERNEL)
     return env
 
 

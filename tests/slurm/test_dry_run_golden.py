@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from campaign.api import dry_run
+from tests.fixtures import GOLDEN
 
-GOLDEN = Path(__file__).parent / "golden"
 COMMON = ["campaign.workdir=/scratch/golden", "campaign.python=/opt/venv/bin/python",
           "campaign.kernel_bin=/opt/campaign/kernels/build"]
 CASES = {

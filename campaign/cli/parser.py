@@ -1,19 +1,13 @@
-"""The `campaign` command: parse → call the library → print.
+"""The command line's grammar (argparse): what `campaign --help` shows.
 
-Every error is one line on stderr and an exit code (0 ok, 1 operational
-failure, 2 bad input); a traceback only with CAMPAIGN_DEBUG=1.
+Imports nothing heavy, so `--help` and usage errors answer at once.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
-
-from campaign.errors import CampaignError
+from typing import NoReturn
 
 
 class _Parser(argparse.ArgumentParser):
@@ -21,7 +15,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="campaign", description="Benchmark campaigns on Slurm clusters, tracked in a ledger.")
     p.add_argument("--ledger", type=Path, help="ledger file (default: $CAMPAIGN_LEDGER, else ~/.local/share/campaign/ledger.sqlite)")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
@@ -77,49 +71,3 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--batch", type=int, default=1)
     a.add_argument("--tp", type=int, default=1)
     return p
-
-
-def _ledger(args: argparse.Namespace, create: bool = True) -> Any:
-    from campaign.ledger import Ledger, default_ledger_path
-
-    led = Ledger(args.ledger or default_ledger_path(), create=create)
-    for note in led.notes:  # e.g. an upgrade of an older ledger, and where its backup is
-        print(f"campaign: {note}", file=sys.stderr)
-    return led
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        from campaign import commands
-
-        return commands.dispatch(args, _ledger)
-    except CampaignError as exc:
-        if os.environ.get("CAMPAIGN_DEBUG"):
-            raise
-        print(f"campaign: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except BrokenPipeError:  # `campaign results | head`
-        sys.stderr.close()
-        return 0
-    except KeyboardInterrupt:
-        print("campaign: interrupted; the ledger holds every job submitted so far", file=sys.stderr)
-        return 130
-    except Exception as exc:  # never a traceback for users; CAMPAIGN_DEBUG=1 shows it
-        if os.environ.get("CAMPAIGN_DEBUG"):
-            raise
-        from sqlalchemy.exc import SQLAlchemyError
-
-        from campaign.errors import LedgerError
-
-        if isinstance(exc, SQLAlchemyError):
-            err: CampaignError = LedgerError(f"ledger: {' '.join(str(getattr(exc, 'orig', exc)).split())}")
-            print(f"campaign: error: {err}", file=sys.stderr)
-            return err.exit_code
-        print(f"campaign: internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]} "
-              f"(set CAMPAIGN_DEBUG=1 for the traceback)", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -5,7 +5,7 @@ the 128 CPUs of the emulated node, and the installed CLI in fresh processes.
 The slow part is the 1-minute walltime of the `short` partition (TIMEOUT, then
 its rerun). The failure campaign is therefore submitted by the first test and
 checked by the last ones, so that its waits overlap with everything between.
-The fake kernel (tests/e2e/fake_kernel.py) reaches the jobs through
+The fake kernel (tests/fixtures/fake_kernel.py) reaches the jobs through
 CAMPAIGN_CONFIG_PATH / CAMPAIGN_FAKE_KERNEL: sbatch hands the submitting
 environment to the job.
 """
@@ -13,13 +13,8 @@ environment to the job.
 from __future__ import annotations
 
 import json
-import math
-import os
-import shutil
-import sqlite3
 import subprocess
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,113 +26,24 @@ from campaign import api
 from campaign.backends import slurm_query as sq
 from campaign.ledger import Ledger
 from campaign.states import JobState
-from tests.conftest import REPO, run_cli
+from tests.conftest import run_cli
+from tests.slurm.helpers import (  # noqa: F401  (fixtures)
+    DONE_DEADLINE_S,
+    OOM_MB,
+    POLL_S,
+    UNFINISHED,
+    _all_finished,
+    _attempts,
+    _calls,
+    _db,
+    _name,
+    _overrides,
+    _shim,
+    _squeue,
+    _sync_until,
+)
 
-from .conftest import SlurmCluster
-
-pytestmark = pytest.mark.slurm
-
-FAKE_CONF = REPO / "tests" / "e2e" / "fake_conf"
-FAKE_KERNEL = REPO / "tests" / "e2e" / "fake_kernel.py"
-POLL_S = 3.0
-DONE_DEADLINE_S = 300  # one wait; generous because the test cluster may be shared
-OOM_MB = 600  # allocated by the `oom` variant under a 0.1 GB (then 0.4 GB) limit
-UNFINISHED = {s.value for s in JobState if not s.finished}
-
-
-# ----------------------------------------------------------------- helpers
-
-
-def _name(kind: str) -> str:
-    """Unique campaign names: Slurm job names carry them, and the cluster is shared."""
-    return f"it-{kind}-{uuid.uuid4().hex[:6]}"
-
-
-def _overrides(work: Path, name: str, *extra: str) -> list[str]:
-    return ["cluster=localslurm", f"campaign.workdir={work / 'runs'}", f"campaign.name={name}", *extra]
-
-
-def _db(ledger: Ledger, sql: str, *params: object) -> list[tuple]:
-    con = sqlite3.connect(ledger.path)
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
-
-
-def _attempts(ledger: Ledger) -> list[dict]:
-    cols = ("id", "variant", "partition", "threads", "attempt", "previous_id", "job_id", "array_job_id",
-            "array_index", "state", "walltime_min", "mem_gb", "workdir", "started_at", "ended_at")
-    sql = ("SELECT a.id, r.variant, r.partition, r.threads, a.attempt, a.previous_id, a.job_id, a.array_job_id, "
-           "a.array_index, a.state, a.walltime_min, a.mem_gb, a.workdir, a.started_at, a.ended_at "
-           "FROM job_attempt a JOIN run r ON r.id = a.run_id ORDER BY a.id")
-    return [dict(zip(cols, row, strict=True)) for row in _db(ledger, sql)]
-
-
-def _squeue() -> str:
-    proc = subprocess.run(["squeue", "-h", "-o", "%i %P %T %R"], capture_output=True, text=True, timeout=30)
-    lines = proc.stdout.splitlines()
-    return "; ".join(lines[:15]) + (f" ... ({len(lines)} lines)" if len(lines) > 15 else "")
-
-
-def _sync_until(ledger: Ledger, name: str, done: Callable[[dict[str, int]], bool],
-                deadline_s: float = DONE_DEADLINE_S) -> api.SyncReport:
-    deadline = time.monotonic() + deadline_s
-    while True:
-        rep = api.sync(ledger, name)
-        if done(rep.counts):
-            return rep
-        if time.monotonic() > deadline:
-            pytest.fail(f"campaign {name} not done after {deadline_s:.0f} s: {rep.counts}; squeue: {_squeue()}")
-        time.sleep(POLL_S)
-
-
-def _all_finished(counts: dict[str, int]) -> bool:
-    return bool(counts) and not UNFINISHED & set(counts)
-
-
-def _shim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str) -> Path:
-    """Put a logging wrapper of a Slurm command first on PATH; returns its log
-    (one line of arguments per call)."""
-    real = shutil.which(command)
-    assert real, f"{command} not on PATH"
-    folder = tmp_path / "shims"
-    folder.mkdir(exist_ok=True)
-    log = tmp_path / f"{command}.calls"
-    log.touch()
-    script = folder / command
-    script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{real}" "$@"\n')
-    script.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
-    return log
-
-
-def _calls(log: Path) -> list[str]:
-    return log.read_text().splitlines()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def fake_kernel_env(slurm_cluster: SlurmCluster) -> Iterator[None]:
-    """The fake kernel's configs for the submitting side; the jobs inherit them."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CAMPAIGN_CONFIG_PATH", str(FAKE_CONF))
-        mp.setenv("CAMPAIGN_FAKE_KERNEL", str(FAKE_KERNEL))
-        mp.setenv("FAKE_OOM_MB", str(OOM_MB))
-        mp.delenv("CAMPAIGN_LEDGER", raising=False)
-        yield
-
-
-@pytest.fixture
-def cancel_at_end() -> Iterator[Callable[[Ledger, str], None]]:
-    """Register campaigns whose leftover jobs are cancelled when the test ends
-    (pass or fail): the cluster is shared."""
-    todo: list[tuple[Ledger, str]] = []
-    yield lambda ledger, name: todo.append((ledger, name))
-    for ledger, name in todo:
-        try:
-            api.cancel(ledger, name)
-        except Exception:  # noqa: BLE001 - best effort cleanup
-            pass
+pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("fake_kernel_env")]
 
 
 def _cgroup_memory() -> bool:
@@ -291,52 +197,9 @@ def test_thread_sweep_up_to_128_cpus(tmp_path: Path, cancel_at_end: Callable[[Le
     for r in rows:
         record = json.loads((Path(r["workdir"]) / "job.json").read_text())
         assert record["env"]["OMP_NUM_THREADS"] == str(r["threads"])
-        assert record["slurm"].get("SLURM_JOB_ID") == r["job_id"].split("_")[0]
-        if "SLURM_JOB_CPUS_PER_NODE" in record["slurm"]:
-            assert record["slurm"]["SLURM_JOB_CPUS_PER_NODE"] == str(r["threads"])
-
-
-# ----------------------------------------------------------------- e. sacct batching
-
-
-def test_sync_of_many_jobs_uses_batched_sacct(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                              cancel_at_end: Callable[[Ledger, str], None]) -> None:
-    """24 jobs held back (--begin a year ahead: sbatch's --hold takes no value,
-    so sbatch_extra cannot express it); one sync must cost one sacct call, and
-    the tasks of a pending array must still get their state from it."""
-    led = Ledger(tmp_path / "ledger.sqlite")
-    name = _name("sacct")
-    cancel_at_end(led, name)
-    rep = api.submit(_overrides(tmp_path, name, "experiment=slurm_array",
-                                "+cluster.partitions.cpu.sbatch_extra={begin: now+365days}"), led)
-    n = len(rep.submitted)
-    assert n == 24
-    rows = _attempts(led)
-    sacct_log = _shim(tmp_path, monkeypatch, "sacct")
-    t0 = time.perf_counter()
-    rep = api.sync(led, name)
-    elapsed = time.perf_counter() - t0
-    calls = _calls(sacct_log)
-    assert 1 <= len(calls) <= math.ceil(n / 1000), calls
-    assert rep.counts == {"PENDING": 24}, rep.counts
-    assert elapsed < 10, elapsed
-    # a pending array is visible to sacct only as 1234_[0-23]: the tasks are
-    # asked for through their array, and every one of them is answered
-    deadline = time.monotonic() + 30
-    while True:  # the submit record reaches slurmdbd a moment after sbatch answers
-        answered = sq.query_sacct([r["job_id"] for r in rows])
-        if answered or time.monotonic() > deadline:
-            break
-        time.sleep(1)
-    assert sorted(answered) == sorted(r["job_id"] for r in rows)
-    assert {i.state for i in answered.values()} == {JobState.PENDING}
-    # cancelled behind campaign's back before any task started: sync still learns it
-    subprocess.run(["scancel", rows[0]["array_job_id"]], check=True, timeout=60)
-    rep = _sync_until(led, name, _all_finished, deadline_s=60)
-    assert rep.counts == {"CANCELLED": 24}
-
-
-# ----------------------------------------------------------------- b. failure classes, reruns, lineage
+        assert record["scheduler"].get("SLURM_JOB_ID") == r["job_id"].split("_")[0]
+        if "SLURM_JOB_CPUS_PER_NODE" in record["scheduler"]:
+            assert record["scheduler"]["SLURM_JOB_CPUS_PER_NODE"] == str(r["threads"])
 
 
 EXPECTED = {  # (variant, partition) -> final state of attempt 1

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import select
 
 from campaign.errors import BadInputError
+from campaign.job.files import STDERR_FILE, STDOUT_FILE
 from campaign.ledger import JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
 from campaign.states import JobState
@@ -82,14 +83,14 @@ def show_job(led: Ledger, job_id: str) -> str:
             "paths:",
             f"  workdir:  {att.workdir}",
             f"  results:  {att.output_path}",
-            f"  kernel stdout: {Path(att.workdir) / 'kernel.out'}",
-            f"  kernel stderr: {Path(att.workdir) / 'kernel.err'}",
+            f"  kernel stdout: {Path(att.workdir) / STDOUT_FILE}",
+            f"  kernel stderr: {Path(att.workdir) / STDERR_FILE}",
             f"  job stdout: {att.stdout_path or '-'}",
             f"  job stderr: {att.stderr_path or '-'}",
             "command:",
             "  " + " ".join(spec["argv"]) + " ...",
             "kernel stderr (tail):",
-            _tail(str(Path(att.workdir) / "kernel.err")),
+            _tail(str(Path(att.workdir) / STDERR_FILE)),
             "job stderr (tail):",
             _tail(att.stderr_path),
         ]
