@@ -2,7 +2,7 @@
 
 The report answers the campaign's questions in order — scaling, threads,
 comparisons, ceilings — and ends with the job table, the reproducibility
-record (DESIGN.md). It is built once as a list of blocks (heading, paragraph,
+record (docs/design.md#lessons-the-tool-encodes). It is built once as a list of blocks (heading, paragraph,
 table, figure) and written twice: Markdown (figures as PNG files next to it)
 and HTML (the same PNGs embedded as base64 data URIs, so the file can be
 mailed or archived alone). Long tables are capped and say what was left out.

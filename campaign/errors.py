@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class CampaignError(Exception):
-    """Base class. `exit_code` is what the CLI exits with (DESIGN.md)."""
+    """Base class. `exit_code` is what the CLI exits with (docs/design.md#cli)."""
 
     exit_code: int = 1
 

@@ -65,7 +65,7 @@ class RunSpec:
         return f"{self.kernel}/{self.impl}/{self.variant} {self.dtype} {self.partition} {where}{extra}"
 
     def command(self, out_csv: str) -> list[str]:
-        """The kernel program's argument list (DESIGN.md contract)."""
+        """The kernel program's argument list (docs/design.md#kernel-program-contract)."""
         args = list(self.argv) + [
             "--n", ",".join(str(v) for v in self.n),
             "--d", str(self.d),

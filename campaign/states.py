@@ -9,7 +9,7 @@ class JobState(str, enum.Enum):
     """State of one job attempt.
 
     Slurm's own states keep their Slurm spelling so a user can match them with
-    sacct output; LOST_OUTPUT and CHECK_FAILED are ours (docs/design.md).
+    sacct output; LOST_OUTPUT and CHECK_FAILED are ours (docs/design.md#job-states).
     How a scheduler's own spellings map onto these is the backend's business
     (backends/slurm_states.py).
     """

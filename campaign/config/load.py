@@ -1,7 +1,7 @@
 """Compose conf/ with Hydra, validate against the schemas, return typed objects.
 
 This is the one boundary where DictConfig exists: past `load_config` the code
-takes `RootConfig` dataclasses (STYLE.md).
+takes `RootConfig` dataclasses (docs/style.md#types-and-data).
 """
 
 from __future__ import annotations

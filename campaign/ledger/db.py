@@ -127,7 +127,7 @@ def _on_begin_pg(conn: Connection) -> None:
 class LedgerSession(Session):
     """A session whose transactions are read-only unless begun explicitly.
 
-    The ledger's convention (STYLE.md): writes happen in
+    The ledger's convention (docs/style.md#ledger-and-transactions): writes happen in
     `with ledger.session.begin() as s:` and take the write lock at BEGIN;
     `with ledger.session() as s:` only reads, in a deferred transaction that
     takes no write lock. Writing in a plain session still works, but may be

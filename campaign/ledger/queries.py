@@ -1,4 +1,4 @@
-"""Queries take a Session; the caller owns the transaction (docs/style.md)."""
+"""Queries take a Session; the caller owns the transaction (docs/style.md#ledger-and-transactions)."""
 
 from __future__ import annotations
 
