@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import subprocess
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
@@ -105,7 +107,7 @@ class SlurmBackend(Backend):
         return self.folder / "slurm" / "%j"
 
     def _executor(self, params: dict[str, Any], manifest: str) -> Any:
-        import submitit
+        import submitit  # lazy: only a submit needs it (cancel/sync do not)
 
         ex = submitit.SlurmExecutor(folder=self._folder(), python=self.python)
         # The manifest id in the job name lets a later submit find jobs whose
@@ -136,8 +138,6 @@ class SlurmBackend(Backend):
         return ident
 
     def submit(self, requests: Sequence[JobRequest], on_submitted: OnSubmitted) -> None:
-        import subprocess
-
         for params, group in self._groups(requests, self._max_array()):
             manifest = self._write_manifest(group)
             ex = self._executor(params, manifest)
@@ -163,8 +163,6 @@ class SlurmBackend(Backend):
 
     def _find_by_name(self, name: str, since: float) -> str | None:
         """Base job ID of the job or array named `name`, from squeue then sacct."""
-        import time
-
         start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since - 3600))
         for argv in (["squeue", "-h", "-r", f"--name={name}", "-o", "%i"],
                      ["sacct", "-X", "-n", "-P", f"--name={name}", "-S", start, "-o", "JobID"]):

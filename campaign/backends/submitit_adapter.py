@@ -14,7 +14,7 @@ from typing import Any
 
 def sbatch_script(executor: Any, folder: Path, tasks: int) -> str:
     """The batch script submitit would submit for `tasks` tasks (an array when > 1)."""
-    from submitit.slurm.slurm import _make_sbatch_string
+    from submitit.slurm.slurm import _make_sbatch_string  # lazy: submitit only for a dry run
 
     text: str = _make_sbatch_string(command=executor._submitit_command_str, folder=folder,
                                     map_count=tasks if tasks > 1 else None, **executor.parameters)
