@@ -31,6 +31,8 @@ def is_terminal() -> bool:
 
 
 def _cell(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))
     return "" if value is None else str(value)
 
 
@@ -64,7 +66,7 @@ def write_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     out = csv.writer(sys.stdout, lineterminator="\n")
     out.writerow(columns)
     for r in rows:
-        out.writerow([json.dumps(v) if isinstance(v, (dict, list)) else _cell(v) for v in r])
+        out.writerow([_cell(v) for v in r])
 
 
 def emit_rows(fmt: str | None, title: str | None, columns: list[str], rows: list[list[Any]]) -> None:

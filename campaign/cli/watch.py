@@ -153,10 +153,28 @@ def _render(views: Sequence[JobView], at: datetime) -> Any:
     return Group(per, run, f"{open_jobs(views)} open, {len(failed(views))} failed; {tail}")
 
 
-def _change_lines(before: dict[int, JobState], views: Sequence[JobView], at: datetime) -> list[str]:
+def _summary_lines(views: Sequence[JobView]) -> list[str]:
+    by_camp: dict[str, Counter[str]] = {}
+    for v in views:
+        by_camp.setdefault(v.campaign, Counter())[v.state.value] += 1
+    return [f"campaign {name}: {sum(c.values())} runs: {', '.join(f'{k} {n}' for k, n in sorted(c.items()))}"
+            for name, c in by_camp.items()]
+
+
+def _change_lines(before: dict[int, JobState], reached: dict[int, int], views: Sequence[JobView],
+                  at: datetime) -> list[str]:
+    """One line per state change, and one per n a running job reached
+    (`reached` is updated in place), so a long job shows life in a log."""
     stamp = at.astimezone().strftime("%H:%M:%S")
     lines = []
     for v in views:
+        if v.state is JobState.RUNNING:
+            got = n_reached(v.output)
+            if got != reached.get(v.attempt_id, 0):
+                reached[v.attempt_id] = got
+                elapsed = (at - v.started).total_seconds() if v.started else 0.0
+                lines.append(f"{stamp} {v.campaign} job {v.job_id or '-'} {v.label}: n {got}/{v.n_total} reached, "
+                             f"{clock_text(elapsed)} of {clock_text(v.walltime_min * 60)}")
         old = before.get(v.attempt_id)
         if old is not v.state:
             what = f"{old.value} -> {v.state.value}" if old is not None else v.state.value
@@ -172,6 +190,8 @@ def watch(led: Ledger, campaigns: Sequence[str], *, sync: Callable[[Ledger, str 
     """Sync every `interval` seconds until no job of `campaigns` is open."""
     names = list(campaigns)
     before: dict[int, JobState] = {}
+    reached: dict[int, int] = {}
+    first = True
     display = None
     if live:
         from rich.live import Live  # lazy: start-up time
@@ -190,8 +210,13 @@ def watch(led: Ledger, campaigns: Sequence[str], *, sync: Callable[[Ledger, str 
             if display is not None:
                 display.update(_render(views, at))
             else:
-                for line in _change_lines(before, views, at):
+                if first:  # where things stand, per campaign; then only what changes
+                    for line in _summary_lines(views):
+                        say(line)
+                    before = {v.attempt_id: v.state for v in views if v.state is not JobState.RUNNING}
+                for line in _change_lines(before, reached, views, at):
                     say(line)
+            first = False
             before = {v.attempt_id: v.state for v in views}
             if not open_jobs(views):
                 break
