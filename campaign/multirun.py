@@ -73,17 +73,23 @@ def composed_yaml(overrides: Sequence[str]) -> str:
     return "---\n".join(docs)
 
 
-def submit_all(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
-               progress: Progress | None = None) -> list[SubmitReport]:
-    """Every campaign of the command line, one after the other. All are
-    composed and planned first, so a bad member submits nothing."""
+def prepare(overrides: Sequence[str]) -> list[CampaignSweep]:
+    """Every campaign of the command line composed and planned, so that a
+    mistake anywhere is found before the ledger is opened or a job submitted."""
     groups = campaigns(overrides)
     for group in groups:
         for cfg in group.configs:
             missing = missing_programs(plan(cfg).runs)
             if missing:
                 raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
-    return [submit(overrides, ledger, force=force, progress=progress, configs=c.configs) for c in groups]
+    return groups
+
+
+def submit_all(overrides: Sequence[str], groups: Sequence[CampaignSweep], ledger: Ledger, *, force: bool = False,
+               progress: Progress | None = None) -> list[SubmitReport]:
+    """The prepared campaigns, one after the other (`overrides`: the command
+    line as typed, recorded as each campaign's provenance)."""
+    return [submit(overrides, ledger, force=force, progress=progress, configs=g.configs) for g in groups]
 
 
 def dry_run_all(overrides: Sequence[str], ledger_path: Path) -> list[SubmitReport]:

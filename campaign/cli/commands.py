@@ -72,8 +72,9 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             for line in rep.skipped:
                 print(f"# skipped: {line}")
         return 0
+    groups = api.prepare_campaigns(args.overrides)  # bad input fails here, before the ledger is opened
     led = ledger(args)
-    reports = api.submit_all(args.overrides, led, force=args.force, progress=progress_printer(args.quiet))
+    reports = api.submit_all(args.overrides, groups, led, force=args.force, progress=progress_printer(args.quiet))
     con = console()
     for rep in reports:
         con.print(f"campaign {rep.campaign}: {rep.planned} runs planned, {rep.existing} already in the ledger, "

@@ -12,6 +12,7 @@ What a sweep means here (docs/design.md#cli):
   swept values *are* the axis: `threads=1,2,4` is `threads=[1,2,4]`, one run
   per thread count, and `n=64,128` keeps the whole n-sweep in one process
   (the measurement rule of docs/design.md#kernel-program-contract).
+- One value on a list axis is a list of one: `threads=4` is `threads=[4]`.
 - On any other key (`cluster=`, `experiment=`, `experiment.repeats=`,
   `experiment.sweeps.0.d=`) it is Hydra's multirun: the cartesian product of
   the values, one composed configuration each, in Hydra's order.
@@ -107,6 +108,16 @@ def _values(override: Any, group_options: Callable[[str], list[str]]) -> list[st
     return values
 
 
+def _as_list_if_axis(override: Any) -> str:
+    """One value on a list axis is a list of one (`threads=4` is `threads=[4]`);
+    everything else is the override as typed."""
+    value = override.value()
+    if (override.is_delete() or override.package is not None or value is None or isinstance(value, (list, dict))
+            or not is_list_field(override.key_or_group)):
+        return str(override.input_line)
+    return f"{override.get_key_element()}=[{override.get_value_element_as_str()}]"
+
+
 def expand(overrides: Sequence[str], group_options: Callable[[str], list[str]]) -> list[list[str]]:
     """The override list of each configuration a command line stands for.
 
@@ -115,7 +126,7 @@ def expand(overrides: Sequence[str], group_options: Callable[[str], list[str]]) 
     axes: list[list[str]] = []
     for override in _parse(overrides):
         if not override.is_sweep_override():
-            axes.append([override.input_line])
+            axes.append([_as_list_if_axis(override)])
             continue
         key = override.get_key_element()
         values = _values(override, group_options)

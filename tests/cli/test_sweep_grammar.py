@@ -33,6 +33,12 @@ def test_a_sweep_on_a_list_axis_is_that_axis(value: str, expected: list[int]) ->
     assert got == [["experiment=forward_scaling", f"experiment.sweeps.0.threads=[{','.join(map(str, expected))}]"]]
 
 
+def test_one_value_on_a_list_axis_is_a_list_of_one() -> None:
+    got = expand(["experiment.sweeps.0.threads=4", "experiment.sweeps.0.variants=naive", "experiment.repeats=4"],
+                 options)
+    assert got == [["experiment.sweeps.0.threads=[4]", "experiment.sweeps.0.variants=[naive]", "experiment.repeats=4"]]
+
+
 def test_n_swept_stays_in_one_process() -> None:
     # n is a list axis: the whole n-sweep runs in one job (docs/design.md#kernel-program-contract)
     assert expand(["experiment.sweeps.1.n=64,128"], options) == [["experiment.sweeps.1.n=[64,128]"]]
