@@ -4,7 +4,6 @@ the tests that only read it."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
