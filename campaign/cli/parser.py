@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a folder of configs searched first (same as $CAMPAIGN_CONFIG_PATH); repeatable")
     s.add_argument("--wait", action="store_true",
                    help="Slurm: after submitting, watch until every job finished (exit 3 if one failed)")
+    s.add_argument("--interval", type=float, default=5.0, help="seconds between syncs with --wait")
 
     s = sub.add_parser("status", help="sync job states from the scheduler; show counts")
     s.add_argument("campaign", nargs="?")
