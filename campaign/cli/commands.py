@@ -218,7 +218,7 @@ def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     led = ledger(args, create=False)
-    if args.json:
+    if args.json or args.format == "json":
         json.dump(api.metrics(led, cluster=args.cluster, campaign=args.campaign), sys.stdout)
         sys.stdout.write("\n")
         return 0
