@@ -29,6 +29,7 @@ from campaign.ledger import queries as q
 from campaign.states import JobState
 
 EXIT_FAILED = 3  # a waited-for job ended in a failed state
+LIVE_ROWS = 20  # running jobs listed in the live display (a 256-task array would not fit a screen)
 PARTIAL_SUFFIXES = ("", ".partial", ".tmp")  # the kernel's CSV while (or after) it is written
 
 
@@ -142,12 +143,13 @@ def _render(views: Sequence[JobView], at: datetime) -> Any:
     run = Table(title="running")
     for col in ("job_id", "campaign", "run", "elapsed / walltime", "n reached"):
         run.add_column(col)
-    for v in views:
-        if v.state is JobState.RUNNING:
-            elapsed = (at - v.started).total_seconds() if v.started else 0.0
-            run.add_row(v.job_id or "-", v.campaign, v.label,
-                        f"{clock_text(elapsed)} / {clock_text(v.walltime_min * 60)}",
-                        f"{n_reached(v.output)}/{v.n_total}")
+    running = [v for v in views if v.state is JobState.RUNNING]
+    for v in running[:LIVE_ROWS]:
+        elapsed = (at - v.started).total_seconds() if v.started else 0.0
+        run.add_row(v.job_id or "-", v.campaign, v.label, f"{clock_text(elapsed)} / {clock_text(v.walltime_min * 60)}",
+                    f"{n_reached(v.output)}/{v.n_total}")
+    if len(running) > LIVE_ROWS:
+        run.add_row("…", "", f"{len(running) - LIVE_ROWS} more running", "", "")
     eta = eta_seconds(views, at)
     tail = f"ETA {clock_text(eta)}" if eta is not None else "ETA: after the first job finishes"
     return Group(per, run, f"{open_jobs(views)} open, {len(failed(views))} failed; {tail}")

@@ -108,3 +108,20 @@ def test_n_reached_counts_the_n_of_the_partial_csv(tmp_path: Path) -> None:
     (tmp_path / "results.csv.tmp").write_text("kernel,n,repeat,time_s\n" +
                                               "".join(f"k,{n},{r},1\n" for n, r in rows))
     assert n_reached(str(out)) == len({n for n, _ in rows})
+
+
+def test_live_display_lists_at_most_live_rows_running_jobs() -> None:
+    import io
+
+    from rich.console import Console
+
+    from campaign.cli.watch import LIVE_ROWS, _render
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    many = LIVE_ROWS + 5
+    views = [_view(JobState.RUNNING, t0, None) for _ in range(many)] + [_view(JobState.PENDING, None, None)]
+    buf = io.StringIO()
+    Console(file=buf, width=150, color_system=None).print(_render(views, t0 + timedelta(seconds=90)))
+    text = buf.getvalue()
+    assert f"{many - LIVE_ROWS} more running" in text
+    assert text.count("1:30 / 10:00") == LIVE_ROWS and f"{many + 1} open, 0 failed" in text
