@@ -54,7 +54,15 @@ def _print_info() -> None:
         print(f"{group}: {', '.join(api.group_options(group)) or '(none)'}")
 
 
+def _check_interval(args: argparse.Namespace) -> None:
+    """Before anything is submitted or synced: bad input touches nothing."""
+    interval = getattr(args, "interval", 5.0)
+    if not interval > 0 or interval == float("inf"):
+        raise BadInputError(f"--interval must be a positive number of seconds, got {interval}")
+
+
 def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
+    _check_interval(args)
     _add_config_dirs(args.config_dir)
     if args.info:
         _print_info()
@@ -97,10 +105,7 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 def _watch(args: argparse.Namespace, led: Any, campaigns: list[str]) -> int:
     live = is_terminal() and not args.quiet
-    interval = getattr(args, "interval", 5.0)
-    if not interval > 0:
-        raise BadInputError(f"--interval must be a positive number of seconds, got {interval}")
-    return watch(led, campaigns, sync=api.sync, interval=interval, live=live)
+    return watch(led, campaigns, sync=api.sync, interval=args.interval, live=live)
 
 
 def _job_dicts(rows: list[list[Any]]) -> list[dict[str, Any]]:
@@ -108,6 +113,7 @@ def _job_dicts(rows: list[list[Any]]) -> list[dict[str, Any]]:
 
 
 def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
+    _check_interval(args)
     led = ledger(args, create=False)
     if args.watch:
         return _watch(args, led, [args.campaign] if args.campaign else [])

@@ -194,6 +194,7 @@ def watch(led: Ledger, campaigns: Sequence[str], *, sync: Callable[[Ledger, str 
     before: dict[int, JobState] = {}
     reached: dict[int, int] = {}
     first = True
+    warned: set[str] = set()
     display = None
     if live:
         from rich.live import Live  # lazy: start-up time
@@ -206,7 +207,9 @@ def watch(led: Ledger, campaigns: Sequence[str], *, sync: Callable[[Ledger, str 
             for name in targets:
                 report = sync(led, name)
                 for w in getattr(report, "warnings", []):
-                    say(f"warning: {w}")
+                    if w not in warned:  # once, not every round
+                        warned.add(w)
+                        say(f"warning: {w}")
             views = snapshot(led, names)
             at = now()
             if display is not None:

@@ -125,3 +125,12 @@ def test_live_display_lists_at_most_live_rows_running_jobs() -> None:
     text = buf.getvalue()
     assert f"{many - LIVE_ROWS} more running" in text
     assert text.count("1:30 / 10:00") == LIVE_ROWS and f"{many + 1} open, 0 failed" in text
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_a_bad_interval_is_exit_2_before_anything(tmp_path: Path, value: str) -> None:
+    ledger = tmp_path / "never.sqlite"
+    for command in (["status", "--watch"], ["submit", "experiment=smoke", "--wait"]):
+        proc = run_cli("--ledger", str(ledger), *command, "--interval", value, cwd=tmp_path)
+        assert proc.returncode == 2 and "--interval must be a positive number" in proc.stderr, proc.stderr
+    assert not ledger.exists()
