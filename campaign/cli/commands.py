@@ -82,7 +82,14 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         return 0
     groups = api.prepare_campaigns(args.overrides)  # bad input fails here, before the ledger is opened
     led = ledger(args)
-    reports = api.submit_all(args.overrides, groups, led, force=args.force, progress=progress_printer(args.quiet))
+    quiet = args.quiet or args.format == "json"  # JSON: nothing but the document on stdout
+    reports = api.submit_all(args.overrides, groups, led, force=args.force, progress=progress_printer(quiet))
+    if args.format == "json":
+        write_json([{"campaign": r.campaign, "planned": r.planned, "existing": r.existing,
+                     "submitted": [{"job_id": j, "run": label} for j, label in r.submitted],
+                     "skipped": r.skipped, "recovered": r.recovered,
+                     "counts": r.sync.counts if r.sync is not None else None} for r in reports])
+        return _watch(args, led, [r.campaign for r in reports], quiet=True) if args.wait else 0
     con = console()
     for rep in reports:
         con.print(f"campaign {rep.campaign}: {rep.planned} runs planned, {rep.existing} already in the ledger, "
@@ -103,9 +110,15 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     return 0
 
 
-def _watch(args: argparse.Namespace, led: Any, campaigns: list[str]) -> int:
+def _watch(args: argparse.Namespace, led: Any, campaigns: list[str], quiet: bool = False) -> int:
+    if quiet:  # the exit code only (stdout holds a JSON document)
+        return watch(led, campaigns, sync=api.sync, interval=args.interval, live=False, say=_stderr)
     live = is_terminal() and not args.quiet
     return watch(led, campaigns, sync=api.sync, interval=args.interval, live=live)
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def _job_dicts(rows: list[list[Any]]) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ accepted, and a bad sweep is one line, exit 2, nothing recorded."""
 from __future__ import annotations
 
 import itertools
+import json
 import sqlite3
 from pathlib import Path
 
@@ -20,8 +21,11 @@ def test_sweep_syntax_gives_the_exact_run_set(tmp_path: Path) -> None:
     ledger = tmp_path / "l.sqlite"
     proc = run_cli("--ledger", str(ledger), "submit", "-m", "experiment=failures",
                    "experiment.sweeps.0.variants=ok", "experiment.sweeps.0.threads=range(1,3)",
-                   "experiment.sweeps.0.d=32,64", "--quiet", cwd=tmp_path, env=FAKE_ENV)
+                   "experiment.sweeps.0.d=32,64", "--format", "json", cwd=tmp_path, env=FAKE_ENV)
     assert proc.returncode == 0, proc.stderr
+    (report,) = json.loads(proc.stdout)  # one campaign; JSON only on stdout (no progress bars)
+    assert report["campaign"] == "failures-local" and report["planned"] == 4 and len(report["submitted"]) == 4
+    assert report["counts"] == {"COMPLETED": 4}
     con = sqlite3.connect(ledger)
     runs = con.execute("SELECT c.name, r.variant, r.threads, json_extract(r.spec, '$.d') "
                        "FROM run r JOIN campaign c ON c.id = r.campaign_id").fetchall()
@@ -31,7 +35,6 @@ def test_sweep_syntax_gives_the_exact_run_set(tmp_path: Path) -> None:
     assert len(runs) == 4  # each run once: d=32,64 are two configurations of ONE campaign
     assert commands == [("campaign submit experiment=failures experiment.sweeps.0.variants=ok "
                          "'experiment.sweeps.0.threads=range(1,3)' experiment.sweeps.0.d=32,64",)]
-    assert "[#" not in proc.stdout  # --quiet: no progress bars
 
 
 def test_cluster_list_and_glob_make_one_campaign_per_cluster(tmp_path: Path) -> None:
