@@ -68,20 +68,25 @@ def typed(value: Any) -> Any:
 
 
 def result_records(led: Ledger, campaign: str | None = None) -> list[dict[str, Any]]:
-    """The rows in COLUMNS order. An unknown campaign is a BadInputError."""
-    stmt = (select(ResultRow, JobAttempt.attempt, JobAttempt.state, Campaign.name)
+    """The rows in COLUMNS order. An unknown campaign is a BadInputError.
+    Plain column tuples, not ORM objects: an export may hold millions of rows."""
+    cols = [getattr(ResultRow, c) for c in (*_TEXT, *_NUMBERS)]
+    stmt = (select(*cols, ResultRow.extra, JobAttempt.attempt, JobAttempt.state, Campaign.name)
             .outerjoin(JobAttempt, ResultRow.attempt_id == JobAttempt.id)
             .outerjoin(Run, Run.id == JobAttempt.run_id)
             .outerjoin(Campaign, Campaign.id == Run.campaign_id)
             .order_by(ResultRow.id))
+    n_text = len(_TEXT)
     out = []
     with led.session() as s:
         if campaign:
             stmt = stmt.where(Campaign.id == q.require_campaign(s, campaign).id)
-        for row, attempt, state, name in s.execute(stmt):
-            extra = {k: typed(v) for k, v in (row.extra or {}).items()}
-            rec: dict[str, Any] = {c: getattr(row, c) for c in _TEXT}
-            rec.update({c: typed(getattr(row, c)) for c in _NUMBERS})
+        for row in s.execute(stmt):
+            values = tuple(row)
+            rec: dict[str, Any] = dict(zip(_TEXT, values[:n_text]))
+            rec.update(zip(_NUMBERS, (typed(v) for v in values[n_text:n_text + len(_NUMBERS)])))
+            raw_extra, attempt, state, name = values[n_text + len(_NUMBERS):]
+            extra = {k: typed(v) for k, v in (raw_extra or {}).items()}
             rec.update(campaign=name, params=str(extra.pop("params", "") or ""),
                        first_call_s=typed(extra.pop("first_call_s", None)), attempt=attempt,
                        state=state.value if state is not None else None, extra=extra)
