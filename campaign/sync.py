@@ -4,16 +4,20 @@ One backend query per backend covers every unfinished job (the Slurm backend
 batches them into few sacct calls); files are read and the scheduler asked
 outside any transaction, and the ledger is then updated in one short one with
 bulk statements (a 10,000-job campaign must sync in seconds, not minutes).
+Finished jobs' result CSVs are read and stored in batches of at most
+INGEST_BATCH_ROWS rows, one transaction each, so memory stays constant
+however many jobs finished.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from campaign.backends import get_backend
@@ -21,11 +25,17 @@ from campaign.backends.base import JobRef, JobStatus
 from campaign.clock import as_naive_local
 from campaign.config.clusters import cluster_from_yaml
 from campaign.job.files import EXIT_FILE, read_json
-from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
+from campaign.ledger import Campaign, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
+from campaign.results.bulk import insert_results
 from campaign.results.reader import Outcome, classify_output
 from campaign.results.store import job_rows
 from campaign.states import OPEN_STATES, JobState
+
+# Result rows per write transaction (and so, with the parsed rows behind
+# them, the bound on a sync's memory): ~100 MB of row dicts at most.
+INGEST_BATCH_ROWS = 100_000
+SPEC_CHUNK = 10_000  # finished attempts whose run specs are read at once
 
 
 @dataclass
@@ -147,24 +157,53 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
         statuses.update(result.statuses)
         report.warnings += result.warnings
     pending = [p for p in pending if p.attempt_id in statuses and not _unchanged(p, statuses[p.attempt_id])]
-    finished = [p for p in pending if statuses[p.attempt_id].state.finished]
-    if finished:
-        with ledger.session() as s:
-            _load_specs(s, finished)
-    outcomes: dict[int, Outcome] = {}
-    for p in finished:
-        st = statuses[p.attempt_id]
-        if st.state is JobState.COMPLETED:
-            outcomes[p.attempt_id] = classify_output(p.output, p.expected_n, p.check)
-        exit_record = read_json(Path(p.ref.workdir) / EXIT_FILE)
-        if exit_record and isinstance(exit_record.get("exit_code"), int):
-            st.exit_code = exit_record["exit_code"]  # the kernel's own code, not srun's
-    if pending:
-        with ledger.session.begin() as s:
-            report.changed, report.ingested_rows = _apply(s, pending, statuses, outcomes, camps)
+    still_open = [p for p in pending if not statuses[p.attempt_id].state.finished]
+    if still_open:
+        _write(ledger, report, still_open, statuses, {}, camps)
+    for batch, outcomes in _finished_batches(ledger, [p for p in pending if statuses[p.attempt_id].state.finished],
+                                             statuses):
+        _write(ledger, report, batch, statuses, outcomes, camps)
     with ledger.session() as s:
         report.counts = _counts(s, camp_id)
     return report
+
+
+def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[int, JobStatus],
+                      ) -> Iterator[tuple[list[_Pending], dict[int, Outcome]]]:
+    """Finished attempts with their outputs read, in batches of at most
+    INGEST_BATCH_ROWS result rows (one attempt's rows are never split): the
+    memory of a sync stays the same however many jobs finished, and each
+    batch is one transaction holding its attempts' states and their rows
+    together (a sync that dies part-way leaves the rest open for the next)."""
+    for start in range(0, len(finished), SPEC_CHUNK):
+        chunk = finished[start:start + SPEC_CHUNK]
+        with ledger.session() as s:
+            _load_specs(s, chunk)
+        batch: list[_Pending] = []
+        outcomes: dict[int, Outcome] = {}
+        rows = 0
+        for p in chunk:
+            st = statuses[p.attempt_id]
+            if st.state is JobState.COMPLETED:
+                outcome = outcomes[p.attempt_id] = classify_output(p.output, p.expected_n, p.check)
+                rows += len(outcome.rows)
+            exit_record = read_json(Path(p.ref.workdir) / EXIT_FILE)
+            if exit_record and isinstance(exit_record.get("exit_code"), int):
+                st.exit_code = exit_record["exit_code"]  # the kernel's own code, not srun's
+            batch.append(p)
+            if rows >= INGEST_BATCH_ROWS:
+                yield batch, outcomes
+                batch, outcomes, rows = [], {}, 0
+        if batch:
+            yield batch, outcomes
+
+
+def _write(ledger: Ledger, report: SyncReport, pending: list[_Pending], statuses: dict[int, JobStatus],
+           outcomes: dict[int, Outcome], camps: dict[int, _CampaignInfo]) -> None:
+    with ledger.session.begin() as s:
+        changed, rows = _apply(s, pending, statuses, outcomes, camps)
+    report.changed += changed
+    report.ingested_rows += rows
 
 
 def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
@@ -203,6 +242,5 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
         by_keys[tuple(sorted(values))].append(values)
     for group in by_keys.values():
         s.execute(update(JobAttempt), group)
-    if rows:
-        s.execute(insert(ResultRow), rows)
+    insert_results(s, rows)
     return changed, len(rows)

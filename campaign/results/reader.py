@@ -22,6 +22,7 @@ from analysis.columns import (
     TOLERANCE,
 )
 from campaign.errors import ImportError_, one_line
+from campaign.results.csv_fast import read_rows
 from campaign.states import JobState
 
 
@@ -119,8 +120,8 @@ def classify_output(path: Path, expected_n: tuple[int, ...], check: bool) -> Out
     if not path.is_file():
         return Outcome(JobState.LOST_OUTPUT, reason=f"no output file {path.name}")
     try:
-        frame = _read_csv(path)
-        rows = rows_from_frame(frame, KERNEL_COLUMNS, path.name)
+        fast = read_rows(path, KERNEL_COLUMNS)  # a regular, valid file; else the strict reader names the problem
+        rows = fast if fast is not None else rows_from_frame(_read_csv(path), KERNEL_COLUMNS, path.name)
     except (ImportError_, UnicodeDecodeError, ValueError) as exc:
         return Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {exc}")
     except Exception as exc:  # pandas EmptyDataError, ParserError
