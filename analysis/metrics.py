@@ -40,12 +40,14 @@ INTEGER_FIELDS = frozenset({
 
 
 def all_metrics(results: pd.DataFrame, partitions: pd.DataFrame | None,
-                timings: dict[str, float] | None = None) -> dict[str, pd.DataFrame]:
+                timings: dict[str, float] | None = None,
+                keys: tuple[str, ...] = METRIC_KEYS) -> dict[str, pd.DataFrame]:
     """Every metric of docs/design.md#metrics, keyed as METRIC_KEYS.
 
     `results` are raw rows (or a summary); `partitions` the partition facts
     (may be None: flags then say `facts_missing`, ceilings are NaN). If
     `timings` is given, it receives the seconds each step took ("summary" too).
+    `keys` limits the metrics computed (`report --json --keys`).
     """
     clock = timings if timings is not None else {}
     summary = _timed(clock, "summary", lambda: ensure_summary(results))
@@ -59,7 +61,7 @@ def all_metrics(results: pd.DataFrame, partitions: pd.DataFrame | None,
         "ratios": lambda: all_ratios(summary),
         "roofline": lambda: roofline(summary, partitions),
     }
-    return {key: _timed(clock, key, step) for key, step in steps.items()}
+    return {key: _timed(clock, key, steps[key]) for key in keys}
 
 
 def _timed(clock: dict[str, float], key: str,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from sqlalchemy import select
 
@@ -51,6 +52,20 @@ def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | None = N
 
     results, facts = _inputs(led, cluster, campaign)
     return metrics_json(results, facts, cluster=cluster)
+
+
+def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None, campaign: str | None = None,
+                  keys: Sequence[str] | None = None) -> None:
+    """`report --json`: the metrics object streamed to `out` (only `keys`,
+    default all), written as it is converted, never held as one string."""
+    from analysis.metrics_stream import check_keys, write_metrics_json  # lazy, as above
+
+    try:
+        chosen = check_keys(keys)  # before the ledger is read: a typo fails at once
+    except ValueError as exc:
+        raise BadInputError(str(exc)) from None
+    results, facts = _inputs(led, cluster, campaign)
+    write_metrics_json(results, facts, out, cluster=cluster, keys=chosen)
 
 
 def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaign: str | None = None) -> list[Path]:

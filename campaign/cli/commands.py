@@ -7,7 +7,6 @@ library's heavy modules may be imported at the top here.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -236,9 +235,13 @@ def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 
 def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
+    as_json = args.json or args.format == "json"
+    if args.keys and not as_json:
+        raise BadInputError("--keys limits the JSON metrics: use it with --json")
     led = ledger(args, create=False)
-    if args.json or args.format == "json":
-        json.dump(api.metrics(led, cluster=args.cluster, campaign=args.campaign), sys.stdout)
+    if as_json:
+        keys = [k.strip() for k in args.keys.split(",") if k.strip()] if args.keys else None
+        api.write_metrics(led, sys.stdout, cluster=args.cluster, campaign=args.campaign, keys=keys)
         sys.stdout.write("\n")
         return 0
     files = api.write_reports(led, Path(args.out), cluster=args.cluster, campaign=args.campaign)

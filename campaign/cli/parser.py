@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--campaign")
     s.add_argument("--out", type=Path, default=Path("report"))
     s.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
+    s.add_argument("--keys", help="with --json: only these metrics, comma-separated (e.g. speedup,ratios)")
 
     s = sub.add_parser("advise", help="advice on model shapes (co-design paper)")
     adv = s.add_subparsers(dest="what", required=True, parser_class=_Parser)

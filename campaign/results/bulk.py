@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import Table, insert
 from sqlalchemy.orm import Session
 
 from campaign.ledger import ResultRow
 
-TABLE = ResultRow.__table__
+TABLE: Table = ResultRow.__table__  # type: ignore[assignment]  # a mapped class's table is a Table
 COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE.columns if c.name != "id")
 
 
