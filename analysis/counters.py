@@ -33,9 +33,12 @@ STALL_PREFIX = "smsp__warps_issue_stalled_"
 # ncu counts the warp that issues as "selected": a state, not a stall.
 NOT_A_STALL = ("selected",)
 TOP_STALLS = 3
+# From ncu's Occupancy section (kernels/torch/ncu.py: no counter holds it).
+THEORETICAL_OCCUPANCY = "Occupancy: Theoretical Occupancy"
 _UNIT_SCALE: dict[str, float] = {
     "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12,
     "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0,
+    "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0,
 }
 # (a, b, what the ratio a/b shows): the paper's comparisons.
 DEFAULT_PAIRS: tuple[tuple[tuple[str, str], tuple[str, str], str], ...] = (
@@ -170,9 +173,9 @@ def measured_vs_predicted(counters: pd.DataFrame, results: pd.DataFrame | None =
     out["st_bytes_per_sector"] = _ratio(_col(wide, "smsp__sass_data_bytes_mem_global_op_st.sum"),
                                         out["l1_st_sectors"])
     out["atomics"] = (_col(wide, "smsp__inst_executed_op_global_red.sum").fillna(0)
-                      + _col(wide, "smsp__inst_executed_op_global_atom.sum").fillna(0))
+                      + _col(wide, "smsp__sass_inst_executed_op_global_atom.sum").fillna(0))
     achieved = _col(wide, "sm__warps_active.avg.pct_of_peak_sustained_active")
-    theoretical = _col(wide, "sm__maximum_warps_per_active_cycle_pct")
+    theoretical = _col(wide, THEORETICAL_OCCUPANCY)
     out["occupancy_pct"] = achieved
     out["theoretical_occupancy_pct"] = theoretical
     out["occupancy_of_theoretical"] = _ratio(achieved, theoretical)

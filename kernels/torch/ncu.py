@@ -42,11 +42,15 @@ BASE_METRICS: tuple[str, ...] = (
     "smsp__sass_data_bytes_mem_global_op_ld.sum",
     "smsp__sass_data_bytes_mem_global_op_st.sum",
     "smsp__inst_executed_op_global_red.sum",
-    "smsp__inst_executed_op_global_atom.sum",
+    "smsp__sass_inst_executed_op_global_atom.sum",  # gh100 has no ..._op_global_atom counter
     "smsp__inst_issued.sum",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "sm__maximum_warps_per_active_cycle_pct",
 )
+# Theoretical occupancy is no counter (ncu 2025.3's --query-metrics does not
+# list it): the Occupancy section computes it from the launch, and its rows
+# come back under their labels, kept as "Occupancy: <label>".
+SECTIONS: tuple[str, ...] = ("Occupancy",)
+METRICS_SECTION = "Command line profiler metrics"
 # Cumulative warp-cycles stalled per reason (summable over kernels); divided by
 # smsp__inst_issued.sum they are ncu's "warp cycles per issued instruction".
 STALL_REASONS: tuple[str, ...] = (
@@ -106,6 +110,9 @@ def parse(text: str) -> NcuOutput:
         kid = rec.get("ID") or ""
         kernel = by_id.setdefault(kid, KernelCounters(name=rec.get("Kernel Name") or ""))
         metric = rec.get("Metric Name") or ""
+        section = rec.get("Section Name") or METRICS_SECTION
+        if metric and section != METRICS_SECTION:
+            metric = f"{section}: {metric}"
         if metric:
             kernel.metrics[metric] = (parse_value(rec.get("Metric Value") or ""),
                                       (rec.get("Metric Unit") or "").strip())
@@ -155,7 +162,8 @@ def _combine_values(metric: str, values: Iterable[tuple[float, float]]) -> float
     return sum(v * w for v, w in vals) / total
 
 
-def command(ncu: str, metrics: Sequence[str], log_file: str, program: Sequence[str]) -> list[str]:
+def command(ncu: str, metrics: Sequence[str], log_file: str, program: Sequence[str],
+            sections: Sequence[str] = SECTIONS) -> list[str]:
     """The ncu argument list. Only the region between cudaProfilerStart and
     Stop is profiled (--profile-from-start off: the child brackets its one
     call), clocks are left alone (--clock-control none, METHOD.md), caches are
@@ -165,5 +173,6 @@ def command(ncu: str, metrics: Sequence[str], log_file: str, program: Sequence[s
         ncu, "--csv", "--page", "details", "--print-units", "base",
         "--print-kernel-base", "function", "--profile-from-start", "off",
         "--clock-control", "none", "--target-processes", "all",
+        *(arg for name in sections for arg in ("--section", name)),
         "--metrics", ",".join(metrics), "--log-file", log_file, *program,
     ]
