@@ -24,8 +24,11 @@ INTRO = (
     "(never the timed repeats), summed over the call's GPU kernels, with ncu's "
     "cache flush before each kernel. Predicted bytes are the cost model's minimum: "
     "each input read once, each output written once (docs/contracts.md); "
-    "ratio = measured / predicted. Bytes per sector: bytes the threads used per "
-    "32-byte L1 sector of global loads (ld) and stores (st)."
+    "ratio = measured / predicted. Writes still in the 60 MB L2 when a kernel ends "
+    "are no DRAM writes, so outputs smaller than the L2 show about 0 written. "
+    "Bytes per sector: bytes the threads used per 32-byte L1 sector of global "
+    "loads (ld) and stores (st); TMA and cp.async traffic (flash kernels) bypasses "
+    "these counters. Atomics: global reduction + atomic instructions."
 )
 
 
@@ -81,7 +84,7 @@ def efficiency_table(mvp: pd.DataFrame) -> pd.DataFrame:
         "kernel": _label(mvp), "n": mvp["n"].astype("Int64"),
         "ld B/sector": mvp["ld_bytes_per_sector"].map(lambda v: _num(v)),
         "st B/sector": mvp["st_bytes_per_sector"].map(lambda v: _num(v)),
-        "atomics": mvp["atomics"].map(lambda v: _num(v, 6)),
+        "atomics": mvp["atomics"].map(lambda v: "" if _missing(v) else f"{float(v):.0f}"),
         "occupancy %": mvp["occupancy_pct"].map(lambda v: _num(v)),
         "theoretical %": mvp["theoretical_occupancy_pct"].map(lambda v: _num(v)),
         "stall cyc/inst": mvp["stall_cycles_per_inst"].map(lambda v: _num(v)),

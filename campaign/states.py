@@ -34,6 +34,12 @@ class JobState(str, enum.Enum):
         return self not in (JobState.PENDING, JobState.RUNNING, JobState.UNKNOWN)
 
     @property
+    def usable(self) -> bool:
+        """Its timings count in analysis: COMPLETED, or PROFILE_FAILED (only
+        the counters are missing)."""
+        return self in (JobState.COMPLETED, JobState.PROFILE_FAILED)
+
+    @property
     def rerunnable(self) -> bool:
         """`rerun --failed` takes every finished state but COMPLETED."""
         return self.finished and self is not JobState.COMPLETED
