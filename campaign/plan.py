@@ -266,7 +266,7 @@ def profile_args(profile: str, part: PartitionSpec) -> tuple[tuple[str, str], ..
     if profile == "none":
         return ()
     args: tuple[tuple[str, str], ...] = (("profile", profile),)
-    if profile == "ncu" and part.profiler is not None and part.profiler.ncu:
+    if profile == "ncu" and part.profiler.ncu:
         args += (("profiler-path", part.profiler.ncu),)
     return args
 

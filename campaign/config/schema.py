@@ -32,6 +32,7 @@ class ProfilerSpec:
     `sbatch_extra` goes through submitit's quoting like the partition's own.
     """
 
+    enabled: bool = False  # the nodes may be profiled (Slurm: required for experiment.profile)
     ncu: str | None = None  # ncu on the nodes; None: `ncu` on PATH
     module: str | None = None  # `module load` for the profiler (after the partition's)
     perf_allowed: bool = False  # `perf stat` may read hardware events on these nodes
@@ -62,7 +63,7 @@ class PartitionSpec:
     env: dict[str, str] = field(default_factory=dict)  # after cluster.env
     sbatch_extra: dict[str, Any] = field(default_factory=dict)  # e.g. {constraint: cpu, hold: true}
     ceilings: Ceilings = field(default_factory=Ceilings)
-    profiler: ProfilerSpec | None = None  # None: profiling refused on this partition (Slurm)
+    profiler: ProfilerSpec = field(default_factory=ProfilerSpec)  # not enabled: profiling refused (Slurm)
 
     @property
     def cores(self) -> int:
