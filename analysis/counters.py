@@ -38,7 +38,7 @@ THEORETICAL_OCCUPANCY = "Occupancy: Theoretical Occupancy"
 _UNIT_SCALE: dict[str, float] = {
     "byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12,
     "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0,
-    "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0,
+    "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "msec": 1e-3,
 }
 # (a, b, what the ratio a/b shows): the paper's comparisons.
 DEFAULT_PAIRS: tuple[tuple[tuple[str, str], tuple[str, str], str], ...] = (
@@ -164,6 +164,9 @@ def measured_vs_predicted(counters: pd.DataFrame, results: pd.DataFrame | None =
     out["predicted_write_bytes"] = pred_write
     out["write_ratio"] = _ratio(write, out["predicted_write_bytes"])
     out["dram_ratio"] = _ratio(read + write, pd.Series(pred_total, index=wide.index))
+    # CPU (perf): last-level-cache misses x 64 B, the memory traffic perf can see.
+    out["llc_miss_bytes"] = _col(wide, "llc_miss_bytes")
+    out["llc_ratio"] = _ratio(out["llc_miss_bytes"], pd.Series(pred_total, index=wide.index))
     out["l2_read_sectors"] = _col(wide, "lts__t_sectors_op_read.sum")
     out["l2_write_sectors"] = _col(wide, "lts__t_sectors_op_write.sum")
     out["l1_ld_sectors"] = _col(wide, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")

@@ -73,6 +73,8 @@ def bytes_table(mvp: pd.DataFrame) -> pd.DataFrame:
         "predicted write MB": mvp["predicted_write_bytes"].map(_mb),
         "write ratio": mvp["write_ratio"].map(_x),
         "total ratio": mvp["dram_ratio"].map(_x),
+        "LLC-miss MB (CPU)": mvp["llc_miss_bytes"].map(_mb),
+        "LLC ratio": mvp["llc_ratio"].map(_x),
     })
 
 

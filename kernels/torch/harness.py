@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from kernels.torch import profile
+from kernels.torch import perf, profile
 from kernels.torch.argtypes import nonnegative_int, positive_int, positive_int_list
 
 # Re-exported: the kernel programs use them as harness.* (e.g. harness.rel_err).
@@ -277,7 +277,9 @@ def measure(case: Case, repeats: int, warmup: int, device: torch.device,
 
 def measure_profiled(case: Case, warmup: int, device: torch.device) -> None:
     """The profiled child's one call (profile.py): first call and warm-ups
-    unprofiled, then exactly one call between cudaProfilerStart and Stop."""
+    unprofiled, then exactly one call between cudaProfilerStart and Stop
+    (ncu), or between perf's `enable` and `disable` (perf.py)."""
+    control = perf.Control()
     case.poison()
     case.run()
     for _ in range(warmup):
@@ -285,10 +287,16 @@ def measure_profiled(case: Case, warmup: int, device: torch.device) -> None:
         case.run()
     case.poison()
     _sync(device)
-    torch.cuda.profiler.start()
+    if control.active:
+        control.send("enable")
+    elif device.type == "cuda":
+        torch.cuda.profiler.start()
     case.run()
     _sync(device)
-    torch.cuda.profiler.stop()
+    if control.active:
+        control.send("disable")
+    elif device.type == "cuda":
+        torch.cuda.profiler.stop()
 
 
 # --------------------------------------------------------------------------- main
@@ -347,6 +355,8 @@ def main(spec: KernelSpec, argv: Sequence[str] | None = None) -> int:
         spec.validate(args, parser)
     if args.profile == "ncu" and args.device != "cuda":
         parser.error("--profile ncu reads GPU counters: it needs --device cuda")
+    if args.profile == "perf" and args.device != "cpu":
+        parser.error("--profile perf reads CPU counters: it needs --device cpu")
     device = setup_runtime(args)
     if args.profiled_child:
         return run_profiled_child(spec, args, device)

@@ -166,7 +166,7 @@ def command(ncu: str, metrics: Sequence[str], log_file: str, program: Sequence[s
             sections: Sequence[str] = SECTIONS) -> list[str]:
     """The ncu argument list. Only the region between cudaProfilerStart and
     Stop is profiled (--profile-from-start off: the child brackets its one
-    call), clocks are left alone (--clock-control none, METHOD.md), caches are
+    call), clocks are left alone (--clock-control none: measure the card as found), caches are
     flushed before each kernel (ncu's default), units are base units (bytes,
     not auto-scaled Mbyte), and kernel names are the bare function names."""
     return [

@@ -24,14 +24,14 @@ import sys
 import tempfile
 from collections.abc import Sequence
 
-from kernels.torch import ncu
+from kernels.torch import ncu, perf
 from kernels.torch.csvout import format_float, write_csv_atomic
 
 COUNTER_COLUMNS: tuple[str, ...] = (
     "kernel", "impl", "variant", "dtype", "n", "d", "metric", "value", "unit", "kernels", "error",
 )
 CHILD_FLAG = "--profiled-child"
-PROFILERS: tuple[str, ...] = ("none", "ncu")
+PROFILERS: tuple[str, ...] = ("none", "ncu", "perf")
 # One profiled call replays every kernel once per metric pass; generous, the
 # job's walltime is the real bound.
 CHILD_TIMEOUT_S = 1800
@@ -48,7 +48,7 @@ def add_args(parser: argparse.ArgumentParser) -> None:
                         help="after the timed repeats of each n, profile one extra call "
                              "(counters to <out stem>.counters.csv)")
     parser.add_argument("--profiler-path", default=None,
-                        help="the ncu executable (default: ncu on PATH)")
+                        help="the ncu or perf executable (default: found on PATH)")
     parser.add_argument("--ncu-metrics", default=None, help=argparse.SUPPRESS)
     parser.add_argument(CHILD_FLAG, action="store_true", help=argparse.SUPPRESS)
 
@@ -79,11 +79,11 @@ def child_argv(module: str, argv: Sequence[str], n: int, warmup: int, out: str) 
             "--warmup", str(warmup), "--out", out, CHILD_FLAG]
 
 
-def find_ncu(path: str | None) -> str | None:
-    """The ncu to run: --profiler-path if given (must exist), else PATH."""
+def find_tool(path: str | None, name: str = "ncu") -> str | None:
+    """The profiler to run: --profiler-path if given (must exist), else PATH."""
     if path:
         return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
-    return shutil.which("ncu")
+    return shutil.which(name)
 
 
 def metric_set(args: argparse.Namespace) -> list[str]:
@@ -96,10 +96,12 @@ def profile_n(module: str, argv: Sequence[str], args: argparse.Namespace, n: int
               identity: dict[str, str]) -> list[dict[str, str]]:
     """Counter rows of one n (or one row naming why there are none)."""
     base = dict(identity, n=str(n))
-    tool = find_ncu(args.profiler_path)
+    tool = find_tool(args.profiler_path, args.profile)
     if tool is None:
         where = args.profiler_path or "PATH"
-        return [dict(base, error=f"ncu not found ({where})")]
+        return [dict(base, error=f"{args.profile} not found ({where})")]
+    if args.profile == "perf":
+        return _perf_n(tool, module, argv, args, n, base)
     with tempfile.TemporaryDirectory(prefix="ncu-") as tmp:
         log = os.path.join(tmp, "ncu.csv")
         child = child_argv(module, argv, n, args.warmup, os.path.join(tmp, "child.csv"))
@@ -126,6 +128,37 @@ def profile_n(module: str, argv: Sequence[str], args: argparse.Namespace, n: int
     names = ncu.kernel_names(output.kernels)
     return [dict(base, metric=metric, value=format_float(value), unit=unit, kernels=names)
             for metric, value, unit in ncu.combine(output.kernels)]
+
+
+def _perf_n(tool: str, module: str, argv: Sequence[str], args: argparse.Namespace, n: int,
+            base: dict[str, str]) -> list[dict[str, str]]:
+    """perf stat around the child's one call (perf.py), through two FIFOs."""
+    with tempfile.TemporaryDirectory(prefix="perf-") as tmp:
+        ctl, ack, out = (os.path.join(tmp, name) for name in ("ctl", "ack", "perf.csv"))
+        os.mkfifo(ctl)
+        os.mkfifo(ack)
+        # perf opens the ack FIFO for writing at start, which waits for a
+        # reader: hold one (never read) until the child has its own.
+        hold = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
+        child = child_argv(module, argv, n, args.warmup, os.path.join(tmp, "child.csv"))
+        env = dict(os.environ, **{perf.CTL_ENV: ctl, perf.ACK_ENV: ack})
+        try:
+            proc = subprocess.run(perf.command(tool, out, ctl, ack, child), capture_output=True, text=True,
+                                  timeout=CHILD_TIMEOUT_S, check=False, env=env)
+        except subprocess.TimeoutExpired:
+            return [dict(base, error=f"perf did not finish within {CHILD_TIMEOUT_S} s")]
+        except OSError as exc:
+            return [dict(base, error=f"cannot run {tool}: {exc}")]
+        finally:
+            os.close(hold)
+        text = _read(out)
+    if proc.returncode != 0:
+        tail = _last_line(proc.stderr) or _last_line(proc.stdout)
+        return [dict(base, error=f"perf stat exited {proc.returncode}: {tail}")]
+    rows, failure = perf.parse(text)
+    if failure is not None:
+        return [dict(base, error=failure)]
+    return [dict(base, metric=m, value=format_float(v), unit=u) for m, v, u in rows]
 
 
 def write(out_csv: str, rows: Sequence[dict[str, str]]) -> None:

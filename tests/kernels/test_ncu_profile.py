@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kernels.torch import attention_forward, ncu, profile
+from kernels.torch import attention_forward, ncu, perf, profile
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ncu"
 RAW = sorted(FIXTURES.glob("*.ncu.csv"))
@@ -97,7 +97,7 @@ def test_child_argv_profiles_one_n_once_and_never_checks() -> None:
 
 
 def test_missing_ncu_is_a_row_with_the_reason(tmp_path: Path) -> None:
-    args = argparse.Namespace(profiler_path=str(tmp_path / "no-ncu"), warmup=1, ncu_metrics=None)
+    args = argparse.Namespace(profile="ncu", profiler_path=str(tmp_path / "no-ncu"), warmup=1, ncu_metrics=None)
     identity = {"kernel": "attention_forward", "impl": "torch", "variant": "naive", "dtype": "bf16", "d": "64"}
     rows = profile.profile_n("kernels.torch.attention_forward", [], args, 256, identity)
     assert len(rows) == 1 and "ncu not found" in rows[0]["error"] and str(tmp_path) in rows[0]["error"]
@@ -117,3 +117,17 @@ def test_counters_path_sits_beside_the_results() -> None:
     assert profile.counters_path("/a/results.csv") == "/a/results.counters.csv"
     assert profile.counters_path("/a/out") == "/a/out.counters.csv"
     assert math.isnan(ncu.parse_value("n/a")) and ncu.parse_value("1,234") == 1234.0
+
+
+def test_perf_without_hardware_events_says_so() -> None:
+    """Real `perf stat -x,` output of a VM (this repository's CI machine):
+    task-clock counted, every hardware event <not supported>."""
+    text = (FIXTURES.parent / "perf" / "attention_forward_n256_vm.perf.csv").read_text()
+    rows, failure = perf.parse(text)
+    assert [m for m, _, _ in rows] == ["perf.task-clock"] and rows[0][1] > 0
+    assert failure is not None and all(e in failure for e in perf.HARDWARE)
+    counted = "\n".join(line.replace("<not supported>", "1000") for line in text.splitlines())
+    rows, failure = perf.parse(counted)
+    values = dict((m, v) for m, v, _ in rows)
+    assert failure is None
+    assert values["llc_miss_bytes"] == (values["perf.LLC-load-misses"] + values["perf.LLC-store-misses"]) * perf.LINE_BYTES
