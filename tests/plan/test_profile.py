@@ -41,8 +41,10 @@ def test_gpu_counters_on_a_cpu_partition_are_refused() -> None:
 
 
 def test_implementations_without_the_profiler_are_skipped_with_a_reason() -> None:
-    p = plan(load_config(["cluster=local", "experiment=smoke", "experiment.profile=perf"]))
-    assert not p.runs and p.skipped and all("profile=perf not supported" in s for s in p.skipped)
+    p = plan(load_config(["cluster=local", "experiment=smoke", "experiment.profile=perf",
+                          "experiment.sweeps.0.impls=[c]"]))
+    assert p.skipped and all("profile=perf not supported by this implementation" in s for s in p.skipped)
+    assert p.runs and {r.impl for r in p.runs} == {"torch"}
 
 
 def test_slurm_needs_an_enabled_profiler_block() -> None:
