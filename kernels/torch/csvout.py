@@ -2,7 +2,7 @@
 
 Split from harness.py so that the profiler (profile.py) writes its counters CSV
 with the same atomic writer and formatting as the results CSV, without
-importing the timing code.
+importing the timing code or torch.
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import argparse
 import math
 import os
 from collections.abc import Sequence
-
-import torch
+from typing import Any
 
 CSV_COLUMNS: tuple[str, ...] = (
     "kernel", "impl", "variant", "device", "dtype", "n", "d", "threads", "repeat",
@@ -21,8 +20,10 @@ CSV_COLUMNS: tuple[str, ...] = (
 )
 
 
-def environment_columns(device: torch.device, args: argparse.Namespace) -> dict[str, str]:
+def environment_columns(device: Any, args: argparse.Namespace) -> dict[str, str]:
     """Columns that describe where the run happened, not what it computed."""
+    import torch  # here, not at the top: profile.py's counters writer needs no torch
+
     return {
         "impl": "torch",
         "device": device.type,

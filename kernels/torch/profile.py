@@ -122,6 +122,11 @@ def profile_n(module: str, argv: Sequence[str], args: argparse.Namespace, n: int
         tail = _last_line(proc.stderr) or _last_line(proc.stdout)
         reason = output.errors[0] if output.errors else f"profiled child exited {proc.returncode}: {tail}"
         return [dict(base, error=reason)]
+    return counter_rows(output, base)
+
+
+def counter_rows(output: ncu.NcuOutput, base: dict[str, str]) -> list[dict[str, str]]:
+    """The counters CSV rows of one n from ncu's parsed output."""
     failure = output.failure()
     if failure is not None:
         return [dict(base, error=failure)]

@@ -26,10 +26,13 @@ from campaign.results.export import results_frame
 from campaign.results.reader import classify_output
 from campaign.states import JobState
 from campaign.sync import _apply, _collect, _profile
+from kernels.torch import ncu
+from kernels.torch.profile import COUNTER_COLUMNS, counter_rows
 from tests.fixtures.ledger_rows import add_attempt, spec_with
 
 REPO = Path(__file__).resolve().parents[2]
 COUNTERS = REPO / "tests" / "fixtures" / "ncu" / "attention_fwdbwd_fused.counters.csv"
+RAW_NCU = REPO / "tests" / "fixtures" / "ncu" / "attention_fwdbwd_fused_n2048.ncu.csv"
 RESULTS = REPO / "bench" / "results" / "h200" / "counters" / "results.csv"
 # Columns `results --format csv` adds to what the kernel program wrote.
 LEDGER_ONLY = ("cluster", "partition", "job_id", "flops", "bytes", "source", "params")
@@ -44,13 +47,13 @@ def sizes() -> tuple[int, ...]:
     return tuple(sorted({int(r["n"]) for r in fixture_rows()}))
 
 
-def write_job_output(folder: Path, counters: list[dict[str, str]]) -> Path:
+def write_job_output(folder: Path, counters: list[dict[str, str]], ns: tuple[int, ...]) -> Path:
     """The job folder as the kernel program leaves it: its results CSV (the
     campaign's own rows of this kernel) and the counters CSV beside it."""
     folder.mkdir(parents=True, exist_ok=True)
     with RESULTS.open(newline="") as fh:
         reader = csv.DictReader(fh)
-        timed = [r for r in reader if r["kernel"] == "attention_fwdbwd"]
+        timed = [r for r in reader if r["kernel"] == "attention_fwdbwd" and int(r["n"]) in ns]
         columns = [c for c in reader.fieldnames or [] if c not in LEDGER_ONLY]
     out = folder / "results.csv"
     with out.open("w", newline="") as fh:
@@ -58,20 +61,22 @@ def write_job_output(folder: Path, counters: list[dict[str, str]]) -> Path:
         writer.writeheader()
         writer.writerows(timed)
     with counters_path(out).open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(fixture_rows()[0]))
+        writer = csv.DictWriter(fh, fieldnames=list(COUNTER_COLUMNS))
         writer.writeheader()
         writer.writerows(counters)
     return out
 
 
-def sync_one(led: Ledger, tmp_path: Path, counters: list[dict[str, str]]) -> int:
+def sync_one(led: Ledger, tmp_path: Path, counters: list[dict[str, str]],
+             ns: tuple[int, ...] | None = None) -> int:
+    ns = ns or sizes()
     spec = spec_with(kernel="attention_fwdbwd", impl="torch", variant="fused", device="cuda", dtype="bf16",
-                     n=sizes(), d=128, gpus=1, extra_args=(("profile", "ncu"),))
+                     n=ns, d=128, gpus=1, extra_args=(("profile", "ncu"),))
     aid = add_attempt(led, tmp_path / "runs", spec=spec, job_id="7")
     with led.session() as s:
         _, pending = _collect(s, "unit")
     (p,) = [x for x in pending if x.attempt_id == aid]
-    write_job_output(Path(p.ref.workdir), counters)
+    write_job_output(Path(p.ref.workdir), counters, ns)
     assert p.profiled
     outcomes = {aid: classify_output(p.output, p.expected_n, p.check)}
     found = {aid: _profile(p, outcomes)}
@@ -141,3 +146,18 @@ def test_reader_names_a_missing_or_partial_file(tmp_path: Path) -> None:
     assert found.reason(sizes()) is None
     more = sizes() + (max(sizes()) * 2,)
     assert f"{[more[-1]]}" in (found.reason(more) or "")
+
+
+def test_a_raw_ncu_csv_reaches_the_ledger_and_the_section(tmp_path: Path) -> None:
+    """ncu's own CSV -> the program's counters rows -> `status` -> ledger -> report."""
+    n = int(RAW_NCU.name.split("_n")[1].split(".")[0])
+    base = {"kernel": "attention_fwdbwd", "impl": "torch", "variant": "fused", "dtype": "bf16",
+            "d": "128", "n": str(n)}
+    parsed = ncu.parse(RAW_NCU.read_text())
+    rows = counter_rows(parsed, base)
+    led = Ledger(tmp_path / "ledger.sqlite")
+    sync_one(led, tmp_path, rows, (n,))
+    counters = counters_frame(led, "unit")
+    assert len(counters) == len(rows) and set(counters["metric"]) == {r["metric"] for r in rows}
+    section = counters_section(counters, results_frame(led, campaign="unit", usable_only=True))
+    assert all(k.name in section for k in parsed.kernels)
