@@ -25,7 +25,7 @@ from campaign.results.counters import read_counters
 from campaign.results.export import results_frame
 from campaign.results.reader import classify_output
 from campaign.states import JobState
-from campaign.sync import _apply, _collect, _profile
+from campaign.sync import _apply, _collect, _load_specs, _profile
 from kernels.torch import ncu
 from kernels.torch.profile import COUNTER_COLUMNS, counter_rows
 from tests.fixtures.ledger_rows import add_attempt, spec_with
@@ -74,14 +74,15 @@ def sync_one(led: Ledger, tmp_path: Path, counters: list[dict[str, str]],
                      n=ns, d=128, gpus=1, extra_args=(("profile", "ncu"),))
     aid = add_attempt(led, tmp_path / "runs", spec=spec, job_id="7")
     with led.session() as s:
-        _, pending = _collect(s, "unit")
-    (p,) = [x for x in pending if x.attempt_id == aid]
+        _, pending, camps = _collect(s, "unit")
+        (p,) = [x for x in pending if x.attempt_id == aid]
+        _load_specs(s, [p])
     write_job_output(Path(p.ref.workdir), counters, ns)
     assert p.profiled
     outcomes = {aid: classify_output(p.output, p.expected_n, p.check)}
     found = {aid: _profile(p, outcomes)}
     with led.session.begin() as s:
-        _apply(s, pending, {aid: JobStatus(JobState.COMPLETED, exit_code=0)}, outcomes, found)
+        _apply(s, [p], {aid: JobStatus(JobState.COMPLETED, exit_code=0)}, outcomes, camps, found)
     return aid
 
 
