@@ -121,6 +121,14 @@ def kernels_table(mvp: pd.DataFrame) -> pd.DataFrame:
                          "GPU kernels": mvp["kernels"]})
 
 
+def _drop_empty(table: pd.DataFrame) -> pd.DataFrame:
+    """Columns with no value in any row (e.g. LLC columns without perf runs)."""
+    if table.empty:
+        return table
+    keep = [c for c in table.columns if (table[c].astype("str") != "").any()]
+    return table[keep]
+
+
 def counters_tables(counters: pd.DataFrame, results: pd.DataFrame | None = None,
                     ) -> list[tuple[str, pd.DataFrame]]:
     """The section's tables, in order, as (title, display frame)."""
@@ -128,8 +136,8 @@ def counters_tables(counters: pd.DataFrame, results: pd.DataFrame | None = None,
     ratios = ct.variant_ratios(counters, results)
     fails = ct.failures(counters)
     tables = [
-        ("DRAM bytes: measured vs cost model", bytes_table(mvp)),
-        ("Sector efficiency, atomics, occupancy, stalls", efficiency_table(mvp)),
+        ("DRAM bytes: measured vs cost model", _drop_empty(bytes_table(mvp))),
+        ("Sector efficiency, atomics, occupancy, stalls", _drop_empty(efficiency_table(mvp))),
         ("Ratios between variants (a / b)", ratio_table(ratios)),
         ("GPU kernels of each profiled call", kernels_table(mvp)),
     ]
