@@ -35,7 +35,8 @@ COUNTERS = REPO / "tests" / "fixtures" / "ncu" / "attention_fwdbwd_fused.counter
 RAW_NCU = REPO / "tests" / "fixtures" / "ncu" / "attention_fwdbwd_fused_n2048.ncu.csv"
 RESULTS = REPO / "bench" / "results" / "h200" / "counters" / "results.csv"
 # Columns `results --format csv` adds to what the kernel program wrote.
-LEDGER_ONLY = ("cluster", "partition", "job_id", "flops", "bytes", "source", "params")
+LEDGER_ONLY = ("campaign", "cluster", "partition", "job_id", "flops", "bytes", "source", "params", "attempt",
+               "state", "extra")
 
 
 def fixture_rows() -> list[dict[str, str]]:
