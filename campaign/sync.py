@@ -17,17 +17,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
 from campaign.backends import get_backend
 from campaign.backends.base import JobRef, JobStatus
 from campaign.clock import as_naive_local
 from campaign.config.clusters import cluster_from_yaml
-from campaign.job.files import EXIT_FILE, read_json
-from campaign.ledger import Campaign, JobAttempt, Ledger, Run
+from campaign.job.files import EXIT_FILE, counters_path, read_json
+from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
 from campaign.results.bulk import insert_results
+from campaign.results.counters import read_counters
 from campaign.results.reader import Outcome, classify_output
 from campaign.results.store import job_rows
 from campaign.states import OPEN_STATES, JobState
@@ -63,6 +64,10 @@ class _Pending:
     expected_n: tuple[int, ...] = ()
     check: bool = False
     extra_args: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def profiled(self) -> bool:
+        return any(k == "profile" and v != "none" for k, v in self.extra_args)
 
 
 @dataclass(frozen=True)
@@ -160,16 +165,16 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
     still_open = [p for p in pending if not statuses[p.attempt_id].state.finished]
     if still_open:
         _write(ledger, report, still_open, statuses, {}, camps)
-    for batch, outcomes in _finished_batches(ledger, [p for p in pending if statuses[p.attempt_id].state.finished],
-                                             statuses):
-        _write(ledger, report, batch, statuses, outcomes, camps)
+    for batch, outcomes, counters in _finished_batches(
+            ledger, [p for p in pending if statuses[p.attempt_id].state.finished], statuses):
+        _write(ledger, report, batch, statuses, outcomes, camps, counters)
     with ledger.session() as s:
         report.counts = _counts(s, camp_id)
     return report
 
 
 def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[int, JobStatus],
-                      ) -> Iterator[tuple[list[_Pending], dict[int, Outcome]]]:
+                      ) -> Iterator[tuple[list[_Pending], dict[int, Outcome], dict[int, list[dict[str, Any]]]]]:
     """Finished attempts with their outputs read, in batches of at most
     INGEST_BATCH_ROWS result rows (one attempt's rows are never split): the
     memory of a sync stays the same however many jobs finished, and each
@@ -181,33 +186,50 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
             _load_specs(s, chunk)
         batch: list[_Pending] = []
         outcomes: dict[int, Outcome] = {}
+        counters: dict[int, list[dict[str, Any]]] = {}
         rows = 0
         for p in chunk:
             st = statuses[p.attempt_id]
             if st.state is JobState.COMPLETED:
                 outcome = outcomes[p.attempt_id] = classify_output(p.output, p.expected_n, p.check)
                 rows += len(outcome.rows)
+                if p.profiled:
+                    counters[p.attempt_id] = _profile(p, outcomes)
+                    rows += len(counters[p.attempt_id])
             exit_record = read_json(Path(p.ref.workdir) / EXIT_FILE)
             if exit_record and isinstance(exit_record.get("exit_code"), int):
                 st.exit_code = exit_record["exit_code"]  # the kernel's own code, not srun's
             batch.append(p)
             if rows >= INGEST_BATCH_ROWS:
-                yield batch, outcomes
-                batch, outcomes, rows = [], {}, 0
+                yield batch, outcomes, counters
+                batch, outcomes, counters, rows = [], {}, {}, 0
         if batch:
-            yield batch, outcomes
+            yield batch, outcomes, counters
 
 
 def _write(ledger: Ledger, report: SyncReport, pending: list[_Pending], statuses: dict[int, JobStatus],
-           outcomes: dict[int, Outcome], camps: dict[int, _CampaignInfo]) -> None:
+           outcomes: dict[int, Outcome], camps: dict[int, _CampaignInfo],
+           counters: dict[int, list[dict[str, Any]]] | None = None) -> None:
     with ledger.session.begin() as s:
-        changed, rows = _apply(s, pending, statuses, outcomes, camps)
+        changed, rows = _apply(s, pending, statuses, outcomes, camps, counters)
     report.changed += changed
     report.ingested_rows += rows
 
 
+def _profile(p: _Pending, outcomes: dict[int, Outcome]) -> list[dict[str, Any]]:
+    """The counter rows of a profiled attempt; a completed one whose profile
+    failed for some n becomes PROFILE_FAILED (its timings still count)."""
+    found = read_counters(counters_path(p.output))
+    outcome = outcomes[p.attempt_id]
+    reason = found.reason(p.expected_n)
+    if reason is not None and outcome.state is JobState.COMPLETED:
+        outcomes[p.attempt_id] = Outcome(JobState.PROFILE_FAILED, outcome.rows, reason)
+    return [dict(r, attempt_id=p.attempt_id) for r in found.rows]
+
+
 def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
-           outcomes: dict[int, Outcome], camps: dict[int, _CampaignInfo]) -> tuple[int, int]:
+           outcomes: dict[int, Outcome], camps: dict[int, _CampaignInfo],
+           counters: dict[int, list[dict[str, Any]]] | None = None) -> tuple[int, int]:
     ids = [p.attempt_id for p in pending if p.attempt_id in statuses]
     # Re-read inside the write transaction: another terminal may have
     # cancelled some of these jobs since we looked.
@@ -220,6 +242,7 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
             current[row.id] = dict(row._mapping)
     updates: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
+    counter_rows: list[dict[str, Any]] = []
     changed = 0
     for p in pending:
         st = statuses.get(p.attempt_id)
@@ -229,6 +252,7 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
         if outcome is not None:
             rows += job_rows(p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition, p.extra_args,
                              outcome.rows)
+            counter_rows += (counters or {}).get(p.attempt_id, [])
         values = _status_values(p, st, outcome)
         state = values["state"]
         old = current[p.attempt_id]
@@ -243,4 +267,6 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
     for group in by_keys.values():
         s.execute(update(JobAttempt), group)
     insert_results(s, rows)
+    if counter_rows:
+        s.execute(insert(CounterRow), counter_rows)
     return changed, len(rows)
