@@ -1,0 +1,62 @@
+"""The scale benchmark (bench/bench_scale.py, `make bench-scale`) 10x smaller,
+asserting only what does not depend on the machine's load: scheduler call
+counts, bytes of job files per run, and memory bounds (peak RSS growth of a
+fresh process, tests/scale/probe.py). No times."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.finished_jobs import build
+from tests.slurm_cluster import SlurmCluster
+
+REPO = Path(__file__).resolve().parents[2]
+RUNS = 10_000  # the benchmark's 100,000 / 10
+ROWS_PER_JOB = 100
+
+
+def _probe(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    full = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "tests.scale.probe", *args], capture_output=True, text=True,
+                          cwd=REPO, env=full, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def _max_array_size(cluster: SlurmCluster) -> int:
+    out = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, env={**os.environ, **cluster.env},
+                         timeout=30, check=True).stdout
+    line = next(x for x in out.splitlines() if x.startswith("MaxArraySize"))
+    return int(line.split("=")[1])
+
+
+def test_submit_and_sync_10k_held_jobs(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    got = _probe("submit", str(tmp_path / "work"), str(RUNS), env=slurm_cluster.env)
+    assert got["submitted"] == RUNS and got["counts"] == {"PENDING": RUNS}
+    # MaxArraySize bounds the index (0..MaxArraySize-1), so an array holds at most MaxArraySize tasks
+    assert got["sbatch_calls"] <= math.ceil(RUNS / _max_array_size(slurm_cluster))
+    assert got["sacct_calls"] <= math.ceil(RUNS / 1000)
+    assert got["job_file_bytes"] / RUNS <= 1024
+    assert got["submit_rss_growth_mb"] <= 100  # the goal: <= 1 GB at 100,000 runs
+    assert got["cancelled_arrays"] == got["sbatch_calls"]
+
+
+def test_ingest_memory_stays_constant(tmp_path: Path) -> None:
+    """Twice the finished jobs, the same memory: rows are stored in batches."""
+    batch = 10_000
+    grown = {}
+    for jobs in (500, 1000):
+        ledger = tmp_path / f"ledger-{jobs}.sqlite"
+        facts = build(ledger, tmp_path / f"runs-{jobs}", jobs=jobs, rows_per_job=ROWS_PER_JOB)
+        got = _probe("ingest", str(ledger), str(batch))
+        assert got["ingested_rows"] == facts["rows"] and got["counts"] == {"COMPLETED": jobs}
+        assert got["write_transactions"] <= math.ceil(facts["rows"] / batch) + 1  # + the open attempts' one
+        grown[jobs] = got["sync_rss_growth_mb"]
+    assert grown[1000] <= 1.25 * grown[500] + 8, grown
+    assert grown[1000] <= 64, grown  # one 10,000-row batch, not 100,000 rows at once
