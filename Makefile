@@ -17,7 +17,7 @@ FFLAGS ?= -O3 -fopenmp
 DEMO   ?= demo
 export CAMPAIGN_SLURM_LAB ?= /tmp/campaign-slurm
 
-.PHONY: setup kernels demo test test-unit lint bench slurm-up slurm-down clean
+.PHONY: setup kernels demo test test-unit lint bench bench-scale slurm-up slurm-down clean
 
 $(STAMP): pyproject.toml
 	@command -v gfortran >/dev/null || { echo "installing gfortran (Debian)"; \
@@ -64,6 +64,18 @@ bench: setup slurm-up
 	$(BIN)/python bench/bench_cli_startup.py
 	$(BIN)/python bench/bench_metrics.py
 	$(BIN)/python bench/bench_slurm.py
+	$(MAKE) bench-scale SCALE_RUNS=10000 SCALE_ROWS=1000000 SCALE_ATTEMPTS=20000 SCALE_INGEST=100000
+
+# Issue "Scale": 100k held runs on the test Slurm (its MaxJobCount must exceed
+# SCALE_RUNS), ingest, metrics/HTML over a synthetic ledger, jobs/show/status reads.
+SCALE_RUNS     ?= 100000
+SCALE_ROWS     ?= 10000000
+SCALE_ATTEMPTS ?= 200000
+SCALE_INGEST   ?= 1000000
+bench-scale: setup slurm-up
+	$(BIN)/python bench/bench_scale.py --runs $(SCALE_RUNS)
+	$(BIN)/python bench/bench_scale_ledger.py --rows $(SCALE_ROWS) --attempts $(SCALE_ATTEMPTS) \
+	  --ingest-rows $(SCALE_INGEST)
 
 clean:
 	$(MAKE) -C kernels clean

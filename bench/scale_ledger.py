@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import Path
 
 from campaign.ledger import Ledger
+from campaign.plan import RunSpec
 
 
 def build(path: Path, *, campaigns: int, runs: int, rows_per_attempt: int, seed: int = 0) -> dict[str, int]:
@@ -33,7 +34,10 @@ def build(path: Path, *, campaigns: int, runs: int, rows_per_attempt: int, seed:
             attempt_id += 1
             threads = 1 + r % 16
             variant = ("naive", "memopt")[r % 2]
-            spec = {"n": sizes, "check": False, "extra_args": [["tag", str(r // 32)]]}
+            spec = RunSpec(cluster="local", partition="cpu", kernel="attention_forward", impl="c", variant=variant,
+                           device="cpu", dtype="fp32", threads=threads, gpus=0, n=tuple(sizes), d=64,
+                           repeats=repeats, warmup=0, check=False, walltime_min=10, mem_gb=None,
+                           argv=("attention_forward_c",), extra_args=(("tag", str(r // 32)),)).to_json()
             run_rows.append((run_id, c, f"{run_id:016x}", "attention_forward", "c", variant, "cpu", "cpu", "fp32",
                              threads, 0, json.dumps(spec), "2026-12-01 00:00:00"))
             att_rows.append((attempt_id, run_id, 1, "local", f"{attempt_id}", "COMPLETED", f"/tmp/a{attempt_id}",
