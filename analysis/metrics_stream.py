@@ -10,7 +10,7 @@ chunk; the bytes are the same as `json.dump(metrics_json(...))`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TextIO
 
 import pandas as pd
@@ -20,15 +20,17 @@ from analysis.metrics import METRIC_KEYS, all_metrics, filter_cluster, to_record
 CHUNK_ROWS = 20_000  # records converted and written at once
 
 
-def check_keys(keys: Iterable[str] | None) -> tuple[str, ...]:
-    """The metric keys asked for, in the schema's order; ValueError names an unknown one."""
+def check_keys(keys: Iterable[str] | None, also: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The keys asked for (METRIC_KEYS, then `also`), in the schema's order;
+    ValueError names an unknown one."""
+    known = METRIC_KEYS + also
     if keys is None:
-        return METRIC_KEYS
+        return known
     wanted = set(keys)
-    unknown = sorted(wanted - set(METRIC_KEYS))
+    unknown = sorted(wanted - set(known))
     if unknown:
-        raise ValueError(f"unknown metric key(s) {', '.join(unknown)}; keys: {', '.join(METRIC_KEYS)}")
-    return tuple(k for k in METRIC_KEYS if k in wanted)
+        raise ValueError(f"unknown metric key(s) {', '.join(unknown)}; keys: {', '.join(known)}")
+    return tuple(k for k in known if k in wanted)
 
 
 def record_chunks(frame: pd.DataFrame, chunk: int | None = None) -> Iterator[list[dict[str, object]]]:
@@ -39,15 +41,21 @@ def record_chunks(frame: pd.DataFrame, chunk: int | None = None) -> Iterator[lis
 
 
 def write_metrics_json(results: pd.DataFrame, partitions: pd.DataFrame | None, out: TextIO, *,
-                       cluster: str | None = None, keys: Iterable[str] | None = None) -> None:
+                       cluster: str | None = None, keys: Iterable[str] | None = None,
+                       tail: dict[str, Callable[[], object]] | None = None) -> None:
     """Write {metric key: [record, ...]} for `keys` (default: all) to `out`,
-    computing only those metrics."""
-    chosen = check_keys(keys)
-    frames = all_metrics(results, partitions, keys=chosen)
+    computing only those metrics. `tail`: further (small) keys made by the
+    caller, e.g. `counters`, written after the metrics when asked for."""
+    more = tail or {}
+    chosen = check_keys(keys, tuple(more))
+    frames = all_metrics(results, partitions, keys=tuple(k for k in chosen if k in METRIC_KEYS))
     if cluster is not None:
         frames = filter_cluster(frames, cluster)
     out.write("{")
     for i, key in enumerate(chosen):
+        if key in more:
+            out.write(f"{', ' if i else ''}{json.dumps(key)}: {json.dumps(more[key]())}")
+            continue
         out.write(f"{', ' if i else ''}{json.dumps(key)}: [")
         first = True
         for records in record_chunks(frames[key]):

@@ -94,11 +94,12 @@ def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None, campa
     from analysis.metrics_stream import check_keys, write_metrics_json  # lazy, as above
 
     try:
-        chosen = check_keys(keys)  # before the ledger is read: a typo fails at once
+        chosen = check_keys(keys, ("counters",))  # before the ledger is read: a typo fails at once
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
     results, facts = _inputs(led, cluster, campaign)
-    write_metrics_json(results, facts, out, cluster=cluster, keys=chosen)
+    write_metrics_json(results, facts, out, cluster=cluster, keys=chosen, tail={
+        "counters": lambda: counters_json(led, results, cluster=cluster, campaign=campaign)})
 
 
 def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaign: str | None = None) -> list[Path]:
