@@ -12,6 +12,7 @@ the Core executemany is used (its drivers batch it themselves).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Table, insert
@@ -32,15 +33,19 @@ def insert_results(s: Session, rows: Sequence[dict[str, Any]]) -> None:
     if dialect.name != "sqlite":
         conn.execute(insert(TABLE), list(rows))
         return
+    procs = {name: p for name in COLUMNS if (p := TABLE.c[name].type._cached_bind_processor(dialect)) is not None}
+    plain = [c for c in COLUMNS if c not in procs]  # values as they are, taken in one C call per row
+    processed = list(procs)
     quote = dialect.identifier_preparer.quote
-    sql = (f"INSERT INTO {quote(TABLE.name)} ({', '.join(quote(c) for c in COLUMNS)}) "
+    sql = (f"INSERT INTO {quote(TABLE.name)} ({', '.join(quote(c) for c in plain + processed)}) "
            f"VALUES ({', '.join('?' for _ in COLUMNS)})")
-    procs = [(i, p) for i, name in enumerate(COLUMNS)
-             if (p := TABLE.c[name].type._cached_bind_processor(dialect)) is not None]
+    take = itemgetter(*plain)
+    convert = [(name, procs[name]) for name in processed]
     data = []
     for row in rows:
-        values = [row.get(c) for c in COLUMNS]
-        for i, proc in procs:
-            values[i] = proc(values[i])
-        data.append(tuple(values))
+        try:
+            values = take(row)
+        except KeyError:  # a row without some column: NULL there
+            values = tuple(row.get(c) for c in plain)
+        data.append((*values, *[proc(row.get(name)) for name, proc in convert]))
     conn.exec_driver_sql(sql, data)

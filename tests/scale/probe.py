@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -23,15 +22,22 @@ FAKE_CONF = Path(__file__).resolve().parents[1] / "fixtures" / "fake_conf"
 HOLD = "+cluster.partitions.cpu.sbatch_extra={begin: now+365days}"
 
 
-def rss_mb() -> float:
+def _status_mb(field: str) -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field):
             return int(line.split()[1]) / 1024
-    return 0.0
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def rss_mb() -> float:
+    return _status_mb("VmRSS:")
 
 
 def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process image's peak RSS. Not getrusage's ru_maxrss: that keeps
+    the parent's peak across fork + exec (a child of a big pytest process
+    would report the parent's size)."""
+    return _status_mb("VmHWM:")
 
 
 def counting_shim(folder: Path, command: str) -> Path:

@@ -22,7 +22,10 @@ ROWS_PER_JOB = 100
 
 
 def _probe(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    full = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    # A clean environment: what other tests left in os.environ (config paths,
+    # debug switches) must not change what the fresh process loads.
+    full = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+    full.update({"PYTHONPATH": str(REPO), **(env or {})})
     proc = subprocess.run([sys.executable, "-m", "tests.scale.probe", *args], capture_output=True, text=True,
                           cwd=REPO, env=full, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
