@@ -5,16 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
 from campaign.errors import BadInputError
 from campaign.job.files import STDERR_FILE, STDOUT_FILE
-from campaign.ledger import JobAttempt, Ledger, Run
+from campaign.ledger import Campaign, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
 from campaign.states import JobState
 
 JOB_COLUMNS = ["job_id", "campaign", "kernel", "impl", "variant", "partition", "threads", "dtype", "attempt", "state",
                "node", "reason"]
+
+
+# What JOB_COLUMNS show, in their order (state is a JobState; shown as its value).
+_JOB_SELECT = (JobAttempt.job_id, Campaign.name, Run.kernel, Run.impl, Run.variant, Run.partition, Run.threads,
+               Run.dtype, JobAttempt.attempt, JobAttempt.state, JobAttempt.node, JobAttempt.reason)
 
 
 def _fmt(t: Any) -> str:
@@ -30,21 +33,8 @@ def job_rows(led: Ledger, campaign: str | None, state: str | None, *, all_attemp
             raise BadInputError(f"unknown state {state!r}; known: {', '.join(s.value for s in JobState)}") from None
     with led.session() as s:
         camp_id = q.require_campaign(s, campaign).id if campaign else None
-        if all_attempts:
-            stmt = select(JobAttempt).join(Run).order_by(JobAttempt.id)
-            if camp_id is not None:
-                stmt = stmt.where(Run.campaign_id == camp_id)
-            atts = list(s.scalars(stmt))
-        else:
-            atts = q.latest_attempts(s, camp_id)
-        rows = []
-        for a in atts:
-            if wanted is not None and a.state is not wanted:
-                continue
-            r = a.run
-            rows.append([a.job_id, r.campaign.name, r.kernel, r.impl, r.variant,
-                         r.partition, r.threads, r.dtype, a.attempt, a.state.value, a.node, a.reason])
-        return rows
+        found = q.attempt_columns(s, _JOB_SELECT, camp_id, latest=not all_attempts, state=wanted)
+    return [[*row[:9], row[9].value, *row[10:]] for row in found]
 
 
 def _tail(path: str | None, lines: int = 15) -> str:
