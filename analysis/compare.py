@@ -30,8 +30,10 @@ Verdict at threshold t (default 5%):
 
 Summary per kernel and implementation (plus the `by` pair): the geometric
 mean of the point ratios with a 95% t-interval over the points' log ratios
-(the point's own interval when there is one point), and the count of points
-per verdict.
+(the point's own interval when there is one point), the count of points
+per verdict, and a verdict of the group by the same rule on the geometric
+mean. Unrelated noise scatters points both ways and averages out there; a
+real change (a compiler upgrade) moves them together.
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, by: str | None = None,
                                   | {f"median_s_{side}": "t", f"repeats_{side}": "repeats"})
         frame["repeats"] = frame["repeats"].astype("int64")
         only[side] = frame.reset_index(drop=True)
-    return Comparison(points, summarize_points(points, by), only["base"], only["new"],
+    return Comparison(points, summarize_points(points, by, threshold), only["base"], only["new"],
                       threshold, by, min_repeats)
 
 
@@ -171,10 +173,12 @@ def summary_keys(by: str | None) -> list[str]:
     return keys
 
 
-def summarize_points(points: pd.DataFrame, by: str | None) -> pd.DataFrame:
-    """Geometric mean of the ratios with a 95% interval, and verdict counts."""
+def summarize_points(points: pd.DataFrame, by: str | None, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
+    """Geometric mean of the ratios with a 95% interval, verdict counts, and
+    the group's own `verdict`: the point rule applied to the geometric mean
+    and its interval (insufficient-repeats when every point is)."""
     keys = summary_keys(by)
-    cols = keys + ["points", "geomean", "geomean_lo", "geomean_hi"] + list(VERDICTS)
+    cols = keys + ["points", "geomean", "geomean_lo", "geomean_hi"] + list(VERDICTS) + ["verdict"]
     rows = []
     for key, grp in points.groupby(keys, sort=True, dropna=False):
         logs = np.log(grp["ratio"].to_numpy(float))
@@ -187,7 +191,10 @@ def summarize_points(points: pd.DataFrame, by: str | None) -> pd.DataFrame:
             lo, hi = float(grp["ratio_lo"].iloc[0]), float(grp["ratio_hi"].iloc[0])
         counts = grp["verdict"].value_counts()
         key_values = key if isinstance(key, tuple) else (key,)
+        usable = k - int(counts.get(INSUFFICIENT, 0))
+        verdict = verdicts(np.array([np.exp(mean)]), np.array([lo]), np.array([hi]),
+                           np.array([usable]), threshold, 1)[0]
         rows.append([*key_values, k, float(np.exp(mean)), float(lo), float(hi)]
-                    + [int(counts.get(v, 0)) for v in VERDICTS])
+                    + [int(counts.get(v, 0)) for v in VERDICTS] + [verdict])
     frame = pd.DataFrame(rows, columns=cols)
     return frame.astype({c: "int64" for c in ["points", *VERDICTS]})

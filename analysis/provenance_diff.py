@@ -36,9 +36,12 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("config", ("config.*",)),
     ("other", ("*",)),
 )
-# Facts that differ on every submit or restate another key.
+# Facts that differ on every submit or restate another key: a kernel's argv
+# holds the checkout's path (the program itself is `environment.binaries.*`,
+# its hash); a partition's `name` is filled from its key.
 IGNORED: tuple[str, ...] = ("id", "campaign_id", "created_at", "command", "config_hash", "config_yaml",
-                            "config.campaign.*", "config.cluster.description")
+                            "config.campaign.*", "config.cluster.description", "config.kernels.*.argv",
+                            "config.cluster.partitions.*.name")
 NOT_RECORDED = "(not recorded)"
 
 

@@ -4,8 +4,9 @@ on top of the layering in docs/design.md)."""
 
 from __future__ import annotations
 
-from campaign.analyze import metrics, shape_advice, write_reports
+from campaign.analyze import metrics, shape_advice, thread_advice, write_reports
 from campaign.cancel import cancel
+from campaign.compare import CompareReport, compare, parse_selection
 from campaign.rerun import RerunReport, rerun
 from campaign.results.export import frame_records, results_frame
 from campaign.results.reader import read_import_file
@@ -14,7 +15,7 @@ from campaign.submit import SubmitReport, dry_run, submit
 from campaign.sync import SyncReport, sync
 
 __all__ = [
-    "RerunReport", "SubmitReport", "SyncReport", "cancel", "dry_run", "frame_records", "metrics",
-    "read_import_file", "rerun", "results_frame", "shape_advice", "store_import", "submit", "sync",
-    "write_reports",
+    "CompareReport", "RerunReport", "SubmitReport", "SyncReport", "cancel", "compare", "dry_run",
+    "frame_records", "metrics", "parse_selection", "read_import_file", "rerun", "results_frame", "shape_advice",
+    "store_import", "submit", "sync", "thread_advice", "write_reports",
 ]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
 from campaign.states import JobState
@@ -15,16 +16,28 @@ EXPORT_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device",
 
 
 def results_frame(led: Ledger, *, campaign: str | None = None, cluster: str | None = None,
-                  usable_only: bool = False) -> Any:
+                  usable_only: bool = False, since: datetime | None = None,
+                  until: datetime | None = None) -> Any:
     """All result rows as a DataFrame (extra columns flattened). With
-    `usable_only`, rows of CHECK_FAILED / LOST_OUTPUT attempts are left out."""
+    `usable_only`, rows of CHECK_FAILED / LOST_OUTPUT attempts are left out.
+    A campaign's rows are its jobs' rows and the rows imported into it
+    (`import --campaign`). `since`/`until` select by the job's start time
+    (naive, as the ledger stores it; until is exclusive), which imported rows
+    do not have: a date range leaves them out."""
     import pandas as pd
 
-    stmt = select(ResultRow, JobAttempt.state).outerjoin(JobAttempt, ResultRow.attempt_id == JobAttempt.id)
+    stmt = (select(ResultRow, JobAttempt.state)
+            .outerjoin(JobAttempt, ResultRow.attempt_id == JobAttempt.id)
+            .outerjoin(Run, Run.id == JobAttempt.run_id))
     if campaign:
-        stmt = stmt.join(Run, Run.id == JobAttempt.run_id).join(Campaign).where(Campaign.name == campaign)
+        cid = select(Campaign.id).where(Campaign.name == campaign).scalar_subquery()
+        stmt = stmt.where(or_(Run.campaign_id == cid, ResultRow.campaign_id == cid))
     if cluster:
         stmt = stmt.where(ResultRow.cluster == cluster)
+    if since is not None:
+        stmt = stmt.where(JobAttempt.started_at >= since)
+    if until is not None:
+        stmt = stmt.where(JobAttempt.started_at < until)
     records = []
     with led.session() as s:
         for row, state in s.execute(stmt):
