@@ -2,7 +2,8 @@
 reference's tolerance are flagged.
 
 A reference names one point (cluster, partition, kernel, impl, variant,
-threads, n; optionally dtype and params, else any) and either an expected
+threads, n; optionally dtype and params, else any; params "" = a run without
+extra program arguments) and either an expected
 `time_s` or an expected `flops_per_s` (a rate, from the cost model's
 `flops`), with a relative `tolerance` (0.1 = +-10%). The measured value is the
 median over repeats (analysis/summary.py). Status: `ok` inside the band,
@@ -43,9 +44,10 @@ def check_references(results: pd.DataFrame, refs: pd.DataFrame) -> pd.DataFrame:
         for col in REFERENCE_KEYS:
             sel &= (s[col].astype("str") == str(ref[col])).to_numpy()
         for col in REFERENCE_OPTIONAL:
-            want = ref.get(col)
-            if want is not None and not pd.isna(want) and str(want) != "" and col in s:
-                sel &= (s[col].astype("str") == str(want)).to_numpy()
+            want = ref.get(col)  # None/NaN: any value; "" for params: a run without extra arguments
+            if want is not None and not pd.isna(want):
+                have = s[col].fillna("").astype("str") if col in s else pd.Series("", index=s.index)
+                sel &= (have == str(want)).to_numpy()
         base = {c: ref.get(c) for c in REFERENCE_KEYS + REFERENCE_OPTIONAL}
         matched = s[sel]
         if matched.empty:

@@ -122,16 +122,33 @@ def test_advise_threads_from_imported_sweep(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "measured: shared" in bad.stderr
 
 
+def _medians(led: Path, campaign: str) -> dict[int, float]:
+    con = sqlite3.connect(led)
+    rows = con.execute("SELECT r.n, r.time_s FROM result r JOIN job_attempt a ON a.id = r.attempt_id "
+                       "JOIN run ON run.id = a.run_id JOIN campaign c ON c.id = run.campaign_id "
+                       "WHERE c.name = ?", (campaign,)).fetchall()
+    con.close()
+    return {n: float(np.median([t for m, t in rows if m == n])) for n in {n for n, _ in rows}}
+
+
 def test_provenance_diff_shows_a_changed_module_version(tmp_path: Path) -> None:
     led = tmp_path / "ledger.sqlite"
-    for name, module in (("old", "nvhpc/24.1"), ("new", "nvhpc/24.5")):
-        proc = run_cli("--ledger", str(led), "submit", "experiment=compare_ok", f"campaign.name={name}",
-                       f"cluster.modules=[gcc/12,{module}]", cwd=tmp_path, env=FAKE_ENV)
-        assert proc.returncode == 0, proc.stderr
-    proc = run_cli("--ledger", str(led), "compare", "old", "new", "--fail-on", "slower")
+    old = run_cli("--ledger", str(led), "submit", "experiment=compare_ok", "campaign.name=old",
+                  "cluster.modules=[gcc/12,nvhpc/24.1]", cwd=tmp_path, env=FAKE_ENV)
+    assert old.returncode == 0, old.stderr
+    # references for the new campaign: n=64 as measured (ok), n=128 at half the measured time (slow)
+    t = _medians(led, "old")
+    refs = (f"cluster.partitions.local.references=[{{kernel:fake,impl:py,variant:ok,n:64,time_s:{t[64]!r}}},"
+            f"{{kernel:fake,impl:py,variant:ok,n:128,time_s:{t[128] / 2!r},tolerance:0.2}}]")
+    new = run_cli("--ledger", str(led), "submit", "experiment=compare_ok", "campaign.name=new",
+                  "cluster.modules=[gcc/12,nvhpc/24.5]", refs, cwd=tmp_path, env=FAKE_ENV)
+    assert new.returncode == 0, new.stderr
+    proc = run_cli("--ledger", str(led), "compare", "old", "new", "--fail-on", "slower", "--reference")
     assert proc.returncode == 0, proc.stderr
     assert "modules: config.cluster.modules: [gcc/12, nvhpc/24.1] -> [gcc/12, nvhpc/24.5]" in proc.stdout
     assert "2 matched, 0 faster, 0 slower, 2 within-noise" in proc.stdout
+    assert "References: 2 checked, 1 outside their tolerance" in proc.stdout
+    assert "+100.0%" in proc.stdout and "slow" in proc.stdout.split("References:")[1]
     con = sqlite3.connect(led)
     [(env,)] = con.execute("SELECT environment FROM provenance LIMIT 1").fetchall()
     con.close()
