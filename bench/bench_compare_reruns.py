@@ -12,7 +12,7 @@ intervals). The load average around each run is recorded: on a shared
 machine it is the noise.
 
 The split-half null separates the method from the machine: each run's
-repeats split into even and odd repeat numbers (3 + 3 of the 6) and compared
+repeats split into even and odd repeat numbers (4 + 4 of the 8) and compared
 with each other. Those halves were measured interleaved, under the same
 load, so their false-positive rate is the verdict rule's own under
 stationary noise; the rate between runs adds the drift of the machine.

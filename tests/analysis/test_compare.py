@@ -69,16 +69,35 @@ def test_one_repeat_never_claims_a_verdict(rows: RowMaker) -> None:
 
 
 def test_few_repeats_below_the_minimum(rows: RowMaker) -> None:
-    base = campaign(rows, {"naive": 1.0}, repeats=2, seed=7)
+    base = campaign(rows, {"naive": 1.0}, repeats=3, seed=7)
     new = campaign(rows, {"naive": 1.5}, repeats=10, seed=8)
     assert set(compare(base, new).points["verdict"]) == {INSUFFICIENT}
-    assert set(compare(base, new, min_repeats=2).points["verdict"]) == {SLOWER}
+    assert set(compare(base, new, min_repeats=3).points["verdict"]) == {SLOWER}
+    four = campaign(rows, {"naive": 1.0}, repeats=4, seed=7)
+    assert set(compare(four, new).points["verdict"]) == {SLOWER}
+
+
+def test_identical_distributions_rarely_get_a_verdict() -> None:
+    """The rule's own false-positive rate at 4 + 4 repeats, noise far above the
+    threshold: bounded by 2/C(8,4) (module doc), measured on 4000 points."""
+    from math import comb
+
+    rng = np.random.default_rng(13)
+    points, repeats, sd = 4000, 4, 0.2
+    rows = [{"cluster": "c", "partition": "p", "kernel": "k", "impl": "i", "variant": "v", "device": "cpu",
+             "threads": 1, "n": n, "repeat": r, "time_s": float(t)}
+            for n in range(1, points + 1) for r, t in enumerate(np.exp(rng.normal(0, sd, repeats)))]
+    base = pd.DataFrame(rows)
+    new = base.copy()
+    new["time_s"] = np.exp(rng.normal(0, sd, len(new)))
+    rate = (compare(base, new).points["verdict"] != NOISE).mean()
+    assert rate <= 2 / comb(2 * repeats, repeats) + 3 * np.sqrt(0.03 * 0.97 / points)
 
 
 def test_overlapping_intervals_are_within_noise(rows: RowMaker) -> None:
     # A 20% median shift inside a wide spread: the [min, max] intervals overlap.
-    base = rows({(1, 64): [1.0, 1.5, 2.0]})
-    new = rows({(1, 64): [1.2, 1.8, 2.4]})
+    base = rows({(1, 64): [1.0, 1.4, 1.6, 2.0]})
+    new = rows({(1, 64): [1.2, 1.7, 1.9, 2.4]})
     p = compare(base, new).points.iloc[0]
     assert p["ratio"] == pytest.approx(1.8 / 1.5) and p["verdict"] == NOISE
     assert p["ratio_lo"] == pytest.approx(1.2 / 2.0) and p["ratio_hi"] == pytest.approx(2.4 / 1.0)
@@ -95,7 +114,7 @@ def test_a_real_change_below_the_threshold_is_within_noise(rows: RowMaker) -> No
 
 def test_points_on_one_side_only_are_listed(rows: RowMaker) -> None:
     base = pd.concat([rows({(1, 64): [1.0] * 3, (2, 64): [0.6] * 3}), rows({(1, 64): [2.0] * 3}, impl="fortran")])
-    new = pd.concat([rows({(1, 64): [1.0] * 3, (4, 64): [0.4] * 3})])
+    new = pd.concat([rows({(1, 64): [1.0] * 3, (4, 64): [0.4] * 3})])  # 3 repeats: listed, not judged
     c = compare(base, new)
     assert len(c.points) == 1
     assert sorted(zip(c.base_only["impl"], c.base_only["threads"], strict=True)) == [("c", 2), ("fortran", 1)]
