@@ -4,9 +4,11 @@ default cost 535x on Delta for small n.
 
 Per configuration (impl, variant, dtype, ... of one cluster and partition)
 and n: `best_threads` is the measured argmin (analysis/threads.py); the
-recommendation is the fewest threads whose median's interval overlaps the
-best one's, i.e. that the data cannot tell from the best, since more threads
-for no shown gain only cost cores. Consecutive sizes with the same
+recommendation is the fewest threads whose median is within `tolerance`
+(default 5%) of the best and whose interval overlaps the best one's, i.e.
+that the data cannot tell from the best, since more threads for no shown
+gain only cost cores (both conditions: with three repeats an interval can be
+wide enough to overlap a thread count twice as slow). Consecutive sizes with the same
 recommendation form one n range; the boundary between two ranges is the
 crossover bracket (last n of one range, first n of the next).
 `default_cost` = t(default threads)/t(recommended) at each n, where the
@@ -38,15 +40,15 @@ class ThreadAdvice:
     default_threads: int | None
 
 
-def _cell_advice(cell: pd.DataFrame, default: int | None) -> dict[str, object]:
-    """One (group, n): best, recommended (fewest within noise of best), default cost."""
+def _cell_advice(cell: pd.DataFrame, default: int | None, tolerance: float) -> dict[str, object]:
+    """One (group, n): best, recommended (fewest within noise and tolerance of best), default cost."""
     cell = cell.sort_values("threads")
     thr = cell["threads"].to_numpy()
     t = cell["median_s"].to_numpy(float)
     lo, hi = cell["ci_lo_s"].to_numpy(float), cell["ci_hi_s"].to_numpy(float)
     best = int(np.argmin(t))  # first minimum = fewest threads on a tie
-    overlaps = (lo <= hi[best]) & (lo[best] <= hi)
-    rec = int(np.flatnonzero(overlaps)[0])
+    close = (lo <= hi[best]) & (lo[best] <= hi) & (t <= t[best] * (1.0 + tolerance))
+    rec = int(np.flatnonzero(close)[0])
     measured = default is not None and default in set(thr.tolist())
     d_idx = int(np.flatnonzero(thr == default)[0]) if measured else int(np.argmax(thr))
     return {"best_threads": int(thr[best]), "recommended": int(thr[rec]), "t_recommended": float(t[rec]),
@@ -55,7 +57,7 @@ def _cell_advice(cell: pd.DataFrame, default: int | None) -> dict[str, object]:
 
 
 def thread_advice(results: pd.DataFrame, default_threads: int | None = None,
-                  n: int | None = None) -> ThreadAdvice:
+                  n: int | None = None, tolerance: float = 0.05) -> ThreadAdvice:
     """Advice for every configuration in `results` (raw or summary); `n`
     restricts it to one size. Raises ValueError when nothing is left."""
     s = ensure_summary(results)
@@ -68,7 +70,7 @@ def thread_advice(results: pd.DataFrame, default_threads: int | None = None,
     keys = group_columns(s)
     rows = []
     for key, cell in s.groupby(keys + ["n"], sort=True, dropna=False):
-        rows.append({**dict(zip(keys + ["n"], key, strict=True)), **_cell_advice(cell, default_threads)})
+        rows.append({**dict(zip(keys + ["n"], key, strict=True)), **_cell_advice(cell, default_threads, tolerance)})
     per_n = pd.DataFrame(rows, columns=keys + list(PER_N_COLUMNS))
     return ThreadAdvice(per_n, _ranges(per_n, keys), default_threads)
 
@@ -101,7 +103,7 @@ def format_thread_advice(advice: ThreadAdvice, title: str) -> str:
         mine = ranges[np.logical_and.reduce([ranges[c].astype("str") == str(info[c]) for c in keys])]
         for r in mine.itertuples():
             span = f"n = {r.n_lo}" if r.n_lo == r.n_hi else f"n = {r.n_lo}..{r.n_hi}"
-            lines.append(f"  {span}: {r.recommended} threads")
+            lines.append(f"  {span}: {r.recommended} thread{'' if r.recommended == 1 else 's'}")
         default = grp["default_threads"].iloc[0]
         how = "all cores" if bool(grp["default_measured"].all()) else "most threads measured"
         costs = ", ".join(f"n={int(row.n)}: {row.default_cost:.2f}x" for row in grp.itertuples())

@@ -93,7 +93,7 @@ def test_thread_advice_ranges_and_default_cost(rows: RowMaker) -> None:
     assert per_n.loc[64, "default_cost"] == 8.0 and per_n.loc[2048, "default_cost"] == 1.0
     assert per_n["default_measured"].all()
     text = format_thread_advice(advice, "anvil/wholenode")
-    assert "n = 64..128: 1 threads" in text and "n=64: 8.00x" in text
+    assert "n = 64..128: 1 thread" in text and "n=64: 8.00x" in text
 
 
 def test_thread_advice_prefers_fewer_threads_within_noise(rows: RowMaker) -> None:
@@ -104,3 +104,10 @@ def test_thread_advice_prefers_fewer_threads_within_noise(rows: RowMaker) -> Non
     assert per_n["default_threads"] == 8 and not per_n["default_measured"]
     with pytest.raises(ValueError, match="n = 7"):
         thread_advice(df, n=7)
+
+
+def test_thread_advice_ignores_a_wide_interval_of_a_much_slower_count(rows: RowMaker) -> None:
+    # 1 thread's interval reaches down to 16 threads' but its median is twice the best: not recommended.
+    df = rows({(1, 512): [0.9, 2.0, 2.1], (16, 512): [1.0, 1.0, 1.1]})
+    per_n = thread_advice(df, default_threads=16).per_n.iloc[0]
+    assert per_n["recommended"] == 16 and per_n["default_cost"] == 1.0
