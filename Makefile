@@ -63,6 +63,7 @@ lint: $(STAMP)
 bench: setup slurm-up
 	$(BIN)/python bench/bench_metrics.py
 	$(BIN)/python bench/bench_slurm.py
+	$(BIN)/python bench/bench_compare_reruns.py
 
 clean:
 	$(MAKE) -C kernels clean
