@@ -5,8 +5,9 @@ their configured references (analysis.references).
 
 A selection is a campaign name, or `key=value` pairs joined by commas:
 `campaign=NAME`, `cluster=C`, `since=DATE`, `until=DATE` (ISO dates or
-times, naive local like the ledger's job times; until is exclusive) and
-`ledger=PATH` (another ledger file; default: the command's ledger). A ledger
+times, naive local like the ledger's job times; until is exclusive),
+`commit=PREFIX` (jobs submitted from that git commit) and `ledger=PATH`
+(another ledger file; default: the command's ledger). A ledger
 named by `ledger=` is only read: when its schema is older, a temporary copy
 is upgraded, never the file itself (a committed benchmark ledger stays
 byte-identical).
@@ -33,7 +34,7 @@ from campaign.ledger.models import SCHEMA_VERSION
 from campaign.results.export import results_frame
 from campaign.results.store import IMPORT_BACKEND
 
-SELECTION_KEYS = ("campaign", "cluster", "since", "until", "ledger")
+SELECTION_KEYS = ("campaign", "cluster", "since", "until", "commit", "ledger")
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Selection:
     cluster: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    commit: str | None = None
     ledger: Path | None = None
 
 
@@ -87,7 +89,7 @@ def parse_selection(text: str) -> Selection:
         text, campaign=values.get("campaign"), cluster=values.get("cluster"),
         since=_date("since", values["since"], text) if "since" in values else None,
         until=_date("until", values["until"], text) if "until" in values else None,
-        ledger=Path(values["ledger"]) if "ledger" in values else None,
+        commit=values.get("commit"), ledger=Path(values["ledger"]) if "ledger" in values else None,
     )
 
 
@@ -124,10 +126,12 @@ def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[
             camps = [q.require_campaign(s, sel.campaign)]
         else:
             camps = list(s.scalars(select(Campaign).where(Campaign.cluster == sel.cluster)))
-        provs = list(s.scalars(select(Provenance).where(Provenance.campaign_id.in_([c.id for c in camps]))
-                               .order_by(Provenance.id)))
+        which = select(Provenance).where(Provenance.campaign_id.in_([c.id for c in camps]))
+        if sel.commit is not None:
+            which = which.where(Provenance.git_commit.startswith(sel.commit, autoescape=True))
+        provs = list(s.scalars(which.order_by(Provenance.id)))
     frame = results_frame(led, campaign=sel.campaign, cluster=sel.cluster, usable_only=True,
-                          since=sel.since, until=sel.until)
+                          since=sel.since, until=sel.until, commit=sel.commit)
     if frame.empty:
         raise BadInputError(f"selection {sel.text!r} has no usable results")
     gpus = {str(g) for g in frame["gpu_model"].dropna().unique() if str(g)} if "gpu_model" in frame else set()

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import or_, select
 
-from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
+from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, ResultRow, Run
 from campaign.states import JobState
 
 EXPORT_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n", "d",
@@ -17,13 +17,14 @@ EXPORT_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device",
 
 def results_frame(led: Ledger, *, campaign: str | None = None, cluster: str | None = None,
                   usable_only: bool = False, since: datetime | None = None,
-                  until: datetime | None = None) -> Any:
+                  until: datetime | None = None, commit: str | None = None) -> Any:
     """All result rows as a DataFrame (extra columns flattened). With
     `usable_only`, rows of CHECK_FAILED / LOST_OUTPUT attempts are left out.
     A campaign's rows are its jobs' rows and the rows imported into it
     (`import --campaign`). `since`/`until` select by the job's start time
     (naive, as the ledger stores it; until is exclusive), which imported rows
-    do not have: a date range leaves them out."""
+    do not have: a date range leaves them out. `commit` keeps the rows of jobs
+    submitted from a git commit starting with it (their provenance record)."""
     import pandas as pd
 
     stmt = (select(ResultRow, JobAttempt.state)
@@ -38,6 +39,9 @@ def results_frame(led: Ledger, *, campaign: str | None = None, cluster: str | No
         stmt = stmt.where(JobAttempt.started_at >= since)
     if until is not None:
         stmt = stmt.where(JobAttempt.started_at < until)
+    if commit is not None:
+        made = select(Provenance.id).where(Provenance.git_commit.startswith(commit, autoescape=True))
+        stmt = stmt.where(JobAttempt.provenance_id.in_(made))
     records = []
     with led.session() as s:
         for row, state in s.execute(stmt):

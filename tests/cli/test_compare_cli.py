@@ -149,6 +149,20 @@ def test_provenance_diff_shows_a_changed_module_version(tmp_path: Path) -> None:
     assert "2 matched, 0 faster, 0 slower, 2 within-noise" in proc.stdout
     assert "References: 2 checked, 1 outside their tolerance" in proc.stdout
     assert "+100.0%" in proc.stdout and "slow" in proc.stdout.split("References:")[1]
+    # selections: a date range and a commit
+    since = run_cli("--ledger", str(led), "compare", "campaign=old,since=2000-01-01", "new")
+    assert since.returncode == 0 and "2 matched" in since.stdout, since.stderr
+    until = run_cli("--ledger", str(led), "compare", "campaign=old,until=2000-01-01", "new")
+    assert until.returncode == 2 and "has no usable results" in until.stderr
+    con = sqlite3.connect(led)
+    [(commit,)] = con.execute("SELECT git_commit FROM provenance WHERE campaign_id = "
+                              "(SELECT id FROM campaign WHERE name = 'new')").fetchall()
+    con.close()
+    if commit:  # None where the tests run outside a git checkout
+        by_commit = run_cli("--ledger", str(led), "compare", "old", f"campaign=new,commit={commit[:8]}")
+        assert by_commit.returncode == 0 and "2 matched" in by_commit.stdout, by_commit.stderr
+        other = run_cli("--ledger", str(led), "compare", "old", "campaign=new,commit=not-a-commit")
+        assert other.returncode == 2 and "has no usable results" in other.stderr
     con = sqlite3.connect(led)
     [(env,)] = con.execute("SELECT environment FROM provenance LIMIT 1").fetchall()
     con.close()
