@@ -7,15 +7,20 @@ from __future__ import annotations
 from campaign.analyze import metrics, shape_advice, thread_advice, write_reports
 from campaign.cancel import cancel
 from campaign.compare import CompareReport, compare, parse_selection
+from campaign.config.load import SEARCH_PATH_ENV, config_dirs, group_options
+from campaign.multirun import composed_yaml, dry_run_all, submit_all
+from campaign.multirun import prepare as prepare_campaigns
 from campaign.rerun import RerunReport, rerun
 from campaign.results.export import frame_records, results_frame
 from campaign.results.reader import read_import_file
 from campaign.results.store import store_import
+from campaign.results.table import RESULT_COLUMNS, result_records
 from campaign.submit import SubmitReport, dry_run, submit
 from campaign.sync import SyncReport, sync
 
 __all__ = [
-    "CompareReport", "RerunReport", "SubmitReport", "SyncReport", "cancel", "compare", "dry_run",
-    "frame_records", "metrics", "parse_selection", "read_import_file", "rerun", "results_frame", "shape_advice",
-    "store_import", "submit", "sync", "thread_advice", "write_reports",
+    "RESULT_COLUMNS", "SEARCH_PATH_ENV", "CompareReport", "RerunReport", "SubmitReport", "SyncReport", "cancel",
+    "compare", "composed_yaml", "config_dirs", "dry_run", "dry_run_all", "frame_records", "group_options", "metrics",
+    "parse_selection", "prepare_campaigns", "read_import_file", "rerun", "result_records", "results_frame",
+    "shape_advice", "store_import", "submit", "submit_all", "sync", "thread_advice", "write_reports",
 ]

@@ -31,7 +31,7 @@ from campaign.errors import BadInputError, ConfigError, LedgerError
 from campaign.ledger import Campaign, Ledger, Provenance
 from campaign.ledger import queries as q
 from campaign.ledger.models import SCHEMA_VERSION
-from campaign.results.export import results_frame
+from campaign.results.export import RowFilter, results_frame
 from campaign.results.store import IMPORT_BACKEND
 
 SELECTION_KEYS = ("campaign", "cluster", "since", "until", "commit", "ledger")
@@ -131,7 +131,7 @@ def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[
             which = which.where(Provenance.git_commit.startswith(sel.commit, autoescape=True))
         provs = list(s.scalars(which.order_by(Provenance.id)))
     frame = results_frame(led, campaign=sel.campaign, cluster=sel.cluster, usable_only=True,
-                          since=sel.since, until=sel.until, commit=sel.commit)
+                          where=RowFilter(since=sel.since, until=sel.until, commit=sel.commit))
     if frame.empty:
         raise BadInputError(f"selection {sel.text!r} has no usable results")
     gpus = {str(g) for g in frame["gpu_model"].dropna().unique() if str(g)} if "gpu_model" in frame else set()
