@@ -97,9 +97,9 @@ def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: 
     from analysis.thread_advice import format_thread_advice
     from analysis.thread_advice import thread_advice as advise  # lazy: pandas
 
-    results = results_frame(led, cluster=cluster, usable_only=True)
+    results = results_frame(led, cluster=cluster, usable_only=True, all_extras=False)
     if results.empty:
-        known = ", ".join(sorted(set(results_frame(led, usable_only=True)["cluster"].astype(str)))) or "none"
+        known = ", ".join(sorted(set(results_frame(led, usable_only=True, all_extras=False)["cluster"].astype(str)))) or "none"
         raise BadInputError(f"no usable results for cluster {cluster!r}; clusters with results: {known}")
     for col, value in (("partition", partition), ("kernel", kernel)):
         present = sorted(set(results[col].astype(str)))

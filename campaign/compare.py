@@ -130,7 +130,7 @@ def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[
         if sel.commit is not None:
             which = which.where(Provenance.git_commit.startswith(sel.commit, autoescape=True))
         provs = list(s.scalars(which.order_by(Provenance.id)))
-    frame = results_frame(led, campaign=sel.campaign, cluster=sel.cluster, usable_only=True,
+    frame = results_frame(led, campaign=sel.campaign, cluster=sel.cluster, usable_only=True, all_extras=False,
                           where=RowFilter(since=sel.since, until=sel.until, commit=sel.commit))
     if frame.empty:
         raise BadInputError(f"selection {sel.text!r} has no usable results")

@@ -85,9 +85,10 @@ def results_frame(led: Ledger, *, campaign: str | None = None, cluster: str | No
     frame = pd.concat(chunks, ignore_index=True) if chunks else pd.DataFrame(columns=keys)
     if all_extras:
         texts = frame.pop("_extra")
-        present = texts.notna()
+        present = texts.notna() & (texts != "null")  # no extras may be stored as JSON null
         if present.any():
-            decoded = pd.DataFrame.from_records([json.loads(t) for t in texts[present]], index=texts.index[present])
+            decoded = pd.DataFrame.from_records([json.loads(t) or {} for t in texts[present]],
+                                                index=texts.index[present])
             for col in decoded.columns:
                 if col not in frame.columns:
                     frame[col] = decoded[col]

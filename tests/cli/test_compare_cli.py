@@ -168,3 +168,18 @@ def test_provenance_diff_shows_a_changed_module_version(tmp_path: Path) -> None:
     con.close()
     facts = json.loads(env)
     assert facts["compilers"]["cc"] and facts["host"]["cpu_model"]
+
+
+def test_imported_rows_without_extras_read_with_all_extras(ledger: Path) -> None:
+    """Rows imported with no extra columns store `extra` as JSON null; reading
+    every extra column must not trip over it, and the campaign column names
+    the campaign the rows were imported into."""
+    from campaign.ledger import Ledger
+    from campaign.results.export import results_frame
+
+    led = Ledger(ledger, create=False)
+    try:
+        frame = results_frame(led, campaign="base", all_extras=True)
+    finally:
+        led.close()
+    assert len(frame) == 2 * len(SIZES) * 10 and set(frame["campaign"]) == {"base"}
