@@ -148,9 +148,10 @@ def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[
     return frame, records, camps
 
 
-def _references(camps: list[Campaign]) -> Any:
+def references_frame(camps: list[Campaign]) -> Any:
     """References of the campaigns' partitions, from the cluster as submitted,
-    else the shipped config of that cluster's name."""
+    else the shipped config of that cluster's name, as the DataFrame that
+    analysis.references.check_references takes (the report can use it too)."""
     import pandas as pd  # lazy: pandas
 
     rows = []
@@ -201,7 +202,7 @@ def compare(led_for: Any, base: str, new: str, *, by: str | None = None, thresho
         raise BadInputError(str(exc)) from None
     report = CompareReport(sb, sn, result, provenance_diff(pb, pn))
     if reference:
-        refs = _references(camps_new)
+        refs = references_frame(camps_new)
         if refs.empty:
             report.notes.append(f"no references configured for the partitions of {sn.text!r}")
         else:
