@@ -8,6 +8,7 @@ from campaign.analyze import metrics, shape_advice, thread_advice, write_reports
 from campaign.cancel import cancel
 from campaign.compare import CompareReport, compare, parse_selection
 from campaign.config.load import SEARCH_PATH_ENV, config_dirs, group_options
+from campaign.frames import counters_frame
 from campaign.multirun import composed_yaml, dry_run_all, submit_all
 from campaign.multirun import prepare as prepare_campaigns
 from campaign.rerun import RerunReport, rerun
@@ -20,7 +21,7 @@ from campaign.sync import SyncReport, sync
 
 __all__ = [
     "RESULT_COLUMNS", "SEARCH_PATH_ENV", "CompareReport", "RerunReport", "SubmitReport", "SyncReport", "cancel",
-    "compare", "composed_yaml", "config_dirs", "dry_run", "dry_run_all", "frame_records", "group_options", "metrics",
-    "parse_selection", "prepare_campaigns", "read_import_file", "rerun", "result_records", "results_frame",
-    "shape_advice", "store_import", "submit", "submit_all", "sync", "thread_advice", "write_reports",
+    "compare", "composed_yaml", "config_dirs", "counters_frame", "dry_run", "dry_run_all", "frame_records",
+    "group_options", "metrics", "parse_selection", "prepare_campaigns", "read_import_file", "rerun", "result_records",
+    "results_frame", "shape_advice", "store_import", "submit", "submit_all", "sync", "thread_advice", "write_reports",
 ]

@@ -61,7 +61,9 @@ def _statement(campaign: str | None, cluster: str | None, usable_only: bool, all
         made = select(Provenance.id).where(Provenance.git_commit.startswith(where.commit, autoescape=True))
         stmt = stmt.where(JobAttempt.provenance_id.in_(made))
     if usable_only:  # rows of CHECK_FAILED / LOST_OUTPUT attempts are not measurements to analyse
-        stmt = stmt.where(or_(ResultRow.attempt_id.is_(None), JobAttempt.state == JobState.COMPLETED))
+        # (PROFILE_FAILED ones are: only their counters are missing)
+        usable = [state for state in JobState if state.usable]
+        stmt = stmt.where(or_(ResultRow.attempt_id.is_(None), JobAttempt.state.in_(usable)))
     return stmt.order_by(ResultRow.id)
 
 
