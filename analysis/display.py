@@ -87,6 +87,27 @@ def seconds(value: object) -> str:
     return f"{sig(x / scale)} {unit}"
 
 
+def tick(value: object) -> str:
+    """An axis tick label: two significant digits, no trailing zeros ('50', '0.5')."""
+    text = sig(value, 2)
+    if "." in text and "e" not in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def seconds_tick(value: object) -> str:
+    """A time tick label: '50 ms', '1 µs'."""
+    if not finite(value):
+        return ""
+    unit, scale = time_unit([value])
+    return f"{tick(float(value) / scale)} {unit}"  # type: ignore[arg-type]
+
+
+def ratio_tick(value: object) -> str:
+    """A ratio tick label: '0.5×', '2×'."""
+    return f"{tick(value)}×" if finite(value) else ""
+
+
 def ratio(value: object) -> str:
     """A ratio as '2.50×'."""
     return f"{sig(value)}×" if finite(value) else ""

@@ -124,13 +124,13 @@ def ratios(frame: pd.DataFrame) -> list[str]:
     for i in order[:MAX_RATIOS]:
         row = shown.iloc[int(i)]
         r = float(row["ratio"])
-        faster = f"{row['a']} is {display.ratio(1 / r)} faster" if r < 1 else (
-            f"{row['a']} is {display.ratio(r)} slower")
+        a, b = row["a"], row["b"]
+        verdict = (f"{a} is {display.ratio(1 / r)} faster" if r < 1
+                   else f"{a} is {display.ratio(r)} slower")
         bounds = display.interval(row.get("ratio_lo"), row.get("ratio_hi"), "{:.3g}")
-        out.append(f"{row['dimension']} {row['a']} vs {row['b']}: t(a)/t(b) = "
-                   f"{display.ratio(r)}" + (f" (bounds {bounds})" if bounds else "")
-                   + f", {faster}, for {_at(row)} at n = {display.size(row['n'])}, "
-                   f"T = {row['threads']}.")
+        out.append(f"{row['dimension']} {a} vs {b}: {verdict} (t(a)/t(b) = {display.sig(r)}"
+                   + (f", bounds {bounds}" if bounds else "") + f") for {_at(row)} at "
+                   f"n = {display.size(row['n'])}, T = {row['threads']}.")
     rest = len(shown) - min(len(shown), MAX_RATIOS)
     if rest:
         out[-1] = out[-1][:-1] + f"; {rest} more ratios outside the noise in the tables."

@@ -85,14 +85,16 @@ def log_axis(axis: Any, fmt: Callable[[float], str], low: float, high: float) ->
     axis.set_minor_formatter(NullFormatter())
 
 
-def pow2_axis(axis: Any, high: float, fmt: Callable[[int], str] = str) -> None:
-    """A log2 axis ticked at powers of two up to `high`."""
+def pow2_axis(axis: Any, low: float, high: float, fmt: Callable[[float], str] = display.sig
+              ) -> None:
+    """A log2 axis ticked at (at most 7) powers of two spanning [low, high]."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-    top = max(int(math.ceil(math.log2(max(high, 1.0)))), 1)
-    ticks = pick([2.0 ** k for k in range(0, top + 1)], 7)
+    bottom = math.floor(math.log2(low)) if low > 0 else 0
+    top = max(math.ceil(math.log2(max(high, 1.0))), bottom + 1)
+    ticks = pick([2.0 ** k for k in range(bottom, top + 1)], 7)
     axis.set_major_locator(FixedLocator(ticks))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: fmt(int(round(v)))))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v)))
     axis.set_minor_locator(NullLocator())
 
 
@@ -131,7 +133,7 @@ def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw
         notes: set[str] = set()
         handles: Handles = {}
         for ax, (label, frame) in zip(axes.flat, shown, strict=False):
-            ax.set_title("\n".join(textwrap.wrap(label, 44)), loc="left")
+            ax.set_title("\n".join(textwrap.wrap(label, 42)), loc="left")
             note = draw(ax, frame, handles)
             if note:
                 notes.add(note)
@@ -141,10 +143,26 @@ def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw
             fig.legend(list(handles.values()), list(handles.keys()), loc="outside right upper")
         fig.savefig(path)
         plt.close(fig)
+    shrink_png(path)
     left = len(items) - len(shown)
     text = [f"{left} of {len(items)} {what} not shown (cap {MAX_PANELS} panels)"] if left else []
     note = "; ".join(text + sorted(notes) + ([extra_note] if extra_note else []))
     return Figure(path, caption, note, width, height)
+
+
+def shrink_png(path: Path) -> None:
+    """Re-save as a 256-colour palette PNG: a quarter of the bytes, same look.
+
+    Plots are flat colours and antialiased edges, so an exact palette is not
+    needed; the committed reports and the inlined HTML stay small. Pillow is
+    a dependency of matplotlib, so it is always there when plots are.
+    """
+    from PIL import Image
+
+    with Image.open(path) as image:
+        flat = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE,
+                                             dither=Image.Dither.NONE)
+    flat.save(path, optimize=True)
 
 
 def grouped(frame: pd.DataFrame, keys: list[str],

@@ -86,7 +86,8 @@ def time_vs_n(summary: pd.DataFrame, path: Path) -> Figure | None:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         size_axis(ax.xaxis, frame["n"].tolist())
-        log_axis(ax.yaxis, display.seconds, *finite_range(frame["ci_lo_s"], frame["ci_hi_s"]))
+        log_axis(ax.yaxis, display.seconds_tick, *finite_range(frame["ci_lo_s"],
+                                                               frame["ci_hi_s"]))
         ax.set_xlabel("n")
         ax.set_ylabel("median time")
         return note
@@ -116,8 +117,9 @@ def speedup_efficiency(speedup: pd.DataFrame, path: Path) -> Figure | None:
         twin.grid(False)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
-        pow2_axis(ax.xaxis, top)
-        pow2_axis(ax.yaxis, max(top, float(frame["speedup"].max())), lambda v: f"{v}×")
+        pow2_axis(ax.xaxis, 1.0, top, display.size)
+        pow2_axis(ax.yaxis, min(1.0, float(frame["speedup"].min())),
+                  max(top, float(frame["speedup"].max())), display.ratio_tick)
         ax.set_xlabel("threads T")
         ax.set_ylabel("speedup t(1)/t(T)")
         return note
@@ -176,8 +178,9 @@ def doubling_penalties(penalty: pd.DataFrame, facts: pd.DataFrame, path: Path) -
                 handles.setdefault("physical cores", ax.axvline(cores, color="red"))
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        pow2_axis(ax.xaxis, float(frame["threads"].max()))
-        log_axis(ax.yaxis, display.ratio, *finite_range(frame["penalty"]))
+        pow2_axis(ax.xaxis, float(frame["threads_half"].min()), float(frame["threads"].max()),
+                  display.size)
+        log_axis(ax.yaxis, display.ratio_tick, *finite_range(frame["penalty"]))
         ax.set_xlabel("threads T")
         ax.set_ylabel("t(T)/t(T/2)")
         return note
@@ -214,7 +217,7 @@ def ratio_lines(ratios: pd.DataFrame, path: Path) -> Figure | None:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         size_axis(ax.xaxis, rows["n"].tolist())
-        log_axis(ax.yaxis, display.ratio, *finite_range(rows["ratio"], rows.get(
+        log_axis(ax.yaxis, display.ratio_tick, *finite_range(rows["ratio"], rows.get(
             "ratio_lo", rows["ratio"]), rows.get("ratio_hi", rows["ratio"])))
         ax.set_xlabel("n")
         ax.set_ylabel("t(a)/t(b)")
@@ -252,10 +255,10 @@ def roofline_plot(roof: pd.DataFrame, path: Path) -> Figure | None:
         roofs_drawn.append(len(ceilings) > 0)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        log_axis(ax.xaxis, display.sig, lo / 2, hi * 2)
+        log_axis(ax.xaxis, display.tick, lo / 2, hi * 2)
         y_lo, y_hi = finite_range(rows["flops_per_s"], rows["roof_flops"])
         unit, scale = display.rate_unit([y_hi], "FLOP/s")
-        log_axis(ax.yaxis, lambda v: display.sig(v / scale), y_lo, y_hi)
+        log_axis(ax.yaxis, lambda v: display.tick(v / scale), y_lo, y_hi)
         ax.set_xlabel("arithmetic intensity [FLOP/byte]")
         ax.set_ylabel(f"achieved [{unit}]")
         return ""

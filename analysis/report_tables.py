@@ -44,7 +44,8 @@ def labels(frame: pd.DataFrame) -> pd.Series:
 
 
 def _split(long: pd.DataFrame, index: list[str], column: str, caption: str, note: str,
-           fmt: Formatter, header: Callable[[object], str] = display.size) -> list[Table]:
+           fmt: Formatter, header: Callable[[object], str] = display.size,
+           span_name: str = "n") -> list[Table]:
     """Pivot `long` (index cols, `column`, numeric `_v`, text mark `_m`) into
     one table per set of `column` values; `fmt` formats a part's values and
     returns its unit (appended to the caption)."""
@@ -69,7 +70,8 @@ def _split(long: pd.DataFrame, index: list[str], column: str, caption: str, note
                                 sort=False)
         wide = wide.reindex(columns=list(cols)).fillna("")
         wide.columns = [header(c) for c in wide.columns]
-        span = f" — {column} = {header(cols[0])} … {header(cols[-1])}" if len(order) > 1 else ""
+        span = ("" if len(order) == 1 else f" — {span_name + ' ' if span_name else ''}{header(cols[0])}" if len(cols) == 1
+                else f" — {span_name + ' ' if span_name else ''}{header(cols[0])} … {header(cols[-1])}")
         tables.append(Table(caption + (f" [{unit}]" if unit else "") + span,
                             wide.reset_index(), note))
     return tables
@@ -141,7 +143,7 @@ def exponent_tables(exponents: pd.DataFrame) -> list[Table]:
         return f"{display.size(lo)}→{display.size(hi)}"
     return _split(frame, ["group", "threads"], "pair", "Local exponent between consecutive "
                   "sizes", "Column n_lo→n_hi: log(t(n_hi)/t(n_lo)) / log(n_hi/n_lo).",
-                  _numbers, header=header)
+                  _numbers, header=header, span_name="sizes")
 
 
 def speedup_tables(speedup: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
@@ -159,7 +161,7 @@ def speedup_tables(speedup: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
                         "S× (E%): speedup S = t(1)/t(T) and efficiency E = S/T, from medians. "
                         f"{SINGLE} = a single repeat at T."),
                     lambda idx: ("", [text[int(i)] for i in idx]),
-                    header=lambda t: f"T={t}")
+                    header=lambda t: f"T={t}", span_name="")
 
 
 def several_threads(best: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
@@ -225,26 +227,31 @@ def penalty_table(penalty: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
 
 
 def crossover_table(crossovers: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
-    """Pairs of thread counts where the larger one starts winning."""
+    """Pairs of thread counts where the larger one starts winning after losing."""
     done = crossovers[crossovers["crossed"].astype(bool)] if len(crossovers) else crossovers
+    if done.empty:
+        return []
+    always = int(done["n_before"].isna().sum())
+    done = done[done["n_before"].notna()]
     if done.empty:
         return []
     probe = done.assign(n=done["n_at"])
     single = ((_repeats(summary, probe, "threads_a") <= 1)
               | (_repeats(summary, probe, "threads_b") <= 1))
-    where = [f"{display.size(b)} < n ≤ {display.size(a)}" if display.finite(b)
-             else f"from the first size ({display.size(a)})"
-             for b, a in zip(done["n_before"], done["n_at"], strict=True)]
     table = pd.DataFrame({
         "group": labels(done),
         "T_a → T_b": [f"{a} → {b}" for a, b in zip(done["threads_a"], done["threads_b"],
                                                    strict=True)],
-        "T_b faster": where,
+        "T_b faster from": [f"{display.size(b)} < n ≤ {display.size(a)}" for b, a in
+                            zip(done["n_before"], done["n_at"], strict=True)],
         "evidence at that n": np.where(single, "single repeat", np.where(
             done["within_noise"].astype(bool), "within noise", "outside noise"))})
+    note = ("The first measured n at which T_b threads beat T_a after losing at the "
+            "previous common size; the crossover lies between the two.")
+    if always:
+        note += f" {always} pairs where T_b is faster already at the first size are not listed."
     return [Table("Crossovers: where more threads start to win", table.reset_index(drop=True),
-                  "The first measured n at which T_b threads beat T_a; the bracket is "
-                  "between the previous common size and that one.")]
+                  note)]
 
 
 def ratio_tables(ratios: pd.DataFrame) -> list[Table]:

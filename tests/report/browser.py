@@ -45,10 +45,20 @@ class PageReport:
     broken_images: list[str] = field(default_factory=list)
     layout: dict[str, Any] = field(default_factory=dict)
     screenshot: Path | None = None
+    script: Any = None  # what the optional script given to open_page returned
 
     def foreign_requests(self, allowed_prefix: str) -> list[str]:
         """Requests that are neither the page nor under `allowed_prefix`."""
         return [u for u in self.requests if u != self.url and not u.startswith(allowed_prefix)]
+
+
+def _above_four(fd: int) -> int:
+    """A duplicate of `fd` numbered 10 or more; the original is closed."""
+    import fcntl
+
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return high
 
 
 class Chromium:
@@ -65,6 +75,9 @@ class Chromium:
         self._profile = tempfile.mkdtemp(prefix="report-chromium-")
         to_child_r, self._to_child = os.pipe()
         self._from_child, from_child_w = os.pipe()
+        # The browser's ends must not sit on fds 3 or 4, or moving one there
+        # would overwrite the other.
+        to_child_r, from_child_w = (_above_four(to_child_r), _above_four(from_child_w))
         args = [self.binary, "--headless", "--remote-debugging-pipe", "--no-first-run",
                 "--no-default-browser-check", "--disable-gpu", "--disable-extensions",
                 "--disable-background-networking", "--disable-component-update",
@@ -72,9 +85,10 @@ class Chromium:
                 f"--user-data-dir={self._profile}", "about:blank"]
 
         # fds 3 and 4 of the browser are our pipe ends: the shell moves them there
-        # (a constant command; the fd numbers come in through the environment).
+        # (a constant command; the fd numbers come in through the environment;
+        # bash, because dash takes single-digit fds only).
         env = dict(os.environ, REPORT_CDP_IN=str(to_child_r), REPORT_CDP_OUT=str(from_child_w))
-        wrapper = ["/bin/sh", "-c", 'exec "$@" 3<&"$REPORT_CDP_IN" 4>&"$REPORT_CDP_OUT"', "sh"]
+        wrapper = ["bash", "-c", 'exec "$@" 3<&"$REPORT_CDP_IN" 4>&"$REPORT_CDP_OUT"', "bash"]
         self._proc = subprocess.Popen(wrapper + args, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                       pass_fds=(to_child_r, from_child_w), env=env)
@@ -139,8 +153,8 @@ class Chromium:
                 return event
             self._events.append(event)
 
-    def open_page(self, path: Path, screenshot: Path | None = None,
-                  width: int = 1400, height: int = 900) -> PageReport:
+    def open_page(self, path: Path, screenshot: Path | None = None, width: int = 1400,
+                  height: int = 900, script: str | None = None) -> PageReport:
         """Load `path`, wait for `load` and a quiet moment, and report (see module doc)."""
         url = path.resolve().as_uri()
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
@@ -157,6 +171,8 @@ class Chromium:
         report = PageReport(url)
         report.layout = self._evaluate(session, LAYOUT_JS)
         report.broken_images = report.layout.pop("broken", [])
+        if script is not None:
+            report.script = self._evaluate(session, script)
         self._evaluate(session, "document.body.offsetHeight")  # flush pending events
         if screenshot is not None:
             metrics = self.call("Page.getLayoutMetrics", session=session)
