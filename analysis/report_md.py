@@ -7,11 +7,18 @@ first, needs-attention jobs first).
 
 from __future__ import annotations
 
+import re
+
 from analysis.blocks import Block, Table, capped
 
 
+def _inline(text: object) -> str:
+    """Text that Markdown shows as written: `*` (as in T*) is not emphasis."""
+    return ("" if text is None else str(text)).replace("*", "\\*").replace("\n", " ")
+
+
 def _cell(text: object) -> str:
-    return ("" if text is None else str(text)).replace("|", "\\|").replace("\n", " ")
+    return _inline(text).replace("|", "\\|")
 
 
 def _table(table: Table) -> list[str]:
@@ -25,7 +32,7 @@ def _table(table: Table) -> list[str]:
               for row in frame.itertuples(index=False)]
     lines.append("")
     if table.note:
-        lines += [f"*{table.note}*", ""]
+        lines += [f"*{_inline(table.note)}*", ""]
     if left:
         lines += [left, ""]
     return lines
@@ -46,13 +53,14 @@ def to_markdown(blocks: list[Block]) -> str:
         elif block.kind == "h3":
             lines += [f"### {block.text}", ""]
         elif block.kind == "p":
-            lines += [block.text, ""]
+            lines += [_inline(block.text), ""]
         elif block.kind == "list":
-            lines += [f"- {item}" for item in block.items] + [""]
+            lines += [f"- {_inline(item)}" for item in block.items] + [""]
         elif block.kind == "figure" and block.figure is not None:
             fig = block.figure
             note = f" {fig.note}." if fig.note else ""
-            lines += [f"![{fig.caption}]({fig.path.name})", "", f"*{fig.caption}.{note}*", ""]
+            alt = re.sub(r"[\[\]()*_]", "", fig.caption.split(";")[0])  # plain link text
+            lines += [f"![{alt}]({fig.path.name})", "", f"*{_inline(fig.caption)}.{_inline(note)}*", ""]
         elif block.kind == "table" and block.table is not None:
             lines += _table(block.table)
     return "\n".join(lines).rstrip() + "\n"
