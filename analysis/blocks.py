@@ -35,6 +35,7 @@ class Table:
     frame: pd.DataFrame
     note: str = ""
     max_rows: int | None = MAX_TABLE_ROWS
+    total_rows: int = 0  # rows before a builder cut `frame` to what is shown (0: len(frame))
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,9 @@ def capped(table: Table) -> tuple[pd.DataFrame, str]:
     """The rows to show and a sentence on those left out ('' if none)."""
     frame = table.frame
     if table.max_rows is not None and len(frame) > table.max_rows:
-        left = len(frame) - table.max_rows
-        return frame.head(table.max_rows), (f"{left} more rows not shown (first "
-                                             f"{table.max_rows} of {len(frame)}; the JSON "
-                                             "output has all of them).")
+        frame = frame.head(table.max_rows)
+    total = max(table.total_rows, len(table.frame))
+    if total > len(frame):
+        return frame, (f"{total - len(frame)} more rows not shown (first {len(frame)} of "
+                       f"{total}; the JSON output has all of them).")
     return frame, ""

@@ -75,14 +75,16 @@ def size_axis(axis: Any, values: Sequence[float]) -> None:
 
 def log_axis(axis: Any, fmt: Callable[[float], str], low: float, high: float) -> None:
     """A log10 axis with plain labels; 1-2-5 ticks when the range is short."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
     span = math.log10(high / low) if low > 0 and high > 0 else 3.0
     subs = (1.0,) if span > 2.5 else (1.0, 2.0, 5.0) if span > 0.6 else (
         1.0, 1.5, 2.0, 3.0, 5.0, 7.0)
-    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=8))
     axis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v)))
-    axis.set_minor_formatter(NullFormatter())
+    # No minor ticks: each is an artist laid out on every draw, and they
+    # carry no label a reader could use.
+    axis.set_minor_locator(NullLocator())
 
 
 def pow2_axis(axis: Any, low: float, high: float, fmt: Callable[[float], str] = display.sig

@@ -16,13 +16,14 @@ import numpy as np
 import pandas as pd
 
 from analysis import display
-from analysis.blocks import Table
+from analysis.blocks import MAX_TABLE_ROWS, Table
+from analysis.frames import group_codes
 from analysis.schema import group_columns
 
 MAX_PARTS = 6  # split tables per question; more column sets are merged into one
 NOISE = "~"
 SINGLE = "‡"
-Formatter = Callable[[pd.Series], tuple[str, list[str]]]
+Formatter = Callable[[pd.DataFrame], tuple[str, list[str]]]
 
 
 def labels(frame: pd.DataFrame) -> pd.Series:
@@ -46,35 +47,68 @@ def labels(frame: pd.DataFrame) -> pd.Series:
 def _split(long: pd.DataFrame, index: list[str], column: str, caption: str, note: str,
            fmt: Formatter, header: Callable[[object], str] = display.size,
            span_name: str = "n") -> list[Table]:
-    """Pivot `long` (index cols, `column`, numeric `_v`, text mark `_m`) into
-    one table per set of `column` values; `fmt` formats a part's values and
-    returns its unit (appended to the caption)."""
+    """One table per set of `column` values that rows of `index` share.
+
+    `long` has the `index` columns (group columns among them are shown as one
+    `group` label), `column` (one output column per value) and a text mark
+    `_m` per row. `fmt(rows)` formats the cells of the rows shown and returns
+    their unit (appended to the caption). Vectorised: the set of values of a
+    row is a bitmask, and only the rows shown are labelled and formatted, so a
+    table over 10^6 cells costs a few array passes.
+    """
     if long.empty:
         return []
-    long = long.sort_values(index + [column], kind="stable")
-    grouped = long.groupby(index, sort=False, dropna=False)
-    keys = grouped[column].agg(lambda s: tuple(sorted(set(s.tolist())))).tolist()
-    order = list(dict.fromkeys(keys))
+    codes, values = pd.factorize(long[column], sort=True)
+    gid, count = group_codes(long, index)
+    if len(values) > 62:  # more columns than bits: one table with all of them
+        masks = np.ones(count, dtype=np.int64)
+        codes = np.zeros_like(codes)
+    else:
+        masks = np.zeros(count, dtype=np.int64)
+        np.bitwise_or.at(masks, gid, np.left_shift(np.int64(1), codes.astype(np.int64)))
+    order, first = np.unique(masks, return_index=True)
+    order = order[np.argsort(first)]
     if len(order) > MAX_PARTS:  # the rest share one (wider) table
-        merged = tuple(sorted({v for k in order[MAX_PARTS - 1:] for v in k}))
-        keys = [k if k in order[:MAX_PARTS - 1] else merged for k in keys]
-        order = order[:MAX_PARTS - 1] + [merged]
-    part_id = {cols: i for i, cols in enumerate(order)}
-    part_of = np.asarray([part_id[k] for k in keys])[grouped.ngroup().to_numpy()]
+        rest = np.bitwise_or.reduce(order[MAX_PARTS - 1:])
+        masks = np.where(np.isin(masks, order[:MAX_PARTS - 1]), masks, rest)
+        order = np.append(order[:MAX_PARTS - 1], rest)
     tables = []
-    for i, cols in enumerate(order):
-        part = long[part_of == i]
-        unit, texts = fmt(part["_v"])
-        part = part.assign(_t=[t + m if t else "" for t, m in zip(texts, part["_m"], strict=True)])
-        wide = part.pivot_table(index=index, columns=column, values="_t", aggfunc="first",
-                                sort=False)
-        wide = wide.reindex(columns=list(cols)).fillna("")
-        wide.columns = [header(c) for c in wide.columns]
-        span = ("" if len(order) == 1 else f" — {span_name + ' ' if span_name else ''}{header(cols[0])}" if len(cols) == 1
-                else f" — {span_name + ' ' if span_name else ''}{header(cols[0])} … {header(cols[-1])}")
-        tables.append(Table(caption + (f" [{unit}]" if unit else "") + span,
-                            wide.reset_index(), note))
+    for mask in order:
+        members = np.flatnonzero(masks == mask)
+        shown = members[:MAX_TABLE_ROWS]
+        part = long[np.isin(gid, shown)]
+        unit, texts = fmt(part)
+        part = part.assign(_t=[t + m if t else "" for t, m in zip(texts, part["_m"], strict=True)],
+                           _g=gid[np.isin(gid, shown)])
+        cols = [v for i, v in enumerate(values) if len(values) > 62 or int(mask) >> i & 1]
+        wide = part.pivot_table(index="_g", columns=column, values="_t", aggfunc="first")
+        wide = wide.reindex(columns=cols).fillna("")
+        heads = part.drop_duplicates("_g").set_index("_g").loc[wide.index, index]
+        frame = _labelled(heads).reset_index(drop=True)
+        for value in cols:
+            frame[header(value)] = wide[value].to_numpy()
+        name = f"{span_name} " if span_name else ""
+        span = ("" if len(order) == 1 else f" — {name}{header(cols[0])}" if len(cols) == 1
+                else f" — {name}{header(cols[0])} … {header(cols[-1])}")
+        tables.append(Table(caption + (f" [{unit}]" if unit else "") + span, frame, note,
+                            total_rows=len(members)))
     return tables
+
+
+def _labelled(rows: pd.DataFrame) -> pd.DataFrame:
+    """`rows` with its group columns replaced by one `group` label, in place of the first."""
+    keys = [c for c in group_columns(rows) if c in rows.columns]
+    if "kernel" not in rows.columns:
+        return rows
+    at = list(rows.columns).index(keys[0])
+    out = rows.drop(columns=keys)
+    out.insert(min(at, len(out.columns)), "group", labels(rows).to_numpy())
+    return out
+
+
+def _head(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows a table shows (formatting only those keeps big reports fast)."""
+    return frame.head(MAX_TABLE_ROWS)
 
 
 def _marks(noise: pd.Series | np.ndarray, single: pd.Series | np.ndarray) -> np.ndarray:
@@ -91,12 +125,20 @@ def _repeats(summary: pd.DataFrame, frame: pd.DataFrame, threads: str) -> np.nda
     return merged["repeats"].fillna(0).to_numpy()
 
 
-def _numbers(values: pd.Series) -> tuple[str, list[str]]:
-    return "", [display.sig(v) for v in values]
+def _numbers(rows: pd.DataFrame) -> tuple[str, list[str]]:
+    return "", [display.sig(v) for v in rows["_v"]]
 
 
-def _ratios(values: pd.Series) -> tuple[str, list[str]]:
-    return "", [display.ratio(v) for v in values]
+def _ratios(rows: pd.DataFrame) -> tuple[str, list[str]]:
+    return "", [display.ratio(v) for v in rows["_v"]]
+
+
+def _times(rows: pd.DataFrame) -> tuple[str, list[str]]:
+    return display.times(rows["_v"])
+
+
+def _keys(frame: pd.DataFrame) -> list[str]:
+    return [c for c in group_columns(frame) if c in frame.columns]
 
 
 NOTE_MARKS = (f"{NOISE} = within noise: the two 95% intervals overlap, so the data do not "
@@ -105,17 +147,19 @@ NOTE_MARKS = (f"{NOISE} = within noise: the two 95% intervals overlap, so the da
 
 def median_tables(summary: pd.DataFrame) -> list[Table]:
     """Median time per (group, threads) and n, one unit per table."""
-    frame = summary.assign(group=labels(summary), _v=summary["median_s"],
+    frame = summary.assign(_v=summary["median_s"],
                            _m=np.where(summary["single_repeat"], SINGLE, ""))
-    return _split(frame, ["group", "threads"], "n", "Median time per n", (
+    return _split(frame, _keys(frame) + ["threads"], "n", "Median time per n", (
         f"Median over repeats at T threads. {SINGLE} = a single repeat (no interval)."),
-        display.times)
+        _times)
 
 
 def fit_table(fits: pd.DataFrame) -> list[Table]:
     """The fitted exponent of t ∝ n^k per (group, threads), with its 95% interval."""
     if fits.empty:
         return []
+    total = len(fits)
+    fits = _head(fits)
     two = fits["points"] <= 2
     text = [f"{display.sig(s)} {display.interval(lo, hi)}".strip() if not t
             else f"{display.sig(s)} (2 sizes: no interval)"
@@ -126,7 +170,8 @@ def fit_table(fits: pd.DataFrame) -> list[Table]:
                           "sizes": fits["points"], "exponent k [95% interval]": text})
     return [Table("Fitted exponent k of t ∝ n^k", frame.reset_index(drop=True), (
         "Least-squares slope of log t on log n over the sizes measured; the interval is "
-        "slope ± t(0.975, sizes−2)·stderr, and does not exist with two sizes."))]
+        "slope ± t(0.975, sizes−2)·stderr, and does not exist with two sizes."),
+        total_rows=total)]
 
 
 def exponent_tables(exponents: pd.DataFrame) -> list[Table]:
@@ -135,13 +180,13 @@ def exponent_tables(exponents: pd.DataFrame) -> list[Table]:
         return []
     pairs = sorted(set(zip(exponents["n_lo"].tolist(), exponents["n_hi"].tolist())))
     code = {p: i for i, p in enumerate(pairs)}
-    frame = exponents.assign(group=labels(exponents), _v=exponents["exponent"], _m="", pair=[
+    frame = exponents.assign(_v=exponents["exponent"], _m="", pair=[
         code[p] for p in zip(exponents["n_lo"].tolist(), exponents["n_hi"].tolist())])
 
     def header(i: object) -> str:
         lo, hi = pairs[int(i)]  # type: ignore[call-overload]
         return f"{display.size(lo)}→{display.size(hi)}"
-    return _split(frame, ["group", "threads"], "pair", "Local exponent between consecutive "
+    return _split(frame, _keys(frame) + ["threads"], "pair", "Local exponent between consecutive "
                   "sizes", "Column n_lo→n_hi: log(t(n_hi)/t(n_lo)) / log(n_hi/n_lo).",
                   _numbers, header=header, span_name="sizes")
 
@@ -151,17 +196,17 @@ def speedup_tables(speedup: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
     more = speedup[speedup["threads"] > 1]
     if more.empty:
         return []
-    text = [f"{display.ratio(s)} ({display.percent(e)})" for s, e in
-            zip(more["speedup"], more["efficiency"], strict=True)]
     single = (_repeats(summary, more, "threads") <= 1)
-    # `_v` carries each row's position so the formatter can look its text up.
-    frame = more.assign(group=labels(more), _v=range(len(more)), _m=np.where(single, SINGLE, ""))
-    return _split(frame, ["group", "n"], "threads",
+    frame = more.assign(_m=np.where(single, SINGLE, ""))
+
+    def cells(rows: pd.DataFrame) -> tuple[str, list[str]]:
+        return "", [f"{display.ratio(s)} ({display.percent(e)})" for s, e in
+                    zip(rows["speedup"], rows["efficiency"], strict=True)]
+    return _split(frame, _keys(frame) + ["n"], "threads",
                     "Speedup (efficiency) by thread count T", (
                         "S× (E%): speedup S = t(1)/t(T) and efficiency E = S/T, from medians. "
                         f"{SINGLE} = a single repeat at T."),
-                    lambda idx: ("", [text[int(i)] for i in idx]),
-                    header=lambda t: f"T={t}", span_name="")
+                    cells, header=lambda t: f"T={t}", span_name="")
 
 
 def several_threads(best: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
@@ -181,14 +226,14 @@ def best_thread_tables(best: pd.DataFrame, summary: pd.DataFrame) -> list[Table]
         return []
     single = ((_repeats(summary, best, "best_threads") <= 1)
               | (_repeats(summary, best, "max_threads") <= 1))
-    marks = _marks(best["penalty_within_noise"], single)
-    text = [f"{t} ({display.ratio(p)}{m})" for t, p, m in
-            zip(best["best_threads"], best["max_thread_penalty"], marks, strict=True)]
-    frame = best.assign(group=labels(best), _v=range(len(best)), _m="")
-    return _split(frame, ["group"], "n", "Best thread count T*(n)", (
+    frame = best.assign(_mark=_marks(best["penalty_within_noise"], single), _m="")
+
+    def cells(rows: pd.DataFrame) -> tuple[str, list[str]]:
+        return "", [f"{t} ({display.ratio(p)}{m})" for t, p, m in zip(
+            rows["best_threads"], rows["max_thread_penalty"], rows["_mark"], strict=True)]
+    return _split(frame, _keys(frame), "n", "Best thread count T*(n)", (
         "Cell: T* (t(Tmax)/t(T*)) — the fastest thread count and how much slower the "
-        f"largest measured thread count is. {NOTE_MARKS}"),
-        lambda idx: ("", [text[int(i)] for i in idx]))
+        f"largest measured thread count is. {NOTE_MARKS}"), cells)
 
 
 def _boundary(frame: pd.DataFrame) -> list[str]:
@@ -211,6 +256,8 @@ def penalty_table(penalty: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
     if frame.empty:
         return []
     frame = frame.sort_values(["_single", "penalty"], ascending=[True, False], kind="stable")
+    total = len(frame)
+    frame = _head(frame)
     table = pd.DataFrame({
         "group": labels(frame), "n": [display.size(n) for n in frame["n"]],
         "T/2 → T": [f"{h} → {t}" for h, t in zip(frame["threads_half"], frame["threads"],
@@ -223,7 +270,8 @@ def penalty_table(penalty: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
                       "t(T)/t(T/2) > 1 means the doubled thread count is slower. Boundary: "
                       "going from T/2 to T threads crosses a NUMA domain or the physical core "
                       "count of the node. Penalties within noise are not listed; "
-                      "single-repeat ones are listed last and claim nothing."))]
+                      "single-repeat ones are listed last and claim nothing."),
+                  total_rows=total)]
 
 
 def crossover_table(crossovers: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
@@ -235,6 +283,8 @@ def crossover_table(crossovers: pd.DataFrame, summary: pd.DataFrame) -> list[Tab
     done = done[done["n_before"].notna()]
     if done.empty:
         return []
+    total = len(done)
+    done = _head(done)
     probe = done.assign(n=done["n_at"])
     single = ((_repeats(summary, probe, "threads_a") <= 1)
               | (_repeats(summary, probe, "threads_b") <= 1))
@@ -251,7 +301,7 @@ def crossover_table(crossovers: pd.DataFrame, summary: pd.DataFrame) -> list[Tab
     if always:
         note += f" {always} pairs where T_b is faster already at the first size are not listed."
     return [Table("Crossovers: where more threads start to win", table.reset_index(drop=True),
-                  note)]
+                  note, total_rows=total)]
 
 
 def ratio_tables(ratios: pd.DataFrame) -> list[Table]:
@@ -260,12 +310,11 @@ def ratio_tables(ratios: pd.DataFrame) -> list[Table]:
         return []
     single = (ratios["single_repeat"] if "single_repeat" in ratios
               else pd.Series(False, index=ratios.index))
-    frame = ratios.assign(group=labels(ratios), _v=ratios["ratio"],
-                          _m=_marks(ratios["within_noise"], single))
+    frame = ratios.assign(_v=ratios["ratio"], _m=_marks(ratios["within_noise"], single))
     frame["b"] = np.where(frame["dimension"] == "cluster",
                           frame["b"].astype("str") + ":" + frame["partition_b"].astype("str"),
                           frame["b"].astype("str"))
-    return _split(frame, ["dimension", "a", "b", "group", "threads"], "n",
+    return _split(frame, ["dimension", "a", "b"] + _keys(frame) + ["threads"], "n",
                   "Ratios t(a)/t(b) per n", (
                       "Above 1: a is slower than b (by that factor); below 1: a is faster. "
                       f"The group is the a side's configuration. {NOTE_MARKS}"), _ratios)
@@ -283,7 +332,9 @@ def roofline_table(roof: pd.DataFrame) -> list[Table]:
                                                 ascending=False, na_position="last",
                                                 kind="stable")
     best = order.groupby(group_columns(usable), dropna=False, sort=True).head(1)
-    best = best.assign(group=labels(best)).sort_values("group")
+    total = len(best)
+    best = _head(best.sort_values(group_columns(usable), kind="stable"))
+    best = best.assign(group=labels(best))
     fl_unit, fl_scale = display.rate_unit(best["flops_per_s"], "FLOP/s")
     by_unit, by_scale = display.rate_unit(best["bytes_per_s"], "B/s")
     table = pd.DataFrame({
@@ -307,4 +358,4 @@ def roofline_table(roof: pd.DataFrame) -> list[Table]:
     elif best["frac_roof"].isna().any():
         note += " Blank fraction = no ceiling for that partition or dtype."
     return [Table("Best fraction of the roofline per group",
-                  table.drop(columns=missing).reset_index(drop=True), note)]
+                  table.drop(columns=missing).reset_index(drop=True), note, total_rows=total)]
