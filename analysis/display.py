@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 
 import numpy as np
 import pandas as pd
@@ -141,7 +141,7 @@ def size(n: object) -> str:
 def local_zone() -> timezone:
     """This host's current UTC offset as a fixed zone (naive ledger times are local)."""
     offset = datetime.now().astimezone().utcoffset()
-    return timezone(offset) if offset is not None else timezone.utc
+    return timezone(offset) if offset is not None else UTC
 
 
 def when(value: object, naive_zone: timezone | None = None) -> str:

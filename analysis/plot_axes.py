@@ -63,11 +63,12 @@ def palette(values: Sequence[Any]) -> dict[Any, Any]:
             enumerate(values)}
 
 
-def size_axis(axis: Any, values: Sequence[float]) -> None:
+def size_axis(axis: Any, values: Sequence[float] | np.ndarray | pd.Series) -> None:
     """A log2 axis of problem sizes, ticked at (at most 6 of) the measured n."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-    ticks = pick(sorted({float(v) for v in values if display.finite(v)}), 6)
+    array = np.asarray(values, dtype=float)
+    ticks = pick(np.unique(array[np.isfinite(array)]).tolist(), 6)
     axis.set_major_locator(FixedLocator(ticks))
     axis.set_major_formatter(FuncFormatter(lambda v, _: display.size(v)))
     axis.set_minor_locator(NullLocator())
@@ -102,8 +103,10 @@ def pow2_axis(axis: Any, low: float, high: float, fmt: Callable[[float], str] = 
 
 def finite_range(*columns: pd.Series) -> tuple[float, float]:
     """(min, max) of the positive finite values of the columns, (1, 10) if none."""
-    values = np.concatenate([c.to_numpy(dtype=float) for c in columns]) if columns else []
-    good = values[np.isfinite(values) & (values > 0)] if len(values) else values
+    if not columns:
+        return 1.0, 10.0
+    values = np.concatenate([c.to_numpy(dtype=float) for c in columns])
+    good = values[np.isfinite(values) & (values > 0)]
     return (float(good.min()), float(good.max())) if len(good) else (1.0, 10.0)
 
 
@@ -164,7 +167,20 @@ def shrink_png(path: Path) -> None:
     with Image.open(path) as image:
         flat = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE,
                                              dither=Image.Dither.NONE)
-    flat.save(path, optimize=True)
+    flat.save(path, compress_level=9)
+
+
+def several(frame: pd.DataFrame, keys: list[str], column: str) -> np.ndarray:
+    """Mask of the rows whose group (`keys`) has more than one value of `column`."""
+    from analysis.frames import group_codes
+
+    if frame.empty:
+        return np.zeros(0, dtype=bool)
+    codes, count = group_codes(frame, keys)
+    values, _ = pd.factorize(frame[column], sort=False)
+    pairs = np.unique(codes.astype(np.int64) * (int(values.max()) + 1) + values)
+    distinct = np.bincount(pairs // (int(values.max()) + 1), minlength=count)
+    return distinct[codes] > 1
 
 
 def grouped(frame: pd.DataFrame, keys: list[str],

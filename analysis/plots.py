@@ -30,11 +30,14 @@ from analysis.plot_axes import (
     panels,
     pick,
     pow2_axis,
+    several,
     short_labels,
     size_axis,
 )
 from analysis.report_tables import labels
 from analysis.schema import group_columns
+
+MAX_POINTS = 500  # roofline points per kernel and panel
 
 __all__ = ["MAX_LINES", "MAX_PANELS", "Figure", "best_thread_map", "doubling_penalties",
            "group_label", "ratio_lines", "roofline_plot", "speedup_efficiency", "time_vs_n"]
@@ -53,11 +56,8 @@ def _by_group(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
 
 def _several(frame: pd.DataFrame, column: str) -> pd.DataFrame:
     """Rows of groups that have more than one value of `column`."""
-    if frame.empty:
-        return frame
     keys = [c for c in group_columns(frame) if c in frame.columns]
-    counts = frame.groupby(keys, dropna=False, sort=False)[column].transform("nunique")
-    return frame[counts.to_numpy() > 1]
+    return frame[several(frame, keys, column)] if len(frame) else frame
 
 
 def _lines(ax: Axes, frame: pd.DataFrame, by: str, x: str, y: str, colours: dict[Any, Any],
@@ -194,35 +194,39 @@ def ratio_lines(ratios: pd.DataFrame, path: Path) -> Figure | None:
     """Ratio vs n per comparison; error bars from the two intervals; hollow = noise."""
     if ratios.empty:
         return None
-    frame = ratios.assign(line=labels(ratios) + " T=" + ratios["threads"].astype("str"))
-    frame["_pair"] = (frame["dimension"].astype("str") + ": " + frame["a"].astype("str")
-                      + " / " + frame["b"].astype("str"))
-    items = grouped(frame, ["_pair"], lambda row: str(row["_pair"]))
+    items = grouped(ratios, ["dimension", "a", "b"],
+                    lambda row: f"{row['dimension']}: {row['a']} / {row['b']}")
+    keys = [c for c in group_columns(ratios) if c in ratios.columns] + ["threads"]
 
     def draw(ax: Axes, rows: pd.DataFrame, handles: Handles) -> str:
-        lines = sorted(rows["line"].unique().tolist())
-        chosen = pick(lines, 6)
-        for line, short in zip(chosen, short_labels(chosen), strict=True):
-            part = rows[rows["line"] == line].sort_values("n")
+        from analysis.frames import group_codes
+
+        codes, count = group_codes(rows, keys)  # one line per configuration and T
+        chosen = pick(list(range(count)), 6)
+        parts = [rows[codes == code].sort_values("n") for code in chosen]
+        names = short_labels([f"{group_label(p.iloc[0])} T={p['threads'].iloc[0]}"
+                              for p in parts])
+        for part, name in zip(parts, names, strict=True):
             ratio = part["ratio"].to_numpy(dtype=float)
             lo = part.get("ratio_lo", part["ratio"]).to_numpy(dtype=float)
             hi = part.get("ratio_hi", part["ratio"]).to_numpy(dtype=float)
             err = np.vstack([np.clip(ratio - lo, 0, None), np.clip(hi - ratio, 0, None)])
             drawn = ax.errorbar(part["n"], ratio, yerr=np.nan_to_num(err), marker="o",
-                                capsize=3, label=short)
+                                capsize=3, label=name)
             noisy = part["within_noise"].astype(bool).to_numpy()
-            ax.scatter(part["n"][noisy], ratio[noisy], facecolors="white", zorder=3,
-                       edgecolors=drawn.lines[0].get_color(), s=30)
+            ax.scatter(part["n"].to_numpy()[noisy], ratio[noisy], facecolors="white",
+                       zorder=3, edgecolors=drawn.lines[0].get_color(), s=30)
         ax.axhline(1.0, color="grey", linewidth=0.8)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        size_axis(ax.xaxis, rows["n"].tolist())
-        log_axis(ax.yaxis, display.ratio_tick, *finite_range(rows["ratio"], rows.get(
-            "ratio_lo", rows["ratio"]), rows.get("ratio_hi", rows["ratio"])))
+        shown = pd.concat(parts)
+        size_axis(ax.xaxis, shown["n"].to_numpy())
+        log_axis(ax.yaxis, display.ratio_tick, *finite_range(shown["ratio"], shown.get(
+            "ratio_lo", shown["ratio"]), shown.get("ratio_hi", shown["ratio"])))
         ax.set_xlabel("n")
         ax.set_ylabel("t(a)/t(b)")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncols=1, frameon=False)
-        return f"lines per panel capped at 6 of {len(lines)}" if len(chosen) < len(lines) else ""
+        return f"lines per panel capped at 6 of {count}" if len(chosen) < count else ""
     return panels(path, "Ratios t(a)/t(b) vs n (above 1: a is slower); error bars span "
                   "[lo(a)/hi(b), hi(a)/lo(b)] from the two 95% intervals; white markers = "
                   "within noise (or a single repeat)", items, draw, "comparisons",
@@ -235,15 +239,21 @@ def roofline_plot(roof: pd.DataFrame, path: Path) -> Figure | None:
                   & (roof["flops_per_s"] > 0)] if len(roof) else roof
     if usable.empty:
         return None
+    # One point per (configuration, n): its fastest thread count, the one that
+    # says how close the kernel gets; a million points would hide each other.
+    keys = [c for c in group_columns(usable) if c in usable.columns] + ["n"]
+    usable = usable.sort_values("flops_per_s", ascending=False, kind="stable").drop_duplicates(
+        keys)
     items = grouped(usable, ["cluster", "partition"],
                     lambda row: f"{row['cluster']}:{row['partition']}")
     kernels = sorted(usable["kernel"].astype("str").unique().tolist())
     colours = palette(kernels)
     roofs_drawn: list[bool] = []
+    capped = bool((usable.groupby(["cluster", "partition", "kernel"]).size() > MAX_POINTS).any())
 
     def draw(ax: Axes, rows: pd.DataFrame, handles: Handles) -> str:
         for kernel in pick(sorted(rows["kernel"].astype("str").unique().tolist()), MAX_LINES):
-            part = rows[rows["kernel"] == kernel]
+            part = rows[rows["kernel"] == kernel].head(MAX_POINTS)  # the fastest ones
             handles.setdefault(kernel, ax.scatter(part["intensity"], part["flops_per_s"], s=16,
                                                   color=colours[kernel]))
         lo, hi = finite_range(rows["intensity"])
@@ -266,7 +276,8 @@ def roofline_plot(roof: pd.DataFrame, path: Path) -> Figure | None:
     if fig is None:
         return None
     caption = ("Roofline: achieved FLOP/s vs arithmetic intensity (cost-model FLOP and "
-               "minimum bytes), one colour per kernel")
+               "minimum bytes), one point per configuration and n at its fastest thread "
+               "count, one colour per kernel")
     if all(roofs_drawn):
         caption += "; black = min(peak FLOP/s of the dtype, intensity × memory bandwidth)"
     elif any(roofs_drawn):
@@ -275,4 +286,6 @@ def roofline_plot(roof: pd.DataFrame, path: Path) -> Figure | None:
     else:
         caption += ("; no roof is drawn: no ceilings (peak FLOP/s, memory bandwidth) are "
                     "configured for these partitions")
-    return Figure(fig.path, caption, fig.note, fig.width_in, fig.height_in)
+    note = "; ".join(filter(None, [fig.note, f"at most the {MAX_POINTS} fastest points per "
+                                   "kernel and panel" if capped else ""]))
+    return Figure(fig.path, caption, note, fig.width_in, fig.height_in)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -126,7 +126,7 @@ def _header(cluster: str, context: ReportContext | None,
         span = jobs_mod.date_range(jobs) if len(jobs) else ""
     if span:
         pairs.append(("jobs ran", span))
-    pairs.append(("rendered", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")))
+    pairs.append(("rendered", datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")))
     return tuple(pairs)
 
 
