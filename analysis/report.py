@@ -28,6 +28,7 @@ from analysis.blocks import Block, Figure, Section, Table
 from analysis.html import to_html
 from analysis.metrics import all_metrics, filter_cluster
 from analysis.penalties import partition_facts
+from analysis.ratios import ratios
 from analysis.report_md import to_markdown
 from analysis.summary import ensure_summary
 
@@ -88,7 +89,8 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
     figures: list[Figure] = []
     if len(results) and (results["cluster"].astype("str") == cluster).any():
         summary = ensure_summary(results)
-        frames = dict(metrics) if metrics is not None else all_metrics(summary, partitions)
+        frames = dict(metrics) if metrics is not None else cluster_metrics(summary, partitions,
+                                                                           cluster)
         sections = _analysis(summary, frames, partitions, mine_jobs, cluster, out / slug,
                              figures)
     else:
@@ -104,6 +106,23 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
     md_path.write_text(to_markdown(blocks), encoding="utf-8")
     html_path.write_text(to_html(blocks, heading), encoding="utf-8")
     return ReportFiles(markdown=md_path, html=html_path, plots=[f.path for f in figures])
+
+
+def cluster_metrics(summary: pd.DataFrame, partitions: pd.DataFrame | None,
+                    cluster: str) -> dict[str, pd.DataFrame]:
+    """The metrics one cluster's report needs, without computing every cluster's.
+
+    Equal to `filter_cluster(all_metrics(summary), cluster)`: every metric but
+    the cross-cluster ratios only looks inside the cluster, so it is computed
+    on this cluster's rows; the cluster ratios need the others' rows.
+    """
+    local = summary[(summary["cluster"].astype("str") == cluster).to_numpy()]
+    frames = all_metrics(local, partitions)
+    if summary["cluster"].nunique() > 1:
+        cross = filter_cluster({"ratios": ratios(summary, "cluster")}, cluster)["ratios"]
+        frames["ratios"] = pd.concat([f for f in (frames["ratios"], cross) if len(f)],
+                                     ignore_index=True) if len(cross) else frames["ratios"]
+    return frames
 
 
 def _header(cluster: str, context: ReportContext | None,

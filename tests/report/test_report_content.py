@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import plot_axes, ratios, roofline
+from analysis import all_metrics, filter_cluster, plot_axes, ratios, roofline
 from analysis.findings import ratios as ratio_findings
-from analysis.report import ReportContext, render_report
+from analysis.report import ReportContext, cluster_metrics, render_report
 from analysis.report_jobs import jobs_table
 from analysis.report_tables import SINGLE, ratio_tables, roofline_table
 from analysis.summary import summarize
@@ -116,3 +116,18 @@ def test_panel_cap_counts_groups_without_splitting_them(tmp_path: Path) -> None:
     many = pd.concat([make_rows({(1, 64): 1.0, (1, 128): 2.0}, d=d) for d in range(1, 40)])
     items = plot_axes.grouped(summarize(many), ["d"], lambda row: str(row["d"]))
     assert len(items) == 39 and sum(len(rows) > 0 for _, rows in items) == plot_axes.MAX_PANELS
+
+
+def test_cluster_metrics_equal_the_filtered_metrics_of_all_clusters() -> None:
+    results = pd.concat([_sweep(), _sweep(2.5, cluster="delta", partition="cpu"),
+                         _sweep(1.5, impl="fortran")])
+    summary = summarize(results)
+    every = filter_cluster(all_metrics(summary, _facts()), "anvil")
+    mine = cluster_metrics(summary, _facts(), "anvil")
+    assert set(mine) == set(every)
+    assert (mine["ratios"]["dimension"] == "cluster").any()
+    for key, frame in every.items():
+        cols = list(frame.columns)
+        pd.testing.assert_frame_equal(
+            mine[key][cols].sort_values(cols).reset_index(drop=True),
+            frame.sort_values(cols).reset_index(drop=True), check_dtype=False)
