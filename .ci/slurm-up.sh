@@ -1,12 +1,13 @@
 #!/bin/bash
-# slurm-up.sh -- start the single-node Slurm test cluster used by tests/integration.
+# slurm-up.sh -- start the single-node Slurm test cluster used by tests/slurm (and the reliability tests).
 #
 # Why: integration tests must talk to a real slurmctld/slurmd/slurmdbd (sacct
 # included), but CI machines have no systemd and the machine has 2 cores. This
 # script installs the Debian packages if needed, writes every config under one
 # folder and starts the daemons in the foreground mode, detached, recording
-# their PIDs so that slurm-down.sh stops exactly those. Based on
-# ../shared/notes/slurm-single-node-recipe.md (tested on Debian 12, Slurm 22.05).
+# their PIDs so that slurm-down.sh stops exactly those. This script is the
+# tested recipe (Debian 12, Slurm 22.05); what the cluster is for is in
+# docs/design.md#tests.
 #
 # Environment:
 #   CAMPAIGN_SLURM_LAB      state folder (default /tmp/campaign-slurm)

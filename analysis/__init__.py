@@ -1,23 +1,31 @@
 """Pure analysis of benchmark results: pandas DataFrames in, DataFrames out.
 
 This package never imports `campaign` (the dependency points one way:
-campaign -> analysis). Heavy plotting imports live inside the report functions.
+campaign -> analysis). The names below are loaded on first use, so that
+`analysis.columns` (the schema, no pandas) can be read cheaply. `ratios` and
+`roofline` are both modules and functions: import those functions from
+their modules (`from analysis.ratios import ratios`).
 """
 
-from analysis.cost_model import add_cost_columns, flops, min_bytes
-from analysis.metrics import METRIC_KEYS, all_metrics, filter_cluster, metrics_json
-from analysis.penalties import doubling_penalty
-from analysis.ratios import ratios, variant_ratio
-from analysis.report import ReportFiles, render_report
-from analysis.roofline import roofline
-from analysis.scaling import fitted_exponents, local_exponents
-from analysis.schema import SchemaError, group_columns, validate_results
-from analysis.summary import summarize
-from analysis.threads import best_threads, crossovers, speedup
+from __future__ import annotations
 
-__all__ = [
-    "METRIC_KEYS", "ReportFiles", "SchemaError", "add_cost_columns", "all_metrics", "best_threads",
-    "crossovers", "doubling_penalty", "filter_cluster", "fitted_exponents", "flops",
-    "group_columns", "local_exponents", "metrics_json", "min_bytes", "ratios", "render_report",
-    "roofline", "speedup", "summarize", "validate_results", "variant_ratio",
-]
+from importlib import import_module
+from typing import Any
+
+_EXPORTS: dict[str, str] = {
+    "add_cost_columns": "cost_model", "flops": "cost_model", "min_bytes": "cost_model",
+    "METRIC_KEYS": "metrics", "all_metrics": "metrics", "filter_cluster": "metrics", "metrics_json": "metrics",
+    "doubling_penalty": "penalties", "variant_ratio": "ratios",
+    "ReportFiles": "report", "render_report": "report",
+    "fitted_exponents": "scaling", "local_exponents": "scaling",
+    "SchemaError": "schema", "group_columns": "schema", "validate_results": "schema",
+    "summarize": "summary", "best_threads": "threads", "crossovers": "threads", "speedup": "threads",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'analysis' has no attribute {name!r}")
+    return getattr(import_module(f"analysis.{module}"), name)

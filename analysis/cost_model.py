@@ -71,7 +71,7 @@ def flops(kernel: str, n: ArrayLike, d: ArrayLike, **extra: Any) -> Any:
 
     `extra` carries kernel-specific arguments: `ff` for the block kernels,
     `flops` for gemm_shapes. Unknown kernels give NaN. Recomputation in fused
-    kernels is not counted (contracts.md), so fused and naive compare fairly.
+    kernels is not counted (docs/contracts.md#kernel-definitions), so fused and naive compare fairly.
     """
     n_arr = np.asarray(n, dtype=float)
     d_arr = np.asarray(d, dtype=float)

@@ -3,7 +3,7 @@
 Why data and not config: the wave model needs the multiprocessor count of a
 GPU *model* (not of a cluster partition), and the advisor must work with no
 cluster config at all (`campaign advise shape --gpu h200`). Values are the
-vendors' datasheet numbers collected in ../shared/notes/sites.md; where this
+vendors' datasheet numbers collected in docs/sites.md#gpus; where this
 workplace measured a ceiling on the hardware, it is kept beside the datasheet
 value and the model says which one it used.
 """
@@ -47,18 +47,18 @@ class GpuSpec:
         return "measured" if self.measured_tflops is not None else "datasheet"
 
 
-# Source for every row: /work/shared/notes/sites.md, "GPUs" table (vendor
+# Source for every row: docs/sites.md#gpus, "GPUs" table (vendor
 # datasheets); H200 measured values: same file, "Measured on an H200 machine
 # here (torch 2.11): bf16 GEMM 8192^3 ~ 790 TFLOP/s, device-to-device copy
 # ~ 4.3 TB/s".
 GPUS: dict[str, GpuSpec] = {
     # V100 SXM2: 80 SMs, 125 TFLOP/s fp16 tensor, 0.9 TB/s (datasheet).
-    "v100": GpuSpec("v100", 80, 125.0, 0.9, source="datasheet (sites.md)"),
+    "v100": GpuSpec("v100", 80, 125.0, 0.9, source="datasheet (docs/sites.md)"),
     # A100 SXM4: 108 SMs, 312 TFLOP/s bf16 dense, 2.0 TB/s for the 80 GB part
     # (1.6 TB/s for 40 GB) (datasheet).
-    "a100": GpuSpec("a100", 108, 312.0, 2.0, source="datasheet (sites.md), 80 GB part"),
+    "a100": GpuSpec("a100", 108, 312.0, 2.0, source="datasheet (docs/sites.md), 80 GB part"),
     # H100 SXM5: 132 SMs, ~989 TFLOP/s bf16 dense, 3.35 TB/s (datasheet).
-    "h100": GpuSpec("h100", 132, 989.0, 3.35, source="datasheet (sites.md)"),
+    "h100": GpuSpec("h100", 132, 989.0, 3.35, source="datasheet (docs/sites.md)"),
     # H200 SXM: 132 SMs, ~989 TFLOP/s bf16 dense, 4.8 TB/s (datasheet);
     # measured here: 790 TFLOP/s bf16 GEMM, 4.3 TB/s copy.
     "h200": GpuSpec(
@@ -68,12 +68,12 @@ GPUS: dict[str, GpuSpec] = {
         4.8,
         measured_tflops=790.0,
         measured_bw_tbs=4.3,
-        source="datasheet (sites.md); measured ceilings on this workplace's H200",
+        source="datasheet (docs/sites.md); measured ceilings on this workplace's H200",
     ),
     # MI250X: 220 CUs over 2 GCDs, 383 TFLOP/s bf16 dense, 3.2 TB/s, both GCDs
     # together (datasheet). torch sees each GCD as a device (110 CUs): use
     # "mi250x_gcd" for single-device runs.
-    "mi250x": GpuSpec("mi250x", 220, 383.0, 3.2, source="datasheet (sites.md), both GCDs"),
+    "mi250x": GpuSpec("mi250x", 220, 383.0, 3.2, source="datasheet (docs/sites.md), both GCDs"),
     "mi250x_gcd": GpuSpec("mi250x_gcd", 110, 191.5, 1.6, source="half of mi250x (one GCD)"),
 }
 

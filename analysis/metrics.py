@@ -41,7 +41,7 @@ INTEGER_FIELDS = frozenset({
 
 def all_metrics(results: pd.DataFrame, partitions: pd.DataFrame | None,
                 timings: dict[str, float] | None = None) -> dict[str, pd.DataFrame]:
-    """Every metric of DESIGN.md, keyed as METRIC_KEYS.
+    """Every metric of docs/design.md#metrics, keyed as METRIC_KEYS.
 
     `results` are raw rows (or a summary); `partitions` the partition facts
     (may be None: flags then say `facts_missing`, ceilings are NaN). If

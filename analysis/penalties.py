@@ -16,14 +16,10 @@ import pandas as pd
 from analysis.schema import group_columns
 from analysis.threads import _CELL, _overlap, _with_gid
 
-PARTITION_COLUMNS: tuple[str, ...] = (
-    "cluster", "partition", "cores", "sockets", "numa_domains", "threads_per_core",
-    "peak_flops_fp32", "peak_flops_bf16", "mem_bw",
-)
 
-
-def partition_facts(partitions: pd.DataFrame | None, cols: list[str]) -> pd.DataFrame:
-    """Facts keyed by (cluster, partition), with `cols` present (NaN if absent).
+def facts_columns(partitions: pd.DataFrame | None, cols: list[str]) -> pd.DataFrame:
+    """The `cols` of the partition facts (analysis.columns.PARTITION_COLUMNS),
+    keyed by (cluster, partition), NaN where absent.
 
     One row per partition; duplicates keep the first. Tolerates None/empty.
     """
@@ -72,7 +68,7 @@ def doubling_penalty(df: pd.DataFrame, partitions: pd.DataFrame | None) -> pd.Da
     lower = s[cols].rename(columns={"threads": "threads_half", "median_s": "_t_half",
                                     "ci_lo_s": "_lo_half", "ci_hi_s": "_hi_half"})
     merged = upper.merge(lower, on=_CELL + ["threads_half"], how="inner")
-    facts = partition_facts(partitions, ["cores", "numa_domains"])
+    facts = facts_columns(partitions, ["cores", "numa_domains"])
     merged["_k_cluster"] = merged["cluster"].astype("str")
     merged["_k_partition"] = merged["partition"].astype("str")
     merged = merged.merge(facts.rename(columns={"cluster": "_k_cluster",

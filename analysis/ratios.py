@@ -1,6 +1,6 @@
 """Ratios t(a)/t(b) along one dimension, per matched n and thread count.
 
-Dimensions (DESIGN.md): `cluster` (matched on everything but cluster and
+Dimensions (docs/design.md#metrics): `cluster` (matched on everything but cluster and
 partition), `partition`, `impl`, `variant`. A ratio > 1 means a is slower.
 The baseline may be a sum of kernels — the naive baseline of a fused kernel
 is forward + backward — via `variant_ratio`. A ratio whose two 95% intervals

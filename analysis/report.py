@@ -27,7 +27,7 @@ from analysis import report_tables as tables
 from analysis.blocks import Block, Figure, Section, Table
 from analysis.html import to_html
 from analysis.metrics import all_metrics, filter_cluster
-from analysis.penalties import partition_facts
+from analysis.penalties import facts_columns
 from analysis.ratios import ratios
 from analysis.report_md import to_markdown
 from analysis.summary import ensure_summary
@@ -159,7 +159,7 @@ def _analysis(summary: pd.DataFrame, metrics: Mapping[str, pd.DataFrame],
     """The summary and every analysis section that has data."""
     m = filter_cluster(dict(metrics), cluster)
     local = summary[summary["cluster"].astype("str") == cluster].reset_index(drop=True)
-    facts = partition_facts(partitions, ["cores", "numa_domains"])
+    facts = facts_columns(partitions, ["cores", "numa_domains"])
 
     def fig(made: Figure | None) -> list[Block]:
         if made is None:

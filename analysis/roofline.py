@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.penalties import partition_facts
+from analysis.penalties import facts_columns
 from analysis.schema import group_columns
 from analysis.summary import ensure_summary
 
@@ -27,7 +27,7 @@ def roofline(df: pd.DataFrame, partitions: pd.DataFrame | None) -> pd.DataFrame:
     `mem_bw`, `frac_peak_flops`, `frac_mem_bw`, `roof_flops`, `frac_roof`.
     """
     s = ensure_summary(df)
-    facts = partition_facts(partitions, ["peak_flops_fp32", "peak_flops_bf16", "mem_bw"])
+    facts = facts_columns(partitions, ["peak_flops_fp32", "peak_flops_bf16", "mem_bw"])
     keyed = s[group_columns(s) + ["n", "threads", "median_s", "flops", "bytes"]].copy()
     keyed["_k_cluster"] = keyed["cluster"].astype("str")
     keyed["_k_partition"] = keyed["partition"].astype("str")

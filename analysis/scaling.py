@@ -1,5 +1,5 @@
 """How cost grows with n: local exponents between consecutive sizes and a fitted
-power law with its 95% interval (DESIGN.md, "Metric definitions").
+power law with its 95% interval (docs/design.md#metrics).
 
 Both work per (group, threads) series of medians sorted by n. A local exponent
 near 1 where a fit over the whole range says 2 is exactly the kind of masked

@@ -12,31 +12,27 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-REQUIRED_COLUMNS: tuple[str, ...] = (
-    "cluster", "partition", "kernel", "impl", "variant", "device",
-    "threads", "n", "repeat", "time_s",
+from analysis.columns import (
+    BASE_GROUP_COLUMNS,
+    FLOAT_RULES,
+    INT_RULES,
+    OPTIONAL_COLUMNS,
+    OPTIONAL_GROUP_COLUMNS,
+    REQUIRED_COLUMNS,
+    TEXT_COLUMNS,
 )
-OPTIONAL_COLUMNS: tuple[str, ...] = (
-    "d", "dtype", "job_id", "gpu_model", "flops", "bytes", "rel_err",
-)
-# Columns that identify one measured configuration (a "group"); `dtype` and `d`
-# join them when the table has them. `threads` and `n` are the swept axes.
-BASE_GROUP_COLUMNS: tuple[str, ...] = (
-    "cluster", "partition", "kernel", "impl", "variant", "device",
-)
-# `params`: the extra program arguments of a run (e.g. "sdpa-backend=cudnn" or
-# "a=32,h=2560"); runs that differ in them are different configurations.
-OPTIONAL_GROUP_COLUMNS: tuple[str, ...] = ("dtype", "d", "params")
 
-_STRING_COLUMNS = ("cluster", "partition", "kernel", "impl", "variant", "device")
-_OPTIONAL_STRING_COLUMNS = ("dtype", "job_id", "gpu_model")
+__all__ = ["BASE_GROUP_COLUMNS", "OPTIONAL_COLUMNS", "OPTIONAL_GROUP_COLUMNS", "REQUIRED_COLUMNS",
+           "SchemaError", "group_columns", "validate_results"]
+
+_STRING_COLUMNS = tuple(c for c in REQUIRED_COLUMNS if c in TEXT_COLUMNS)
+_OPTIONAL_STRING_COLUMNS = tuple(c for c in TEXT_COLUMNS if c not in _STRING_COLUMNS)
 # column -> smallest allowed value (integers).
-_INT_COLUMNS = {"threads": 1, "n": 1, "repeat": 0}
-_OPTIONAL_INT_COLUMNS = {"d": 1}
+_INT_COLUMNS = {c: r.minimum for c, r in INT_RULES.items() if c in REQUIRED_COLUMNS}
+_OPTIONAL_INT_COLUMNS = {c: r.minimum for c, r in INT_RULES.items() if c not in REQUIRED_COLUMNS}
 # column -> (allow NaN, must be > 0)
-_FLOAT_COLUMNS = {"time_s": (False, True)}
-_OPTIONAL_FLOAT_COLUMNS = {"flops": (True, False), "bytes": (True, False),
-                           "rel_err": (True, False)}
+_FLOAT_COLUMNS = {c: (r.allow_nan, r.positive) for c, r in FLOAT_RULES.items() if c in REQUIRED_COLUMNS}
+_OPTIONAL_FLOAT_COLUMNS = {c: (r.allow_nan, r.positive) for c, r in FLOAT_RULES.items() if c not in REQUIRED_COLUMNS}
 
 
 class SchemaError(ValueError):

@@ -1,6 +1,6 @@
 """Medians over repeats, with a distribution-free 95% interval of the median.
 
-Every metric starts here (DESIGN.md: "medians over repeats first"). Timings on
+Every metric starts here (docs/design.md#metrics: "medians over repeats first"). Timings on
 shared nodes have outliers that are one-sided (a slow repeat, never a fast
 one), so the interval is one of order statistics, not a t-interval on the
 mean, which one outlier would drag and widen:

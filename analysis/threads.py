@@ -1,6 +1,6 @@
 """How many threads to use: speedup, efficiency, best thread count, the penalty
 of running at the maximum, thread-doubling penalties at NUMA and core
-boundaries, and crossovers between thread counts (DESIGN.md definitions).
+boundaries, and crossovers between thread counts (docs/design.md#metrics).
 
 All functions take results or their summary (medians over repeats) and work on
 matched (group, n) cells; a group without the thread count a metric needs is

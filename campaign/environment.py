@@ -1,4 +1,4 @@
-"""The job environment is configuration (DESIGN.md lesson: an 8 MB stack and a
+"""The job environment is configuration (docs/design.md#lessons-the-tool-encodes: an 8 MB stack and a
 hard-coded module version broke jobs). Computed here once, recorded with every
 attempt, and rendered into Slurm scripts from job_templates/."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class CampaignError(Exception):
-    """Base class. `exit_code` is what the CLI exits with (DESIGN.md)."""
+    """Base class. `exit_code` is what the CLI exits with (docs/design.md#cli)."""
 
     exit_code: int = 1
 
@@ -39,3 +39,10 @@ class SchedulerError(CampaignError):
 
 class SubmissionError(SchedulerError):
     """sbatch (or the local executor) refused a job."""
+
+
+def one_line(text: object, limit: int = 300) -> str:
+    """Any message (a tool's stderr, an exception) as one line of at most
+    `limit` characters: errors are one line on the terminal (docs/design.md)."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,21 +1,24 @@
-"""Rerun failed runs as new attempts linked to the old ones, and cancel jobs."""
+"""`campaign rerun`: failed runs again, as new attempts linked to the old ones."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from campaign.backends.base import JobRef, JobRequest, get_backend
+from campaign.attempts import Progress, job_request, new_attempt, submit_requests
+from campaign.backends import get_backend
+from campaign.backends.base import JobRequest
+from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError
 from campaign.ledger import JobAttempt, Ledger
 from campaign.ledger import queries as q
 from campaign.plan import RunSpec
 from campaign.states import JobState
+from campaign.sync import SyncReport, sync
 
 
 @dataclass
@@ -32,7 +35,7 @@ class _Batch:
 @dataclass
 class RerunReport:
     submitted: list[tuple[str, str]] = field(default_factory=list)  # (new job id, previous job id)
-    sync: object | None = None
+    sync: SyncReport | None = None
 
 
 def _select(s: Session, campaign: str | None, job_id: str | None, states: set[JobState]) -> list[JobAttempt]:
@@ -66,10 +69,8 @@ def rerun(
     states: Iterable[str] = (),
     time_factor: float = 1.0,
     mem_factor: float = 1.0,
-    progress: Callable[[int, int, str], None] | None = None,
+    progress: Progress | None = None,
 ) -> RerunReport:
-    from campaign.api import SubmitReport, _new_attempt, _request, _submit_requests, cluster_from_yaml, sync
-
     if time_factor < 1.0 or mem_factor < 1.0:
         raise BadInputError("--time-factor and --mem-factor must be >= 1")
     wanted = {JobState(s.upper()) for s in states} if states else set()
@@ -90,49 +91,15 @@ def rerun(
             part = batch.cluster.partitions[spec.partition]
             walltime, mem = _scaled(att, spec, part.max_walltime_min, part.mem_gb,
                                     part.memory_gb / max(1, part.cores), time_factor, mem_factor)
-            aid, _, workdir = _new_attempt(s, run, spec, Path(camp.workdir), att, None, walltime, mem)
-            batch.requests.append(_request(batch.cluster, camp.name, spec, aid, Path(workdir), walltime, mem))
+            aid, _, workdir = new_attempt(s, run.id, spec, Path(camp.workdir), att, None, walltime, mem)
+            batch.requests.append(job_request(batch.cluster, camp.name, spec, aid, Path(workdir), walltime, mem))
             batch.previous[aid] = att.job_id
     for name, batch in batches.items():
         backend = get_backend(batch.cluster, Path(batch.workdir), batch.python)
-        _submit_requests(ledger, backend, batch.requests, SubmitReport(name, len(batch.requests)), progress)
-        with ledger.session() as s:
-            rows = s.execute(select(JobAttempt.id, JobAttempt.job_id).where(JobAttempt.id.in_(list(batch.previous))))
-            new_ids = {aid: job for aid, job in rows}
+        sent = submit_requests(ledger, backend, batch.requests, progress)
+        new_ids = {sub.attempt_id: sub.job_id for sub in sent}
         for aid, old in batch.previous.items():
             report.submitted.append((new_ids.get(aid) or "?", old or "?"))
         if batch.cluster.backend == "local":
             report.sync = sync(ledger, name)
     return report
-
-
-def cancel(ledger: Ledger, target: str) -> list[str]:
-    """Cancel a campaign's unfinished jobs, or one job; returns the job IDs."""
-    from campaign.api import cluster_from_yaml, now
-
-    with ledger.session() as s:
-        camp = q.campaign_by_name(s, target)
-        if camp is not None:
-            atts = [a for a in q.latest_attempts(s, camp.id) if not a.state.finished]
-        else:
-            atts = [a for a in q.attempts_by_job_id(s, target) if not a.state.finished]
-            if not atts:
-                raise BadInputError(f"job {target} has already finished; nothing to cancel")
-        groups: dict[str, tuple[str, str, list[JobRef]]] = {}
-        for a in atts:
-            c = a.run.campaign
-            groups.setdefault(c.name, (c.cluster_yaml, c.workdir, []))[2].append(
-                JobRef(a.id, a.job_id or "", a.workdir, a.submitted_at, a.walltime_min))
-    for cyaml, workdir, refs in groups.values():
-        live = [r for r in refs if r.job_id]
-        if live:
-            get_backend(cluster_from_yaml(cyaml), Path(workdir)).cancel(live)
-    cancelled = []
-    with ledger.session.begin() as s:
-        for _, _, refs in groups.values():
-            for ref in refs:
-                att = s.get(JobAttempt, ref.attempt_id)
-                if att is not None and not att.state.finished:
-                    att.state, att.reason, att.ended_at = JobState.CANCELLED, "cancelled by campaign cancel", now()
-                    cancelled.append(att.job_id or f"(unsubmitted attempt {att.id})")
-    return cancelled

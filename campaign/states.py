@@ -9,7 +9,9 @@ class JobState(str, enum.Enum):
     """State of one job attempt.
 
     Slurm's own states keep their Slurm spelling so a user can match them with
-    sacct output; LOST_OUTPUT and CHECK_FAILED are ours (see DESIGN.md).
+    sacct output; LOST_OUTPUT and CHECK_FAILED are ours (docs/design.md#job-states).
+    How a scheduler's own spellings map onto these is the backend's business
+    (backends/slurm_states.py).
     """
 
     PENDING = "PENDING"
@@ -36,28 +38,5 @@ class JobState(str, enum.Enum):
         return self.finished and self is not JobState.COMPLETED
 
 
-# Slurm spellings that map onto one of ours (sacct prints "CANCELLED by 0").
-_SLURM_ALIASES: dict[str, JobState] = {
-    "CONFIGURING": JobState.PENDING,
-    "REQUEUED": JobState.PENDING,
-    "REQUEUE_FED": JobState.PENDING,
-    "REQUEUE_HOLD": JobState.PENDING,
-    "RESIZING": JobState.RUNNING,
-    "COMPLETING": JobState.RUNNING,
-    "SIGNALING": JobState.RUNNING,
-    "STAGE_OUT": JobState.RUNNING,
-    "SUSPENDED": JobState.RUNNING,
-    "STOPPED": JobState.RUNNING,
-    "BOOT_FAIL": JobState.NODE_FAIL,
-    "DEADLINE": JobState.TIMEOUT,
-    "REVOKED": JobState.CANCELLED,
-    "SPECIAL_EXIT": JobState.FAILED,
-}
-
-
-def from_slurm(text: str) -> JobState:
-    """Translate a Slurm state string (sacct/squeue/scontrol) to a JobState."""
-    word = text.strip().split(" ")[0].rstrip("+").upper()
-    if word in JobState.__members__:
-        return JobState[word]
-    return _SLURM_ALIASES.get(word, JobState.UNKNOWN)
+# States the scheduler may still change: what `status` asks it about.
+OPEN_STATES: tuple[JobState, ...] = (JobState.PENDING, JobState.RUNNING, JobState.UNKNOWN)

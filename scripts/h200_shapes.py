@@ -156,7 +156,7 @@ def _dips(tf: pd.Series, drop: float = 0.05) -> list[int]:
 
 
 def summarize_wave(d: Path) -> list[str]:
-    from analysis.waves import predicted_periods, sawtooth_period
+    from analysis.sawtooth import predicted_periods, sawtooth_period
 
     lines = ["## k-sweep (27648, 4096) x (4096, k)  [k = the program's nn]"]
     preds = sorted({p for _, _, p in predicted_periods(27648, "h200")} | {128, 256})

@@ -1,4 +1,5 @@
-"""Shared fixtures: a fresh ledger path per test, and the CLI as a subprocess."""
+"""Shared fixtures: a fresh ledger path per test, the CLI as a subprocess, and
+the real test Slurm (`slurm_cluster`, from tests/slurm_cluster.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.slurm_cluster import SlurmCluster, slurm_cluster  # noqa: F401  (fixture for every test folder)
 
 REPO = Path(__file__).resolve().parents[1]
 CAMPAIGN = Path(sys.executable).parent / "campaign"

@@ -1,0 +1,31 @@
+"""Backends by name: the one place that maps `cluster.backend` to a class.
+
+The backend modules are imported on first use (each pulls in submitit, which
+`campaign --help` and the read-only commands do not need).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from pathlib import Path
+
+from campaign.backends.base import Backend
+from campaign.config.schema import ClusterSpec
+from campaign.errors import ConfigError
+
+# name -> "module:Class"
+REGISTRY: dict[str, str] = {
+    "local": "campaign.backends.local:LocalBackend",
+    "slurm": "campaign.backends.slurm:SlurmBackend",
+}
+
+
+def get_backend(cluster: ClusterSpec, folder: Path, python: str | None = None) -> Backend:
+    """The backend for this cluster; an unknown name lists the known ones."""
+    target = REGISTRY.get(cluster.backend)
+    if target is None:
+        raise ConfigError(f"cluster {cluster.name}: unknown backend {cluster.backend!r}; "
+                          f"known: {', '.join(sorted(REGISTRY))}")
+    module, _, cls = target.partition(":")
+    backend: Backend = getattr(import_module(module), cls)(cluster, folder, python)
+    return backend

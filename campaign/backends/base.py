@@ -8,25 +8,16 @@ submitit's keyword arguments and the scheduler's words.
 from __future__ import annotations
 
 import abc
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from campaign.config.schema import ClusterSpec
+from campaign.job.task import JobTask
 from campaign.plan import RunSpec
 from campaign.states import JobState
-
-
-@dataclass(frozen=True)
-class JobTask:
-    """What the job-side runner needs: picklable, no config objects."""
-
-    argv: tuple[str, ...]
-    env: tuple[tuple[str, str], ...]
-    workdir: str
-    output_csv: str
-    stack_unlimited: bool
 
 
 @dataclass
@@ -91,8 +82,6 @@ class Backend(abc.ABC):
     progress: ProgressHook | None = None  # called by backends whose submit waits for the jobs
 
     def __init__(self, cluster: ClusterSpec, folder: Path, python: str | None = None) -> None:
-        import sys
-
         self.cluster = cluster
         self.folder = folder
         self.python = python or sys.executable  # interpreter the job side runs under
@@ -114,18 +103,3 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def cancel(self, refs: Sequence[JobRef]) -> None: ...
-
-
-def get_backend(cluster: ClusterSpec, folder: Path, python: str | None = None) -> Backend:
-    """Backends by name; an unknown name lists the known ones."""
-    from campaign.errors import ConfigError
-
-    if cluster.backend == "local":
-        from campaign.backends.local import LocalBackend
-
-        return LocalBackend(cluster, folder, python)
-    if cluster.backend == "slurm":
-        from campaign.backends.slurm import SlurmBackend
-
-        return SlurmBackend(cluster, folder, python)
-    raise ConfigError(f"cluster {cluster.name}: unknown backend {cluster.backend!r}; known: local, slurm")

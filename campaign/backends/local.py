@@ -3,12 +3,13 @@
 `submit` blocks until the jobs finished (at most `cluster.local_parallel_jobs`
 at a time, one by default: concurrent benchmarks would share cores and spoil
 each other's timings). State is read back from the files the job side leaves
-(`campaign.jobrun`), so another process can sync later.
+(`campaign.job`), so another process can sync later.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import time
 from collections.abc import Sequence
@@ -16,7 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
-from campaign.jobrun import EXIT_FILE, START_FILE, execute, read_json
+from campaign.job.files import EXIT_FILE, START_FILE, read_json
+from campaign.job.runner import execute
 from campaign.states import JobState
 
 
@@ -44,8 +46,6 @@ class LocalBackend(Backend):
     poll_s: float = 0.2
 
     def render(self, requests: Sequence[JobRequest]) -> list[str]:
-        import shlex
-
         scripts = []
         for req in requests:
             env = " ".join(f"{k}={shlex.quote(v)}" for k, v in req.task.env)
@@ -57,7 +57,7 @@ class LocalBackend(Backend):
         return scripts
 
     def _executor(self, req: JobRequest) -> object:
-        import submitit
+        import submitit  # lazy, as in slurm.py
 
         folder = Path(req.task.workdir) / "submitit"
         ex = submitit.LocalExecutor(folder=folder)

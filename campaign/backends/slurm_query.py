@@ -13,15 +13,16 @@ for the fallback; never one call per job (campaigns hold 10,000s of jobs).
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from campaign.backends.slurm_run import run_slurm
+from campaign.backends.slurm_states import from_slurm
 from campaign.errors import BadInputError, SchedulerError
-from campaign.states import JobState, from_slurm
+from campaign.states import JobState
 
 SACCT_FIELDS = ("JobID", "State", "ExitCode", "NodeList", "Start", "End", "Reason")
 # squeue -O fields with "|" as suffix: no padding, one separator per field.
@@ -193,22 +194,7 @@ def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
     return {**ranged, **concrete}
 
 
-def _environ(env: Mapping[str, str] | None) -> dict[str, str] | None:
-    return None if env is None else {**os.environ, **env}
-
-
-def _run(argv: list[str], env: Mapping[str, str] | None, timeout_s: float) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(
-            argv, capture_output=True, text=True, env=_environ(env), timeout=timeout_s, check=False)
-    except FileNotFoundError as exc:
-        raise SchedulerError(f"{argv[0]} not found on PATH: is Slurm installed on this machine?") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise SchedulerError(
-            f"{argv[0]} did not answer within {timeout_s:g} s: is the Slurm controller/slurmdbd up?") from exc
-
-
-def _error_line(proc: subprocess.CompletedProcess[str]) -> str:
+def error_line(proc: subprocess.CompletedProcess[str]) -> str:
     """The last line Slurm printed: its summary (``Problem talking to the
     database: Connection refused``) comes after the low-level details."""
     for text in (proc.stderr, proc.stdout):
@@ -220,7 +206,7 @@ def _error_line(proc: subprocess.CompletedProcess[str]) -> str:
 
 def sacct_failure(proc: subprocess.CompletedProcess[str]) -> SchedulerError:
     """One-line error for a failed sacct call (the CLI prints it, exit 1)."""
-    message = _error_line(proc)
+    message = error_line(proc)
     text = (proc.stderr + proc.stdout).lower()
     if _DISABLED_MARK in text:
         return AccountingDisabledError(f"sacct: {message}")
@@ -258,7 +244,7 @@ def query_sacct(
     for i in range(0, len(query), chunk):
         argv = ["sacct", "-j", ",".join(query[i:i + chunk]), "--parsable2", "--noheader",
                 "-o", ",".join(SACCT_FIELDS)]
-        proc = _run(argv, env, timeout_s)
+        proc = run_slurm(argv, env, timeout_s)
         if proc.returncode != 0:
             raise sacct_failure(proc)
         found.update(parse_sacct(proc.stdout))
@@ -313,10 +299,10 @@ def query_squeue_fallback(
     """
     ids = validate_job_ids(job_ids)
     fmt = ",".join(f"{name}:|" for name in SQUEUE_FIELDS)
-    proc = _run(["squeue", "-t", "all", "-h", "-r", "-O", fmt], env, timeout_s)
+    proc = run_slurm(["squeue", "-t", "all", "-h", "-r", "-O", fmt], env, timeout_s)
     if proc.returncode != 0:
         raise SchedulerError(
-            f"squeue failed (exit {proc.returncode}): {_error_line(proc)}; "
+            f"squeue failed (exit {proc.returncode}): {error_line(proc)}; "
             "check that slurmctld is running and SLURM_CONF names this cluster")
     wanted = set(ids)
     found: dict[str, SlurmJobInfo] = {}
@@ -363,9 +349,9 @@ def parse_max_array_size(text: str) -> int:
 def max_array_size(env: Mapping[str, str] | None = None, timeout_s: float = 30) -> int:
     """The cluster's MaxArraySize: array indexes must stay below it, so arrays
     are chunked to at most this many tasks (indexes 0..MaxArraySize-1)."""
-    proc = _run(["scontrol", "show", "config"], env, timeout_s)
+    proc = run_slurm(["scontrol", "show", "config"], env, timeout_s)
     if proc.returncode != 0:
         raise SchedulerError(
-            f"scontrol show config failed (exit {proc.returncode}): {_error_line(proc)}; "
+            f"scontrol show config failed (exit {proc.returncode}): {error_line(proc)}; "
             "is slurmctld running?")
     return parse_max_array_size(proc.stdout)

@@ -14,7 +14,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from campaign.states import JobState
 
-SCHEMA_VERSION = 2  # v1 had no campaign.python; see campaign/ledger/migrations
+SCHEMA_VERSION = 7  # v1 had no campaign.python; v3..v7: one per change of this round (see migrations/versions)
 
 
 class Base(DeclarativeBase):

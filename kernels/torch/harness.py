@@ -8,7 +8,7 @@ which makes the inputs for one n and returns a `Case`); `main(spec)` does the
 rest. Other torch kernels (e.g. `gemm_shapes`) may use the pieces on their own:
 `build_parser`, `parse_args`, `setup_runtime`, `measure`, `write_csv_atomic`.
 
-Measurement rules the harness enforces (DESIGN.md, lessons from paper 1):
+Measurement rules the harness enforces (docs/design.md#kernel-program-contract):
 - one process runs the whole n-sweep; inputs are fresh, seeded, standard normal
   (never zeros) for every n;
 - the first call is timed apart (`first_call_s`: lazy init, JIT, torch.compile);

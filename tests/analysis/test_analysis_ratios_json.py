@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import METRIC_KEYS, all_metrics, metrics_json, ratios, roofline, variant_ratio
+from analysis import METRIC_KEYS, all_metrics, metrics_json, variant_ratio
+from analysis.ratios import ratios
+from analysis.roofline import roofline
 from analysis.schema import group_columns
 
 RowMaker = Callable[..., pd.DataFrame]

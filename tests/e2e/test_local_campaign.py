@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import run_cli
+from tests.fixtures import FAKE_CONF, FAKE_KERNEL, KNOWN_CSV
 
 FAKE_ENV = {
-    "CAMPAIGN_CONFIG_PATH": str(REPO / "tests" / "e2e" / "fake_conf"),
-    "CAMPAIGN_FAKE_KERNEL": str(REPO / "tests" / "e2e" / "fake_kernel.py"),
+    "CAMPAIGN_CONFIG_PATH": str(FAKE_CONF),
+    "CAMPAIGN_FAKE_KERNEL": str(FAKE_KERNEL),
 }
 
 
@@ -144,7 +145,7 @@ def test_cli_from_another_directory_finds_configs(tmp_path: Path) -> None:
 )
 def test_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], fragment: str) -> None:
     ledger = tmp_path / "l.sqlite"
-    run_cli("--ledger", str(ledger), "import", str(REPO / "tests" / "data" / "known_results.csv"))
+    run_cli("--ledger", str(ledger), "import", str(KNOWN_CSV))
     before = ledger.read_bytes() if ledger.exists() else None
     proc = run_cli("--ledger", str(ledger), *args, cwd=tmp_path)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
@@ -156,7 +157,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], fragment:
 
 def test_import_then_report_json_gives_exact_values(tmp_path: Path) -> None:
     ledger = tmp_path / "l.sqlite"
-    proc = run_cli("--ledger", str(ledger), "import", str(REPO / "tests" / "data" / "known_results.csv"))
+    proc = run_cli("--ledger", str(ledger), "import", str(KNOWN_CSV))
     assert proc.returncode == 0 and "imported 24 rows" in proc.stdout, proc.stderr
     proc = run_cli("--ledger", str(ledger), "report", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -173,7 +174,7 @@ def test_import_then_report_json_gives_exact_values(tmp_path: Path) -> None:
 
 def test_bad_csv_imports_nothing(tmp_path: Path) -> None:
     ledger = tmp_path / "l.sqlite"
-    good = (REPO / "tests" / "data" / "known_results.csv").read_text().splitlines()
+    good = (KNOWN_CSV).read_text().splitlines()
     bad = tmp_path / "bad.csv"
     bad.write_text("\n".join(good[:5] + [good[5].replace(",1,", ",zero,", 1)] + good[6:]) + "\n")
     proc = run_cli("--ledger", str(ledger), "import", str(bad))

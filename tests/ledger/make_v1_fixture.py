@@ -1,4 +1,4 @@
-"""Write tests/data/ledger_v1.sqlite: a small campaign in ledger schema version 1.
+"""Write tests/fixtures/ledger_v1.sqlite: a small campaign in ledger schema version 1.
 
 The v1 schema is frozen here as the DDL that `Base.metadata.create_all` made
 before `campaign.python` existed (schema version 2), so the fixture never
@@ -16,7 +16,9 @@ import sqlite3
 import sys
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "data" / "ledger_v1.sqlite"
+from tests.fixtures import LEDGER_V1
+
+OUT = LEDGER_V1
 
 V1_DDL = """
 CREATE TABLE campaign (

@@ -13,10 +13,11 @@ from sqlalchemy import create_engine, inspect
 from campaign.errors import LedgerError
 from campaign.ledger import Ledger
 from campaign.ledger.models import SCHEMA_VERSION, Base
-from tests.conftest import REPO, run_cli
+from tests.conftest import run_cli
+from tests.fixtures import LEDGER_V1
 from tests.ledger import make_v1_fixture as v1
 
-FIXTURE = REPO / "tests" / "data" / "ledger_v1.sqlite"
+FIXTURE = LEDGER_V1
 
 
 @pytest.fixture

@@ -17,14 +17,15 @@ from campaign.errors import LedgerError
 from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
 from campaign.ledger.models import SCHEMA_VERSION, Base
 from tests.conftest import REPO, run_cli
+from tests.fixtures import FAKE_CONF, FAKE_KERNEL, KNOWN_CSV
 
 pytestmark = pytest.mark.postgres
 
 FAKE_ENV = {
-    "CAMPAIGN_CONFIG_PATH": str(REPO / "tests" / "e2e" / "fake_conf"),
-    "CAMPAIGN_FAKE_KERNEL": str(REPO / "tests" / "e2e" / "fake_kernel.py"),
+    "CAMPAIGN_CONFIG_PATH": str(FAKE_CONF),
+    "CAMPAIGN_FAKE_KERNEL": str(FAKE_KERNEL),
 }
-KNOWN = REPO / "tests" / "data" / "known_results.csv"
+KNOWN = KNOWN_CSV
 WORKER = Path(__file__).resolve().parent / "ledger_worker.py"
 
 

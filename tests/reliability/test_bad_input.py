@@ -2,7 +2,7 @@
 duplicates a job", item 3).
 
 Every case runs the installed CLI against a ledger that already holds data
-(tests/data/known_results.csv imported) and asserts the DESIGN.md contract:
+(tests/fixtures/known_results.csv imported) and asserts the contract of docs/design.md#cli:
 exit 2, exactly one line on stderr naming the problem, no traceback, and the
 ledger file byte-identical afterwards (a read-only open must not rewrite it).
 """
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import run_cli
+from tests.fixtures import KNOWN_CSV
 
-KNOWN_CSV = REPO / "tests" / "data" / "known_results.csv"
 GOOD_LINES = KNOWN_CSV.read_text().splitlines()
 HEADER = GOOD_LINES[0].split(",")
 

@@ -2,7 +2,7 @@
 loses or duplicates a job", item 4).
 
 Each test submits one fake-kernel job that sleeps (experiment fault_sleep in
-tests/reliability/conf), breaks the cluster under it — a daemon stopped, the
+tests/fixtures/reliability_conf), breaks the cluster under it — a daemon stopped, the
 node set DOWN — runs `campaign status` through the installed CLI, and puts
 the cluster back in a finally block: daemons restarted exactly as
 .ci/slurm-up.sh starts them (tests/reliability/slurm_daemons.py), the node
@@ -15,10 +15,9 @@ are what they are):
 - slurmctld and slurmdbd down: nothing can answer; `status` fails with one
   line, exit 1, and leaves the ledger as it was.
 - slurmdbd down alone: sacct fails with "Problem talking to the database:
-  Connection refused". DESIGN wants a fallback to squeue with a warning;
-  campaign/backends/slurm_query.py falls back only when accounting is
-  *disabled* ("accounting storage is disabled"), so that test is xfail
-  (strict) until it falls back on an unreachable slurmdbd too.
+  Connection refused"; campaign/backends/slurm_query.py then falls back to
+  squeue with a warning (as it does when accounting is disabled), and the
+  test checks the state squeue gives and the warning.
 - node set DOWN under a running job: with JobRequeue=1 (the default) Slurm
   would requeue the job under the same ID; campaign submits with
   --no-requeue, so the job ends NODE_FAIL and only `campaign rerun` runs it
@@ -37,14 +36,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
-from tests.integration.conftest import SlurmCluster
+from tests.conftest import run_cli
+from tests.fixtures import FAKE_CONF, FAKE_KERNEL, RELIABILITY_CONF
 from tests.reliability import slurm_daemons as daemons
+from tests.slurm_cluster import SlurmCluster
 
 pytestmark = pytest.mark.slurm
 
-CONFIG_PATH = f"{REPO / 'tests' / 'e2e' / 'fake_conf'}:{REPO / 'tests' / 'reliability' / 'conf'}"
-FAKE_KERNEL = REPO / "tests" / "e2e" / "fake_kernel.py"
+CONFIG_PATH = f"{FAKE_CONF}:{RELIABILITY_CONF}"
 NODE = "localhost"
 RUNNING_DEADLINE_S = 60
 QUIET_DEADLINE_S = 180  # other tests' jobs on a shared test cluster

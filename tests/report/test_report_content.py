@@ -8,9 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import all_metrics, filter_cluster, plot_axes, ratios, roofline
+from analysis import all_metrics, filter_cluster, plot_axes
 from analysis.findings import ratios as ratio_findings
+from analysis.ratios import ratios
 from analysis.report import ReportContext, cluster_metrics, render_report
+from analysis.roofline import roofline
 from analysis.report_jobs import jobs_table
 from analysis.report_tables import SINGLE, ratio_tables, roofline_table
 from analysis.summary import summarize

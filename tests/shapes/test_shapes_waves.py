@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from analysis.gpus import GPUS, get_gpu, gpu_from_model_name
+from analysis.sawtooth import predicted_periods, sawtooth_period
 from analysis.waves import (
     ALIGN_EFF,
     alignment,
@@ -16,8 +17,6 @@ from analysis.waves import (
     flag_drops,
     layer_gemms,
     model_table,
-    predicted_periods,
-    sawtooth_period,
     tile_count,
     wave_efficiency,
     wave_estimate,

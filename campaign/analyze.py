@@ -1,0 +1,90 @@
+"""Ledger -> analysis use cases: metrics JSON, per-cluster reports, shape advice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from campaign.config import load_config
+from campaign.config.clusters import cluster_from_yaml
+from campaign.config.schema import ClusterSpec
+from campaign.errors import BadInputError, ConfigError
+from campaign.frames import jobs_frame, partition_facts_frame
+from campaign.ledger import Campaign, Ledger
+from campaign.results.export import results_frame
+
+
+def _cluster_specs(led: Ledger, names: set[str]) -> dict[str, ClusterSpec]:
+    """Cluster facts: as submitted (campaign records), else the shipped config
+    of that name (for imported results), else none (analysis flags it)."""
+    specs: dict[str, ClusterSpec] = {}
+    with led.session() as s:
+        for camp in s.scalars(select(Campaign).order_by(Campaign.id)):
+            specs[camp.cluster] = cluster_from_yaml(camp.cluster_yaml)
+    for name in sorted(names - set(specs)):
+        try:
+            specs[name] = load_config([f"cluster={name}"]).cluster
+        except ConfigError:
+            continue
+    return specs
+
+
+def _inputs(led: Ledger, cluster: str | None, campaign: str | None) -> tuple[Any, Any]:
+    from analysis.cost_model import add_cost_columns  # lazy: pulls in pandas
+
+    results = results_frame(led, campaign=campaign, usable_only=True)
+    if results.empty:
+        where = f" for campaign {campaign}" if campaign else ""
+        raise BadInputError(f"no usable results in the ledger{where}: run `campaign status` after jobs complete, "
+                            f"or `campaign import FILE.csv`")
+    if cluster and cluster not in set(results["cluster"]):
+        raise BadInputError(f"no results for cluster {cluster!r}; clusters: {', '.join(sorted(set(results['cluster'])))}")
+    results = add_cost_columns(results)
+    facts = partition_facts_frame(_cluster_specs(led, set(results["cluster"])))
+    return results, facts
+
+
+def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | None = None) -> dict[str, Any]:
+    from analysis.metrics import metrics_json  # lazy, as above
+
+    results, facts = _inputs(led, cluster, campaign)
+    return metrics_json(results, facts, cluster=cluster)
+
+
+def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaign: str | None = None) -> list[Path]:
+    from analysis.report import render_report  # lazy: matplotlib
+
+    results, facts = _inputs(led, cluster, campaign)
+    jobs = jobs_frame(led, campaign)
+    clusters = [cluster] if cluster else sorted(set(results["cluster"]))
+    written: list[Path] = []
+    for name in clusters:
+        files = render_report(results, facts, jobs, out, name)
+        written += [files.markdown, files.html]
+    return written
+
+
+def measured_shapes(led: Ledger | None) -> Any:
+    """gemm_shapes rows from the ledger, or None when it has none (or there is no ledger)."""
+    if led is None:
+        return None
+    frame = results_frame(led, usable_only=True)
+    if frame.empty or "kernel" not in frame:
+        return None
+    rows = frame[frame["kernel"] == "gemm_shapes"]
+    return rows if len(rows) else None
+
+
+def shape_advice(h: int, a: int, vocab: int, *, gpu: str, seq: int, batch: int, tp: int,
+                 led: Ledger | None) -> str:
+    """The co-design paper's rules, ranked by measurement from the ledger when
+    it covers the candidates, else by the wave model."""
+    from analysis.advise import advise_shape, format_advice  # lazy: pandas
+
+    try:
+        advice = advise_shape(h, a, vocab, seq=seq, batch=batch, tp=tp, gpu=gpu, measured=measured_shapes(led))
+    except ValueError as exc:
+        raise BadInputError(str(exc)) from None
+    return format_advice(advice)

@@ -1,0 +1,62 @@
+"""The `campaign` command: parse → call the library → print.
+
+Every error is one line on stderr and an exit code (0 ok, 1 operational
+failure, 2 bad input); a traceback only with CAMPAIGN_DEBUG=1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from campaign.cli.parser import build_parser
+from campaign.errors import CampaignError, LedgerError, one_line
+
+
+def _ledger(args: argparse.Namespace, create: bool = True) -> Any:
+    from campaign.ledger import Ledger, default_ledger_path  # lazy: start-up time
+
+    led = Ledger(args.ledger or default_ledger_path(), create=create)
+    for note in led.notes:  # e.g. an upgrade of an older ledger, and where its backup is
+        print(f"campaign: {note}", file=sys.stderr)
+    return led
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        # Imported after parsing: `campaign --help` answers without loading
+        # SQLAlchemy, OmegaConf or submitit.
+        from campaign.cli import commands
+
+        return commands.dispatch(args, _ledger)
+    except CampaignError as exc:
+        if os.environ.get("CAMPAIGN_DEBUG"):
+            raise
+        print(f"campaign: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:  # `campaign results | head`
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:
+        print("campaign: interrupted; the ledger holds every job submitted so far", file=sys.stderr)
+        return 130
+    except Exception as exc:  # never a traceback for users; CAMPAIGN_DEBUG=1 shows it
+        if os.environ.get("CAMPAIGN_DEBUG"):
+            raise
+        from sqlalchemy.exc import SQLAlchemyError  # lazy: start-up time, as above
+
+        if isinstance(exc, SQLAlchemyError):
+            err: CampaignError = LedgerError(f"ledger: {one_line(getattr(exc, 'orig', exc), 10_000)}")
+            print(f"campaign: error: {err}", file=sys.stderr)
+            return err.exit_code
+        print(f"campaign: internal error: {type(exc).__name__}: {one_line(exc)} "
+              f"(set CAMPAIGN_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

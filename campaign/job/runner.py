@@ -1,0 +1,88 @@
+"""The job side's entry point: what runs on the compute node inside the submitit task.
+
+It starts the kernel program as a child process (argument list, no shell),
+and leaves two small JSON files behind — `job.json` when it starts and
+`exit.json` when the program ended — so that any later `campaign status`, in any
+process, can tell running, failed and lost-output jobs apart without the
+submitting process (and without sacct, for the local backend).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import socket
+import subprocess
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from campaign.job.files import EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE
+from campaign.job.task import JobTask
+
+
+class KernelFailed(RuntimeError):
+    """Raised so that the scheduler sees the job fail (non-zero step)."""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
+def _unlimit_stack() -> None:
+    # The paper's 8 MB stack crash: raise the soft limit as far as allowed.
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    try:
+        resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def _child_setup(unlimit_stack: bool) -> None:
+    # submitit asks Slurm for USR2 shortly before the walltime (its requeue
+    # hook). Its default action would kill the kernel early and turn a TIMEOUT
+    # into FAILED; ignored dispositions survive exec, so the kernel ignores it.
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+    if unlimit_stack:
+        _unlimit_stack()
+
+
+def execute(task: JobTask) -> dict[str, Any]:
+    """Run one kernel program; returns its exit record, raises if it failed."""
+    workdir = Path(task.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.update(dict(task.env))
+    scheduler = {k: v for k, v in os.environ.items() if k.startswith(task.record_env_prefixes)} \
+        if task.record_env_prefixes else {}
+    start = {"host": socket.gethostname(), "pid": os.getpid(), "started": _now(), "argv": list(task.argv),
+             "env": dict(task.env), "scheduler": scheduler}
+    _write_json(workdir / START_FILE, start)
+    # Not checkpointable: let the scheduler end the job at its limit (TIMEOUT)
+    # instead of submitit's USR2 handler failing it 90 s early.
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+    t0 = time.monotonic()
+    with open(workdir / STDOUT_FILE, "ab") as out, open(workdir / STDERR_FILE, "ab") as err:
+        try:
+            proc = subprocess.run(
+                list(task.argv), stdout=out, stderr=err, env=env, cwd=workdir,
+                preexec_fn=lambda: _child_setup(task.stack_unlimited), check=False,
+            )
+            code = proc.returncode
+        except OSError as exc:  # program missing or not executable
+            err.write(f"campaign: cannot start {task.argv[0]}: {exc}\n".encode())
+            code = 127
+    record = {"exit_code": code, "ended": _now(), "elapsed_s": time.monotonic() - t0, "host": start["host"]}
+    _write_json(workdir / EXIT_FILE, record)
+    if code != 0:
+        raise KernelFailed(f"kernel exited with {code}; see {workdir / STDERR_FILE}")
+    return record

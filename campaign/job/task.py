@@ -1,0 +1,21 @@
+"""What a job needs on the node, and nothing else: picklable, no config objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class JobTask:
+    """One kernel program invocation with its environment and folder.
+
+    `record_env_prefixes` names the scheduler's own variables worth keeping in
+    job.json (the Slurm backend sets it); the job side knows no scheduler.
+    """
+
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    workdir: str
+    output_csv: str
+    stack_unlimited: bool
+    record_env_prefixes: tuple[str, ...] = ()

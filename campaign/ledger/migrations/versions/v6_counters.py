@@ -1,0 +1,28 @@
+"""Schema version 6: reserved for issue 15: hardware counters per attempt, n and metric.
+
+Each of versions 3..7 is owned by one change of this round, so that they can
+be written side by side and chained in a fixed order. Until its change lands
+this revision only moves meta.schema_version. The owner replaces upgrade()
+and downgrade() (keep them idempotent: check before adding a table/column).
+
+Revision ID: v6
+Revises: v5
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "v6"
+down_revision = "v5"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.get_bind().execute(sa.text("UPDATE meta SET value = '6' WHERE key = 'schema_version'"))
+
+
+def downgrade() -> None:
+    op.get_bind().execute(sa.text("UPDATE meta SET value = '5' WHERE key = 'schema_version'"))

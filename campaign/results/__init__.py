@@ -1,0 +1,1 @@
+"""Result rows: read strictly (reader), stored (store), exported (export)."""

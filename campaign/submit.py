@@ -1,0 +1,167 @@
+"""`campaign submit`: plan an experiment, record its runs, submit them.
+
+Transactions are short and never span a scheduler call: runs and attempts
+are committed before sbatch, job IDs as each chunk is answered
+(campaign.attempts).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session, selectinload
+
+from campaign import provenance
+from campaign.attempts import (
+    Progress,
+    attempt_dir,
+    attempt_row,
+    job_request,
+    new_attempt,
+    recover_orphans,
+    submit_requests,
+)
+from campaign.backends import get_backend
+from campaign.clock import now
+from campaign.config import RootConfig, load_config
+from campaign.config.clusters import cluster_yaml
+from campaign.config.load import resolved_yaml
+from campaign.errors import BadInputError, ConfigError
+from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, Run
+from campaign.ledger import queries as q
+from campaign.plan import Plan, RunSpec, campaign_name, missing_programs, plan
+from campaign.sync import SyncReport, sync
+
+
+@dataclass
+class SubmitReport:
+    campaign: str
+    planned: int
+    existing: int = 0
+    submitted: list[tuple[str, str]] = field(default_factory=list)  # (job_id, run label)
+    skipped: list[str] = field(default_factory=list)
+    scripts: list[str] = field(default_factory=list)
+    recovered: int = 0  # jobs found in the scheduler whose IDs an interrupted submit never recorded
+    sync: SyncReport | None = None
+
+
+def _workdir_root(cfg_dir: str | None, ledger_path: Path) -> Path:
+    return Path(cfg_dir).resolve() if cfg_dir else ledger_path.resolve().parent / "runs"
+
+
+def _prepare(overrides: Sequence[str], ledger_path: Path) -> tuple[RootConfig, Plan, str, Path]:
+    """Config, plan, campaign name and job folder: the same for a dry run and a submit."""
+    cfg = load_config(overrides)
+    p = plan(cfg)
+    name = campaign_name(cfg)
+    return cfg, p, name, _workdir_root(cfg.campaign.workdir, ledger_path) / name
+
+
+def dry_run(overrides: Sequence[str], ledger_path: Path) -> SubmitReport:
+    """Plan and render the job scripts; touches neither ledger nor scheduler."""
+    cfg, p, name, camp_dir = _prepare(overrides, ledger_path)
+    reqs = [
+        job_request(cfg.cluster, name, r, i + 1, attempt_dir(camp_dir, r, 1), r.walltime_min, r.mem_gb)
+        for i, r in enumerate(p.runs)
+    ]
+    backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
+    return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=backend.render(reqs))
+
+
+def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
+           progress: Progress | None = None) -> SubmitReport:
+    cfg, p, name, camp_dir = _prepare(overrides, ledger.path)
+    missing = missing_programs(p.runs)
+    if missing:
+        raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
+    report = SubmitReport(name, len(p.runs), skipped=p.skipped)
+    with ledger.session.begin() as s:
+        camp = _get_or_create_campaign(s, cfg, name, camp_dir)
+        prov = _record_provenance(s, camp, cfg, overrides)
+        todo, report.existing, resumed = _record_runs(s, camp, p.runs, camp_dir, prov.id, force)
+    reqs = [job_request(cfg.cluster, name, run, aid, Path(wd), run.walltime_min, run.mem_gb) for aid, run, wd in todo]
+    labels = {r.attempt_id: r.run.label for r in reqs}
+    backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
+    reqs, found = recover_orphans(ledger, backend, reqs, resumed)
+    report.recovered = len(found)
+    sent = submit_requests(ledger, backend, reqs, progress)
+    report.submitted = [(sub.job_id, labels[sub.attempt_id]) for sub in [*found, *sent]]
+    if cfg.cluster.backend == "local" and reqs:
+        report.sync = sync(ledger, name)
+    return report
+
+
+def _get_or_create_campaign(s: Session, cfg: RootConfig, name: str, camp_dir: Path) -> Campaign:
+    camp = q.campaign_by_name(s, name)
+    if camp is None:
+        camp = Campaign(name=name, cluster=cfg.cluster.name, experiment=cfg.experiment.name,
+                        backend=cfg.cluster.backend, cluster_yaml=cluster_yaml(cfg.cluster),
+                        python=cfg.campaign.python or sys.executable, created_at=now(), workdir=str(camp_dir))
+        s.add(camp)
+        s.flush()
+    elif camp.cluster != cfg.cluster.name:
+        raise BadInputError(
+            f"campaign {name!r} already runs on cluster {camp.cluster}, not {cfg.cluster.name}: "
+            f"choose another name with campaign.name=..."
+        )
+    else:
+        camp.cluster_yaml = cluster_yaml(cfg.cluster)
+        camp.python = cfg.campaign.python or camp.python
+    return camp
+
+
+def _record_provenance(s: Session, camp: Campaign, cfg: RootConfig, overrides: Sequence[str]) -> Provenance:
+    info = provenance.collect(resolved_yaml(cfg))
+    prov = Provenance(campaign_id=camp.id, created_at=now(),
+                      command=shlex.join(["campaign", "submit", *overrides]), **info)
+    s.add(prov)
+    s.flush()
+    return prov
+
+
+def _record_runs(
+    s: Session, camp: Campaign, runs: list[RunSpec], camp_dir: Path, prov_id: int, force: bool
+) -> tuple[list[tuple[int, RunSpec, str]], int, set[int]]:
+    """Record runs and first attempts before anything reaches the scheduler.
+    Returns the attempts to submit, the count of runs already present, and
+    the attempts recorded by an earlier submit that never confirmed a job."""
+    existing = {r.key: r for r in s.scalars(select(Run).where(Run.campaign_id == camp.id)
+                                            .options(selectinload(Run.attempts)))}
+    todo: list[tuple[int, RunSpec, str]] = []
+    resumed: set[int] = set()
+    present = 0
+    fresh: list[RunSpec] = []
+    for run in runs:
+        row = existing.get(run.key)
+        if row is None:
+            fresh.append(run)
+            continue
+        present += 1
+        last = row.attempts[-1] if row.attempts else None
+        if last is not None and last.job_id is None and not last.state.finished:
+            todo.append((last.id, run, last.workdir))  # recorded earlier, job ID never recorded
+            resumed.add(last.id)
+        elif force or last is None:
+            todo.append(new_attempt(s, row.id, run, camp_dir, last, prov_id, run.walltime_min, run.mem_gb))
+    # New runs and their first attempts in two bulk INSERTs (10,000-run
+    # campaigns): Core statements with RETURNING, no ORM object per row.
+    if fresh:
+        stamp = now()
+        run_ids = s.execute(
+            insert(Run).returning(Run.id, sort_by_parameter_order=True),
+            [{"campaign_id": camp.id, "key": run.key, "kernel": run.kernel, "impl": run.impl,
+              "variant": run.variant, "partition": run.partition, "device": run.device, "dtype": run.dtype,
+              "threads": run.threads, "gpus": run.gpus, "spec": run.to_json(), "created_at": stamp}
+             for run in fresh],
+        ).scalars().all()
+        rows = [attempt_row(rid, run, camp_dir, None, prov_id, run.walltime_min, run.mem_gb)
+                for rid, run in zip(run_ids, fresh)]
+        att_ids = s.execute(insert(JobAttempt).returning(JobAttempt.id, sort_by_parameter_order=True),
+                            rows).scalars().all()
+        todo += [(aid, run, row["workdir"]) for aid, run, row in zip(att_ids, fresh, rows)]
+    return todo, present, resumed

@@ -1,0 +1,94 @@
+"""Helpers shared by the real-Slurm campaign tests: names, overrides, ledger
+reads, waiting for states, and a recording shim around a Slurm command."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from campaign import api
+from campaign.ledger import Ledger
+from campaign.states import JobState
+
+POLL_S = 3.0
+DONE_DEADLINE_S = 300  # one wait; generous because the test cluster may be shared
+OOM_MB = 600  # allocated by the `oom` variant under a 0.1 GB (then 0.4 GB) limit
+UNFINISHED = {s.value for s in JobState if not s.finished}
+
+
+
+
+def _name(kind: str) -> str:
+    """Unique campaign names: Slurm job names carry them, and the cluster is shared."""
+    return f"it-{kind}-{uuid.uuid4().hex[:6]}"
+
+
+def _overrides(work: Path, name: str, *extra: str) -> list[str]:
+    return ["cluster=localslurm", f"campaign.workdir={work / 'runs'}", f"campaign.name={name}", *extra]
+
+
+def _db(ledger: Ledger, sql: str, *params: object) -> list[tuple]:
+    con = sqlite3.connect(ledger.path)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
+def _attempts(ledger: Ledger) -> list[dict]:
+    cols = ("id", "variant", "partition", "threads", "attempt", "previous_id", "job_id", "array_job_id",
+            "array_index", "state", "walltime_min", "mem_gb", "workdir", "started_at", "ended_at")
+    sql = ("SELECT a.id, r.variant, r.partition, r.threads, a.attempt, a.previous_id, a.job_id, a.array_job_id, "
+           "a.array_index, a.state, a.walltime_min, a.mem_gb, a.workdir, a.started_at, a.ended_at "
+           "FROM job_attempt a JOIN run r ON r.id = a.run_id ORDER BY a.id")
+    return [dict(zip(cols, row, strict=True)) for row in _db(ledger, sql)]
+
+
+def _squeue() -> str:
+    proc = subprocess.run(["squeue", "-h", "-o", "%i %P %T %R"], capture_output=True, text=True, timeout=30)
+    lines = proc.stdout.splitlines()
+    return "; ".join(lines[:15]) + (f" ... ({len(lines)} lines)" if len(lines) > 15 else "")
+
+
+def _sync_until(ledger: Ledger, name: str, done: Callable[[dict[str, int]], bool],
+                deadline_s: float = DONE_DEADLINE_S) -> api.SyncReport:
+    deadline = time.monotonic() + deadline_s
+    while True:
+        rep = api.sync(ledger, name)
+        if done(rep.counts):
+            return rep
+        if time.monotonic() > deadline:
+            pytest.fail(f"campaign {name} not done after {deadline_s:.0f} s: {rep.counts}; squeue: {_squeue()}")
+        time.sleep(POLL_S)
+
+
+def _all_finished(counts: dict[str, int]) -> bool:
+    return bool(counts) and not UNFINISHED & set(counts)
+
+
+def _shim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str) -> Path:
+    """Put a logging wrapper of a Slurm command first on PATH; returns its log
+    (one line of arguments per call)."""
+    real = shutil.which(command)
+    assert real, f"{command} not on PATH"
+    folder = tmp_path / "shims"
+    folder.mkdir(exist_ok=True)
+    log = tmp_path / f"{command}.calls"
+    log.touch()
+    script = folder / command
+    script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def _calls(log: Path) -> list[str]:
+    return log.read_text().splitlines()

@@ -1,0 +1,76 @@
+"""Golden files: the exact batch scripts `submit --dry-run` prints per site.
+
+Regenerate after an intended change with CAMPAIGN_UPDATE_GOLDEN=1 and review
+the diff like code.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from campaign.api import dry_run
+from tests.fixtures import GOLDEN
+
+COMMON = ["campaign.workdir=/scratch/golden", "campaign.python=/opt/venv/bin/python",
+          "campaign.kernel_bin=/opt/campaign/kernels/build"]
+CASES = {
+    "anvil_wholenode": ["cluster=anvil", "cluster.account=abc123", "cluster.modules=[gcc/11.2.0]",
+                        "experiment=forward_scaling", "experiment.sweeps.0.partitions=[wholenode]",
+                        "experiment.sweeps.0.threads=[64,128]", "experiment.sweeps.0.impls=[c]"],
+    "delta_cpu": ["cluster=delta", "cluster.partitions.cpu.account=bbka-delta-cpu", "experiment=decode_scaling",
+                  "experiment.sweeps.0.threads=[1,128]", "experiment.sweeps.0.impls=[fortran]"],
+    "delta_gpuA100x4": ["cluster=delta", "cluster.account=bbka-delta-gpu", "cluster.modules=[cuda]",
+                        "experiment=forward_scaling", "experiment.sweeps.0.partitions=[gpuA100x4]",
+                        "experiment.sweeps.0.dtypes=[bf16]"],
+    "delta_gpuH200x8": ["cluster=delta", "cluster.account=bbka-delta-gpu", "experiment=decode_scaling",
+                        "experiment.sweeps.0.partitions=[gpuH200x8]", "experiment.sweeps.0.dtypes=[fp32,bf16]"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_dry_run_matches_golden(name: str, tmp_path: Path) -> None:
+    report = dry_run(COMMON + CASES[name], tmp_path / "ledger.sqlite")
+    text = "\n".join(report.scripts)
+    path = GOLDEN / f"{name}.sbatch"
+    if os.environ.get("CAMPAIGN_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text()
+    assert not (tmp_path / "ledger.sqlite").exists()
+
+
+def test_dry_run_scripts_carry_site_settings(tmp_path: Path) -> None:
+    anvil = "\n".join(dry_run(COMMON + CASES["anvil_wholenode"], tmp_path / "l").scripts)
+    assert "#SBATCH --account=abc123" in anvil and "#SBATCH --cpus-per-task=128" in anvil
+    assert "module load gcc/11.2.0" in anvil and "ulimit -s unlimited" in anvil
+    assert "export OMP_NUM_THREADS=64" in anvil and "export OMP_PROC_BIND=close" in anvil
+    gpu = "\n".join(dry_run(COMMON + CASES["delta_gpuA100x4"], tmp_path / "l").scripts)
+    assert "#SBATCH --gpus-per-node=1" in gpu and "#SBATCH --partition=gpuA100x4" in gpu
+    assert "module reset" in gpu and "#SBATCH --mem=61440M" in gpu
+
+
+HOSTILE = ["a'; echo pwned", "$(touch /tmp/campaign-pwned)", "`id`", "a 0", "line1\nline2", '"; exit 7; "']
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_hostile_config_values_reach_the_job_literally(value: str, tmp_path: Path) -> None:
+    """Setup lines rendered from hostile env/module values, run by a real bash:
+    the values arrive byte for byte and nothing is executed."""
+    import subprocess
+
+    from campaign.config import load_config
+    from campaign.environment import setup_lines
+
+    cluster = load_config(["cluster=delta"]).cluster
+    cluster.module_reset = False
+    part = cluster.partitions["cpu"]
+    lines = setup_lines(cluster, part, {"EVIL": value, "OMP_NUM_THREADS": "4"})
+    script = "\n".join(lines) + '\nprintf "%s" "$EVIL" > "$OUT"\n'
+    out = tmp_path / "value"
+    proc = subprocess.run(["bash", "-c", script], env={"OUT": str(out), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text() == value
+    assert not Path("/tmp/campaign-pwned").exists()
