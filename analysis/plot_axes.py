@@ -110,11 +110,18 @@ def finite_range(*columns: pd.Series) -> tuple[float, float]:
     return (float(good.min()), float(good.max())) if len(good) else (1.0, 10.0)
 
 
-def short_labels(labels: Sequence[str]) -> list[str]:
-    """Drop the words every label shares (the panel title says them)."""
+def wrap(text: str, width: int) -> str:
+    """Lines of at most ~`width` characters, broken at spaces (and after '+')."""
+    return "\n".join(textwrap.wrap(text.replace("+", "+ "), width, break_long_words=False,
+                                   break_on_hyphens=False))
+
+
+def short_labels(labels: Sequence[str], width: int = 36) -> list[str]:
+    """Drop the words every label shares (the panel title says them); wrap the rest."""
     split = [label.split(" ") for label in labels]
     common = set(split[0]).intersection(*split[1:]) if len(split) > 1 else set()
-    return [" ".join(w for w in words if w not in common) or "all" for words in split]
+    return [wrap(" ".join(w for w in words if w not in common) or "all", width)
+            for words in split]
 
 
 def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw: Draw,
@@ -130,15 +137,17 @@ def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw
     shown = items[:MAX_PANELS]
     cols = min(3, len(shown))
     rows = math.ceil(len(shown) / cols)
-    width = PANEL_W * cols + (LEGEND_W if figure_legend else 0.0)
-    height = PANEL_H * rows + (0.0 if figure_legend else 0.8 * rows)
+    # A lone panel gets more room: its figure would otherwise be a thumbnail.
+    panel_w, panel_h = (6.4, 4.4) if len(shown) == 1 else (PANEL_W, PANEL_H)
+    width = panel_w * cols + (LEGEND_W if figure_legend else 0.0)
+    height = panel_h * rows + (0.0 if figure_legend else 0.8 * rows)
     with plt.rc_context(RC):
         fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False,
                                  layout="constrained")
         notes: set[str] = set()
         handles: Handles = {}
         for ax, (label, frame) in zip(axes.flat, shown, strict=False):
-            ax.set_title("\n".join(textwrap.wrap(label, 42)), loc="left")
+            ax.set_title(wrap(label, 42), loc="left")
             note = draw(ax, frame, handles)
             if note:
                 notes.add(note)
