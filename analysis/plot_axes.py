@@ -30,6 +30,7 @@ PANEL_W, PANEL_H, LEGEND_W = 4.0, 3.2, 1.9
 RC = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "xtick.labelsize": 10,
       "ytick.labelsize": 10, "legend.fontsize": 10, "figure.dpi": DPI, "savefig.dpi": DPI,
       "axes.grid": True, "grid.alpha": 0.3, "lines.linewidth": 1.6, "lines.markersize": 4}
+STYLE_KEYS = ("ideal", "efficiency", "NUMA", "physical", "roof", "T*")
 Axes = Any  # matplotlib.axes.Axes, imported lazily
 Handles = dict[str, Any]  # legend label -> artist
 Draw = Callable[[Axes, pd.DataFrame, Handles], str]
@@ -154,7 +155,9 @@ def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw
         for ax in list(axes.flat)[len(shown):]:
             ax.set_visible(False)
         if figure_legend and handles:
-            fig.legend(list(handles.values()), list(handles.keys()), loc="outside right upper")
+            # Data series (n=..., T=..., kernels) first, then the line-style keys.
+            names = sorted(handles, key=lambda k: k.startswith(STYLE_KEYS))
+            fig.legend([handles[k] for k in names], names, loc="outside right upper")
         fig.savefig(path)
         plt.close(fig)
     shrink_png(path)
