@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import display
-from analysis.report_tables import labels, several_threads
+from analysis.report_tables import labels, repeats_at, several_threads
 
 MAX_KERNELS = 6
 MAX_RATIOS = 3
@@ -71,7 +71,11 @@ def threads(best: pd.DataFrame, speedup: pd.DataFrame, penalty: pd.DataFrame,
         text = (f"The largest thread count is fastest in {at_max} of {len(cells)} "
                 "(configuration, n) cells measured at several thread counts")
         if worst["max_thread_penalty"] > 1:
-            noise = "within noise" if bool(worst["penalty_within_noise"]) else "outside noise"
+            cell = cells.loc[[worst.name]]
+            single = bool((repeats_at(summary, cell, "best_threads") <= 1).any()
+                          or (repeats_at(summary, cell, "max_threads") <= 1).any())
+            noise = ("single repeat, no claim" if single else "within noise"
+                     if bool(worst["penalty_within_noise"]) else "outside noise")
             text += (f"; the worst case is {_at(worst)} at n = {display.size(worst['n'])}, "
                      f"fastest at T* = {worst['best_threads']} and "
                      f"{display.ratio(worst['max_thread_penalty'])} slower at "

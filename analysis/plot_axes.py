@@ -162,7 +162,8 @@ def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw
         plt.close(fig)
     shrink_png(path)
     left = len(items) - len(shown)
-    text = [f"{left} of {len(items)} {what} not shown (cap {MAX_PANELS} panels)"] if left else []
+    text = ([f"{left} more {what} not shown (the first {len(shown)} of {len(items)}; cap "
+             f"{MAX_PANELS} panels)"] if left else [])
     note = "; ".join(text + sorted(notes) + ([extra_note] if extra_note else []))
     return Figure(path, caption, note, width, height)
 

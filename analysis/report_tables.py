@@ -117,7 +117,7 @@ def _marks(noise: pd.Series | np.ndarray, single: pd.Series | np.ndarray) -> np.
     return np.where(single, SINGLE, np.where(np.asarray(noise, dtype=bool), NOISE, ""))
 
 
-def _repeats(summary: pd.DataFrame, frame: pd.DataFrame, threads: str) -> np.ndarray:
+def repeats_at(summary: pd.DataFrame, frame: pd.DataFrame, threads: str) -> np.ndarray:
     """Repeats of the summary cell (group, n, frame[threads]) for each row of `frame`."""
     keys = group_columns(summary) + ["n"]
     cells = summary[keys + ["threads", "repeats"]].rename(columns={"threads": threads})
@@ -196,7 +196,7 @@ def speedup_tables(speedup: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
     more = speedup[speedup["threads"] > 1]
     if more.empty:
         return []
-    single = (_repeats(summary, more, "threads") <= 1)
+    single = (repeats_at(summary, more, "threads") <= 1)
     frame = more.assign(_m=np.where(single, SINGLE, ""))
 
     def cells(rows: pd.DataFrame) -> tuple[str, list[str]]:
@@ -224,8 +224,8 @@ def best_thread_tables(best: pd.DataFrame, summary: pd.DataFrame) -> list[Table]
     best = several_threads(best, summary)
     if best.empty:
         return []
-    single = ((_repeats(summary, best, "best_threads") <= 1)
-              | (_repeats(summary, best, "max_threads") <= 1))
+    single = ((repeats_at(summary, best, "best_threads") <= 1)
+              | (repeats_at(summary, best, "max_threads") <= 1))
     frame = best.assign(_mark=_marks(best["penalty_within_noise"], single), _m="")
 
     def cells(rows: pd.DataFrame) -> tuple[str, list[str]]:
@@ -249,8 +249,8 @@ def penalty_table(penalty: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
     """Doubling penalties above 1: shown ones first, worst first; single repeats after."""
     if penalty.empty:
         return []
-    single = ((_repeats(summary, penalty, "threads") <= 1)
-              | (_repeats(summary, penalty, "threads_half") <= 1))
+    single = ((repeats_at(summary, penalty, "threads") <= 1)
+              | (repeats_at(summary, penalty, "threads_half") <= 1))
     frame = penalty.assign(_single=single)
     frame = frame[(frame["penalty"] > 1.0) & (~frame["within_noise"].astype(bool) | single)]
     if frame.empty:
@@ -286,8 +286,8 @@ def crossover_table(crossovers: pd.DataFrame, summary: pd.DataFrame) -> list[Tab
     total = len(done)
     done = _head(done)
     probe = done.assign(n=done["n_at"])
-    single = ((_repeats(summary, probe, "threads_a") <= 1)
-              | (_repeats(summary, probe, "threads_b") <= 1))
+    single = ((repeats_at(summary, probe, "threads_a") <= 1)
+              | (repeats_at(summary, probe, "threads_b") <= 1))
     table = pd.DataFrame({
         "group": labels(done),
         "T_a → T_b": [f"{a} → {b}" for a, b in zip(done["threads_a"], done["threads_b"],

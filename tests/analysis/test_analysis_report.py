@@ -60,5 +60,5 @@ def test_panels_are_capped(tmp_path: Path, rows: RowMaker) -> None:
     from analysis.summary import summarize
 
     fig = plots.time_vs_n(summarize(many), tmp_path / "t.png")
-    assert fig is not None and fig.note == "2 of 14 groups not shown (cap 12 panels)"
+    assert fig is not None and fig.note == "2 more groups not shown (the first 12 of 14; cap 12 panels)"
     assert plots.ratio_lines(pd.DataFrame(), tmp_path / "r.png") is None

@@ -12,9 +12,9 @@ from analysis import all_metrics, filter_cluster, plot_axes
 from analysis.findings import ratios as ratio_findings
 from analysis.ratios import ratios
 from analysis.report import ReportContext, cluster_metrics, render_report
-from analysis.roofline import roofline
 from analysis.report_jobs import jobs_table
 from analysis.report_tables import SINGLE, ratio_tables, roofline_table
+from analysis.roofline import roofline
 from analysis.summary import summarize
 from tests.analysis.conftest import make_rows
 
@@ -133,3 +133,16 @@ def test_cluster_metrics_equal_the_filtered_metrics_of_all_clusters() -> None:
         pd.testing.assert_frame_equal(
             mine[key][cols].sort_values(cols).reset_index(drop=True),
             frame.sort_values(cols).reset_index(drop=True), check_dtype=False)
+
+
+def test_big_campaign_report_is_capped_and_says_so(tmp_path: Path) -> None:
+    """~45 configurations x 8 thread counts: figures keep 12 panels, tables 60
+    rows, and both say how much they left out (the JSON keeps everything)."""
+    from bench.bench_metrics import synthetic_partitions, synthetic_results
+
+    results = synthetic_results(20_000)
+    files = render_report(results, synthetic_partitions(), None, tmp_path, "anvil")
+    md = files.markdown.read_text()
+    assert "more groups not shown (the first 12 of" in md
+    assert "more rows not shown (first 60 of" in md
+    assert files.html.stat().st_size < 3_000_000
