@@ -41,6 +41,7 @@ def overview(local: pd.DataFrame) -> str:
 
 def scaling(fits: pd.DataFrame) -> list[str]:
     """Per kernel, the best-determined fit (most sizes, then narrowest interval)."""
+    fits = fits[(fits["points"] >= 2) & np.isfinite(fits["slope"])] if len(fits) else fits
     if fits.empty:
         return []
     frame = fits.assign(_w=(fits["ci_hi"] - fits["ci_lo"]).fillna(np.inf))

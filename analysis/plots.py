@@ -91,9 +91,12 @@ def time_vs_n(summary: pd.DataFrame, path: Path) -> Figure | None:
         ax.set_xlabel("n")
         ax.set_ylabel("median time")
         return note
+    several_n = _several(summary, "n")
+    extra = ("groups measured at a single n are not drawn"
+             if len(several_n) < len(summary) else "")
     return panels(path, "Median time vs n (log-log), one line per thread count T; the band "
                   "is the 95% interval of the median (none with a single repeat)",
-                  _by_group(summary), draw, "groups")
+                  _by_group(several_n), draw, "groups", extra_note=extra)
 
 
 def speedup_efficiency(speedup: pd.DataFrame, path: Path) -> Figure | None:

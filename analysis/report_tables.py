@@ -156,6 +156,8 @@ def median_tables(summary: pd.DataFrame) -> list[Table]:
 
 def fit_table(fits: pd.DataFrame) -> list[Table]:
     """The fitted exponent of t ∝ n^k per (group, threads), with its 95% interval."""
+    one = int((fits["points"] < 2).sum()) if len(fits) else 0
+    fits = fits[fits["points"] >= 2] if len(fits) else fits
     if fits.empty:
         return []
     total = len(fits)
@@ -170,7 +172,8 @@ def fit_table(fits: pd.DataFrame) -> list[Table]:
                           "sizes": fits["points"], "exponent k [95% interval]": text})
     return [Table("Fitted exponent k of t ∝ n^k", frame.reset_index(drop=True), (
         "Least-squares slope of log t on log n over the sizes measured; the interval is "
-        "slope ± t(0.975, sizes−2)·stderr, and does not exist with two sizes."),
+        "slope ± t(0.975, sizes−2)·stderr, and does not exist with two sizes."
+        + (f" {one} series measured at a single size have no exponent." if one else "")),
         total_rows=total)]
 
 
