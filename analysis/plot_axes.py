@@ -30,6 +30,7 @@ PANEL_W, PANEL_H, LEGEND_W = 4.0, 3.2, 1.9
 RC = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "xtick.labelsize": 10,
       "ytick.labelsize": 10, "legend.fontsize": 10, "figure.dpi": DPI, "savefig.dpi": DPI,
       "axes.grid": True, "grid.alpha": 0.3, "lines.linewidth": 1.6, "lines.markersize": 4}
+COLOURBAR = "_colourbar"  # handles key: draw one shared colour bar for this image
 STYLE_KEYS = ("ideal", "efficiency", "NUMA", "physical", "roof", "T*")
 Axes = Any  # matplotlib.axes.Axes, imported lazily
 Handles = dict[str, Any]  # legend label -> artist
@@ -154,6 +155,12 @@ def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw
                 notes.add(note)
         for ax in list(axes.flat)[len(shown):]:
             ax.set_visible(False)
+        scale = handles.pop(COLOURBAR, None)  # an image whose colour scale all panels share
+        if scale is not None:
+            bar = fig.colorbar(scale, ax=axes.ravel().tolist(), location="bottom", shrink=0.4,
+                               aspect=30, pad=0.02)
+            bar.set_ticks([0, 1, 2, 3], labels=["1× (T*)", "2×", "4×", "≥ 8×"])
+            bar.set_label("t(T, n) / t(T*, n)")
         if figure_legend and handles:
             # Data series (n=..., T=..., kernels) first, then the line-style keys.
             names = sorted(handles, key=lambda k: k.startswith(STYLE_KEYS))

@@ -19,6 +19,7 @@ import pandas as pd
 from analysis import display
 from analysis.blocks import Figure
 from analysis.plot_axes import (
+    COLOURBAR,
     MAX_LINES,
     MAX_PANELS,
     Axes,
@@ -141,7 +142,9 @@ def best_thread_map(summary: pd.DataFrame, path: Path) -> Figure | None:
     def draw(ax: Axes, frame: pd.DataFrame, handles: Handles) -> str:
         grid = frame.pivot_table(index="threads", columns="n", values="median_s")
         rel = (grid / grid.min(axis=0)).to_numpy(dtype=float)
-        ax.imshow(np.log2(rel), aspect="auto", origin="lower", cmap="viridis_r", vmin=0, vmax=3)
+        image = ax.imshow(np.log2(rel), aspect="auto", origin="lower", cmap="viridis_r",
+                          vmin=0, vmax=3)
+        handles.setdefault(COLOURBAR, image)
         cols = list(range(len(grid.columns)))
         shown = pick(cols, 6)
         ax.set_xticks(shown, [display.size(grid.columns[i]) for i in shown])
@@ -154,9 +157,9 @@ def best_thread_map(summary: pd.DataFrame, path: Path) -> Figure | None:
         ax.set_ylabel("threads T")
         ax.grid(False)
         return ""
-    return panels(path, "Best thread count map: colour = t(T, n)/t(T*, n) on a log2 scale, "
-                  "the same in every panel (darkest = T*, lightest = 8× slower or more), red "
-                  "box = T*(n); groups with one thread count are not drawn",
+    return panels(path, "Best thread count map: colour = t(T, n)/t(T*, n) on a log2 scale "
+                  "shared by every panel (bar below), red box = T*(n), the fastest thread "
+                  "count; groups with one thread count are not drawn",
                   _by_group(several), draw, "groups")
 
 
