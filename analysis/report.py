@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from analysis import findings, plots
@@ -71,7 +72,8 @@ def anchor(title: str) -> str:
 def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
                   jobs: pd.DataFrame | None, out_dir: Path | str, cluster: str,
                   title: str | None = None, context: ReportContext | None = None,
-                  metrics: Mapping[str, pd.DataFrame] | None = None) -> ReportFiles:
+                  metrics: Mapping[str, pd.DataFrame] | None = None,
+                  counters: pd.DataFrame | None = None) -> ReportFiles:
     """Write `<cluster>.md`, `<cluster>.html` and the PNG figures into `out_dir`.
 
     `results` may hold every cluster (cross-cluster ratios need the others)
@@ -79,7 +81,9 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
     started, ended, walltime_min, run, campaign, cluster; any may be missing)
     is restricted to this cluster when it has a `cluster` column. Pass
     `metrics` (all_metrics of the same results) to render several clusters
-    without recomputing them. A cluster without results still gets a report.
+    without recomputing them. `counters` (this cluster's hardware counters,
+    as campaign's counters frame) adds the "Measured vs predicted" section.
+    A cluster without results still gets a report.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -93,6 +97,9 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
                                                                            cluster)
         sections = _analysis(summary, frames, partitions, mine_jobs, cluster, out / slug,
                              figures)
+        if counters is not None and len(counters):
+            mine = results[(results["cluster"].astype("str") == cluster).to_numpy()]
+            sections.insert(len(sections) - 1, _counters_section(counters, mine))
     else:
         said = findings.jobs(jobs_mod.state_counts(mine_jobs), mine_jobs)
         sections = [Section("Summary", "summary", [Block("p", f"No results for cluster {cluster}.")]
@@ -220,6 +227,28 @@ NOTATION = (
     "Tables on the HTML page sort by a click on their header; the JSON output "
     "(`campaign report --json`) has every row and all digits.",
 )
+
+
+def _counters_section(counters: pd.DataFrame, results: pd.DataFrame) -> Section:
+    """Hardware counters against the cost model (analysis/counters_report.py's tables)."""
+    from analysis.counters_report import INTRO, TITLE, counters_tables
+
+    blocks = [Block("p", INTRO)]
+    for caption, frame in counters_tables(counters, results):
+        if len(frame):
+            blocks.append(Block("table", table=Table(caption, frame.map(_shown))))
+    return Section(TITLE, anchor(TITLE), blocks)
+
+
+def _shown(value: object) -> str:
+    """A display cell from another module's table: no nan, no False."""
+    from analysis import display
+
+    if isinstance(value, (bool, np.bool_)):
+        return display.yes_no(value)
+    if isinstance(value, (float, np.floating)):
+        return display.sig(value)
+    return "" if value is None or value is pd.NA else str(value)
 
 
 def _jobs_section(jobs: pd.DataFrame) -> Section:

@@ -146,3 +146,19 @@ def test_big_campaign_report_is_capped_and_says_so(tmp_path: Path) -> None:
     assert "more groups not shown (the first 12 of" in md
     assert "more rows not shown (first 60 of" in md
     assert files.html.stat().st_size < 3_000_000
+
+
+def test_counters_section_is_part_of_the_report(tmp_path: Path) -> None:
+    """The committed H200 counters campaign: its section comes before the notation key
+    and the jobs appendix, with sortable tables like the rest."""
+    folder = Path(__file__).resolve().parents[2] / "bench" / "results" / "h200" / "counters"
+    results = pd.read_csv(folder / "results.csv", dtype={"params": "str"})
+    counters = pd.read_csv(folder / "counters.csv", dtype={"params": "str"})
+    files = render_report(results, None, None, tmp_path, "h200node", counters=counters)
+    md = files.markdown.read_text()
+    title = "## Measured vs predicted (hardware counters)"
+    assert md.index("## Roofline") < md.index(title) < md.index("## How to read") < md.index(
+        "## Jobs")
+    section = md[md.index(title):md.index("## How to read")]
+    assert "DRAM bytes: measured vs cost model" in section and " nan " not in section
+    assert "(#measured-vs-predicted-hardware-counters)" in md
