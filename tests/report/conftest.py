@@ -59,12 +59,12 @@ def h200_fresh(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def report_page(name: str, demo: Path, fresh: dict[str, Path]) -> Path:
-    """The page a parametrised test case names: demo, h200-<kind>, h200-shapes, fresh-<kind>."""
+    """The page a parametrised test case names: demo, h200-<kind>, fresh-<kind>."""
     if name == "demo":
         return demo
     kind = name.split("-", 1)[1]
     if name.startswith("fresh-"):
         return fresh[kind]
-    if kind == "shapes":  # the model-shape results (scripts/shapes_report.py)
-        return H200.parent / "shapes" / "report" / "h200node.html"
+    if kind in ("shapes", "counters"):  # model shapes; hardware counters (issue 15)
+        return H200.parent / kind / "report" / "h200node.html"
     return H200 / kind / "report" / "h200node.html"

@@ -16,7 +16,7 @@ import pytest
 from tests.report.browser import SORT_JS, Chromium
 from tests.report.conftest import report_page
 
-PAGES = ["demo", "h200-cpu", "h200-gpu", "h200-shapes", "fresh-cpu", "fresh-gpu"]
+PAGES = ["demo", "h200-cpu", "h200-gpu", "h200-shapes", "h200-counters", "fresh-cpu", "fresh-gpu"]
 WIDTH = 1400
 
 

@@ -15,7 +15,7 @@ from analysis.report import anchor
 from tests.report.browser import Chromium
 from tests.report.conftest import report_page
 
-PAGES = ["demo", "h200-cpu", "h200-gpu", "h200-shapes"]
+PAGES = ["demo", "h200-cpu", "h200-gpu", "h200-shapes", "h200-counters"]
 _PIPE = re.compile(r"(?<!\\)\|")
 
 
