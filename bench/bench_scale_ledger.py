@@ -149,23 +149,32 @@ def main() -> None:
     ap.add_argument("--ingest-rows", type=int, default=1_000_000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip-report", action="store_true", help="no metrics/HTML (views and ingest only)")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="where the JSON goes (rewritten after each phase)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="campaign-bench-scale-ledger-"))
     result: dict[str, Any] = {"command": " ".join(sys.argv), "load_avg": os.getloadavg()}
+
+    def save(phase: str) -> None:  # after each phase: a run cut short still leaves its numbers
+        print(f"bench_scale_ledger: {phase} done", file=sys.stderr, flush=True)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+
     result["ingest"] = bench_ingest(work, args.ingest_rows, args.repeats)
+    save("ingest")
     campaigns = 20 if args.attempts >= 20 else 1
     per_attempt = max(5, args.rows // args.attempts)
     t0 = time.perf_counter()
     result["ledger"] = build_ledger(work / "big.sqlite", campaigns=campaigns, runs=args.attempts // campaigns,
                                     rows_per_attempt=per_attempt)
     result["ledger"]["build_s"] = time.perf_counter() - t0
+    save("ledger build")
     led = Ledger(work / "big.sqlite")
     result["views"] = bench_views(led, max(5, args.repeats))
+    save("views")
     if not args.skip_report:
         result["report"] = bench_report(led, work, args.repeats)
     result["load_avg_end"] = os.getloadavg()
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=1) + "\n")
+    save("report")
     print(json.dumps(result, indent=1))
 
 
