@@ -49,6 +49,22 @@ def _converter(col: str) -> Callable[[str], Any]:
     return _int_cell if col in INT_RULES else _float_cell if col in FLOAT_RULES else _text_cell
 
 
+def _convert(col: str, cells: list[str]) -> list[Any]:
+    """One column's cells (stripped) as typed values. A column without blanks
+    (the usual case) is converted by C-level map(); else cell by cell."""
+    if "" in cells:
+        convert = _converter(col)
+        return [convert(v) for v in cells]
+    if col in FLOAT_RULES:
+        return list(map(float, cells))
+    if col in INT_RULES:
+        floats = list(map(float, cells))
+        if not all(map(float.is_integer, floats)):
+            raise _Invalid
+        return list(map(int, floats))
+    return cells
+
+
 def _column_ok(col: str, values: list[Any], required: bool) -> bool:
     """The strict reader's per-row rules (reader._check_row), for one column."""
     if required and any(v is None for v in values):
@@ -90,8 +106,7 @@ def read_rows(path: Path, required: tuple[str, ...]) -> list[dict[str, Any]] | N
     try:
         for i, name in enumerate(header):
             if name in KNOWN:
-                convert = _converter(name)
-                columns[name] = [convert(line[i].strip()) for line in body]
+                columns[name] = _convert(name, [line[i].strip() for line in body])
     except (ValueError, _Invalid):
         return None
     if not all(_column_ok(c, v, c in required) for c, v in columns.items()):
