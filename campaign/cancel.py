@@ -1,7 +1,14 @@
-"""`campaign cancel`: stop a campaign's unfinished jobs, or one job."""
+"""`campaign cancel`: stop a campaign's unfinished jobs, or one job.
+
+Each job's folder first gets `cancel.json` (a job that has not started yet
+will not start its kernel), then the backend stops the jobs and returns only
+once they stopped (local: the kernel's whole process group); only then are the
+attempts marked CANCELLED. A job that could not be stopped keeps its state.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from campaign.backends import get_backend
@@ -9,9 +16,15 @@ from campaign.backends.base import JobRef
 from campaign.clock import now
 from campaign.config.clusters import cluster_from_yaml
 from campaign.errors import BadInputError
+from campaign.job.files import CANCEL_FILE
 from campaign.ledger import JobAttempt, Ledger
 from campaign.ledger import queries as q
 from campaign.states import JobState
+
+
+def _leave_marker(workdir: Path) -> None:
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / CANCEL_FILE).write_text(json.dumps({"cancelled": now().isoformat()}) + "\n")
 
 
 def cancel(ledger: Ledger, target: str) -> list[str]:
@@ -29,6 +42,9 @@ def cancel(ledger: Ledger, target: str) -> list[str]:
             c = a.run.campaign
             groups.setdefault(c.name, (c.cluster_yaml, c.workdir, []))[2].append(
                 JobRef(a.id, a.job_id or "", a.workdir, a.submitted_at, a.walltime_min))
+    for _, _, refs in groups.values():
+        for ref in refs:  # before any signal: a job not yet started must not start
+            _leave_marker(Path(ref.workdir))
     for cyaml, workdir, refs in groups.values():
         live = [r for r in refs if r.job_id]
         if live:

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from campaign.backends import get_backend
 from campaign.backends.base import JobRef, JobStatus
-from campaign.clock import as_naive_local
+from campaign.clock import as_utc
 from campaign.config.clusters import cluster_from_yaml
 from campaign.job.files import EXIT_FILE, read_json
 from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
@@ -133,8 +133,8 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
             state, reason = outcome.state, outcome.reason
             rows += job_rows(p.attempt_id, p.ref.job_id, p.cluster, p.partition, p.extra_args, outcome.rows)
         values: dict[str, Any] = {"id": p.attempt_id, "state": state, "reason": reason}
-        for key, value in (("exit_code", st.exit_code), ("node", st.node), ("started_at", as_naive_local(st.started_at)),
-                           ("ended_at", as_naive_local(st.ended_at))):
+        for key, value in (("exit_code", st.exit_code), ("node", st.node), ("started_at", as_utc(st.started_at)),
+                           ("ended_at", as_utc(st.ended_at))):
             if value is not None:
                 values[key] = value
         old = current[p.attempt_id]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
@@ -35,6 +36,7 @@ _RECORDED_ENV = ("SLURM_",)
 
 class SlurmBackend(Backend):
     name = "slurm"
+    cancel_wait_s: float = 120.0  # how long cancel waits for scancelled jobs to leave squeue
 
     def __init__(self, cluster: ClusterSpec, folder: Path, python: str | None = None) -> None:
         super().__init__(cluster, folder, python)
@@ -213,8 +215,29 @@ class SlurmBackend(Backend):
         return QueryResult(statuses, warnings)
 
     def cancel(self, refs: Sequence[JobRef]) -> None:
+        """scancel, then wait until squeue no longer lists the jobs: the
+        ledger says CANCELLED only once they stopped (Slurm signals every
+        process of the job, the kernel's own process group included)."""
         ids = [r.job_id for r in refs if r.job_id]
         for i in range(0, len(ids), 1000):
             proc = run_slurm(["scancel", *ids[i:i + 1000]])
             if proc.returncode != 0:
                 raise SchedulerError(f"scancel failed: {one_line(proc.stderr)}")
+        deadline = time.monotonic() + self.cancel_wait_s
+        left = ids
+        while left:
+            left = [j for i in range(0, len(left), 1000) for j in self._listed(left[i:i + 1000])]
+            if not left:
+                return
+            if time.monotonic() > deadline:
+                raise SchedulerError(f"scancel sent, but {len(left)} job(s) still stopping after "
+                                     f"{self.cancel_wait_s:.0f} s (e.g. {left[0]}); `campaign status` records them later")
+            time.sleep(1.0)
+
+    def _listed(self, ids: list[str]) -> list[str]:
+        """The IDs squeue still lists (in any state but gone)."""
+        proc = run_slurm(["squeue", "-h", "-r", "-o", "%i", "-j", ",".join(ids)])
+        if proc.returncode != 0:  # "Invalid job id specified": all of them are gone
+            return []
+        shown = set(proc.stdout.split())
+        return [j for j in ids if j in shown]

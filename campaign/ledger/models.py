@@ -12,13 +12,14 @@ from typing import Any
 from sqlalchemy import JSON, Enum, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from campaign.ledger.types import UTCDateTime
 from campaign.states import JobState
 
 SCHEMA_VERSION = 7  # v1 had no campaign.python; v3..v7: one per change of this round (see migrations/versions)
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, datetime: UTCDateTime}
 
 
 class Meta(Base):
