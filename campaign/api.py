@@ -12,9 +12,10 @@ from campaign.results.reader import read_import_file
 from campaign.results.store import store_import
 from campaign.submit import SubmitReport, dry_run, submit
 from campaign.sync import SyncReport, sync
+from campaign.waiting import failed_among, wait
 
 __all__ = [
     "RerunReport", "SubmitReport", "SyncReport", "cancel", "dry_run", "frame_records", "metrics",
     "read_import_file", "rerun", "results_frame", "shape_advice", "store_import", "submit", "sync",
-    "write_reports",
+    "write_reports", "failed_among", "wait",
 ]

@@ -8,6 +8,7 @@ chunk's job IDs are committed as soon as sbatch returns).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,14 @@ def attempt_dir(camp_dir: Path, run: RunSpec, attempt: int) -> Path:
 
 
 def job_request(cluster: ClusterSpec, camp: str, run: RunSpec, attempt_id: int, workdir: Path,
-                walltime_min: int, mem_gb: float | None) -> JobRequest:
-    """What the backend needs to submit one recorded attempt."""
+                walltime_min: int, mem_gb: float | None, n: tuple[int, ...] | None = None) -> JobRequest:
+    """What the backend needs to submit one recorded attempt (`n`: only these
+    sizes, for a rerun of what a stopped attempt left missing)."""
     part = cluster.partitions[run.partition]
     env = job_env(cluster, part, run)
+    program = replace(run, n=n) if n else run
     task = JobTask(
-        argv=tuple(run.command(str(workdir / OUTPUT_CSV))),
+        argv=tuple(program.command(str(workdir / OUTPUT_CSV))),
         env=tuple(sorted(env.items())),
         workdir=str(workdir),
         output_csv=str(workdir / OUTPUT_CSV),
@@ -48,20 +51,22 @@ def job_request(cluster: ClusterSpec, camp: str, run: RunSpec, attempt_id: int, 
 
 
 def attempt_row(run_id: int, run: RunSpec, camp_dir: Path, previous: JobAttempt | None,
-                prov_id: int | None, walltime_min: int, mem_gb: float | None) -> dict[str, Any]:
+                prov_id: int | None, walltime_min: int, mem_gb: float | None,
+                n: tuple[int, ...] | None = None) -> dict[str, Any]:
     """Column values of a new attempt, recorded before it reaches the scheduler."""
     number = (previous.attempt + 1) if previous else 1
     workdir = attempt_dir(camp_dir, run, number)
     return {"run_id": run_id, "attempt": number, "previous_id": previous.id if previous else None,
             "backend": "", "state": JobState.PENDING, "workdir": str(workdir),
             "output_path": str(workdir / OUTPUT_CSV), "walltime_min": walltime_min, "mem_gb": mem_gb,
-            "provenance_id": prov_id}
+            "provenance_id": prov_id, "n": list(n) if n else None}
 
 
 def new_attempt(s: Session, run_id: int, run: RunSpec, camp_dir: Path, previous: JobAttempt | None,
-                prov_id: int | None, walltime_min: int, mem_gb: float | None) -> tuple[int, RunSpec, str]:
+                prov_id: int | None, walltime_min: int, mem_gb: float | None,
+                n: tuple[int, ...] | None = None) -> tuple[int, RunSpec, str]:
     """Insert one attempt; returns (attempt id, run, job folder)."""
-    values = attempt_row(run_id, run, camp_dir, previous, prov_id, walltime_min, mem_gb)
+    values = attempt_row(run_id, run, camp_dir, previous, prov_id, walltime_min, mem_gb, n)
     attempt_id = s.execute(insert(JobAttempt).returning(JobAttempt.id), values).scalar_one()
     return attempt_id, run, values["workdir"]
 

@@ -1,7 +1,12 @@
-"""`campaign rerun`: failed runs again, as new attempts linked to the old ones."""
+"""`campaign rerun`: failed runs again, as new attempts linked to the old ones.
+
+A TIMEOUT/CANCELLED/OUT_OF_MEMORY attempt whose finished n were ingested
+(campaign.partial) is rerun for its missing n only; the others run whole.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +21,11 @@ from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError
 from campaign.ledger import JobAttempt, Ledger
 from campaign.ledger import queries as q
+from campaign.partial import PARTIAL_STATES
 from campaign.plan import RunSpec
 from campaign.states import JobState
 from campaign.sync import SyncReport, sync
+from campaign.waiting import failed_among
 
 
 @dataclass
@@ -36,6 +43,7 @@ class _Batch:
 class RerunReport:
     submitted: list[tuple[str, str]] = field(default_factory=list)  # (new job id, previous job id)
     sync: SyncReport | None = None
+    failed: list[tuple[str, str]] = field(default_factory=list)  # waited-for jobs that ended failed again
 
 
 def _select(s: Session, campaign: str | None, job_id: str | None, states: set[JobState]) -> list[JobAttempt]:
@@ -53,7 +61,7 @@ def _scaled(att: JobAttempt, spec: RunSpec, part_max: int, part_mem: float | Non
             time_factor: float, mem_factor: float) -> tuple[int, float | None]:
     walltime, mem = att.walltime_min, att.mem_gb
     if att.state is JobState.TIMEOUT and time_factor != 1.0:
-        walltime = min(part_max, max(walltime + 1, int(round(walltime * time_factor))))
+        walltime = min(part_max, max(walltime + 1, math.ceil(walltime * time_factor)))  # whole minutes, up
     if att.state is JobState.OUT_OF_MEMORY and mem_factor != 1.0:
         base = mem if mem is not None else (part_mem if part_mem is not None else part_share * max(1, spec.threads))
         mem = round(base * mem_factor, 3)
@@ -70,14 +78,18 @@ def rerun(
     time_factor: float = 1.0,
     mem_factor: float = 1.0,
     progress: Progress | None = None,
+    all_campaigns: bool = False,
 ) -> RerunReport:
     if time_factor < 1.0 or mem_factor < 1.0:
         raise BadInputError("--time-factor and --mem-factor must be >= 1")
     wanted = {JobState(s.upper()) for s in states} if states else set()
-    if failed:
-        wanted |= {st for st in JobState if st.rerunnable}
+    if failed:  # CANCELLED was stopped on purpose: rerun it only when asked (--state CANCELLED)
+        wanted |= {st for st in JobState if st.rerunnable and st is not JobState.CANCELLED}
     if job_id is None and not wanted:
         raise BadInputError("say what to rerun: --failed, --state STATE or --job JOB_ID")
+    if job_id is None and campaign is None and not all_campaigns:
+        raise BadInputError("name the campaign to rerun (campaign rerun CAMPAIGN ...), or pass --all "
+                            "for every campaign in the ledger")
     report = RerunReport()
     batches: dict[str, _Batch] = {}
     with ledger.session.begin() as s:
@@ -91,8 +103,10 @@ def rerun(
             part = batch.cluster.partitions[spec.partition]
             walltime, mem = _scaled(att, spec, part.max_walltime_min, part.mem_gb,
                                     part.memory_gb / max(1, part.cores), time_factor, mem_factor)
-            aid, _, workdir = new_attempt(s, run.id, spec, Path(camp.workdir), att, None, walltime, mem)
-            batch.requests.append(job_request(batch.cluster, camp.name, spec, aid, Path(workdir), walltime, mem))
+            only = tuple(att.missing_n) if att.state in PARTIAL_STATES and att.missing_n else None
+            aid, _, workdir = new_attempt(s, run.id, spec, Path(camp.workdir), att, None, walltime, mem, only)
+            batch.requests.append(job_request(batch.cluster, camp.name, spec, aid, Path(workdir), walltime, mem,
+                                              only))
             batch.previous[aid] = att.job_id
     for name, batch in batches.items():
         backend = get_backend(batch.cluster, Path(batch.workdir), batch.python)
@@ -102,4 +116,5 @@ def rerun(
             report.submitted.append((new_ids.get(aid) or "?", old or "?"))
         if batch.cluster.backend == "local":
             report.sync = sync(ledger, name)
+            report.failed += failed_among(ledger, [sub.attempt_id for sub in sent])
     return report

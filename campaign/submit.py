@@ -36,6 +36,7 @@ from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, Run
 from campaign.ledger import queries as q
 from campaign.plan import Plan, RunSpec, campaign_name, missing_programs, plan
 from campaign.sync import SyncReport, sync
+from campaign.waiting import failed_among
 
 
 @dataclass
@@ -48,6 +49,8 @@ class SubmitReport:
     scripts: list[str] = field(default_factory=list)
     recovered: int = 0  # jobs found in the scheduler whose IDs an interrupted submit never recorded
     sync: SyncReport | None = None
+    failed: list[tuple[str, str]] = field(default_factory=list)  # waited-for jobs that ended failed (job id, state)
+    why_new: list[str] = field(default_factory=list)  # what makes the new runs new (campaign.identity)
 
 
 def _workdir_root(cfg_dir: str | None, ledger_path: Path) -> Path:
@@ -93,6 +96,7 @@ def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
     report.submitted = [(sub.job_id, labels[sub.attempt_id]) for sub in [*found, *sent]]
     if cfg.cluster.backend == "local" and reqs:
         report.sync = sync(ledger, name)
+        report.failed = failed_among(ledger, [sub.attempt_id for sub in sent])
     return report
 
 

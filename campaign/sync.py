@@ -23,6 +23,7 @@ from campaign.config.clusters import cluster_from_yaml
 from campaign.job.files import EXIT_FILE, read_json
 from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
 from campaign.ledger import queries as q
+from campaign.partial import PARTIAL_STATES, describe, read_partial
 from campaign.results.reader import Outcome, classify_output
 from campaign.results.store import job_rows
 from campaign.states import OPEN_STATES, JobState
@@ -59,7 +60,7 @@ def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pendin
     camp_id = q.require_campaign(s, campaign).id if campaign else None
     stmt = (
         select(JobAttempt.id, JobAttempt.job_id, JobAttempt.workdir, JobAttempt.submitted_at,
-               JobAttempt.walltime_min, JobAttempt.output_path, JobAttempt.state, Run.spec, Run.partition,
+               JobAttempt.walltime_min, JobAttempt.output_path, JobAttempt.state, JobAttempt.n, Run.spec, Run.partition,
                Campaign.backend, Campaign.cluster_yaml, Campaign.workdir, Campaign.cluster)
         .join(Run, Run.id == JobAttempt.run_id)
         .join(Campaign, Campaign.id == Run.campaign_id)
@@ -69,10 +70,10 @@ def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pendin
     if camp_id is not None:
         stmt = stmt.where(Run.campaign_id == camp_id)
     out = []
-    for (aid, job_id, workdir, submitted, walltime, output, state, spec, partition, backend, cyaml, cwork,
+    for (aid, job_id, workdir, submitted, walltime, output, state, att_n, spec, partition, backend, cyaml, cwork,
          cluster) in s.execute(stmt):
         extra_args = tuple((str(k), str(v)) for k, v in spec.get("extra_args") or [])
-        out.append(_Pending(aid, JobRef(aid, job_id, workdir, submitted, walltime), tuple(spec["n"]),
+        out.append(_Pending(aid, JobRef(aid, job_id, workdir, submitted, walltime), tuple(att_n or spec["n"]),
                             bool(spec["check"]), Path(output), backend, cyaml, cwork, cluster, partition,
                             extra_args, state))
     return camp_id, out
@@ -92,24 +93,29 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
         statuses.update(result.statuses)
         report.warnings += result.warnings
     outcomes: dict[int, Outcome] = {}
+    partials: dict[int, tuple[list[dict[str, Any]], list[int]]] = {}
     finished = {p.attempt_id: p for p in pending if p.attempt_id in statuses and statuses[p.attempt_id].state.finished}
     for aid, p in finished.items():
         st = statuses[aid]
         if st.state is JobState.COMPLETED:
             outcomes[aid] = classify_output(p.output, p.expected_n, p.check)
+        elif st.state in PARTIAL_STATES:  # keep what it finished, remember what it did not
+            partial, missing = read_partial(p.output, p.expected_n, p.check)
+            partials[aid] = (partial.rows if partial else [], missing)
         exit_record = read_json(Path(p.ref.workdir) / EXIT_FILE)
         if exit_record and isinstance(exit_record.get("exit_code"), int):
             st.exit_code = exit_record["exit_code"]  # the kernel's own code, not srun's
     if statuses:
         with ledger.session.begin() as s:
-            report.changed, report.ingested_rows = _apply(s, pending, statuses, outcomes)
+            report.changed, report.ingested_rows = _apply(s, pending, statuses, outcomes, partials)
     with ledger.session() as s:
         report.counts = dict(Counter(a.state.value for a in q.latest_attempts(s, camp_id)))
     return report
 
 
 def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
-           outcomes: dict[int, Outcome]) -> tuple[int, int]:
+           outcomes: dict[int, Outcome],
+           partials: dict[int, tuple[list[dict[str, Any]], list[int]]]) -> tuple[int, int]:
     ids = [p.attempt_id for p in pending if p.attempt_id in statuses]
     # Re-read inside the write transaction: another terminal may have
     # cancelled some of these jobs since we looked.
@@ -133,6 +139,11 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
             state, reason = outcome.state, outcome.reason
             rows += job_rows(p.attempt_id, p.ref.job_id, p.cluster, p.partition, p.extra_args, outcome.rows)
         values: dict[str, Any] = {"id": p.attempt_id, "state": state, "reason": reason}
+        if p.attempt_id in partials:
+            done_rows, missing = partials[p.attempt_id]
+            rows += job_rows(p.attempt_id, p.ref.job_id, p.cluster, p.partition, p.extra_args, done_rows)
+            values["missing_n"] = missing
+            values["reason"] = "; ".join(filter(None, [reason, describe(p.expected_n, missing)]))
         for key, value in (("exit_code", st.exit_code), ("node", st.node), ("started_at", as_utc(st.started_at)),
                            ("ended_at", as_utc(st.ended_at))):
             if value is not None:

@@ -21,7 +21,17 @@ from campaign.ledger import default_ledger_path
 from campaign.states import JobState
 
 LedgerFactory = Callable[..., Any]
+EXIT_JOBS_FAILED = 3  # the command waited for jobs and at least one ended failed (README, exit codes)
 STATUS_ROWS = 50  # `status` lists every job up to this many, then only the unfinished/failed ones
+
+
+def _exit_for(failed: list[tuple[str, str]]) -> int:
+    """0, or 3 with one line naming the waited-for jobs that ended failed."""
+    if not failed:
+        return 0
+    shown = ", ".join(f"{job} {state}" for job, state in failed[:10]) + (" ..." if len(failed) > 10 else "")
+    print(f"campaign: {len(failed)} job(s) ended failed: {shown}", file=sys.stderr)
+    return EXIT_JOBS_FAILED
 
 
 def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
@@ -46,16 +56,22 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     if rep.submitted:
         ids = [j for j, _ in rep.submitted]
         con.print(f"  job IDs: {ids[0]} … {ids[-1]}" if len(ids) > 2 else f"  job IDs: {', '.join(ids)}")
+    for line in rep.why_new:
+        con.print(f"  {line}")
     if rep.sync is not None:
         print_counts(rep.sync.counts)
         for w in rep.sync.warnings:
             con.print(f"  warning: {w}")
-    return 0
+    return _exit_for(rep.failed)
 
 
 def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     led = ledger(args, create=False)
-    rep = api.sync(led, args.campaign)
+    failed: list[tuple[str, str]] = []
+    if getattr(args, "wait", False):
+        rep, failed = api.wait(led, args.campaign)
+    else:
+        rep = api.sync(led, args.campaign)
     for w in rep.warnings:
         print(f"campaign: warning: {w}", file=sys.stderr)
     rows = views.job_rows(led, args.campaign, None, all_attempts=False)
@@ -70,7 +86,7 @@ def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     table(title, views.JOB_COLUMNS, rows)
     print(f"{rep.changed} job(s) changed state, {rep.ingested_rows} result row(s) ingested")
     print_counts(rep.counts)
-    return 0
+    return _exit_for(failed)
 
 
 def cmd_jobs(args: argparse.Namespace, ledger: LedgerFactory) -> int:
@@ -93,11 +109,14 @@ def cmd_rerun(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             raise BadInputError(f"unknown state {state!r}; known: {', '.join(known)}")
     led = ledger(args, create=False)
     rep = api.rerun(led, args.campaign, failed=args.failed, job_id=args.job_id, states=args.state,
-                    time_factor=args.time_factor, mem_factor=args.mem_factor, progress=progress_printer())
+                    time_factor=args.time_factor, mem_factor=args.mem_factor, progress=progress_printer(),
+                    all_campaigns=args.all)
     for new, old in rep.submitted:
         print(f"rerun: {old} -> {new}")
     print(f"{len(rep.submitted)} run(s) resubmitted")
-    return 0
+    if rep.sync is not None:
+        print_counts(rep.sync.counts)
+    return _exit_for(rep.failed)
 
 
 def cmd_cancel(args: argparse.Namespace, ledger: LedgerFactory) -> int:

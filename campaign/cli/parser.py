@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("status", help="sync job states from the scheduler; show counts")
     s.add_argument("campaign", nargs="?")
+    s.add_argument("--wait", action="store_true", help="sync until every unfinished job has finished; exit 3 if one failed")
 
     s = sub.add_parser("jobs", help="list jobs")
     s.add_argument("--campaign")
@@ -38,10 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("rerun", help="resubmit failed runs as new attempts")
     s.add_argument("campaign", nargs="?")
-    s.add_argument("--failed", action="store_true", help="every state but COMPLETED, PENDING, RUNNING")
+    s.add_argument("--failed", action="store_true", help="every failed state (not CANCELLED: ask with --state CANCELLED)")
+    s.add_argument("--all", action="store_true", help="without CAMPAIGN: rerun in every campaign of the ledger")
     s.add_argument("--job", dest="job_id", help="one job ID")
     s.add_argument("--state", action="append", default=[], help="a state to rerun (repeatable)")
-    s.add_argument("--time-factor", type=float, default=1.0, help="multiply the walltime of TIMEOUT jobs")
+    s.add_argument("--time-factor", type=float, default=1.0,
+                   help="multiply the walltime of TIMEOUT jobs (rounded up to whole minutes)")
     s.add_argument("--mem-factor", type=float, default=1.0, help="multiply the memory of OUT_OF_MEMORY jobs")
 
     s = sub.add_parser("cancel", help="cancel a campaign's jobs or one job")

@@ -111,6 +111,10 @@ class JobAttempt(Base):
     walltime_min: Mapped[int]
     mem_gb: Mapped[float | None]
     provenance_id: Mapped[int | None] = mapped_column(ForeignKey("provenance.id"))
+    # v4: the n this attempt runs (None: all of the run's) and, once a TIMEOUT/
+    # CANCELLED/OUT_OF_MEMORY attempt was synced, the n it left without rows.
+    n: Mapped[list[Any] | None]
+    missing_n: Mapped[list[Any] | None]
     run: Mapped[Run] = relationship(back_populates="attempts", foreign_keys=[run_id])
 
 

@@ -10,6 +10,9 @@ from sqlalchemy import select
 from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
 from campaign.states import JobState
 
+# Rows of these attempts are measurements: a completed job's, and the finished
+# n of a job stopped by its walltime, a cancel or its memory limit (campaign.partial).
+USABLE_STATES = frozenset({JobState.COMPLETED, JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY})
 EXPORT_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n", "d",
                   "repeat", "time_s", "job_id", "gpu_model", "flops", "bytes", "rel_err"]
 
@@ -28,7 +31,7 @@ def results_frame(led: Ledger, *, campaign: str | None = None, cluster: str | No
     records = []
     with led.session() as s:
         for row, state in s.execute(stmt):
-            if usable_only and state is not None and state is not JobState.COMPLETED:
+            if usable_only and state is not None and state not in USABLE_STATES:
                 continue
             rec = {c: getattr(row, c) for c in EXPORT_COLUMNS}
             rec["source"] = row.source

@@ -4,11 +4,12 @@ Until v4 `campaign status` stored a job's started_at/ended_at as naive *local*
 time (the way Slurm prints them) while submitted/created/cancelled times were
 UTC, so one instant read 14:51 and 20:51 under TZ=America/Chicago. From v4 the
 ledger holds UTC only (campaign.ledger.types.UTCDateTime). This migration
-converts the started/ended values of existing attempts from the local zone of
+adds job_attempt.n (the n an attempt runs; NULL: all of its run's) and
+job_attempt.missing_n (the n a TIMEOUT/CANCELLED/OUT_OF_MEMORY attempt left
+without rows), and converts the started/ended values of existing attempts from the local zone of
 the machine that upgrades the ledger (the zone `status` ran in, in the usual
-case of one login node) to UTC. Nothing else in the schema changes: a run's
-wider identity lives in its spec JSON, and an attempt's missing n are derived
-from its result rows (campaign.partial).
+case of one login node) to UTC. A run's wider identity (environment,
+modules, program) lives in its spec JSON and needs no column.
 
 A value is rewritten only when the conversion changes it (in a UTC zone
 nothing is written). The whole upgrade is one transaction that also moves
@@ -59,11 +60,18 @@ def _shift(conn: sa.Connection, convert: object) -> None:
 
 def upgrade() -> None:
     conn = op.get_bind()
+    have = {c["name"] for c in sa.inspect(conn).get_columns("job_attempt")}
+    for name in ("n", "missing_n"):
+        if name not in have:
+            op.add_column("job_attempt", sa.Column(name, sa.JSON(), nullable=True))
     _shift(conn, local_to_utc)
     conn.execute(sa.text("UPDATE meta SET value = '4' WHERE key = 'schema_version'"))
 
 
 def downgrade() -> None:
     conn = op.get_bind()
+    with op.batch_alter_table("job_attempt") as batch:
+        batch.drop_column("missing_n")
+        batch.drop_column("n")
     _shift(conn, utc_to_local)
     conn.execute(sa.text("UPDATE meta SET value = '3' WHERE key = 'schema_version'"))
