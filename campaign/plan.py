@@ -51,11 +51,17 @@ class RunSpec:
     mem_gb: float | None
     argv: tuple[str, ...]
     extra_args: tuple[tuple[str, str], ...] = ()
+    # What else changes the measurement: rendered environment, modules, program
+    # content/versions (campaign.identity fills it in before submit).
+    identity: tuple[tuple[str, str], ...] = ()
 
     @cached_property
     def key(self) -> str:
         # Cached: a 10,000-run plan asks for keys many times (dedup, ledger, labels).
-        blob = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        fields = asdict(self)
+        if not self.identity:  # runs planned without identity keep the keys they always had
+            del fields["identity"]
+        blob = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:KEY_LENGTH]
 
     @property
@@ -91,6 +97,7 @@ class RunSpec:
         data["n"] = tuple(data["n"])
         data["argv"] = tuple(data["argv"])
         data["extra_args"] = tuple(tuple(p) for p in data.get("extra_args", ()))
+        data["identity"] = tuple(tuple(p) for p in data.get("identity", ()))
         return cls(**data)
 
 

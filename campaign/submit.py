@@ -32,6 +32,7 @@ from campaign.config import RootConfig, load_config
 from campaign.config.clusters import cluster_yaml
 from campaign.config.load import resolved_yaml
 from campaign.errors import BadInputError, ConfigError
+from campaign.identity import why_new, with_identity
 from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, Run
 from campaign.ledger import queries as q
 from campaign.plan import Plan, RunSpec, campaign_name, missing_programs, plan
@@ -61,6 +62,7 @@ def _prepare(overrides: Sequence[str], ledger_path: Path) -> tuple[RootConfig, P
     """Config, plan, campaign name and job folder: the same for a dry run and a submit."""
     cfg = load_config(overrides)
     p = plan(cfg)
+    p.runs = with_identity(cfg, p.runs)
     name = campaign_name(cfg)
     return cfg, p, name, _workdir_root(cfg.campaign.workdir, ledger_path) / name
 
@@ -86,7 +88,7 @@ def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
     with ledger.session.begin() as s:
         camp = _get_or_create_campaign(s, cfg, name, camp_dir)
         prov = _record_provenance(s, camp, cfg, overrides)
-        todo, report.existing, resumed = _record_runs(s, camp, p.runs, camp_dir, prov.id, force)
+        todo, report.existing, resumed, report.why_new = _record_runs(s, camp, p.runs, camp_dir, prov.id, force)
     reqs = [job_request(cfg.cluster, name, run, aid, Path(wd), run.walltime_min, run.mem_gb) for aid, run, wd in todo]
     labels = {r.attempt_id: r.run.label for r in reqs}
     backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
@@ -130,10 +132,11 @@ def _record_provenance(s: Session, camp: Campaign, cfg: RootConfig, overrides: S
 
 def _record_runs(
     s: Session, camp: Campaign, runs: list[RunSpec], camp_dir: Path, prov_id: int, force: bool
-) -> tuple[list[tuple[int, RunSpec, str]], int, set[int]]:
+) -> tuple[list[tuple[int, RunSpec, str]], int, set[int], list[str]]:
     """Record runs and first attempts before anything reaches the scheduler.
-    Returns the attempts to submit, the count of runs already present, and
-    the attempts recorded by an earlier submit that never confirmed a job."""
+    Returns the attempts to submit, the count of runs already present, the
+    attempts recorded by an earlier submit that never confirmed a job, and
+    why the new runs are new (what changed against the ledger's runs)."""
     existing = {r.key: r for r in s.scalars(select(Run).where(Run.campaign_id == camp.id)
                                             .options(selectinload(Run.attempts)))}
     todo: list[tuple[int, RunSpec, str]] = []
@@ -168,4 +171,5 @@ def _record_runs(
         att_ids = s.execute(insert(JobAttempt).returning(JobAttempt.id, sort_by_parameter_order=True),
                             rows).scalars().all()
         todo += [(aid, run, row["workdir"]) for aid, run, row in zip(att_ids, fresh, rows)]
-    return todo, present, resumed
+    reasons = why_new(fresh, [r.spec for r in sorted(existing.values(), key=lambda r: r.id)]) if existing else []
+    return todo, present, resumed, reasons
