@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError, ConfigError
 from campaign.frames import jobs_frame, partition_facts_frame
 from campaign.ledger import Campaign, Ledger
+from campaign.report_scope import resolve
 from campaign.results.export import results_frame
 
 
@@ -31,12 +33,12 @@ def _cluster_specs(led: Ledger, names: set[str]) -> dict[str, ClusterSpec]:
     return specs
 
 
-def _inputs(led: Ledger, cluster: str | None, campaign: str | None) -> tuple[Any, Any]:
+def _inputs(led: Ledger, cluster: str | None, campaign: str | list[str] | None) -> tuple[Any, Any]:
     from analysis.cost_model import add_cost_columns  # lazy: pulls in pandas
 
     results = results_frame(led, campaign=campaign, usable_only=True)
     if results.empty:
-        where = f" for campaign {campaign}" if campaign else ""
+        where = f" for campaign {', '.join([campaign] if isinstance(campaign, str) else campaign)}" if campaign else ""
         raise BadInputError(f"no usable results in the ledger{where}: run `campaign status` after jobs complete, "
                             f"or `campaign import FILE.csv`")
     if cluster and cluster not in set(results["cluster"]):
@@ -46,24 +48,44 @@ def _inputs(led: Ledger, cluster: str | None, campaign: str | None) -> tuple[Any
     return results, facts
 
 
-def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | None = None) -> dict[str, Any]:
+def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None,
+            all_campaigns: bool = False) -> dict[str, Any]:
+    """Metrics of one campaign (the latest by default; report_scope)."""
     from analysis.metrics import metrics_json  # lazy, as above
 
-    results, facts = _inputs(led, cluster, campaign)
-    return metrics_json(results, facts, cluster=cluster)
+    scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
+    results, facts = _inputs(led, cluster, scope.campaigns)
+    out: dict[str, Any] = dict(metrics_json(results, facts, cluster=cluster))
+    out["scope"] = {"campaigns": scope.campaigns, "how": scope.how, "header": scope.lines}
+    return out
 
 
-def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaign: str | None = None) -> list[Path]:
+def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None,
+                  all_campaigns: bool = False) -> list[Path]:
+    """Reports of one campaign (the latest by default), `campaign` several, or
+    `all_campaigns` pooled; the header names what was covered."""
     from analysis.report import render_report  # lazy: matplotlib
 
-    results, facts = _inputs(led, cluster, campaign)
-    jobs = jobs_frame(led, campaign)
+    scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
+    results, facts = _inputs(led, cluster, scope.campaigns)
+    jobs = jobs_frame(led, None)
+    if scope.campaigns is not None:
+        jobs = jobs[jobs["campaign"].isin(scope.campaigns)]
     clusters = [cluster] if cluster else sorted(set(results["cluster"]))
     written: list[Path] = []
     for name in clusters:
-        files = render_report(results, facts, jobs, out, name)
+        files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}")
+        _add_header(files.markdown, scope.lines)
         written += [files.markdown, files.html]
     return written
+
+
+def _add_header(markdown: Path, lines: list[str]) -> None:
+    """The scope lines under the report's title (analysis.report takes no header
+    context yet; the HTML report carries the same title, the Markdown these lines)."""
+    text = markdown.read_text().splitlines(keepends=True)
+    block = ["\n"] + [f"- {line}\n" for line in lines]
+    markdown.write_text("".join(text[:1] + block + text[1:]))
 
 
 def measured_shapes(led: Ledger | None) -> Any:

@@ -148,10 +148,11 @@ def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     led = ledger(args, create=False)
     if args.json:
-        json.dump(api.metrics(led, cluster=args.cluster, campaign=args.campaign), sys.stdout)
+        json.dump(api.metrics(led, cluster=args.cluster, campaign=args.campaign, all_campaigns=args.all), sys.stdout)
         sys.stdout.write("\n")
         return 0
-    files = api.write_reports(led, Path(args.out), cluster=args.cluster, campaign=args.campaign)
+    files = api.write_reports(led, Path(args.out), cluster=args.cluster, campaign=args.campaign,
+                              all_campaigns=args.all)
     for f in files:
         print(f"report: {f}")
     return 0

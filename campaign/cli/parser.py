@@ -59,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("report", help="per-cluster report (Markdown + HTML), or --json metrics")
     s.add_argument("--cluster")
-    s.add_argument("--campaign")
+    s.add_argument("--campaign", action="append", default=[],
+                   help="campaign(s) to report (repeatable; default: the latest campaign)")
+    s.add_argument("--all", action="store_true", help="pool every campaign of the ledger, on purpose")
     s.add_argument("--out", type=Path, default=Path("report"))
     s.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
 

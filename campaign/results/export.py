@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
@@ -17,7 +18,7 @@ EXPORT_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device",
                   "repeat", "time_s", "job_id", "gpu_model", "flops", "bytes", "rel_err"]
 
 
-def results_frame(led: Ledger, *, campaign: str | None = None, cluster: str | None = None,
+def results_frame(led: Ledger, *, campaign: str | Sequence[str] | None = None, cluster: str | None = None,
                   usable_only: bool = False) -> Any:
     """All result rows as a DataFrame (extra columns flattened). With
     `usable_only`, rows of CHECK_FAILED / LOST_OUTPUT attempts are left out."""
@@ -25,7 +26,8 @@ def results_frame(led: Ledger, *, campaign: str | None = None, cluster: str | No
 
     stmt = select(ResultRow, JobAttempt.state).outerjoin(JobAttempt, ResultRow.attempt_id == JobAttempt.id)
     if campaign:
-        stmt = stmt.join(Run, Run.id == JobAttempt.run_id).join(Campaign).where(Campaign.name == campaign)
+        names = [campaign] if isinstance(campaign, str) else list(campaign)
+        stmt = stmt.join(Run, Run.id == JobAttempt.run_id).join(Campaign).where(Campaign.name.in_(names))
     if cluster:
         stmt = stmt.where(ResultRow.cluster == cluster)
     records = []
