@@ -37,25 +37,26 @@ def test_cancel_stops_kernel_timeout_keeps_finished_n_rerun_completes(
     cancel_at_end(ledger, name)
     rep = api.submit(_overrides(tmp_path, name, "experiment=slurm_truth"), ledger)
     assert len(rep.submitted) == 2
-    atts = {a["partition"]: a for a in _attempts(ledger)}
-    kernel, child = _running_kernel(Path(atts["cpu"]["workdir"]))
+    timed_att, cancelled_att = _attempts(ledger)  # in plan order: the 8-n job, then the 2-n one
+    kernel, child = _running_kernel(Path(cancelled_att["workdir"]))
     assert group_members(kernel) and pid_alive(child)
-    api.cancel(ledger, atts["cpu"]["job_id"])
+    api.cancel(ledger, cancelled_att["job_id"])
     assert group_members(kernel) == [] and not pid_alive(child)  # nothing left once cancel returned
-    assert _db(ledger, "SELECT state FROM job_attempt WHERE id = ?", atts["cpu"]["id"]) == [("CANCELLED",)]
+    assert _db(ledger, "SELECT state FROM job_attempt WHERE id = ?", cancelled_att["id"]) == [("CANCELLED",)]
 
     _sync_until(ledger, name, _all_finished)
-    timed = atts["short"]["id"]
+    timed = timed_att["id"]
     (state, missing_text), = _db(ledger, "SELECT state, missing_n FROM job_attempt WHERE id = ?", timed)
     done = sorted(n for (n,) in _db(ledger, "SELECT n FROM result WHERE attempt_id = ?", timed))
     missing = json.loads(missing_text)
     assert state == "TIMEOUT" and done and missing, (done, missing)
-    assert sorted(done + missing) == [64, 128, 256, 512]
+    assert sorted(done + missing) == [64, 128, 256, 512, 1024, 2048, 4096, 8192]
 
-    again = api.rerun(ledger, name, states=["TIMEOUT"])
+    again = api.rerun(ledger, name, states=["TIMEOUT"], time_factor=3)
     assert len(again.submitted) == 1
     _sync_until(ledger, name, _all_finished)
-    (new_id, new_state, new_n), = _db(ledger, "SELECT id, state, n FROM job_attempt WHERE previous_id = ?", timed)
-    assert new_state == "COMPLETED" and json.loads(new_n) == missing
+    (new_id, new_state, new_n, wall), = _db(ledger, "SELECT id, state, n, walltime_min FROM job_attempt "
+                                                   "WHERE previous_id = ?", timed)
+    assert new_state == "COMPLETED" and json.loads(new_n) == missing and wall == 3
     ran = sorted(n for (n,) in _db(ledger, "SELECT n FROM result WHERE attempt_id = ?", new_id))
     assert ran == missing  # only the rest ran; together they cover every n
