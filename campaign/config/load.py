@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from campaign.config import overrides as schema_overrides
 from campaign.config.schema import RootConfig
 from campaign.errors import ConfigError
 
@@ -91,6 +92,7 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     overrides = split_overrides(overrides)
     for group in ("cluster", "experiment"):
         _check_group_choice(overrides, group)
+    schema_overrides.check(overrides)  # unknown keys are refused, even with `+`
     _register_schema()
     kernel_defaults = [f"+kernel@kernels.{k}={k}" for k in _names("kernel")]
     extra_dirs = [f"hydra.searchpath=[{','.join('file://' + str(d) for d in _config_dirs()[:-1])}]"]
@@ -111,6 +113,9 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     except OmegaConfBaseException as exc:
         raise ConfigError(_one_line(exc)) from None
     except Exception as exc:  # Hydra raises its own hierarchy; all are config mistakes here
+        merging = _merge_failure(exc, overrides)
+        if merging:
+            raise ConfigError(merging) from None
         override = getattr(exc, "override", None)  # hydra's OverrideParseException names it
         if override:
             raise ConfigError(f"bad override {override!r}: {_one_line(exc)}") from None
@@ -145,6 +150,18 @@ def _fill_defaults(cfg: object) -> None:
         settings.python = sys.executable
     if settings.kernel_bin is None:
         settings.kernel_bin = str(repo_root() / "kernels" / "build")
+
+
+def _merge_failure(exc: BaseException, overrides: Sequence[str]) -> str | None:
+    """Hydra's "Error merging override K=V" (no reason given) explained by the
+    type K expects."""
+    text = str(exc)
+    if not text.startswith("Error merging override"):
+        return None
+    words = text.removeprefix("Error merging override").split()
+    named = words[0] if words else ""
+    item = next((o for o in overrides if o.lstrip("+~") == named.lstrip("+~")), named)
+    return schema_overrides.explain(item) if item else None
 
 
 def _one_line(exc: BaseException) -> str:
