@@ -115,7 +115,8 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
 
 def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
            outcomes: dict[int, Outcome],
-           partials: dict[int, tuple[list[dict[str, Any]], list[int]]]) -> tuple[int, int]:
+           partials: dict[int, tuple[list[dict[str, Any]], list[int]]] | None = None) -> tuple[int, int]:
+    partials = partials or {}
     ids = [p.attempt_id for p in pending if p.attempt_id in statuses]
     # Re-read inside the write transaction: another terminal may have
     # cancelled some of these jobs since we looked.
