@@ -58,18 +58,31 @@ def _workdir_root(cfg_dir: str | None, ledger_path: Path) -> Path:
     return Path(cfg_dir).resolve() if cfg_dir else ledger_path.resolve().parent / "runs"
 
 
-def _prepare(overrides: Sequence[str], ledger_path: Path) -> tuple[RootConfig, Plan, str, Path]:
-    """Config, plan, campaign name and job folder: the same for a dry run and a submit."""
-    cfg = load_config(overrides)
+def _prepare(overrides: Sequence[str], ledger_path: Path,
+             configs: Sequence[RootConfig] | None = None) -> tuple[RootConfig, Plan, str, Path]:
+    """Config, plan, campaign name and job folder: the same for a dry run and a submit.
+    `configs`: the composed members of one campaign's sweep (campaign.multirun);
+    their runs are planned together, one run per key."""
+    members = list(configs) if configs else [load_config(overrides)]
+    cfg = members[0]
     p = plan(cfg)
-    p.runs = with_identity(cfg, p.runs)
+    p.runs = with_identity(cfg, p.runs)  # environment, modules, program: part of each run's key
+    for other in members[1:]:
+        more = plan(other)
+        more.runs = with_identity(other, more.runs)
+        keys = {r.key for r in p.runs}
+        p.runs += [r for r in more.runs if r.key not in keys]
+        p.skipped += [line for line in more.skipped if line not in p.skipped]
+    if len(members) > 1:
+        cfg.__dict__["_resolved_yaml"] = "---\n".join(resolved_yaml(c) for c in members)  # provenance: all members
     name = campaign_name(cfg)
     return cfg, p, name, _workdir_root(cfg.campaign.workdir, ledger_path) / name
 
 
-def dry_run(overrides: Sequence[str], ledger_path: Path) -> SubmitReport:
+def dry_run(overrides: Sequence[str], ledger_path: Path,
+            configs: Sequence[RootConfig] | None = None) -> SubmitReport:
     """Plan and render the job scripts; touches neither ledger nor scheduler."""
-    cfg, p, name, camp_dir = _prepare(overrides, ledger_path)
+    cfg, p, name, camp_dir = _prepare(overrides, ledger_path, configs)
     reqs = [
         job_request(cfg.cluster, name, r, i + 1, attempt_dir(camp_dir, r, 1), r.walltime_min, r.mem_gb)
         for i, r in enumerate(p.runs)
@@ -79,8 +92,8 @@ def dry_run(overrides: Sequence[str], ledger_path: Path) -> SubmitReport:
 
 
 def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
-           progress: Progress | None = None) -> SubmitReport:
-    cfg, p, name, camp_dir = _prepare(overrides, ledger.path)
+           progress: Progress | None = None, configs: Sequence[RootConfig] | None = None) -> SubmitReport:
+    cfg, p, name, camp_dir = _prepare(overrides, ledger.path, configs)
     missing = missing_programs(p.runs)
     if missing:
         raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
