@@ -62,13 +62,13 @@ def test_cancel_stops_the_tree_keeps_finished_n_and_rerun_runs_the_rest(tmp_path
     assert report.returncode == 0 and report.stdout.count("\n") == 1 + len(ALL_N) * REPEATS
 
 
-def test_failed_job_exits_3_and_time_factor_rounds_up(tmp_path: Path) -> None:
+def test_failed_job_exits_3_from_submit_status_wait_and_rerun(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.sqlite"
     proc = run_cli("--ledger", str(ledger), "submit", "experiment=failures", f"campaign.workdir={tmp_path / 'runs'}",
                    "experiment.sweeps.0.variants=[ok,exit3]", cwd=tmp_path, env=FAKE_ENV)
     assert proc.returncode == 3, proc.stderr
     assert "COMPLETED 1" in proc.stdout and "FAILED" in proc.stderr
-    wait = run_cli("--ledger", str(ledger), "status", "--wait", cwd=tmp_path, env=FAKE_ENV)
-    assert wait.returncode == 0, wait.stderr  # nothing was left to wait for
+    wait = run_cli("--ledger", str(ledger), "status", "failures-local", "--wait", cwd=tmp_path, env=FAKE_ENV)
+    assert wait.returncode == 3 and "FAILED 1" in wait.stderr, wait.stderr  # the campaign has a failed job
     rerun = run_cli("--ledger", str(ledger), "rerun", "failures-local", "--failed", cwd=tmp_path, env=FAKE_ENV)
     assert rerun.returncode == 3 and "FAILED" in rerun.stderr  # failed again
