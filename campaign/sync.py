@@ -20,10 +20,11 @@ from campaign.backends import get_backend
 from campaign.backends.base import JobRef, JobStatus
 from campaign.clock import as_utc
 from campaign.config.clusters import cluster_from_yaml
-from campaign.job.files import EXIT_FILE, read_json
-from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
+from campaign.job.files import EXIT_FILE, counters_path, read_json
+from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, ResultRow, Run
 from campaign.ledger import queries as q
 from campaign.partial import PARTIAL_STATES, describe, read_partial
+from campaign.results.counters import read_counters
 from campaign.results.reader import Outcome, classify_output
 from campaign.results.store import job_rows
 from campaign.states import OPEN_STATES, JobState
@@ -54,6 +55,10 @@ class _Pending:
     expected_n: tuple[int, ...] = ()
     check: bool = False
     extra_args: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def profiled(self) -> bool:
+        return any(k == "profile" and v != "none" for k, v in self.extra_args)
 
 
 @dataclass(frozen=True)
@@ -159,10 +164,13 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
             _load_specs(s, finished)
     outcomes: dict[int, Outcome] = {}
     partials: dict[int, tuple[list[dict[str, Any]], list[int]]] = {}
+    counters: dict[int, list[dict[str, Any]]] = {}
     for p in finished:
         st = statuses[p.attempt_id]
         if st.state is JobState.COMPLETED:
             outcomes[p.attempt_id] = classify_output(p.output, p.expected_n, p.check)
+            if p.profiled:
+                counters[p.attempt_id] = _profile(p, outcomes)
         elif st.state in PARTIAL_STATES:  # keep what it finished, remember what it did not
             partial, missing = read_partial(p.output, p.expected_n, p.check)
             partials[p.attempt_id] = (partial.rows if partial else [], missing)
@@ -171,14 +179,27 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
             st.exit_code = exit_record["exit_code"]  # the kernel's own code, not srun's
     if pending:
         with ledger.session.begin() as s:
-            report.changed, report.ingested_rows = _apply(s, pending, statuses, outcomes, camps, partials)
+            report.changed, report.ingested_rows = _apply(s, pending, statuses, outcomes, camps, counters,
+                                                          partials)
     with ledger.session() as s:
         report.counts = _counts(s, camp_id)
     return report
 
 
+def _profile(p: _Pending, outcomes: dict[int, Outcome]) -> list[dict[str, Any]]:
+    """The counter rows of a profiled attempt; a completed one whose profile
+    failed for some n becomes PROFILE_FAILED (its timings still count)."""
+    found = read_counters(counters_path(p.output))
+    outcome = outcomes[p.attempt_id]
+    reason = found.reason(p.expected_n)
+    if reason is not None and outcome.state is JobState.COMPLETED:
+        outcomes[p.attempt_id] = Outcome(JobState.PROFILE_FAILED, outcome.rows, reason)
+    return [dict(r, attempt_id=p.attempt_id) for r in found.rows]
+
+
 def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
            outcomes: dict[int, Outcome], camps: dict[int, _CampaignInfo],
+           counters: dict[int, list[dict[str, Any]]] | None = None,
            partials: dict[int, tuple[list[dict[str, Any]], list[int]]] | None = None) -> tuple[int, int]:
     partials = partials or {}
     ids = [p.attempt_id for p in pending if p.attempt_id in statuses]
@@ -193,6 +214,7 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
             current[row.id] = dict(row._mapping)
     updates: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
+    counter_rows: list[dict[str, Any]] = []
     changed = 0
     for p in pending:
         st = statuses.get(p.attempt_id)
@@ -202,6 +224,7 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
         if outcome is not None:
             rows += job_rows(p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition, p.extra_args,
                              outcome.rows)
+            counter_rows += (counters or {}).get(p.attempt_id, [])
         values = _status_values(p, st, outcome)
         state = values["state"]
         if p.attempt_id in partials:  # TIMEOUT/CANCELLED/OOM: the finished n's rows, the missing n
@@ -223,4 +246,6 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
         s.execute(update(JobAttempt), group)
     if rows:
         s.execute(insert(ResultRow), rows)
+    if counter_rows:
+        s.execute(insert(CounterRow), counter_rows)
     return changed, len(rows)

@@ -22,9 +22,9 @@ from campaign.states import JobState
 EXPORT_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n", "d",
                   "repeat", "time_s", "job_id", "gpu_model", "flops", "bytes", "rel_err"]
 _CHUNK = 200_000  # rows fetched at a time
-# Rows of these attempts are measurements: a completed job's, and the finished
-# n of a job stopped by its walltime, a cancel or its memory limit (campaign.partial).
-USABLE_STATES = (JobState.COMPLETED, JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY)
+# Rows of these attempts are measurements too: the finished n of a job stopped
+# by its walltime, a cancel or its memory limit (campaign.partial).
+PARTIAL_USABLE = (JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY)
 
 
 def _statement(campaign: str | Sequence[str] | None, cluster: str | None, usable_only: bool,
@@ -42,7 +42,9 @@ def _statement(campaign: str | Sequence[str] | None, cluster: str | None, usable
     if cluster:
         stmt = stmt.where(ResultRow.cluster == cluster)
     if usable_only:  # rows of CHECK_FAILED / LOST_OUTPUT attempts are not measurements to analyse
-        stmt = stmt.where(or_(ResultRow.attempt_id.is_(None), JobAttempt.state.in_(USABLE_STATES)))
+        # (PROFILE_FAILED ones are: only their counters are missing)
+        usable = [state for state in JobState if state.usable] + list(PARTIAL_USABLE)
+        stmt = stmt.where(or_(ResultRow.attempt_id.is_(None), JobAttempt.state.in_(usable)))
     return stmt.order_by(ResultRow.id)
 
 
