@@ -107,18 +107,25 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     written: list[Path] = []
     for name in clusters:
         files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}")
-        _add_header(files.markdown, scope.lines)
+        _add_header(files, scope.lines)
         _append_counters_section(files, _counters(led, name, scope.campaigns), results[results["cluster"] == name])
         written += [files.markdown, files.html]
     return written
 
 
-def _add_header(markdown: Path, lines: list[str]) -> None:
-    """The scope lines under the report's title (analysis.report takes no header
-    context yet; the HTML report carries the same title, the Markdown these lines)."""
-    text = markdown.read_text().splitlines(keepends=True)
+def _add_header(files: Any, lines: list[str]) -> None:
+    """The scope lines (campaigns, ledger, dates, provenance) under the
+    report's title, in the Markdown and the HTML (analysis.report takes no
+    header context yet)."""
+    import html
+
+    text = files.markdown.read_text().splitlines(keepends=True)
     block = ["\n"] + [f"- {line}\n" for line in lines]
-    markdown.write_text("".join(text[:1] + block + text[1:]))
+    files.markdown.write_text("".join(text[:1] + block + text[1:]))
+    page = files.html.read_text()
+    if "</h1>" in page:
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+        files.html.write_text(page.replace("</h1>", f"</h1>\n<ul class=\"scope\">{items}</ul>", 1))
 
 
 def measured_shapes(led: Ledger | None) -> Any:

@@ -45,6 +45,17 @@ def _file_hash(path: str, cache: dict[str, str]) -> str:
     return cache[path]
 
 
+def _tree_hash(folder: Path, cache: dict[str, str]) -> str:
+    """One hash over every .py file of a package (names and contents)."""
+    key = "tree:" + str(folder)
+    if key not in cache:
+        digest = hashlib.sha256()
+        for path in sorted(folder.glob("*.py")):
+            digest.update(path.name.encode() + b"\0" + _file_hash(str(path), cache).encode() + b"\0")
+        cache[key] = "sha256:" + digest.hexdigest()[:16]
+    return cache[key]
+
+
 def _interpreter(python: str, cache: dict[str, str]) -> str:
     """`python X torch Y` of an interpreter (read once; metadata only, torch is not imported)."""
     key = "interp:" + python
@@ -70,9 +81,9 @@ def program_identity(argv: tuple[str, ...], cache: dict[str, str]) -> list[tuple
             module = args[args.index("-m") + 1]
             source = repo_root() / (module.replace(".", "/") + ".py")
             items.append((f"program.{module}", _file_hash(str(source), cache)))
-            harness = source.parent / "harness.py"
-            if harness.is_file() and harness != source:
-                items.append((f"program.{module.rsplit('.', 1)[0]}.harness", _file_hash(str(harness), cache)))
+            if "." in module:  # the package it imports from (harness, CSV writer, checks, ...)
+                package = module.rsplit(".", 1)[0]
+                items.append((f"program.{package}", _tree_hash(source.parent, cache)))
         items += [(f"program.{Path(a).name}", _file_hash(a, cache)) for a in args if os.path.isfile(a)]
     else:
         items.append(("program", _file_hash(argv[0], cache)))

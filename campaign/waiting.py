@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from sqlalchemy import select
 
 from campaign.ledger import JobAttempt, Ledger
-from campaign.states import JobState
 
 
 def failed_among(ledger: Ledger, attempt_ids: Iterable[int]) -> list[tuple[str, str]]:
@@ -25,6 +24,6 @@ def failed_among(ledger: Ledger, attempt_ids: Iterable[int]) -> list[tuple[str, 
         for i in range(0, len(ids), 10_000):
             stmt = select(JobAttempt.id, JobAttempt.job_id, JobAttempt.state).where(JobAttempt.id.in_(ids[i:i + 10_000]))
             for aid, job_id, state in s.execute(stmt.order_by(JobAttempt.id)):
-                if state.finished and state is not JobState.COMPLETED:
+                if state.finished and not state.usable:  # PROFILE_FAILED: timings count, not a failed run
                     out.append((job_id or f"(attempt {aid})", state.value))
     return out

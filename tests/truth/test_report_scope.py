@@ -31,6 +31,8 @@ def test_report_scopes_to_the_latest_campaign_and_names_it(tmp_path: Path) -> No
     assert "Dates: " in latest and "Provenance: commit" in latest
     both = report("--campaign", "first", "--campaign", "second")
     assert "Covers: campaign(s) first, second" in both and jobs["first"] in both and jobs["second"] in both
+    html = (tmp_path / "report" / "local.html").read_text()
+    assert "Covers: campaign second (the latest" in html
     pooled = report("--all")
     assert "ALL campaigns pooled on purpose (--all): first, second" in pooled
     bad = run_cli("--ledger", str(ledger), "report", "--campaign", "nope", cwd=tmp_path)
