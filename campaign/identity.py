@@ -94,14 +94,18 @@ def with_identity(cfg: RootConfig, runs: Iterable[RunSpec]) -> list[RunSpec]:
     """The runs with `identity` filled in (environment, modules, program)."""
     cluster = cfg.cluster
     cache: dict[str, str] = {}
+    # job_env depends on the partition and the thread count only: 10,000 runs share a few identities
+    seen: dict[tuple[str, int, tuple[str, ...]], tuple[tuple[str, str], ...]] = {}
     out = []
     for run in runs:
-        part = cluster.partitions[run.partition]
-        items = [(f"env.{k}", v) for k, v in sorted(job_env(cluster, part, run).items())]
-        modules = (["(reset)"] if cluster.module_reset else []) + list(cluster.modules) + list(part.modules)
-        items += [("modules", " ".join(modules)), ("stack_unlimited", str(cluster.stack_unlimited))]
-        items += program_identity(run.argv, cache)
-        out.append(replace(run, identity=tuple(items)))
+        where = (run.partition, run.threads, run.argv)
+        if where not in seen:
+            part = cluster.partitions[run.partition]
+            items = [(f"env.{k}", v) for k, v in sorted(job_env(cluster, part, run).items())]
+            modules = (["(reset)"] if cluster.module_reset else []) + list(cluster.modules) + list(part.modules)
+            items += [("modules", " ".join(modules)), ("stack_unlimited", str(cluster.stack_unlimited))]
+            seen[where] = tuple(items + program_identity(run.argv, cache))
+        out.append(replace(run, identity=seen[where]))
     return out
 
 
