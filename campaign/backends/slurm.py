@@ -54,13 +54,15 @@ class SlurmBackend(Backend):
             "array_parallelism": cluster.array_parallelism,
             "stderr_to_stdout": False,
         }
+        # The allocation was decided by the plan (campaign.resources): cores =
+        # threads unless the partition or the experiment wants the whole node.
         if req.run.gpus:
             params["gpus_per_node"] = req.run.gpus
-            params["cpus_per_task"] = part.cpus_per_gpu * req.run.gpus
+            params["cpus_per_task"] = req.run.cpus or part.cpus_per_gpu * req.run.gpus
+        elif part.whole_node and not req.run.cpus:  # runs planned before allocations were recorded
+            params["cpus_per_task"] = part.cores * part.threads_per_core
         else:
-            # Whole-node partitions (Anvil wholenode) take all cores whatever
-            # the thread count; OMP_NUM_THREADS still sets the threads used.
-            params["cpus_per_task"] = part.cores * part.threads_per_core if part.whole_node else req.run.threads
+            params["cpus_per_task"] = req.run.alloc_cpus
         if req.mem_gb is not None:
             params["mem"] = f"{int(round(req.mem_gb * 1024))}M"
         account = part.account or cluster.account
@@ -72,7 +74,13 @@ class SlurmBackend(Backend):
         # --no-requeue: after NODE_FAIL or preemption Slurm would run the job
         # again under the same ID behind the ledger's back; the ledger decides
         # reruns (`campaign rerun`), as new attempts with their own job IDs.
-        params["additional_parameters"] = {"no-requeue": True, **dict(part.sbatch_extra)}
+        extra: dict[str, Any] = {"no-requeue": True}
+        if req.run.exclusive:
+            extra["exclusive"] = True
+        clusters = part.clusters or cluster.clusters
+        if clusters:
+            extra["clusters"] = clusters
+        params["additional_parameters"] = {**extra, **dict(part.sbatch_extra)}
         return params
 
     def _setup(self, part: PartitionSpec, env: tuple[tuple[str, str], ...]) -> list[str]:
