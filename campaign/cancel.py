@@ -28,7 +28,7 @@ def cancel(ledger: Ledger, target: str) -> list[str]:
         for a in atts:
             c = a.run.campaign
             groups.setdefault(c.name, (c.cluster_yaml, c.workdir, []))[2].append(
-                JobRef(a.id, a.job_id or "", a.workdir, a.submitted_at, a.walltime_min))
+                JobRef(a.id, a.job_id or "", a.workdir, a.submitted_at, a.walltime_min, a.scheduler_cluster))
     for cyaml, workdir, refs in groups.values():
         live = [r for r in refs if r.job_id]
         if live:

@@ -60,7 +60,8 @@ def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pendin
     stmt = (
         select(JobAttempt.id, JobAttempt.job_id, JobAttempt.workdir, JobAttempt.submitted_at,
                JobAttempt.walltime_min, JobAttempt.output_path, JobAttempt.state, Run.spec, Run.partition,
-               Campaign.backend, Campaign.cluster_yaml, Campaign.workdir, Campaign.cluster)
+               Campaign.backend, Campaign.cluster_yaml, Campaign.workdir, Campaign.cluster,
+               JobAttempt.scheduler_cluster)
         .join(Run, Run.id == JobAttempt.run_id)
         .join(Campaign, Campaign.id == Run.campaign_id)
         .where(JobAttempt.job_id.is_not(None), JobAttempt.state.in_(OPEN_STATES))
@@ -70,9 +71,9 @@ def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pendin
         stmt = stmt.where(Run.campaign_id == camp_id)
     out = []
     for (aid, job_id, workdir, submitted, walltime, output, state, spec, partition, backend, cyaml, cwork,
-         cluster) in s.execute(stmt):
+         cluster, where) in s.execute(stmt):
         extra_args = tuple((str(k), str(v)) for k, v in spec.get("extra_args") or [])
-        out.append(_Pending(aid, JobRef(aid, job_id, workdir, submitted, walltime), tuple(spec["n"]),
+        out.append(_Pending(aid, JobRef(aid, job_id, workdir, submitted, walltime, where), tuple(spec["n"]),
                             bool(spec["check"]), Path(output), backend, cyaml, cwork, cluster, partition,
                             extra_args, state))
     return camp_id, out

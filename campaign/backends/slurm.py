@@ -22,7 +22,7 @@ from typing import Any
 from campaign.backends import slurm_query
 from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
 from campaign.backends.slurm_run import run_slurm
-from campaign.backends.submitit_adapter import sbatch_script
+from campaign.backends.submitit_adapter import recording_executor, sbatch_script
 from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.environment import setup_lines
 from campaign.errors import SchedulerError, SubmissionError, one_line
@@ -112,32 +112,41 @@ class SlurmBackend(Backend):
     def _folder(self) -> Path:
         return self.folder / "slurm" / "%j"
 
-    def _executor(self, params: dict[str, Any], manifest: str) -> Any:
-        import submitit
-
-        ex = submitit.SlurmExecutor(folder=self._folder(), python=self.python)
+    def _executor(self, params: dict[str, Any], manifest: str, group: Sequence[JobRequest]) -> Any:
+        ex = recording_executor(self._folder(), self.python)
         # The manifest id in the job name lets a later submit find jobs whose
         # IDs never reached the ledger (sacct keeps names, not comments, by default).
-        name = f"{params['job_name']}:{manifest}"
-        ex.update_parameters(**{**params, "job_name": name}, comment=f"{params['job_name']} manifest={manifest}")
+        # Name and comment say what runs, so squeue/sacct tell runs apart.
+        name = f"{job_name(params['job_name'], group)}:{manifest}"
+        ex.update_parameters(**{**params, "job_name": name},
+                             comment=f"{job_comment(params['job_name'], group)} manifest={manifest}")
         return ex
+
+    def batches(self, requests: Sequence[JobRequest]) -> list[list[JobRequest]]:
+        max_array = self.cluster.max_array_size or DEFAULT_MAX_ARRAY
+        return [group for _, group in self._groups(requests, max_array)]
 
     def render(self, requests: Sequence[JobRequest]) -> list[str]:
         max_array = self.cluster.max_array_size or DEFAULT_MAX_ARRAY
         scripts = []
         for params, group in self._groups(requests, max_array):
-            ex = self._executor(params, "<manifest>")
+            ex = self._executor(params, "<manifest>", group)
             text = sbatch_script(ex, self._folder(), len(group))
             runs = "\n".join(f"#   [{i}] {r.run.label}: {shlex.join(r.task.argv)}" for i, r in enumerate(group))
             scripts.append(text + f"# runs in this {'array' if len(group) > 1 else 'job'}:\n{runs}\n")
         return scripts
+
+    def _clusters(self, partition: str) -> str | None:
+        part = self.cluster.partitions.get(partition)
+        return (part.clusters if part is not None else None) or self.cluster.clusters
 
     def _write_manifest(self, group: list[JobRequest]) -> str:
         ident = uuid.uuid4().hex[:16]
         folder = self.folder / "manifests"
         folder.mkdir(parents=True, exist_ok=True)
         data = {"attempts": [r.attempt_id for r in group], "runs": [r.run.key for r in group],
-                "array": len(group) > 1, "job_name": group[0].job_name}
+                "array": len(group) > 1, "job_name": job_name(group[0].job_name, group),
+                "clusters": self._clusters(group[0].run.partition)}
         tmp = folder / f"{ident}.json.tmp"
         tmp.write_text(json.dumps(data))
         os.replace(tmp, folder / f"{ident}.json")
@@ -148,7 +157,7 @@ class SlurmBackend(Backend):
 
         for params, group in self._groups(requests, self._max_array()):
             manifest = self._write_manifest(group)
-            ex = self._executor(params, manifest)
+            ex = self._executor(params, manifest, group)
             try:
                 with ex.batch():
                     jobs = [ex.submit(execute, replace(r.task, record_env_prefixes=_RECORDED_ENV)) for r in group]
@@ -158,24 +167,29 @@ class SlurmBackend(Backend):
                     detail = detail.decode(errors="replace")
                 raise SubmissionError(f"sbatch refused {len(group)} job(s) on {params['partition']}: "
                                       f"{one_line(str(detail))}") from None
+            # "Submitted batch job N on cluster X": the cluster is half of the job's identity
+            answer = " ".join(ex.sbatch_answers)
+            where = slurm_query.parse_submitted_cluster(answer) or _single(self._clusters(group[0].run.partition))
             subs = []
             for index, (req, job) in enumerate(zip(group, jobs)):
                 array_id = job.job_id.split("_")[0] if "_" in job.job_id else None
                 subs.append(Submitted(req.attempt_id, job.job_id, array_id, index if array_id else None,
-                                      str(job.paths.stdout), str(job.paths.stderr)))
+                                      str(job.paths.stdout), str(job.paths.stderr), cluster=where,
+                                      cpus=params["cpus_per_task"], gpus=params.get("gpus_per_node", 0)))
             on_submitted(subs)
 
     def _paths(self, job_id: str) -> tuple[str, str]:
         folder = str(self._folder()).replace("%j", job_id)
         return f"{folder}/{job_id}_0_log.out", f"{folder}/{job_id}_0_log.err"
 
-    def _find_by_name(self, name: str, since: float) -> str | None:
+    def _find_by_name(self, name: str, since: float, clusters: str | None = None) -> str | None:
         """Base job ID of the job or array named `name`, from squeue then sacct."""
         import time
 
         start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since - 3600))
-        for argv in (["squeue", "-h", "-r", f"--name={name}", "-o", "%i"],
-                     ["sacct", "-X", "-n", "-P", f"--name={name}", "-S", start, "-o", "JobID"]):
+        where = ["-M", clusters] if clusters else []
+        for argv in (["squeue", *where, "-h", "-r", f"--name={name}", "-o", "%i"],
+                     ["sacct", *where, "-X", "-n", "-P", f"--name={name}", "-S", start, "-o", "JobID"]):
             proc = run_slurm(argv)
             if proc.returncode != 0:
                 raise SchedulerError(f"{argv[0]} failed while looking for orphaned jobs: "
@@ -198,7 +212,8 @@ class SlurmBackend(Backend):
             attempts = [int(a) for a in data.get("attempts", [])]
             if not wanted & set(attempts):
                 continue
-            base = self._find_by_name(f"{data['job_name']}:{path.stem}", path.stat().st_mtime)
+            clusters = data.get("clusters")
+            base = self._find_by_name(f"{data['job_name']}:{path.stem}", path.stat().st_mtime, clusters)
             if base is None:
                 continue
             for index, aid in enumerate(attempts):
@@ -206,23 +221,64 @@ class SlurmBackend(Backend):
                     job_id = f"{base}_{index}" if data.get("array") else base
                     out, err = self._paths(job_id)
                     found.append(Submitted(aid, job_id, base if data.get("array") else None,
-                                           index if data.get("array") else None, out, err))
+                                           index if data.get("array") else None, out, err,
+                                           cluster=_single(clusters)))
         return found
 
     def query(self, refs: Sequence[JobRef]) -> QueryResult:
-        infos, warnings = slurm_query.query_states([r.job_id for r in refs])
+        """One batched query per Slurm cluster holding jobs (-M for any but the local one)."""
         statuses: dict[int, JobStatus] = {}
-        for ref in refs:
-            info = infos.get(ref.job_id)
-            if info is None:
-                continue  # not in accounting yet: keep the last known state
-            statuses[ref.attempt_id] = JobStatus(info.state, info.exit_code, info.node, info.start, info.end,
-                                                 info.reason)
+        warnings: list[str] = []
+        for where, group in _by_cluster(refs).items():
+            infos, more = slurm_query.query_states([r.job_id for r in group], clusters=where)
+            warnings += more
+            for ref in group:
+                info = infos.get(ref.job_id)
+                if info is None:
+                    continue  # not in accounting yet: keep the last known state
+                statuses[ref.attempt_id] = JobStatus(info.state, info.exit_code, info.node, info.start, info.end,
+                                                     info.reason)
         return QueryResult(statuses, warnings)
 
     def cancel(self, refs: Sequence[JobRef]) -> None:
-        ids = [r.job_id for r in refs if r.job_id]
-        for i in range(0, len(ids), 1000):
-            proc = run_slurm(["scancel", *ids[i:i + 1000]])
-            if proc.returncode != 0:
-                raise SchedulerError(f"scancel failed: {one_line(proc.stderr)}")
+        for where, group in _by_cluster([r for r in refs if r.job_id]).items():
+            ids = [r.job_id for r in group]
+            flag = ["-M", where] if where else []
+            for i in range(0, len(ids), 1000):
+                proc = run_slurm(["scancel", *flag, *ids[i:i + 1000]])
+                if proc.returncode != 0:
+                    raise SchedulerError(f"scancel failed: {one_line(proc.stderr)}")
+
+
+def _single(clusters: str | None) -> str | None:
+    """The cluster a job must be on when exactly one was asked for."""
+    if clusters and "," not in clusters:
+        return clusters.strip()
+    return None
+
+
+def _by_cluster(refs: Sequence[JobRef]) -> dict[str | None, list[JobRef]]:
+    out: dict[str | None, list[JobRef]] = {}
+    for ref in refs:
+        out.setdefault(ref.cluster or None, []).append(ref)
+    return out
+
+
+def _one(values: Sequence[str]) -> str:
+    distinct = sorted(set(values))
+    return distinct[0] if len(distinct) == 1 else "*"
+
+
+def job_name(base: str, group: Sequence[JobRequest]) -> str:
+    """``campaign:<camp>:<kernel>/<impl>/<variant>:<threads>t``; a field that differs
+    between the tasks of an array is ``*`` (each task prints its own run label)."""
+    runs = [r.run for r in group]
+    what = "/".join(_one([getattr(r, f) for r in runs]) for f in ("kernel", "impl", "variant"))
+    return f"{base}:{what}:{_one([str(r.threads) for r in runs])}t"
+
+
+def job_comment(base: str, group: Sequence[JobRequest]) -> str:
+    runs = [r.run for r in group]
+    fields = " ".join(f"{f}={_one([str(getattr(r, f)) for r in runs])}"
+                      for f in ("kernel", "impl", "variant", "threads"))
+    return f"{base} {fields}"

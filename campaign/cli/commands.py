@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign import api
+from campaign.charging import charge_lines
 from campaign.cli import views
 from campaign.cli.output import console, print_counts, progress_printer, table
 from campaign.errors import BadInputError, LedgerError
@@ -33,6 +34,10 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         print(f"# campaign {rep.campaign}: {rep.planned} runs, {len(rep.scripts)} job script(s); nothing submitted")
         for line in rep.skipped:
             print(f"# skipped: {line}")
+        if rep.charges:
+            print("# estimate (requested walltime; the site may bill less if jobs end early):")
+            for line in charge_lines(rep.charges):
+                print(f"#   {line}")
         return 0
     led = ledger(args)
     rep = api.submit(args.overrides, led, force=args.force, progress=progress_printer())

@@ -60,6 +60,9 @@ def execute(task: JobTask) -> dict[str, Any]:
     """Run one kernel program; returns its exit record, raises if it failed."""
     workdir = Path(task.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    if task.label:
+        # an array's tasks share one job name: each says which run it is
+        print(f"campaign run: {task.label} ({workdir})", flush=True)
     env = dict(os.environ)
     env.update(dict(task.env))
     scheduler = {k: v for k, v in os.environ.items() if k.startswith(task.record_env_prefixes)} \
