@@ -180,7 +180,8 @@ def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
                 f"unexpected sacct line (expected {len(SACCT_FIELDS)} fields): {line!r}")
         if fields[0] == SACCT_FIELDS[0]:
             continue  # header
-        base, dot, _step = fields[0].partition(".")
+        # a step line is ID.step; a cut array range ("1234_[0-9,1...]") has dots but is a job line
+        base, dot, _step = fields[0].partition(".") if "[" not in fields[0] else (fields[0], "", "")
         if not dot:
             current = _Record(fields, [])
             records.append(current)
