@@ -1,9 +1,10 @@
-"""Slurm backend: job arrays through submitit's SlurmExecutor.
+"""Slurm backend: job arrays, their scripts rendered by submitit's template.
 
 Runs that share resources (partition, CPUs, GPUs, walltime, memory, account,
 environment) go out as one array, chunked so that no index reaches the
 cluster's MaxArraySize. Before each sbatch a manifest (array index → attempt)
-is written next to the jobs, and the job name/comment name the campaign and
+(the array's one payload: every task's program, environment and folder) is
+written next to the jobs, and the job name/comment name the campaign and
 manifest, so jobs whose submitter died can be found and attached again.
 Only this module and slurm_query know submitit's keywords and Slurm's words.
 """
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
@@ -22,11 +25,11 @@ from typing import Any
 from campaign.backends import slurm_query
 from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
 from campaign.backends.slurm_run import run_slurm
-from campaign.backends.submitit_adapter import recording_executor, sbatch_script
+from campaign.backends.submitit_adapter import sbatch_script
 from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.environment import setup_lines
 from campaign.errors import SchedulerError, SubmissionError, one_line
-from campaign.job.runner import execute
+from campaign.job.array_task import task_to_json
 
 DEFAULT_MAX_ARRAY = 1001
 # Slurm's variables kept in job.json (array task, job id, CPUs actually given).
@@ -109,83 +112,91 @@ class SlurmBackend(Backend):
                 out.append((params, reqs[i:i + size]))
         return out
 
-    def _folder(self) -> Path:
-        return self.folder / "slurm" / "%j"
+    def _logs(self, manifest: str) -> Path:
+        """One folder per array (or single job), made before sbatch: Slurm
+        does not create the folder of --output itself."""
+        return self.folder / "slurm" / manifest
 
-    def _executor(self, params: dict[str, Any], manifest: str, group: Sequence[JobRequest]) -> Any:
-        ex = recording_executor(self._folder(), self.python)
+    def _manifest_path(self, manifest: str) -> Path:
+        return self.folder / "manifests" / f"{manifest}.json"
+
+    def _script(self, params: dict[str, Any], group: list[JobRequest], manifest: str) -> str:
         # The manifest id in the job name lets a later submit find jobs whose
         # IDs never reached the ledger (sacct keeps names, not comments, by default).
-        # Name and comment say what runs, so squeue/sacct tell runs apart.
-        name = f"{job_name(params['job_name'], group)}:{manifest}"
-        ex.update_parameters(**{**params, "job_name": name},
-                             comment=f"{job_comment(params['job_name'], group)} manifest={manifest}")
-        return ex
+        # Name and comment say what runs (kernel, impl, variant, threads), so
+        # squeue/sacct tell runs apart; each array task prints its run label.
+        named = {**params, "job_name": f"{job_name(params['job_name'], group)}:{manifest}",
+                 "comment": f"{job_comment(params['job_name'], group)} manifest={manifest}"}
+        command = [self.python, "-u", "-m", "campaign.job.array_task", str(self._manifest_path(manifest))]
+        if len(group) > 1:
+            command += ["--index-env", "SLURM_ARRAY_TASK_ID"]
+        return sbatch_script(named, shlex.join(command), self._logs(manifest), len(group))
 
     def batches(self, requests: Sequence[JobRequest]) -> list[list[JobRequest]]:
         max_array = self.cluster.max_array_size or DEFAULT_MAX_ARRAY
         return [group for _, group in self._groups(requests, max_array)]
 
-    def render(self, requests: Sequence[JobRequest]) -> list[str]:
-        max_array = self.cluster.max_array_size or DEFAULT_MAX_ARRAY
-        scripts = []
-        for params, group in self._groups(requests, max_array):
-            ex = self._executor(params, "<manifest>", group)
-            text = sbatch_script(ex, self._folder(), len(group))
-            runs = "\n".join(f"#   [{i}] {r.run.label}: {shlex.join(r.task.argv)}" for i, r in enumerate(group))
-            scripts.append(text + f"# runs in this {'array' if len(group) > 1 else 'job'}:\n{runs}\n")
-        return scripts
-
     def _clusters(self, partition: str) -> str | None:
         part = self.cluster.partitions.get(partition)
         return (part.clusters if part is not None else None) or self.cluster.clusters
 
+    def render(self, requests: Sequence[JobRequest]) -> list[str]:
+        max_array = self.cluster.max_array_size or DEFAULT_MAX_ARRAY
+        scripts = []
+        for params, group in self._groups(requests, max_array):
+            text = self._script(params, group, "<manifest>")
+            runs = "\n".join(f"#   [{i}] {r.run.label}: {shlex.join(r.task.argv)}" for i, r in enumerate(group))
+            scripts.append(text + f"# runs in this {'array' if len(group) > 1 else 'job'}:\n{runs}\n")
+        return scripts
+
     def _write_manifest(self, group: list[JobRequest]) -> str:
+        """The array's one payload: every task's JobTask, and the attempts they
+        belong to (crash recovery reads it), written atomically before sbatch."""
         ident = uuid.uuid4().hex[:16]
-        folder = self.folder / "manifests"
-        folder.mkdir(parents=True, exist_ok=True)
+        path = self._manifest_path(ident)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._logs(ident).mkdir(parents=True, exist_ok=True)
         data = {"attempts": [r.attempt_id for r in group], "runs": [r.run.key for r in group],
                 "array": len(group) > 1, "job_name": job_name(group[0].job_name, group),
-                "clusters": self._clusters(group[0].run.partition)}
-        tmp = folder / f"{ident}.json.tmp"
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, folder / f"{ident}.json")
+                "clusters": self._clusters(group[0].run.partition),
+                "tasks": [task_to_json(replace(r.task, record_env_prefixes=_RECORDED_ENV)) for r in group]}
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data, separators=(",", ":")))
+        os.replace(tmp, path)
         return ident
 
     def submit(self, requests: Sequence[JobRequest], on_submitted: OnSubmitted) -> None:
-        import subprocess
-
         for params, group in self._groups(requests, self._max_array()):
             manifest = self._write_manifest(group)
-            ex = self._executor(params, manifest, group)
-            try:
-                with ex.batch():
-                    jobs = [ex.submit(execute, replace(r.task, record_env_prefixes=_RECORDED_ENV)) for r in group]
-            except (subprocess.CalledProcessError, OSError, RuntimeError) as exc:
-                detail = getattr(exc, "stderr", None) or getattr(exc, "output", None) or exc
-                if isinstance(detail, bytes):
-                    detail = detail.decode(errors="replace")
+            script = self._logs(manifest) / "job.sbatch"
+            script.write_text(self._script(params, group, manifest))
+            proc = run_slurm(["sbatch", "--parsable", str(script)])
+            if proc.returncode != 0:
                 raise SubmissionError(f"sbatch refused {len(group)} job(s) on {params['partition']}: "
-                                      f"{one_line(str(detail))}") from None
-            # "Submitted batch job N on cluster X": the cluster is half of the job's identity
-            answer = " ".join(ex.sbatch_answers)
-            where = slurm_query.parse_submitted_cluster(answer) or _single(self._clusters(group[0].run.partition))
-            subs = []
-            for index, (req, job) in enumerate(zip(group, jobs)):
-                array_id = job.job_id.split("_")[0] if "_" in job.job_id else None
-                subs.append(Submitted(req.attempt_id, job.job_id, array_id, index if array_id else None,
-                                      str(job.paths.stdout), str(job.paths.stderr), cluster=where,
-                                      cpus=params["cpus_per_task"], gpus=params.get("gpus_per_node", 0)))
-            on_submitted(subs)
+                                      f"{one_line(proc.stderr or proc.stdout)}")
+            base, where = _parse_sbatch(proc.stdout)
+            where = where or _single(self._clusters(group[0].run.partition))
+            on_submitted(self._submitted(group, manifest, base, where, params))
 
-    def _paths(self, job_id: str) -> tuple[str, str]:
-        folder = str(self._folder()).replace("%j", job_id)
-        return f"{folder}/{job_id}_0_log.out", f"{folder}/{job_id}_0_log.err"
+    def _submitted(self, group: list[JobRequest], manifest: str, base: str, where: str | None = None,
+                   params: dict[str, Any] | None = None) -> list[Submitted]:
+        array = len(group) > 1
+        cpus = params["cpus_per_task"] if params else None
+        gpus = params.get("gpus_per_node", 0) if params else None
+        subs = []
+        for index, req in enumerate(group):
+            job_id = f"{base}_{index}" if array else base
+            out, err = self._paths(manifest, job_id)
+            subs.append(Submitted(req.attempt_id, job_id, base if array else None, index if array else None, out, err,
+                                  cluster=where, cpus=cpus, gpus=gpus))
+        return subs
+
+    def _paths(self, manifest: str, job_id: str) -> tuple[str, str]:
+        folder = self._logs(manifest)
+        return str(folder / f"{job_id}_0_log.out"), str(folder / f"{job_id}_0_log.err")
 
     def _find_by_name(self, name: str, since: float, clusters: str | None = None) -> str | None:
         """Base job ID of the job or array named `name`, from squeue then sacct."""
-        import time
-
         start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since - 3600))
         where = ["-M", clusters] if clusters else []
         for argv in (["squeue", *where, "-h", "-r", f"--name={name}", "-o", "%i"],
@@ -216,12 +227,12 @@ class SlurmBackend(Backend):
             base = self._find_by_name(f"{data['job_name']}:{path.stem}", path.stat().st_mtime, clusters)
             if base is None:
                 continue
+            array = bool(data.get("array"))
             for index, aid in enumerate(attempts):
                 if aid in wanted:
-                    job_id = f"{base}_{index}" if data.get("array") else base
-                    out, err = self._paths(job_id)
-                    found.append(Submitted(aid, job_id, base if data.get("array") else None,
-                                           index if data.get("array") else None, out, err,
+                    job_id = f"{base}_{index}" if array else base
+                    out, err = self._paths(path.stem, job_id)
+                    found.append(Submitted(aid, job_id, base if array else None, index if array else None, out, err,
                                            cluster=_single(clusters)))
         return found
 
@@ -248,6 +259,20 @@ class SlurmBackend(Backend):
                 proc = run_slurm(["scancel", *flag, *ids[i:i + 1000]])
                 if proc.returncode != 0:
                     raise SchedulerError(f"scancel failed: {one_line(proc.stderr)}")
+
+
+def _parse_sbatch(stdout: str) -> tuple[str, str | None]:
+    """The job ID and cluster from `sbatch --parsable` ("123" or "123;cluster"),
+    or from the plain answer "Submitted batch job 123 on cluster X"."""
+    first = stdout.strip().splitlines()[-1] if stdout.strip() else ""
+    job_id, _, where = first.partition(";")
+    job_id = job_id.strip()
+    if not job_id.isdigit():
+        match = re.search(r"Submitted batch job (\d+)", first)
+        if match is None:
+            raise SubmissionError(f"sbatch answered without a job ID: {one_line(stdout) or '(nothing)'}")
+        return match[1], slurm_query.parse_submitted_cluster(first)
+    return job_id, where.strip() or None
 
 
 def _single(clusters: str | None) -> str | None:
