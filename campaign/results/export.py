@@ -20,18 +20,22 @@ def results_frame(led: Ledger, *, campaign: str | None = None, cluster: str | No
     `usable_only`, rows of CHECK_FAILED / LOST_OUTPUT attempts are left out."""
     import pandas as pd  # lazy: `jobs`/`status` never build frames (pandas ~0.4 s)
 
-    stmt = select(ResultRow, JobAttempt.state).outerjoin(JobAttempt, ResultRow.attempt_id == JobAttempt.id)
+    stmt = (select(ResultRow, JobAttempt.state, JobAttempt.alloc_cpus)
+            .outerjoin(JobAttempt, ResultRow.attempt_id == JobAttempt.id))
     if campaign:
         stmt = stmt.join(Run, Run.id == JobAttempt.run_id).join(Campaign).where(Campaign.name == campaign)
     if cluster:
         stmt = stmt.where(ResultRow.cluster == cluster)
     records = []
     with led.session() as s:
-        for row, state in s.execute(stmt):
+        for row, state, alloc_cpus in s.execute(stmt):
             if usable_only and state is not None and state is not JobState.COMPLETED:
                 continue
             rec = {c: getattr(row, c) for c in EXPORT_COLUMNS}
             rec["source"] = row.source
+            if alloc_cpus is not None:
+                # the cores the job was given: the analysis judges oversubscription from it
+                rec["alloc_cpus"] = alloc_cpus
             if row.extra:
                 for k, v in row.extra.items():
                     rec.setdefault(k, v)
