@@ -60,6 +60,14 @@ def test_job_on_second_cluster_is_tracked_to_completed_and_shown(
     assert shown.returncode == 0, shown.stderr
     assert f"scheduler cluster {second_slurm_cluster}" in shown.stdout
     assert "run: fake/py/sleep fp32 remote 1t" in shown.stdout
+    # the two runs share one array (one job name); each task says which run it is in its own output
+    outs = _db(ledger, "SELECT stdout_path FROM job_attempt ORDER BY id")
+    labels = [line for (path,) in outs for line in Path(path).read_text().splitlines()
+              if line.startswith("campaign run: ")]
+    assert len(labels) == 2 and all("fake/py/sleep fp32 remote 1t sleep=" in x for x in labels), labels
+    names = subprocess.run(["sacct", "-M", second_slurm_cluster, "-X", "-n", "-P", "-j", rows[0][0].split("_")[0],
+                            "-o", "JobName%200,Comment%200"], capture_output=True, text=True, timeout=30).stdout
+    assert f"campaign:{name}:fake/py/sleep:1t:" in names, names
 
 
 def test_job_on_second_cluster_is_cancelled_there(
