@@ -34,7 +34,7 @@ def _cluster_specs(led: Ledger, names: set[str]) -> dict[str, ClusterSpec]:
 def _inputs(led: Ledger, cluster: str | None, campaign: str | None) -> tuple[Any, Any]:
     from analysis.cost_model import add_cost_columns  # lazy: pulls in pandas
 
-    results = results_frame(led, campaign=campaign, usable_only=True)
+    results = results_frame(led, campaign=campaign, usable_only=True, all_extras=False)
     if results.empty:
         where = f" for campaign {campaign}" if campaign else ""
         raise BadInputError(f"no usable results in the ledger{where}: run `campaign status` after jobs complete, "

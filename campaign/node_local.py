@@ -11,6 +11,7 @@ may allow it explicitly.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -18,12 +19,13 @@ from campaign.config.schema import RootConfig
 from campaign.errors import BadInputError
 
 NODE_LOCAL = ("/tmp", "/dev/shm")
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:/")
 
 
 def node_local_root(path: Path | str) -> str | None:
     """The node-local folder `path` lies in, or None (URLs are never node-local)."""
     text = str(path)
-    if "://" in text:
+    if _URL.match(text):  # a ledger URL (pathlib collapses "://" to ":/")
         return None
     resolved = Path(os.path.realpath(text))
     for root in NODE_LOCAL:

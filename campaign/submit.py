@@ -57,18 +57,35 @@ def _workdir_root(cfg_dir: str | None, ledger_path: Path) -> Path:
     return Path(cfg_dir).resolve() if cfg_dir else ledger_path.resolve().parent / "runs"
 
 
-def _prepare(overrides: Sequence[str], ledger_path: Path) -> tuple[RootConfig, Plan, str, Path]:
-    """Config, plan, campaign name and job folder: the same for a dry run and a submit."""
-    cfg = load_config(overrides)
+def campaign_dir(cfg: RootConfig, ledger_path: Path) -> Path:
+    """Where a campaign's job folders go."""
+    return _workdir_root(cfg.campaign.workdir, ledger_path) / campaign_name(cfg)
+
+
+def _prepare(overrides: Sequence[str], ledger_path: Path,
+             configs: Sequence[RootConfig] | None = None) -> tuple[RootConfig, Plan, str, Path]:
+    """Config, plan, campaign name and job folder: the same for a dry run and a submit.
+    `configs`: the composed members of one campaign's sweep (campaign.multirun);
+    their runs are planned together, one run per key."""
+    members = list(configs) if configs else [load_config(overrides)]
+    cfg = members[0]
     p = plan(cfg)
+    for other in members[1:]:
+        more = plan(other)
+        keys = {r.key for r in p.runs}
+        p.runs += [r for r in more.runs if r.key not in keys]
+        p.skipped += [line for line in more.skipped if line not in p.skipped]
+    if len(members) > 1:
+        cfg.__dict__["_resolved_yaml"] = "---\n".join(resolved_yaml(c) for c in members)  # provenance: all members
     name = campaign_name(cfg)
     return cfg, p, name, _workdir_root(cfg.campaign.workdir, ledger_path) / name
 
 
-def dry_run(overrides: Sequence[str], ledger_path: Path) -> SubmitReport:
+def dry_run(overrides: Sequence[str], ledger_path: Path,
+            configs: Sequence[RootConfig] | None = None) -> SubmitReport:
     """Plan and render the job scripts and the cost estimate; writes nothing
     (an existing ledger is only read, to mark the runs a submit would skip)."""
-    cfg, p, name, camp_dir = _prepare(overrides, ledger_path)
+    cfg, p, name, camp_dir = _prepare(overrides, ledger_path, configs)
     reqs = [
         job_request(cfg.cluster, name, r, i + 1, attempt_dir(camp_dir, r, 1), r.walltime_min, r.mem_gb)
         for i, r in enumerate(p.runs)
@@ -98,8 +115,8 @@ def _existing_keys(ledger_path: Path, name: str) -> set[str]:
 
 
 def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
-           progress: Progress | None = None) -> SubmitReport:
-    cfg, p, name, camp_dir = _prepare(overrides, ledger.path)
+           progress: Progress | None = None, configs: Sequence[RootConfig] | None = None) -> SubmitReport:
+    cfg, p, name, camp_dir = _prepare(overrides, ledger.path, configs)
     check_node_local(cfg, [camp_dir, ledger.path])
     missing = missing_programs(p.runs)
     if missing:

@@ -33,15 +33,15 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
-def _config_dirs() -> list[Path]:
+def config_dirs() -> list[Path]:
     """The user's folders first (so a site can shadow a shipped cluster)."""
     extra = [Path(p).resolve() for p in os.environ.get(SEARCH_PATH_ENV, "").split(":") if p]
     return extra + [conf_dir()]
 
 
-def _names(group: str) -> list[str]:
+def group_options(group: str) -> list[str]:
     found: set[str] = set()
-    for base in _config_dirs():
+    for base in config_dirs():
         folder = base / group
         if folder.is_dir():
             found.update(p.stem for p in folder.glob("*.yaml"))
@@ -57,7 +57,7 @@ def split_overrides(overrides: Sequence[str]) -> list[str]:
 
 
 def _check_group_choice(overrides: Sequence[str], group: str) -> None:
-    known = _names(group)
+    known = group_options(group)
     for item in overrides:
         key, _, value = item.partition("=")
         if key.lstrip("+~") == group and value not in known:
@@ -92,7 +92,7 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     for group in ("cluster", "experiment"):
         _check_group_choice(overrides, group)
     _register_schema()
-    kernel_defaults = [f"+kernel@kernels.{k}={k}" for k in _names("kernel")]
+    kernel_defaults = [f"+kernel@kernels.{k}={k}" for k in group_options("kernel")]
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
@@ -127,11 +127,11 @@ def _search_user_dirs_first() -> None:
     """CAMPAIGN_CONFIG_PATH folders go BEFORE the shipped conf/, so a site's
     cluster/anvil.yaml replaces the shipped anvil (hydra.searchpath would
     append them after it, and the shipped file would win)."""
-    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.global_hydra import GlobalHydra  # lazy, as above
 
     loader = GlobalHydra.instance().config_loader()
     search_path = loader.get_search_path()
-    for folder in reversed(_config_dirs()[:-1]):
+    for folder in reversed(config_dirs()[:-1]):
         search_path.prepend(provider="campaign-config-path", path=f"file://{folder}")
     loader.repository.initialize_sources(search_path)  # type: ignore[attr-defined]
 
