@@ -80,9 +80,10 @@ def prepare(overrides: Sequence[str], ledger_path: Path | None = None) -> list[C
     groups = campaigns(overrides)
     for group in groups:
         for cfg in group.configs:
+            runs = plan(cfg).runs  # config mistakes (a missing account...) are named first
             if ledger_path is not None:
                 check_node_local(cfg, [campaign_dir(cfg, ledger_path), ledger_path])
-            missing = missing_programs(plan(cfg).runs)
+            missing = missing_programs(runs)
             if missing:
                 raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
     return groups
