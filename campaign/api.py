@@ -7,6 +7,7 @@ from __future__ import annotations
 from campaign.analyze import metrics, shape_advice, write_reports
 from campaign.cancel import cancel
 from campaign.config.load import SEARCH_PATH_ENV, config_dirs, group_options
+from campaign.frames import counters_frame
 from campaign.multirun import composed_yaml, dry_run_all, submit_all
 from campaign.multirun import prepare as prepare_campaigns
 from campaign.rerun import RerunReport, rerun
@@ -19,7 +20,8 @@ from campaign.sync import SyncReport, sync
 
 __all__ = [
     "RESULT_COLUMNS", "SEARCH_PATH_ENV", "RerunReport", "SubmitReport", "SyncReport", "cancel", "composed_yaml",
-    "config_dirs", "dry_run", "dry_run_all", "frame_records", "group_options", "metrics", "prepare_campaigns", "read_import_file",
+    "config_dirs", "counters_frame", "dry_run", "dry_run_all", "frame_records", "group_options", "metrics",
+    "prepare_campaigns", "read_import_file",
     "rerun", "result_records", "results_frame", "shape_advice", "store_import", "submit", "submit_all", "sync",
     "write_reports",
 ]

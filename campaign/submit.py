@@ -7,7 +7,9 @@ are committed before sbatch, job IDs as each chunk is answered
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -121,6 +123,9 @@ def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
     missing = missing_programs(p.runs)
     if missing:
         raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
+    refusal = profiler_refusal(cfg, p.runs)
+    if refusal:
+        raise BadInputError(refusal)
     report = SubmitReport(name, len(p.runs), skipped=p.skipped)
     with ledger.session.begin() as s:
         camp = _get_or_create_campaign(s, cfg, name, camp_dir)
@@ -207,3 +212,35 @@ def _record_runs(
                             rows).scalars().all()
         todo += [(aid, run, row["workdir"]) for aid, run, row in zip(att_ids, fresh, rows)]
     return todo, present, resumed
+
+
+def profiler_refusal(cfg: RootConfig, runs: Sequence[RunSpec]) -> str | None:
+    """Why the profiler a run asks for (experiment.profile) cannot work, or
+    None. Local clusters: ncu must be on PATH (or the partition's profiler.ncu
+    must exist) on this machine. Slurm: the partition needs a `profiler:`
+    block, and perf its `perf_allowed`."""
+    cluster = cfg.cluster
+    for run in runs:
+        profile = dict(run.extra_args).get("profile", "none")
+        if profile == "none":
+            continue
+        part = cluster.partitions[run.partition]
+        where = f"cluster {cluster.name} partition {part.name}"
+        knob = f"cluster.partitions.{part.name}.profiler"
+        if profile == "perf" and not part.profiler.perf_allowed:
+            return (f"experiment.profile=perf refused: {where} does not allow perf "
+                    f"(set {knob}.perf_allowed=true where the site permits hardware events)")
+        if cluster.backend != "local":
+            if not part.profiler.enabled:
+                return (f"experiment.profile={profile} refused: {where} has no enabled profiler: block "
+                        f"({knob}: enabled: true, ncu path or module, sbatch_extra, setup)")
+            continue
+        tool = part.profiler.ncu or None
+        name = profile if profile == "perf" else "ncu"
+        found = tool if tool and os.path.isfile(tool) and os.access(tool, os.X_OK) else (
+            None if tool else shutil.which(name))
+        if found is None:
+            missing = f"{tool} does not exist" if tool else f"{name} is not on PATH"
+            return (f"experiment.profile={profile} refused: {missing} on this machine ({where}); "
+                    f"install it, set {knob}.ncu=<path>, or use experiment.profile=none")
+    return None

@@ -231,13 +231,19 @@ def cmd_import(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     led = ledger(args, create=False)
-    records = api.result_records(led, campaign=args.campaign)
+    if getattr(args, "counters", False):  # the hardware counters of profiled runs
+        frame = api.counters_frame(led, campaign=args.campaign)
+        columns = [str(c) for c in frame.columns]
+        records = api.frame_records(frame)
+    else:
+        columns = [name for name, _, _ in api.RESULT_COLUMNS]
+        records = api.result_records(led, campaign=args.campaign)
     if args.format == "json":
         write_json(records)
     elif args.format == "table":
-        table(None, [name for name, _, _ in api.RESULT_COLUMNS], [list(r.values()) for r in records])
+        table(None, columns, [[r.get(c) for c in columns] for r in records])
     else:  # csv: the default, for spreadsheets and pandas
-        write_csv([name for name, _, _ in api.RESULT_COLUMNS], [list(r.values()) for r in records])
+        write_csv(columns, [[r.get(c) for c in columns] for r in records])
     return 0
 
 

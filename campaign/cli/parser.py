@@ -104,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("results", help="export result rows (fixed columns, README: results columns)")
     s.add_argument("--campaign")
+    s.add_argument("--counters", action="store_true",
+                   help="export the hardware counters (experiment.profile) instead of the timings")
 
     s = sub.add_parser("report", help="per-cluster report (Markdown + HTML), or --json metrics")
     s.add_argument("--cluster")

@@ -24,6 +24,23 @@ class Ceilings:
 
 
 @dataclass
+class ProfilerSpec:
+    """A partition's profiler site knobs, for `experiment.profile` (docs/contracts.md).
+
+    Values never become shell syntax: `module` is quoted, each `setup` entry is
+    split into words and re-quoted (one command with literal arguments), and
+    `sbatch_extra` goes through submitit's quoting like the partition's own.
+    """
+
+    enabled: bool = False  # the nodes may be profiled (Slurm: required for experiment.profile)
+    ncu: str | None = None  # ncu on the nodes; None: `ncu` on PATH
+    module: str | None = None  # `module load` for the profiler (after the partition's)
+    perf_allowed: bool = False  # `perf stat` may read hardware events on these nodes
+    sbatch_extra: dict[str, Any] = field(default_factory=dict)  # e.g. {constraint: perfctr}
+    setup: list[str] = field(default_factory=list)  # e.g. ["dcgmi profile --pause"]
+
+
+@dataclass
 class ChargingSpec:
     """How the site bills a job on this partition (docs/sites.md); the dry run
     prints the estimate. Models:
@@ -69,6 +86,7 @@ class PartitionSpec:
     env: dict[str, str] = field(default_factory=dict)  # after cluster.env
     sbatch_extra: dict[str, Any] = field(default_factory=dict)  # e.g. {constraint: cpu, hold: true}
     ceilings: Ceilings = field(default_factory=Ceilings)
+    profiler: ProfilerSpec = field(default_factory=ProfilerSpec)  # not enabled: profiling refused (Slurm)
     charging: ChargingSpec = field(default_factory=ChargingSpec)
 
     @property
@@ -125,6 +143,7 @@ class ImplSpec:
     variants: list[str] = MISSING
     devices: list[str] = field(default_factory=lambda: ["cpu"])
     dtypes: list[str] = field(default_factory=lambda: ["fp32"])
+    profilers: list[str] = field(default_factory=list)  # what --profile accepts, e.g. [ncu]
 
 
 @dataclass
@@ -151,6 +170,7 @@ class SweepSpec:
     d: int = 64
     args: dict[str, Any] = field(default_factory=dict)
     grid: dict[str, list[Any]] = field(default_factory=dict)
+    profile: str | None = None  # none | ncu | perf; None: the experiment's
 
 
 @dataclass
@@ -162,6 +182,7 @@ class ExperimentSpec:
     check: bool = True
     walltime_min: int = 30
     mem_gb: float | None = None
+    profile: str = "none"  # none | ncu | perf: counters of one extra call per n (docs/contracts.md)
     exclusive: bool = False  # take whole nodes (--exclusive) instead of the cores/GPUs a run needs
     cpus_per_run: int | None = None  # cores allocated to each CPU run; threads above it oversubscribe on purpose
     sweeps: list[SweepSpec] = field(default_factory=list)

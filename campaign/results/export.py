@@ -38,7 +38,9 @@ def _statement(campaign: str | None, cluster: str | None, usable_only: bool, all
     if cluster:
         stmt = stmt.where(ResultRow.cluster == cluster)
     if usable_only:  # rows of CHECK_FAILED / LOST_OUTPUT attempts are not measurements to analyse
-        stmt = stmt.where(or_(ResultRow.attempt_id.is_(None), JobAttempt.state == JobState.COMPLETED))
+        # (PROFILE_FAILED ones are: only their counters are missing)
+        usable = [state for state in JobState if state.usable]
+        stmt = stmt.where(or_(ResultRow.attempt_id.is_(None), JobAttempt.state.in_(usable)))
     return stmt.order_by(ResultRow.id)
 
 
