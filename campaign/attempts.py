@@ -45,6 +45,7 @@ def job_request(cluster: ClusterSpec, camp: str, run: RunSpec, attempt_id: int, 
         workdir=str(workdir),
         output_csv=str(workdir / OUTPUT_CSV),
         stack_unlimited=cluster.stack_unlimited,
+        label=run.label,
     )
     return JobRequest(attempt_id, run, task, walltime_min, mem_gb,
                       job_name=f"campaign:{camp}", comment=f"campaign={camp} run={run.key} attempt_id={attempt_id}")
@@ -79,7 +80,8 @@ def record_submitted(ledger: Ledger, backend: Backend, chunk: list[Submitted]) -
         s.execute(update(JobAttempt), [
             {"id": sub.attempt_id, "job_id": sub.job_id, "array_job_id": sub.array_job_id,
              "array_index": sub.array_index, "stdout_path": sub.stdout_path, "stderr_path": sub.stderr_path,
-             "backend": backend.name, "submitted_at": stamp}
+             "backend": backend.name, "submitted_at": stamp, "scheduler_cluster": sub.cluster,
+             "alloc_cpus": sub.cpus, "alloc_gpus": sub.gpus}
             for sub in chunk
         ])
 

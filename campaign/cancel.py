@@ -49,7 +49,7 @@ def cancel(ledger: Ledger, target: str) -> list[str]:
                           tuple((str(k), str(v)) for k, v in spec.get("extra_args") or []))
             c = a.run.campaign
             groups.setdefault(c.name, (c.cluster_yaml, c.workdir, []))[2].append(
-                JobRef(a.id, a.job_id or "", a.workdir, a.submitted_at, a.walltime_min))
+                JobRef(a.id, a.job_id or "", a.workdir, a.submitted_at, a.walltime_min, a.scheduler_cluster))
     for _, _, refs in groups.values():
         for ref in refs:  # before any signal: a job not yet started must not start
             _leave_marker(Path(ref.workdir))

@@ -30,6 +30,7 @@ from campaign.attempts import (
     submit_requests,
 )
 from campaign.backends import get_backend
+from campaign.charging import Charge, estimate
 from campaign.clock import now
 from campaign.config import RootConfig, load_config
 from campaign.config.clusters import cluster_yaml
@@ -38,6 +39,7 @@ from campaign.errors import BadInputError, ConfigError
 from campaign.identity import why_new, with_identity
 from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, Run
 from campaign.ledger import queries as q
+from campaign.node_local import check_node_local
 from campaign.plan import Plan, RunSpec, campaign_name, missing_programs, plan
 from campaign.sync import SyncReport, sync
 from campaign.waiting import failed_among
@@ -51,6 +53,7 @@ class SubmitReport:
     submitted: list[tuple[str, str]] = field(default_factory=list)  # (job_id, run label)
     skipped: list[str] = field(default_factory=list)
     scripts: list[str] = field(default_factory=list)
+    charges: list[Charge] = field(default_factory=list)  # dry run: the estimate per partition, then the total
     recovered: int = 0  # jobs found in the scheduler whose IDs an interrupted submit never recorded
     sync: SyncReport | None = None
     failed: list[tuple[str, str]] = field(default_factory=list)  # waited-for jobs that ended failed (job id, state)
@@ -59,6 +62,11 @@ class SubmitReport:
 
 def _workdir_root(cfg_dir: str | None, ledger_path: Path) -> Path:
     return Path(cfg_dir).resolve() if cfg_dir else ledger_path.resolve().parent / "runs"
+
+
+def campaign_dir(cfg: RootConfig, ledger_path: Path) -> Path:
+    """Where a campaign's job folders go."""
+    return _workdir_root(cfg.campaign.workdir, ledger_path) / campaign_name(cfg)
 
 
 def _prepare(overrides: Sequence[str], ledger_path: Path,
@@ -84,19 +92,41 @@ def _prepare(overrides: Sequence[str], ledger_path: Path,
 
 def dry_run(overrides: Sequence[str], ledger_path: Path,
             configs: Sequence[RootConfig] | None = None) -> SubmitReport:
-    """Plan and render the job scripts; touches neither ledger nor scheduler."""
+    """Plan and render the job scripts and the cost estimate; writes nothing
+    (an existing ledger is only read, to mark the runs a submit would skip)."""
     cfg, p, name, camp_dir = _prepare(overrides, ledger_path, configs)
     reqs = [
         job_request(cfg.cluster, name, r, i + 1, attempt_dir(camp_dir, r, 1), r.walltime_min, r.mem_gb)
         for i, r in enumerate(p.runs)
     ]
     backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
-    return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=backend.render(reqs))
+    existing = _existing_keys(ledger_path, name)
+    arrays: dict[str, int] = {}
+    for batch in backend.batches([r for r in reqs if r.run.key not in existing]):
+        arrays[batch[0].run.partition] = arrays.get(batch[0].run.partition, 0) + 1
+    return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=backend.render(reqs),
+                        charges=estimate(cfg.cluster, p.runs, arrays, existing))
+
+
+def _existing_keys(ledger_path: Path, name: str) -> set[str]:
+    """Run keys of this campaign already in the ledger; none when there is no ledger."""
+    if not ledger_path.exists():
+        return set()
+    ledger = Ledger(ledger_path, create=False)
+    try:
+        with ledger.session() as s:
+            camp = q.campaign_by_name(s, name)
+            if camp is None:
+                return set()
+            return set(s.scalars(select(Run.key).where(Run.campaign_id == camp.id)))
+    finally:
+        ledger.close()
 
 
 def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
            progress: Progress | None = None, configs: Sequence[RootConfig] | None = None) -> SubmitReport:
     cfg, p, name, camp_dir = _prepare(overrides, ledger.path, configs)
+    check_node_local(cfg, [camp_dir, ledger.path])
     missing = missing_programs(p.runs)
     if missing:
         raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")

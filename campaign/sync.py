@@ -77,7 +77,8 @@ def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pendin
     camp_id = q.require_campaign(s, campaign).id if campaign else None
     stmt = (
         select(JobAttempt.id, JobAttempt.run_id, Run.campaign_id, JobAttempt.job_id, JobAttempt.workdir,
-               JobAttempt.submitted_at, JobAttempt.walltime_min, JobAttempt.output_path, Run.partition, *_SEEN)
+               JobAttempt.submitted_at, JobAttempt.walltime_min, JobAttempt.output_path, Run.partition,
+               JobAttempt.scheduler_cluster, *_SEEN)
         .join(Run, Run.id == JobAttempt.run_id)
         .where(JobAttempt.job_id.is_not(None), JobAttempt.state.in_(OPEN_STATES))
         .order_by(JobAttempt.id)
@@ -87,9 +88,10 @@ def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pendin
     out = []
     names = [c.key for c in _SEEN]
     for row in s.execute(stmt):
-        aid, run_id, cid, job_id, workdir, submitted, walltime, output, partition = row[:9]
-        out.append(_Pending(aid, run_id, cid, JobRef(aid, str(job_id), workdir, submitted, walltime), Path(output),
-                            partition, dict(zip(names, row[9:]))))
+        aid, run_id, cid, job_id, workdir, submitted, walltime, output, partition, where = row[:10]
+        # the scheduler cluster holding the job (multi-cluster sites) travels with its ID
+        out.append(_Pending(aid, run_id, cid, JobRef(aid, str(job_id), workdir, submitted, walltime, where),
+                            Path(output), partition, dict(zip(names, row[10:]))))
     camps = {cid: _CampaignInfo(*info) for cid, *info in s.execute(
         select(Campaign.id, Campaign.backend, Campaign.cluster_yaml, Campaign.workdir, Campaign.cluster)
         .where(Campaign.id.in_({p.campaign_id for p in out})))}

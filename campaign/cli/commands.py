@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign import api
+from campaign.charging import charge_lines
 from campaign.cli import views
 from campaign.cli.output import (
     console,
@@ -90,8 +91,13 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             print(f"# campaign {rep.campaign}: {rep.planned} runs, {len(rep.scripts)} job script(s); nothing submitted")
             for line in rep.skipped:
                 print(f"# skipped: {line}")
+            if rep.charges:
+                print("# estimate (requested walltime; the site may bill less if jobs end early):")
+                for line in charge_lines(rep.charges):
+                    print(f"#   {line}")
         return 0
-    groups = api.prepare_campaigns(args.overrides)  # bad input fails here, before the ledger is opened
+    # bad input (node-local paths included) fails here, before the ledger is opened
+    groups = api.prepare_campaigns(args.overrides, args.ledger or default_ledger_path())
     led = ledger(args)
     quiet = args.quiet or args.format == "json"  # JSON: nothing but the document on stdout
     reports = api.submit_all(args.overrides, groups, led, force=args.force, progress=progress_printer(quiet))

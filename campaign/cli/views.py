@@ -128,13 +128,16 @@ def show_job(led: Ledger, job_id: str) -> str:
         if att.missing_n:
             n_line += f"  missing: {', '.join(str(v) for v in att.missing_n)}"
         out = [
-            f"job {att.job_id}  campaign {run.campaign.name}  cluster {run.campaign.cluster}  run {run.key}",
+            f"job {att.job_id}  campaign {run.campaign.name}  cluster {run.campaign.cluster}  run {run.key}"
+            + (f"  scheduler cluster {att.scheduler_cluster}" if att.scheduler_cluster else ""),
+            f"run: {RunSpec.from_json(spec).label}",
             f"state: {att.state.value}" + (f"  ({att.reason})" if att.reason else ""),
             f"kernel {run.kernel}  impl {run.impl}  variant {run.variant}  partition {run.partition}  "
             f"device {run.device}  dtype {run.dtype}  threads {run.threads}  gpus {run.gpus}",
             f"{n_line}  d: {spec['d']}  repeats: {spec['repeats']}  "
             f"warmup: {spec['warmup']}  check: {spec['check']}  extra: {dict(spec.get('extra_args') or [])}",
-            f"{_elapsed(att)}  {_memory(att, run.campaign.backend)}",
+            f"{_elapsed(att)}  {_memory(att, run.campaign.backend)}"
+            + (f"  allocated: {att.alloc_cpus} cores, {att.alloc_gpus or 0} GPUs" if att.alloc_cpus else ""),
             f"array: {att.array_job_id or '-'} index {att.array_index if att.array_index is not None else '-'}  "
             f"node: {att.node or '-'}  exit code: {att.exit_code if att.exit_code is not None else '-'}",
             f"submitted {_fmt(att.submitted_at)}  started {_fmt(att.started_at)}  ended {_fmt(att.ended_at)}",

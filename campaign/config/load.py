@@ -95,14 +95,11 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     schema_overrides.check(overrides)  # unknown keys are refused, even with `+`
     _register_schema()
     kernel_defaults = [f"+kernel@kernels.{k}={k}" for k in group_options("kernel")]
-    extra_dirs = [f"hydra.searchpath=[{','.join('file://' + str(d) for d in config_dirs()[:-1])}]"]
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-            cfg = compose(
-                config_name="config",
-                overrides=kernel_defaults + list(overrides) + (extra_dirs if len(config_dirs()) > 1 else []),
-            )
+            _search_user_dirs_first()
+            cfg = compose(config_name="config", overrides=kernel_defaults + list(overrides))
         unknown = sorted(str(k) for k in set(cfg.keys()) - {"cluster", "experiment", "kernels", "campaign"})
         if unknown:
             raise ConfigError(f"unknown top-level config key(s) {', '.join(map(str, unknown))}; "
@@ -129,6 +126,19 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
         part.name = part.name or key
     root.__dict__["_resolved_yaml"] = text  # for provenance; not a config field
     return root
+
+
+def _search_user_dirs_first() -> None:
+    """CAMPAIGN_CONFIG_PATH folders go BEFORE the shipped conf/, so a site's
+    cluster/anvil.yaml replaces the shipped anvil (hydra.searchpath would
+    append them after it, and the shipped file would win)."""
+    from hydra.core.global_hydra import GlobalHydra  # lazy, as above
+
+    loader = GlobalHydra.instance().config_loader()
+    search_path = loader.get_search_path()
+    for folder in reversed(config_dirs()[:-1]):
+        search_path.prepend(provider="campaign-config-path", path=f"file://{folder}")
+    loader.repository.initialize_sources(search_path)  # type: ignore[attr-defined]
 
 
 def resolved_yaml(cfg: RootConfig) -> str:

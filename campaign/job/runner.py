@@ -99,6 +99,9 @@ def execute(task: JobTask) -> dict[str, Any]:
         skipped = {"exit_code": None, "cancelled": True, "ended": _now(), "elapsed_s": 0.0, "host": host}
         _write_json(workdir / EXIT_FILE, skipped)
         return skipped
+    if task.label:
+        # an array's tasks share one job name: each says which run it is
+        print(f"campaign run: {task.label} ({workdir})", flush=True)
     env = dict(os.environ)
     env.update(dict(task.env))
     scheduler = {k: v for k, v in os.environ.items() if k.startswith(task.record_env_prefixes)} \

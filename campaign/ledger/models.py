@@ -118,6 +118,12 @@ class JobAttempt(Base):
     # CANCELLED/OUT_OF_MEMORY attempt was synced, the n it left without rows.
     n: Mapped[list[Any] | None]
     missing_n: Mapped[list[Any] | None]
+    # v5: the scheduler's cluster holding the job (multi-cluster sites: a job ID
+    # means something only with it; None = the submitting host's own cluster),
+    # and the allocation the job asked for (cores, GPUs; memory is mem_gb)
+    scheduler_cluster: Mapped[str | None] = mapped_column(String(100), default=None)
+    alloc_cpus: Mapped[int | None] = mapped_column(default=None)
+    alloc_gpus: Mapped[int | None] = mapped_column(default=None)
     run: Mapped[Run] = relationship(back_populates="attempts", foreign_keys=[run_id])
 
 

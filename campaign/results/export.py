@@ -44,7 +44,8 @@ class RowFilter:
 def _statement(campaign: str | Sequence[str] | None, cluster: str | None, usable_only: bool, all_extras: bool,
                where: RowFilter | None = None) -> Any:
     cols: list[Any] = [getattr(ResultRow, c) for c in EXPORT_COLUMNS]
-    cols += [ResultRow.source, Campaign.name.label("campaign"), type_coerce(JobAttempt.state, String).label("state")]
+    cols += [ResultRow.source, Campaign.name.label("campaign"), type_coerce(JobAttempt.state, String).label("state"),
+             JobAttempt.alloc_cpus.label("alloc_cpus")]  # cores the job was given: oversubscription is judged by it
     if all_extras:
         cols.append(type_coerce(ResultRow.extra, String).label("_extra"))
     else:
@@ -105,6 +106,8 @@ def results_frame(led: Ledger, *, campaign: str | Sequence[str] | None = None, c
     frame["params"] = frame["params"].fillna("").astype(str) if "params" in frame else ""
     for col in ("campaign", "state"):
         frame[col] = frame[col].fillna("")
+    if frame["alloc_cpus"].isna().all():  # no allocation recorded (local backend, imports, older ledgers)
+        frame = frame.drop(columns="alloc_cpus")
     return frame
 
 
