@@ -31,6 +31,7 @@ from campaign.clock import now
 from campaign.config import RootConfig, load_config
 from campaign.config.clusters import cluster_yaml
 from campaign.config.load import resolved_yaml
+from campaign.config.validate import check_under
 from campaign.errors import BadInputError, ConfigError
 from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, Run
 from campaign.ledger import queries as q
@@ -59,7 +60,8 @@ def _prepare(overrides: Sequence[str], ledger_path: Path) -> tuple[RootConfig, P
     cfg = load_config(overrides)
     p = plan(cfg)
     name = campaign_name(cfg)
-    return cfg, p, name, _workdir_root(cfg.campaign.workdir, ledger_path) / name
+    root = _workdir_root(cfg.campaign.workdir, ledger_path)
+    return cfg, p, name, check_under(root / name, root, "campaign.name")
 
 
 def dry_run(overrides: Sequence[str], ledger_path: Path) -> SubmitReport:

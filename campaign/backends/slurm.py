@@ -107,7 +107,9 @@ class SlurmBackend(Backend):
     def _executor(self, params: dict[str, Any], manifest: str) -> Any:
         import submitit
 
-        ex = submitit.SlurmExecutor(folder=self._folder(), python=self.python)
+        # submitit puts `python` into the job step's command line as is: quote it
+        # (campaign.python is also validated at compose time, campaign.config.validate).
+        ex = submitit.SlurmExecutor(folder=self._folder(), python=shlex.quote(self.python))
         # The manifest id in the job name lets a later submit find jobs whose
         # IDs never reached the ledger (sacct keeps names, not comments, by default).
         name = f"{params['job_name']}:{manifest}"

@@ -144,6 +144,7 @@ class CampaignSettings:
     python: str | None = None  # interpreter on the nodes; default: this one
     kernel_bin: str | None = None  # built C/Fortran programs; default: kernels/build
     workdir: str | None = None  # job folders; default: <ledger folder>/runs
+    max_runs: int = 100_000  # the planner refuses experiments of more runs, before building them
 
 
 @dataclass
