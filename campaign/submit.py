@@ -23,10 +23,12 @@ from campaign.attempts import (
     attempt_row,
     job_request,
     new_attempt,
+    orphaned,
     recover_orphans,
     submit_requests,
 )
 from campaign.backends import get_backend
+from campaign.claims import claimed, notice
 from campaign.clock import now
 from campaign.config import RootConfig, load_config
 from campaign.config.clusters import cluster_yaml
@@ -83,18 +85,24 @@ def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
         raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
     report = SubmitReport(name, len(p.runs), skipped=p.skipped)
     with ledger.session.begin() as s:
-        camp = _get_or_create_campaign(s, cfg, name, camp_dir)
-        prov = _record_provenance(s, camp, cfg, overrides)
-        todo, report.existing, resumed = _record_runs(s, camp, p.runs, camp_dir, prov.id, force)
-    reqs = [job_request(cfg.cluster, name, run, aid, Path(wd), run.walltime_min, run.mem_gb) for aid, run, wd in todo]
-    labels = {r.attempt_id: r.run.label for r in reqs}
-    backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
-    reqs, found = recover_orphans(ledger, backend, reqs, resumed)
-    report.recovered = len(found)
-    sent = submit_requests(ledger, backend, reqs, progress)
-    report.submitted = [(sub.job_id, labels[sub.attempt_id]) for sub in [*found, *sent]]
-    if cfg.cluster.backend == "local" and reqs:
-        report.sync = sync(ledger, name)
+        camp_id = _get_or_create_campaign(s, cfg, name, camp_dir).id
+    # One submit or rerun of a campaign at a time (campaign.claims): a second
+    # identical submit waits, then finds every run recorded and submits nothing.
+    with claimed(ledger, [camp_id], "submit", notice):
+        with ledger.session.begin() as s:
+            camp = s.get_one(Campaign, camp_id)
+            prov = _record_provenance(s, camp, cfg, overrides)
+            todo, report.existing, resumed = _record_runs(s, camp, p.runs, camp_dir, prov.id, force)
+        reqs = [job_request(cfg.cluster, name, run, aid, Path(wd), run.walltime_min, run.mem_gb)
+                for aid, run, wd in todo]
+        labels = {r.attempt_id: r.run.label for r in reqs}
+        backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
+        reqs, found = recover_orphans(ledger, backend, reqs, resumed)
+        report.recovered = len(found)
+        sent = submit_requests(ledger, backend, reqs, progress)
+        report.submitted = [(sub.job_id, labels[sub.attempt_id]) for sub in [*found, *sent]]
+        if cfg.cluster.backend == "local" and (reqs or found):
+            report.sync = sync(ledger, name)
     return report
 
 
@@ -146,8 +154,9 @@ def _record_runs(
         present += 1
         last = row.attempts[-1] if row.attempts else None
         if last is not None and last.job_id is None and not last.state.finished:
-            todo.append((last.id, run, last.workdir))  # recorded earlier, job ID never recorded
-            resumed.add(last.id)
+            if orphaned(last):  # recorded by a process that is gone, job ID never recorded
+                todo.append((last.id, run, last.workdir))
+                resumed.add(last.id)
         elif force or last is None:
             todo.append(new_attempt(s, row.id, run, camp_dir, last, prov_id, run.walltime_min, run.mem_gb))
     # New runs and their first attempts in two bulk INSERTs (10,000-run

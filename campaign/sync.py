@@ -23,7 +23,8 @@ from campaign.config.clusters import cluster_from_yaml
 from campaign.job.files import EXIT_FILE, read_json
 from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
 from campaign.ledger import queries as q
-from campaign.results.reader import Outcome, classify_output
+from campaign.overlap import flag_overlaps
+from campaign.results.reader import Expected, Outcome, classify_output
 from campaign.results.store import job_rows
 from campaign.states import OPEN_STATES, JobState
 
@@ -53,6 +54,8 @@ class _Pending:
     partition: str
     extra_args: tuple[tuple[str, str], ...]
     state: JobState
+    kernel: str | None = None  # the run's own kernel and dtype: output of another is LOST_OUTPUT
+    dtype: str | None = None
 
 
 def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pending]]:
@@ -74,7 +77,7 @@ def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pendin
         extra_args = tuple((str(k), str(v)) for k, v in spec.get("extra_args") or [])
         out.append(_Pending(aid, JobRef(aid, job_id, workdir, submitted, walltime), tuple(spec["n"]),
                             bool(spec["check"]), Path(output), backend, cyaml, cwork, cluster, partition,
-                            extra_args, state))
+                            extra_args, state, spec.get("kernel"), spec.get("dtype")))
     return camp_id, out
 
 
@@ -96,10 +99,11 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
     for aid, p in finished.items():
         st = statuses[aid]
         if st.state is JobState.COMPLETED:
-            outcomes[aid] = classify_output(p.output, p.expected_n, p.check)
+            outcomes[aid] = classify_output(p.output, Expected(p.expected_n, p.check, p.kernel, p.dtype))
         exit_record = read_json(Path(p.ref.workdir) / EXIT_FILE)
-        if exit_record and isinstance(exit_record.get("exit_code"), int):
-            st.exit_code = exit_record["exit_code"]  # the kernel's own code, not srun's
+        code = exit_record.get("exit_code") if exit_record else None
+        if isinstance(code, int) and not isinstance(code, bool) and -2**31 <= code < 2**31:
+            st.exit_code = code  # the kernel's own code, not srun's
     if statuses:
         with ledger.session.begin() as s:
             report.changed, report.ingested_rows = _apply(s, pending, statuses, outcomes)
@@ -150,4 +154,5 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
         s.execute(update(JobAttempt), group)
     if rows:
         s.execute(insert(ResultRow), rows)
+    flag_overlaps(s, [v for v in updates if v["state"].finished])
     return changed, len(rows)

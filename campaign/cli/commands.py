@@ -110,8 +110,7 @@ def cmd_cancel(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 def cmd_import(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     rows = api.read_import_file(args.file)  # validated before the ledger is even opened
     led = ledger(args)
-    count = api.store_import(led, args.file, rows)
-    print(f"imported {count} rows from {args.file}")
+    print(api.store_import(led, args.file, rows).summary(args.file))
     return 0
 
 
@@ -127,6 +126,8 @@ def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 
 def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
+    if not args.json and args.out.exists() and not args.out.is_dir():
+        raise BadInputError(f"report --out {args.out} is a file; name a folder (it is made if missing)")
     led = ledger(args, create=False)
     if args.json:
         json.dump(api.metrics(led, cluster=args.cluster, campaign=args.campaign), sys.stdout)

@@ -20,23 +20,27 @@ def results_frame(led: Ledger, *, campaign: str | None = None, cluster: str | No
     `usable_only`, rows of CHECK_FAILED / LOST_OUTPUT attempts are left out."""
     import pandas as pd
 
-    stmt = select(ResultRow, JobAttempt.state).outerjoin(JobAttempt, ResultRow.attempt_id == JobAttempt.id)
+    stmt = select(ResultRow, JobAttempt.state, JobAttempt.overlap).outerjoin(JobAttempt, ResultRow.attempt_id == JobAttempt.id)
     if campaign:
         stmt = stmt.join(Run, Run.id == JobAttempt.run_id).join(Campaign).where(Campaign.name == campaign)
     if cluster:
         stmt = stmt.where(ResultRow.cluster == cluster)
     records = []
     with led.session() as s:
-        for row, state in s.execute(stmt):
+        for row, state, overlap in s.execute(stmt):
             if usable_only and state is not None and state is not JobState.COMPLETED:
                 continue
             rec = {c: getattr(row, c) for c in EXPORT_COLUMNS}
             rec["source"] = row.source
+            # the attempt's state (a CHECK_FAILED attempt's rows must say so; None: imported) and
+            # whether its timing overlapped another timed job (campaign.overlap)
+            rec["state"] = state.value if state is not None else None
+            rec["overlap"] = overlap
             if row.extra:
                 for k, v in row.extra.items():
                     rec.setdefault(k, v)
             records.append(rec)
-    frame = pd.DataFrame.from_records(records, columns=None if records else EXPORT_COLUMNS + ["source"])
+    frame = pd.DataFrame.from_records(records, columns=None if records else EXPORT_COLUMNS + ["source", "state", "overlap"])
     # Runs that differ only in extra program arguments are different
     # configurations: `params` is part of the analysis group key ("" = none).
     frame["params"] = frame["params"].fillna("").astype(str) if "params" in frame else ""
