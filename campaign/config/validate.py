@@ -35,13 +35,19 @@ TEXT_MAX = 4096
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
+def _safe(where: str) -> str:
+    """A field's path may hold the hostile key itself: shown escaped, short."""
+    text = _CONTROL.sub(lambda m: repr(m.group())[1:-1], where)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
 def check_name(value: object, where: str, limit: int = NAME_MAX) -> str:
     """A name used in job names, #SBATCH lines, labels and folder names."""
     text = str(value)
     if len(text) > limit:
-        raise ConfigError(f"{where} is {len(text)} characters long; at most {limit} are allowed")
+        raise ConfigError(f"{_safe(where)} is {len(text)} characters long; at most {limit} are allowed")
     if not NAME.fullmatch(text) or ".." in text:
-        raise ConfigError(f"{where}={text[:60]!r} is not a valid name: use letters, digits and . _ + - "
+        raise ConfigError(f"{_safe(where)}={text[:60]!r} is not a valid name: use letters, digits and . _ + - "
                           f"(starting with a letter or digit)")
     return text
 
@@ -50,10 +56,10 @@ def check_text(value: object, where: str, limit: int = TEXT_MAX) -> str:
     """Free text that reaches a script or a command: no control characters."""
     text = str(value)
     if len(text) > limit:
-        raise ConfigError(f"{where} is {len(text)} characters long; at most {limit} are allowed")
+        raise ConfigError(f"{_safe(where)} is {len(text)} characters long; at most {limit} are allowed")
     bad = _CONTROL.search(text)
     if bad:
-        raise ConfigError(f"{where} contains the control character {bad.group()!r}; "
+        raise ConfigError(f"{_safe(where)} contains the control character {bad.group()!r}; "
                           "newlines, tabs and NUL cannot reach a job script")
     return text
 
@@ -61,7 +67,7 @@ def check_text(value: object, where: str, limit: int = TEXT_MAX) -> str:
 def check_env_name(name: object, where: str) -> str:
     text = str(name)
     if not ENV_NAME.fullmatch(text) or len(text) > 200:
-        raise ConfigError(f"{where}: {text[:60]!r} is not an environment variable name "
+        raise ConfigError(f"{_safe(where)}: {text[:60]!r} is not an environment variable name "
                           "([A-Za-z_][A-Za-z0-9_]*)")
     return text
 
@@ -71,7 +77,7 @@ def check_python(value: object, where: str = "campaign.python") -> str:
     a plain word (it is quoted as well where it is rendered)."""
     text = str(value)
     if len(text) > 1024 or not PYTHON.fullmatch(text) or "/../" in f"{text}/":
-        raise ConfigError(f"{where}={text[:60]!r} must be an absolute path or a plain command name "
+        raise ConfigError(f"{_safe(where)}={text[:60]!r} must be an absolute path or a plain command name "
                           "(letters, digits, . _ + - /)")
     return text
 
@@ -80,7 +86,7 @@ def check_under(path: Path, root: Path, where: str) -> Path:
     """`path` resolved; refused unless it lies inside `root` (resolved)."""
     resolved, base = path.resolve(), root.resolve()
     if resolved == base or not resolved.is_relative_to(base):
-        raise ConfigError(f"{where}: {str(path)[:80]!r} leaves its folder {base}")
+        raise ConfigError(f"{_safe(where)}: {str(path)[:80]!r} leaves its folder {base}")
     return resolved
 
 
@@ -107,7 +113,7 @@ def _sbatch_value(value: Any, where: str) -> None:
         return
     text = check_text(value, where, limit=1024)
     if any(c.isspace() for c in text):
-        raise ConfigError(f"{where}={text[:60]!r}: an sbatch option value cannot contain whitespace")
+        raise ConfigError(f"{_safe(where)}={text[:60]!r}: an sbatch option value cannot contain whitespace")
 
 
 def _check_cluster(cfg: RootConfig) -> None:
@@ -144,7 +150,7 @@ def _check_cluster(cfg: RootConfig) -> None:
         _env(part.env, f"{where}.env")
         for k, v in part.sbatch_extra.items():
             if not SBATCH_KEY.fullmatch(str(k)) or len(str(k)) > 64:
-                raise ConfigError(f"{where}.sbatch_extra: {str(k)[:60]!r} is not an sbatch option name")
+                raise ConfigError(f"{_safe(where)}.sbatch_extra: {str(k)[:60]!r} is not an sbatch option name")
             _sbatch_value(v, f"{where}.sbatch_extra.{k}")
 
 
@@ -159,7 +165,7 @@ def _check_kernels(cfg: RootConfig) -> None:
             _names(impl.dtypes, f"{where}.impls.{iname}.dtypes")
             _names(impl.devices, f"{where}.impls.{iname}.devices")
             if not impl.argv:
-                raise ConfigError(f"{where}.impls.{iname}.argv is empty: name the program")
+                raise ConfigError(f"{_safe(where)}.impls.{iname}.argv is empty: name the program")
             for i, a in enumerate(impl.argv):
                 check_text(a, f"{where}.impls.{iname}.argv[{i}]")
 
@@ -173,16 +179,16 @@ def _check_experiment(cfg: RootConfig) -> None:
         for what in ("impls", "variants", "dtypes"):
             values = getattr(sweep, what)
             if not values:
-                raise ConfigError(f"{where}.{what} is empty: name at least one")
+                raise ConfigError(f"{_safe(where)}.{what} is empty: name at least one")
             _names(values, f"{where}.{what}")
         _names(sweep.partitions, f"{where}.partitions")
         for key, value in [*sweep.args.items(), *((k, v) for k, vs in sweep.grid.items() for v in vs)]:
             if not ARG_KEY.fullmatch(str(key)) or len(str(key)) > 64:
-                raise ConfigError(f"{where}: {str(key)[:60]!r} is not a program option name")
+                raise ConfigError(f"{_safe(where)}: {str(key)[:60]!r} is not a program option name")
             check_text(value, f"{where}.{key}", limit=1024)
         for key, values in sweep.grid.items():
             if not values:
-                raise ConfigError(f"{where}.grid.{key} is empty: give at least one value")
+                raise ConfigError(f"{_safe(where)}.grid.{key} is empty: give at least one value")
 
 
 def validate(cfg: RootConfig) -> None:
