@@ -5,15 +5,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from campaign.attempts import Progress, job_request, new_attempt, orphaned, recover_orphans, submit_requests
 from campaign.backends import get_backend
 from campaign.backends.base import JobRequest
 from campaign.claims import claimed, notice
+from campaign.clock import now
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError
@@ -42,17 +44,30 @@ class RerunReport:
     sync: SyncReport | None = None
 
 
-def _select(s: Session, campaign: str | None, job_id: str | None, states: set[JobState]) -> list[JobAttempt]:
+def _select(s: Session, campaign: str | None, job_id: str | None, states: set[JobState],
+            before: tuple[int, datetime]) -> list[JobAttempt]:
+    """Finished attempts to rerun, as the ledger was when this rerun started
+    (`before`: the newest attempt id then): a rerun that waited for another one
+    of the same campaign does not rerun that one's new attempts again."""
     if job_id is not None:
         att = q.attempts_by_job_id(s, job_id)[-1]
         latest = q.lineage(s, att)[-1]
+        if not _before(latest, before):
+            return []  # rerun meanwhile by another command
         if orphaned(latest):
             return []  # a killed command's unconfirmed attempt: resubmitted by the recovery
         if not latest.state.finished:
             raise BadInputError(f"job {latest.job_id} is still {latest.state.value}; cancel it first")
         return [latest]
     camp_id = q.require_campaign(s, campaign).id if campaign else None
-    return [a for a in q.latest_attempts(s, camp_id) if a.state in states]
+    return [a for a in q.latest_attempts(s, camp_id) if a.state in states and _before(a, before)]
+
+
+def _before(att: JobAttempt, before: tuple[int, datetime]) -> bool:
+    """Recorded and ended before this rerun started (a rerun that waited for
+    another one must not rerun the other's fresh failures)."""
+    last_id, started = before
+    return att.id <= last_id and (att.ended_at is None or att.ended_at <= started)
 
 
 def _scaled(att: JobAttempt, spec: RunSpec, part_max: int, part_mem: float | None, part_share: float,
@@ -85,11 +100,14 @@ def rerun(
     if job_id is None and not wanted:
         raise BadInputError("say what to rerun: --failed, --state STATE or --job JOB_ID")
     report = RerunReport()
+    started = now().astimezone().replace(tzinfo=None)  # naive local, as ended_at is stored (clock.as_naive_local)
     with ledger.session() as s:
         camp_ids = _campaign_ids(s, campaign, job_id)
+        before = (s.scalar(select(func.max(JobAttempt.id))) or 0, started)
     # Serialised with submits and other reruns of the same campaigns (campaign.claims).
     with claimed(ledger, camp_ids, "rerun", notice):
-        _rerun_claimed(ledger, report, camp_ids, campaign, job_id, wanted, time_factor, mem_factor, progress)
+        _rerun_claimed(ledger, report, camp_ids, campaign, job_id, wanted, time_factor, mem_factor, progress,
+                       before)
     return report
 
 
@@ -109,7 +127,7 @@ def _batch(batches: dict[str, _Batch], camp: Campaign) -> _Batch:
 
 def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], campaign: str | None,
                    job_id: str | None, wanted: set[JobState], time_factor: float, mem_factor: float,
-                   progress: Progress | None) -> None:
+                   progress: Progress | None, before: tuple[int, datetime]) -> None:
     batches: dict[str, _Batch] = {}
     with ledger.session.begin() as s:
         # Crash recovery first: attempts a killed submit or rerun recorded but
@@ -124,7 +142,7 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
                 batch.resumed.add(att.id)
                 previous = s.get(JobAttempt, att.previous_id) if att.previous_id else None
                 batch.previous[att.id] = previous.job_id if previous else None
-        for att in _select(s, campaign, job_id, wanted):
+        for att in _select(s, campaign, job_id, wanted, before):
             run = att.run
             camp = run.campaign
             batch = _batch(batches, camp)
