@@ -80,12 +80,26 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
     if len(mine) == 0:
         blocks.append(Block("p", f"No results for cluster {cluster}."))
     else:
+        blocks += _overlap_warning(mine)
         blocks += _analysis_blocks(results, partitions, cluster, out, slug, figures)
     blocks += _job_blocks(jobs, cluster)
     md_path, html_path = out / f"{slug}.md", out / f"{slug}.html"
     md_path.write_text(to_markdown(blocks), encoding="utf-8")
     html_path.write_text(to_html(blocks, heading), encoding="utf-8")
     return ReportFiles(markdown=md_path, html=html_path, plots=[f.path for f in figures])
+
+
+def _overlap_warning(rows: pd.DataFrame) -> list[Block]:
+    """Rows timed while another timed job ran on the same machine (the
+    ledger's `overlap` note) are said up front: their medians may be slow."""
+    if "overlap" not in rows.columns:
+        return []
+    flagged = rows["overlap"].notna() & (rows["overlap"].astype("str") != "")
+    if not flagged.any():
+        return []
+    return [Block("p", f"Warning: {int(flagged.sum())} of {len(rows)} result rows were timed while another "
+                       "timed job ran on the same machine; their times may be inflated (see `campaign results`, "
+                       "column overlap).")]
 
 
 def _analysis_blocks(results: pd.DataFrame, partitions: pd.DataFrame | None, cluster: str,

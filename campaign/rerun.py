@@ -102,7 +102,7 @@ def rerun(
     report = RerunReport()
     started = now().astimezone().replace(tzinfo=None)  # naive local, as ended_at is stored (clock.as_naive_local)
     with ledger.session() as s:
-        camp_ids = _campaign_ids(s, campaign, job_id)
+        camp_ids = _campaign_ids(s, campaign, job_id, wanted)
         before = (s.scalar(select(func.max(JobAttempt.id))) or 0, started)
     # Serialised with submits and other reruns of the same campaigns (campaign.claims).
     with claimed(ledger, camp_ids, "rerun", notice):
@@ -111,12 +111,16 @@ def rerun(
     return report
 
 
-def _campaign_ids(s: Session, campaign: str | None, job_id: str | None) -> list[int]:
+def _campaign_ids(s: Session, campaign: str | None, job_id: str | None, wanted: set[JobState]) -> list[int]:
+    """The campaigns whose claims this rerun takes: without a campaign named,
+    only those with something to rerun or recover (an unrelated long submit
+    elsewhere in the ledger must not hold `rerun --failed` up)."""
     if job_id is not None:
         return [q.attempts_by_job_id(s, job_id)[-1].run.campaign_id]
     if campaign:
         return [q.require_campaign(s, campaign).id]
-    return list(s.scalars(select(Campaign.id)))
+    return sorted({a.run.campaign_id for a in q.latest_attempts(s)
+                   if a.state in wanted or (a.job_id is None and not a.state.finished)})
 
 
 def _batch(batches: dict[str, _Batch], camp: Campaign) -> _Batch:

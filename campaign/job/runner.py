@@ -49,6 +49,14 @@ def _claim_start(path: Path, data: dict[str, Any]) -> bool:
         return True
     except FileExistsError:
         return False
+    except OSError:  # a filesystem without hard links: an exclusive create, then the content
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w") as f:
+            f.write(tmp.read_text())
+        return True
     finally:
         tmp.unlink(missing_ok=True)
 

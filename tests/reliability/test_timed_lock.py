@@ -74,3 +74,7 @@ def test_parallel_timed_jobs_are_flagged(tmp_path: Path) -> None:
     export = run_cli("--ledger", str(ledger), "results", "--format", "json", env=env)
     rows = json.loads(export.stdout)
     assert rows and all(r["overlap"] for r in rows)
+    report = run_cli("--ledger", str(ledger), "report", "--out", str(tmp_path / "rep"), env=env, timeout=300)
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "rep" / "local.md").read_text()
+    assert f"Warning: {len(rows)} of {len(rows)} result rows were timed while another timed job ran" in text
