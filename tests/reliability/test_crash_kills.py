@@ -59,6 +59,16 @@ def _kill_at_random(argv: list[str], env: dict[str, str], rng: random.Random, up
     return killed
 
 
+def _kill_n(argv: list[str], env: dict[str, str], rng: random.Random, n: int, upto: float) -> int:
+    """Start the command again and again, until n runs were killed while
+    still running (a run that finished first is simply one more run)."""
+    kills = tries = 0
+    while kills < n and tries < 4 * n:
+        tries += 1
+        kills += _kill_at_random(argv, env, rng, upto if tries <= n else upto / 2)
+    return kills
+
+
 def _settle(ledger: Path, env: dict[str, str]) -> None:
     """`status` until nothing is pending or running (jobs a killed submit left)."""
     deadline = time.monotonic() + 180
@@ -100,16 +110,14 @@ def test_kills_of_submit_rerun_status_import_leave_every_job_run_once(work: Path
     ledger = work / "ledger.sqlite"
     kills = Counter[str]()
     # submit: runs of the exit3 variant fail, so that reruns have work to do
-    for _ in range(16):
-        kills["submit"] += _kill_at_random(_submit_args(ledger, "[ok,exit3]"), env, rng, 4.0)
+    kills["submit"] = _kill_n(_submit_args(ledger, "[ok,exit3]"), env, rng, 16, 4.0)
     again = run_cli(*_submit_args(ledger, "[ok,exit3]"), env=env, timeout=300)
     assert again.returncode == 0, again.stderr
     _settle(ledger, env)
     _check_once(ledger, work)
     assert _q(ledger, "SELECT count(*) FROM run") == [(2 * RUNS,)]
     # rerun --failed: every kill point, then the same command again
-    for _ in range(14):
-        kills["rerun"] += _kill_at_random(["--ledger", str(ledger), "rerun", "crash", "--failed"], env, rng, 4.0)
+    kills["rerun"] = _kill_n(["--ledger", str(ledger), "rerun", "crash", "--failed"], env, rng, 14, 4.0)
     assert run_cli("--ledger", str(ledger), "rerun", "crash", "--failed", env=env, timeout=300).returncode == 0
     _settle(ledger, env)
     _check_once(ledger, work)
@@ -117,15 +125,13 @@ def test_kills_of_submit_rerun_status_import_leave_every_job_run_once(work: Path
                                "(SELECT max(attempt) FROM job_attempt b WHERE b.run_id = a.run_id)")
     assert latest_failed == [(RUNS,)]  # the exit3 runs, each with its latest attempt failed again
     # status: kill while syncing; rows are never doubled
-    for _ in range(10):
-        kills["status"] += _kill_at_random(["--ledger", str(ledger), "status"], env, rng, 2.0)
+    kills["status"] = _kill_n(["--ledger", str(ledger), "status"], env, rng, 10, 1.5)
     _settle(ledger, env)
     _check_once(ledger, work)
     job_rows = _q(ledger, "SELECT count(*) FROM result WHERE attempt_id IS NOT NULL")[0][0]
     assert job_rows == RUNS * 1  # crash_many: one n, one repeat per ok run
     # import: kill at random points, then the same import: exactly one copy
-    for _ in range(12):
-        kills["import"] += _kill_at_random(["--ledger", str(ledger), "import", str(KNOWN_CSV)], env, rng, 2.5)
+    kills["import"] = _kill_n(["--ledger", str(ledger), "import", str(KNOWN_CSV)], env, rng, 12, 2.0)
     proc = run_cli("--ledger", str(ledger), "import", str(KNOWN_CSV), env=env)
     assert proc.returncode == 0, proc.stderr
     known = len(KNOWN_CSV.read_text().splitlines()) - 1
