@@ -5,7 +5,8 @@ Imports are idempotent (issue 11): the file's SHA-256 is recorded with its
 rows in one transaction, so the same file again (after a kill past the
 commit, or under another name) is a no-op that says so; every row carries a
 natural key (campaign.results.keys, unique in the ledger), so rows already
-present from another file are skipped and counted, never doubled.
+present from another file are skipped and counted, never doubled. With
+`import --campaign NAME` both are scoped to that campaign.
 """
 
 from __future__ import annotations
@@ -15,13 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import delete, insert, select
+from sqlalchemy.orm import Session
 
 from campaign.clock import now
-from campaign.ledger import ImportFile, Ledger, ResultRow
+from campaign.config.clusters import cluster_yaml
+from campaign.config.schema import ClusterSpec
+from campaign.errors import BadInputError
+from campaign.ledger import Campaign, ImportFile, Ledger, ResultRow
 from campaign.results.export import EXPORT_COLUMNS
 from campaign.results.keys import IMPORT_SCOPE, attempt_scope, natural_key
 
+IMPORT_BACKEND = "import"  # Campaign.backend of a campaign made by `import --campaign`
 _CHUNK = 500  # keys per IN (...) query
 
 
@@ -34,15 +40,17 @@ class Imported:
     seen_as: str | None = None  # the same file content was imported before, from this path
     seen_at: str | None = None
 
-    def summary(self, path: Path) -> str:
+    def summary(self, path: Path, campaign: str | None = None) -> str:
+        into = f" into campaign {campaign}" if campaign else ""
         if self.seen_as is not None:
-            return (f"{path}: already imported ({self.seen_at} from {self.seen_as}); nothing to do, "
+            return (f"{path}: already imported{into} ({self.seen_at} from {self.seen_as}); nothing to do, "
                     f"0 rows stored")
         extra = f", {self.skipped} already in the ledger skipped" if self.skipped else ""
-        return f"imported {self.stored} rows from {path}{extra}"
+        return f"imported {self.stored} rows from {path}{into}{extra}"
 
 
 def fingerprint(path: Path) -> str:
+    """SHA-256 of the file's bytes."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -50,17 +58,29 @@ def fingerprint(path: Path) -> str:
     return digest.hexdigest()
 
 
-def store_import(led: Ledger, path: Path, rows: list[dict[str, Any]]) -> Imported:
-    """One transaction: the file's fingerprint and all its new rows, or nothing."""
+def store_import(led: Ledger, path: Path, rows: list[dict[str, Any]], campaign: str | None = None) -> Imported:
+    """One transaction: the file's fingerprint and all its new rows, or nothing.
+    With `campaign`, the rows belong to that named campaign (created, backend
+    "import", if new); importing a changed file of the same path into it again
+    replaces its rows from that file."""
     source = f"import:{path.resolve()}"
     print_ = fingerprint(path)
+    scope = IMPORT_SCOPE if campaign is None else f"{IMPORT_SCOPE}:{campaign}"
     records = [{"attempt_id": None, "source": source, **{k: r.get(k) for k in EXPORT_COLUMNS},
-                "extra": r.get("extra"), "natural_key": natural_key(r, IMPORT_SCOPE, measured=True)}
+                "extra": r.get("extra"), "natural_key": natural_key(r, scope, measured=True)}
                for r in rows]
     with led.session.begin() as s:
-        seen = s.scalars(select(ImportFile).where(ImportFile.fingerprint == print_)).first()
+        # Into a named campaign, the file's earlier rows are replaced (so the same file again is
+        # idempotent by itself); elsewhere its content fingerprint makes a repeat a no-op.
+        seen = None if campaign is not None else s.scalars(
+            select(ImportFile).where(ImportFile.fingerprint == print_)).first()
         if seen is not None:
             return Imported(0, len(records), seen.path, f"{seen.imported_at:%Y-%m-%d %H:%M}")
+        if campaign is not None:
+            camp = _import_campaign(s, campaign, sorted({str(r["cluster"]) for r in rows}))
+            s.execute(delete(ResultRow).where(ResultRow.campaign_id == camp.id, ResultRow.source == source))
+            for rec in records:
+                rec["campaign_id"] = camp.id
         keys = [r["natural_key"] for r in records]
         present: set[str] = set()
         for i in range(0, len(keys), _CHUNK):
@@ -69,8 +89,26 @@ def store_import(led: Ledger, path: Path, rows: list[dict[str, Any]]) -> Importe
         fresh = [r for r in records if r["natural_key"] not in present]
         if fresh:
             s.execute(insert(ResultRow), fresh)
-        s.add(ImportFile(fingerprint=print_, path=str(path.resolve()), rows=len(fresh), imported_at=now()))
+        if campaign is None:
+            s.add(ImportFile(fingerprint=print_, path=str(path.resolve()), rows=len(fresh), imported_at=now()))
     return Imported(len(fresh), len(records) - len(fresh))
+
+
+def _import_campaign(s: Session, name: str, clusters: list[str]) -> Campaign:
+    """The named campaign that imported rows go to; a submitted campaign of
+    that name is refused (its rows come from its jobs)."""
+    camp = s.scalar(select(Campaign).where(Campaign.name == name))
+    if camp is not None:
+        if camp.backend != IMPORT_BACKEND:
+            raise BadInputError(f"campaign {name!r} holds submitted jobs ({camp.backend} backend); "
+                                f"import into a new name with --campaign")
+        return camp
+    camp = Campaign(name=name, cluster=",".join(clusters)[:100], experiment=IMPORT_BACKEND,
+                    backend=IMPORT_BACKEND, cluster_yaml=cluster_yaml(ClusterSpec(name=clusters[0])),
+                    python="", created_at=now(), workdir="")
+    s.add(camp)
+    s.flush()
+    return camp
 
 
 def params_text(extra_args: tuple[tuple[str, str], ...], row: dict[str, Any]) -> str:
