@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import insert, update
 from sqlalchemy.orm import Session
 
+from campaign import owner
 from campaign.backends.base import Backend, JobRequest, Submitted
 from campaign.clock import now
 from campaign.config.schema import ClusterSpec
@@ -57,10 +58,24 @@ def attempt_row(run_id: int, run: RunSpec, camp_dir: Path, previous: JobAttempt 
     """Column values of a new attempt, recorded before it reaches the scheduler."""
     number = (previous.attempt + 1) if previous else 1
     workdir = attempt_dir(camp_dir, run, number)
+    me = owner.me()
     return {"run_id": run_id, "attempt": number, "previous_id": previous.id if previous else None,
             "backend": "", "state": JobState.PENDING, "workdir": str(workdir),
             "output_path": str(workdir / OUTPUT_CSV), "walltime_min": walltime_min, "mem_gb": mem_gb,
-            "provenance_id": prov_id, "n": list(n) if n else None}
+            "provenance_id": prov_id, "n": list(n) if n else None, "owner_host": me.host, "owner_pid": me.pid, "owner_start": me.start}
+
+
+def orphaned(att: JobAttempt) -> bool:
+    """Recorded, never confirmed by the scheduler, and its recording process is
+    gone (or is this one): crash recovery may take it. An attempt another live
+    process is still submitting is never touched (issue 11: a second submit took
+    the first one's attempts for leftovers and ran every job twice). Callers
+    hold the campaign's claim (campaign.claims), so an owner on another host
+    cannot still be submitting it."""
+    if att.job_id is not None or att.state.finished:
+        return False
+    mine = (att.owner_host, att.owner_pid, att.owner_start) == (owner.me().host, owner.me().pid, owner.me().start)
+    return mine or owner.alive(att.owner_host, att.owner_pid, att.owner_start) is not True
 
 
 def new_attempt(s: Session, run_id: int, run: RunSpec, camp_dir: Path, previous: JobAttempt | None,

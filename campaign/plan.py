@@ -241,6 +241,7 @@ def plan(cfg: RootConfig) -> Plan:
         raise ConfigError(f"experiment.mem_gb must be positive (GB per job), got {exp.mem_gb}")
     if not exp.sweeps:
         raise ConfigError(f"experiment {exp.name} has no sweeps")
+    _check_size(cfg)
     runs: list[RunSpec] = []
     skipped: list[str] = []
     for index, sweep in enumerate(exp.sweeps):
@@ -255,6 +256,23 @@ def plan(cfg: RootConfig) -> Plan:
     seen: set[str] = set()
     unique = [r for r in runs if not (r.key in seen or seen.add(r.key))]  # type: ignore[func-returns-value]
     return Plan(unique, skipped)
+
+
+def _check_size(cfg: RootConfig) -> None:
+    """Count the runs before building any (a million-run typo must be one line
+    at once, not minutes and gigabytes of planning): an upper bound from the
+    list lengths, refused above campaign.max_runs."""
+    limit = cfg.campaign.max_runs
+    total = 0
+    for sweep in cfg.experiment.sweeps:
+        parts = len(sweep.partitions or cfg.cluster.partitions) or 1
+        grid = 1
+        for values in sweep.grid.values():
+            grid *= max(1, len(values))
+        total += parts * len(sweep.impls) * len(sweep.variants) * len(sweep.dtypes) * len(sweep.threads) * grid
+        if total > limit:
+            raise ConfigError(f"experiment {cfg.experiment.name} plans up to {total:,} runs (counted before "
+                              f"building them), above campaign.max_runs={limit:,}: narrow the sweeps or raise it")
 
 
 def _expand(

@@ -26,15 +26,18 @@ from campaign.attempts import (
     attempt_row,
     job_request,
     new_attempt,
+    orphaned,
     recover_orphans,
     submit_requests,
 )
 from campaign.backends import get_backend
 from campaign.charging import Charge, estimate
+from campaign.claims import claimed, notice
 from campaign.clock import now
 from campaign.config import RootConfig, load_config
 from campaign.config.clusters import cluster_yaml
 from campaign.config.load import resolved_yaml
+from campaign.config.validate import check_under
 from campaign.errors import BadInputError, ConfigError
 from campaign.identity import why_new, with_identity
 from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, Run
@@ -87,7 +90,8 @@ def _prepare(overrides: Sequence[str], ledger_path: Path,
     if len(members) > 1:
         cfg.__dict__["_resolved_yaml"] = "---\n".join(resolved_yaml(c) for c in members)  # provenance: all members
     name = campaign_name(cfg)
-    return cfg, p, name, _workdir_root(cfg.campaign.workdir, ledger_path) / name
+    root = _workdir_root(cfg.campaign.workdir, ledger_path)
+    return cfg, p, name, check_under(root / name, root, "campaign.name")
 
 
 def dry_run(overrides: Sequence[str], ledger_path: Path,
@@ -137,19 +141,25 @@ def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
     # Read before the transaction: it runs `gcc --version`, `nvidia-smi`, hashes binaries.
     env = provenance.environment(cfg.cluster.build.cc, cfg.cluster.build.fc, [r.argv for r in p.runs])
     with ledger.session.begin() as s:
-        camp = _get_or_create_campaign(s, cfg, name, camp_dir)
-        prov = _record_provenance(s, camp, cfg, overrides, env)
-        todo, report.existing, resumed, report.why_new = _record_runs(s, camp, p.runs, camp_dir, prov.id, force)
-    reqs = [job_request(cfg.cluster, name, run, aid, Path(wd), run.walltime_min, run.mem_gb) for aid, run, wd in todo]
-    labels = {r.attempt_id: r.run.label for r in reqs}
-    backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
-    reqs, found = recover_orphans(ledger, backend, reqs, resumed)
-    report.recovered = len(found)
-    sent = submit_requests(ledger, backend, reqs, progress)
-    report.submitted = [(sub.job_id, labels[sub.attempt_id]) for sub in [*found, *sent]]
-    if cfg.cluster.backend == "local" and reqs:
-        report.sync = sync(ledger, name)
-        report.failed = failed_among(ledger, [sub.attempt_id for sub in sent])
+        camp_id = _get_or_create_campaign(s, cfg, name, camp_dir).id
+    # One submit or rerun of a campaign at a time (campaign.claims): a second
+    # identical submit waits, then finds every run recorded and submits nothing.
+    with claimed(ledger, [camp_id], "submit", notice):
+        with ledger.session.begin() as s:
+            camp = s.get_one(Campaign, camp_id)
+            prov = _record_provenance(s, camp, cfg, overrides, env)
+            todo, report.existing, resumed, report.why_new = _record_runs(s, camp, p.runs, camp_dir, prov.id, force)
+        reqs = [job_request(cfg.cluster, name, run, aid, Path(wd), run.walltime_min, run.mem_gb)
+                for aid, run, wd in todo]
+        labels = {r.attempt_id: r.run.label for r in reqs}
+        backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
+        reqs, found = recover_orphans(ledger, backend, reqs, resumed)
+        report.recovered = len(found)
+        sent = submit_requests(ledger, backend, reqs, progress)
+        report.submitted = [(sub.job_id, labels[sub.attempt_id]) for sub in [*found, *sent]]
+        if cfg.cluster.backend == "local" and (reqs or found):
+            report.sync = sync(ledger, name)
+            report.failed = failed_among(ledger, [sub.attempt_id for sub in [*found, *sent]])
     return report
 
 
@@ -203,8 +213,9 @@ def _record_runs(
         present += 1
         last = row.attempts[-1] if row.attempts else None
         if last is not None and last.job_id is None and not last.state.finished:
-            todo.append((last.id, run, last.workdir))  # recorded earlier, job ID never recorded
-            resumed.add(last.id)
+            if orphaned(last):  # recorded by a process that is gone, job ID never recorded
+                todo.append((last.id, run, last.workdir))
+                resumed.add(last.id)
         elif force or last is None:
             todo.append(new_attempt(s, row.id, run, camp_dir, last, prov_id, run.walltime_min, run.mem_gb))
     # New runs and their first attempts in two bulk INSERTs (10,000-run

@@ -23,9 +23,10 @@ from campaign.config.clusters import cluster_from_yaml
 from campaign.job.files import EXIT_FILE, counters_path, read_json
 from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, ResultRow, Run
 from campaign.ledger import queries as q
+from campaign.overlap import flag_overlaps
 from campaign.partial import PARTIAL_STATES, describe, read_partial
 from campaign.results.counters import read_counters
-from campaign.results.reader import Outcome, classify_output
+from campaign.results.reader import Expected, Outcome, classify_output
 from campaign.results.store import job_rows
 from campaign.states import OPEN_STATES, JobState
 
@@ -55,6 +56,8 @@ class _Pending:
     expected_n: tuple[int, ...] = ()
     check: bool = False
     extra_args: tuple[tuple[str, str], ...] = ()
+    kernel: str | None = None  # the run's own kernel and dtype: output of another is LOST_OUTPUT
+    dtype: str | None = None
 
     @property
     def profiled(self) -> bool:
@@ -115,6 +118,7 @@ def _load_specs(s: Session, items: list[_Pending]) -> None:
         p.expected_n = tuple(only.get(p.attempt_id) or spec["n"])
         p.check = bool(spec["check"])
         p.extra_args = tuple((str(k), str(v)) for k, v in spec.get("extra_args") or [])
+        p.kernel, p.dtype = spec.get("kernel"), spec.get("dtype")
 
 
 def _status_values(p: _Pending, st: JobStatus, outcome: Outcome | None) -> dict[str, Any]:
@@ -170,15 +174,16 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
     for p in finished:
         st = statuses[p.attempt_id]
         if st.state is JobState.COMPLETED:
-            outcomes[p.attempt_id] = classify_output(p.output, p.expected_n, p.check)
+            outcomes[p.attempt_id] = classify_output(p.output, Expected(p.expected_n, p.check, p.kernel, p.dtype))
             if p.profiled:
                 counters[p.attempt_id] = _profile(p, outcomes)
         elif st.state in PARTIAL_STATES:  # keep what it finished, remember what it did not
             partial, missing = read_partial(p.output, p.expected_n, p.check)
             partials[p.attempt_id] = (partial.rows if partial else [], missing)
         exit_record = read_json(Path(p.ref.workdir) / EXIT_FILE)
-        if exit_record and isinstance(exit_record.get("exit_code"), int):
-            st.exit_code = exit_record["exit_code"]  # the kernel's own code, not srun's
+        code = exit_record.get("exit_code") if exit_record else None
+        if isinstance(code, int) and not isinstance(code, bool) and -2**31 <= code < 2**31:
+            st.exit_code = code  # the kernel's own code, not srun's (a planted 10^20 is ignored)
     if pending:
         with ledger.session.begin() as s:
             report.changed, report.ingested_rows = _apply(s, pending, statuses, outcomes, camps, counters,
@@ -250,4 +255,5 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
         s.execute(insert(ResultRow), rows)
     if counter_rows:
         s.execute(insert(CounterRow), counter_rows)
+    flag_overlaps(s, [v for v in updates if v["state"].finished])
     return changed, len(rows)

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
+from campaign.backends.local_lock import timed_cpu_lock
 from campaign.errors import SchedulerError
 from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, read_json
 from campaign.job.procs import group_members, stop_group, wait_gone
@@ -72,6 +73,15 @@ class LocalBackend(Backend):
         return ex
 
     def submit(self, requests: Sequence[JobRequest], on_submitted: OnSubmitted) -> None:
+        if not requests:
+            return
+        if any(r.run.gpus == 0 for r in requests):  # timed CPU work: one campaign at a time per machine
+            with timed_cpu_lock(requests[0].job_name):
+                self._submit(requests, on_submitted)
+        else:
+            self._submit(requests, on_submitted)
+
+    def _submit(self, requests: Sequence[JobRequest], on_submitted: OnSubmitted) -> None:
         width = max(1, self.cluster.local_parallel_jobs)
         pending = list(requests)
         running: list[tuple[JobRequest, object]] = []
@@ -109,10 +119,18 @@ class LocalBackend(Backend):
         return found
 
     def query(self, refs: Sequence[JobRef]) -> QueryResult:
-        return QueryResult({ref.attempt_id: self._status(ref) for ref in refs})
+        statuses = {}
+        for ref in refs:
+            try:
+                statuses[ref.attempt_id] = self._status(ref)
+            except (ValueError, TypeError, OverflowError) as exc:  # a planted or corrupted job record
+                statuses[ref.attempt_id] = JobStatus(JobState.LOST_OUTPUT, reason=f"unreadable job record: {exc}")
+        return QueryResult(statuses)
 
     def _status(self, ref: JobRef) -> JobStatus:
         workdir = Path(ref.workdir)
+        if not workdir.is_dir():  # deleted before anyone looked: the output is lost, the job did not fail
+            return JobStatus(JobState.LOST_OUTPUT, reason=f"job folder {workdir} is gone")
         start = read_json(workdir / START_FILE)
         end = read_json(workdir / EXIT_FILE)
         started = _parse_time(start.get("started")) if start else None

@@ -243,9 +243,7 @@ def cmd_cancel(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 def cmd_import(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     rows = api.read_import_file(args.file)  # validated before the ledger is even opened
     led = ledger(args)
-    count = api.store_import(led, args.file, rows, campaign=args.campaign)
-    into = f" into campaign {args.campaign}" if args.campaign else ""
-    print(f"imported {count} rows from {args.file}{into}")
+    print(api.store_import(led, args.file, rows, campaign=args.campaign).summary(args.file, args.campaign))
     return 0
 
 
@@ -288,6 +286,8 @@ def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 
 def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
+    if not args.json and args.out.exists() and not args.out.is_dir():
+        raise BadInputError(f"report --out {args.out} is a file; name a folder (it is made if missing)")
     led = ledger(args, create=False)
     if args.json or args.format == "json":
         json.dump(api.metrics(led, cluster=args.cluster, campaign=args.campaign, all_campaigns=args.all), sys.stdout)

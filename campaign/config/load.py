@@ -16,6 +16,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from campaign.config import overrides as schema_overrides
 from campaign.config.schema import RootConfig
+from campaign.config.validate import validate
 from campaign.errors import ConfigError
 
 SEARCH_PATH_ENV = "CAMPAIGN_CONFIG_PATH"  # extra config folders, ':'-separated
@@ -124,6 +125,7 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     assert isinstance(root, RootConfig)
     for key, part in root.cluster.partitions.items():
         part.name = part.name or key
+    validate(root)  # every value that reaches a script, a command or a path (campaign.config.validate)
     root.__dict__["_resolved_yaml"] = text  # for provenance; not a config field
     return root
 

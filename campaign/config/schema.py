@@ -215,6 +215,7 @@ class CampaignSettings:
     kernel_bin: str | None = None  # built C/Fortran programs; default: kernels/build
     workdir: str | None = None  # job folders; default: <ledger folder>/runs
     allow_node_local: bool = False  # accept a workdir/ledger on /tmp or /dev/shm with a Slurm cluster
+    max_runs: int = 100_000  # the planner refuses experiments of more runs, before building them
 
 
 @dataclass

@@ -45,6 +45,29 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def _claim_start(path: Path, data: dict[str, Any]) -> bool:
+    """Write job.json only if no job of this attempt wrote it before: a hard
+    link is atomic and fails when the name exists, so two executions of one
+    attempt race for it and exactly one wins."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    except OSError:  # a filesystem without hard links: an exclusive create, then the content
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w") as f:
+            f.write(tmp.read_text())
+        return True
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def _unlimit_stack() -> None:
     # The paper's 8 MB stack crash: raise the soft limit as far as allowed.
     soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
@@ -108,7 +131,10 @@ def execute(task: JobTask) -> dict[str, Any]:
         if task.record_env_prefixes else {}
     start = {"host": host, "pid": os.getpid(), "started": _now(), "argv": list(task.argv),
              "env": dict(task.env), "scheduler": scheduler}
-    _write_json(workdir / START_FILE, start)
+    if not _claim_start(workdir / START_FILE, start):
+        # Another job of this very attempt started first (a recovered submit
+        # sent it again): never run a kernel twice in one folder (issue 11).
+        return {"duplicate": True, "host": start["host"]}
     # Not checkpointable: let the scheduler end the job at its limit (TIMEOUT)
     # instead of submitit's USR2 handler failing it 90 s early.
     signal.signal(signal.SIGUSR2, signal.SIG_IGN)

@@ -45,7 +45,8 @@ def _statement(campaign: str | Sequence[str] | None, cluster: str | None, usable
                where: RowFilter | None = None) -> Any:
     cols: list[Any] = [getattr(ResultRow, c) for c in EXPORT_COLUMNS]
     cols += [ResultRow.source, Campaign.name.label("campaign"), type_coerce(JobAttempt.state, String).label("state"),
-             JobAttempt.alloc_cpus.label("alloc_cpus")]  # cores the job was given: oversubscription is judged by it
+             JobAttempt.alloc_cpus.label("alloc_cpus"),  # cores the job was given: oversubscription is judged by it
+             JobAttempt.overlap]  # timed while another timed job ran (campaign.overlap)
     if all_extras:
         cols.append(type_coerce(ResultRow.extra, String).label("_extra"))
     else:
