@@ -55,6 +55,20 @@ stop_pid() {  # stop_pid NAME : NAME is also the program the PID must run
   fi
   rm -f "$f"
 }
+# the second cluster of slurm-second-up.sh (multi-cluster tests), if it was started: its jobs, then its daemons
+LAB2=${CAMPAIGN_SLURM_LAB2:-$LAB/second}
+if [ -d "$LAB2/run/started" ]; then
+  if [ -f "$LAB2/etc/slurm.conf" ] && timeout 5 env SLURM_CONF="$LAB2/etc/slurm.conf" scontrol ping 2>/dev/null | grep -q 'is UP'; then
+    mapfile -t ids2 < <(timeout 10 env SLURM_CONF="$LAB2/etc/slurm.conf" squeue -h -o %A 2>/dev/null | sort -u)
+    if [ ${#ids2[@]} -gt 0 ]; then
+      timeout 30 env SLURM_CONF="$LAB2/etc/slurm.conf" scancel "${ids2[@]}" || log "scancel on the second cluster failed (continuing)"
+    fi
+  fi
+  LAB_SAVED=$LAB; LAB=$LAB2
+  stop_pid slurmd
+  stop_pid slurmctld
+  LAB=$LAB_SAVED
+fi
 stop_pid slurmd
 stop_pid slurmctld
 stop_pid slurmdbd

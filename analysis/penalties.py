@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.schema import group_columns
+from analysis.summary import ALLOC_COLUMN
 from analysis.threads import _CELL, _overlap, _with_gid
 
 
@@ -52,6 +53,23 @@ def numa_crossing(threads: np.ndarray, cores: np.ndarray,
     return np.where(np.isfinite(per_domain) & (per_domain > 0), crossing, False)
 
 
+def used_cores(threads: np.ndarray, alloc: np.ndarray) -> np.ndarray:
+    """Cores T threads spread over: all T, or the allocation when T exceeds it
+    (oversubscription adds threads, not cores). NaN allocation: unknown, T."""
+    return np.where(np.isfinite(alloc), np.minimum(threads, alloc), threads)
+
+
+def numa_crossing_used(used_half: np.ndarray, used: np.ndarray, cores: np.ndarray,
+                       numa_domains: np.ndarray) -> np.ndarray:
+    """True where the cores in use grew from `used_half` to `used` across an
+    interior NUMA boundary k*c (c = cores/numa_domains, k in 1..numa_domains-1)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_domain = cores / numa_domains
+        k = np.maximum(np.ceil(used_half / per_domain), 1.0)
+        crossing = (k * per_domain < used) & (k * per_domain >= used_half) & (k <= numa_domains - 1)
+    return np.where(np.isfinite(per_domain) & (per_domain > 0), crossing, False)
+
+
 def doubling_penalty(df: pd.DataFrame, partitions: pd.DataFrame | None) -> pd.DataFrame:
     """t(T, n)/t(T/2, n) for every T whose half was also measured.
 
@@ -59,10 +77,17 @@ def doubling_penalty(df: pd.DataFrame, partitions: pd.DataFrame | None) -> pd.Da
     cores of the node, i.e. `cores` of the partition facts), `facts_missing`,
     and `within_noise` (the two intervals overlap). Output: group columns, `n`,
     `threads`, `threads_half`, `penalty`, and those flags.
+
+    With the optional column `alloc_cpus` (the cores each job was given) the
+    flags judge the allocation, not the node: `crosses_cores` is T above the
+    allocated cores (oversubscription, e.g. 64 threads on 32 cores), and
+    `crosses_numa` asks whether the cores in use (at most the allocation)
+    crossed a NUMA boundary. Rows without it are judged from the node.
     """
     s = _with_gid(df)
     cols = _CELL + ["threads", "median_s", "ci_lo_s", "ci_hi_s"]
-    upper = s[group_columns(s) + cols]
+    alloc_cols = [ALLOC_COLUMN] if ALLOC_COLUMN in s.columns else []
+    upper = s[group_columns(s) + cols + alloc_cols]
     upper = upper[upper["threads"] % 2 == 0].copy()
     upper["threads_half"] = upper["threads"] // 2
     lower = s[cols].rename(columns={"threads": "threads_half", "median_s": "_t_half",
@@ -80,8 +105,16 @@ def doubling_penalty(df: pd.DataFrame, partitions: pd.DataFrame | None) -> pd.Da
     out = merged[group_columns(s) + ["n", "threads", "threads_half"]].copy()
     out["penalty"] = merged["median_s"].to_numpy() / merged["_t_half"].to_numpy()
     out["facts_missing"] = ~(np.isfinite(cores) & np.isfinite(numa))
-    out["crosses_numa"] = numa_crossing(thr, cores, numa) & ~out["facts_missing"].to_numpy()
-    out["crosses_cores"] = np.where(np.isfinite(cores), thr > cores, False)
+    node_numa = numa_crossing(thr, cores, numa)
+    node_cores = np.where(np.isfinite(cores), thr > cores, False)
+    if alloc_cols:
+        alloc = pd.to_numeric(merged[ALLOC_COLUMN], errors="coerce").to_numpy(dtype=float)
+        known = np.isfinite(alloc)
+        alloc_numa = numa_crossing_used(used_cores(thr / 2.0, alloc), used_cores(thr, alloc), cores, numa)
+        node_numa = np.where(known, alloc_numa, node_numa)
+        node_cores = np.where(known, thr > alloc, node_cores)
+    out["crosses_numa"] = node_numa & ~out["facts_missing"].to_numpy()
+    out["crosses_cores"] = node_cores
     out["within_noise"] = _overlap(merged["ci_lo_s"].to_numpy(), merged["ci_hi_s"].to_numpy(),
                                    merged["_lo_half"].to_numpy(), merged["_hi_half"].to_numpy())
     return out.sort_values(group_columns(s) + ["n", "threads"], kind="stable",

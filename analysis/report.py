@@ -106,6 +106,7 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
                             + ([Block("list", items=tuple(said))] if said else []))]
     sections.append(_jobs_section(mine_jobs))
     blocks = [Block("h1", heading), Block("meta", pairs=_header(cluster, context, mine_jobs))]
+    blocks += _overlap_warning(results, cluster)
     for section in sections:
         if section.blocks:
             blocks += section.all_blocks()
@@ -113,6 +114,21 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
     md_path.write_text(to_markdown(blocks), encoding="utf-8")
     html_path.write_text(to_html(blocks, heading), encoding="utf-8")
     return ReportFiles(markdown=md_path, html=html_path, plots=[f.path for f in figures])
+
+
+def _overlap_warning(results: pd.DataFrame, cluster: str) -> list[Block]:
+    """Rows timed while another timed job ran on the same machine (the
+    ledger's `overlap` note, issue 11) are said up front: their times may be
+    inflated."""
+    if "overlap" not in results.columns or not len(results):
+        return []
+    rows = results[(results["cluster"].astype("str") == cluster).to_numpy()]
+    flagged = rows["overlap"].notna() & (rows["overlap"].astype("str") != "")
+    if not flagged.any():
+        return []
+    return [Block("p", f"Warning: {int(flagged.sum())} of {len(rows)} result rows were timed while another "
+                       "timed job ran on the same machine; their times may be inflated (see `campaign results`, "
+                       "column overlap).")]
 
 
 def cluster_metrics(summary: pd.DataFrame, partitions: pd.DataFrame | None,

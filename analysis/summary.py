@@ -27,6 +27,10 @@ from analysis.cost_model import add_cost_columns
 from analysis.frames import group_codes
 from analysis.schema import group_columns
 
+# Optional: the cores allocated to the job that measured a row (campaign
+# records it with each attempt); threads above it oversubscribe on purpose.
+ALLOC_COLUMN = "alloc_cpus"
+
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "median_s", "ci_lo_s", "ci_hi_s", "ci_coverage", "repeats", "single_repeat",
     "flops", "bytes",
@@ -77,7 +81,7 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
         ranks[counts == m] = r
         coverage[counts == m] = cov
     first_rows = order[starts]
-    keep = cell_cols + [c for c in ("flops", "bytes") if c in results.columns]
+    keep = cell_cols + [c for c in ("flops", "bytes", ALLOC_COLUMN) if c in results.columns]
     out = results.iloc[first_rows][keep].reset_index(drop=True)
     out["median_s"] = median
     out["ci_lo_s"] = sorted_t[starts + ranks - 1]

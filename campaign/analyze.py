@@ -14,6 +14,7 @@ from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError, ConfigError
 from campaign.frames import counters_frame, jobs_frame, partition_facts_frame
 from campaign.ledger import Campaign, Ledger
+from campaign.report_scope import resolve
 from campaign.results.export import results_frame
 from campaign.results.store import IMPORT_BACKEND
 
@@ -33,12 +34,12 @@ def _cluster_specs(led: Ledger, names: set[str]) -> dict[str, ClusterSpec]:
     return specs
 
 
-def _inputs(led: Ledger, cluster: str | None, campaign: str | None) -> tuple[Any, Any]:
+def _inputs(led: Ledger, cluster: str | None, campaign: str | list[str] | None) -> tuple[Any, Any]:
     from analysis.cost_model import add_cost_columns  # lazy: pulls in pandas
 
     results = results_frame(led, campaign=campaign, usable_only=True, all_extras=False)
     if results.empty:
-        where = f" for campaign {campaign}" if campaign else ""
+        where = f" for campaign {', '.join([campaign] if isinstance(campaign, str) else campaign)}" if campaign else ""
         raise BadInputError(f"no usable results in the ledger{where}: run `campaign status` after jobs complete, "
                             f"or `campaign import FILE.csv`")
     if cluster and cluster not in set(results["cluster"]):
@@ -48,16 +49,20 @@ def _inputs(led: Ledger, cluster: str | None, campaign: str | None) -> tuple[Any
     return results, facts
 
 
-def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | None = None) -> dict[str, Any]:
+def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None,
+            all_campaigns: bool = False) -> dict[str, Any]:
+    """Metrics of one campaign (the latest by default; report_scope)."""
     from analysis.metrics import metrics_json  # lazy, as above
 
-    results, facts = _inputs(led, cluster, campaign)
+    scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
+    results, facts = _inputs(led, cluster, scope.campaigns)
     out: dict[str, Any] = dict(metrics_json(results, facts, cluster=cluster))
-    out["counters"] = counters_json(led, results, cluster=cluster, campaign=campaign)
+    out["counters"] = counters_json(led, results, cluster=cluster, campaign=scope.campaigns)
+    out["scope"] = {"campaigns": scope.campaigns, "how": scope.how, "header": scope.lines}
     return out
 
 
-def _counters(led: Ledger, cluster: str | None, campaign: str | None) -> Any:
+def _counters(led: Ledger, cluster: str | None, campaign: str | Sequence[str] | None) -> Any:
     frame = counters_frame(led, campaign)
     if cluster and len(frame):
         frame = frame[frame["cluster"] == cluster]
@@ -65,7 +70,7 @@ def _counters(led: Ledger, cluster: str | None, campaign: str | None) -> Any:
 
 
 def counters_json(led: Ledger, results: Any, *, cluster: str | None = None,
-                  campaign: str | None = None) -> dict[str, Any]:
+                  campaign: str | Sequence[str] | None = None) -> dict[str, Any]:
     """`report --json` key `counters`: measured vs predicted, variant ratios,
     profile failures (empty lists when nothing was profiled)."""
     from analysis.counters_report import counters_json as to_json  # lazy: pandas
@@ -88,33 +93,58 @@ def _append_counters_section(files: Any, counters: Any, results: Any) -> None:
                           else page + section)
 
 
-def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None, campaign: str | None = None,
+def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
+                  campaign: str | Sequence[str] | None = None, all_campaigns: bool = False,
                   keys: Sequence[str] | None = None) -> None:
-    """`report --json`: the metrics object streamed to `out` (only `keys`,
+    """`report --json`: api.metrics' object streamed to `out` (only `keys`,
     default all), written as it is converted, never held as one string."""
     from analysis.metrics_stream import check_keys, write_metrics_json  # lazy, as above
 
     try:
-        chosen = check_keys(keys, ("counters",))  # before the ledger is read: a typo fails at once
+        chosen = check_keys(keys, ("counters", "scope"))  # before the ledger is read: a typo fails at once
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
-    results, facts = _inputs(led, cluster, campaign)
+    scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
+    results, facts = _inputs(led, cluster, scope.campaigns)
     write_metrics_json(results, facts, out, cluster=cluster, keys=chosen, tail={
-        "counters": lambda: counters_json(led, results, cluster=cluster, campaign=campaign)})
+        "counters": lambda: counters_json(led, results, cluster=cluster, campaign=scope.campaigns),
+        "scope": lambda: {"campaigns": scope.campaigns, "how": scope.how, "header": scope.lines}})
 
 
-def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaign: str | None = None) -> list[Path]:
+def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None,
+                  all_campaigns: bool = False) -> list[Path]:
+    """Reports of one campaign (the latest by default), `campaign` several, or
+    `all_campaigns` pooled; the header names what was covered."""
     from analysis.report import render_report  # lazy: matplotlib
 
-    results, facts = _inputs(led, cluster, campaign)
-    jobs = jobs_frame(led, campaign)
+    scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
+    results, facts = _inputs(led, cluster, scope.campaigns)
+    jobs = jobs_frame(led, None)
+    if scope.campaigns is not None:
+        jobs = jobs[jobs["campaign"].isin(scope.campaigns)]
     clusters = [cluster] if cluster else sorted(set(results["cluster"]))
     written: list[Path] = []
     for name in clusters:
-        files = render_report(results, facts, jobs, out, name)
-        _append_counters_section(files, _counters(led, name, campaign), results[results["cluster"] == name])
+        files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}")
+        _add_header(files, scope.lines)
+        _append_counters_section(files, _counters(led, name, scope.campaigns), results[results["cluster"] == name])
         written += [files.markdown, files.html]
     return written
+
+
+def _add_header(files: Any, lines: list[str]) -> None:
+    """The scope lines (campaigns, ledger, dates, provenance) under the
+    report's title, in the Markdown and the HTML (analysis.report takes no
+    header context yet)."""
+    import html
+
+    text = files.markdown.read_text().splitlines(keepends=True)
+    block = ["\n"] + [f"- {line}\n" for line in lines]
+    files.markdown.write_text("".join(text[:1] + block + text[1:]))
+    page = files.html.read_text()
+    if "</h1>" in page:
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+        files.html.write_text(page.replace("</h1>", f"</h1>\n<ul class=\"scope\">{items}</ul>", 1))
 
 
 def measured_shapes(led: Ledger | None) -> Any:

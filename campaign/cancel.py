@@ -1,17 +1,34 @@
-"""`campaign cancel`: stop a campaign's unfinished jobs, or one job."""
+"""`campaign cancel`: stop a campaign's unfinished jobs, or one job.
+
+Each job's folder first gets `cancel.json` (a job that has not started yet
+will not start its kernel), then the backend stops the jobs and returns only
+once they stopped (local: the kernel's whole process group); only then are the
+attempts marked CANCELLED. A job that could not be stopped keeps its state.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+from sqlalchemy import insert
 
 from campaign.backends import get_backend
 from campaign.backends.base import JobRef
 from campaign.clock import now
 from campaign.config.clusters import cluster_from_yaml
 from campaign.errors import BadInputError
-from campaign.ledger import JobAttempt, Ledger
+from campaign.job.files import CANCEL_FILE
+from campaign.ledger import JobAttempt, Ledger, ResultRow
 from campaign.ledger import queries as q
+from campaign.partial import describe, read_partial
+from campaign.results.store import job_rows
 from campaign.states import JobState
+
+
+def _leave_marker(workdir: Path) -> None:
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / CANCEL_FILE).write_text(json.dumps({"cancelled": now().isoformat()}) + "\n")
 
 
 def cancel(ledger: Ledger, target: str) -> list[str]:
@@ -25,20 +42,35 @@ def cancel(ledger: Ledger, target: str) -> list[str]:
             if not atts:
                 raise BadInputError(f"job {target} has already finished; nothing to cancel")
         groups: dict[str, tuple[str, str, list[JobRef]]] = {}
+        info: dict[int, tuple[str, tuple[int, ...], bool, tuple[tuple[str, str], ...]]] = {}
         for a in atts:
+            spec = a.run.spec
+            info[a.id] = (a.output_path, tuple(a.n or spec["n"]), bool(spec["check"]),
+                          tuple((str(k), str(v)) for k, v in spec.get("extra_args") or []))
             c = a.run.campaign
             groups.setdefault(c.name, (c.cluster_yaml, c.workdir, []))[2].append(
-                JobRef(a.id, a.job_id or "", a.workdir, a.submitted_at, a.walltime_min))
+                JobRef(a.id, a.job_id or "", a.workdir, a.submitted_at, a.walltime_min, a.scheduler_cluster))
+    for _, _, refs in groups.values():
+        for ref in refs:  # before any signal: a job not yet started must not start
+            _leave_marker(Path(ref.workdir))
     for cyaml, workdir, refs in groups.values():
         live = [r for r in refs if r.job_id]
         if live:
             get_backend(cluster_from_yaml(cyaml), Path(workdir)).cancel(live)
+    partials = {aid: read_partial(Path(out), n, check) for aid, (out, n, check, _) in info.items()}
     cancelled = []
     with ledger.session.begin() as s:
         for _, _, refs in groups.values():
             for ref in refs:
                 att = s.get(JobAttempt, ref.attempt_id)
                 if att is not None and not att.state.finished:
-                    att.state, att.reason, att.ended_at = JobState.CANCELLED, "cancelled by campaign cancel", now()
+                    outcome, missing = partials[att.id]
+                    att.state, att.ended_at = JobState.CANCELLED, now()
+                    att.reason = f"cancelled by campaign cancel; {describe(info[att.id][1], missing)}"
+                    att.missing_n = missing
+                    if outcome is not None and outcome.rows:
+                        run = att.run
+                        s.execute(insert(ResultRow), job_rows(att.id, att.job_id or "", run.campaign.cluster,
+                                                              run.partition, info[att.id][3], outcome.rows))
                     cancelled.append(att.job_id or f"(unsubmitted attempt {att.id})")
     return cancelled

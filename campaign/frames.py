@@ -3,6 +3,7 @@ not the ledger). Results themselves come from campaign.results.export."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
@@ -54,7 +55,7 @@ COUNTER_FRAME_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "d
                          "metric", "value", "unit", "kernels", "error", "attempt_id"]
 
 
-def counters_frame(led: Ledger, campaign: str | None = None) -> Any:
+def counters_frame(led: Ledger, campaign: str | Sequence[str] | None = None) -> Any:
     """Hardware counters (analysis/counters.py's long form), one row per
     attempt, n and metric, plus one row with `error` per PROFILE_FAILED
     attempt (its reason). `params` is spelled as on the result rows, so
@@ -70,7 +71,8 @@ def counters_frame(led: Ledger, campaign: str | None = None) -> Any:
               .join(Run, Run.id == JobAttempt.run_id).join(Campaign)
               .where(JobAttempt.state == JobState.PROFILE_FAILED))
     if campaign:
-        stmt, failed = stmt.where(Campaign.name == campaign), failed.where(Campaign.name == campaign)
+        names = [campaign] if isinstance(campaign, str) else list(campaign)
+        stmt, failed = stmt.where(Campaign.name.in_(names)), failed.where(Campaign.name.in_(names))
     rows: list[dict[str, Any]] = []
     with led.session() as s:
         for row, spec, partition, cluster in s.execute(stmt.order_by(CounterRow.id)):

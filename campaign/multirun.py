@@ -21,8 +21,9 @@ from campaign.config.load import group_options, resolved_yaml
 from campaign.config.sweep import expand
 from campaign.errors import ConfigError
 from campaign.ledger import Ledger
+from campaign.node_local import check_node_local
 from campaign.plan import campaign_name, missing_programs, plan
-from campaign.submit import SubmitReport, dry_run, submit
+from campaign.submit import SubmitReport, campaign_dir, dry_run, submit
 
 
 @dataclass
@@ -73,13 +74,16 @@ def composed_yaml(overrides: Sequence[str]) -> str:
     return "---\n".join(docs)
 
 
-def prepare(overrides: Sequence[str]) -> list[CampaignSweep]:
+def prepare(overrides: Sequence[str], ledger_path: Path | None = None) -> list[CampaignSweep]:
     """Every campaign of the command line composed and planned, so that a
     mistake anywhere is found before the ledger is opened or a job submitted."""
     groups = campaigns(overrides)
     for group in groups:
         for cfg in group.configs:
-            missing = missing_programs(plan(cfg).runs)
+            runs = plan(cfg).runs  # config mistakes (a missing account...) are named first
+            if ledger_path is not None:
+                check_node_local(cfg, [campaign_dir(cfg, ledger_path), ledger_path])
+            missing = missing_programs(runs)
             if missing:
                 raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
     return groups

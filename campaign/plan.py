@@ -25,6 +25,7 @@ from campaign.config.schema import (
     SweepSpec,
 )
 from campaign.errors import ConfigError
+from campaign.resources import allocate
 
 KEY_LENGTH = 16
 
@@ -51,17 +52,37 @@ class RunSpec:
     mem_gb: float | None
     argv: tuple[str, ...]
     extra_args: tuple[tuple[str, str], ...] = ()
+    # What else changes the measurement: rendered environment, modules, program
+    # content/versions (campaign.identity fills it in before submit).
+    identity: tuple[tuple[str, str], ...] = ()
+    cpus: int = 0  # cores allocated (campaign.resources); 0 = as many as threads
+    exclusive: bool = False  # whole node (--exclusive)
+
+    @property
+    def alloc_cpus(self) -> int:
+        return self.cpus or self.threads
 
     @cached_property
     def key(self) -> str:
         # Cached: a 10,000-run plan asks for keys many times (dedup, ledger, labels).
-        blob = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        data = self.to_json()
+        # fields added later stay out of the hash at their neutral value, so
+        # runs planned before them keep their keys (submit stays idempotent)
+        if not self.identity:  # runs planned without identity keep the keys they always had
+            del data["identity"]
+        if data["cpus"] in (0, data["threads"]):
+            del data["cpus"]
+        if not data["exclusive"]:
+            del data["exclusive"]
+        blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:KEY_LENGTH]
 
     @property
     def label(self) -> str:
         extra = "".join(f" {k}={v}" for k, v in self.extra_args)
         where = f"{self.gpus}gpu" if self.gpus else f"{self.threads}t"
+        if not self.gpus and self.alloc_cpus != self.threads:
+            where += f"/{self.alloc_cpus}c"
         return f"{self.kernel}/{self.impl}/{self.variant} {self.dtype} {self.partition} {where}{extra}"
 
     def command(self, out_csv: str) -> list[str]:
@@ -94,6 +115,7 @@ class RunSpec:
         data["n"] = tuple(data["n"])
         data["argv"] = tuple(data["argv"])
         data["extra_args"] = tuple(tuple(p) for p in data.get("extra_args", ()))
+        data["identity"] = tuple(tuple(p) for p in data.get("identity", ()))
         return cls(**data)
 
 
@@ -123,7 +145,35 @@ def _grid_points(sweep: SweepSpec) -> Iterator[tuple[tuple[str, str], ...]]:
         yield fixed + tuple((k, _arg_text(v)) for k, v in zip(keys, combo))
 
 
-def _partitions(cluster: ClusterSpec, sweep: SweepSpec) -> list[PartitionSpec]:
+def default_partition(cluster: ClusterSpec, device: str) -> PartitionSpec | None:
+    """The partition a sweep naming none gets for `device`: the configured
+    default, else the first partition of that device (never all of them)."""
+    name = cluster.default_cpu_partition if device == "cpu" else cluster.default_gpu_partition
+    if name:
+        if name not in cluster.partitions:
+            raise ConfigError(f"cluster.default_{device if device == 'cpu' else 'gpu'}_partition={name!r}: "
+                              f"cluster {cluster.name} has no such partition; known: {', '.join(cluster.partitions)}")
+        return cluster.partitions[name]
+    return next((p for p in cluster.partitions.values() if p.device == device), None)
+
+
+def _sweep_devices(sweep: SweepSpec, kernel: KernelSpec) -> list[str]:
+    if sweep.devices:
+        return list(sweep.devices)
+    offered = {d for i in sweep.impls if i in kernel.impls for d in kernel.impls[i].devices}
+    return ["cpu"] if "cpu" in offered or not offered else ["cuda"]
+
+
+def _partitions(cluster: ClusterSpec, sweep: SweepSpec, kernel: KernelSpec | None = None) -> list[PartitionSpec]:
+    if not sweep.partitions and kernel is not None:
+        found = []
+        for device in _sweep_devices(sweep, kernel):
+            part = default_partition(cluster, device)
+            if part is None:
+                raise ConfigError(f"cluster {cluster.name} has no {device} partition for {sweep.kernel}; "
+                                  f"name one in experiment.sweeps.N.partitions")
+            found.append(part)
+        return found
     names = sweep.partitions or list(cluster.partitions)
     out = []
     for name in names:
@@ -158,9 +208,10 @@ def _check_sweep(sweep: SweepSpec, kernel: KernelSpec, index: int) -> None:
 def _check_partition(cfg: RootConfig, part: PartitionSpec, threads: list[int], index: int) -> None:
     cluster, exp = cfg.cluster, cfg.experiment
     if part.requires_account and not (part.account or cluster.account):
+        hint = part.account_hint or "<allocation>"
         raise ConfigError(
             f"cluster {cluster.name} partition {part.name} requires an account: "
-            f"add cluster.account=<allocation> or cluster.partitions.{part.name}.account=<allocation>"
+            f"set cluster.partitions.{part.name}.account={hint}"
         )
     if exp.walltime_min > part.max_walltime_min:
         raise ConfigError(
@@ -168,6 +219,11 @@ def _check_partition(cfg: RootConfig, part: PartitionSpec, threads: list[int], i
             f"maximum of {part.max_walltime_min} min"
         )
     limit = part.cores * part.threads_per_core
+    if exp.cpus_per_run is not None and not 0 < exp.cpus_per_run <= limit:
+        raise ConfigError(f"experiment.cpus_per_run={exp.cpus_per_run} must be between 1 and the {limit} "
+                          f"hardware threads of partition {part.name} ({cluster.name})")
+    # with cpus_per_run, threads above it oversubscribe on purpose (up to 4x the node)
+    limit = limit * 4 if exp.cpus_per_run is not None else limit
     too_many = [t for t in threads if t > limit] if part.gpus == 0 else []
     if too_many:
         raise ConfigError(
@@ -185,6 +241,7 @@ def plan(cfg: RootConfig) -> Plan:
         raise ConfigError(f"experiment.mem_gb must be positive (GB per job), got {exp.mem_gb}")
     if not exp.sweeps:
         raise ConfigError(f"experiment {exp.name} has no sweeps")
+    _check_size(cfg)
     runs: list[RunSpec] = []
     skipped: list[str] = []
     for index, sweep in enumerate(exp.sweeps):
@@ -192,21 +249,30 @@ def plan(cfg: RootConfig) -> Plan:
             raise ConfigError(f"unknown kernel {sweep.kernel!r}; known: {', '.join(sorted(cfg.kernels))}")
         kernel = cfg.kernels[sweep.kernel]
         _check_sweep(sweep, kernel, index)
-        parts = _partitions(cfg.cluster, sweep)
-        if not sweep.partitions:
-            # [] means every partition the experiment fits: a 1-minute debug
-            # partition must not make `experiment=smoke` unplannable.
-            fits = [p for p in parts if cfg.experiment.walltime_min <= p.max_walltime_min]
-            skipped += [f"{kernel.name} on {p.name}: experiment.walltime_min={cfg.experiment.walltime_min} "
-                        f"exceeds the partition's maximum of {p.max_walltime_min} min"
-                        for p in parts if fits and p not in fits]
-            parts = fits or parts
+        parts = _partitions(cfg.cluster, sweep, kernel)
         for part in parts:
             _check_partition(cfg, part, sweep.threads, index)
             runs += _expand(cfg, sweep, kernel, part, skipped, index)
     seen: set[str] = set()
     unique = [r for r in runs if not (r.key in seen or seen.add(r.key))]  # type: ignore[func-returns-value]
     return Plan(unique, skipped)
+
+
+def _check_size(cfg: RootConfig) -> None:
+    """Count the runs before building any (a million-run typo must be one line
+    at once, not minutes and gigabytes of planning): an upper bound from the
+    list lengths, refused above campaign.max_runs."""
+    limit = cfg.campaign.max_runs
+    total = 0
+    for sweep in cfg.experiment.sweeps:
+        parts = len(sweep.partitions or cfg.cluster.partitions) or 1
+        grid = 1
+        for values in sweep.grid.values():
+            grid *= max(1, len(values))
+        total += parts * len(sweep.impls) * len(sweep.variants) * len(sweep.dtypes) * len(sweep.threads) * grid
+        if total > limit:
+            raise ConfigError(f"experiment {cfg.experiment.name} plans up to {total:,} runs (counted before "
+                              f"building them), above campaign.max_runs={limit:,}: narrow the sweeps or raise it")
 
 
 def _expand(
@@ -233,6 +299,7 @@ def _expand(
             skipped.append(f"{kernel.name}/{impl_name}/{variant} {dtype} on {part.name}: {why}")
             continue
         for t, extra in itertools.product(threads, _grid_points(sweep)):
+            alloc = allocate(part, exp, t)
             runs.append(
                 RunSpec(
                     cluster=cfg.cluster.name, partition=part.name, kernel=kernel.name,
@@ -240,8 +307,8 @@ def _expand(
                     threads=t, gpus=1 if device == "cuda" else 0,
                     n=tuple(sweep.n), d=sweep.d, repeats=exp.repeats, warmup=exp.warmup,
                     check=exp.check, walltime_min=exp.walltime_min,
-                    mem_gb=exp.mem_gb if exp.mem_gb is not None else part.mem_gb,
-                    argv=tuple(impl.argv), extra_args=extra + profiling,
+                    mem_gb=alloc.mem_gb, argv=tuple(impl.argv), extra_args=extra + profiling,
+                    cpus=alloc.cpus if alloc.cpus != t else 0, exclusive=alloc.exclusive,
                 )
             )
     return runs

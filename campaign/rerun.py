@@ -1,24 +1,35 @@
-"""`campaign rerun`: failed runs again, as new attempts linked to the old ones."""
+"""`campaign rerun`: failed runs again, as new attempts linked to the old ones.
+
+A TIMEOUT/CANCELLED/OUT_OF_MEMORY attempt whose finished n were ingested
+(campaign.partial) is rerun for its missing n only; the others run whole.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from campaign.attempts import Progress, job_request, new_attempt, submit_requests
+from campaign.attempts import Progress, job_request, new_attempt, orphaned, recover_orphans, submit_requests
 from campaign.backends import get_backend
 from campaign.backends.base import JobRequest
+from campaign.claims import claimed, notice
+from campaign.clock import now
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError
-from campaign.ledger import JobAttempt, Ledger
+from campaign.ledger import Campaign, JobAttempt, Ledger
 from campaign.ledger import queries as q
+from campaign.partial import PARTIAL_STATES
 from campaign.plan import RunSpec
 from campaign.states import JobState
 from campaign.sync import SyncReport, sync
+from campaign.waiting import failed_among
 
 
 @dataclass
@@ -30,30 +41,47 @@ class _Batch:
     python: str
     requests: list[JobRequest] = field(default_factory=list)
     previous: dict[int, str | None] = field(default_factory=dict)  # new attempt id -> previous job id
+    resumed: set[int] = field(default_factory=set)  # attempts a killed submit/rerun left unconfirmed
 
 
 @dataclass
 class RerunReport:
     submitted: list[tuple[str, str]] = field(default_factory=list)  # (new job id, previous job id)
     sync: SyncReport | None = None
+    failed: list[tuple[str, str]] = field(default_factory=list)  # waited-for jobs that ended failed again
 
 
-def _select(s: Session, campaign: str | None, job_id: str | None, states: set[JobState]) -> list[JobAttempt]:
+def _select(s: Session, campaign: str | None, job_id: str | None, states: set[JobState],
+            before: tuple[int, datetime]) -> list[JobAttempt]:
+    """Finished attempts to rerun, as the ledger was when this rerun started
+    (`before`: the newest attempt id then): a rerun that waited for another one
+    of the same campaign does not rerun that one's new attempts again."""
     if job_id is not None:
         att = q.attempts_by_job_id(s, job_id)[-1]
         latest = q.lineage(s, att)[-1]
+        if not _before(latest, before):
+            return []  # rerun meanwhile by another command
+        if orphaned(latest):
+            return []  # a killed command's unconfirmed attempt: resubmitted by the recovery
         if not latest.state.finished:
             raise BadInputError(f"job {latest.job_id} is still {latest.state.value}; cancel it first")
         return [latest]
     camp_id = q.require_campaign(s, campaign).id if campaign else None
-    return [a for a in q.latest_attempts(s, camp_id) if a.state in states]
+    return [a for a in q.latest_attempts(s, camp_id) if a.state in states and _before(a, before)]
+
+
+def _before(att: JobAttempt, before: tuple[int, datetime]) -> bool:
+    """Recorded and ended before this rerun started (a rerun that waited for
+    another one must not rerun the other's fresh failures)."""
+    last_id, started = before
+    return att.id <= last_id and (att.ended_at is None or att.ended_at <= started)
 
 
 def _scaled(att: JobAttempt, spec: RunSpec, part_max: int, part_mem: float | None, part_share: float,
             time_factor: float, mem_factor: float) -> tuple[int, float | None]:
     walltime, mem = att.walltime_min, att.mem_gb
     if att.state is JobState.TIMEOUT and time_factor != 1.0:
-        walltime = min(part_max, max(walltime + 1, int(round(walltime * time_factor))))
+        walltime = min(part_max, max(walltime + 1, math.ceil(walltime * time_factor)))  # whole minutes, up
     if att.state is JobState.OUT_OF_MEMORY and mem_factor != 1.0:
         base = mem if mem is not None else (part_mem if part_mem is not None else part_share * max(1, spec.threads))
         mem = round(base * mem_factor, 3)
@@ -70,36 +98,86 @@ def rerun(
     time_factor: float = 1.0,
     mem_factor: float = 1.0,
     progress: Progress | None = None,
+    all_campaigns: bool = False,
 ) -> RerunReport:
-    if time_factor < 1.0 or mem_factor < 1.0:
+    if not (math.isfinite(time_factor) and math.isfinite(mem_factor)) or time_factor < 1.0 or mem_factor < 1.0:
         raise BadInputError("--time-factor and --mem-factor must be >= 1")
     wanted = {JobState(s.upper()) for s in states} if states else set()
-    if failed:
-        wanted |= {st for st in JobState if st.rerunnable}
+    if failed:  # CANCELLED was stopped on purpose: rerun it only when asked (--state CANCELLED)
+        wanted |= {st for st in JobState if st.rerunnable and st is not JobState.CANCELLED}
     if job_id is None and not wanted:
         raise BadInputError("say what to rerun: --failed, --state STATE or --job JOB_ID")
+    if job_id is None and campaign is None and not all_campaigns:
+        raise BadInputError("name the campaign to rerun (campaign rerun CAMPAIGN ...), or pass --all "
+                            "for every campaign in the ledger")
     report = RerunReport()
+    started = now()  # aware UTC, as the ledger stores ended_at (campaign.ledger.types)
+    with ledger.session() as s:
+        camp_ids = _campaign_ids(s, campaign, job_id, wanted)
+        before = (s.scalar(select(func.max(JobAttempt.id))) or 0, started)
+    # Serialised with submits and other reruns of the same campaigns (campaign.claims).
+    with claimed(ledger, camp_ids, "rerun", notice):
+        _rerun_claimed(ledger, report, camp_ids, campaign, job_id, wanted, time_factor, mem_factor, progress,
+                       before)
+    return report
+
+
+def _campaign_ids(s: Session, campaign: str | None, job_id: str | None, wanted: set[JobState]) -> list[int]:
+    """The campaigns whose claims this rerun takes: without a campaign named,
+    only those with something to rerun or recover (an unrelated long submit
+    elsewhere in the ledger must not hold `rerun --failed` up)."""
+    if job_id is not None:
+        return [q.attempts_by_job_id(s, job_id)[-1].run.campaign_id]
+    if campaign:
+        return [q.require_campaign(s, campaign).id]
+    return sorted({a.run.campaign_id for a in q.latest_attempts(s)
+                   if a.state in wanted or (a.job_id is None and not a.state.finished)})
+
+
+def _batch(batches: dict[str, _Batch], camp: Campaign) -> _Batch:
+    if camp.name not in batches:
+        batches[camp.name] = _Batch(cluster_from_yaml(camp.cluster_yaml), camp.workdir, camp.python)
+    return batches[camp.name]
+
+
+def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], campaign: str | None,
+                   job_id: str | None, wanted: set[JobState], time_factor: float, mem_factor: float,
+                   progress: Progress | None, before: tuple[int, datetime]) -> None:
     batches: dict[str, _Batch] = {}
     with ledger.session.begin() as s:
-        for att in _select(s, campaign, job_id, wanted):
+        # Crash recovery first: attempts a killed submit or rerun recorded but
+        # never confirmed are sent again (after a look in the scheduler), so
+        # none stays "(not submitted)".
+        for att in q.latest_attempts(s):
+            if att.run.campaign_id in camp_ids and orphaned(att):
+                batch = _batch(batches, att.run.campaign)
+                spec = RunSpec.from_json(att.run.spec)
+                batch.requests.append(job_request(batch.cluster, att.run.campaign.name, spec, att.id,
+                                                  Path(att.workdir), att.walltime_min, att.mem_gb,
+                                                  tuple(att.n) if att.n else None))
+                batch.resumed.add(att.id)
+                previous = s.get(JobAttempt, att.previous_id) if att.previous_id else None
+                batch.previous[att.id] = previous.job_id if previous else None
+        for att in _select(s, campaign, job_id, wanted, before):
             run = att.run
             camp = run.campaign
-            if camp.name not in batches:
-                batches[camp.name] = _Batch(cluster_from_yaml(camp.cluster_yaml), camp.workdir, camp.python)
-            batch = batches[camp.name]
+            batch = _batch(batches, camp)
             spec = RunSpec.from_json(run.spec)
             part = batch.cluster.partitions[spec.partition]
             walltime, mem = _scaled(att, spec, part.max_walltime_min, part.mem_gb,
                                     part.memory_gb / max(1, part.cores), time_factor, mem_factor)
-            aid, _, workdir = new_attempt(s, run.id, spec, Path(camp.workdir), att, None, walltime, mem)
-            batch.requests.append(job_request(batch.cluster, camp.name, spec, aid, Path(workdir), walltime, mem))
+            only = tuple(att.missing_n) if att.state in PARTIAL_STATES and att.missing_n else None
+            aid, _, workdir = new_attempt(s, run.id, spec, Path(camp.workdir), att, None, walltime, mem, only)
+            batch.requests.append(job_request(batch.cluster, camp.name, spec, aid, Path(workdir), walltime, mem,
+                                              only))
             batch.previous[aid] = att.job_id
     for name, batch in batches.items():
         backend = get_backend(batch.cluster, Path(batch.workdir), batch.python)
-        sent = submit_requests(ledger, backend, batch.requests, progress)
+        reqs, found = recover_orphans(ledger, backend, batch.requests, batch.resumed)
+        sent = [*found, *submit_requests(ledger, backend, reqs, progress)]
         new_ids = {sub.attempt_id: sub.job_id for sub in sent}
         for aid, old in batch.previous.items():
             report.submitted.append((new_ids.get(aid) or "?", old or "?"))
         if batch.cluster.backend == "local":
             report.sync = sync(ledger, name)
-    return report
+            report.failed += failed_among(ledger, [sub.attempt_id for sub in sent])

@@ -26,19 +26,26 @@ from campaign.attempts import (
     attempt_row,
     job_request,
     new_attempt,
+    orphaned,
     recover_orphans,
     submit_requests,
 )
 from campaign.backends import get_backend
+from campaign.charging import Charge, estimate
+from campaign.claims import claimed, notice
 from campaign.clock import now
 from campaign.config import RootConfig, load_config
 from campaign.config.clusters import cluster_yaml
 from campaign.config.load import resolved_yaml
+from campaign.config.validate import check_under
 from campaign.errors import BadInputError, ConfigError
+from campaign.identity import why_new, with_identity
 from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, Run
 from campaign.ledger import queries as q
+from campaign.node_local import check_node_local
 from campaign.plan import Plan, RunSpec, campaign_name, missing_programs, plan
 from campaign.sync import SyncReport, sync
+from campaign.waiting import failed_among
 
 
 @dataclass
@@ -49,12 +56,20 @@ class SubmitReport:
     submitted: list[tuple[str, str]] = field(default_factory=list)  # (job_id, run label)
     skipped: list[str] = field(default_factory=list)
     scripts: list[str] = field(default_factory=list)
+    charges: list[Charge] = field(default_factory=list)  # dry run: the estimate per partition, then the total
     recovered: int = 0  # jobs found in the scheduler whose IDs an interrupted submit never recorded
     sync: SyncReport | None = None
+    failed: list[tuple[str, str]] = field(default_factory=list)  # waited-for jobs that ended failed (job id, state)
+    why_new: list[str] = field(default_factory=list)  # what makes the new runs new (campaign.identity)
 
 
 def _workdir_root(cfg_dir: str | None, ledger_path: Path) -> Path:
     return Path(cfg_dir).resolve() if cfg_dir else ledger_path.resolve().parent / "runs"
+
+
+def campaign_dir(cfg: RootConfig, ledger_path: Path) -> Path:
+    """Where a campaign's job folders go."""
+    return _workdir_root(cfg.campaign.workdir, ledger_path) / campaign_name(cfg)
 
 
 def _prepare(overrides: Sequence[str], ledger_path: Path,
@@ -65,32 +80,57 @@ def _prepare(overrides: Sequence[str], ledger_path: Path,
     members = list(configs) if configs else [load_config(overrides)]
     cfg = members[0]
     p = plan(cfg)
+    p.runs = with_identity(cfg, p.runs)  # environment, modules, program: part of each run's key
     for other in members[1:]:
         more = plan(other)
+        more.runs = with_identity(other, more.runs)
         keys = {r.key for r in p.runs}
         p.runs += [r for r in more.runs if r.key not in keys]
         p.skipped += [line for line in more.skipped if line not in p.skipped]
     if len(members) > 1:
         cfg.__dict__["_resolved_yaml"] = "---\n".join(resolved_yaml(c) for c in members)  # provenance: all members
     name = campaign_name(cfg)
-    return cfg, p, name, _workdir_root(cfg.campaign.workdir, ledger_path) / name
+    root = _workdir_root(cfg.campaign.workdir, ledger_path)
+    return cfg, p, name, check_under(root / name, root, "campaign.name")
 
 
 def dry_run(overrides: Sequence[str], ledger_path: Path,
             configs: Sequence[RootConfig] | None = None) -> SubmitReport:
-    """Plan and render the job scripts; touches neither ledger nor scheduler."""
+    """Plan and render the job scripts and the cost estimate; writes nothing
+    (an existing ledger is only read, to mark the runs a submit would skip)."""
     cfg, p, name, camp_dir = _prepare(overrides, ledger_path, configs)
     reqs = [
         job_request(cfg.cluster, name, r, i + 1, attempt_dir(camp_dir, r, 1), r.walltime_min, r.mem_gb)
         for i, r in enumerate(p.runs)
     ]
     backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
-    return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=backend.render(reqs))
+    existing = _existing_keys(ledger_path, name)
+    arrays: dict[str, int] = {}
+    for batch in backend.batches([r for r in reqs if r.run.key not in existing]):
+        arrays[batch[0].run.partition] = arrays.get(batch[0].run.partition, 0) + 1
+    return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=backend.render(reqs),
+                        charges=estimate(cfg.cluster, p.runs, arrays, existing))
+
+
+def _existing_keys(ledger_path: Path, name: str) -> set[str]:
+    """Run keys of this campaign already in the ledger; none when there is no ledger."""
+    if not ledger_path.exists():
+        return set()
+    ledger = Ledger(ledger_path, create=False)
+    try:
+        with ledger.session() as s:
+            camp = q.campaign_by_name(s, name)
+            if camp is None:
+                return set()
+            return set(s.scalars(select(Run.key).where(Run.campaign_id == camp.id)))
+    finally:
+        ledger.close()
 
 
 def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
            progress: Progress | None = None, configs: Sequence[RootConfig] | None = None) -> SubmitReport:
     cfg, p, name, camp_dir = _prepare(overrides, ledger.path, configs)
+    check_node_local(cfg, [camp_dir, ledger.path])
     missing = missing_programs(p.runs)
     if missing:
         raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
@@ -101,18 +141,25 @@ def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
     # Read before the transaction: it runs `gcc --version`, `nvidia-smi`, hashes binaries.
     env = provenance.environment(cfg.cluster.build.cc, cfg.cluster.build.fc, [r.argv for r in p.runs])
     with ledger.session.begin() as s:
-        camp = _get_or_create_campaign(s, cfg, name, camp_dir)
-        prov = _record_provenance(s, camp, cfg, overrides, env)
-        todo, report.existing, resumed = _record_runs(s, camp, p.runs, camp_dir, prov.id, force)
-    reqs = [job_request(cfg.cluster, name, run, aid, Path(wd), run.walltime_min, run.mem_gb) for aid, run, wd in todo]
-    labels = {r.attempt_id: r.run.label for r in reqs}
-    backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
-    reqs, found = recover_orphans(ledger, backend, reqs, resumed)
-    report.recovered = len(found)
-    sent = submit_requests(ledger, backend, reqs, progress)
-    report.submitted = [(sub.job_id, labels[sub.attempt_id]) for sub in [*found, *sent]]
-    if cfg.cluster.backend == "local" and reqs:
-        report.sync = sync(ledger, name)
+        camp_id = _get_or_create_campaign(s, cfg, name, camp_dir).id
+    # One submit or rerun of a campaign at a time (campaign.claims): a second
+    # identical submit waits, then finds every run recorded and submits nothing.
+    with claimed(ledger, [camp_id], "submit", notice):
+        with ledger.session.begin() as s:
+            camp = s.get_one(Campaign, camp_id)
+            prov = _record_provenance(s, camp, cfg, overrides, env)
+            todo, report.existing, resumed, report.why_new = _record_runs(s, camp, p.runs, camp_dir, prov.id, force)
+        reqs = [job_request(cfg.cluster, name, run, aid, Path(wd), run.walltime_min, run.mem_gb)
+                for aid, run, wd in todo]
+        labels = {r.attempt_id: r.run.label for r in reqs}
+        backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
+        reqs, found = recover_orphans(ledger, backend, reqs, resumed)
+        report.recovered = len(found)
+        sent = submit_requests(ledger, backend, reqs, progress)
+        report.submitted = [(sub.job_id, labels[sub.attempt_id]) for sub in [*found, *sent]]
+        if cfg.cluster.backend == "local" and (reqs or found):
+            report.sync = sync(ledger, name)
+            report.failed = failed_among(ledger, [sub.attempt_id for sub in [*found, *sent]])
     return report
 
 
@@ -147,10 +194,11 @@ def _record_provenance(s: Session, camp: Campaign, cfg: RootConfig, overrides: S
 
 def _record_runs(
     s: Session, camp: Campaign, runs: list[RunSpec], camp_dir: Path, prov_id: int, force: bool
-) -> tuple[list[tuple[int, RunSpec, str]], int, set[int]]:
+) -> tuple[list[tuple[int, RunSpec, str]], int, set[int], list[str]]:
     """Record runs and first attempts before anything reaches the scheduler.
-    Returns the attempts to submit, the count of runs already present, and
-    the attempts recorded by an earlier submit that never confirmed a job."""
+    Returns the attempts to submit, the count of runs already present, the
+    attempts recorded by an earlier submit that never confirmed a job, and
+    why the new runs are new (what changed against the ledger's runs)."""
     existing = {r.key: r for r in s.scalars(select(Run).where(Run.campaign_id == camp.id)
                                             .options(selectinload(Run.attempts)))}
     todo: list[tuple[int, RunSpec, str]] = []
@@ -165,8 +213,9 @@ def _record_runs(
         present += 1
         last = row.attempts[-1] if row.attempts else None
         if last is not None and last.job_id is None and not last.state.finished:
-            todo.append((last.id, run, last.workdir))  # recorded earlier, job ID never recorded
-            resumed.add(last.id)
+            if orphaned(last):  # recorded by a process that is gone, job ID never recorded
+                todo.append((last.id, run, last.workdir))
+                resumed.add(last.id)
         elif force or last is None:
             todo.append(new_attempt(s, row.id, run, camp_dir, last, prov_id, run.walltime_min, run.mem_gb))
     # New runs and their first attempts in two bulk INSERTs (10,000-run
@@ -185,7 +234,8 @@ def _record_runs(
         att_ids = s.execute(insert(JobAttempt).returning(JobAttempt.id, sort_by_parameter_order=True),
                             rows).scalars().all()
         todo += [(aid, run, row["workdir"]) for aid, run, row in zip(att_ids, fresh, rows)]
-    return todo, present, resumed
+    reasons = why_new(fresh, [r.spec for r in sorted(existing.values(), key=lambda r: r.id)]) if existing else []
+    return todo, present, resumed, reasons
 
 
 def profiler_refusal(cfg: RootConfig, runs: Sequence[RunSpec]) -> str | None:

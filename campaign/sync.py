@@ -4,9 +4,6 @@ One backend query per backend covers every unfinished job (the Slurm backend
 batches them into few sacct calls); files are read and the scheduler asked
 outside any transaction, and the ledger is then updated in one short one with
 bulk statements (a 10,000-job campaign must sync in seconds, not minutes).
-Finished jobs' result CSVs are read and stored in batches of at most
-INGEST_BATCH_ROWS rows, one transaction each, so memory stays constant
-however many jobs finished.
 """
 
 from __future__ import annotations
@@ -22,19 +19,21 @@ from sqlalchemy.orm import Session
 
 from campaign.backends import get_backend
 from campaign.backends.base import JobRef, JobStatus
-from campaign.clock import as_naive_local
+from campaign.clock import as_utc
 from campaign.config.clusters import cluster_from_yaml
 from campaign.job.files import EXIT_FILE, counters_path, read_json
 from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
+from campaign.overlap import flag_overlaps
+from campaign.partial import PARTIAL_STATES, describe, read_partial
 from campaign.results.bulk import insert_results
 from campaign.results.counters import read_counters
-from campaign.results.reader import Outcome, classify_output
+from campaign.results.reader import Expected, Outcome, classify_output
 from campaign.results.store import job_rows
 from campaign.states import OPEN_STATES, JobState
 
 # Result rows per write transaction (and so, with the parsed rows behind
-# them, the bound on a sync's memory): ~100 MB of row dicts at most.
+# them, the bound on a sync's memory): ~250 MB at most.
 INGEST_BATCH_ROWS = 100_000
 SPEC_CHUNK = 10_000  # finished attempts whose run specs are read at once
 
@@ -64,6 +63,8 @@ class _Pending:
     expected_n: tuple[int, ...] = ()
     check: bool = False
     extra_args: tuple[tuple[str, str], ...] = ()
+    kernel: str | None = None  # the run's own kernel and dtype: output of another is LOST_OUTPUT
+    dtype: str | None = None
 
     @property
     def profiled(self) -> bool:
@@ -86,7 +87,8 @@ def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pendin
     camp_id = q.require_campaign(s, campaign).id if campaign else None
     stmt = (
         select(JobAttempt.id, JobAttempt.run_id, Run.campaign_id, JobAttempt.job_id, JobAttempt.workdir,
-               JobAttempt.submitted_at, JobAttempt.walltime_min, JobAttempt.output_path, Run.partition, *_SEEN)
+               JobAttempt.submitted_at, JobAttempt.walltime_min, JobAttempt.output_path, Run.partition,
+               JobAttempt.scheduler_cluster, *_SEEN)
         .join(Run, Run.id == JobAttempt.run_id)
         .where(JobAttempt.job_id.is_not(None), JobAttempt.state.in_(OPEN_STATES))
         .order_by(JobAttempt.id)
@@ -96,9 +98,10 @@ def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pendin
     out = []
     names = [c.key for c in _SEEN]
     for row in s.execute(stmt):
-        aid, run_id, cid, job_id, workdir, submitted, walltime, output, partition = row[:9]
-        out.append(_Pending(aid, run_id, cid, JobRef(aid, str(job_id), workdir, submitted, walltime), Path(output),
-                            partition, dict(zip(names, row[9:]))))
+        aid, run_id, cid, job_id, workdir, submitted, walltime, output, partition, where = row[:10]
+        # the scheduler cluster holding the job (multi-cluster sites) travels with its ID
+        out.append(_Pending(aid, run_id, cid, JobRef(aid, str(job_id), workdir, submitted, walltime, where),
+                            Path(output), partition, dict(zip(names, row[10:]))))
     camps = {cid: _CampaignInfo(*info) for cid, *info in s.execute(
         select(Campaign.id, Campaign.backend, Campaign.cluster_yaml, Campaign.workdir, Campaign.cluster)
         .where(Campaign.id.in_({p.campaign_id for p in out})))}
@@ -112,19 +115,25 @@ def _load_specs(s: Session, items: list[_Pending]) -> None:
     for i in range(0, len(ids), 10_000):
         for run_id, spec in s.execute(select(Run.id, Run.spec).where(Run.id.in_(ids[i:i + 10_000]))):
             specs[run_id] = spec
+    only: dict[int, list[int]] = {}  # attempts that run part of the n (a rerun of what was missing)
+    aids = [p.attempt_id for p in items]
+    for i in range(0, len(aids), 10_000):
+        stmt = select(JobAttempt.id, JobAttempt.n).where(JobAttempt.id.in_(aids[i:i + 10_000]), JobAttempt.n.is_not(None))
+        only.update({aid: n for aid, n in s.execute(stmt) if n})
     for p in items:
         spec = specs[p.run_id]
-        p.expected_n = tuple(spec["n"])
+        p.expected_n = tuple(only.get(p.attempt_id) or spec["n"])
         p.check = bool(spec["check"])
         p.extra_args = tuple((str(k), str(v)) for k, v in spec.get("extra_args") or [])
+        p.kernel, p.dtype = spec.get("kernel"), spec.get("dtype")
 
 
 def _status_values(p: _Pending, st: JobStatus, outcome: Outcome | None) -> dict[str, Any]:
     """The columns this status (and output) would set on the attempt."""
     state, reason = (outcome.state, outcome.reason) if outcome is not None else (st.state, st.reason)
     values: dict[str, Any] = {"id": p.attempt_id, "state": state, "reason": reason}
-    for key, value in (("exit_code", st.exit_code), ("node", st.node), ("started_at", as_naive_local(st.started_at)),
-                       ("ended_at", as_naive_local(st.ended_at))):
+    for key, value in (("exit_code", st.exit_code), ("node", st.node), ("started_at", as_utc(st.started_at)),
+                       ("ended_at", as_utc(st.ended_at))):
         if value is not None:
             values[key] = value
     return values
@@ -164,17 +173,26 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
     pending = [p for p in pending if p.attempt_id in statuses and not _unchanged(p, statuses[p.attempt_id])]
     still_open = [p for p in pending if not statuses[p.attempt_id].state.finished]
     if still_open:
-        _write(ledger, report, still_open, statuses, {}, camps)
-    for batch, outcomes, counters in _finished_batches(
-            ledger, [p for p in pending if statuses[p.attempt_id].state.finished], statuses):
-        _write(ledger, report, batch, statuses, outcomes, camps, counters)
+        _write(ledger, report, still_open, statuses, _Batch(), camps)
+    for batch in _finished_batches(ledger, [p for p in pending if statuses[p.attempt_id].state.finished], statuses):
+        _write(ledger, report, batch.pending, statuses, batch, camps)
     with ledger.session() as s:
         report.counts = _counts(s, camp_id)
     return report
 
 
-def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[int, JobStatus],
-                      ) -> Iterator[tuple[list[_Pending], dict[int, Outcome], dict[int, list[dict[str, Any]]]]]:
+@dataclass
+class _Batch:
+    """Finished attempts whose outputs were read, written in one transaction."""
+
+    pending: list[_Pending] = field(default_factory=list)
+    outcomes: dict[int, Outcome] = field(default_factory=dict)
+    counters: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    partials: dict[int, tuple[list[dict[str, Any]], list[int]]] = field(default_factory=dict)
+    rows: int = 0
+
+
+def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[int, JobStatus]) -> Iterator[_Batch]:
     """Finished attempts with their outputs read, in batches of at most
     INGEST_BATCH_ROWS result rows (one attempt's rows are never split): the
     memory of a sync stays the same however many jobs finished, and each
@@ -184,34 +202,36 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
         chunk = finished[start:start + SPEC_CHUNK]
         with ledger.session() as s:
             _load_specs(s, chunk)
-        batch: list[_Pending] = []
-        outcomes: dict[int, Outcome] = {}
-        counters: dict[int, list[dict[str, Any]]] = {}
-        rows = 0
+        batch = _Batch()
         for p in chunk:
             st = statuses[p.attempt_id]
             if st.state is JobState.COMPLETED:
-                outcome = outcomes[p.attempt_id] = classify_output(p.output, p.expected_n, p.check)
-                rows += len(outcome.rows)
+                outcome = batch.outcomes[p.attempt_id] = classify_output(
+                    p.output, Expected(p.expected_n, p.check, p.kernel, p.dtype))
+                batch.rows += len(outcome.rows)
                 if p.profiled:
-                    counters[p.attempt_id] = _profile(p, outcomes)
-                    rows += len(counters[p.attempt_id])
+                    batch.counters[p.attempt_id] = _profile(p, batch.outcomes)
+                    batch.rows += len(batch.counters[p.attempt_id])
+            elif st.state in PARTIAL_STATES:  # keep what it finished, remember what it did not
+                partial, missing = read_partial(p.output, p.expected_n, p.check)
+                batch.partials[p.attempt_id] = (partial.rows if partial else [], missing)
+                batch.rows += len(batch.partials[p.attempt_id][0])
             exit_record = read_json(Path(p.ref.workdir) / EXIT_FILE)
-            if exit_record and isinstance(exit_record.get("exit_code"), int):
-                st.exit_code = exit_record["exit_code"]  # the kernel's own code, not srun's
-            batch.append(p)
-            if rows >= INGEST_BATCH_ROWS:
-                yield batch, outcomes, counters
-                batch, outcomes, counters, rows = [], {}, {}, 0
-        if batch:
-            yield batch, outcomes, counters
+            code = exit_record.get("exit_code") if exit_record else None
+            if isinstance(code, int) and not isinstance(code, bool) and -2**31 <= code < 2**31:
+                st.exit_code = code  # the kernel's own code, not srun's (a planted 10^20 is ignored)
+            batch.pending.append(p)
+            if batch.rows >= INGEST_BATCH_ROWS:
+                yield batch
+                batch = _Batch()
+        if batch.pending:
+            yield batch
 
 
 def _write(ledger: Ledger, report: SyncReport, pending: list[_Pending], statuses: dict[int, JobStatus],
-           outcomes: dict[int, Outcome], camps: dict[int, _CampaignInfo],
-           counters: dict[int, list[dict[str, Any]]] | None = None) -> None:
+           batch: _Batch, camps: dict[int, _CampaignInfo]) -> None:
     with ledger.session.begin() as s:
-        changed, rows = _apply(s, pending, statuses, outcomes, camps, counters)
+        changed, rows = _apply(s, pending, statuses, batch.outcomes, camps, batch.counters, batch.partials)
     report.changed += changed
     report.ingested_rows += rows
 
@@ -229,7 +249,9 @@ def _profile(p: _Pending, outcomes: dict[int, Outcome]) -> list[dict[str, Any]]:
 
 def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
            outcomes: dict[int, Outcome], camps: dict[int, _CampaignInfo],
-           counters: dict[int, list[dict[str, Any]]] | None = None) -> tuple[int, int]:
+           counters: dict[int, list[dict[str, Any]]] | None = None,
+           partials: dict[int, tuple[list[dict[str, Any]], list[int]]] | None = None) -> tuple[int, int]:
+    partials = partials or {}
     ids = [p.attempt_id for p in pending if p.attempt_id in statuses]
     # Re-read inside the write transaction: another terminal may have
     # cancelled some of these jobs since we looked.
@@ -255,6 +277,12 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
             counter_rows += (counters or {}).get(p.attempt_id, [])
         values = _status_values(p, st, outcome)
         state = values["state"]
+        if p.attempt_id in partials:  # TIMEOUT/CANCELLED/OOM: the finished n's rows, the missing n
+            done_rows, missing = partials[p.attempt_id]
+            rows += job_rows(p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition, p.extra_args,
+                             done_rows)
+            values["missing_n"] = missing
+            values["reason"] = "; ".join(filter(None, [values["reason"], describe(p.expected_n, missing)]))
         old = current[p.attempt_id]
         if all(old.get(k) == v for k, v in values.items()):
             continue  # nothing new: write nothing (the ledger file stays byte-identical)
@@ -269,4 +297,5 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
     insert_results(s, rows)
     if counter_rows:
         s.execute(insert(CounterRow), counter_rows)
+    flag_overlaps(s, [v for v in updates if v["state"].finished])
     return changed, len(rows)

@@ -10,7 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.slurm_cluster import SlurmCluster, slurm_cluster  # noqa: F401  (fixture for every test folder)
+from tests.slurm_cluster import (  # noqa: F401  (fixtures for every test folder)
+    SlurmCluster,
+    second_slurm_cluster,
+    slurm_cluster,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 CAMPAIGN = Path(sys.executable).parent / "campaign"

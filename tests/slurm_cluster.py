@@ -97,3 +97,28 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+SECOND_UP_SCRIPT = REPO / ".ci" / "slurm-second-up.sh"
+SECOND_CLUSTER = "localslurm2"  # ClusterName of .ci/slurm-second-up.sh; partition `remote` of localslurm.yaml
+
+
+@pytest.fixture(scope="session")
+def second_slurm_cluster(slurm_cluster: SlurmCluster) -> str:
+    """A second slurmctld + slurmd registered in the first cluster's slurmdbd
+    (.ci/slurm-second-up.sh, idempotent; it never touches the first cluster).
+    Returns its ClusterName, reachable with -M from the first cluster's config."""
+    env = {**os.environ, "CAMPAIGN_SLURM_LAB": str(slurm_cluster.lab)}
+    try:
+        proc = subprocess.run(["bash", str(SECOND_UP_SCRIPT)], env=env, capture_output=True, text=True,
+                              timeout=UP_TIMEOUT_S)
+        reason = None if proc.returncode == 0 else \
+            f"{SECOND_UP_SCRIPT} failed (exit {proc.returncode}): " + \
+            " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        reason = f"cannot run {SECOND_UP_SCRIPT}: {exc}"
+    if reason is not None:
+        if os.environ.get("CAMPAIGN_REQUIRE_SLURM") == "1":
+            pytest.fail(f"second Slurm test cluster unavailable (CAMPAIGN_REQUIRE_SLURM=1): {reason}", pytrace=False)
+        pytest.skip(f"second Slurm test cluster unavailable: {reason}")
+    return SECOND_CLUSTER

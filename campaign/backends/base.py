@@ -41,6 +41,9 @@ class Submitted:
     array_index: int | None = None
     stdout_path: str | None = None
     stderr_path: str | None = None
+    cluster: str | None = None  # the scheduler's cluster that holds the job (None: the local one)
+    cpus: int | None = None  # the allocation the job asked for, recorded with the attempt
+    gpus: int | None = None
 
 
 @dataclass
@@ -52,6 +55,7 @@ class JobRef:
     workdir: str
     submitted_at: datetime | None
     walltime_min: int
+    cluster: str | None = None  # the scheduler's cluster that holds the job
 
 
 @dataclass
@@ -89,6 +93,11 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def render(self, requests: Sequence[JobRequest]) -> list[str]:
         """The exact job scripts `submit` would use (for --dry-run)."""
+
+    def batches(self, requests: Sequence[JobRequest]) -> list[list[JobRequest]]:
+        """How `submit` would group the requests into submissions (arrays);
+        by default each request is its own job."""
+        return [[r] for r in requests]
 
     @abc.abstractmethod
     def submit(self, requests: Sequence[JobRequest], on_submitted: OnSubmitted) -> None: ...

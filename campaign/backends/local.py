@@ -17,7 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
-from campaign.job.files import EXIT_FILE, START_FILE, read_json
+from campaign.backends.local_lock import timed_cpu_lock
+from campaign.errors import SchedulerError
+from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, read_json
+from campaign.job.procs import group_members, stop_group, wait_gone
 from campaign.job.runner import execute
 from campaign.states import JobState
 
@@ -44,6 +47,7 @@ def _parse_time(text: object) -> datetime | None:
 class LocalBackend(Backend):
     name = "local"
     poll_s: float = 0.2
+    grace_s: float = 10.0  # how long cancel waits for a process to end before SIGKILL
 
     def render(self, requests: Sequence[JobRequest]) -> list[str]:
         scripts = []
@@ -69,6 +73,15 @@ class LocalBackend(Backend):
         return ex
 
     def submit(self, requests: Sequence[JobRequest], on_submitted: OnSubmitted) -> None:
+        if not requests:
+            return
+        if any(r.run.gpus == 0 for r in requests):  # timed CPU work: one campaign at a time per machine
+            with timed_cpu_lock(requests[0].job_name):
+                self._submit(requests, on_submitted)
+        else:
+            self._submit(requests, on_submitted)
+
+    def _submit(self, requests: Sequence[JobRequest], on_submitted: OnSubmitted) -> None:
         width = max(1, self.cluster.local_parallel_jobs)
         pending = list(requests)
         running: list[tuple[JobRequest, object]] = []
@@ -76,6 +89,8 @@ class LocalBackend(Backend):
         while pending or running:
             while pending and len(running) < width:
                 req = pending.pop(0)
+                if (Path(req.task.workdir) / CANCEL_FILE).exists():
+                    continue  # cancelled while it waited for its turn
                 job = self._executor(req).submit(execute, req.task)  # type: ignore[attr-defined]
                 paths = job.paths
                 on_submitted([Submitted(req.attempt_id, str(job.job_id),
@@ -104,14 +119,25 @@ class LocalBackend(Backend):
         return found
 
     def query(self, refs: Sequence[JobRef]) -> QueryResult:
-        return QueryResult({ref.attempt_id: self._status(ref) for ref in refs})
+        statuses = {}
+        for ref in refs:
+            try:
+                statuses[ref.attempt_id] = self._status(ref)
+            except (ValueError, TypeError, OverflowError) as exc:  # a planted or corrupted job record
+                statuses[ref.attempt_id] = JobStatus(JobState.LOST_OUTPUT, reason=f"unreadable job record: {exc}")
+        return QueryResult(statuses)
 
     def _status(self, ref: JobRef) -> JobStatus:
         workdir = Path(ref.workdir)
+        if not workdir.is_dir():  # deleted before anyone looked: the output is lost, the job did not fail
+            return JobStatus(JobState.LOST_OUTPUT, reason=f"job folder {workdir} is gone")
         start = read_json(workdir / START_FILE)
         end = read_json(workdir / EXIT_FILE)
         started = _parse_time(start.get("started")) if start else None
         node = str(start.get("host")) if start else None
+        if end is not None and end.get("cancelled"):
+            return JobStatus(JobState.CANCELLED, end.get("exit_code"), node, started, _parse_time(end.get("ended")),
+                             "cancelled by campaign cancel")
         if end is not None:
             code = int(end.get("exit_code", -1))
             state = JobState.COMPLETED if code == 0 else JobState.FAILED
@@ -130,16 +156,27 @@ class LocalBackend(Backend):
         return JobStatus(JobState.FAILED, reason="job never started (controller gone)")
 
     def cancel(self, refs: Sequence[JobRef]) -> None:
+        """Stop each job's whole process tree and return only once it is gone:
+        the kernel's process group first (the job side started it in its own
+        session), then the job process and submitit's controller, which end
+        by themselves once the kernel did (SIGKILL after a grace period:
+        submitit's worker ignores SIGTERM)."""
+        stuck = []
         for ref in refs:
-            pids = []
-            start = read_json(Path(ref.workdir) / START_FILE)
-            if start and "pid" in start:
-                pids.append(int(start["pid"]))
-            if ref.job_id.isdigit():
-                pids.append(int(ref.job_id))
+            start = read_json(Path(ref.workdir) / START_FILE) or {}
+            kernel = start.get("kernel_pid")
+            if isinstance(kernel, int) and not stop_group(kernel, self.grace_s):
+                stuck.append(f"{ref.job_id} (kernel group {kernel}: {group_members(kernel)})")
+            pids = [p for p in (start.get("pid"), int(ref.job_id) if ref.job_id.isdigit() else None)
+                    if isinstance(p, int)]
             for pid in pids:
-                if _pid_alive(pid):
-                    try:
-                        os.kill(pid, signal.SIGTERM)
-                    except ProcessLookupError:
-                        pass
+                if wait_gone(lambda pid=pid: _pid_alive(pid), self.grace_s):  # type: ignore[misc]
+                    continue
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    continue
+                if not wait_gone(lambda pid=pid: _pid_alive(pid), self.grace_s):  # type: ignore[misc]
+                    stuck.append(f"{ref.job_id} (process {pid})")
+        if stuck:
+            raise SchedulerError(f"could not stop job(s) {', '.join(stuck)}; their state is unchanged")

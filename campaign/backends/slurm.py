@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import time
 import uuid
@@ -37,6 +38,7 @@ _RECORDED_ENV = ("SLURM_",)
 
 class SlurmBackend(Backend):
     name = "slurm"
+    cancel_wait_s: float = 120.0  # how long cancel waits for scancelled jobs to leave squeue
 
     def __init__(self, cluster: ClusterSpec, folder: Path, python: str | None = None) -> None:
         super().__init__(cluster, folder, python)
@@ -57,13 +59,15 @@ class SlurmBackend(Backend):
             "array_parallelism": cluster.array_parallelism,
             "stderr_to_stdout": False,
         }
+        # The allocation was decided by the plan (campaign.resources): cores =
+        # threads unless the partition or the experiment wants the whole node.
         if req.run.gpus:
             params["gpus_per_node"] = req.run.gpus
-            params["cpus_per_task"] = part.cpus_per_gpu * req.run.gpus
+            params["cpus_per_task"] = req.run.cpus or part.cpus_per_gpu * req.run.gpus
+        elif part.whole_node and not req.run.cpus:  # runs planned before allocations were recorded
+            params["cpus_per_task"] = part.cores * part.threads_per_core
         else:
-            # Whole-node partitions (Anvil wholenode) take all cores whatever
-            # the thread count; OMP_NUM_THREADS still sets the threads used.
-            params["cpus_per_task"] = part.cores * part.threads_per_core if part.whole_node else req.run.threads
+            params["cpus_per_task"] = req.run.alloc_cpus
         if req.mem_gb is not None:
             params["mem"] = f"{int(round(req.mem_gb * 1024))}M"
         account = part.account or cluster.account
@@ -75,7 +79,13 @@ class SlurmBackend(Backend):
         # --no-requeue: after NODE_FAIL or preemption Slurm would run the job
         # again under the same ID behind the ledger's back; the ledger decides
         # reruns (`campaign rerun`), as new attempts with their own job IDs.
-        params["additional_parameters"] = {"no-requeue": True, **dict(part.sbatch_extra)}
+        extra: dict[str, Any] = {"no-requeue": True}
+        if req.run.exclusive:
+            extra["exclusive"] = True
+        clusters = part.clusters or cluster.clusters
+        if clusters:
+            extra["clusters"] = clusters
+        params["additional_parameters"] = {**extra, **dict(part.sbatch_extra)}
         if profiled and part.profiler.enabled:  # e.g. a constraint for nodes with counters enabled
             params["additional_parameters"].update(dict(part.profiler.sbatch_extra))
         return params
@@ -121,12 +131,22 @@ class SlurmBackend(Backend):
     def _script(self, params: dict[str, Any], group: list[JobRequest], manifest: str) -> str:
         # The manifest id in the job name lets a later submit find jobs whose
         # IDs never reached the ledger (sacct keeps names, not comments, by default).
-        named = {**params, "job_name": f"{params['job_name']}:{manifest}",
-                 "comment": f"{params['job_name']} manifest={manifest}"}
+        # Name and comment say what runs (kernel, impl, variant, threads), so
+        # squeue/sacct tell runs apart; each array task prints its run label.
+        named = {**params, "job_name": f"{job_name(params['job_name'], group)}:{manifest}",
+                 "comment": f"{job_comment(params['job_name'], group)} manifest={manifest}"}
         command = [self.python, "-u", "-m", "campaign.job.array_task", str(self._manifest_path(manifest))]
         if len(group) > 1:
             command += ["--index-env", "SLURM_ARRAY_TASK_ID"]
         return sbatch_script(named, shlex.join(command), self._logs(manifest), len(group))
+
+    def batches(self, requests: Sequence[JobRequest]) -> list[list[JobRequest]]:
+        max_array = self.cluster.max_array_size or DEFAULT_MAX_ARRAY
+        return [group for _, group in self._groups(requests, max_array)]
+
+    def _clusters(self, partition: str) -> str | None:
+        part = self.cluster.partitions.get(partition)
+        return (part.clusters if part is not None else None) or self.cluster.clusters
 
     def render(self, requests: Sequence[JobRequest]) -> list[str]:
         max_array = self.cluster.max_array_size or DEFAULT_MAX_ARRAY
@@ -145,7 +165,8 @@ class SlurmBackend(Backend):
         path.parent.mkdir(parents=True, exist_ok=True)
         self._logs(ident).mkdir(parents=True, exist_ok=True)
         data = {"attempts": [r.attempt_id for r in group], "runs": [r.run.key for r in group],
-                "array": len(group) > 1, "job_name": group[0].job_name,
+                "array": len(group) > 1, "job_name": job_name(group[0].job_name, group),
+                "clusters": self._clusters(group[0].run.partition),
                 "tasks": [task_to_json(replace(r.task, record_env_prefixes=_RECORDED_ENV)) for r in group]}
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(data, separators=(",", ":")))
@@ -161,27 +182,33 @@ class SlurmBackend(Backend):
             if proc.returncode != 0:
                 raise SubmissionError(f"sbatch refused {len(group)} job(s) on {params['partition']}: "
                                       f"{one_line(proc.stderr or proc.stdout)}")
-            base = _parse_sbatch(proc.stdout)
-            on_submitted(self._submitted(group, manifest, base))
+            base, where = _parse_sbatch(proc.stdout)
+            where = where or _single(self._clusters(group[0].run.partition))
+            on_submitted(self._submitted(group, manifest, base, where, params))
 
-    def _submitted(self, group: list[JobRequest], manifest: str, base: str) -> list[Submitted]:
+    def _submitted(self, group: list[JobRequest], manifest: str, base: str, where: str | None = None,
+                   params: dict[str, Any] | None = None) -> list[Submitted]:
         array = len(group) > 1
+        cpus = params["cpus_per_task"] if params else None
+        gpus = params.get("gpus_per_node", 0) if params else None
         subs = []
         for index, req in enumerate(group):
             job_id = f"{base}_{index}" if array else base
             out, err = self._paths(manifest, job_id)
-            subs.append(Submitted(req.attempt_id, job_id, base if array else None, index if array else None, out, err))
+            subs.append(Submitted(req.attempt_id, job_id, base if array else None, index if array else None, out, err,
+                                  cluster=where, cpus=cpus, gpus=gpus))
         return subs
 
     def _paths(self, manifest: str, job_id: str) -> tuple[str, str]:
         folder = self._logs(manifest)
         return str(folder / f"{job_id}_0_log.out"), str(folder / f"{job_id}_0_log.err")
 
-    def _find_by_name(self, name: str, since: float) -> str | None:
+    def _find_by_name(self, name: str, since: float, clusters: str | None = None) -> str | None:
         """Base job ID of the job or array named `name`, from squeue then sacct."""
         start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since - 3600))
-        for argv in (["squeue", "-h", "-r", f"--name={name}", "-o", "%i"],
-                     ["sacct", "-X", "-n", "-P", f"--name={name}", "-S", start, "-o", "JobID"]):
+        where = ["-M", clusters] if clusters else []
+        for argv in (["squeue", *where, "-h", "-r", f"--name={name}", "-o", "%i"],
+                     ["sacct", *where, "-X", "-n", "-P", f"--name={name}", "-S", start, "-o", "JobID"]):
             proc = run_slurm(argv)
             if proc.returncode != 0:
                 raise SchedulerError(f"{argv[0]} failed while looking for orphaned jobs: "
@@ -204,7 +231,8 @@ class SlurmBackend(Backend):
             attempts = [int(a) for a in data.get("attempts", [])]
             if not wanted & set(attempts):
                 continue
-            base = self._find_by_name(f"{data['job_name']}:{path.stem}", path.stat().st_mtime)
+            clusters = data.get("clusters")
+            base = self._find_by_name(f"{data['job_name']}:{path.stem}", path.stat().st_mtime, clusters)
             if base is None:
                 continue
             array = bool(data.get("array"))
@@ -212,32 +240,104 @@ class SlurmBackend(Backend):
                 if aid in wanted:
                     job_id = f"{base}_{index}" if array else base
                     out, err = self._paths(path.stem, job_id)
-                    found.append(Submitted(aid, job_id, base if array else None, index if array else None, out, err))
+                    found.append(Submitted(aid, job_id, base if array else None, index if array else None, out, err,
+                                           cluster=_single(clusters)))
         return found
 
     def query(self, refs: Sequence[JobRef]) -> QueryResult:
-        infos, warnings = slurm_query.query_states([r.job_id for r in refs])
+        """One batched query per Slurm cluster holding jobs (-M for any but the local one)."""
         statuses: dict[int, JobStatus] = {}
-        for ref in refs:
-            info = infos.get(ref.job_id)
-            if info is None:
-                continue  # not in accounting yet: keep the last known state
-            statuses[ref.attempt_id] = JobStatus(info.state, info.exit_code, info.node, info.start, info.end,
-                                                 info.reason)
+        warnings: list[str] = []
+        for where, group in _by_cluster(refs).items():
+            infos, more = slurm_query.query_states([r.job_id for r in group], clusters=where)
+            warnings += more
+            for ref in group:
+                info = infos.get(ref.job_id)
+                if info is None:
+                    continue  # not in accounting yet: keep the last known state
+                statuses[ref.attempt_id] = JobStatus(info.state, info.exit_code, info.node, info.start, info.end,
+                                                     info.reason)
         return QueryResult(statuses, warnings)
 
     def cancel(self, refs: Sequence[JobRef]) -> None:
-        ids = [r.job_id for r in refs if r.job_id]
-        for i in range(0, len(ids), 1000):
-            proc = run_slurm(["scancel", *ids[i:i + 1000]])
-            if proc.returncode != 0:
-                raise SchedulerError(f"scancel failed: {one_line(proc.stderr)}")
+        """scancel (with -M for jobs on another cluster), then wait until
+        squeue no longer lists the jobs: the ledger says CANCELLED only once
+        they stopped (Slurm signals every process of the job, the kernel's own
+        process group included)."""
+        groups = _by_cluster([r for r in refs if r.job_id])
+        for where, group in groups.items():
+            ids = [r.job_id for r in group]
+            flag = ["-M", where] if where else []
+            for i in range(0, len(ids), 1000):
+                proc = run_slurm(["scancel", *flag, *ids[i:i + 1000]])
+                if proc.returncode != 0:
+                    raise SchedulerError(f"scancel failed: {one_line(proc.stderr)}")
+        deadline = time.monotonic() + self.cancel_wait_s
+        for where, group in groups.items():
+            left = [r.job_id for r in group]
+            while left:
+                left = [j for i in range(0, len(left), 1000) for j in self._listed(left[i:i + 1000], where)]
+                if not left:
+                    break
+                if time.monotonic() > deadline:
+                    raise SchedulerError(f"scancel sent, but {len(left)} job(s) still stopping after "
+                                         f"{self.cancel_wait_s:.0f} s (e.g. {left[0]}); `campaign status` "
+                                         f"records them later")
+                time.sleep(1.0)
+
+    def _listed(self, ids: list[str], where: str | None = None) -> list[str]:
+        """The IDs squeue still lists (in any state but gone)."""
+        flag = ["-M", where] if where else []
+        proc = run_slurm(["squeue", *flag, "-h", "-r", "-o", "%i", "-j", ",".join(ids)])
+        if proc.returncode != 0:  # "Invalid job id specified": all of them are gone
+            return []
+        shown = set(proc.stdout.split())
+        return [j for j in ids if j in shown]
 
 
-def _parse_sbatch(stdout: str) -> str:
-    """The job ID from `sbatch --parsable` ("123" or "123;cluster")."""
+def _parse_sbatch(stdout: str) -> tuple[str, str | None]:
+    """The job ID and cluster from `sbatch --parsable` ("123" or "123;cluster"),
+    or from the plain answer "Submitted batch job 123 on cluster X"."""
     first = stdout.strip().splitlines()[-1] if stdout.strip() else ""
-    job_id = first.split(";")[0].strip()
+    job_id, _, where = first.partition(";")
+    job_id = job_id.strip()
     if not job_id.isdigit():
-        raise SubmissionError(f"sbatch answered without a job ID: {one_line(stdout) or '(nothing)'}")
-    return job_id
+        match = re.search(r"Submitted batch job (\d+)", first)
+        if match is None:
+            raise SubmissionError(f"sbatch answered without a job ID: {one_line(stdout) or '(nothing)'}")
+        return match[1], slurm_query.parse_submitted_cluster(first)
+    return job_id, where.strip() or None
+
+
+def _single(clusters: str | None) -> str | None:
+    """The cluster a job must be on when exactly one was asked for."""
+    if clusters and "," not in clusters:
+        return clusters.strip()
+    return None
+
+
+def _by_cluster(refs: Sequence[JobRef]) -> dict[str | None, list[JobRef]]:
+    out: dict[str | None, list[JobRef]] = {}
+    for ref in refs:
+        out.setdefault(ref.cluster or None, []).append(ref)
+    return out
+
+
+def _one(values: Sequence[str]) -> str:
+    distinct = sorted(set(values))
+    return distinct[0] if len(distinct) == 1 else "*"
+
+
+def job_name(base: str, group: Sequence[JobRequest]) -> str:
+    """``campaign:<camp>:<kernel>/<impl>/<variant>:<threads>t``; a field that differs
+    between the tasks of an array is ``*`` (each task prints its own run label)."""
+    runs = [r.run for r in group]
+    what = "/".join(_one([getattr(r, f) for r in runs]) for f in ("kernel", "impl", "variant"))
+    return f"{base}:{what}:{_one([str(r.threads) for r in runs])}t"
+
+
+def job_comment(base: str, group: Sequence[JobRequest]) -> str:
+    runs = [r.run for r in group]
+    fields = " ".join(f"{f}={_one([str(getattr(r, f)) for r in runs])}"
+                      for f in ("kernel", "impl", "variant", "threads"))
+    return f"{base} {fields}"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from campaign.backends.slurm_run import run_slurm
-from campaign.backends.slurm_states import from_slurm
+from campaign.backends.slurm_states import from_slurm, held_reason
 from campaign.errors import BadInputError, SchedulerError
 from campaign.states import JobState
 
@@ -31,7 +31,9 @@ SQUEUE_FIELDS = (
     "NodeList", "StartTime", "EndTime", "exit_code",
 )
 _JOB_ID_RE = re.compile(r"^\d+(?:_\d+)?$")
-_ARRAY_RANGE_RE = re.compile(r"^(?P<base>\d+)_\[(?P<spec>[^\]]*)\]$")
+# a pending array's tasks; SLURM_BITSTR_LEN may cut the list short with "..." (and the bracket)
+_ARRAY_RANGE_RE = re.compile(r"^(?P<base>\d+)_\[(?P<spec>[^\]]*)\]?$")
+_SUBMITTED_ON_RE = re.compile(r"Submitted batch job \d+ on cluster (?P<cluster>[\w.-]+)")
 _EMPTY = {"", "None", "none", "Unknown", "N/A", "(null)", "None assigned"}
 _DISABLED_MARK = "accounting storage is disabled"
 _DBD_DOWN_MARKS = ("problem talking to the database", "unable to connect to slurmdbd",
@@ -87,8 +89,13 @@ def expand_array_spec(spec: str) -> list[int]:
     """Task indexes of an array spec as Slurm prints it: ``3-9``, ``1,4-6``,
     ``0-9:2`` (step) and ``1-3%1`` (throttle, ignored)."""
     spec = spec.split("%", 1)[0]
+    parts = [p for p in spec.split(",") if p]
+    if spec.endswith("..."):
+        # cut by SLURM_BITSTR_LEN: the last element may be cut mid-number; keep
+        # only the tasks listed in full (the others keep their last known state)
+        parts = parts[:-1]
     out: list[int] = []
-    for part in filter(None, spec.split(",")):
+    for part in parts:
         rng, _, step_text = part.partition(":")
         lo_text, dash, hi_text = rng.partition("-")
         lo = int(lo_text)
@@ -142,7 +149,7 @@ def _resolve(rec: _Record) -> SlurmJobInfo:
     return SlurmJobInfo(
         job_id=job_id, state=state, exit_code=code, signal=sig, node=_opt(node),
         start=parse_time(start), end=parse_time(end) if state.finished else None,
-        reason=_opt(reason),
+        reason=_opt(reason) or held_reason(state_text),
     )
 
 
@@ -173,7 +180,8 @@ def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
                 f"unexpected sacct line (expected {len(SACCT_FIELDS)} fields): {line!r}")
         if fields[0] == SACCT_FIELDS[0]:
             continue  # header
-        base, dot, _step = fields[0].partition(".")
+        # a step line is ID.step; a cut array range ("1234_[0-9,1...]") has dots but is a job line
+        base, dot, _step = fields[0].partition(".") if "[" not in fields[0] else (fields[0], "", "")
         if not dot:
             current = _Record(fields, [])
             records.append(current)
@@ -218,9 +226,20 @@ def sacct_failure(proc: subprocess.CompletedProcess[str]) -> SchedulerError:
     return SchedulerError(f"sacct failed (exit {proc.returncode}): {message}; {hint}")
 
 
+def parse_submitted_cluster(text: str) -> str | None:
+    """The cluster of ``Submitted batch job N on cluster X`` (sbatch -M /
+    SLURM_CLUSTERS); None when sbatch named none (the local cluster)."""
+    match = _SUBMITTED_ON_RE.search(text)
+    return match["cluster"] if match else None
+
+
+def _where(clusters: str | None) -> list[str]:
+    return ["-M", clusters] if clusters else []
+
+
 def query_sacct(
     job_ids: Sequence[str], *, chunk: int = 1000,
-    env: Mapping[str, str] | None = None, timeout_s: float = 60,
+    env: Mapping[str, str] | None = None, timeout_s: float = 60, clusters: str | None = None,
 ) -> dict[str, SlurmJobInfo]:
     """States of the given jobs from accounting, one sacct call per `chunk` ids.
 
@@ -242,7 +261,7 @@ def query_sacct(
     query = list(dict.fromkeys(i.split("_", 1)[0] for i in ids))
     found: dict[str, SlurmJobInfo] = {}
     for i in range(0, len(query), chunk):
-        argv = ["sacct", "-j", ",".join(query[i:i + chunk]), "--parsable2", "--noheader",
+        argv = ["sacct", *_where(clusters), "-j", ",".join(query[i:i + chunk]), "--parsable2", "--noheader",
                 "-o", ",".join(SACCT_FIELDS)]
         proc = run_slurm(argv, env, timeout_s)
         if proc.returncode != 0:
@@ -275,14 +294,16 @@ def parse_squeue(text: str) -> list[tuple[str, str, SlurmJobInfo]]:
         state = from_slurm(state_text)
         code: int | None = None
         sig: int | None = None
-        if status.isdigit():
+        if status.isdigit():  # Slurm < 23.02: the raw wait status
             code, sig = (int(status) >> 8) & 0xFF, int(status) & 0x7F
+        elif ":" in status:  # Slurm >= 23.02 prints "exit:signal" like sacct
+            code, sig = parse_exit_code(status)
         info = SlurmJobInfo(
             job_id=name, state=state, exit_code=code, signal=sig, node=_opt(node),
             # squeue prints expected times for jobs that have not started/ended
             start=parse_time(start) if state is not JobState.PENDING else None,
             end=parse_time(end) if state.finished else None,
-            reason=_opt(reason),
+            reason=_opt(reason) or held_reason(state_text),
         )
         rows.append((raw_id, array_id if is_task else "", info))
     return rows
@@ -290,6 +311,7 @@ def parse_squeue(text: str) -> list[tuple[str, str, SlurmJobInfo]]:
 
 def query_squeue_fallback(
     job_ids: Sequence[str], *, env: Mapping[str, str] | None = None, timeout_s: float = 60,
+    clusters: str | None = None,
 ) -> dict[str, SlurmJobInfo]:
     """States from slurmctld's memory when accounting is off: one
     ``squeue -t all -r`` call for every job, filtered here.
@@ -299,7 +321,7 @@ def query_squeue_fallback(
     """
     ids = validate_job_ids(job_ids)
     fmt = ",".join(f"{name}:|" for name in SQUEUE_FIELDS)
-    proc = run_slurm(["squeue", "-t", "all", "-h", "-r", "-O", fmt], env, timeout_s)
+    proc = run_slurm(["squeue", *_where(clusters), "-t", "all", "-h", "-r", "-O", fmt], env, timeout_s)
     if proc.returncode != 0:
         raise SchedulerError(
             f"squeue failed (exit {proc.returncode}): {error_line(proc)}; "
@@ -314,7 +336,7 @@ def query_squeue_fallback(
 
 def query_states(
     job_ids: Sequence[str], *, chunk: int = 1000,
-    env: Mapping[str, str] | None = None, timeout_s: float = 60,
+    env: Mapping[str, str] | None = None, timeout_s: float = 60, clusters: str | None = None,
 ) -> tuple[dict[str, SlurmJobInfo], list[str]]:
     """States from sacct; without accounting, from squeue with a warning.
 
@@ -322,10 +344,10 @@ def query_states(
     Slurm cannot be reached at all.
     """
     try:
-        return query_sacct(job_ids, chunk=chunk, env=env, timeout_s=timeout_s), []
+        return query_sacct(job_ids, chunk=chunk, env=env, timeout_s=timeout_s, clusters=clusters), []
     except AccountingDisabledError as exc:
         try:
-            found = query_squeue_fallback(job_ids, env=env, timeout_s=timeout_s)
+            found = query_squeue_fallback(job_ids, env=env, timeout_s=timeout_s, clusters=clusters)
         except SchedulerError as squeue_exc:
             raise SchedulerError(f"Slurm unreachable: {exc} (is slurmdbd up?), and the squeue fallback "
                                  f"failed too: {squeue_exc}") from None

@@ -19,8 +19,15 @@ _SLURM_ALIASES: dict[str, JobState] = {
     "BOOT_FAIL": JobState.NODE_FAIL,
     "DEADLINE": JobState.TIMEOUT,
     "REVOKED": JobState.CANCELLED,
-    "SPECIAL_EXIT": JobState.FAILED,
+    # held in the queue, not finished: the job may still run (a user or an
+    # admin releases it), so `status` keeps asking about it
+    "SPECIAL_EXIT": JobState.PENDING,  # requeued in a special (held) state after a chosen exit code
+    "RESV_DEL_HOLD": JobState.PENDING,  # held because its reservation was deleted
+    "REQUEUE_CRON": JobState.PENDING,
+    "EXPEDITING": JobState.PENDING,  # being requeued to run again first (expedited requeue)
 }
+# Slurm spellings whose job is pending but held (the reason tells the user why)
+HELD = frozenset({"SPECIAL_EXIT", "RESV_DEL_HOLD", "REQUEUE_HOLD"})
 
 
 def from_slurm(text: str) -> JobState:
@@ -29,3 +36,9 @@ def from_slurm(text: str) -> JobState:
     if word in JobState.__members__:
         return JobState[word]
     return _SLURM_ALIASES.get(word, JobState.UNKNOWN)
+
+
+def held_reason(text: str) -> str | None:
+    """A reason to show for held spellings that map onto PENDING, else None."""
+    word = text.strip().split(" ")[0].rstrip("+").upper()
+    return f"held ({word})" if word in HELD else None

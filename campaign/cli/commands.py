@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign import api
+from campaign.charging import charge_lines
 from campaign.cli import views
 from campaign.cli.output import (
     console,
@@ -33,6 +34,17 @@ from campaign.states import JobState
 
 LedgerFactory = Callable[..., Any]
 STATUS_ROWS = 50  # `status` lists every job up to this many, then only the unfinished/failed ones
+EXIT_JOBS_FAILED = 3  # the command waited for jobs and at least one ended failed (README, exit codes)
+
+
+def _exit_for(failed: list[tuple[str, str]]) -> int:
+    """0, or 3 with one line naming the waited-for jobs that ended failed
+    (local submit and rerun wait for their jobs; issue 12)."""
+    if not failed:
+        return 0
+    shown = ", ".join(f"{job} {state}" for job, state in failed[:10]) + (" ..." if len(failed) > 10 else "")
+    print(f"campaign: {len(failed)} job(s) ended failed: {shown}", file=sys.stderr)
+    return EXIT_JOBS_FAILED
 
 
 def _add_config_dirs(dirs: list[Path]) -> None:
@@ -79,17 +91,25 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             print(f"# campaign {rep.campaign}: {rep.planned} runs, {len(rep.scripts)} job script(s); nothing submitted")
             for line in rep.skipped:
                 print(f"# skipped: {line}")
+            if rep.charges:
+                print("# estimate (requested walltime; the site may bill less if jobs end early):")
+                for line in charge_lines(rep.charges):
+                    print(f"#   {line}")
         return 0
-    groups = api.prepare_campaigns(args.overrides)  # bad input fails here, before the ledger is opened
+    # bad input (node-local paths included) fails here, before the ledger is opened
+    groups = api.prepare_campaigns(args.overrides, args.ledger or default_ledger_path())
     led = ledger(args)
     quiet = args.quiet or args.format == "json"  # JSON: nothing but the document on stdout
     reports = api.submit_all(args.overrides, groups, led, force=args.force, progress=progress_printer(quiet))
     if args.format == "json":
         write_json([{"campaign": r.campaign, "planned": r.planned, "existing": r.existing,
                      "submitted": [{"job_id": j, "run": label} for j, label in r.submitted],
-                     "skipped": r.skipped, "recovered": r.recovered,
+                     "skipped": r.skipped, "recovered": r.recovered, "why_new": r.why_new,
+                     "failed": [{"job_id": j, "state": st} for j, st in r.failed],
                      "counts": r.sync.counts if r.sync is not None else None} for r in reports])
-        return _watch(args, led, [r.campaign for r in reports], quiet=True) if args.wait else 0
+        if args.wait:
+            return _watch(args, led, [r.campaign for r in reports], quiet=True)
+        return EXIT_JOBS_FAILED if any(r.failed for r in reports) else 0
     con = console()
     for rep in reports:
         con.print(f"campaign {rep.campaign}: {rep.planned} runs planned, {rep.existing} already in the ledger, "
@@ -101,13 +121,15 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         if rep.submitted:
             ids = [j for j, _ in rep.submitted]
             con.print(f"  job IDs: {ids[0]} … {ids[-1]}" if len(ids) > 2 else f"  job IDs: {', '.join(ids)}")
+        for line in rep.why_new:
+            con.print(f"  {line}")
         if rep.sync is not None:
             print_counts(rep.sync.counts)
             for w in rep.sync.warnings:
                 con.print(f"  warning: {w}")
     if args.wait:
         return _watch(args, led, [rep.campaign for rep in reports])
-    return 0
+    return _exit_for([f for rep in reports for f in rep.failed])
 
 
 def _watch(args: argparse.Namespace, led: Any, campaigns: list[str], quiet: bool = False) -> int:
@@ -128,8 +150,8 @@ def _job_dicts(rows: list[list[Any]]) -> list[dict[str, Any]]:
 def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     _check_interval(args)
     led = ledger(args, create=False)
-    if args.watch:
-        return _watch(args, led, [args.campaign] if args.campaign else [])
+    if args.watch or args.wait:
+        return _watch(args, led, [args.campaign] if args.campaign else [], quiet=args.wait and not args.watch)
     rep = api.sync(led, args.campaign)
     for w in rep.warnings:
         print(f"campaign: warning: {w}", file=sys.stderr)
@@ -201,11 +223,14 @@ def cmd_rerun(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             raise BadInputError(f"unknown state {state!r}; known: {', '.join(known)}")
     led = ledger(args, create=False)
     rep = api.rerun(led, args.campaign, failed=args.failed, job_id=args.job_id, states=args.state,
-                    time_factor=args.time_factor, mem_factor=args.mem_factor, progress=progress_printer(args.quiet))
+                    time_factor=args.time_factor, mem_factor=args.mem_factor, progress=progress_printer(args.quiet),
+                    all_campaigns=args.all)
     for new, old in rep.submitted:
         print(f"rerun: {old} -> {new}")
     print(f"{len(rep.submitted)} run(s) resubmitted")
-    return 0
+    if rep.sync is not None:
+        print_counts(rep.sync.counts)
+    return _exit_for(rep.failed)
 
 
 def cmd_cancel(args: argparse.Namespace, ledger: LedgerFactory) -> int:
@@ -218,9 +243,7 @@ def cmd_cancel(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 def cmd_import(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     rows = api.read_import_file(args.file)  # validated before the ledger is even opened
     led = ledger(args)
-    count = api.store_import(led, args.file, rows, campaign=args.campaign)
-    into = f" into campaign {args.campaign}" if args.campaign else ""
-    print(f"imported {count} rows from {args.file}{into}")
+    print(api.store_import(led, args.file, rows, campaign=args.campaign).summary(args.file, args.campaign))
     return 0
 
 
@@ -266,13 +289,17 @@ def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     as_json = args.json or args.format == "json"
     if args.keys and not as_json:
         raise BadInputError("--keys limits the JSON metrics: use it with --json")
+    if not as_json and args.out.exists() and not args.out.is_dir():
+        raise BadInputError(f"report --out {args.out} is a file; name a folder (it is made if missing)")
     led = ledger(args, create=False)
     if as_json:
         keys = [k.strip() for k in args.keys.split(",") if k.strip()] if args.keys else None
-        api.write_metrics(led, sys.stdout, cluster=args.cluster, campaign=args.campaign, keys=keys)
+        api.write_metrics(led, sys.stdout, cluster=args.cluster, campaign=args.campaign, all_campaigns=args.all,
+                          keys=keys)
         sys.stdout.write("\n")
         return 0
-    files = api.write_reports(led, Path(args.out), cluster=args.cluster, campaign=args.campaign)
+    files = api.write_reports(led, Path(args.out), cluster=args.cluster, campaign=args.campaign,
+                              all_campaigns=args.all)
     for f in files:
         print(f"report: {f}")
     return 0

@@ -78,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--watch", action="store_true",
                    help="keep syncing and show progress until nothing is pending or running (exit 3 if a job failed)")
     s.add_argument("--interval", type=float, default=5.0, help="seconds between syncs with --watch")
+    s.add_argument("--wait", action="store_true",
+                   help="sync until nothing is pending or running, without the live view (exit 3 if a job failed)")
 
     s = sub.add_parser("jobs", help="list jobs (states refreshed from the scheduler first)")
     s.add_argument("--campaign")
@@ -91,10 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("rerun", help="resubmit failed runs as new attempts")
     s.add_argument("campaign", nargs="?")
-    s.add_argument("--failed", action="store_true", help="every state but COMPLETED, PENDING, RUNNING")
+    s.add_argument("--failed", action="store_true", help="every failed state (not CANCELLED: ask with --state CANCELLED)")
+    s.add_argument("--all", action="store_true", help="without CAMPAIGN: rerun in every campaign of the ledger")
     s.add_argument("--job", dest="job_id", help="one job ID")
     s.add_argument("--state", action="append", default=[], help="a state to rerun (repeatable)")
-    s.add_argument("--time-factor", type=float, default=1.0, help="multiply the walltime of TIMEOUT jobs")
+    s.add_argument("--time-factor", type=float, default=1.0,
+                   help="multiply the walltime of TIMEOUT jobs (rounded up to whole minutes)")
     s.add_argument("--mem-factor", type=float, default=1.0, help="multiply the memory of OUT_OF_MEMORY jobs")
 
     s = sub.add_parser("cancel", help="cancel a campaign's jobs or one job")
@@ -125,7 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("report", help="per-cluster report (Markdown + HTML), or --json metrics")
     s.add_argument("--cluster")
-    s.add_argument("--campaign")
+    s.add_argument("--campaign", action="append", default=[],
+                   help="campaign(s) to report (repeatable; default: the latest campaign)")
+    s.add_argument("--all", action="store_true", help="pool every campaign of the ledger, on purpose")
     s.add_argument("--out", type=Path, default=Path("report"))
     s.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
     s.add_argument("--keys", help="with --json: only these metrics, comma-separated (e.g. speedup,ratios)")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import shlex
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from campaign.clock import display, now
 from campaign.errors import BadInputError
-from campaign.job.files import STDERR_FILE, STDOUT_FILE
+from campaign.job.files import START_FILE, STDERR_FILE, STDOUT_FILE, read_json
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
+from campaign.plan import RunSpec
 from campaign.states import JobState
 
 JOB_COLUMNS = ["job_id", "campaign", "kernel", "impl", "variant", "partition", "threads", "dtype", "attempt", "state",
@@ -21,7 +25,7 @@ _JOB_SELECT = (JobAttempt.job_id, Campaign.name, Run.kernel, Run.impl, Run.varia
 
 
 def _fmt(t: Any) -> str:
-    return t.strftime("%Y-%m-%d %H:%M:%S") if t is not None else ""
+    return display(t)  # local time with its offset; the ledger holds UTC
 
 
 def job_rows(led: Ledger, campaign: str | None, state: str | None, *, all_attempts: bool) -> list[list[Any]]:
@@ -47,19 +51,83 @@ def _tail(path: str | None, lines: int = 15) -> str:
     return "\n".join("    " + line for line in text[-lines:]) or "    (empty)"
 
 
+def _wrapper_tail(path: str | None, lines: int = 15) -> str:
+    """The job wrapper's log (submitit/Slurm), a Python traceback folded into
+    its last line: a TIMEOUT's KeyboardInterrupt is the wrapper being stopped,
+    not the kernel's error."""
+    if not path:
+        return "    (none)"
+    try:
+        text = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return f"    (cannot read {path})"
+    out: list[str] = []
+    inside = False
+    for line in text:
+        if line.startswith("Traceback (most recent call last)"):
+            inside = True
+            continue
+        if inside and (line.startswith(" ") or not line.strip()):
+            continue
+        if inside:
+            out.append(f"(traceback of the job wrapper) {line}")
+            inside = False
+            continue
+        out.append(line)
+    return "\n".join("    " + line for line in out[-lines:]) or "    (empty)"
+
+
+def _elapsed(att: JobAttempt) -> str:
+    if att.started_at is None:
+        return f"elapsed: -  walltime: {att.walltime_min} min"
+    end = att.ended_at or now()
+    secs = max(0.0, (end - att.started_at).total_seconds())
+    share = secs / (att.walltime_min * 60) if att.walltime_min else 0.0
+    running = "" if att.ended_at else " so far"
+    return f"elapsed: {secs:.0f} s{running} of walltime {att.walltime_min} min ({share:.0%})"
+
+
+def _memory(att: JobAttempt, backend: str) -> str:
+    if att.mem_gb is not None:
+        return f"memory requested: {att.mem_gb:g} GB"
+    if backend == "local":
+        return "memory requested: none (local process: no limit)"
+    return "memory requested: none given (the partition's default per CPU applies)"
+
+
+def _program(att: JobAttempt, spec: dict[str, Any], start: dict[str, Any] | None) -> tuple[str, dict[str, str]]:
+    """The command and environment as the job ran them (job.json), else as planned."""
+    if start and isinstance(start.get("argv"), list):
+        return shlex.join(str(a) for a in start["argv"]), {str(k): str(v) for k, v in (start.get("env") or {}).items()}
+    run = RunSpec.from_json(spec)
+    program = replace(run, n=tuple(att.n)) if att.n else run
+    env = {k[len("env."):]: v for k, v in run.identity if k.startswith("env.")}
+    return shlex.join(program.command(att.output_path)), env
+
+
 def show_job(led: Ledger, job_id: str) -> str:
     with led.session() as s:
         att = q.attempts_by_job_id(s, job_id)[-1]
         run = att.run
         spec = run.spec
+        start = read_json(Path(att.workdir) / START_FILE)
+        command, env = _program(att, spec, start)
+        n_line = f"n: {', '.join(str(v) for v in spec['n'])}"
+        if att.n:
+            n_line += f"  (this attempt: {', '.join(str(v) for v in att.n)})"
+        if att.missing_n:
+            n_line += f"  missing: {', '.join(str(v) for v in att.missing_n)}"
         out = [
-            f"job {att.job_id}  campaign {run.campaign.name}  cluster {run.campaign.cluster}  run {run.key}",
+            f"job {att.job_id}  campaign {run.campaign.name}  cluster {run.campaign.cluster}  run {run.key}"
+            + (f"  scheduler cluster {att.scheduler_cluster}" if att.scheduler_cluster else ""),
+            f"run: {RunSpec.from_json(spec).label}",
             f"state: {att.state.value}" + (f"  ({att.reason})" if att.reason else ""),
             f"kernel {run.kernel}  impl {run.impl}  variant {run.variant}  partition {run.partition}  "
             f"device {run.device}  dtype {run.dtype}  threads {run.threads}  gpus {run.gpus}",
-            f"n: {', '.join(str(v) for v in spec['n'])}  d: {spec['d']}  repeats: {spec['repeats']}  "
+            f"{n_line}  d: {spec['d']}  repeats: {spec['repeats']}  "
             f"warmup: {spec['warmup']}  check: {spec['check']}  extra: {dict(spec.get('extra_args') or [])}",
-            f"walltime: {att.walltime_min} min  mem: {att.mem_gb if att.mem_gb is not None else 'site default'} GB",
+            f"{_elapsed(att)}  {_memory(att, run.campaign.backend)}"
+            + (f"  allocated: {att.alloc_cpus} cores, {att.alloc_gpus or 0} GPUs" if att.alloc_cpus else ""),
             f"array: {att.array_job_id or '-'} index {att.array_index if att.array_index is not None else '-'}  "
             f"node: {att.node or '-'}  exit code: {att.exit_code if att.exit_code is not None else '-'}",
             f"submitted {_fmt(att.submitted_at)}  started {_fmt(att.started_at)}  ended {_fmt(att.ended_at)}",
@@ -73,17 +141,20 @@ def show_job(led: Ledger, job_id: str) -> str:
         out += [
             "paths:",
             f"  workdir:  {att.workdir}",
+            f"  job.json: {Path(att.workdir) / START_FILE}" + ("" if start else "  (not written yet)"),
             f"  results:  {att.output_path}",
             f"  kernel stdout: {Path(att.workdir) / STDOUT_FILE}",
             f"  kernel stderr: {Path(att.workdir) / STDERR_FILE}",
             f"  job stdout: {att.stdout_path or '-'}",
             f"  job stderr: {att.stderr_path or '-'}",
             "command:",
-            "  " + " ".join(spec["argv"]) + " ...",
+            "  " + command,
+            "environment (as rendered):",
+            *(f"  {k}={shlex.quote(v)}" for k, v in sorted(env.items())),
             "kernel stderr (tail):",
             _tail(str(Path(att.workdir) / STDERR_FILE)),
-            "job stderr (tail):",
-            _tail(att.stderr_path),
+            "job wrapper log (tail):",
+            _wrapper_tail(att.stderr_path),
         ]
         return "\n".join(out)
 

@@ -14,7 +14,9 @@ from pathlib import Path
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from campaign.config import overrides as schema_overrides
 from campaign.config.schema import RootConfig
+from campaign.config.validate import validate
 from campaign.errors import ConfigError
 
 SEARCH_PATH_ENV = "CAMPAIGN_CONFIG_PATH"  # extra config folders, ':'-separated
@@ -91,16 +93,14 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     overrides = split_overrides(overrides)
     for group in ("cluster", "experiment"):
         _check_group_choice(overrides, group)
+    schema_overrides.check(overrides)  # unknown keys are refused, even with `+`
     _register_schema()
     kernel_defaults = [f"+kernel@kernels.{k}={k}" for k in group_options("kernel")]
-    extra_dirs = [f"hydra.searchpath=[{','.join('file://' + str(d) for d in config_dirs()[:-1])}]"]
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-            cfg = compose(
-                config_name="config",
-                overrides=kernel_defaults + list(overrides) + (extra_dirs if len(config_dirs()) > 1 else []),
-            )
+            _search_user_dirs_first()
+            cfg = compose(config_name="config", overrides=kernel_defaults + list(overrides))
         unknown = sorted(str(k) for k in set(cfg.keys()) - {"cluster", "experiment", "kernels", "campaign"})
         if unknown:
             raise ConfigError(f"unknown top-level config key(s) {', '.join(map(str, unknown))}; "
@@ -111,6 +111,9 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     except OmegaConfBaseException as exc:
         raise ConfigError(_one_line(exc)) from None
     except Exception as exc:  # Hydra raises its own hierarchy; all are config mistakes here
+        merging = _merge_failure(exc, overrides)
+        if merging:
+            raise ConfigError(merging) from None
         override = getattr(exc, "override", None)  # hydra's OverrideParseException names it
         if override:
             raise ConfigError(f"bad override {override!r}: {_one_line(exc)}") from None
@@ -122,8 +125,22 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     assert isinstance(root, RootConfig)
     for key, part in root.cluster.partitions.items():
         part.name = part.name or key
+    validate(root)  # every value that reaches a script, a command or a path (campaign.config.validate)
     root.__dict__["_resolved_yaml"] = text  # for provenance; not a config field
     return root
+
+
+def _search_user_dirs_first() -> None:
+    """CAMPAIGN_CONFIG_PATH folders go BEFORE the shipped conf/, so a site's
+    cluster/anvil.yaml replaces the shipped anvil (hydra.searchpath would
+    append them after it, and the shipped file would win)."""
+    from hydra.core.global_hydra import GlobalHydra  # lazy, as above
+
+    loader = GlobalHydra.instance().config_loader()
+    search_path = loader.get_search_path()
+    for folder in reversed(config_dirs()[:-1]):
+        search_path.prepend(provider="campaign-config-path", path=f"file://{folder}")
+    loader.repository.initialize_sources(search_path)  # type: ignore[attr-defined]
 
 
 def resolved_yaml(cfg: RootConfig) -> str:
@@ -141,6 +158,18 @@ def _fill_defaults(cfg: object) -> None:
         settings.python = sys.executable
     if settings.kernel_bin is None:
         settings.kernel_bin = str(repo_root() / "kernels" / "build")
+
+
+def _merge_failure(exc: BaseException, overrides: Sequence[str]) -> str | None:
+    """Hydra's "Error merging override K=V" (no reason given) explained by the
+    type K expects."""
+    text = str(exc)
+    if not text.startswith("Error merging override"):
+        return None
+    words = text.removeprefix("Error merging override").split()
+    named = words[0] if words else ""
+    item = next((o for o in overrides if o.lstrip("+~") == named.lstrip("+~")), named)
+    return schema_overrides.explain(item) if item else None
 
 
 def _one_line(exc: BaseException) -> str:

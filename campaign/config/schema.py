@@ -58,6 +58,25 @@ class ProfilerSpec:
 
 
 @dataclass
+class ChargingSpec:
+    """How the site bills a job on this partition (docs/sites.md); the dry run
+    prints the estimate. Models:
+      none             no estimate
+      cores            allocated cores x hours
+      memory_or_cores  max(cores, memory / mem_gb_per_unit) x hours (Delta cpu, Anvil shared)
+      whole_node       the node's cores x hours, whatever was asked (Anvil wholenode)
+      per_gpu          max(GPUs, cores / cores_per_unit, memory / mem_gb_per_unit) x hours
+    Charged units x su_per_unit_hour = SUs; a job costs at least min_su."""
+
+    model: str = "none"
+    su_per_unit_hour: float = 1.0  # SUs per core-hour (CPU models) or GPU-hour (per_gpu)
+    mem_gb_per_unit: float | None = None  # GB (1e9 bytes) of memory that bill as one unit
+    cores_per_unit: float | None = None  # per_gpu: cores that bill as one GPU
+    min_su: float = 0.0  # minimum charge of any job
+    source: str = ""  # where the rule comes from (the YAML comment says more)
+
+
+@dataclass
 class PartitionSpec:
     """One partition as users request it; facts feed planning and analysis."""
 
@@ -75,13 +94,18 @@ class PartitionSpec:
     qos: str | None = None
     requires_account: bool = False  # site rejects jobs without --account
     whole_node: bool = False  # jobs must take the whole node (Anvil `wholenode`)
-    mem_gb: float | None = None  # --mem per job; None = site default
+    mem_gb: float | None = None  # --mem per job when no per-core/per-GPU rule is set; None = site default
+    mem_per_core_gb: float | None = None  # memory asked per allocated core, GB = 1e9 bytes (CPU partitions)
+    mem_per_gpu_gb: float | None = None  # memory asked per GPU, GB = 1e9 bytes (GPU partitions)
+    account_hint: str | None = None  # the site's account pattern, named in the missing-account error
+    clusters: str | None = None  # Slurm cluster(s) of this partition (sbatch -M); overrides cluster.clusters
     modules: list[str] = field(default_factory=list)  # after cluster.modules
     env: dict[str, str] = field(default_factory=dict)  # after cluster.env
     sbatch_extra: dict[str, Any] = field(default_factory=dict)  # e.g. {constraint: cpu, hold: true}
     ceilings: Ceilings = field(default_factory=Ceilings)
     references: list[ReferenceSpec] = field(default_factory=list)  # expected values (compare --reference)
     profiler: ProfilerSpec = field(default_factory=ProfilerSpec)  # not enabled: profiling refused (Slurm)
+    charging: ChargingSpec = field(default_factory=ChargingSpec)
 
     @property
     def cores(self) -> int:
@@ -122,6 +146,10 @@ class ClusterSpec:
     job_template: str = "default"  # job_templates/<name>.sh
     local_parallel_jobs: int = 1  # local backend: jobs at once (timings need a quiet machine)
     build: BuildSpec = field(default_factory=BuildSpec)
+    clusters: str | None = None  # Slurm cluster(s) jobs go to (sbatch -M); None = the local one
+    default_cpu_partition: str | None = None  # sweeps naming no partition; None = the first CPU partition
+    default_gpu_partition: str | None = None  # None = the first GPU partition
+    allow_node_local: bool = False  # accept a workdir/ledger on /tmp or /dev/shm with Slurm (test clusters)
     partitions: dict[str, PartitionSpec] = field(default_factory=dict)
 
 
@@ -152,7 +180,8 @@ class SweepSpec:
     kernel: str = MISSING
     impls: list[str] = MISSING
     variants: list[str] = MISSING
-    partitions: list[str] = field(default_factory=list)  # [] = every partition
+    partitions: list[str] = field(default_factory=list)  # [] = the cluster's default partition per device
+    devices: list[str] = field(default_factory=list)  # with no partitions: [] = cpu if an impl runs there, else cuda
     threads: list[int] = field(default_factory=lambda: [1])
     dtypes: list[str] = field(default_factory=lambda: ["fp32"])
     n: list[int] = MISSING
@@ -172,6 +201,8 @@ class ExperimentSpec:
     walltime_min: int = 30
     mem_gb: float | None = None
     profile: str = "none"  # none | ncu | perf: counters of one extra call per n (docs/contracts.md)
+    exclusive: bool = False  # take whole nodes (--exclusive) instead of the cores/GPUs a run needs
+    cpus_per_run: int | None = None  # cores allocated to each CPU run; threads above it oversubscribe on purpose
     sweeps: list[SweepSpec] = field(default_factory=list)
 
 
@@ -183,6 +214,8 @@ class CampaignSettings:
     python: str | None = None  # interpreter on the nodes; default: this one
     kernel_bin: str | None = None  # built C/Fortran programs; default: kernels/build
     workdir: str | None = None  # job folders; default: <ledger folder>/runs
+    allow_node_local: bool = False  # accept a workdir/ledger on /tmp or /dev/shm with a Slurm cluster
+    max_runs: int = 100_000  # the planner refuses experiments of more runs, before building them
 
 
 @dataclass

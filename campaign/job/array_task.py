@@ -31,13 +31,14 @@ def task_from_json(data: dict[str, Any]) -> JobTask:
         output_csv=str(data["output_csv"]),
         stack_unlimited=bool(data["stack_unlimited"]),
         record_env_prefixes=tuple(str(p) for p in data.get("record_env_prefixes", ())),
+        label=str(data.get("label", "")),
     )
 
 
 def task_to_json(task: JobTask) -> dict[str, Any]:
     return {"argv": list(task.argv), "env": [list(p) for p in task.env], "workdir": task.workdir,
             "output_csv": task.output_csv, "stack_unlimited": task.stack_unlimited,
-            "record_env_prefixes": list(task.record_env_prefixes)}
+            "record_env_prefixes": list(task.record_env_prefixes), "label": task.label}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

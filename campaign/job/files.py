@@ -15,6 +15,7 @@ START_FILE = "job.json"
 EXIT_FILE = "exit.json"
 STDOUT_FILE = "kernel.out"
 STDERR_FILE = "kernel.err"
+CANCEL_FILE = "cancel.json"  # left by `campaign cancel`: the job must not start (or is being stopped)
 
 
 def counters_path(output_csv: Path) -> Path:

@@ -5,6 +5,12 @@ and leaves two small JSON files behind — `job.json` when it starts and
 `exit.json` when the program ended — so that any later `campaign status`, in any
 process, can tell running, failed and lost-output jobs apart without the
 submitting process (and without sacct, for the local backend).
+
+The kernel runs in its own session (process group = its PID, recorded in
+job.json as `kernel_pid`), so that a cancel or a timeout stops the whole tree
+it started: submitit's worker ignores SIGTERM ("Bypassing signal SIGTERM"),
+and a kernel left behind would keep measuring on a machine the ledger thinks
+is free. A job whose folder holds `cancel.json` does not start its kernel.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from campaign.job.files import EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE
+from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE
+from campaign.job.procs import group_members, signal_group, stop_group
 from campaign.job.task import JobTask
 
 
@@ -36,6 +43,29 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1))
     os.replace(tmp, path)
+
+
+def _claim_start(path: Path, data: dict[str, Any]) -> bool:
+    """Write job.json only if no job of this attempt wrote it before: a hard
+    link is atomic and fails when the name exists, so two executions of one
+    attempt race for it and exactly one wins."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    except OSError:  # a filesystem without hard links: an exclusive create, then the content
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w") as f:
+            f.write(tmp.read_text())
+        return True
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _unlimit_stack() -> None:
@@ -56,32 +86,63 @@ def _child_setup(unlimit_stack: bool) -> None:
         _unlimit_stack()
 
 
+def _run_kernel(task: JobTask, env: dict[str, str], workdir: Path, start: dict[str, Any]) -> int:
+    """Start the kernel in its own session, wait for it, leave no member of
+    its process group behind (also when this process is interrupted)."""
+    with open(workdir / STDOUT_FILE, "ab") as out, open(workdir / STDERR_FILE, "ab") as err:
+        try:
+            proc = subprocess.Popen(
+                list(task.argv), stdout=out, stderr=err, env=env, cwd=workdir, start_new_session=True,
+                preexec_fn=lambda: _child_setup(task.stack_unlimited),
+            )
+        except OSError as exc:  # program missing or not executable
+            err.write(f"campaign: cannot start {task.argv[0]}: {exc}\n".encode())
+            return 127
+    _write_json(workdir / START_FILE, {**start, "kernel_pid": proc.pid})
+    # A SIGTERM to this process (scancel, campaign cancel) goes to the whole kernel group.
+    previous = signal.signal(signal.SIGTERM, lambda *_: signal_group(proc.pid, signal.SIGTERM))
+    try:
+        return proc.wait()
+    except BaseException:  # KeyboardInterrupt: submitit's local timeout sends SIGINT
+        stop_group(proc.pid)
+        proc.wait()
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if group_members(proc.pid):  # what the kernel started and left running
+            signal_group(proc.pid, signal.SIGKILL)
+
+
 def execute(task: JobTask) -> dict[str, Any]:
     """Run one kernel program; returns its exit record, raises if it failed."""
     workdir = Path(task.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    host = socket.gethostname()
+    if (workdir / CANCEL_FILE).exists():  # cancelled before it started: run nothing
+        skipped = {"exit_code": None, "cancelled": True, "ended": _now(), "elapsed_s": 0.0, "host": host}
+        _write_json(workdir / EXIT_FILE, skipped)
+        return skipped
+    if task.label:
+        # an array's tasks share one job name: each says which run it is
+        print(f"campaign run: {task.label} ({workdir})", flush=True)
     env = dict(os.environ)
     env.update(dict(task.env))
     scheduler = {k: v for k, v in os.environ.items() if k.startswith(task.record_env_prefixes)} \
         if task.record_env_prefixes else {}
-    start = {"host": socket.gethostname(), "pid": os.getpid(), "started": _now(), "argv": list(task.argv),
+    start = {"host": host, "pid": os.getpid(), "started": _now(), "argv": list(task.argv),
              "env": dict(task.env), "scheduler": scheduler}
-    _write_json(workdir / START_FILE, start)
+    if not _claim_start(workdir / START_FILE, start):
+        # Another job of this very attempt started first (a recovered submit
+        # sent it again): never run a kernel twice in one folder (issue 11).
+        return {"duplicate": True, "host": start["host"]}
     # Not checkpointable: let the scheduler end the job at its limit (TIMEOUT)
     # instead of submitit's USR2 handler failing it 90 s early.
     signal.signal(signal.SIGUSR2, signal.SIG_IGN)
     t0 = time.monotonic()
-    with open(workdir / STDOUT_FILE, "ab") as out, open(workdir / STDERR_FILE, "ab") as err:
-        try:
-            proc = subprocess.run(
-                list(task.argv), stdout=out, stderr=err, env=env, cwd=workdir,
-                preexec_fn=lambda: _child_setup(task.stack_unlimited), check=False,
-            )
-            code = proc.returncode
-        except OSError as exc:  # program missing or not executable
-            err.write(f"campaign: cannot start {task.argv[0]}: {exc}\n".encode())
-            code = 127
-    record = {"exit_code": code, "ended": _now(), "elapsed_s": time.monotonic() - t0, "host": start["host"]}
+    code = _run_kernel(task, env, workdir, start)
+    record: dict[str, Any] = {"exit_code": code, "ended": _now(), "elapsed_s": time.monotonic() - t0, "host": host}
+    if (workdir / CANCEL_FILE).exists():
+        record["cancelled"] = True
     _write_json(workdir / EXIT_FILE, record)
     if code != 0:
         raise KernelFailed(f"kernel exited with {code}; see {workdir / STDERR_FILE}")

@@ -19,3 +19,4 @@ class JobTask:
     output_csv: str
     stack_unlimited: bool
     record_env_prefixes: tuple[str, ...] = ()
+    label: str = ""  # the run label, printed first in the job's own output (array tasks share one name)

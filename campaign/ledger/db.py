@@ -21,7 +21,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, insert, inspect, make_url, select
+from sqlalchemy import URL, Connection, Engine, create_engine, event, insert, inspect, make_url, select
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -36,6 +36,7 @@ JOURNAL_MODES = ("DELETE", "TRUNCATE", "PERSIST", "WAL")
 PG_LOCK_KEY = 0x63616D706169676E
 # A URL as pathlib leaves it: Path("postgresql+psycopg://h/db") is "postgresql+psycopg:/h/db".
 READ_OPTION = "campaign_read_only"
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _COLLAPSED_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):/(?!/)")
 
 
@@ -55,7 +56,7 @@ def ledger_url(location: Path | str) -> str | None:
     a URL after pathlib collapsed its "//"), else None: a file path.
     `sqlite:///PATH` URLs are file paths too (None)."""
     text = str(location)
-    if "://" not in text:
+    if not _SCHEME.match(text):  # "a://b.sqlite" or "led?x://" are file names: a URL starts with its scheme
         m = _COLLAPSED_URL.match(text)
         if not m or not m.group(1).lower().startswith(("postgres", "mysql", "mariadb", "oracle", "mssql")):
             return None
@@ -184,7 +185,9 @@ class Ledger:
         elif self.path.is_dir():
             raise LedgerError(f"ledger path {self.path} is a folder, not a file")
         journal_mode()  # a bad CAMPAIGN_JOURNAL_MODE is one clear error, before any connection
-        self.engine: Engine = create_engine(f"sqlite:///{self.path}")
+        # URL.create keeps the path literal: in an f-string URL "led?mode=ro.sqlite" became a query
+        # and "a%41b.sqlite" was decoded to another file (issue 11).
+        self.engine: Engine = create_engine(URL.create("sqlite", database=str(self.path)))
         event.listen(self.engine, "connect", _on_connect)
         event.listen(self.engine, "begin", _on_begin)
 

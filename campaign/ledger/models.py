@@ -12,13 +12,14 @@ from typing import Any
 from sqlalchemy import JSON, Enum, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from campaign.ledger.types import UTCDateTime
 from campaign.states import JobState
 
 SCHEMA_VERSION = 8  # v1 had no campaign.python; v3..v7: one per change of this round; v8: compare (see migrations/versions)
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON, datetime: UTCDateTime}
 
 
 class Meta(Base):
@@ -113,6 +114,23 @@ class JobAttempt(Base):
     walltime_min: Mapped[int]
     mem_gb: Mapped[float | None]
     provenance_id: Mapped[int | None] = mapped_column(ForeignKey("provenance.id"))
+    # v4: the n this attempt runs (None: all of the run's) and, once a TIMEOUT/
+    # CANCELLED/OUT_OF_MEMORY attempt was synced, the n it left without rows.
+    n: Mapped[list[Any] | None]
+    missing_n: Mapped[list[Any] | None]
+    # v5: the scheduler's cluster holding the job (multi-cluster sites: a job ID
+    # means something only with it; None = the submitting host's own cluster),
+    # and the allocation the job asked for (cores, GPUs; memory is mem_gb)
+    scheduler_cluster: Mapped[str | None] = mapped_column(String(100), default=None)
+    alloc_cpus: Mapped[int | None] = mapped_column(default=None)
+    alloc_gpus: Mapped[int | None] = mapped_column(default=None)
+    # v3: the process that recorded the attempt (crash recovery touches an
+    # unconfirmed attempt only when this process is gone), and a note when its
+    # timing overlapped another timed job on the same machine.
+    owner_host: Mapped[str | None] = mapped_column(String(200))
+    owner_pid: Mapped[int | None]
+    owner_start: Mapped[str | None] = mapped_column(String(64))
+    overlap: Mapped[str | None]
     run: Mapped[Run] = relationship(back_populates="attempts", foreign_keys=[run_id])
 
 
@@ -157,6 +175,36 @@ class ResultRow(Base):
     bytes: Mapped[float | None]
     rel_err: Mapped[float | None]
     extra: Mapped[dict[str, Any] | None]
+    natural_key: Mapped[str | None] = mapped_column(String(32))  # v3: campaign.results.keys; unique
     # Imported rows of a named campaign (`import --campaign`); job rows reach
     # their campaign through their attempt and leave this NULL.
     campaign_id: Mapped[int | None] = mapped_column(ForeignKey("campaign.id", name="fk_result_campaign_id"))
+
+
+Index("ux_result_natural_key", ResultRow.natural_key, unique=True)
+
+
+class ImportFile(Base):
+    """v3: one row per imported file content (its SHA-256), so the same data
+    imported twice is a no-op that says so."""
+
+    __tablename__ = "import_file"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), unique=True)
+    path: Mapped[str]
+    rows: Mapped[int]
+    imported_at: Mapped[datetime]
+
+
+class CampaignClaim(Base):
+    """v3: the one process allowed to submit or rerun a campaign's jobs now
+    (taken with BEGIN IMMEDIATE, released at the end; a claim whose process is
+    gone is taken over). See campaign.claims."""
+
+    __tablename__ = "campaign_claim"
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id"), primary_key=True)
+    host: Mapped[str] = mapped_column(String(200))
+    pid: Mapped[int]
+    start: Mapped[str] = mapped_column(String(64))
+    command: Mapped[str] = mapped_column(String(40))
+    taken_at: Mapped[datetime]

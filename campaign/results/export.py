@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,6 +24,9 @@ from campaign.states import JobState
 EXPORT_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n", "d",
                   "repeat", "time_s", "job_id", "gpu_model", "flops", "bytes", "rel_err"]
 _CHUNK = 200_000  # rows fetched at a time
+# Rows of these attempts are measurements too: the finished n of a job stopped
+# by its walltime, a cancel or its memory limit (campaign.partial).
+PARTIAL_USABLE = (JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY)
 
 
 @dataclass(frozen=True)
@@ -37,10 +41,12 @@ class RowFilter:
     commit: str | None = None
 
 
-def _statement(campaign: str | None, cluster: str | None, usable_only: bool, all_extras: bool,
+def _statement(campaign: str | Sequence[str] | None, cluster: str | None, usable_only: bool, all_extras: bool,
                where: RowFilter | None = None) -> Any:
     cols: list[Any] = [getattr(ResultRow, c) for c in EXPORT_COLUMNS]
-    cols += [ResultRow.source, Campaign.name.label("campaign"), type_coerce(JobAttempt.state, String).label("state")]
+    cols += [ResultRow.source, Campaign.name.label("campaign"), type_coerce(JobAttempt.state, String).label("state"),
+             JobAttempt.alloc_cpus.label("alloc_cpus"),  # cores the job was given: oversubscription is judged by it
+             JobAttempt.overlap]  # timed while another timed job ran (campaign.overlap)
     if all_extras:
         cols.append(type_coerce(ResultRow.extra, String).label("_extra"))
     else:
@@ -50,7 +56,7 @@ def _statement(campaign: str | None, cluster: str | None, usable_only: bool, all
             # a job row's campaign is its run's; an imported row's the one it was imported into
             .outerjoin(Campaign, Campaign.id == func.coalesce(Run.campaign_id, ResultRow.campaign_id)))
     if campaign:
-        stmt = stmt.where(Campaign.name == campaign)
+        stmt = stmt.where(Campaign.name.in_([campaign] if isinstance(campaign, str) else list(campaign)))
     if cluster:
         stmt = stmt.where(ResultRow.cluster == cluster)
     if where is not None and where.since is not None:
@@ -62,12 +68,12 @@ def _statement(campaign: str | None, cluster: str | None, usable_only: bool, all
         stmt = stmt.where(JobAttempt.provenance_id.in_(made))
     if usable_only:  # rows of CHECK_FAILED / LOST_OUTPUT attempts are not measurements to analyse
         # (PROFILE_FAILED ones are: only their counters are missing)
-        usable = [state for state in JobState if state.usable]
+        usable = [state for state in JobState if state.usable] + list(PARTIAL_USABLE)
         stmt = stmt.where(or_(ResultRow.attempt_id.is_(None), JobAttempt.state.in_(usable)))
     return stmt.order_by(ResultRow.id)
 
 
-def results_frame(led: Ledger, *, campaign: str | None = None, cluster: str | None = None,
+def results_frame(led: Ledger, *, campaign: str | Sequence[str] | None = None, cluster: str | None = None,
                   usable_only: bool = False, all_extras: bool = True, where: RowFilter | None = None) -> Any:
     """Result rows as a DataFrame: the export columns, `source`, `campaign`
     (the job's campaign, or the one rows were imported into with `import
@@ -101,6 +107,8 @@ def results_frame(led: Ledger, *, campaign: str | None = None, cluster: str | No
     frame["params"] = frame["params"].fillna("").astype(str) if "params" in frame else ""
     for col in ("campaign", "state"):
         frame[col] = frame[col].fillna("")
+    if frame["alloc_cpus"].isna().all():  # no allocation recorded (local backend, imports, older ledgers)
+        frame = frame.drop(columns="alloc_cpus")
     return frame
 
 

@@ -1,8 +1,18 @@
 """Result rows into the ledger: rows of an imported file, and the rows of a
-finished job's CSV (read by campaign.results.reader, stored here)."""
+finished job's CSV (read by campaign.results.reader, stored here).
+
+Imports are idempotent (issue 11): the file's SHA-256 is recorded with its
+rows in one transaction, so the same file again (after a kill past the
+commit, or under another name) is a no-op that says so; every row carries a
+natural key (campaign.results.keys, unique in the ledger), so rows already
+present from another file are skipped and counted, never doubled. With
+`import --campaign NAME` both are scoped to that campaign.
+"""
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,27 +23,75 @@ from campaign.clock import now
 from campaign.config.clusters import cluster_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError
-from campaign.ledger import Campaign, Ledger, ResultRow
+from campaign.ledger import Campaign, ImportFile, Ledger, ResultRow
 from campaign.results.export import EXPORT_COLUMNS
+from campaign.results.keys import IMPORT_SCOPE, attempt_scope, natural_key
 
 IMPORT_BACKEND = "import"  # Campaign.backend of a campaign made by `import --campaign`
+_CHUNK = 500  # keys per IN (...) query
 
 
-def store_import(led: Ledger, path: Path, rows: list[dict[str, Any]], campaign: str | None = None) -> int:
-    """One transaction: all rows or none. With `campaign`, the rows belong to
-    that named campaign (created, backend "import", if new); importing the
-    same file into it again replaces its rows from that file."""
+@dataclass
+class Imported:
+    """What one `campaign import` did."""
+
+    stored: int
+    skipped: int = 0  # rows already in the ledger (same natural key)
+    seen_as: str | None = None  # the same file content was imported before, from this path
+    seen_at: str | None = None
+
+    def summary(self, path: Path, campaign: str | None = None) -> str:
+        into = f" into campaign {campaign}" if campaign else ""
+        if self.seen_as is not None:
+            return (f"{path}: already imported{into} ({self.seen_at} from {self.seen_as}); nothing to do, "
+                    f"0 rows stored")
+        extra = f", {self.skipped} already in the ledger skipped" if self.skipped else ""
+        return f"imported {self.stored} rows from {path}{into}{extra}"
+
+
+def fingerprint(path: Path) -> str:
+    """SHA-256 of the file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def store_import(led: Ledger, path: Path, rows: list[dict[str, Any]], campaign: str | None = None) -> Imported:
+    """One transaction: the file's fingerprint and all its new rows, or nothing.
+    With `campaign`, the rows belong to that named campaign (created, backend
+    "import", if new); importing a changed file of the same path into it again
+    replaces its rows from that file."""
     source = f"import:{path.resolve()}"
-    records = [{"attempt_id": None, "source": source, **{k: r.get(k) for k in EXPORT_COLUMNS}, "extra": r.get("extra")}
+    print_ = fingerprint(path)
+    scope = IMPORT_SCOPE if campaign is None else f"{IMPORT_SCOPE}:{campaign}"
+    records = [{"attempt_id": None, "source": source, **{k: r.get(k) for k in EXPORT_COLUMNS},
+                "extra": r.get("extra"), "natural_key": natural_key(r, scope, measured=True)}
                for r in rows]
     with led.session.begin() as s:
+        # Into a named campaign, the file's earlier rows are replaced (so the same file again is
+        # idempotent by itself); elsewhere its content fingerprint makes a repeat a no-op.
+        seen = None if campaign is not None else s.scalars(
+            select(ImportFile).where(ImportFile.fingerprint == print_)).first()
+        if seen is not None:
+            return Imported(0, len(records), seen.path, f"{seen.imported_at:%Y-%m-%d %H:%M}")
         if campaign is not None:
             camp = _import_campaign(s, campaign, sorted({str(r["cluster"]) for r in rows}))
             s.execute(delete(ResultRow).where(ResultRow.campaign_id == camp.id, ResultRow.source == source))
             for rec in records:
                 rec["campaign_id"] = camp.id
-        s.execute(insert(ResultRow), records)
-    return len(records)
+        keys = [r["natural_key"] for r in records]
+        present: set[str] = set()
+        for i in range(0, len(keys), _CHUNK):
+            present.update(s.scalars(select(ResultRow.natural_key)
+                                     .where(ResultRow.natural_key.in_(keys[i:i + _CHUNK]))))
+        fresh = [r for r in records if r["natural_key"] not in present]
+        if fresh:
+            s.execute(insert(ResultRow), fresh)
+        if campaign is None:
+            s.add(ImportFile(fingerprint=print_, path=str(path.resolve()), rows=len(fresh), imported_at=now()))
+    return Imported(len(fresh), len(records) - len(fresh))
 
 
 def _import_campaign(s: Session, name: str, clusters: list[str]) -> Campaign:
@@ -65,24 +123,25 @@ def params_text(extra_args: tuple[tuple[str, str], ...], row: dict[str, Any]) ->
     return ",".join(parts)
 
 
-# Every result column a job's row may leave out (the file decides which it has).
-_NULLS: dict[str, Any] = dict.fromkeys(EXPORT_COLUMNS)
-
-
 def job_rows(attempt_id: int, job_id: str, cluster: str, partition: str,
              extra_args: tuple[tuple[str, str], ...], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Ledger rows for the parsed CSV rows of one attempt (cluster and
-    partition come from the run, never from the file). Built by merging
-    dicts (one C call per row: sync ingests millions of rows); the reader's
-    rows hold only result columns and `extra`."""
-    run = {"attempt_id": attempt_id, "source": "job", "cluster": cluster, "partition": partition, "job_id": job_id}
+    partition come from the run, never from the file)."""
     out = []
     for r in rows:
-        extra = r.get("extra")
-        if extra_args:
-            extra = dict(extra or {})
-            params = params_text(extra_args, extra)
-            if params:
-                extra["params"] = params
-        out.append({**_NULLS, **r, **run, "extra": extra or None})
+        extra = dict(r.get("extra") or {})
+        params = params_text(extra_args, extra)
+        if params:
+            extra["params"] = params
+        row = {
+            "attempt_id": attempt_id, "source": "job", "cluster": cluster,
+            "partition": partition, "kernel": r["kernel"], "impl": r["impl"],
+            "variant": r["variant"], "device": r["device"], "dtype": r.get("dtype"),
+            "threads": r["threads"], "n": r["n"], "d": r.get("d"), "repeat": r["repeat"],
+            "time_s": r["time_s"], "job_id": job_id, "gpu_model": r.get("gpu_model"),
+            "flops": r.get("flops"), "bytes": r.get("bytes"), "rel_err": r.get("rel_err"),
+            "extra": extra or None,
+        }
+        row["natural_key"] = natural_key(row, attempt_scope(attempt_id))
+        out.append(row)
     return out

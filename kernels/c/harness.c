@@ -208,27 +208,47 @@ static void csv_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* Write FILE.tmp, then rename: a killed job never leaves a half CSV. */
-static int write_csv(const char *path, const kernel_def *k, const args_t *a,
-                     int threads, const rows_t *r)
+/* The CSV is FILE.tmp while the kernel runs: each n's rows are appended and
+   flushed as soon as they are measured (a job stopped by its walltime, a
+   cancel or OOM leaves the finished n behind for the ledger), and the file is
+   renamed to FILE only at the end, so a killed job never leaves a file that
+   looks complete. */
+typedef struct {
+    FILE *f;
+    char *tmp;
+    const char *path;
+} csv_t;
+
+static int csv_open(csv_t *c, const char *path, const kernel_def *k)
 {
     size_t len = strlen(path);
-    char *tmp = malloc(len + 5);
-    memcpy(tmp, path, len);
-    memcpy(tmp + len, ".tmp", 5);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        fprintf(stderr, "%s: error: cannot write %s: %s\n", prog_name, tmp, strerror(errno));
-        free(tmp);
+    c->path = path;
+    c->tmp = malloc(len + 5);
+    memcpy(c->tmp, path, len);
+    memcpy(c->tmp + len, ".tmp", 5);
+    c->f = fopen(c->tmp, "w");
+    if (!c->f) {
+        fprintf(stderr, "%s: error: cannot write %s: %s\n", prog_name, c->tmp, strerror(errno));
+        free(c->tmp);
+        c->tmp = NULL;
         return -1;
     }
     fputs("kernel,impl,variant,device,dtype,n,d,threads,repeat,time_s,first_call_s,"
-          "rel_err,gpu_model,omp_proc_bind,omp_places,l2_flush,backend", f);
-    if (k->takes_ff) fputs(",ff", f);
-    fputc('\n', f);
+          "rel_err,gpu_model,omp_proc_bind,omp_places,l2_flush,backend", c->f);
+    if (k->takes_ff) fputs(",ff", c->f);
+    fputc('\n', c->f);
+    return fflush(c->f) == 0 ? 0 : -1;
+}
+
+/* Rows [from, r->count) of one n, then flush: they survive a kill from here on. */
+static int csv_append(csv_t *c, const kernel_def *k, const args_t *a, int threads,
+                      const rows_t *r, size_t from)
+{
+    if (!c->f) return -1;
+    FILE *f = c->f;
     const char *bind = getenv("OMP_PROC_BIND");
     const char *places = getenv("OMP_PLACES");
-    for (size_t i = 0; i < r->count; i++) {
+    for (size_t i = from; i < r->count; i++) {
         const row_t *w = &r->rows[i];
         fprintf(f, "%s,c,%s,cpu,fp32,%ld,%ld,%d,%ld,%.9e,%.9e,", k->name,
                 k->variants[a->variant], w->n, a->d, threads, w->repeat, w->time_s,
@@ -245,14 +265,21 @@ static int write_csv(const char *path, const kernel_def *k, const args_t *a,
         if (k->takes_ff) fprintf(f, ",%ld", a->ff);
         fputc('\n', f);
     }
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        fprintf(stderr, "%s: error: cannot write %s: %s\n", prog_name, path, strerror(errno));
-        free(tmp);
-        return -1;
+    return fflush(f) == 0 && !ferror(f) ? 0 : -1;
+}
+
+static int csv_close(csv_t *c)
+{
+    if (!c->f) return -1;
+    int bad = ferror(c->f);
+    int rc = 0;
+    if (fclose(c->f) != 0 || bad || rename(c->tmp, c->path) != 0) {
+        fprintf(stderr, "%s: error: cannot write %s: %s\n", prog_name, c->path, strerror(errno));
+        rc = -1;
     }
-    free(tmp);
-    return 0;
+    free(c->tmp);
+    c->f = NULL;
+    return rc;
 }
 
 static double now_s(void)
@@ -273,6 +300,11 @@ int harness_main(int argc, char **argv, const kernel_def *k)
 
     rows_t rows = {0};
     int status = 0;
+    csv_t csv = {0};
+    if (csv_open(&csv, a.out, k) != 0) {
+        free(a.ns);
+        return 1;
+    }
     for (int in = 0; in < a.nn; in++) {
         harness_cfg cfg = {.n = a.ns[in], .d = a.d, .ff = a.ff, .variant = a.variant,
                            .seed = a.seed, .check = a.check};
@@ -307,13 +339,14 @@ int harness_main(int argc, char **argv, const kernel_def *k)
                     rows.rows[i].checked = 1;
                 }
         }
+        if (csv_append(&csv, k, &a, threads, &rows, first_row) != 0) status = 1;
         if (a.dump && in == a.nn - 1 && k->dump(st, a.dump) != 0) {
             fprintf(stderr, "%s: error: cannot write the dump to %s\n", prog_name, a.dump);
             status = 1;
         }
         k->teardown(st);
     }
-    if (write_csv(a.out, k, &a, threads, &rows) != 0) status = 1;
+    if (csv_close(&csv) != 0) status = 1;
     free(rows.rows);
     free(a.ns);
     return status;

@@ -262,7 +262,7 @@ contains
     integer(int64) :: threads_arg, repeats, warmup, w, r
     character(len=:), allocatable :: out, dumpdir
     type(row_t), allocatable :: rows(:)
-    integer :: nrows, in, first_row, threads, status, i
+    integer :: nrows, in, first_row, threads, status, i, csv_unit
     real(real64) :: t0, t, first, err
 
     call get_prog_name(name, variants, takes_ff)
@@ -272,6 +272,10 @@ contains
     allocate (rows(size(ns) * repeats))
     nrows = 0
     status = 0
+    if (.not. csv_open(out, takes_ff, csv_unit)) then
+      flush (error_unit)
+      call c_exit(1_c_int)
+    end if
     do in = 1, size(ns)
       cfg%n = ns(in)
       if (.not. setup(cfg)) then
@@ -306,6 +310,8 @@ contains
           end do
         end if
       end if
+      if (.not. csv_append(csv_unit, name, trim(variants(cfg%variant)), cfg%d, cfg%ff, takes_ff, threads, &
+                           rows(first_row:nrows))) status = 1
       if (len(dumpdir) > 0 .and. in == size(ns)) then
         if (.not. dump(dumpdir)) then
           write (error_unit, '(a)') prog // ': error: cannot write the dump to ' // dumpdir
@@ -314,8 +320,7 @@ contains
       end if
       call teardown()
     end do
-    if (.not. write_csv(out, name, trim(variants(cfg%variant)), cfg%d, cfg%ff, takes_ff, threads, &
-                        rows(1:nrows))) status = 1
+    if (.not. csv_close(csv_unit, out)) status = 1
     if (status /= 0) then
       flush (error_unit)
       call c_exit(1_c_int)
@@ -390,18 +395,17 @@ contains
     s = s // '"'
   end function csv_env
 
-  ! write FILE.tmp, then rename: a killed job never leaves a half CSV
-  logical function write_csv(path, name, variant, d, ff, takes_ff, threads, rows)
-    character(len=*), intent(in) :: path, name, variant
-    integer(int64), intent(in) :: d, ff
+  ! The CSV is FILE.tmp while the kernel runs: each n's rows are appended and
+  ! flushed as soon as measured (a job stopped by its walltime, a cancel or OOM
+  ! leaves the finished n for the ledger); it is renamed to FILE only at the end,
+  ! so a killed job never leaves a file that looks complete.
+  logical function csv_open(path, takes_ff, u)
+    character(len=*), intent(in) :: path
     logical, intent(in) :: takes_ff
-    integer, intent(in) :: threads
-    type(row_t), intent(in) :: rows(:)
-    integer :: u, ios, i
-    character(len=:), allocatable :: line, bind, places, err
-    write_csv = .false.
-    bind = csv_env('OMP_PROC_BIND')
-    places = csv_env('OMP_PLACES')
+    integer, intent(out) :: u
+    integer :: ios
+    character(len=:), allocatable :: line
+    csv_open = .false.
     open (newunit=u, file=path // '.tmp', status='replace', action='write', iostat=ios)
     if (ios /= 0) then
       write (error_unit, '(a)') prog // ': error: cannot write ' // path // '.tmp'
@@ -411,6 +415,23 @@ contains
            'rel_err,gpu_model,omp_proc_bind,omp_places,l2_flush,backend'
     if (takes_ff) line = line // ',ff'
     write (u, '(a)', iostat=ios) line
+    flush (u)
+    csv_open = ios == 0
+  end function csv_open
+
+  ! the rows of one n, then flush: they survive a kill from here on
+  logical function csv_append(u, name, variant, d, ff, takes_ff, threads, rows)
+    integer, intent(in) :: u
+    character(len=*), intent(in) :: name, variant
+    integer(int64), intent(in) :: d, ff
+    logical, intent(in) :: takes_ff
+    integer, intent(in) :: threads
+    type(row_t), intent(in) :: rows(:)
+    integer :: ios, i
+    character(len=:), allocatable :: line, bind, places, err
+    bind = csv_env('OMP_PROC_BIND')
+    places = csv_env('OMP_PLACES')
+    ios = 0
     do i = 1, size(rows)
       err = ''
       if (rows(i)%checked) err = fmt_real(rows(i)%rel_err, 6)
@@ -421,7 +442,16 @@ contains
       if (takes_ff) line = line // ',' // fmt_int(ff)
       if (ios == 0) write (u, '(a)', iostat=ios) line
     end do
-    close (u)
+    flush (u)
+    csv_append = ios == 0
+  end function csv_append
+
+  logical function csv_close(u, path)
+    integer, intent(in) :: u
+    character(len=*), intent(in) :: path
+    integer :: ios
+    csv_close = .false.
+    close (u, iostat=ios)
     if (ios /= 0) then
       write (error_unit, '(a)') prog // ': error: cannot write ' // path // '.tmp'
       return
@@ -430,8 +460,8 @@ contains
       write (error_unit, '(a)') prog // ': error: cannot rename ' // path // '.tmp to ' // path
       return
     end if
-    write_csv = .true.
-  end function write_csv
+    csv_close = .true.
+  end function csv_close
 
   ! ---- random inputs ----------------------------------------------------------------
   ! lowbias32 in int64 arithmetic, bit-identical to mix32() in harness.c

@@ -44,16 +44,36 @@ def format_float(x: float | None) -> str:
     return "nan" if math.isnan(x) else f"{x:.9g}"
 
 
+class CsvAppender:
+    """FILE.tmp while the kernel runs: the header at once, each n's rows
+    appended and flushed as soon as they are measured (a job stopped by its
+    walltime, a cancel or OOM leaves the finished n for the ledger to ingest),
+    fsync and rename to FILE only in `finish`, so a killed job never leaves a
+    file that looks complete."""
+
+    def __init__(self, path: str, columns: Sequence[str]) -> None:
+        self.path, self.columns, self.tmp = path, list(columns), f"{path}.tmp"
+        self._fh = open(self.tmp, "w", encoding="utf-8", newline="")  # noqa: SIM115 - open until finish()
+        self._fh.write(",".join(self.columns) + "\n")
+        self._fh.flush()
+
+    def append(self, rows: Sequence[dict[str, str]]) -> None:
+        self._fh.writelines(",".join(csv_field(row.get(c, "")) for c in self.columns) + "\n" for row in rows)
+        self._fh.flush()
+
+    def finish(self) -> None:
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._fh.close()
+        os.replace(self.tmp, self.path)
+
+
 def write_csv_atomic(path: str, rows: Sequence[dict[str, str]], columns: Sequence[str]) -> None:
     """Header plus rows to path.tmp, fsync, then rename: a killed job leaves
     either the old file or a complete new one, never half a file."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8", newline="") as fh:
-        fh.write(",".join(columns) + "\n")
-        fh.writelines(",".join(csv_field(row.get(c, "")) for c in columns) + "\n" for row in rows)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    out = CsvAppender(path, columns)
+    out.append(rows)
+    out.finish()
 
 
 def csv_field(value: str) -> str:

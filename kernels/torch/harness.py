@@ -35,6 +35,7 @@ from kernels.torch.argtypes import nonnegative_int, positive_int, positive_int_l
 from kernels.torch.checks import nan_poison, rel_err, to64  # noqa: F401
 from kernels.torch.csvout import (  # noqa: F401
     CSV_COLUMNS,
+    CsvAppender,
     environment_columns,
     format_float,
     write_csv_atomic,
@@ -361,15 +362,15 @@ def main(spec: KernelSpec, argv: Sequence[str] | None = None) -> int:
     if args.profiled_child:
         return run_profiled_child(spec, args, device)
     flush = Flusher(device) if args.l2_flush else None
-    rows: list[dict[str, str]] = []
     counters: list[dict[str, str]] = []
     columns = CSV_COLUMNS + spec.extra_columns
+    out = CsvAppender(args.out, columns)  # each n's rows on disk as soon as measured
     identity = {"kernel": spec.name, "impl": "torch", "variant": args.variant,
                 "dtype": args.dtype, "d": str(args.d)}
     code = 0
     try:
         for n in args.n:
-            rows.extend(run_one_n(spec, args, device, n, flush))
+            out.append(run_one_n(spec, args, device, n, flush))
             if device.type == "cuda":
                 torch.cuda.empty_cache()
             if args.profile != "none":  # after the timed repeats, in its own process
@@ -378,7 +379,7 @@ def main(spec: KernelSpec, argv: Sequence[str] | None = None) -> int:
         # Keep the sizes that did finish; the exit code marks the run failed.
         print(f"error: {exc}", file=sys.stderr)
         code = 1
-    write_csv_atomic(args.out, rows, columns)
+    out.finish()
     if args.profile != "none":
         profile.write(args.out, counters)
     return code

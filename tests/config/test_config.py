@@ -59,3 +59,26 @@ def test_bad_overrides_are_one_line_config_errors(overrides: list[str], fragment
         load_config(overrides)
     assert fragment in str(err.value)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fragment"),
+    [
+        (["+experiment.repeat=5"], "unknown config key 'experiment.repeat': experiment has no 'repeat' (known: name"),
+        (["+experiment.sweeps.0.foo=1"], "experiment.sweeps.0 has no 'foo'"),
+        (["experiment.walltime_min=0.5"], "bad override experiment.walltime_min=0.5: experiment.walltime_min expects "
+                                          "an integer (whole number), got '0.5'"),
+        (["experiment.sweeps.0.n=[1,x]"], "experiment.sweeps.0.n expects a list of integers, e.g. [1,2]"),
+        (["experiment.mem_gb=lots"], "experiment.mem_gb expects a number or null, got 'lots'"),
+    ],
+)
+def test_unknown_keys_refused_even_with_plus_and_type_errors_name_the_type(overrides: list[str], fragment: str) -> None:
+    """Issue 12: Hydra's own `+` suggestion must not add a key the schema lacks."""
+    with pytest.raises(ConfigError) as err:
+        load_config(overrides)
+    assert fragment in str(err.value) and "\n" not in str(err.value)
+
+
+def test_plus_into_a_mapping_field_is_allowed() -> None:
+    cfg = load_config(["+cluster.env.FOO=bar"])
+    assert cfg.cluster.env["FOO"] == "bar"

@@ -103,15 +103,16 @@ def test_report_has_medians_exponents_and_job_table(smoke: tuple[Path, Path]) ->
 def test_failure_classes_on_the_local_backend(tmp_path: Path) -> None:
     ledger = tmp_path / "l.sqlite"
     proc = run_cli("--ledger", str(ledger), "submit", "experiment=failures", cwd=tmp_path, env=FAKE_ENV)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 3, proc.stderr  # it waited for jobs and 4 of them failed (issue 12)
+    assert "4 job(s) ended failed" in proc.stderr
     got = dict(_db(ledger, "SELECT r.variant, a.state FROM job_attempt a JOIN run r ON r.id = a.run_id"))
     assert got == {"ok": "COMPLETED", "exit3": "FAILED", "nooutput": "LOST_OUTPUT",
                    "garbage": "LOST_OUTPUT", "badcheck": "CHECK_FAILED"}
     exit3 = _db(ledger, "SELECT a.exit_code FROM job_attempt a JOIN run r ON r.id = a.run_id WHERE r.variant='exit3'")
     assert exit3 == [(3,)]
-    # rerun --failed: new attempts linked to the old ones, only for failures
-    proc = run_cli("--ledger", str(ledger), "rerun", "--failed", cwd=tmp_path, env=FAKE_ENV)
-    assert proc.returncode == 0, proc.stderr
+    # rerun --failed: new attempts linked to the old ones, only for failures (which fail again: exit 3)
+    proc = run_cli("--ledger", str(ledger), "rerun", "failures-local", "--failed", cwd=tmp_path, env=FAKE_ENV)
+    assert proc.returncode == 3, proc.stderr
     assert "4 run(s) resubmitted" in proc.stdout
     lineage = _db(ledger, "SELECT r.variant, a.attempt, a.previous_id IS NOT NULL FROM job_attempt a "
                           "JOIN run r ON r.id = a.run_id WHERE a.attempt = 2")

@@ -68,8 +68,8 @@ def test_submit_rerun_import_results_on_postgres(new_pg_ledger: Callable[[], str
     assert api.submit(["experiment=failures", f"campaign.workdir={tmp_path / 'runs'}"], led).existing == 5
     led.close()
     env = {**FAKE_ENV, "CAMPAIGN_LEDGER": url}
-    proc = run_cli("rerun", "--failed", cwd=tmp_path, env=env)
-    assert proc.returncode == 0 and "4 run(s) resubmitted" in proc.stdout, proc.stderr
+    proc = run_cli("rerun", "failures-local", "--failed", cwd=tmp_path, env=env)
+    assert proc.returncode == 3 and "4 run(s) resubmitted" in proc.stdout, proc.stderr  # they fail again
     assert _scalar(url, "SELECT count(*) FROM job_attempt WHERE attempt = 2 AND previous_id IS NOT NULL") == 4
     proc = run_cli("--ledger", url, "import", str(KNOWN), cwd=tmp_path)
     assert proc.returncode == 0 and "imported 24 rows" in proc.stdout, proc.stderr
@@ -78,7 +78,7 @@ def test_submit_rerun_import_results_on_postgres(new_pg_ledger: Callable[[], str
     rows = json.loads(proc.stdout)
     assert len(rows) == _scalar(url, "SELECT count(*) FROM result")
     assert sum(1 for r in rows if r["source"].startswith("import:")) == 24
-    proc = run_cli("report", "--json", cwd=tmp_path, env={"CAMPAIGN_LEDGER": url})
+    proc = run_cli("report", "--json", "--all", cwd=tmp_path, env={"CAMPAIGN_LEDGER": url})
     assert proc.returncode == 0, proc.stderr
     assert len(json.loads(proc.stdout)["exponents"]) >= 6
 

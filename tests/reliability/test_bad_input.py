@@ -83,6 +83,30 @@ def _empty_bin(tmp: Path) -> None:
     (tmp / "emptybin").mkdir()
 
 
+def _evil_env_cluster(name: str) -> Callable[[Path], None]:
+    """A user cluster config (copy of cluster=local) whose env has the variable `name`."""
+    def make(tmp: Path) -> None:
+        folder = tmp / "userconf" / "cluster"
+        folder.mkdir(parents=True)
+        text = (Path(__file__).resolve().parents[2] / "conf" / "cluster" / "local.yaml").read_text()
+        (folder / "evil.yaml").write_text(text.replace("name: local", "name: evil") + f"env: {{'{name}': '1'}}\n")
+
+    return make
+
+
+def _with_header_twice(column: str) -> list[str]:
+    lines = list(GOOD_LINES)
+    i = HEADER.index(column)
+    return [line + "," + line.split(",")[i] for line in lines]
+
+
+def _file(name: str) -> Callable[[Path], None]:
+    def make(tmp: Path) -> None:
+        (tmp / name).write_text("not a folder\n")
+
+    return make
+
+
 USERCONF = (("CAMPAIGN_CONFIG_PATH", "{tmp}/userconf"),)
 
 # ---------------------------------------------------------------- the corpus
@@ -125,6 +149,25 @@ CASES: dict[str, Case] = {
     "warmup-negative": Case(("submit", "experiment.warmup=-1"), "warmup >= 0"),
     "no-sweeps": Case(("submit", "experiment.sweeps=[]"), "has no sweeps"),
     "dry-run-unknown-cluster": Case(("submit", "--dry-run", "cluster=mars"), "unknown cluster 'mars'"),
+    # ---- issue 11: values that would reach a script, a command or a path
+    "campaign-name-traversal": Case(("submit", "campaign.name=../../../escaped"), "is not a valid name"),
+    "campaign-name-absolute": Case(("submit", "campaign.name=/tmp/escaped"), "is not a valid name"),
+    "campaign-name-newline": Case(("submit", "campaign.name='a\nb'"), "campaign.name"),
+    "campaign-name-300-chars": Case(("submit", "campaign.name=" + "x" * 300), "at most 100"),
+    "campaign-python-injection": Case(("submit", "campaign.python='/usr/bin/python3; touch X #'"),
+                                      "must be an absolute path or a plain command name"),
+    "env-name-with-equals": Case(("submit", "cluster=evil"), "not an environment variable name",
+                                 _evil_env_cluster("A=B"), USERCONF),
+    "env-name-injection": Case(("submit", "cluster=evil"), "not an environment variable name",
+                               _evil_env_cluster("X;touch PWNED;Y"), USERCONF),
+    "variants-empty": Case(("submit", "experiment.sweeps.0.variants=[]"), "variants is empty"),
+    "impls-empty": Case(("submit", "experiment.sweeps.0.impls=[]"), "impls is empty"),
+    "runs-above-max-runs": Case(("submit", "campaign.max_runs=2"), "above campaign.max_runs=2"),
+    "local-parallel-jobs-above-cores": Case(("submit", "cluster.local_parallel_jobs=100000"), "exceeds this machine's"),
+    "time-factor-nan": Case(("rerun", "--failed", "--time-factor", "nan"), "--time-factor"),
+    "time-factor-inf": Case(("rerun", "--failed", "--time-factor", "inf"), "--time-factor"),
+    "mem-factor-inf": Case(("rerun", "--failed", "--mem-factor", "inf"), "--mem-factor"),
+    "report-out-is-a-file": Case(("report", "--out", "{tmp}/afile"), "is a file", _file("afile")),
     # ---- command line
     "unknown-cli-flag": Case(("submit", "--frobnicate"), "unrecognized arguments: --frobnicate"),
     "unknown-command": Case(("frobnicate",), "invalid choice: 'frobnicate'"),
@@ -153,6 +196,28 @@ CASES: dict[str, Case] = {
     "csv-non-utf8": Case(
         ("import", "{tmp}/latin.csv"), "not UTF-8",
         _csv("latin.csv", ("\n".join(GOOD_LINES[:3]) + "\n").encode() + b"alpha,cpu,caf\xe9,c,memopt,cpu,1,256,0,1e-3,64,fp32,x\n")),
+    "csv-underscore-integer": Case(
+        ("import", "{tmp}/bad.csv"), "line 3: column n", _csv("bad.csv", _replace_cell("n", "1_000"))),
+    "csv-hex-integer": Case(
+        ("import", "{tmp}/bad.csv"), "line 3: column threads", _csv("bad.csv", _replace_cell("threads", "0x10"))),
+    "csv-integer-beyond-int64": Case(
+        ("import", "{tmp}/bad.csv"), "64-bit integer range", _csv("bad.csv", _replace_cell("threads", "1" + "0" * 20))),
+    "csv-d-zero": Case(("import", "{tmp}/bad.csv"), "d must be positive", _csv("bad.csv", _replace_cell("d", "0"))),
+    "csv-inf-time": Case(
+        ("import", "{tmp}/bad.csv"), "time_s must be a positive finite number",
+        _csv("bad.csv", _replace_cell("time_s", "inf"))),
+    "csv-underscore-time": Case(
+        ("import", "{tmp}/bad.csv"), "line 3: column time_s", _csv("bad.csv", _replace_cell("time_s", "1_0.5"))),
+    "csv-nul-byte": Case(
+        ("import", "{tmp}/bad.csv"), "NUL byte",
+        _csv("bad.csv", ("\n".join(GOOD_LINES[:3]) + "\n").replace("memopt", "mem\x00opt", 1).encode())),
+    "csv-duplicated-header-column": Case(
+        ("import", "{tmp}/bad.csv"), "column time_s appears twice", _csv("bad.csv", _with_header_twice("time_s"))),
+    "csv-newline-inside-a-name": Case(
+        ("import", "{tmp}/bad.csv"), "control character", _csv("bad.csv", _replace_cell("kernel", '"attn\nx"'))),
+    "csv-duplicated-row": Case(
+        ("import", "{tmp}/bad.csv"), "the same configuration, n and repeat as line 2",
+        _csv("bad.csv", GOOD_LINES[:2] + GOOD_LINES[1:2])),
     "csv-does-not-exist": Case(("import", "{tmp}/nowhere.csv"), "nowhere.csv: no such file"),
     "csv-is-a-directory": Case(("import", "{tmp}"), "no such file"),
     # ---- job IDs, campaigns, states

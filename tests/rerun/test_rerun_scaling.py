@@ -43,3 +43,10 @@ def test_factors_below_one_are_bad_input(tmp_path: Path) -> None:
     add_attempt(led, tmp_path / "runs", state=JobState.TIMEOUT)
     with pytest.raises(BadInputError, match="must be >= 1"):
         rerun(led, "unit", failed=True, time_factor=0.5)
+
+
+@pytest.mark.parametrize(("walltime", "factor"), [(1, 2.5), (3, 1.5), (7, 1.1)])
+def test_time_factor_rounds_up_to_whole_minutes(walltime: int, factor: float) -> None:
+    """Issue 12: 2.5 x 1 min was 2 min (round half to even); a factor never gives less than asked."""
+    scaled, _ = _scaled(_attempt(JobState.TIMEOUT, walltime, None), SPEC, 120, None, 2.0, factor, 1.0)
+    assert scaled >= walltime * factor and scaled - walltime * factor < 1

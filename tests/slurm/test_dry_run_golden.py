@@ -7,6 +7,7 @@ the diff like code.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -17,12 +18,17 @@ from tests.fixtures import GOLDEN
 COMMON = ["campaign.workdir=/scratch/golden", "campaign.python=/opt/venv/bin/python",
           "campaign.kernel_bin=/opt/campaign/kernels/build"]
 CASES = {
+    "anvil_shared": ["cluster=anvil", "cluster.partitions.shared.account=abc123", "experiment=forward_scaling",
+                     "experiment.sweeps.0.partitions=[shared]", "experiment.sweeps.0.threads=[1,16]",
+                     "experiment.sweeps.0.impls=[c]"],
     "anvil_wholenode": ["cluster=anvil", "cluster.account=abc123", "cluster.modules=[gcc/11.2.0]",
                         "experiment=forward_scaling", "experiment.sweeps.0.partitions=[wholenode]",
                         "experiment.sweeps.0.threads=[64,128]", "experiment.sweeps.0.impls=[c]"],
+    "anvil_gpu": ["cluster=anvil", "cluster.partitions.gpu.account=abc123-gpu", "experiment=forward_scaling",
+                  "experiment.sweeps.0.partitions=[gpu]", "experiment.sweeps.0.dtypes=[bf16]"],
     "delta_cpu": ["cluster=delta", "cluster.partitions.cpu.account=bbka-delta-cpu", "experiment=decode_scaling",
                   "experiment.sweeps.0.threads=[1,128]", "experiment.sweeps.0.impls=[fortran]"],
-    "delta_gpuA100x4": ["cluster=delta", "cluster.account=bbka-delta-gpu", "cluster.modules=[cuda]",
+    "delta_gpuA100x4": ["cluster=delta", "cluster.account=bbka-delta-gpu",
                         "experiment=forward_scaling", "experiment.sweeps.0.partitions=[gpuA100x4]",
                         "experiment.sweeps.0.dtypes=[bf16]"],
     "delta_gpuH200x8": ["cluster=delta", "cluster.account=bbka-delta-gpu", "experiment=decode_scaling",
@@ -48,7 +54,40 @@ def test_dry_run_scripts_carry_site_settings(tmp_path: Path) -> None:
     assert "export OMP_NUM_THREADS=64" in anvil and "export OMP_PROC_BIND=close" in anvil
     gpu = "\n".join(dry_run(COMMON + CASES["delta_gpuA100x4"], tmp_path / "l").scripts)
     assert "#SBATCH --gpus-per-node=1" in gpu and "#SBATCH --partition=gpuA100x4" in gpu
-    assert "module reset" in gpu and "#SBATCH --mem=61440M" in gpu
+    assert "module reset\nmodule load gcc\nmodule load cuda\n" in gpu  # the partition's modules
+
+
+def _requests(script: str) -> dict[str, str]:
+    return dict(line[len("#SBATCH --"):].partition("=")[::2] for line in script.splitlines()
+                if line.startswith("#SBATCH --"))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden_requests_are_minimal(name: str, tmp_path: Path) -> None:
+    """Every job asks the cores its threads need (the whole node only where the
+    partition demands it) and memory in proportion, in the site's GB (1e9 bytes),
+    never more than one billing unit per core or GPU."""
+    from campaign.config import load_config
+
+    cfg = load_config(COMMON + CASES[name])
+    report = dry_run(COMMON + CASES[name], tmp_path / "ledger.sqlite")
+    for script in report.scripts:
+        req = _requests(script)
+        part = cfg.cluster.partitions[req["partition"]]
+        threads = {int(t) for t in re.findall(r"--threads (\d+)", script)}
+        assert len(threads) == 1
+        cpus = int(req["cpus-per-task"])
+        if part.gpus:
+            assert req["gpus-per-node"] == "1" and cpus == part.cpus_per_gpu
+            per_unit, units = part.mem_per_gpu_gb, 1
+        else:
+            assert cpus == (part.cores if part.whole_node else threads.pop())
+            per_unit, units = part.mem_per_core_gb, cpus
+        if per_unit is None:
+            assert "mem" not in req  # the site's own share per core
+        else:
+            mem_bytes = int(req["mem"].rstrip("M")) * 2**20
+            assert mem_bytes <= per_unit * units * 1e9 < mem_bytes + 2**20
 
 
 HOSTILE = ["a'; echo pwned", "$(touch /tmp/campaign-pwned)", "`id`", "a 0", "line1\nline2", '"; exit 7; "']

@@ -1,9 +1,10 @@
-"""Schema version 5: reserved for issue 10: the Slurm cluster that holds each job (multi-cluster), the allocation recorded with each attempt.
+"""Schema version 5 (issue 10): the scheduler cluster that holds each job
+(multi-cluster sites: `Submitted batch job N on cluster X`) and the allocation
+recorded with each attempt (cores and GPUs; memory was already mem_gb), so the
+analysis judges oversubscription from what the job had, not from the node.
 
-Each of versions 3..7 is owned by one change of this round, so that they can
-be written side by side and chained in a fixed order. Until its change lands
-this revision only moves meta.schema_version. The owner replaces upgrade()
-and downgrade() (keep them idempotent: check before adding a table/column).
+Idempotent: each column is added only when missing. Older attempts keep NULL
+(the local cluster; allocation unknown, the analysis falls back to threads).
 
 Revision ID: v5
 Revises: v4
@@ -20,9 +21,27 @@ branch_labels = None
 depends_on = None
 
 
+COLUMNS = (
+    ("scheduler_cluster", sa.String(100)),
+    ("alloc_cpus", sa.Integer()),
+    ("alloc_gpus", sa.Integer()),
+)
+
+
 def upgrade() -> None:
-    op.get_bind().execute(sa.text("UPDATE meta SET value = '5' WHERE key = 'schema_version'"))
+    conn = op.get_bind()
+    present = {c["name"] for c in sa.inspect(conn).get_columns("job_attempt")}
+    for name, kind in COLUMNS:
+        if name not in present:
+            op.add_column("job_attempt", sa.Column(name, kind, nullable=True))
+    conn.execute(sa.text("UPDATE meta SET value = '5' WHERE key = 'schema_version'"))
 
 
 def downgrade() -> None:
-    op.get_bind().execute(sa.text("UPDATE meta SET value = '4' WHERE key = 'schema_version'"))
+    conn = op.get_bind()
+    present = {c["name"] for c in sa.inspect(conn).get_columns("job_attempt")}
+    with op.batch_alter_table("job_attempt") as batch:
+        for name, _ in reversed(COLUMNS):
+            if name in present:
+                batch.drop_column(name)
+    conn.execute(sa.text("UPDATE meta SET value = '4' WHERE key = 'schema_version'"))

@@ -1,0 +1,123 @@
+"""What a campaign will cost: core-hours, GPU-hours and the site's SUs (pure).
+
+Why: users on Anvil and Delta judge a tool first by whether it burns their
+allocation. `submit --dry-run` prints this estimate per partition and in total,
+under the charging rule each partition's config states (`charging:` with its
+source), at the requested walltime (the most a job can be billed), and it
+leaves out runs already in the ledger, which a real submit would skip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from campaign.config.schema import ChargingSpec, ClusterSpec, PartitionSpec
+from campaign.errors import ConfigError
+from campaign.plan import RunSpec
+from campaign.resources import mem_site_gb, node_cpus
+
+MODELS = ("none", "cores", "memory_or_cores", "whole_node", "per_gpu")
+
+
+@dataclass
+class Charge:
+    """Totals of one partition (or of the whole campaign: partition "total")."""
+
+    partition: str
+    runs: int = 0
+    arrays: int = 0  # sbatch submissions (arrays or single jobs)
+    existing: int = 0  # runs already in the ledger: a real submit skips them
+    core_hours: float = 0.0
+    gpu_hours: float = 0.0
+    su: float = 0.0
+    model: str = ""
+    source: str = ""
+
+    def add(self, other: Charge) -> None:
+        self.runs += other.runs
+        self.arrays += other.arrays
+        self.existing += other.existing
+        self.core_hours += other.core_hours
+        self.gpu_hours += other.gpu_hours
+        self.su += other.su
+
+
+def check_charging(name: str, spec: ChargingSpec) -> None:
+    if spec.model not in MODELS:
+        raise ConfigError(f"cluster.partitions.{name}.charging.model={spec.model!r}; known: {', '.join(MODELS)}")
+    if spec.model == "memory_or_cores" and not spec.mem_gb_per_unit:
+        raise ConfigError(f"cluster.partitions.{name}.charging.mem_gb_per_unit is required by memory_or_cores")
+
+
+def units(part: PartitionSpec, run: RunSpec) -> float:
+    """Charged units of one job (cores or GPUs) under the partition's rule."""
+    spec = part.charging
+    cpus = run.alloc_cpus
+    mem = mem_site_gb(run.mem_gb) if run.mem_gb is not None else None
+    if spec.model == "none":
+        return 0.0
+    if spec.model == "cores":
+        return float(cpus)
+    if spec.model == "whole_node" or (run.exclusive and spec.model != "per_gpu"):
+        return float(node_cpus(part))
+    if spec.model == "memory_or_cores":
+        share = mem / spec.mem_gb_per_unit if mem is not None and spec.mem_gb_per_unit else 0.0
+        return max(float(cpus), share)
+    # per_gpu
+    if run.exclusive:
+        return float(part.gpus)
+    shares = [float(run.gpus)]
+    if spec.cores_per_unit:
+        shares.append(cpus / spec.cores_per_unit)
+    if spec.mem_gb_per_unit and mem is not None:
+        shares.append(mem / spec.mem_gb_per_unit)
+    return max(shares)
+
+
+def run_su(part: PartitionSpec, run: RunSpec) -> float:
+    """SUs of one job at its requested walltime."""
+    if part.charging.model == "none":
+        return 0.0
+    hours = run.walltime_min / 60
+    return max(units(part, run) * hours * part.charging.su_per_unit_hour, part.charging.min_su)
+
+
+def estimate(cluster: ClusterSpec, runs: Sequence[RunSpec], arrays: dict[str, int],
+             existing: Iterable[str] = ()) -> list[Charge]:
+    """Per partition, then the total; runs whose key is in `existing` are counted
+    apart and cost nothing (a real submit would not send them)."""
+    known = set(existing)
+    out: dict[str, Charge] = {}
+    for run in runs:
+        part = cluster.partitions[run.partition]
+        check_charging(part.name, part.charging)
+        c = out.setdefault(run.partition, Charge(run.partition, model=part.charging.model,
+                                                 source=part.charging.source))
+        if run.key in known:
+            c.existing += 1
+            continue
+        hours = run.walltime_min / 60
+        c.runs += 1
+        c.core_hours += run.alloc_cpus * hours
+        c.gpu_hours += run.gpus * hours
+        c.su += run_su(part, run)
+    for name, count in arrays.items():
+        if name in out:
+            out[name].arrays = count
+    total = Charge("total")
+    for c in out.values():
+        total.add(c)
+    return [*out.values(), total]
+
+
+def charge_lines(charges: Sequence[Charge]) -> list[str]:
+    """The dry run's estimate, one line per partition and the total."""
+    lines = []
+    for c in charges:
+        rule = f"  [{c.model}: {c.source}]" if c.source else (f"  [{c.model}]" if c.model else "")
+        skip = f", {c.existing} already in the ledger (skipped)" if c.existing else ""
+        lines.append(f"{c.partition}: {c.runs} runs in {c.arrays} array(s){skip}; "
+                     f"{c.core_hours:.2f} core-hours, {c.gpu_hours:.2f} GPU-hours at the requested walltime; "
+                     f"charged {c.su:.2f} SU{rule}")
+    return lines

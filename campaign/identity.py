@@ -1,0 +1,144 @@
+"""A run's identity: everything that changes what it measures.
+
+The plan (campaign.plan) knows the experiment; the measurement also depends on
+the job environment as rendered (OMP_* variables, extra variables of cluster
+and partition), the modules loaded, the stack limit, and the program itself:
+the content of a C/Fortran binary or script, the interpreter and torch
+versions of a torch kernel. Those go into `RunSpec.identity`, and so into the
+run key: resubmitting after any of them changed submits new runs, and
+`submit` says what changed (`why_new`) against the runs already in the ledger.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from campaign.config.load import repo_root
+from campaign.config.schema import RootConfig
+from campaign.environment import job_env
+from campaign.plan import RunSpec
+
+_VERSIONS = ("import sys, importlib.metadata as m\n"
+             "def v(p):\n    try: return m.version(p)\n    except Exception: return 'none'\n"
+             "print('python ' + sys.version.split()[0] + ' torch ' + v('torch'))")
+COORDINATES = ("kernel", "impl", "variant", "partition", "threads", "gpus", "dtype", "device", "extra_args")
+
+
+def _file_hash(path: str, cache: dict[str, str]) -> str:
+    if path not in cache:
+        try:
+            digest = hashlib.sha256()
+            with open(path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+            cache[path] = "sha256:" + digest.hexdigest()[:16]
+        except OSError:
+            cache[path] = "absent"
+    return cache[path]
+
+
+def _tree_hash(folder: Path, cache: dict[str, str]) -> str:
+    """One hash over every .py file of a package (names and contents)."""
+    key = "tree:" + str(folder)
+    if key not in cache:
+        digest = hashlib.sha256()
+        for path in sorted(folder.glob("*.py")):
+            digest.update(path.name.encode() + b"\0" + _file_hash(str(path), cache).encode() + b"\0")
+        cache[key] = "sha256:" + digest.hexdigest()[:16]
+    return cache[key]
+
+
+def _interpreter(python: str, cache: dict[str, str]) -> str:
+    """`python X torch Y` of an interpreter (read once; metadata only, torch is not imported)."""
+    key = "interp:" + python
+    if key not in cache:
+        try:
+            proc = subprocess.run([python, "-c", _VERSIONS], capture_output=True, text=True, timeout=60, check=False)
+            cache[key] = proc.stdout.strip() if proc.returncode == 0 else "unknown"
+        except (OSError, subprocess.SubprocessError):
+            cache[key] = "unknown (not on this machine)"
+    return cache[key]
+
+
+def program_identity(argv: tuple[str, ...], cache: dict[str, str]) -> list[tuple[str, str]]:
+    """What identifies the program: its binary's content, or for an
+    interpreter its versions and the content of the script or module it runs."""
+    if not argv:
+        return []
+    items: list[tuple[str, str]] = []
+    if Path(argv[0]).name.startswith("python"):
+        items.append(("program.interpreter", _interpreter(argv[0], cache)))
+        args = list(argv[1:])
+        if "-m" in args and args.index("-m") + 1 < len(args):
+            module = args[args.index("-m") + 1]
+            source = repo_root() / (module.replace(".", "/") + ".py")
+            items.append((f"program.{module}", _file_hash(str(source), cache)))
+            if "." in module:  # the package it imports from (harness, CSV writer, checks, ...)
+                package = module.rsplit(".", 1)[0]
+                items.append((f"program.{package}", _tree_hash(source.parent, cache)))
+        items += [(f"program.{Path(a).name}", _file_hash(a, cache)) for a in args if os.path.isfile(a)]
+    else:
+        items.append(("program", _file_hash(argv[0], cache)))
+    return items
+
+
+def with_identity(cfg: RootConfig, runs: Iterable[RunSpec]) -> list[RunSpec]:
+    """The runs with `identity` filled in (environment, modules, program)."""
+    cluster = cfg.cluster
+    cache: dict[str, str] = {}
+    # job_env depends on the partition and the thread count only: 10,000 runs share a few identities
+    seen: dict[tuple[str, int, tuple[str, ...]], tuple[tuple[str, str], ...]] = {}
+    out = []
+    for run in runs:
+        where = (run.partition, run.threads, run.argv)
+        if where not in seen:
+            part = cluster.partitions[run.partition]
+            items = [(f"env.{k}", v) for k, v in sorted(job_env(cluster, part, run).items())]
+            modules = (["(reset)"] if cluster.module_reset else []) + list(cluster.modules) + list(part.modules)
+            items += [("modules", " ".join(modules)), ("stack_unlimited", str(cluster.stack_unlimited))]
+            seen[where] = tuple(items + program_identity(run.argv, cache))
+        out.append(replace(run, identity=seen[where]))
+    return out
+
+
+def _flat(spec: dict[str, Any]) -> dict[str, str]:
+    flat = {k: repr(v) for k, v in spec.items() if k != "identity"}
+    flat.update({str(k): repr(v) for k, v in spec.get("identity") or []})
+    return flat
+
+
+def _coordinates(spec: dict[str, Any]) -> str:
+    return repr([spec.get(c) if c != "extra_args" else [list(p) for p in spec.get(c) or []] for c in COORDINATES])
+
+
+def why_new(fresh: list[RunSpec], existing: list[dict[str, Any]], limit: int = 3) -> list[str]:
+    """One line per distinct reason, e.g. `2 new run(s): env.OMP_PROC_BIND 'sptead' -> 'spread'`:
+    each new run is compared with the newest ledger run of the same kernel,
+    impl, variant, partition, threads/GPUs, dtype and extra arguments."""
+    if not fresh:
+        return []
+    latest = {_coordinates(spec): spec for spec in existing}  # later specs overwrite: the newest wins
+    reasons: Counter[str] = Counter()
+    for run in fresh:
+        new = json.loads(json.dumps(run.to_json()))  # tuples as lists, as the ledger's JSON has them
+        old = latest.get(_coordinates(new))
+        if old is None:
+            reasons["not in the ledger before"] += 1
+            continue
+        if not old.get("identity"):
+            reasons["environment and program not recorded by the earlier submit"] += 1
+            continue
+        a, b = _flat(old), _flat(new)
+        changed = [f"{k} {a.get(k, '(none)')} -> {b.get(k, '(none)')}" for k in sorted(set(a) | set(b))
+                   if a.get(k) != b.get(k)]
+        text = "; ".join(changed[:limit]) + (f"; ... ({len(changed)} changes)" if len(changed) > limit else "")
+        reasons[text or "same parameters (--force)"] += 1
+    return [f"{count} new run(s): {text}" for text, count in reasons.most_common()]

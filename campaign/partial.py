@@ -1,0 +1,62 @@
+"""What a job finished before it was stopped: the rows of the n it measured.
+
+Kernels append each n's rows to `FILE.csv.tmp` as soon as they are measured
+(flushed per n) and rename the file only at the end, so a TIMEOUT,
+CANCELLED or OUT_OF_MEMORY job leaves the rows of every finished n in the
+temporary file and a final file never looks complete when it is not. `status`
+ingests those rows and records the n still missing; `rerun` then runs only
+those (docs/design.md, "Rerun").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from campaign.results.reader import Outcome, classify_output
+from campaign.states import JobState
+
+# Finished without a result, but possibly with the rows of some n.
+PARTIAL_STATES: frozenset[JobState] = frozenset({JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY})
+TMP_SUFFIX = ".tmp"
+
+
+def _complete_lines(path: Path) -> Path | None:
+    """The temporary CSV without a last line cut by the kill (as a sibling file)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+    if text.count("\n") < 2:  # a header at most: nothing finished
+        return None
+    clean = path.with_name(path.name + ".partial")
+    clean.write_text(text, encoding="utf-8")
+    return clean
+
+
+def read_partial(output: Path, expected_n: tuple[int, ...], check: bool) -> tuple[Outcome | None, list[int]]:
+    """(parsed rows of the finished n, or None; the n without rows)."""
+    source = output if output.is_file() else _complete_lines(output.with_name(output.name + TMP_SUFFIX))
+    if source is None:
+        return None, list(expected_n)
+    outcome = classify_output(source, (), check)
+    if outcome.state is JobState.LOST_OUTPUT:  # unparsable: keep nothing, rerun everything
+        return None, list(expected_n)
+    rows = outcome.rows
+    counts: dict[int, int] = {}
+    for r in rows:
+        counts[r["n"]] = counts.get(r["n"], 0) + 1
+    if counts:  # the last n may have been cut between its rows
+        last = rows[-1]["n"]
+        if len(counts) > 1 and counts[last] < max(counts.values()):
+            rows = [r for r in rows if r["n"] != last]
+            del counts[last]
+    outcome.rows = [r for r in rows if r["n"] in set(expected_n)]
+    missing = [n for n in expected_n if n not in counts]
+    return outcome, missing
+
+
+def describe(expected_n: tuple[int, ...], missing: list[int]) -> str:
+    done = [n for n in expected_n if n not in missing]
+    return f"finished n = {done or 'none'}; missing n = {missing or 'none'}"

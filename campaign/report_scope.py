@@ -1,0 +1,72 @@
+"""Which campaigns a report covers, and the header that says so.
+
+Pooling campaigns silently mixed repeats and moved medians (issue 12: 0.101 s
+became 0.0835 s at n=2048 when another campaign's runs were added). So a
+report covers ONE campaign by default, the latest; `--campaign` names one or
+several; `--all` pools every campaign on purpose, and the header says which
+it covered, from which ledger, over which dates, with which provenance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import func, select
+
+from campaign.clock import display
+from campaign.errors import BadInputError
+from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, Run
+from campaign.ledger import queries as q
+
+
+@dataclass
+class Scope:
+    campaigns: list[str] | None  # None: every campaign and imported rows, pooled on purpose
+    how: str  # "latest", "chosen" or "all"
+    lines: list[str] = field(default_factory=list)  # the header lines
+
+
+def resolve(led: Ledger, campaigns: Sequence[str] = (), all_campaigns: bool = False) -> Scope:
+    if campaigns and all_campaigns:
+        raise BadInputError("give --campaign or --all, not both")
+    with led.session() as s:
+        names = list(s.scalars(select(Campaign.name).order_by(Campaign.created_at, Campaign.id)))
+        if all_campaigns:
+            scope = Scope(None, "all")
+        elif campaigns:
+            for name in campaigns:
+                q.require_campaign(s, name)
+            scope = Scope(list(dict.fromkeys(campaigns)), "chosen")
+        elif names:
+            scope = Scope([names[-1]], "latest")
+        else:  # imported results only
+            scope = Scope(None, "all")
+        scope.lines = _header(s, led, scope, names)
+    return scope
+
+
+def _header(s: object, led: Ledger, scope: Scope, names: list[str]) -> list[str]:
+    from sqlalchemy.orm import Session
+
+    assert isinstance(s, Session)
+    covered = scope.campaigns if scope.campaigns is not None else names
+    if scope.how == "latest":
+        others = len(names) - 1
+        what = f"campaign {covered[0]} (the latest; {others} other campaign(s) in the ledger: --campaign NAME or --all)"
+    elif scope.how == "chosen":
+        what = "campaign(s) " + ", ".join(covered)
+    else:
+        what = f"ALL campaigns pooled on purpose (--all): {', '.join(names) or 'none'}, plus imported rows"
+    lines = [f"Covers: {what}", f"Ledger: {led.path}"]
+    ids = [c.id for c in s.scalars(select(Campaign).where(Campaign.name.in_(covered)))]
+    if ids:
+        first, last = s.execute(select(func.min(JobAttempt.submitted_at), func.max(JobAttempt.ended_at))
+                                .join(Run, Run.id == JobAttempt.run_id).where(Run.campaign_id.in_(ids))).one()
+        lines.append(f"Dates: {display(first) or '?'} to {display(last) or '?'}")
+        for prov in s.scalars(select(Provenance).where(Provenance.campaign_id.in_(ids)).order_by(Provenance.id)):
+            pk = prov.packages or {}
+            versions = ", ".join(f"{k} {v}" for k, v in pk.items() if v and k in ("python", "campaign", "torch"))
+            commit = (prov.git_commit or "?")[:12] + (" (dirty)" if prov.git_dirty else "")
+            lines.append(f"Provenance: commit {commit}; {versions}; {prov.command}")
+    return lines

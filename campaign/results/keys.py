@@ -1,0 +1,40 @@
+"""Natural keys of result rows (issue 11: imports are idempotent, no row is
+counted twice in a median).
+
+A row is one (configuration, n, repeat) of one source: the key hashes the
+configuration columns, the swept axes, the repeat and every extra column that
+is not itself a measurement (a `--a 20,32,40` sweep inside one process gives
+one row per value of `a` at the same n and repeat), scoped by where the row
+came from ("import", or the attempt that measured it). The same data imported
+twice, or under another file name, has the same keys; imported rows add
+their measured values to the key (see natural_key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+KEY_COLUMNS = ("cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n", "d",
+               "repeat", "job_id")
+MEASURED_EXTRAS = frozenset({"first_call_s"})  # measured values: not part of a row's identity
+MEASURED_COLUMNS = ("time_s", "flops", "bytes", "rel_err")
+IMPORT_SCOPE = "import"
+
+
+def natural_key(row: dict[str, Any], scope: str = "", *, measured: bool = False) -> str:
+    """With `measured` (imported rows) the measured values join the key: the
+    same row imported again is skipped, while another measurement of the same
+    configuration, n and repeat (another file's time) is a row of its own."""
+    extra = row.get("extra") or {}
+    ident = [scope, *(row.get(c) for c in KEY_COLUMNS),
+             sorted((str(k), str(v)) for k, v in extra.items() if measured or k not in MEASURED_EXTRAS)]
+    if measured:
+        ident += [repr(row.get(c)) for c in MEASURED_COLUMNS]
+    blob = json.dumps(ident, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def attempt_scope(attempt_id: int) -> str:
+    return f"attempt:{attempt_id}"

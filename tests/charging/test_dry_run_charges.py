@@ -1,0 +1,141 @@
+"""The cost a dry run prints, against the site rules written in the configs.
+
+Each expected value is worked out here from the config's own `charging:` and
+memory rules (with their sources in conf/cluster/*.yaml) and the thread count,
+not copied from the tool's output: 1-, 16- and 128-thread CPU runs and 1-GPU runs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from campaign.config import load_config
+from campaign.config.schema import PartitionSpec
+from campaign.plan import plan
+from tests.conftest import run_cli
+
+WALLTIME_MIN = 120  # two hours: the per-job minimum charge does not hide the rule
+COMMON = ["campaign.workdir=/scratch/charges", "campaign.python=/opt/venv/bin/python",
+          "campaign.kernel_bin=/opt/campaign/kernels/build", f"experiment.walltime_min={WALLTIME_MIN}",
+          "experiment=decode_scaling", "experiment.sweeps.0.impls=[fortran]", "experiment.sweeps.0.dtypes=[fp32]"]
+ACCOUNTS = {"anvil": ["cluster.partitions.shared.account=x", "cluster.partitions.wholenode.account=x",
+                      "cluster.partitions.gpu.account=x-gpu"],
+            "delta": ["cluster.partitions.cpu.account=x-delta-cpu", "cluster.partitions.gpuA100x4.account=x-delta-gpu",
+                      "cluster.partitions.gpuH200x8.account=x-delta-gpu"]}
+LINE = re.compile(r"^#\s+(?P<part>\S+): (?P<runs>\d+) runs in (?P<arrays>\d+) array\(s\).*?; "
+                  r"(?P<ch>[\d.]+) core-hours, (?P<gh>[\d.]+) GPU-hours .*?charged (?P<su>[\d.]+) SU", re.M)
+
+
+def _site_mem_gb(part: PartitionSpec, units: int) -> float | None:
+    """What the job asks, in site GB: the per-core/per-GPU share rounded down to whole MiB."""
+    per = part.mem_per_gpu_gb if part.gpus else part.mem_per_core_gb
+    if per is None:
+        return None
+    return math.floor(per * units * 1e9 / 2**20) * 2**20 / 1e9
+
+
+def expected_su(part: PartitionSpec, threads: int) -> float:
+    rule, hours = part.charging, WALLTIME_MIN / 60
+    if part.gpus:
+        cores = part.cpus_per_gpu
+        mem = _site_mem_gb(part, 1)
+        shares = [1.0, cores / (rule.cores_per_unit or math.inf),
+                  (mem or 0.0) / (rule.mem_gb_per_unit or math.inf)]
+        billed = max(shares)
+    else:
+        cores = part.cores if part.whole_node else threads
+        mem = _site_mem_gb(part, cores)
+        if rule.model == "whole_node":
+            billed = float(part.cores)
+        elif rule.model == "memory_or_cores":
+            billed = max(float(cores), (mem or 0.0) / rule.mem_gb_per_unit)  # type: ignore[operator]
+        else:
+            billed = float(cores)
+    return max(billed * hours * rule.su_per_unit_hour, rule.min_su)
+
+
+def _dry_run(cluster: str, extra: list[str], tmp_path: Path) -> dict[str, dict[str, float]]:
+    proc = run_cli("--ledger", str(tmp_path / "ledger.sqlite"), "submit", f"cluster={cluster}",
+                   *COMMON, *ACCOUNTS[cluster], *extra, "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / "ledger.sqlite").exists()
+    return {m["part"]: {k: float(m[k]) for k in ("runs", "arrays", "ch", "gh", "su")}
+            for m in LINE.finditer(proc.stdout)}
+
+
+CPU_CASES = [("delta", "cpu"), ("anvil", "shared"), ("anvil", "wholenode")]
+GPU_CASES = [("delta", "gpuA100x4"), ("delta", "gpuH200x8"), ("anvil", "gpu")]
+
+
+@pytest.mark.parametrize(("cluster", "partition"), CPU_CASES)
+@pytest.mark.parametrize("threads", [1, 16, 128])
+def test_cpu_run_su_follows_the_site_rule(cluster: str, partition: str, threads: int, tmp_path: Path) -> None:
+    extra = [f"experiment.sweeps.0.partitions=[{partition}]", f"experiment.sweeps.0.threads=[{threads}]"]
+    part = load_config([f"cluster={cluster}", *COMMON, *extra]).cluster.partitions[partition]
+    assert part.charging.source, "every charging rule names its source"
+    got = _dry_run(cluster, extra, tmp_path)
+    want = expected_su(part, threads)
+    cores = part.cores if part.whole_node else threads
+    assert got[partition]["runs"] == 1 and got[partition]["arrays"] == 1
+    assert got[partition]["su"] == pytest.approx(want, abs=0.005)
+    assert got[partition]["ch"] == pytest.approx(cores * WALLTIME_MIN / 60, abs=0.005)
+    assert got["total"]["su"] == got[partition]["su"]
+
+
+@pytest.mark.parametrize(("cluster", "partition"), GPU_CASES)
+def test_one_gpu_run_su_follows_the_site_rule(cluster: str, partition: str, tmp_path: Path) -> None:
+    extra = [f"experiment.sweeps.0.partitions=[{partition}]", "experiment.sweeps.0.impls=[torch]"]
+    part = load_config([f"cluster={cluster}", *COMMON, *extra]).cluster.partitions[partition]
+    got = _dry_run(cluster, extra, tmp_path)
+    assert got[partition]["gh"] == pytest.approx(WALLTIME_MIN / 60, abs=0.005)
+    assert got[partition]["su"] == pytest.approx(expected_su(part, part.cpus_per_gpu), abs=0.005)
+    # one GPU's share of cores and memory bills as exactly one GPU
+    assert got[partition]["su"] == pytest.approx(WALLTIME_MIN / 60 * part.charging.su_per_unit_hour, abs=0.005)
+
+
+def test_delta_smoke_needs_the_cpu_account_and_plans_cpu_only(tmp_path: Path) -> None:
+    ledger = str(tmp_path / "ledger.sqlite")
+    proc = run_cli("--ledger", ledger, "submit", "cluster=delta", "experiment=smoke", "--dry-run")
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "cluster.partitions.cpu.account" in proc.stderr
+    proc = run_cli("--ledger", ledger, "submit", "cluster=delta", "experiment=smoke",
+                   "cluster.partitions.cpu.account=bbka-delta-cpu", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    partitions = set(re.findall(r"^#SBATCH --partition=(\S+)$", proc.stdout, re.M))
+    assert partitions == {"cpu"}
+    assert "#SBATCH --account=bbka-delta-cpu" in proc.stdout
+    assert not (tmp_path / "ledger.sqlite").exists()
+
+
+def test_runs_already_in_the_ledger_are_marked_and_cost_nothing(tmp_path: Path) -> None:
+    """A dry run reads an existing ledger (and writes nothing): the runs a submit
+    would skip are counted apart and left out of the SUs."""
+    from campaign import api
+    from campaign.clock import now
+    from campaign.ledger import Campaign, Ledger, Run
+
+    overrides = ["cluster=delta", *COMMON, *ACCOUNTS["delta"], "experiment.sweeps.0.threads=[1,16]"]
+    first = api.dry_run(overrides, tmp_path / "ledger.sqlite")
+    cpu = next(c for c in first.charges if c.partition == "cpu")
+    assert cpu.runs == 2 and cpu.existing == 0
+    run = plan(load_config(overrides)).runs[0]
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    with ledger.session.begin() as s:
+        camp = Campaign(name=first.campaign, cluster="delta", experiment="decode_scaling", backend="slurm",
+                        cluster_yaml="", python="python3", created_at=now(), workdir=str(tmp_path))
+        s.add(camp)
+        s.flush()
+        s.add(Run(campaign_id=camp.id, key=run.key, kernel=run.kernel, impl=run.impl, variant=run.variant,
+                  partition=run.partition, device=run.device, dtype=run.dtype, threads=run.threads,
+                  gpus=run.gpus, spec=run.to_json(), created_at=now()))
+    ledger.close()
+    before = (tmp_path / "ledger.sqlite").read_bytes()
+    again = api.dry_run(overrides, tmp_path / "ledger.sqlite")
+    cpu2 = next(c for c in again.charges if c.partition == "cpu")
+    assert (cpu2.runs, cpu2.existing) == (1, 1)
+    assert cpu2.su < cpu.su and cpu2.arrays == 1
+    assert (tmp_path / "ledger.sqlite").read_bytes() == before

@@ -1,0 +1,166 @@
+"""SIGKILL `submit`, `rerun`, `status` and `import` at random points, then run
+the same command again (issue 11, "Done when"): every run is executed once
+per attempt, no attempt is left without a job ID or unfinished, no result row
+is doubled. Also: two identical submits and two identical reruns started
+together execute each job once. Local backend, fake kernel (fast), real CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CAMPAIGN, run_cli
+from tests.fixtures import FAKE_CONF, FAKE_KERNEL, KNOWN_CSV
+
+RUNS = 4
+SEED = int(os.environ.get("CAMPAIGN_CRASH_SEED", "11"))
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"CAMPAIGN_CONFIG_PATH": str(FAKE_CONF), "CAMPAIGN_FAKE_KERNEL": str(FAKE_KERNEL),
+                "CAMPAIGN_FAKE_LOG": str(tmp / "executions.log"),
+                "CAMPAIGN_LOCAL_LOCK": str(tmp / "timed.lock")})
+    env.pop("CAMPAIGN_DEBUG", None)
+    return env
+
+
+def _submit_args(ledger: Path, variants: str = "[ok]") -> list[str]:
+    grid = ",".join(f"{i / 1000:.3f}" for i in range(RUNS))
+    return ["--ledger", str(ledger), "submit", "experiment=crash_many", "campaign.name=crash",
+            "experiment.sweeps.0.partitions=[]", f"experiment.sweeps.0.variants={variants}",
+            f"+experiment.sweeps.0.grid={{sleep: [{grid}]}}"]
+
+
+def _q(ledger: Path, sql: str) -> list[tuple]:
+    con = sqlite3.connect(ledger, timeout=60)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def _kill_at_random(argv: list[str], env: dict[str, str], rng: random.Random, upto: float) -> bool:
+    proc = subprocess.Popen([str(CAMPAIGN), *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(rng.uniform(0.05, upto))
+    killed = proc.poll() is None
+    if killed:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return killed
+
+
+def _kill_n(argv: list[str], env: dict[str, str], rng: random.Random, n: int, upto: float) -> int:
+    """Start the command again and again, until n runs were killed while
+    still running (a run that finished first is simply one more run)."""
+    kills = tries = 0
+    while kills < n and tries < 4 * n:
+        tries += 1
+        kills += _kill_at_random(argv, env, rng, upto if tries <= n else upto / 2)
+    return kills
+
+
+def _settle(ledger: Path, env: dict[str, str]) -> None:
+    """`status` until nothing is pending or running (jobs a killed submit left)."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        proc = run_cli("--ledger", str(ledger), "status", env=env)
+        assert proc.returncode == 0, proc.stderr
+        open_ = _q(ledger, "SELECT count(*) FROM job_attempt WHERE state IN ('PENDING', 'RUNNING')")[0][0]
+        if open_ == 0:
+            return
+        time.sleep(0.5)
+    raise AssertionError("attempts still open after 180 s")
+
+
+def _executions(tmp: Path) -> Counter[str]:
+    log = tmp / "executions.log"
+    return Counter(log.read_text().splitlines()) if log.exists() else Counter()
+
+
+def _check_once(ledger: Path, tmp: Path) -> None:
+    attempts = _q(ledger, "SELECT workdir, job_id, state FROM job_attempt")
+    assert all(job_id is not None for _, job_id, _ in attempts), "an attempt was stranded without a job ID"
+    assert all(state not in ("PENDING", "RUNNING") for *_, state in attempts)
+    runs = _executions(tmp)
+    assert all(count == 1 for count in runs.values()), [w for w, c in runs.items() if c > 1]
+    assert set(runs) == {str(Path(w).resolve()) for w, _, _ in attempts}  # each attempt ran, exactly once
+    dup = _q(ledger, "SELECT count(*) FROM (SELECT attempt_id, n, repeat, count(*) c FROM result "
+                     "WHERE attempt_id IS NOT NULL GROUP BY attempt_id, n, repeat, extra HAVING c > 1)")
+    assert dup == [(0,)], "a result row was ingested twice"
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+def test_kills_of_submit_rerun_status_import_leave_every_job_run_once(work: Path) -> None:
+    rng = random.Random(SEED)
+    env = _env(work)
+    ledger = work / "ledger.sqlite"
+    kills = Counter[str]()
+    # submit: runs of the exit3 variant fail, so that reruns have work to do
+    kills["submit"] = _kill_n(_submit_args(ledger, "[ok,exit3]"), env, rng, 16, 4.0)
+    again = run_cli(*_submit_args(ledger, "[ok,exit3]"), env=env, timeout=300)
+    assert again.returncode == 0, again.stderr
+    _settle(ledger, env)
+    _check_once(ledger, work)
+    assert _q(ledger, "SELECT count(*) FROM run") == [(2 * RUNS,)]
+    # rerun --failed: every kill point, then the same command again
+    kills["rerun"] = _kill_n(["--ledger", str(ledger), "rerun", "crash", "--failed"], env, rng, 14, 4.0)
+    assert run_cli("--ledger", str(ledger), "rerun", "crash", "--failed", env=env, timeout=300).returncode == 0
+    _settle(ledger, env)
+    _check_once(ledger, work)
+    latest_failed = _q(ledger, "SELECT count(*) FROM job_attempt a WHERE state = 'FAILED' AND attempt = "
+                               "(SELECT max(attempt) FROM job_attempt b WHERE b.run_id = a.run_id)")
+    assert latest_failed == [(RUNS,)]  # the exit3 runs, each with its latest attempt failed again
+    # status: kill while syncing; rows are never doubled
+    kills["status"] = _kill_n(["--ledger", str(ledger), "status"], env, rng, 10, 1.5)
+    _settle(ledger, env)
+    _check_once(ledger, work)
+    job_rows = _q(ledger, "SELECT count(*) FROM result WHERE attempt_id IS NOT NULL")[0][0]
+    assert job_rows == RUNS * 1  # crash_many: one n, one repeat per ok run
+    # import: kill at random points, then the same import: exactly one copy
+    kills["import"] = _kill_n(["--ledger", str(ledger), "import", str(KNOWN_CSV)], env, rng, 12, 2.0)
+    proc = run_cli("--ledger", str(ledger), "import", str(KNOWN_CSV), env=env)
+    assert proc.returncode == 0, proc.stderr
+    known = len(KNOWN_CSV.read_text().splitlines()) - 1
+    assert _q(ledger, "SELECT count(*) FROM result WHERE attempt_id IS NULL") == [(known,)]
+    assert _q(ledger, "PRAGMA integrity_check") == [("ok",)]
+    print(f"kills that hit a running command: {dict(kills)}, total {sum(kills.values())}")
+    assert sum(kills.values()) >= 50
+
+
+def test_two_identical_submits_and_reruns_together_run_each_job_once(work: Path) -> None:
+    env = _env(work)
+    ledger = work / "ledger.sqlite"
+    run_cli("--ledger", str(ledger), "import", str(KNOWN_CSV), env=env)  # the ledger exists before the race
+    argv = [str(CAMPAIGN), *_submit_args(ledger, "[ok,exit3]")]
+    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    _settle(ledger, env)
+    _check_once(ledger, work)
+    assert _q(ledger, "SELECT count(*) FROM job_attempt") == [(2 * RUNS,)]
+    rerun = [str(CAMPAIGN), "--ledger", str(ledger), "rerun", "crash", "--failed"]
+    procs = [subprocess.Popen(rerun, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    _settle(ledger, env)
+    _check_once(ledger, work)
+    assert _q(ledger, "SELECT count(*) FROM job_attempt") == [(3 * RUNS,)], outs  # one new attempt per failed run
+    said = "".join(err for _, err in outs)
+    resubmitted = sorted(int(out.strip().splitlines()[-1].split()[0]) for out, _ in outs)
+    assert resubmitted == [0, RUNS], (outs, said)

@@ -1,0 +1,94 @@
+"""A few kills on the real Slurm (issue 11, items 3-4): SIGKILL `rerun` at
+random points, run it again; every failed run got exactly one new attempt,
+each attempt has its job ID and ran once. Then two identical reruns at once:
+still one new attempt per run."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CAMPAIGN, run_cli
+from tests.fixtures import FAKE_CONF, FAKE_KERNEL
+from tests.slurm.helpers import _name
+
+pytestmark = pytest.mark.slurm
+RUNS = 3
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"CAMPAIGN_CONFIG_PATH": str(FAKE_CONF), "CAMPAIGN_FAKE_KERNEL": str(FAKE_KERNEL),
+                "CAMPAIGN_FAKE_LOG": str(tmp / "executions.log")})
+    return env
+
+
+def _q(ledger: Path, sql: str) -> list[tuple]:
+    con = sqlite3.connect(ledger, timeout=60)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def _settle(ledger: Path, env: dict[str, str], name: str) -> None:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        assert run_cli("--ledger", str(ledger), "status", name, env=env).returncode == 0
+        if _q(ledger, "SELECT count(*) FROM job_attempt WHERE state IN ('PENDING', 'RUNNING')") == [(0,)]:
+            return
+        time.sleep(2)
+    raise AssertionError("attempts still open after 300 s")
+
+
+def _check(ledger: Path, tmp: Path, attempts: int) -> None:
+    rows = _q(ledger, "SELECT workdir, job_id FROM job_attempt")
+    assert len(rows) == attempts
+    assert all(job for _, job in rows) and len({job for _, job in rows}) == attempts
+    ran = Counter((tmp / "executions.log").read_text().splitlines())
+    assert set(ran) == {str(Path(w).resolve()) for w, _ in rows} and set(ran.values()) == {1}, ran
+
+
+def test_sigkill_during_rerun_on_slurm(slurm_cluster: object, tmp_path: Path) -> None:
+    rng = random.Random(11)
+    env = _env(tmp_path)
+    name = _name("crash-rerun")
+    ledger = tmp_path / "l.sqlite"
+    grid = ",".join(f"{i / 1000:.3f}" for i in range(RUNS))
+    proc = run_cli("--ledger", str(ledger), "submit", "cluster=localslurm", "experiment=crash_many",
+                   f"campaign.name={name}", f"campaign.workdir={tmp_path / 'runs'}",
+                   "experiment.sweeps.0.variants=[exit3]", f"+experiment.sweeps.0.grid={{sleep: [{grid}]}}", env=env)
+    assert proc.returncode == 0, proc.stderr
+    _settle(ledger, env, name)
+    kills = 0
+    for _ in range(4):
+        p = subprocess.Popen([str(CAMPAIGN), "--ledger", str(ledger), "rerun", name, "--failed"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.3, 2.5))
+        if p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+            kills += 1
+        p.wait()
+        _settle(ledger, env, name)
+    again = run_cli("--ledger", str(ledger), "rerun", name, "--failed", env=env)
+    assert again.returncode == 0, again.stderr
+    _settle(ledger, env, name)
+    total = _q(ledger, "SELECT count(*) FROM job_attempt")[0][0]
+    assert total >= 2 * RUNS
+    _check(ledger, tmp_path, total)
+    # two identical reruns at once: one new attempt per failed run, not two
+    procs = [subprocess.Popen([str(CAMPAIGN), "--ledger", str(ledger), "rerun", name, "--failed"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    _settle(ledger, env, name)
+    _check(ledger, tmp_path, total + RUNS)
+    print(f"{kills} kills of rerun on Slurm; {total + RUNS} attempts, each run once")

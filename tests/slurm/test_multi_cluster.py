@@ -1,0 +1,100 @@
+"""Jobs on a second Slurm cluster (multi-cluster sites, `sbatch -M`): the
+ledger keeps each job ID with the cluster that holds it; `status` asks that
+cluster (sacct -M), `cancel` cancels there (scancel -M) and `show` names it.
+
+The second cluster (.ci/slurm-second-up.sh) shares the first one's slurmdbd
+and numbers its jobs from 7000000, so a job asked of the wrong cluster is
+simply not found: a PENDING attempt that never moved would show the bug.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from campaign import api
+from campaign.ledger import Ledger
+from campaign.states import JobState
+from tests.conftest import run_cli
+from tests.slurm.helpers import DONE_DEADLINE_S, POLL_S, _db, _name, _overrides
+
+pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("fake_kernel_env")]
+
+
+def _rows(ledger: Ledger) -> list[tuple]:
+    return _db(ledger, "SELECT job_id, scheduler_cluster, state, alloc_cpus FROM job_attempt ORDER BY id")
+
+
+def _wait_for(ledger: Ledger, name: str, states: set[str]) -> list[tuple]:
+    deadline = time.monotonic() + DONE_DEADLINE_S
+    while True:
+        api.sync(ledger, name)
+        rows = _rows(ledger)
+        if all(r[2] in states for r in rows) or time.monotonic() > deadline:
+            return rows
+        time.sleep(POLL_S)
+
+
+def test_job_on_second_cluster_is_tracked_to_completed_and_shown(
+        second_slurm_cluster: str, tmp_path: Path, cancel_at_end) -> None:  # type: ignore[no-untyped-def]
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    name = _name("mc")
+    cancel_at_end(ledger, name)
+    rep = api.submit(_overrides(tmp_path, name, "experiment=slurm_remote"), ledger)
+    assert len(rep.submitted) == 2
+    rows = _rows(ledger)
+    assert {r[1] for r in rows} == {second_slurm_cluster}
+    # the first cluster does not know these IDs: only -M finds them
+    local = subprocess.run(["sacct", "-X", "-n", "-P", "-j", rows[0][0].split("_")[0], "-o", "JobID"],
+                           capture_output=True, text=True, timeout=30)
+    assert local.stdout.strip() == ""
+    proc = run_cli("--ledger", str(ledger.path), "status", name)
+    assert proc.returncode == 0, proc.stderr
+    rows = _wait_for(ledger, name, {"COMPLETED"})
+    assert [r[2] for r in rows] == ["COMPLETED", "COMPLETED"], rows
+    assert all(r[3] == 1 for r in rows)  # the allocation is recorded with each attempt
+    shown = run_cli("--ledger", str(ledger.path), "show", rows[0][0])
+    assert shown.returncode == 0, shown.stderr
+    assert f"scheduler cluster {second_slurm_cluster}" in shown.stdout
+    assert "run: fake/py/sleep fp32 remote 1t" in shown.stdout
+    # the two runs share one array (one job name); each task says which run it is in its own output
+    outs = _db(ledger, "SELECT stdout_path FROM job_attempt ORDER BY id")
+    labels = [line for (path,) in outs for line in Path(path).read_text().splitlines()
+              if line.startswith("campaign run: ")]
+    assert len(labels) == 2 and all("fake/py/sleep fp32 remote 1t sleep=" in x for x in labels), labels
+    names = subprocess.run(["sacct", "-M", second_slurm_cluster, "-X", "-n", "-P", "-j", rows[0][0].split("_")[0],
+                            "-o", "JobName%200,Comment%200"], capture_output=True, text=True, timeout=30).stdout
+    assert f"campaign:{name}:fake/py/sleep:1t:" in names, names
+
+
+def test_job_on_second_cluster_is_cancelled_there(
+        second_slurm_cluster: str, tmp_path: Path, cancel_at_end) -> None:  # type: ignore[no-untyped-def]
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    name = _name("mcx")
+    cancel_at_end(ledger, name)
+    rep = api.submit(_overrides(tmp_path, name, "experiment=slurm_remote",
+                                "experiment.sweeps.0.grid.sleep=[600]"), ledger)
+    assert len(rep.submitted) == 1
+    job_id = rep.submitted[0][0]
+    proc = run_cli("--ledger", str(ledger.path), "cancel", name)
+    assert proc.returncode == 0, proc.stderr
+    deadline = time.monotonic() + DONE_DEADLINE_S
+    while True:
+        queue = subprocess.run(["squeue", "-M", second_slurm_cluster, "-h", "-j", job_id, "-o", "%T"],
+                               capture_output=True, text=True, timeout=30)
+        if queue.stdout.strip() in ("", "CANCELLED") or time.monotonic() > deadline:
+            break
+        time.sleep(POLL_S)
+    assert queue.stdout.strip() in ("", "CANCELLED"), queue.stdout
+    acct = ""
+    while time.monotonic() < deadline:
+        acct = subprocess.run(["sacct", "-M", second_slurm_cluster, "-X", "-n", "-P", "-j", job_id, "-o", "State"],
+                              capture_output=True, text=True, timeout=30).stdout
+        if acct.strip():
+            break
+        time.sleep(POLL_S)
+    assert acct.strip().startswith("CANCELLED"), acct
+    assert _rows(ledger)[0][2] == JobState.CANCELLED.value

@@ -1,0 +1,49 @@
+"""Slurm spellings and answers seen on production sites (issue 10), parsed
+without a cluster: held states, squeue's exit:signal since 23.02, pending
+array ranges cut by SLURM_BITSTR_LEN, and sbatch's "on cluster X"."""
+
+from __future__ import annotations
+
+import pytest
+
+from campaign.backends import slurm_query as sq
+from campaign.backends.slurm_states import from_slurm
+from campaign.states import JobState
+
+
+@pytest.mark.parametrize("word", ["SPECIAL_EXIT", "RESV_DEL_HOLD", "EXPEDITING"])
+def test_held_and_expediting_jobs_are_pending_not_finished(word: str) -> None:
+    text = f"40|{word}|0:0|None assigned|Unknown|Unknown|None"
+    info = sq.parse_sacct(text)["40"]
+    assert info.state is JobState.PENDING and not info.state.finished
+    assert info.end is None
+    assert from_slurm(word) is JobState.PENDING
+    if word != "EXPEDITING":
+        assert info.reason == f"held ({word})"  # `status` shows why it does not move
+
+
+def test_squeue_exit_code_as_printed_since_23_02() -> None:
+    fields = ["41", "41", "N/A", "FAILED", "NonZeroExitCode", "localhost",
+              "2026-11-30T08:15:01", "2026-11-30T08:15:02", "3:0"]
+    (_, _, info), = sq.parse_squeue("|".join(fields) + "|")
+    assert (info.state, info.exit_code, info.signal) == (JobState.FAILED, 3, 0)
+    fields[-1] = "0:15"
+    (_, _, info), = sq.parse_squeue("|".join(fields) + "|")
+    assert (info.exit_code, info.signal) == (0, 15)
+
+
+@pytest.mark.parametrize(("job_id", "listed"), [
+    ("42_[0-5,7,9,1...]", [0, 1, 2, 3, 4, 5, 7, 9]),  # cut inside a number: "1..." may be 11 or 13
+    ("42_[0-5,7,9,...]", [0, 1, 2, 3, 4, 5, 7, 9]),
+    ("42_[0-5,7,9,11-1...", [0, 1, 2, 3, 4, 5, 7, 9]),  # the bracket cut away too
+])
+def test_pending_array_range_cut_by_bitstr_len_keeps_the_listed_tasks(job_id: str, listed: list[int]) -> None:
+    text = f"{job_id}|PENDING|0:0|None assigned|Unknown|Unknown|JobArrayTaskLimit"
+    got = sq.parse_sacct(text)
+    assert sorted(int(k.split("_")[1]) for k in got) == listed
+    assert all(v.state is JobState.PENDING for v in got.values())
+
+
+def test_sbatch_answer_names_the_cluster() -> None:
+    assert sq.parse_submitted_cluster("Submitted batch job 3969755 on cluster nautilus\n") == "nautilus"
+    assert sq.parse_submitted_cluster("Submitted batch job 3969755\n") is None

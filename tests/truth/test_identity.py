@@ -1,0 +1,42 @@
+"""Issue 12: a run's identity includes the rendered environment and the
+program's content; changing either submits new runs, and submit says why."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.conftest import run_cli
+from tests.fixtures import FAKE_KERNEL
+from tests.truth.helpers import FAKE_ENV, db
+
+
+def _submit(ledger: Path, tmp_path: Path, *extra: str, env: dict[str, str] = FAKE_ENV) -> str:
+    proc = run_cli("--ledger", str(ledger), "submit", "experiment=failures", f"campaign.workdir={tmp_path / 'runs'}",
+                   "experiment.sweeps.0.variants=[ok]", *extra, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_environment_and_program_changes_submit_new_runs_and_say_why(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.sqlite"
+    kernel = tmp_path / "kernel.py"
+    shutil.copyfile(FAKE_KERNEL, kernel)
+    env = {**FAKE_ENV, "CAMPAIGN_FAKE_KERNEL": str(kernel)}
+    first = _submit(ledger, tmp_path, "cluster.omp_proc_bind=sptead", env=env)
+    assert "1 runs planned, 0 already in the ledger, 1 submitted" in first
+    same = _submit(ledger, tmp_path, "cluster.omp_proc_bind=sptead", env=env)
+    assert "1 already in the ledger, 0 submitted" in same and "new run" not in same
+
+    fixed = _submit(ledger, tmp_path, "cluster.omp_proc_bind=spread", env=env)
+    assert "0 already in the ledger, 1 submitted" in fixed
+    assert "1 new run(s): env.OMP_PROC_BIND 'sptead' -> 'spread'" in fixed
+
+    kernel.write_text(kernel.read_text() + "\n# rebuilt\n")
+    rebuilt = _submit(ledger, tmp_path, "cluster.omp_proc_bind=spread", env=env)
+    assert "1 submitted" in rebuilt and "program.kernel.py 'sha256:" in rebuilt, rebuilt
+
+    modules = _submit(ledger, tmp_path, "cluster.omp_proc_bind=spread", "+cluster.env.FOO=bar", env=env)
+    assert "1 new run(s): env.FOO (none) -> 'bar'" in modules
+    keys = db(ledger, "SELECT count(DISTINCT key) FROM run")
+    assert keys == [(4,)]
