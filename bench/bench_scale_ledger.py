@@ -8,8 +8,8 @@ Each a median of --repeats (building the ledgers is not timed); baselines in
 the same run where the old code path still exists:
 - ingest: api.sync over --ingest-rows rows in finished local jobs (100 rows
   each, bench/finished_jobs.py): rows/s and peak RSS growth; baseline: the
-  pre-change path (pandas reader for every file, ORM bulk insert, all rows in
-  one transaction) on a tenth of the rows, as rows/s.
+  pre-change storing path (ORM bulk insert, all rows in one transaction; the
+  same reader) on a tenth of the rows, as rows/s.
 - report: api.metrics (metrics over every row), `report --json` streamed to a
   file (bytes, seconds; and with --keys speedup), the HTML reports.
 - views: views.job_rows (jobs), views.show_job (show) and sync._counts +
@@ -64,20 +64,17 @@ def timed(fn: Callable[[], Any], repeats: int) -> dict[str, Any]:
 
 @contextmanager
 def old_ingest_path() -> Iterator[None]:
-    """The code path before this change: pandas for every CSV, the ORM's bulk
-    insert, every row in one transaction."""
+    """The storing path before this change: the ORM's bulk insert, every row
+    in one transaction (the CSV reader is the same on both sides)."""
     from sqlalchemy import insert
 
-    from campaign.results import reader
-
-    saved = (reader.read_rows, sync_module.insert_results, sync_module.INGEST_BATCH_ROWS)
-    reader.read_rows = lambda path, required: None  # type: ignore[assignment]
+    saved = (sync_module.insert_results, sync_module.INGEST_BATCH_ROWS)
     sync_module.insert_results = lambda s, rows: s.execute(insert(ResultRow), rows) if rows else None  # type: ignore[assignment]
     sync_module.INGEST_BATCH_ROWS = 10**12
     try:
         yield
     finally:
-        reader.read_rows, sync_module.insert_results, sync_module.INGEST_BATCH_ROWS = saved
+        sync_module.insert_results, sync_module.INGEST_BATCH_ROWS = saved
 
 
 def ingest_once(work: Path, rows: int, tag: str) -> dict[str, Any]:
