@@ -6,7 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
+
+from campaign import preflight as chain
 
 from campaign.attempts import Progress, job_request, new_attempt, submit_requests
 from campaign.backends import get_backend
@@ -14,7 +17,7 @@ from campaign.backends.base import JobRequest
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError
-from campaign.ledger import JobAttempt, Ledger
+from campaign.ledger import JobAttempt, Ledger, PreflightStep
 from campaign.ledger import queries as q
 from campaign.plan import RunSpec
 from campaign.states import JobState
@@ -28,8 +31,16 @@ class _Batch:
     cluster: ClusterSpec
     workdir: str
     python: str
+    campaign_id: int
     requests: list[JobRequest] = field(default_factory=list)
     previous: dict[int, str | None] = field(default_factory=dict)  # new attempt id -> previous job id
+
+
+def _chained(ledger: Ledger, campaign_id: int) -> str | None:
+    """The kernel folder of the campaign's last chain; None when it was submitted without one."""
+    with ledger.session() as s:
+        return s.scalar(select(PreflightStep.kernel_bin).where(PreflightStep.campaign_id == campaign_id)
+                        .order_by(PreflightStep.id.desc()))
 
 
 @dataclass
@@ -70,6 +81,7 @@ def rerun(
     time_factor: float = 1.0,
     mem_factor: float = 1.0,
     progress: Progress | None = None,
+    preflight: bool = True,
 ) -> RerunReport:
     if time_factor < 1.0 or mem_factor < 1.0:
         raise BadInputError("--time-factor and --mem-factor must be >= 1")
@@ -85,7 +97,7 @@ def rerun(
             run = att.run
             camp = run.campaign
             if camp.name not in batches:
-                batches[camp.name] = _Batch(cluster_from_yaml(camp.cluster_yaml), camp.workdir, camp.python)
+                batches[camp.name] = _Batch(cluster_from_yaml(camp.cluster_yaml), camp.workdir, camp.python, camp.id)
             batch = batches[camp.name]
             spec = RunSpec.from_json(run.spec)
             part = batch.cluster.partitions[spec.partition]
@@ -96,7 +108,12 @@ def rerun(
             batch.previous[aid] = att.job_id
     for name, batch in batches.items():
         backend = get_backend(batch.cluster, Path(batch.workdir), batch.python)
-        sent = submit_requests(ledger, backend, batch.requests, progress)
+        reqs = batch.requests
+        kernel_bin = _chained(ledger, batch.campaign_id) if preflight else None
+        if kernel_bin is not None:  # submitted with its chain: rerun resubmits the chain (issue 19)
+            chains = chain.plan_chains(batch.cluster, backend.name, name, Path(batch.workdir), kernel_bin, reqs)
+            reqs = chain.gate(ledger, backend, batch.cluster.name, batch.campaign_id, kernel_bin, chains)
+        sent = submit_requests(ledger, backend, reqs, progress)
         new_ids = {sub.attempt_id: sub.job_id for sub in sent}
         for aid, old in batch.previous.items():
             report.submitted.append((new_ids.get(aid) or "?", old or "?"))

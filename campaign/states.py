@@ -9,7 +9,7 @@ class JobState(str, enum.Enum):
     """State of one job attempt.
 
     Slurm's own states keep their Slurm spelling so a user can match them with
-    sacct output; LOST_OUTPUT and CHECK_FAILED are ours (docs/design.md#job-states).
+    sacct output; LOST_OUTPUT, CHECK_FAILED and PREFLIGHT_FAILED are ours (docs/design.md#job-states).
     How a scheduler's own spellings map onto these is the backend's business
     (backends/slurm_states.py).
     """
@@ -25,6 +25,7 @@ class JobState(str, enum.Enum):
     CANCELLED = "CANCELLED"
     LOST_OUTPUT = "LOST_OUTPUT"
     CHECK_FAILED = "CHECK_FAILED"
+    PREFLIGHT_FAILED = "PREFLIGHT_FAILED"  # ours: the partition's build or preflight failed; the job never ran
     UNKNOWN = "UNKNOWN"
 
     @property

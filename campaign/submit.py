@@ -16,6 +16,7 @@ from pathlib import Path
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session, selectinload
 
+from campaign import preflight as chain
 from campaign import provenance
 from campaign.attempts import (
     Progress,
@@ -35,6 +36,7 @@ from campaign.errors import BadInputError, ConfigError
 from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, Run
 from campaign.ledger import queries as q
 from campaign.plan import Plan, RunSpec, campaign_name, missing_programs, plan
+from campaign.states import JobState
 from campaign.sync import SyncReport, sync
 
 
@@ -62,21 +64,33 @@ def _prepare(overrides: Sequence[str], ledger_path: Path) -> tuple[RootConfig, P
     return cfg, p, name, _workdir_root(cfg.campaign.workdir, ledger_path) / name
 
 
-def dry_run(overrides: Sequence[str], ledger_path: Path) -> SubmitReport:
-    """Plan and render the job scripts; touches neither ledger nor scheduler."""
+def dry_run(overrides: Sequence[str], ledger_path: Path, *, preflight: bool = True) -> SubmitReport:
+    """Plan and render the job scripts (with --preflight, the chain: build,
+    preflight, then the arrays with their dependency flags); touches neither
+    ledger nor scheduler."""
     cfg, p, name, camp_dir = _prepare(overrides, ledger_path)
     reqs = [
         job_request(cfg.cluster, name, r, i + 1, attempt_dir(camp_dir, r, 1), r.walltime_min, r.mem_gb)
         for i, r in enumerate(p.runs)
     ]
     backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
+    if preflight and cfg.experiment.preflight:
+        chains = chain.plan_chains(cfg.cluster, backend.name, name, camp_dir, _kernel_bin(cfg), reqs)
+        return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=chain.render(backend, chains))
     return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=backend.render(reqs))
 
 
+def _kernel_bin(cfg: RootConfig) -> str:
+    return cfg.campaign.kernel_bin or ""
+
+
 def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
-           progress: Progress | None = None) -> SubmitReport:
+           progress: Progress | None = None, preflight: bool = True) -> SubmitReport:
     cfg, p, name, camp_dir = _prepare(overrides, ledger.path)
-    missing = missing_programs(p.runs)
+    preflight = preflight and cfg.experiment.preflight
+    # With the chain, the build job makes the native programs on the partition.
+    missing = [m for m in missing_programs(p.runs)
+               if not (preflight and chain.native_program(m, _kernel_bin(cfg)))]
     if missing:
         raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
     report = SubmitReport(name, len(p.runs), skipped=p.skipped)
@@ -84,14 +98,18 @@ def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
         camp = _get_or_create_campaign(s, cfg, name, camp_dir)
         prov = _record_provenance(s, camp, cfg, overrides)
         todo, report.existing, resumed = _record_runs(s, camp, p.runs, camp_dir, prov.id, force)
+        camp_id = camp.id
     reqs = [job_request(cfg.cluster, name, run, aid, Path(wd), run.walltime_min, run.mem_gb) for aid, run, wd in todo]
     labels = {r.attempt_id: r.run.label for r in reqs}
     backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
     reqs, found = recover_orphans(ledger, backend, reqs, resumed)
     report.recovered = len(found)
+    if preflight and reqs:
+        chains = chain.plan_chains(cfg.cluster, backend.name, name, camp_dir, _kernel_bin(cfg), reqs)
+        reqs = chain.gate(ledger, backend, cfg.cluster.name, camp_id, _kernel_bin(cfg), chains)
     sent = submit_requests(ledger, backend, reqs, progress)
     report.submitted = [(sub.job_id, labels[sub.attempt_id]) for sub in [*found, *sent]]
-    if cfg.cluster.backend == "local" and reqs:
+    if cfg.cluster.backend == "local" and todo:
         report.sync = sync(ledger, name)
     return report
 
@@ -146,7 +164,8 @@ def _record_runs(
         if last is not None and last.job_id is None and not last.state.finished:
             todo.append((last.id, run, last.workdir))  # recorded earlier, job ID never recorded
             resumed.add(last.id)
-        elif force or last is None:
+        elif force or last is None or last.state is JobState.PREFLIGHT_FAILED:
+            # a run whose build or preflight failed never ran: submitting again retries it
             todo.append(new_attempt(s, row.id, run, camp_dir, last, prov_id, run.walltime_min, run.mem_gb))
     # New runs and their first attempts in two bulk INSERTs (10,000-run
     # campaigns): Core statements with RETURNING, no ORM object per row.

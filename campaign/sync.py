@@ -23,6 +23,7 @@ from campaign.config.clusters import cluster_from_yaml
 from campaign.job.files import EXIT_FILE, read_json
 from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
 from campaign.ledger import queries as q
+from campaign.preflight_sync import sync_steps
 from campaign.results.reader import Outcome, classify_output
 from campaign.results.store import job_rows
 from campaign.states import OPEN_STATES, JobState
@@ -35,6 +36,7 @@ class SyncReport:
     changed: int = 0
     ingested_rows: int = 0
     warnings: list[str] = field(default_factory=list)
+    preflight: list[str] = field(default_factory=list)  # failed build/preflight chains, with log tails
 
 
 @dataclass
@@ -103,6 +105,7 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
     if statuses:
         with ledger.session.begin() as s:
             report.changed, report.ingested_rows = _apply(s, pending, statuses, outcomes)
+    report.preflight = sync_steps(ledger, camp_id)
     with ledger.session() as s:
         report.counts = dict(Counter(a.state.value for a in q.latest_attempts(s, camp_id)))
     return report

@@ -26,7 +26,7 @@ STATUS_ROWS = 50  # `status` lists every job up to this many, then only the unfi
 
 def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     if args.dry_run:
-        rep = api.dry_run(args.overrides, args.ledger or default_ledger_path())
+        rep = api.dry_run(args.overrides, args.ledger or default_ledger_path(), preflight=not args.no_preflight)
         for i, script in enumerate(rep.scripts):
             print(f"# ---- job script {i + 1}/{len(rep.scripts)} ----")
             print(script, end="" if script.endswith("\n") else "\n")
@@ -35,7 +35,8 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             print(f"# skipped: {line}")
         return 0
     led = ledger(args)
-    rep = api.submit(args.overrides, led, force=args.force, progress=progress_printer())
+    rep = api.submit(args.overrides, led, force=args.force, progress=progress_printer(),
+                     preflight=not args.no_preflight)
     con = console()
     con.print(f"campaign {rep.campaign}: {rep.planned} runs planned, {rep.existing} already in the ledger, "
               f"{len(rep.submitted)} submitted (ledger {led.path})")
@@ -50,7 +51,13 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         print_counts(rep.sync.counts)
         for w in rep.sync.warnings:
             con.print(f"  warning: {w}")
+        _print_preflight(rep.sync.preflight)
     return 0
+
+
+def _print_preflight(lines: list[str]) -> None:
+    for line in lines:  # failed build/preflight chains, with the log tail (plain print: no markup)
+        print(line)
 
 
 def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
@@ -70,6 +77,7 @@ def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     table(title, views.JOB_COLUMNS, rows)
     print(f"{rep.changed} job(s) changed state, {rep.ingested_rows} result row(s) ingested")
     print_counts(rep.counts)
+    _print_preflight(rep.preflight)
     return 0
 
 
@@ -93,7 +101,8 @@ def cmd_rerun(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             raise BadInputError(f"unknown state {state!r}; known: {', '.join(known)}")
     led = ledger(args, create=False)
     rep = api.rerun(led, args.campaign, failed=args.failed, job_id=args.job_id, states=args.state,
-                    time_factor=args.time_factor, mem_factor=args.mem_factor, progress=progress_printer())
+                    time_factor=args.time_factor, mem_factor=args.mem_factor, progress=progress_printer(),
+                    preflight=not args.no_preflight)
     for new, old in rep.submitted:
         print(f"rerun: {old} -> {new}")
     print(f"{len(rep.submitted)} run(s) resubmitted")

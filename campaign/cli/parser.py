@@ -24,6 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. cluster=delta experiment=smoke experiment.repeats=5")
     s.add_argument("--dry-run", action="store_true", help="print the job scripts; submit and record nothing")
     s.add_argument("--force", action="store_true", help="submit runs again even if the ledger has them")
+    s.add_argument("--no-preflight", action="store_true",
+                   help="submit the arrays without the build and preflight jobs in front of them (experts)")
 
     s = sub.add_parser("status", help="sync job states from the scheduler; show counts")
     s.add_argument("campaign", nargs="?")
@@ -43,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--state", action="append", default=[], help="a state to rerun (repeatable)")
     s.add_argument("--time-factor", type=float, default=1.0, help="multiply the walltime of TIMEOUT jobs")
     s.add_argument("--mem-factor", type=float, default=1.0, help="multiply the memory of OUT_OF_MEMORY jobs")
+    s.add_argument("--no-preflight", action="store_true", help="resubmit without the build and preflight jobs")
 
     s = sub.add_parser("cancel", help="cancel a campaign's jobs or one job")
     s.add_argument("target", help="campaign name or job ID")

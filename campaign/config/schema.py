@@ -133,6 +133,9 @@ class ExperimentSpec:
     check: bool = True
     walltime_min: int = 30
     mem_gb: float | None = None
+    # build + preflight jobs gate the runs (issue 19); false for experiments
+    # whose programs fail on purpose (the failure-class tests)
+    preflight: bool = True
     sweeps: list[SweepSpec] = field(default_factory=list)
 
 

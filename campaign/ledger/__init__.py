@@ -1,6 +1,6 @@
 """The ledger: every campaign, run, job attempt and result row, in SQLite."""
 
 from campaign.ledger.db import Ledger, default_ledger_path
-from campaign.ledger.models import Campaign, JobAttempt, Provenance, ResultRow, Run
+from campaign.ledger.models import BuildStep, Campaign, JobAttempt, PreflightStep, Provenance, ResultRow, Run
 
 __all__ = ["Campaign", "JobAttempt", "Ledger", "Provenance", "ResultRow", "Run", "default_ledger_path"]

@@ -15,6 +15,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from campaign.states import JobState
 
 SCHEMA_VERSION = 7  # v1 had no campaign.python; v3..v7: one per change of this round (see migrations/versions)
+# v7: build_step and preflight_step (issue 19)
 
 
 class Base(DeclarativeBase):
@@ -139,3 +140,46 @@ class ResultRow(Base):
     bytes: Mapped[float | None]
     rel_err: Mapped[float | None]
     extra: Mapped[dict[str, Any] | None]
+
+
+class BuildStep(Base):
+    """One build job (issue 19): the kernels of one partition + environment +
+    source hash (`key`). `info` is its provenance, read from the node's
+    build.json: compilers and versions, flags, lscpu, numactl, modules."""
+
+    __tablename__ = "build_step"
+    __table_args__ = (Index("ix_build_step_key", "key"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(String(64))
+    cluster: Mapped[str] = mapped_column(String(100))
+    partition: Mapped[str] = mapped_column(String(100))
+    folder: Mapped[str]
+    backend: Mapped[str] = mapped_column(String(20))
+    job_id: Mapped[str | None] = mapped_column(String(64))
+    state: Mapped[JobState] = mapped_column(Enum(JobState, native_enum=False, length=20))
+    reason: Mapped[str | None]
+    stderr_path: Mapped[str | None]
+    created_at: Mapped[datetime]
+    info: Mapped[dict[str, Any] | None]
+
+
+class PreflightStep(Base):
+    """One preflight job of a campaign's partition; the attempts it gates are
+    listed in `attempt_ids` (they become PREFLIGHT_FAILED when it fails)."""
+
+    __tablename__ = "preflight_step"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id"))
+    partition: Mapped[str] = mapped_column(String(100))
+    build_id: Mapped[int | None] = mapped_column(ForeignKey("build_step.id"))
+    build_key: Mapped[str] = mapped_column(String(64))
+    kernel_bin: Mapped[str]  # the programs' configured folder, mapped onto the build folder
+    folder: Mapped[str]
+    backend: Mapped[str] = mapped_column(String(20))
+    job_id: Mapped[str | None] = mapped_column(String(64))
+    state: Mapped[JobState] = mapped_column(Enum(JobState, native_enum=False, length=20))
+    reason: Mapped[str | None]
+    stderr_path: Mapped[str | None]
+    created_at: Mapped[datetime]
+    attempt_ids: Mapped[list[Any]]
+    result: Mapped[dict[str, Any] | None]
