@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -150,9 +149,10 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
                 "build", partition, run_build, task, group[0].task.env, 1, 0,
                 min(BUILD_WALLTIME_MIN, cluster.partitions[partition].max_walltime_min),
                 f"campaign:{camp_name}:build", str(folder),
-                describe=[f"build {key} on {partition} into {folder}: make -C {src} CC={b.cc} FC={b.fc} "
+                describe=[f"build {key} on {partition} into {folder}: make -C <campaign>/kernels CC={b.cc} FC={b.fc} "
                           f"CFLAGS='{b.cflags}' FFLAGS='{b.fflags}' {' '.join(programs)}"])
-        pre_dir = camp_dir / "preflight" / f"{partition}-{uuid.uuid4().hex[:8]}"
+        # named by the first attempt it gates: unique in the ledger, stable in --dry-run
+        pre_dir = camp_dir / "preflight" / f"{partition}-a{min(r.attempt_id for r in group)}"
         checks = _program_checks(mapped, pre_dir)
         widest = max(mapped, key=lambda r: (r.run.gpus, r.run.threads))
         part = cluster.partitions[partition]
