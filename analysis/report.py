@@ -62,19 +62,22 @@ def _slug(name: str) -> str:
 
 def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
                   jobs: pd.DataFrame | None, out_dir: Path | str, cluster: str,
-                  title: str | None = None) -> ReportFiles:
+                  title: str | None = None, builds: pd.DataFrame | None = None) -> ReportFiles:
     """Write `<cluster>.md`, `<cluster>.html` and the PNG plots into `out_dir`.
 
     `results` may hold every cluster: cross-cluster ratios need the others.
     `jobs` is rendered as given (all its columns), restricted to this cluster
     when it has a `cluster` column. A cluster without results still gets a
-    report: its job table says why there is nothing to analyse.
+    report: its job table says why there is nothing to analyse. `builds`, one
+    row per partition's kernel build (compilers and flags as seen on the
+    node), heads the report: a Fortran-vs-C ratio means little if the two
+    were built for different ISAs.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     slug = _slug(cluster)
     heading = title or f"Benchmark report: {cluster}"
-    blocks: list[Block] = [Block("h1", heading)]
+    blocks: list[Block] = [Block("h1", heading), *_build_blocks(builds, cluster)]
     figures: list[plots.Figure] = []
     mine = results[results["cluster"].astype("str") == cluster] if len(results) else results
     if len(mine) == 0:
@@ -143,6 +146,16 @@ def _overview(local: pd.DataFrame, single: int) -> str:
     if single:
         text += f" {single} points have a single repeat and no interval."
     return text
+
+
+def _build_blocks(builds: pd.DataFrame | None, cluster: str) -> list[Block]:
+    if builds is None or len(builds) == 0:
+        return []
+    table = builds[builds["cluster"].astype("str") == cluster] if "cluster" in builds.columns else builds
+    if len(table) == 0:
+        return []
+    return [Block("table", "Kernel builds per partition (compilers and flags on the node)",
+                  table=table.drop(columns=["cluster"], errors="ignore"), max_rows=None)]
 
 
 def _job_blocks(jobs: pd.DataFrame | None, cluster: str) -> list[Block]:

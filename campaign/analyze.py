@@ -11,7 +11,7 @@ from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError, ConfigError
-from campaign.frames import jobs_frame, partition_facts_frame
+from campaign.frames import builds_frame, jobs_frame, partition_facts_frame
 from campaign.ledger import Campaign, Ledger
 from campaign.results.export import results_frame
 
@@ -58,10 +58,11 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
 
     results, facts = _inputs(led, cluster, campaign)
     jobs = jobs_frame(led, campaign)
+    builds = builds_frame(led, campaign)
     clusters = [cluster] if cluster else sorted(set(results["cluster"]))
     written: list[Path] = []
     for name in clusters:
-        files = render_report(results, facts, jobs, out, name)
+        files = render_report(results, facts, jobs, out, name, builds=builds)
         written += [files.markdown, files.html]
     return written
 
