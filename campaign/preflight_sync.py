@@ -27,6 +27,7 @@ from campaign.states import OPEN_STATES, JobState
 
 TAIL_LINES = 12
 # What a gated run may still show when its chain failed: Slurm cancelled it, or has not yet.
+# (Never on a node: Slurm gives a cancelled pending job a start time, but no node.)
 _GATED = (JobState.CANCELLED, *OPEN_STATES)
 
 
@@ -113,7 +114,7 @@ def _gate_failed(s: Session, camp_id: int | None) -> list[str]:
         ids = [int(i) for i in step.attempt_ids]
         for i in range(0, len(ids), 10_000):
             s.execute(update(JobAttempt).where(JobAttempt.id.in_(ids[i:i + 10_000]),
-                                               JobAttempt.state.in_(_GATED), JobAttempt.started_at.is_(None))
+                                               JobAttempt.state.in_(_GATED), JobAttempt.node.is_(None))
                       .values(state=JobState.PREFLIGHT_FAILED, reason=why[:500]))
     lines = []
     for (name, partition), step in latest.items():
