@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 
 from sqlalchemy import insert, update
@@ -47,9 +46,9 @@ def kernel_sources() -> Path:
     return repo_root() / "kernels"
 
 
-@lru_cache(maxsize=4)
 def source_hash(src: Path) -> str:
-    """Hash of the native kernels' sources and their Makefile."""
+    """Hash of the native kernels' sources and their Makefile (a few small
+    files: read each time, so an edited source is never taken for a built one)."""
     h = hashlib.sha256()
     files = [src / "Makefile", *sorted(p for lang in NATIVE for p in (src / lang).glob("*") if p.is_file())]
     for path in files:
