@@ -155,10 +155,10 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
         checks = _program_checks(mapped, pre_dir)
         widest = max(mapped, key=lambda r: (r.run.gpus, r.run.threads))
         part = cluster.partitions[partition]
-        task = PreflightTask(str(pre_dir), str(camp_dir), cluster.stack_unlimited, tuple(checks))
+        pre_task = PreflightTask(str(pre_dir), str(camp_dir), cluster.stack_unlimited, tuple(checks))
         cpus = part.cpus_per_gpu * widest.run.gpus if widest.run.gpus else widest.run.threads
         preflight = StepRequest(
-            "preflight", partition, run_preflight, task, widest.task.env, cpus, widest.run.gpus,
+            "preflight", partition, run_preflight, pre_task, widest.task.env, cpus, widest.run.gpus,
             min(part.max_walltime_min, max(r.walltime_min for r in mapped)), f"campaign:{camp_name}:preflight",
             str(pre_dir), describe=[f"preflight on {partition}: {c.label}: {' '.join(c.argv)}" for c in checks])
         chains.append(Chain(partition, key, folder, build, preflight, mapped))

@@ -10,7 +10,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from campaign import preflight as chain
-
 from campaign.attempts import Progress, job_request, new_attempt, submit_requests
 from campaign.backends import get_backend
 from campaign.backends.base import JobRequest

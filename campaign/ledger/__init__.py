@@ -3,4 +3,5 @@
 from campaign.ledger.db import Ledger, default_ledger_path
 from campaign.ledger.models import BuildStep, Campaign, JobAttempt, PreflightStep, Provenance, ResultRow, Run
 
-__all__ = ["Campaign", "JobAttempt", "Ledger", "Provenance", "ResultRow", "Run", "default_ledger_path"]
+__all__ = ["BuildStep", "Campaign", "JobAttempt", "Ledger", "PreflightStep", "Provenance", "ResultRow", "Run",
+           "default_ledger_path"]
