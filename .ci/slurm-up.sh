@@ -1,5 +1,5 @@
 #!/bin/bash
-# slurm-up.sh -- start the single-node Slurm test cluster used by tests/integration.
+# slurm-up.sh -- start the single-node Slurm test cluster used by tests/slurm (and the reliability tests).
 #
 # Why: integration tests must talk to a real slurmctld/slurmd/slurmdbd (sacct
 # included), but CI machines have no systemd and the machine has 2 cores. This

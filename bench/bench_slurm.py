@@ -3,7 +3,7 @@
 Run: .venv/bin/python bench/bench_slurm.py [--runs 10000] [--baseline 300] [--syncs 5]
 (`make bench` runs it after `make slurm-up`).
 
-The runs are the fake kernel `ok` (tests/e2e/fake_kernel.py) with a grid over
+The runs are the fake kernel `ok` (tests/fixtures/fake_kernel.py) with a grid over
 its ignored --sleep argument, so every run is distinct but all share one set of
 resources: they go out as ceil(N / MaxArraySize) arrays. The jobs are held
 back with `--begin=now+365days` (sbatch's --hold takes no value, which
@@ -44,7 +44,7 @@ from campaign.backends import slurm_query  # noqa: E402
 from campaign.ledger import Ledger  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "slurm_bench.json"
-FAKE_CONF = REPO / "tests" / "e2e" / "fake_conf"
+FAKE_CONF = REPO / "tests" / "fixtures" / "fake_conf"
 HOLD = "+cluster.partitions.cpu.sbatch_extra={begin: now+365days}"
 
 

@@ -8,12 +8,12 @@ bulk statements (a 10,000-job campaign must sync in seconds, not minutes).
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
 from campaign.backends import get_backend
@@ -41,78 +41,137 @@ class SyncReport:
 
 @dataclass
 class _Pending:
-    """An unfinished attempt with what is needed to sync it, read in one query."""
+    """An unfinished attempt as the ledger has it, read in one query. The run's
+    spec (expected n, check, extra arguments) is read only once the attempt
+    has finished: a 100,000-job sync must not decode 100,000 JSON specs."""
 
     attempt_id: int
+    run_id: int
+    campaign_id: int
     ref: JobRef
-    expected_n: tuple[int, ...]
-    check: bool
     output: Path
+    partition: str
+    seen: dict[str, Any]  # state, reason, exit_code, node, started_at, ended_at as stored
+    expected_n: tuple[int, ...] = ()
+    check: bool = False
+    extra_args: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class _CampaignInfo:
     backend: str
     cluster_yaml: str
-    camp_workdir: str
+    workdir: str
     cluster: str
-    partition: str
-    extra_args: tuple[tuple[str, str], ...]
-    state: JobState
 
 
-def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pending]]:
+_SEEN = (JobAttempt.state, JobAttempt.reason, JobAttempt.exit_code, JobAttempt.node, JobAttempt.started_at,
+         JobAttempt.ended_at)
+
+
+def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pending], dict[int, _CampaignInfo]]:
     camp_id = q.require_campaign(s, campaign).id if campaign else None
     stmt = (
-        select(JobAttempt.id, JobAttempt.job_id, JobAttempt.workdir, JobAttempt.submitted_at,
-               JobAttempt.walltime_min, JobAttempt.output_path, JobAttempt.state, Run.spec, Run.partition,
-               Campaign.backend, Campaign.cluster_yaml, Campaign.workdir, Campaign.cluster)
+        select(JobAttempt.id, JobAttempt.run_id, Run.campaign_id, JobAttempt.job_id, JobAttempt.workdir,
+               JobAttempt.submitted_at, JobAttempt.walltime_min, JobAttempt.output_path, Run.partition, *_SEEN)
         .join(Run, Run.id == JobAttempt.run_id)
-        .join(Campaign, Campaign.id == Run.campaign_id)
         .where(JobAttempt.job_id.is_not(None), JobAttempt.state.in_(OPEN_STATES))
         .order_by(JobAttempt.id)
     )
     if camp_id is not None:
         stmt = stmt.where(Run.campaign_id == camp_id)
     out = []
-    for (aid, job_id, workdir, submitted, walltime, output, state, spec, partition, backend, cyaml, cwork,
-         cluster) in s.execute(stmt):
-        extra_args = tuple((str(k), str(v)) for k, v in spec.get("extra_args") or [])
-        out.append(_Pending(aid, JobRef(aid, job_id, workdir, submitted, walltime), tuple(spec["n"]),
-                            bool(spec["check"]), Path(output), backend, cyaml, cwork, cluster, partition,
-                            extra_args, state))
-    return camp_id, out
+    names = [c.key for c in _SEEN]
+    for row in s.execute(stmt):
+        aid, run_id, cid, job_id, workdir, submitted, walltime, output, partition = row[:9]
+        out.append(_Pending(aid, run_id, cid, JobRef(aid, str(job_id), workdir, submitted, walltime), Path(output),
+                            partition, dict(zip(names, row[9:]))))
+    camps = {cid: _CampaignInfo(*info) for cid, *info in s.execute(
+        select(Campaign.id, Campaign.backend, Campaign.cluster_yaml, Campaign.workdir, Campaign.cluster)
+        .where(Campaign.id.in_({p.campaign_id for p in out})))}
+    return camp_id, out, camps
+
+
+def _load_specs(s: Session, items: list[_Pending]) -> None:
+    """What ingesting a finished attempt's output needs from its run."""
+    ids = sorted({p.run_id for p in items})
+    specs: dict[int, dict[str, Any]] = {}
+    for i in range(0, len(ids), 10_000):
+        for run_id, spec in s.execute(select(Run.id, Run.spec).where(Run.id.in_(ids[i:i + 10_000]))):
+            specs[run_id] = spec
+    for p in items:
+        spec = specs[p.run_id]
+        p.expected_n = tuple(spec["n"])
+        p.check = bool(spec["check"])
+        p.extra_args = tuple((str(k), str(v)) for k, v in spec.get("extra_args") or [])
+
+
+def _status_values(p: _Pending, st: JobStatus, outcome: Outcome | None) -> dict[str, Any]:
+    """The columns this status (and output) would set on the attempt."""
+    state, reason = (outcome.state, outcome.reason) if outcome is not None else (st.state, st.reason)
+    values: dict[str, Any] = {"id": p.attempt_id, "state": state, "reason": reason}
+    for key, value in (("exit_code", st.exit_code), ("node", st.node), ("started_at", as_naive_local(st.started_at)),
+                       ("ended_at", as_naive_local(st.ended_at))):
+        if value is not None:
+            values[key] = value
+    return values
+
+
+def _unchanged(p: _Pending, st: JobStatus) -> bool:
+    """Still open and nothing new: most attempts of a big campaign, most syncs."""
+    if st.state.finished:
+        return False
+    values = _status_values(p, st, None)
+    return all(p.seen.get(k) == v for k, v in values.items() if k != "id")
+
+
+def _counts(s: Session, camp_id: int | None) -> dict[str, int]:
+    """Latest attempt per run, by state, counted by the database."""
+    newest = q.newest_attempts(camp_id)
+    stmt = (select(JobAttempt.state, func.count())
+            .join(newest, (JobAttempt.run_id == newest.c.run_id) & (JobAttempt.attempt == newest.c.a))
+            .group_by(JobAttempt.state))
+    return {state.value: int(count) for state, count in s.execute(stmt)}
 
 
 def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
     report = SyncReport(campaign)
     with ledger.session() as s:
-        camp_id, pending = _collect(s, campaign)
+        camp_id, pending, camps = _collect(s, campaign)
     by_backend: dict[str, list[_Pending]] = defaultdict(list)
     for p in pending:
-        by_backend[p.backend].append(p)
+        by_backend[camps[p.campaign_id].backend].append(p)
     statuses: dict[int, JobStatus] = {}
     for items in by_backend.values():
-        backend = get_backend(cluster_from_yaml(items[0].cluster_yaml), Path(items[0].camp_workdir))
+        info = camps[items[0].campaign_id]
+        backend = get_backend(cluster_from_yaml(info.cluster_yaml), Path(info.workdir))
         result = backend.query([p.ref for p in items])
         statuses.update(result.statuses)
         report.warnings += result.warnings
+    pending = [p for p in pending if p.attempt_id in statuses and not _unchanged(p, statuses[p.attempt_id])]
+    finished = [p for p in pending if statuses[p.attempt_id].state.finished]
+    if finished:
+        with ledger.session() as s:
+            _load_specs(s, finished)
     outcomes: dict[int, Outcome] = {}
-    finished = {p.attempt_id: p for p in pending if p.attempt_id in statuses and statuses[p.attempt_id].state.finished}
-    for aid, p in finished.items():
-        st = statuses[aid]
+    for p in finished:
+        st = statuses[p.attempt_id]
         if st.state is JobState.COMPLETED:
-            outcomes[aid] = classify_output(p.output, p.expected_n, p.check)
+            outcomes[p.attempt_id] = classify_output(p.output, p.expected_n, p.check)
         exit_record = read_json(Path(p.ref.workdir) / EXIT_FILE)
         if exit_record and isinstance(exit_record.get("exit_code"), int):
             st.exit_code = exit_record["exit_code"]  # the kernel's own code, not srun's
-    if statuses:
+    if pending:
         with ledger.session.begin() as s:
-            report.changed, report.ingested_rows = _apply(s, pending, statuses, outcomes)
+            report.changed, report.ingested_rows = _apply(s, pending, statuses, outcomes, camps)
     report.preflight = sync_steps(ledger, camp_id)
     with ledger.session() as s:
-        report.counts = dict(Counter(a.state.value for a in q.latest_attempts(s, camp_id)))
+        report.counts = _counts(s, camp_id)
     return report
 
 
 def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
-           outcomes: dict[int, Outcome]) -> tuple[int, int]:
+           outcomes: dict[int, Outcome], camps: dict[int, _CampaignInfo]) -> tuple[int, int]:
     ids = [p.attempt_id for p in pending if p.attempt_id in statuses]
     # Re-read inside the write transaction: another terminal may have
     # cancelled some of these jobs since we looked.
@@ -130,16 +189,12 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
         st = statuses.get(p.attempt_id)
         if st is None or p.attempt_id not in current:
             continue
-        state, reason = st.state, st.reason
         outcome = outcomes.get(p.attempt_id)
         if outcome is not None:
-            state, reason = outcome.state, outcome.reason
-            rows += job_rows(p.attempt_id, p.ref.job_id, p.cluster, p.partition, p.extra_args, outcome.rows)
-        values: dict[str, Any] = {"id": p.attempt_id, "state": state, "reason": reason}
-        for key, value in (("exit_code", st.exit_code), ("node", st.node), ("started_at", as_naive_local(st.started_at)),
-                           ("ended_at", as_naive_local(st.ended_at))):
-            if value is not None:
-                values[key] = value
+            rows += job_rows(p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition, p.extra_args,
+                             outcome.rows)
+        values = _status_values(p, st, outcome)
+        state = values["state"]
         old = current[p.attempt_id]
         if all(old.get(k) == v for k, v in values.items()):
             continue  # nothing new: write nothing (the ledger file stays byte-identical)

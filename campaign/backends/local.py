@@ -9,6 +9,7 @@ each other's timings). State is read back from the files the job side leaves
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import time
 from collections.abc import Sequence
@@ -46,8 +47,6 @@ class LocalBackend(Backend):
     poll_s: float = 0.2
 
     def render(self, requests: Sequence[JobRequest]) -> list[str]:
-        import shlex
-
         scripts = []
         for req in requests:
             env = " ".join(f"{k}={shlex.quote(v)}" for k, v in req.task.env)
@@ -81,7 +80,7 @@ class LocalBackend(Backend):
         return StepSubmitted(f"local-{step.kind}-{uuid.uuid4().hex[:8]}", None, str(err), state, reason)
 
     def _executor(self, req: JobRequest) -> object:
-        import submitit
+        import submitit  # lazy, as in slurm.py
 
         folder = Path(req.task.workdir) / "submitit"
         ex = submitit.LocalExecutor(folder=folder)

@@ -1,9 +1,10 @@
-"""Slurm backend: job arrays through submitit's SlurmExecutor.
+"""Slurm backend: job arrays, their scripts rendered by submitit's template.
 
 Runs that share resources (partition, CPUs, GPUs, walltime, memory, account,
 environment) go out as one array, chunked so that no index reaches the
 cluster's MaxArraySize. Before each sbatch a manifest (array index → attempt)
-is written next to the jobs, and the job name/comment name the campaign and
+(the array's one payload: every task's program, environment and folder) is
+written next to the jobs, and the job name/comment name the campaign and
 manifest, so jobs whose submitter died can be found and attached again.
 Only this module and slurm_query know submitit's keywords and Slurm's words.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
@@ -27,7 +29,7 @@ from campaign.backends.submitit_adapter import sbatch_script
 from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.environment import setup_lines
 from campaign.errors import SchedulerError, SubmissionError, one_line
-from campaign.job.runner import execute
+from campaign.job.array_task import task_to_json
 
 DEFAULT_MAX_ARRAY = 1001
 # Slurm's variables kept in job.json (array task, job id, CPUs actually given).
@@ -104,76 +106,81 @@ class SlurmBackend(Backend):
                 out.append((params, reqs[i:i + size]))
         return out
 
-    def _folder(self) -> Path:
-        return self.folder / "slurm" / "%j"
+    def _logs(self, manifest: str) -> Path:
+        """One folder per array (or single job), made before sbatch: Slurm
+        does not create the folder of --output itself."""
+        return self.folder / "slurm" / manifest
 
-    def _executor(self, params: dict[str, Any], manifest: str) -> Any:
-        import submitit
+    def _manifest_path(self, manifest: str) -> Path:
+        return self.folder / "manifests" / f"{manifest}.json"
 
-        ex = submitit.SlurmExecutor(folder=self._folder(), python=self.python)
+    def _script(self, params: dict[str, Any], group: list[JobRequest], manifest: str) -> str:
         # The manifest id in the job name lets a later submit find jobs whose
         # IDs never reached the ledger (sacct keeps names, not comments, by default).
-        name = f"{params['job_name']}:{manifest}"
-        ex.update_parameters(**{**params, "job_name": name}, comment=f"{params['job_name']} manifest={manifest}")
-        return ex
+        named = {**params, "job_name": f"{params['job_name']}:{manifest}",
+                 "comment": f"{params['job_name']} manifest={manifest}"}
+        command = [self.python, "-u", "-m", "campaign.job.array_task", str(self._manifest_path(manifest))]
+        if len(group) > 1:
+            command += ["--index-env", "SLURM_ARRAY_TASK_ID"]
+        return sbatch_script(named, shlex.join(command), self._logs(manifest), len(group))
 
     def render(self, requests: Sequence[JobRequest]) -> list[str]:
         max_array = self.cluster.max_array_size or DEFAULT_MAX_ARRAY
         scripts = []
         for params, group in self._groups(requests, max_array):
-            ex = self._executor(params, "<manifest>")
-            text = sbatch_script(ex, self._folder(), len(group))
+            text = self._script(params, group, "<manifest>")
             runs = "\n".join(f"#   [{i}] {r.run.label}: {shlex.join(r.task.argv)}" for i, r in enumerate(group))
             scripts.append(text + f"# runs in this {'array' if len(group) > 1 else 'job'}:\n{runs}\n")
         return scripts
 
     def render_step(self, step: StepRequest) -> str:
-        return slurm_steps.render_step(self.cluster, self._folder(), self.python, step)
+        return slurm_steps.render_step(self.cluster, self.folder, self.python, step)
 
     def submit_step(self, step: StepRequest) -> StepSubmitted:
-        return slurm_steps.submit_step(self.cluster, self._folder(), self.python, step)
+        return slurm_steps.submit_step(self.cluster, self.folder, self.python, step)
 
     def _write_manifest(self, group: list[JobRequest]) -> str:
+        """The array's one payload: every task's JobTask, and the attempts they
+        belong to (crash recovery reads it), written atomically before sbatch."""
         ident = uuid.uuid4().hex[:16]
-        folder = self.folder / "manifests"
-        folder.mkdir(parents=True, exist_ok=True)
+        path = self._manifest_path(ident)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._logs(ident).mkdir(parents=True, exist_ok=True)
         data = {"attempts": [r.attempt_id for r in group], "runs": [r.run.key for r in group],
-                "array": len(group) > 1, "job_name": group[0].job_name}
-        tmp = folder / f"{ident}.json.tmp"
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, folder / f"{ident}.json")
+                "array": len(group) > 1, "job_name": group[0].job_name,
+                "tasks": [task_to_json(replace(r.task, record_env_prefixes=_RECORDED_ENV)) for r in group]}
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data, separators=(",", ":")))
+        os.replace(tmp, path)
         return ident
 
     def submit(self, requests: Sequence[JobRequest], on_submitted: OnSubmitted) -> None:
-        import subprocess
-
         for params, group in self._groups(requests, self._max_array()):
             manifest = self._write_manifest(group)
-            ex = self._executor(params, manifest)
-            try:
-                with ex.batch():
-                    jobs = [ex.submit(execute, replace(r.task, record_env_prefixes=_RECORDED_ENV)) for r in group]
-            except (subprocess.CalledProcessError, OSError, RuntimeError) as exc:
-                detail = getattr(exc, "stderr", None) or getattr(exc, "output", None) or exc
-                if isinstance(detail, bytes):
-                    detail = detail.decode(errors="replace")
+            script = self._logs(manifest) / "job.sbatch"
+            script.write_text(self._script(params, group, manifest))
+            proc = run_slurm(["sbatch", "--parsable", str(script)])
+            if proc.returncode != 0:
                 raise SubmissionError(f"sbatch refused {len(group)} job(s) on {params['partition']}: "
-                                      f"{one_line(str(detail))}") from None
-            subs = []
-            for index, (req, job) in enumerate(zip(group, jobs)):
-                array_id = job.job_id.split("_")[0] if "_" in job.job_id else None
-                subs.append(Submitted(req.attempt_id, job.job_id, array_id, index if array_id else None,
-                                      str(job.paths.stdout), str(job.paths.stderr)))
-            on_submitted(subs)
+                                      f"{one_line(proc.stderr or proc.stdout)}")
+            base = _parse_sbatch(proc.stdout)
+            on_submitted(self._submitted(group, manifest, base))
 
-    def _paths(self, job_id: str) -> tuple[str, str]:
-        folder = str(self._folder()).replace("%j", job_id)
-        return f"{folder}/{job_id}_0_log.out", f"{folder}/{job_id}_0_log.err"
+    def _submitted(self, group: list[JobRequest], manifest: str, base: str) -> list[Submitted]:
+        array = len(group) > 1
+        subs = []
+        for index, req in enumerate(group):
+            job_id = f"{base}_{index}" if array else base
+            out, err = self._paths(manifest, job_id)
+            subs.append(Submitted(req.attempt_id, job_id, base if array else None, index if array else None, out, err))
+        return subs
+
+    def _paths(self, manifest: str, job_id: str) -> tuple[str, str]:
+        folder = self._logs(manifest)
+        return str(folder / f"{job_id}_0_log.out"), str(folder / f"{job_id}_0_log.err")
 
     def _find_by_name(self, name: str, since: float) -> str | None:
         """Base job ID of the job or array named `name`, from squeue then sacct."""
-        import time
-
         start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since - 3600))
         for argv in (["squeue", "-h", "-r", f"--name={name}", "-o", "%i"],
                      ["sacct", "-X", "-n", "-P", f"--name={name}", "-S", start, "-o", "JobID"]):
@@ -202,12 +209,12 @@ class SlurmBackend(Backend):
             base = self._find_by_name(f"{data['job_name']}:{path.stem}", path.stat().st_mtime)
             if base is None:
                 continue
+            array = bool(data.get("array"))
             for index, aid in enumerate(attempts):
                 if aid in wanted:
-                    job_id = f"{base}_{index}" if data.get("array") else base
-                    out, err = self._paths(job_id)
-                    found.append(Submitted(aid, job_id, base if data.get("array") else None,
-                                           index if data.get("array") else None, out, err))
+                    job_id = f"{base}_{index}" if array else base
+                    out, err = self._paths(path.stem, job_id)
+                    found.append(Submitted(aid, job_id, base if array else None, index if array else None, out, err))
         return found
 
     def query(self, refs: Sequence[JobRef]) -> QueryResult:
@@ -227,3 +234,12 @@ class SlurmBackend(Backend):
             proc = run_slurm(["scancel", *ids[i:i + 1000]])
             if proc.returncode != 0:
                 raise SchedulerError(f"scancel failed: {one_line(proc.stderr)}")
+
+
+def _parse_sbatch(stdout: str) -> str:
+    """The job ID from `sbatch --parsable` ("123" or "123;cluster")."""
+    first = stdout.strip().splitlines()[-1] if stdout.strip() else ""
+    job_id = first.split(";")[0].strip()
+    if not job_id.isdigit():
+        raise SubmissionError(f"sbatch answered without a job ID: {one_line(stdout) or '(nothing)'}")
+    return job_id

@@ -16,15 +16,19 @@ no module command, fails a campaign that names a module.
 
 from __future__ import annotations
 
+import json
 import shlex
+import uuid
 from pathlib import Path
 from typing import Any
 
+from campaign.backends.slurm_run import run_slurm
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.backends.submitit_adapter import sbatch_script
 from campaign.config.schema import ClusterSpec
 from campaign.environment import setup_lines
 from campaign.errors import SubmissionError, one_line
+from campaign.job.step_task import step_to_json
 
 
 def dependency_flags(job_id: str) -> dict[str, str]:
@@ -67,29 +71,33 @@ def step_params(cluster: ClusterSpec, step: StepRequest) -> dict[str, Any]:
     return params
 
 
-def _executor(cluster: ClusterSpec, folder: Path, python: str, step: StepRequest) -> Any:
-    import submitit
+def _logs(folder: Path, step: StepRequest, ident: str) -> Path:
+    return folder / "slurm" / f"{step.kind}-{step.partition}-{ident}"
 
-    ex = submitit.SlurmExecutor(folder=folder, python=python)
-    ex.update_parameters(**step_params(cluster, step), comment=f"{step.job_name} {step.kind}={step.partition}")
-    return ex
+
+def _script(cluster: ClusterSpec, folder: Path, python: str, step: StepRequest, ident: str) -> str:
+    params = {**step_params(cluster, step), "comment": f"{step.job_name} {step.kind}={step.partition}"}
+    logs = _logs(folder, step, ident)
+    command = [python, "-u", "-m", "campaign.job.step_task", str(logs / "step.json")]
+    return sbatch_script(params, shlex.join(command), logs, 1)
 
 
 def render_step(cluster: ClusterSpec, folder: Path, python: str, step: StepRequest) -> str:
-    text = sbatch_script(_executor(cluster, folder, python, step), folder, 1)
+    text = _script(cluster, folder, python, step, "<step>")
     return text + "".join(f"# {line}\n" for line in step.describe)
 
 
 def submit_step(cluster: ClusterSpec, folder: Path, python: str, step: StepRequest) -> StepSubmitted:
-    import subprocess
-
-    ex = _executor(cluster, folder, python, step)
-    try:
-        job = ex.submit(step.fn, step.task)
-    except (subprocess.CalledProcessError, OSError, RuntimeError) as exc:
-        detail = getattr(exc, "stderr", None) or getattr(exc, "output", None) or exc
-        if isinstance(detail, bytes):
-            detail = detail.decode(errors="replace")
+    """Payload and script into the step's own log folder, then sbatch."""
+    ident = uuid.uuid4().hex[:12]
+    logs = _logs(folder, step, ident)
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / "step.json").write_text(json.dumps(step_to_json(step.kind, step.task)))
+    script = logs / "job.sbatch"
+    script.write_text(_script(cluster, folder, python, step, ident))
+    proc = run_slurm(["sbatch", "--parsable", str(script)])
+    job_id = (proc.stdout.strip().splitlines() or [""])[-1].split(";")[0].strip()
+    if proc.returncode != 0 or not job_id.isdigit():
         raise SubmissionError(f"sbatch refused the {step.kind} job on {step.partition}: "
-                              f"{one_line(str(detail))}") from None
-    return StepSubmitted(str(job.job_id), str(job.paths.stdout), str(job.paths.stderr))
+                              f"{one_line(proc.stderr or proc.stdout) or '(no answer)'}")
+    return StepSubmitted(job_id, str(logs / f"{job_id}_0_log.out"), str(logs / f"{job_id}_0_log.err"))

@@ -1,9 +1,10 @@
 """The only module that touches submitit's private API.
 
-`--dry-run` must print the exact script `sbatch` would get, and submitit has
-no public call that renders it without submitting. If a submitit upgrade
-moves these names, this is the one file to change (the golden dry-run tests
-in tests/slurm/ fail first).
+The batch script is rendered by submitit's own template (its #SBATCH lines,
+signal handling and srun line), with our command in place of submitit's
+pickle runner; `--dry-run` prints the same text that `sbatch` gets. If a
+submitit upgrade moves this name, this is the one file to change (the
+golden dry-run tests in tests/slurm/ fail first).
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 
-def sbatch_script(executor: Any, folder: Path, tasks: int) -> str:
-    """The batch script submitit would submit for `tasks` tasks (an array when > 1)."""
-    from submitit.slurm.slurm import _make_sbatch_string
+def sbatch_script(params: dict[str, Any], command: str, log_folder: Path, tasks: int) -> str:
+    """The batch script for `tasks` tasks (an array when > 1); logs go to
+    `log_folder` as <job>_<task>_log.out/err (array: <array>_<index>_...)."""
+    from submitit.slurm.slurm import _make_sbatch_string  # lazy: submitit only to render a script
 
-    text: str = _make_sbatch_string(command=executor._submitit_command_str, folder=folder,
-                                    map_count=tasks if tasks > 1 else None, **executor.parameters)
+    text: str = _make_sbatch_string(command=command, folder=log_folder,
+                                    map_count=tasks if tasks > 1 else None, **params)
     return text

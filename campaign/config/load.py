@@ -11,6 +11,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
 from campaign.config.schema import RootConfig
 from campaign.errors import ConfigError
 
@@ -62,8 +65,7 @@ def _check_group_choice(overrides: Sequence[str], group: str) -> None:
 
 
 def _register_schema() -> None:
-    from hydra.core.config_store import ConfigStore
-    from omegaconf import OmegaConf
+    from hydra.core.config_store import ConfigStore  # lazy: Hydra costs ~0.3 s; read-only commands never compose
 
     ConfigStore.instance().store(name="campaign_schema", node=RootConfig)
     # Facts of *this* machine, for cluster=local.
@@ -83,10 +85,8 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     """Compose config.yaml + overrides; every kernel in conf/kernel is loaded
     under `kernels.<name>` so that experiments can name any of them and the
     command line can override any of their fields."""
-    from hydra import compose, initialize_config_dir
+    from hydra import compose, initialize_config_dir  # lazy, as above
     from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
 
     overrides = split_overrides(overrides)
     for group in ("cluster", "experiment"):
@@ -131,14 +131,10 @@ def resolved_yaml(cfg: RootConfig) -> str:
     text = cfg.__dict__.get("_resolved_yaml")
     if isinstance(text, str):
         return text
-    from omegaconf import OmegaConf
-
     return OmegaConf.to_yaml(OmegaConf.structured(cfg))
 
 
 def _fill_defaults(cfg: object) -> None:
-    from omegaconf import OmegaConf
-
     assert OmegaConf.is_config(cfg)
     settings = cfg.campaign  # type: ignore[attr-defined]
     if settings.python is None:

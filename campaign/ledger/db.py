@@ -237,7 +237,7 @@ class Ledger:
         if not tables:
             Base.metadata.create_all(conn)
             conn.execute(insert(Meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
-            from campaign.ledger import migrate
+            from campaign.ledger import migrate  # lazy: Alembic only for an upgrade
 
             migrate.stamp(conn, SCHEMA_VERSION)
             return SCHEMA_VERSION
@@ -262,7 +262,7 @@ class Ledger:
     def _upgrade(self, seen: int) -> None:
         """Back up, then migrate in one transaction. Another process may have
         upgraded since `seen` was read: the version is read again under the lock."""
-        from campaign.ledger import migrate
+        from campaign.ledger import migrate  # lazy, as above
 
         try:
             with self.engine.connect() as conn:

@@ -26,7 +26,7 @@ def revision(version: int) -> str:
 
 
 def _config(conn: Connection) -> Any:
-    from alembic.config import Config
+    from alembic.config import Config  # lazy: Alembic is needed only when a ledger is upgraded
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Subquery, func, select
+from sqlalchemy.orm import Session, contains_eager
 
 from campaign.errors import BadInputError
 from campaign.ledger.models import Campaign, JobAttempt, Run
@@ -23,18 +23,29 @@ def require_campaign(s: Session, name: str) -> Campaign:
     return camp
 
 
+def newest_attempts(campaign_id: int | None = None) -> Subquery:
+    """(run_id, a): each run's newest attempt number; for one campaign it reads
+    only that campaign's runs, never every attempt in the ledger."""
+    stmt = select(JobAttempt.run_id, func.max(JobAttempt.attempt).label("a")).group_by(JobAttempt.run_id)
+    if campaign_id is not None:
+        stmt = stmt.where(JobAttempt.run_id.in_(select(Run.id).where(Run.campaign_id == campaign_id)))
+    return stmt.subquery()
+
+
 def latest_attempts(s: Session, campaign_id: int | None = None) -> list[JobAttempt]:
     """The newest attempt of every run (what the run's state is now)."""
-    newest = select(JobAttempt.run_id, func.max(JobAttempt.attempt).label("a")).group_by(JobAttempt.run_id).subquery()
+    newest = newest_attempts(campaign_id)
     q = (
         select(JobAttempt)
         .join(newest, (JobAttempt.run_id == newest.c.run_id) & (JobAttempt.attempt == newest.c.a))
         .join(Run, Run.id == JobAttempt.run_id)
+        # the views print each attempt's run and campaign: load them in the same query, not one per row
+        .options(contains_eager(JobAttempt.run).joinedload(Run.campaign))
         .order_by(JobAttempt.id)
     )
     if campaign_id is not None:
         q = q.where(Run.campaign_id == campaign_id)
-    return list(s.scalars(q))
+    return list(s.scalars(q).unique())
 
 
 def attempts_by_job_id(s: Session, job_id: str) -> list[JobAttempt]:

@@ -35,7 +35,7 @@ class Outcome:
 
 
 def _read_csv(path: Path) -> Any:
-    import pandas as pd
+    import pandas as pd  # lazy, as in export.py
 
     return pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
 

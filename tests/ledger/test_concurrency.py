@@ -16,6 +16,7 @@ from sqlalchemy import text
 
 from campaign.errors import LedgerError
 from campaign.ledger import Ledger
+from campaign.ledger.models import SCHEMA_VERSION
 from tests.conftest import CAMPAIGN, REPO, run_cli
 from tests.fixtures import KNOWN_CSV
 
@@ -172,6 +173,6 @@ def test_plain_sessions_read_without_the_write_lock(tmp_path: Path) -> None:
     assert time.perf_counter() - t0 >= 0.9
     other.close()
     con = sqlite3.connect(path)
-    assert dict(con.execute("SELECT key, value FROM meta").fetchall()) == {"schema_version": "2", "other": "x",
+    assert dict(con.execute("SELECT key, value FROM meta").fetchall()) == {"schema_version": str(SCHEMA_VERSION), "other": "x",
                                                                           "mine": "y"}
     con.close()

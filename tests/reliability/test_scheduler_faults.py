@@ -15,10 +15,9 @@ are what they are):
 - slurmctld and slurmdbd down: nothing can answer; `status` fails with one
   line, exit 1, and leaves the ledger as it was.
 - slurmdbd down alone: sacct fails with "Problem talking to the database:
-  Connection refused". DESIGN wants a fallback to squeue with a warning;
-  campaign/backends/slurm_query.py falls back only when accounting is
-  *disabled* ("accounting storage is disabled"), so that test is xfail
-  (strict) until it falls back on an unreachable slurmdbd too.
+  Connection refused"; campaign/backends/slurm_query.py then falls back to
+  squeue with a warning (as it does when accounting is disabled), and the
+  test checks the state squeue gives and the warning.
 - node set DOWN under a running job: with JobRequeue=1 (the default) Slurm
   would requeue the job under the same ID; campaign submits with
   --no-requeue, so the job ends NODE_FAIL and only `campaign rerun` runs it

@@ -28,7 +28,7 @@ def configured_python(config_yaml: str | None) -> str | None:
     """`campaign.python` of a provenance's resolved config, when it was set."""
     if not config_yaml:
         return None
-    import yaml
+    import yaml  # lazy: only this migration reads YAML
 
     try:
         doc: Any = yaml.safe_load(config_yaml)

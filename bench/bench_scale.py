@@ -1,0 +1,123 @@
+"""Scale: a 100,000-run campaign on the test Slurm and a ledger of 10 million
+result rows (issue "Scale"). Run: `make bench-scale` or
+    .venv/bin/python bench/bench_scale.py [--runs 100000] [--rows 10000000] [--repeats 3]
+
+Measured, each a median of --repeats, each beside its baseline in the same run:
+- submit: api.submit of --runs held jobs (fake kernel, grid sleep x tag) to the
+  test Slurm: wall time, sbatch calls, peak RSS of this process, bytes of job
+  files per run; baseline: one `sbatch` per job (measured on --baseline jobs,
+  per-job time extrapolated to --runs).
+- sync: api.sync over the --runs pending jobs: wall time and sacct calls.
+- ledger queries at --rows result rows and --attempts attempts: what `jobs`,
+  `show` and `status` read (the view functions themselves).
+Writes bench/results/scale_bench.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from bench_slurm import FAKE_CONF, HOLD, baseline, cancel_campaign, reset, shim_calls, slurm_env, timing_shim  # noqa: E402
+
+from campaign import api  # noqa: E402
+from campaign.ledger import Ledger  # noqa: E402
+
+RESULTS = REPO / "bench" / "results" / "scale_bench.json"
+
+
+def write_experiment(conf: Path, runs: int) -> None:
+    """`runs` distinct runs that share one set of resources: a product of two
+    grid axes (composing a 100,000-element list through OmegaConf would
+    measure OmegaConf, not campaign)."""
+    tags = 100 if runs >= 1000 else 1
+    sleeps = max(1, runs // tags)
+    (conf / "experiment").mkdir(parents=True, exist_ok=True)
+    (conf / "experiment" / "scale_bench.yaml").write_text(
+        "name: scale_bench\nrepeats: 1\nwarmup: 0\ncheck: false\nwalltime_min: 5\nsweeps:\n"
+        "  - kernel: fake\n    impls: [py]\n    variants: [ok]\n    partitions: [cpu]\n"
+        f"    threads: [1]\n    n: [64]\n    grid: {{sleep: [{', '.join(f'{i * 1e-6:.6f}' for i in range(sleeps))}], "
+        f"tag: [{', '.join(f't{i}' for i in range(tags))}]}}\n")
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def submit_once(work: Path, runs: int, sbatch_log: Path) -> dict[str, Any]:
+    name = f"scale-{uuid.uuid4().hex[:6]}"
+    ledger = Ledger(work / f"{name}.sqlite")
+    overrides = ["cluster=localslurm", "experiment=scale_bench", f"campaign.name={name}",
+                 f"campaign.workdir={work / name}", HOLD]
+    reset(sbatch_log)
+    try:
+        t0 = time.perf_counter()
+        rep = api.submit(overrides, ledger)
+        wall = time.perf_counter() - t0
+        assert len(rep.submitted) == runs, (len(rep.submitted), runs)
+        files = folder_bytes(work / name)
+        return {"wall_s": wall, "sbatch_calls": len(shim_calls(sbatch_log)), "job_file_bytes_per_run": files / runs,
+                "ledger": ledger, "name": name, "job_ids": [j for j, _ in rep.submitted]}
+    except BaseException:
+        cancel_campaign(ledger)
+        raise
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=100_000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--baseline", type=int, default=300)
+    args = ap.parse_args()
+    slurm_env()
+    work = Path(tempfile.mkdtemp(prefix="campaign-bench-scale-"))
+    conf, shims = work / "conf", work / "shims"
+    shims.mkdir()
+    write_experiment(conf, args.runs)
+    os.environ["CAMPAIGN_CONFIG_PATH"] = f"{conf}{os.pathsep}{FAKE_CONF}"
+    os.environ["CAMPAIGN_FAKE_KERNEL"] = str(FAKE_CONF.parent / "fake_kernel.py")
+    sbatch_log, sacct_log = timing_shim(shims, "sbatch"), timing_shim(shims, "sacct")
+    os.environ["PATH"] = f"{shims}{os.pathsep}{os.environ['PATH']}"
+    result: dict[str, Any] = {"runs": args.runs, "command": " ".join(sys.argv)}
+    submits, syncs = [], []
+    for _ in range(args.repeats):
+        sub = submit_once(work, args.runs, sbatch_log)
+        try:
+            reset(sacct_log)
+            t0 = time.perf_counter()
+            api.sync(sub["ledger"], sub["name"])
+            syncs.append({"wall_s": time.perf_counter() - t0, "sacct_calls": len(shim_calls(sacct_log))})
+        finally:
+            cancel_campaign(sub["ledger"])
+        submits.append({k: v for k, v in sub.items() if k not in ("ledger", "job_ids")})
+    base = baseline(args.baseline, f"bench-scale-baseline-{uuid.uuid4().hex[:6]}")
+    base["extrapolated_s"] = base["per_job_s"] * args.runs
+    median = statistics.median(s["wall_s"] for s in submits)
+    result["submit"] = {"median_wall_s": median, "walls_s": [s["wall_s"] for s in submits],
+                        "sbatch_calls": submits[-1]["sbatch_calls"],
+                        "job_file_bytes_per_run": submits[-1]["job_file_bytes_per_run"],
+                        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    result["baseline_one_sbatch_per_job"] = base
+    result["speedup_vs_baseline"] = base["extrapolated_s"] / median
+    result["sync"] = {"median_wall_s": statistics.median(s["wall_s"] for s in syncs),
+                      "sacct_calls": max(s["sacct_calls"] for s in syncs)}
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
