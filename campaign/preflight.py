@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
 from sqlalchemy import insert, update
@@ -66,6 +67,7 @@ def build_key(cluster: ClusterSpec, partition: str, src_hash: str) -> str:
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:KEY_LENGTH]
 
 
+@lru_cache(maxsize=256)  # pure, and asked once per run of a 10,000-run plan
 def native_program(argv0: str, kernel_bin: str) -> str | None:
     """`c/<kernel>` or `fortran/<kernel>` for a program of the configured kernel folder."""
     path = Path(argv0)
