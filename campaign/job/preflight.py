@@ -34,8 +34,11 @@ RECORD = "preflight.json"
 _PROBE = ("import json,os,resource;s=resource.getrlimit(resource.RLIMIT_STACK);"
           "print(json.dumps({'stack_soft':s[0],'stack_hard':s[1],'unlimited':s[0]==resource.RLIM_INFINITY,"
           "'cpus':len(os.sched_getaffinity(0)),'omp':{k:v for k,v in os.environ.items() if k.startswith('OMP_')}}))")
-_TORCH_PROBE = ("import json,torch;print(json.dumps({'torch':torch.__version__,'cuda':torch.version.cuda,"
-                "'cuda_available':torch.cuda.is_available(),'devices':torch.cuda.device_count()}))")
+# torch's versions without importing torch (an import costs seconds per check):
+# torch/version.py is a small generated file; a program on cuda still proves CUDA by running.
+_TORCH_PROBE = ("import importlib.util as u,json,os;s=u.find_spec('torch');d={};"
+                "exec(open(os.path.join(os.path.dirname(s.origin),'version.py')).read(),d);"
+                "print(json.dumps({'torch':d.get('__version__'),'cuda':d.get('cuda')}))")
 
 
 class PreflightFailed(RuntimeError):
@@ -145,7 +148,7 @@ def _check_program(i: int, prog: ProgramCheck, task: PreflightTask, folder: Path
         if threads and threads.isdigit() and int(threads) > seen["cpus"]:
             found["warning"] = f"OMP_NUM_THREADS={threads} but the job may use {seen['cpus']} CPU(s)"
     if prog.torch_python:
-        if prog.torch_python not in torch_seen:  # one import of torch per interpreter (it takes seconds)
+        if prog.torch_python not in torch_seen:  # once per interpreter
             torch_seen[prog.torch_python] = _probe([prog.torch_python, "-c", _TORCH_PROBE], env, folder, False,
                                                    f"{i}-torch")
         versions = torch_seen[prog.torch_python]
@@ -153,8 +156,8 @@ def _check_program(i: int, prog: ProgramCheck, task: PreflightTask, folder: Path
             problems.append(f"torch not importable by {prog.torch_python}: {versions}")
         else:
             found["torch"] = versions
-            if prog.needs_cuda and not versions.get("cuda_available"):
-                problems.append(f"CUDA not available to torch {versions.get('torch')} (cuda {versions.get('cuda')})")
+            if prog.needs_cuda and not versions.get("cuda"):
+                problems.append(f"torch {versions.get('torch')} is a build without CUDA")
     code, tail = _run(list(prog.argv), env, folder, task.stack_unlimited, task.timeout_s, f"{i}-run")
     found["exit_code"] = code
     if code != 0:
