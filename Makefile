@@ -61,6 +61,7 @@ lint: $(STAMP)
 	$(BIN)/mypy campaign analysis
 
 bench: setup slurm-up
+	$(BIN)/python bench/bench_cli_startup.py
 	$(BIN)/python bench/bench_metrics.py
 	$(BIN)/python bench/bench_slurm.py
 

@@ -63,6 +63,17 @@ _ELEMENTS: dict[str, Callable[[ArrayLike, ArrayLike, dict[str, Any]], ArrayLike]
     "mlp_backward": lambda n, d, e: 3.0 * n * d + 6.0 * d * _ff(d, e),
 }
 
+# Of those, the elements *written* (the outputs); the rest are reads. Hardware
+# counters report DRAM reads and writes apart, so the model says both.
+_WRITE_ELEMENTS: dict[str, Callable[[ArrayLike, ArrayLike, dict[str, Any]], ArrayLike]] = {
+    "attention_forward": lambda n, d, e: 1.0 * n * d,          # O
+    "attention_backward": lambda n, d, e: 3.0 * n * d,         # dQ, dK, dV
+    "attention_fwdbwd": lambda n, d, e: 4.0 * n * d,           # O, dQ, dK, dV
+    "decode": lambda n, d, e: 0.0 * n * d + d,                 # o (1 x d)
+    "block_forward": lambda n, d, e: 1.0 * n * d,
+    "mlp_backward": lambda n, d, e: 1.0 * n * d + 3.0 * d * _ff(d, e),
+}
+
 KNOWN_KERNELS: tuple[str, ...] = tuple(_FLOPS)
 
 
@@ -91,6 +102,17 @@ def min_bytes(kernel: str, n: ArrayLike, d: ArrayLike, dtype: Any = DEFAULT_DTYP
     n_arr = np.asarray(n, dtype=float)
     d_arr = np.asarray(d, dtype=float)
     rule = _ELEMENTS.get(kernel)
+    if rule is None:
+        return _nan_like(n_arr, d_arr)
+    return _scalar_or_array(rule(n_arr, d_arr, extra) * element_bytes(dtype))
+
+
+def min_write_bytes(kernel: str, n: ArrayLike, d: ArrayLike, dtype: Any = DEFAULT_DTYPE,
+                    **extra: Any) -> Any:
+    """The written part of `min_bytes` (each output once); reads are the rest."""
+    n_arr = np.asarray(n, dtype=float)
+    d_arr = np.asarray(d, dtype=float)
+    rule = _WRITE_ELEMENTS.get(kernel)
     if rule is None:
         return _nan_like(n_arr, d_arr)
     return _scalar_or_array(rule(n_arr, d_arr, extra) * element_bytes(dtype))

@@ -11,7 +11,7 @@ from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError, ConfigError
-from campaign.frames import builds_frame, jobs_frame, partition_facts_frame
+from campaign.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame
 from campaign.ledger import Campaign, Ledger
 from campaign.results.export import results_frame
 
@@ -34,7 +34,7 @@ def _cluster_specs(led: Ledger, names: set[str]) -> dict[str, ClusterSpec]:
 def _inputs(led: Ledger, cluster: str | None, campaign: str | None) -> tuple[Any, Any]:
     from analysis.cost_model import add_cost_columns  # lazy: pulls in pandas
 
-    results = results_frame(led, campaign=campaign, usable_only=True)
+    results = results_frame(led, campaign=campaign, usable_only=True, all_extras=False)
     if results.empty:
         where = f" for campaign {campaign}" if campaign else ""
         raise BadInputError(f"no usable results in the ledger{where}: run `campaign status` after jobs complete, "
@@ -50,7 +50,40 @@ def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | None = N
     from analysis.metrics import metrics_json  # lazy, as above
 
     results, facts = _inputs(led, cluster, campaign)
-    return metrics_json(results, facts, cluster=cluster)
+    out: dict[str, Any] = dict(metrics_json(results, facts, cluster=cluster))
+    out["counters"] = counters_json(led, results, cluster=cluster, campaign=campaign)
+    return out
+
+
+def _counters(led: Ledger, cluster: str | None, campaign: str | None) -> Any:
+    frame = counters_frame(led, campaign)
+    if cluster and len(frame):
+        frame = frame[frame["cluster"] == cluster]
+    return frame
+
+
+def counters_json(led: Ledger, results: Any, *, cluster: str | None = None,
+                  campaign: str | None = None) -> dict[str, Any]:
+    """`report --json` key `counters`: measured vs predicted, variant ratios,
+    profile failures (empty lists when nothing was profiled)."""
+    from analysis.counters_report import counters_json as to_json  # lazy: pandas
+
+    return to_json(_counters(led, cluster, campaign), results)
+
+
+def _append_counters_section(files: Any, counters: Any, results: Any) -> None:
+    """The "Measured vs predicted" section, after the report's own (until
+    analysis/report.py renders it as Blocks: analysis.counters_report.counters_tables)."""
+    from analysis.counters_report import counters_section  # lazy: pandas
+
+    if counters is None or counters.empty:
+        return
+    md = files.markdown.read_text()
+    files.markdown.write_text(md.rstrip("\n") + "\n\n" + counters_section(counters, results))
+    page = files.html.read_text()
+    section = counters_section(counters, results, fmt="html")
+    files.html.write_text(page.replace("</body>", section + "</body>", 1) if "</body>" in page
+                          else page + section)
 
 
 def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaign: str | None = None) -> list[Path]:
@@ -63,6 +96,7 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     written: list[Path] = []
     for name in clusters:
         files = render_report(results, facts, jobs, out, name, builds=builds)
+        _append_counters_section(files, _counters(led, name, campaign), results[results["cluster"] == name])
         written += [files.markdown, files.html]
     return written
 

@@ -6,15 +6,22 @@ from __future__ import annotations
 
 from campaign.analyze import metrics, shape_advice, write_reports
 from campaign.cancel import cancel
+from campaign.config.load import SEARCH_PATH_ENV, config_dirs, group_options
+from campaign.frames import counters_frame
+from campaign.multirun import composed_yaml, dry_run_all, submit_all
+from campaign.multirun import prepare as prepare_campaigns
 from campaign.rerun import RerunReport, rerun
 from campaign.results.export import frame_records, results_frame
 from campaign.results.reader import read_import_file
 from campaign.results.store import store_import
+from campaign.results.table import RESULT_COLUMNS, result_records
 from campaign.submit import SubmitReport, dry_run, submit
 from campaign.sync import SyncReport, sync
 
 __all__ = [
-    "RerunReport", "SubmitReport", "SyncReport", "cancel", "dry_run", "frame_records", "metrics",
-    "read_import_file", "rerun", "results_frame", "shape_advice", "store_import", "submit", "sync",
+    "RESULT_COLUMNS", "SEARCH_PATH_ENV", "RerunReport", "SubmitReport", "SyncReport", "cancel", "composed_yaml",
+    "config_dirs", "counters_frame", "dry_run", "dry_run_all", "frame_records", "group_options", "metrics",
+    "prepare_campaigns", "read_import_file",
+    "rerun", "result_records", "results_frame", "shape_advice", "store_import", "submit", "submit_all", "sync",
     "write_reports",
 ]

@@ -9,7 +9,7 @@ import string
 from pathlib import Path
 
 from campaign.config.load import repo_root
-from campaign.config.schema import ClusterSpec, PartitionSpec
+from campaign.config.schema import ClusterSpec, PartitionSpec, ProfilerSpec
 from campaign.errors import ConfigError
 from campaign.plan import RunSpec
 
@@ -50,3 +50,21 @@ def setup_lines(cluster: ClusterSpec, part: PartitionSpec, env: dict[str, str]) 
     body = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("#"))
     text = string.Template(body).substitute(values)
     return [line for line in text.splitlines() if line.strip()]
+
+
+def profiler_lines(profiler: ProfilerSpec, where: str) -> list[str]:
+    """Shell lines a profiled job runs before its step (partition `profiler:`
+    block): `module load` of the profiler, then each setup command split into
+    words and re-quoted, so that a value is one command with literal
+    arguments and never shell syntax (no `;`, pipes, `$(...)`)."""
+    if not profiler.enabled:
+        return []
+    lines = [f"module load {shlex.quote(profiler.module)}"] if profiler.module else []
+    for index, line in enumerate(profiler.setup):
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise ConfigError(f"{where}.profiler.setup[{index}] is not one command line: {exc}") from None
+        if words:
+            lines.append(shlex.join(words))
+    return lines

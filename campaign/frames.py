@@ -9,8 +9,9 @@ from sqlalchemy import select
 
 from analysis.columns import PARTITION_COLUMNS
 from campaign.config.schema import ClusterSpec
-from campaign.ledger import BuildStep, Campaign, JobAttempt, Ledger, PreflightStep, Run
+from campaign.ledger import BuildStep, Campaign, CounterRow, JobAttempt, Ledger, PreflightStep, Run
 from campaign.plan import RunSpec
+from campaign.states import JobState
 
 JOB_FRAME_COLUMNS = ["cluster", "campaign", "job_id", "array_index", "attempt", "state", "node",
                      "submitted", "started", "ended", "walltime_min", "run"]
@@ -77,3 +78,42 @@ def builds_frame(led: Ledger, campaign: str | None = None) -> Any:
                 "modules": " ".join(info.get("modules") or []) or None,
             }
     return pd.DataFrame(list(rows.values()), columns=BUILD_FRAME_COLUMNS)
+COUNTER_FRAME_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "dtype", "n", "d", "params",
+                         "metric", "value", "unit", "kernels", "error", "attempt_id"]
+
+
+def counters_frame(led: Ledger, campaign: str | None = None) -> Any:
+    """Hardware counters (analysis/counters.py's long form), one row per
+    attempt, n and metric, plus one row with `error` per PROFILE_FAILED
+    attempt (its reason). `params` is spelled as on the result rows, so
+    counters and timings of one configuration join."""
+    import pandas as pd  # lazy, as above
+
+    from campaign.results.store import params_text
+
+    stmt = (select(CounterRow, Run.spec, Run.partition, Campaign.cluster)
+            .join(JobAttempt, JobAttempt.id == CounterRow.attempt_id)
+            .join(Run, Run.id == JobAttempt.run_id).join(Campaign))
+    failed = (select(JobAttempt.id, JobAttempt.reason, Run.spec, Run.partition, Campaign.cluster)
+              .join(Run, Run.id == JobAttempt.run_id).join(Campaign)
+              .where(JobAttempt.state == JobState.PROFILE_FAILED))
+    if campaign:
+        stmt, failed = stmt.where(Campaign.name == campaign), failed.where(Campaign.name == campaign)
+    rows: list[dict[str, Any]] = []
+    with led.session() as s:
+        for row, spec, partition, cluster in s.execute(stmt.order_by(CounterRow.id)):
+            rows.append(dict(_run_columns(spec, partition, cluster, params_text), n=row.n, metric=row.metric,
+                             value=row.value, unit=row.unit or "", kernels=row.kernels or "", error="",
+                             attempt_id=row.attempt_id))
+        for aid, reason, spec, partition, cluster in s.execute(failed.order_by(JobAttempt.id)):
+            rows.append(dict(_run_columns(spec, partition, cluster, params_text), n=None, metric="",
+                             value=None, unit="", kernels="", error=reason or "profile failed",
+                             attempt_id=aid))
+    return pd.DataFrame(rows, columns=COUNTER_FRAME_COLUMNS)
+
+
+def _run_columns(spec: dict[str, Any], partition: str, cluster: str, params_text: Any) -> dict[str, Any]:
+    extra_args = tuple((str(k), str(v)) for k, v in spec.get("extra_args") or [])
+    return {"cluster": cluster, "partition": partition, "kernel": spec["kernel"], "impl": spec["impl"],
+            "variant": spec["variant"], "dtype": spec["dtype"], "d": spec["d"],
+            "params": params_text(extra_args, {})}

@@ -203,22 +203,32 @@ def plan(cfg: RootConfig) -> Plan:
             parts = fits or parts
         for part in parts:
             _check_partition(cfg, part, sweep.threads, index)
-            runs += _expand(cfg, sweep, kernel, part, skipped)
+            runs += _expand(cfg, sweep, kernel, part, skipped, index)
     seen: set[str] = set()
     unique = [r for r in runs if not (r.key in seen or seen.add(r.key))]  # type: ignore[func-returns-value]
     return Plan(unique, skipped)
 
 
 def _expand(
-    cfg: RootConfig, sweep: SweepSpec, kernel: KernelSpec, part: PartitionSpec, skipped: list[str]
+    cfg: RootConfig, sweep: SweepSpec, kernel: KernelSpec, part: PartitionSpec, skipped: list[str],
+    index: int = 0,
 ) -> list[RunSpec]:
     exp = cfg.experiment
     device = part.device
     threads = [part.cpus_per_gpu] if device == "cuda" else sweep.threads
+    profile = profile_of(exp, sweep, index)
+    if profile != "none" and PROFILER_DEVICE[profile] != device:
+        raise ConfigError(f"profile={profile} reads {PROFILER_DEVICE[profile]} counters but partition "
+                          f"{part.name} runs on {device}: profile that sweep with "
+                          f"{'ncu' if device == 'cuda' else 'perf'} or none")
+    profiling = profile_args(profile, part)
     runs: list[RunSpec] = []
     for impl_name, variant, dtype in itertools.product(sweep.impls, sweep.variants, sweep.dtypes):
         impl = kernel.impls[impl_name]
         why = _unsupported(impl.variants, impl.devices, impl.dtypes, variant, device, dtype)
+        if not why and profile != "none" and profile not in impl.profilers:
+            why = f"profile={profile} not supported by this implementation (profilers: " \
+                  f"{', '.join(impl.profilers) or 'none'})"
         if why:
             skipped.append(f"{kernel.name}/{impl_name}/{variant} {dtype} on {part.name}: {why}")
             continue
@@ -231,10 +241,34 @@ def _expand(
                     n=tuple(sweep.n), d=sweep.d, repeats=exp.repeats, warmup=exp.warmup,
                     check=exp.check, walltime_min=exp.walltime_min,
                     mem_gb=exp.mem_gb if exp.mem_gb is not None else part.mem_gb,
-                    argv=tuple(impl.argv), extra_args=extra,
+                    argv=tuple(impl.argv), extra_args=extra + profiling,
                 )
             )
     return runs
+
+
+PROFILERS: tuple[str, ...] = ("none", "ncu", "perf")
+# The device each profiler reads counters of.
+PROFILER_DEVICE: dict[str, str] = {"ncu": "cuda", "perf": "cpu"}
+
+
+def profile_of(exp: ExperimentSpec, sweep: SweepSpec, index: int) -> str:
+    """The sweep's profiler (its own, else the experiment's), validated."""
+    profile = sweep.profile if sweep.profile is not None else exp.profile
+    if profile not in PROFILERS:
+        where = f"experiment.sweeps.{index}.profile" if sweep.profile is not None else "experiment.profile"
+        raise ConfigError(f"{where}={profile!r} is not one of {', '.join(PROFILERS)}")
+    return profile
+
+
+def profile_args(profile: str, part: PartitionSpec) -> tuple[tuple[str, str], ...]:
+    """The program arguments that ask for profiling (none for `none`)."""
+    if profile == "none":
+        return ()
+    args: tuple[tuple[str, str], ...] = (("profile", profile),)
+    if profile == "ncu" and part.profiler.ncu:
+        args += (("profiler-path", part.profiler.ncu),)
+    return args
 
 
 def _unsupported(

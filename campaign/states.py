@@ -1,4 +1,4 @@
-"""Job states: Slurm's, plus the two the ledger derives from a job's output."""
+"""Job states: Slurm's, plus the three the ledger derives from a job's output."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ class JobState(str, enum.Enum):
     """State of one job attempt.
 
     Slurm's own states keep their Slurm spelling so a user can match them with
-    sacct output; LOST_OUTPUT, CHECK_FAILED and PREFLIGHT_FAILED are ours (docs/design.md#job-states).
+    sacct output; LOST_OUTPUT, CHECK_FAILED, PROFILE_FAILED and PREFLIGHT_FAILED are ours
+    (docs/design.md#job-states).
     How a scheduler's own spellings map onto these is the backend's business
     (backends/slurm_states.py).
     """
@@ -26,12 +27,19 @@ class JobState(str, enum.Enum):
     LOST_OUTPUT = "LOST_OUTPUT"
     CHECK_FAILED = "CHECK_FAILED"
     PREFLIGHT_FAILED = "PREFLIGHT_FAILED"  # ours: the partition's build or preflight failed; the job never ran
+    PROFILE_FAILED = "PROFILE_FAILED"  # timings ingested and counted; counters missing (reason says why)
     UNKNOWN = "UNKNOWN"
 
     @property
     def finished(self) -> bool:
         """True once the scheduler will not change the state any more."""
         return self not in (JobState.PENDING, JobState.RUNNING, JobState.UNKNOWN)
+
+    @property
+    def usable(self) -> bool:
+        """Its timings count in analysis: COMPLETED, or PROFILE_FAILED (only
+        the counters are missing)."""
+        return self in (JobState.COMPLETED, JobState.PROFILE_FAILED)
 
     @property
     def rerunnable(self) -> bool:

@@ -7,7 +7,9 @@ are committed before sbatch, job IDs as each chunk is answered
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -56,19 +58,31 @@ def _workdir_root(cfg_dir: str | None, ledger_path: Path) -> Path:
     return Path(cfg_dir).resolve() if cfg_dir else ledger_path.resolve().parent / "runs"
 
 
-def _prepare(overrides: Sequence[str], ledger_path: Path) -> tuple[RootConfig, Plan, str, Path]:
-    """Config, plan, campaign name and job folder: the same for a dry run and a submit."""
-    cfg = load_config(overrides)
+def _prepare(overrides: Sequence[str], ledger_path: Path,
+             configs: Sequence[RootConfig] | None = None) -> tuple[RootConfig, Plan, str, Path]:
+    """Config, plan, campaign name and job folder: the same for a dry run and a submit.
+    `configs`: the composed members of one campaign's sweep (campaign.multirun);
+    their runs are planned together, one run per key."""
+    members = list(configs) if configs else [load_config(overrides)]
+    cfg = members[0]
     p = plan(cfg)
+    for other in members[1:]:
+        more = plan(other)
+        keys = {r.key for r in p.runs}
+        p.runs += [r for r in more.runs if r.key not in keys]
+        p.skipped += [line for line in more.skipped if line not in p.skipped]
+    if len(members) > 1:
+        cfg.__dict__["_resolved_yaml"] = "---\n".join(resolved_yaml(c) for c in members)  # provenance: all members
     name = campaign_name(cfg)
     return cfg, p, name, _workdir_root(cfg.campaign.workdir, ledger_path) / name
 
 
-def dry_run(overrides: Sequence[str], ledger_path: Path, *, preflight: bool = True) -> SubmitReport:
-    """Plan and render the job scripts (with --preflight, the chain: build,
+def dry_run(overrides: Sequence[str], ledger_path: Path,
+            configs: Sequence[RootConfig] | None = None, *, preflight: bool = True) -> SubmitReport:
+    """Plan and render the job scripts (with the preflight chain: build,
     preflight, then the arrays with their dependency flags); touches neither
     ledger nor scheduler."""
-    cfg, p, name, camp_dir = _prepare(overrides, ledger_path)
+    cfg, p, name, camp_dir = _prepare(overrides, ledger_path, configs)
     reqs = [
         job_request(cfg.cluster, name, r, i + 1, attempt_dir(camp_dir, r, 1), r.walltime_min, r.mem_gb)
         for i, r in enumerate(p.runs)
@@ -85,14 +99,18 @@ def _kernel_bin(cfg: RootConfig) -> str:
 
 
 def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
-           progress: Progress | None = None, preflight: bool = True) -> SubmitReport:
-    cfg, p, name, camp_dir = _prepare(overrides, ledger.path)
+           progress: Progress | None = None, configs: Sequence[RootConfig] | None = None,
+           preflight: bool = True) -> SubmitReport:
+    cfg, p, name, camp_dir = _prepare(overrides, ledger.path, configs)
     preflight = preflight and cfg.experiment.preflight
     # With the chain, the build job makes the native programs on the partition.
     missing = [m for m in missing_programs(p.runs)
                if not (preflight and chain.native_program(m, _kernel_bin(cfg)))]
     if missing:
         raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
+    refusal = profiler_refusal(cfg, p.runs)
+    if refusal:
+        raise BadInputError(refusal)
     report = SubmitReport(name, len(p.runs), skipped=p.skipped)
     with ledger.session.begin() as s:
         camp = _get_or_create_campaign(s, cfg, name, camp_dir)
@@ -184,3 +202,35 @@ def _record_runs(
                             rows).scalars().all()
         todo += [(aid, run, row["workdir"]) for aid, run, row in zip(att_ids, fresh, rows)]
     return todo, present, resumed
+
+
+def profiler_refusal(cfg: RootConfig, runs: Sequence[RunSpec]) -> str | None:
+    """Why the profiler a run asks for (experiment.profile) cannot work, or
+    None. Local clusters: ncu must be on PATH (or the partition's profiler.ncu
+    must exist) on this machine. Slurm: the partition needs a `profiler:`
+    block, and perf its `perf_allowed`."""
+    cluster = cfg.cluster
+    for run in runs:
+        profile = dict(run.extra_args).get("profile", "none")
+        if profile == "none":
+            continue
+        part = cluster.partitions[run.partition]
+        where = f"cluster {cluster.name} partition {part.name}"
+        knob = f"cluster.partitions.{part.name}.profiler"
+        if profile == "perf" and not part.profiler.perf_allowed:
+            return (f"experiment.profile=perf refused: {where} does not allow perf "
+                    f"(set {knob}.perf_allowed=true where the site permits hardware events)")
+        if cluster.backend != "local":
+            if not part.profiler.enabled:
+                return (f"experiment.profile={profile} refused: {where} has no enabled profiler: block "
+                        f"({knob}: enabled: true, ncu path or module, sbatch_extra, setup)")
+            continue
+        tool = part.profiler.ncu or None
+        name = profile if profile == "perf" else "ncu"
+        found = tool if tool and os.path.isfile(tool) and os.access(tool, os.X_OK) else (
+            None if tool else shutil.which(name))
+        if found is None:
+            missing = f"{tool} does not exist" if tool else f"{name} is not on PATH"
+            return (f"experiment.profile={profile} refused: {missing} on this machine ({where}); "
+                    f"install it, set {knob}.ncu=<path>, or use experiment.profile=none")
+    return None

@@ -20,10 +20,11 @@ from campaign.backends import get_backend
 from campaign.backends.base import JobRef, JobStatus
 from campaign.clock import as_naive_local
 from campaign.config.clusters import cluster_from_yaml
-from campaign.job.files import EXIT_FILE, read_json
-from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
+from campaign.job.files import EXIT_FILE, counters_path, read_json
+from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, ResultRow, Run
 from campaign.ledger import queries as q
 from campaign.preflight_sync import sync_steps
+from campaign.results.counters import read_counters
 from campaign.results.reader import Outcome, classify_output
 from campaign.results.store import job_rows
 from campaign.states import OPEN_STATES, JobState
@@ -55,6 +56,10 @@ class _Pending:
     expected_n: tuple[int, ...] = ()
     check: bool = False
     extra_args: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def profiled(self) -> bool:
+        return any(k == "profile" and v != "none" for k, v in self.extra_args)
 
 
 @dataclass(frozen=True)
@@ -154,24 +159,39 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
         with ledger.session() as s:
             _load_specs(s, finished)
     outcomes: dict[int, Outcome] = {}
+    counters: dict[int, list[dict[str, Any]]] = {}
     for p in finished:
         st = statuses[p.attempt_id]
         if st.state is JobState.COMPLETED:
             outcomes[p.attempt_id] = classify_output(p.output, p.expected_n, p.check)
+            if p.profiled:
+                counters[p.attempt_id] = _profile(p, outcomes)
         exit_record = read_json(Path(p.ref.workdir) / EXIT_FILE)
         if exit_record and isinstance(exit_record.get("exit_code"), int):
             st.exit_code = exit_record["exit_code"]  # the kernel's own code, not srun's
     if pending:
         with ledger.session.begin() as s:
-            report.changed, report.ingested_rows = _apply(s, pending, statuses, outcomes, camps)
+            report.changed, report.ingested_rows = _apply(s, pending, statuses, outcomes, camps, counters)
     report.preflight = sync_steps(ledger, camp_id)
     with ledger.session() as s:
         report.counts = _counts(s, camp_id)
     return report
 
 
+def _profile(p: _Pending, outcomes: dict[int, Outcome]) -> list[dict[str, Any]]:
+    """The counter rows of a profiled attempt; a completed one whose profile
+    failed for some n becomes PROFILE_FAILED (its timings still count)."""
+    found = read_counters(counters_path(p.output))
+    outcome = outcomes[p.attempt_id]
+    reason = found.reason(p.expected_n)
+    if reason is not None and outcome.state is JobState.COMPLETED:
+        outcomes[p.attempt_id] = Outcome(JobState.PROFILE_FAILED, outcome.rows, reason)
+    return [dict(r, attempt_id=p.attempt_id) for r in found.rows]
+
+
 def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
-           outcomes: dict[int, Outcome], camps: dict[int, _CampaignInfo]) -> tuple[int, int]:
+           outcomes: dict[int, Outcome], camps: dict[int, _CampaignInfo],
+           counters: dict[int, list[dict[str, Any]]] | None = None) -> tuple[int, int]:
     ids = [p.attempt_id for p in pending if p.attempt_id in statuses]
     # Re-read inside the write transaction: another terminal may have
     # cancelled some of these jobs since we looked.
@@ -184,6 +204,7 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
             current[row.id] = dict(row._mapping)
     updates: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
+    counter_rows: list[dict[str, Any]] = []
     changed = 0
     for p in pending:
         st = statuses.get(p.attempt_id)
@@ -193,6 +214,7 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
         if outcome is not None:
             rows += job_rows(p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition, p.extra_args,
                              outcome.rows)
+            counter_rows += (counters or {}).get(p.attempt_id, [])
         values = _status_values(p, st, outcome)
         state = values["state"]
         old = current[p.attempt_id]
@@ -208,4 +230,6 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
         s.execute(update(JobAttempt), group)
     if rows:
         s.execute(insert(ResultRow), rows)
+    if counter_rows:
+        s.execute(insert(CounterRow), counter_rows)
     return changed, len(rows)

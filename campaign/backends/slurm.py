@@ -27,7 +27,7 @@ from campaign.backends.slurm_run import run_slurm
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.backends.submitit_adapter import sbatch_script
 from campaign.config.schema import ClusterSpec, PartitionSpec
-from campaign.environment import setup_lines
+from campaign.environment import profiler_lines, setup_lines
 from campaign.errors import SchedulerError, SubmissionError, one_line
 from campaign.job.array_task import task_to_json
 
@@ -47,13 +47,14 @@ class SlurmBackend(Backend):
     def _params(self, req: JobRequest) -> dict[str, Any]:
         cluster = self.cluster
         part: PartitionSpec = cluster.partitions[req.run.partition]
+        profiled = dict(req.run.extra_args).get("profile", "none") != "none"
         params: dict[str, Any] = {
             "partition": part.name,
             "time": req.walltime_min,
             "nodes": 1,
             "ntasks_per_node": 1,
             "job_name": req.job_name,
-            "setup": self._setup(part, req.task.env),
+            "setup": self._setup(part, req.task.env, profiled),
             "array_parallelism": cluster.array_parallelism,
             "stderr_to_stdout": False,
         }
@@ -78,13 +79,19 @@ class SlurmBackend(Backend):
         params["additional_parameters"] = {"no-requeue": True, **dict(part.sbatch_extra)}
         if req.depends_on:  # behind the partition's preflight job (issue 19)
             params["additional_parameters"].update(slurm_steps.dependency_flags(req.depends_on))
+        if profiled and part.profiler.enabled:  # e.g. a constraint for nodes with counters enabled
+            params["additional_parameters"].update(dict(part.profiler.sbatch_extra))
         return params
 
-    def _setup(self, part: PartitionSpec, env: tuple[tuple[str, str], ...]) -> list[str]:
-        """Rendered once per (partition, environment), not once per run."""
-        key = (part.name, env)
+    def _setup(self, part: PartitionSpec, env: tuple[tuple[str, str], ...], profiled: bool = False) -> list[str]:
+        """Rendered once per (partition, environment, profiled), not once per run."""
+        key = (f"{part.name}{'+profiler' if profiled else ''}", env)
         if key not in self._setup_cache:
-            self._setup_cache[key] = setup_lines(self.cluster, part, dict(env))
+            lines = setup_lines(self.cluster, part, dict(env))
+            if profiled:
+                where = f"cluster.partitions.{part.name}"
+                lines += profiler_lines(part.profiler, where)
+            self._setup_cache[key] = lines
         return list(self._setup_cache[key])
 
     def _max_array(self) -> int:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from campaign.cli.parser import build_parser
+from campaign.cli.parser import parse
 from campaign.errors import CampaignError, LedgerError, one_line
 
 
@@ -26,7 +26,7 @@ def _ledger(args: argparse.Namespace, create: bool = True) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     try:
         # Imported after parsing: `campaign --help` answers without loading
         # SQLAlchemy, OmegaConf or submitit.

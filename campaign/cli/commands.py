@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,8 +16,18 @@ from typing import Any
 
 from campaign import api
 from campaign.cli import views
-from campaign.cli.output import console, print_counts, progress_printer, table
-from campaign.errors import BadInputError, LedgerError
+from campaign.cli.output import (
+    console,
+    emit_rows,
+    is_terminal,
+    print_counts,
+    progress_printer,
+    table,
+    write_csv,
+    write_json,
+)
+from campaign.cli.watch import watch
+from campaign.errors import BadInputError, LedgerError, SchedulerError
 from campaign.ledger import default_ledger_path
 from campaign.states import JobState
 
@@ -24,35 +35,89 @@ LedgerFactory = Callable[..., Any]
 STATUS_ROWS = 50  # `status` lists every job up to this many, then only the unfinished/failed ones
 
 
+def _add_config_dirs(dirs: list[Path]) -> None:
+    """--config-dir: the same as putting the folders first on $CAMPAIGN_CONFIG_PATH."""
+    for d in dirs:
+        if not d.is_dir():
+            raise BadInputError(f"--config-dir {d}: not a folder")
+    if dirs:
+        old = [p for p in os.environ.get(api.SEARCH_PATH_ENV, "").split(":") if p]
+        os.environ[api.SEARCH_PATH_ENV] = ":".join([str(d.resolve()) for d in dirs] + old)
+
+
+def _print_info() -> None:
+    dirs = api.config_dirs()
+    print("config search path (first match wins):")
+    for i, d in enumerate(dirs, 1):
+        print(f"  {i}. {d}  ({'shipped' if d == dirs[-1] else '--config-dir / $' + api.SEARCH_PATH_ENV})")
+    for group in ("cluster", "experiment", "kernel"):
+        print(f"{group}: {', '.join(api.group_options(group)) or '(none)'}")
+
+
+def _check_interval(args: argparse.Namespace) -> None:
+    """Before anything is submitted or synced: bad input touches nothing."""
+    interval = getattr(args, "interval", 5.0)
+    if not interval > 0 or interval == float("inf"):
+        raise BadInputError(f"--interval must be a positive number of seconds, got {interval}")
+
+
 def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    if args.dry_run:
-        rep = api.dry_run(args.overrides, args.ledger or default_ledger_path(), preflight=not args.no_preflight)
-        for i, script in enumerate(rep.scripts):
-            print(f"# ---- job script {i + 1}/{len(rep.scripts)} ----")
-            print(script, end="" if script.endswith("\n") else "\n")
-        print(f"# campaign {rep.campaign}: {rep.planned} runs, {len(rep.scripts)} job script(s); nothing submitted")
-        for line in rep.skipped:
-            print(f"# skipped: {line}")
+    _check_interval(args)
+    _add_config_dirs(args.config_dir)
+    if args.info:
+        _print_info()
         return 0
+    if args.cfg:
+        sys.stdout.write(api.composed_yaml(args.overrides))
+        return 0
+    if args.dry_run:
+        reports = api.dry_run_all(args.overrides, args.ledger or default_ledger_path(),
+                                  preflight=not args.no_preflight)
+        for rep in reports:
+            for i, script in enumerate(rep.scripts):
+                print(f"# ---- job script {i + 1}/{len(rep.scripts)} ----")
+                print(script, end="" if script.endswith("\n") else "\n")
+            print(f"# campaign {rep.campaign}: {rep.planned} runs, {len(rep.scripts)} job script(s); nothing submitted")
+            for line in rep.skipped:
+                print(f"# skipped: {line}")
+        return 0
+    groups = api.prepare_campaigns(args.overrides)  # bad input fails here, before the ledger is opened
     led = ledger(args)
-    rep = api.submit(args.overrides, led, force=args.force, progress=progress_printer(),
-                     preflight=not args.no_preflight)
+    quiet = args.quiet or args.format == "json"  # JSON: nothing but the document on stdout
+    reports = api.submit_all(args.overrides, groups, led, force=args.force, progress=progress_printer(quiet),
+                             preflight=not args.no_preflight)
+    if args.format == "json":
+        write_json([{"campaign": r.campaign, "planned": r.planned, "existing": r.existing,
+                     "submitted": [{"job_id": j, "run": label} for j, label in r.submitted],
+                     "skipped": r.skipped, "recovered": r.recovered,
+                     "counts": r.sync.counts if r.sync is not None else None} for r in reports])
+        return _watch(args, led, [r.campaign for r in reports], quiet=True) if args.wait else 0
     con = console()
-    con.print(f"campaign {rep.campaign}: {rep.planned} runs planned, {rep.existing} already in the ledger, "
-              f"{len(rep.submitted)} submitted (ledger {led.path})")
-    for line in rep.skipped:
-        con.print(f"  skipped: {line}")
-    if rep.recovered:
-        con.print(f"  {rep.recovered} job(s) of an interrupted submit found in the scheduler and recorded")
-    if rep.submitted:
-        ids = [j for j, _ in rep.submitted]
-        con.print(f"  job IDs: {ids[0]} … {ids[-1]}" if len(ids) > 2 else f"  job IDs: {', '.join(ids)}")
-    if rep.sync is not None:
-        print_counts(rep.sync.counts)
-        for w in rep.sync.warnings:
-            con.print(f"  warning: {w}")
-        _print_preflight(rep.sync.preflight)
+    for rep in reports:
+        con.print(f"campaign {rep.campaign}: {rep.planned} runs planned, {rep.existing} already in the ledger, "
+                  f"{len(rep.submitted)} submitted (ledger {led.path})")
+        for line in rep.skipped:
+            con.print(f"  skipped: {line}")
+        if rep.recovered:
+            con.print(f"  {rep.recovered} job(s) of an interrupted submit found in the scheduler and recorded")
+        if rep.submitted:
+            ids = [j for j, _ in rep.submitted]
+            con.print(f"  job IDs: {ids[0]} … {ids[-1]}" if len(ids) > 2 else f"  job IDs: {', '.join(ids)}")
+        if rep.sync is not None:
+            print_counts(rep.sync.counts)
+            for w in rep.sync.warnings:
+                con.print(f"  warning: {w}")
+            _print_preflight(rep.sync.preflight)
+    if args.wait:
+        return _watch(args, led, [rep.campaign for rep in reports])
     return 0
+
+
+def _watch(args: argparse.Namespace, led: Any, campaigns: list[str], quiet: bool = False) -> int:
+    if quiet:  # the exit code only (stdout holds a JSON document)
+        return watch(led, campaigns, sync=api.sync, interval=args.interval, live=False, say=_stderr)
+    live = is_terminal() and not args.quiet
+    return watch(led, campaigns, sync=api.sync, interval=args.interval, live=live)
 
 
 def _print_preflight(lines: list[str]) -> None:
@@ -60,12 +125,30 @@ def _print_preflight(lines: list[str]) -> None:
         print(line)
 
 
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def _job_dicts(rows: list[list[Any]]) -> list[dict[str, Any]]:
+    return [dict(zip(views.JOB_COLUMNS, r)) for r in rows]
+
+
 def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
+    _check_interval(args)
     led = ledger(args, create=False)
+    if args.watch:
+        return _watch(args, led, [args.campaign] if args.campaign else [])
     rep = api.sync(led, args.campaign)
     for w in rep.warnings:
         print(f"campaign: warning: {w}", file=sys.stderr)
     rows = views.job_rows(led, args.campaign, None, all_attempts=False)
+    if args.format == "json":
+        write_json({"campaign": args.campaign, "changed": rep.changed, "ingested_rows": rep.ingested_rows,
+                    "counts": rep.counts, "warnings": rep.warnings, "jobs": _job_dicts(rows)})
+        return 0
+    if args.format == "csv":
+        emit_rows("csv", None, views.JOB_COLUMNS, rows)
+        return 0
     title = f"campaign {args.campaign}" if args.campaign else "all campaigns"
     if len(rows) > STATUS_ROWS:  # big campaigns: the jobs that need attention, not 10,000 lines
         state_col = views.JOB_COLUMNS.index("state")
@@ -81,15 +164,41 @@ def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     return 0
 
 
+def _refresh(led: Any, campaign: str | None) -> None:
+    """Bring the states to be printed up to date (one batched scheduler query);
+    when the scheduler cannot answer, say that the states are the ledger's."""
+    try:
+        rep = api.sync(led, campaign)
+    except SchedulerError as exc:
+        print(f"campaign: warning: states not refreshed, as of the last sync: {exc}", file=sys.stderr)
+        return
+    for w in rep.warnings:
+        print(f"campaign: warning: {w}", file=sys.stderr)
+
+
 def cmd_jobs(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     led = ledger(args, create=False)
+    if not args.no_sync:
+        _refresh(led, args.campaign)
     rows = views.job_rows(led, args.campaign, args.state, all_attempts=args.all_attempts)
-    table(None, views.JOB_COLUMNS, rows)
+    if args.format == "json":
+        write_json(_job_dicts(rows))
+    else:
+        emit_rows(args.format, None, views.JOB_COLUMNS, rows)
     return 0
 
 
 def cmd_show(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     led = ledger(args, create=False)
+    if not args.no_sync:
+        _refresh(led, views.campaign_of_job(led, args.job_id))
+    if args.format in ("json", "csv"):
+        rec = views.job_record(led, args.job_id)
+        if args.format == "json":
+            write_json(rec)
+        else:
+            write_csv(list(rec), [list(rec.values())])
+        return 0
     print(views.show_job(led, args.job_id))
     return 0
 
@@ -101,7 +210,7 @@ def cmd_rerun(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             raise BadInputError(f"unknown state {state!r}; known: {', '.join(known)}")
     led = ledger(args, create=False)
     rep = api.rerun(led, args.campaign, failed=args.failed, job_id=args.job_id, states=args.state,
-                    time_factor=args.time_factor, mem_factor=args.mem_factor, progress=progress_printer(),
+                    time_factor=args.time_factor, mem_factor=args.mem_factor, progress=progress_printer(args.quiet),
                     preflight=not args.no_preflight)
     for new, old in rep.submitted:
         print(f"rerun: {old} -> {new}")
@@ -126,18 +235,25 @@ def cmd_import(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     led = ledger(args, create=False)
-    frame = api.results_frame(led, campaign=args.campaign)
-    if args.format == "json":
-        json.dump(api.frame_records(frame), sys.stdout, indent=None)
-        sys.stdout.write("\n")
+    if getattr(args, "counters", False):  # the hardware counters of profiled runs
+        frame = api.counters_frame(led, campaign=args.campaign)
+        columns = [str(c) for c in frame.columns]
+        records = api.frame_records(frame)
     else:
-        frame.to_csv(sys.stdout, index=False)
+        columns = [name for name, _, _ in api.RESULT_COLUMNS]
+        records = api.result_records(led, campaign=args.campaign)
+    if args.format == "json":
+        write_json(records)
+    elif args.format == "table":
+        table(None, columns, [[r.get(c) for c in columns] for r in records])
+    else:  # csv: the default, for spreadsheets and pandas
+        write_csv(columns, [[r.get(c) for c in columns] for r in records])
     return 0
 
 
 def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     led = ledger(args, create=False)
-    if args.json:
+    if args.json or args.format == "json":
         json.dump(api.metrics(led, cluster=args.cluster, campaign=args.campaign), sys.stdout)
         sys.stdout.write("\n")
         return 0

@@ -1,13 +1,21 @@
 """The command line's grammar (argparse): what `campaign --help` shows.
 
-Imports nothing heavy, so `--help` and usage errors answer at once.
+Imports nothing heavy, so `--help` and usage errors answer at once
+(bench/bench_cli_startup.py keeps `campaign --help` under 0.3 s).
+
+The global options (GLOBAL_OPTIONS) are added to the top level and to every
+subcommand, so they may come before or after it; a subcommand added later
+gets them without doing anything.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
+
+FORMATS = ("table", "csv", "json")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -15,28 +23,72 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def _add_globals(p: argparse.ArgumentParser, *, top: bool) -> None:
+    """--ledger, --format, --quiet; below the top level their default is
+    SUPPRESS, so a subcommand never overwrites a value given before it."""
+    def default(value: object) -> object:
+        return value if top else argparse.SUPPRESS
+
+    have = p._option_string_actions  # a subcommand's own option of the same name wins
+    if "--ledger" not in have:
+        p.add_argument("--ledger", type=Path, default=default(None),
+                       help="ledger file or URL (default: $CAMPAIGN_LEDGER, else ~/.local/share/campaign/ledger.sqlite)")
+    if "--format" not in have:
+        p.add_argument("--format", choices=FORMATS, default=default(None),
+                       help="output of jobs, status, results, show (default: table; results: csv); "
+                            "a table into a pipe is plain text")
+    if "--quiet" not in have:
+        p.add_argument("-q", "--quiet", action="store_true", default=default(False),
+                       help="no progress display; waiting commands print one line per state change")
+
+
+def _add_globals_everywhere(p: argparse.ArgumentParser) -> None:
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _add_globals(child, top=False)
+                _add_globals_everywhere(child)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="campaign", description="Benchmark campaigns on Slurm clusters, tracked in a ledger.")
-    p.add_argument("--ledger", type=Path, help="ledger file (default: $CAMPAIGN_LEDGER, else ~/.local/share/campaign/ledger.sqlite)")
+    _add_globals(p, top=True)
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
     s = sub.add_parser("submit", help="expand an experiment, submit its runs, record them")
-    s.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. cluster=delta experiment=smoke experiment.repeats=5")
+    s.add_argument("overrides", nargs="*",
+                   help="Hydra overrides, e.g. cluster=delta experiment=smoke experiment.repeats=5; sweeps: "
+                        "'experiment.sweeps.0.threads=1,2,4', range(1,9), choice(a,b), cluster=glob(*)")
     s.add_argument("--dry-run", action="store_true", help="print the job scripts; submit and record nothing")
     s.add_argument("--force", action="store_true", help="submit runs again even if the ledger has them")
     s.add_argument("--no-preflight", action="store_true",
                    help="submit the arrays without the build and preflight jobs in front of them (experts)")
+    s.add_argument("-m", "--multirun", action="store_true",
+                   help="accepted for Hydra habits; sweeps expand with or without it")
+    s.add_argument("-c", "--cfg", choices=["job"], help="print the composed config (YAML) and exit")
+    s.add_argument("--info", action="store_true",
+                   help="print the config search path and the configs it offers, and exit")
+    s.add_argument("-cd", "--config-dir", type=Path, action="append", default=[], metavar="DIR",
+                   help="a folder of configs searched first (same as $CAMPAIGN_CONFIG_PATH); repeatable")
+    s.add_argument("--wait", action="store_true",
+                   help="Slurm: after submitting, watch until every job finished (exit 3 if one failed)")
+    s.add_argument("--interval", type=float, default=5.0, help="seconds between syncs with --wait")
 
     s = sub.add_parser("status", help="sync job states from the scheduler; show counts")
     s.add_argument("campaign", nargs="?")
+    s.add_argument("--watch", action="store_true",
+                   help="keep syncing and show progress until nothing is pending or running (exit 3 if a job failed)")
+    s.add_argument("--interval", type=float, default=5.0, help="seconds between syncs with --watch")
 
-    s = sub.add_parser("jobs", help="list jobs")
+    s = sub.add_parser("jobs", help="list jobs (states refreshed from the scheduler first)")
     s.add_argument("--campaign")
     s.add_argument("--state", help="e.g. FAILED")
     s.add_argument("--all-attempts", action="store_true", help="also earlier attempts of rerun runs")
+    s.add_argument("--no-sync", action="store_true", help="print the ledger's states without asking the scheduler")
 
     s = sub.add_parser("show", help="one job: parameters, state, attempts, log paths, stderr tail")
     s.add_argument("job_id")
+    s.add_argument("--no-sync", action="store_true", help="print the ledger's state without asking the scheduler")
 
     s = sub.add_parser("rerun", help="resubmit failed runs as new attempts")
     s.add_argument("campaign", nargs="?")
@@ -53,9 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("import", help="import a results CSV (all or nothing)")
     s.add_argument("file", type=Path)
 
-    s = sub.add_parser("results", help="export result rows")
-    s.add_argument("--format", choices=["csv", "json"], default="csv")
+    s = sub.add_parser("results", help="export result rows (fixed columns, README: results columns)")
     s.add_argument("--campaign")
+    s.add_argument("--counters", action="store_true",
+                   help="export the hardware counters (experiment.profile) instead of the timings")
 
     s = sub.add_parser("report", help="per-cluster report (Markdown + HTML), or --json metrics")
     s.add_argument("--cluster")
@@ -73,4 +126,18 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--seq", type=int, default=2048)
     a.add_argument("--batch", type=int, default=1)
     a.add_argument("--tp", type=int, default=1)
+    _add_globals_everywhere(p)  # last: every subcommand above (and any added later) takes them
     return p
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse the command line. Overrides may sit between submit's options, as
+    Hydra users write them (`submit -m a=1,2 --dry-run b=3`)."""
+    p = build_parser()
+    args, extra = p.parse_known_args(argv)
+    if extra:
+        if args.cmd == "submit" and not any(item.startswith("-") for item in extra):
+            args.overrides = [*args.overrides, *extra]
+        else:
+            p.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args

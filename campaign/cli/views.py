@@ -14,7 +14,8 @@ from campaign.ledger import JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
 from campaign.states import JobState
 
-JOB_COLUMNS = ["job_id", "campaign", "kernel/impl/variant", "partition", "threads", "dtype", "attempt", "state", "node", "reason"]
+JOB_COLUMNS = ["job_id", "campaign", "kernel", "impl", "variant", "partition", "threads", "dtype", "attempt", "state",
+               "node", "reason"]
 
 
 def _fmt(t: Any) -> str:
@@ -42,7 +43,7 @@ def job_rows(led: Ledger, campaign: str | None, state: str | None, *, all_attemp
             if wanted is not None and a.state is not wanted:
                 continue
             r = a.run
-            rows.append([a.job_id or "(not submitted)", r.campaign.name, f"{r.kernel}/{r.impl}/{r.variant}",
+            rows.append([a.job_id, r.campaign.name, r.kernel, r.impl, r.variant,
                          r.partition, r.threads, r.dtype, a.attempt, a.state.value, a.node, a.reason])
         return rows
 
@@ -97,3 +98,34 @@ def show_job(led: Ledger, job_id: str) -> str:
             _tail(att.stderr_path),
         ]
         return "\n".join(out)
+
+
+def campaign_of_job(led: Ledger, job_id: str) -> str:
+    """The campaign a job ID belongs to (BadInputError when unknown)."""
+    with led.session() as s:
+        return q.attempts_by_job_id(s, job_id)[-1].run.campaign.name
+
+
+def job_record(led: Ledger, job_id: str) -> dict[str, Any]:
+    """`show --format json|csv`: the job's fields, typed (times as ISO 8601)."""
+    def iso(t: Any) -> str | None:
+        return t.isoformat() if t is not None else None
+
+    with led.session() as s:
+        att = q.attempts_by_job_id(s, job_id)[-1]
+        run = att.run
+        spec = run.spec
+        return {
+            "job_id": att.job_id, "campaign": run.campaign.name, "cluster": run.campaign.cluster, "run": run.key,
+            "kernel": run.kernel, "impl": run.impl, "variant": run.variant, "partition": run.partition,
+            "device": run.device, "dtype": run.dtype, "threads": run.threads, "gpus": run.gpus,
+            "n": list(spec["n"]), "d": spec["d"], "repeats": spec["repeats"], "warmup": spec["warmup"],
+            "check": spec["check"], "attempt": att.attempt, "state": att.state.value, "reason": att.reason,
+            "exit_code": att.exit_code, "node": att.node, "walltime_min": att.walltime_min, "mem_gb": att.mem_gb,
+            "array_job_id": att.array_job_id, "array_index": att.array_index,
+            "submitted_at": iso(att.submitted_at), "started_at": iso(att.started_at), "ended_at": iso(att.ended_at),
+            "workdir": att.workdir, "results": att.output_path, "stdout": att.stdout_path, "stderr": att.stderr_path,
+            "command": list(spec["argv"]),
+            "attempts": [{"attempt": a.attempt, "job_id": a.job_id, "state": a.state.value,
+                          "walltime_min": a.walltime_min} for a in q.lineage(s, att)],
+        }

@@ -3,7 +3,7 @@ submitted with, so sync, rerun and cancel use those facts, not today's files."""
 
 from __future__ import annotations
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from campaign.config.schema import ClusterSpec
 
@@ -13,6 +13,14 @@ def cluster_yaml(cluster: ClusterSpec) -> str:
 
 
 def cluster_from_yaml(text: str) -> ClusterSpec:
-    obj = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ClusterSpec), OmegaConf.create(text)))
+    stored = OmegaConf.create(text)
+    parts = stored.get("partitions") if isinstance(stored, DictConfig) else None
+    # A partition recorded with `profiler: null` (the profiler block was
+    # optional when issue 15's H200 campaign was submitted) has no profiler:
+    # the default, disabled block.
+    for part in (parts.values() if isinstance(parts, DictConfig) else ()):
+        if isinstance(part, DictConfig) and "profiler" in part and part.get("profiler") is None:
+            del part["profiler"]
+    obj = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(ClusterSpec), stored))
     assert isinstance(obj, ClusterSpec)
     return obj

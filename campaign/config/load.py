@@ -33,15 +33,15 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
-def _config_dirs() -> list[Path]:
+def config_dirs() -> list[Path]:
     """The user's folders first (so a site can shadow a shipped cluster)."""
     extra = [Path(p).resolve() for p in os.environ.get(SEARCH_PATH_ENV, "").split(":") if p]
     return extra + [conf_dir()]
 
 
-def _names(group: str) -> list[str]:
+def group_options(group: str) -> list[str]:
     found: set[str] = set()
-    for base in _config_dirs():
+    for base in config_dirs():
         folder = base / group
         if folder.is_dir():
             found.update(p.stem for p in folder.glob("*.yaml"))
@@ -57,7 +57,7 @@ def split_overrides(overrides: Sequence[str]) -> list[str]:
 
 
 def _check_group_choice(overrides: Sequence[str], group: str) -> None:
-    known = _names(group)
+    known = group_options(group)
     for item in overrides:
         key, _, value = item.partition("=")
         if key.lstrip("+~") == group and value not in known:
@@ -92,14 +92,14 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     for group in ("cluster", "experiment"):
         _check_group_choice(overrides, group)
     _register_schema()
-    kernel_defaults = [f"+kernel@kernels.{k}={k}" for k in _names("kernel")]
-    extra_dirs = [f"hydra.searchpath=[{','.join('file://' + str(d) for d in _config_dirs()[:-1])}]"]
+    kernel_defaults = [f"+kernel@kernels.{k}={k}" for k in group_options("kernel")]
+    extra_dirs = [f"hydra.searchpath=[{','.join('file://' + str(d) for d in config_dirs()[:-1])}]"]
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             cfg = compose(
                 config_name="config",
-                overrides=kernel_defaults + list(overrides) + (extra_dirs if len(_config_dirs()) > 1 else []),
+                overrides=kernel_defaults + list(overrides) + (extra_dirs if len(config_dirs()) > 1 else []),
             )
         unknown = sorted(str(k) for k in set(cfg.keys()) - {"cluster", "experiment", "kernels", "campaign"})
         if unknown:

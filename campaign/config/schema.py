@@ -24,6 +24,23 @@ class Ceilings:
 
 
 @dataclass
+class ProfilerSpec:
+    """A partition's profiler site knobs, for `experiment.profile` (docs/contracts.md).
+
+    Values never become shell syntax: `module` is quoted, each `setup` entry is
+    split into words and re-quoted (one command with literal arguments), and
+    `sbatch_extra` goes through submitit's quoting like the partition's own.
+    """
+
+    enabled: bool = False  # the nodes may be profiled (Slurm: required for experiment.profile)
+    ncu: str | None = None  # ncu on the nodes; None: `ncu` on PATH
+    module: str | None = None  # `module load` for the profiler (after the partition's)
+    perf_allowed: bool = False  # `perf stat` may read hardware events on these nodes
+    sbatch_extra: dict[str, Any] = field(default_factory=dict)  # e.g. {constraint: perfctr}
+    setup: list[str] = field(default_factory=list)  # e.g. ["dcgmi profile --pause"]
+
+
+@dataclass
 class PartitionSpec:
     """One partition as users request it; facts feed planning and analysis."""
 
@@ -46,6 +63,7 @@ class PartitionSpec:
     env: dict[str, str] = field(default_factory=dict)  # after cluster.env
     sbatch_extra: dict[str, Any] = field(default_factory=dict)  # e.g. {constraint: cpu, hold: true}
     ceilings: Ceilings = field(default_factory=Ceilings)
+    profiler: ProfilerSpec = field(default_factory=ProfilerSpec)  # not enabled: profiling refused (Slurm)
 
     @property
     def cores(self) -> int:
@@ -97,6 +115,7 @@ class ImplSpec:
     variants: list[str] = MISSING
     devices: list[str] = field(default_factory=lambda: ["cpu"])
     dtypes: list[str] = field(default_factory=lambda: ["fp32"])
+    profilers: list[str] = field(default_factory=list)  # what --profile accepts, e.g. [ncu]
 
 
 @dataclass
@@ -122,6 +141,7 @@ class SweepSpec:
     d: int = 64
     args: dict[str, Any] = field(default_factory=dict)
     grid: dict[str, list[Any]] = field(default_factory=dict)
+    profile: str | None = None  # none | ncu | perf; None: the experiment's
 
 
 @dataclass
@@ -136,6 +156,7 @@ class ExperimentSpec:
     # build + preflight jobs gate the runs (issue 19); false for experiments
     # whose programs fail on purpose (the failure-class tests)
     preflight: bool = True
+    profile: str = "none"  # none | ncu | perf: counters of one extra call per n (docs/contracts.md)
     sweeps: list[SweepSpec] = field(default_factory=list)
 
 

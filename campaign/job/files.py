@@ -17,6 +17,13 @@ STDOUT_FILE = "kernel.out"
 STDERR_FILE = "kernel.err"
 
 
+def counters_path(output_csv: Path) -> Path:
+    """Where a profiled program leaves its counters: results.csv ->
+    results.counters.csv (kernels/torch/profile.py writes it so)."""
+    stem = output_csv.name[:-4] if output_csv.name.endswith(".csv") else output_csv.name
+    return output_csv.with_name(f"{stem}.counters.csv")
+
+
 def read_json(path: Path) -> dict[str, Any] | None:
     """A job record, or None when it is missing or unreadable (a job killed
     while writing leaves no half record: writes go through a rename)."""

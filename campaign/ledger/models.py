@@ -114,6 +114,21 @@ class JobAttempt(Base):
     run: Mapped[Run] = relationship(back_populates="attempts", foreign_keys=[run_id])
 
 
+class CounterRow(Base):
+    """One hardware counter of one attempt's profiled call at one n, combined
+    over that call's GPU kernels (kernels/torch/ncu.py); `kernels` names them."""
+
+    __tablename__ = "counter"
+    __table_args__ = (Index("ix_counter_attempt", "attempt_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("job_attempt.id"))
+    n: Mapped[int]
+    metric: Mapped[str] = mapped_column(String(200))
+    value: Mapped[float | None]
+    unit: Mapped[str | None] = mapped_column(String(40))
+    kernels: Mapped[str | None]
+
+
 class ResultRow(Base):
     """One timed repeat at one n. Imported rows have no attempt."""
 

@@ -22,7 +22,7 @@ def store_import(led: Ledger, path: Path, rows: list[dict[str, Any]]) -> int:
     return len(records)
 
 
-def _params(extra_args: tuple[tuple[str, str], ...], row: dict[str, Any]) -> str:
+def params_text(extra_args: tuple[tuple[str, str], ...], row: dict[str, Any]) -> str:
     """A configuration's extra arguments, as this row ran them: an argument
     given as a list (one process sweeping it, e.g. `--a 20,32,40`) takes the
     row's own value from its column of that name."""
@@ -41,7 +41,7 @@ def job_rows(attempt_id: int, job_id: str, cluster: str, partition: str,
     out = []
     for r in rows:
         extra = dict(r.get("extra") or {})
-        params = _params(extra_args, extra)
+        params = params_text(extra_args, extra)
         if params:
             extra["params"] = params
         out.append({

@@ -20,7 +20,6 @@ Measurement rules the harness enforces (docs/design.md#kernel-program-contract):
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import time
@@ -29,11 +28,19 @@ from dataclasses import dataclass, field
 
 import torch
 
-CSV_COLUMNS: tuple[str, ...] = (
-    "kernel", "impl", "variant", "device", "dtype", "n", "d", "threads", "repeat",
-    "time_s", "first_call_s", "rel_err", "gpu_model", "omp_proc_bind", "omp_places",
-    "l2_flush", "backend",
+from kernels.torch import perf, profile
+from kernels.torch.argtypes import nonnegative_int, positive_int, positive_int_list
+
+# Re-exported: the kernel programs use them as harness.* (e.g. harness.rel_err).
+from kernels.torch.checks import nan_poison, rel_err, to64  # noqa: F401
+from kernels.torch.csvout import (  # noqa: F401
+    CSV_COLUMNS,
+    environment_columns,
+    format_float,
+    write_csv_atomic,
 )
+from kernels.torch.memory import available_bytes
+
 DTYPES: dict[str, torch.dtype] = {
     "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
 }
@@ -122,36 +129,6 @@ class KernelSpec:
 # --------------------------------------------------------------------------- arguments
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
-    return value
-
-
-def nonnegative_int(text: str) -> int:
-    """argparse type: an integer >= 0 (warm-ups may be zero)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
-    return value
-
-
-def positive_int_list(text: str) -> list[int]:
-    """argparse type: comma-separated positive integers, e.g. '64,128,256'."""
-    parts = [p.strip() for p in text.split(",")]
-    if not parts or any(p == "" for p in parts):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of sizes")
-    return [positive_int(p) for p in parts]
-
-
 def build_parser(name: str, variants: Sequence[str]) -> argparse.ArgumentParser:
     """The contract's arguments; kernel-specific extras are added by the caller."""
     parser = argparse.ArgumentParser(
@@ -170,6 +147,7 @@ def build_parser(name: str, variants: Sequence[str]) -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--l2-flush", action="store_true", help="write a big buffer before each repeat")
     parser.add_argument("--out", required=True, help="CSV file to write (atomically)")
+    profile.add_args(parser)
     return parser
 
 
@@ -203,42 +181,6 @@ def setup_runtime(args: argparse.Namespace) -> torch.device:
 
 
 # --------------------------------------------------------------------------- memory
-
-
-def available_bytes(device: torch.device) -> int:
-    """Memory a new allocation can get: free device memory plus what torch's
-    caching allocator holds unused, or on the CPU MemAvailable capped by the
-    cgroup limit (Slurm jobs run in one)."""
-    if device.type == "cuda":
-        free, _total = torch.cuda.mem_get_info(device)
-        return int(free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
-    avail = _meminfo_available()
-    cgroup = _cgroup_headroom()
-    return min(avail, cgroup) if cgroup is not None else avail
-
-
-def _meminfo_available() -> int:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-
-
-def _cgroup_headroom() -> int | None:
-    try:
-        with open("/sys/fs/cgroup/memory.max") as fh:
-            limit = fh.read().strip()
-        if limit == "max":
-            return None
-        with open("/sys/fs/cgroup/memory.current") as fh:
-            current = int(fh.read().strip())
-        return max(0, int(limit) - current)
-    except (OSError, ValueError):
-        return None
 
 
 def guard_memory(spec: KernelSpec, args: argparse.Namespace, n: int, device: torch.device) -> None:
@@ -333,97 +275,44 @@ def measure(case: Case, repeats: int, warmup: int, device: torch.device,
     return Measurement(first, times, out)
 
 
-# --------------------------------------------------------------------------- checks
-
-
-def nan_poison(*buffers: torch.Tensor) -> Callable[[], None]:
-    """A `Case.poison` that fills the given output buffers with NaN."""
-
-    def poison() -> None:
-        for buf in buffers:
-            buf.fill_(math.nan)
-
-    return poison
-
-
-def rel_err(pairs: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> float:
-    """max over pairs of ||out - ref||_2 / ||ref||_2, in float64 on the CPU.
-
-    Taking the max (not one norm over all outputs) keeps a small gradient from
-    hiding behind a large one. NaN or inf anywhere in an output gives NaN."""
-    worst = 0.0
-    for out, ref in pairs:
-        o = out.detach().to("cpu", torch.float64).reshape(ref.shape)
-        r = ref.to(torch.float64)
-        if not bool(torch.isfinite(o).all()):
-            return math.nan
-        denom = float(torch.linalg.vector_norm(r))
-        err = float(torch.linalg.vector_norm(o - r)) / denom if denom > 0 else float(
-            torch.linalg.vector_norm(o - r)
-        )
-        worst = max(worst, err)
-    return worst
-
-
-def to64(x: torch.Tensor) -> torch.Tensor:
-    """The exact inputs the kernel saw (after its dtype rounding), as float64 on CPU."""
-    return x.detach().to("cpu", torch.float64)
-
-
-# --------------------------------------------------------------------------- CSV
-
-
-def environment_columns(device: torch.device, args: argparse.Namespace) -> dict[str, str]:
-    """Columns that describe where the run happened, not what it computed."""
-    return {
-        "impl": "torch",
-        "device": device.type,
-        "dtype": args.dtype,
-        "d": str(args.d),
-        "threads": str(torch.get_num_threads()),
-        "gpu_model": torch.cuda.get_device_name(device) if device.type == "cuda" else "",
-        "omp_proc_bind": os.environ.get("OMP_PROC_BIND", ""),
-        "omp_places": os.environ.get("OMP_PLACES", ""),
-        "l2_flush": "1" if args.l2_flush else "0",
-    }
-
-
-def format_float(x: float | None) -> str:
-    """Empty for None; 'nan' stays 'nan' (the ledger reads it as a failed check)."""
-    if x is None:
-        return ""
-    return "nan" if math.isnan(x) else f"{x:.9g}"
-
-
-def write_csv_atomic(path: str, rows: Sequence[dict[str, str]], columns: Sequence[str]) -> None:
-    """Header plus rows to path.tmp, fsync, then rename: a killed job leaves
-    either the old file or a complete new one, never half a file."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8", newline="") as fh:
-        fh.write(",".join(columns) + "\n")
-        fh.writelines(",".join(_csv_field(row.get(c, "")) for c in columns) + "\n" for row in rows)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def _csv_field(value: str) -> str:
-    if any(ch in value for ch in ',"\n'):
-        return '"' + value.replace('"', '""') + '"'
-    return value
+def measure_profiled(case: Case, warmup: int, device: torch.device) -> None:
+    """The profiled child's one call (profile.py): first call and warm-ups
+    unprofiled, then exactly one call between cudaProfilerStart and Stop
+    (ncu), or between perf's `enable` and `disable` (perf.py)."""
+    control = perf.Control()
+    case.poison()
+    case.run()
+    for _ in range(warmup):
+        case.poison()
+        case.run()
+    case.poison()
+    _sync(device)
+    if control.active:
+        control.send("enable")
+    elif device.type == "cuda":
+        torch.cuda.profiler.start()
+    case.run()
+    _sync(device)
+    if control.active:
+        control.send("disable")
+    elif device.type == "cuda":
+        torch.cuda.profiler.stop()
 
 
 # --------------------------------------------------------------------------- main
+
+
+def _case_context(args: argparse.Namespace, device: torch.device, n: int) -> CaseContext:
+    return CaseContext(n=n, d=args.d, variant=args.variant, device=device,
+                       dtype=DTYPES[args.dtype], args=args, seed=args.seed)
 
 
 def run_one_n(spec: KernelSpec, args: argparse.Namespace, device: torch.device, n: int,
               flush: Flusher | None) -> list[dict[str, str]]:
     """All rows of one n; raises KernelFailure if it does not fit."""
     guard_memory(spec, args, n, device)
-    ctx = CaseContext(n=n, d=args.d, variant=args.variant, device=device,
-                      dtype=DTYPES[args.dtype], args=args, seed=args.seed)
     try:
-        case = spec.build(ctx)
+        case = spec.build(_case_context(args, device, n))
         m = measure(case, args.repeats, args.warmup, device, flush)
         err = case.check(m.outputs) if args.check else None
     except (torch.OutOfMemoryError, MemoryError) as exc:
@@ -441,27 +330,55 @@ def run_one_n(spec: KernelSpec, args: argparse.Namespace, device: torch.device, 
     return [dict(base, repeat=str(i), time_s=format_float(t)) for i, t in enumerate(m.times_s)]
 
 
+def run_profiled_child(spec: KernelSpec, args: argparse.Namespace, device: torch.device) -> int:
+    """`--profiled-child` (started by profile.profile_n under ncu): one
+    profiled call per n, no CSV; exit 1 with one line if it cannot run."""
+    try:
+        for n in args.n:
+            guard_memory(spec, args, n, device)
+            measure_profiled(spec.build(_case_context(args, device, n)), args.warmup, device)
+    except (KernelFailure, RuntimeError, MemoryError) as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        print(f"error: profiled call failed: {first}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(spec: KernelSpec, argv: Sequence[str] | None = None) -> int:
     """The program: parse, sweep n, write the CSV. Returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(spec.name, spec.variants)
     if spec.add_args is not None:
         spec.add_args(parser)
     args = parse_args(parser, argv)
     if spec.validate is not None:
         spec.validate(args, parser)
+    if args.profile == "ncu" and args.device != "cuda":
+        parser.error("--profile ncu reads GPU counters: it needs --device cuda")
+    if args.profile == "perf" and args.device != "cpu":
+        parser.error("--profile perf reads CPU counters: it needs --device cpu")
     device = setup_runtime(args)
+    if args.profiled_child:
+        return run_profiled_child(spec, args, device)
     flush = Flusher(device) if args.l2_flush else None
     rows: list[dict[str, str]] = []
+    counters: list[dict[str, str]] = []
     columns = CSV_COLUMNS + spec.extra_columns
+    identity = {"kernel": spec.name, "impl": "torch", "variant": args.variant,
+                "dtype": args.dtype, "d": str(args.d)}
+    code = 0
     try:
         for n in args.n:
             rows.extend(run_one_n(spec, args, device, n, flush))
             if device.type == "cuda":
                 torch.cuda.empty_cache()
+            if args.profile != "none":  # after the timed repeats, in its own process
+                counters.extend(profile.profile_n(f"kernels.torch.{spec.name}", argv, args, n, identity))
     except KernelFailure as exc:
         # Keep the sizes that did finish; the exit code marks the run failed.
-        write_csv_atomic(args.out, rows, columns)
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        code = 1
     write_csv_atomic(args.out, rows, columns)
-    return 0
+    if args.profile != "none":
+        profile.write(args.out, counters)
+    return code

@@ -17,7 +17,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("campaign", "analysis", "kernels")
 # The use cases and what sits above them: backends and the job side must not reach up.
-UPPER = ("campaign.api", "campaign.cli", "campaign.submit", "campaign.sync", "campaign.rerun",
+UPPER = ("campaign.api", "campaign.cli", "campaign.submit", "campaign.multirun", "campaign.sync", "campaign.rerun",
          "campaign.cancel", "campaign.analyze", "campaign.attempts", "campaign.results", "campaign.frames")
 SLURM_COMMANDS = ("sacct", "squeue", "scancel", "scontrol", "sbatch", "sinfo")
 

@@ -27,7 +27,7 @@ def test_job_rows_filter_by_campaign_and_state(tmp_path: Path) -> None:
     led = _ledger(tmp_path)
     col = {c: i for i, c in enumerate(JOB_COLUMNS)}
     every = job_rows(led, None, None, all_attempts=False)
-    assert [r[col["job_id"]] for r in every] == ["11", "12", "(not submitted)"]
+    assert [r[col["job_id"]] for r in every] == ["11", "12", None]  # None: not submitted ("-" in a table)
     unit = job_rows(led, "unit", None, all_attempts=False)
     assert {r[col["campaign"]] for r in unit} == {"unit"} and len(unit) == 2
     failed = job_rows(led, None, "failed", all_attempts=False)

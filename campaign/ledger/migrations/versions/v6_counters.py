@@ -1,9 +1,9 @@
-"""Schema version 6: reserved for issue 15: hardware counters per attempt, n and metric.
+"""Schema version 6 (issue 15): hardware counters per attempt, n and metric.
 
-Each of versions 3..7 is owned by one change of this round, so that they can
-be written side by side and chained in a fixed order. Until its change lands
-this revision only moves meta.schema_version. The owner replaces upgrade()
-and downgrade() (keep them idempotent: check before adding a table/column).
+A new table `counter` (attempt_id, n, metric, value, unit, kernels): what
+`--profile ncu` measured for one extra call per n, ingested by `status`.
+Existing ledgers get an empty table; no existing row changes. The new attempt
+state PROFILE_FAILED needs no change: states are stored as plain strings.
 
 Revision ID: v6
 Revises: v5
@@ -21,8 +21,25 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.get_bind().execute(sa.text("UPDATE meta SET value = '6' WHERE key = 'schema_version'"))
+    conn = op.get_bind()
+    if "counter" not in sa.inspect(conn).get_table_names():  # idempotent
+        op.create_table(
+            "counter",
+            sa.Column("id", sa.Integer(), primary_key=True),
+            sa.Column("attempt_id", sa.Integer(), sa.ForeignKey("job_attempt.id"), nullable=False),
+            sa.Column("n", sa.Integer(), nullable=False),
+            sa.Column("metric", sa.String(200), nullable=False),
+            sa.Column("value", sa.Double(), nullable=True),
+            sa.Column("unit", sa.String(40), nullable=True),
+            sa.Column("kernels", sa.String(), nullable=True),
+        )
+        op.create_index("ix_counter_attempt", "counter", ["attempt_id"])
+    conn.execute(sa.text("UPDATE meta SET value = '6' WHERE key = 'schema_version'"))
 
 
 def downgrade() -> None:
-    op.get_bind().execute(sa.text("UPDATE meta SET value = '5' WHERE key = 'schema_version'"))
+    conn = op.get_bind()
+    if "counter" in sa.inspect(conn).get_table_names():
+        op.drop_index("ix_counter_attempt", table_name="counter")
+        op.drop_table("counter")
+    conn.execute(sa.text("UPDATE meta SET value = '5' WHERE key = 'schema_version'"))

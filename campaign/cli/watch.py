@@ -1,0 +1,234 @@
+"""`campaign status --watch` and `submit --wait`: sync until nothing is open.
+
+A 30-minute job must not look hung: each round syncs (one batched scheduler
+query), then shows the states per campaign, every running job with its
+elapsed time against its walltime and the n it has reached (rows of its
+partial CSV in the job folder), and an ETA from the durations of the jobs
+that finished. Into a terminal that is a live rich display; with --quiet or
+into a pipe it is one line per state change, so logs stay readable.
+Exit code: 0 when every job completed, 3 when one ended failed
+(docs/design.md#cli).
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+
+from campaign.clock import now
+from campaign.ledger import Campaign, JobAttempt, Ledger, Run
+from campaign.ledger import queries as q
+from campaign.states import JobState
+
+EXIT_FAILED = 3  # a waited-for job ended in a failed state
+LIVE_ROWS = 20  # running jobs listed in the live display (a 256-task array would not fit a screen)
+PARTIAL_SUFFIXES = ("", ".partial", ".tmp")  # the kernel's CSV while (or after) it is written
+
+
+@dataclass
+class JobView:
+    attempt_id: int
+    job_id: str | None
+    campaign: str
+    label: str
+    state: JobState
+    started: datetime | None
+    ended: datetime | None
+    walltime_min: int
+    n_total: int
+    output: str
+
+
+def _aware(t: datetime | None) -> datetime | None:
+    """Ledger times as aware UTC (naive ones are local time, as Slurm prints them)."""
+    if t is None:
+        return None
+    return t.astimezone(UTC)
+
+
+def snapshot(led: Ledger, campaigns: Sequence[str]) -> list[JobView]:
+    """The newest attempt of every run of these campaigns (all when empty), one query."""
+    newest = select(JobAttempt.run_id, func.max(JobAttempt.attempt).label("a")).group_by(JobAttempt.run_id).subquery()
+    stmt = (select(JobAttempt.id, JobAttempt.job_id, JobAttempt.state, JobAttempt.started_at, JobAttempt.ended_at,
+                   JobAttempt.walltime_min, JobAttempt.output_path, Run.kernel, Run.impl, Run.variant, Run.threads,
+                   Run.gpus, Run.dtype, Run.spec, Campaign.name)
+            .join(newest, (JobAttempt.run_id == newest.c.run_id) & (JobAttempt.attempt == newest.c.a))
+            .join(Run, Run.id == JobAttempt.run_id).join(Campaign, Campaign.id == Run.campaign_id)
+            .order_by(JobAttempt.id))
+    with led.session() as s:
+        if campaigns:
+            ids = [q.require_campaign(s, name).id for name in campaigns]
+            stmt = stmt.where(Campaign.id.in_(ids))
+        out = []
+        for (aid, job_id, state, started, ended, wall, output, kernel, impl, variant, threads, gpus, dtype, spec,
+             name) in s.execute(stmt):
+            where = f"{gpus}gpu" if gpus else f"{threads}t"
+            out.append(JobView(aid, job_id, name, f"{kernel}/{impl}/{variant} {dtype} {where}", state,
+                               _aware(started), _aware(ended), wall, len(spec.get("n") or []), output))
+        return out
+
+
+def n_reached(output: str) -> int:
+    """How many distinct n the job's CSV holds so far (0 when there is none yet)."""
+    for suffix in PARTIAL_SUFFIXES:
+        path = Path(output + suffix)
+        try:
+            with path.open(newline="") as fh:
+                return len({row.get("n") for row in csv.DictReader(fh) if row.get("n")})
+        except (OSError, csv.Error, UnicodeDecodeError):
+            continue
+    return 0
+
+
+def _duration(v: JobView) -> float | None:
+    if v.started is None or v.ended is None:
+        return None
+    return max(0.0, (v.ended - v.started).total_seconds())
+
+
+def eta_seconds(views: Sequence[JobView], at: datetime) -> float | None:
+    """Time left: the mean duration of finished jobs for each pending job and
+    what remains of each running one, shared among the jobs running now.
+    None until one job has finished (there is nothing to go by)."""
+    done = [d for d in (_duration(v) for v in views if v.state.finished) if d is not None]
+    if not done:
+        return None
+    mean = sum(done) / len(done)
+    running = [v for v in views if v.state is JobState.RUNNING]
+    pending = sum(1 for v in views if v.state in (JobState.PENDING, JobState.UNKNOWN))
+    left = pending * mean
+    for v in running:
+        elapsed = (at - v.started).total_seconds() if v.started else 0.0
+        left += max(0.0, mean - elapsed)
+    return left / max(1, len(running))
+
+
+def clock_text(seconds: float) -> str:
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def open_jobs(views: Sequence[JobView]) -> int:
+    return sum(1 for v in views if not v.state.finished)
+
+
+def failed(views: Sequence[JobView]) -> list[JobView]:
+    return [v for v in views if v.state.rerunnable]
+
+
+def _render(views: Sequence[JobView], at: datetime) -> Any:
+    from rich.console import Group  # lazy: start-up time (docs/style.md#structure)
+    from rich.table import Table
+
+    states = sorted({v.state.value for v in views})
+    per = Table(title="states per campaign")
+    per.add_column("campaign")
+    for st in states:
+        per.add_column(st, justify="right")
+    by_camp: dict[str, Counter[str]] = {}
+    for v in views:
+        by_camp.setdefault(v.campaign, Counter())[v.state.value] += 1
+    for name, counts in by_camp.items():
+        per.add_row(name, *(str(counts.get(st, 0)) for st in states))
+    run = Table(title="running")
+    for col in ("job_id", "campaign", "run", "elapsed / walltime", "n reached"):
+        run.add_column(col)
+    running = [v for v in views if v.state is JobState.RUNNING]
+    for v in running[:LIVE_ROWS]:
+        elapsed = (at - v.started).total_seconds() if v.started else 0.0
+        run.add_row(v.job_id or "-", v.campaign, v.label, f"{clock_text(elapsed)} / {clock_text(v.walltime_min * 60)}",
+                    f"{n_reached(v.output)}/{v.n_total}")
+    if len(running) > LIVE_ROWS:
+        run.add_row("…", "", f"{len(running) - LIVE_ROWS} more running", "", "")
+    eta = eta_seconds(views, at)
+    tail = f"ETA {clock_text(eta)}" if eta is not None else "ETA: after the first job finishes"
+    return Group(per, run, f"{open_jobs(views)} open, {len(failed(views))} failed; {tail}")
+
+
+def _summary_lines(views: Sequence[JobView]) -> list[str]:
+    by_camp: dict[str, Counter[str]] = {}
+    for v in views:
+        by_camp.setdefault(v.campaign, Counter())[v.state.value] += 1
+    return [f"campaign {name}: {sum(c.values())} runs: {', '.join(f'{k} {n}' for k, n in sorted(c.items()))}"
+            for name, c in by_camp.items()]
+
+
+def _change_lines(before: dict[int, JobState], reached: dict[int, int], views: Sequence[JobView],
+                  at: datetime) -> list[str]:
+    """One line per state change, and one per n a running job reached
+    (`reached` is updated in place), so a long job shows life in a log."""
+    stamp = at.astimezone().strftime("%H:%M:%S")
+    lines = []
+    for v in views:
+        if v.state is JobState.RUNNING:
+            got = n_reached(v.output)
+            if got != reached.get(v.attempt_id, 0):
+                reached[v.attempt_id] = got
+                elapsed = (at - v.started).total_seconds() if v.started else 0.0
+                lines.append(f"{stamp} {v.campaign} job {v.job_id or '-'} {v.label}: n {got}/{v.n_total} reached, "
+                             f"{clock_text(elapsed)} of {clock_text(v.walltime_min * 60)}")
+        old = before.get(v.attempt_id)
+        if old is not v.state:
+            what = f"{old.value} -> {v.state.value}" if old is not None else v.state.value
+            extra = ""
+            if v.state.finished and _duration(v) is not None:
+                extra = f" after {clock_text(_duration(v) or 0.0)}"
+            lines.append(f"{stamp} {v.campaign} job {v.job_id or '-'} {v.label}: {what}{extra}")
+    return lines
+
+
+def watch(led: Ledger, campaigns: Sequence[str], *, sync: Callable[[Ledger, str | None], Any], interval: float,
+          live: bool, say: Callable[[str], None] = print) -> int:
+    """Sync every `interval` seconds until no job of `campaigns` is open."""
+    names = list(campaigns)
+    before: dict[int, JobState] = {}
+    reached: dict[int, int] = {}
+    first = True
+    warned: set[str] = set()
+    display = None
+    if live:
+        from rich.live import Live  # lazy: start-up time
+
+        display = Live(refresh_per_second=2, transient=False)
+        display.start()
+    try:
+        while True:
+            targets: list[str | None] = list(names) or [None]
+            for name in targets:
+                report = sync(led, name)
+                for w in getattr(report, "warnings", []):
+                    if w not in warned:  # once, not every round
+                        warned.add(w)
+                        say(f"warning: {w}")
+            views = snapshot(led, names)
+            at = now()
+            if display is not None:
+                display.update(_render(views, at))
+            else:
+                if first:  # where things stand, per campaign; then only what changes
+                    for line in _summary_lines(views):
+                        say(line)
+                    before = {v.attempt_id: v.state for v in views if v.state is not JobState.RUNNING}
+                for line in _change_lines(before, reached, views, at):
+                    say(line)
+            first = False
+            before = {v.attempt_id: v.state for v in views}
+            if not open_jobs(views):
+                break
+            time.sleep(interval)
+    finally:
+        if display is not None:
+            display.stop()
+    counts = Counter(v.state.value for v in views)
+    say(f"done: {', '.join(f'{k} {c}' for k, c in sorted(counts.items())) or 'no jobs'}")
+    return EXIT_FAILED if failed(views) else 0

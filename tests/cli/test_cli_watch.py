@@ -1,0 +1,136 @@
+"""`status --watch` on a local campaign while it runs: one line per state
+change and per n reached into a pipe, a live display in a terminal, the end
+by itself once nothing is open, exit 3 when a job failed; and the ETA from
+the durations of finished jobs (numbers computed from the inputs)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from campaign.cli.watch import JobView, clock_text, eta_seconds, n_reached
+from campaign.states import JobState
+from tests.cli.conftest import FAKE_ENV
+from tests.conftest import CAMPAIGN, run_cli
+
+STEP_S = 1.0  # seconds per n of the slow kernel: several polls see each n arrive
+
+
+def _recorded(ledger: Path, deadline_s: float = 60) -> None:
+    """Wait until the background submit recorded its first job ID."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if ledger.exists():
+            try:
+                con = sqlite3.connect(ledger)
+                got = con.execute("SELECT count(*) FROM job_attempt WHERE job_id IS NOT NULL").fetchone()[0]
+                con.close()
+                if got:
+                    return
+            except sqlite3.Error:
+                pass
+        time.sleep(0.2)
+    raise AssertionError("the submit never recorded a job")
+
+
+def test_watch_prints_progress_and_ends_by_itself(tmp_path: Path) -> None:
+    ledger = tmp_path / "l.sqlite"
+    env = {**os.environ, **FAKE_ENV}
+    env.pop("CAMPAIGN_DEBUG", None)
+    submit = subprocess.Popen([str(CAMPAIGN), "--ledger", str(ledger), "submit", "experiment=watch",
+                               "experiment.sweeps.0.variants=ok,fail", f"experiment.sweeps.0.args.step={STEP_S}",
+                               "-q"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        _recorded(ledger)
+        watch = run_cli("status", "--watch", "--interval", "0.2", "--ledger", str(ledger), cwd=tmp_path,
+                        env=FAKE_ENV, timeout=120)
+    finally:
+        out, err = submit.communicate(timeout=120)
+    assert submit.returncode in (0, 3), err
+    assert watch.returncode == 3, watch.stderr  # the `fail` variant failed
+    lines = watch.stdout.splitlines()
+    assert lines[0].startswith("campaign watch-local: 2 runs:")
+    assert any("slow/py/ok" in line and "n 1/3 reached" in line for line in lines), lines
+    assert any("slow/py/ok" in line and line.rstrip().split(": ", 1)[1].startswith("RUNNING -> COMPLETED")
+               for line in lines), lines
+    assert any("slow/py/fail" in line and "-> FAILED" in line for line in lines), lines
+    assert lines[-1] == "done: COMPLETED 1, FAILED 1"
+    assert not any(ch in watch.stdout for ch in "┏━│")
+    # the ledger agrees, and a second watch ends at once with the same verdict
+    again = run_cli("--ledger", str(ledger), "status", "--watch", cwd=tmp_path, env=FAKE_ENV, timeout=60)
+    assert again.returncode == 3 and again.stdout.splitlines()[-1] == "done: COMPLETED 1, FAILED 1"
+
+
+@pytest.mark.skipif(shutil.which("script") is None, reason="needs script(1) for a terminal")
+def test_watch_in_a_terminal_is_a_live_display(tmp_path: Path) -> None:
+    ledger = tmp_path / "l.sqlite"
+    proc = run_cli("--ledger", str(ledger), "submit", "experiment=watch", "experiment.sweeps.0.args.step=0.1",
+                   "-q", cwd=tmp_path, env=FAKE_ENV)
+    assert proc.returncode == 0, proc.stderr
+    cmd = f"{CAMPAIGN} --ledger {ledger} status --watch --interval 0.2"
+    tty = subprocess.run(["script", "-qec", cmd, "/dev/null"], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, **FAKE_ENV, "COLUMNS": "150"}, timeout=60, check=False)
+    assert tty.returncode == 0, tty.stdout
+    for words in ("states per campaign", "running", "elapsed / walltime", "n reached", "ETA", "watch-local"):
+        assert words in tty.stdout
+
+
+def _view(state: JobState, started: datetime | None, ended: datetime | None) -> JobView:
+    return JobView(1, "1", "c", "k", state, started, ended, 10, 3, "/nonexistent/results.csv")
+
+
+def test_eta_from_finished_durations() -> None:
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    durations = [30.0, 50.0]
+    done = [_view(JobState.COMPLETED, t0, t0 + timedelta(seconds=d)) for d in durations]
+    running = _view(JobState.RUNNING, t0, None)
+    at = t0 + timedelta(seconds=15)
+    pending = [_view(JobState.PENDING, None, None) for _ in range(3)]
+    mean = sum(durations) / len(durations)
+    assert eta_seconds(done + [running] + pending, at) == pytest.approx(3 * mean + (mean - 15))
+    assert eta_seconds([running] + pending, at) is None  # nothing finished yet: no guess
+    assert eta_seconds(done, at) == 0
+    assert clock_text(3725) == "1:02:05" and clock_text(65) == "1:05"
+
+
+def test_n_reached_counts_the_n_of_the_partial_csv(tmp_path: Path) -> None:
+    out = tmp_path / "results.csv"
+    assert n_reached(str(out)) == 0
+    rows = [(64, 0), (64, 1), (128, 0)]
+    (tmp_path / "results.csv.tmp").write_text("kernel,n,repeat,time_s\n" +
+                                              "".join(f"k,{n},{r},1\n" for n, r in rows))
+    assert n_reached(str(out)) == len({n for n, _ in rows})
+
+
+def test_live_display_lists_at_most_live_rows_running_jobs() -> None:
+    import io
+
+    from rich.console import Console
+
+    from campaign.cli.watch import LIVE_ROWS, _render
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    many = LIVE_ROWS + 5
+    views = [_view(JobState.RUNNING, t0, None) for _ in range(many)] + [_view(JobState.PENDING, None, None)]
+    buf = io.StringIO()
+    Console(file=buf, width=150, color_system=None).print(_render(views, t0 + timedelta(seconds=90)))
+    text = buf.getvalue()
+    assert f"{many - LIVE_ROWS} more running" in text
+    assert text.count("1:30 / 10:00") == LIVE_ROWS and f"{many + 1} open, 0 failed" in text
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_a_bad_interval_is_exit_2_before_anything(tmp_path: Path, value: str) -> None:
+    ledger = tmp_path / "never.sqlite"
+    for command in (["status", "--watch"], ["submit", "experiment=smoke", "--wait"]):
+        proc = run_cli("--ledger", str(ledger), *command, "--interval", value, cwd=tmp_path)
+        assert proc.returncode == 2 and "--interval must be a positive number" in proc.stderr, proc.stderr
+    assert not ledger.exists()
