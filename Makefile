@@ -64,6 +64,7 @@ bench: setup slurm-up
 	$(BIN)/python bench/bench_cli_startup.py
 	$(BIN)/python bench/bench_metrics.py
 	$(BIN)/python bench/bench_slurm.py
+	$(BIN)/python bench/bench_compare_reruns.py
 
 clean:
 	$(MAKE) -C kernels clean

@@ -14,6 +14,7 @@ from campaign.errors import BadInputError, ConfigError
 from campaign.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame
 from campaign.ledger import Campaign, Ledger
 from campaign.results.export import results_frame
+from campaign.results.store import IMPORT_BACKEND
 
 
 def _cluster_specs(led: Ledger, names: set[str]) -> dict[str, ClusterSpec]:
@@ -21,7 +22,7 @@ def _cluster_specs(led: Ledger, names: set[str]) -> dict[str, ClusterSpec]:
     of that name (for imported results), else none (analysis flags it)."""
     specs: dict[str, ClusterSpec] = {}
     with led.session() as s:
-        for camp in s.scalars(select(Campaign).order_by(Campaign.id)):
+        for camp in s.scalars(select(Campaign).where(Campaign.backend != IMPORT_BACKEND).order_by(Campaign.id)):
             specs[camp.cluster] = cluster_from_yaml(camp.cluster_yaml)
     for name in sorted(names - set(specs)):
         try:
@@ -123,3 +124,29 @@ def shape_advice(h: int, a: int, vocab: int, *, gpu: str, seq: int, batch: int, 
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
     return format_advice(advice)
+
+
+def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: int | None = None) -> str:
+    """Recommended thread counts per n range for one kernel on one partition,
+    with the cost of the all-cores default (the partition's core count)."""
+    from analysis.thread_advice import format_thread_advice
+    from analysis.thread_advice import thread_advice as advise  # lazy: pandas
+
+    results = results_frame(led, cluster=cluster, usable_only=True, all_extras=False)
+    if results.empty:
+        known = ", ".join(sorted(set(results_frame(led, usable_only=True, all_extras=False)["cluster"].astype(str)))) or "none"
+        raise BadInputError(f"no usable results for cluster {cluster!r}; clusters with results: {known}")
+    for col, value in (("partition", partition), ("kernel", kernel)):
+        present = sorted(set(results[col].astype(str)))
+        if value not in present:
+            raise BadInputError(f"no results for {col} {value!r} on {cluster}; measured: {', '.join(present)}")
+        results = results[results[col] == value]
+    spec = _cluster_specs(led, {cluster}).get(cluster)
+    part = spec.partitions.get(partition) if spec is not None else None
+    cores = part.cores if part is not None else None
+    try:
+        advice = advise(results, default_threads=cores, n=n)
+    except ValueError as exc:
+        raise BadInputError(str(exc)) from None
+    return format_thread_advice(advice, f"{kernel} on {cluster}/{partition}"
+                                        f" ({cores if cores else 'unknown'} cores)")

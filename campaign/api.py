@@ -4,8 +4,9 @@ on top of the layering in docs/design.md)."""
 
 from __future__ import annotations
 
-from campaign.analyze import metrics, shape_advice, write_reports
+from campaign.analyze import metrics, shape_advice, thread_advice, write_reports
 from campaign.cancel import cancel
+from campaign.compare import CompareReport, compare, parse_selection
 from campaign.config.load import SEARCH_PATH_ENV, config_dirs, group_options
 from campaign.frames import counters_frame
 from campaign.multirun import composed_yaml, dry_run_all, submit_all
@@ -19,9 +20,8 @@ from campaign.submit import SubmitReport, dry_run, submit
 from campaign.sync import SyncReport, sync
 
 __all__ = [
-    "RESULT_COLUMNS", "SEARCH_PATH_ENV", "RerunReport", "SubmitReport", "SyncReport", "cancel", "composed_yaml",
-    "config_dirs", "counters_frame", "dry_run", "dry_run_all", "frame_records", "group_options", "metrics",
-    "prepare_campaigns", "read_import_file",
-    "rerun", "result_records", "results_frame", "shape_advice", "store_import", "submit", "submit_all", "sync",
-    "write_reports",
+    "RESULT_COLUMNS", "SEARCH_PATH_ENV", "CompareReport", "RerunReport", "SubmitReport", "SyncReport", "cancel",
+    "compare", "composed_yaml", "config_dirs", "counters_frame", "dry_run", "dry_run_all", "frame_records",
+    "group_options", "metrics", "parse_selection", "prepare_campaigns", "read_import_file", "rerun", "result_records",
+    "results_frame", "shape_advice", "store_import", "submit", "submit_all", "sync", "thread_advice", "write_reports",
 ]

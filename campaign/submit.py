@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session, selectinload
@@ -112,9 +113,11 @@ def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
     if refusal:
         raise BadInputError(refusal)
     report = SubmitReport(name, len(p.runs), skipped=p.skipped)
+    # Read before the transaction: it runs `gcc --version`, `nvidia-smi`, hashes binaries.
+    env = provenance.environment(cfg.cluster.build.cc, cfg.cluster.build.fc, [r.argv for r in p.runs])
     with ledger.session.begin() as s:
         camp = _get_or_create_campaign(s, cfg, name, camp_dir)
-        prov = _record_provenance(s, camp, cfg, overrides)
+        prov = _record_provenance(s, camp, cfg, overrides, env)
         todo, report.existing, resumed = _record_runs(s, camp, p.runs, camp_dir, prov.id, force)
         camp_id = camp.id
     reqs = [job_request(cfg.cluster, name, run, aid, Path(wd), run.walltime_min, run.mem_gb) for aid, run, wd in todo]
@@ -151,10 +154,11 @@ def _get_or_create_campaign(s: Session, cfg: RootConfig, name: str, camp_dir: Pa
     return camp
 
 
-def _record_provenance(s: Session, camp: Campaign, cfg: RootConfig, overrides: Sequence[str]) -> Provenance:
+def _record_provenance(s: Session, camp: Campaign, cfg: RootConfig, overrides: Sequence[str],
+                       env: dict[str, Any]) -> Provenance:
     info = provenance.collect(resolved_yaml(cfg))
     prov = Provenance(campaign_id=camp.id, created_at=now(),
-                      command=shlex.join(["campaign", "submit", *overrides]), **info)
+                      command=shlex.join(["campaign", "submit", *overrides]), environment=env, **info)
     s.add(prov)
     s.flush()
     return prov

@@ -228,8 +228,29 @@ def cmd_cancel(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 def cmd_import(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     rows = api.read_import_file(args.file)  # validated before the ledger is even opened
     led = ledger(args)
-    count = api.store_import(led, args.file, rows)
-    print(f"imported {count} rows from {args.file}")
+    count = api.store_import(led, args.file, rows, campaign=args.campaign)
+    into = f" into campaign {args.campaign}" if args.campaign else ""
+    print(f"imported {count} rows from {args.file}{into}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace, ledger: LedgerFactory) -> int:
+    from campaign.cli import compare_view  # lazy: pandas
+
+    fmt = args.format or "table"
+    if fmt not in ("table", "json", "md"):
+        raise BadInputError(f"compare prints --format table, json or md, not {fmt}")
+    rep = api.compare(lambda: ledger(args, create=False), args.base, args.new, by=args.by,
+                      threshold=args.threshold, reference=args.reference)
+    if fmt == "json":
+        json.dump(compare_view.as_json(rep), sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        print(compare_view.as_text(rep, markdown=fmt == "md"))
+    if args.fail_on == "slower" and len(rep.comparison.slower):
+        print(f"campaign: {len(rep.comparison.slower)} point(s) slower than BASE by more than "
+              f"{args.threshold:.0%}", file=sys.stderr)
+        return 3
     return 0
 
 
@@ -264,6 +285,10 @@ def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 
 def cmd_advise(args: argparse.Namespace, ledger: LedgerFactory) -> int:
+    if args.what == "threads":
+        print(api.thread_advice(ledger(args, create=False), cluster=args.cluster, partition=args.partition,
+                                kernel=args.kernel, n=args.n))
+        return 0
     try:
         led = ledger(args, create=False)
     except LedgerError:  # no ledger yet: advice from the wave model alone
@@ -275,7 +300,7 @@ def cmd_advise(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, LedgerFactory], int]] = {
     "submit": cmd_submit, "status": cmd_status, "jobs": cmd_jobs, "show": cmd_show,
-    "rerun": cmd_rerun, "cancel": cmd_cancel, "import": cmd_import, "results": cmd_results,
+    "rerun": cmd_rerun, "cancel": cmd_cancel, "import": cmd_import, "compare": cmd_compare, "results": cmd_results,
     "report": cmd_report, "advise": cmd_advise,
 }
 

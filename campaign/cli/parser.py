@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NoReturn
 
 FORMATS = ("table", "csv", "json")
+COMPARE_FORMATS = ("table", "json", "md")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -104,6 +105,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("import", help="import a results CSV (all or nothing)")
     s.add_argument("file", type=Path)
+    s.add_argument("--campaign", help="put the rows into this named campaign (compared like any other)")
+
+    s = sub.add_parser("compare", help="NEW vs BASE per point: ratio, interval, verdict; what provenance changed")
+    s.add_argument("base", help="campaign name, or campaign=NAME,cluster=C,since=DATE,until=DATE,commit=SHA,ledger=PATH")
+    s.add_argument("new", help="as BASE")
+    s.add_argument("--by", choices=["cluster", "partition", "impl", "variant"],
+                   help="the dimension in which BASE and NEW differ (left out of the matching)")
+    s.add_argument("--threshold", type=_percent, default=0.05, metavar="P",
+                   help="smallest change that counts, e.g. 5%% or 0.05 (default 5%%)")
+    s.add_argument("--fail-on", choices=["slower"], help="exit 3 when a point is slower beyond the threshold")
+    s.add_argument("--reference", action="store_true",
+                   help="also check NEW against the references of its partitions")
+    # its own --format (md too); SUPPRESS: a global `--format json` before the subcommand stays
+    s.add_argument("--format", choices=COMPARE_FORMATS, default=argparse.SUPPRESS,
+                   help="table (default), json or md")
 
     s = sub.add_parser("results", help="export result rows (fixed columns, README: results columns)")
     s.add_argument("--campaign")
@@ -126,8 +142,21 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--seq", type=int, default=2048)
     a.add_argument("--batch", type=int, default=1)
     a.add_argument("--tp", type=int, default=1)
+    a = adv.add_parser("threads", help="recommended thread count per n range, and the cost of all cores")
+    a.add_argument("--cluster", required=True)
+    a.add_argument("--partition", required=True)
+    a.add_argument("--kernel", required=True)
+    a.add_argument("--n", type=int, help="one problem size only")
     _add_globals_everywhere(p)  # last: every subcommand above (and any added later) takes them
     return p
+
+
+def _percent(text: str) -> float:
+    """`5%` or `0.05` -> 0.05; argparse turns the ValueError into a usage error (exit 2)."""
+    value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    if not 0 < value < 1:
+        raise ValueError(text)
+    return value
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:

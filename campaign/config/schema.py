@@ -24,6 +24,23 @@ class Ceilings:
 
 
 @dataclass
+class ReferenceSpec:
+    """An expected value for one point, as ReFrame's references: `campaign
+    compare --reference` flags measured medians outside the tolerance."""
+
+    kernel: str = MISSING
+    impl: str = MISSING
+    variant: str = MISSING
+    threads: int = 1
+    n: int = MISSING
+    dtype: str | None = None  # None: any dtype
+    params: str | None = None  # extra program args as results carry them ("sdpa-backend=cudnn"); None: any
+    time_s: float | None = None  # expected median time per call; or
+    flops_per_s: float | None = None  # expected rate (cost-model FLOPs / median time)
+    tolerance: float = 0.1  # relative: 0.1 = +-10%
+
+
+@dataclass
 class ProfilerSpec:
     """A partition's profiler site knobs, for `experiment.profile` (docs/contracts.md).
 
@@ -63,6 +80,7 @@ class PartitionSpec:
     env: dict[str, str] = field(default_factory=dict)  # after cluster.env
     sbatch_extra: dict[str, Any] = field(default_factory=dict)  # e.g. {constraint: cpu, hold: true}
     ceilings: Ceilings = field(default_factory=Ceilings)
+    references: list[ReferenceSpec] = field(default_factory=list)  # expected values (compare --reference)
     profiler: ProfilerSpec = field(default_factory=ProfilerSpec)  # not enabled: profiling refused (Slurm)
 
     @property

@@ -14,7 +14,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from campaign.states import JobState
 
-SCHEMA_VERSION = 7  # v1 had no campaign.python; v3..v7: one per change of this round (see migrations/versions)
+SCHEMA_VERSION = 8  # v1 had no campaign.python; v3..v7: one per change of this round; v8: compare (see migrations/versions)
 # v7: build_step and preflight_step (issue 19)
 
 
@@ -58,6 +58,9 @@ class Provenance(Base):
     config_yaml: Mapped[str]
     hostname: Mapped[str]
     packages: Mapped[dict[str, Any]]
+    # Toolchain facts of the submit host (compilers, binary hashes, CUDA/cuDNN,
+    # CPU/GPU model, driver); NULL in ledgers older than schema version 8.
+    environment: Mapped[dict[str, Any] | None]
 
 
 class Run(Base):
@@ -133,7 +136,7 @@ class ResultRow(Base):
     """One timed repeat at one n. Imported rows have no attempt."""
 
     __tablename__ = "result"
-    __table_args__ = (Index("ix_result_attempt", "attempt_id"),)
+    __table_args__ = (Index("ix_result_attempt", "attempt_id"), Index("ix_result_campaign", "campaign_id"))
     id: Mapped[int] = mapped_column(primary_key=True)
     attempt_id: Mapped[int | None] = mapped_column(ForeignKey("job_attempt.id"))
     source: Mapped[str] = mapped_column(String(300))  # "job" or the imported file
@@ -155,6 +158,9 @@ class ResultRow(Base):
     bytes: Mapped[float | None]
     rel_err: Mapped[float | None]
     extra: Mapped[dict[str, Any] | None]
+    # Imported rows of a named campaign (`import --campaign`); job rows reach
+    # their campaign through their attempt and leave this NULL.
+    campaign_id: Mapped[int | None] = mapped_column(ForeignKey("campaign.id", name="fk_result_campaign_id"))
 
 
 class BuildStep(Base):

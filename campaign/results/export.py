@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, or_, select, type_coerce
+from sqlalchemy import String, func, or_, select, type_coerce
 
-from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
+from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, ResultRow, Run
 from campaign.states import JobState
 
 EXPORT_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n", "d",
@@ -23,7 +25,20 @@ EXPORT_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device",
 _CHUNK = 200_000  # rows fetched at a time
 
 
-def _statement(campaign: str | None, cluster: str | None, usable_only: bool, all_extras: bool) -> Any:
+@dataclass(frozen=True)
+class RowFilter:
+    """Selections beyond campaign and cluster (`campaign compare`): `since` /
+    `until` by the job's start time (naive, as the ledger stores it; until is
+    exclusive), which imported rows do not have, so a date range leaves them
+    out; `commit`: jobs submitted from a git commit starting with it."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    commit: str | None = None
+
+
+def _statement(campaign: str | None, cluster: str | None, usable_only: bool, all_extras: bool,
+               where: RowFilter | None = None) -> Any:
     cols: list[Any] = [getattr(ResultRow, c) for c in EXPORT_COLUMNS]
     cols += [ResultRow.source, Campaign.name.label("campaign"), type_coerce(JobAttempt.state, String).label("state")]
     if all_extras:
@@ -31,11 +46,20 @@ def _statement(campaign: str | None, cluster: str | None, usable_only: bool, all
     else:
         cols.append(ResultRow.extra["params"].as_string().label("params"))
     stmt = (select(*cols).outerjoin(JobAttempt, ResultRow.attempt_id == JobAttempt.id)
-            .outerjoin(Run, Run.id == JobAttempt.run_id).outerjoin(Campaign, Campaign.id == Run.campaign_id))
+            .outerjoin(Run, Run.id == JobAttempt.run_id)
+            # a job row's campaign is its run's; an imported row's the one it was imported into
+            .outerjoin(Campaign, Campaign.id == func.coalesce(Run.campaign_id, ResultRow.campaign_id)))
     if campaign:
         stmt = stmt.where(Campaign.name == campaign)
     if cluster:
         stmt = stmt.where(ResultRow.cluster == cluster)
+    if where is not None and where.since is not None:
+        stmt = stmt.where(JobAttempt.started_at >= where.since)
+    if where is not None and where.until is not None:
+        stmt = stmt.where(JobAttempt.started_at < where.until)
+    if where is not None and where.commit is not None:
+        made = select(Provenance.id).where(Provenance.git_commit.startswith(where.commit, autoescape=True))
+        stmt = stmt.where(JobAttempt.provenance_id.in_(made))
     if usable_only:  # rows of CHECK_FAILED / LOST_OUTPUT attempts are not measurements to analyse
         # (PROFILE_FAILED ones are: only their counters are missing)
         usable = [state for state in JobState if state.usable]
@@ -44,13 +68,15 @@ def _statement(campaign: str | None, cluster: str | None, usable_only: bool, all
 
 
 def results_frame(led: Ledger, *, campaign: str | None = None, cluster: str | None = None,
-                  usable_only: bool = False, all_extras: bool = True) -> Any:
+                  usable_only: bool = False, all_extras: bool = True, where: RowFilter | None = None) -> Any:
     """Result rows as a DataFrame: the export columns, `source`, `campaign`
-    (empty for imported rows), the attempt's `state`, `params` and, with
-    `all_extras`, every extra column a kernel wrote (flattened)."""
+    (the job's campaign, or the one rows were imported into with `import
+    --campaign`; empty for other imported rows), the attempt's `state`,
+    `params` and, with `all_extras`, every extra column a kernel wrote
+    (flattened). `where`: see RowFilter."""
     import pandas as pd  # lazy: `jobs`/`status` never build frames (pandas ~0.4 s)
 
-    stmt = _statement(campaign, cluster, usable_only, all_extras)
+    stmt = _statement(campaign, cluster, usable_only, all_extras, where)
     chunks = []
     with led.session() as s:
         result = s.execute(stmt)
@@ -61,9 +87,10 @@ def results_frame(led: Ledger, *, campaign: str | None = None, cluster: str | No
     frame = pd.concat(chunks, ignore_index=True) if chunks else pd.DataFrame(columns=keys)
     if all_extras:
         texts = frame.pop("_extra")
-        present = texts.notna()
+        present = texts.notna() & (texts != "null")  # no extras may be stored as JSON null
         if present.any():
-            decoded = pd.DataFrame.from_records([json.loads(t) for t in texts[present]], index=texts.index[present])
+            decoded = pd.DataFrame.from_records([json.loads(t) or {} for t in texts[present]],
+                                                index=texts.index[present])
             for col in decoded.columns:
                 if col not in frame.columns:
                     frame[col] = decoded[col]

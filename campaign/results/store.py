@@ -6,20 +6,51 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import delete, insert, select
+from sqlalchemy.orm import Session
 
-from campaign.ledger import Ledger, ResultRow
+from campaign.clock import now
+from campaign.config.clusters import cluster_yaml
+from campaign.config.schema import ClusterSpec
+from campaign.errors import BadInputError
+from campaign.ledger import Campaign, Ledger, ResultRow
 from campaign.results.export import EXPORT_COLUMNS
 
+IMPORT_BACKEND = "import"  # Campaign.backend of a campaign made by `import --campaign`
 
-def store_import(led: Ledger, path: Path, rows: list[dict[str, Any]]) -> int:
-    """One transaction: all rows or none."""
+
+def store_import(led: Ledger, path: Path, rows: list[dict[str, Any]], campaign: str | None = None) -> int:
+    """One transaction: all rows or none. With `campaign`, the rows belong to
+    that named campaign (created, backend "import", if new); importing the
+    same file into it again replaces its rows from that file."""
     source = f"import:{path.resolve()}"
     records = [{"attempt_id": None, "source": source, **{k: r.get(k) for k in EXPORT_COLUMNS}, "extra": r.get("extra")}
                for r in rows]
     with led.session.begin() as s:
+        if campaign is not None:
+            camp = _import_campaign(s, campaign, sorted({str(r["cluster"]) for r in rows}))
+            s.execute(delete(ResultRow).where(ResultRow.campaign_id == camp.id, ResultRow.source == source))
+            for rec in records:
+                rec["campaign_id"] = camp.id
         s.execute(insert(ResultRow), records)
     return len(records)
+
+
+def _import_campaign(s: Session, name: str, clusters: list[str]) -> Campaign:
+    """The named campaign that imported rows go to; a submitted campaign of
+    that name is refused (its rows come from its jobs)."""
+    camp = s.scalar(select(Campaign).where(Campaign.name == name))
+    if camp is not None:
+        if camp.backend != IMPORT_BACKEND:
+            raise BadInputError(f"campaign {name!r} holds submitted jobs ({camp.backend} backend); "
+                                f"import into a new name with --campaign")
+        return camp
+    camp = Campaign(name=name, cluster=",".join(clusters)[:100], experiment=IMPORT_BACKEND,
+                    backend=IMPORT_BACKEND, cluster_yaml=cluster_yaml(ClusterSpec(name=clusters[0])),
+                    python="", created_at=now(), workdir="")
+    s.add(camp)
+    s.flush()
+    return camp
 
 
 def params_text(extra_args: tuple[tuple[str, str], ...], row: dict[str, Any]) -> str:

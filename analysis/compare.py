@@ -1,0 +1,209 @@
+"""Two result tables point by point: NEW/BASE time ratios with an interval,
+a noise-aware verdict per point, and a summary per kernel and implementation.
+
+A point is one (configuration, threads, n): every group column of
+analysis/columns.py plus `threads` and `n`. With `by` (one of
+analysis.ratios.DIMENSIONS) that dimension is allowed to differ between the
+two sides and is left out of the match (`cluster` also frees `partition`),
+so a campaign on one cluster can be compared with one on another; the
+points then carry both sides' values as `<col>_base` and `<col>_new`.
+
+Interval (order statistics, not a bootstrap): each side's median comes with
+the distribution-free sign-test interval of analysis/summary.py (coverage
+`ci_coverage`; [min, max] below six repeats). The ratio's interval is
+[lo_new / hi_base, hi_new / lo_base]: whenever both medians' intervals hold
+their true medians, this box holds the true ratio, so its coverage is at
+least the product of the two (`ci_coverage` of a point). A bootstrap of the
+median with 3-10 repeats is discrete and under-covers; the order-statistic
+interval states what it guarantees.
+
+Verdict at threshold t (default 5%):
+- `slower`: the ratio interval lies above 1 (the medians' intervals do not
+  overlap: the same test as `within_noise` in analysis/ratios.py) and the
+  ratio exceeds 1 + t;
+- `faster`: the interval lies below 1 and BASE/NEW exceeds 1 + t;
+- `within-noise`: anything else (overlapping intervals, or a real change
+  smaller than the threshold);
+- `insufficient-repeats`: either side has fewer than `min_repeats` repeats
+  (default 4). A single repeat has the interval [t, t], which never overlaps
+  another, so without this rule one repeat would "prove" every change.
+
+Why 4: under identical conditions (both sides' repeats independent draws of
+one distribution) two [min, max] intervals of m and k repeats fail to
+overlap with probability 2/C(m+k, m), whatever the distribution: 10% at
+3 + 3 repeats (no distribution-free rule can do better with three), 2.9% at
+4 + 4, 0.8% at 5 + 5; wider intervals (more repeats) only lower it. So at
+>= 4 repeats per side an identical rerun is called faster or slower at
+<= 2.9% of points by the rule itself; drift of the machine between the runs
+(another tenant, a clock change) is real and not covered by the repeats.
+
+Summary per kernel and implementation (plus the `by` pair): the geometric
+mean of the point ratios with a 95% t-interval over the points' log ratios
+(the point's own interval when there is one point), the count of points
+per verdict, and a verdict of the group by the same rule on the geometric
+mean. Unrelated noise scatters points both ways and averages out there; a
+real change (a compiler upgrade) moves them together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from analysis.columns import OPTIONAL_GROUP_COLUMNS
+from analysis.ratios import DIMENSIONS
+from analysis.schema import group_columns
+from analysis.summary import ensure_summary, is_summary
+
+FASTER, SLOWER, NOISE, INSUFFICIENT = "faster", "slower", "within-noise", "insufficient-repeats"
+VERDICTS: tuple[str, ...] = (FASTER, SLOWER, NOISE, INSUFFICIENT)
+DEFAULT_THRESHOLD = 0.05
+MIN_REPEATS = 4
+METHOD = ("ratio of medians NEW/BASE; interval [lo_new/hi_base, hi_new/lo_base] from the "
+          "order-statistic (sign-test) intervals of the two medians, coverage >= the product of theirs")
+_VALUES = ["median_s", "ci_lo_s", "ci_hi_s", "ci_coverage", "repeats"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What `compare` found. `points`: one row per matched point (the match
+    columns, `<varied>_base`/`<varied>_new` when `by` is set, `t_base`,
+    `t_new`, `repeats_base`, `repeats_new`, `ratio`, `ratio_lo`, `ratio_hi`,
+    `ci_coverage`, `verdict`); `summary`: one row per kernel+impl (see the
+    module doc); `base_only` / `new_only`: points measured on one side only."""
+
+    points: pd.DataFrame
+    summary: pd.DataFrame
+    base_only: pd.DataFrame
+    new_only: pd.DataFrame
+    threshold: float
+    by: str | None
+    min_repeats: int
+    method: str = METHOD
+
+    @property
+    def slower(self) -> pd.DataFrame:
+        """Points slower beyond the threshold (what `--fail-on slower` fails on)."""
+        return self.points[self.points["verdict"] == SLOWER]
+
+
+def varied_columns(by: str | None) -> list[str]:
+    """Columns allowed to differ between the sides for `by`."""
+    if by is None:
+        return []
+    if by not in DIMENSIONS:
+        raise ValueError(f"unknown compare dimension {by!r}; known: {', '.join(DIMENSIONS)}")
+    return ["cluster", "partition"] if by == "cluster" else [by]
+
+
+def _aligned(base: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both sides with the same optional group columns, so that a table without
+    `params` (an imported CSV) still matches one with `params` = ""."""
+    out = []
+    for side, other in ((base, new), (new, base)):
+        side = side.copy()
+        for col in OPTIONAL_GROUP_COLUMNS:
+            if col in other.columns and col not in side.columns:
+                side[col] = "" if col == "params" else pd.NA
+            if col == "params" and col in side.columns:
+                side[col] = side[col].fillna("").astype("str")
+        out.append(side)
+    return out[0], out[1]
+
+
+def compare(base: pd.DataFrame, new: pd.DataFrame, *, by: str | None = None,
+            threshold: float = DEFAULT_THRESHOLD, min_repeats: int = MIN_REPEATS) -> Comparison:
+    """Match the points of `base` and `new` (raw results or summaries) and judge
+    each NEW/BASE ratio; see the module doc. Raises ValueError for an unknown
+    `by`, a threshold outside (0, 1) or min_repeats < 1."""
+    varied = varied_columns(by)
+    if not 0 < threshold < 1:
+        raise ValueError(f"threshold must be between 0 and 1 (a fraction, 0.05 = 5%), got {threshold}")
+    if min_repeats < 1:
+        raise ValueError(f"min_repeats must be >= 1, got {min_repeats}")
+    if is_summary(base) != is_summary(new):
+        raise ValueError("compare both raw results or both summaries")
+    sb, sn = (ensure_summary(f) for f in _aligned(base, new))
+    match = [c for c in group_columns(sb) if c not in varied] + ["threads", "n"]
+    left = sb[match + varied + _VALUES]
+    right = sn[match + varied + _VALUES]
+    merged = left.merge(right, on=match, how="outer", suffixes=("_base", "_new"), indicator=True)
+    both = merged[merged["_merge"] == "both"].reset_index(drop=True)
+    points = _points(both, match, varied, threshold, min_repeats)
+    only = {}
+    for side, tag in (("base", "left_only"), ("new", "right_only")):
+        part = merged[merged["_merge"] == tag]
+        cols = match + [f"{c}_{side}" for c in varied] + [f"median_s_{side}", f"repeats_{side}"]
+        frame = part[cols].rename(columns={f"{c}_{side}": c for c in varied}
+                                  | {f"median_s_{side}": "t", f"repeats_{side}": "repeats"})
+        frame["repeats"] = frame["repeats"].astype("int64")
+        only[side] = frame.reset_index(drop=True)
+    return Comparison(points, summarize_points(points, by, threshold), only["base"], only["new"],
+                      threshold, by, min_repeats)
+
+
+def _points(both: pd.DataFrame, match: list[str], varied: list[str], threshold: float,
+            min_repeats: int) -> pd.DataFrame:
+    """Ratio, interval and verdict of every matched point."""
+    out = both[match + [f"{c}_{s}" for c in varied for s in ("base", "new")]].copy()
+    t_b, t_n = both["median_s_base"].to_numpy(float), both["median_s_new"].to_numpy(float)
+    out["t_base"], out["t_new"] = t_b, t_n
+    rep_b = both["repeats_base"].to_numpy().astype("int64")
+    rep_n = both["repeats_new"].to_numpy().astype("int64")
+    out["repeats_base"], out["repeats_new"] = rep_b, rep_n
+    ratio = t_n / t_b
+    lo = both["ci_lo_s_new"].to_numpy(float) / both["ci_hi_s_base"].to_numpy(float)
+    hi = both["ci_hi_s_new"].to_numpy(float) / both["ci_lo_s_base"].to_numpy(float)
+    out["ratio"], out["ratio_lo"], out["ratio_hi"] = ratio, lo, hi
+    out["ci_coverage"] = both["ci_coverage_base"].to_numpy(float) * both["ci_coverage_new"].to_numpy(float)
+    out["verdict"] = verdicts(ratio, lo, hi, np.minimum(rep_b, rep_n), threshold, min_repeats)
+    return out
+
+
+def verdicts(ratio: np.ndarray, lo: np.ndarray, hi: np.ndarray, repeats: np.ndarray,
+             threshold: float, min_repeats: int) -> np.ndarray:
+    """The verdict rule of the module doc, vectorised. `repeats`: the smaller
+    side's repeat count per point."""
+    slower = (lo > 1.0) & (ratio > 1.0 + threshold)
+    faster = (hi < 1.0) & (1.0 / ratio > 1.0 + threshold)
+    verdict = np.where(slower, SLOWER, np.where(faster, FASTER, NOISE)).astype(object)
+    verdict[repeats < min_repeats] = INSUFFICIENT
+    return verdict
+
+
+def summary_keys(by: str | None) -> list[str]:
+    """Summary rows: per kernel and implementation, and per pair of `by` values."""
+    keys = ["kernel"] + ([] if by == "impl" else ["impl"])
+    if by is not None:
+        keys += [f"{by}_base", f"{by}_new"]
+    return keys
+
+
+def summarize_points(points: pd.DataFrame, by: str | None, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
+    """Geometric mean of the ratios with a 95% interval, verdict counts, and
+    the group's own `verdict`: the point rule applied to the geometric mean
+    and its interval (insufficient-repeats when every point is)."""
+    keys = summary_keys(by)
+    cols = keys + ["points", "geomean", "geomean_lo", "geomean_hi"] + list(VERDICTS) + ["verdict"]
+    rows = []
+    for key, grp in points.groupby(keys, sort=True, dropna=False):
+        logs = np.log(grp["ratio"].to_numpy(float))
+        k = len(logs)
+        mean = float(logs.mean())
+        if k >= 2:
+            half = float(stats.t.ppf(0.975, k - 1) * logs.std(ddof=1) / np.sqrt(k))
+            lo, hi = np.exp(mean - half), np.exp(mean + half)
+        else:
+            lo, hi = float(grp["ratio_lo"].iloc[0]), float(grp["ratio_hi"].iloc[0])
+        counts = grp["verdict"].value_counts()
+        key_values = key if isinstance(key, tuple) else (key,)
+        usable = k - int(counts.get(INSUFFICIENT, 0))
+        verdict = verdicts(np.array([np.exp(mean)]), np.array([lo]), np.array([hi]),
+                           np.array([usable]), threshold, 1)[0]
+        rows.append([*key_values, k, float(np.exp(mean)), float(lo), float(hi)]
+                    + [int(counts.get(v, 0)) for v in VERDICTS] + [verdict])
+    frame = pd.DataFrame(rows, columns=cols)
+    return frame.astype({c: "int64" for c in ["points", *VERDICTS]})

@@ -1,0 +1,111 @@
+"""How many threads to use for a kernel at each n, and what the usual default
+(all cores) costs there: the validation paper's lesson that the 128-thread
+default cost 535x on Delta for small n.
+
+Per configuration (impl, variant, dtype, ... of one cluster and partition)
+and n: `best_threads` is the measured argmin (analysis/threads.py); the
+recommendation is the fewest threads whose median is within `tolerance`
+(default 5%) of the best and whose interval overlaps the best one's, i.e.
+that the data cannot tell from the best, since more threads for no shown
+gain only cost cores (both conditions: with three repeats an interval can be
+wide enough to overlap a thread count twice as slow). Consecutive sizes with the same
+recommendation form one n range; the boundary between two ranges is the
+crossover bracket (last n of one range, first n of the next).
+`default_cost` = t(default threads)/t(recommended) at each n, where the
+default is the partition's core count if it was measured, else the most
+threads measured (`default_measured` says which).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.schema import group_columns
+from analysis.summary import ensure_summary
+
+PER_N_COLUMNS: tuple[str, ...] = ("n", "best_threads", "recommended", "t_recommended", "default_threads",
+                                  "t_default", "default_cost", "default_measured")
+RANGE_COLUMNS: tuple[str, ...] = ("n_lo", "n_hi", "recommended", "max_default_cost")
+
+
+@dataclass(frozen=True)
+class ThreadAdvice:
+    """`per_n`: group columns + PER_N_COLUMNS; `ranges`: group columns + RANGE_COLUMNS."""
+
+    per_n: pd.DataFrame
+    ranges: pd.DataFrame
+    default_threads: int | None
+
+
+def _cell_advice(cell: pd.DataFrame, default: int | None, tolerance: float) -> dict[str, object]:
+    """One (group, n): best, recommended (fewest within noise and tolerance of best), default cost."""
+    cell = cell.sort_values("threads")
+    thr = cell["threads"].to_numpy()
+    t = cell["median_s"].to_numpy(float)
+    lo, hi = cell["ci_lo_s"].to_numpy(float), cell["ci_hi_s"].to_numpy(float)
+    best = int(np.argmin(t))  # first minimum = fewest threads on a tie
+    close = (lo <= hi[best]) & (lo[best] <= hi) & (t <= t[best] * (1.0 + tolerance))
+    rec = int(np.flatnonzero(close)[0])
+    measured = default is not None and default in set(thr.tolist())
+    d_idx = int(np.flatnonzero(thr == default)[0]) if measured else int(np.argmax(thr))
+    return {"best_threads": int(thr[best]), "recommended": int(thr[rec]), "t_recommended": float(t[rec]),
+            "default_threads": int(thr[d_idx]), "t_default": float(t[d_idx]),
+            "default_cost": float(t[d_idx] / t[rec]), "default_measured": bool(measured)}
+
+
+def thread_advice(results: pd.DataFrame, default_threads: int | None = None,
+                  n: int | None = None, tolerance: float = 0.05) -> ThreadAdvice:
+    """Advice for every configuration in `results` (raw or summary); `n`
+    restricts it to one size. Raises ValueError when nothing is left."""
+    s = ensure_summary(results)
+    if n is not None:
+        s = s[s["n"] == n]
+        if s.empty:
+            raise ValueError(f"no measurements at n = {n}")
+    if s.empty:
+        raise ValueError("no measurements to advise on")
+    keys = group_columns(s)
+    rows = []
+    for key, cell in s.groupby(keys + ["n"], sort=True, dropna=False):
+        rows.append({**dict(zip(keys + ["n"], key, strict=True)), **_cell_advice(cell, default_threads, tolerance)})
+    per_n = pd.DataFrame(rows, columns=keys + list(PER_N_COLUMNS))
+    return ThreadAdvice(per_n, _ranges(per_n, keys), default_threads)
+
+
+def _ranges(per_n: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Consecutive n with one recommendation -> (n_lo, n_hi, threads)."""
+    rows = []
+    for key, grp in per_n.groupby(keys, sort=True, dropna=False):
+        grp = grp.sort_values("n")
+        change = np.r_[True, grp["recommended"].to_numpy()[1:] != grp["recommended"].to_numpy()[:-1]]
+        run_id = np.cumsum(change)
+        for _, part in grp.groupby(run_id, sort=True):
+            rows.append({**dict(zip(keys, key, strict=True)), "n_lo": int(part["n"].min()),
+                         "n_hi": int(part["n"].max()), "recommended": int(part["recommended"].iloc[0]),
+                         "max_default_cost": float(part["default_cost"].max())})
+    return pd.DataFrame(rows, columns=keys + list(RANGE_COLUMNS))
+
+
+def format_thread_advice(advice: ThreadAdvice, title: str) -> str:
+    """Text: per configuration, the n ranges with their thread count, then
+    the per-n cost of the default."""
+    lines = [title]
+    keys = [c for c in advice.per_n.columns if c not in PER_N_COLUMNS]
+    label_cols = [c for c in ("impl", "variant", "dtype", "d", "params") if c in keys]
+    for key, grp in advice.per_n.groupby(keys, sort=True, dropna=False):
+        info = dict(zip(keys, key, strict=True))
+        label = "/".join(str(info[c]) for c in label_cols if str(info[c]) not in ("", "nan", "<NA>"))
+        lines.append(f"{info['kernel']} {label}:")
+        ranges = advice.ranges
+        mine = ranges[np.logical_and.reduce([ranges[c].astype("str") == str(info[c]) for c in keys])]
+        for r in mine.itertuples():
+            span = f"n = {r.n_lo}" if r.n_lo == r.n_hi else f"n = {r.n_lo}..{r.n_hi}"
+            lines.append(f"  {span}: {r.recommended} thread{'' if r.recommended == 1 else 's'}")
+        default = grp["default_threads"].iloc[0]
+        how = "all cores" if bool(grp["default_measured"].all()) else "most threads measured"
+        costs = ", ".join(f"n={int(row.n)}: {row.default_cost:.2f}x" for row in grp.itertuples())
+        lines.append(f"  cost of {default} threads ({how}) vs recommended: {costs}")
+    return "\n".join(lines)

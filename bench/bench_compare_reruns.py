@@ -1,0 +1,157 @@
+"""False-positive rate of `campaign compare` on identical reruns.
+
+Submits experiment=compare_noise on cluster=local RUNS times (campaigns
+noise-1 .. noise-RUNS, one ledger), then compares every pair with the CLI
+(`campaign compare A B --format json`). Nothing changed between the runs, so
+every point called faster or slower is a false positive. Reported per pair
+and overall, for all points and for the 1-thread points alone (2-thread runs
+on a shared 2-core machine are hit by descheduled OpenMP threads), and the
+summary rows (kernel + impl) whose own verdict is not within-noise; also at
+larger thresholds (the verdicts recomputed from the same ratios and
+intervals). The load average around each run is recorded: on a shared
+machine it is the noise.
+
+The split-half null separates the method from the machine: each run's
+repeats split into even and odd repeat numbers (4 + 4 of the 8) and compared
+with each other. Those halves were measured interleaved, under the same
+load, so their false-positive rate is the verdict rule's own under
+stationary noise; the rate between runs adds the drift of the machine.
+
+    python bench/bench_compare_reruns.py [--runs 4] [--threshold 0.05] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+OUT = REPO / "bench" / "results" / "compare"
+THRESHOLDS = (0.05, 0.10, 0.25)
+
+
+def campaign(ledger: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "campaign", "--ledger", str(ledger), *args],
+                          capture_output=True, text=True, env=env, check=False, cwd=REPO)
+
+
+def submit(ledger: Path, name: str) -> dict[str, Any]:
+    load_before = os.getloadavg()[0]
+    start = time.perf_counter()
+    proc = campaign(ledger, "submit", "cluster=local", "experiment=compare_noise", f"campaign.name={name}")
+    if proc.returncode != 0:
+        sys.exit(f"submit {name} failed: {proc.stderr.strip()}")
+    return {"campaign": name, "seconds": round(time.perf_counter() - start, 1),
+            "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)}
+
+
+def rates(points: list[dict[str, Any]], threshold: float | None = None) -> dict[str, Any]:
+    """Points called faster/slower, at the compared threshold or, recomputed
+    from the same ratios and intervals, at `threshold`."""
+    import numpy as np
+
+    from analysis.compare import verdicts
+
+    judged = [p for p in points if p["verdict"] != "insufficient-repeats"]
+    if threshold is not None and judged:
+        ratio, lo, hi = (np.array([p[k] for p in judged], dtype=float) for k in ("ratio", "ratio_lo", "ratio_hi"))
+        got = verdicts(ratio, lo, hi, np.full(len(judged), 10**6), threshold, 1)
+    else:
+        got = np.array([p["verdict"] for p in judged], dtype=object)
+    wrong = int(np.isin(got, ["faster", "slower"]).sum()) if judged else 0
+    return {"points": len(judged), "false_positives": wrong,
+            "rate": round(wrong / len(judged), 4) if judged else None}
+
+
+def split_half(ledger: Path, name: str, threshold: float) -> dict[str, Any]:
+    """Even vs odd repeats of one run: the verdict rule under stationary noise."""
+    from analysis.compare import compare as compare_frames
+    from campaign.ledger import Ledger
+    from campaign.results.export import results_frame
+
+    led = Ledger(ledger, create=False)
+    try:
+        frame = results_frame(led, campaign=name, usable_only=True)
+    finally:
+        led.close()
+    even, odd = frame[frame["repeat"] % 2 == 0], frame[frame["repeat"] % 2 == 1]
+    points = compare_frames(even, odd, threshold=threshold).points
+    return rates([{k: row[k] for k in ("verdict", "ratio", "ratio_lo", "ratio_hi")}
+                  for row in points.to_dict("records")])
+
+
+def compare(ledger: Path, a: str, b: str, threshold: float) -> dict[str, Any]:
+    proc = campaign(ledger, "compare", a, b, "--format", "json", "--threshold", str(threshold))
+    if proc.returncode != 0:
+        sys.exit(f"compare {a} {b} failed: {proc.stderr.strip()}")
+    doc = json.loads(proc.stdout)
+    summary_wrong = [f"{s['kernel']}/{s['impl']}" for s in doc["summary"] if s["verdict"] in ("faster", "slower")]
+    return {"base": a, "new": b, "all": rates(doc["points"]),
+            "one_thread": rates([p for p in doc["points"] if p["threads"] == 1]),
+            "by_threshold": {f"{t:g}": rates(doc["points"], t) for t in THRESHOLDS},
+            "summary_rows": len(doc["summary"]), "summary_false_positives": summary_wrong}
+
+
+def total(pairs: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    n = sum(p[key]["points"] for p in pairs)
+    fp = sum(p[key]["false_positives"] for p in pairs)
+    return {"points": n, "false_positives": fp, "rate": round(fp / n, 4) if n else None}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=4)
+    ap.add_argument("--threshold", type=float, default=0.05)
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args()
+    if args.runs < 2:
+        sys.exit("--runs must be >= 2")
+    with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp:
+        ledger = Path(tmp) / "ledger.sqlite"
+        runs = [submit(ledger, f"noise-{i + 1}") for i in range(args.runs)]
+        pairs = [compare(ledger, a["campaign"], b["campaign"], args.threshold)
+                 for a, b in itertools.combinations(runs, 2)]
+        halves = {r["campaign"]: split_half(ledger, r["campaign"], args.threshold) for r in runs}
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "ledger.sqlite").write_bytes(ledger.read_bytes())
+    result = {"threshold": args.threshold, "cpus": os.cpu_count(), "runs": runs, "pairs": pairs,
+              "all": total(pairs, "all"), "one_thread": total(pairs, "one_thread"),
+              "by_threshold": {t: {"points": sum(p["by_threshold"][t]["points"] for p in pairs),
+                                   "false_positives": sum(p["by_threshold"][t]["false_positives"] for p in pairs)}
+                               for t in (f"{x:g}" for x in THRESHOLDS)},
+              "split_half": halves,
+              "split_half_total": {"points": sum(h["points"] for h in halves.values()),
+                                   "false_positives": sum(h["false_positives"] for h in halves.values())},
+              "summary": {"rows": sum(p["summary_rows"] for p in pairs),
+                          "false_positives": sum(len(p["summary_false_positives"]) for p in pairs)}}
+    (args.out / "false_positives.json").write_text(json.dumps(result, indent=1) + "\n")
+    for r in runs:
+        print(f"{r['campaign']}: {r['seconds']} s, load average {r['load_before']} -> {r['load_after']}")
+    for p in pairs:
+        print(f"{p['base']} vs {p['new']}: {p['all']['false_positives']}/{p['all']['points']} points, "
+              f"1 thread {p['one_thread']['false_positives']}/{p['one_thread']['points']}, "
+              f"summary rows {p['summary_false_positives'] or 'none'}")
+    for key in ("all", "one_thread"):
+        t = result[key]
+        print(f"false-positive rate ({key}): {t['false_positives']}/{t['points']} = {t['rate']:.1%}")
+    for t, v in result["by_threshold"].items():
+        print(f"  at threshold {float(t):.0%}: {v['false_positives']}/{v['points']}")
+    h = result["split_half_total"]
+    print(f"split-half null (even vs odd repeats of one run): {h['false_positives']}/{h['points']}")
+    s = result["summary"]
+    print(f"summary rows called faster/slower: {s['false_positives']}/{s['rows']}")
+    print(f"written: {args.out / 'false_positives.json'}, {args.out / 'ledger.sqlite'}")
+
+
+if __name__ == "__main__":
+    main()

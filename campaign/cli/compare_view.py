@@ -1,0 +1,120 @@
+"""`campaign compare` as text, Markdown or JSON.
+
+Text and Markdown show, in this order: what was compared and how, the
+provenance that differs, the summary per kernel and implementation, the
+points that are not within noise (slower first; within-noise points are
+counted, not listed: `--format json` has every point), points on one side
+only, and references outside their tolerance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from analysis.compare import FASTER, INSUFFICIENT, NOISE, SLOWER, VERDICTS
+from analysis.metrics import to_records
+from analysis.provenance_diff import format_diff
+from campaign.compare import CompareReport
+
+MAX_ROWS = 50  # per listed section; the rest is counted
+_LABELS = ("impl", "variant", "dtype", "d", "params")
+
+
+def _grid(columns: Sequence[str], rows: list[list[str]], markdown: bool) -> list[str]:
+    if markdown:
+        out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        return out + ["| " + " | ".join(r) + " |" for r in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
+    line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
+    return [line] + ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
+
+
+def _config(row: dict[str, Any], varied: list[str]) -> str:
+    """A point's configuration in one cell: kernel impl/variant/dtype[params]."""
+    parts = [(f"d={row[c]}" if c == "d" else str(row[c])) for c in _LABELS
+             if c in row and c not in varied and str(row[c]) not in ("", "nan", "<NA>", "None")]
+    for c in varied:
+        parts.append(f"{row[c + '_base']}->{row[c + '_new']}")
+    return f"{row['kernel']} " + "/".join(parts)
+
+
+def _section(title: str, markdown: bool) -> str:
+    return f"\n## {title}" if markdown else f"\n{title}:"
+
+
+def as_text(rep: CompareReport, markdown: bool = False) -> str:
+    c = rep.comparison
+    varied = ["cluster", "partition"] if c.by == "cluster" else ([c.by] if c.by else [])
+    head = "# " if markdown else ""
+    lines = [f"{head}compare BASE {rep.base.text} -> NEW {rep.new.text}",
+             f"threshold {c.threshold:.1%}; a verdict needs >= {c.min_repeats} repeats per side; {c.method}"]
+    if c.by:
+        lines.append(f"matched across {c.by}")
+    lines.append(_section("Provenance that differs", markdown))
+    diff = format_diff(rep.provenance) or ["nothing recorded differs"]
+    lines += [f"- {d}" if markdown else f"  {d}" for d in diff]
+    lines.append(_section("Summary (NEW/BASE time; > 1 = NEW slower)", markdown))
+    keys = [k for k in c.summary.columns if k not in ("points", "geomean", "geomean_lo", "geomean_hi", "verdict")
+            and k not in VERDICTS]
+    rows = [[*(str(r[k]) for k in keys), str(r["points"]), f"{r['geomean']:.3f}",
+             f"[{r['geomean_lo']:.3f}, {r['geomean_hi']:.3f}]", str(r[SLOWER]), str(r[FASTER]), str(r[NOISE]),
+             str(r[INSUFFICIENT]), str(r["verdict"])] for r in c.summary.to_dict("records")]
+    lines += _grid([*keys, "points", "geomean", "95% interval", "slower", "faster", "same", "insufficient",
+                    "verdict"], rows, markdown)
+    counts = c.points["verdict"].value_counts()
+    lines.append(_section(f"Points: {len(c.points)} matched, " + ", ".join(
+        f"{int(counts.get(v, 0))} {v}" for v in VERDICTS), markdown))
+    listed = c.points[c.points["verdict"] != NOISE].copy()
+    listed["_order"] = listed["verdict"].map({SLOWER: 0, FASTER: 1, INSUFFICIENT: 2})
+    listed = listed.sort_values(["_order", "ratio"], ascending=[True, False], kind="stable")
+    rows = [[_config(r, varied), str(r["threads"]), str(r["n"]), f"{r['t_base']:.4g}", f"{r['t_new']:.4g}",
+             f"{r['ratio']:.3f}", f"[{r['ratio_lo']:.3f}, {r['ratio_hi']:.3f}]",
+             f"{r['repeats_base']}/{r['repeats_new']}", str(r["verdict"])]
+            for r in listed.head(MAX_ROWS).to_dict("records")]
+    if rows:
+        lines += _grid(["configuration", "threads", "n", "base s", "new s", "ratio", "interval", "repeats",
+                        "verdict"], rows, markdown)
+    if len(listed) > MAX_ROWS:
+        lines.append(f"... and {len(listed) - MAX_ROWS} more (see --format json)")
+    for side, frame in (("BASE", c.base_only), ("NEW", c.new_only)):
+        if len(frame):
+            lines.append(_section(f"Only in {side}: {len(frame)} point(s)", markdown))
+            shown = [f"{_config(r, [])} threads={r['threads']} n={r['n']}" for r in frame.head(MAX_ROWS).to_dict("records")]
+            lines += [f"- {t}" if markdown else f"  {t}" for t in shown]
+    lines += _references_text(rep, markdown)
+    lines += [f"note: {n}" for n in rep.notes]
+    return "\n".join(lines)
+
+
+def _references_text(rep: CompareReport, markdown: bool) -> list[str]:
+    if rep.references is None:
+        return []
+    refs = rep.references
+    bad = refs[refs["status"] != "ok"]
+    lines = [_section(f"References: {len(refs)} checked, {len(bad)} outside their tolerance", markdown)]
+    rows = [[f"{r['kernel']} {r['impl']}/{r['variant']}", str(r["threads"]), str(r["n"]), str(r["metric"]),
+             f"{r['expected']:.4g}", "-" if r["status"] == "missing" else f"{r['measured']:.4g}",
+             "-" if r["status"] == "missing" else f"{r['deviation']:+.1%}", f"{r['tolerance']:.0%}", str(r["status"])]
+            for r in bad.to_dict("records")]
+    if rows:
+        lines += _grid(["reference", "threads", "n", "metric", "expected", "measured", "deviation", "tolerance",
+                        "status"], rows, markdown)
+    return lines
+
+
+def as_json(rep: CompareReport) -> dict[str, Any]:
+    """Everything, machine-readable: every point, not only the listed ones."""
+    c = rep.comparison
+    out: dict[str, Any] = {
+        "base": rep.base.text, "new": rep.new.text, "by": c.by, "threshold": c.threshold,
+        "min_repeats": c.min_repeats, "method": c.method,
+        "provenance": [{"category": d.category, "key": d.key, "base": list(d.base), "new": list(d.new)}
+                       for d in rep.provenance],
+        "summary": to_records(c.summary), "points": to_records(c.points),
+        "base_only": to_records(c.base_only), "new_only": to_records(c.new_only),
+        "notes": rep.notes,
+    }
+    if rep.references is not None:
+        out["references"] = to_records(rep.references)
+    return out

@@ -1,0 +1,213 @@
+"""`campaign compare BASE NEW`: two selections of the ledger(s), matched
+point by point (analysis.compare), with the provenance that differs
+(analysis.provenance_diff) and, on request, the NEW side's points outside
+their configured references (analysis.references).
+
+A selection is a campaign name, or `key=value` pairs joined by commas:
+`campaign=NAME`, `cluster=C`, `since=DATE`, `until=DATE` (ISO dates or
+times, naive local like the ledger's job times; until is exclusive),
+`commit=PREFIX` (jobs submitted from that git commit) and `ledger=PATH`
+(another ledger file; default: the command's ledger). A ledger
+named by `ledger=` is only read: when its schema is older, a temporary copy
+is upgraded, never the file itself (a committed benchmark ledger stays
+byte-identical).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from campaign.config import load_config
+from campaign.config.clusters import cluster_from_yaml
+from campaign.errors import BadInputError, ConfigError, LedgerError
+from campaign.ledger import Campaign, Ledger, Provenance
+from campaign.ledger import queries as q
+from campaign.ledger.models import SCHEMA_VERSION
+from campaign.results.export import RowFilter, results_frame
+from campaign.results.store import IMPORT_BACKEND
+
+SELECTION_KEYS = ("campaign", "cluster", "since", "until", "commit", "ledger")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which result rows one side of a comparison takes."""
+
+    text: str
+    campaign: str | None = None
+    cluster: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    commit: str | None = None
+    ledger: Path | None = None
+
+
+@dataclass
+class CompareReport:
+    """What `compare` found, for the CLI's table/json/md views."""
+
+    base: Selection
+    new: Selection
+    comparison: Any  # analysis.compare.Comparison
+    provenance: list[Any]  # analysis.provenance_diff.Difference
+    references: Any | None = None  # DataFrame of analysis.references.check_references, when asked
+    notes: list[str] = field(default_factory=list)
+
+
+def _date(key: str, value: str, text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        raise BadInputError(f"selection {text!r}: {key}={value!r} is not an ISO date (e.g. 2026-11-30)") from None
+
+
+def parse_selection(text: str) -> Selection:
+    """`NAME` or `key=value,...` (SELECTION_KEYS); see the module doc."""
+    if "=" not in text:
+        if not text.strip():
+            raise BadInputError("empty selection: give a campaign name or campaign=NAME,cluster=C,...")
+        return Selection(text, campaign=text.strip())
+    values: dict[str, str] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or key not in SELECTION_KEYS or not value:
+            raise BadInputError(f"selection {text!r}: {part!r} is not key=value with key one of "
+                                f"{', '.join(SELECTION_KEYS)}")
+        values[key] = value
+    if "campaign" not in values and "cluster" not in values:
+        raise BadInputError(f"selection {text!r}: name a campaign or a cluster")
+    return Selection(
+        text, campaign=values.get("campaign"), cluster=values.get("cluster"),
+        since=_date("since", values["since"], text) if "since" in values else None,
+        until=_date("until", values["until"], text) if "until" in values else None,
+        commit=values.get("commit"), ledger=Path(values["ledger"]) if "ledger" in values else None,
+    )
+
+
+def _schema_version(path: Path) -> int | None:
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+    return int(row[0]) if row else None
+
+
+def open_for_reading(path: Path, tmp: Path) -> Ledger:
+    """A ledger file opened without changing it (see the module doc)."""
+    if not path.is_file():
+        raise BadInputError(f"ledger {path} does not exist")
+    version = _schema_version(path)
+    if version is not None and version < SCHEMA_VERSION:
+        copy = tmp / f"{len(list(tmp.iterdir()))}-{path.name}"
+        shutil.copyfile(path, copy)
+        return Ledger(copy, create=False)
+    return Ledger(path, create=False)
+
+
+def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[Campaign]]:
+    """Result rows, provenance records and campaigns of one selection."""
+    import yaml  # lazy: only compare reads stored configs
+
+    with led.session() as s:
+        if sel.campaign is not None:
+            camps = [q.require_campaign(s, sel.campaign)]
+        else:
+            camps = list(s.scalars(select(Campaign).where(Campaign.cluster == sel.cluster)))
+        which = select(Provenance).where(Provenance.campaign_id.in_([c.id for c in camps]))
+        if sel.commit is not None:
+            which = which.where(Provenance.git_commit.startswith(sel.commit, autoescape=True))
+        provs = list(s.scalars(which.order_by(Provenance.id)))
+    frame = results_frame(led, campaign=sel.campaign, cluster=sel.cluster, usable_only=True, all_extras=False,
+                          where=RowFilter(since=sel.since, until=sel.until, commit=sel.commit))
+    if frame.empty:
+        raise BadInputError(f"selection {sel.text!r} has no usable results")
+    gpus = {str(g) for g in frame["gpu_model"].dropna().unique() if str(g)} if "gpu_model" in frame else set()
+    records = []
+    for p in provs:
+        try:
+            config = yaml.safe_load(p.config_yaml) if p.config_yaml else {}
+        except yaml.YAMLError:
+            config = {}
+        records.append({"git_commit": p.git_commit, "git_dirty": p.git_dirty, "hostname": p.hostname,
+                        "packages": p.packages, "environment": p.environment or {},
+                        "config": config if isinstance(config, dict) else {},
+                        "gpu_model": sorted(gpus) or None})
+    return frame, records, camps
+
+
+def references_frame(camps: list[Campaign]) -> Any:
+    """References of the campaigns' partitions, from the cluster as submitted,
+    else the shipped config of that cluster's name, as the DataFrame that
+    analysis.references.check_references takes (the report can use it too)."""
+    import pandas as pd  # lazy: pandas
+
+    rows = []
+    for camp in camps:
+        spec = None if camp.backend == IMPORT_BACKEND else cluster_from_yaml(camp.cluster_yaml)
+        if spec is None or not any(p.references for p in spec.partitions.values()):
+            try:
+                spec = load_config([f"cluster={camp.cluster}"]).cluster
+            except ConfigError:
+                continue
+        for pname, part in spec.partitions.items():
+            for ref in part.references:
+                rows.append({"cluster": spec.name, "partition": pname, "kernel": ref.kernel, "impl": ref.impl,
+                             "variant": ref.variant, "threads": ref.threads, "n": ref.n, "dtype": ref.dtype,
+                             "params": ref.params, "time_s": ref.time_s, "flops_per_s": ref.flops_per_s,
+                             "tolerance": ref.tolerance})
+    return pd.DataFrame(rows)
+
+
+def compare(led_for: Any, base: str, new: str, *, by: str | None = None, threshold: float = 0.05,
+            reference: bool = False) -> CompareReport:
+    """Compare two selections. `led_for()` opens the command's own ledger
+    (called only when a selection has no `ledger=`)."""
+    from analysis.compare import compare as compare_frames  # lazy: pandas, scipy
+    from analysis.provenance_diff import provenance_diff
+    from analysis.references import check_references
+
+    sb, sn = parse_selection(base), parse_selection(new)
+    with tempfile.TemporaryDirectory(prefix="campaign-compare-") as tmp:
+        opened: dict[Path | None, Ledger] = {}
+
+        def ledger(sel: Selection) -> Ledger:
+            if sel.ledger not in opened:
+                opened[sel.ledger] = led_for() if sel.ledger is None else open_for_reading(sel.ledger, Path(tmp))
+            return opened[sel.ledger]
+
+        try:
+            fb, pb, _ = _side(ledger(sb), sb)
+            fn, pn, camps_new = _side(ledger(sn), sn)
+        except LedgerError as exc:
+            raise BadInputError(str(exc)) from None
+        finally:
+            for led in opened.values():
+                led.close()
+    try:
+        result = compare_frames(fb, fn, by=by, threshold=threshold)
+    except ValueError as exc:
+        raise BadInputError(str(exc)) from None
+    report = CompareReport(sb, sn, result, provenance_diff(pb, pn))
+    if reference:
+        refs = references_frame(camps_new)
+        if refs.empty:
+            report.notes.append(f"no references configured for the partitions of {sn.text!r}")
+        else:
+            try:
+                report.references = check_references(fn, refs)
+            except ValueError as exc:
+                raise BadInputError(str(exc)) from None
+    return report
