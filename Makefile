@@ -17,7 +17,7 @@ FFLAGS ?= -O3 -fopenmp
 DEMO   ?= demo
 export CAMPAIGN_SLURM_LAB ?= /tmp/campaign-slurm
 
-.PHONY: setup kernels demo test test-unit lint bench slurm-up slurm-down clean
+.PHONY: setup kernels demo test test-unit lint bench slurm-up slurm-down clean browser
 
 $(STAMP): pyproject.toml
 	@command -v gfortran >/dev/null || { echo "installing gfortran (Debian)"; \
@@ -49,9 +49,17 @@ slurm-up:
 slurm-down:
 	bash .ci/slurm-down.sh
 
+# Headless Chromium (and a font) for the report's browser test, from Debian; once.
+browser:
+	@command -v chromium >/dev/null && dpkg -s fonts-dejavu-core >/dev/null 2>&1 || { \
+	  echo "installing chromium and fonts-dejavu-core (Debian)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends chromium fonts-dejavu-core >/dev/null; }
+
 # Everything: install, start the real single-node Slurm, run the whole suite.
-test: setup slurm-up
-	CAMPAIGN_REQUIRE_SLURM=1 CAMPAIGN_REQUIRE_POSTGRES=1 $(BIN)/python -m pytest -q tests
+test: setup slurm-up browser
+	CAMPAIGN_REQUIRE_SLURM=1 CAMPAIGN_REQUIRE_POSTGRES=1 CAMPAIGN_REQUIRE_CHROMIUM=1 \
+	  $(BIN)/python -m pytest -q tests
 
 test-unit: setup
 	$(BIN)/python -m pytest -q tests -m "not slurm"

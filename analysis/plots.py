@@ -1,251 +1,297 @@
-"""PNG figures for the per-cluster report (matplotlib, Agg backend).
+"""The report's figures, one per question: scaling, speedup/efficiency, best-thread
+map, doubling penalties, ratios, roofline (PNG, 144 dpi; see plot_axes.py).
 
-Each function draws one figure of small panels (one per group), writes it to
-`path` and returns a `Figure` record with a note on what was left out: with
-many groups the figure keeps the first MAX_PANELS panels and MAX_LINES lines
-per panel, and says so, instead of becoming unreadable. matplotlib is imported
-inside `_pyplot` so that importing `analysis` stays cheap. Groups with one
-point or without T = 1 draw what they have; empty inputs give no figure.
+Every figure is drawn from summarised medians or metric frames, never from raw
+result rows, and draws at most MAX_PANELS panels of MAX_LINES lines: its note
+says how many groups were left out, so a 100,000-group campaign costs what a
+12-group one does. Intervals of medians are drawn as bands, intervals of
+ratios as error bars. Empty inputs give no figure (None).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from analysis import display
+from analysis.blocks import Figure
+from analysis.plot_axes import (
+    COLOURBAR,
+    MAX_LINES,
+    MAX_PANELS,
+    Axes,
+    Handles,
+    finite_range,
+    grouped,
+    log_axis,
+    palette,
+    panels,
+    pick,
+    pow2_axis,
+    several,
+    short_labels,
+    size_axis,
+)
+from analysis.report_tables import labels
 from analysis.schema import group_columns
 
-MAX_PANELS = 12
-MAX_LINES = 8
-Axes = Any  # matplotlib.axes.Axes, imported lazily
+MAX_POINTS = 500  # roofline points per kernel and panel
 
-
-@dataclass(frozen=True)
-class Figure:
-    """A written PNG, its caption and what it left out ("" if nothing)."""
-
-    path: Path
-    caption: str
-    note: str
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
+__all__ = ["MAX_LINES", "MAX_PANELS", "Figure", "best_thread_map", "doubling_penalties",
+           "group_label", "ratio_lines", "roofline_plot", "speedup_efficiency", "time_vs_n"]
 
 
 def group_label(row: pd.Series | dict[str, Any], with_cluster: bool = False) -> str:
     """Short readable name of a group: kernel/impl/variant, dtype, d, partition."""
-    parts = [f"{row['kernel']}/{row['impl']}/{row['variant']}"]
-    if "dtype" in row and isinstance(row["dtype"], str):
-        parts.append(row["dtype"])
-    if "d" in row and pd.notna(row["d"]):
-        parts.append(f"d={int(row['d'])}")
-    parts.append(f"{row['cluster']}:{row['partition']}" if with_cluster else str(row["partition"]))
-    if row.get("device") not in (None, "cpu"):
-        parts.append(str(row["device"]))
-    params = row.get("params")
-    if isinstance(params, str) and params:
-        parts.append(f"[{params}]")
-    return " ".join(parts)
+    frame = pd.DataFrame([dict(row)])
+    text = str(labels(frame).iloc[0])
+    return f"{row['cluster']}:{text}" if with_cluster else text
 
 
-def _groups(frame: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
-    """(label, rows) per group in key order; a handful of groups, not rows."""
+def _by_group(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    return grouped(frame, [c for c in group_columns(frame) if c in frame.columns], group_label)
+
+
+def _several(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Rows of groups that have more than one value of `column`."""
     keys = [c for c in group_columns(frame) if c in frame.columns]
-    for _, rows in frame.groupby(keys, dropna=False, sort=True):
-        yield group_label(rows.iloc[0]), rows
+    return frame[several(frame, keys, column)] if len(frame) else frame
 
 
-def _pick(values: list[Any], limit: int) -> list[Any]:
-    """At most `limit` values spread evenly, always keeping first and last."""
-    if len(values) <= limit:
-        return values
-    idx = np.unique(np.linspace(0, len(values) - 1, limit).round().astype(int))
-    return [values[i] for i in idx]
-
-
-def _panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]],
-            draw: Callable[[Axes, pd.DataFrame], str], what: str) -> Figure | None:
-    """Grid of panels, one per item; `draw` returns a note on lines left out."""
-    if not items:
-        return None
-    plt = _pyplot()
-    shown = items[:MAX_PANELS]
-    cols = min(3, len(shown))
-    rows = math.ceil(len(shown) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.3 * rows), squeeze=False)
-    notes: set[str] = set()
-    for ax, (label, frame) in zip(axes.flat, shown, strict=False):
-        ax.set_title(label, fontsize=8)
-        ax.tick_params(labelsize=7)
-        note = draw(ax, frame)
-        if note:
-            notes.add(note)
-    for ax in list(axes.flat)[len(shown):]:
-        ax.set_visible(False)
-    # Fixed margins: tight_layout draws the figure an extra time (a third of the cost).
-    fig.subplots_adjust(left=0.06, right=0.94, bottom=0.4 / rows, top=1 - 0.25 / rows,
-                        hspace=0.6, wspace=0.5)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    left = len(items) - len(shown)
-    text = [f"{left} of {len(items)} {what} not shown (cap {MAX_PANELS} panels)"] if left else []
-    return Figure(path, caption, "; ".join(text + sorted(notes)))
-
-
-def _lines(ax: Axes, frame: pd.DataFrame, by: str, x: str, y: str,
-           named: bool = True) -> tuple[str, list[Any]]:
-    """One line per value of `by` (capped at MAX_LINES), markers for single points.
-
-    Returns a note on values left out and the values drawn, so overlays (noise
-    markers) can match the lines.
-    """
+def _lines(ax: Axes, frame: pd.DataFrame, by: str, x: str, y: str, colours: dict[Any, Any],
+           handles: Handles, name: str, band: tuple[str, str] | None = None,
+           style: str = "-") -> str:
+    """One line per value of `by` (capped at MAX_LINES), optional interval band."""
     values = sorted(frame[by].dropna().unique().tolist())
-    chosen = _pick(values, MAX_LINES)
+    chosen = pick(values, MAX_LINES)
     for value in chosen:
         part = frame[frame[by] == value].sort_values(x)
-        ax.plot(part[x], part[y], marker="o", markersize=3,
-                label=f"{by}={value}" if named else str(value))
-    if chosen:
-        ax.legend(fontsize=6)
-    note = f"lines per panel capped at {MAX_LINES} {by} values" if len(chosen) < len(values) else ""
-    return note, chosen
+        (line,) = ax.plot(part[x], part[y], style, marker="o", color=colours.get(value))
+        if band is not None and len(part) > 1:
+            ax.fill_between(part[x], part[band[0]], part[band[1]], color=line.get_color(),
+                            alpha=0.2, linewidth=0)
+        handles.setdefault(f"{name}{display.size(value) if by == 'n' else value}", line)
+    return f"lines per panel capped at {MAX_LINES} {by} values" if len(chosen) < len(values) else ""
 
 
 def time_vs_n(summary: pd.DataFrame, path: Path) -> Figure | None:
-    """Log-log median time vs n, one line per thread count."""
-    def draw(ax: Axes, frame: pd.DataFrame) -> str:
-        note, _ = _lines(ax, frame, "threads", "n", "median_s")
+    """Log-log median time vs n, one line per thread count, interval as a band."""
+    colours = palette(sorted(summary["threads"].unique().tolist())) if len(summary) else {}
+
+    def draw(ax: Axes, frame: pd.DataFrame, handles: Handles) -> str:
+        note = _lines(ax, frame, "threads", "n", "median_s", colours, handles, "T=",
+                      band=("ci_lo_s", "ci_hi_s"))
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xlabel("n", fontsize=7)
-        ax.set_ylabel("median time [s]", fontsize=7)
+        size_axis(ax.xaxis, frame["n"].tolist())
+        log_axis(ax.yaxis, display.seconds_tick, *finite_range(frame["ci_lo_s"],
+                                                               frame["ci_hi_s"]))
+        ax.set_xlabel("n")
+        ax.set_ylabel("median time")
         return note
-    return _panels(path, "Median time vs n (log-log), one line per thread count",
-                   list(_groups(summary)), draw, "groups")
+    several_n = _several(summary, "n")
+    extra = ("groups measured at a single n are not drawn"
+             if len(several_n) < len(summary) else "")
+    return panels(path, "Median time vs n (log-log), one line per thread count T; the band "
+                  "is the 95% interval of the median (none with a single repeat)",
+                  _by_group(several_n), draw, "groups", extra_note=extra)
 
 
 def speedup_efficiency(speedup: pd.DataFrame, path: Path) -> Figure | None:
     """Speedup (solid, left axis) and efficiency (dashed, right axis) vs threads."""
-    def draw(ax: Axes, frame: pd.DataFrame) -> str:
-        note, _ = _lines(ax, frame, "n", "threads", "speedup")
+    several = _several(speedup, "threads")
+    colours = palette(sorted(several["n"].unique().tolist())) if len(several) else {}
+
+    def draw(ax: Axes, frame: pd.DataFrame, handles: Handles) -> str:
+        note = _lines(ax, frame, "n", "threads", "speedup", colours, handles, "n=")
         top = float(frame["threads"].max())
-        ax.plot([1, top], [1, top], color="grey", linestyle=":", linewidth=1)
+        (ideal,) = ax.plot([1, top], [1, top], color="grey", linestyle=":")
+        handles.setdefault("ideal speedup (dotted)", ideal)
         twin = ax.twinx()
-        for n in _pick(sorted(frame["n"].unique().tolist()), MAX_LINES):
+        for n in pick(sorted(frame["n"].unique().tolist()), MAX_LINES):
             part = frame[frame["n"] == n].sort_values("threads")
-            twin.plot(part["threads"], part["efficiency"], linestyle="--", linewidth=0.8)
-        twin.set_ylim(0, max(1.05, float(frame["efficiency"].max()) * 1.05))
-        twin.tick_params(labelsize=7)
-        twin.set_ylabel("efficiency (dashed)", fontsize=7)
+            (eff,) = twin.plot(part["threads"], 100 * part["efficiency"], linestyle="--",
+                               color=colours.get(n), linewidth=1.0)
+            handles.setdefault("efficiency (dashed, right)", eff)
+        twin.set_ylim(0, max(105.0, 105 * float(frame["efficiency"].max())))
+        twin.set_ylabel("efficiency [%]")
+        twin.grid(False)
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("threads", fontsize=7)
-        ax.set_ylabel("speedup t(1)/t(T)", fontsize=7)
+        ax.set_yscale("log", base=2)
+        pow2_axis(ax.xaxis, 1.0, top, display.size)
+        pow2_axis(ax.yaxis, min(1.0, float(frame["speedup"].min())),
+                  max(top, float(frame["speedup"].max())), display.ratio_tick)
+        ax.set_xlabel("threads T")
+        ax.set_ylabel("speedup t(1)/t(T)")
         return note
-    return _panels(path, "Speedup (solid, ideal dotted) and efficiency (dashed) vs threads; "
-                   "groups without a T=1 run are not shown", list(_groups(speedup)), draw,
-                   "groups")
+    extra = ("groups measured at one thread count are not drawn"
+             if len(several) < len(speedup) else "")
+    return panels(path, "Speedup t(1)/t(T) (solid, left axis; ideal dotted) and efficiency "
+                  "S/T (dashed, right axis) vs threads, one colour per n; groups without a "
+                  "T=1 run have no speedup", _by_group(several), draw, "groups",
+                  extra_note=extra)
 
 
 def best_thread_map(summary: pd.DataFrame, path: Path) -> Figure | None:
     """Heat map of t(T, n)/t(T*, n) over (n, threads); T* boxed per column."""
-    def draw(ax: Axes, frame: pd.DataFrame) -> str:
+    several = _several(summary, "threads")
+
+    def draw(ax: Axes, frame: pd.DataFrame, handles: Handles) -> str:
         grid = frame.pivot_table(index="threads", columns="n", values="median_s")
-        rel = grid / grid.min(axis=0)
-        image = ax.imshow(np.log2(rel.to_numpy(dtype=float)), aspect="auto", origin="lower",
-                          cmap="viridis_r", vmin=0, vmax=3)
-        ax.set_xticks(range(len(rel.columns)), [str(c) for c in rel.columns], rotation=90)
-        ax.set_yticks(range(len(rel.index)), [str(i) for i in rel.index])
-        best = np.nanargmin(np.where(np.isnan(rel.to_numpy()), np.inf, rel.to_numpy()), axis=0)
-        ax.scatter(range(len(rel.columns)), best, marker="s", facecolors="none",
-                   edgecolors="red", s=40)
-        ax.set_xlabel("n", fontsize=7)
-        ax.set_ylabel("threads", fontsize=7)
-        ax.figure.colorbar(image, ax=ax, label="log2 t/t(T*)")
+        rel = (grid / grid.min(axis=0)).to_numpy(dtype=float)
+        image = ax.imshow(np.log2(rel), aspect="auto", origin="lower", cmap="viridis_r",
+                          vmin=0, vmax=3)
+        handles.setdefault(COLOURBAR, image)
+        cols = list(range(len(grid.columns)))
+        shown = pick(cols, 6)
+        ax.set_xticks(shown, [display.size(grid.columns[i]) for i in shown])
+        ax.set_yticks(range(len(grid.index)), [str(i) for i in grid.index])
+        best = np.nanargmin(np.where(np.isnan(rel), np.inf, rel), axis=0)
+        box = ax.scatter(cols, best, marker="s", facecolors="none", edgecolors="red", s=90,
+                         linewidths=1.5)
+        handles.setdefault("T*(n): fastest T", box)
+        ax.set_xlabel("n")
+        ax.set_ylabel("threads T")
+        ax.grid(False)
         return ""
-    return _panels(path, "Best thread count map: colour = log2 of t(T,n)/t(T*,n) "
-                   "(0 = best), red box = T*(n)", list(_groups(summary)), draw, "groups")
+    return panels(path, "Best thread count map: colour = t(T, n)/t(T*, n) on a log2 scale "
+                  "shared by every panel (bar below), red box = T*(n), the fastest thread "
+                  "count; groups with one thread count are not drawn",
+                  _by_group(several), draw, "groups")
 
 
 def doubling_penalties(penalty: pd.DataFrame, facts: pd.DataFrame, path: Path) -> Figure | None:
     """t(T)/t(T/2) vs T; dashed lines at NUMA boundaries, red at the core count."""
     keyed = facts.set_index(["cluster", "partition"]) if len(facts) else facts
+    colours = palette(sorted(penalty["n"].unique().tolist())) if len(penalty) else {}
 
-    def draw(ax: Axes, frame: pd.DataFrame) -> str:
-        note, _ = _lines(ax, frame, "n", "threads", "penalty")
+    def draw(ax: Axes, frame: pd.DataFrame, handles: Handles) -> str:
+        note = _lines(ax, frame, "n", "threads", "penalty", colours, handles, "n=")
         ax.axhline(1.0, color="grey", linewidth=0.8)
         key = (str(frame["cluster"].iloc[0]), str(frame["partition"].iloc[0]))
         if len(keyed) and key in keyed.index:
             fact = keyed.loc[key]
             cores, numa = float(fact["cores"]), float(fact["numa_domains"])
-            if np.isfinite(cores) and np.isfinite(numa) and numa > 0:
+            if np.isfinite(cores) and np.isfinite(numa) and numa > 1:
                 for k in range(1, int(numa)):
-                    ax.axvline(k * cores / numa, color="orange", linestyle="--", linewidth=0.7)
+                    line = ax.axvline(k * cores / numa, color="orange", linestyle="--",
+                                      linewidth=1.0)
+                handles.setdefault("NUMA domain boundary", line)
             if np.isfinite(cores):
-                ax.axvline(cores, color="red", linewidth=1)
+                handles.setdefault("physical cores", ax.axvline(cores, color="red"))
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("threads T", fontsize=7)
-        ax.set_ylabel("t(T)/t(T/2)", fontsize=7)
+        ax.set_yscale("log")
+        pow2_axis(ax.xaxis, float(frame["threads_half"].min()), float(frame["threads"].max()),
+                  display.size)
+        log_axis(ax.yaxis, display.ratio_tick, *finite_range(frame["penalty"]))
+        ax.set_xlabel("threads T")
+        ax.set_ylabel("t(T)/t(T/2)")
         return note
-    return _panels(path, "Thread-doubling penalty t(T)/t(T/2); orange dashed = NUMA domain "
-                   "boundaries, red = physical cores; above 1 = doubling made it slower",
-                   list(_groups(penalty)), draw, "groups")
+    return panels(path, "Thread-doubling penalty t(T)/t(T/2), one colour per n; above 1 = "
+                  "doubling made it slower; orange dashed = NUMA domain boundaries, red = "
+                  "physical cores (when the partition facts give them)",
+                  _by_group(penalty), draw, "groups")
 
 
 def ratio_lines(ratios: pd.DataFrame, path: Path) -> Figure | None:
-    """Ratio vs n per comparison; hollow markers where the ratio is within noise."""
+    """Ratio vs n per comparison; error bars from the two intervals; hollow = noise."""
     if ratios.empty:
         return None
-    frame = ratios.copy()
-    frame["line"] = (frame["kernel"].astype("str") + "/" + frame["impl"].astype("str")
-                      + "/" + frame["variant"].astype("str") + " T=" + frame["threads"].astype("str"))
-    items = [(f"{dim}: {a} / {b}", rows) for (dim, a, b), rows
-             in frame.groupby(["dimension", "a", "b"], sort=True)]
+    items = grouped(ratios, ["dimension", "a", "b"],
+                    lambda row: f"{row['dimension']}: {row['a']} / {row['b']}")
+    keys = [c for c in group_columns(ratios) if c in ratios.columns] + ["threads"]
 
-    def draw(ax: Axes, rows: pd.DataFrame) -> str:
-        note, chosen = _lines(ax, rows, "line", "n", "ratio", named=False)
-        noisy = rows[rows["within_noise"].astype(bool) & rows["line"].isin(chosen)]
-        ax.scatter(noisy["n"], noisy["ratio"], facecolors="white", edgecolors="black", s=14, zorder=3)
+    def draw(ax: Axes, rows: pd.DataFrame, handles: Handles) -> str:
+        from analysis.frames import group_codes
+
+        codes, count = group_codes(rows, keys)  # one line per configuration and T
+        chosen = pick(list(range(count)), 6)
+        parts = [rows[codes == code].sort_values("n") for code in chosen]
+        names = short_labels([f"{group_label(p.iloc[0])} T={p['threads'].iloc[0]}"
+                              for p in parts])
+        for part, name in zip(parts, names, strict=True):
+            ratio = part["ratio"].to_numpy(dtype=float)
+            lo = part.get("ratio_lo", part["ratio"]).to_numpy(dtype=float)
+            hi = part.get("ratio_hi", part["ratio"]).to_numpy(dtype=float)
+            err = np.vstack([np.clip(ratio - lo, 0, None), np.clip(hi - ratio, 0, None)])
+            drawn = ax.errorbar(part["n"], ratio, yerr=np.nan_to_num(err), marker="o",
+                                capsize=3, label=name)
+            noisy = part["within_noise"].astype(bool).to_numpy()
+            ax.scatter(part["n"].to_numpy()[noisy], ratio[noisy], facecolors="white",
+                       zorder=3, edgecolors=drawn.lines[0].get_color(), s=30)
         ax.axhline(1.0, color="grey", linewidth=0.8)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xlabel("n", fontsize=7)
-        ax.set_ylabel("t(a)/t(b)", fontsize=7)
-        return note.replace("line values", "comparisons")
-    return _panels(path, "Ratios t(a)/t(b) vs n (above 1: a is slower); white markers = "
-                   "within noise", items, draw, "comparisons")
+        shown = pd.concat(parts)
+        size_axis(ax.xaxis, shown["n"].to_numpy())
+        log_axis(ax.yaxis, display.ratio_tick, *finite_range(shown["ratio"], shown.get(
+            "ratio_lo", shown["ratio"]), shown.get("ratio_hi", shown["ratio"])))
+        ax.set_xlabel("n")
+        ax.set_ylabel("t(a)/t(b)")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncols=1, frameon=False)
+        return f"lines per panel capped at 6 of {count}" if len(chosen) < count else ""
+    return panels(path, "Ratios t(a)/t(b) vs n (above 1: a is slower); error bars span "
+                  "[lo(a)/hi(b), hi(a)/lo(b)] from the two 95% intervals; white markers = "
+                  "within noise (or a single repeat)", items, draw, "comparisons",
+                  figure_legend=False)
 
 
 def roofline_plot(roof: pd.DataFrame, path: Path) -> Figure | None:
-    """Achieved FLOP/s vs arithmetic intensity per partition, under its ceilings."""
-    usable = roof[np.isfinite(roof["flops_per_s"]) & np.isfinite(roof["intensity"])]
-    items = [(f"{c}:{p}", rows) for (c, p), rows in usable.groupby(["cluster", "partition"])]
+    """Achieved FLOP/s vs arithmetic intensity per partition, under its roofs if known."""
+    usable = roof[np.isfinite(roof["flops_per_s"]) & np.isfinite(roof["intensity"])
+                  & (roof["flops_per_s"] > 0)] if len(roof) else roof
+    if usable.empty:
+        return None
+    # One point per (configuration, n): its fastest thread count, the one that
+    # says how close the kernel gets; a million points would hide each other.
+    keys = [c for c in group_columns(usable) if c in usable.columns] + ["n"]
+    usable = usable.sort_values("flops_per_s", ascending=False, kind="stable").drop_duplicates(
+        keys)
+    items = grouped(usable, ["cluster", "partition"],
+                    lambda row: f"{row['cluster']}:{row['partition']}")
+    kernels = sorted(usable["kernel"].astype("str").unique().tolist())
+    colours = palette(kernels)
+    roofs_drawn: list[bool] = []
+    capped = bool((usable.groupby(["cluster", "partition", "kernel"]).size() > MAX_POINTS).any())
 
-    def draw(ax: Axes, rows: pd.DataFrame) -> str:
-        kernels = sorted(rows["kernel"].astype("str").unique().tolist())
-        for kernel in _pick(kernels, MAX_LINES):
-            part = rows[rows["kernel"] == kernel]
-            ax.scatter(part["intensity"], part["flops_per_s"], s=6, label=kernel)
-        ai = np.logspace(np.log10(rows["intensity"].min() / 2), np.log10(rows["intensity"].max() * 2))
-        for peak in rows["peak_flops"].dropna().unique():
-            for bw in rows["mem_bw"].dropna().unique():
-                ax.plot(ai, np.minimum(ai * bw, peak), color="black", linewidth=0.9)
+    def draw(ax: Axes, rows: pd.DataFrame, handles: Handles) -> str:
+        for kernel in pick(sorted(rows["kernel"].astype("str").unique().tolist()), MAX_LINES):
+            part = rows[rows["kernel"] == kernel].head(MAX_POINTS)  # the fastest ones
+            handles.setdefault(kernel, ax.scatter(part["intensity"], part["flops_per_s"], s=16,
+                                                  color=colours[kernel]))
+        lo, hi = finite_range(rows["intensity"])
+        ai = np.logspace(np.log10(lo / 2), np.log10(hi * 2), 64)
+        ceilings = rows[["peak_flops", "mem_bw"]].dropna().drop_duplicates()
+        for peak, bw in ceilings.itertuples(index=False):
+            (line,) = ax.plot(ai, np.minimum(ai * bw, peak), color="black", linewidth=1.2)
+            handles.setdefault("roof min(peak, intensity × bandwidth)", line)
+        roofs_drawn.append(len(ceilings) > 0)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("FLOP/byte", fontsize=7)
-        ax.set_ylabel("FLOP/s", fontsize=7)
-        ax.legend(fontsize=6)
-        return f"kernels per panel capped at {MAX_LINES}" if len(kernels) > MAX_LINES else ""
-    return _panels(path, "Roofline: achieved FLOP/s vs arithmetic intensity; black = "
-                   "min(peak FLOP/s of the dtype, intensity x memory bandwidth)", items, draw, "partitions")
+        log_axis(ax.xaxis, display.tick, lo / 2, hi * 2)
+        y_lo, y_hi = finite_range(rows["flops_per_s"], rows["roof_flops"])
+        unit, scale = display.rate_unit([y_hi], "FLOP/s")
+        log_axis(ax.yaxis, lambda v: display.tick(v / scale), y_lo, y_hi)
+        ax.set_xlabel("arithmetic intensity [FLOP/byte]")
+        ax.set_ylabel(f"achieved [{unit}]")
+        return ""
+    fig = panels(path, "roofline", items, draw, "partitions")
+    if fig is None:
+        return None
+    caption = ("Roofline: achieved FLOP/s vs arithmetic intensity (cost-model FLOP and "
+               "minimum bytes), one point per configuration and n at its fastest thread "
+               "count, one colour per kernel")
+    if all(roofs_drawn):
+        caption += "; black = min(peak FLOP/s of the dtype, intensity × memory bandwidth)"
+    elif any(roofs_drawn):
+        caption += ("; black = min(peak FLOP/s, intensity × memory bandwidth) where the "
+                    "partition has ceilings (panels without a black line have none)")
+    else:
+        caption += ("; no roof is drawn: no ceilings (peak FLOP/s, memory bandwidth) are "
+                    "configured for these partitions")
+    note = "; ".join(filter(None, [fig.note, f"at most the {MAX_POINTS} fastest points per "
+                                   "kernel and panel" if capped else ""]))
+    return Figure(fig.path, caption, note, fig.width_in, fig.height_in)

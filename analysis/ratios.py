@@ -6,12 +6,16 @@ The baseline may be a sum of kernels — the naive baseline of a fused kernel
 is forward + backward — via `variant_ratio`. A ratio whose two 95% intervals
 overlap is flagged `within_noise`: it does not show a difference. For a sum,
 the interval of the sum is [sum of lower bounds, sum of upper bounds], a
-conservative (wider) interval.
+conservative (wider) interval. With a single repeat on either side the
+interval is the degenerate [t, t], which says nothing about the noise: such a
+ratio is flagged `single_repeat` and counted `within_noise` (never a shown
+difference). `ratio_lo`/`ratio_hi` bound the ratio by the two intervals,
+[lo_a/hi_b, hi_a/lo_b].
 
 Output columns (all ratio functions): the group columns with the a side's
 values, `dimension`, `a`, `b` (labels of the two sides), `partition_b` (the b
 side's partition: it differs for the cluster dimension), `n`, `threads`,
-`t_a`, `t_b`, `ratio`, `within_noise`.
+`t_a`, `t_b`, `ratio`, `ratio_lo`, `ratio_hi`, `within_noise`, `single_repeat`.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
+import numpy as np
 import pandas as pd
 
 from analysis.frames import group_codes
@@ -28,14 +33,14 @@ from analysis.summary import ensure_summary
 DIMENSIONS: tuple[str, ...] = ("cluster", "partition", "impl", "variant")
 RATIO_COLUMNS: tuple[str, ...] = (
     "dimension", "a", "b", "partition_b", "n", "threads", "t_a", "t_b", "ratio",
-    "within_noise",
+    "ratio_lo", "ratio_hi", "within_noise", "single_repeat",
 )
 # Composite baselines that all_metrics reports whenever both sides are present.
 COMPOSITE_BASELINES: tuple[tuple[tuple[str, str], tuple[tuple[str, str], ...]], ...] = (
     (("attention_fwdbwd", "fused"),
      (("attention_forward", "naive"), ("attention_backward", "naive"))),
 )
-_VALUES = ["median_s", "ci_lo_s", "ci_hi_s"]
+_VALUES = ["median_s", "ci_lo_s", "ci_hi_s", "repeats"]
 
 
 def ratios(df: pd.DataFrame, dimension: str) -> pd.DataFrame:
@@ -78,7 +83,11 @@ def _fill_values(out: pd.DataFrame, pairs: pd.DataFrame, sa: str, sb: str) -> No
     out["ratio"] = t_a / t_b
     lo_a, hi_a = pairs["ci_lo_s" + sa].to_numpy(), pairs["ci_hi_s" + sa].to_numpy()
     lo_b, hi_b = pairs["ci_lo_s" + sb].to_numpy(), pairs["ci_hi_s" + sb].to_numpy()
-    out["within_noise"] = (lo_a <= hi_b) & (lo_b <= hi_a)
+    out["ratio_lo"] = lo_a / hi_b
+    out["ratio_hi"] = hi_a / lo_b
+    single = (pairs["repeats" + sa].to_numpy() <= 1) | (pairs["repeats" + sb].to_numpy() <= 1)
+    out["within_noise"] = ((lo_a <= hi_b) & (lo_b <= hi_a)) | single
+    out["single_repeat"] = single
 
 
 def _side(s: pd.DataFrame, kernel: str, variant: str) -> pd.DataFrame:
@@ -114,8 +123,10 @@ def variant_ratio(df: pd.DataFrame, a: tuple[str, str],
             base = side
             continue
         merged = base.merge(side, on=match, suffixes=("", "_p"))
-        for col in _VALUES:
+        for col in _VALUES[:3]:
             merged[col] = merged[col] + merged[col + "_p"]
+        # A sum is as poorly repeated as its least repeated part.
+        merged["repeats"] = np.minimum(merged["repeats"], merged["repeats_p"])
         base = merged[match + _VALUES]
     assert base is not None
     a_side = _side(s, *a)[group_columns(s) + ["threads", "n"] + _VALUES]

@@ -1,39 +1,39 @@
-"""Per-cluster report: one Markdown file and one self-contained HTML file.
+"""Per-cluster report: one Markdown file and one self-contained HTML page.
 
-The report answers the campaign's questions in order — scaling, threads,
-comparisons, ceilings — and ends with the job table, the reproducibility
-record (docs/design.md#lessons-the-tool-encodes). It is built once as a list of blocks (heading, paragraph,
-table, figure) and written twice: Markdown (figures as PNG files next to it)
-and HTML (the same PNGs embedded as base64 data URIs, so the file can be
-mailed or archived alone). Long tables are capped and say what was left out.
+Read top-down by a performance engineer: a header (what, from which ledger and
+commit, when), a summary of findings with their numbers, then one section per
+question — scaling, threads, comparisons, roofline — each present only when
+its data exist, a note on notation, and the jobs appendix. The content is
+built once as blocks (analysis/blocks.py) and written twice (report_md.py,
+html.py). Everything is drawn from the summary (medians over repeats) and the
+metric frames, never from raw rows; tables and figures are capped and say
+what they left out, so the report of a 10-million-row ledger stays readable
+and quick to draw.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from analysis import plots
+from analysis import findings, plots
+from analysis import report_jobs as jobs_mod
+from analysis import report_tables as tables
+from analysis.blocks import Block, Figure, Section, Table
+from analysis.html import to_html
 from analysis.metrics import all_metrics, filter_cluster
 from analysis.penalties import facts_columns
-from analysis.report_tables import (
-    best_thread_table,
-    crossover_table,
-    exponent_table,
-    median_table,
-    penalty_table,
-    ratio_table,
-    roofline_table,
-)
+from analysis.ratios import ratios
+from analysis.report_md import to_markdown
 from analysis.summary import ensure_summary
 
-MAX_TABLE_ROWS = 60
+__all__ = ["Block", "ReportContext", "ReportFiles", "render_report", "to_html", "to_markdown"]
 
 
 @dataclass(frozen=True)
@@ -46,106 +46,18 @@ class ReportFiles:
 
 
 @dataclass(frozen=True)
-class Block:
-    """One piece of the report: kind is h1, h2, p, table or figure."""
+class ReportContext:
+    """Where the numbers come from, for the report's header (all optional).
 
-    kind: str
-    text: str = ""
-    table: pd.DataFrame | None = None
-    figure: plots.Figure | None = None
-    max_rows: int | None = MAX_TABLE_ROWS
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "cluster"
-
-
-def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
-                  jobs: pd.DataFrame | None, out_dir: Path | str, cluster: str,
-                  title: str | None = None, builds: pd.DataFrame | None = None) -> ReportFiles:
-    """Write `<cluster>.md`, `<cluster>.html` and the PNG plots into `out_dir`.
-
-    `results` may hold every cluster: cross-cluster ratios need the others.
-    `jobs` is rendered as given (all its columns), restricted to this cluster
-    when it has a `cluster` column. A cluster without results still gets a
-    report: its job table says why there is nothing to analyse. `builds`, one
-    row per partition's kernel build (compilers and flags as seen on the
-    node), heads the report: a Fortran-vs-C ratio means little if the two
-    were built for different ISAs.
+    `provenance` holds e.g. {"commit": "abc123", "dirty": "no", "versions":
+    {"python": "3.11.2", "torch": "2.11"}}; nested mappings print as
+    "name value, ...". `date_range` defaults to the jobs' first start and last end.
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    slug = _slug(cluster)
-    heading = title or f"Benchmark report: {cluster}"
-    blocks: list[Block] = [Block("h1", heading), *_build_blocks(builds, cluster)]
-    figures: list[plots.Figure] = []
-    mine = results[results["cluster"].astype("str") == cluster] if len(results) else results
-    if len(mine) == 0:
-        blocks.append(Block("p", f"No results for cluster {cluster}."))
-    else:
-        blocks += _analysis_blocks(results, partitions, cluster, out, slug, figures)
-    blocks += _job_blocks(jobs, cluster)
-    md_path, html_path = out / f"{slug}.md", out / f"{slug}.html"
-    md_path.write_text(to_markdown(blocks), encoding="utf-8")
-    html_path.write_text(to_html(blocks, heading), encoding="utf-8")
-    return ReportFiles(markdown=md_path, html=html_path, plots=[f.path for f in figures])
 
-
-def _analysis_blocks(results: pd.DataFrame, partitions: pd.DataFrame | None, cluster: str,
-                     out: Path, slug: str, figures: list[plots.Figure]) -> list[Block]:
-    """Every section between the title and the job table."""
-    summary = ensure_summary(results)
-    metrics = filter_cluster(all_metrics(summary, partitions), cluster)
-    local = summary[summary["cluster"].astype("str") == cluster]
-    facts = facts_columns(partitions, ["cores", "numa_domains"])
-
-    def fig(name: str, made: plots.Figure | None) -> list[Block]:
-        if made is None:
-            return [Block("p", f"No data for the {name} plot.")]
-        figures.append(made)
-        return [Block("figure", figure=made)]
-
-    def path(name: str) -> Path:
-        return out / f"{slug}-{name}.png"
-
-    single = int(local["single_repeat"].sum())
-    blocks = [Block("p", _overview(local, single))]
-    blocks += [Block("h2", "Scaling with n"), Block("table", "Median time [s] per n "
-                     "(* = single repeat: no interval)", table=median_table(local))]
-    blocks += [Block("table", "Local exponents at n_hi, and the fitted exponent with its 95% "
-                     "interval", table=exponent_table(metrics["exponents"], metrics["fits"]))]
-    blocks += fig("time vs n", plots.time_vs_n(local, path("time")))
-    blocks += [Block("h2", "Threads")]
-    blocks += fig("speedup", plots.speedup_efficiency(metrics["speedup"], path("speedup")))
-    blocks += [Block("table", "Best thread count T*(n) and the max-thread penalty "
-                     "t(Tmax)/t(T*)", table=best_thread_table(metrics["best_threads"]))]
-    blocks += fig("best-thread map", plots.best_thread_map(local, path("best-threads")))
-    blocks += [Block("table", "Thread-doubling penalties above 1 (slower after doubling), "
-                     "worst first", table=penalty_table(metrics["doubling_penalty"]))]
-    blocks += fig("doubling penalty", plots.doubling_penalties(
-        metrics["doubling_penalty"], facts, path("doubling")))
-    blocks += [Block("table", "Crossovers: the first n where more threads win (bracket "
-                     "n_before..n_at)", table=crossover_table(metrics["crossovers"]))]
-    blocks += [Block("h2", "Comparisons"), Block("table", "Ratios t(a)/t(b) at the largest "
-                     "matched n (above 1: a is slower)", table=ratio_table(metrics["ratios"]))]
-    blocks += fig("ratio", plots.ratio_lines(metrics["ratios"], path("ratios")))
-    blocks += [Block("h2", "Roofline"), Block("table", "Best fraction of the roofline per "
-                     "group", table=roofline_table(metrics["roofline"]))]
-    blocks += fig("roofline", plots.roofline_plot(metrics["roofline"], path("roofline")))
-    return blocks
-
-
-def _overview(local: pd.DataFrame, single: int) -> str:
-    groups = local.drop_duplicates([c for c in local.columns if c in
-                                    ("partition", "kernel", "impl", "variant", "device",
-                                     "dtype", "d")])
-    text = (f"{len(local)} (configuration, threads, n) points from "
-            f"{int(local['repeats'].sum())} timed repeats in {len(groups)} groups. "
-            "Times are medians over repeats; intervals are order-statistic intervals of the "
-            "median (see `ci_coverage` in the JSON for their exact level).")
-    if single:
-        text += f" {single} points have a single repeat and no interval."
-    return text
+    campaigns: tuple[str, ...] = ()
+    ledger: str | None = None
+    provenance: Mapping[str, object] = field(default_factory=dict)
+    date_range: tuple[object, object] | None = None
 
 
 def _build_blocks(builds: pd.DataFrame | None, cluster: str) -> list[Block]:
@@ -154,91 +66,207 @@ def _build_blocks(builds: pd.DataFrame | None, cluster: str) -> list[Block]:
     table = builds[builds["cluster"].astype("str") == cluster] if "cluster" in builds.columns else builds
     if len(table) == 0:
         return []
-    return [Block("table", "Kernel builds per partition (compilers and flags on the node)",
-                  table=table.drop(columns=["cluster"], errors="ignore"), max_rows=None)]
+    frame = table.drop(columns=["cluster"], errors="ignore").fillna("").astype(str).reset_index(drop=True)
+    return [Block("table", table=Table("Kernel builds per partition (compilers and flags on the node)", frame,
+                                       max_rows=None))]
 
 
-def _job_blocks(jobs: pd.DataFrame | None, cluster: str) -> list[Block]:
-    blocks = [Block("h2", "Jobs")]
-    if jobs is None or len(jobs) == 0:
-        return blocks + [Block("p", "No jobs recorded (imported results).")]
-    table = jobs
-    if "cluster" in jobs.columns:
-        table = jobs[jobs["cluster"].astype("str") == cluster]
-    return blocks + [Block("table", f"{len(table)} job attempts", table=table, max_rows=None)]
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "cluster"
 
 
-def _cell(value: object) -> str:
-    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
-        return ""
+def anchor(title: str) -> str:
+    """GitHub's heading anchor, so the Markdown contents links work there too."""
+    return re.sub(r"[^a-z0-9 _-]", "", title.lower()).replace(" ", "-")
+
+
+def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
+                  jobs: pd.DataFrame | None, out_dir: Path | str, cluster: str,
+                  title: str | None = None, context: ReportContext | None = None,
+                  metrics: Mapping[str, pd.DataFrame] | None = None,
+                  counters: pd.DataFrame | None = None, builds: pd.DataFrame | None = None) -> ReportFiles:
+    """Write `<cluster>.md`, `<cluster>.html` and the PNG figures into `out_dir`.
+
+    `results` may hold every cluster (cross-cluster ratios need the others)
+    and may be raw rows or their summary. `jobs` (columns job_id, state, node,
+    started, ended, walltime_min, run, campaign, cluster; any may be missing)
+    is restricted to this cluster when it has a `cluster` column. Pass
+    `metrics` (all_metrics of the same results) to render several clusters
+    without recomputing them. `counters` (this cluster's hardware counters,
+    as campaign's counters frame) adds the "Measured vs predicted" section.
+    `builds`, one row per partition's kernel build (compilers and flags as
+    seen on the node), follows the header: a Fortran-vs-C ratio means little
+    if the two were built for different ISAs. A cluster without results still
+    gets a report.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    slug = _slug(cluster)
+    heading = title or f"Benchmark report: {cluster}"
+    mine_jobs = jobs_mod.for_cluster(jobs, cluster)
+    figures: list[Figure] = []
+    if len(results) and (results["cluster"].astype("str") == cluster).any():
+        summary = ensure_summary(results)
+        frames = dict(metrics) if metrics is not None else cluster_metrics(summary, partitions,
+                                                                           cluster)
+        sections = _analysis(summary, frames, partitions, mine_jobs, cluster, out / slug,
+                             figures)
+        if counters is not None and len(counters):
+            mine = results[(results["cluster"].astype("str") == cluster).to_numpy()]
+            sections.insert(len(sections) - 1, _counters_section(counters, mine))
+    else:
+        said = findings.jobs(jobs_mod.state_counts(mine_jobs), mine_jobs)
+        sections = [Section("Summary", "summary", [Block("p", f"No results for cluster {cluster}.")]
+                            + ([Block("list", items=tuple(said))] if said else []))]
+    sections.append(_jobs_section(mine_jobs))
+    blocks = [Block("h1", heading), Block("meta", pairs=_header(cluster, context, mine_jobs)),
+              *_build_blocks(builds, cluster)]
+    for section in sections:
+        if section.blocks:
+            blocks += section.all_blocks()
+    md_path, html_path = out / f"{slug}.md", out / f"{slug}.html"
+    md_path.write_text(to_markdown(blocks), encoding="utf-8")
+    html_path.write_text(to_html(blocks, heading), encoding="utf-8")
+    return ReportFiles(markdown=md_path, html=html_path, plots=[f.path for f in figures])
+
+
+def cluster_metrics(summary: pd.DataFrame, partitions: pd.DataFrame | None,
+                    cluster: str) -> dict[str, pd.DataFrame]:
+    """The metrics one cluster's report needs, without computing every cluster's.
+
+    Equal to `filter_cluster(all_metrics(summary), cluster)`: every metric but
+    the cross-cluster ratios only looks inside the cluster, so it is computed
+    on this cluster's rows; the cluster ratios need the others' rows.
+    """
+    local = summary[(summary["cluster"].astype("str") == cluster).to_numpy()]
+    frames = all_metrics(local, partitions)
+    if summary["cluster"].nunique() > 1:
+        cross = filter_cluster({"ratios": ratios(summary, "cluster")}, cluster)["ratios"]
+        frames["ratios"] = pd.concat([f for f in (frames["ratios"], cross) if len(f)],
+                                     ignore_index=True) if len(cross) else frames["ratios"]
+    return frames
+
+
+def _header(cluster: str, context: ReportContext | None,
+            jobs: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+    ctx = context or ReportContext()
+    pairs = [("cluster", cluster)]
+    if ctx.campaigns:
+        pairs.append(("campaigns", ", ".join(ctx.campaigns)))
+    if ctx.ledger:
+        pairs.append(("ledger", ctx.ledger))
+    for key, value in ctx.provenance.items():
+        if isinstance(value, Mapping):
+            value = ", ".join(f"{k} {v}" for k, v in value.items())
+        pairs.append((str(key), str(value)))
+    if ctx.date_range is not None:
+        from analysis.display import when
+
+        span = f"{when(ctx.date_range[0])} … {when(ctx.date_range[1])}"
+    else:
+        span = jobs_mod.date_range(jobs) if len(jobs) else ""
+    if span:
+        pairs.append(("jobs ran", span))
+    pairs.append(("rendered", datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")))
+    return tuple(pairs)
+
+
+def _tables(items: list[Table]) -> list[Block]:
+    return [Block("table", table=t) for t in items]
+
+
+def _analysis(summary: pd.DataFrame, metrics: Mapping[str, pd.DataFrame],
+              partitions: pd.DataFrame | None, jobs: pd.DataFrame, cluster: str,
+              stem: Path, figures: list[Figure]) -> list[Section]:
+    """The summary and every analysis section that has data."""
+    m = filter_cluster(dict(metrics), cluster)
+    local = summary[summary["cluster"].astype("str") == cluster].reset_index(drop=True)
+    facts = facts_columns(partitions, ["cores", "numa_domains"])
+
+    def fig(made: Figure | None) -> list[Block]:
+        if made is None:
+            return []
+        figures.append(made)
+        return [Block("figure", figure=made)]
+
+    def path(name: str) -> Path:
+        return stem.with_name(f"{stem.name}-{name}.png")
+
+    said = (findings.scaling(m["fits"])
+            + findings.threads(m["best_threads"], m["speedup"], m["doubling_penalty"], local)
+            + findings.ratios(m["ratios"]) + findings.roofline(m["roofline"])
+            + findings.jobs(jobs_mod.state_counts(jobs), jobs))
+    summary_sec = Section("Summary", "summary", [Block("p", findings.overview(local)),
+                                                 Block("list", items=tuple(said))])
+    scaling = Section("Scaling with n", anchor("Scaling with n"),
+                      fig(plots.time_vs_n(local, path("time")))
+                      + _tables(tables.fit_table(m["fits"]))
+                      + _tables(tables.median_tables(local))
+                      + _tables(tables.exponent_tables(m["exponents"])))
+    threads = Section("Threads", "threads")
+    speed = tables.speedup_tables(m["speedup"], local)
+    if speed:
+        threads.blocks.extend(fig(plots.speedup_efficiency(m["speedup"], path("speedup")))
+                              + _tables(speed))
+    best = tables.best_thread_tables(m["best_threads"], local)
+    if best:
+        threads.blocks.extend(_tables(best) + fig(plots.best_thread_map(local,
+                                                                        path("best-threads"))))
+    if len(m["doubling_penalty"]):
+        threads.blocks.extend(fig(plots.doubling_penalties(m["doubling_penalty"], facts,
+                                                           path("doubling")))
+                              + _tables(tables.penalty_table(m["doubling_penalty"], local)))
+    threads.blocks.extend(_tables(tables.crossover_table(m["crossovers"], local)))
+    ratio_blocks = fig(plots.ratio_lines(m["ratios"], path("ratios"))) + _tables(
+        tables.ratio_tables(m["ratios"]))
+    roof = fig(plots.roofline_plot(m["roofline"], path("roofline"))) + _tables(
+        tables.roofline_table(m["roofline"]))
+    return [summary_sec, scaling, threads,
+            Section("Comparisons", "comparisons", ratio_blocks),
+            Section("Roofline", "roofline", roof),
+            Section("How to read this report", anchor("How to read this report"),
+                    [Block("list", items=NOTATION)])]
+
+
+NOTATION = (
+    "Every number is built on medians over repeats; a configuration is one kernel, "
+    "implementation, variant, dtype, d, partition, device and extra arguments.",
+    "Intervals of a median are distribution-free 95% order-statistic intervals; with fewer "
+    "than 6 repeats they are [min, max] (coverage 1 − 2^(1−m), e.g. 75% at 3 repeats).",
+    f"{tables.NOISE} within noise: the two intervals compared overlap, so the data do not "
+    "show a difference; it is never stated as one.",
+    f"{tables.SINGLE} single repeat: no interval exists, so nothing built on it is claimed "
+    "as a difference.",
+    "Sizes: K = 1024, M = 1024²; each table names its time unit in its caption; × marks a "
+    "ratio, % a fraction.",
+    "Tables on the HTML page sort by a click on their header; the JSON output "
+    "(`campaign report --json`) has every row and all digits.",
+)
+
+
+def _counters_section(counters: pd.DataFrame, results: pd.DataFrame) -> Section:
+    """Hardware counters against the cost model (analysis/counters_report.py's tables)."""
+    from analysis.counters_report import INTRO, TITLE, counters_tables
+
+    blocks = [Block("p", INTRO)]
+    for caption, frame in counters_tables(counters, results):
+        if len(frame):
+            blocks.append(Block("table", table=Table(caption, frame.map(_shown))))
+    return Section(TITLE, anchor(TITLE), blocks)
+
+
+def _shown(value: object) -> str:
+    """A display cell from another module's table: no nan, no False."""
+    from analysis import display
+
+    if isinstance(value, (bool, np.bool_)):
+        return display.yes_no(value)
     if isinstance(value, (float, np.floating)):
-        return f"{float(value):.4g}"
-    return str(value)
+        return display.sig(value)
+    return "" if value is None or value is pd.NA else str(value)
 
 
-def _capped(block: Block) -> tuple[pd.DataFrame, str]:
-    table = block.table if block.table is not None else pd.DataFrame()
-    if block.max_rows is not None and len(table) > block.max_rows:
-        return table.head(block.max_rows), f"{len(table) - block.max_rows} more rows not shown."
-    return table, ""
-
-
-def to_markdown(blocks: list[Block]) -> str:
-    """Render blocks as GitHub-flavoured Markdown; figures link their PNG files."""
-    lines: list[str] = []
-    for block in blocks:
-        if block.kind == "h1":
-            lines += [f"# {block.text}", ""]
-        elif block.kind == "h2":
-            lines += [f"## {block.text}", ""]
-        elif block.kind == "p":
-            lines += [block.text, ""]
-        elif block.kind == "figure" and block.figure is not None:
-            fig = block.figure
-            lines += [f"![{fig.caption}]({fig.path.name})", "", f"*{fig.caption}.*"
-                      + (f" {fig.note}." if fig.note else ""), ""]
-        elif block.kind == "table":
-            lines += _markdown_table(block)
-    return "\n".join(lines)
-
-
-def _markdown_table(block: Block) -> list[str]:
-    table, note = _capped(block)
-    lines = [f"**{block.text}**", ""]
-    if table.empty:
-        return lines + ["(none)", ""]
-    header = [str(c).replace("|", "\\|") for c in table.columns]
-    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for row in table.itertuples(index=False):
-        lines.append("| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |")
-    return lines + ([note] if note else []) + [""]
-
-
-def to_html(blocks: list[Block], title: str) -> str:
-    """Render blocks as one HTML document with the PNGs inlined as data URIs."""
-    body: list[str] = []
-    for block in blocks:
-        if block.kind in ("h1", "h2"):
-            body.append(f"<{block.kind}>{html.escape(block.text)}</{block.kind}>")
-        elif block.kind == "p":
-            body.append(f"<p>{html.escape(block.text)}</p>")
-        elif block.kind == "figure" and block.figure is not None:
-            fig = block.figure
-            data = base64.b64encode(fig.path.read_bytes()).decode("ascii")
-            note = f" {html.escape(fig.note)}." if fig.note else ""
-            body.append(f'<figure><img src="data:image/png;base64,{data}" alt="'
-                        f'{html.escape(fig.caption)}"><figcaption>{html.escape(fig.caption)}.'
-                        f"{note}</figcaption></figure>")
-        elif block.kind == "table":
-            table, note = _capped(block)
-            body.append(f"<h3>{html.escape(block.text)}</h3>")
-            body.append(table.map(_cell).to_html(index=False, escape=True) if not table.empty
-                        else "<p>(none)</p>")
-            if note:
-                body.append(f"<p>{html.escape(note)}</p>")
-    style = ("body{font-family:sans-serif;max-width:1400px;margin:auto}"
-             "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;"
-             "padding:2px 6px}img{max-width:100%}")
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}"
-            f"</title><style>{style}</style></head><body>\n" + "\n".join(body)
-            + "\n</body></html>\n")
+def _jobs_section(jobs: pd.DataFrame) -> Section:
+    if jobs.empty:
+        return Section("Jobs", "jobs", [Block("p", "No jobs recorded (imported results).")])
+    return Section("Jobs", "jobs", [Block("table", table=jobs_mod.jobs_table(jobs))])

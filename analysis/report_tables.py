@@ -1,15 +1,29 @@
 """The report's tables: metric frames reshaped for reading, not for machines.
 
-Wide tables (one column per n) read best for sweeps; the JSON output keeps
-the long form. Each function returns a DataFrame of display values.
+A sweep reads best with one column per n, but a campaign mixes sweeps (GPU
+attention up to 32K, decode up to 1M), so a single wide table is mostly
+empty. `_split` therefore gives one table per set of columns that rows share:
+every column of every table is filled. Numbers are display strings from
+analysis/display.py (one unit per table, in its caption); each table's note
+explains its notation. The JSON output keeps the long form with all digits.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
+from analysis import display
+from analysis.blocks import MAX_TABLE_ROWS, Table
+from analysis.frames import group_codes
 from analysis.schema import group_columns
+
+MAX_PARTS = 6  # split tables per question; more column sets are merged into one
+NOISE = "~"
+SINGLE = "‡"
+Formatter = Callable[[pd.DataFrame], tuple[str, list[str]]]
 
 
 def labels(frame: pd.DataFrame) -> pd.Series:
@@ -30,89 +44,321 @@ def labels(frame: pd.DataFrame) -> pd.Series:
     return label
 
 
-def _wide(frame: pd.DataFrame, index: list[str], column: str, values: pd.Series) -> pd.DataFrame:
-    """Pivot display strings to one column per value of `column` (e.g. n)."""
-    long = frame[index + [column]].copy()
-    long["_v"] = values.to_numpy()
-    wide = long.pivot_table(index=index, columns=column, values="_v", aggfunc="first")
-    wide.columns = [str(c) for c in wide.columns]
-    return wide.reset_index().fillna("")
+def _split(long: pd.DataFrame, index: list[str], column: str, caption: str, note: str,
+           fmt: Formatter, header: Callable[[object], str] = display.size,
+           span_name: str = "n") -> list[Table]:
+    """One table per set of `column` values that rows of `index` share.
+
+    `long` has the `index` columns (group columns among them are shown as one
+    `group` label), `column` (one output column per value) and a text mark
+    `_m` per row. `fmt(rows)` formats the cells of the rows shown and returns
+    their unit (appended to the caption). Vectorised: the set of values of a
+    row is a bitmask, and only the rows shown are labelled and formatted, so a
+    table over 10^6 cells costs a few array passes.
+    """
+    if long.empty:
+        return []
+    codes, values = pd.factorize(long[column], sort=True)
+    gid, count = group_codes(long, index)
+    if len(values) > 62:  # more columns than bits: one table with all of them
+        masks = np.ones(count, dtype=np.int64)
+        codes = np.zeros_like(codes)
+    else:
+        masks = np.zeros(count, dtype=np.int64)
+        np.bitwise_or.at(masks, gid, np.left_shift(np.int64(1), codes.astype(np.int64)))
+    order, first = np.unique(masks, return_index=True)
+    order = order[np.argsort(first)]
+    if len(order) > MAX_PARTS:  # the rest share one (wider) table
+        rest = np.bitwise_or.reduce(order[MAX_PARTS - 1:])
+        masks = np.where(np.isin(masks, order[:MAX_PARTS - 1]), masks, rest)
+        order = np.append(order[:MAX_PARTS - 1], rest)
+    tables = []
+    for mask in order:
+        members = np.flatnonzero(masks == mask)
+        shown = members[:MAX_TABLE_ROWS]
+        part = long[np.isin(gid, shown)]
+        unit, texts = fmt(part)
+        part = part.assign(_t=[t + m if t else "" for t, m in zip(texts, part["_m"], strict=True)],
+                           _g=gid[np.isin(gid, shown)])
+        cols = [v for i, v in enumerate(values) if len(values) > 62 or int(mask) >> i & 1]
+        wide = part.pivot_table(index="_g", columns=column, values="_t", aggfunc="first")
+        wide = wide.reindex(columns=cols).fillna("")
+        heads = part.drop_duplicates("_g").set_index("_g").loc[wide.index, index]
+        frame = _labelled(heads).reset_index(drop=True)
+        for value in cols:
+            frame[header(value)] = wide[value].to_numpy()
+        name = f"{span_name} " if span_name else ""
+        span = ("" if len(order) == 1 else f" — {name}{header(cols[0])}" if len(cols) == 1
+                else f" — {name}{header(cols[0])} … {header(cols[-1])}")
+        tables.append(Table(caption + (f" [{unit}]" if unit else "") + span, frame, note,
+                            total_rows=len(members)))
+    return tables
 
 
-def median_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """Median time per (group, threads) and n; '*' marks a single repeat."""
-    if summary.empty:
-        return pd.DataFrame()
-    frame = summary.assign(group=labels(summary))
-    text = frame["median_s"].map(lambda v: f"{v:.3g}") + np.where(frame["single_repeat"], "*", "")
-    return _wide(frame, ["group", "threads"], "n", pd.Series(text))
+def _labelled(rows: pd.DataFrame) -> pd.DataFrame:
+    """`rows` with its group columns replaced by one `group` label, in place of the first."""
+    keys = [c for c in group_columns(rows) if c in rows.columns]
+    if "kernel" not in rows.columns:
+        return rows
+    at = list(rows.columns).index(keys[0])
+    out = rows.drop(columns=keys)
+    out.insert(min(at, len(out.columns)), "group", labels(rows).to_numpy())
+    return out
 
 
-def exponent_table(exponents: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
-    """Local exponent per n_hi, plus the fitted slope [95% interval]."""
+def _head(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows a table shows (formatting only those keeps big reports fast)."""
+    return frame.head(MAX_TABLE_ROWS)
+
+
+def _marks(noise: pd.Series | np.ndarray, single: pd.Series | np.ndarray) -> np.ndarray:
+    """'‡' for a single repeat (no interval), else '~' within noise, else ''."""
+    single = np.asarray(single, dtype=bool)
+    return np.where(single, SINGLE, np.where(np.asarray(noise, dtype=bool), NOISE, ""))
+
+
+def repeats_at(summary: pd.DataFrame, frame: pd.DataFrame, threads: str) -> np.ndarray:
+    """Repeats of the summary cell (group, n, frame[threads]) for each row of `frame`."""
+    keys = group_columns(summary) + ["n"]
+    cells = summary[keys + ["threads", "repeats"]].rename(columns={"threads": threads})
+    merged = frame[keys + [threads]].merge(cells, on=keys + [threads], how="left")
+    return merged["repeats"].fillna(0).to_numpy()
+
+
+def _numbers(rows: pd.DataFrame) -> tuple[str, list[str]]:
+    return "", [display.sig(v) for v in rows["_v"]]
+
+
+def _ratios(rows: pd.DataFrame) -> tuple[str, list[str]]:
+    return "", [display.ratio(v) for v in rows["_v"]]
+
+
+def _times(rows: pd.DataFrame) -> tuple[str, list[str]]:
+    return display.times(rows["_v"])
+
+
+def _keys(frame: pd.DataFrame) -> list[str]:
+    return [c for c in group_columns(frame) if c in frame.columns]
+
+
+NOTE_MARKS = (f"{NOISE} = within noise: the two 95% intervals overlap, so the data do not "
+              f"show a difference; {SINGLE} = a single repeat: no interval, no claim.")
+
+
+def median_tables(summary: pd.DataFrame) -> list[Table]:
+    """Median time per (group, threads) and n, one unit per table."""
+    frame = summary.assign(_v=summary["median_s"],
+                           _m=np.where(summary["single_repeat"], SINGLE, ""))
+    return _split(frame, _keys(frame) + ["threads"], "n", "Median time per n", (
+        f"Median over repeats at T threads. {SINGLE} = a single repeat (no interval)."),
+        _times)
+
+
+def fit_table(fits: pd.DataFrame) -> list[Table]:
+    """The fitted exponent of t ∝ n^k per (group, threads), with its 95% interval."""
+    one = int((fits["points"] < 2).sum()) if len(fits) else 0
+    fits = fits[fits["points"] >= 2] if len(fits) else fits
+    if fits.empty:
+        return []
+    total = len(fits)
+    fits = _head(fits)
+    two = fits["points"] <= 2
+    text = [f"{display.sig(s)} {display.interval(lo, hi)}".strip() if not t
+            else f"{display.sig(s)} (2 sizes: no interval)"
+            for s, lo, hi, t in zip(fits["slope"], fits["ci_lo"], fits["ci_hi"], two, strict=True)]
+    frame = pd.DataFrame({"group": labels(fits), "threads": fits["threads"],
+                          "n range": [f"{display.size(a)} … {display.size(b)}" for a, b in
+                                      zip(fits["n_min"], fits["n_max"], strict=True)],
+                          "sizes": fits["points"], "exponent k [95% interval]": text})
+    return [Table("Fitted exponent k of t ∝ n^k", frame.reset_index(drop=True), (
+        "Least-squares slope of log t on log n over the sizes measured; the interval is "
+        "slope ± t(0.975, sizes−2)·stderr, and does not exist with two sizes."
+        + (f" {one} series measured at a single size have no exponent." if one else "")),
+        total_rows=total)]
+
+
+def exponent_tables(exponents: pd.DataFrame) -> list[Table]:
+    """Local exponents log(t_hi/t_lo)/log(n_hi/n_lo) per pair of consecutive sizes."""
     if exponents.empty:
-        return pd.DataFrame()
-    frame = exponents.assign(group=labels(exponents))
-    wide = _wide(frame, ["group", "threads"], "n_hi", frame["exponent"].map(lambda v: f"{v:.2f}"))
-    fit = fits.assign(group=labels(fits))
-    text = fit["slope"].map(lambda v: f"{v:.2f}") + " [" + fit["ci_lo"].map(
-        lambda v: f"{v:.2f}") + ", " + fit["ci_hi"].map(lambda v: f"{v:.2f}") + "]"
-    fit = fit.assign(fit=text)[["group", "threads", "fit"]]
-    return wide.merge(fit, on=["group", "threads"], how="left")
+        return []
+    pairs = sorted(set(zip(exponents["n_lo"].tolist(), exponents["n_hi"].tolist())))
+    code = {p: i for i, p in enumerate(pairs)}
+    frame = exponents.assign(_v=exponents["exponent"], _m="", pair=[
+        code[p] for p in zip(exponents["n_lo"].tolist(), exponents["n_hi"].tolist())])
+
+    def header(i: object) -> str:
+        lo, hi = pairs[int(i)]  # type: ignore[call-overload]
+        return f"{display.size(lo)}→{display.size(hi)}"
+    return _split(frame, _keys(frame) + ["threads"], "pair", "Local exponent between consecutive "
+                  "sizes", "Column n_lo→n_hi: log(t(n_hi)/t(n_lo)) / log(n_hi/n_lo).",
+                  _numbers, header=header, span_name="sizes")
 
 
-def best_thread_table(best: pd.DataFrame) -> pd.DataFrame:
-    """T*(n) per group with the max-thread penalty in parentheses."""
+def speedup_tables(speedup: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
+    """Speedup and efficiency at every (group, n) and thread count T > 1."""
+    more = speedup[speedup["threads"] > 1]
+    if more.empty:
+        return []
+    single = (repeats_at(summary, more, "threads") <= 1)
+    frame = more.assign(_m=np.where(single, SINGLE, ""))
+
+    def cells(rows: pd.DataFrame) -> tuple[str, list[str]]:
+        return "", [f"{display.ratio(s)} ({display.percent(e)})" for s, e in
+                    zip(rows["speedup"], rows["efficiency"], strict=True)]
+    return _split(frame, _keys(frame) + ["n"], "threads",
+                    "Speedup (efficiency) by thread count T", (
+                        "S× (E%): speedup S = t(1)/t(T) and efficiency E = S/T, from medians. "
+                        f"{SINGLE} = a single repeat at T."),
+                    cells, header=lambda t: f"T={t}", span_name="")
+
+
+def several_threads(best: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """The rows of `best` whose (group, n) cell was measured at more than one T."""
     if best.empty:
-        return pd.DataFrame()
-    frame = best.assign(group=labels(best))
-    text = (frame["best_threads"].astype("str") + " (" + frame["max_thread_penalty"].map(
-        lambda v: f"{v:.2f}") + np.where(frame["penalty_within_noise"], "~", "") + ")")
-    return _wide(frame, ["group"], "n", text)
+        return best
+    keys = group_columns(summary) + ["n"]
+    counts = summary.groupby(keys, dropna=False, sort=False)["threads"].nunique()
+    merged = best.merge(counts.rename("_k").reset_index(), on=keys, how="left")
+    return merged[merged["_k"] > 1].drop(columns="_k").reset_index(drop=True)
 
 
-def penalty_table(penalty: pd.DataFrame) -> pd.DataFrame:
-    """Doubling penalties above 1 that are outside the noise, worst first."""
+def best_thread_tables(best: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
+    """T*(n) and the max-thread penalty, for (group, n) cells with several T."""
+    best = several_threads(best, summary)
+    if best.empty:
+        return []
+    single = ((repeats_at(summary, best, "best_threads") <= 1)
+              | (repeats_at(summary, best, "max_threads") <= 1))
+    frame = best.assign(_mark=_marks(best["penalty_within_noise"], single), _m="")
+
+    def cells(rows: pd.DataFrame) -> tuple[str, list[str]]:
+        return "", [f"{t} ({display.ratio(p)}{m})" for t, p, m in zip(
+            rows["best_threads"], rows["max_thread_penalty"], rows["_mark"], strict=True)]
+    return _split(frame, _keys(frame), "n", "Best thread count T*(n)", (
+        "Cell: T* (t(Tmax)/t(T*)) — the fastest thread count and how much slower the "
+        f"largest measured thread count is. {NOTE_MARKS}"), cells)
+
+
+def _boundary(frame: pd.DataFrame) -> list[str]:
+    out = []
+    for numa, cores, missing in zip(frame["crosses_numa"], frame["crosses_cores"],
+                                    frame["facts_missing"], strict=True):
+        words = [w for w, f in (("NUMA domain", numa), ("physical cores", cores)) if f]
+        out.append("unknown (no partition facts)" if missing else ", ".join(words))
+    return out
+
+
+def penalty_table(penalty: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
+    """Doubling penalties above 1: shown ones first, worst first; single repeats after."""
     if penalty.empty:
-        return pd.DataFrame()
-    bad = penalty[(penalty["penalty"] > 1.0) & ~penalty["within_noise"].astype(bool)]
-    bad = bad.sort_values("penalty", ascending=False)
-    cols = ["n", "threads", "threads_half", "penalty", "crosses_numa", "crosses_cores",
-            "facts_missing"]
-    return bad.assign(group=labels(bad))[["group"] + cols].reset_index(drop=True)
+        return []
+    single = ((repeats_at(summary, penalty, "threads") <= 1)
+              | (repeats_at(summary, penalty, "threads_half") <= 1))
+    frame = penalty.assign(_single=single)
+    frame = frame[(frame["penalty"] > 1.0) & (~frame["within_noise"].astype(bool) | single)]
+    if frame.empty:
+        return []
+    frame = frame.sort_values(["_single", "penalty"], ascending=[True, False], kind="stable")
+    total = len(frame)
+    frame = _head(frame)
+    table = pd.DataFrame({
+        "group": labels(frame), "n": [display.size(n) for n in frame["n"]],
+        "T/2 → T": [f"{h} → {t}" for h, t in zip(frame["threads_half"], frame["threads"],
+                                                 strict=True)],
+        "t(T)/t(T/2)": [display.ratio(p) for p in frame["penalty"]],
+        "boundary crossed": _boundary(frame),
+        "evidence": np.where(frame["_single"], "single repeat", "outside noise")})
+    return [Table("Thread-doubling penalties above 1 (doubling made it slower)",
+                  table.reset_index(drop=True), (
+                      "t(T)/t(T/2) > 1 means the doubled thread count is slower. Boundary: "
+                      "going from T/2 to T threads crosses a NUMA domain or the physical core "
+                      "count of the node. Penalties within noise are not listed; "
+                      "single-repeat ones are listed last and claim nothing."),
+                  total_rows=total)]
 
 
-def crossover_table(crossovers: pd.DataFrame) -> pd.DataFrame:
-    """Pairs of thread counts where the larger one starts winning."""
-    if crossovers.empty:
-        return pd.DataFrame()
-    done = crossovers[crossovers["crossed"].astype(bool)]
-    cols = ["threads_a", "threads_b", "n_before", "n_at", "within_noise"]
-    return done.assign(group=labels(done))[["group"] + cols].reset_index(drop=True)
+def crossover_table(crossovers: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
+    """Pairs of thread counts where the larger one starts winning after losing."""
+    done = crossovers[crossovers["crossed"].astype(bool)] if len(crossovers) else crossovers
+    if done.empty:
+        return []
+    always = int(done["n_before"].isna().sum())
+    done = done[done["n_before"].notna()]
+    if done.empty:
+        return []
+    total = len(done)
+    done = _head(done)
+    probe = done.assign(n=done["n_at"])
+    single = ((repeats_at(summary, probe, "threads_a") <= 1)
+              | (repeats_at(summary, probe, "threads_b") <= 1))
+    table = pd.DataFrame({
+        "group": labels(done),
+        "T_a → T_b": [f"{a} → {b}" for a, b in zip(done["threads_a"], done["threads_b"],
+                                                   strict=True)],
+        "T_b faster from": [f"{display.size(b)} < n ≤ {display.size(a)}" for b, a in
+                            zip(done["n_before"], done["n_at"], strict=True)],
+        "evidence at that n": np.where(single, "single repeat", np.where(
+            done["within_noise"].astype(bool), "within noise", "outside noise"))})
+    note = ("The first measured n at which T_b threads beat T_a after losing at the "
+            "previous common size; the crossover lies between the two.")
+    if always:
+        note += f" {always} pairs where T_b is faster already at the first size are not listed."
+    return [Table("Crossovers: where more threads start to win", table.reset_index(drop=True),
+                  note, total_rows=total)]
 
 
-def ratio_table(ratios: pd.DataFrame) -> pd.DataFrame:
-    """Each comparison at its largest matched n (one row per threads)."""
+def ratio_tables(ratios: pd.DataFrame) -> list[Table]:
+    """Each comparison at every matched n, one column per n."""
     if ratios.empty:
-        return pd.DataFrame()
-    keys = [c for c in group_columns(ratios) if c != "cluster"] + [
-        "dimension", "a", "b", "partition_b", "threads"]
-    last = ratios.sort_values("n").groupby(keys, dropna=False, sort=True).tail(1)
-    last = last.assign(group=labels(last)).sort_values(["dimension", "a", "b", "group"])
-    cols = ["dimension", "a", "b", "group", "partition_b", "threads", "n", "ratio",
-            "within_noise"]
-    return last[cols].reset_index(drop=True)
+        return []
+    single = (ratios["single_repeat"] if "single_repeat" in ratios
+              else pd.Series(False, index=ratios.index))
+    frame = ratios.assign(_v=ratios["ratio"], _m=_marks(ratios["within_noise"], single))
+    frame["b"] = np.where(frame["dimension"] == "cluster",
+                          frame["b"].astype("str") + ":" + frame["partition_b"].astype("str"),
+                          frame["b"].astype("str"))
+    return _split(frame, ["dimension", "a", "b"] + _keys(frame) + ["threads"], "n",
+                  "Ratios t(a)/t(b) per n", (
+                      "Above 1: a is slower than b (by that factor); below 1: a is faster. "
+                      f"The group is the a side's configuration. {NOTE_MARKS}"), _ratios)
 
 
-def roofline_table(roof: pd.DataFrame) -> pd.DataFrame:
+def roofline_table(roof: pd.DataFrame) -> list[Table]:
     """Per group, the point closest to its roofline (or the fastest, without one)."""
     usable = roof[np.isfinite(roof["flops_per_s"])]
     if usable.empty:
-        return pd.DataFrame()
-    score = usable["frac_roof"].fillna(-1.0) * 1e30 + usable["flops_per_s"].fillna(0.0)
-    order = usable.assign(_score=score).sort_values("_score", ascending=False)
+        return []
+    # Sort keys, not a weighted sum: with no ceiling (NaN fraction) the FLOP/s
+    # alone must decide, and a sum with 1e30 weights would round it away.
+    has = usable["frac_roof"].notna()
+    order = usable.assign(_has=has).sort_values(["_has", "frac_roof", "flops_per_s"],
+                                                ascending=False, na_position="last",
+                                                kind="stable")
     best = order.groupby(group_columns(usable), dropna=False, sort=True).head(1)
-    cols = ["n", "threads", "flops_per_s", "bytes_per_s", "intensity", "frac_peak_flops",
-            "frac_mem_bw", "frac_roof"]
-    return best.assign(group=labels(best))[["group"] + cols].sort_values("group").reset_index(
-        drop=True)
+    total = len(best)
+    best = _head(best.sort_values(group_columns(usable), kind="stable"))
+    best = best.assign(group=labels(best))
+    fl_unit, fl_scale = display.rate_unit(best["flops_per_s"], "FLOP/s")
+    by_unit, by_scale = display.rate_unit(best["bytes_per_s"], "B/s")
+    table = pd.DataFrame({
+        "group": best["group"], "n": [display.size(n) for n in best["n"]],
+        "threads": best["threads"],
+        f"achieved [{fl_unit}]": [display.sig(v / fl_scale) for v in best["flops_per_s"]],
+        f"traffic [{by_unit}]": [display.sig(v / by_scale) for v in best["bytes_per_s"]],
+        "FLOP/byte": [display.sig(v) for v in best["intensity"]],
+        "% of peak FLOP/s": [display.percent(v) for v in best["frac_peak_flops"]],
+        "% of memory bw": [display.percent(v) for v in best["frac_mem_bw"]],
+        "% of roof": [display.percent(v) for v in best["frac_roof"]]})
+    missing = [c for c, f in (("% of peak FLOP/s", "frac_peak_flops"),
+                              ("% of memory bw", "frac_mem_bw"), ("% of roof", "frac_roof"))
+               if best[f].isna().all()]
+    note = ("Best row per group: the highest fraction of its roof min(peak, intensity × "
+            "bandwidth); groups without ceilings: the highest FLOP/s. Traffic is the "
+            "cost model's minimum bytes, so it is a lower bound on real traffic.")
+    if missing:
+        note += (" No ceilings (peak FLOP/s, memory bandwidth) are configured for this "
+                 "cluster's partitions, so the fractions are not computed.")
+    elif best["frac_roof"].isna().any():
+        note += " Blank fraction = no ceiling for that partition or dtype."
+    return [Table("Best fraction of the roofline per group",
+                  table.drop(columns=missing).reset_index(drop=True), note, total_rows=total)]

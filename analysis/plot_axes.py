@@ -1,0 +1,227 @@
+"""The figure machinery of the report: panel grids, axes with plain labels, legends.
+
+Readable at the size the page shows them: figures are drawn at 144 dpi with
+10 pt text and shown at their physical size (width in inches × 96 CSS px), so
+10 pt on paper is 10 pt on screen. Constrained layout keeps tick labels and
+axis labels inside the figure; legends sit outside the data (one per figure,
+right of the panels, or below a panel when its lines are its own). Log axes
+carry plain labels ("1 ms", "4K", "2×"), never "5×10^0". matplotlib is
+imported inside `pyplot` so that importing `analysis` stays cheap.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis import display
+from analysis.blocks import Figure
+
+MAX_PANELS = 12
+MAX_LINES = 8
+DPI = 144
+PANEL_W, PANEL_H, LEGEND_W = 4.0, 3.2, 1.9
+RC = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "xtick.labelsize": 10,
+      "ytick.labelsize": 10, "legend.fontsize": 10, "figure.dpi": DPI, "savefig.dpi": DPI,
+      "axes.grid": True, "grid.alpha": 0.3, "lines.linewidth": 1.6, "lines.markersize": 4}
+COLOURBAR = "_colourbar"  # handles key: draw one shared colour bar for this image
+STYLE_KEYS = ("ideal", "efficiency", "NUMA", "physical", "roof", "T*")
+Axes = Any  # matplotlib.axes.Axes, imported lazily
+Handles = dict[str, Any]  # legend label -> artist
+Draw = Callable[[Axes, pd.DataFrame, Handles], str]
+
+
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend (imported here: it costs ~0.5 s)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def pick(values: Sequence[Any], limit: int) -> list[Any]:
+    """At most `limit` values spread evenly, always keeping first and last."""
+    values = list(values)
+    if len(values) <= limit:
+        return values
+    idx = np.unique(np.linspace(0, len(values) - 1, limit).round().astype(int))
+    return [values[i] for i in idx]
+
+
+def palette(values: Sequence[Any]) -> dict[Any, Any]:
+    """A fixed colour per value, so one legend serves every panel."""
+    plt = pyplot()
+    cmap = plt.get_cmap("tab10" if len(values) <= 10 else "viridis")
+    n = max(len(values), 1)
+    return {v: cmap(i if len(values) <= 10 else i / max(n - 1, 1)) for i, v in
+            enumerate(values)}
+
+
+def size_axis(axis: Any, values: Sequence[float] | np.ndarray | pd.Series) -> None:
+    """A log2 axis of problem sizes, ticked at (at most 6 of) the measured n."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    array = np.asarray(values, dtype=float)
+    ticks = pick(np.unique(array[np.isfinite(array)]).tolist(), 6)
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: display.size(v)))
+    axis.set_minor_locator(NullLocator())
+
+
+def log_axis(axis: Any, fmt: Callable[[float], str], low: float, high: float) -> None:
+    """A log10 axis with plain labels; 1-2-5 ticks when the range is short."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+
+    span = math.log10(high / low) if low > 0 and high > 0 else 3.0
+    subs = (1.0,) if span > 2.5 else (1.0, 2.0, 5.0) if span > 0.6 else (
+        1.0, 1.5, 2.0, 3.0, 5.0, 7.0)
+    axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=8))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v)))
+    # No minor ticks: each is an artist laid out on every draw, and they
+    # carry no label a reader could use.
+    axis.set_minor_locator(NullLocator())
+
+
+def pow2_axis(axis: Any, low: float, high: float, fmt: Callable[[float], str] = display.sig
+              ) -> None:
+    """A log2 axis ticked at (at most 7) powers of two spanning [low, high]."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    bottom = math.floor(math.log2(low)) if low > 0 else 0
+    top = max(math.ceil(math.log2(max(high, 1.0))), bottom + 1)
+    ticks = pick([2.0 ** k for k in range(bottom, top + 1)], 7)
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v)))
+    axis.set_minor_locator(NullLocator())
+
+
+def finite_range(*columns: pd.Series) -> tuple[float, float]:
+    """(min, max) of the positive finite values of the columns, (1, 10) if none."""
+    if not columns:
+        return 1.0, 10.0
+    values = np.concatenate([c.to_numpy(dtype=float) for c in columns])
+    good = values[np.isfinite(values) & (values > 0)]
+    return (float(good.min()), float(good.max())) if len(good) else (1.0, 10.0)
+
+
+def wrap(text: str, width: int) -> str:
+    """Lines of at most ~`width` characters, broken at spaces (and after '+')."""
+    return "\n".join(textwrap.wrap(text.replace("+", "+ "), width, break_long_words=False,
+                                   break_on_hyphens=False))
+
+
+def short_labels(labels: Sequence[str], width: int = 36) -> list[str]:
+    """Drop the words every label shares (the panel title says them); wrap the rest."""
+    split = [label.split(" ") for label in labels]
+    common = set(split[0]).intersection(*split[1:]) if len(split) > 1 else set()
+    return [wrap(" ".join(w for w in words if w not in common) or "all", width)
+            for words in split]
+
+
+def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw: Draw,
+           what: str, figure_legend: bool = True, extra_note: str = "") -> Figure | None:
+    """Grid of panels, one per item, and a figure legend outside the data.
+
+    `draw(ax, rows, handles)` draws one panel, puts the artists the legend
+    should show into `handles` and returns a note on what it left out.
+    """
+    if not items:
+        return None
+    plt = pyplot()
+    shown = items[:MAX_PANELS]
+    cols = min(3, len(shown))
+    rows = math.ceil(len(shown) / cols)
+    # A lone panel gets more room: its figure would otherwise be a thumbnail.
+    panel_w, panel_h = (6.4, 4.4) if len(shown) == 1 else (PANEL_W, PANEL_H)
+    width = panel_w * cols + (LEGEND_W if figure_legend else 0.0)
+    height = panel_h * rows + (0.0 if figure_legend else 0.8 * rows)
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False,
+                                 layout="constrained")
+        notes: set[str] = set()
+        handles: Handles = {}
+        for ax, (label, frame) in zip(axes.flat, shown, strict=False):
+            ax.set_title(wrap(label, 42), loc="left")
+            note = draw(ax, frame, handles)
+            if note:
+                notes.add(note)
+        for ax in list(axes.flat)[len(shown):]:
+            ax.set_visible(False)
+        scale = handles.pop(COLOURBAR, None)  # an image whose colour scale all panels share
+        if scale is not None:
+            bar = fig.colorbar(scale, ax=axes.ravel().tolist(), location="bottom", shrink=0.4,
+                               aspect=30, pad=0.02)
+            bar.set_ticks([0, 1, 2, 3], labels=["1× (T*)", "2×", "4×", "≥ 8×"])
+            bar.set_label("t(T, n) / t(T*, n)")
+        if figure_legend and handles:
+            # Data series (n=..., T=..., kernels) first, then the line-style keys.
+            names = sorted(handles, key=lambda k: k.startswith(STYLE_KEYS))
+            fig.legend([handles[k] for k in names], names, loc="outside right upper")
+        fig.savefig(path)
+        plt.close(fig)
+    shrink_png(path)
+    left = len(items) - len(shown)
+    text = ([f"{left} more {what} not shown (the first {len(shown)} of {len(items)}; cap "
+             f"{MAX_PANELS} panels)"] if left else [])
+    note = "; ".join(text + sorted(notes) + ([extra_note] if extra_note else []))
+    return Figure(path, caption, note, width, height)
+
+
+def shrink_png(path: Path) -> None:
+    """Re-save as a 256-colour palette PNG: a quarter of the bytes, same look.
+
+    Plots are flat colours and antialiased edges, so an exact palette is not
+    needed; the committed reports and the inlined HTML stay small. Pillow is
+    a dependency of matplotlib, so it is always there when plots are.
+    """
+    from PIL import Image
+
+    with Image.open(path) as image:
+        flat = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE,
+                                             dither=Image.Dither.NONE)
+    flat.save(path, compress_level=9)
+
+
+def several(frame: pd.DataFrame, keys: list[str], column: str) -> np.ndarray:
+    """Mask of the rows whose group (`keys`) has more than one value of `column`."""
+    from analysis.frames import group_codes
+
+    if frame.empty:
+        return np.zeros(0, dtype=bool)
+    codes, count = group_codes(frame, keys)
+    values, _ = pd.factorize(frame[column], sort=False)
+    pairs = np.unique(codes.astype(np.int64) * (int(values.max()) + 1) + values)
+    distinct = np.bincount(pairs // (int(values.max()) + 1), minlength=count)
+    return distinct[codes] > 1
+
+
+def grouped(frame: pd.DataFrame, keys: list[str],
+            label: Callable[[pd.Series], str]) -> list[tuple[str, pd.DataFrame]]:
+    """(label, rows) per group in key order, for the first MAX_PANELS + a count.
+
+    Only the groups drawn are materialised: with 100,000 groups the rest are
+    counted, not split out (the caller states how many were left out).
+    """
+    if frame.empty:
+        return []
+    from analysis.frames import group_codes
+
+    codes, count = group_codes(frame, keys)
+    wanted = np.flatnonzero(np.isin(codes, np.arange(min(count, MAX_PANELS))))
+    sub = frame.iloc[wanted]
+    sub_codes = codes[wanted]
+    items: list[tuple[str, pd.DataFrame]] = []
+    for code in range(min(count, MAX_PANELS)):
+        rows = sub[sub_codes == code]
+        items.append((label(rows.iloc[0]), rows))
+    # Placeholders keep the count right for the "N of M not shown" note.
+    items += [("", frame.iloc[:0])] * (count - len(items))
+    return items
