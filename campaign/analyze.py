@@ -12,7 +12,7 @@ from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError, ConfigError
-from campaign.frames import counters_frame, jobs_frame, partition_facts_frame
+from campaign.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame
 from campaign.ledger import Campaign, Ledger
 from campaign.report_scope import resolve
 from campaign.results.export import results_frame
@@ -102,12 +102,14 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
     results, facts = _inputs(led, cluster, scope.campaigns)
     jobs = jobs_frame(led, None)
+    builds = builds_frame(led, None)
     if scope.campaigns is not None:
         jobs = jobs[jobs["campaign"].isin(scope.campaigns)]
     clusters = [cluster] if cluster else sorted(set(results["cluster"]))
     written: list[Path] = []
     for name in clusters:
-        files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}")
+        files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}",
+                              builds=builds)
         _add_header(files, scope.lines)
         _append_counters_section(files, _counters(led, name, scope.campaigns), results[results["cluster"] == name])
         written += [files.markdown, files.html]

@@ -25,6 +25,7 @@ from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, ResultRow,
 from campaign.ledger import queries as q
 from campaign.overlap import flag_overlaps
 from campaign.partial import PARTIAL_STATES, describe, read_partial
+from campaign.preflight_sync import sync_steps
 from campaign.results.counters import read_counters
 from campaign.results.reader import Expected, Outcome, classify_output
 from campaign.results.store import job_rows
@@ -38,6 +39,7 @@ class SyncReport:
     changed: int = 0
     ingested_rows: int = 0
     warnings: list[str] = field(default_factory=list)
+    preflight: list[str] = field(default_factory=list)  # failed build/preflight chains, with log tails
 
 
 @dataclass
@@ -188,6 +190,7 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
         with ledger.session.begin() as s:
             report.changed, report.ingested_rows = _apply(s, pending, statuses, outcomes, camps, counters,
                                                           partials)
+    report.preflight = sync_steps(ledger, camp_id)
     with ledger.session() as s:
         report.counts = _counts(s, camp_id)
     return report
