@@ -78,21 +78,6 @@ def counters_json(led: Ledger, results: Any, *, cluster: str | None = None,
     return to_json(_counters(led, cluster, campaign), results)
 
 
-def _append_counters_section(files: Any, counters: Any, results: Any) -> None:
-    """The "Measured vs predicted" section, after the report's own (until
-    analysis/report.py renders it as Blocks: analysis.counters_report.counters_tables)."""
-    from analysis.counters_report import counters_section  # lazy: pandas
-
-    if counters is None or counters.empty:
-        return
-    md = files.markdown.read_text()
-    files.markdown.write_text(md.rstrip("\n") + "\n\n" + counters_section(counters, results))
-    page = files.html.read_text()
-    section = counters_section(counters, results, fmt="html")
-    files.html.write_text(page.replace("</body>", section + "</body>", 1) if "</body>" in page
-                          else page + section)
-
-
 def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None,
                   all_campaigns: bool = False) -> list[Path]:
     """Reports of one campaign (the latest by default), `campaign` several, or
@@ -108,10 +93,10 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     clusters = [cluster] if cluster else sorted(set(results["cluster"]))
     written: list[Path] = []
     for name in clusters:
+        counters = _counters(led, name, scope.campaigns)
         files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}",
-                              builds=builds)
+                              builds=builds, counters=counters if len(counters) else None)
         _add_header(files, scope.lines)
-        _append_counters_section(files, _counters(led, name, scope.campaigns), results[results["cluster"] == name])
         written += [files.markdown, files.html]
     return written
 
