@@ -60,6 +60,17 @@ class ReportContext:
     date_range: tuple[object, object] | None = None
 
 
+def _build_blocks(builds: pd.DataFrame | None, cluster: str) -> list[Block]:
+    if builds is None or len(builds) == 0:
+        return []
+    table = builds[builds["cluster"].astype("str") == cluster] if "cluster" in builds.columns else builds
+    if len(table) == 0:
+        return []
+    frame = table.drop(columns=["cluster"], errors="ignore").fillna("").astype(str).reset_index(drop=True)
+    return [Block("table", table=Table("Kernel builds per partition (compilers and flags on the node)", frame,
+                                       max_rows=None))]
+
+
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "cluster"
 
@@ -73,7 +84,7 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
                   jobs: pd.DataFrame | None, out_dir: Path | str, cluster: str,
                   title: str | None = None, context: ReportContext | None = None,
                   metrics: Mapping[str, pd.DataFrame] | None = None,
-                  counters: pd.DataFrame | None = None) -> ReportFiles:
+                  counters: pd.DataFrame | None = None, builds: pd.DataFrame | None = None) -> ReportFiles:
     """Write `<cluster>.md`, `<cluster>.html` and the PNG figures into `out_dir`.
 
     `results` may hold every cluster (cross-cluster ratios need the others)
@@ -83,7 +94,10 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
     `metrics` (all_metrics of the same results) to render several clusters
     without recomputing them. `counters` (this cluster's hardware counters,
     as campaign's counters frame) adds the "Measured vs predicted" section.
-    A cluster without results still gets a report.
+    `builds`, one row per partition's kernel build (compilers and flags as
+    seen on the node), follows the header: a Fortran-vs-C ratio means little
+    if the two were built for different ISAs. A cluster without results still
+    gets a report.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -105,7 +119,8 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
         sections = [Section("Summary", "summary", [Block("p", f"No results for cluster {cluster}.")]
                             + ([Block("list", items=tuple(said))] if said else []))]
     sections.append(_jobs_section(mine_jobs))
-    blocks = [Block("h1", heading), Block("meta", pairs=_header(cluster, context, mine_jobs))]
+    blocks = [Block("h1", heading), Block("meta", pairs=_header(cluster, context, mine_jobs)),
+              *_build_blocks(builds, cluster)]
     blocks += _overlap_warning(results, cluster)
     for section in sections:
         if section.blocks:

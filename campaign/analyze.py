@@ -12,7 +12,7 @@ from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError, ConfigError
-from campaign.frames import counters_frame, jobs_frame, partition_facts_frame
+from campaign.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame
 from campaign.ledger import Campaign, Ledger
 from campaign.report_scope import resolve
 from campaign.results.export import results_frame
@@ -78,21 +78,6 @@ def counters_json(led: Ledger, results: Any, *, cluster: str | None = None,
     return to_json(_counters(led, cluster, campaign), results)
 
 
-def _append_counters_section(files: Any, counters: Any, results: Any) -> None:
-    """The "Measured vs predicted" section, after the report's own (until
-    analysis/report.py renders it as Blocks: analysis.counters_report.counters_tables)."""
-    from analysis.counters_report import counters_section  # lazy: pandas
-
-    if counters is None or counters.empty:
-        return
-    md = files.markdown.read_text()
-    files.markdown.write_text(md.rstrip("\n") + "\n\n" + counters_section(counters, results))
-    page = files.html.read_text()
-    section = counters_section(counters, results, fmt="html")
-    files.html.write_text(page.replace("</body>", section + "</body>", 1) if "</body>" in page
-                          else page + section)
-
-
 def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
                   campaign: str | Sequence[str] | None = None, all_campaigns: bool = False,
                   keys: Sequence[str] | None = None) -> None:
@@ -120,14 +105,16 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
     results, facts = _inputs(led, cluster, scope.campaigns)
     jobs = jobs_frame(led, None)
+    builds = builds_frame(led, None)
     if scope.campaigns is not None:
         jobs = jobs[jobs["campaign"].isin(scope.campaigns)]
     clusters = [cluster] if cluster else sorted(set(results["cluster"]))
     written: list[Path] = []
     for name in clusters:
-        files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}")
+        counters = _counters(led, name, scope.campaigns)
+        files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}",
+                              builds=builds, counters=counters if len(counters) else None)
         _add_header(files, scope.lines)
-        _append_counters_section(files, _counters(led, name, scope.campaigns), results[results["cluster"] == name])
         written += [files.markdown, files.html]
     return written
 

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from analysis.columns import PARTITION_COLUMNS
 from campaign.config.schema import ClusterSpec
-from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, Run
+from campaign.ledger import BuildStep, Campaign, CounterRow, JobAttempt, Ledger, PreflightStep, Run
 from campaign.plan import RunSpec
 from campaign.states import JobState
 
@@ -51,6 +51,34 @@ def jobs_frame(led: Ledger, campaign: str | None = None) -> Any:
     return pd.DataFrame(rows, columns=JOB_FRAME_COLUMNS)
 
 
+BUILD_FRAME_COLUMNS = ["cluster", "partition", "build_key", "host", "cc", "cflags", "fc", "fflags", "modules"]
+
+
+def builds_frame(led: Ledger, campaign: str | None = None) -> Any:
+    """The completed kernel builds behind the campaigns' runs, one row per
+    (cluster, partition, key): compiler versions and flags as the build job
+    recorded them on the node (issue 19)."""
+    import pandas as pd  # lazy, as above
+
+    stmt = (select(BuildStep).join(PreflightStep, PreflightStep.build_id == BuildStep.id)
+            .join(Campaign, Campaign.id == PreflightStep.campaign_id).order_by(BuildStep.id))
+    if campaign:
+        stmt = stmt.where(Campaign.name == campaign)
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    with led.session() as s:
+        for build in s.scalars(stmt):
+            info = build.info or {}
+            if not info.get("ok"):
+                continue
+            comp, flags = info.get("compilers") or {}, info.get("flags") or {}
+            rows[(build.cluster, build.partition, build.key)] = {
+                "cluster": build.cluster, "partition": build.partition, "build_key": build.key,
+                "host": info.get("host"),
+                "cc": comp.get("cc_version") or comp.get("cc"), "cflags": flags.get("cflags"),
+                "fc": comp.get("fc_version") or comp.get("fc"), "fflags": flags.get("fflags"),
+                "modules": " ".join(info.get("modules") or []) or None,
+            }
+    return pd.DataFrame(list(rows.values()), columns=BUILD_FRAME_COLUMNS)
 COUNTER_FRAME_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "dtype", "n", "d", "params",
                          "metric", "value", "unit", "kernels", "error", "attempt_id"]
 

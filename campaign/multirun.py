@@ -90,11 +90,12 @@ def prepare(overrides: Sequence[str], ledger_path: Path | None = None) -> list[C
 
 
 def submit_all(overrides: Sequence[str], groups: Sequence[CampaignSweep], ledger: Ledger, *, force: bool = False,
-               progress: Progress | None = None) -> list[SubmitReport]:
+               progress: Progress | None = None, preflight: bool = True) -> list[SubmitReport]:
     """The prepared campaigns, one after the other (`overrides`: the command
     line as typed, recorded as each campaign's provenance)."""
-    return [submit(overrides, ledger, force=force, progress=progress, configs=g.configs) for g in groups]
+    return [submit(overrides, ledger, force=force, progress=progress, configs=g.configs, preflight=preflight)
+            for g in groups]
 
 
-def dry_run_all(overrides: Sequence[str], ledger_path: Path) -> list[SubmitReport]:
-    return [dry_run(overrides, ledger_path, configs=c.configs) for c in campaigns(overrides)]
+def dry_run_all(overrides: Sequence[str], ledger_path: Path, *, preflight: bool = True) -> list[SubmitReport]:
+    return [dry_run(overrides, ledger_path, configs=c.configs, preflight=preflight) for c in campaigns(overrides)]

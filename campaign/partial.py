@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from campaign.results.reader import Outcome, classify_output
+from analysis.columns import KERNEL_COLUMNS
+from campaign.errors import ImportError_
+from campaign.results.reader import Outcome, parse_text
 from campaign.states import JobState
 
 # Finished without a result, but possibly with the rows of some n.
@@ -40,10 +42,13 @@ def read_partial(output: Path, expected_n: tuple[int, ...], check: bool) -> tupl
     source = output if output.is_file() else _complete_lines(output.with_name(output.name + TMP_SUFFIX))
     if source is None:
         return None, list(expected_n)
-    outcome = classify_output(source, (), check)
-    if outcome.state is JobState.LOST_OUTPUT:  # unparsable: keep nothing, rerun everything
+    try:  # the one strict reader (campaign.results.reader), without the whole-sweep checks
+        rows = parse_text(source.read_text(encoding="utf-8"), KERNEL_COLUMNS, source.name)
+    except (ImportError_, OSError, UnicodeDecodeError):  # unparsable: keep nothing, rerun everything
         return None, list(expected_n)
-    rows = outcome.rows
+    if not rows:
+        return None, list(expected_n)
+    outcome = Outcome(JobState.LOST_OUTPUT, rows)
     counts: dict[int, int] = {}
     for r in rows:
         counts[r["n"]] = counts.get(r["n"], 0) + 1

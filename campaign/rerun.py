@@ -15,6 +15,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from campaign import preflight as chain
 from campaign.attempts import Progress, job_request, new_attempt, orphaned, recover_orphans, submit_requests
 from campaign.backends import get_backend
 from campaign.backends.base import JobRequest
@@ -23,7 +24,7 @@ from campaign.clock import now
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError
-from campaign.ledger import Campaign, JobAttempt, Ledger
+from campaign.ledger import Campaign, JobAttempt, Ledger, PreflightStep
 from campaign.ledger import queries as q
 from campaign.partial import PARTIAL_STATES
 from campaign.plan import RunSpec
@@ -39,9 +40,17 @@ class _Batch:
     cluster: ClusterSpec
     workdir: str
     python: str
+    campaign_id: int
     requests: list[JobRequest] = field(default_factory=list)
     previous: dict[int, str | None] = field(default_factory=dict)  # new attempt id -> previous job id
     resumed: set[int] = field(default_factory=set)  # attempts a killed submit/rerun left unconfirmed
+
+
+def _chained(ledger: Ledger, campaign_id: int) -> str | None:
+    """The kernel folder of the campaign's last chain; None when it was submitted without one."""
+    with ledger.session() as s:
+        return s.scalar(select(PreflightStep.kernel_bin).where(PreflightStep.campaign_id == campaign_id)
+                        .order_by(PreflightStep.id.desc()))
 
 
 @dataclass
@@ -99,6 +108,7 @@ def rerun(
     mem_factor: float = 1.0,
     progress: Progress | None = None,
     all_campaigns: bool = False,
+    preflight: bool = True,
 ) -> RerunReport:
     if not (math.isfinite(time_factor) and math.isfinite(mem_factor)) or time_factor < 1.0 or mem_factor < 1.0:
         raise BadInputError("--time-factor and --mem-factor must be >= 1")
@@ -118,7 +128,7 @@ def rerun(
     # Serialised with submits and other reruns of the same campaigns (campaign.claims).
     with claimed(ledger, camp_ids, "rerun", notice):
         _rerun_claimed(ledger, report, camp_ids, campaign, job_id, wanted, time_factor, mem_factor, progress,
-                       before)
+                       before, preflight)
     return report
 
 
@@ -136,13 +146,13 @@ def _campaign_ids(s: Session, campaign: str | None, job_id: str | None, wanted: 
 
 def _batch(batches: dict[str, _Batch], camp: Campaign) -> _Batch:
     if camp.name not in batches:
-        batches[camp.name] = _Batch(cluster_from_yaml(camp.cluster_yaml), camp.workdir, camp.python)
+        batches[camp.name] = _Batch(cluster_from_yaml(camp.cluster_yaml), camp.workdir, camp.python, camp.id)
     return batches[camp.name]
 
 
 def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], campaign: str | None,
                    job_id: str | None, wanted: set[JobState], time_factor: float, mem_factor: float,
-                   progress: Progress | None, before: tuple[int, datetime]) -> None:
+                   progress: Progress | None, before: tuple[int, datetime], preflight: bool = True) -> None:
     batches: dict[str, _Batch] = {}
     with ledger.session.begin() as s:
         # Crash recovery first: attempts a killed submit or rerun recorded but
@@ -174,6 +184,10 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
     for name, batch in batches.items():
         backend = get_backend(batch.cluster, Path(batch.workdir), batch.python)
         reqs, found = recover_orphans(ledger, backend, batch.requests, batch.resumed)
+        kernel_bin = _chained(ledger, batch.campaign_id) if preflight else None
+        if kernel_bin is not None and reqs:  # submitted with its chain: rerun resubmits the chain (issue 19)
+            chains = chain.plan_chains(batch.cluster, backend.name, name, Path(batch.workdir), kernel_bin, reqs)
+            reqs = chain.gate(ledger, backend, batch.cluster.name, batch.campaign_id, kernel_bin, chains)
         sent = [*found, *submit_requests(ledger, backend, reqs, progress)]
         new_ids = {sub.attempt_id: sub.job_id for sub in sent}
         for aid, old in batch.previous.items():

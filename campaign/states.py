@@ -9,7 +9,8 @@ class JobState(str, enum.Enum):
     """State of one job attempt.
 
     Slurm's own states keep their Slurm spelling so a user can match them with
-    sacct output; LOST_OUTPUT, CHECK_FAILED and PROFILE_FAILED are ours (docs/design.md#job-states).
+    sacct output; LOST_OUTPUT, CHECK_FAILED, PROFILE_FAILED and PREFLIGHT_FAILED are ours
+    (docs/design.md#job-states).
     How a scheduler's own spellings map onto these is the backend's business
     (backends/slurm_states.py).
     """
@@ -25,6 +26,7 @@ class JobState(str, enum.Enum):
     CANCELLED = "CANCELLED"
     LOST_OUTPUT = "LOST_OUTPUT"
     CHECK_FAILED = "CHECK_FAILED"
+    PREFLIGHT_FAILED = "PREFLIGHT_FAILED"  # ours: the partition's build or preflight failed; the job never ran
     PROFILE_FAILED = "PROFILE_FAILED"  # timings ingested and counted; counters missing (reason says why)
     UNKNOWN = "UNKNOWN"
 

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session, selectinload
 
+from campaign import preflight as chain
 from campaign import provenance
 from campaign.attempts import (
     Progress,
@@ -44,6 +45,7 @@ from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, Run
 from campaign.ledger import queries as q
 from campaign.node_local import check_node_local
 from campaign.plan import Plan, RunSpec, campaign_name, missing_programs, plan
+from campaign.states import JobState
 from campaign.sync import SyncReport, sync
 from campaign.waiting import failed_among
 
@@ -95,9 +97,11 @@ def _prepare(overrides: Sequence[str], ledger_path: Path,
 
 
 def dry_run(overrides: Sequence[str], ledger_path: Path,
-            configs: Sequence[RootConfig] | None = None) -> SubmitReport:
-    """Plan and render the job scripts and the cost estimate; writes nothing
-    (an existing ledger is only read, to mark the runs a submit would skip)."""
+            configs: Sequence[RootConfig] | None = None, *, preflight: bool = True) -> SubmitReport:
+    """Plan and render the job scripts (with the preflight chain: build,
+    preflight, then the arrays with their dependency flags) and the cost
+    estimate; writes nothing (an existing ledger is only read, to mark the
+    runs a submit would skip)."""
     cfg, p, name, camp_dir = _prepare(overrides, ledger_path, configs)
     reqs = [
         job_request(cfg.cluster, name, r, i + 1, attempt_dir(camp_dir, r, 1), r.walltime_min, r.mem_gb)
@@ -108,8 +112,12 @@ def dry_run(overrides: Sequence[str], ledger_path: Path,
     arrays: dict[str, int] = {}
     for batch in backend.batches([r for r in reqs if r.run.key not in existing]):
         arrays[batch[0].run.partition] = arrays.get(batch[0].run.partition, 0) + 1
-    return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=backend.render(reqs),
-                        charges=estimate(cfg.cluster, p.runs, arrays, existing))
+    charges = estimate(cfg.cluster, p.runs, arrays, existing)
+    if preflight and cfg.experiment.preflight:
+        chains = chain.plan_chains(cfg.cluster, backend.name, name, camp_dir, _kernel_bin(cfg), reqs)
+        return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=chain.render(backend, chains),
+                            charges=charges)
+    return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=backend.render(reqs), charges=charges)
 
 
 def _existing_keys(ledger_path: Path, name: str) -> set[str]:
@@ -127,11 +135,19 @@ def _existing_keys(ledger_path: Path, name: str) -> set[str]:
         ledger.close()
 
 
+def _kernel_bin(cfg: RootConfig) -> str:
+    return cfg.campaign.kernel_bin or ""
+
+
 def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
-           progress: Progress | None = None, configs: Sequence[RootConfig] | None = None) -> SubmitReport:
+           progress: Progress | None = None, configs: Sequence[RootConfig] | None = None,
+           preflight: bool = True) -> SubmitReport:
     cfg, p, name, camp_dir = _prepare(overrides, ledger.path, configs)
     check_node_local(cfg, [camp_dir, ledger.path])
-    missing = missing_programs(p.runs)
+    preflight = preflight and cfg.experiment.preflight
+    # With the chain, the build job makes the native programs on the partition.
+    missing = [m for m in missing_programs(p.runs)
+               if not (preflight and chain.native_program(m, _kernel_bin(cfg)))]
     if missing:
         raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
     refusal = profiler_refusal(cfg, p.runs)
@@ -155,9 +171,12 @@ def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
         backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
         reqs, found = recover_orphans(ledger, backend, reqs, resumed)
         report.recovered = len(found)
+        if preflight and reqs:
+            chains = chain.plan_chains(cfg.cluster, backend.name, name, camp_dir, _kernel_bin(cfg), reqs)
+            reqs = chain.gate(ledger, backend, cfg.cluster.name, camp_id, _kernel_bin(cfg), chains)
         sent = submit_requests(ledger, backend, reqs, progress)
         report.submitted = [(sub.job_id, labels[sub.attempt_id]) for sub in [*found, *sent]]
-        if cfg.cluster.backend == "local" and (reqs or found):
+        if cfg.cluster.backend == "local" and (todo or found):
             report.sync = sync(ledger, name)
             report.failed = failed_among(ledger, [sub.attempt_id for sub in [*found, *sent]])
     return report
@@ -216,7 +235,8 @@ def _record_runs(
             if orphaned(last):  # recorded by a process that is gone, job ID never recorded
                 todo.append((last.id, run, last.workdir))
                 resumed.add(last.id)
-        elif force or last is None:
+        elif force or last is None or last.state is JobState.PREFLIGHT_FAILED:
+            # a run whose build or preflight failed never ran: submitting again retries it
             todo.append(new_attempt(s, row.id, run, camp_dir, last, prov_id, run.walltime_min, run.mem_gb))
     # New runs and their first attempts in two bulk INSERTs (10,000-run
     # campaigns): Core statements with RETURNING, no ORM object per row.

@@ -26,6 +26,7 @@ from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
 from campaign.overlap import flag_overlaps
 from campaign.partial import PARTIAL_STATES, describe, read_partial
+from campaign.preflight_sync import sync_steps
 from campaign.results.bulk import insert_results
 from campaign.results.counters import read_counters
 from campaign.results.reader import Expected, Outcome, classify_output
@@ -45,6 +46,7 @@ class SyncReport:
     changed: int = 0
     ingested_rows: int = 0
     warnings: list[str] = field(default_factory=list)
+    preflight: list[str] = field(default_factory=list)  # failed build/preflight chains, with log tails
 
 
 @dataclass
@@ -176,6 +178,7 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
         _write(ledger, report, still_open, statuses, _Batch(), camps)
     for batch in _finished_batches(ledger, [p for p in pending if statuses[p.attempt_id].state.finished], statuses):
         _write(ledger, report, batch.pending, statuses, batch, camps)
+    report.preflight = sync_steps(ledger, camp_id)
     with ledger.session() as s:
         report.counts = _counts(s, camp_id)
     return report

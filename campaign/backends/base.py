@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.config.schema import ClusterSpec
 from campaign.job.task import JobTask
 from campaign.plan import RunSpec
@@ -31,6 +32,7 @@ class JobRequest:
     mem_gb: float | None
     job_name: str
     comment: str
+    depends_on: str | None = None  # a job ID (the partition's preflight) that must end COMPLETED first
 
 
 @dataclass
@@ -112,3 +114,11 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def cancel(self, refs: Sequence[JobRef]) -> None: ...
+
+    def render_step(self, step: StepRequest) -> str:
+        """The job script of a build or preflight step (for --dry-run)."""
+        raise NotImplementedError(f"backend {self.name} has no build/preflight steps")
+
+    def submit_step(self, step: StepRequest) -> StepSubmitted:
+        """Submit (or, without a scheduler, run) one build or preflight step."""
+        raise NotImplementedError(f"backend {self.name} has no build/preflight steps")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
 from campaign.backends.local_lock import timed_cpu_lock
+from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.errors import SchedulerError
 from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, read_json
 from campaign.job.procs import group_members, stop_group, wait_gone
@@ -59,6 +60,28 @@ class LocalBackend(Backend):
             lines.append(f"env {env} {shlex.join(req.task.argv)}")
             scripts.append("\n".join(lines) + "\n")
         return scripts
+
+    def render_step(self, step: StepRequest) -> str:
+        head = f"# {step.kind} step on {step.partition} ({step.job_name}), run here before the jobs"
+        return "\n".join([head, *(f"# {line}" for line in step.describe)]) + "\n"
+
+    def submit_step(self, step: StepRequest) -> StepSubmitted:
+        """No scheduler: the step runs here and now, in order (build, preflight,
+        then the runs); its stderr goes to a file like a job's would."""
+        import contextlib
+        import uuid
+
+        folder = Path(step.folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        err = folder / f"{step.kind}.err"
+        state, reason = JobState.COMPLETED, None
+        with open(err, "a") as stream, contextlib.redirect_stderr(stream):
+            try:
+                step.fn(step.task)
+            except Exception as exc:  # noqa: BLE001 - the step's own failure, recorded as its state
+                print(f"{type(exc).__name__}: {exc}", file=stream)
+                state, reason = JobState.FAILED, str(exc)
+        return StepSubmitted(f"local-{step.kind}-{uuid.uuid4().hex[:8]}", None, str(err), state, reason)
 
     def _executor(self, req: JobRequest) -> object:
         import submitit  # lazy, as in slurm.py

@@ -22,9 +22,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from campaign.backends import slurm_query
+from campaign.backends import slurm_query, slurm_steps
 from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
 from campaign.backends.slurm_run import run_slurm
+from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.backends.submitit_adapter import sbatch_script
 from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.environment import profiler_lines, setup_lines
@@ -86,6 +87,8 @@ class SlurmBackend(Backend):
         if clusters:
             extra["clusters"] = clusters
         params["additional_parameters"] = {**extra, **dict(part.sbatch_extra)}
+        if req.depends_on:  # behind the partition's preflight job (issue 19)
+            params["additional_parameters"].update(slurm_steps.dependency_flags(req.depends_on))
         if profiled and part.profiler.enabled:  # e.g. a constraint for nodes with counters enabled
             params["additional_parameters"].update(dict(part.profiler.sbatch_extra))
         return params
@@ -156,6 +159,12 @@ class SlurmBackend(Backend):
             runs = "\n".join(f"#   [{i}] {r.run.label}: {shlex.join(r.task.argv)}" for i, r in enumerate(group))
             scripts.append(text + f"# runs in this {'array' if len(group) > 1 else 'job'}:\n{runs}\n")
         return scripts
+
+    def render_step(self, step: StepRequest) -> str:
+        return slurm_steps.render_step(self.cluster, self.folder, self.python, step)
+
+    def submit_step(self, step: StepRequest) -> StepSubmitted:
+        return slurm_steps.submit_step(self.cluster, self.folder, self.python, step)
 
     def _write_manifest(self, group: list[JobRequest]) -> str:
         """The array's one payload: every task's JobTask, and the attempts they

@@ -83,7 +83,8 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         sys.stdout.write(api.composed_yaml(args.overrides))
         return 0
     if args.dry_run:
-        reports = api.dry_run_all(args.overrides, args.ledger or default_ledger_path())
+        reports = api.dry_run_all(args.overrides, args.ledger or default_ledger_path(),
+                                  preflight=not args.no_preflight)
         for rep in reports:
             for i, script in enumerate(rep.scripts):
                 print(f"# ---- job script {i + 1}/{len(rep.scripts)} ----")
@@ -100,7 +101,8 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     groups = api.prepare_campaigns(args.overrides, args.ledger or default_ledger_path())
     led = ledger(args)
     quiet = args.quiet or args.format == "json"  # JSON: nothing but the document on stdout
-    reports = api.submit_all(args.overrides, groups, led, force=args.force, progress=progress_printer(quiet))
+    reports = api.submit_all(args.overrides, groups, led, force=args.force, progress=progress_printer(quiet),
+                             preflight=not args.no_preflight)
     if args.format == "json":
         write_json([{"campaign": r.campaign, "planned": r.planned, "existing": r.existing,
                      "submitted": [{"job_id": j, "run": label} for j, label in r.submitted],
@@ -127,6 +129,7 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             print_counts(rep.sync.counts)
             for w in rep.sync.warnings:
                 con.print(f"  warning: {w}")
+            _print_preflight(rep.sync.preflight)
     if args.wait:
         return _watch(args, led, [rep.campaign for rep in reports])
     return _exit_for([f for rep in reports for f in rep.failed])
@@ -137,6 +140,11 @@ def _watch(args: argparse.Namespace, led: Any, campaigns: list[str], quiet: bool
         return watch(led, campaigns, sync=api.sync, interval=args.interval, live=False, say=_stderr)
     live = is_terminal() and not args.quiet
     return watch(led, campaigns, sync=api.sync, interval=args.interval, live=live)
+
+
+def _print_preflight(lines: list[str]) -> None:
+    for line in lines:  # failed build/preflight chains, with the log tail (plain print: no markup)
+        print(line)
 
 
 def _stderr(line: str) -> None:
@@ -174,6 +182,7 @@ def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     table(title, views.JOB_COLUMNS, rows)
     print(f"{rep.changed} job(s) changed state, {rep.ingested_rows} result row(s) ingested")
     print_counts(rep.counts)
+    _print_preflight(rep.preflight)
     return 0
 
 
@@ -224,7 +233,7 @@ def cmd_rerun(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     led = ledger(args, create=False)
     rep = api.rerun(led, args.campaign, failed=args.failed, job_id=args.job_id, states=args.state,
                     time_factor=args.time_factor, mem_factor=args.mem_factor, progress=progress_printer(args.quiet),
-                    all_campaigns=args.all)
+                    all_campaigns=args.all, preflight=not args.no_preflight)
     for new, old in rep.submitted:
         print(f"rerun: {old} -> {new}")
     print(f"{len(rep.submitted)} run(s) resubmitted")

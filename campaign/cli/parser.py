@@ -62,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "'experiment.sweeps.0.threads=1,2,4', range(1,9), choice(a,b), cluster=glob(*)")
     s.add_argument("--dry-run", action="store_true", help="print the job scripts; submit and record nothing")
     s.add_argument("--force", action="store_true", help="submit runs again even if the ledger has them")
+    s.add_argument("--no-preflight", action="store_true",
+                   help="submit the arrays without the build and preflight jobs in front of them (experts)")
     s.add_argument("-m", "--multirun", action="store_true",
                    help="accepted for Hydra habits; sweeps expand with or without it")
     s.add_argument("-c", "--cfg", choices=["job"], help="print the composed config (YAML) and exit")
@@ -100,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--time-factor", type=float, default=1.0,
                    help="multiply the walltime of TIMEOUT jobs (rounded up to whole minutes)")
     s.add_argument("--mem-factor", type=float, default=1.0, help="multiply the memory of OUT_OF_MEMORY jobs")
+    s.add_argument("--no-preflight", action="store_true", help="resubmit without the build and preflight jobs")
 
     s = sub.add_parser("cancel", help="cancel a campaign's jobs or one job")
     s.add_argument("target", help="campaign name or job ID")

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from campaign.cli.chain_view import chain_lines
 from campaign.clock import display, now
 from campaign.errors import BadInputError
 from campaign.job.files import START_FILE, STDERR_FILE, STDOUT_FILE, read_json
@@ -131,6 +132,7 @@ def show_job(led: Ledger, job_id: str) -> str:
             f"array: {att.array_job_id or '-'} index {att.array_index if att.array_index is not None else '-'}  "
             f"node: {att.node or '-'}  exit code: {att.exit_code if att.exit_code is not None else '-'}",
             f"submitted {_fmt(att.submitted_at)}  started {_fmt(att.started_at)}  ended {_fmt(att.ended_at)}",
+            *chain_lines(s, att),
             "attempts (lineage):",
         ]
         for a in q.lineage(s, att):

@@ -200,6 +200,9 @@ class ExperimentSpec:
     check: bool = True
     walltime_min: int = 30
     mem_gb: float | None = None
+    # build + preflight jobs gate the runs (issue 19); false for experiments
+    # whose programs fail on purpose (the failure-class tests)
+    preflight: bool = True
     profile: str = "none"  # none | ncu | perf: counters of one extra call per n (docs/contracts.md)
     exclusive: bool = False  # take whole nodes (--exclusive) instead of the cores/GPUs a run needs
     cpus_per_run: int | None = None  # cores allocated to each CPU run; threads above it oversubscribe on purpose

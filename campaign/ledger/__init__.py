@@ -2,15 +2,18 @@
 
 from campaign.ledger.db import Ledger, default_ledger_path
 from campaign.ledger.models import (
+    BuildStep,
     Campaign,
     CampaignClaim,
     CounterRow,
     ImportFile,
     JobAttempt,
+    PreflightStep,
     Provenance,
     ResultRow,
     Run,
 )
 
-__all__ = ["Campaign", "CampaignClaim", "CounterRow", "ImportFile", "JobAttempt", "Ledger", "Provenance", "ResultRow",
+__all__ = ["BuildStep", "Campaign", "CampaignClaim", "CounterRow", "ImportFile", "JobAttempt", "Ledger",
+           "PreflightStep", "Provenance", "ResultRow",
            "Run", "default_ledger_path"]

@@ -16,6 +16,7 @@ from campaign.ledger.types import UTCDateTime
 from campaign.states import JobState
 
 SCHEMA_VERSION = 8  # v1 had no campaign.python; v3..v7: one per change of this round; v8: compare (see migrations/versions)
+# v7: build_step and preflight_step (issue 19)
 
 
 class Base(DeclarativeBase):
@@ -114,6 +115,13 @@ class JobAttempt(Base):
     walltime_min: Mapped[int]
     mem_gb: Mapped[float | None]
     provenance_id: Mapped[int | None] = mapped_column(ForeignKey("provenance.id"))
+    # v3: the process that recorded the attempt (crash recovery touches an
+    # unconfirmed attempt only when this process is gone), and a note when its
+    # timing overlapped another timed job on the same machine.
+    owner_host: Mapped[str | None] = mapped_column(String(200))
+    owner_pid: Mapped[int | None]
+    owner_start: Mapped[str | None] = mapped_column(String(64))
+    overlap: Mapped[str | None]
     # v4: the n this attempt runs (None: all of the run's) and, once a TIMEOUT/
     # CANCELLED/OUT_OF_MEMORY attempt was synced, the n it left without rows.
     n: Mapped[list[Any] | None]
@@ -124,13 +132,6 @@ class JobAttempt(Base):
     scheduler_cluster: Mapped[str | None] = mapped_column(String(100), default=None)
     alloc_cpus: Mapped[int | None] = mapped_column(default=None)
     alloc_gpus: Mapped[int | None] = mapped_column(default=None)
-    # v3: the process that recorded the attempt (crash recovery touches an
-    # unconfirmed attempt only when this process is gone), and a note when its
-    # timing overlapped another timed job on the same machine.
-    owner_host: Mapped[str | None] = mapped_column(String(200))
-    owner_pid: Mapped[int | None]
-    owner_start: Mapped[str | None] = mapped_column(String(64))
-    overlap: Mapped[str | None]
     run: Mapped[Run] = relationship(back_populates="attempts", foreign_keys=[run_id])
 
 
@@ -208,3 +209,46 @@ class CampaignClaim(Base):
     start: Mapped[str] = mapped_column(String(64))
     command: Mapped[str] = mapped_column(String(40))
     taken_at: Mapped[datetime]
+
+
+class BuildStep(Base):
+    """One build job (issue 19): the kernels of one partition + environment +
+    source hash (`key`). `info` is its provenance, read from the node's
+    build.json: compilers and versions, flags, lscpu, numactl, modules."""
+
+    __tablename__ = "build_step"
+    __table_args__ = (Index("ix_build_step_key", "key"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(String(64))
+    cluster: Mapped[str] = mapped_column(String(100))
+    partition: Mapped[str] = mapped_column(String(100))
+    folder: Mapped[str]
+    backend: Mapped[str] = mapped_column(String(20))
+    job_id: Mapped[str | None] = mapped_column(String(64))
+    state: Mapped[JobState] = mapped_column(Enum(JobState, native_enum=False, length=20))
+    reason: Mapped[str | None]
+    stderr_path: Mapped[str | None]
+    created_at: Mapped[datetime]
+    info: Mapped[dict[str, Any] | None]
+
+
+class PreflightStep(Base):
+    """One preflight job of a campaign's partition; the attempts it gates are
+    listed in `attempt_ids` (they become PREFLIGHT_FAILED when it fails)."""
+
+    __tablename__ = "preflight_step"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id"))
+    partition: Mapped[str] = mapped_column(String(100))
+    build_id: Mapped[int | None] = mapped_column(ForeignKey("build_step.id"))
+    build_key: Mapped[str] = mapped_column(String(64))
+    kernel_bin: Mapped[str]  # the programs' configured folder, mapped onto the build folder
+    folder: Mapped[str]
+    backend: Mapped[str] = mapped_column(String(20))
+    job_id: Mapped[str | None] = mapped_column(String(64))
+    state: Mapped[JobState] = mapped_column(Enum(JobState, native_enum=False, length=20))
+    reason: Mapped[str | None]
+    stderr_path: Mapped[str | None]
+    created_at: Mapped[datetime]
+    attempt_ids: Mapped[list[Any]]
+    result: Mapped[dict[str, Any] | None]

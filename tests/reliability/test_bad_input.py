@@ -135,8 +135,9 @@ CASES: dict[str, Case] = {
     "n-not-a-number": Case(("submit", "experiment.sweeps.0.n=[abc]"), "sweeps.0.n"),
     "walltime-above-partition-max": Case(
         ("submit", "cluster=localslurm", "experiment.walltime_min=100"), "exceeds partition cpu's maximum of 60"),
+    # Without the build/preflight chain the kernels must be built already (with it the build job builds them).
     "missing-kernel-binary": Case(
-        ("submit", "experiment.sweeps.0.impls=[c]", "campaign.kernel_bin={tmp}/emptybin"),
+        ("submit", "--no-preflight", "experiment.sweeps.0.impls=[c]", "campaign.kernel_bin={tmp}/emptybin"),
         "kernel program not built", _empty_bin),
     "missing-account-delta": Case(("submit", "cluster=delta", "experiment=forward_scaling"), "requires an account"),
     "override-without-equals": Case(("submit", "experiment.repeats"), "bad override 'experiment.repeats'"),

@@ -1,0 +1,202 @@
+"""The preflight job, on the partition, after the build and before the arrays.
+
+Runs every program of the campaign once at its smallest n with `--check`,
+and checks what the programs will see there: the stack limit, the OpenMP
+binding and thread count, the CPUs the job was given, torch/CUDA for torch
+kernels, and that the job folder is writable from the node. Any problem
+fails the job, so Slurm cancels the arrays queued behind it
+(`--dependency=afterok` + `--kill-on-invalid-dep=yes`) before one task runs;
+`preflight.json` says what was found and `campaign status` shows it.
+
+Standard library only (docs/design.md#layering: the job side).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from campaign.job.build import machine_facts
+
+RECORD = "preflight.json"
+
+# What a program sees in its own process (run with the program's env and stack setting).
+_PROBE = ("import json,os,resource;s=resource.getrlimit(resource.RLIMIT_STACK);"
+          "print(json.dumps({'stack_soft':s[0],'stack_hard':s[1],'unlimited':s[0]==resource.RLIM_INFINITY,"
+          "'cpus':len(os.sched_getaffinity(0)),'omp':{k:v for k,v in os.environ.items() if k.startswith('OMP_')}}))")
+# torch's versions without importing torch (an import costs seconds per check):
+# torch/version.py is a small generated file; a program on cuda still proves CUDA by running.
+_TORCH_PROBE = ("import importlib.util as u,json,os;s=u.find_spec('torch');d={};"
+                "exec(open(os.path.join(os.path.dirname(s.origin),'version.py')).read(),d);"
+                "print(json.dumps({'torch':d.get('__version__'),'cuda':d.get('cuda')}))")
+
+
+class PreflightFailed(RuntimeError):
+    """Raised so that the scheduler sees the preflight fail and cancels the arrays."""
+
+
+@dataclass(frozen=True)
+class ProgramCheck:
+    """One program invocation at the smallest n, with its job environment."""
+
+    label: str
+    argv: tuple[str, ...]  # the whole command, `--out <csv>` included
+    env: tuple[tuple[str, str], ...]
+    out_csv: str
+    tolerance: float | None  # max rel_err (None: no --check)
+    torch_python: str | None  # the interpreter of a torch kernel (its versions are recorded)
+    needs_cuda: bool
+
+
+@dataclass(frozen=True)
+class PreflightTask:
+    folder: str  # where the checks leave their files
+    job_root: str  # the campaign's job folder: must be writable from the node
+    stack_unlimited: bool
+    programs: tuple[ProgramCheck, ...]
+    timeout_s: float = 600
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
+def _child_setup(unlimit: bool) -> None:
+    if unlimit:
+        soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+        try:
+            resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def _run(argv: list[str], env: dict[str, str], cwd: Path, unlimit: bool, timeout_s: float,
+         stem: str) -> tuple[int, str]:
+    """Run one child like the job runner does; returns (exit code, stderr tail)."""
+    err_path = cwd / f"{stem}.err"
+    with open(cwd / f"{stem}.out", "wb") as out, open(err_path, "wb") as err:
+        try:
+            code = subprocess.run(argv, stdout=out, stderr=err, env=env, cwd=cwd, timeout=timeout_s,
+                                  preexec_fn=lambda: _child_setup(unlimit), check=False).returncode
+        except OSError as exc:
+            err.write(f"cannot start {argv[0]}: {exc}\n".encode())
+            code = 127
+        except subprocess.TimeoutExpired:
+            err.write(f"did not finish within {timeout_s:g} s\n".encode())
+            code = 124
+    tail = " | ".join(err_path.read_text(errors="replace").strip().splitlines()[-3:])
+    return code, tail
+
+
+def _csv_problem(path: Path, tolerance: float | None) -> str | None:
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError:
+        return f"no CSV at {path}"
+    if not rows:
+        return f"CSV {path} has no rows"
+    if tolerance is None:
+        return None
+    for row in rows:
+        try:
+            err = float(row.get("rel_err") or "nan")
+        except ValueError:
+            err = math.nan
+        if not err <= tolerance:  # NaN fails too
+            return f"check failed at n={row.get('n')}: rel_err={row.get('rel_err')} > {tolerance:g}"
+    return None
+
+
+def _probe(argv: list[str], env: dict[str, str], cwd: Path, unlimit: bool, stem: str) -> dict[str, Any] | str:
+    code, tail = _run(argv, env, cwd, unlimit, 120, stem)
+    if code != 0:
+        return f"exit {code}: {tail}"
+    try:
+        data = json.loads((cwd / f"{stem}.out").read_text())
+    except (OSError, ValueError) as exc:
+        return f"unreadable probe output: {exc}"
+    return data if isinstance(data, dict) else "probe printed no object"
+
+
+def _check_program(i: int, prog: ProgramCheck, task: PreflightTask, folder: Path,
+                   torch_seen: dict[str, dict[str, Any] | str]) -> dict[str, Any]:
+    env = {**os.environ, **dict(prog.env)}
+    found: dict[str, Any] = {"label": prog.label, "argv": list(prog.argv), "problems": []}
+    problems: list[str] = found["problems"]
+    seen = _probe([sys.executable, "-c", _PROBE], env, folder, task.stack_unlimited, f"{i}-env")
+    if isinstance(seen, str):
+        problems.append(f"environment probe failed: {seen}")
+    else:
+        found["seen"] = seen
+        if task.stack_unlimited and not seen["unlimited"]:
+            problems.append(f"stack limit is {seen['stack_soft']} bytes, not unlimited (hard limit "
+                            f"{seen['stack_hard']}): the 8 MB stack crash")
+        threads = dict(prog.env).get("OMP_NUM_THREADS")
+        if threads and threads.isdigit() and int(threads) > seen["cpus"]:
+            found["warning"] = f"OMP_NUM_THREADS={threads} but the job may use {seen['cpus']} CPU(s)"
+    if prog.torch_python:
+        if prog.torch_python not in torch_seen:  # once per interpreter
+            torch_seen[prog.torch_python] = _probe([prog.torch_python, "-c", _TORCH_PROBE], env, folder, False,
+                                                   f"{i}-torch")
+        versions = torch_seen[prog.torch_python]
+        if isinstance(versions, str):
+            problems.append(f"torch not importable by {prog.torch_python}: {versions}")
+        else:
+            found["torch"] = versions
+            if prog.needs_cuda and not versions.get("cuda"):
+                problems.append(f"torch {versions.get('torch')} is a build without CUDA")
+    code, tail = _run(list(prog.argv), env, folder, task.stack_unlimited, task.timeout_s, f"{i}-run")
+    found["exit_code"] = code
+    if code != 0:
+        problems.append(f"exited with {code} at the smallest n: {tail}")
+    else:
+        bad = _csv_problem(Path(prog.out_csv), prog.tolerance)
+        if bad:
+            problems.append(bad)
+    return found
+
+
+def _writable(root: str) -> str | None:
+    probe = Path(root) / f".campaign-writable-{uuid.uuid4().hex[:8]}"
+    try:
+        Path(root).mkdir(parents=True, exist_ok=True)
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        return f"job folder {root} not writable from this node: {exc}"
+    return None
+
+
+def run_preflight(task: PreflightTask) -> dict[str, Any]:
+    """Every check; returns the record, raises PreflightFailed on any problem."""
+    folder = Path(task.folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    record: dict[str, Any] = {"started": datetime.now(UTC).isoformat(), "programs": [], "problems": []}
+    bad_root = _writable(task.job_root)
+    if bad_root:
+        record["problems"].append(bad_root)
+    torch_seen: dict[str, dict[str, Any] | str] = {}
+    for i, prog in enumerate(task.programs):
+        checked = _check_program(i, prog, task, folder, torch_seen)
+        record["programs"].append(checked)
+        record["problems"] += [f"{prog.label}: {p}" for p in checked["problems"]]
+    record.update(ok=not record["problems"], ended=datetime.now(UTC).isoformat(), **machine_facts())
+    _write_json(folder / RECORD, record)
+    if record["problems"]:
+        for line in record["problems"]:
+            print(f"campaign preflight: {line}", file=sys.stderr)
+        raise PreflightFailed(f"{len(record['problems'])} problem(s): {record['problems'][0]}")
+    return record

@@ -1,0 +1,252 @@
+"""The chain in front of a campaign's arrays: build, preflight, then the runs (issue 19).
+
+Per partition (and its job environment) a **build job** builds the C and
+Fortran programs the runs need, on that partition, with its modules,
+compilers and flags, into a folder keyed by partition + environment + source
+hash; a folder whose record says it holds them already is not built again.
+Then a **preflight job** runs every program once at its smallest n with
+`--check` and checks what the runs will see (campaign.job.preflight). The
+arrays are submitted at once behind it with `--dependency=afterok` and
+`--kill-on-invalid-dep=yes` (Slurm), so a broken module, a crashing binary or
+an 8 MB stack cancels them before any task runs. Without a scheduler (local)
+the same steps run in order, and the runs only when both passed.
+
+Why a key and not `make kernels` on the submitting machine: the H200 runs of
+this project built C for one ISA and Fortran for another; flags such as
+`-march=native` are only right on the node that runs the programs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+from sqlalchemy import insert, update
+
+from analysis.columns import TOLERANCE
+from campaign.backends.base import Backend, JobRequest
+from campaign.backends.step import StepRequest
+from campaign.clock import now
+from campaign.config.load import repo_root
+from campaign.config.schema import BuildSpec, ClusterSpec
+from campaign.job.build import BuildTask, is_built, read_record, run_build
+from campaign.job.preflight import PreflightTask, ProgramCheck, run_preflight
+from campaign.ledger import BuildStep, Ledger, PreflightStep
+from campaign.ledger.models import JobAttempt
+from campaign.states import JobState
+
+KEY_LENGTH = 16
+NATIVE = ("c", "fortran")  # kernels/<lang>/ sources -> <build folder>/<lang>/<kernel>
+BUILD_WALLTIME_MIN = 30
+
+
+def kernel_sources() -> Path:
+    return repo_root() / "kernels"
+
+
+def source_hash(src: Path) -> str:
+    """Hash of the native kernels' sources and their Makefile (a few small
+    files: read each time, so an edited source is never taken for a built one)."""
+    h = hashlib.sha256()
+    files = [src / "Makefile", *sorted(p for lang in NATIVE for p in (src / lang).glob("*") if p.is_file())]
+    for path in files:
+        h.update(str(path.relative_to(src)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def build_key(cluster: ClusterSpec, partition: str, src_hash: str) -> str:
+    """Partition + environment (modules, variables, compilers, flags) + sources."""
+    part = cluster.partitions[partition]
+    b = cluster.build
+    blob = {"cluster": cluster.name, "partition": partition, "modules": [*cluster.modules, *part.modules],
+            "module_reset": cluster.module_reset, "template": cluster.job_template,
+            "env": {**cluster.env, **part.env}, "build": [b.cc, b.fc, b.cflags, b.fflags], "src": src_hash}
+    return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:KEY_LENGTH]
+
+
+@lru_cache(maxsize=256)  # pure, and asked once per run of a 10,000-run plan
+def native_program(argv0: str, kernel_bin: str) -> str | None:
+    """`c/<kernel>` or `fortran/<kernel>` for a program of the configured kernel folder."""
+    path = Path(argv0)
+    if path.parent.name in NATIVE and path.parent.parent == Path(kernel_bin):
+        return f"{path.parent.name}/{path.name}"
+    return None
+
+
+@dataclass
+class Chain:
+    """One partition's build (when needed), preflight, and the runs behind them."""
+
+    partition: str
+    key: str
+    folder: Path  # the build folder the runs' native programs come from
+    build: StepRequest | None
+    preflight: StepRequest
+    requests: list[JobRequest]
+
+
+def _build_folder(cluster: ClusterSpec, backend: str, partition: str, key: str, builds_root: Path,
+                  kernel_bin: str) -> Path:
+    """The keyed folder; on this machine with the default compilers and no
+    modules, `make kernels`' own output (an up-to-date make there is a no-op)."""
+    part = cluster.partitions[partition]
+    if backend == "local" and cluster.build == BuildSpec() and not (cluster.modules or part.modules):
+        return Path(kernel_bin)
+    return builds_root / f"{partition}-{key}"
+
+
+def _mapped(req: JobRequest, kernel_bin: str, folder: Path) -> JobRequest:
+    rel = native_program(req.task.argv[0], kernel_bin)
+    if rel is None:
+        return req
+    return replace(req, task=replace(req.task, argv=(str(folder / rel), *req.task.argv[1:])))
+
+
+def _program_checks(reqs: list[JobRequest], folder: Path) -> list[ProgramCheck]:
+    """One check per program (kernel x impl) and dtype and device, with the
+    most threads any of its runs uses, at its smallest n. One variant stands
+    for the program: a broken module, binary, ISA or stack fails them all, and
+    each check costs a process start (seconds for torch)."""
+    best: dict[tuple[str, ...], JobRequest] = {}
+    for req in reqs:
+        r = req.run
+        ident = (r.kernel, r.impl, r.dtype, r.device)
+        if ident not in best or r.threads > best[ident].run.threads:
+            best[ident] = req
+    checks = []
+    for i, req in enumerate(best.values()):
+        run = replace(req.run, n=(min(req.run.n),), repeats=1, warmup=0, check=True)
+        out = str(folder / f"{i}.csv")
+        argv = (req.task.argv[0], *run.command(out)[1:])
+        torch = argv[0] if "-m" in argv and any(a.startswith("kernels.torch.") for a in argv) else None
+        checks.append(ProgramCheck(run.label, argv, req.task.env, out, TOLERANCE.get(run.dtype, TOLERANCE["fp32"]),
+                                   torch, run.device == "cuda"))
+    return checks
+
+
+def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Path, kernel_bin: str,
+                reqs: list[JobRequest]) -> list[Chain]:
+    """The chain of every partition the requests use (pure but for reading build records)."""
+    src = kernel_sources()
+    src_hash = source_hash(src)
+    by_part: dict[str, list[JobRequest]] = {}
+    for req in reqs:
+        by_part.setdefault(req.run.partition, []).append(req)
+    chains = []
+    for partition, group in by_part.items():
+        key = build_key(cluster, partition, src_hash)
+        folder = _build_folder(cluster, backend, partition, key, camp_dir.parent / "builds", kernel_bin)
+        mapped = [_mapped(r, kernel_bin, folder) for r in group]
+        programs = tuple(sorted({p for r in group if (p := native_program(r.task.argv[0], kernel_bin))}))
+        build = None
+        if programs and not is_built(folder, key, programs):
+            b = cluster.build
+            modules = tuple([*cluster.modules, *cluster.partitions[partition].modules])
+            task = BuildTask(key, str(src), str(folder), programs, b.cc, b.fc, b.cflags, b.fflags, modules)
+            build = StepRequest(
+                "build", partition, run_build, task, group[0].task.env, 1, 0,
+                min(BUILD_WALLTIME_MIN, cluster.partitions[partition].max_walltime_min),
+                f"campaign:{camp_name}:build", str(folder),
+                describe=[f"build {key} on {partition} into {folder}: make -C <campaign>/kernels CC={b.cc} FC={b.fc} "
+                          f"CFLAGS='{b.cflags}' FFLAGS='{b.fflags}' {' '.join(programs)}"])
+        # named by the first attempt it gates: unique in the ledger, stable in --dry-run
+        pre_dir = camp_dir / "preflight" / f"{partition}-a{min(r.attempt_id for r in group)}"
+        checks = _program_checks(mapped, pre_dir)
+        widest = max(mapped, key=lambda r: (r.run.gpus, r.run.threads))
+        part = cluster.partitions[partition]
+        pre_task = PreflightTask(str(pre_dir), str(camp_dir), cluster.stack_unlimited, tuple(checks))
+        cpus = part.cpus_per_gpu * widest.run.gpus if widest.run.gpus else widest.run.threads
+        preflight = StepRequest(
+            "preflight", partition, run_preflight, pre_task, widest.task.env, cpus, widest.run.gpus,
+            min(part.max_walltime_min, max(r.walltime_min for r in mapped)), f"campaign:{camp_name}:preflight",
+            str(pre_dir), describe=[f"preflight on {partition}: {c.label}: {' '.join(c.argv)}" for c in checks])
+        chains.append(Chain(partition, key, folder, build, preflight, mapped))
+    return chains
+
+
+def render(backend: Backend, chains: list[Chain]) -> list[str]:
+    """--dry-run: each partition's build and preflight scripts, then its arrays
+    with the dependency flags (job IDs not known yet: placeholders)."""
+    scripts: list[str] = []
+    for ch in chains:
+        if ch.build is not None:
+            scripts.append(backend.render_step(ch.build))
+        dep = f"<build:{ch.partition}>" if ch.build is not None else None
+        scripts.append(backend.render_step(replace(ch.preflight, depends_on=dep)))
+        scripts += backend.render([replace(r, depends_on=f"<preflight:{ch.partition}>") for r in ch.requests])
+    return scripts
+
+
+def _record_build(ledger: Ledger, cluster: str, backend: Backend, ch: Chain, job_id: str,
+                  state: JobState, reason: str | None, stderr: str | None) -> int:
+    info = read_record(ch.folder) if state.finished else None
+    with ledger.session.begin() as s:
+        return int(s.execute(insert(BuildStep).returning(BuildStep.id), {
+            "key": ch.key, "cluster": cluster, "partition": ch.partition, "folder": str(ch.folder),
+            "backend": backend.name, "job_id": job_id, "state": state, "reason": reason, "stderr_path": stderr,
+            "created_at": now(), "info": info}).scalar_one())
+
+
+def built_info(ledger: Ledger, ch: Chain, cluster: str, backend: Backend) -> int | None:
+    """The build row of an already built key (no build job): its latest record."""
+    from sqlalchemy import select
+
+    with ledger.session() as s:
+        found = s.scalar(select(BuildStep.id).where(BuildStep.key == ch.key, BuildStep.state == JobState.COMPLETED)
+                         .order_by(BuildStep.id.desc()))
+    if found is not None or read_record(ch.folder) is None:
+        return found
+    return _record_build(ledger, cluster, backend, ch, "", JobState.COMPLETED, "built earlier", None)
+
+
+def gate(ledger: Ledger, backend: Backend, cluster: str, camp_id: int, kernel_bin: str,
+         chains: list[Chain]) -> list[JobRequest]:
+    """Submit each partition's build and preflight and return the run requests
+    to submit, held behind their preflight. Without a scheduler the steps have
+    already ended: runs of a failed chain are not returned but recorded as
+    PREFLIGHT_FAILED."""
+    out: list[JobRequest] = []
+    for ch in chains:
+        failed: str | None = None
+        dep: str | None = None
+        if ch.build is not None:
+            sub = backend.submit_step(ch.build)
+            state = sub.state or JobState.PENDING
+            build_id: int | None = _record_build(ledger, cluster, backend, ch, sub.job_id, state, sub.reason,
+                                                 sub.stderr_path)
+            dep = sub.job_id
+            if sub.state is not None and sub.state is not JobState.COMPLETED:
+                failed = f"build job {sub.job_id} {sub.state.value}: {sub.reason}"
+        else:
+            build_id = built_info(ledger, ch, cluster, backend)
+        if failed is None:
+            sub = backend.submit_step(replace(ch.preflight, depends_on=dep))
+            pre_state, pre_job, reason, stderr = sub.state or JobState.PENDING, sub.job_id, sub.reason, sub.stderr_path
+            if sub.state is not None and sub.state is not JobState.COMPLETED:
+                failed = f"preflight job {sub.job_id} {sub.state.value}: {sub.reason}"
+        else:
+            pre_state, pre_job, reason, stderr = JobState.CANCELLED, None, failed, None
+        result = read_record_file(Path(ch.preflight.folder)) if pre_state.finished else None
+        ids = [r.attempt_id for r in ch.requests]
+        with ledger.session.begin() as s:
+            s.execute(insert(PreflightStep), {
+                "campaign_id": camp_id, "partition": ch.partition, "build_id": build_id, "build_key": ch.key,
+                "kernel_bin": kernel_bin, "folder": ch.preflight.folder, "backend": backend.name,
+                "job_id": pre_job, "state": pre_state, "reason": reason, "stderr_path": stderr,
+                "created_at": now(), "attempt_ids": ids, "result": result})
+            if failed is not None:
+                s.execute(update(JobAttempt), [{"id": i, "state": JobState.PREFLIGHT_FAILED, "reason": failed,
+                                                "backend": backend.name} for i in ids])
+        if failed is None:
+            out += [replace(r, depends_on=pre_job if sub.state is None else None) for r in ch.requests]
+    return out
+
+
+def read_record_file(folder: Path) -> dict[str, object] | None:
+    from campaign.job.files import read_json
+    from campaign.job.preflight import RECORD
+
+    return read_json(folder / RECORD)

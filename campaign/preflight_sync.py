@@ -1,0 +1,125 @@
+"""`campaign status` for the build and preflight jobs (issue 19).
+
+Their states come from the backend like the runs' states; a finished build's
+`build.json` becomes the partition's build provenance in the ledger, a
+finished preflight's `preflight.json` its result. The runs a failed build or
+preflight gated (cancelled by Slurm before they started, through
+`--kill-on-invalid-dep=yes`) become PREFLIGHT_FAILED, and the failure is
+reported with the preflight's log tail.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from campaign.backends import get_backend
+from campaign.backends.base import JobRef
+from campaign.config.clusters import cluster_from_yaml
+from campaign.job.build import read_record
+from campaign.job.files import read_json
+from campaign.job.preflight import RECORD
+from campaign.ledger import BuildStep, Campaign, JobAttempt, Ledger, PreflightStep
+from campaign.states import OPEN_STATES, JobState
+
+TAIL_LINES = 12
+# What a gated run may still show when its chain failed: Slurm cancelled it, or has not yet.
+# (Never on a node: Slurm gives a cancelled pending job a start time, but no node.)
+_GATED = (JobState.CANCELLED, *OPEN_STATES)
+
+
+def _tail(path: str | None, lines: int = TAIL_LINES) -> list[str]:
+    if not path:
+        return []
+    try:
+        text = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    return [line for line in text if line.strip()][-lines:]
+
+
+def _query(s: Session, camp_id: int | None) -> dict[tuple[str, int], JobState]:
+    """Scheduler states of the open steps of these campaigns, by (table, row id)."""
+    pre = select(PreflightStep, Campaign).join(Campaign, Campaign.id == PreflightStep.campaign_id)
+    if camp_id is not None:
+        pre = pre.where(PreflightStep.campaign_id == camp_id)
+    refs: dict[str, tuple[Any, list[tuple[tuple[str, int], JobRef]]]] = {}
+    count = 0
+    for step, camp in s.execute(pre):
+        todo: list[tuple[tuple[str, int], Any]] = []
+        if step.state in OPEN_STATES and step.job_id:
+            todo.append((("preflight", step.id), step))
+        if step.build_id is not None:
+            build = s.get(BuildStep, step.build_id)
+            if build is not None and build.state in OPEN_STATES and build.job_id:
+                todo.append((("build", build.id), build))
+        if not todo:
+            continue
+        entry = refs.setdefault(camp.backend, (camp, []))
+        for ident, row in todo:
+            count += 1  # JobRef wants an id: a running number, mapped back below
+            entry[1].append((ident, JobRef(count, str(row.job_id), row.folder, None, 60)))
+    states: dict[tuple[str, int], JobState] = {}
+    for camp, items in refs.values():
+        backend = get_backend(cluster_from_yaml(camp.cluster_yaml), Path(camp.workdir))
+        found = backend.query([ref for _, ref in items]).statuses
+        for ident, ref in items:
+            if ref.attempt_id in found:
+                states[ident] = found[ref.attempt_id].state
+    return states
+
+
+def sync_steps(ledger: Ledger, camp_id: int | None) -> list[str]:
+    """Update build/preflight states; gate the runs of failed chains. Returns
+    one block of lines per partition whose chain failed (latest preflight)."""
+    with ledger.session() as s:
+        states = _query(s, camp_id)
+    with ledger.session.begin() as s:
+        for (table, row_id), state in states.items():
+            row: Any = s.get(BuildStep if table == "build" else PreflightStep, row_id)
+            if row is None or row.state is state:
+                continue
+            row.state = state
+            if table == "build" and state.finished:
+                row.info = read_record(row.folder)
+            elif state.finished:
+                row.result = read_json(Path(row.folder) / RECORD)
+        return _gate_failed(s, camp_id)
+
+
+def _why(s: Session, step: PreflightStep) -> tuple[str, list[str]]:
+    build = s.get(BuildStep, step.build_id) if step.build_id is not None else None
+    if build is not None and build.state.finished and build.state is not JobState.COMPLETED:
+        info = build.info or {}
+        return (f"build job {build.job_id} {build.state.value}",
+                list(info.get("log_tail") or []) or _tail(build.stderr_path))
+    problems = list((step.result or {}).get("problems") or [])
+    return (f"preflight job {step.job_id} {step.state.value}" + (f": {problems[0]}" if problems else ""),
+            _tail(step.stderr_path))
+
+
+def _gate_failed(s: Session, camp_id: int | None) -> list[str]:
+    stmt = select(PreflightStep, Campaign.name).join(Campaign, Campaign.id == PreflightStep.campaign_id)
+    if camp_id is not None:
+        stmt = stmt.where(PreflightStep.campaign_id == camp_id)
+    latest: dict[tuple[str, str], PreflightStep] = {}
+    for step, name in s.execute(stmt.order_by(PreflightStep.id)):
+        latest[(name, step.partition)] = step
+        if not step.state.finished or step.state is JobState.COMPLETED:
+            continue
+        why, _ = _why(s, step)
+        ids = [int(i) for i in step.attempt_ids]
+        for i in range(0, len(ids), 10_000):
+            s.execute(update(JobAttempt).where(JobAttempt.id.in_(ids[i:i + 10_000]),
+                                               JobAttempt.state.in_(_GATED), JobAttempt.node.is_(None))
+                      .values(state=JobState.PREFLIGHT_FAILED, reason=why[:500]))
+    lines = []
+    for (name, partition), step in latest.items():
+        if step.state.finished and step.state is not JobState.COMPLETED:
+            why, tail = _why(s, step)
+            lines.append(f"PREFLIGHT_FAILED {name} partition {partition}: {why}")
+            lines += [f"    {line}" for line in tail]
+    return lines

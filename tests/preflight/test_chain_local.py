@@ -1,0 +1,141 @@
+"""The build/preflight chain without a scheduler, its key, its dry run, and
+the job side's checks (issue 19). The real-Slurm half is
+tests/slurm/test_preflight_chain.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from campaign import api
+from campaign.config import load_config
+from campaign.job.files import START_FILE
+from campaign.job.preflight import PreflightTask, ProgramCheck
+from campaign.ledger import Ledger
+from campaign.preflight import build_key, native_program, source_hash
+from tests.conftest import run_cli
+from tests.fixtures import FAKE_CONF, FAKE_KERNEL
+
+REPO = Path(__file__).resolve().parents[2]
+LOCAL = ["experiment.sweeps.0.partitions=[local]"]
+
+
+@pytest.fixture
+def fake_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("CAMPAIGN_CONFIG_PATH", str(FAKE_CONF))
+    monkeypatch.setenv("CAMPAIGN_FAKE_KERNEL", str(FAKE_KERNEL))
+    monkeypatch.delenv("CAMPAIGN_LEDGER", raising=False)
+    yield
+
+
+def _db(path: Path, sql: str) -> list[tuple]:
+    con = sqlite3.connect(path)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.mark.usefixtures("fake_env")
+def test_local_crash_gates_the_runs_and_rerun_after_the_fix_runs_them(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    crash = tmp_path / "crash-now"
+    crash.write_text("broken\n")
+    monkeypatch.setenv("FAKE_CRASH_FILE", str(crash))
+    led = Ledger(tmp_path / "ledger.sqlite")
+    rep = api.submit(["experiment=preflight_crash", *LOCAL, f"campaign.workdir={tmp_path / 'runs'}"], led)
+    assert rep.submitted == [] and rep.sync is not None
+    assert rep.sync.counts == {"PREFLIGHT_FAILED": 2}
+    assert any("exited with 11 at the smallest n" in line for line in rep.sync.preflight)
+    workdirs = [Path(w) for (w,) in _db(led.path, "SELECT workdir FROM job_attempt")]
+    assert workdirs and not [w for w in workdirs if (w / START_FILE).exists()]  # no run started
+    crash.unlink()
+    again = api.rerun(led, failed=True)
+    assert len(again.submitted) == 2 and again.sync is not None
+    assert again.sync.counts == {"COMPLETED": 2}
+    assert [s for (s,) in _db(led.path, "SELECT state FROM preflight_step ORDER BY id")] == ["FAILED", "COMPLETED"]
+
+
+@pytest.mark.usefixtures("fake_env")
+def test_local_native_build_is_recorded_then_reused(tmp_path: Path) -> None:
+    """Own compilers: a keyed folder, built once (gcc version and flags in the
+    ledger), not again for the next campaign of the same key."""
+    led = Ledger(tmp_path / "ledger.sqlite")
+    args = ["experiment=preflight_native", *LOCAL, f"campaign.workdir={tmp_path / 'runs'}",
+            "cluster.build.cflags='-O2 -fopenmp'"]
+    rep = api.submit([*args, "campaign.name=first"], led)
+    assert rep.sync is not None and rep.sync.counts == {"COMPLETED": 2}
+    (info,) = [json.loads(i) for (i,) in _db(led.path, "SELECT info FROM build_step")]
+    gcc = subprocess.run(["gcc", "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
+    assert info["ok"] and info["compilers"]["cc_version"] == gcc and info["flags"] == {"cflags": "-O2 -fopenmp"}
+    folder = Path(next(a for a in info["make"] if a.startswith("BUILD=")).removeprefix("BUILD="))
+    assert folder.parent == tmp_path / "runs" / "builds"
+    rep = api.submit([*args, "campaign.name=second"], led)
+    assert rep.sync is not None and rep.sync.counts == {"COMPLETED": 2}
+    assert _db(led.path, "SELECT COUNT(*) FROM build_step") == [(1,)]  # reused, not rebuilt
+    used = {json.loads(argv)[0] for (argv,) in _db(
+        led.path, "SELECT json_extract(p.result, '$.programs[0].argv') FROM preflight_step p")}
+    assert used == {str(folder / "c" / "attention_forward")}
+
+
+@pytest.mark.usefixtures("fake_env")
+def test_dry_run_prints_the_chain_with_dependency_flags(tmp_path: Path) -> None:
+    args = ["cluster=localslurm", "experiment=preflight_native", "experiment.sweeps.0.threads=[1,2]",
+            f"campaign.workdir={tmp_path}"]
+    scripts = api.dry_run(args, tmp_path / "ledger.sqlite").scripts
+    assert "#SBATCH --job-name=campaign:preflight_native-localslurm:build" in scripts[0]
+    assert "#SBATCH --dependency='afterok:<build:cpu>'" in scripts[1] and ":preflight" in scripts[1]
+    assert all("#SBATCH --dependency='afterok:<preflight:cpu>'" in s and "#SBATCH --kill-on-invalid-dep=yes" in s
+               for s in scripts[2:])
+    assert all(str(tmp_path / "builds") in s for s in scripts[2:])  # the runs use the keyed build
+    plain = api.dry_run(args, tmp_path / "ledger.sqlite", preflight=False).scripts
+    assert len(plain) == len(scripts) - 2 and not any("--dependency" in s for s in plain)
+    proc = run_cli("submit", *args, "--dry-run", "--no-preflight", cwd=tmp_path)
+    assert proc.returncode == 0 and "--dependency" not in proc.stdout and ":build" not in proc.stdout
+    assert not (tmp_path / "ledger.sqlite").exists()
+
+
+def test_build_key_follows_partition_environment_and_sources(tmp_path: Path) -> None:
+    cluster = load_config(["cluster=delta"]).cluster
+    src = tmp_path / "kernels"
+    shutil.copytree(REPO / "kernels", src, ignore=shutil.ignore_patterns("build", "__pycache__"))
+    h = source_hash(src)
+    base = build_key(cluster, "cpu", h)
+    assert build_key(cluster, "cpu", h) == base
+    assert build_key(cluster, "gpuA100x4", h) != base
+    (src / "c" / "decode.c").write_text((src / "c" / "decode.c").read_text() + "\n/* changed */\n")
+    assert source_hash(src) != h and build_key(cluster, "cpu", source_hash(src)) != base
+    cluster.modules.append("gcc/13.2.0")
+    assert build_key(cluster, "cpu", h) != base
+    cluster.modules.pop()
+    cluster.build.cflags += " -march=native"
+    assert build_key(cluster, "cpu", h) != base
+    assert native_program("/opt/k/build/c/decode", "/opt/k/build") == "c/decode"
+    assert native_program("/opt/k/build/fortran/decode", "/opt/k/build") == "fortran/decode"
+    assert native_program(sys.executable, "/opt/k/build") is None
+
+
+def test_preflight_job_finds_an_8mb_stack(tmp_path: Path) -> None:
+    """The paper's crash: a hard 8 MB stack limit on the node fails the preflight."""
+    out = tmp_path / "ok.csv"
+    prog = ProgramCheck("fake ok", (sys.executable, str(FAKE_KERNEL), "--n", "64", "--variant", "ok", "--out",
+                                    str(out)), (("OMP_NUM_THREADS", "1"),), str(out), 1e-4, None, False)
+    task = PreflightTask(str(tmp_path / "pre"), str(tmp_path / "jobs"), True, (prog,))
+    code = f"from campaign.job.preflight import *; run_preflight({task!r})"  # dataclass reprs evaluate back
+    stack = 8 * 1024  # KiB, the Linux default soft limit
+    proc = subprocess.run(["bash", "-c", f"ulimit -s {stack} && ulimit -Hs {stack} && exec \"$0\" -c \"$1\"",
+                           sys.executable, code], capture_output=True, text=True, timeout=120,
+                          cwd=REPO, check=False)
+    assert proc.returncode != 0
+    record = json.loads((tmp_path / "pre" / "preflight.json").read_text())
+    assert not record["ok"]
+    assert record["programs"][0]["seen"]["stack_soft"] == stack * 1024
+    assert f"stack limit is {stack * 1024} bytes, not unlimited" in record["problems"][0]
+    assert record["programs"][0]["exit_code"] == 0  # the program itself ran; the stack alone failed it

@@ -1,0 +1,158 @@
+"""The build/preflight chain on the real test Slurm (issue 19).
+
+A campaign whose module list names a module that does not exist, or whose
+program crashes at the smallest n, ends with its array cancelled by Slurm
+(`--dependency=afterok` + `--kill-on-invalid-dep=yes`) and no task started;
+the same campaign fixed runs through; a second campaign whose kernels are
+already built for the key submits no build job.
+
+The test node has no `module` command, so any `module load` line fails there
+(exit 127) the way Lmod fails an unknown module (exit 1); the build and
+preflight scripts end on a failing module line (backends/slurm_steps.py).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from campaign import api
+from campaign.config import load_config
+from campaign.job.files import START_FILE
+from campaign.ledger import Ledger
+from tests.conftest import run_cli
+from tests.slurm.helpers import _all_finished, _attempts, _calls, _db, _name, _overrides, _shim, _sync_until
+
+pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("fake_kernel_env")]
+
+MISSING_MODULE = "nosuch-compiler/0.0"
+
+
+def _gated(counts: dict[str, int]) -> bool:
+    return _all_finished(counts) and set(counts) == {"PREFLIGHT_FAILED"}
+
+
+def _assert_no_task_ran(ledger: Ledger) -> None:
+    """Every gated attempt: no job.json, and in Slurm's accounting its array
+    was cancelled without ever getting a node (Elapsed 0)."""
+    gated = [a for a in _attempts(ledger) if a["state"] == "PREFLIGHT_FAILED"]
+    assert gated
+    assert not [a for a in gated if (Path(a["workdir"]) / START_FILE).exists()]
+    arrays = sorted({a["array_job_id"] for a in gated})
+    proc = subprocess.run(["sacct", "-X", "-n", "-P", "-j", ",".join(arrays), "-o", "JobID,State,NodeList,Elapsed"],
+                          capture_output=True, text=True, timeout=60, check=True)
+    lines = [line.split("|") for line in proc.stdout.splitlines() if line.strip()]
+    assert lines and {line[0].split("_")[0] for line in lines} == set(arrays), proc.stdout
+    for _, state, nodes, elapsed in lines:
+        assert (state, nodes, elapsed) == ("CANCELLED", "None assigned", "00:00:00"), proc.stdout
+
+
+@dataclass
+class ModuleStory:
+    ledger: Ledger
+    name: str
+    failed_counts: dict[str, int]
+    failed_lines: list[str]
+    failed_builds: list[tuple]
+    fixed_counts: dict[str, int] = field(default_factory=dict)
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("preflight")  # one build folder root for the whole module
+
+
+@pytest.fixture(scope="module")
+def module_story(work: Path) -> ModuleStory:
+    """Submit with a missing module, wait for Slurm to cancel the array, then
+    submit the fixed campaign (same name) and wait for it to run through."""
+    ledger = Ledger(work / "ledger.sqlite")
+    name = _name("pfmod")
+    base = _overrides(work, name, "experiment=preflight_native")
+    try:
+        rep = api.submit([*base, f"cluster.modules=[{MISSING_MODULE}]"], ledger)
+        assert len(rep.submitted) == 2
+        failed = _sync_until(ledger, name, _gated)
+        story = ModuleStory(ledger, name, failed.counts, failed.preflight,
+                            _db(ledger, "SELECT state, job_id FROM build_step ORDER BY id"))
+        _assert_no_task_ran(ledger)
+        rep = api.submit(base, ledger)  # the fix: the module line removed
+        assert len(rep.submitted) == 2
+        story.fixed_counts = _sync_until(ledger, name, _all_finished).counts
+        return story
+    except BaseException:
+        api.cancel(ledger, name)
+        raise
+
+
+def test_missing_module_fails_the_build_and_slurm_cancels_the_array(module_story: ModuleStory) -> None:
+    assert module_story.failed_counts == {"PREFLIGHT_FAILED": 2}
+    assert [state for state, _ in module_story.failed_builds] == ["FAILED"]
+    text = "\n".join(module_story.failed_lines)
+    assert f"PREFLIGHT_FAILED {module_story.name} partition cpu: build job" in text
+    assert f"module load {MISSING_MODULE}" in text  # the log tail names the failing line
+
+
+def test_the_fixed_campaign_runs_through_and_show_names_compiler_and_flags(module_story: ModuleStory) -> None:
+    assert module_story.fixed_counts == {"COMPLETED": 2}
+    led = module_story.ledger
+    latest = [a for a in _attempts(led) if a["attempt"] == 2]
+    assert len(latest) == 2 and all(a["state"] == "COMPLETED" for a in latest)
+    build = load_config(["cluster=localslurm"]).cluster.build
+    gcc = subprocess.run([build.cc, "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
+    proc = run_cli("--ledger", str(led.path), "show", latest[0]["job_id"])
+    assert proc.returncode == 0, proc.stderr
+    assert f"C:       {gcc}  flags {build.cflags}" in proc.stdout
+    assert "preflight: job" in proc.stdout and "COMPLETED" in proc.stdout
+    report = led.path.parent / "report"
+    proc = run_cli("--ledger", str(led.path), "report", "--campaign", module_story.name, "--out", str(report))
+    assert proc.returncode == 0, proc.stderr
+    md = (report / "localslurm.md").read_text()
+    assert "Kernel builds per partition" in md and gcc in md and build.cflags in md
+
+
+def test_an_already_built_key_submits_no_build_job(module_story: ModuleStory, work: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   cancel_at_end: Callable[[Ledger, str], None]) -> None:
+    led = module_story.ledger
+    builds = _db(led, "SELECT COUNT(*) FROM build_step")
+    log = _shim(tmp_path, monkeypatch, "sbatch")
+    name = _name("pfreuse")
+    cancel_at_end(led, name)
+    rep = api.submit(_overrides(work, name, "experiment=preflight_native"), led)
+    assert len(rep.submitted) == 2
+    scripts = [Path(c.split()[-1]).read_text() for c in _calls(log)]
+    assert len(scripts) == 2  # the preflight and the one array: no build job
+    assert "--job-name=campaign:" + name + ":preflight" in scripts[0]
+    assert "#SBATCH --kill-on-invalid-dep=yes" in scripts[1] and "#SBATCH --dependency=afterok:" in scripts[1]
+    assert _db(led, "SELECT COUNT(*) FROM build_step") == builds
+    assert _sync_until(led, name, _all_finished).counts == {"COMPLETED": 2}
+
+
+def test_crash_at_the_smallest_n_cancels_the_array_and_rerun_after_the_fix_runs_through(
+        work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        cancel_at_end: Callable[[Ledger, str], None]) -> None:
+    led = Ledger(tmp_path / "ledger.sqlite")
+    crash = tmp_path / "crash-now"
+    crash.write_text("the program is broken while this file exists\n")
+    monkeypatch.setenv("FAKE_CRASH_FILE", str(crash))  # sbatch hands the environment to the jobs
+    name = _name("pfcrash")
+    cancel_at_end(led, name)
+    rep = api.submit(_overrides(work, name, "experiment=preflight_crash"), led)
+    assert len(rep.submitted) == 2
+    failed = _sync_until(led, name, _gated)
+    assert failed.counts == {"PREFLIGHT_FAILED": 2}
+    _assert_no_task_ran(led)
+    proc = run_cli("--ledger", str(led.path), "status", name)
+    assert proc.returncode == 0, proc.stderr
+    assert f"PREFLIGHT_FAILED {name} partition cpu: preflight job" in proc.stdout
+    assert "exited with 11 at the smallest n" in proc.stdout
+    crash.unlink()  # the fix
+    again = api.rerun(led, name, failed=True)
+    assert len(again.submitted) == 2
+    assert _sync_until(led, name, _all_finished).counts == {"COMPLETED": 2}
+    assert [s for (s,) in _db(led, "SELECT state FROM preflight_step ORDER BY id")] == ["FAILED", "COMPLETED"]
