@@ -73,7 +73,19 @@ def submit_once(work: Path, runs: int, sbatch_log: Path) -> dict[str, Any]:
                 "ledger": ledger, "name": name, "job_ids": [j for j, _ in rep.submitted]}
     except BaseException:
         cancel_campaign(ledger)
+        cancel_chain(name)
         raise
+
+
+def cancel_chain(name: str) -> None:
+    """The held build/preflight jobs in front of a campaign's arrays (campaign.preflight)."""
+    import subprocess
+
+    queue = subprocess.run(["squeue", "-h", "-o", "%i %j"], capture_output=True, text=True, timeout=60,
+                           check=False).stdout.splitlines()
+    ids = [line.split()[0] for line in queue if len(line.split()) > 1 and line.split()[1].startswith(f"campaign:{name}:")]
+    if ids:
+        subprocess.run(["scancel", *ids], capture_output=True, timeout=120, check=False)
 
 
 def main() -> None:
@@ -102,6 +114,7 @@ def main() -> None:
             syncs.append({"wall_s": time.perf_counter() - t0, "sacct_calls": len(shim_calls(sacct_log))})
         finally:
             cancel_campaign(sub["ledger"])
+            cancel_chain(sub["name"])
         submits.append({k: v for k, v in sub.items() if k not in ("ledger", "job_ids")})
     base = baseline(args.baseline, f"bench-scale-baseline-{uuid.uuid4().hex[:6]}")
     base["extrapolated_s"] = base["per_job_s"] * args.runs
