@@ -65,5 +65,12 @@ def test_dead_process_past_walltime_is_timeout_before_it_failed(tmp_path: Path) 
 
 
 def test_never_started_and_no_controller_is_failed(tmp_path: Path) -> None:
-    st = _backend(tmp_path).query([_ref(tmp_path / "nothing")]).statuses[1]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    st = _backend(tmp_path).query([_ref(empty)]).statuses[1]
     assert st.state is JobState.FAILED and "never started" in (st.reason or "")
+
+
+def test_deleted_job_folder_is_lost_output_not_failed(tmp_path: Path) -> None:
+    st = _backend(tmp_path).query([_ref(tmp_path / "deleted")]).statuses[1]
+    assert st.state is JobState.LOST_OUTPUT and "is gone" in (st.reason or "")

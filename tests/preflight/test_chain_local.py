@@ -57,7 +57,7 @@ def test_local_crash_gates_the_runs_and_rerun_after_the_fix_runs_them(tmp_path: 
     workdirs = [Path(w) for (w,) in _db(led.path, "SELECT workdir FROM job_attempt")]
     assert workdirs and not [w for w in workdirs if (w / START_FILE).exists()]  # no run started
     crash.unlink()
-    again = api.rerun(led, failed=True)
+    again = api.rerun(led, failed=True, all_campaigns=True)
     assert len(again.submitted) == 2 and again.sync is not None
     assert again.sync.counts == {"COMPLETED": 2}
     assert [s for (s,) in _db(led.path, "SELECT state FROM preflight_step ORDER BY id")] == ["FAILED", "COMPLETED"]
