@@ -49,6 +49,9 @@ def _query(s: Session, camp_id: int | None) -> dict[tuple[str, int], JobState]:
     refs: dict[str, tuple[Any, list[tuple[tuple[str, int], JobRef]]]] = {}
     count = 0
     for step, camp in s.execute(pre):
+        spec = cluster_from_yaml(camp.cluster_yaml)
+        part = spec.partitions.get(step.partition)
+        where = (part.clusters if part is not None else None) or spec.clusters or None  # multi-cluster: -M
         todo: list[tuple[tuple[str, int], Any]] = []
         if step.state in OPEN_STATES and step.job_id:
             todo.append((("preflight", step.id), step))
@@ -61,7 +64,7 @@ def _query(s: Session, camp_id: int | None) -> dict[tuple[str, int], JobState]:
         entry = refs.setdefault(camp.backend, (camp, []))
         for ident, row in todo:
             count += 1  # JobRef wants an id: a running number, mapped back below
-            entry[1].append((ident, JobRef(count, str(row.job_id), row.folder, None, 60)))
+            entry[1].append((ident, JobRef(count, str(row.job_id), row.folder, None, 60, where)))
     states: dict[tuple[str, int], JobState] = {}
     for camp, items in refs.values():
         backend = get_backend(cluster_from_yaml(camp.cluster_yaml), Path(camp.workdir))

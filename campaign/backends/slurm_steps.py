@@ -65,6 +65,9 @@ def step_params(cluster: ClusterSpec, step: StepRequest) -> dict[str, Any]:
     if qos:
         params["qos"] = qos
     extra: dict[str, Any] = {"no-requeue": True, **dict(part.sbatch_extra)}
+    clusters = part.clusters or cluster.clusters  # the step runs where the partition's arrays run
+    if clusters:
+        extra["clusters"] = clusters
     if step.depends_on:
         extra.update(dependency_flags(step.depends_on))
     params["additional_parameters"] = extra

@@ -122,7 +122,10 @@ def test_runs_already_in_the_ledger_are_marked_and_cost_nothing(tmp_path: Path) 
     first = api.dry_run(overrides, tmp_path / "ledger.sqlite")
     cpu = next(c for c in first.charges if c.partition == "cpu")
     assert cpu.runs == 2 and cpu.existing == 0
-    run = plan(load_config(overrides)).runs[0]
+    from campaign.identity import with_identity
+
+    cfg = load_config(overrides)
+    run = with_identity(cfg, plan(cfg).runs)[0]  # keyed as submit keys it (environment and program included)
     ledger = Ledger(tmp_path / "ledger.sqlite")
     with ledger.session.begin() as s:
         camp = Campaign(name=first.campaign, cluster="delta", experiment="decode_scaling", backend="slurm",
