@@ -69,14 +69,7 @@ class SlurmBackend(Backend):
             params["cpus_per_task"] = part.cores * part.threads_per_core
         else:
             params["cpus_per_task"] = req.run.alloc_cpus
-        if req.mem_gb is not None:
-            params["mem"] = f"{int(round(req.mem_gb * 1024))}M"
-        account = part.account or cluster.account
-        if account:
-            params["account"] = account
-        qos = part.qos or cluster.qos
-        if qos:
-            params["qos"] = qos
+        params.update(slurm_steps.billing_params(cluster, part, req.mem_gb))
         # --no-requeue: after NODE_FAIL or preemption Slurm would run the job
         # again under the same ID behind the ledger's back; the ledger decides
         # reruns (`campaign rerun`), as new attempts with their own job IDs.

@@ -25,7 +25,7 @@ from typing import Any
 from campaign.backends.slurm_run import run_slurm
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.backends.submitit_adapter import sbatch_script
-from campaign.config.schema import ClusterSpec
+from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.environment import setup_lines
 from campaign.errors import SubmissionError, one_line
 from campaign.job.step_task import step_to_json
@@ -47,6 +47,21 @@ def fatal_module_lines(lines: list[str]) -> list[str]:
     return out
 
 
+def billing_params(cluster: ClusterSpec, part: PartitionSpec, mem_gb: float | None) -> dict[str, str]:
+    """Memory, account and QoS of a job on this partition: the same for the
+    runs' arrays and for the build/preflight steps in front of them."""
+    params: dict[str, str] = {}
+    if mem_gb is not None:
+        params["mem"] = f"{int(round(mem_gb * 1024))}M"
+    account = part.account or cluster.account
+    if account:
+        params["account"] = account
+    qos = part.qos or cluster.qos
+    if qos:
+        params["qos"] = qos
+    return params
+
+
 def step_params(cluster: ClusterSpec, step: StepRequest) -> dict[str, Any]:
     part = cluster.partitions[step.partition]
     params: dict[str, Any] = {
@@ -56,14 +71,7 @@ def step_params(cluster: ClusterSpec, step: StepRequest) -> dict[str, Any]:
     }
     if step.gpus:
         params["gpus_per_node"] = step.gpus
-    if part.mem_gb is not None:
-        params["mem"] = f"{int(round(part.mem_gb * 1024))}M"
-    account = part.account or cluster.account
-    if account:
-        params["account"] = account
-    qos = part.qos or cluster.qos
-    if qos:
-        params["qos"] = qos
+    params.update(billing_params(cluster, part, part.mem_gb))
     extra: dict[str, Any] = {"no-requeue": True, **dict(part.sbatch_extra)}
     clusters = part.clusters or cluster.clusters  # the step runs where the partition's arrays run
     if clusters:
