@@ -196,7 +196,7 @@ def test_scanner_on_a_small_repository(tmp_path: Path) -> None:
     (tmp_path / "docs" / "design.md").write_text("# Design\n\n## Job states\n\nSee [style](style.md).\n")
     (tmp_path / "mod.py").write_text(
         '"""Contract in docs/design.md#job-states and DESIGN.md."""\n'
-        "# see ../shared/notes/x.md\n"
+        "# see notes/never-written.md\n"
         'OUT = "report.md"  # a file it writes\n'
         'SRC = "datasheet (sites.md)"\n'
         'URL = "https://example.org/a/b.md"\n'
@@ -207,7 +207,7 @@ def test_scanner_on_a_small_repository(tmp_path: Path) -> None:
     )
     assert sorted(broken(tmp_path)) == sorted([
         "mod.py:1: DESIGN.md (no such file in the repository)",
-        "mod.py:2: ../shared/notes/x.md (no such file in the repository)",
+        "mod.py:2: notes/never-written.md (no such file in the repository)",
         "mod.py:4: sites.md (no such file in the repository)",
         "README.md:1: docs/design.md#nothing (docs/design.md has no heading #nothing)",
         "docs/design.md:5: style.md (no such file in the repository)",
