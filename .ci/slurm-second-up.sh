@@ -62,6 +62,9 @@ start_bg() {
   log "started $name pid $!"
 }
 
+# any command that fails under set -e says where, so a failed start is never a silent exit 1
+trap 'echo "slurm-second-up: ERROR: line $LINENO failed (exit $?): $BASH_COMMAND" >&2' ERR
+
 [ "$(id -u)" = 0 ] || die "must run as root (slurmd runs jobs as root, like the first cluster)"
 bash "$HERE/slurm-up.sh" >/dev/null || die "the first cluster (slurm-up.sh) is not up"
 
@@ -127,8 +130,15 @@ EOF
 cp "$LAB/etc/cgroup.conf" "$LAB2/etc/cgroup.conf" 2>/dev/null || true
 
 export SLURM_CONF=$LAB/etc/slurm.conf
-if ! timeout 10 sacctmgr -n show cluster format=cluster | grep -qw "$CLUSTER2"; then
-  timeout 30 sacctmgr -i add cluster "$CLUSTER2" >/dev/null
+# The shared slurmdbd may still be reconnecting (after the fault tests restarted it, or under load):
+# wait until it lists clusters at all, then register ours. `sacctmgr add` of a cluster that is already
+# there exits 1 with the reason on stdout only, so its answer is read, not just its exit status.
+wait_for 60 timeout 20 sacctmgr -n show cluster format=cluster \
+  || { tail_log "$LAB/logs/slurmdbd.log"; die "slurmdbd of $LAB does not list clusters"; }
+if ! timeout 20 sacctmgr -n -P show cluster format=cluster | grep -qxF "$CLUSTER2"; then
+  added=$(timeout 30 sacctmgr -i add cluster "$CLUSTER2" 2>&1) \
+    || grep -q 'already exists' <<<"$added" \
+    || die "sacctmgr add cluster $CLUSTER2 failed: $(tr '\n' ' ' <<<"$added")"
 fi
 start_bg slurmctld /usr/sbin/slurmctld -D -f "$LAB2/etc/slurm.conf"
 wait_for 60 ctld2_up || { tail_log "$LAB2/logs/slurmctld.log"; die "slurmctld of $CLUSTER2 did not answer ping"; }

@@ -56,6 +56,14 @@ def _is_up(env: dict[str, str]) -> bool:
     return "is UP" in ping.stdout and bool(states) and states[0] in {"idle", "mixed", "allocated"}
 
 
+def _tail(stdout: str, stderr: str) -> str:
+    """The last lines of both streams: a script that fails with only stdout (or nothing) still says
+    how far it got."""
+    lines = [f"stdout: {line}" for line in stdout.strip().splitlines()[-4:]] + \
+        [f"stderr: {line}" for line in stderr.strip().splitlines()[-6:]]
+    return " | ".join(lines) or "(no output)"
+
+
 def _start(lab: Path) -> str | None:
     """Run slurm-up.sh; None on success, else the reason (its last lines)."""
     env = {**os.environ, "CAMPAIGN_SLURM_LAB": str(lab)}
@@ -67,8 +75,7 @@ def _start(lab: Path) -> str | None:
     except OSError as exc:
         return f"cannot run {UP_SCRIPT}: {exc}"
     if proc.returncode != 0:
-        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
-        return f"{UP_SCRIPT} failed (exit {proc.returncode}): {tail}"
+        return f"{UP_SCRIPT} failed (exit {proc.returncode}): {_tail(proc.stdout, proc.stderr)}"
     return None
 
 
@@ -113,8 +120,7 @@ def second_slurm_cluster(slurm_cluster: SlurmCluster) -> str:
         proc = subprocess.run(["bash", str(SECOND_UP_SCRIPT)], env=env, capture_output=True, text=True,
                               timeout=UP_TIMEOUT_S)
         reason = None if proc.returncode == 0 else \
-            f"{SECOND_UP_SCRIPT} failed (exit {proc.returncode}): " + \
-            " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
+            f"{SECOND_UP_SCRIPT} failed (exit {proc.returncode}): " + _tail(proc.stdout, proc.stderr)
     except (OSError, subprocess.TimeoutExpired) as exc:
         reason = f"cannot run {SECOND_UP_SCRIPT}: {exc}"
     if reason is not None:
