@@ -79,15 +79,20 @@ recorded_alive() {  # every daemon slurm-up recorded still runs (slurmctld keeps
     our_pid_alive "$name" || return 1
   done
 }
-if [ -f "$SLURM_CONF" ] && recorded_alive && ctld_up && node_usable && dbd_up; then
+# Bumped whenever the generated configuration changes (MaxJobCount for the scale benchmark, ...):
+# a cluster started from an older one is restarted, not reused.
+CONF_REV=2
+conf_current() { [ "$(cat "$LAB/etc/conf.rev" 2>/dev/null)" = "$CONF_REV" ]; }
+if [ -f "$SLURM_CONF" ] && conf_current && recorded_alive && ctld_up && node_usable && dbd_up; then
   log "cluster in $LAB is already up (node $(node_state)); nothing to do ($(since "$T_ALL") s)"
   log "export SLURM_CONF=$SLURM_CONF   (or: source $LAB/env.sh)"
   exit 0
 fi
-# half up (some daemons of an earlier run alive): stop them all, then start cleanly
+# half up (some daemons of an earlier run alive) or started from an older configuration:
+# stop them all, then start cleanly
 for name in munged mariadbd slurmdbd slurmctld slurmd; do
   if our_pid_alive "$name"; then
-    log "cluster in $LAB is only partly up (some daemons stopped or not answering); restarting it"
+    log "cluster in $LAB is only partly up or from an older configuration; restarting it"
     bash "$HERE/slurm-down.sh"
     break
   fi
@@ -184,8 +189,10 @@ DefMemPerCPU=1024
 # accept a node definition bigger than the real hardware (a 128-CPU node on 2 cores)
 SlurmdParameters=config_overrides
 ReturnToService=2
-# benchmarks submit 10,000-task campaigns; MaxArraySize stays at Slurm's default (tests rely on chunking)
-MaxJobCount=50000
+# the scale benchmark holds a 100,000-run campaign (each array task counts as a job towards
+# MaxJobCount even while its array is one pending record); MaxArraySize stays at Slurm's
+# default (tests rely on chunking)
+MaxJobCount=250000
 MaxArraySize=1001
 MinJobAge=300
 KillWait=5
@@ -201,6 +208,7 @@ PartitionName=cpu   Nodes=$NODE Default=YES MaxTime=60 DefaultTime=10 State=UP
 PartitionName=gpu   Nodes=$NODE MaxTime=30 DefaultTime=10 State=UP
 PartitionName=short Nodes=$NODE MaxTime=1  DefaultTime=1  State=UP
 EOF
+echo "$CONF_REV" > "$LAB/etc/conf.rev"
 cat > "$LAB/etc/cgroup.conf" <<'EOF'
 CgroupPlugin=cgroup/v1
 CgroupMountpoint=/sys/fs/cgroup
