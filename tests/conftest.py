@@ -4,6 +4,7 @@ the real test Slurm (`slurm_cluster`, from tests/slurm_cluster.py)."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -34,3 +35,15 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
         full_env.update(env)
     return subprocess.run([str(CAMPAIGN), *args], capture_output=True, text=True, cwd=cwd, env=full_env,
                           timeout=timeout, check=False)
+
+
+def sql_rows(ledger: Path, sql: str) -> list[tuple]:
+    """One SQL statement straight on a SQLite ledger file (what is on disk, not what the library
+    would say; a test's own UPDATE is committed), through a connection that waits for a writer
+    rather than failing."""
+    con = sqlite3.connect(ledger, timeout=60)
+    try:
+        with con:
+            return con.execute(sql).fetchall()
+    finally:
+        con.close()

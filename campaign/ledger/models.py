@@ -211,7 +211,21 @@ class CampaignClaim(Base):
     taken_at: Mapped[datetime]
 
 
-class BuildStep(Base):
+class StepJob:
+    """What a build and a preflight step both are: one scheduler job outside the campaign's arrays
+    (its folder of files, its backend and job ID, its state and why), so that one code path
+    (campaign.preflight_sync) follows both."""
+
+    folder: Mapped[str]
+    backend: Mapped[str] = mapped_column(String(20))
+    job_id: Mapped[str | None] = mapped_column(String(64))
+    state: Mapped[JobState] = mapped_column(Enum(JobState, native_enum=False, length=20))
+    reason: Mapped[str | None]
+    stderr_path: Mapped[str | None]
+    created_at: Mapped[datetime]
+
+
+class BuildStep(StepJob, Base):
     """One build job (issue 19): the kernels of one partition + environment +
     source hash (`key`). `info` is its provenance, read from the node's
     build.json: compilers and versions, flags, lscpu, numactl, modules."""
@@ -222,17 +236,11 @@ class BuildStep(Base):
     key: Mapped[str] = mapped_column(String(64))
     cluster: Mapped[str] = mapped_column(String(100))
     partition: Mapped[str] = mapped_column(String(100))
-    folder: Mapped[str]
-    backend: Mapped[str] = mapped_column(String(20))
-    job_id: Mapped[str | None] = mapped_column(String(64))
-    state: Mapped[JobState] = mapped_column(Enum(JobState, native_enum=False, length=20))
-    reason: Mapped[str | None]
-    stderr_path: Mapped[str | None]
-    created_at: Mapped[datetime]
-    info: Mapped[dict[str, Any] | None]
+    # after StepJob's columns, where the migrations put it (a new ledger = an upgraded one)
+    info: Mapped[dict[str, Any] | None] = mapped_column(sort_order=1)
 
 
-class PreflightStep(Base):
+class PreflightStep(StepJob, Base):
     """One preflight job of a campaign's partition; the attempts it gates are
     listed in `attempt_ids` (they become PREFLIGHT_FAILED when it fails)."""
 
@@ -243,12 +251,5 @@ class PreflightStep(Base):
     build_id: Mapped[int | None] = mapped_column(ForeignKey("build_step.id"))
     build_key: Mapped[str] = mapped_column(String(64))
     kernel_bin: Mapped[str]  # the programs' configured folder, mapped onto the build folder
-    folder: Mapped[str]
-    backend: Mapped[str] = mapped_column(String(20))
-    job_id: Mapped[str | None] = mapped_column(String(64))
-    state: Mapped[JobState] = mapped_column(Enum(JobState, native_enum=False, length=20))
-    reason: Mapped[str | None]
-    stderr_path: Mapped[str | None]
-    created_at: Mapped[datetime]
-    attempt_ids: Mapped[list[Any]]
-    result: Mapped[dict[str, Any] | None]
+    attempt_ids: Mapped[list[Any]] = mapped_column(sort_order=1)  # after StepJob's, as migrated
+    result: Mapped[dict[str, Any] | None] = mapped_column(sort_order=1)

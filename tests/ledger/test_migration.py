@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, inspect
 from campaign.errors import LedgerError
 from campaign.ledger import Ledger
 from campaign.ledger.models import SCHEMA_VERSION, Base
-from tests.conftest import run_cli
+from tests.conftest import run_cli, sql_rows
 from tests.fixtures import LEDGER_V1
 from tests.ledger import make_v1_fixture as v1
 
@@ -27,24 +27,16 @@ def old_ledger(tmp_path: Path) -> Path:
     return path
 
 
-def _q(path: Path, sql: str) -> list[tuple]:
-    con = sqlite3.connect(path)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def _dump(path: Path) -> dict[str, list[tuple]]:
-    tables = [t for (t,) in _q(path, "SELECT name FROM sqlite_master WHERE type='table' AND name != 'alembic_version'")]
-    return {t: _q(path, f'SELECT * FROM "{t}" ORDER BY 1') for t in tables}
+    tables = [t for (t,) in sql_rows(path, "SELECT name FROM sqlite_master WHERE type='table' AND name != 'alembic_version'")]
+    return {t: sql_rows(path, f'SELECT * FROM "{t}" ORDER BY 1') for t in tables}
 
 
 def test_fixture_script_reproduces_the_committed_fixture(tmp_path: Path) -> None:
     v1.write(tmp_path / "again.sqlite")
     assert _dump(tmp_path / "again.sqlite") == _dump(FIXTURE)
-    assert _q(FIXTURE, "SELECT value FROM meta WHERE key='schema_version'") == [("1",)]
-    assert "python" not in {r[1] for r in _q(FIXTURE, "PRAGMA table_info(campaign)")}
+    assert sql_rows(FIXTURE, "SELECT value FROM meta WHERE key='schema_version'") == [("1",)]
+    assert "python" not in {r[1] for r in sql_rows(FIXTURE, "PRAGMA table_info(campaign)")}
 
 
 def test_v1_ledger_is_backed_up_then_upgraded(old_ledger: Path) -> None:
@@ -54,19 +46,19 @@ def test_v1_ledger_is_backed_up_then_upgraded(old_ledger: Path) -> None:
     backup = old_ledger.with_name("ledger.sqlite.v1.bak")
     assert backup.read_bytes() == FIXTURE.read_bytes()
     assert led.notes == [f"ledger {old_ledger} upgraded from schema version 1 to {SCHEMA_VERSION}; backup: {backup}"]
-    assert _q(old_ledger, "SELECT value FROM meta WHERE key='schema_version'") == [(str(SCHEMA_VERSION),)]
-    assert _q(old_ledger, "SELECT version_num FROM alembic_version") == [(f"v{SCHEMA_VERSION}",)]
+    assert sql_rows(old_ledger, "SELECT value FROM meta WHERE key='schema_version'") == [(str(SCHEMA_VERSION),)]
+    assert sql_rows(old_ledger, "SELECT version_num FROM alembic_version") == [(f"v{SCHEMA_VERSION}",)]
     # every row survived; campaign gained python from the newest provenance's config, else python3
     after = _dump(old_ledger)
     for table in ("provenance", "run", "job_attempt", "result", ):
         width = len(before[table][0])  # columns added since v1 (e.g. v8's) come last, NULL
         assert [row[:width] for row in after[table]] == before[table], table
         assert all(v is None for row in after[table] for v in row[width:]), table
-    assert _q(old_ledger, "SELECT name, python FROM campaign ORDER BY id") == list(v1.CAMPAIGNS.items())
+    assert sql_rows(old_ledger, "SELECT name, python FROM campaign ORDER BY id") == list(v1.CAMPAIGNS.items())
     assert len(after["result"]) == len(v1.RESULT_TIMES) + v1.N_IMPORTED
     assert len(after["job_attempt"]) == v1.N_ATTEMPTS
-    assert _q(old_ledger, "PRAGMA foreign_key_check") == []
-    assert _q(old_ledger, "PRAGMA integrity_check") == [("ok",)]
+    assert sql_rows(old_ledger, "PRAGMA foreign_key_check") == []
+    assert sql_rows(old_ledger, "PRAGMA integrity_check") == [("ok",)]
 
 
 def test_upgraded_schema_matches_a_new_ledger(old_ledger: Path, tmp_path: Path) -> None:
@@ -161,8 +153,8 @@ def test_ledger_with_python_column_but_v1_label(tmp_path: Path) -> None:
     con.close()
     led = Ledger(path)
     assert len(led.notes) == 1
-    assert _q(path, "SELECT python FROM campaign") == [("/usr/bin/python3",)]
-    assert _q(path, "SELECT value FROM meta") == [(str(SCHEMA_VERSION),)]
+    assert sql_rows(path, "SELECT python FROM campaign") == [("/usr/bin/python3",)]
+    assert sql_rows(path, "SELECT value FROM meta") == [(str(SCHEMA_VERSION),)]
 
 
 def test_wal_ledger_backup_holds_the_committed_wal_pages(old_ledger: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -176,6 +168,6 @@ def test_wal_ledger_backup_holds_the_committed_wal_pages(old_ledger: Path, monke
     con.close()
     backup = old_ledger.with_name("ledger.sqlite.v1.bak")
     assert str(backup) in led.notes[0]
-    assert _q(backup, "SELECT value FROM meta WHERE key = 'only_in_wal'") == [("yes",)]
-    assert _q(backup, "SELECT value FROM meta WHERE key = 'schema_version'") == [("1",)]
+    assert sql_rows(backup, "SELECT value FROM meta WHERE key = 'only_in_wal'") == [("yes",)]
+    assert sql_rows(backup, "SELECT value FROM meta WHERE key = 'schema_version'") == [("1",)]
     assert _dump(backup)["result"] == _dump(FIXTURE)["result"]

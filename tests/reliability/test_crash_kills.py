@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import time
 from collections import Counter
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CAMPAIGN, run_cli
+from tests.conftest import CAMPAIGN, run_cli, sql_rows
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL, KNOWN_CSV
 
 RUNS = 4
@@ -39,14 +38,6 @@ def _submit_args(ledger: Path, variants: str = "[ok]") -> list[str]:
     return ["--ledger", str(ledger), "submit", "experiment=crash_many", "campaign.name=crash",
             "experiment.sweeps.0.partitions=[]", f"experiment.sweeps.0.variants={variants}",
             f"+experiment.sweeps.0.grid={{sleep: [{grid}]}}"]
-
-
-def _q(ledger: Path, sql: str) -> list[tuple]:
-    con = sqlite3.connect(ledger, timeout=60)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def _kill_at_random(argv: list[str], env: dict[str, str], rng: random.Random, upto: float) -> bool:
@@ -75,7 +66,7 @@ def _settle(ledger: Path, env: dict[str, str]) -> None:
     while time.monotonic() < deadline:
         proc = run_cli("--ledger", str(ledger), "status", env=env)
         assert proc.returncode == 0, proc.stderr
-        open_ = _q(ledger, "SELECT count(*) FROM job_attempt WHERE state IN ('PENDING', 'RUNNING')")[0][0]
+        open_ = sql_rows(ledger, "SELECT count(*) FROM job_attempt WHERE state IN ('PENDING', 'RUNNING')")[0][0]
         if open_ == 0:
             return
         time.sleep(0.5)
@@ -88,13 +79,13 @@ def _executions(tmp: Path) -> Counter[str]:
 
 
 def _check_once(ledger: Path, tmp: Path) -> None:
-    attempts = _q(ledger, "SELECT workdir, job_id, state FROM job_attempt")
+    attempts = sql_rows(ledger, "SELECT workdir, job_id, state FROM job_attempt")
     assert all(job_id is not None for _, job_id, _ in attempts), "an attempt was stranded without a job ID"
     assert all(state not in ("PENDING", "RUNNING") for *_, state in attempts)
     runs = _executions(tmp)
     assert all(count == 1 for count in runs.values()), [w for w, c in runs.items() if c > 1]
     assert set(runs) == {str(Path(w).resolve()) for w, _, _ in attempts}  # each attempt ran, exactly once
-    dup = _q(ledger, "SELECT count(*) FROM (SELECT attempt_id, n, repeat, count(*) c FROM result "
+    dup = sql_rows(ledger, "SELECT count(*) FROM (SELECT attempt_id, n, repeat, count(*) c FROM result "
                      "WHERE attempt_id IS NOT NULL GROUP BY attempt_id, n, repeat, extra HAVING c > 1)")
     assert dup == [(0,)], "a result row was ingested twice"
 
@@ -115,28 +106,28 @@ def test_kills_of_submit_rerun_status_import_leave_every_job_run_once(work: Path
     assert again.returncode == 0, again.stderr
     _settle(ledger, env)
     _check_once(ledger, work)
-    assert _q(ledger, "SELECT count(*) FROM run") == [(2 * RUNS,)]
+    assert sql_rows(ledger, "SELECT count(*) FROM run") == [(2 * RUNS,)]
     # rerun --failed: every kill point, then the same command again
     kills["rerun"] = _kill_n(["--ledger", str(ledger), "rerun", "crash", "--failed"], env, rng, 14, 4.0)
     assert run_cli("--ledger", str(ledger), "rerun", "crash", "--failed", env=env, timeout=300).returncode == 0
     _settle(ledger, env)
     _check_once(ledger, work)
-    latest_failed = _q(ledger, "SELECT count(*) FROM job_attempt a WHERE state = 'FAILED' AND attempt = "
+    latest_failed = sql_rows(ledger, "SELECT count(*) FROM job_attempt a WHERE state = 'FAILED' AND attempt = "
                                "(SELECT max(attempt) FROM job_attempt b WHERE b.run_id = a.run_id)")
     assert latest_failed == [(RUNS,)]  # the exit3 runs, each with its latest attempt failed again
     # status: kill while syncing; rows are never doubled
     kills["status"] = _kill_n(["--ledger", str(ledger), "status"], env, rng, 10, 1.5)
     _settle(ledger, env)
     _check_once(ledger, work)
-    job_rows = _q(ledger, "SELECT count(*) FROM result WHERE attempt_id IS NOT NULL")[0][0]
+    job_rows = sql_rows(ledger, "SELECT count(*) FROM result WHERE attempt_id IS NOT NULL")[0][0]
     assert job_rows == RUNS * 1  # crash_many: one n, one repeat per ok run
     # import: kill at random points, then the same import: exactly one copy
     kills["import"] = _kill_n(["--ledger", str(ledger), "import", str(KNOWN_CSV)], env, rng, 12, 2.0)
     proc = run_cli("--ledger", str(ledger), "import", str(KNOWN_CSV), env=env)
     assert proc.returncode == 0, proc.stderr
     known = len(KNOWN_CSV.read_text().splitlines()) - 1
-    assert _q(ledger, "SELECT count(*) FROM result WHERE attempt_id IS NULL") == [(known,)]
-    assert _q(ledger, "PRAGMA integrity_check") == [("ok",)]
+    assert sql_rows(ledger, "SELECT count(*) FROM result WHERE attempt_id IS NULL") == [(known,)]
+    assert sql_rows(ledger, "PRAGMA integrity_check") == [("ok",)]
     print(f"kills that hit a running command: {dict(kills)}, total {sum(kills.values())}")
     assert sum(kills.values()) >= 50
 
@@ -154,7 +145,7 @@ def test_two_identical_submits_and_reruns_together_run_each_job_once(work: Path)
     assert sorted(p.returncode for p in procs) == [0, 3], outs
     _settle(ledger, env)
     _check_once(ledger, work)
-    assert _q(ledger, "SELECT count(*) FROM job_attempt") == [(2 * RUNS,)]
+    assert sql_rows(ledger, "SELECT count(*) FROM job_attempt") == [(2 * RUNS,)]
     rerun = [str(CAMPAIGN), "--ledger", str(ledger), "rerun", "crash", "--failed"]
     procs = [subprocess.Popen(rerun, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
@@ -164,7 +155,7 @@ def test_two_identical_submits_and_reruns_together_run_each_job_once(work: Path)
     assert sorted(p.returncode for p in procs) == [0, 3], outs
     _settle(ledger, env)
     _check_once(ledger, work)
-    assert _q(ledger, "SELECT count(*) FROM job_attempt") == [(3 * RUNS,)], outs  # one new attempt per failed run
+    assert sql_rows(ledger, "SELECT count(*) FROM job_attempt") == [(3 * RUNS,)], outs  # one new attempt per failed run
     said = "".join(err for _, err in outs)
     resubmitted = sorted(int(next(line for line in out.splitlines() if "resubmitted" in line).split()[0])
                          for out, _ in outs)

@@ -5,14 +5,13 @@ file in one job does not stop the others from syncing."""
 from __future__ import annotations
 
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from campaign.results.reader import Expected, classify_output
 from campaign.states import JobState
-from tests.conftest import run_cli
+from tests.conftest import run_cli, sql_rows
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL
 
 HEADER = "kernel,impl,variant,device,dtype,n,d,threads,repeat,time_s,first_call_s,rel_err\n"
@@ -69,15 +68,6 @@ def test_good_output_completes_and_a_gone_folder_is_lost_output(tmp_path: Path) 
     assert outcome.state is JobState.LOST_OUTPUT and "is gone" in (outcome.reason or "")
 
 
-def _q(ledger: Path, sql: str) -> list[tuple]:
-    con = sqlite3.connect(ledger)
-    try:
-        with con:
-            return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def test_one_planted_output_does_not_stop_the_others_syncing(tmp_path: Path) -> None:
     """Submit 3 runs, then make the ledger forget their outcome, plant a
     hostile CSV in one job folder and delete another's folder: `status`
@@ -90,21 +80,21 @@ def test_one_planted_output_does_not_stop_the_others_syncing(tmp_path: Path) -> 
     proc = run_cli("--ledger", str(ledger), "submit", "experiment=crash_many", "experiment.sweeps.0.partitions=[]",
                    "+experiment.sweeps.0.grid={sleep: [0.0, 0.001, 0.002]}", env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    attempts = _q(ledger, "SELECT id, workdir FROM job_attempt ORDER BY id")
+    attempts = sql_rows(ledger, "SELECT id, workdir FROM job_attempt ORDER BY id")
     assert len(attempts) == 3
     planted, deleted = Path(attempts[0][1]), Path(attempts[1][1])
     (planted / "results.csv").write_text(HEADER.replace(",first_call_s,rel_err", "") +
                                          "fake,py,ok,cpu,fp32,64,64,100000000000000000000,0,1e-4\n")
     shutil.rmtree(deleted)
-    _q(ledger, "DELETE FROM result")
-    _q(ledger, "UPDATE job_attempt SET state = 'RUNNING', reason = NULL")
+    sql_rows(ledger, "DELETE FROM result")
+    sql_rows(ledger, "UPDATE job_attempt SET state = 'RUNNING', reason = NULL")
     status = run_cli("--ledger", str(ledger), "status", env=env)
     assert status.returncode == 0, status.stderr
-    states = dict(_q(ledger, "SELECT id, state || ':' || coalesce(reason, '') FROM job_attempt"))
+    states = dict(sql_rows(ledger, "SELECT id, state || ':' || coalesce(reason, '') FROM job_attempt"))
     assert states[attempts[0][0]].startswith("LOST_OUTPUT:") and "64-bit" in states[attempts[0][0]]
     assert states[attempts[1][0]].startswith("LOST_OUTPUT:") and "is gone" in states[attempts[1][0]]
     assert states[attempts[2][0]] == "COMPLETED:"
-    assert _q(ledger, "SELECT count(*) FROM result") == [(1,)]
+    assert sql_rows(ledger, "SELECT count(*) FROM result") == [(1,)]
     export = run_cli("--ledger", str(ledger), "results", env=env)
     header, *lines = export.stdout.splitlines()
     assert "state" in header.split(",") and len(lines) == 1

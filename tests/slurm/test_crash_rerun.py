@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import time
 from collections import Counter
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CAMPAIGN, run_cli
+from tests.conftest import CAMPAIGN, run_cli, sql_rows
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL
 from tests.slurm.helpers import _name
 
@@ -31,26 +30,18 @@ def _env(tmp: Path) -> dict[str, str]:
     return env
 
 
-def _q(ledger: Path, sql: str) -> list[tuple]:
-    con = sqlite3.connect(ledger, timeout=60)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def _settle(ledger: Path, env: dict[str, str], name: str) -> None:
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         assert run_cli("--ledger", str(ledger), "status", name, env=env).returncode == 0
-        if _q(ledger, "SELECT count(*) FROM job_attempt WHERE state IN ('PENDING', 'RUNNING')") == [(0,)]:
+        if sql_rows(ledger, "SELECT count(*) FROM job_attempt WHERE state IN ('PENDING', 'RUNNING')") == [(0,)]:
             return
         time.sleep(2)
     raise AssertionError("attempts still open after 300 s")
 
 
 def _check(ledger: Path, tmp: Path, attempts: int) -> None:
-    rows = _q(ledger, "SELECT workdir, job_id FROM job_attempt")
+    rows = sql_rows(ledger, "SELECT workdir, job_id FROM job_attempt")
     assert len(rows) == attempts
     assert all(job for _, job in rows) and len({job for _, job in rows}) == attempts
     ran = Counter((tmp / "executions.log").read_text().splitlines())
@@ -81,7 +72,7 @@ def test_sigkill_during_rerun_on_slurm(slurm_cluster: object, tmp_path: Path) ->
     again = run_cli("--ledger", str(ledger), "rerun", name, "--failed", env=env)
     assert again.returncode == 0, again.stderr
     _settle(ledger, env, name)
-    total = _q(ledger, "SELECT count(*) FROM job_attempt")[0][0]
+    total = sql_rows(ledger, "SELECT count(*) FROM job_attempt")[0][0]
     assert total >= 2 * RUNS
     _check(ledger, tmp_path, total)
     # two identical reruns at once: one new attempt per failed run, not two

@@ -27,11 +27,9 @@ from campaign.backends import slurm_query as sq
 from campaign.ledger import Ledger
 from campaign.states import JobState
 from tests.conftest import run_cli
-from tests.slurm.helpers import (  # noqa: F401  (fixtures)
+from tests.slurm.helpers import (
     DONE_DEADLINE_S,
-    OOM_MB,
     POLL_S,
-    UNFINISHED,
     _all_finished,
     _attempts,
     _calls,

@@ -14,25 +14,9 @@ from campaign import api
 from campaign.backends import slurm_query as sq
 from campaign.ledger import Ledger
 from campaign.states import JobState
-from tests.slurm.helpers import (  # noqa: F401  (fixtures)
-    DONE_DEADLINE_S,
-    OOM_MB,
-    POLL_S,
-    UNFINISHED,
-    _all_finished,
-    _attempts,
-    _calls,
-    _db,
-    _name,
-    _overrides,
-    _shim,
-    _squeue,
-    _sync_until,
-)
+from tests.slurm.helpers import _all_finished, _attempts, _calls, _name, _overrides, _shim, _sync_until
 
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("fake_kernel_env")]
-
-
 
 
 def test_sync_of_many_jobs_uses_batched_sacct(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
