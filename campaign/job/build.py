@@ -6,13 +6,18 @@ into a folder keyed by partition + environment + source hash, and leaves
 `build.json` there: what was built, the compiler versions and flags, `lscpu`,
 `numactl --hardware` and the loaded modules. The campaign side reads that
 record into the ledger's build provenance, and a folder whose record says it
-holds every needed program is not built again (issue 19).
+holds every needed program is not built again (issue 19). Two campaigns that
+need the same key at the same moment send two build jobs to one folder: each
+build holds an exclusive lock on the folder while it runs `make`, and the one
+that waited finds the programs built and only returns that record, so the
+folder is never written by two makes at once nor built twice.
 
 Standard library only (docs/design.md#layering: the job side).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
@@ -25,6 +30,7 @@ from typing import Any
 
 RECORD = "build.json"
 LOG = "build.log"
+LOCK = ".build.lock"
 
 
 class BuildFailed(RuntimeError):
@@ -93,9 +99,20 @@ def is_built(folder: str | Path, key: str, programs: tuple[str, ...]) -> bool:
 
 
 def run_build(task: BuildTask) -> dict[str, Any]:
-    """Build the programs; returns the record, raises BuildFailed on failure."""
+    """Build the programs (once per key, whoever else builds it now); returns the
+    record, raises BuildFailed on failure."""
     folder = Path(task.folder)
     folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+        if is_built(folder, task.key, task.programs):
+            record = read_record(folder)
+            assert record is not None
+            return record
+        return _build_locked(task, folder)
+
+
+def _build_locked(task: BuildTask, folder: Path) -> dict[str, Any]:
     started = datetime.now(UTC).isoformat()
     targets = [str(folder / p) for p in task.programs]
     argv = ["make", "-C", task.source, f"BUILD={folder}", f"CC={task.cc}", f"FC={task.fc}",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from campaign.job.files import START_FILE
 from campaign.job.preflight import PreflightTask, ProgramCheck
 from campaign.ledger import Ledger
 from campaign.preflight import build_key, native_program, source_hash
-from tests.conftest import run_cli
+from tests.conftest import run_cli, sql_rows
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,14 +34,6 @@ def fake_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def _db(path: Path, sql: str) -> list[tuple]:
-    con = sqlite3.connect(path)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 @pytest.mark.usefixtures("fake_env")
 def test_local_crash_gates_the_runs_and_rerun_after_the_fix_runs_them(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,13 +45,13 @@ def test_local_crash_gates_the_runs_and_rerun_after_the_fix_runs_them(tmp_path: 
     assert rep.submitted == [] and rep.sync is not None
     assert rep.sync.counts == {"PREFLIGHT_FAILED": 2}
     assert any("exited with 11 at the smallest n" in line for line in rep.sync.preflight)
-    workdirs = [Path(w) for (w,) in _db(led.path, "SELECT workdir FROM job_attempt")]
+    workdirs = [Path(w) for (w,) in sql_rows(led.path, "SELECT workdir FROM job_attempt")]
     assert workdirs and not [w for w in workdirs if (w / START_FILE).exists()]  # no run started
     crash.unlink()
     again = api.rerun(led, failed=True, all_campaigns=True)
     assert len(again.submitted) == 2 and again.sync is not None
     assert again.sync.counts == {"COMPLETED": 2}
-    assert [s for (s,) in _db(led.path, "SELECT state FROM preflight_step ORDER BY id")] == ["FAILED", "COMPLETED"]
+    assert [s for (s,) in sql_rows(led.path, "SELECT state FROM preflight_step ORDER BY id")] == ["FAILED", "COMPLETED"]
 
 
 @pytest.mark.usefixtures("fake_env")
@@ -72,15 +63,15 @@ def test_local_native_build_is_recorded_then_reused(tmp_path: Path) -> None:
             "cluster.build.cflags='-O2 -fopenmp'"]
     rep = api.submit([*args, "campaign.name=first"], led)
     assert rep.sync is not None and rep.sync.counts == {"COMPLETED": 2}
-    (info,) = [json.loads(i) for (i,) in _db(led.path, "SELECT info FROM build_step")]
+    (info,) = [json.loads(i) for (i,) in sql_rows(led.path, "SELECT info FROM build_step")]
     gcc = subprocess.run(["gcc", "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
     assert info["ok"] and info["compilers"]["cc_version"] == gcc and info["flags"] == {"cflags": "-O2 -fopenmp"}
     folder = Path(next(a for a in info["make"] if a.startswith("BUILD=")).removeprefix("BUILD="))
     assert folder.parent == tmp_path / "runs" / "builds"
     rep = api.submit([*args, "campaign.name=second"], led)
     assert rep.sync is not None and rep.sync.counts == {"COMPLETED": 2}
-    assert _db(led.path, "SELECT COUNT(*) FROM build_step") == [(1,)]  # reused, not rebuilt
-    used = {json.loads(argv)[0] for (argv,) in _db(
+    assert sql_rows(led.path, "SELECT COUNT(*) FROM build_step") == [(1,)]  # reused, not rebuilt
+    used = {json.loads(argv)[0] for (argv,) in sql_rows(
         led.path, "SELECT json_extract(p.result, '$.programs[0].argv') FROM preflight_step p")}
     assert used == {str(folder / "c" / "attention_forward")}
 
