@@ -307,9 +307,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     device = hz.setup_runtime(args)
     env = hz.environment_columns(device, args)
     columns = hz.CSV_COLUMNS + EXTRA_COLUMNS
+    # each s (the n of the contract) on disk as soon as all its shapes are measured: a job stopped by
+    # its walltime keeps the finished s for the ledger, like every other kernel (campaign.partial)
+    out = hz.CsvAppender(args.out, columns)
     rows: list[dict[str, str]] = []
     try:
         for s in args.n:
+            rows = []
             for shape in shapes:
                 rows += run_shape(shape, s, gemms, args, device, env)
                 _release(device)
@@ -317,11 +321,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for m, k, nn in itertools.product(args.m, args.k, args.nn):
                     rows += run_raw(m, k, nn, s, args, device, env)
             _release(device)
+            out.append(rows)
     except (hz.KernelFailure, torch.OutOfMemoryError) as exc:
-        hz.write_csv_atomic(args.out, rows, columns)
+        out.append(rows)  # as before: a failed run's file holds what it measured, the exit code says it failed
+        out.finish()
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    hz.write_csv_atomic(args.out, rows, columns)
+    out.finish()
     return 0
 
 

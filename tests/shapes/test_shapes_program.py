@@ -126,3 +126,26 @@ def test_experiment_yamls_give_valid_program_arguments(name: str) -> None:
         assert {50257, 50304} <= {s.v for s in shapes}
     if name == "shape_swiglu":
         assert 11008 in {s.ffn for s in shapes}
+
+
+def test_a_stopped_sweep_leaves_every_finished_s_in_the_tmp_file(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Killed in its second s (a walltime, a cancel): the first s's rows are on disk in FILE.tmp,
+    what campaign.partial ingests, and no file that looks complete."""
+    real = gs.run_shape
+    seen: list[int] = []
+
+    def stop_in_second_s(shape, s, *args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(s)
+        if s == 128:
+            raise KeyboardInterrupt  # not caught by the program, like the signal of a kill
+        return real(shape, s, *args, **kwargs)
+
+    monkeypatch.setattr(gs, "run_shape", stop_in_second_s)
+    out = tmp_path / "out.csv"
+    with pytest.raises(KeyboardInterrupt):
+        gs.main(["--n", "64,128", "--h", "128", "--a", "2", "--gemm", "qkv,proj", "--repeats", "2",
+                 "--out", str(out)])
+    assert seen == [64, 128] and not out.exists()
+    df = pd.read_csv(f"{out}.tmp")
+    assert set(df["n"]) == {64} and len(df) == 2 * 2  # gemms x repeats of the finished s
