@@ -15,7 +15,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from campaign.ledger.types import UTCDateTime
 from campaign.states import JobState
 
-SCHEMA_VERSION = 8  # v1 had no campaign.python; v3..v7: one per change of this round; v8: compare (see migrations/versions)
+SCHEMA_VERSION = 9  # v1 had no campaign.python; v3..v7: one per change of that round; v8: compare; v9: claim heartbeat (see migrations/versions)
 # v7: build_step and preflight_step (issue 19)
 
 
@@ -209,6 +209,9 @@ class CampaignClaim(Base):
     start: Mapped[str] = mapped_column(String(64))
     command: Mapped[str] = mapped_column(String(40))
     taken_at: Mapped[datetime]
+    # refreshed by the holder while it holds the claim: a holder on another host (whose PID this
+    # machine cannot probe) that stopped beating is gone (campaign.claims); NULL before v9
+    beat_at: Mapped[datetime | None]
 
 
 class StepJob:

@@ -8,9 +8,13 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
-from campaign import owner
+import pytest
+from sqlalchemy import select
+
+from campaign import claims, owner
 from campaign.attempts import orphaned
 from campaign.claims import claimed
 from campaign.clock import now
@@ -85,3 +89,60 @@ def test_unconfirmed_attempts_of_a_live_process_are_not_orphans(tmp_path: Path) 
     reused.wait()
     att.job_id = "123"
     assert not orphaned(att)  # confirmed by the scheduler: never an orphan
+
+
+def _remote_claim(led: Ledger, camp_id: int, beat_age_s: float) -> None:
+    """A claim as a submit on another login node writes it: its PID means nothing here."""
+    with led.session.begin() as s:
+        s.add(CampaignClaim(campaign_id=camp_id, host="login-other.example", pid=4242, start="boot:1",
+                            command="submit", taken_at=now() - timedelta(hours=1),
+                            beat_at=now() - timedelta(seconds=beat_age_s)))
+
+
+def test_a_claim_from_another_host_is_waited_for_while_it_beats(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(claims, "STALE_S", 3.0)
+    led, camp_id = _ledger(tmp_path)
+    _remote_claim(led, camp_id, beat_age_s=0)
+    said: list[str] = []
+    got = threading.Event()
+
+    def take() -> None:
+        with claimed(led, [camp_id], "submit", said.append):
+            got.set()
+
+    thread = threading.Thread(target=take)
+    thread.start()
+    time.sleep(1.5)
+    assert not got.is_set(), "a beating claim of another host was taken"
+    assert said and "pid 4242 on login-other.example" in said[0]
+    # the holder on the other node stops beating (killed there): after STALE_S it is taken over, and said
+    assert got.wait(10), "a claim that stopped beating was never taken over"
+    thread.join(10)
+    assert any("taking over the claim" in line and "no heartbeat since" in line for line in said)
+
+
+def test_a_long_stale_claim_from_another_host_is_taken_over_at_once(tmp_path: Path) -> None:
+    led, camp_id = _ledger(tmp_path)
+    _remote_claim(led, camp_id, beat_age_s=claims.STALE_S + 60)
+    said: list[str] = []
+    with claimed(led, [camp_id], "rerun", said.append):
+        with led.session() as s:
+            claim = s.scalars(select(CampaignClaim)).one()
+        assert (claim.host, claim.pid) == (owner.me().host, owner.me().pid)
+    assert len(said) == 1 and "login-other.example" in said[0] and "taking over" in said[0]
+
+
+def test_the_holder_beats_while_it_holds_the_claim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(claims, "BEAT_S", 0.1)
+    led, camp_id = _ledger(tmp_path)
+    with claimed(led, [camp_id], "submit"):
+        with led.session() as s:
+            first = s.scalars(select(CampaignClaim)).one().beat_at
+        time.sleep(0.6)
+        with led.session() as s:
+            later = s.scalars(select(CampaignClaim)).one().beat_at
+        assert first is not None and later is not None and later > first
+    with led.session() as s:
+        assert s.query(CampaignClaim).count() == 0
+    assert not [t for t in threading.enumerate() if t.name == "campaign-claim-beat"]
