@@ -25,9 +25,17 @@ _SLURM_ALIASES: dict[str, JobState] = {
     "RESV_DEL_HOLD": JobState.PENDING,  # held because its reservation was deleted
     "REQUEUE_CRON": JobState.PENDING,
     "EXPEDITING": JobState.PENDING,  # being requeued to run again first (expedited requeue)
+    "POWER_UP_NODE": JobState.PENDING,  # allocated powered-down nodes, waiting for them to boot
+    "UPDATE_DB": JobState.RUNNING,  # a passing flag while slurmctld reports to the database: ask again
+    # flags of a start that failed on the node; Slurm requeues such a job (usually held), and sacct
+    # shows the final base state if it is not: open until then, with the reason shown
+    "LAUNCH_FAILED": JobState.PENDING,
+    "RECONFIG_FAIL": JobState.PENDING,
 }
-# Slurm spellings whose job is pending but held (the reason tells the user why)
+# Slurm spellings whose job is pending but held or stuck (the reason tells the user why)
 HELD = frozenset({"SPECIAL_EXIT", "RESV_DEL_HOLD", "REQUEUE_HOLD"})
+_STUCK = {"LAUNCH_FAILED": "failed to launch on its node (LAUNCH_FAILED); Slurm requeues it",
+          "RECONFIG_FAIL": "its node's configuration failed (RECONFIG_FAIL); Slurm requeues it"}
 
 
 def from_slurm(text: str) -> JobState:
@@ -41,4 +49,4 @@ def from_slurm(text: str) -> JobState:
 def held_reason(text: str) -> str | None:
     """A reason to show for held spellings that map onto PENDING, else None."""
     word = text.strip().split(" ")[0].rstrip("+").upper()
-    return f"held ({word})" if word in HELD else None
+    return f"held ({word})" if word in HELD else _STUCK.get(word)

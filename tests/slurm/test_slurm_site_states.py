@@ -22,6 +22,22 @@ def test_held_and_expediting_jobs_are_pending_not_finished(word: str) -> None:
         assert info.reason == f"held ({word})"  # `status` shows why it does not move
 
 
+@pytest.mark.parametrize(("word", "state", "why"), [
+    ("POWER_UP_NODE", JobState.PENDING, None),
+    ("UPDATE_DB", JobState.RUNNING, None),
+    ("LAUNCH_FAILED", JobState.PENDING, "failed to launch on its node (LAUNCH_FAILED); Slurm requeues it"),
+    ("RECONFIG_FAIL", JobState.PENDING, "its node's configuration failed (RECONFIG_FAIL); Slurm requeues it"),
+])
+def test_every_flag_of_slurms_state_codes_page_keeps_the_job_open(word: str, state: JobState,
+                                                                   why: str | None) -> None:
+    """The flags of slurm.schedmd.com/job_state_codes.html that squeue and sacct may print instead of
+    the base state: none reads as UNKNOWN or as finished, so `status` keeps following the job."""
+    text = f"43|{word}|0:0|localhost|2026-11-30T08:15:01|Unknown|None"
+    info = sq.parse_sacct(text)["43"]
+    assert info.state is state and not info.state.finished
+    assert info.reason == why
+
+
 def test_squeue_exit_code_as_printed_since_23_02() -> None:
     fields = ["41", "41", "N/A", "FAILED", "NonZeroExitCode", "localhost",
               "2026-11-30T08:15:01", "2026-11-30T08:15:02", "3:0"]
