@@ -18,13 +18,15 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]  # json.dumps' own string encoder
 from typing import Any
 
-from sqlalchemy import Table, insert
+from sqlalchemy import Float, Table, insert
 from sqlalchemy.orm import Session
 
 from campaign.ledger import ResultRow
 
 TABLE: Table = ResultRow.__table__  # type: ignore[assignment]  # a mapped class's table is a Table
 COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE.columns if c.name != "id")
+FLOAT_COLUMNS = frozenset(c.name for c in TABLE.columns if isinstance(c.type, Float))
+_FLOATS = {float, type(None)}
 
 
 @dataclass
@@ -80,7 +82,9 @@ def insert_results(s: Session, blocks: Sequence[LedgerColumns]) -> None:
                 cols.append(_extra_texts(block, proc, default_json))
                 continue
             values = block.values.get(name) or [None] * block.length
-            cols.append(values if proc is None else list(map(proc, values)))
+            if proc is not None and not (name in FLOAT_COLUMNS and set(map(type, values)) <= _FLOATS):
+                values = list(map(proc, values))  # (floats and None pass a float column's processor unchanged)
+            cols.append(values)
         data += zip(*cols)
     conn.exec_driver_sql(sql, data)  # type: ignore[arg-type]  # a list of tuples is the executemany form
 

@@ -14,9 +14,11 @@ the two to the same decisions, reasons and values.
 
 from __future__ import annotations
 
+import csv
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 from analysis.columns import FLOAT_RULES, INT_RULES, KERNEL_COLUMNS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS
@@ -29,7 +31,8 @@ KNOWN = frozenset(REQUIRED_COLUMNS) | frozenset(OPTIONAL_COLUMNS) | frozenset(KE
 # pass, not a backtrack through every earlier cell.
 _INT_CELL = r"[+-]?[0-9]+"
 _FLOAT_CELL = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-_NAN_CELL = r"[+-]?[nN][aA][nN]"  # what the reference reads as NaN (`lower() == "nan"`)
+_NAN_CELL = r"[+-]?[nN][aA][nN]"
+_INT_CHARS = len(str(INT64[0]))  # what the reference reads as NaN (`lower() == "nan"`)
 
 
 def _column_pattern(cell: str) -> re.Pattern[str]:
@@ -90,25 +93,45 @@ class ResultColumns:
         return cls(len(rows), columns, extra_rows=[r.get("extra") for r in rows])
 
 
-def fast_columns(records: list[list[str]], required: tuple[str, ...]) -> ResultColumns | None:
-    """The file's rows as columns when every column passes its whole-column
-    check, else None (the per-cell reader then decides). `records`: the csv
-    module's records, header first."""
-    if len(records) < 2:
+def split_cells(text: str) -> tuple[list[str], list[Sequence[str]]] | None:
+    """Header and columns of a text without quotes or carriage returns, for
+    which the csv module's records are its lines split at the commas (a
+    text with them, or one long enough to hold a cell over the csv module's
+    field limit, answers None: read it with the csv module)."""
+    if '"' in text or "\r" in text or "\x00" in text or len(text) > csv.field_size_limit():
         return None
-    header = [c.strip() for c in records[0]]
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    if len(lines) < 2:
+        return None
+    commas = lines[0].count(",")
+    if set(map(str.count, lines, repeat(",", len(lines)))) != {commas}:
+        return None  # blank lines, short or long rows: the reference names the line
+    cells = "\n".join(lines[1:]).replace("\n", ",").split(",")
+    return lines[0].split(","), [cells[i::commas + 1] for i in range(commas + 1)]
+
+
+def record_cells(records: list[list[str]]) -> tuple[list[str], list[Sequence[str]]] | None:
+    """Header and columns of the csv module's records (None: rows of another width)."""
+    if len(records) < 2 or any(len(cells) != len(records[0]) for cells in records[1:]):
+        return None
+    return records[0], list(zip(*records[1:]))
+
+
+def fast_columns(raw_header: list[str], cells: list[Sequence[str]], required: tuple[str, ...]) -> ResultColumns | None:
+    """The file's rows as columns when every column passes its whole-column
+    check, else None (the per-cell reader then decides)."""
+    header = [c.strip() for c in raw_header]
     width = len(header)
     if (width < 2 or len(set(header)) != width or "" in header or CONTROL.search("".join(header))
             or any(c not in header for c in required)):
         return None
-    body = records[1:]
-    if any(len(cells) != width for cells in body):
-        return None  # blank lines, short or long rows: the reference names the line
-    n = len(body)
+    n = len(cells[0])
     columns: dict[str, list[Any]] = {}
     extras: dict[str, list[str | None]] = {}
-    for name, cells in zip(header, zip(*body)):
-        values = _column(name, cells, n) if name in KNOWN else _text(cells, TEXT_MAX)
+    for name, column in zip(header, cells):
+        values = _column(name, column, n) if name in KNOWN else _text(column, TEXT_MAX)
         if values is None or (name in required and None in values):
             return None
         if name in KNOWN:
@@ -122,7 +145,7 @@ def fast_columns(records: list[list[str]], required: tuple[str, ...]) -> ResultC
     return ResultColumns(n, columns, extras)
 
 
-def _column(name: str, cells: tuple[str, ...], n: int) -> list[Any] | None:
+def _column(name: str, cells: Sequence[str], n: int) -> list[Any] | None:
     if name in INT_RULES:
         return _ints(cells, n, INT_RULES[name].minimum)
     if name in FLOAT_RULES:
@@ -131,15 +154,15 @@ def _column(name: str, cells: tuple[str, ...], n: int) -> list[Any] | None:
     return _text(cells, TEXT_MAX)
 
 
-def _joined(cells: tuple[str, ...], n: int) -> str | None:
+def _joined(cells: Sequence[str], n: int) -> str | None:
     joined = "\n".join(cells)
     return joined if joined.count("\n") == n - 1 else None  # no cell holds a newline
 
 
-def _ints(cells: tuple[str, ...], n: int, minimum: int) -> list[int | None] | None:
+def _ints(cells: Sequence[str], n: int, minimum: int) -> list[int | None] | None:
     joined = _joined(cells, n)
-    if joined is None or not _INT_COLUMN.fullmatch(joined):
-        return None
+    if joined is None or max(map(len, cells)) > _INT_CHARS or not _INT_COLUMN.fullmatch(joined):
+        return None  # longer than any int64 (leading zeros, or past int()'s digit limit): the reference
     values: list[int | None] = [int(c) if c else None for c in cells] if "" in cells else list(map(int, cells))
     present = [v for v in values if v is not None] if "" in cells else values
     if present and not (max(INT64[0], minimum) <= min(present) and max(present) <= INT64[1]):  # type: ignore[type-var]
@@ -147,7 +170,7 @@ def _ints(cells: tuple[str, ...], n: int, minimum: int) -> list[int | None] | No
     return values
 
 
-def _floats(cells: tuple[str, ...], n: int, allow_nan: bool, positive: bool) -> list[float | None] | None:
+def _floats(cells: Sequence[str], n: int, allow_nan: bool, positive: bool) -> list[float | None] | None:
     joined = _joined(cells, n)
     if joined is None or not (_FLOAT_NAN_COLUMN if allow_nan else _FLOAT_COLUMN).fullmatch(joined):
         return None
@@ -160,7 +183,7 @@ def _floats(cells: tuple[str, ...], n: int, allow_nan: bool, positive: bool) -> 
     return values
 
 
-def _text(cells: tuple[str, ...], limit: int) -> list[str | None] | None:
+def _text(cells: Sequence[str], limit: int) -> list[str | None] | None:
     values = list(map(str.strip, cells))
     if max(map(len, values)) > limit or CONTROL.search("".join(values)):
         return None

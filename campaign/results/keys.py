@@ -43,9 +43,11 @@ def attempt_scope(attempt_id: int) -> str:
     return f"attempt:{attempt_id}"
 
 
-def _fragments(values: Sequence[Any]) -> Sequence[str]:
+def _fragments(values: Sequence[Any]) -> Iterable[str]:
     """Each value as json.dumps writes it inside natural_key's list."""
     types = set(map(type, values))
+    if len(types) == 1 and values.count(values[0]) == len(values):  # one value (the run's columns): once
+        return repeat(json.dumps(values[0], separators=(",", ":"), default=str), len(values))
     if types == {str}:
         return list(map(encode_basestring_ascii, values))
     if types == {int}:

@@ -29,7 +29,7 @@ from typing import Any
 from analysis.columns import KERNEL_COLUMNS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS, TOLERANCE
 from campaign.errors import ImportError_, one_line
 from campaign.results.cells import CONTROL, cell, check_row
-from campaign.results.columnar import ResultColumns, fast_columns
+from campaign.results.columnar import ResultColumns, fast_columns, record_cells, split_cells
 from campaign.results.keys import natural_key
 from campaign.states import JobState
 
@@ -72,7 +72,9 @@ def parse_columns(text: str, required: tuple[str, ...], where: str) -> ResultCol
     column passes them (campaign.results.columnar), else the per-cell
     reference (`parse_rows`), whose first bad cell raises ImportError_ with
     its line and column."""
-    table = fast_columns(_records(text, where), required)
+    split = split_cells(text)
+    header_cells = split if split is not None else record_cells(_records(text, where))
+    table = fast_columns(*header_cells, required) if header_cells is not None else None
     return table if table is not None else ResultColumns.from_rows(parse_rows(text, required, where))
 
 
