@@ -159,13 +159,16 @@ def _joined(cells: Sequence[str], n: int) -> str | None:
     return joined if joined.count("\n") == n - 1 else None  # no cell holds a newline
 
 
-def _ints(cells: Sequence[str], n: int, minimum: int) -> list[int | None] | None:
+def _ints(cells: Sequence[str], n: int, minimum: int) -> list[Any] | None:
     joined = _joined(cells, n)
     if joined is None or max(map(len, cells)) > _INT_CHARS or not _INT_COLUMN.fullmatch(joined):
         return None  # longer than any int64 (leading zeros, or past int()'s digit limit): the reference
-    values: list[int | None] = [int(c) if c else None for c in cells] if "" in cells else list(map(int, cells))
-    present = [v for v in values if v is not None] if "" in cells else values
-    if present and not (max(INT64[0], minimum) <= min(present) and max(present) <= INT64[1]):  # type: ignore[type-var]
+    if "" not in cells:
+        ints = list(map(int, cells))
+        return ints if max(INT64[0], minimum) <= min(ints) and max(ints) <= INT64[1] else None
+    values = [int(c) if c else None for c in cells]
+    present = [v for v in values if v is not None]
+    if present and not (max(INT64[0], minimum) <= min(present) and max(present) <= INT64[1]):
         return None
     return values
 
@@ -174,10 +177,14 @@ def _floats(cells: Sequence[str], n: int, allow_nan: bool, positive: bool) -> li
     joined = _joined(cells, n)
     if joined is None or not (_FLOAT_NAN_COLUMN if allow_nan else _FLOAT_COLUMN).fullmatch(joined):
         return None
-    values: list[float | None] = [float(c) if c else None for c in cells] if "" in cells else list(map(float, cells))
-    present = [v for v in values if v is not None and v == v]  # NaN (allowed here) is a missing value
+    if "" not in cells and not (allow_nan and ("n" in joined or "N" in joined)):
+        values: list[float | None] = list(map(float, cells))
+        present: list[Any] = values
+    else:
+        values = [float(c) if c else None for c in cells]
+        present = [v for v in values if v is not None and v == v]  # NaN (allowed here) is a missing value
     if present:
-        low, high = min(present), max(present)  # type: ignore[type-var]
+        low, high = min(present), max(present)
         if high == float("inf") or low == float("-inf") or (low <= 0 if positive else low < 0):
             return None
     return values

@@ -47,11 +47,17 @@ def _fragments(values: Sequence[Any]) -> Iterable[str]:
     """Each value as json.dumps writes it inside natural_key's list."""
     types = set(map(type, values))
     if len(types) == 1 and values.count(values[0]) == len(values):  # one value (the run's columns): once
-        return repeat(json.dumps(values[0], separators=(",", ":"), default=str), len(values))
+        return repeat(next(iter(_fragments_of(values[:1], types))), len(values))
+    return _fragments_of(values, types)
+
+
+def _fragments_of(values: Sequence[Any], types: set[type]) -> list[str]:
     if types == {str}:
         return list(map(encode_basestring_ascii, values))
     if types == {int}:
         return list(map(int.__repr__, values))
+    if types == {type(None)}:
+        return ["null"] * len(values)
     return [json.dumps(v, separators=(",", ":"), default=str) for v in values]
 
 

@@ -134,7 +134,8 @@ def _params_column(extra_args: tuple[tuple[str, str], ...], extras: dict[str, li
         if mine is None and alt is None:
             parts.append([f"{key}={value}"] * length)
             continue
-        owns = mine if alt is None else alt if mine is None else [m if m is not None else a for m, a in zip(mine, alt)]
+        owns = (mine or [None] * length) if alt is None else alt if mine is None else \
+            [m if m is not None else a for m, a in zip(mine, alt)]
         parts.append([f"{key}={own if own not in (None, '') else value}" for own in owns])
     return list(map(",".join, zip(*parts)))
 
@@ -157,7 +158,7 @@ def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
     values.update({name: cols.get(name) or [None] * n for name in _FROM_FILE_OPTIONAL})
     scope = attempt_scope(attempt_id)
     if table.extras is not None and not (extra_args and "params" in table.extras):
-        extras = dict(table.extras)
+        extras: dict[str, list[Any]] = dict(table.extras)
         if extra_args:
             extras["params"] = _params_column(extra_args, extras, n)
         values["natural_key"] = natural_keys(values, n, scope, extra_columns=extras)
