@@ -27,10 +27,11 @@ from campaign.ledger import queries as q
 from campaign.overlap import flag_overlaps
 from campaign.partial import PARTIAL_STATES, describe, read_partial
 from campaign.preflight_sync import sync_steps
-from campaign.results.bulk import insert_results
+from campaign.results.bulk import LedgerColumns, insert_results
+from campaign.results.columnar import ResultColumns
 from campaign.results.counters import read_counters
 from campaign.results.reader import Expected, Outcome, classify_output
-from campaign.results.store import job_rows
+from campaign.results.store import job_columns
 from campaign.states import OPEN_STATES, JobState
 
 # Result rows per write transaction (and so, with the parsed rows behind
@@ -191,7 +192,7 @@ class _Batch:
     pending: list[_Pending] = field(default_factory=list)
     outcomes: dict[int, Outcome] = field(default_factory=dict)
     counters: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
-    partials: dict[int, tuple[list[dict[str, Any]], list[int]]] = field(default_factory=dict)
+    partials: dict[int, tuple[ResultColumns, list[int]]] = field(default_factory=dict)
     rows: int = 0
 
 
@@ -211,13 +212,13 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
             if st.state is JobState.COMPLETED:
                 outcome = batch.outcomes[p.attempt_id] = classify_output(
                     p.output, Expected(p.expected_n, p.check, p.kernel, p.dtype))
-                batch.rows += len(outcome.rows)
+                batch.rows += len(outcome.table)
                 if p.profiled:
                     batch.counters[p.attempt_id] = _profile(p, batch.outcomes)
                     batch.rows += len(batch.counters[p.attempt_id])
             elif st.state in PARTIAL_STATES:  # keep what it finished, remember what it did not
                 partial, missing = read_partial(p.output, p.expected_n, p.check)
-                batch.partials[p.attempt_id] = (partial.rows if partial else [], missing)
+                batch.partials[p.attempt_id] = (partial.table if partial else ResultColumns(0, {}), missing)
                 batch.rows += len(batch.partials[p.attempt_id][0])
             exit_record = read_json(Path(p.ref.workdir) / EXIT_FILE)
             code = exit_record.get("exit_code") if exit_record else None
@@ -246,14 +247,14 @@ def _profile(p: _Pending, outcomes: dict[int, Outcome]) -> list[dict[str, Any]]:
     outcome = outcomes[p.attempt_id]
     reason = found.reason(p.expected_n)
     if reason is not None and outcome.state is JobState.COMPLETED:
-        outcomes[p.attempt_id] = Outcome(JobState.PROFILE_FAILED, outcome.rows, reason)
+        outcomes[p.attempt_id] = Outcome(JobState.PROFILE_FAILED, outcome.table, reason)
     return [dict(r, attempt_id=p.attempt_id) for r in found.rows]
 
 
 def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
            outcomes: dict[int, Outcome], camps: dict[int, _CampaignInfo],
            counters: dict[int, list[dict[str, Any]]] | None = None,
-           partials: dict[int, tuple[list[dict[str, Any]], list[int]]] | None = None) -> tuple[int, int]:
+           partials: dict[int, tuple[ResultColumns, list[int]]] | None = None) -> tuple[int, int]:
     partials = partials or {}
     ids = [p.attempt_id for p in pending if p.attempt_id in statuses]
     # Re-read inside the write transaction: another terminal may have
@@ -266,7 +267,7 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
         for row in s.execute(stmt):
             current[row.id] = dict(row._mapping)
     updates: list[dict[str, Any]] = []
-    rows: list[dict[str, Any]] = []
+    rows: list[LedgerColumns] = []
     counter_rows: list[dict[str, Any]] = []
     changed = 0
     for p in pending:
@@ -275,15 +276,15 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
             continue
         outcome = outcomes.get(p.attempt_id)
         if outcome is not None:
-            rows += job_rows(p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition, p.extra_args,
-                             outcome.rows)
+            rows.append(job_columns(p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition,
+                                    p.extra_args, outcome.table))
             counter_rows += (counters or {}).get(p.attempt_id, [])
         values = _status_values(p, st, outcome)
         state = values["state"]
         if p.attempt_id in partials:  # TIMEOUT/CANCELLED/OOM: the finished n's rows, the missing n
             done_rows, missing = partials[p.attempt_id]
-            rows += job_rows(p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition, p.extra_args,
-                             done_rows)
+            rows.append(job_columns(p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition,
+                                    p.extra_args, done_rows))
             values["missing_n"] = missing
             values["reason"] = "; ".join(filter(None, [values["reason"], describe(p.expected_n, missing)]))
         old = current[p.attempt_id]
@@ -301,4 +302,4 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
     if counter_rows:
         s.execute(insert(CounterRow), counter_rows)
     flag_overlaps(s, [v for v in updates if v["state"].finished])
-    return changed, len(rows)
+    return changed, sum(block.length for block in rows)

@@ -1,51 +1,106 @@
 """Result rows inserted in bulk: one prepared INSERT handed to the driver's
-executemany with plain tuples.
+executemany with tuples zipped from columns.
 
 SQLAlchemy's ORM bulk insert builds and checks a parameter set per row (13 s
 per 100,000 rows under profile, most of a sync's ingest time); the driver
-needs only the tuples. Values go through each column type's own bind
-processor (the JSON `extra` column as SQLAlchemy would write it), so the
-stored bytes are the same as the ORM path's. On other databases than SQLite
-the Core executemany is used (its drivers batch it themselves).
+needs only the tuples, and rows read as columns (campaign.results.columnar)
+never need to become dicts. Values go through each column type's own bind
+processor, and the JSON `extra` text is json.dumps' own (its string encoder,
+its separators), so the stored bytes are the same as the ORM path's. On
+other databases than SQLite the Core executemany is used (its drivers batch
+it themselves).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from operator import itemgetter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]  # json.dumps' own string encoder
 from typing import Any
 
-from sqlalchemy import Table, insert
+from sqlalchemy import Float, Table, insert
 from sqlalchemy.orm import Session
 
 from campaign.ledger import ResultRow
 
 TABLE: Table = ResultRow.__table__  # type: ignore[assignment]  # a mapped class's table is a Table
 COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE.columns if c.name != "id")
+FLOAT_COLUMNS = frozenset(c.name for c in TABLE.columns if isinstance(c.type, Float))
+_FLOATS = {float, type(None)}
 
 
-def insert_results(s: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """INSERT these result rows (dicts keyed by column name; a missing key is NULL)."""
-    if not rows:
+@dataclass
+class LedgerColumns:
+    """Result rows for the ledger as columns: `values` by column name (a
+    missing column is NULL), and the `extra` object of each row either as
+    columns (`extras`, None where a row lacks the key; every row's object in
+    that key order) or as each row's dict (`extra_rows`)."""
+
+    length: int
+    values: dict[str, list[Any]]
+    extras: dict[str, list[Any]] = field(default_factory=dict)
+    extra_rows: list[dict[str, Any] | None] | None = None
+
+    def extra_dicts(self) -> list[dict[str, Any] | None]:
+        if self.extra_rows is not None:
+            return self.extra_rows
+        out: list[dict[str, Any] | None] = []
+        for i in range(self.length):
+            row = {k: v[i] for k, v in self.extras.items() if v[i] is not None}
+            out.append(row or None)
+        return out
+
+    def dicts(self) -> list[dict[str, Any]]:
+        names = list(self.values)
+        rows = [dict(zip(names, cells)) for cells in zip(*self.values.values())]
+        for row, extra in zip(rows, self.extra_dicts()):
+            row["extra"] = extra
+        return rows
+
+
+def insert_results(s: Session, blocks: Sequence[LedgerColumns]) -> None:
+    """INSERT the rows of these blocks, in order."""
+    blocks = [b for b in blocks if b.length]
+    if not blocks:
         return
     conn = s.connection()
     dialect = conn.dialect
     if dialect.name != "sqlite":
-        conn.execute(insert(TABLE), list(rows))
+        conn.execute(insert(TABLE), [row for b in blocks for row in b.dicts()])
         return
-    procs = {name: p for name in COLUMNS if (p := TABLE.c[name].type._cached_bind_processor(dialect)) is not None}
-    plain = [c for c in COLUMNS if c not in procs]  # values as they are, taken in one C call per row
-    processed = list(procs)
+    procs = {name: TABLE.c[name].type._cached_bind_processor(dialect) for name in COLUMNS}
     quote = dialect.identifier_preparer.quote
-    sql = (f"INSERT INTO {quote(TABLE.name)} ({', '.join(quote(c) for c in plain + processed)}) "
+    sql = (f"INSERT INTO {quote(TABLE.name)} ({', '.join(quote(c) for c in COLUMNS)}) "
            f"VALUES ({', '.join('?' for _ in COLUMNS)})")
-    take = itemgetter(*plain)
-    convert = [(name, procs[name]) for name in processed]
-    data = []
-    for row in rows:
-        try:
-            values = take(row)
-        except KeyError:  # a row without some column: NULL there
-            values = tuple(row.get(c) for c in plain)
-        data.append((*values, *[proc(row.get(name)) for name, proc in convert]))
-    conn.exec_driver_sql(sql, data)
+    default_json = getattr(dialect, "_json_serializer", None) is None
+    data: list[tuple[Any, ...]] = []
+    for block in blocks:
+        cols = []
+        for name in COLUMNS:
+            proc = procs[name]
+            if name == "extra" and proc is not None:
+                cols.append(_extra_texts(block, proc, default_json))
+                continue
+            values = block.values.get(name) or [None] * block.length
+            if proc is not None and not (name in FLOAT_COLUMNS and set(map(type, values)) <= _FLOATS):
+                values = list(map(proc, values))  # (floats and None pass a float column's processor unchanged)
+            cols.append(values)
+        data += zip(*cols)
+    conn.exec_driver_sql(sql, data)  # type: ignore[arg-type]  # a list of tuples is the executemany form
+
+
+def _extra_texts(block: LedgerColumns, proc: Callable[[Any], Any], default_json: bool) -> list[Any]:
+    """The `extra` column as its bind processor writes it: json.dumps of the
+    row's dict (built here from the columns when the serializer is json.dumps)."""
+    null = proc(None)
+    if block.extra_rows is not None or not default_json:
+        return [proc(e) if e else null for e in block.extra_dicts()]
+    if not block.extras:
+        return [null] * block.length
+    cells: list[list[str]] = []
+    for key, values in block.extras.items():
+        if None in values or set(map(type, values)) != {str}:  # a row without the key, or not text
+            return [proc(e) if e else null for e in block.extra_dicts()]
+        head = f"{encode_basestring_ascii(key)}: "
+        cells.append(list(map(head.__add__, map(encode_basestring_ascii, values))))
+    return list(map("{%s}".__mod__, map(", ".join, zip(*cells))))

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]  # json.dumps' own string encoder
 from typing import Any
 
 KEY_COLUMNS = ("cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n", "d",
@@ -38,3 +41,50 @@ def natural_key(row: dict[str, Any], scope: str = "", *, measured: bool = False)
 
 def attempt_scope(attempt_id: int) -> str:
     return f"attempt:{attempt_id}"
+
+
+def _fragments(values: Sequence[Any]) -> Iterable[str]:
+    """Each value as json.dumps writes it inside natural_key's list."""
+    types = set(map(type, values))
+    if len(types) == 1 and values.count(values[0]) == len(values):  # one value (the run's columns): once
+        return repeat(next(iter(_fragments_of(values[:1], types))), len(values))
+    return _fragments_of(values, types)
+
+
+def _fragments_of(values: Sequence[Any], types: set[type]) -> list[str]:
+    if types == {str}:
+        return list(map(encode_basestring_ascii, values))
+    if types == {int}:
+        return list(map(int.__repr__, values))
+    if types == {type(None)}:
+        return ["null"] * len(values)
+    return [json.dumps(v, separators=(",", ":"), default=str) for v in values]
+
+
+def _pairs(extra: dict[str, Any] | None) -> str:
+    pairs = sorted((str(k), str(v)) for k, v in (extra or {}).items() if k not in MEASURED_EXTRAS)
+    return "[" + ",".join(f"[{encode_basestring_ascii(k)},{encode_basestring_ascii(v)}]" for k, v in pairs) + "]]"
+
+
+def natural_keys(columns: Mapping[str, Sequence[Any]], length: int, scope: str,
+                 extra_columns: Mapping[str, Sequence[str | None]] | None = None,
+                 extra_rows: Sequence[dict[str, Any] | None] | None = None) -> list[str]:
+    """natural_key(row, scope) of every row of these columns, built column by
+    column (the same JSON text and hash, without a dict per row). The extra
+    values come as columns (None: not in that row) or as each row's dict."""
+    if length == 0:
+        return []
+    parts: list[Iterable[str]] = [repeat("[" + encode_basestring_ascii(scope), length)]
+    for col in KEY_COLUMNS:
+        values = columns.get(col)
+        parts.append(repeat("null", length) if values is None else _fragments(values))
+    if extra_rows is not None:
+        parts.append([_pairs(e) for e in extra_rows])
+    else:
+        named = sorted((str(k), v) for k, v in (extra_columns or {}).items() if k not in MEASURED_EXTRAS)
+        cells = [[None if v is None else f"[{encode_basestring_ascii(k)},{encode_basestring_ascii(str(v))}]"
+                  for v in values] for k, values in named]
+        parts.append([f"[{','.join(c for c in row if c is not None)}]]" for row in zip(*cells)] if cells
+                     else repeat("[]]", length))
+    blobs = list(map(",".join, zip(*parts)))
+    return [hashlib.sha256(blob.encode()).hexdigest()[:32] for blob in blobs]

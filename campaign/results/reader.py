@@ -21,102 +21,78 @@ from __future__ import annotations
 import csv
 import io
 import math
-import re
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.columns import (
-    FLOAT_RULES,
-    INT_RULES,
-    KERNEL_COLUMNS,
-    OPTIONAL_COLUMNS,
-    REQUIRED_COLUMNS,
-    TOLERANCE,
-)
+from analysis.columns import KERNEL_COLUMNS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS, TOLERANCE
 from campaign.errors import ImportError_, one_line
+from campaign.results.cells import CONTROL, cell, check_row
+from campaign.results.columnar import ResultColumns, fast_columns, record_cells, split_cells
 from campaign.results.keys import natural_key
 from campaign.states import JobState
 
-INT64 = (-(2**63), 2**63 - 1)
-TEXT_MAX = 200
 MAX_BYTES = 512 * 2**20  # a results CSV above 512 MiB is not a result file
-_INT = re.compile(r"[+-]?[0-9]+")
-_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
-_NONFINITE = {"nan", "inf", "infinity"}
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-@dataclass
 class Outcome:
-    """Classification of one finished job's output."""
+    """Classification of one finished job's output. Its rows are kept as
+    columns (`table`, what sync stores); `rows` gives them as dicts."""
 
-    state: JobState
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    reason: str | None = None
+    def __init__(self, state: JobState, rows: Sequence[dict[str, Any]] | ResultColumns = (),
+                 reason: str | None = None) -> None:
+        self.state = state
+        self.reason = reason
+        self.table = rows if isinstance(rows, ResultColumns) else ResultColumns.from_rows(rows)
 
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return self.table.rows()
 
-def _kind(col: str) -> str:
-    return "int" if col in INT_RULES else "float" if col in FLOAT_RULES else "text"
+    @rows.setter
+    def rows(self, rows: Sequence[dict[str, Any]]) -> None:
+        self.table = ResultColumns.from_rows(rows)
 
-
-def _cell(value: str, col: str) -> Any:
-    """One typed cell; ValueError names what is wrong with it."""
-    value = value.strip()
-    kind = _kind(col)
-    if value == "":
-        return None
-    if kind == "int":
-        if not _INT.fullmatch(value):
-            raise ValueError(f"{value[:40]!r} is not an integer")
-        number = int(value)
-        if not INT64[0] <= number <= INT64[1]:
-            raise ValueError(f"{value[:40]} is outside the 64-bit integer range")
-        return number
-    if kind == "float":
-        if value.lstrip("+-").lower() in _NONFINITE:
-            return float(value)  # NaN is a missing value where allowed; _check_row refuses the rest
-        if not _FLOAT.fullmatch(value):
-            raise ValueError(f"{value[:40]!r} is not a number")
-        return float(value)
-    if len(value) > TEXT_MAX:
-        raise ValueError(f"is {len(value)} characters long (at most {TEXT_MAX})")
-    bad = _CONTROL.search(value)
-    if bad:
-        raise ValueError(f"contains the control character {bad.group()!r}")
-    return value
+    def __repr__(self) -> str:
+        return f"Outcome(state={self.state!r}, rows={len(self.table)}, reason={self.reason!r})"
 
 
-def _check_row(row: dict[str, Any], where: str) -> None:
-    for col, rule in INT_RULES.items():
-        value = row.get(col)
-        if value is not None and value < rule.minimum:
-            need = "positive" if rule.minimum == 1 else f">= {rule.minimum}"
-            raise ImportError_(f"{where}: {col} must be {need}, got {value}")
-    for col, frule in FLOAT_RULES.items():
-        value = row.get(col)
-        if value is None or (frule.allow_nan and math.isnan(value)):
-            continue
-        if not math.isfinite(value) or (value <= 0 if frule.positive else value < 0):
-            sign = "positive" if frule.positive else "non-negative"
-            raise ImportError_(f"{where}: {col} must be a {sign} finite number, got {value}")
-
-
-def parse_text(text: str, required: tuple[str, ...], where: str) -> list[dict[str, Any]]:
-    """Typed row dicts of a whole CSV text; the first bad cell raises
-    ImportError_ with its file line number and column."""
+def _records(text: str, where: str) -> list[list[str]]:
     if "\x00" in text:
         raise ImportError_(f"{where}: contains a NUL byte (offset {text.index(chr(0))})")
     try:
-        records = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+        return list(csv.reader(io.StringIO(text, newline=""), strict=True))
     except csv.Error as exc:
         raise ImportError_(f"{where}: not a readable CSV: {one_line(exc)}") from None
+
+
+def parse_columns(text: str, required: tuple[str, ...], where: str) -> ResultColumns:
+    """Typed columns of a whole CSV text: whole-column checks where every
+    column passes them (campaign.results.columnar), else the per-cell
+    reference (`parse_rows`), whose first bad cell raises ImportError_ with
+    its line and column."""
+    split = split_cells(text)
+    header_cells = split if split is not None else record_cells(_records(text, where))
+    table = fast_columns(*header_cells, required) if header_cells is not None else None
+    return table if table is not None else ResultColumns.from_rows(parse_rows(text, required, where))
+
+
+def parse_text(text: str, required: tuple[str, ...], where: str) -> list[dict[str, Any]]:
+    """Typed row dicts of a whole CSV text (`parse_columns`, as rows)."""
+    return parse_columns(text, required, where).rows()
+
+
+def parse_rows(text: str, required: tuple[str, ...], where: str) -> list[dict[str, Any]]:
+    """The per-cell reference reader: typed row dicts, or ImportError_ naming
+    the first bad cell by file line number and column."""
+    records = _records(text, where)
     if not records or not any(c.strip() for c in records[0]):
         raise ImportError_(f"{where}: empty file (no header)")
     header = [c.strip() for c in records[0]]
     seen: set[str] = set()
     for name in header:
-        if name == "" or _CONTROL.search(name):
+        if name == "" or CONTROL.search(name):
             raise ImportError_(f"{where} line 1: empty or unprintable column name")
         if name in seen:
             raise ImportError_(f"{where} line 1: column {name} appears twice")
@@ -138,18 +114,18 @@ def parse_text(text: str, required: tuple[str, ...], where: str) -> list[dict[st
         row: dict[str, Any] = {}
         for col in known:
             try:
-                row[col] = _cell(rec[col], col)
+                row[col] = cell(rec[col], col)
             except ValueError as exc:
                 raise ImportError_(f"{where} line {line}: column {col}: {exc}") from None
         for col in required:
             if row.get(col) is None:
                 raise ImportError_(f"{where} line {line}: column {col} is empty")
-        _check_row(row, f"{where} line {line}")
+        check_row(row, f"{where} line {line}")
         extra: dict[str, str] = {}
         for col in header:
             if col not in row and rec[col].strip() != "":
                 try:
-                    extra[col] = _cell(rec[col], "extra")
+                    extra[col] = cell(rec[col], "extra")
                 except ValueError as exc:
                     raise ImportError_(f"{where} line {line}: column {col}: {exc}") from None
         row["extra"] = extra or None
@@ -211,36 +187,48 @@ def _classify(path: Path, want: Expected) -> Outcome:
         text = _read_text(path, path.name)
         if text and not text.endswith("\n"):
             raise ImportError_(f"{path.name}: the last line is cut off (no final newline)")
-        rows = parse_text(text, KERNEL_COLUMNS, path.name)
+        table = parse_columns(text, KERNEL_COLUMNS, path.name)
     except ImportError_ as exc:
         return Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {one_line(exc, 200)}")
-    if not rows:
+    if not len(table):
         return Outcome(JobState.LOST_OUTPUT, reason="output has no rows")
+    return _judge(table, want)
+
+
+def _judge(table: ResultColumns, want: Expected) -> Outcome:
+    """The run's own rows, all of its n, and (with --check) within tolerance."""
+    cols = table.columns
     for what, own in (("kernel", want.kernel), ("dtype", want.dtype)):
-        other = next((r[what] for r in rows if own is not None and r.get(what) != own), None)
+        if own is None:
+            continue
+        if what not in cols:
+            raise KeyError(what)  # as a row without the column did; classify_output reports it
+        other = next((v for v in cols[what] if v != own), None)
         if other is not None:
             return Outcome(JobState.LOST_OUTPUT, reason=f"output is for {what} {other!r}, the run's is {own!r}")
-    stray = sorted({r["n"] for r in rows} - set(want.n))
+    ns = cols["n"]
+    found = set(ns)
+    stray = sorted(found - set(want.n))
     if stray:
         return Outcome(JobState.LOST_OUTPUT, reason=f"output has n = {stray[:5]}, not in the run's sweep")
-    missing = sorted(set(want.n) - {r["n"] for r in rows})
+    missing = sorted(set(want.n) - found)
     if missing:
-        return Outcome(JobState.LOST_OUTPUT, rows, reason=f"output lacks n = {missing}")
+        return Outcome(JobState.LOST_OUTPUT, table, reason=f"output lacks n = {missing}")
     if want.check:
-        unchecked = [r for r in rows if r.get("rel_err") is None]
-        if unchecked:
-            return Outcome(JobState.CHECK_FAILED, rows,
-                           reason=f"rel_err missing at n={unchecked[0]['n']} although the run checks results")
-        bad = [r for r in rows if not _within(r)]
-        if bad:
-            worst = bad[0]
-            return Outcome(JobState.CHECK_FAILED, rows,
-                           reason=f"rel_err {worst['rel_err']:.3g} > {TOLERANCE.get(worst.get('dtype') or 'fp32', 1e-4):g} "
-                                  f"at n={worst['n']} ({worst.get('dtype')})")
-    return Outcome(JobState.COMPLETED, rows)
+        errs = cols.get("rel_err") or [None] * len(table)
+        dtypes = cols.get("dtype") or [None] * len(table)
+        if None in errs:
+            return Outcome(JobState.CHECK_FAILED, table,
+                           reason=f"rel_err missing at n={ns[errs.index(None)]} although the run checks results")
+        bad = next((i for i, (err, dtype) in enumerate(zip(errs, dtypes)) if not _within(err, dtype)), None)
+        if bad is not None:
+            dtype = dtypes[bad]
+            return Outcome(JobState.CHECK_FAILED, table,
+                           reason=f"rel_err {errs[bad]:.3g} > {TOLERANCE.get(dtype or 'fp32', 1e-4):g} "
+                                  f"at n={ns[bad]} ({dtype})")
+    return Outcome(JobState.COMPLETED, table)
 
 
-def _within(row: dict[str, Any]) -> bool:
-    err = row["rel_err"]
-    tol = TOLERANCE.get(row.get("dtype") or "fp32", 1e-4)
+def _within(err: float, dtype: str | None) -> bool:
+    tol = TOLERANCE.get(dtype or "fp32", 1e-4)
     return bool(math.isfinite(err) and err <= tol)

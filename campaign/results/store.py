@@ -24,8 +24,10 @@ from campaign.config.clusters import cluster_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError
 from campaign.ledger import Campaign, ImportFile, Ledger, ResultRow
+from campaign.results.bulk import LedgerColumns
+from campaign.results.columnar import ResultColumns
 from campaign.results.export import EXPORT_COLUMNS
-from campaign.results.keys import IMPORT_SCOPE, attempt_scope, natural_key
+from campaign.results.keys import IMPORT_SCOPE, attempt_scope, natural_key, natural_keys
 
 IMPORT_BACKEND = "import"  # Campaign.backend of a campaign made by `import --campaign`
 _CHUNK = 500  # keys per IN (...) query
@@ -123,25 +125,56 @@ def params_text(extra_args: tuple[tuple[str, str], ...], row: dict[str, Any]) ->
     return ",".join(parts)
 
 
-def job_rows(attempt_id: int, job_id: str, cluster: str, partition: str,
-             extra_args: tuple[tuple[str, str], ...], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Ledger rows for the parsed CSV rows of one attempt (cluster and
-    partition come from the run, never from the file)."""
-    out = []
-    for r in rows:
-        extra = dict(r.get("extra") or {})
+def _params_column(extra_args: tuple[tuple[str, str], ...], extras: dict[str, list[Any]], length: int) -> list[str]:
+    """params_text of every row, one argument at a time (a constant unless the
+    file has a column of the argument's name)."""
+    parts: list[list[str]] = []
+    for key, value in extra_args:
+        mine, alt = extras.get(key), extras.get(key.replace("-", "_"))
+        if mine is None and alt is None:
+            parts.append([f"{key}={value}"] * length)
+            continue
+        owns = (mine or [None] * length) if alt is None else alt if mine is None else \
+            [m if m is not None else a for m, a in zip(mine, alt)]
+        parts.append([f"{key}={own if own not in (None, '') else value}" for own in owns])
+    return list(map(",".join, zip(*parts)))
+
+
+_FROM_FILE = ("kernel", "impl", "variant", "device", "threads", "n", "repeat", "time_s")  # never blank
+_FROM_FILE_OPTIONAL = ("dtype", "d", "gpu_model", "flops", "bytes", "rel_err")
+
+
+def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
+                extra_args: tuple[tuple[str, str], ...], table: ResultColumns) -> LedgerColumns:
+    """Ledger rows, as columns, for the parsed CSV of one attempt (cluster and
+    partition come from the run, never from the file; the run's extra
+    arguments join each row's extra object as `params`)."""
+    n, cols = len(table), table.columns
+    if n == 0:
+        return LedgerColumns(0, {})
+    values: dict[str, list[Any]] = {"attempt_id": [attempt_id] * n, "source": ["job"] * n, "cluster": [cluster] * n,
+                                    "partition": [partition] * n, "job_id": [job_id] * n}
+    values.update({name: cols[name] for name in _FROM_FILE})
+    values.update({name: cols.get(name) or [None] * n for name in _FROM_FILE_OPTIONAL})
+    scope = attempt_scope(attempt_id)
+    if table.extras is not None and not (extra_args and "params" in table.extras):
+        extras: dict[str, list[Any]] = dict(table.extras)
+        if extra_args:
+            extras["params"] = _params_column(extra_args, extras, n)
+        values["natural_key"] = natural_keys(values, n, scope, extra_columns=extras)
+        return LedgerColumns(n, values, extras)
+    rows: list[dict[str, Any] | None] = []
+    for own in table.extra_dicts():
+        extra = dict(own or {})
         params = params_text(extra_args, extra)
         if params:
             extra["params"] = params
-        row = {
-            "attempt_id": attempt_id, "source": "job", "cluster": cluster,
-            "partition": partition, "kernel": r["kernel"], "impl": r["impl"],
-            "variant": r["variant"], "device": r["device"], "dtype": r.get("dtype"),
-            "threads": r["threads"], "n": r["n"], "d": r.get("d"), "repeat": r["repeat"],
-            "time_s": r["time_s"], "job_id": job_id, "gpu_model": r.get("gpu_model"),
-            "flops": r.get("flops"), "bytes": r.get("bytes"), "rel_err": r.get("rel_err"),
-            "extra": extra or None,
-        }
-        row["natural_key"] = natural_key(row, attempt_scope(attempt_id))
-        out.append(row)
-    return out
+        rows.append(extra or None)
+    values["natural_key"] = natural_keys(values, n, scope, extra_rows=rows)
+    return LedgerColumns(n, values, extra_rows=rows)
+
+
+def job_rows(attempt_id: int, job_id: str, cluster: str, partition: str,
+             extra_args: tuple[tuple[str, str], ...], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ledger rows, as dicts, for parsed CSV rows of one attempt (`job_columns`)."""
+    return job_columns(attempt_id, job_id, cluster, partition, extra_args, ResultColumns.from_rows(rows)).dicts()

@@ -1,0 +1,93 @@
+"""The reader as it was before the columnar path (per-row classification over
+row dicts, and ledger rows as one dict each), kept as the reference that
+tests/results/test_columnar_differential.py holds the columnar path to.
+Cell rules and the per-cell parser are the same code (campaign.results.cells,
+reader.parse_rows); what is copied here is what the columnar path replaced."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from analysis.columns import KERNEL_COLUMNS, TOLERANCE
+from campaign.errors import ImportError_, one_line
+from campaign.results.keys import attempt_scope, natural_key
+from campaign.results.reader import Expected, _read_text, parse_rows
+from campaign.results.store import params_text
+from campaign.states import JobState
+
+Classified = tuple[JobState, str | None, list[dict[str, Any]]]
+
+
+def classify(path: Path, want: Expected) -> Classified:
+    try:
+        return _classify(path, want)
+    except Exception as exc:
+        return JobState.LOST_OUTPUT, f"unreadable output: {one_line(exc, 200)}", []
+
+
+def _classify(path: Path, want: Expected) -> Classified:
+    if not path.parent.is_dir():
+        return JobState.LOST_OUTPUT, f"job folder {path.parent} is gone", []
+    if not path.is_file():
+        return JobState.LOST_OUTPUT, f"no output file {path.name}", []
+    try:
+        text = _read_text(path, path.name)
+        if text and not text.endswith("\n"):
+            raise ImportError_(f"{path.name}: the last line is cut off (no final newline)")
+        rows = parse_rows(text, KERNEL_COLUMNS, path.name)
+    except ImportError_ as exc:
+        return JobState.LOST_OUTPUT, f"unparsable output: {one_line(exc, 200)}", []
+    if not rows:
+        return JobState.LOST_OUTPUT, "output has no rows", []
+    for what, own in (("kernel", want.kernel), ("dtype", want.dtype)):
+        other = next((r[what] for r in rows if own is not None and r.get(what) != own), None)
+        if other is not None:
+            return JobState.LOST_OUTPUT, f"output is for {what} {other!r}, the run's is {own!r}", []
+    stray = sorted({r["n"] for r in rows} - set(want.n))
+    if stray:
+        return JobState.LOST_OUTPUT, f"output has n = {stray[:5]}, not in the run's sweep", []
+    missing = sorted(set(want.n) - {r["n"] for r in rows})
+    if missing:
+        return JobState.LOST_OUTPUT, f"output lacks n = {missing}", rows
+    if want.check:
+        unchecked = [r for r in rows if r.get("rel_err") is None]
+        if unchecked:
+            return (JobState.CHECK_FAILED, f"rel_err missing at n={unchecked[0]['n']} although the run checks results",
+                    rows)
+        bad = [r for r in rows if not _within(r)]
+        if bad:
+            worst = bad[0]
+            return (JobState.CHECK_FAILED,
+                    f"rel_err {worst['rel_err']:.3g} > {TOLERANCE.get(worst.get('dtype') or 'fp32', 1e-4):g} "
+                    f"at n={worst['n']} ({worst.get('dtype')})", rows)
+    return JobState.COMPLETED, None, rows
+
+
+def _within(row: dict[str, Any]) -> bool:
+    err = row["rel_err"]
+    tol = TOLERANCE.get(row.get("dtype") or "fp32", 1e-4)
+    return bool(math.isfinite(err) and err <= tol)
+
+
+def job_rows(attempt_id: int, job_id: str, cluster: str, partition: str,
+             extra_args: tuple[tuple[str, str], ...], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for r in rows:
+        extra = dict(r.get("extra") or {})
+        params = params_text(extra_args, extra)
+        if params:
+            extra["params"] = params
+        row = {
+            "attempt_id": attempt_id, "source": "job", "cluster": cluster,
+            "partition": partition, "kernel": r["kernel"], "impl": r["impl"],
+            "variant": r["variant"], "device": r["device"], "dtype": r.get("dtype"),
+            "threads": r["threads"], "n": r["n"], "d": r.get("d"), "repeat": r["repeat"],
+            "time_s": r["time_s"], "job_id": job_id, "gpu_model": r.get("gpu_model"),
+            "flops": r.get("flops"), "bytes": r.get("bytes"), "rel_err": r.get("rel_err"),
+            "extra": extra or None,
+        }
+        row["natural_key"] = natural_key(row, attempt_scope(attempt_id))
+        out.append(row)
+    return out
