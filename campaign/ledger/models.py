@@ -15,7 +15,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from campaign.ledger.types import UTCDateTime
 from campaign.states import JobState
 
-SCHEMA_VERSION = 9  # v1 had no campaign.python; v3..v7: one per change of that round; v8: compare; v9: claim heartbeat (see migrations/versions)
+SCHEMA_VERSION = 10  # v1 had no campaign.python; v3..v7: one per change of that round; v8: compare; v9: claim heartbeat; v10: ordered natural keys (see migrations/versions)
 # v7: build_step and preflight_step (issue 19)
 
 
@@ -176,7 +176,7 @@ class ResultRow(Base):
     bytes: Mapped[float | None]
     rel_err: Mapped[float | None]
     extra: Mapped[dict[str, Any] | None]
-    natural_key: Mapped[str | None] = mapped_column(String(32))  # v3: campaign.results.keys; unique
+    natural_key: Mapped[str | None] = mapped_column(String(48))  # v3: campaign.results.keys; unique; v10: prefixed
     # Imported rows of a named campaign (`import --campaign`); job rows reach
     # their campaign through their attempt and leave this NULL.
     campaign_id: Mapped[int | None] = mapped_column(ForeignKey("campaign.id", name="fk_result_campaign_id"))

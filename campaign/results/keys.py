@@ -36,11 +36,22 @@ def natural_key(row: dict[str, Any], scope: str = "", *, measured: bool = False)
     if measured:
         ident += [repr(row.get(c)) for c in MEASURED_COLUMNS]
     blob = json.dumps(ident, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+    return key_prefix(scope) + hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
 def attempt_scope(attempt_id: int) -> str:
     return f"attempt:{attempt_id}"
+
+
+def key_prefix(scope: str) -> str:
+    """What a key starts with: the attempt's id, zero-padded, for a job's rows ("i." for every other
+    scope). The hash alone (it already includes the scope) makes a key unique; the prefix only puts
+    one sync's keys next to each other in the unique index, which a 10-million-row ledger otherwise
+    fills at random places: at 1M rows that index cost more than half of SQLite's INSERT time
+    (BENCHMARKS.md section 9). Schema v10 gave existing keys the same prefix."""
+    if scope.startswith("attempt:"):
+        return f"{int(scope[8:]):012d}."
+    return "i."
 
 
 def _fragments(values: Sequence[Any]) -> Iterable[str]:
@@ -87,4 +98,5 @@ def natural_keys(columns: Mapping[str, Sequence[Any]], length: int, scope: str,
         parts.append([f"[{','.join(c for c in row if c is not None)}]]" for row in zip(*cells)] if cells
                      else repeat("[]]", length))
     blobs = list(map(",".join, zip(*parts)))
-    return [hashlib.sha256(blob.encode()).hexdigest()[:32] for blob in blobs]
+    prefix = key_prefix(scope)
+    return [prefix + hashlib.sha256(blob.encode()).hexdigest()[:32] for blob in blobs]
