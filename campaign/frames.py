@@ -50,7 +50,7 @@ def jobs_frame(led: Ledger, campaign: str | None = None) -> Any:
     if campaign:
         stmt = stmt.where(Campaign.name == campaign)
     with led.session() as s:
-        rows = [(*r[:11], _label(*r[11:])) for r in s.execute(stmt.order_by(JobAttempt.id))]
+        rows = [(*r[:11], _label(*r[11:])) for r in s.execute(stmt.order_by(JobAttempt.id)).tuples()]
     return pd.DataFrame(rows, columns=JOB_FRAME_COLUMNS)
 
 
@@ -58,11 +58,11 @@ _LABEL_TEXT = ("partition", "kernel", "impl", "variant", "dtype")
 _LABEL_INT = ("threads", "gpus", "cpus")
 
 
-def _label(partition: str, kernel: str, impl: str, variant: str, dtype: str, threads: int, gpus: int,
-           cpus: int | None, extra_args: Any) -> str:
+def _label(*fields: Any) -> str:
     """RunSpec.label of a spec from the fields the label reads (the others
     take neutral values; tests/analysis/test_jobs_frame.py holds it to the
     label of the whole spec)."""
+    partition, kernel, impl, variant, dtype, threads, gpus, cpus, extra_args = fields
     return RunSpec(cluster="", partition=partition, kernel=kernel, impl=impl, variant=variant, device="",
                    dtype=dtype, threads=threads, gpus=gpus, n=(), d=0, repeats=0, warmup=0, check=False,
                    walltime_min=0, mem_gb=None, argv=(), cpus=cpus or 0,
