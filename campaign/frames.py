@@ -50,7 +50,7 @@ def jobs_frame(led: Ledger, campaign: str | None = None) -> Any:
     if campaign:
         stmt = stmt.where(Campaign.name == campaign)
     with led.session() as s:
-        rows = [(*r[:11], _label(*r[11:])) for r in s.execute(stmt.order_by(JobAttempt.id)).tuples()]
+        rows = [(*r[:11], _label(*r[11:])) for r in s.execute(stmt.order_by(JobAttempt.id))]
     return pd.DataFrame(rows, columns=JOB_FRAME_COLUMNS)
 
 
