@@ -94,7 +94,9 @@ def results_frame(led: Ledger, *, campaign: str | Sequence[str] | None = None, c
         texts = frame.pop("_extra")
         present = texts.notna() & (texts != "null")  # no extras may be stored as JSON null
         if present.any():
-            decoded = pd.DataFrame.from_records([json.loads(t) or {} for t in texts[present]],
+            # text on SQLite; psycopg hands PostgreSQL's json over already decoded
+            decoded = pd.DataFrame.from_records([(json.loads(t) if isinstance(t, str) else t) or {}
+                                                 for t in texts[present]],
                                                 index=texts.index[present])
             for col in decoded.columns:
                 if col not in frame.columns:

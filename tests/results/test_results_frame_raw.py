@@ -18,6 +18,9 @@ from campaign.results import export
 from campaign.results.export import RowFilter, results_frame
 from campaign.states import JobState
 from tests.fixtures.ledger_rows import add_attempt, spec_with
+from tests.ledger import conftest as pg
+
+postgres_server, new_pg_ledger = pg.postgres_server, pg.new_pg_ledger  # tests/ledger's server fixtures
 
 
 def _row_by_row(s: Any, stmt: Any) -> tuple[list[str], Callable[[int], list[tuple[Any, ...]]]]:
@@ -95,4 +98,24 @@ def test_the_driver_rows_are_read_here(tmp_path: Path) -> None:
             fetch = export.raw_fetch(s.connection().execute(export._statement(None, None, False, all_extras)))
             assert fetch is not None
             assert len(fetch(100)) == 8
+    led.close()
+
+
+@pytest.mark.postgres
+def test_frame_is_the_row_by_row_frame_on_postgres(new_pg_ledger: Callable[[], str], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """psycopg's rows: the driver path where SQLAlchemy leaves them as they
+    are, Row by Row where it would not; the frame is the same either way."""
+    led = Ledger(new_pg_ledger())
+    _fill(led, tmp_path)
+    for kwargs in CASES:
+        with monkeypatch.context() as m:
+            m.setattr(export, "_rows", _row_by_row)
+            old = results_frame(led, **kwargs)
+        new = results_frame(led, **kwargs)
+        assert list(new.dtypes) == list(old.dtypes), kwargs
+        pd.testing.assert_frame_equal(new, old, check_exact=True)
+    with led.session() as s:
+        # psycopg's values need no SQLAlchemy processor either: the driver path is the one compared
+        assert export.raw_fetch(s.connection().execute(export._statement(None, None, False, True))) is not None
     led.close()
