@@ -8,6 +8,11 @@ Prints the median wall time over the runs of each phase — medians over repeats
 shared login node the CPU time is what the work costs). The figures are drawn from the
 summary and capped at 12 panels, so the render phase should not grow with the
 row count. Goal (issue 18): HTML over 10 million rows in <= 60 s.
+
+With --ledger PATH (e.g. one from bench/scale_ledger.py) it times the ledger
+path instead, as `campaign report --all` runs it: results_frame (the read),
+api.metrics over every campaign, and write_reports over every campaign. Run it
+in two checkouts to compare code versions on one ledger.
 """
 
 from __future__ import annotations
@@ -30,7 +35,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--cluster", default="anvil")
+    parser.add_argument("--ledger", type=Path, help="time the ledger path over this ledger (not modified)")
     args = parser.parse_args()
+    if args.ledger:
+        bench_ledger(args.ledger, args.runs)
+        return
     results = synthetic_results(args.rows)
     partitions = synthetic_partitions()
     phases: dict[str, list[float]] = {"summarize": [], "all_metrics": [], "render (given both)": [],
@@ -63,6 +72,29 @@ def main() -> None:
     for name, values in phases.items():
         print(f"  {name:<25} {statistics.median(values):7.2f} s wall, "
               f"{statistics.median(cpu[name]):7.2f} s CPU  (median of {args.runs})")
+
+
+def bench_ledger(path: Path, runs: int) -> None:
+    """Median wall and CPU seconds of the ledger phases of `report --all`."""
+    from campaign import api
+    from campaign.ledger import Ledger
+    from campaign.results.export import results_frame
+
+    led = Ledger(path, create=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        phases = {"results_frame": lambda: results_frame(led, usable_only=True, all_extras=False),
+                  "metrics (all campaigns)": lambda: api.metrics(led, all_campaigns=True),
+                  "write_reports (all campaigns)": lambda: api.write_reports(led, Path(tmp), all_campaigns=True)}
+        for name, phase in phases.items():
+            wall, cpu = [], []
+            for _ in range(runs):
+                start = time.perf_counter(), time.process_time()
+                phase()
+                wall.append(time.perf_counter() - start[0])
+                cpu.append(time.process_time() - start[1])
+            print(f"  {name:<30} {statistics.median(wall):7.2f} s wall, {statistics.median(cpu):7.2f} s CPU"
+                  f"  (median of {runs})", flush=True)
+    led.close()
 
 
 if __name__ == "__main__":

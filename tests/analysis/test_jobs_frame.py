@@ -1,0 +1,64 @@
+"""jobs_frame reads columns, not ORM objects, and labels a run from the spec
+fields its label reads (issue 18): the frame must be the one built from
+whole attempts, runs, campaigns and RunSpec.from_json."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from sqlalchemy import select
+
+from campaign.frames import JOB_FRAME_COLUMNS, jobs_frame
+from campaign.ledger import Campaign, JobAttempt, Ledger, Run
+from campaign.plan import RunSpec
+from campaign.states import JobState
+from tests.fixtures.ledger_rows import add_attempt, spec_with
+
+
+def _whole_objects(led: Ledger, campaign: str | None) -> pd.DataFrame:
+    """jobs_frame before issue 18."""
+    stmt = select(JobAttempt, Run, Campaign).join(Run, Run.id == JobAttempt.run_id).join(Campaign)
+    if campaign:
+        stmt = stmt.where(Campaign.name == campaign)
+    rows: list[dict[str, Any]] = []
+    with led.session() as s:
+        for att, run, camp in s.execute(stmt.order_by(JobAttempt.id)):
+            rows.append({
+                "cluster": camp.cluster, "campaign": camp.name, "job_id": att.job_id,
+                "array_index": att.array_index, "attempt": att.attempt, "state": att.state.value,
+                "node": att.node, "submitted": att.submitted_at, "started": att.started_at,
+                "ended": att.ended_at, "walltime_min": att.walltime_min, "run": RunSpec.from_json(run.spec).label,
+            })
+    return pd.DataFrame(rows, columns=JOB_FRAME_COLUMNS)
+
+
+def _fill(led: Ledger, tmp_path: Path) -> None:
+    add_attempt(led, tmp_path, state=JobState.COMPLETED, campaign="a")
+    add_attempt(led, tmp_path, state=JobState.TIMEOUT, campaign="a",
+                spec=spec_with(threads=4, cpus=8, extra_args=(("tag", "1"), ("m", "x y"))))
+    gpu = add_attempt(led, tmp_path, state=JobState.RUNNING, campaign="b", job_id=None,
+                      spec=spec_with(gpus=2, device="cuda", dtype="bf16", variant="memopt"))
+    with led.session.begin() as s:
+        att = s.get(JobAttempt, gpu)
+        assert att is not None
+        att.array_index, att.node = 3, "n01"
+        att.started_at, att.ended_at = datetime(2026, 12, 1, 13, tzinfo=UTC), datetime(2026, 12, 1, 14, tzinfo=UTC)
+        # a spec written before `cpus` and `extra_args` existed
+        run = s.get(Run, att.run_id)
+        assert run is not None
+        run.spec = {k: v for k, v in run.spec.items() if k not in ("cpus", "extra_args")}
+
+
+@pytest.mark.parametrize("campaign", [None, "a", "b", "none"])
+def test_frame_is_the_whole_object_frame(tmp_path: Path, campaign: str | None) -> None:
+    led = Ledger(tmp_path / "ledger.sqlite")
+    _fill(led, tmp_path)
+    new, old = jobs_frame(led, campaign), _whole_objects(led, campaign)
+    assert list(new.dtypes) == list(old.dtypes)
+    pd.testing.assert_frame_equal(new, old, check_exact=True)
+    assert campaign in ("none", "b") or any("/8c tag=1 m=x y" in label for label in new["run"])
+    led.close()
