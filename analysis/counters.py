@@ -61,11 +61,9 @@ def _normalised(counters: pd.DataFrame) -> pd.DataFrame:
     for col in COUNTER_COLUMNS:
         if col not in frame.columns:
             frame[col] = ""
-    for col in ("kernels", "error", "unit", "metric"):
-        frame[col] = frame[col].fillna("").astype("str")
-    for col in OPTIONAL_KEYS:
-        if col in frame.columns:
-            frame[col] = frame[col].fillna("").astype("str")
+    for col in ("kernels", "error", "unit", "metric", *(c for c in OPTIONAL_KEYS if c in frame.columns)):
+        # as text first: an all-empty column arrives as float NaN, which "" cannot fill (pandas 4)
+        frame[col] = frame[col].astype("object").where(frame[col].notna(), "").astype("str")
     frame["n"] = pd.to_numeric(frame["n"], errors="coerce")
     frame["d"] = pd.to_numeric(frame["d"], errors="coerce")
     scale = frame["unit"].map(_UNIT_SCALE).fillna(1.0)
