@@ -5,8 +5,8 @@ sync at random places of a 10-million-entry B-tree, which cost more than half of
 time at 1M rows. Keys now start with the measuring attempt's id, zero-padded ("i." for imported
 rows): one sync's keys sit together in the index (campaign.results.keys.key_prefix). The hash is
 unchanged, so every existing key gets the same prefix a new row of the same data would get, and a
-row already stored is still recognised when it comes again. PostgreSQL's column widens to 48
-characters (SQLite does not enforce a VARCHAR length; its table is not rebuilt).
+row already stored is still recognised when it comes again. The column widens to 48 characters
+(SQLite copies the table once for it: about a minute per 10M rows, after the usual backup).
 
 Revision ID: v10
 Revises: v9
@@ -25,8 +25,10 @@ depends_on = None
 
 def upgrade() -> None:
     conn = op.get_bind()
+    # SQLite: the table is copied once (batch mode) so that an upgraded ledger declares what a new one does
+    with op.batch_alter_table("result") as batch:
+        batch.alter_column("natural_key", type_=sa.String(48), existing_type=sa.String(32))
     if conn.dialect.name == "postgresql":
-        op.alter_column("result", "natural_key", type_=sa.String(48), existing_type=sa.String(32))
         job = "lpad(attempt_id::text, 12, '0') || '.' || natural_key"
     else:
         job = "printf('%012d.', attempt_id) || natural_key"
@@ -42,6 +44,6 @@ def downgrade() -> None:
     conn = op.get_bind()
     conn.execute(sa.text("UPDATE result SET natural_key = substr(natural_key, length(natural_key) - 31) "
                          "WHERE length(natural_key) > 32"))
-    if conn.dialect.name == "postgresql":
-        op.alter_column("result", "natural_key", type_=sa.String(32), existing_type=sa.String(48))
+    with op.batch_alter_table("result") as batch:
+        batch.alter_column("natural_key", type_=sa.String(32), existing_type=sa.String(48))
     conn.execute(sa.text("UPDATE meta SET value = '9' WHERE key = 'schema_version'"))
