@@ -109,6 +109,20 @@ class RunSpec:
         # and stored specs are byte-identical to what asdict gave.
         return {f.name: getattr(self, f.name) for f in _FIELDS}
 
+    def evolve(self, **changes: Any) -> RunSpec:
+        """A copy with `changes` (dataclasses.replace without its per-field
+        __init__: 100,000 runs get their identity this way); the cached key
+        is dropped, since the fields it hashes changed."""
+        unknown = changes.keys() - _NAMES
+        if unknown:
+            raise TypeError(f"RunSpec has no field {sorted(unknown)[0]!r}")
+        new = object.__new__(RunSpec)
+        state = new.__dict__
+        state.update(self.__dict__)
+        state.pop("key", None)
+        state.update(changes)
+        return new
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunSpec:
         data = dict(data)
@@ -120,6 +134,7 @@ class RunSpec:
 
 
 _FIELDS = fields(RunSpec)
+_NAMES = frozenset(f.name for f in _FIELDS)
 
 
 @dataclass
@@ -253,8 +268,9 @@ def plan(cfg: RootConfig) -> Plan:
         for part in parts:
             _check_partition(cfg, part, sweep.threads, index)
             runs += _expand(cfg, sweep, kernel, part, skipped, index)
-    seen: set[str] = set()
-    unique = [r for r in runs if not (r.key in seen or seen.add(r.key))]  # type: ignore[func-returns-value]
+    # Equal fields, equal key: dedup on the fields' own hash, no JSON per run
+    # (with_identity changes every key anyway; dict keeps the first's order).
+    unique = list(dict.fromkeys(runs))
     return Plan(unique, skipped)
 
 
@@ -289,6 +305,8 @@ def _expand(
                           f"{'ncu' if device == 'cuda' else 'perf'} or none")
     profiling = profile_args(profile, part)
     runs: list[RunSpec] = []
+    points = list(_grid_points(sweep))  # the grid once, not once per impl x variant x dtype
+    allocs = {t: allocate(part, exp, t) for t in threads}
     for impl_name, variant, dtype in itertools.product(sweep.impls, sweep.variants, sweep.dtypes):
         impl = kernel.impls[impl_name]
         why = _unsupported(impl.variants, impl.devices, impl.dtypes, variant, device, dtype)
@@ -298,19 +316,20 @@ def _expand(
         if why:
             skipped.append(f"{kernel.name}/{impl_name}/{variant} {dtype} on {part.name}: {why}")
             continue
-        for t, extra in itertools.product(threads, _grid_points(sweep)):
-            alloc = allocate(part, exp, t)
-            runs.append(
-                RunSpec(
-                    cluster=cfg.cluster.name, partition=part.name, kernel=kernel.name,
-                    impl=impl_name, variant=variant, device=device, dtype=dtype,
-                    threads=t, gpus=1 if device == "cuda" else 0,
-                    n=tuple(sweep.n), d=sweep.d, repeats=exp.repeats, warmup=exp.warmup,
-                    check=exp.check, walltime_min=exp.walltime_min,
-                    mem_gb=alloc.mem_gb, argv=tuple(impl.argv), extra_args=extra + profiling,
-                    cpus=alloc.cpus if alloc.cpus != t else 0, exclusive=alloc.exclusive,
-                )
+        for t in threads:
+            alloc = allocs[t]
+            # One spec per thread count, its grid points copies of it (a
+            # frozen dataclass's __init__ per grid point costs seconds at 100,000)
+            base = RunSpec(
+                cluster=cfg.cluster.name, partition=part.name, kernel=kernel.name,
+                impl=impl_name, variant=variant, device=device, dtype=dtype,
+                threads=t, gpus=1 if device == "cuda" else 0,
+                n=tuple(sweep.n), d=sweep.d, repeats=exp.repeats, warmup=exp.warmup,
+                check=exp.check, walltime_min=exp.walltime_min,
+                mem_gb=alloc.mem_gb, argv=tuple(impl.argv), extra_args=profiling,
+                cpus=alloc.cpus if alloc.cpus != t else 0, exclusive=alloc.exclusive,
             )
+            runs += [base.evolve(extra_args=extra + profiling) for extra in points]
     return runs
 
 
