@@ -37,7 +37,7 @@ def attempt_dir(camp_dir: Path, run: RunSpec, attempt: int) -> Path:
 
 def attempt_folder(camp_dir: Path | str, key: str, attempt: int) -> str:
     """str(attempt_dir(...)) without pathlib (100,000 runs at a time)."""
-    return os.path.join(str(camp_dir), key, f"attempt-{attempt}")
+    return f"{str(camp_dir).rstrip('/')}/{key}/attempt-{attempt}"
 
 
 def job_request(cluster: ClusterSpec, camp: str, run: RunSpec, attempt_id: int, workdir: Path | str,
@@ -105,7 +105,7 @@ def _attempt_values(run_id: int, key: str, number: int, previous_id: int | None,
                     prov_id: int | None, walltime_min: int, mem_gb: float | None, n: tuple[int, ...] | None,
                     me: owner.Owner) -> tuple[Any, ...]:
     workdir = attempt_folder(camp_dir, key, number)
-    return (run_id, number, previous_id, "", JobState.PENDING, workdir, os.path.join(workdir, OUTPUT_CSV),
+    return (run_id, number, previous_id, "", JobState.PENDING, workdir, f"{workdir}/{OUTPUT_CSV}",
             walltime_min, mem_gb, prov_id, list(n) if n else None, me.host, me.pid, me.start)
 
 

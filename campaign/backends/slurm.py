@@ -30,6 +30,7 @@ from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.environment import profiler_lines, setup_lines
 from campaign.errors import SchedulerError, SubmissionError, one_line
 from campaign.job.array_task import task_to_json
+from campaign.plan import RunSpec
 
 DEFAULT_MAX_ARRAY = 1001
 # Slurm's variables kept in job.json (array task, job id, CPUs actually given).
@@ -48,7 +49,7 @@ class SlurmBackend(Backend):
     def _params(self, req: JobRequest) -> dict[str, Any]:
         cluster = self.cluster
         part: PartitionSpec = cluster.partitions[req.run.partition]
-        profiled = dict(req.run.extra_args).get("profile", "none") != "none"
+        profiled = _profiled(req.run)
         params: dict[str, Any] = {
             "partition": part.name,
             "time": req.walltime_min,
@@ -108,7 +109,7 @@ class SlurmBackend(Backend):
         sigs: dict[tuple[Any, ...], str] = {}
         for req in requests:
             run = req.run
-            what = (run.partition, run.extra_args, run.gpus, run.cpus, run.threads, run.exclusive,
+            what = (run.partition, _profiled(run), run.gpus, run.cpus, run.threads, run.exclusive,
                     req.walltime_min, req.mem_gb, req.job_name, req.task.env, req.depends_on)
             sig = sigs.get(what)
             if sig is None:
@@ -303,6 +304,10 @@ class SlurmBackend(Backend):
             return []
         shown = set(proc.stdout.split())
         return [j for j in ids if j in shown]
+
+
+def _profiled(run: RunSpec) -> bool:
+    return dict(run.extra_args).get("profile", "none") != "none"
 
 
 def _log_paths(folder: str, job_id: str) -> tuple[str, str]:

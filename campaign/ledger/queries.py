@@ -91,7 +91,7 @@ def insert_many(s: Session, table: Table, columns: Sequence[str], rows: Sequence
     if dialect.name != "sqlite":
         conn.execute(insert(table), [dict(zip(columns, row)) for row in rows])
         return
-    procs = [(i, p) for i, c in enumerate(columns) if (p := table.c[c].type._cached_bind_processor(dialect)) is not None]
+    procs = _processors(table, columns, dialect)
     quote = dialect.identifier_preparer.quote
     sql = (f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in columns)}) "
            f"VALUES ({', '.join('?' for _ in columns)})")
@@ -109,17 +109,35 @@ def update_many(s: Session, table: Table, columns: Sequence[str], rows: Sequence
         conn.execute(update(table).where(table.c.id == bindparam("_id")),
                      [{**dict(zip(columns, row)), "_id": row[-1]} for row in rows])
         return
-    procs = [(i, p) for i, c in enumerate(columns) if (p := table.c[c].type._cached_bind_processor(dialect)) is not None]
+    procs = _processors(table, columns, dialect)
     quote = dialect.identifier_preparer.quote
     sql = f"UPDATE {quote(table.name)} SET {', '.join(f'{quote(c)} = ?' for c in columns)} WHERE id = ?"
     conn.exec_driver_sql(sql, [_processed(row, procs) for row in rows] if procs else [tuple(row) for row in rows])
 
 
-def _processed(row: Sequence[Any], procs: list[tuple[int, Any]]) -> tuple[Any, ...]:
+def _processed(row: Sequence[Any], procs: list[tuple[int, Any, dict[Any, Any]]]) -> tuple[Any, ...]:
     values = list(row)
-    for i, proc in procs:
-        values[i] = proc(values[i])
+    for i, proc, seen in procs:
+        value = values[i]
+        if value.__hash__ is None:  # a dict or list (JSON): processed each time
+            values[i] = proc(value)
+            continue
+        # the same stamp, state or NULL in every row: processed once (by type too: 1 and True differ in JSON)
+        key = (type(value), value)
+        if key not in seen:
+            seen[key] = proc(value)
+        values[i] = seen[key]
     return tuple(values)
+
+
+def _processors(table: Table, columns: Sequence[str], dialect: Any) -> list[tuple[int, Any, dict[Any, Any]]]:
+    """(position, bind processor, memo) of each column whose type converts values."""
+    out = []
+    for i, name in enumerate(columns):
+        proc = table.c[name].type._cached_bind_processor(dialect)
+        if proc is not None:
+            out.append((i, proc, {}))
+    return out
 
 
 def run_ids(s: Session, campaign_id: int) -> dict[str, int]:
