@@ -132,7 +132,7 @@ def _processed(row: Sequence[Any], procs: list[tuple[int, Any, dict[Any, Any]]])
 
 def _processors(table: Table, columns: Sequence[str], dialect: Any) -> list[tuple[int, Any, dict[Any, Any]]]:
     """(position, bind processor, memo) of each column whose type converts values."""
-    out = []
+    out: list[tuple[int, Any, dict[Any, Any]]] = []
     for i, name in enumerate(columns):
         proc = table.c[name].type._cached_bind_processor(dialect)
         if proc is not None:
