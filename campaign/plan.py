@@ -7,6 +7,7 @@ and JIT happen once, untimed, per process — the paper's first lesson).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -87,18 +88,8 @@ class RunSpec:
 
     def command(self, out_csv: str) -> list[str]:
         """The kernel program's argument list (docs/design.md#kernel-program-contract)."""
-        args = list(self.argv) + [
-            "--n", ",".join(str(v) for v in self.n),
-            "--d", str(self.d),
-            "--threads", str(self.threads),
-            "--repeats", str(self.repeats),
-            "--warmup", str(self.warmup),
-            "--device", self.device,
-            "--dtype", self.dtype,
-            "--variant", self.variant,
-        ]
-        if self.check:
-            args.append("--check")
+        args = list(_command_head(self.argv, ",".join(str(v) for v in self.n), self.d, self.threads, self.repeats, self.warmup, self.device,
+                                  self.dtype, self.variant, self.check))
         for key, value in self.extra_args:
             args += [f"--{key}", value]
         return args + ["--out", out_csv]
@@ -135,6 +126,26 @@ class RunSpec:
         data["extra_args"] = tuple(tuple(p) for p in data.get("extra_args", ()))
         data["identity"] = tuple(tuple(p) for p in data.get("identity", ()))
         return cls(**data)
+
+
+@functools.lru_cache(maxsize=1024, typed=True)  # typed: a bool is not the int 1 here (str(True))
+def _command_head(argv: tuple[str, ...], n: str, d: int, threads: int, repeats: int, warmup: int,
+                  device: str, dtype: str, variant: str, check: bool) -> tuple[str, ...]:
+    """The program and its fixed options: shared by all grid points of a
+    sweep, so made once for them, not once per run."""
+    args = list(argv) + [
+        "--n", n,
+        "--d", str(d),
+        "--threads", str(threads),
+        "--repeats", str(repeats),
+        "--warmup", str(warmup),
+        "--device", device,
+        "--dtype", dtype,
+        "--variant", variant,
+    ]
+    if check:
+        args.append("--check")
+    return tuple(args)
 
 
 _FIELDS = fields(RunSpec)

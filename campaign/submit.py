@@ -7,11 +7,13 @@ are committed before sbatch, job IDs as each chunk is answered
 
 from __future__ import annotations
 
+import gc
 import os
 import shlex
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,10 +144,35 @@ def _kernel_bin(cfg: RootConfig) -> str:
     return cfg.campaign.kernel_bin or ""
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Python's cyclic collector off while a submit builds its 100,000s of
+    long-lived objects (specs, tasks, requests): each full collection walks all
+    of them again, a third of the CPU time at 100,000 runs. Reference counting
+    still frees what is dropped; the collector runs once at the end."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
            progress: Progress | None = None, configs: Sequence[RootConfig] | None = None,
            preflight: bool = True) -> SubmitReport:
-    cfg, p, name, camp_dir = _prepare(overrides, ledger.path, configs)
+    with _gc_paused():
+        cfg, p, name, camp_dir = _prepare(overrides, ledger.path, configs)
+    # The local backend's submit runs the jobs and waits for them: the collector stays on there.
+    with _gc_paused() if cfg.cluster.backend != "local" else nullcontext():
+        return _submit(overrides, ledger, cfg, p, name, camp_dir, force=force, progress=progress,
+                       preflight=preflight)
+
+
+def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, name: str, camp_dir: Path, *,
+            force: bool, progress: Progress | None, preflight: bool) -> SubmitReport:
     check_node_local(cfg, [camp_dir, ledger.path])
     preflight = preflight and cfg.experiment.preflight
     # With the chain, the build job makes the native programs on the partition.
