@@ -4,13 +4,17 @@ result rows (issue "Scale"). Run: `make bench-scale` or
 
 Measured, each a median of --repeats, each beside its baseline in the same run:
 - submit: api.submit of --runs held jobs (fake kernel, grid sleep x tag) to the
-  test Slurm: wall time, sbatch calls, peak RSS of this process, bytes of job
-  files per run; baseline: one `sbatch` per job (measured on --baseline jobs,
+  test Slurm: wall and CPU time (the machine's load beside them), sbatch
+  calls, peak RSS of this process, bytes of job files per run; baseline: one `sbatch` per job (measured on --baseline jobs,
   per-job time extrapolated to --runs).
 - sync: api.sync over the --runs pending jobs: wall time and sacct calls.
 - ledger queries at --rows result rows and --attempts attempts: what `jobs`,
   `show` and `status` read (the view functions themselves).
 Writes bench/results/scale_bench.json.
+Slurm keeps cancelled jobs MinJobAge (300 s on the test Slurm) against
+MaxJobCount (250,000): at 100,000 runs, more than two submits within five
+minutes (all users together) make sbatch wait for room, which this measures
+as submit time.
 """
 
 from __future__ import annotations
@@ -64,12 +68,12 @@ def submit_once(work: Path, runs: int, sbatch_log: Path) -> dict[str, Any]:
                  f"campaign.workdir={work / name}", HOLD]
     reset(sbatch_log)
     try:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         rep = api.submit(overrides, ledger)
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         assert len(rep.submitted) == runs, (len(rep.submitted), runs)
         files = folder_bytes(work / name)
-        return {"wall_s": wall, "sbatch_calls": len(shim_calls(sbatch_log)), "job_file_bytes_per_run": files / runs,
+        return {"wall_s": wall, "cpu_s": cpu, "load_1min": os.getloadavg()[0], "sbatch_calls": len(shim_calls(sbatch_log)), "job_file_bytes_per_run": files / runs,
                 "ledger": ledger, "name": name, "job_ids": [j for j, _ in rep.submitted]}
     except BaseException:
         cancel_campaign(ledger)
@@ -120,6 +124,7 @@ def main() -> None:
     base["extrapolated_s"] = base["per_job_s"] * args.runs
     median = statistics.median(s["wall_s"] for s in submits)
     result["submit"] = {"median_wall_s": median, "walls_s": [s["wall_s"] for s in submits],
+                        "cpus_s": [s["cpu_s"] for s in submits], "load_1min": [s["load_1min"] for s in submits],
                         "sbatch_calls": submits[-1]["sbatch_calls"],
                         "job_file_bytes_per_run": submits[-1]["job_file_bytes_per_run"],
                         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}

@@ -17,7 +17,6 @@ import os
 import subprocess
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +104,7 @@ def with_identity(cfg: RootConfig, runs: Iterable[RunSpec]) -> list[RunSpec]:
             modules = (["(reset)"] if cluster.module_reset else []) + list(cluster.modules) + list(part.modules)
             items += [("modules", " ".join(modules)), ("stack_unlimited", str(cluster.stack_unlimited))]
             seen[where] = tuple(items + program_identity(run.argv, cache))
-        out.append(replace(run, identity=seen[where]))
+        out.append(run.evolve(identity=seen[where]))
     return out
 
 

@@ -7,6 +7,7 @@ and JIT happen once, untimed, per process — the paper's first lesson).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -74,7 +75,7 @@ class RunSpec:
             del data["cpus"]
         if not data["exclusive"]:
             del data["exclusive"]
-        blob = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        blob = _KEY_JSON.encode(data)
         return hashlib.sha256(blob.encode()).hexdigest()[:KEY_LENGTH]
 
     @property
@@ -87,18 +88,8 @@ class RunSpec:
 
     def command(self, out_csv: str) -> list[str]:
         """The kernel program's argument list (docs/design.md#kernel-program-contract)."""
-        args = list(self.argv) + [
-            "--n", ",".join(str(v) for v in self.n),
-            "--d", str(self.d),
-            "--threads", str(self.threads),
-            "--repeats", str(self.repeats),
-            "--warmup", str(self.warmup),
-            "--device", self.device,
-            "--dtype", self.dtype,
-            "--variant", self.variant,
-        ]
-        if self.check:
-            args.append("--check")
+        args = list(_command_head(self.argv, ",".join(str(v) for v in self.n), self.d, self.threads, self.repeats, self.warmup, self.device,
+                                  self.dtype, self.variant, self.check))
         for key, value in self.extra_args:
             args += [f"--{key}", value]
         return args + ["--out", out_csv]
@@ -107,7 +98,25 @@ class RunSpec:
         # Not dataclasses.asdict: it deep-copies every tuple (4x slower at
         # 100,000 runs); json.dumps writes tuples as lists either way, so keys
         # and stored specs are byte-identical to what asdict gave.
-        return {f.name: getattr(self, f.name) for f in _FIELDS}
+        data = self.__dict__.copy()  # the fields in declaration order (__init__ and evolve keep it), + cached key
+        data.pop("key", None)
+        if len(data) != len(_NAMES):  # some other cached attribute: take the fields by name
+            data = {f.name: getattr(self, f.name) for f in _FIELDS}
+        return data
+
+    def evolve(self, **changes: Any) -> RunSpec:
+        """A copy with `changes` (dataclasses.replace without its per-field
+        __init__: 100,000 runs get their identity this way); the cached key
+        is dropped, since the fields it hashes changed."""
+        unknown = changes.keys() - _NAMES
+        if unknown:
+            raise TypeError(f"RunSpec has no field {sorted(unknown)[0]!r}")
+        new = object.__new__(RunSpec)
+        state = new.__dict__
+        state.update(self.__dict__)
+        state.pop("key", None)
+        state.update(changes)
+        return new
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunSpec:
@@ -119,7 +128,30 @@ class RunSpec:
         return cls(**data)
 
 
+@functools.lru_cache(maxsize=1024, typed=True)  # typed: a bool is not the int 1 here (str(True))
+def _command_head(argv: tuple[str, ...], n: str, d: int, threads: int, repeats: int, warmup: int,
+                  device: str, dtype: str, variant: str, check: bool) -> tuple[str, ...]:
+    """The program and its fixed options: shared by all grid points of a
+    sweep, so made once for them, not once per run."""
+    args = list(argv) + [
+        "--n", n,
+        "--d", str(d),
+        "--threads", str(threads),
+        "--repeats", str(repeats),
+        "--warmup", str(warmup),
+        "--device", device,
+        "--dtype", dtype,
+        "--variant", variant,
+    ]
+    if check:
+        args.append("--check")
+    return tuple(args)
+
+
 _FIELDS = fields(RunSpec)
+# json.dumps with arguments builds a new encoder per call; the key's one is made once
+_KEY_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+_NAMES = frozenset(f.name for f in _FIELDS)
 
 
 @dataclass
@@ -253,8 +285,9 @@ def plan(cfg: RootConfig) -> Plan:
         for part in parts:
             _check_partition(cfg, part, sweep.threads, index)
             runs += _expand(cfg, sweep, kernel, part, skipped, index)
-    seen: set[str] = set()
-    unique = [r for r in runs if not (r.key in seen or seen.add(r.key))]  # type: ignore[func-returns-value]
+    # Equal fields, equal key: dedup on the fields' own hash, no JSON per run
+    # (with_identity changes every key anyway; dict keeps the first's order).
+    unique = list(dict.fromkeys(runs))
     return Plan(unique, skipped)
 
 
@@ -289,6 +322,8 @@ def _expand(
                           f"{'ncu' if device == 'cuda' else 'perf'} or none")
     profiling = profile_args(profile, part)
     runs: list[RunSpec] = []
+    points = list(_grid_points(sweep))  # the grid once, not once per impl x variant x dtype
+    allocs = {t: allocate(part, exp, t) for t in threads}
     for impl_name, variant, dtype in itertools.product(sweep.impls, sweep.variants, sweep.dtypes):
         impl = kernel.impls[impl_name]
         why = _unsupported(impl.variants, impl.devices, impl.dtypes, variant, device, dtype)
@@ -298,19 +333,20 @@ def _expand(
         if why:
             skipped.append(f"{kernel.name}/{impl_name}/{variant} {dtype} on {part.name}: {why}")
             continue
-        for t, extra in itertools.product(threads, _grid_points(sweep)):
-            alloc = allocate(part, exp, t)
-            runs.append(
-                RunSpec(
-                    cluster=cfg.cluster.name, partition=part.name, kernel=kernel.name,
-                    impl=impl_name, variant=variant, device=device, dtype=dtype,
-                    threads=t, gpus=1 if device == "cuda" else 0,
-                    n=tuple(sweep.n), d=sweep.d, repeats=exp.repeats, warmup=exp.warmup,
-                    check=exp.check, walltime_min=exp.walltime_min,
-                    mem_gb=alloc.mem_gb, argv=tuple(impl.argv), extra_args=extra + profiling,
-                    cpus=alloc.cpus if alloc.cpus != t else 0, exclusive=alloc.exclusive,
-                )
+        for t in threads:
+            alloc = allocs[t]
+            # One spec per thread count, its grid points copies of it (a
+            # frozen dataclass's __init__ per grid point costs seconds at 100,000)
+            base = RunSpec(
+                cluster=cfg.cluster.name, partition=part.name, kernel=kernel.name,
+                impl=impl_name, variant=variant, device=device, dtype=dtype,
+                threads=t, gpus=1 if device == "cuda" else 0,
+                n=tuple(sweep.n), d=sweep.d, repeats=exp.repeats, warmup=exp.warmup,
+                check=exp.check, walltime_min=exp.walltime_min,
+                mem_gb=alloc.mem_gb, argv=tuple(impl.argv), extra_args=profiling,
+                cpus=alloc.cpus if alloc.cpus != t else 0, exclusive=alloc.exclusive,
             )
+            runs += [base.evolve(extra_args=extra + profiling) for extra in points]
     return runs
 
 
@@ -352,5 +388,5 @@ def _unsupported(
 
 def missing_programs(runs: list[RunSpec]) -> list[str]:
     """Programs named by absolute path that do not exist (unbuilt kernels)."""
-    missing = sorted({r.argv[0] for r in runs if os.path.isabs(r.argv[0]) and not os.path.exists(r.argv[0])})
-    return missing
+    programs = {r.argv[0] for r in runs}  # one stat per program, not per run
+    return sorted(p for p in programs if os.path.isabs(p) and not os.path.exists(p))

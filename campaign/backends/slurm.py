@@ -18,7 +18,6 @@ import shlex
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.environment import profiler_lines, setup_lines
 from campaign.errors import SchedulerError, SubmissionError, one_line
 from campaign.job.array_task import task_to_json
+from campaign.plan import RunSpec
 
 DEFAULT_MAX_ARRAY = 1001
 # Slurm's variables kept in job.json (array task, job id, CPUs actually given).
@@ -49,7 +49,7 @@ class SlurmBackend(Backend):
     def _params(self, req: JobRequest) -> dict[str, Any]:
         cluster = self.cluster
         part: PartitionSpec = cluster.partitions[req.run.partition]
-        profiled = dict(req.run.extra_args).get("profile", "none") != "none"
+        profiled = _profiled(req.run)
         params: dict[str, Any] = {
             "partition": part.name,
             "time": req.walltime_min,
@@ -104,10 +104,19 @@ class SlurmBackend(Backend):
 
     def _groups(self, requests: Sequence[JobRequest], max_array: int) -> list[tuple[dict[str, Any], list[JobRequest]]]:
         by_sig: dict[str, tuple[dict[str, Any], list[JobRequest]]] = {}
+        # _params reads only these fields of a request: made (and its JSON
+        # signature) once per distinct tuple, not once per run
+        sigs: dict[tuple[Any, ...], str] = {}
         for req in requests:
-            params = self._params(req)
-            sig = json.dumps(params, sort_keys=True, default=str)
-            by_sig.setdefault(sig, (params, []))[1].append(req)
+            run = req.run
+            what = (run.partition, _profiled(run), run.gpus, run.cpus, run.threads, run.exclusive,
+                    req.walltime_min, req.mem_gb, req.job_name, req.task.env, req.depends_on)
+            sig = sigs.get(what)
+            if sig is None:
+                params = self._params(req)
+                sig = sigs[what] = json.dumps(params, sort_keys=True, default=str)
+                by_sig.setdefault(sig, (params, []))
+            by_sig[sig][1].append(req)
         out = []
         # MaxArraySize N allows indexes 0..N-1, so at most N tasks per array.
         size = max(1, max_array)
@@ -169,7 +178,7 @@ class SlurmBackend(Backend):
         data = {"attempts": [r.attempt_id for r in group], "runs": [r.run.key for r in group],
                 "array": len(group) > 1, "job_name": job_name(group[0].job_name, group),
                 "clusters": self._clusters(group[0].run.partition),
-                "tasks": [task_to_json(replace(r.task, record_env_prefixes=_RECORDED_ENV)) for r in group]}
+                "tasks": [_recorded(task_to_json(r.task)) for r in group]}
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(data, separators=(",", ":")))
         os.replace(tmp, path)
@@ -193,17 +202,17 @@ class SlurmBackend(Backend):
         array = len(group) > 1
         cpus = params["cpus_per_task"] if params else None
         gpus = params.get("gpus_per_node", 0) if params else None
+        folder = str(self._logs(manifest))
         subs = []
         for index, req in enumerate(group):
             job_id = f"{base}_{index}" if array else base
-            out, err = self._paths(manifest, job_id)
+            out, err = _log_paths(folder, job_id)
             subs.append(Submitted(req.attempt_id, job_id, base if array else None, index if array else None, out, err,
                                   cluster=where, cpus=cpus, gpus=gpus))
         return subs
 
     def _paths(self, manifest: str, job_id: str) -> tuple[str, str]:
-        folder = self._logs(manifest)
-        return str(folder / f"{job_id}_0_log.out"), str(folder / f"{job_id}_0_log.err")
+        return _log_paths(str(self._logs(manifest)), job_id)
 
     def _find_by_name(self, name: str, since: float, clusters: str | None = None) -> str | None:
         """Base job ID of the job or array named `name`, from squeue then sacct."""
@@ -295,6 +304,23 @@ class SlurmBackend(Backend):
             return []
         shown = set(proc.stdout.split())
         return [j for j in ids if j in shown]
+
+
+def _profiled(run: RunSpec) -> bool:
+    return dict(run.extra_args).get("profile", "none") != "none"
+
+
+def _log_paths(folder: str, job_id: str) -> tuple[str, str]:
+    """A task's stdout/stderr files (submitit's %A_%a_%t_log names, the task
+    already known) as strings: pathlib per task cost seconds at 100,000."""
+    stem = os.path.join(folder, f"{job_id}_0_log")
+    return f"{stem}.out", f"{stem}.err"
+
+
+def _recorded(task: dict[str, Any]) -> dict[str, Any]:
+    """A task's manifest entry with Slurm's variables kept in job.json."""
+    task["record_env_prefixes"] = list(_RECORDED_ENV)
+    return task
 
 
 def _parse_sbatch(stdout: str) -> tuple[str, str | None]:
