@@ -62,7 +62,7 @@ recorded_alive() {  # every daemon slurm-up recorded still runs (slurmctld keeps
 }
 # Bumped whenever the generated configuration changes (MaxJobCount for the scale benchmark, ...):
 # a cluster started from an older one is restarted, not reused.
-CONF_REV=2
+CONF_REV=3
 conf_current() { [ "$(cat "$LAB/etc/conf.rev" 2>/dev/null)" = "$CONF_REV" ]; }
 if [ -f "$SLURM_CONF" ] && conf_current && recorded_alive && ctld_up && node_usable && dbd_up; then
   log "cluster in $LAB is already up (node $(node_state)); nothing to do ($(since "$T_ALL") s)"
@@ -144,10 +144,10 @@ SlurmdPort=6818
 AuthInfo=cred_expire=30
 JobAcctGatherFrequency=task=2
 $MEMKILL
-# the scale benchmark holds a 100,000-run campaign (each array task counts as a job towards
-# MaxJobCount even while its array is one pending record); MaxArraySize stays at Slurm's
-# default (tests rely on chunking)
-MaxJobCount=250000
+# the scale benchmark holds 100,000-run campaigns, several of them within MinJobAge (each array task
+# counts towards MaxJobCount even while its array is one pending record, cancelled ones until
+# MinJobAge has passed); MaxArraySize stays at Slurm's default (tests rely on chunking)
+MaxJobCount=1000000
 MaxArraySize=1001
 $(slurm_conf_common "$LAB" "$TASK")
 NodeName=$NODE NodeAddr=127.0.0.1 Sockets=8 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=512000 State=UNKNOWN
