@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Table, insert
+from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from campaign import owner
@@ -22,7 +22,7 @@ from campaign.clock import now
 from campaign.config.schema import ClusterSpec
 from campaign.environment import job_env
 from campaign.job.task import JobTask
-from campaign.ledger import JobAttempt, Ledger
+from campaign.ledger import ATTEMPT_TABLE, JobAttempt, Ledger
 from campaign.ledger import queries as q
 from campaign.plan import RunSpec
 from campaign.states import JobState
@@ -138,14 +138,13 @@ def record_submitted(ledger: Ledger, backend: Backend, chunk: list[Submitted]) -
     stamp = now()
     name = backend.name
     with ledger.session.begin() as s:
-        q.update_many(s, TABLE, _SUBMITTED_COLUMNS, [
+        q.update_many(s, ATTEMPT_TABLE, _SUBMITTED_COLUMNS, [
             (sub.job_id, sub.array_job_id, sub.array_index, sub.stdout_path, sub.stderr_path, name, stamp,
              sub.cluster, sub.cpus, sub.gpus, sub.attempt_id)
             for sub in chunk
         ])
 
 
-TABLE: Table = JobAttempt.__table__  # type: ignore[assignment]  # a mapped class's table is a Table
 _SUBMITTED_COLUMNS = ("job_id", "array_job_id", "array_index", "stdout_path", "stderr_path", "backend",
                       "submitted_at", "scheduler_cluster", "alloc_cpus", "alloc_gpus")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Table, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from campaign import preflight as chain
@@ -44,7 +44,7 @@ from campaign.config.load import resolved_yaml
 from campaign.config.validate import check_under
 from campaign.errors import BadInputError, ConfigError
 from campaign.identity import why_new, with_identity
-from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, Run
+from campaign.ledger import ATTEMPT_TABLE, RUN_TABLE, Campaign, Ledger, Provenance, Run
 from campaign.ledger import queries as q
 from campaign.node_local import check_node_local
 from campaign.plan import Plan, RunSpec, campaign_name, missing_programs, plan
@@ -52,8 +52,6 @@ from campaign.states import JobState
 from campaign.sync import SyncReport, sync
 from campaign.waiting import failed_among
 
-RUN_TABLE: Table = Run.__table__  # type: ignore[assignment]  # a mapped class's table is a Table
-ATTEMPT_TABLE: Table = JobAttempt.__table__  # type: ignore[assignment]
 RUN_COLUMNS = ("campaign_id", "key", "kernel", "impl", "variant", "partition", "device", "dtype", "threads", "gpus",
                "spec", "created_at")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Table, func, insert, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
 from campaign.backends import get_backend
@@ -22,7 +22,7 @@ from campaign.backends.base import JobRef, JobStatus
 from campaign.clock import as_utc
 from campaign.config.clusters import cluster_from_yaml
 from campaign.job.files import EXIT_FILE, counters_path, read_json
-from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, Run
+from campaign.ledger import ATTEMPT_TABLE, Campaign, CounterRow, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
 from campaign.overlap import flag_overlaps
 from campaign.partial import PARTIAL_STATES, describe, read_partial
@@ -86,7 +86,6 @@ class _CampaignInfo:
     cluster: str
 
 
-_ATTEMPTS: Table = JobAttempt.__table__  # type: ignore[assignment]  # a mapped class's table is a Table
 _SEEN = (JobAttempt.state, JobAttempt.reason, JobAttempt.exit_code, JobAttempt.node, JobAttempt.started_at,
          JobAttempt.ended_at)
 
@@ -303,7 +302,7 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
         by_keys[tuple(sorted(values))].append(values)
     for keys, group in by_keys.items():  # one driver executemany per group (100,000 changed at once at scale)
         names = [k for k in keys if k != "id"]
-        q.update_many(s, _ATTEMPTS, names, [[v[c] for c in names] + [v["id"]] for v in group])
+        q.update_many(s, ATTEMPT_TABLE, names, [[v[c] for c in names] + [v["id"]] for v in group])
     insert_results(s, rows)
     if counter_rows:
         s.execute(insert(CounterRow), counter_rows)

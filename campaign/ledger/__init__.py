@@ -2,6 +2,9 @@
 
 from campaign.ledger.db import Ledger, default_ledger_path
 from campaign.ledger.models import (
+    ATTEMPT_TABLE,
+    RESULT_TABLE,
+    RUN_TABLE,
     BuildStep,
     Campaign,
     CampaignClaim,
@@ -14,6 +17,6 @@ from campaign.ledger.models import (
     Run,
 )
 
-__all__ = ["BuildStep", "Campaign", "CampaignClaim", "CounterRow", "ImportFile", "JobAttempt", "Ledger",
+__all__ = ["ATTEMPT_TABLE", "RESULT_TABLE", "RUN_TABLE", "BuildStep", "Campaign", "CampaignClaim", "CounterRow", "ImportFile", "JobAttempt", "Ledger",
            "PreflightStep", "Provenance", "ResultRow",
            "Run", "default_ledger_path"]

@@ -7,9 +7,9 @@ linked to the previous attempt, so the lineage of a rerun is explicit.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import JSON, Enum, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import JSON, Enum, ForeignKey, Index, String, Table, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from campaign.ledger.types import UTCDateTime
@@ -256,3 +256,10 @@ class PreflightStep(StepJob, Base):
     kernel_bin: Mapped[str]  # the programs' configured folder, mapped onto the build folder
     attempt_ids: Mapped[list[Any]] = mapped_column(sort_order=1)  # after StepJob's, as migrated
     result: Mapped[dict[str, Any] | None] = mapped_column(sort_order=1)
+
+
+# The Core tables of the hot bulk paths (submit's and sync's executemany, result inserts), typed once:
+# a mapped class's __table__ is declared as a FromClause.
+RUN_TABLE = cast(Table, Run.__table__)
+ATTEMPT_TABLE = cast(Table, JobAttempt.__table__)
+RESULT_TABLE = cast(Table, ResultRow.__table__)

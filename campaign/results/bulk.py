@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]  # json.dumps' own string encoder
 from typing import Any
 
-from sqlalchemy import Float, Table, insert
+from sqlalchemy import Float, insert
 from sqlalchemy.orm import Session
 
-from campaign.ledger import ResultRow
+from campaign.ledger import RESULT_TABLE
 
-TABLE: Table = ResultRow.__table__  # type: ignore[assignment]  # a mapped class's table is a Table
+TABLE = RESULT_TABLE  # the result rows' Core table (campaign.ledger.models)
 COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE.columns if c.name != "id")
 FLOAT_COLUMNS = frozenset(c.name for c in TABLE.columns if isinstance(c.type, Float))
 _FLOATS = {float, type(None)}

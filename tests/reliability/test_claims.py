@@ -39,13 +39,8 @@ def _sleeper() -> tuple[subprocess.Popen[bytes], owner.Owner]:
     return proc, owner.Owner(owner.me().host, proc.pid, start)
 
 
-def test_a_live_holder_is_waited_for_and_a_dead_one_taken_over(tmp_path: Path) -> None:
-    led, camp_id = _ledger(tmp_path)
-    proc, other = _sleeper()
-    with led.session.begin() as s:
-        s.add(CampaignClaim(campaign_id=camp_id, host=other.host, pid=other.pid, start=other.start,
-                            command="submit", taken_at=now()))
-    said: list[str] = []
+def _take_in_thread(led: Ledger, camp_id: int, said: list[str]) -> tuple[threading.Thread, threading.Event]:
+    """A `submit` in another thread that takes the campaign's claim; `got` is set once it holds it."""
     got = threading.Event()
 
     def take() -> None:
@@ -54,6 +49,17 @@ def test_a_live_holder_is_waited_for_and_a_dead_one_taken_over(tmp_path: Path) -
 
     thread = threading.Thread(target=take)
     thread.start()
+    return thread, got
+
+
+def test_a_live_holder_is_waited_for_and_a_dead_one_taken_over(tmp_path: Path) -> None:
+    led, camp_id = _ledger(tmp_path)
+    proc, other = _sleeper()
+    with led.session.begin() as s:
+        s.add(CampaignClaim(campaign_id=camp_id, host=other.host, pid=other.pid, start=other.start,
+                            command="submit", taken_at=now()))
+    said: list[str] = []
+    thread, got = _take_in_thread(led, camp_id, said)
     time.sleep(1.5)
     assert not got.is_set(), "the claim of a live process was taken"
     assert said and f"pid {other.pid}" in said[0]
@@ -105,14 +111,7 @@ def test_a_claim_from_another_host_is_waited_for_while_it_beats(tmp_path: Path,
     led, camp_id = _ledger(tmp_path)
     _remote_claim(led, camp_id, beat_age_s=0)
     said: list[str] = []
-    got = threading.Event()
-
-    def take() -> None:
-        with claimed(led, [camp_id], "submit", said.append):
-            got.set()
-
-    thread = threading.Thread(target=take)
-    thread.start()
+    thread, got = _take_in_thread(led, camp_id, said)
     time.sleep(1.5)
     assert not got.is_set(), "a beating claim of another host was taken"
     assert said and "pid 4242 on login-other.example" in said[0]

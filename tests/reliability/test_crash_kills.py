@@ -40,6 +40,17 @@ def _submit_args(ledger: Path, variants: str = "[ok]") -> list[str]:
             f"+experiment.sweeps.0.grid={{sleep: [{grid}]}}"]
 
 
+def _twice_at_once(argv: list[str], env: dict[str, str]) -> list[tuple[str, str]]:
+    """The same command started twice at once; (stdout, stderr) of each. Exit 3: the one that ran
+    the jobs waited for its exit3 runs, which failed; the other waited for the campaign's claim and
+    then had nothing to run (0)."""
+    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert sorted(p.returncode for p in procs) == [0, 3], outs
+    return outs
+
+
 def _kill_at_random(argv: list[str], env: dict[str, str], rng: random.Random, upto: float) -> bool:
     proc = subprocess.Popen([str(CAMPAIGN), *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(rng.uniform(0.05, upto))
@@ -137,22 +148,12 @@ def test_two_identical_submits_and_reruns_together_run_each_job_once(work: Path)
     ledger = work / "ledger.sqlite"
     run_cli("--ledger", str(ledger), "import", str(KNOWN_CSV), env=env)  # the ledger exists before the race
     argv = [str(CAMPAIGN), *_submit_args(ledger, "[ok,exit3]")]
-    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
-    outs = [p.communicate(timeout=300) for p in procs]
-    # exit 3: the one that ran the jobs waited for its exit3 runs, which failed;
-    # the other waited for the campaign's claim and then had nothing to run (0)
-    assert sorted(p.returncode for p in procs) == [0, 3], outs
+    outs = _twice_at_once(argv, env)
     _settle(ledger, env)
     _check_once(ledger, work)
     assert sql_rows(ledger, "SELECT count(*) FROM job_attempt") == [(2 * RUNS,)]
     rerun = [str(CAMPAIGN), "--ledger", str(ledger), "rerun", "crash", "--failed"]
-    procs = [subprocess.Popen(rerun, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
-    outs = [p.communicate(timeout=300) for p in procs]
-    # exit 3: the one that ran the jobs waited for its exit3 runs, which failed;
-    # the other waited for the campaign's claim and then had nothing to run (0)
-    assert sorted(p.returncode for p in procs) == [0, 3], outs
+    outs = _twice_at_once(rerun, env)
     _settle(ledger, env)
     _check_once(ledger, work)
     assert sql_rows(ledger, "SELECT count(*) FROM job_attempt") == [(3 * RUNS,)], outs  # one new attempt per failed run
