@@ -239,8 +239,10 @@ LAYOUT_JS = """(async () => {
 })()"""
 
 
+# %s: the table's caption starts with this JSON string; %d, %d: the column clicked and read.
 SORT_JS = """(() => {
-  const table = document.querySelector("table.sortable");
+  const table = Array.from(document.querySelectorAll("table.sortable"))
+    .find(t => t.caption && t.caption.textContent.trim().startsWith(%s));
   const th = table.tHead.rows[0].cells[%d];
   const col = () => Array.from(table.tBodies[0].rows).map(r => r.cells[%d].textContent);
   const before = col();
