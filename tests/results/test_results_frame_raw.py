@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow
-from campaign.results import export
+from campaign.results import query
 from campaign.results.export import RowFilter, results_frame
 from campaign.states import JobState
 from tests.fixtures.ledger_rows import add_attempt, spec_with
@@ -80,7 +80,7 @@ def test_frame_is_the_row_by_row_frame(tmp_path: Path, monkeypatch: pytest.Monke
     _fill(led, tmp_path)
     new = results_frame(led, **kwargs)
     with monkeypatch.context() as m:
-        m.setattr(export, "_rows", _row_by_row)
+        m.setattr(query, "fetch_rows", _row_by_row)
         old = results_frame(led, **kwargs)
     assert list(new.columns) == list(old.columns)
     assert list(new.dtypes) == list(old.dtypes)
@@ -95,7 +95,7 @@ def test_the_driver_rows_are_read_here(tmp_path: Path) -> None:
     _fill(led, tmp_path)
     for all_extras in (True, False):
         with led.session() as s:
-            fetch = export.raw_fetch(s.connection().execute(export._statement(None, None, False, all_extras)))
+            fetch = query.raw_fetch(s.connection().execute(query.statement(None, None, False, all_extras)))
             assert fetch is not None
             assert len(fetch(100)) == 8
     led.close()
@@ -110,12 +110,12 @@ def test_frame_is_the_row_by_row_frame_on_postgres(new_pg_ledger: Callable[[], s
     _fill(led, tmp_path)
     for kwargs in CASES:
         with monkeypatch.context() as m:
-            m.setattr(export, "_rows", _row_by_row)
+            m.setattr(query, "fetch_rows", _row_by_row)
             old = results_frame(led, **kwargs)
         new = results_frame(led, **kwargs)
         assert list(new.dtypes) == list(old.dtypes), kwargs
         pd.testing.assert_frame_equal(new, old, check_exact=True)
     with led.session() as s:
         # psycopg's values need no SQLAlchemy processor either: the driver path is the one compared
-        assert export.raw_fetch(s.connection().execute(export._statement(None, None, False, True))) is not None
+        assert query.raw_fetch(s.connection().execute(query.statement(None, None, False, True))) is not None
     led.close()

@@ -1,0 +1,103 @@
+"""Metrics and the HTML report over every row of a big ledger (issue 18),
+this tree beside an older revision's, alternating, each run in a fresh
+process. Run:
+    .venv/bin/python bench/bench_read_all.py [--rows 10000000] [--attempts 200000]
+        [--ledger PATH] [--baseline-rev REV] [--repeats 3] [--html]
+
+Per run: the read of the result rows (`results_frame`, as `campaign report`
+reads them), `api.metrics(all_campaigns=True)` (read + metrics, what `report
+--json --all` computes) and with --html `api.write_reports(all_campaigns=True)`;
+wall and CPU seconds, peak RSS. The ledger is bench/scale_ledger.py's (built
+once, not timed; --ledger reuses one). Writes bench/results/read_all_bench.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.bench_scale_ledger import baseline_tree  # noqa: E402
+from bench.scale_ledger import build as build_ledger  # noqa: E402
+
+RESULTS = REPO / "bench" / "results" / "read_all_bench.json"
+PROBE = """
+import json, resource, sys, time
+from pathlib import Path
+from campaign import api
+from campaign.ledger import Ledger
+from campaign.results.export import results_frame
+led, html = Ledger(Path(sys.argv[1])), sys.argv[2] == "1"
+out = {}
+def timed(name, fn):
+    w, c = time.perf_counter(), time.process_time()
+    fn()
+    out[name] = {"wall_s": time.perf_counter() - w, "cpu_s": time.process_time() - c}
+timed("read", lambda: results_frame(led, usable_only=True, all_extras=False))
+timed("metrics_all", lambda: api.metrics(led, all_campaigns=True))
+if html:
+    timed("html_all", lambda: api.write_reports(led, Path(sys.argv[3]), all_campaigns=True))
+out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(out))
+"""
+
+
+def once(tree: Path, ledger: Path, html: bool, work: Path) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(ledger), "1" if html else "0", str(work / "report")],
+                          cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True,
+                          check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"probe in {tree} failed: {proc.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--attempts", type=int, default=200_000)
+    ap.add_argument("--ledger", type=Path, help="an existing ledger (not rebuilt)")
+    ap.add_argument("--baseline-rev", help="git revision run beside this tree, alternating")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--html", action="store_true", help="also the HTML reports of every row")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="campaign-bench-read-"))
+    ledger = args.ledger
+    if ledger is None:
+        ledger = work / "big.sqlite"
+        campaigns = 20 if args.attempts >= 20 else 1
+        build_ledger(ledger, campaigns=campaigns, runs=args.attempts // campaigns,
+                     rows_per_attempt=max(5, args.rows // args.attempts))
+    trees = {"new": REPO} | ({"old": baseline_tree(args.baseline_rev, work)} if args.baseline_rev else {})
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    load = [os.getloadavg()]
+    for i in range(args.repeats):
+        for name, tree in trees.items():
+            runs[name].append(once(tree, ledger, args.html, work))
+            print(f"bench_read_all: {name} {i}: {json.dumps(runs[name][-1])}", file=sys.stderr, flush=True)
+            load.append(os.getloadavg())
+    phases = [k for k in runs["new"][0] if k != "peak_rss_mb"]
+    result: dict[str, Any] = {"command": " ".join(sys.argv), "load_avg": load, "baseline_rev": args.baseline_rev,
+                              "runs": runs}
+    for name in trees:
+        result[name] = {p: {k: statistics.median(r[p][k] for r in runs[name]) for k in ("wall_s", "cpu_s")}
+                        for p in phases} | {"peak_rss_mb": max(r["peak_rss_mb"] for r in runs[name])}
+    if args.baseline_rev:
+        result["speedup_wall"] = {p: result["old"][p]["wall_s"] / result["new"][p]["wall_s"] for p in phases}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
