@@ -122,8 +122,11 @@ def element_bytes(dtype: Any) -> Any:
     """Element size for a dtype name or an array of names (NaN if unknown)."""
     if isinstance(dtype, str) or dtype is None:
         return float(ELEMENT_BYTES.get(dtype or DEFAULT_DTYPE, np.nan))
-    names = pd.Series(np.asarray(dtype, dtype=object)).fillna(DEFAULT_DTYPE)
-    return names.map(ELEMENT_BYTES).astype(float).to_numpy()
+    # looked up once per distinct name, not once per row (ten million rows name a few dtypes);
+    # a missing name (code -1) is the default dtype
+    codes, uniques = pd.factorize(np.asarray(dtype, dtype=object))
+    sizes = np.array([ELEMENT_BYTES.get(name, np.nan) for name in uniques] + [ELEMENT_BYTES[DEFAULT_DTYPE]])
+    return sizes[codes]
 
 
 def _nan_like(n: np.ndarray, d: np.ndarray) -> Any:
