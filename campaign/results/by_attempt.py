@@ -1,13 +1,14 @@
-"""Result rows from SQLite with each attempt's texts read once (issue 18).
+"""Result rows from SQLite with each attempt's shared values read once (issue 18).
 
-A job's rows repeat their attempt's texts: cluster, partition, kernel, impl,
-variant, device, dtype, job ID, params, the campaign's name and the state.
-Python's sqlite3 makes one object per cell, and those texts were most of the
-~90 s that reading 10 million rows took. Here the database copies the first
-row of every selected attempt into a temporary table, and the scan of the
-rows fetches only their numbers plus one flag: does this row's every text
-equal its attempt's first row's? Rows of attempts where it does take their
-texts from that table; attempts where any row differs (a file of mixed
+A job's rows repeat their attempt's texts (cluster, partition, kernel, impl,
+variant, device, dtype, job ID, params, the campaign's name, the state) and
+its run's thread count and d. Python's sqlite3 makes one object per cell, and
+those cells were most of the ~90 s that reading 10 million rows took. Here
+the database copies the first row of every selected attempt into a temporary
+table, and the scan of the rows fetches only what varies by row (n, repeat,
+times, a kernel's own flops, bytes and error) plus one flag: are this row's
+shared values its attempt's first row's? Rows of attempts where they are take
+those values from that table; attempts where any row differs (a file of mixed
 devices, say), and imported rows, are read the general way
 (campaign.results.query). The frame is the one the general read gives, row
 for row (tests/results/test_by_attempt.py compares them on hostile ledgers).
@@ -27,11 +28,12 @@ from sqlalchemy.orm import Session
 from campaign.ledger import JobAttempt, ResultRow
 from campaign.results.query import RowFilter, read_frame, statement
 
-# Texts of a result row that its attempt's other rows normally share (compared per row).
-ROW_TEXTS = ("source", "cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "job_id",
-             "gpu_model", "campaign_id")
-# Per-row values, fetched for every row.
-ROW_NUMBERS = ("threads", "n", "d", "repeat", "time_s", "flops", "bytes", "rel_err")
+# Values of a result row that its attempt's other rows normally share (compared per row, in SQL):
+# the texts, and the thread count and d of the run.
+ROW_SHARED = ("source", "cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "job_id",
+              "gpu_model", "campaign_id", "threads", "d")
+# Per-row values, fetched for every row (a kernel's own flops, bytes and error vary by n).
+ROW_NUMBERS = ("n", "repeat", "time_s", "flops", "bytes", "rel_err")
 _names = count()
 
 
@@ -87,15 +89,15 @@ def _first_rows(s: Session, campaign: str | Sequence[str] | None, usable_only: b
     return table
 
 
-def _same_texts(firsts: Table) -> Any:
-    """SQL: this row's texts are its attempt's first row's (IS: NULL equals NULL)."""
+def _same_shared(firsts: Table) -> Any:
+    """SQL: this row's shared values are its attempt's first row's (IS: NULL equals NULL)."""
     params = ResultRow.extra["params"].as_string()
     return and_(*(getattr(ResultRow, c).is_(firsts.c[c if c != "campaign_id" else "_campaign_id"])
-                  for c in ROW_TEXTS), params.is_(firsts.c.params))
+                  for c in ROW_SHARED), params.is_(firsts.c.params))
 
 
 def scan_statement(firsts: Table, cluster: str | None, *, few: bool) -> Any:
-    """Every selected row's id, attempt, whether its texts are its first row's, numbers.
+    """Every selected row's id, attempt, whether its shared values are its first row's, numbers.
 
     `+ 0` takes an index out of SQLite's choice: over most of the ledger the
     rows are scanned in id order (driven by the attempt index, SQLite would
@@ -105,7 +107,7 @@ def scan_statement(firsts: Table, cluster: str | None, *, few: bool) -> Any:
         on = firsts.c._attempt + literal_column("0") == ResultRow.attempt_id
     else:
         on = firsts.c._attempt == ResultRow.attempt_id + literal_column("0")
-    same = type_coerce(_same_texts(firsts), Integer).label("same")  # an int: a Boolean has a result processor
+    same = type_coerce(_same_shared(firsts), Integer).label("same")  # an int: a Boolean has a result processor
     stmt = (select(ResultRow.id, ResultRow.attempt_id, same, *(getattr(ResultRow, c) for c in ROW_NUMBERS))
             .join_from(ResultRow, firsts, on).order_by(ResultRow.id))
     return stmt.where(ResultRow.cluster == cluster) if cluster else stmt

@@ -1,7 +1,7 @@
 """The SQLite read that takes each attempt's texts once (campaign.results.by_attempt)
 gives the general read's frame, value for value and dtype for dtype, on ledgers
-built to break it: attempts whose rows differ in one text (device, gpu model,
-job ID, cluster, params, a campaign id on a job row), rows of attempts
+built to break it: attempts whose rows differ in one shared value (device, gpu
+model, job ID, cluster, params, a campaign id on a job row, threads, d), rows of attempts
 interleaved by id, imported rows with and without a campaign, NULLs, JSON null
 extras, every filter (campaign, cluster, usable states, dates, commit)."""
 
@@ -27,7 +27,8 @@ STATES = (JobState.COMPLETED, JobState.COMPLETED, JobState.TIMEOUT, JobState.CHE
 MUTATIONS: tuple[dict[str, Any], ...] = (
     {"device": "gpu"}, {"gpu_model": "H200"}, {"job_id": "102"}, {"cluster": "anvil"}, {"dtype": None},
     {"extra": {"params": "tag=9"}}, {"extra": {"other": 1}}, {"extra": None}, {"source": "job2"},
-    {"kernel": "gemm"}, {"impl": "torch"}, {"variant": "memopt"}, {"partition": "gpu"},
+    {"kernel": "gemm"}, {"impl": "torch"}, {"variant": "memopt"}, {"partition": "gpu"}, {"threads": 99},
+    {"d": None}, {"d": 32},
 )
 
 
