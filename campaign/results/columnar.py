@@ -131,7 +131,7 @@ def fast_columns(raw_header: list[str], cells: list[Sequence[str]], required: tu
     columns: dict[str, list[Any]] = {}
     extras: dict[str, list[str | None]] = {}
     for name, column in zip(header, cells):
-        values = _column(name, column, n) if name in KNOWN else _text(column, TEXT_MAX)
+        values = _checked(name, column, n)
         if values is None or (name in required and None in values):
             return None
         if name in KNOWN:
@@ -143,6 +143,16 @@ def fast_columns(raw_header: list[str], cells: list[Sequence[str]], required: tu
     if len(set(zip(*keyed))) != n:
         return None  # a duplicate natural key (or no key column at all)
     return ResultColumns(n, columns, extras)
+
+
+def _checked(name: str, cells: Sequence[str], n: int) -> list[Any] | None:
+    """A column's typed values, or None. A column holding one cell text in
+    every row (a run's kernel, dtype, d, threads: most columns of a job's
+    file) is checked once: each of its cells would pass or fail alike."""
+    if n > 1 and cells.count(cells[0]) == n:
+        one = _checked(name, cells[:1], 1)
+        return None if one is None else one * n
+    return _column(name, cells, n) if name in KNOWN else _text(cells, TEXT_MAX)
 
 
 def _column(name: str, cells: Sequence[str], n: int) -> list[Any] | None:
