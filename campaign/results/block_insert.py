@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
-from itertools import chain
 from typing import Any
 
+_PLAIN = (str, type(None))
 ROWS_PER_STATEMENT = 500  # a bound on the statement text (and so on how many distinct texts are cached)
 
 
@@ -39,7 +39,11 @@ def constant(values: Sequence[Any]) -> bool:
     kind = type(first)
     if kind is float and first == 0.0:
         return False  # -0.0 == 0.0
-    return values.count(first) == len(values) and set(map(type, values)) == {kind}
+    if values.count(first) != len(values):
+        return False
+    # A text or None equals its own kind only (a str subclass binds as the same text); a number may
+    # equal another type's (1 == 1.0 == True).
+    return kind in _PLAIN or set(map(type, values)) == {kind}
 
 
 class BlockInsert:
@@ -61,10 +65,12 @@ class BlockInsert:
         varying = [columns[i] for i in range(self.width) if i not in set(fixed)]
         per = max(1, min(ROWS_PER_STATEMENT, (self.limit - len(fixed)) // len(varying)))
         bound = [columns[i][0] for i in fixed]
+        k, width = len(bound), len(varying)
         for start in range(0, length, per):
             rows = min(per, length - start)
-            chunk = varying if rows == length else [col[start:start + rows] for col in varying]
-            params = bound + list(chain.from_iterable(zip(*chunk)))
+            params = bound + [None] * (rows * width)
+            for j, col in enumerate(varying):  # row-major: each column into every width-th slot
+                params[k + j::width] = col if rows == length else col[start:start + rows]
             yield self._text(fixed, rows), params
 
     def _text(self, fixed: tuple[int, ...], rows: int) -> str:
