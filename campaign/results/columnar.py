@@ -130,28 +130,31 @@ def fast_columns(raw_header: list[str], cells: list[Sequence[str]], required: tu
     n = len(cells[0])
     columns: dict[str, list[Any]] = {}
     extras: dict[str, list[str | None]] = {}
+    same: set[str] = set()  # columns holding one cell text in every row
     for name, column in zip(header, cells):
-        values = _checked(name, column, n)
+        if n > 1 and column.count(column[0]) == n:
+            values = _checked(name, column[:1], 1)  # each of its cells would pass or fail alike: check one
+            values = None if values is None else values * n
+            same.add(name)
+        else:
+            values = _checked(name, column, n)
         if values is None or (name in required and None in values):
             return None
         if name in KNOWN:
             columns[name] = values
         else:
             extras[name] = values
-    keyed = [columns[c] for c in KEY_COLUMNS if c in columns]
-    keyed += [v for k, v in extras.items() if k not in MEASURED_EXTRAS]
-    if len(set(zip(*keyed))) != n:
-        return None  # a duplicate natural key (or no key column at all)
+    keyed = [c for c in KEY_COLUMNS if c in columns] + [k for k in extras if k not in MEASURED_EXTRAS]
+    if not keyed:
+        return None  # no key column at all
+    # Rows differ where their keys do: in the columns that are not the same in every row.
+    varying = [columns[c] if c in columns else extras[c] for c in keyed if c not in same]
+    if len(set(zip(*varying))) != n if varying else n != 1:
+        return None  # a duplicate natural key
     return ResultColumns(n, columns, extras)
 
 
 def _checked(name: str, cells: Sequence[str], n: int) -> list[Any] | None:
-    """A column's typed values, or None. A column holding one cell text in
-    every row (a run's kernel, dtype, d, threads: most columns of a job's
-    file) is checked once: each of its cells would pass or fail alike."""
-    if n > 1 and cells.count(cells[0]) == n:
-        one = _checked(name, cells[:1], 1)
-        return None if one is None else one * n
     return _column(name, cells, n) if name in KNOWN else _text(cells, TEXT_MAX)
 
 
