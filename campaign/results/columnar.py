@@ -43,6 +43,10 @@ def _column_pattern(cell: str) -> re.Pattern[str]:
 _INT_COLUMN = _column_pattern(_INT_CELL)
 _FLOAT_COLUMN = _column_pattern(_FLOAT_CELL)
 _FLOAT_NAN_COLUMN = _column_pattern(f"{_FLOAT_CELL}|{_NAN_CELL}")
+# Integer column texts seen lately and their values (None: refused): a bound on their number and size.
+_SEEN_INTS: dict[tuple[int, str], list[Any] | None] = {}
+_SEEN_MAX = 256
+_SEEN_CHARS = 16_384
 
 
 @dataclass
@@ -173,8 +177,26 @@ def _joined(cells: Sequence[str], n: int) -> str | None:
 
 
 def _ints(cells: Sequence[str], n: int, minimum: int) -> list[Any] | None:
+    """An integer column's values. The jobs of a campaign repeat the same n
+    and repeat columns file after file, so a column text seen lately (joined,
+    its cells hold no newline: the text is the cells) answers from _SEEN_INTS."""
     joined = _joined(cells, n)
-    if joined is None or max(map(len, cells)) > _INT_CHARS or not _INT_COLUMN.fullmatch(joined):
+    if joined is None:
+        return None
+    key = (minimum, joined)
+    if key in _SEEN_INTS:
+        seen = _SEEN_INTS[key]
+        return None if seen is None else list(seen)
+    values = _parse_ints(cells, joined, minimum)
+    if len(joined) <= _SEEN_CHARS:
+        if len(_SEEN_INTS) >= _SEEN_MAX:
+            _SEEN_INTS.clear()
+        _SEEN_INTS[key] = None if values is None else list(values)
+    return values
+
+
+def _parse_ints(cells: Sequence[str], joined: str, minimum: int) -> list[Any] | None:
+    if max(map(len, cells)) > _INT_CHARS or not _INT_COLUMN.fullmatch(joined):
         return None  # longer than any int64 (leading zeros, or past int()'s digit limit): the reference
     if "" not in cells:
         ints = list(map(int, cells))
