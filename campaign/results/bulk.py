@@ -108,10 +108,11 @@ def _extra_texts(block: LedgerColumns, proc: Callable[[Any], Any], default_json:
         return [proc(e) if e else null for e in block.extra_dicts()]
     if not block.extras:
         return [null] * block.length
-    cells: list[list[str]] = []
+    heads, cells = [], []
     for key, values in block.extras.items():
         if None in values or set(map(type, values)) != {str}:  # a row without the key, or not text
             return [proc(e) if e else null for e in block.extra_dicts()]
-        head = f"{encode_basestring_ascii(key)}: "
-        cells.append(list(map(head.__add__, map(encode_basestring_ascii, values))))
-    return list(map("{%s}".__mod__, map(", ".join, zip(*cells))))
+        heads.append(encode_basestring_ascii(key).replace("%", "%%") + ": %s")
+        cells.append(map(encode_basestring_ascii, values))
+    template = "{" + ", ".join(heads) + "}"  # json.dumps' text of a row's dict, its values left to fill in
+    return list(map(template.__mod__, zip(*cells)))
