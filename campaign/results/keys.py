@@ -56,10 +56,12 @@ def key_prefix(scope: str) -> str:
 def _fragments(values: Sequence[Any]) -> str | list[str]:
     """Each value as json.dumps writes it inside natural_key's list; one str
     when every row has the same value (the run's own columns)."""
-    types = set(map(type, values))
-    if len(types) == 1 and float not in types and values.count(values[0]) == len(values):  # (not 0.0 == -0.0)
-        return _fragments_of(values[:1], types)[0]
-    return _fragments_of(values, types)
+    if values.count(values[0]) == len(values):
+        types = set(map(type, values))
+        if len(types) == 1 and float not in types:  # (1 == 1.0 == True, 0.0 == -0.0: not one text)
+            return _fragments_of(values[:1], types)[0]
+        return _fragments_of(values, types)
+    return _fragments_of(values, set(map(type, values)))
 
 
 def _fragments_of(values: Sequence[Any], types: set[type]) -> list[str]:
