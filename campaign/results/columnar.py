@@ -4,7 +4,10 @@ Sync reads every finished job's CSV; checking each cell with its own regex
 and building a dict per row held ingest near 20,000 rows/s (BENCHMARKS.md,
 section 9). Here each column is checked at once (one regex over the column
 joined by newlines, min/max for the ranges, a set for duplicate keys) and
-rows stay columns up to the INSERT. This path only *accepts*: a file it
+rows stay columns up to the INSERT. A column holding one cell text in every
+row (most columns of a job's file: its kernel, dtype, d, threads) is checked
+as that one cell, and an integer column text seen lately (the n and repeat
+columns repeat job after job) answers from a bounded memo. This path only *accepts*: a file it
 cannot prove valid (a bad cell, a blank line, a cell that needs stripping
 around a number, ...) answers None, and the caller runs the per-cell
 reference (campaign.results.cells), which accepts or names the first bad
@@ -153,7 +156,8 @@ def fast_columns(raw_header: list[str], cells: list[Sequence[str]], required: tu
         return None  # no key column at all
     # Rows differ where their keys do: in the columns that are not the same in every row.
     varying = [columns[c] if c in columns else extras[c] for c in keyed if c not in same]
-    if len(set(zip(*varying))) != n if varying else n != 1:
+    distinct = len(set(zip(*varying))) if varying else 1
+    if distinct != n:
         return None  # a duplicate natural key
     return ResultColumns(n, columns, extras)
 
