@@ -1,19 +1,19 @@
-"""Result rows inserted in bulk: one prepared INSERT handed to the driver's
-executemany with tuples zipped from columns.
+"""Result rows inserted in bulk, straight from columns: on SQLite one
+statement per block (campaign.results.block_insert: the values shared by a
+job's rows bound once), elsewhere SQLAlchemy Core's executemany.
 
 SQLAlchemy's ORM bulk insert builds and checks a parameter set per row (13 s
 per 100,000 rows under profile, most of a sync's ingest time); the driver
 needs only the tuples, and rows read as columns (campaign.results.columnar)
 never need to become dicts. Values go through each column type's own bind
 processor, and the JSON `extra` text is json.dumps' own (its string encoder,
-its separators), so the stored bytes are the same as the ORM path's. On
-other databases than SQLite the Core executemany is used (its drivers batch
-it themselves).
+its separators), so the stored bytes are the same as the ORM path's. Other
+databases' drivers batch the Core executemany themselves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]  # json.dumps' own string encoder
 from typing import Any
@@ -22,6 +22,7 @@ from sqlalchemy import Float, insert
 from sqlalchemy.orm import Session
 
 from campaign.ledger import RESULT_TABLE
+from campaign.results.block_insert import BlockInsert, variable_limit
 
 TABLE = RESULT_TABLE  # the result rows' Core table (campaign.ledger.models)
 COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE.columns if c.name != "id")
@@ -69,24 +70,34 @@ def insert_results(s: Session, blocks: Sequence[LedgerColumns]) -> None:
         conn.execute(insert(TABLE), [row for b in blocks for row in b.dicts()])
         return
     procs = {name: TABLE.c[name].type._cached_bind_processor(dialect) for name in COLUMNS}
-    quote = dialect.identifier_preparer.quote
-    sql = (f"INSERT INTO {quote(TABLE.name)} ({', '.join(quote(c) for c in COLUMNS)}) "
-           f"VALUES ({', '.join('?' for _ in COLUMNS)})")
     default_json = getattr(dialect, "_json_serializer", None) is None
-    data: list[tuple[Any, ...]] = []
-    for block in blocks:
-        cols = []
-        for name in COLUMNS:
-            proc = procs[name]
-            if name == "extra" and proc is not None:
-                cols.append(_extra_texts(block, proc, default_json))
-                continue
-            values = block.values.get(name) or [None] * block.length
-            if proc is not None and not (name in FLOAT_COLUMNS and set(map(type, values)) <= _FLOATS):
-                values = list(map(proc, values))  # (floats and None pass a float column's processor unchanged)
-            cols.append(values)
-        data += zip(*cols)
-    conn.exec_driver_sql(sql, data)  # type: ignore[arg-type]  # a list of tuples is the executemany form
+    quote = dialect.identifier_preparer.quote
+    driver: Any = conn.connection.driver_connection  # the session's own sqlite3 connection, in its transaction
+    writer = BlockInsert(f"INSERT INTO {quote(TABLE.name)} ({', '.join(quote(c) for c in COLUMNS)})",
+                         len(COLUMNS), variable_limit(driver))
+    cursor = driver.cursor()
+    try:
+        for block in blocks:
+            for sql, params in writer.statements(_bound_columns(block, procs, default_json), block.length):
+                cursor.execute(sql, params)
+    finally:
+        cursor.close()
+
+
+def _bound_columns(block: LedgerColumns, procs: Mapping[str, Callable[[Any], Any] | None],
+                   default_json: bool) -> list[list[Any]]:
+    """The block's values in COLUMNS order, as each column's bind processor makes them."""
+    cols = []
+    for name in COLUMNS:
+        proc = procs[name]
+        if name == "extra" and proc is not None:
+            cols.append(_extra_texts(block, proc, default_json))
+            continue
+        values = block.values.get(name) or [None] * block.length
+        if proc is not None and not (name in FLOAT_COLUMNS and set(map(type, values)) <= _FLOATS):
+            values = list(map(proc, values))  # (floats and None pass a float column's processor unchanged)
+        cols.append(values)
+    return cols
 
 
 def _extra_texts(block: LedgerColumns, proc: Callable[[Any], Any], default_json: bool) -> list[Any]:
@@ -97,10 +108,11 @@ def _extra_texts(block: LedgerColumns, proc: Callable[[Any], Any], default_json:
         return [proc(e) if e else null for e in block.extra_dicts()]
     if not block.extras:
         return [null] * block.length
-    cells: list[list[str]] = []
+    heads, cells = [], []
     for key, values in block.extras.items():
         if None in values or set(map(type, values)) != {str}:  # a row without the key, or not text
             return [proc(e) if e else null for e in block.extra_dicts()]
-        head = f"{encode_basestring_ascii(key)}: "
-        cells.append(list(map(head.__add__, map(encode_basestring_ascii, values))))
-    return list(map("{%s}".__mod__, map(", ".join, zip(*cells))))
+        heads.append(encode_basestring_ascii(key).replace("%", "%%") + ": %s")
+        cells.append(map(encode_basestring_ascii, values))
+    template = "{" + ", ".join(heads) + "}"  # json.dumps' text of a row's dict, its values left to fill in
+    return list(map(template.__mod__, zip(*cells)))

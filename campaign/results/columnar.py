@@ -4,7 +4,10 @@ Sync reads every finished job's CSV; checking each cell with its own regex
 and building a dict per row held ingest near 20,000 rows/s (BENCHMARKS.md,
 section 9). Here each column is checked at once (one regex over the column
 joined by newlines, min/max for the ranges, a set for duplicate keys) and
-rows stay columns up to the INSERT. This path only *accepts*: a file it
+rows stay columns up to the INSERT. A column holding one cell text in every
+row (most columns of a job's file: its kernel, dtype, d, threads) is checked
+as that one cell, and an integer column text seen lately (the n and repeat
+columns repeat job after job) answers from a bounded memo. This path only *accepts*: a file it
 cannot prove valid (a bad cell, a blank line, a cell that needs stripping
 around a number, ...) answers None, and the caller runs the per-cell
 reference (campaign.results.cells), which accepts or names the first bad
@@ -43,6 +46,10 @@ def _column_pattern(cell: str) -> re.Pattern[str]:
 _INT_COLUMN = _column_pattern(_INT_CELL)
 _FLOAT_COLUMN = _column_pattern(_FLOAT_CELL)
 _FLOAT_NAN_COLUMN = _column_pattern(f"{_FLOAT_CELL}|{_NAN_CELL}")
+# Integer column texts seen lately and their values (None: refused): a bound on their number and size.
+_SEEN_INTS: dict[tuple[int, str], list[Any] | None] = {}
+_SEEN_MAX = 256
+_SEEN_CHARS = 16_384
 
 
 @dataclass
@@ -130,19 +137,33 @@ def fast_columns(raw_header: list[str], cells: list[Sequence[str]], required: tu
     n = len(cells[0])
     columns: dict[str, list[Any]] = {}
     extras: dict[str, list[str | None]] = {}
+    same: set[str] = set()  # columns holding one cell text in every row
     for name, column in zip(header, cells):
-        values = _column(name, column, n) if name in KNOWN else _text(column, TEXT_MAX)
+        if n > 1 and column.count(column[0]) == n:
+            values = _checked(name, column[:1], 1)  # each of its cells would pass or fail alike: check one
+            values = None if values is None else values * n
+            same.add(name)
+        else:
+            values = _checked(name, column, n)
         if values is None or (name in required and None in values):
             return None
         if name in KNOWN:
             columns[name] = values
         else:
             extras[name] = values
-    keyed = [columns[c] for c in KEY_COLUMNS if c in columns]
-    keyed += [v for k, v in extras.items() if k not in MEASURED_EXTRAS]
-    if len(set(zip(*keyed))) != n:
-        return None  # a duplicate natural key (or no key column at all)
+    keyed = [c for c in KEY_COLUMNS if c in columns] + [k for k in extras if k not in MEASURED_EXTRAS]
+    if not keyed:
+        return None  # no key column at all
+    # Rows differ where their keys do: in the columns that are not the same in every row.
+    varying = [columns[c] if c in columns else extras[c] for c in keyed if c not in same]
+    distinct = len(set(zip(*varying))) if varying else 1
+    if distinct != n:
+        return None  # a duplicate natural key
     return ResultColumns(n, columns, extras)
+
+
+def _checked(name: str, cells: Sequence[str], n: int) -> list[Any] | None:
+    return _column(name, cells, n) if name in KNOWN else _text(cells, TEXT_MAX)
 
 
 def _column(name: str, cells: Sequence[str], n: int) -> list[Any] | None:
@@ -160,8 +181,26 @@ def _joined(cells: Sequence[str], n: int) -> str | None:
 
 
 def _ints(cells: Sequence[str], n: int, minimum: int) -> list[Any] | None:
+    """An integer column's values. The jobs of a campaign repeat the same n
+    and repeat columns file after file, so a column text seen lately (joined,
+    its cells hold no newline: the text is the cells) answers from _SEEN_INTS."""
     joined = _joined(cells, n)
-    if joined is None or max(map(len, cells)) > _INT_CHARS or not _INT_COLUMN.fullmatch(joined):
+    if joined is None:
+        return None
+    key = (minimum, joined)
+    if key in _SEEN_INTS:
+        seen = _SEEN_INTS[key]
+        return None if seen is None else list(seen)
+    values = _parse_ints(cells, joined, minimum)
+    if len(joined) <= _SEEN_CHARS:
+        if len(_SEEN_INTS) >= _SEEN_MAX:
+            _SEEN_INTS.clear()
+        _SEEN_INTS[key] = None if values is None else list(values)
+    return values
+
+
+def _parse_ints(cells: Sequence[str], joined: str, minimum: int) -> list[Any] | None:
+    if max(map(len, cells)) > _INT_CHARS or not _INT_COLUMN.fullmatch(joined):
         return None  # longer than any int64 (leading zeros, or past int()'s digit limit): the reference
     if "" not in cells:
         ints = list(map(int, cells))

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from itertools import repeat
+from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]  # json.dumps' own string encoder
 from typing import Any
 
@@ -54,12 +53,15 @@ def key_prefix(scope: str) -> str:
     return "i."
 
 
-def _fragments(values: Sequence[Any]) -> Iterable[str]:
-    """Each value as json.dumps writes it inside natural_key's list."""
-    types = set(map(type, values))
-    if len(types) == 1 and values.count(values[0]) == len(values):  # one value (the run's columns): once
-        return repeat(next(iter(_fragments_of(values[:1], types))), len(values))
-    return _fragments_of(values, types)
+def _fragments(values: Sequence[Any]) -> str | list[str]:
+    """Each value as json.dumps writes it inside natural_key's list; one str
+    when every row has the same value (the run's own columns)."""
+    if values.count(values[0]) == len(values):
+        types = set(map(type, values))
+        if len(types) == 1 and float not in types:  # (1 == 1.0 == True, 0.0 == -0.0: not one text)
+            return _fragments_of(values[:1], types)[0]
+        return _fragments_of(values, types)
+    return _fragments_of(values, set(map(type, values)))
 
 
 def _fragments_of(values: Sequence[Any], types: set[type]) -> list[str]:
@@ -85,18 +87,26 @@ def natural_keys(columns: Mapping[str, Sequence[Any]], length: int, scope: str,
     values come as columns (None: not in that row) or as each row's dict."""
     if length == 0:
         return []
-    parts: list[Iterable[str]] = [repeat("[" + encode_basestring_ascii(scope), length)]
+    parts: list[str | Sequence[str]] = ["[" + encode_basestring_ascii(scope)]
     for col in KEY_COLUMNS:
         values = columns.get(col)
-        parts.append(repeat("null", length) if values is None else _fragments(values))
+        parts.append("null" if values is None else _fragments(values))
     if extra_rows is not None:
         parts.append([_pairs(e) for e in extra_rows])
     else:
         named = sorted((str(k), v) for k, v in (extra_columns or {}).items() if k not in MEASURED_EXTRAS)
         cells = [[None if v is None else f"[{encode_basestring_ascii(k)},{encode_basestring_ascii(str(v))}]"
                   for v in values] for k, values in named]
-        parts.append([f"[{','.join(c for c in row if c is not None)}]]" for row in zip(*cells)] if cells
-                     else repeat("[]]", length))
-    blobs = list(map(",".join, zip(*parts)))
+        parts.append([f"[{','.join(c for c in row if c is not None)}]]" for row in zip(*cells)] if cells else "[]]")
     prefix = key_prefix(scope)
-    return [prefix + hashlib.sha256(blob.encode()).hexdigest()[:32] for blob in blobs]
+    return [prefix + hashlib.sha256(blob.encode()).hexdigest()[:32] for blob in _blobs(parts, length)]
+
+
+def _blobs(parts: Sequence[str | Sequence[str]], length: int) -> list[str]:
+    """The rows' texts, parts joined by commas: the parts that are one str
+    (the same in every row) written once into a %-template."""
+    template = ",".join("%s" if not isinstance(part, str) else part.replace("%", "%%") for part in parts)
+    varying = [part for part in parts if not isinstance(part, str)]
+    if not varying:
+        return [template % ()] * length
+    return list(map(template.__mod__, zip(*varying)))

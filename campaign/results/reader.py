@@ -21,6 +21,8 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,7 +143,10 @@ def _read_text(path: Path, where: str) -> str:
     size = path.stat().st_size
     if size > MAX_BYTES:
         raise ImportError_(f"{where}: {size:,} bytes, larger than a results file can be ({MAX_BYTES:,})")
-    data = path.read_bytes()
+    return _decoded(path.read_bytes(), where)
+
+
+def _decoded(data: bytes, where: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -178,13 +183,35 @@ def classify_output(path: Path, expected_n: tuple[int, ...] | Expected, check: b
         return Outcome(JobState.LOST_OUTPUT, reason=f"unreadable output: {one_line(exc, 200)}")
 
 
+def _regular_bytes(path: Path) -> bytes | None:
+    """The bytes of a regular file of at most MAX_BYTES, read through one
+    descriptor (a sync reads 10,000 of them); None for anything else (gone,
+    a folder, a FIFO, too large, unreadable), which _classify's checks then
+    name as before."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # (a FIFO must not block the sync)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
+            return None
+        with open(fd, "rb", closefd=False) as f:
+            return f.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _classify(path: Path, want: Expected) -> Outcome:
-    if not path.parent.is_dir():
+    data = _regular_bytes(path)
+    if data is None and not path.parent.is_dir():
         return Outcome(JobState.LOST_OUTPUT, reason=f"job folder {path.parent} is gone")
-    if not path.is_file():
+    if data is None and not path.is_file():
         return Outcome(JobState.LOST_OUTPUT, reason=f"no output file {path.name}")
     try:
-        text = _read_text(path, path.name)
+        text = _read_text(path, path.name) if data is None else _decoded(data, path.name)
         if text and not text.endswith("\n"):
             raise ImportError_(f"{path.name}: the last line is cut off (no final newline)")
         table = parse_columns(text, KERNEL_COLUMNS, path.name)
@@ -203,7 +230,8 @@ def _judge(table: ResultColumns, want: Expected) -> Outcome:
             continue
         if what not in cols:
             raise KeyError(what)  # as a row without the column did; classify_output reports it
-        other = next((v for v in cols[what] if v != own), None)
+        values = cols[what]
+        other = None if values.count(own) == len(values) else next(v for v in values if v != own)
         if other is not None:
             return Outcome(JobState.LOST_OUTPUT, reason=f"output is for {what} {other!r}, the run's is {own!r}")
     ns = cols["n"]
