@@ -116,7 +116,7 @@ def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pendin
         stmt = stmt.where(JobAttempt.run_id.in_(select(Run.id).where(Run.campaign_id == camp_id)))
         campaign_of: dict[int, int] = defaultdict(lambda: camp_id)
     else:
-        campaign_of = dict(conn.execute(select(Run.id, Run.campaign_id)).tuples())
+        campaign_of = {rid: cid for rid, cid in conn.execute(select(Run.id, Run.campaign_id))}
     instants: dict[Any, Any] = {}  # submitted_at: one stamp per sbatch answer, converted once
     out = []
     for row in sorted(conn.execute(stmt).all(), key=itemgetter(0)):  # attempt order (ORDER BY: a temporary B-tree)
@@ -137,7 +137,8 @@ def _partitions(s: Session, items: list[_Pending]) -> None:
     ids = sorted({p.run_id for p in items})
     found: dict[int, str] = {}
     for i in range(0, len(ids), 10_000):
-        found.update(s.execute(select(Run.id, Run.partition).where(Run.id.in_(ids[i:i + 10_000]))).tuples())
+        found.update((rid, part) for rid, part in s.execute(select(Run.id, Run.partition)
+                                                             .where(Run.id.in_(ids[i:i + 10_000]))))
     for p in items:
         p.partition = found[p.run_id]
 
