@@ -35,6 +35,8 @@ from campaign.plan import RunSpec
 DEFAULT_MAX_ARRAY = 1001
 # Slurm's variables kept in job.json (array task, job id, CPUs actually given).
 _RECORDED_ENV = ("SLURM_",)
+# compact, made once (json.dumps with arguments builds an encoder per call); no circular check on plain data
+_MANIFEST_JSON = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
 
 class SlurmBackend(Backend):
@@ -180,7 +182,7 @@ class SlurmBackend(Backend):
                 "clusters": self._clusters(group[0].run.partition),
                 "tasks": [_recorded(task_to_json(r.task)) for r in group]}
         tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(data, separators=(",", ":")))
+        tmp.write_text(_MANIFEST_JSON.encode(data))
         os.replace(tmp, path)
         return ident
 
