@@ -315,8 +315,8 @@ def _profiled(run: RunSpec) -> bool:
 def _log_paths(folder: str, job_id: str) -> tuple[str, str]:
     """A task's stdout/stderr files (submitit's %A_%a_%t_log names, the task
     already known) as strings: pathlib per task cost seconds at 100,000."""
-    stem = os.path.join(folder, f"{job_id}_0_log")
-    return f"{stem}.out", f"{stem}.err"
+    stem = f"{folder}{job_id}_0_log" if not folder or folder.endswith("/") else f"{folder}/{job_id}_0_log"
+    return f"{stem}.out", f"{stem}.err"  # os.path.join's result for a job ID (never absolute), without its cost
 
 
 def _recorded(task: dict[str, Any]) -> dict[str, Any]:
