@@ -11,6 +11,11 @@ Measured, each a median of --repeats, each beside its baseline in the same run:
 - ledger queries at --rows result rows and --attempts attempts: what `jobs`,
   `show` and `status` read (the view functions themselves).
 Writes bench/results/scale_bench.json.
+Sync alone, on one held campaign (old code vs new, profiles): `--keep` submits
+one and leaves it held (prints its ledger and name); `--sync-ledger L
+--campaign C [--profile F]` then syncs --repeats fresh copies of that ledger
+(each copy's first sync: every attempt gets its pending reason) and prints
+their times. Cancel a kept campaign with `--cancel L`.
 Slurm keeps cancelled jobs MinJobAge (300 s on the test Slurm) against
 MaxJobCount (250,000): at 100,000 runs, more than two submits within five
 minutes (all users together) make sbatch wait for room, which this measures
@@ -92,13 +97,49 @@ def cancel_chain(name: str) -> None:
         subprocess.run(["scancel", *ids], capture_output=True, timeout=120, check=False)
 
 
+def sync_copies(ledger: Path, name: str, repeats: int, profile: str | None) -> dict[str, Any]:
+    """The first sync of `repeats` copies of a kept campaign's ledger."""
+    import cProfile
+    import shutil
+
+    walls, cpus = [], []
+    for i in range(repeats):
+        copy = ledger.with_name(f"{ledger.stem}.sync-copy.sqlite")
+        shutil.copy(ledger, copy)
+        prof = cProfile.Profile() if profile and i == 0 else None
+        t0, c0 = time.perf_counter(), time.process_time()
+        if prof:
+            prof.enable()
+        api.sync(Ledger(copy), name)
+        if prof:
+            prof.disable()
+            prof.dump_stats(profile)
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+        copy.unlink()
+    return {"median_wall_s": statistics.median(walls), "walls_s": walls, "cpus_s": cpus,
+            "load_1min": os.getloadavg()[0], "profiled_first": bool(profile)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=100_000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--baseline", type=int, default=300)
+    ap.add_argument("--keep", action="store_true", help="submit one held campaign and leave it")
+    ap.add_argument("--sync-ledger", type=Path, help="a kept campaign's ledger: time its first sync")
+    ap.add_argument("--campaign", help="the kept campaign's name (with --sync-ledger)")
+    ap.add_argument("--profile", help="cProfile the first of the --sync-ledger syncs into this file")
+    ap.add_argument("--cancel", type=Path, help="a kept campaign's ledger: cancel its jobs")
     args = ap.parse_args()
     slurm_env()
+    if args.sync_ledger or args.cancel:
+        if args.cancel:
+            cancel_campaign(Ledger(args.cancel))
+            cancel_chain(args.cancel.stem)
+        else:
+            print(json.dumps(sync_copies(args.sync_ledger, args.campaign, args.repeats, args.profile), indent=1))
+        return
     work = Path(tempfile.mkdtemp(prefix="campaign-bench-scale-"))
     conf, shims = work / "conf", work / "shims"
     shims.mkdir()
@@ -109,13 +150,18 @@ def main() -> None:
     os.environ["PATH"] = f"{shims}{os.pathsep}{os.environ['PATH']}"
     result: dict[str, Any] = {"runs": args.runs, "command": " ".join(sys.argv)}
     submits, syncs = [], []
+    if args.keep:
+        kept = submit_once(work, args.runs, sbatch_log)
+        print(json.dumps({"ledger": str(kept["ledger"].path), "campaign": kept["name"], "submit_s": kept["wall_s"]}))
+        return
     for _ in range(args.repeats):
         sub = submit_once(work, args.runs, sbatch_log)
         try:
             reset(sacct_log)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             api.sync(sub["ledger"], sub["name"])
-            syncs.append({"wall_s": time.perf_counter() - t0, "sacct_calls": len(shim_calls(sacct_log))})
+            syncs.append({"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+                          "load_1min": os.getloadavg()[0], "sacct_calls": len(shim_calls(sacct_log))})
         finally:
             cancel_campaign(sub["ledger"])
             cancel_chain(sub["name"])
@@ -131,6 +177,8 @@ def main() -> None:
     result["baseline_one_sbatch_per_job"] = base
     result["speedup_vs_baseline"] = base["extrapolated_s"] / median
     result["sync"] = {"median_wall_s": statistics.median(s["wall_s"] for s in syncs),
+                      "walls_s": [s["wall_s"] for s in syncs], "cpus_s": [s["cpu_s"] for s in syncs],
+                      "load_1min": [s["load_1min"] for s in syncs],
                       "sacct_calls": max(s["sacct_calls"] for s in syncs)}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=1) + "\n")

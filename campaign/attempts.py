@@ -42,10 +42,12 @@ def attempt_folder(camp_dir: Path | str, key: str, attempt: int) -> str:
 
 def job_request(cluster: ClusterSpec, camp: str, run: RunSpec, attempt_id: int, workdir: Path | str,
                 walltime_min: int, mem_gb: float | None, n: tuple[int, ...] | None = None,
-                env: dict[str, str] | None = None) -> JobRequest:
+                env: dict[str, str] | None = None,
+                env_items: tuple[tuple[str, str], ...] | None = None) -> JobRequest:
     """What the backend needs to submit one recorded attempt (`n`: only these
     sizes, for a rerun of what a stopped attempt left missing; `env`: the
-    run's job_env when the caller already has it). Paths are joined as
+    run's job_env when the caller already has it, `env_items` its sorted
+    items, shared by the runs of one partition and thread count). Paths are joined as
     strings: pathlib per run cost seconds at 100,000 runs."""
     part = cluster.partitions[run.partition]
     env = job_env(cluster, part, run) if env is None else env
@@ -54,7 +56,7 @@ def job_request(cluster: ClusterSpec, camp: str, run: RunSpec, attempt_id: int, 
     csv = os.path.join(folder, OUTPUT_CSV)
     task = JobTask(
         argv=tuple(program.command(csv)),
-        env=tuple(sorted(env.items())),
+        env=tuple(sorted(env.items())) if env_items is None else env_items,
         workdir=folder,
         output_csv=csv,
         stack_unlimited=cluster.stack_unlimited,
@@ -68,13 +70,15 @@ def job_requests(cluster: ClusterSpec, camp: str, todo: Iterable[tuple[int, RunS
     """job_request of many (attempt id, run, job folder), each run's own
     walltime and memory; the environment is made once per partition and
     thread count (all job_env depends on)."""
-    envs: dict[tuple[str, int], dict[str, str]] = {}
+    envs: dict[tuple[str, int], tuple[dict[str, str], tuple[tuple[str, str], ...]]] = {}
     out = []
     for aid, run, folder in todo:
         where = (run.partition, run.threads)
         if where not in envs:
-            envs[where] = job_env(cluster, cluster.partitions[run.partition], run)
-        out.append(job_request(cluster, camp, run, aid, folder, run.walltime_min, run.mem_gb, env=envs[where]))
+            env = job_env(cluster, cluster.partitions[run.partition], run)
+            envs[where] = (env, tuple(sorted(env.items())))
+        env, items = envs[where]
+        out.append(job_request(cluster, camp, run, aid, folder, run.walltime_min, run.mem_gb, env=env, env_items=items))
     return out
 
 

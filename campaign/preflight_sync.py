@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from campaign.backends import get_backend
 from campaign.backends.base import JobRef
 from campaign.config.clusters import cluster_from_yaml
+from campaign.config.schema import ClusterSpec
 from campaign.job.build import read_record
 from campaign.job.files import read_json
 from campaign.job.preflight import RECORD
@@ -41,7 +42,13 @@ def _tail(path: str | None, lines: int = TAIL_LINES) -> list[str]:
     return [line for line in text if line.strip()][-lines:]
 
 
-def _query(s: Session, camp_id: int | None) -> dict[tuple[str, int], JobState]:
+def _spec(specs: dict[int, ClusterSpec], camp: Campaign) -> ClusterSpec:
+    if camp.id not in specs:
+        specs[camp.id] = cluster_from_yaml(camp.cluster_yaml)
+    return specs[camp.id]
+
+
+def _query(s: Session, camp_id: int | None, specs: dict[int, ClusterSpec]) -> dict[tuple[str, int], JobState]:
     """Scheduler states of the open steps of these campaigns, by (table, row id)."""
     pre = select(PreflightStep, Campaign).join(Campaign, Campaign.id == PreflightStep.campaign_id)
     if camp_id is not None:
@@ -49,7 +56,7 @@ def _query(s: Session, camp_id: int | None) -> dict[tuple[str, int], JobState]:
     refs: dict[str, tuple[Any, list[tuple[tuple[str, int], JobRef]]]] = {}
     count = 0
     for step, camp in s.execute(pre):
-        spec = cluster_from_yaml(camp.cluster_yaml)
+        spec = _spec(specs, camp)
         part = spec.partitions.get(step.partition)
         where = (part.clusters if part is not None else None) or spec.clusters or None  # multi-cluster: -M
         todo: list[tuple[tuple[str, int], Any]] = []
@@ -67,7 +74,7 @@ def _query(s: Session, camp_id: int | None) -> dict[tuple[str, int], JobState]:
             entry[1].append((ident, JobRef(count, str(row.job_id), row.folder, None, 60, where)))
     states: dict[tuple[str, int], JobState] = {}
     for camp, items in refs.values():
-        backend = get_backend(cluster_from_yaml(camp.cluster_yaml), Path(camp.workdir))
+        backend = get_backend(_spec(specs, camp), Path(camp.workdir))
         found = backend.query([ref for _, ref in items]).statuses
         for ident, ref in items:
             if ref.attempt_id in found:
@@ -75,11 +82,14 @@ def _query(s: Session, camp_id: int | None) -> dict[tuple[str, int], JobState]:
     return states
 
 
-def sync_steps(ledger: Ledger, camp_id: int | None) -> list[str]:
+def sync_steps(ledger: Ledger, camp_id: int | None, specs: dict[int, ClusterSpec] | None = None) -> list[str]:
     """Update build/preflight states; gate the runs of failed chains. Returns
-    one block of lines per partition whose chain failed (latest preflight)."""
+    one block of lines per partition whose chain failed (latest preflight).
+    `specs`: campaign id -> its parsed cluster, as sync already parsed them
+    (a campaign's stored YAML is parsed once per sync, not once per step)."""
+    specs = {} if specs is None else specs
     with ledger.session() as s:
-        states = _query(s, camp_id)
+        states = _query(s, camp_id, specs)
     with ledger.session.begin() as s:
         for (table, row_id), state in states.items():
             row: Any = s.get(BuildStep if table == "build" else PreflightStep, row_id)

@@ -7,13 +7,12 @@ are committed before sbatch, job IDs as each chunk is answered
 
 from __future__ import annotations
 
-import gc
 import os
 import shlex
 import shutil
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from campaign.config.clusters import cluster_yaml
 from campaign.config.load import resolved_yaml
 from campaign.config.validate import check_under
 from campaign.errors import BadInputError, ConfigError
+from campaign.gc_pause import gc_paused
 from campaign.identity import why_new, with_identity
 from campaign.ledger import ATTEMPT_TABLE, RUN_TABLE, Campaign, Ledger, Provenance, Run
 from campaign.ledger import queries as q
@@ -142,29 +142,13 @@ def _kernel_bin(cfg: RootConfig) -> str:
     return cfg.campaign.kernel_bin or ""
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Python's cyclic collector off while a submit builds its 100,000s of
-    long-lived objects (specs, tasks, requests): each full collection walks all
-    of them again, a third of the CPU time at 100,000 runs. Reference counting
-    still frees what is dropped; the collector runs once at the end."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
            progress: Progress | None = None, configs: Sequence[RootConfig] | None = None,
            preflight: bool = True) -> SubmitReport:
-    with _gc_paused():
+    with gc_paused():
         cfg, p, name, camp_dir = _prepare(overrides, ledger.path, configs)
     # The local backend's submit runs the jobs and waits for them: the collector stays on there.
-    with _gc_paused() if cfg.cluster.backend != "local" else nullcontext():
+    with gc_paused() if cfg.cluster.backend != "local" else nullcontext():
         return _submit(overrides, ledger, cfg, p, name, camp_dir, force=force, progress=progress,
                        preflight=preflight)
 
@@ -183,7 +167,8 @@ def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, 
         raise BadInputError(refusal)
     report = SubmitReport(name, len(p.runs), skipped=p.skipped)
     # Read before the transaction: it runs `gcc --version`, `nvidia-smi`, hashes binaries.
-    env = provenance.environment(cfg.cluster.build.cc, cfg.cluster.build.fc, [r.argv for r in p.runs])
+    # each distinct program once (100,000 runs share a few: a stat per run cost ~0.2 s)
+    env = provenance.environment(cfg.cluster.build.cc, cfg.cluster.build.fc, list(dict.fromkeys(r.argv for r in p.runs)))
     with ledger.session.begin() as s:
         camp_id = _get_or_create_campaign(s, cfg, name, camp_dir).id
     # One submit or rerun of a campaign at a time (campaign.claims): a second

@@ -11,16 +11,20 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, select, type_coerce
 from sqlalchemy.orm import Session
+from sqlalchemy.types import NullType
 
 from campaign.backends import get_backend
 from campaign.backends.base import JobRef, JobStatus
 from campaign.clock import as_utc
 from campaign.config.clusters import cluster_from_yaml
+from campaign.config.schema import ClusterSpec
+from campaign.gc_pause import gc_paused
 from campaign.job.files import EXIT_FILE, counters_path, read_json
 from campaign.ledger import ATTEMPT_TABLE, Campaign, CounterRow, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
@@ -50,7 +54,7 @@ class SyncReport:
     preflight: list[str] = field(default_factory=list)  # failed build/preflight chains, with log tails
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pending:
     """An unfinished attempt as the ledger has it, read in one query. The run's
     spec (expected n, check, extra arguments) is read only once the attempt
@@ -61,8 +65,9 @@ class _Pending:
     campaign_id: int
     ref: JobRef
     output_path: str  # a str: a Path per open attempt cost 2.4 s of a 100,000-job sync; `output` makes one
-    partition: str
-    seen: dict[str, Any]  # state, reason, exit_code, node, started_at, ended_at as stored
+    seen: tuple[Any, ...]  # the _SEEN columns as the driver returned them (q.stored_rows)
+    partition: str = ""  # the run's, read by _partitions for attempts whose rows are stored
+    change: dict[str, Any] | None = None  # an open status's columns that differ from `seen` (_changed)
     expected_n: tuple[int, ...] = ()
     check: bool = False
     extra_args: tuple[tuple[str, str], ...] = ()
@@ -86,33 +91,56 @@ class _CampaignInfo:
     cluster: str
 
 
-_SEEN = (JobAttempt.state, JobAttempt.reason, JobAttempt.exit_code, JobAttempt.node, JobAttempt.started_at,
-         JobAttempt.ended_at)
+# What a sync compares before it writes, read without result processors: 100,000
+# open attempts' states and times decoded by SQLAlchemy cost ~2 s of a sync.
+_SEEN = ("state", "reason", "exit_code", "node", "started_at", "ended_at")
+_AT = {name: i for i, name in enumerate(_SEEN)}
+_OPEN = frozenset(s.value for s in OPEN_STATES)  # as stored: JobState names (== their values)
+_FINISHED = frozenset(s for s in JobState if s.finished)
+
+
+def _raw(name: str) -> Any:
+    return type_coerce(ATTEMPT_TABLE.c[name], NullType())
 
 
 def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pending], dict[int, _CampaignInfo]]:
     camp_id = q.require_campaign(s, campaign).id if campaign else None
-    stmt = (
-        select(JobAttempt.id, JobAttempt.run_id, Run.campaign_id, JobAttempt.job_id, JobAttempt.workdir,
-               JobAttempt.submitted_at, JobAttempt.walltime_min, JobAttempt.output_path, Run.partition,
-               JobAttempt.scheduler_cluster, *_SEEN)
-        .join(Run, Run.id == JobAttempt.run_id)
-        .where(JobAttempt.job_id.is_not(None), JobAttempt.state.in_(OPEN_STATES))
-        .order_by(JobAttempt.id)
-    )
+    # No join with run (its rows hold the specs: reading them cost ~0.5 s per
+    # 100,000 open attempts); the campaign's run ids come from its covering
+    # index, a run's partition only once its rows are stored (_partitions).
+    stmt = (select(JobAttempt.id, JobAttempt.run_id, JobAttempt.job_id, JobAttempt.workdir, _raw("submitted_at"),
+                   JobAttempt.walltime_min, JobAttempt.output_path, JobAttempt.scheduler_cluster, *map(_raw, _SEEN))
+            .where(JobAttempt.job_id.is_not(None), JobAttempt.state.in_(OPEN_STATES)))
+    conn = s.connection()
     if camp_id is not None:
-        stmt = stmt.where(Run.campaign_id == camp_id)
+        stmt = stmt.where(JobAttempt.run_id.in_(select(Run.id).where(Run.campaign_id == camp_id)))
+        campaign_of: dict[int, int] = defaultdict(lambda: camp_id)
+    else:
+        campaign_of = {rid: cid for rid, cid in conn.execute(select(Run.id, Run.campaign_id))}
+    instants: dict[Any, Any] = {}  # submitted_at: one stamp per sbatch answer, converted once
     out = []
-    names = [c.key for c in _SEEN]
-    for row in s.execute(stmt):
-        aid, run_id, cid, job_id, workdir, submitted, walltime, output, partition, where = row[:10]
+    for row in sorted(conn.execute(stmt).all(), key=itemgetter(0)):  # attempt order (ORDER BY: a temporary B-tree)
+        aid, run_id, job_id, workdir, submitted, walltime, output, where = row[:8]
+        if submitted not in instants:
+            instants[submitted] = q.stored_instant(submitted)
         # the scheduler cluster holding the job (multi-cluster sites) travels with its ID
-        out.append(_Pending(aid, run_id, cid, JobRef(aid, str(job_id), workdir, submitted, walltime, where),
-                            output, partition, dict(zip(names, row[10:]))))
+        ref = JobRef(aid, str(job_id), workdir, instants[submitted], walltime, where)
+        out.append(_Pending(aid, run_id, campaign_of[run_id], ref, output, tuple(row[8:])))
     camps = {cid: _CampaignInfo(*info) for cid, *info in s.execute(
         select(Campaign.id, Campaign.backend, Campaign.cluster_yaml, Campaign.workdir, Campaign.cluster)
         .where(Campaign.id.in_({p.campaign_id for p in out})))}
     return camp_id, out, camps
+
+
+def _partitions(s: Session, items: list[_Pending]) -> None:
+    """Each attempt's run partition (what its result rows record)."""
+    ids = sorted({p.run_id for p in items})
+    found: dict[int, str] = {}
+    for i in range(0, len(ids), 10_000):
+        found.update((rid, part) for rid, part in s.execute(select(Run.id, Run.partition)
+                                                             .where(Run.id.in_(ids[i:i + 10_000]))))
+    for p in items:
+        p.partition = found[p.run_id]
 
 
 def _load_specs(s: Session, items: list[_Pending]) -> None:
@@ -136,22 +164,39 @@ def _load_specs(s: Session, items: list[_Pending]) -> None:
 
 
 def _status_values(p: _Pending, st: JobStatus, outcome: Outcome | None) -> dict[str, Any]:
-    """The columns this status (and output) would set on the attempt."""
+    """The columns this status (and output) would set on the attempt (the
+    others as they are: a status without a node keeps the stored node)."""
     state, reason = (outcome.state, outcome.reason) if outcome is not None else (st.state, st.reason)
     values: dict[str, Any] = {"id": p.attempt_id, "state": state, "reason": reason}
-    for key, value in (("exit_code", st.exit_code), ("node", st.node), ("started_at", as_utc(st.started_at)),
-                       ("ended_at", as_utc(st.ended_at))):
-        if value is not None:
-            values[key] = value
+    if st.exit_code is not None:
+        values["exit_code"] = st.exit_code
+    if st.node is not None:
+        values["node"] = st.node
+    if st.started_at is not None:
+        values["started_at"] = as_utc(st.started_at)
+    if st.ended_at is not None:
+        values["ended_at"] = as_utc(st.ended_at)
     return values
 
 
+def _diff(stored: tuple[Any, ...], values: dict[str, Any]) -> dict[str, Any]:
+    """The columns of `values` that differ from the stored _SEEN row: what a
+    write must set (a column not in _SEEN, missing_n, is stored as NULL here)."""
+    out = {}
+    for k, v in values.items():
+        old = stored[_AT[k]] if k in _AT else None
+        if old is not v and old != v and k != "id" and not q.stored_equal(old, v):
+            out[k] = v
+    return out
+
+
 def _unchanged(p: _Pending, st: JobStatus) -> bool:
-    """Still open and nothing new: most attempts of a big campaign, most syncs."""
-    if st.state.finished:
+    """Still open and nothing new: most attempts of a big campaign, most
+    syncs. Keeps what differs (p.change) for the write."""
+    if st.state in _FINISHED:
         return False
-    values = _status_values(p, st, None)
-    return all(p.seen.get(k) == v for k, v in values.items() if k != "id")
+    p.change = _diff(p.seen, _status_values(p, st, None))
+    return not p.change
 
 
 def _counts(s: Session, camp_id: int | None) -> dict[str, int]:
@@ -165,28 +210,40 @@ def _counts(s: Session, camp_id: int | None) -> dict[str, int]:
 
 def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
     report = SyncReport(campaign)
+    with gc_paused():  # 100,000s of open attempts and states live through this block; ingest batches do not
+        camp_id, pending, camps, statuses, specs = _scheduler_states(ledger, campaign, report)
+        pending = [p for p in pending if p.attempt_id in statuses and not _unchanged(p, statuses[p.attempt_id])]
+        still_open = [p for p in pending if statuses[p.attempt_id].state not in _FINISHED]
+        if still_open:
+            _write(ledger, report, still_open, statuses, _Batch(), camps)
+        finished = [p for p in pending if statuses[p.attempt_id].state in _FINISHED]
+        del pending, still_open
+    for batch in _finished_batches(ledger, finished, statuses):
+        _write(ledger, report, batch.pending, statuses, batch, camps)
+    report.preflight = sync_steps(ledger, camp_id, specs)
+    with ledger.session() as s:
+        report.counts = _counts(s, camp_id)
+    return report
+
+
+def _scheduler_states(ledger: Ledger, campaign: str | None, report: SyncReport) -> tuple[
+        int | None, list[_Pending], dict[int, _CampaignInfo], dict[int, JobStatus], dict[int, ClusterSpec]]:
+    """The open attempts and what their backends say of them (one query per
+    backend), with each queried campaign's cluster parsed once."""
     with ledger.session() as s:
         camp_id, pending, camps = _collect(s, campaign)
     by_backend: dict[str, list[_Pending]] = defaultdict(list)
     for p in pending:
         by_backend[camps[p.campaign_id].backend].append(p)
     statuses: dict[int, JobStatus] = {}
+    specs: dict[int, ClusterSpec] = {}  # each campaign's cluster parsed once per sync (~0.2 s each)
     for items in by_backend.values():
         info = camps[items[0].campaign_id]
-        backend = get_backend(cluster_from_yaml(info.cluster_yaml), Path(info.workdir))
-        result = backend.query([p.ref for p in items])
+        spec = specs[items[0].campaign_id] = cluster_from_yaml(info.cluster_yaml)
+        result = get_backend(spec, Path(info.workdir)).query([p.ref for p in items])
         statuses.update(result.statuses)
         report.warnings += result.warnings
-    pending = [p for p in pending if p.attempt_id in statuses and not _unchanged(p, statuses[p.attempt_id])]
-    still_open = [p for p in pending if not statuses[p.attempt_id].state.finished]
-    if still_open:
-        _write(ledger, report, still_open, statuses, _Batch(), camps)
-    for batch in _finished_batches(ledger, [p for p in pending if statuses[p.attempt_id].state.finished], statuses):
-        _write(ledger, report, batch.pending, statuses, batch, camps)
-    report.preflight = sync_steps(ledger, camp_id)
-    with ledger.session() as s:
-        report.counts = _counts(s, camp_id)
-    return report
+    return camp_id, pending, camps, statuses, specs
 
 
 @dataclass
@@ -244,6 +301,27 @@ def _write(ledger: Ledger, report: SyncReport, pending: list[_Pending], statuses
     report.ingested_rows += rows
 
 
+def _write_attempts(s: Session, writes: list[tuple[int, dict[str, Any]]]) -> None:
+    """Set only the columns that changed. Attempts given the same values (the
+    same pending reason, 100,000 at once at scale) share UPDATE ... WHERE id
+    IN statements; the others, one driver executemany per set of columns."""
+    same: dict[tuple[tuple[str, Any], ...], list[int]] = defaultdict(list)
+    by_keys: dict[tuple[str, ...], list[list[Any]]] = defaultdict(list)
+    for aid, diff in writes:
+        items = tuple(sorted(diff.items()))
+        if all(v.__hash__ is not None for _, v in items):  # missing_n is a list: written row by row
+            same[items].append(aid)
+        else:
+            by_keys[tuple(k for k, _ in items)].append([v for _, v in items] + [aid])
+    for items, ids in same.items():
+        if len(ids) > 1:
+            q.update_same(s, ATTEMPT_TABLE, dict(items), ids)
+        else:
+            by_keys[tuple(k for k, _ in items)].append([v for _, v in items] + ids)
+    for keys, group in by_keys.items():
+        q.update_many(s, ATTEMPT_TABLE, keys, group)
+
+
 def _profile(p: _Pending, outcomes: dict[int, Outcome]) -> list[dict[str, Any]]:
     """The counter rows of a profiled attempt; a completed one whose profile
     failed for some n becomes PROFILE_FAILED (its timings still count)."""
@@ -260,17 +338,13 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
            counters: dict[int, list[dict[str, Any]]] | None = None,
            partials: dict[int, tuple[ResultColumns, list[int]]] | None = None) -> tuple[int, int]:
     partials = partials or {}
+    _partitions(s, [p for p in pending if not p.partition and (p.attempt_id in outcomes or p.attempt_id in partials)])
     ids = [p.attempt_id for p in pending if p.attempt_id in statuses]
     # Re-read inside the write transaction: another terminal may have
     # cancelled some of these jobs since we looked.
-    current: dict[int, dict[str, Any]] = {}
-    cols = (JobAttempt.id, JobAttempt.state, JobAttempt.reason, JobAttempt.exit_code, JobAttempt.node,
-            JobAttempt.started_at, JobAttempt.ended_at)
-    for i in range(0, len(ids), 10_000):
-        stmt = select(*cols).where(JobAttempt.id.in_(ids[i:i + 10_000]), JobAttempt.state.in_(OPEN_STATES))
-        for row in s.execute(stmt):
-            current[row.id] = dict(row._mapping)
+    current = {aid: row for aid, row in q.stored_rows(s, ATTEMPT_TABLE, _SEEN, ids).items() if row[0] in _OPEN}
     updates: list[dict[str, Any]] = []
+    writes: list[tuple[int, dict[str, Any]]] = []  # (attempt id, the columns that change)
     rows: list[LedgerColumns] = []
     counter_rows: list[dict[str, Any]] = []
     changed = 0
@@ -292,17 +366,15 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
             values["missing_n"] = missing
             values["reason"] = "; ".join(filter(None, [values["reason"], describe(p.expected_n, missing)]))
         old = current[p.attempt_id]
-        if all(old.get(k) == v for k, v in values.items()):
+        # as seen before the scheduler was asked (most rows): what differs is known
+        known = p.change is not None and outcome is None and p.attempt_id not in partials and old == p.seen
+        diff = p.change if known and p.change is not None else _diff(old, values)
+        if not diff:
             continue  # nothing new: write nothing (the ledger file stays byte-identical)
-        changed += state is not old["state"]
+        changed += state != old[0]
         updates.append(values)
-    # Bulk UPDATE by primary key, grouped by the set of columns each row sets.
-    by_keys: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
-    for values in updates:
-        by_keys[tuple(sorted(values))].append(values)
-    for keys, group in by_keys.items():  # one driver executemany per group (100,000 changed at once at scale)
-        names = [k for k in keys if k != "id"]
-        q.update_many(s, ATTEMPT_TABLE, names, [[v[c] for c in names] + [v["id"]] for v in group])
+        writes.append((p.attempt_id, diff))
+    _write_attempts(s, writes)
     insert_results(s, rows)
     if counter_rows:
         s.execute(insert(CounterRow), counter_rows)

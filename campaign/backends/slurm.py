@@ -35,6 +35,8 @@ from campaign.plan import RunSpec
 DEFAULT_MAX_ARRAY = 1001
 # Slurm's variables kept in job.json (array task, job id, CPUs actually given).
 _RECORDED_ENV = ("SLURM_",)
+# compact, made once (json.dumps with arguments builds an encoder per call); no circular check on plain data
+_MANIFEST_JSON = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
 
 class SlurmBackend(Backend):
@@ -180,7 +182,7 @@ class SlurmBackend(Backend):
                 "clusters": self._clusters(group[0].run.partition),
                 "tasks": [_recorded(task_to_json(r.task)) for r in group]}
         tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(data, separators=(",", ":")))
+        tmp.write_text(_MANIFEST_JSON.encode(data))
         os.replace(tmp, path)
         return ident
 
@@ -313,8 +315,8 @@ def _profiled(run: RunSpec) -> bool:
 def _log_paths(folder: str, job_id: str) -> tuple[str, str]:
     """A task's stdout/stderr files (submitit's %A_%a_%t_log names, the task
     already known) as strings: pathlib per task cost seconds at 100,000."""
-    stem = os.path.join(folder, f"{job_id}_0_log")
-    return f"{stem}.out", f"{stem}.err"
+    stem = f"{folder}{job_id}_0_log" if not folder or folder.endswith("/") else f"{folder}/{job_id}_0_log"
+    return f"{stem}.out", f"{stem}.err"  # os.path.join's result for a job ID (never absolute), without its cost
 
 
 def _recorded(task: dict[str, Any]) -> dict[str, Any]:

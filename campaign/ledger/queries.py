@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Collection, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Subquery, Table, bindparam, func, insert, select, update
+from sqlalchemy import JSON, Subquery, Table, bindparam, func, insert, select, text, update
 from sqlalchemy.orm import Session, contains_eager
 
 from campaign.errors import BadInputError
+from campaign.json_template import TemplateEncoder
 from campaign.ledger.models import Campaign, JobAttempt, Run
 
 
@@ -115,6 +118,69 @@ def update_many(s: Session, table: Table, columns: Sequence[str], rows: Sequence
     conn.exec_driver_sql(sql, [_processed(row, procs) for row in rows] if procs else [tuple(row) for row in rows])
 
 
+def update_same(s: Session, table: Table, values: Mapping[str, Any], ids: Sequence[int], chunk: int = 10_000) -> None:
+    """SET the same `values` on every row of `ids`: one statement per `chunk`
+    ids, not one per row (the first sync of 100,000 pending jobs gives each
+    the same pending reason). Values pass through the column types' bind
+    processors, as in update_many."""
+    conn = s.connection()
+    dialect = conn.dialect
+    names = list(values)
+    for i in range(0, len(ids), chunk):
+        part = list(ids[i:i + chunk])
+        if dialect.name != "sqlite":
+            conn.execute(update(table).where(table.c.id.in_(part)).values(dict(values)))
+            continue
+        procs = _processors(table, names, dialect)
+        quote = dialect.identifier_preparer.quote
+        sql = (f"UPDATE {quote(table.name)} SET {', '.join(f'{quote(c)} = ?' for c in names)} "
+               f"WHERE id IN ({', '.join('?' for _ in part)})")
+        conn.exec_driver_sql(sql, (*_processed([values[c] for c in names], procs), *part))
+
+
+def stored_rows(s: Session, table: Table, columns: Sequence[str], ids: Collection[int],
+                chunk: int = 10_000) -> dict[int, tuple[Any, ...]]:
+    """id -> the driver's own values of `columns` (text for times and states
+    on SQLite) of the rows with these ids: no SQLAlchemy result processor runs
+    (re-reading 100,000 open attempts as ORM values cost seconds of a sync).
+    Compare them with `stored_equal`; ids past SQLite's variable limit go in chunks."""
+    conn = s.connection()
+    quote = conn.dialect.identifier_preparer.quote
+    cols = ", ".join(quote(c) for c in ("id", *columns))
+    wanted = list(ids)
+    out: dict[int, tuple[Any, ...]] = {}
+    for i in range(0, len(wanted), chunk):
+        part = wanted[i:i + chunk]
+        if conn.dialect.name == "sqlite":
+            rows: Any = conn.exec_driver_sql(
+                f"SELECT {cols} FROM {quote(table.name)} WHERE id IN ({', '.join('?' for _ in part)})",
+                tuple(part)).all()
+        else:  # text(): untyped columns, so no result processors there either
+            stmt = text(f"SELECT {cols} FROM {quote(table.name)} WHERE id IN :ids")
+            rows = conn.execute(stmt.bindparams(bindparam("ids", expanding=True)), {"ids": part}).all()
+        for row in rows:
+            out[row[0]] = tuple(row[1:])
+    return out
+
+
+def stored_instant(value: Any) -> datetime | None:
+    """A stored time as UTCDateTime returns it (aware UTC): SQLite's text
+    ('2026-12-01 12:00:00.000000') or a driver's naive UTC datetime."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def stored_equal(stored: Any, value: Any) -> bool:
+    """Whether a driver's stored value (stored_rows) is `value`: times are
+    compared as instants, a JobState with its stored name (a str enum)."""
+    if isinstance(value, datetime):
+        return stored_instant(stored) == value
+    return bool(stored == value)
+
+
 def _processed(row: Sequence[Any], procs: list[tuple[int, Any, dict[Any, Any]]]) -> tuple[Any, ...]:
     values = list(row)
     for i, proc, seen in procs:
@@ -134,10 +200,30 @@ def _processors(table: Table, columns: Sequence[str], dialect: Any) -> list[tupl
     """(position, bind processor, memo) of each column whose type converts values."""
     out: list[tuple[int, Any, dict[Any, Any]]] = []
     for i, name in enumerate(columns):
-        proc = table.c[name].type._cached_bind_processor(dialect)
+        kind = table.c[name].type
+        proc = kind._cached_bind_processor(dialect)
+        if proc is not None and isinstance(kind, JSON) and getattr(dialect, "_json_serializer", None) is None:
+            proc = _json_text(proc)
         if proc is not None:
             out.append((i, proc, {}))
     return out
+
+
+# json.dumps' own settings without its circular check (the JSON is plain data): the same text,
+# ~15% less time for each of a 100,000-run submit's specs
+_JSON_TEXT = json.JSONEncoder(check_circular=False).encode
+
+
+def _json_text(proc: Any) -> Any:
+    """A JSON column's bind processor (json.dumps of the value) for dicts
+    (from the previous row's template: 100,000 similar specs) and lists; None
+    and SQLAlchemy's NULL markers still go to the column's own."""
+    dicts = TemplateEncoder(_JSON_TEXT)
+
+    def process(value: Any) -> Any:
+        kind = type(value)
+        return dicts.encode(value) if kind is dict else _JSON_TEXT(value) if kind is list else proc(value)
+    return process
 
 
 def run_ids(s: Session, campaign_id: int) -> dict[str, int]:
