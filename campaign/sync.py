@@ -8,6 +8,7 @@ bulk statements (a 10,000-job campaign must sync in seconds, not minutes).
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -281,7 +282,7 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
                 partial, missing = read_partial(p.output, p.expected_n, p.check)
                 batch.partials[p.attempt_id] = (partial.table if partial else ResultColumns(0, {}), missing)
                 batch.rows += len(batch.partials[p.attempt_id][0])
-            exit_record = read_json(Path(p.ref.workdir) / EXIT_FILE)
+            exit_record = read_json(os.path.join(p.ref.workdir, EXIT_FILE))
             code = exit_record.get("exit_code") if exit_record else None
             if isinstance(code, int) and not isinstance(code, bool) and -2**31 <= code < 2**31:
                 st.exit_code = code  # the kernel's own code, not srun's (a planted 10^20 is ignored)

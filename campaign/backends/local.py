@@ -151,11 +151,11 @@ class LocalBackend(Backend):
         return QueryResult(statuses)
 
     def _status(self, ref: JobRef) -> JobStatus:
-        workdir = Path(ref.workdir)
-        if not workdir.is_dir():  # deleted before anyone looked: the output is lost, the job did not fail
+        workdir = str(ref.workdir)  # strings, not pathlib: once per job of every sync
+        if not os.path.isdir(workdir):  # deleted before anyone looked: the output is lost, the job did not fail
             return JobStatus(JobState.LOST_OUTPUT, reason=f"job folder {workdir} is gone")
-        start = read_json(workdir / START_FILE)
-        end = read_json(workdir / EXIT_FILE)
+        start = read_json(os.path.join(workdir, START_FILE))
+        end = read_json(os.path.join(workdir, EXIT_FILE))
         started = _parse_time(start.get("started")) if start else None
         node = str(start.get("host")) if start else None
         if end is not None and end.get("cancelled"):

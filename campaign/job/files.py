@@ -8,6 +8,7 @@ apart without the submitting process (docs/design.md, "Job states").
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,13 @@ def counters_path(output_csv: Path) -> Path:
     return output_csv.with_name(f"{stem}.counters.csv")
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
+def read_json(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """A job record, or None when it is missing or unreadable (a job killed
-    while writing leaves no half record: writes go through a rename)."""
+    while writing leaves no half record: writes go through a rename). A plain
+    open, no pathlib: a sync of 10,000 finished jobs reads 20,000 of them."""
     try:
-        data = json.loads(path.read_text())
+        with open(path, "rb") as f:
+            data = json.loads(f.read())
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
