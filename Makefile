@@ -76,7 +76,8 @@ bench: setup slurm-up
 	$(MAKE) bench-scale SCALE_RUNS=10000 SCALE_ROWS=1000000 SCALE_ATTEMPTS=20000 SCALE_INGEST=100000
 
 # Issue "Scale": 100k held runs on the test Slurm (its MaxJobCount must exceed
-# SCALE_RUNS), ingest, metrics/HTML over a synthetic ledger, jobs/show/status reads.
+# SCALE_RUNS), ingest, metrics/HTML over a synthetic ledger, jobs/show/status reads; the read of
+# every row, metrics and HTML (READ_BASELINE=REV runs that revision beside this tree).
 SCALE_RUNS     ?= 100000
 SCALE_ROWS     ?= 10000000
 SCALE_ATTEMPTS ?= 200000
@@ -85,6 +86,8 @@ bench-scale: setup slurm-up
 	$(BIN)/python bench/bench_scale.py --runs $(SCALE_RUNS)
 	$(BIN)/python bench/bench_scale_ledger.py --rows $(SCALE_ROWS) --attempts $(SCALE_ATTEMPTS) \
 	  --ingest-rows $(SCALE_INGEST)
+	$(BIN)/python bench/bench_read_all.py --rows $(SCALE_ROWS) --attempts $(SCALE_ATTEMPTS) --repeats 1 --html \
+	  $(if $(READ_BASELINE),--baseline-rev $(READ_BASELINE))
 
 clean:
 	$(MAKE) -C kernels clean
