@@ -126,16 +126,17 @@ def update_same(s: Session, table: Table, values: Mapping[str, Any], ids: Sequen
     conn = s.connection()
     dialect = conn.dialect
     names = list(values)
+    if dialect.name != "sqlite":
+        for i in range(0, len(ids), chunk):
+            conn.execute(update(table).where(table.c.id.in_(list(ids[i:i + chunk]))).values(dict(values)))
+        return
+    bound = _processed([values[c] for c in names], _processors(table, names, dialect))  # the same for every chunk
+    quote = dialect.identifier_preparer.quote
+    assign = ", ".join(f"{quote(c)} = ?" for c in names)
     for i in range(0, len(ids), chunk):
         part = list(ids[i:i + chunk])
-        if dialect.name != "sqlite":
-            conn.execute(update(table).where(table.c.id.in_(part)).values(dict(values)))
-            continue
-        procs = _processors(table, names, dialect)
-        quote = dialect.identifier_preparer.quote
-        sql = (f"UPDATE {quote(table.name)} SET {', '.join(f'{quote(c)} = ?' for c in names)} "
-               f"WHERE id IN ({', '.join('?' for _ in part)})")
-        conn.exec_driver_sql(sql, (*_processed([values[c] for c in names], procs), *part))
+        sql = f"UPDATE {quote(table.name)} SET {assign} WHERE id IN ({', '.join('?' for _ in part)})"
+        conn.exec_driver_sql(sql, (*bound, *part))
 
 
 def stored_rows(s: Session, table: Table, columns: Sequence[str], ids: Collection[int],

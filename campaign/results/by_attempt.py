@@ -125,15 +125,17 @@ def _scan(s: Session, firsts: Table, cluster: str | None) -> tuple[np.ndarray, n
 
 
 def _mixed_and_imported(s: Session, general: Any, mixed: np.ndarray) -> Any:
-    """The general read of imported rows and of the attempts whose texts vary."""
+    """The general read of imported rows and of the attempts whose texts vary
+    (listed in a temporary table, only when there are any)."""
+    stmt = general.add_columns(ResultRow.id.label("_id"))
+    if not len(mixed):
+        return read_frame(s, stmt.where(ResultRow.attempt_id.is_(None)))
     holder = Table(f"campaign_mixed_{next(_names)}", MetaData(), Column("attempt_id", Integer, primary_key=True),
                    prefixes=["TEMPORARY"])
     holder.create(s.connection())
     try:
-        if len(mixed):
-            s.execute(insert(holder), [{"attempt_id": int(a)} for a in mixed])
-        stmt = general.add_columns(ResultRow.id.label("_id")).where(
-            or_(ResultRow.attempt_id.is_(None), ResultRow.attempt_id.in_(select(holder.c.attempt_id))))
-        return read_frame(s, stmt)
+        s.execute(insert(holder), [{"attempt_id": int(a)} for a in mixed])
+        return read_frame(s, stmt.where(or_(ResultRow.attempt_id.is_(None),
+                                            ResultRow.attempt_id.in_(select(holder.c.attempt_id)))))
     finally:
         holder.drop(s.connection())
