@@ -2,13 +2,16 @@
 this tree beside an older revision's, alternating, each run in a fresh
 process. Run:
     .venv/bin/python bench/bench_read_all.py [--rows 10000000] [--attempts 200000]
-        [--ledger PATH] [--baseline-rev REV] [--repeats 3] [--html]
+        [--ledger PATH] [--baseline-rev REV] [--baseline-ledger PATH] [--repeats 3] [--html]
 
 Per run: the read of the result rows (`results_frame`, as `campaign report`
 reads them), `api.metrics(all_campaigns=True)` (read + metrics, what `report
 --json --all` computes) and with --html `api.write_reports(all_campaigns=True)`;
 wall and CPU seconds, peak RSS. The ledger is bench/scale_ledger.py's (built
-once, not timed; --ledger reuses one). Writes bench/results/read_all_bench.json.
+once, not timed; --ledger reuses one). A revision older than schema v11 (result
+blocks) cannot open a v11 ledger: give it the same rows at its own version
+with --baseline-ledger (an upgrade leaves one: LEDGER.v10.bak). Writes
+bench/results/read_all_bench.json.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ def main() -> None:
     ap.add_argument("--attempts", type=int, default=200_000)
     ap.add_argument("--ledger", type=Path, help="an existing ledger (not rebuilt)")
     ap.add_argument("--baseline-rev", help="git revision run beside this tree, alternating")
+    ap.add_argument("--baseline-ledger", type=Path, help="the ledger the baseline revision reads (default: --ledger)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--html", action="store_true", help="also the HTML reports of every row")
     ap.add_argument("--out", type=Path, default=RESULTS)
@@ -80,15 +84,16 @@ def main() -> None:
                      rows_per_attempt=max(5, args.rows // args.attempts))
     trees = {"new": REPO} | ({"old": baseline_tree(args.baseline_rev, work)} if args.baseline_rev else {})
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    ledgers = {"new": ledger, "old": args.baseline_ledger or ledger}
     load = [os.getloadavg()]
     for i in range(args.repeats):
         for name, tree in trees.items():
-            runs[name].append(once(tree, ledger, args.html, work))
+            runs[name].append(once(tree, ledgers[name], args.html, work))
             print(f"bench_read_all: {name} {i}: {json.dumps(runs[name][-1])}", file=sys.stderr, flush=True)
             load.append(os.getloadavg())
     phases = [k for k in runs["new"][0] if k != "peak_rss_mb"]
     result: dict[str, Any] = {"command": " ".join(sys.argv), "load_avg": load, "baseline_rev": args.baseline_rev,
-                              "runs": runs}
+                              "ledgers": {k: str(v) for k, v in ledgers.items()}, "runs": runs}
     for name in trees:
         result[name] = {p: {k: statistics.median(r[p][k] for r in runs[name]) for k in ("wall_s", "cpu_s")}
                         for p in phases} | {"peak_rss_mb": max(r["peak_rss_mb"] for r in runs[name])}

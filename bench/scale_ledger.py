@@ -1,7 +1,9 @@
 """A synthetic ledger of given size, written straight through sqlite3 (the
 schema comes from the real Ledger), for the scale benchmarks and their
 CI-sized test: `campaigns` campaigns x `runs` runs, one attempt each (state
-COMPLETED), `rows_per_attempt` result rows per attempt (n x repeat)."""
+COMPLETED), `rows_per_attempt` result rows per attempt (n x repeat), and
+each attempt's result block (campaign.ledger.blocks), computed from its
+stored rows as an upgrade does: the bytes sync's ingest writes with them."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import sqlite3
 from pathlib import Path
 
 from campaign.ledger import Ledger
+from campaign.ledger.blocks import backfill
 from campaign.plan import RunSpec
 
 
@@ -55,6 +58,8 @@ def build(path: Path, *, campaigns: int, runs: int, rows_per_attempt: int, seed:
                         "dtype, threads, n, d, repeat, time_s, job_id, extra) "
                         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", res_rows)
         con.commit()
+    backfill(con)
+    con.commit()
     rows = con.execute("SELECT count(*) FROM result").fetchone()[0]
     con.close()
     return {"campaigns": campaigns, "attempts": attempt_id, "result_rows": rows}

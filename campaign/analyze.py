@@ -34,6 +34,12 @@ def _cluster_specs(led: Ledger, names: set[str]) -> dict[str, ClusterSpec]:
     return specs
 
 
+def _clusters(results: Any) -> set[str]:
+    """The clusters of the rows (unique() in C: a set() of the column boxes
+    each of ten million cells, ~8 s)."""
+    return set(results["cluster"].unique().tolist())
+
+
 def _inputs(led: Ledger, cluster: str | None, campaign: str | list[str] | None) -> tuple[Any, Any]:
     from analysis.cost_model import add_cost_columns  # lazy: pulls in pandas
 
@@ -42,10 +48,11 @@ def _inputs(led: Ledger, cluster: str | None, campaign: str | list[str] | None) 
         where = f" for campaign {', '.join([campaign] if isinstance(campaign, str) else campaign)}" if campaign else ""
         raise BadInputError(f"no usable results in the ledger{where}: run `campaign status` after jobs complete, "
                             f"or `campaign import FILE.csv`")
-    if cluster and cluster not in set(results["cluster"]):
-        raise BadInputError(f"no results for cluster {cluster!r}; clusters: {', '.join(sorted(set(results['cluster'])))}")
+    clusters = _clusters(results)
+    if cluster and cluster not in clusters:
+        raise BadInputError(f"no results for cluster {cluster!r}; clusters: {', '.join(sorted(clusters))}")
     results = add_cost_columns(results)
-    facts = partition_facts_frame(_cluster_specs(led, set(results["cluster"])))
+    facts = partition_facts_frame(_cluster_specs(led, clusters))
     return results, facts
 
 
@@ -108,7 +115,7 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     builds = builds_frame(led, None)
     if scope.campaigns is not None:
         jobs = jobs[jobs["campaign"].isin(scope.campaigns)]
-    clusters = [cluster] if cluster else sorted(set(results["cluster"]))
+    clusters = [cluster] if cluster else sorted(_clusters(results))
     written: list[Path] = []
     for name in clusters:
         counters = _counters(led, name, scope.campaigns)

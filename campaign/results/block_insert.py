@@ -17,10 +17,11 @@ floats not a zero, whose sign equality would not see).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
-_PLAIN = (str, type(None))
+from campaign.ledger.blocks import constant  # the same test: one stored value in every row
+
 ROWS_PER_STATEMENT = 500  # a bound on the statement text (and so on how many distinct texts are cached)
 
 
@@ -33,19 +34,6 @@ def variable_limit(connection: Any) -> int:
         return 999
 
 
-def constant(values: Sequence[Any]) -> bool:
-    """Whether binding values[0] for every row stores exactly these values."""
-    first = values[0]
-    kind = type(first)
-    if kind is float and first == 0.0:
-        return False  # -0.0 == 0.0
-    if values.count(first) != len(values):
-        return False
-    # A text or None equals its own kind only (a str subclass binds as the same text); a number may
-    # equal another type's (1 == 1.0 == True).
-    return kind in _PLAIN or set(map(type, values)) == {kind}
-
-
 class BlockInsert:
     """Statements (text, parameters) that insert a block of rows given as
     columns, in order. `head` is `INSERT INTO table (c1, ..., cN)` naming
@@ -56,11 +44,13 @@ class BlockInsert:
         self.width = width
         self.limit = limit
         self._texts: dict[tuple[tuple[int, ...], int], str] = {}
+        self.constant: frozenset[int] = frozenset()  # the columns of the last block that hold one value
 
     def statements(self, columns: list[list[Any]], length: int) -> Iterator[tuple[str, list[Any]]]:
         if length == 0:
             return
         fixed = tuple(i for i, col in enumerate(columns) if length > 1 and constant(col))
+        self.constant = frozenset(fixed) if length > 1 else frozenset(range(self.width))
         fixed = fixed[:self.width - 1]  # one column always varies, so that a VALUES row is never empty
         varying = [columns[i] for i in range(self.width) if i not in set(fixed)]
         per = max(1, min(ROWS_PER_STATEMENT, (self.limit - len(fixed)) // len(varying)))

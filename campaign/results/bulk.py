@@ -8,7 +8,9 @@ needs only the tuples, and rows read as columns (campaign.results.columnar)
 never need to become dicts. Values go through each column type's own bind
 processor, and the JSON `extra` text is json.dumps' own (its string encoder,
 its separators), so the stored bytes are the same as the ORM path's. Other
-databases' drivers batch the Core executemany themselves.
+databases' drivers batch the Core executemany themselves. On SQLite each
+job's rows also get their attempt's packed numbers (campaign.ledger.blocks),
+from the same bound values.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from sqlalchemy import Float, insert
 from sqlalchemy.orm import Session
 
 from campaign.ledger import RESULT_TABLE
+from campaign.ledger import blocks as packed
 from campaign.results.block_insert import BlockInsert, variable_limit
 
 TABLE = RESULT_TABLE  # the result rows' Core table (campaign.ledger.models)
 COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE.columns if c.name != "id")
 FLOAT_COLUMNS = frozenset(c.name for c in TABLE.columns if isinstance(c.type, Float))
 _FLOATS = {float, type(None)}
+_SHARED = tuple(COLUMNS.index(c) for c in packed.ROW_SHARED)
 
 
 @dataclass
@@ -78,10 +82,20 @@ def insert_results(s: Session, blocks: Sequence[LedgerColumns]) -> None:
     cursor = driver.cursor()
     try:
         for block in blocks:
-            for sql, params in writer.statements(_bound_columns(block, procs, default_json), block.length):
+            bound = _bound_columns(block, procs, default_json)
+            for sql, params in writer.statements(bound, block.length):
                 cursor.execute(sql, params)
+            shared = all(i in writer.constant for i in _SHARED)  # (known once the statements were made)
+            packed.record(cursor, dict(zip(COLUMNS, bound)), _params(block), block.length, shared)
     finally:
         cursor.close()
+
+
+def _params(block: LedgerColumns) -> list[Any]:
+    """Each row's extra["params"] (None where it has none)."""
+    if block.extra_rows is not None:
+        return [e.get("params") if e else None for e in block.extra_rows]
+    return block.extras.get("params") or [None] * block.length
 
 
 def _bound_columns(block: LedgerColumns, procs: Mapping[str, Callable[[Any], Any] | None],

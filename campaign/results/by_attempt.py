@@ -5,13 +5,15 @@ variant, device, dtype, job ID, params, the campaign's name, the state) and
 its run's thread count and d. Python's sqlite3 makes one object per cell, and
 those cells were most of the ~90 s that reading 10 million rows took. Here
 the database copies the first row of every selected attempt into a temporary
-table, and the scan of the rows fetches only what varies by row (n, repeat,
-times, a kernel's own flops, bytes and error) plus one flag: are this row's
-shared values its attempt's first row's? Rows of attempts where they are take
-those values from that table; attempts where any row differs (a file of mixed
-devices, say), and imported rows, are read the general way
-(campaign.results.query). The frame is the one the general read gives, row
-for row (tests/results/test_by_attempt.py compares them on hostile ledgers).
+table. An attempt whose block (campaign.ledger.blocks) still describes its
+rows takes its numbers from there; the rows of the others are scanned for
+only what varies by row (n, repeat, times, a kernel's own flops, bytes and
+error) plus one flag: are this row's shared values its attempt's first
+row's? Rows of attempts where they are take those values from that table;
+attempts where any row differs (a file of mixed devices, say), and imported
+rows, are read the general way (campaign.results.query). The frame is the
+one the general read gives, row for row (tests/results/test_by_attempt.py
+and test_blocks.py compare them on hostile ledgers).
 """
 
 from __future__ import annotations
@@ -22,18 +24,30 @@ from itertools import count
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Column, Integer, MetaData, Table, and_, func, insert, literal_column, or_, select, type_coerce
-from sqlalchemy.orm import Session
+from sqlalchemy import (
+    Column,
+    Integer,
+    MetaData,
+    Table,
+    and_,
+    delete,
+    exists,
+    func,
+    insert,
+    literal_column,
+    or_,
+    select,
+    type_coerce,
+)
+from sqlalchemy.orm import Session, aliased
 
 from campaign.ledger import JobAttempt, ResultRow
-from campaign.results.query import RowFilter, read_frame, statement
+from campaign.ledger.blocks import NUMBERS as ROW_NUMBERS  # per-row values (a kernel's flops, bytes, error vary by n)
+from campaign.ledger.blocks import ROW_SHARED, unpack
+from campaign.ledger.models import ResultBlock
+from campaign.results.query import RowFilter, read_frame, settled_dtypes, statement
 
-# Values of a result row that its attempt's other rows normally share (compared per row, in SQL):
-# the texts, and the thread count and d of the run.
-ROW_SHARED = ("source", "cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "job_id",
-              "gpu_model", "campaign_id", "threads", "d")
-# Per-row values, fetched for every row (a kernel's own flops, bytes and error vary by n).
-ROW_NUMBERS = ("n", "repeat", "time_s", "flops", "bytes", "rel_err")
+BLOCK = ResultBlock.__table__
 _names = count()
 
 
@@ -54,20 +68,30 @@ def read(s: Session, campaign: str | Sequence[str] | None, cluster: str | None, 
     firsts = _first_rows(s, campaign, usable_only, where)
     try:
         attempts = read_frame(s, select(firsts))
+        b_ids, b_aids, b_numbers = _blocks(s, firsts, cluster)  # these attempts leave `firsts`
         ids, aids, numbers, mixed = _scan(s, firsts, cluster)
         slow = _mixed_and_imported(s, general, mixed)
     finally:
         firsts.drop(s.connection())
     attempts = attempts.set_index("_attempt")
     keep = ~np.isin(aids, mixed) if len(mixed) else slice(None)
-    rows = attempts.index.get_indexer(aids[keep])
-    fast = pd.DataFrame({name: (numbers[name][keep] if name in numbers else attempts[name].to_numpy()[rows])
-                         for name in columns})
+    ids, aids = ids[keep], aids[keep]
+    numbers = {name: values[keep] for name, values in numbers.items()}
+    if len(b_ids) and not len(ids):
+        ids, aids, numbers = b_ids, b_aids, b_numbers
+    elif len(b_ids):
+        order = np.argsort(np.concatenate([b_ids, ids]), kind="stable")
+        ids, aids = np.concatenate([b_ids, ids])[order], np.concatenate([b_aids, aids])[order]
+        numbers = {name: np.concatenate([b_numbers[name], numbers[name]])[order] for name in ROW_NUMBERS}
+    rows = attempts.index.get_indexer(aids)
+    attempts = settled_dtypes(attempts)  # settled on 200k attempts, not on their 10M rows: the take keeps dtypes
+    fast = pd.DataFrame({name: (numbers[name] if name in numbers else attempts[name].array.take(rows))
+                         for name in columns}, copy=False)
     if slow.empty:
         return fast
     if fast.empty:
         return slow.drop(columns="_id").reset_index(drop=True)
-    both = pd.concat([fast.assign(_id=ids[keep]), slow], ignore_index=True)
+    both = pd.concat([fast.assign(_id=ids), slow], ignore_index=True)
     return both.sort_values("_id", kind="stable").drop(columns="_id").reset_index(drop=True)
 
 
@@ -77,9 +101,15 @@ def _first_rows(s: Session, campaign: str | Sequence[str] | None, usable_only: b
     filter but the cluster's, which is a row's), its first row's values. Its
     columns take the source columns' types, so SQLite stores each value as the
     source does (a column's affinity can change a value's storage class)."""
-    first = select(func.min(ResultRow.id)).where(ResultRow.attempt_id.isnot(None)).group_by(ResultRow.attempt_id)
+    # each attempt's first and last row id, found in the attempt index (a seek per attempt: a
+    # GROUP BY over the index would visit all ten million entries)
+    other, attempt = aliased(ResultRow), aliased(JobAttempt)
+    first = (select(select(func.min(other.id)).where(other.attempt_id == attempt.id).correlate(attempt)
+                    .scalar_subquery()).select_from(attempt).correlate(None))
+    last = select(func.max(other.id)).where(other.attempt_id == ResultRow.attempt_id).scalar_subquery()
     stmt = (statement(campaign, None, usable_only, False, where).order_by(None)
-            .add_columns(ResultRow.attempt_id.label("_attempt"), ResultRow.campaign_id.label("_campaign_id"))
+            .add_columns(ResultRow.attempt_id.label("_attempt"), ResultRow.campaign_id.label("_campaign_id"),
+                         ResultRow.id.label("_first"), last.label("_last"))
             .where(ResultRow.id.in_(first)))
     table = Table(f"campaign_first_rows_{next(_names)}", MetaData(),
                   *(Column(c.name, c.type, primary_key=c.name == "_attempt") for c in stmt.selected_columns),
@@ -87,6 +117,32 @@ def _first_rows(s: Session, campaign: str | Sequence[str] | None, usable_only: b
     table.create(s.connection())
     s.execute(insert(table).from_select([c.name for c in table.columns], stmt))
     return table
+
+
+def _blocks(s: Session, firsts: Table, cluster: str | None) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Ids, attempts and numbers of the rows of the selected attempts whose
+    block still describes them (their rows are exactly the block's ids), in
+    id order; every attempt with such a block leaves `firsts`, which then
+    holds only the attempts whose rows must be scanned."""
+    # The attempt's rows span the block's ids. That is enough: its rows were consecutive ids when the
+    # block was written, a row added since has a larger id, and a row changed or deleted since
+    # dropped the block (campaign.ledger.blocks).
+    valid = and_(BLOCK.c.attempt_id == firsts.c._attempt, BLOCK.c.first_id == firsts.c._first,
+                 BLOCK.c.first_id + BLOCK.c.rows - 1 == firsts.c._last)
+    stmt = select(BLOCK.c.attempt_id, BLOCK.c.first_id, BLOCK.c.rows, *(BLOCK.c[n] for n in ROW_NUMBERS)).where(valid)
+    if cluster:  # a block's rows share their cluster
+        stmt = stmt.where(firsts.c.cluster == cluster)
+    compiled = stmt.order_by(BLOCK.c.first_id).compile(dialect=s.get_bind().dialect)
+    # the driver's own bytes: LargeBinary's result processor would copy each of 1.2M values again
+    found = s.connection().exec_driver_sql(str(compiled), tuple(compiled.params[k] for k in compiled.positiontup or ())
+                                           ).fetchall()
+    s.execute(delete(firsts).where(exists(select(BLOCK.c.attempt_id).where(valid))))
+    aids = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
+    first = np.fromiter((r[1] for r in found), dtype=np.int64, count=len(found))
+    rows = np.fromiter((r[2] for r in found), dtype=np.int64, count=len(found))
+    starts = np.cumsum(rows) - rows
+    ids = np.repeat(first - starts, rows) + np.arange(int(rows.sum()), dtype=np.int64)
+    return ids, np.repeat(aids, rows), unpack([r[3:] for r in found])
 
 
 def _same_shared(firsts: Table) -> Any:
@@ -116,6 +172,9 @@ def scan_statement(firsts: Table, cluster: str | None, *, few: bool) -> Any:
 def _scan(s: Session, firsts: Table, cluster: str | None) -> tuple[np.ndarray, np.ndarray, dict[str, Any], np.ndarray]:
     """The scan's ids, attempts and number columns; and the attempts whose texts vary."""
     selected = s.scalar(select(func.count()).select_from(firsts)) or 0
+    if not selected:
+        none = np.empty(0, dtype=np.int64)
+        return none, none, {c: np.empty(0) for c in ROW_NUMBERS}, none
     few = selected * 4 < (s.scalar(select(func.count(JobAttempt.id))) or 0)  # a few campaigns of many
     frame = read_frame(s, scan_statement(firsts, cluster, few=few))
     ids = frame["id"].to_numpy(dtype=np.int64)

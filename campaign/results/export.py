@@ -17,11 +17,17 @@ from typing import Any
 
 from campaign.ledger import Ledger
 from campaign.results import by_attempt
-from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, read_frame, shared_texts, statement
+from campaign.results.query import (
+    EXPORT_COLUMNS,
+    PARTIAL_USABLE,
+    RowFilter,
+    read_frame,
+    settled_dtypes,
+    shared_texts,
+    statement,
+)
 
 __all__ = ["EXPORT_COLUMNS", "PARTIAL_USABLE", "RowFilter", "frame_records", "results_frame"]
-# Columns that hold numbers (or nothing): one dtype whichever read made the frame (settled_dtypes)
-NUMERIC_COLUMNS = ("threads", "n", "d", "repeat", "time_s", "flops", "bytes", "rel_err", "alloc_cpus")
 
 
 def results_frame(led: Ledger, *, campaign: str | Sequence[str] | None = None, cluster: str | None = None,
@@ -67,22 +73,3 @@ def frame_records(frame: Any) -> list[dict[str, Any]]:
     for rec in frame.to_dict("records"):
         out.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rec.items()})
     return out
-
-
-def settled_dtypes(frame: Any) -> Any:
-    """Each column's dtype from its values alone: a chunk of rows whose values
-    are all NULL comes out as objects (None), and concatenated with chunks of
-    numbers or texts leaves the whole column as objects, depending on where
-    the chunks fell. Numbers become numbers, texts (with missing) pandas' str."""
-    import pandas as pd  # lazy, as above
-
-    for col in frame.columns:
-        if frame[col].dtype != object:
-            continue
-        if col in NUMERIC_COLUMNS:
-            settled = frame[col].infer_objects()
-            # none recorded (flops, bytes of most kernels): NaN, which the analysis reads without a pass per cell
-            frame[col] = settled.astype("float64") if settled.dtype == object and settled.isna().all() else settled
-        elif pd.api.types.infer_dtype(frame[col], skipna=True) == "string":
-            frame[col] = frame[col].astype("str")
-    return frame

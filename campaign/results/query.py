@@ -25,6 +25,8 @@ from campaign.states import JobState
 EXPORT_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n", "d",
                   "repeat", "time_s", "job_id", "gpu_model", "flops", "bytes", "rel_err"]
 CHUNK = 200_000  # rows fetched at a time
+# Columns that hold numbers (or nothing): one dtype whichever read made the frame (settled_dtypes)
+NUMERIC_COLUMNS = ("threads", "n", "d", "repeat", "time_s", "flops", "bytes", "rel_err", "alloc_cpus")
 # Rows of these attempts are measurements too: the finished n of a job stopped
 # by its walltime, a cancel or its memory limit (campaign.partial).
 PARTIAL_USABLE = (JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY)
@@ -137,3 +139,22 @@ def read_frame(s: Session, stmt: Any) -> Any:
     while batch := fetch(CHUNK):
         chunks.append(pd.DataFrame.from_records(batch, columns=keys))
     return pd.concat(chunks, ignore_index=True) if chunks else pd.DataFrame(columns=keys)
+
+
+def settled_dtypes(frame: Any) -> Any:
+    """Each column's dtype from its values alone: a chunk of rows whose values
+    are all NULL comes out as objects (None), and concatenated with chunks of
+    numbers or texts leaves the whole column as objects, depending on where
+    the chunks fell. Numbers become numbers, texts (with missing) pandas' str."""
+    import pandas as pd  # lazy, as in read_frame
+
+    for col in frame.columns:
+        if frame[col].dtype != object:
+            continue
+        if col in NUMERIC_COLUMNS:
+            settled = frame[col].infer_objects()
+            # none recorded (flops, bytes of most kernels): NaN, which the analysis reads without a pass per cell
+            frame[col] = settled.astype("float64") if settled.dtype == object and settled.isna().all() else settled
+        elif pd.api.types.infer_dtype(frame[col], skipna=True) == "string":
+            frame[col] = frame[col].astype("str")
+    return frame
