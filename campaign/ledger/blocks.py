@@ -6,7 +6,8 @@ row (metrics and the report over ten million rows) the cells that vary by row
 read even after the texts were taken once per attempt (campaign.results.by_attempt).
 So when sync inserts one job's rows it also stores, in `result_block`, that
 attempt's numbers as six packed arrays (little-endian int64 / float64, a NULL
-as NaN), and the read joins the arrays instead of fetching the cells.
+as NaN; a float column NULL in every row as no bytes at all), and the read
+joins the arrays instead of fetching the cells.
 
 A block is a cache of the rows, never the record: the rows stay in `result`
 and every other read uses them. It is written only when it holds exactly what
@@ -74,6 +75,8 @@ def constant(values: Sequence[Any]) -> bool:
 
 
 def _pack_column(values: Sequence[Any], code: str) -> bytes | None:
+    if code == "d" and values.count(None) == len(values):
+        return b""  # every row NULL (most kernels record no flops, bytes or error): nothing stored
     kinds = set(map(type, values))
     if code == "q":
         if kinds != _INT_TYPES:
@@ -84,8 +87,14 @@ def _pack_column(values: Sequence[Any], code: str) -> bytes | None:
             return None
     if not kinds <= _REAL_TYPES or (int in kinds and any(type(v) is int and abs(v) > _EXACT_INT for v in values)):
         return None
-    if type(None) in kinds or 0.0 in values:  # NULL as NaN; -0.0 (== 0.0) as the 0.0 SQLite gives back
-        return (np.array(values, dtype="<f8") + 0.0).tobytes()
+    if type(None) in kinds or 0.0 in values or (total := sum(values)) != total:  # (a NaN makes the sum NaN)
+        # as SQLite gives them back: NULL and NaN (stored as NULL) as one NaN, -0.0 (== 0.0) as 0.0
+        packed = np.array(values, dtype="<f8") + 0.0
+        missing = np.isnan(packed)
+        if missing.all():
+            return b""
+        packed[missing] = np.nan
+        return packed.tobytes()
     return array("d", values).tobytes()
 
 
@@ -123,12 +132,19 @@ def record(cursor: sqlite3.Cursor, columns: Mapping[str, Sequence[Any]], params:
     return True
 
 
-def unpack(blobs: Sequence[Sequence[bytes]]) -> dict[str, np.ndarray]:
-    """Blocks' packed columns (each block's tuple in NUMBERS order) as one
-    array per column, the blocks one after another."""
+def unpack(blobs: Sequence[Sequence[bytes]], rows: np.ndarray) -> dict[str, np.ndarray]:
+    """Blocks' packed columns (each block's tuple in NUMBERS order; `rows`
+    their row counts) as one array per column, the blocks one after another."""
     out: dict[str, np.ndarray] = {}
     for i, (name, _, dtype) in enumerate(LAYOUT):
-        out[name] = np.frombuffer(b"".join(b[i] for b in blobs), dtype=dtype)  # read-only: the frame copies
+        column = [b[i] for b in blobs]
+        whole = np.frombuffer(b"".join(column), dtype=dtype)  # read-only: the frame copies it
+        if len(whole) == rows.sum():
+            out[name] = whole
+            continue
+        full = np.fromiter(map(len, column), dtype=np.int64, count=len(column)) > 0  # b"": every row NULL
+        out[name] = np.full(int(rows.sum()), np.nan)
+        out[name][np.repeat(full, rows)] = whole
     return out
 
 

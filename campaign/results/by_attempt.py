@@ -142,7 +142,7 @@ def _blocks(s: Session, firsts: Table, cluster: str | None) -> tuple[np.ndarray,
     rows = np.fromiter((r[2] for r in found), dtype=np.int64, count=len(found))
     starts = np.cumsum(rows) - rows
     ids = np.repeat(first - starts, rows) + np.arange(int(rows.sum()), dtype=np.int64)
-    return ids, np.repeat(aids, rows), unpack([r[3:] for r in found])
+    return ids, np.repeat(aids, rows), unpack([r[3:] for r in found], rows)
 
 
 def _same_shared(firsts: Table) -> Any:
