@@ -61,38 +61,57 @@ def applies(s: Session) -> bool:
 def read(s: Session, campaign: str | Sequence[str] | None, cluster: str | None, usable_only: bool,
          where: RowFilter | None) -> Any:
     """The general read's frame (query.statement without extras), in row id order."""
-    import pandas as pd  # lazy, as in export
-
     general = statement(campaign, cluster, usable_only, False, where)
     columns = [c.name for c in general.selected_columns]
     firsts = _first_rows(s, campaign, usable_only, where)
     try:
-        attempts = read_frame(s, select(firsts))
-        b_ids, b_aids, b_numbers = _blocks(s, firsts, cluster)  # these attempts leave `firsts`
-        ids, aids, numbers, mixed = _scan(s, firsts, cluster)
+        attempts = read_frame(s, select(firsts), objects=True)  # dtypes: of the rows selected (_frame)
+        blocked = _blocks(s, firsts, cluster)  # these attempts leave `firsts`
+        (ids, aids, numbers), mixed = _scan(s, firsts, cluster)
         slow = _mixed_and_imported(s, general, mixed)
     finally:
         firsts.drop(s.connection())
-    attempts = attempts.set_index("_attempt")
-    keep = ~np.isin(aids, mixed) if len(mixed) else slice(None)
-    ids, aids = ids[keep], aids[keep]
-    numbers = {name: values[keep] for name, values in numbers.items()}
-    if len(b_ids) and not len(ids):
-        ids, aids, numbers = b_ids, b_aids, b_numbers
-    elif len(b_ids):
-        order = np.argsort(np.concatenate([b_ids, ids]), kind="stable")
-        ids, aids = np.concatenate([b_ids, ids])[order], np.concatenate([b_aids, aids])[order]
-        numbers = {name: np.concatenate([b_numbers[name], numbers[name]])[order] for name in ROW_NUMBERS}
-    rows = attempts.index.get_indexer(aids)
-    attempts = settled_dtypes(attempts)  # settled on 200k attempts, not on their 10M rows: the take keeps dtypes
-    fast = pd.DataFrame({name: (numbers[name] if name in numbers else attempts[name].array.take(rows))
+    keep = ~np.isin(aids, mixed)
+    scanned = ids[keep], aids[keep], {name: values[keep] for name, values in numbers.items()}
+    return _frame(columns, attempts, slow, [blocked, scanned])
+
+
+Part = tuple[np.ndarray, np.ndarray, dict[str, Any]]  # rows' ids, their attempts, their ROW_NUMBERS
+
+
+def _frame(columns: list[str], attempts: Any, slow: Any, parts: list[Part]) -> Any:
+    """The frame of the parts' rows and the rows read the general way
+    (`slow`), in id order. Each slow row is an attempt of its own (a negative
+    key), so that every column is one take from the attempts' values: no
+    concatenation and sort of ten million rows when a ledger holds one
+    imported row. Dtypes are settled on the values of the attempts that have
+    rows here (as the general read settles them on its rows); the numbers are
+    arrays already."""
+    import pandas as pd  # lazy, as in export
+
+    values = attempts.set_index("_attempt")[columns]
+    if len(slow):
+        slow = slow.reset_index(drop=True)
+        keys = -1 - np.arange(len(slow), dtype=np.int64)
+        values = pd.concat([values, slow[columns].set_index(pd.Index(keys))])
+        numbers = settled_dtypes(slow[list(ROW_NUMBERS)])
+        parts = parts + [(slow["_id"].to_numpy(dtype=np.int64), keys,
+                          {name: numbers[name].to_numpy() for name in ROW_NUMBERS})]
+    parts = [p for p in parts if len(p[0])]
+    if not parts:
+        return settled_dtypes(values.iloc[:0].reset_index(drop=True))
+    ids, aids, numbers = parts[0]
+    if len(parts) > 1:
+        order = np.argsort(np.concatenate([p[0] for p in parts]), kind="stable")
+        aids = np.concatenate([p[1] for p in parts])[order]
+        numbers = {name: np.concatenate([p[2][name] for p in parts])[order] for name in ROW_NUMBERS}
+    rows = values.index.get_indexer(aids)
+    used = np.zeros(len(values), dtype=bool)
+    used[rows] = True
+    values = settled_dtypes(values.iloc[np.flatnonzero(used)].reset_index(drop=True))
+    rows = (np.cumsum(used) - 1)[rows]  # the take keeps each column's settled dtype
+    return pd.DataFrame({name: (numbers[name] if name in numbers else values[name].array.take(rows))
                          for name in columns}, copy=False)
-    if slow.empty:
-        return fast
-    if fast.empty:
-        return slow.drop(columns="_id").reset_index(drop=True)
-    both = pd.concat([fast.assign(_id=ids), slow], ignore_index=True)
-    return both.sort_values("_id", kind="stable").drop(columns="_id").reset_index(drop=True)
 
 
 def _first_rows(s: Session, campaign: str | Sequence[str] | None, usable_only: bool,
@@ -119,7 +138,7 @@ def _first_rows(s: Session, campaign: str | Sequence[str] | None, usable_only: b
     return table
 
 
-def _blocks(s: Session, firsts: Table, cluster: str | None) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+def _blocks(s: Session, firsts: Table, cluster: str | None) -> Part:
     """Ids, attempts and numbers of the rows of the selected attempts whose
     block still describes them (their rows are exactly the block's ids), in
     id order; every attempt with such a block leaves `firsts`, which then
@@ -169,18 +188,18 @@ def scan_statement(firsts: Table, cluster: str | None, *, few: bool) -> Any:
     return stmt.where(ResultRow.cluster == cluster) if cluster else stmt
 
 
-def _scan(s: Session, firsts: Table, cluster: str | None) -> tuple[np.ndarray, np.ndarray, dict[str, Any], np.ndarray]:
-    """The scan's ids, attempts and number columns; and the attempts whose texts vary."""
+def _scan(s: Session, firsts: Table, cluster: str | None) -> tuple[Part, np.ndarray]:
+    """The scanned rows (ids, attempts, numbers); and the attempts whose texts vary."""
     selected = s.scalar(select(func.count()).select_from(firsts)) or 0
     if not selected:
         none = np.empty(0, dtype=np.int64)
-        return none, none, {c: np.empty(0) for c in ROW_NUMBERS}, none
+        return (none, none, {c: np.empty(0) for c in ROW_NUMBERS}), none
     few = selected * 4 < (s.scalar(select(func.count(JobAttempt.id))) or 0)  # a few campaigns of many
     frame = read_frame(s, scan_statement(firsts, cluster, few=few))
     ids = frame["id"].to_numpy(dtype=np.int64)
     aids = frame["attempt_id"].to_numpy(dtype=np.int64)
     mixed = np.unique(aids[frame["same"].to_numpy() != 1])
-    return ids, aids, {c: frame[c].to_numpy() for c in ROW_NUMBERS}, mixed
+    return (ids, aids, {c: frame[c].to_numpy() for c in ROW_NUMBERS}), mixed
 
 
 def _mixed_and_imported(s: Session, general: Any, mixed: np.ndarray) -> Any:

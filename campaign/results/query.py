@@ -130,14 +130,19 @@ def raw_fetch(result: CursorResult[Any]) -> Fetch | None:
 
 
 
-def read_frame(s: Session, stmt: Any) -> Any:
-    """The statement's rows as one DataFrame, fetched CHUNK rows at a time."""
+def read_frame(s: Session, stmt: Any, *, objects: bool = False) -> Any:
+    """The statement's rows as one DataFrame, fetched CHUNK rows at a time;
+    with `objects`, every column of the driver's values as they came (no
+    dtype inferred), for a caller that settles dtypes on a subset of them."""
     import pandas as pd  # lazy: `jobs`/`status` never build frames (pandas ~0.4 s)
 
     keys, fetch = fetch_rows(s, stmt)
     chunks = []
     while batch := fetch(CHUNK):
-        chunks.append(pd.DataFrame.from_records(batch, columns=keys))
+        if objects:
+            chunks.append(pd.DataFrame({k: pd.Series(c, dtype=object) for k, c in zip(keys, zip(*batch))}))
+        else:
+            chunks.append(pd.DataFrame.from_records(batch, columns=keys))
     return pd.concat(chunks, ignore_index=True) if chunks else pd.DataFrame(columns=keys)
 
 

@@ -115,8 +115,9 @@ def test_both_paths_of_the_read_are_taken(tmp_path: Path, monkeypatch: pytest.Mo
 
     def spy(*args: Any) -> Any:
         out = scan(*args)
-        seen["mixed"] += len(out[3])
-        seen["uniform"] += len(set(out[1].tolist()) - set(out[3].tolist()))
+        (_, aids, _), mixed = out
+        seen["mixed"] += len(mixed)
+        seen["uniform"] += len(set(aids.tolist()) - set(mixed.tolist()))
         return out
 
     monkeypatch.setattr(by_attempt, "_scan", spy)
