@@ -64,6 +64,17 @@ def once(tree: Path, ledger: Path, html: bool, work: Path) -> dict[str, Any]:
     return result
 
 
+def _shape(rows: int, attempts: int) -> dict[str, int]:
+    campaigns = 20 if attempts >= 20 else 1
+    return {"campaigns": campaigns, "runs": attempts // campaigns, "rows_per_attempt": max(5, rows // attempts)}
+
+
+def _build_in(tree: Path, path: Path, rows: int, attempts: int) -> None:
+    """bench/scale_ledger.py's ledger as `tree`'s code builds it (its own schema version)."""
+    code = f"from pathlib import Path; from bench.scale_ledger import build; build(Path({str(path)!r}), **{_shape(rows, attempts)!r})"
+    subprocess.run([sys.executable, "-c", code], cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -79,12 +90,14 @@ def main() -> None:
     ledger = args.ledger
     if ledger is None:
         ledger = work / "big.sqlite"
-        campaigns = 20 if args.attempts >= 20 else 1
-        build_ledger(ledger, campaigns=campaigns, runs=args.attempts // campaigns,
-                     rows_per_attempt=max(5, args.rows // args.attempts))
+        build_ledger(ledger, **_shape(args.rows, args.attempts))
     trees = {"new": REPO} | ({"old": baseline_tree(args.baseline_rev, work)} if args.baseline_rev else {})
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
-    ledgers = {"new": ledger, "old": args.baseline_ledger or ledger}
+    old_ledger = args.baseline_ledger or ledger
+    if args.baseline_rev and args.baseline_ledger is None and args.ledger is None:
+        old_ledger = work / "big-baseline.sqlite"  # the same rows, made by the baseline's own builder and schema
+        _build_in(trees["old"], old_ledger, args.rows, args.attempts)
+    ledgers = {"new": ledger, "old": old_ledger}
     load = [os.getloadavg()]
     for i in range(args.repeats):
         for name, tree in trees.items():

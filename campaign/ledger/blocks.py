@@ -49,6 +49,7 @@ NUMBERS = tuple(name for name, _, _ in LAYOUT)
 ROW_SHARED = ("source", "cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "job_id",
               "gpu_model", "campaign_id", "threads", "d")
 TABLE = "result_block"
+MAX_ROWS = 1_000_000  # 8 MB per packed column, far inside SQLite's 1 GB value limit; a bigger job is scanned
 _PLAIN = (str, type(None))
 _INT_TYPES = frozenset({int})
 _REAL_TYPES = frozenset({float, int, type(None)})
@@ -118,7 +119,7 @@ def record(cursor: sqlite3.Cursor, columns: Mapping[str, Sequence[Any]], params:
     values by column, `params` each row's extra["params"]; `shared`: every
     ROW_SHARED column holds one value, as `constant` says): store their block
     when it describes them exactly. Returns whether one was stored."""
-    if length == 0 or cursor.lastrowid is None or not shared:
+    if not 0 < length <= MAX_ROWS or cursor.lastrowid is None or not shared:
         return False
     attempt = columns["attempt_id"]
     # the same stored value in every row (constant: the type too, as SQLite's IS tells 1 from '1')
@@ -171,7 +172,8 @@ def backfill(con: sqlite3.Connection, chunk: int = 100_000) -> int:
     uniform = True
 
     def close() -> None:
-        if current is not None and uniform and (packed := pack(dict(zip(NUMBERS, columns)))) is not None:
+        if (current is not None and uniform and current[2] <= MAX_ROWS
+                and (packed := pack(dict(zip(NUMBERS, columns)))) is not None):
             pending.append([*current, *packed])
 
     while batch := cursor.fetchmany(chunk):

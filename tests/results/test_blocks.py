@@ -169,3 +169,43 @@ def test_a_block_whose_rows_changed_is_not_used(tmp_path: Path, monkeypatch: pyt
     assert first in left and second not in left and third not in left
     assert _same_as_general(led, monkeypatch) > 0
     led.close()
+
+
+def test_a_job_past_the_block_size_is_scanned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job of more rows than a block holds gets none (at ingest and on upgrade) and reads as the rows."""
+    from campaign.ledger import blocks
+
+    monkeypatch.setattr(blocks, "MAX_ROWS", 3)
+    led = Ledger(tmp_path / "big.sqlite")
+    aid = add_attempt(led, tmp_path, state=JobState.COMPLETED)
+    rows = [dict(attempt_id=aid, source="job", cluster="local", partition="cpu", kernel="attention_forward",
+                 impl="c", variant="naive", device="cpu", dtype="fp32", threads=2, n=64 * (k + 1), d=16, repeat=0,
+                 time_s=1e-3 * (k + 1), job_id="101", gpu_model=None, campaign_id=None, natural_key=f"k{k}")
+            for k in range(5)]
+    with led.session.begin() as s:
+        insert_results(s, [LedgerColumns(5, {c: [r[c] for r in rows] for c in rows[0]})])
+    assert _blocks(led.path) == []
+    con = sqlite3.connect(led.path)
+    assert backfill(con) == 0
+    con.close()
+    frame = results_frame(led, all_extras=False)
+    assert frame["time_s"].tolist() == [r["time_s"] for r in rows]
+    assert _same_as_general(led, monkeypatch) == 0
+    led.close()
+
+
+def test_sync_writes_a_block_per_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real path: `campaign status` syncing finished local jobs' CSVs
+    stores one block per job, and the report's read through them is the
+    general read."""
+    from bench.finished_jobs import build
+    from campaign import api
+
+    facts = build(tmp_path / "synced.sqlite", tmp_path / "runs", jobs=40, rows_per_job=25)
+    led = Ledger(tmp_path / "synced.sqlite")
+    report = api.sync(led)
+    assert report.ingested_rows == facts["rows"] == 40 * 25
+    stored = _blocks(led.path)
+    assert len(stored) == 40 and all(row[2] == 25 for row in stored)
+    assert _same_as_general(led, monkeypatch) > 0
+    led.close()
