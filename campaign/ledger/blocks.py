@@ -33,7 +33,8 @@ from __future__ import annotations
 import sqlite3
 import sys
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import groupby
 from typing import Any
 
 import numpy as np
@@ -167,26 +168,21 @@ def backfill(con: sqlite3.Connection, chunk: int = 100_000) -> int:
         f"JOIN result fr ON fr.id = g.f JOIN result r ON r.id BETWEEN g.f AND g.l "
         f"WHERE g.a NOT IN (SELECT attempt_id FROM {TABLE}) ORDER BY r.id")
     written, pending = 0, []
-    current: tuple[int, int, int] | None = None
-    columns: list[list[Any]] = [[] for _ in NUMBERS]
-    uniform = True
-
-    def close() -> None:
-        if (current is not None and uniform and current[2] <= MAX_ROWS
-                and (packed := pack(dict(zip(NUMBERS, columns)))) is not None):
-            pending.append([*current, *packed])
-
-    while batch := cursor.fetchmany(chunk):
-        for row in batch:
-            if current is None or row[0] != current[0]:
-                close()
-                current, columns, uniform = row[:3], [[] for _ in NUMBERS], True
-            uniform = uniform and row[3] == 1
-            for values, value in zip(columns, row[4:]):
-                values.append(value)
+    for (attempt, first, count), group in groupby(_fetched(cursor, chunk), key=lambda row: row[:3]):
+        if count > MAX_ROWS:
+            continue  # (groupby skips the rest of the group)
+        rows = list(group)
+        packed = pack({name: [r[4 + i] for r in rows] for i, name in enumerate(NUMBERS)})
+        if packed is None or not all(r[3] == 1 for r in rows):
+            continue
+        pending.append([attempt, first, count, *packed])
         if len(pending) >= 1000:
             con.executemany(INSERT, pending)
             written, pending = written + len(pending), []
-    close()
     con.executemany(INSERT, pending)
     return written + len(pending)
+
+
+def _fetched(cursor: sqlite3.Cursor, chunk: int) -> Iterator[tuple[Any, ...]]:
+    while batch := cursor.fetchmany(chunk):
+        yield from batch
