@@ -138,24 +138,35 @@ def _first_rows(s: Session, campaign: str | Sequence[str] | None, usable_only: b
     return table
 
 
-def _blocks(s: Session, firsts: Table, cluster: str | None) -> Part:
-    """Ids, attempts and numbers of the rows of the selected attempts whose
-    block still describes them (their rows are exactly the block's ids), in
-    id order; every attempt with such a block leaves `firsts`, which then
-    holds only the attempts whose rows must be scanned."""
-    # The attempt's rows span the block's ids. That is enough: its rows were consecutive ids when the
-    # block was written, a row added since has a larger id, and a row changed or deleted since
-    # dropped the block (campaign.ledger.blocks).
-    valid = and_(BLOCK.c.attempt_id == firsts.c._attempt, BLOCK.c.first_id == firsts.c._first,
-                 BLOCK.c.first_id + BLOCK.c.rows - 1 == firsts.c._last)
-    stmt = select(BLOCK.c.attempt_id, BLOCK.c.first_id, BLOCK.c.rows, *(BLOCK.c[n] for n in ROW_NUMBERS)).where(valid)
+def _valid(firsts: Table) -> Any:
+    """SQL: the attempt's rows span its block's ids. That is enough: its rows were consecutive ids
+    when the block was written, a row added since has a larger id, and a row changed or deleted
+    since dropped the block (campaign.ledger.blocks). (`+ 0`: the selected attempts are scanned and
+    their blocks found by key; with the temporary table's key usable, SQLite scanned every block of
+    the ledger for one campaign's.)"""
+    return and_(BLOCK.c.attempt_id == firsts.c._attempt + literal_column("0"), BLOCK.c.first_id == firsts.c._first,
+                BLOCK.c.first_id + BLOCK.c.rows - 1 == firsts.c._last)
+
+
+def blocks_statement(firsts: Table, cluster: str | None) -> Any:
+    """The selected attempts' blocks that still describe their rows, in id order."""
+    stmt = select(BLOCK.c.attempt_id, BLOCK.c.first_id, BLOCK.c.rows, *(BLOCK.c[n] for n in ROW_NUMBERS)).where(
+        _valid(firsts))
     if cluster:  # a block's rows share their cluster
         stmt = stmt.where(firsts.c.cluster == cluster)
-    compiled = stmt.order_by(BLOCK.c.first_id).compile(dialect=s.get_bind().dialect)
+    return stmt.order_by(BLOCK.c.first_id)
+
+
+def _blocks(s: Session, firsts: Table, cluster: str | None) -> Part:
+    """Ids, attempts and numbers of the rows of the selected attempts whose
+    block still describes them, in id order; every attempt with such a block
+    leaves `firsts`, which then holds only the attempts whose rows must be
+    scanned."""
+    compiled = blocks_statement(firsts, cluster).compile(dialect=s.get_bind().dialect)
     # the driver's own bytes: LargeBinary's result processor would copy each of 1.2M values again
     found = s.connection().exec_driver_sql(str(compiled), tuple(compiled.params[k] for k in compiled.positiontup or ())
                                            ).fetchall()
-    s.execute(delete(firsts).where(exists(select(BLOCK.c.attempt_id).where(valid))))
+    s.execute(delete(firsts).where(exists(select(BLOCK.c.attempt_id).where(_valid(firsts)))))
     aids = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
     first = np.fromiter((r[1] for r in found), dtype=np.int64, count=len(found))
     rows = np.fromiter((r[2] for r in found), dtype=np.int64, count=len(found))

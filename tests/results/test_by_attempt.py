@@ -131,21 +131,25 @@ def test_both_paths_of_the_read_are_taken(tmp_path: Path, monkeypatch: pytest.Mo
 def test_the_whole_ledger_is_scanned_in_id_order(tmp_path: Path) -> None:
     """EXPLAIN QUERY PLAN: over every attempt the rows are scanned by id, the
     first-row table looked up by key, and nothing is sorted (ten million rows
-    sorted back into id order would cost more than the read saves)."""
+    sorted back into id order would cost more than the read saves); blocks
+    are looked up by the selected attempts."""
     led = _ledger(tmp_path, 0)
     with led.session() as s:
         firsts = by_attempt._first_rows(s, None, False, None)
         try:
             plans = []
-            for few in (False, True):
-                stmt = by_attempt.scan_statement(firsts, None, few=few)
+            for stmt in (by_attempt.scan_statement(firsts, None, few=False),
+                         by_attempt.scan_statement(firsts, None, few=True), by_attempt.blocks_statement(firsts, None)):
                 compiled = stmt.compile(dialect=s.get_bind().dialect)
                 raw = s.connection().connection.driver_connection
                 plans.append(" | ".join(r[3] for r in raw.execute(f"EXPLAIN QUERY PLAN {compiled}",
                                                                    [compiled.params[k] for k in compiled.positiontup or ()])))
         finally:
             firsts.drop(s.connection())
-    whole, few = plans
+    whole, few, blocks = plans
     assert whole.startswith("SCAN result") and "B-TREE" not in whole, whole
     assert "ix_result_attempt" in few and "ORDER BY" in few, few
+    # the selected attempts drive the lookup of their blocks (never a scan of every block in the ledger)
+    assert blocks.startswith("SCAN campaign_first_rows") and "SEARCH result_block USING INTEGER PRIMARY KEY" in blocks, \
+        blocks
     led.close()
