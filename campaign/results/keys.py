@@ -59,13 +59,22 @@ def _fragments(values: Sequence[Any], same: bool = False) -> str | list[str]:
     list holds one object in every row (its text is that object's, whatever
     its type)."""
     if same:
-        return _fragments_of(values[:1], {type(values[0])})[0]
+        return _fragment(values[0])
     if values.count(values[0]) == len(values):
         types = set(map(type, values))
         if len(types) == 1 and float not in types:  # (1 == 1.0 == True, 0.0 == -0.0: not one text)
             return _fragments_of(values[:1], types)[0]
         return _fragments_of(values, types)
     return _fragments_of(values, set(map(type, values)))
+
+
+def _fragment(value: Any) -> str:
+    kind = type(value)
+    if kind is str:
+        return str(encode_basestring_ascii(value))
+    if kind is int:
+        return int.__repr__(value)
+    return "null" if value is None else json.dumps(value, separators=(",", ":"), default=str)
 
 
 def _fragments_of(values: Sequence[Any], types: set[type]) -> list[str]:
