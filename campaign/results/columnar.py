@@ -7,7 +7,9 @@ joined by newlines, min/max for the ranges, a set for duplicate keys) and
 rows stay columns up to the INSERT. A column holding one cell text in every
 row (most columns of a job's file: its kernel, dtype, d, threads) is checked
 as that one cell, and an integer column text seen lately (the n and repeat
-columns repeat job after job) answers from a bounded memo. This path only *accepts*: a file it
+columns repeat job after job) answers from a bounded memo. A float column of digits, signs,
+points and exponent letters only is checked by float() itself (over those characters it reads
+what the cell pattern matches), not by the regex. This path only *accepts*: a file it
 cannot prove valid (a bad cell, a blank line, a cell that needs stripping
 around a number, ...) answers None, and the caller runs the per-cell
 reference (campaign.results.cells), which accepts or names the first bad
@@ -153,9 +155,10 @@ def fast_columns(raw_header: list[str], cells: list[Sequence[str]], required: tu
             values = one * n
             same.add(name)
         else:
-            values = _checked(name, column, n)
-            if values is None or (name in required and None in values):
+            checked = _checked(name, column, n)
+            if checked is None or (name in required and None in checked):
                 return None
+            values = checked
         if name in KNOWN:
             columns[name] = values
         else:
