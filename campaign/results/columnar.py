@@ -7,7 +7,9 @@ joined by newlines, min/max for the ranges, a set for duplicate keys) and
 rows stay columns up to the INSERT. A column holding one cell text in every
 row (most columns of a job's file: its kernel, dtype, d, threads) is checked
 as that one cell, and an integer column text seen lately (the n and repeat
-columns repeat job after job) answers from a bounded memo. This path only *accepts*: a file it
+columns repeat job after job) answers from a bounded memo. A float column of digits, signs,
+points and exponent letters only is checked by float() itself (over those characters it reads
+what the cell pattern matches), not by the regex. This path only *accepts*: a file it
 cannot prove valid (a bad cell, a blank line, a cell that needs stripping
 around a number, ...) answers None, and the caller runs the per-cell
 reference (campaign.results.cells), which accepts or names the first bad
@@ -46,6 +48,7 @@ def _column_pattern(cell: str) -> re.Pattern[str]:
 _INT_COLUMN = _column_pattern(_INT_CELL)
 _FLOAT_COLUMN = _column_pattern(_FLOAT_CELL)
 _FLOAT_NAN_COLUMN = _column_pattern(f"{_FLOAT_CELL}|{_NAN_CELL}")
+_FLOAT_CHARS = b"0123456789.eE+-\n"  # what a plain float column may hold (its cells joined by newlines)
 # Integer column texts seen lately and their values (None: refused): a bound on their number and size.
 _SEEN_INTS: dict[tuple[int, str], list[Any] | None] = {}
 _SEEN_MAX = 256
@@ -57,12 +60,15 @@ class ResultColumns:
     """Typed rows of one result CSV, as columns. `columns`: the known columns
     (analysis/columns.py) in header order; the other columns either as
     `extras` (header order, None where the cell was blank) or, for rows
-    built from dicts, `extra_rows` (each row's dict, or None)."""
+    built from dicts, `extra_rows` (each row's dict, or None). `same` names
+    the columns whose list holds one object in every row (a file's column of
+    one cell text): the natural keys write its text once."""
 
     length: int
     columns: dict[str, list[Any]]
     extras: dict[str, list[str | None]] | None = None
     extra_rows: list[dict[str, str] | None] | None = None
+    same: frozenset[str] = frozenset()
 
     def __len__(self) -> int:
         return self.length
@@ -90,7 +96,8 @@ class ResultColumns:
         """The rows at these positions, in this order."""
         extras = None if self.extras is None else {k: [v[i] for i in keep] for k, v in self.extras.items()}
         extra_rows = None if self.extra_rows is None else [self.extra_rows[i] for i in keep]
-        return ResultColumns(len(keep), {k: [v[i] for i in keep] for k, v in self.columns.items()}, extras, extra_rows)
+        return ResultColumns(len(keep), {k: [v[i] for i in keep] for k, v in self.columns.items()}, extras, extra_rows,
+                             self.same)
 
     @classmethod
     def from_rows(cls, rows: Sequence[dict[str, Any]]) -> ResultColumns:
@@ -108,14 +115,16 @@ def split_cells(text: str) -> tuple[list[str], list[Sequence[str]]] | None:
     if '"' in text or "\r" in text or "\x00" in text or len(text) > csv.field_size_limit():
         return None
     lines = text.split("\n")
+    end = len(text)
     if lines[-1] == "":
         lines.pop()
+        end -= 1
     if len(lines) < 2:
         return None
     commas = lines[0].count(",")
     if set(map(str.count, lines, repeat(",", len(lines)))) != {commas}:
         return None  # blank lines, short or long rows: the reference names the line
-    cells = "\n".join(lines[1:]).replace("\n", ",").split(",")
+    cells = text[len(lines[0]) + 1:end].replace("\n", ",").split(",")  # the lines after the header
     return lines[0].split(","), [cells[i::commas + 1] for i in range(commas + 1)]
 
 
@@ -140,13 +149,16 @@ def fast_columns(raw_header: list[str], cells: list[Sequence[str]], required: tu
     same: set[str] = set()  # columns holding one cell text in every row
     for name, column in zip(header, cells):
         if n > 1 and column.count(column[0]) == n:
-            values = _checked(name, column[:1], 1)  # each of its cells would pass or fail alike: check one
-            values = None if values is None else values * n
+            one = _checked(name, column[:1], 1)  # each of its cells would pass or fail alike: check one
+            if one is None or (name in required and one[0] is None):
+                return None
+            values = one * n
             same.add(name)
         else:
-            values = _checked(name, column, n)
-        if values is None or (name in required and None in values):
-            return None
+            checked = _checked(name, column, n)
+            if checked is None or (name in required and None in checked):
+                return None
+            values = checked
         if name in KNOWN:
             columns[name] = values
         else:
@@ -159,7 +171,7 @@ def fast_columns(raw_header: list[str], cells: list[Sequence[str]], required: tu
     distinct = len(set(zip(*varying))) if varying else 1
     if distinct != n:
         return None  # a duplicate natural key
-    return ResultColumns(n, columns, extras)
+    return ResultColumns(n, columns, extras, same=frozenset(same))
 
 
 def _checked(name: str, cells: Sequence[str], n: int) -> list[Any] | None:
@@ -213,15 +225,25 @@ def _parse_ints(cells: Sequence[str], joined: str, minimum: int) -> list[Any] | 
 
 
 def _floats(cells: Sequence[str], n: int, allow_nan: bool, positive: bool) -> list[float | None] | None:
+    """A float column's values. A column of digits, signs, points and
+    exponent letters only (the usual one) is checked by float() itself:
+    over those characters it reads exactly the cells that _FLOAT_CELL
+    matches, without the regex's pass over the column."""
     joined = _joined(cells, n)
-    if joined is None or not (_FLOAT_NAN_COLUMN if allow_nan else _FLOAT_COLUMN).fullmatch(joined):
+    if joined is None:
         return None
-    if "" not in cells and not (allow_nan and ("n" in joined or "N" in joined)):
-        values: list[float | None] = list(map(float, cells))
-        present: list[Any] = values
-    else:
-        values = [float(c) if c else None for c in cells]
-        present = [v for v in values if v is not None and v == v]  # NaN (allowed here) is a missing value
+    plain = joined.isascii() and not joined.encode().translate(None, _FLOAT_CHARS)
+    if not plain and not (_FLOAT_NAN_COLUMN if allow_nan else _FLOAT_COLUMN).fullmatch(joined):
+        return None
+    try:
+        if "" not in cells and not (allow_nan and ("n" in joined or "N" in joined)):
+            values: list[float | None] = list(map(float, cells))
+            present: list[Any] = values
+        else:
+            values = [float(c) if c else None for c in cells]
+            present = [v for v in values if v is not None and v == v]  # NaN (allowed here) is a missing value
+    except ValueError:  # (plain only: "1e", "+", "." ...)
+        return None
     if present:
         low, high = min(present), max(present)
         if high == float("inf") or low == float("-inf") or (low <= 0 if positive else low < 0):

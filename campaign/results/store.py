@@ -142,6 +142,7 @@ def _params_column(extra_args: tuple[tuple[str, str], ...], extras: dict[str, li
 
 _FROM_FILE = ("kernel", "impl", "variant", "device", "threads", "n", "repeat", "time_s")  # never blank
 _FROM_FILE_OPTIONAL = ("dtype", "d", "gpu_model", "flops", "bytes", "rel_err")
+_OWN = ("attempt_id", "source", "cluster", "partition", "job_id")  # the attempt's and run's: one value per job
 
 
 def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
@@ -156,12 +157,15 @@ def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
                                     "partition": [partition] * n, "job_id": [job_id] * n}
     values.update({name: cols[name] for name in _FROM_FILE})
     values.update({name: cols.get(name) or [None] * n for name in _FROM_FILE_OPTIONAL})
+    # the columns holding one object in every row: the run's, the file's of one cell text, the absent
+    same = {*_OWN, *table.same.intersection(_FROM_FILE), *(c for c in _FROM_FILE_OPTIONAL if c in table.same or not cols.get(c))}
     scope = attempt_scope(attempt_id)
     if table.extras is not None and not (extra_args and "params" in table.extras):
         extras: dict[str, list[Any]] = dict(table.extras)
+        same.update(table.same.intersection(extras))
         if extra_args:
             extras["params"] = _params_column(extra_args, extras, n)
-        values["natural_key"] = natural_keys(values, n, scope, extra_columns=extras)
+        values["natural_key"] = natural_keys(values, n, scope, extra_columns=extras, same=same)
         return LedgerColumns(n, values, extras)
     rows: list[dict[str, Any] | None] = []
     for own in table.extra_dicts():
@@ -170,7 +174,7 @@ def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
         if params:
             extra["params"] = params
         rows.append(extra or None)
-    values["natural_key"] = natural_keys(values, n, scope, extra_rows=rows)
+    values["natural_key"] = natural_keys(values, n, scope, extra_rows=rows, same=same)
     return LedgerColumns(n, values, extra_rows=rows)
 
 
