@@ -46,10 +46,12 @@ class BlockInsert:
         self._texts: dict[tuple[tuple[int, ...], int], str] = {}
         self.constant: frozenset[int] = frozenset()  # the columns of the last block that hold one value
 
-    def statements(self, columns: list[list[Any]], length: int) -> Iterator[tuple[str, list[Any]]]:
+    def statements(self, columns: list[list[Any]], length: int,
+                   same: frozenset[int] = frozenset()) -> Iterator[tuple[str, list[Any]]]:
+        """`same`: columns known to hold one object in every row (not compared again)."""
         if length == 0:
             return
-        fixed = tuple(i for i, col in enumerate(columns) if length > 1 and constant(col))
+        fixed = tuple(i for i, col in enumerate(columns) if length > 1 and (i in same or constant(col)))
         self.constant = frozenset(fixed) if length > 1 else frozenset(range(self.width))
         fixed = fixed[:self.width - 1]  # one column always varies, so that a VALUES row is never empty
         varying = [columns[i] for i in range(self.width) if i not in set(fixed)]

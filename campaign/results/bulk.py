@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 from campaign.ledger import RESULT_TABLE
 from campaign.ledger import blocks as packed
 from campaign.results.block_insert import BlockInsert, variable_limit
+from campaign.results.row_texts import rows_joined
 
 TABLE = RESULT_TABLE  # the result rows' Core table (campaign.ledger.models)
 COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE.columns if c.name != "id")
@@ -39,12 +40,15 @@ class LedgerColumns:
     """Result rows for the ledger as columns: `values` by column name (a
     missing column is NULL), and the `extra` object of each row either as
     columns (`extras`, None where a row lacks the key; every row's object in
-    that key order) or as each row's dict (`extra_rows`)."""
+    that key order) or as each row's dict (`extra_rows`). `same` names
+    columns whose list holds one object in every row (so the INSERT binds it
+    once without comparing the rows)."""
 
     length: int
     values: dict[str, list[Any]]
     extras: dict[str, list[Any]] = field(default_factory=dict)
     extra_rows: list[dict[str, Any] | None] | None = None
+    same: frozenset[str] = frozenset()
 
     def extra_dicts(self) -> list[dict[str, Any] | None]:
         if self.extra_rows is not None:
@@ -83,7 +87,8 @@ def insert_results(s: Session, blocks: Sequence[LedgerColumns]) -> None:
     try:
         for block in blocks:
             bound = _bound_columns(block, procs, default_json)
-            for sql, params in writer.statements(bound, block.length):
+            known = frozenset(i for i, name in enumerate(COLUMNS) if name in block.same)
+            for sql, params in writer.statements(bound, block.length, known):
                 cursor.execute(sql, params)
             shared = all(i in writer.constant for i in _SHARED)  # (known once the statements were made)
             packed.record(cursor, dict(zip(COLUMNS, bound)), _params(block), block.length, shared)
@@ -122,11 +127,14 @@ def _extra_texts(block: LedgerColumns, proc: Callable[[Any], Any], default_json:
         return [proc(e) if e else null for e in block.extra_dicts()]
     if not block.extras:
         return [null] * block.length
-    heads, cells = [], []
-    for key, values in block.extras.items():
-        if None in values or set(map(type, values)) != {str}:  # a row without the key, or not text
-            return [proc(e) if e else null for e in block.extra_dicts()]
-        heads.append(encode_basestring_ascii(key).replace("%", "%%") + ": %s")
-        cells.append(map(encode_basestring_ascii, values))
-    template = "{" + ", ".join(heads) + "}"  # json.dumps' text of a row's dict, its values left to fill in
-    return list(map(template.__mod__, zip(*cells)))
+    parts: list[str | Sequence[str]] = []  # json.dumps' text of a row's dict: {"key": "value", ...}
+    for i, (key, values) in enumerate(block.extras.items()):
+        one = key in block.same  # one object in every row: its text is written once
+        if (type(values[0]) is not str if one else None in values or set(map(type, values)) != {str}):
+            return [proc(e) if e else null for e in block.extra_dicts()]  # a row without the key, or not text
+        parts.append(("{" if i == 0 else ", ") + encode_basestring_ascii(key) + ": ")
+        parts.append(encode_basestring_ascii(values[0]) if one else list(map(encode_basestring_ascii, values)))
+    parts.append("}")
+    texts = rows_joined(parts, block.length).split("\n")
+    texts.pop()  # after the last row's newline
+    return texts

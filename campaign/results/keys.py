@@ -18,6 +18,8 @@ from collections.abc import Collection, Mapping, Sequence
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]  # json.dumps' own string encoder
 from typing import Any
 
+from campaign.results.row_texts import rows_joined
+
 KEY_COLUMNS = ("cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n", "d",
                "repeat", "job_id")
 MEASURED_EXTRAS = frozenset({"first_call_s"})  # measured values: not part of a row's identity
@@ -136,25 +138,9 @@ def _extra_parts(extra_columns: Mapping[str, Sequence[str | None]], same: Collec
 
 
 def _blobs(parts: Sequence[str | Sequence[str]], length: int) -> list[bytes]:
-    """The rows' texts (the parts concatenated), UTF-8: each row's varying
-    parts interleaved with the constant texts between them in one list, joined
-    once and split at the newlines that end the rows (a JSON text holds none:
-    json.dumps and its string encoder escape them)."""
-    between, varying = [""], []  # between[i] precedes varying[i]; the last one closes every row
-    for part in parts:
-        if isinstance(part, str):
-            between[-1] += part
-        else:
-            varying.append(part)
-            between.append("")
-    between[-1] += "\n"
-    width = len(between) + len(varying)
-    flat: list[str] = [""] * (width * length)
-    for i, text in enumerate(between):
-        flat[2 * i::width] = [text] * length
-    for i, values in enumerate(varying):
-        flat[2 * i + 1::width] = values
-    blobs = "".join(flat).encode().split(b"\n")
+    """The rows' texts (the parts concatenated), UTF-8 (each is ASCII: the JSON encoder escapes
+    the rest)."""
+    blobs = rows_joined(parts, length).encode().split(b"\n")
     blobs.pop()  # after the last row's newline
     return blobs
 

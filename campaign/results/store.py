@@ -166,7 +166,7 @@ def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
         if extra_args:
             extras["params"] = _params_column(extra_args, extras, n)
         values["natural_key"] = natural_keys(values, n, scope, extra_columns=extras, same=same)
-        return LedgerColumns(n, values, extras)
+        return LedgerColumns(n, values, extras, same=frozenset(same))
     rows: list[dict[str, Any] | None] = []
     for own in table.extra_dicts():
         extra = dict(own or {})
@@ -175,7 +175,7 @@ def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
             extra["params"] = params
         rows.append(extra or None)
     values["natural_key"] = natural_keys(values, n, scope, extra_rows=rows, same=same)
-    return LedgerColumns(n, values, extra_rows=rows)
+    return LedgerColumns(n, values, extra_rows=rows, same=frozenset(same))
 
 
 def job_rows(attempt_id: int, job_id: str, cluster: str, partition: str,
