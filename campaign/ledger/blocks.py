@@ -117,14 +117,15 @@ def pack(numbers: Mapping[str, Sequence[Any]]) -> list[bytes] | None:
 def record(cursor: sqlite3.Cursor, columns: Mapping[str, Sequence[Any]], params: Sequence[Any],
            length: int, shared: bool) -> bool:
     """After the INSERT of one job's `length` rows on `cursor` (their bound
-    values by column, `params` each row's extra["params"]; `shared`: every
-    ROW_SHARED column holds one value, as `constant` says): store their block
+    values by column, `params` each row's extra["params"]; `shared`: the
+    attempt_id and every ROW_SHARED column hold one value, as `constant`
+    says, which the INSERT has found out already): store their block
     when it describes them exactly. Returns whether one was stored."""
     if not 0 < length <= MAX_ROWS or cursor.lastrowid is None or not shared:
         return False
     attempt = columns["attempt_id"]
-    # the same stored value in every row (constant: the type too, as SQLite's IS tells 1 from '1')
-    if attempt[0] is None or not constant(attempt) or not constant(params):
+    # params too: the same stored value in every row (the type too, as SQLite's IS tells 1 from '1')
+    if attempt[0] is None or not constant(params):
         return False
     packed = pack(columns)
     if packed is None:

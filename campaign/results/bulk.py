@@ -32,7 +32,7 @@ TABLE = RESULT_TABLE  # the result rows' Core table (campaign.ledger.models)
 COLUMNS: tuple[str, ...] = tuple(c.name for c in TABLE.columns if c.name != "id")
 FLOAT_COLUMNS = frozenset(c.name for c in TABLE.columns if isinstance(c.type, Float))
 _FLOATS = {float, type(None)}
-_SHARED = tuple(COLUMNS.index(c) for c in packed.ROW_SHARED)
+_SHARED = tuple(COLUMNS.index(c) for c in ("attempt_id", *packed.ROW_SHARED))  # one value in all rows: a block
 
 
 @dataclass

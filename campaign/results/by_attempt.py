@@ -100,7 +100,7 @@ def _frame(columns: list[str], attempts: Any, slow: Any, parts: list[Part]) -> A
     parts = [p for p in parts if len(p[0])]
     if not parts:
         return settled_dtypes(values.iloc[:0].reset_index(drop=True))
-    ids, aids, numbers = parts[0]
+    _, aids, numbers = parts[0]  # (the ids only order the parts)
     if len(parts) > 1:
         order = np.argsort(np.concatenate([p[0] for p in parts]), kind="stable")
         aids = np.concatenate([p[1] for p in parts])[order]
