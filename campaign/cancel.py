@@ -22,6 +22,7 @@ from campaign.job.files import CANCEL_FILE
 from campaign.ledger import JobAttempt, Ledger, ResultRow
 from campaign.ledger import queries as q
 from campaign.partial import describe, read_partial
+from campaign.results.expected import Expected
 from campaign.results.store import job_rows
 from campaign.states import JobState
 
@@ -42,11 +43,10 @@ def cancel(ledger: Ledger, target: str) -> list[str]:
             if not atts:
                 raise BadInputError(f"job {target} has already finished; nothing to cancel")
         groups: dict[str, tuple[str, str, list[JobRef]]] = {}
-        info: dict[int, tuple[str, tuple[int, ...], bool, tuple[tuple[str, str], ...]]] = {}
+        info: dict[int, tuple[str, Expected]] = {}
         for a in atts:
             spec = a.run.spec
-            info[a.id] = (a.output_path, tuple(a.n or spec["n"]), bool(spec["check"]),
-                          tuple((str(k), str(v)) for k, v in spec.get("extra_args") or []))
+            info[a.id] = (a.output_path, Expected.of_spec(spec, tuple(a.n or spec["n"])))
             c = a.run.campaign
             groups.setdefault(c.name, (c.cluster_yaml, c.workdir, []))[2].append(
                 JobRef(a.id, a.job_id or "", a.workdir, a.submitted_at, a.walltime_min, a.scheduler_cluster))
@@ -57,7 +57,7 @@ def cancel(ledger: Ledger, target: str) -> list[str]:
         live = [r for r in refs if r.job_id]
         if live:
             get_backend(cluster_from_yaml(cyaml), Path(workdir)).cancel(live)
-    partials = {aid: read_partial(Path(out), n, check) for aid, (out, n, check, _) in info.items()}
+    partials = {aid: read_partial(Path(out), want) for aid, (out, want) in info.items()}
     cancelled = []
     with ledger.session.begin() as s:
         for _, _, refs in groups.values():
@@ -66,11 +66,13 @@ def cancel(ledger: Ledger, target: str) -> list[str]:
                 if att is not None and not att.state.finished:
                     outcome, missing = partials[att.id]
                     att.state, att.ended_at = JobState.CANCELLED, now()
-                    att.reason = f"cancelled by campaign cancel; {describe(info[att.id][1], missing)}"
+                    want = info[att.id][1]
+                    note = f"{outcome.reason}; " if outcome is not None and outcome.reason else ""
+                    att.reason = f"cancelled by campaign cancel; {note}{describe(want.n, missing)}"
                     att.missing_n = missing
                     if outcome is not None and outcome.rows:
                         run = att.run
                         s.execute(insert(ResultRow), job_rows(att.id, att.job_id or "", run.campaign.cluster,
-                                                              run.partition, info[att.id][3], outcome.rows))
+                                                              run.partition, want.extra_args, outcome.rows))
                     cancelled.append(att.job_id or f"(unsubmitted attempt {att.id})")
     return cancelled

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from analysis.columns import KERNEL_COLUMNS
 from campaign.errors import ImportError_
+from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign
 from campaign.results.reader import Outcome, parse_text
 from campaign.states import JobState
 
@@ -37,18 +38,32 @@ def _complete_lines(path: Path) -> Path | None:
     return clean
 
 
-def read_partial(output: Path, expected_n: tuple[int, ...], check: bool) -> tuple[Outcome | None, list[int]]:
-    """(parsed rows of the finished n, or None; the n without rows)."""
+def read_partial(output: Path, expected: tuple[int, ...] | Expected,
+                 check: bool = False) -> tuple[Outcome | None, list[int]]:
+    """(parsed rows of the finished n, or None; the n without rows). Rows
+    that are not the run's own (campaign.results.expected) are none of it:
+    an Outcome without rows whose reason says why. So are rows whose check
+    failed: a stopped job's finished n count in the medians (its state is
+    TIMEOUT, CANCELLED or OUT_OF_MEMORY, not CHECK_FAILED), so they are
+    named in the reason and measured again by the rerun instead."""
+    want = expected if isinstance(expected, Expected) else Expected(tuple(expected), check)
+    expected_n = want.n
     source = output if output.is_file() else _complete_lines(output.with_name(output.name + TMP_SUFFIX))
     if source is None:
         return None, list(expected_n)
     try:  # the one strict reader (campaign.results.reader), without the whole-sweep checks
-        rows = parse_text(source.read_text(encoding="utf-8"), KERNEL_COLUMNS, source.name)
+        rows = parse_text(source.read_text(encoding="utf-8"), KERNEL_COLUMNS, source.name, JUDGED_COLUMNS)
     except (ImportError_, OSError, UnicodeDecodeError):  # unparsable: keep nothing, rerun everything
         return None, list(expected_n)
     if not rows:
         return None, list(expected_n)
     outcome = Outcome(JobState.LOST_OUTPUT, rows)
+    try:
+        not_own = foreign(outcome.table, want)
+    except KeyError as exc:
+        not_own = f"output has no {exc.args[0]} column"
+    if not_own is not None:
+        return Outcome(JobState.LOST_OUTPUT, reason=f"{not_own}; nothing of the file stored"), list(expected_n)
     counts: dict[int, int] = {}
     for r in rows:
         counts[r["n"]] = counts.get(r["n"], 0) + 1
@@ -58,6 +73,9 @@ def read_partial(output: Path, expected_n: tuple[int, ...], check: bool) -> tupl
             rows = [r for r in rows if r["n"] != last]
             del counts[last]
     outcome.rows = [r for r in rows if r["n"] in set(expected_n)]
+    failed = check_failure(outcome.table, want) if outcome.rows and want.check else None
+    if failed is not None:
+        return Outcome(JobState.LOST_OUTPUT, reason=f"{failed}; none of its rows kept"), list(expected_n)
     missing = [n for n in expected_n if n not in counts]
     return outcome, missing
 

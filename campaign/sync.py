@@ -72,8 +72,7 @@ class _Pending:
     expected_n: tuple[int, ...] = ()
     check: bool = False
     extra_args: tuple[tuple[str, str], ...] = ()
-    kernel: str | None = None  # the run's own kernel and dtype: output of another is LOST_OUTPUT
-    dtype: str | None = None
+    expected: Expected | None = None  # the run's own coordinates: output of another is LOST_OUTPUT
 
     @property
     def output(self) -> Path:
@@ -161,7 +160,7 @@ def _load_specs(s: Session, items: list[_Pending]) -> None:
         p.expected_n = tuple(only.get(p.attempt_id) or spec["n"])
         p.check = bool(spec["check"])
         p.extra_args = tuple((str(k), str(v)) for k, v in spec.get("extra_args") or [])
-        p.kernel, p.dtype = spec.get("kernel"), spec.get("dtype")
+        p.expected = Expected.of_spec(spec, p.expected_n)
 
 
 def _status_values(p: _Pending, st: JobStatus, outcome: Outcome | None) -> dict[str, Any]:
@@ -263,7 +262,7 @@ class _Batch:
     pending: list[_Pending] = field(default_factory=list)
     outcomes: dict[int, Outcome] = field(default_factory=dict)
     counters: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
-    partials: dict[int, tuple[ResultColumns, list[int]]] = field(default_factory=dict)
+    partials: dict[int, tuple[ResultColumns, list[int], str | None]] = field(default_factory=dict)
     rows: int = 0
 
 
@@ -282,14 +281,15 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
             st = statuses[p.attempt_id]
             if st.state is JobState.COMPLETED:
                 outcome = batch.outcomes[p.attempt_id] = classify_output(
-                    p.output, Expected(p.expected_n, p.check, p.kernel, p.dtype))
+                    p.output, p.expected or Expected(p.expected_n, p.check))
                 batch.rows += len(outcome.table)
                 if p.profiled:
                     batch.counters[p.attempt_id] = _profile(p, batch.outcomes)
                     batch.rows += len(batch.counters[p.attempt_id])
             elif st.state in PARTIAL_STATES:  # keep what it finished, remember what it did not
-                partial, missing = read_partial(p.output, p.expected_n, p.check)
-                batch.partials[p.attempt_id] = (partial.table if partial else ResultColumns(0, {}), missing)
+                partial, missing = read_partial(p.output, p.expected or Expected(p.expected_n, p.check))
+                batch.partials[p.attempt_id] = (partial.table if partial else ResultColumns(0, {}), missing,
+                                                partial.reason if partial else None)
                 batch.rows += len(batch.partials[p.attempt_id][0])
             exit_record = read_json(os.path.join(p.ref.workdir, EXIT_FILE))
             code = exit_record.get("exit_code") if exit_record else None
@@ -346,7 +346,7 @@ def _profile(p: _Pending, outcomes: dict[int, Outcome]) -> list[dict[str, Any]]:
 def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
            outcomes: dict[int, Outcome], camps: dict[int, _CampaignInfo],
            counters: dict[int, list[dict[str, Any]]] | None = None,
-           partials: dict[int, tuple[ResultColumns, list[int]]] | None = None) -> tuple[int, int]:
+           partials: dict[int, tuple[ResultColumns, list[int], str | None]] | None = None) -> tuple[int, int]:
     partials = partials or {}
     _partitions(s, [p for p in pending if not p.partition and (p.attempt_id in outcomes or p.attempt_id in partials)])
     ids = [p.attempt_id for p in pending if p.attempt_id in statuses]
@@ -370,11 +370,11 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
         values = _status_values(p, st, outcome)
         state = values["state"]
         if p.attempt_id in partials:  # TIMEOUT/CANCELLED/OOM: the finished n's rows, the missing n
-            done_rows, missing = partials[p.attempt_id]
+            done_rows, missing, note = partials[p.attempt_id]
             rows.append(job_columns(p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition,
                                     p.extra_args, done_rows))
             values["missing_n"] = missing
-            values["reason"] = "; ".join(filter(None, [values["reason"], describe(p.expected_n, missing)]))
+            values["reason"] = "; ".join(filter(None, [values["reason"], note, describe(p.expected_n, missing)]))
         old = current[p.attempt_id]
         # as seen before the scheduler was asked (most rows): what differs is known
         known = p.change is not None and outcome is None and p.attempt_id not in partials and old == p.seen

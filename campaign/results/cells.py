@@ -57,8 +57,9 @@ def cell(value: str, col: str) -> Any:
     return value
 
 
-def check_row(row: dict[str, Any], where: str) -> None:
-    """The per-column value rules (minimum of an int, sign and finiteness of a float)."""
+def check_row(row: dict[str, Any], where: str, judged: frozenset[str] = frozenset()) -> None:
+    """The per-column value rules (minimum of an int, sign and finiteness of a
+    float); a float column in `judged` may hold any number (its caller judges it)."""
     for col, rule in INT_RULES.items():
         value = row.get(col)
         if value is not None and value < rule.minimum:
@@ -66,7 +67,7 @@ def check_row(row: dict[str, Any], where: str) -> None:
             raise ImportError_(f"{where}: {col} must be {need}, got {value}")
     for col, frule in FLOAT_RULES.items():
         value = row.get(col)
-        if value is None or (frule.allow_nan and math.isnan(value)):
+        if value is None or (frule.allow_nan and math.isnan(value)) or col in judged:
             continue
         if not math.isfinite(value) or (value <= 0 if frule.positive else value < 0):
             sign = "positive" if frule.positive else "non-negative"

@@ -9,9 +9,11 @@ a natural key (configuration, n, repeat), and a job's file must end with a
 newline (a row cut mid-number by a crash must not pass as a shorter time).
 
 A job that "completed" but left no parsable CSV, or one whose rows are not the
-run's own (another kernel, dtype or n), is LOST_OUTPUT (the paper's second
-lesson); a CSV whose rel_err exceeds the dtype's tolerance, is NaN, or is
-missing under `--check` is CHECK_FAILED. Both are rerunnable.
+run's own (another kernel, impl, variant, device, dtype, d, thread count,
+extra argument or n: campaign.results.expected), is LOST_OUTPUT (the paper's
+second lesson) and nothing of it is stored; a CSV whose rel_err exceeds the
+dtype's tolerance, is NaN or infinite or negative, or is missing under
+`--check` is CHECK_FAILED with its rows kept. Both are rerunnable.
 `classify_output` never raises: one bad file must not stop other attempts
 from syncing.
 """
@@ -20,18 +22,17 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.columns import KERNEL_COLUMNS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS, TOLERANCE
+from analysis.columns import KERNEL_COLUMNS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS
 from campaign.errors import ImportError_, one_line
 from campaign.results.cells import CONTROL, cell, check_row
 from campaign.results.columnar import ResultColumns, fast_columns, record_cells, split_cells
+from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign
 from campaign.results.keys import natural_key
 from campaign.states import JobState
 
@@ -69,23 +70,27 @@ def _records(text: str, where: str) -> list[list[str]]:
         raise ImportError_(f"{where}: not a readable CSV: {one_line(exc)}") from None
 
 
-def parse_columns(text: str, required: tuple[str, ...], where: str) -> ResultColumns:
+def parse_columns(text: str, required: tuple[str, ...], where: str,
+                  judged: frozenset[str] = frozenset()) -> ResultColumns:
     """Typed columns of a whole CSV text: whole-column checks where every
     column passes them (campaign.results.columnar), else the per-cell
     reference (`parse_rows`), whose first bad cell raises ImportError_ with
-    its line and column."""
+    its line and column. `judged`: float columns read as any number (their
+    values judged by the caller: a job's rel_err)."""
     split = split_cells(text)
     header_cells = split if split is not None else record_cells(_records(text, where))
     table = fast_columns(*header_cells, required) if header_cells is not None else None
-    return table if table is not None else ResultColumns.from_rows(parse_rows(text, required, where))
+    return table if table is not None else ResultColumns.from_rows(parse_rows(text, required, where, judged))
 
 
-def parse_text(text: str, required: tuple[str, ...], where: str) -> list[dict[str, Any]]:
+def parse_text(text: str, required: tuple[str, ...], where: str,
+               judged: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """Typed row dicts of a whole CSV text (`parse_columns`, as rows)."""
-    return parse_columns(text, required, where).rows()
+    return parse_columns(text, required, where, judged).rows()
 
 
-def parse_rows(text: str, required: tuple[str, ...], where: str) -> list[dict[str, Any]]:
+def parse_rows(text: str, required: tuple[str, ...], where: str,
+               judged: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """The per-cell reference reader: typed row dicts, or ImportError_ naming
     the first bad cell by file line number and column."""
     records = _records(text, where)
@@ -122,7 +127,7 @@ def parse_rows(text: str, required: tuple[str, ...], where: str) -> list[dict[st
         for col in required:
             if row.get(col) is None:
                 raise ImportError_(f"{where} line {line}: column {col} is empty")
-        check_row(row, f"{where} line {line}")
+        check_row(row, f"{where} line {line}", judged)
         extra: dict[str, str] = {}
         for col in header:
             if col not in row and rec[col].strip() != "":
@@ -161,16 +166,6 @@ def read_import_file(path: Path) -> list[dict[str, Any]]:
     if not rows:
         raise ImportError_(f"{path}: no result rows")
     return rows
-
-
-@dataclass(frozen=True)
-class Expected:
-    """What one run's output must be: its own kernel, dtype and n-sweep."""
-
-    n: tuple[int, ...]
-    check: bool
-    kernel: str | None = None
-    dtype: str | None = None
 
 
 def classify_output(path: Path, expected_n: tuple[int, ...] | Expected, check: bool = False) -> Outcome:
@@ -214,7 +209,7 @@ def _classify(path: Path, want: Expected) -> Outcome:
         text = _read_text(path, path.name) if data is None else _decoded(data, path.name)
         if text and not text.endswith("\n"):
             raise ImportError_(f"{path.name}: the last line is cut off (no final newline)")
-        table = parse_columns(text, KERNEL_COLUMNS, path.name)
+        table = parse_columns(text, KERNEL_COLUMNS, path.name, JUDGED_COLUMNS)
     except ImportError_ as exc:
         return Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {one_line(exc, 200)}")
     if not len(table):
@@ -224,39 +219,17 @@ def _classify(path: Path, want: Expected) -> Outcome:
 
 def _judge(table: ResultColumns, want: Expected) -> Outcome:
     """The run's own rows, all of its n, and (with --check) within tolerance."""
-    cols = table.columns
-    for what, own in (("kernel", want.kernel), ("dtype", want.dtype)):
-        if own is None:
-            continue
-        if what not in cols:
-            raise KeyError(what)  # as a row without the column did; classify_output reports it
-        values = cols[what]
-        other = None if values.count(own) == len(values) else next(v for v in values if v != own)
-        if other is not None:
-            return Outcome(JobState.LOST_OUTPUT, reason=f"output is for {what} {other!r}, the run's is {own!r}")
-    ns = cols["n"]
-    found = set(ns)
+    not_own = foreign(table, want)
+    if not_own is not None:
+        return Outcome(JobState.LOST_OUTPUT, reason=f"{not_own}; nothing of the file stored")
+    found = set(table.columns["n"])
     stray = sorted(found - set(want.n))
     if stray:
         return Outcome(JobState.LOST_OUTPUT, reason=f"output has n = {stray[:5]}, not in the run's sweep")
     missing = sorted(set(want.n) - found)
     if missing:
         return Outcome(JobState.LOST_OUTPUT, table, reason=f"output lacks n = {missing}")
-    if want.check:
-        errs = cols.get("rel_err") or [None] * len(table)
-        dtypes = cols.get("dtype") or [None] * len(table)
-        if None in errs:
-            return Outcome(JobState.CHECK_FAILED, table,
-                           reason=f"rel_err missing at n={ns[errs.index(None)]} although the run checks results")
-        bad = next((i for i, (err, dtype) in enumerate(zip(errs, dtypes)) if not _within(err, dtype)), None)
-        if bad is not None:
-            dtype = dtypes[bad]
-            return Outcome(JobState.CHECK_FAILED, table,
-                           reason=f"rel_err {errs[bad]:.3g} > {TOLERANCE.get(dtype or 'fp32', 1e-4):g} "
-                                  f"at n={ns[bad]} ({dtype})")
+    failed = check_failure(table, want)
+    if failed is not None:
+        return Outcome(JobState.CHECK_FAILED, table, reason=failed)
     return Outcome(JobState.COMPLETED, table)
-
-
-def _within(err: float, dtype: str | None) -> bool:
-    tol = TOLERANCE.get(dtype or "fp32", 1e-4)
-    return bool(math.isfinite(err) and err <= tol)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from campaign.partial import describe, read_partial
+from campaign.results.expected import Expected
 
 HEADER = "kernel,impl,variant,device,dtype,n,d,threads,repeat,time_s,first_call_s,rel_err\n"
 
@@ -36,3 +37,23 @@ def test_a_final_file_is_read_whole(tmp_path: Path) -> None:
     out.write_text(HEADER + _row(64, 0) + _row(128, 0))
     outcome, missing = read_partial(out, (64, 128), check=False)
     assert outcome is not None and len(outcome.rows) == 2 and missing == []
+
+
+def test_a_stopped_jobs_rows_of_another_thread_count_or_a_failed_check_are_not_kept(tmp_path: Path) -> None:
+    """Issue 24 (items 5, 9): a TIMEOUT/CANCELLED/OOM job's finished n count
+    in the medians, so rows that are not its run's own, or whose check
+    failed, are none of them: every n stays missing and the reason says why."""
+    out = tmp_path / "results.csv"
+    want = Expected((64, 128), check=True, kernel="k", dtype="fp32", impl="c", variant="naive", device="cpu",
+                    d=64, threads=1)
+    Path(f"{out}.tmp").write_text(HEADER + _row(64, 0) + _row(64, 1).replace(",64,1,1,", ",64,2,1,"))
+    outcome, missing = read_partial(out, want)
+    assert outcome is not None and not outcome.rows and missing == [64, 128]
+    assert outcome.reason and "threads 2, the run's is 1" in outcome.reason
+    Path(f"{out}.tmp").write_text(HEADER + _row(64, 0) + _row(64, 1).replace("1e-7", "inf"))
+    outcome, missing = read_partial(out, want)
+    assert outcome is not None and not outcome.rows and missing == [64, 128]
+    assert outcome.reason and "rel_err inf" in outcome.reason
+    Path(f"{out}.tmp").write_text(HEADER + _row(64, 0) + _row(64, 1))
+    outcome, missing = read_partial(out, want)
+    assert outcome is not None and len(outcome.rows) == 2 and missing == [128] and outcome.reason is None

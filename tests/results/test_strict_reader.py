@@ -15,7 +15,8 @@ from tests.conftest import run_cli, sql_rows
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL
 
 HEADER = "kernel,impl,variant,device,dtype,n,d,threads,repeat,time_s,first_call_s,rel_err\n"
-WANT = Expected((64, 128), check=True, kernel="fake", dtype="fp32")
+WANT = Expected((64, 128), check=True, kernel="fake", dtype="fp32", impl="py", variant="ok", device="cpu",
+                d=64, threads=1)
 
 
 def _row(n: int = 64, repeat: int = 0, threads: str = "1", time_s: str = "1e-4", rel_err: str = "1e-7",
@@ -27,11 +28,22 @@ GOOD = HEADER + _row(64) + _row(128)
 BAD: dict[str, tuple[str | bytes, JobState, str]] = {
     "threads-10^20": (HEADER + _row(64, threads="1" + "0" * 20) + _row(128), JobState.LOST_OUTPUT, "64-bit"),
     "last-row-cut-mid-number": (GOOD[:-3], JobState.LOST_OUTPUT, "cut off"),
-    "rel-err-negative": (HEADER + _row(64, rel_err="-0.5") + _row(128), JobState.LOST_OUTPUT, "rel_err"),
+    # rel_err is judged, not refused (issue 24, item 9): a bad check is CHECK_FAILED with its rows kept
+    "rel-err-negative": (HEADER + _row(64, rel_err="-0.5") + _row(128), JobState.CHECK_FAILED, "negative"),
+    "rel-err-inf": (HEADER + _row(64, rel_err="inf") + _row(128), JobState.CHECK_FAILED, "rel_err inf >"),
+    "rel-err-minus-inf": (HEADER + _row(64, rel_err="-inf") + _row(128), JobState.CHECK_FAILED, "negative"),
+    "rel-err-nan": (HEADER + _row(64, rel_err="nan") + _row(128), JobState.CHECK_FAILED, "rel_err nan >"),
     "rel-err-empty-under-check": (HEADER + _row(64, rel_err="") + _row(128), JobState.CHECK_FAILED, "missing"),
     "rel-err-too-big": (HEADER + _row(64, rel_err="0.5") + _row(128), JobState.CHECK_FAILED, "rel_err"),
     "another-dtype": (HEADER + _row(64, dtype="fp16") + _row(128, dtype="fp16"), JobState.LOST_OUTPUT, "dtype"),
     "another-kernel": (HEADER + _row(64, kernel="gemm") + _row(128, kernel="gemm"), JobState.LOST_OUTPUT, "kernel"),
+    # every planned coordinate the rows carry (issue 24, item 5)
+    "threads-1-and-2": (GOOD + _row(64, threads="2") + _row(128, threads="2"), JobState.LOST_OUTPUT,
+                        "threads 2, the run's is 1"),
+    "another-d": (HEADER + _row(64, d="128") + _row(128), JobState.LOST_OUTPUT, "d 128, the run's is 64"),
+    "another-impl": (GOOD.replace(",py,", ",c,"), JobState.LOST_OUTPUT, "impl 'c'"),
+    "another-variant": (GOOD.replace(",ok,", ",bad,", 1), JobState.LOST_OUTPUT, "variant 'bad'"),
+    "another-device": (GOOD.replace(",cpu,", ",cuda,", 1), JobState.LOST_OUTPUT, "device 'cuda'"),
     "stray-n": (GOOD + _row(256), JobState.LOST_OUTPUT, "not in the run's sweep"),
     "missing-n": (HEADER + _row(64), JobState.LOST_OUTPUT, "lacks n"),
     "underscore-number": (HEADER + _row(64, time_s="1_0") + _row(128), JobState.LOST_OUTPUT, "time_s"),
@@ -56,6 +68,10 @@ def test_bad_job_output_is_classified_with_its_reason(name: str, tmp_path: Path)
     outcome = classify_output(path, WANT)
     assert outcome.state is state, outcome
     assert outcome.reason and fragment in outcome.reason, outcome.reason
+    if state is JobState.CHECK_FAILED:  # the rows are kept (the views leave them out of medians)
+        assert len(outcome.rows) == 2
+    elif "the run's is" in fragment:  # not the run's own: nothing of the file is stored
+        assert len(outcome.rows) == 0
 
 
 def test_good_output_completes_and_a_gone_folder_is_lost_output(tmp_path: Path) -> None:

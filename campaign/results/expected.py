@@ -1,0 +1,131 @@
+"""What a run's output must be, and the two judgements made on it: are the
+rows the run's own, and did its check pass (docs/contracts.md#kernel-csv-columns).
+
+Why a module: the analysis groups rows by every coordinate they carry
+(kernel, impl, variant, device, dtype, d, threads, the run's extra
+arguments), so a row that disagrees with the run that produced it would be
+counted as a measurement of a configuration that never ran (issue 24: a
+1-thread run whose file also held 2-thread rows was COMPLETED with both
+stored). Every planned coordinate the rows carry is compared; a mismatch
+is LOST_OUTPUT with the reason and none of the file is stored, the same
+rule as for a stray n. Finished and stopped (partial) jobs are held to the
+same rule.
+
+rel_err (issue 24, item 9): a job's rel_err cell is read as any number, so
+that a bad check is never mistaken for a bad file (which dropped its rows as
+LOST_OUTPUT). It is then judged: NaN and infinity are above every tolerance,
+a negative value is no error magnitude (a broken check), a blank cell under
+`--check` is a missing check; each is CHECK_FAILED with its rows kept (the
+views leave CHECK_FAILED rows out of every median). Imports stay strict.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from analysis.columns import TOLERANCE
+from campaign.results.columnar import ResultColumns
+
+# A planned variant that names no single variant: gemm_shapes writes each GEMM's name.
+ANY_VARIANT = "all"
+# The job columns whose float values are judged here, not refused by the reader.
+JUDGED_COLUMNS: frozenset[str] = frozenset({"rel_err"})
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What one run's output must be: its own coordinates and its n-sweep.
+    A coordinate left None is not checked (tests, older callers)."""
+
+    n: tuple[int, ...]
+    check: bool
+    kernel: str | None = None
+    dtype: str | None = None
+    impl: str | None = None
+    variant: str | None = None
+    device: str | None = None
+    d: int | None = None
+    threads: int | None = None
+    extra_args: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of_spec(cls, spec: dict[str, Any], n: tuple[int, ...] | None = None) -> Expected:
+        """From a run's stored spec (`run.spec`, plan.RunSpec as JSON)."""
+        variant = spec.get("variant")
+        return cls(tuple(n or spec["n"]), bool(spec.get("check")), spec.get("kernel"), spec.get("dtype"),
+                   spec.get("impl"), None if variant == ANY_VARIANT else variant, spec.get("device"),
+                   _int(spec.get("d")), _int(spec.get("threads")),
+                   tuple((str(k), str(v)) for k, v in spec.get("extra_args") or []))
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _number(text: str) -> float | str:
+    try:
+        return float(text)
+    except ValueError:
+        return text.strip()
+
+
+def foreign(table: ResultColumns, want: Expected) -> str | None:
+    """Why these rows are not the run's own (the first coordinate that
+    differs, with the file's and the run's values), or None."""
+    cols = table.columns
+    planned: tuple[tuple[str, Any], ...] = (
+        ("kernel", want.kernel), ("impl", want.impl), ("variant", want.variant), ("device", want.device),
+        ("dtype", want.dtype), ("d", want.d), ("threads", want.threads))
+    for what, own in planned:
+        if own is None:
+            continue
+        if what not in cols:
+            if what in ("kernel", "dtype"):
+                raise KeyError(what)  # a required column of a kernel's CSV; classify_output reports it
+            continue
+        values = cols[what]
+        if values.count(own) != len(values):
+            other = next(v for v in values if v != own)
+            return f"output is for {what} {other!r}, the run's is {own!r}"
+    extras = _extra_columns(table)
+    for name, value in want.extra_args:
+        column = extras.get(name, extras.get(name.replace("-", "_")))
+        if column is None or "," in value:
+            continue  # a list argument sweeps inside the program; a column it does not write is not checked
+        own_value = _number(value)
+        bad = next((v for v in column if v is not None and _number(v) != own_value), None)
+        if bad is not None:
+            return f"output is for {name} {bad!r}, the run's is {value!r}"
+    return None
+
+
+def _extra_columns(table: ResultColumns) -> dict[str, list[str | None]]:
+    if table.extras is not None:
+        return table.extras
+    rows = table.extra_rows or []
+    names = {k for row in rows if row for k in row}
+    return {k: [(row or {}).get(k) for row in rows] for k in names}
+
+
+def check_failure(table: ResultColumns, want: Expected) -> str | None:
+    """Why the rows fail their check (CHECK_FAILED), or None. Under --check
+    every row needs a rel_err within its dtype's tolerance (NaN and inf are
+    above it); with or without it, a negative or infinite rel_err (no valid
+    result of any check) fails."""
+    cols = table.columns
+    ns = cols["n"]
+    errs = cols.get("rel_err") or [None] * len(table)
+    dtypes = cols.get("dtype") or [None] * len(table)
+    for i, (err, dtype) in enumerate(zip(errs, dtypes)):
+        if err is None:
+            if want.check:
+                return f"rel_err missing at n={ns[i]} although the run checks results"
+            continue
+        tol = TOLERANCE.get(dtype or "fp32", 1e-4)
+        if err < 0:
+            return f"rel_err {err:.3g} at n={ns[i]} is negative: not an error magnitude (the check is broken)"
+        if (want.check or math.isinf(err)) and not err <= tol:  # NaN and inf are above every tolerance
+            return f"rel_err {err:.3g} > {tol:g} at n={ns[i]} ({dtype})"
+    return None
