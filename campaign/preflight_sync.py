@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from campaign.backends import get_backend
@@ -104,14 +104,35 @@ def sync_steps(ledger: Ledger, camp_id: int | None, specs: dict[int, ClusterSpec
 
 
 def _why(s: Session, step: PreflightStep) -> tuple[str, list[str]]:
+    """The failure's one line and the log tail, without the tail lines that
+    only repeat that line's problem (the preflight logs it twice)."""
     build = s.get(BuildStep, step.build_id) if step.build_id is not None else None
     if build is not None and build.state.finished and build.state is not JobState.COMPLETED:
         info = build.info or {}
         return (f"build job {build.job_id} {build.state.value}",
                 list(info.get("log_tail") or []) or _tail(build.stderr_path))
-    problems = list((step.result or {}).get("problems") or [])
-    return (f"preflight job {step.job_id} {step.state.value}" + (f": {problems[0]}" if problems else ""),
-            _tail(step.stderr_path))
+    problems = [str(p) for p in (step.result or {}).get("problems") or []]
+    tail = [line for line in _tail(step.stderr_path) if not (problems and problems[0] in line)]
+    return (f"preflight job {step.job_id} {step.state.value}" + (f": {problems[0]}" if problems else ""), tail)
+
+
+def _still_gated(s: Session, step: PreflightStep) -> bool:
+    """Is any run this failed chain gated still in that state, its latest
+    attempt PREFLIGHT_FAILED? Once every run was submitted again (a fixed
+    config, --no-preflight, a rerun) the failure is history: `status` shows
+    the current state only, `show` keeps the attempts' history."""
+    ids = [int(i) for i in step.attempt_ids]
+    for i in range(0, len(ids), 10_000):
+        gated = select(JobAttempt.run_id).where(JobAttempt.id.in_(ids[i:i + 10_000]),
+                                                JobAttempt.state == JobState.PREFLIGHT_FAILED)
+        newest = (select(JobAttempt.run_id, func.max(JobAttempt.attempt).label("a"))
+                  .where(JobAttempt.run_id.in_(gated)).group_by(JobAttempt.run_id).subquery())
+        hit = s.execute(select(JobAttempt.id).join(newest, (JobAttempt.run_id == newest.c.run_id)
+                                                   & (JobAttempt.attempt == newest.c.a))
+                        .where(JobAttempt.state == JobState.PREFLIGHT_FAILED).limit(1)).first()
+        if hit is not None:
+            return True
+    return False
 
 
 def _gate_failed(s: Session, camp_id: int | None) -> list[str]:
@@ -131,7 +152,7 @@ def _gate_failed(s: Session, camp_id: int | None) -> list[str]:
                       .values(state=JobState.PREFLIGHT_FAILED, reason=why[:500]))
     lines = []
     for (name, partition), step in latest.items():
-        if step.state.finished and step.state is not JobState.COMPLETED:
+        if step.state.finished and step.state is not JobState.COMPLETED and _still_gated(s, step):
             why, tail = _why(s, step)
             lines.append(f"PREFLIGHT_FAILED {name} partition {partition}: {why}")
             lines += [f"    {line}" for line in tail]

@@ -184,6 +184,7 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
     for name, batch in batches.items():
         backend = get_backend(batch.cluster, Path(batch.workdir), batch.python)
         reqs, found = recover_orphans(ledger, backend, batch.requests, batch.resumed)
+        asked = [r.attempt_id for r in reqs]  # a run its failed build/preflight kept back counts too
         kernel_bin = _chained(ledger, batch.campaign_id) if preflight else None
         if kernel_bin is not None and reqs:  # submitted with its chain: rerun resubmits the chain (issue 19)
             chains = chain.plan_chains(batch.cluster, backend.name, name, Path(batch.workdir), kernel_bin, reqs)
@@ -194,4 +195,4 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
             report.submitted.append((new_ids.get(aid) or "?", old or "?"))
         if batch.cluster.backend == "local":
             report.sync = sync(ledger, name)
-            report.failed += failed_among(ledger, [sub.attempt_id for sub in sent])
+            report.failed += failed_among(ledger, [*asked, *(sub.attempt_id for sub in found)])

@@ -183,6 +183,7 @@ def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, 
         backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
         reqs, found = recover_orphans(ledger, backend, reqs, resumed)
         report.recovered = len(found)
+        asked = [r.attempt_id for r in reqs]  # a run its failed build/preflight kept back counts too
         if preflight and reqs:
             chains = chain.plan_chains(cfg.cluster, backend.name, name, camp_dir, _kernel_bin(cfg), reqs)
             reqs = chain.gate(ledger, backend, cfg.cluster.name, camp_id, _kernel_bin(cfg), chains)
@@ -190,7 +191,7 @@ def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, 
         report.submitted = [(sub.job_id, labels[sub.attempt_id]) for sub in [*found, *sent]]
         if cfg.cluster.backend == "local" and (todo or found):
             report.sync = sync(ledger, name)
-            report.failed = failed_among(ledger, [sub.attempt_id for sub in [*found, *sent]])
+            report.failed = failed_among(ledger, [*asked, *(sub.attempt_id for sub in found)])
     return report
 
 

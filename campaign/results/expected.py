@@ -28,7 +28,9 @@ from typing import Any
 from analysis.columns import TOLERANCE
 from campaign.results.columnar import ResultColumns
 
-# A planned variant that names no single variant: gemm_shapes writes each GEMM's name.
+# A planned variant that names no single variant: the program sweeps shapes of
+# its own (gemm_shapes) and writes each row's variant (the GEMM's name) and d
+# (h/a, the head dimension of its shape), so neither is a planned coordinate.
 ANY_VARIANT = "all"
 # The job columns whose float values are judged here, not refused by the reader.
 JUDGED_COLUMNS: frozenset[str] = frozenset({"rel_err"})
@@ -53,10 +55,10 @@ class Expected:
     @classmethod
     def of_spec(cls, spec: dict[str, Any], n: tuple[int, ...] | None = None) -> Expected:
         """From a run's stored spec (`run.spec`, plan.RunSpec as JSON)."""
-        variant = spec.get("variant")
+        own_shapes = spec.get("variant") == ANY_VARIANT
         return cls(tuple(n or spec["n"]), bool(spec.get("check")), spec.get("kernel"), spec.get("dtype"),
-                   spec.get("impl"), None if variant == ANY_VARIANT else variant, spec.get("device"),
-                   _int(spec.get("d")), _int(spec.get("threads")),
+                   spec.get("impl"), None if own_shapes else spec.get("variant"), spec.get("device"),
+                   None if own_shapes else _int(spec.get("d")), _int(spec.get("threads")),
                    tuple((str(k), str(v)) for k, v in spec.get("extra_args") or []))
 
 

@@ -130,3 +130,26 @@ def test_preflight_job_finds_an_8mb_stack(tmp_path: Path) -> None:
     assert record["programs"][0]["seen"]["stack_soft"] == stack * 1024
     assert f"stack limit is {stack * 1024} bytes, not unlimited" in record["problems"][0]
     assert record["programs"][0]["exit_code"] == 0  # the program itself ran; the stack alone failed it
+
+
+def test_cli_exit_3_when_every_run_failed_preflight_and_status_forgets_it_after_a_success(tmp_path: Path) -> None:
+    """Issue 24, item 7: a local `submit` whose every run ends
+    PREFLIGHT_FAILED exits 3 (README, exit codes), the failure's problem is
+    printed once, not three times; after the runs succeed (here submitted
+    again without the chain) `status` shows the current state only."""
+    crash = tmp_path / "crash-now"
+    crash.write_text("broken\n")
+    env = {"CAMPAIGN_CONFIG_PATH": str(FAKE_CONF), "CAMPAIGN_FAKE_KERNEL": str(FAKE_KERNEL),
+           "FAKE_CRASH_FILE": str(crash), "CAMPAIGN_LOCAL_LOCK": str(tmp_path / "lock")}
+    ledger = ["--ledger", str(tmp_path / "ledger.sqlite")]
+    args = ["experiment=preflight_crash", *LOCAL, f"campaign.workdir={tmp_path / 'runs'}"]
+    first = run_cli(*ledger, "submit", *args, env=env)
+    assert first.returncode == 3, first.stdout + first.stderr
+    assert "PREFLIGHT_FAILED" in first.stderr and "PREFLIGHT_FAILED preflight_crash" in first.stdout
+    assert first.stdout.count("crashing on purpose") == 1, first.stdout
+    crash.unlink()
+    again = run_cli(*ledger, "submit", "--no-preflight", *args, env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    status = run_cli(*ledger, "status", env=env)
+    assert status.returncode == 0, status.stderr
+    assert "COMPLETED 2" in status.stdout and "PREFLIGHT_FAILED" not in status.stdout, status.stdout
