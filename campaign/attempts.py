@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import insert, update
 from sqlalchemy.orm import Session
 
 from campaign import owner
@@ -21,6 +21,7 @@ from campaign.backends.base import Backend, JobRequest, Submitted
 from campaign.clock import now
 from campaign.config.schema import ClusterSpec
 from campaign.environment import job_env
+from campaign.errors import CampaignError, one_line
 from campaign.job.task import JobTask
 from campaign.ledger import ATTEMPT_TABLE, JobAttempt, Ledger
 from campaign.ledger import queries as q
@@ -120,10 +121,54 @@ def orphaned(att: JobAttempt) -> bool:
     the first one's attempts for leftovers and ran every job twice). Callers
     hold the campaign's claim (campaign.claims), so an owner on another host
     cannot still be submitting it."""
-    if att.job_id is not None or att.state.finished:
+    if att.job_id is not None:
+        return False
+    if att.state is JobState.NOT_SUBMITTED:  # refused by the scheduler: send it again (reopen_unsubmitted)
+        return True
+    if att.state.finished:
         return False
     mine = (att.owner_host, att.owner_pid, att.owner_start) == (owner.me().host, owner.me().pid, owner.me().start)
     return mine or owner.alive(att.owner_host, att.owner_pid, att.owner_start) is not True
+
+
+def reopen_unsubmitted(att: JobAttempt) -> None:
+    """An attempt the scheduler refused goes back to PENDING (owned by this
+    process) before it is sent again: recorded before acting, as at first."""
+    if att.state is JobState.NOT_SUBMITTED:
+        me = owner.me()
+        att.state, att.reason = JobState.PENDING, None
+        att.owner_host, att.owner_pid, att.owner_start = me.host, me.pid, me.start
+
+
+def mark_not_submitted(ledger: Ledger, attempt_ids: Iterable[int], error: str, again: str) -> int:
+    """The attempts of a submission the scheduler refused (still PENDING
+    without a job ID) become NOT_SUBMITTED with its error and how to send
+    them again; returns how many. Never waits on the scheduler."""
+    ids = sorted(set(attempt_ids))
+    reason = f"not submitted: {error[:400]}; {again}"
+    marked = 0
+    with ledger.session.begin() as s:
+        for i in range(0, len(ids), 10_000):
+            stmt = (update(JobAttempt).where(JobAttempt.id.in_(ids[i:i + 10_000]), JobAttempt.job_id.is_(None),
+                                             JobAttempt.state == JobState.PENDING)
+                    .values(state=JobState.NOT_SUBMITTED, reason=reason))
+            result: Any = s.execute(stmt)  # a CursorResult (an UPDATE's row count)
+            marked += result.rowcount or 0
+    return marked
+
+
+AGAIN = ("fix that, then run the same `campaign submit` (or `campaign rerun CAMPAIGN --failed`) again: "
+         "it sends these runs, after a look in the scheduler so that none runs twice")
+
+
+def refused(ledger: Ledger, attempt_ids: Iterable[int], exc: Exception) -> Exception:
+    """After a submission failed part-way: its attempts still without a job
+    ID become NOT_SUBMITTED (mark_not_submitted), and the error to raise
+    says how many and how to send them again (same class: same exit code)."""
+    marked = mark_not_submitted(ledger, attempt_ids, one_line(exc), AGAIN)
+    if not marked or not isinstance(exc, CampaignError):
+        return exc
+    return type(exc)(f"{one_line(exc)}; {marked} run(s) recorded as NOT_SUBMITTED: {AGAIN}")
 
 
 def new_attempt(s: Session, run_id: int, run: RunSpec, camp_dir: Path, previous: JobAttempt | None,

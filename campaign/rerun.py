@@ -16,14 +16,23 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from campaign import preflight as chain
-from campaign.attempts import Progress, job_request, new_attempt, orphaned, recover_orphans, submit_requests
+from campaign.attempts import (
+    Progress,
+    job_request,
+    new_attempt,
+    orphaned,
+    recover_orphans,
+    refused,
+    reopen_unsubmitted,
+    submit_requests,
+)
 from campaign.backends import get_backend
 from campaign.backends.base import JobRequest
 from campaign.claims import claimed, notice
 from campaign.clock import now
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
-from campaign.errors import BadInputError
+from campaign.errors import BadInputError, CampaignError
 from campaign.ledger import Campaign, JobAttempt, Ledger, PreflightStep
 from campaign.ledger import queries as q
 from campaign.partial import PARTIAL_STATES
@@ -141,7 +150,8 @@ def _campaign_ids(s: Session, campaign: str | None, job_id: str | None, wanted: 
     if campaign:
         return [q.require_campaign(s, campaign).id]
     return sorted({a.run.campaign_id for a in q.latest_attempts(s)
-                   if a.state in wanted or (a.job_id is None and not a.state.finished)})
+                   if a.state in wanted or (a.job_id is None and (not a.state.finished
+                                                                   or a.state is JobState.NOT_SUBMITTED))})
 
 
 def _batch(batches: dict[str, _Batch], camp: Campaign) -> _Batch:
@@ -160,6 +170,7 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
         # none stays "(not submitted)".
         for att in q.latest_attempts(s):
             if att.run.campaign_id in camp_ids and orphaned(att):
+                reopen_unsubmitted(att)
                 batch = _batch(batches, att.run.campaign)
                 spec = RunSpec.from_json(att.run.spec)
                 batch.requests.append(job_request(batch.cluster, att.run.campaign.name, spec, att.id,
@@ -183,16 +194,19 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
             batch.previous[aid] = att.job_id
     for name, batch in batches.items():
         backend = get_backend(batch.cluster, Path(batch.workdir), batch.python)
-        reqs, found = recover_orphans(ledger, backend, batch.requests, batch.resumed)
-        asked = [r.attempt_id for r in reqs]  # a run its failed build/preflight kept back counts too
-        kernel_bin = _chained(ledger, batch.campaign_id) if preflight else None
-        if kernel_bin is not None and reqs:  # submitted with its chain: rerun resubmits the chain (issue 19)
-            chains = chain.plan_chains(batch.cluster, backend.name, name, Path(batch.workdir), kernel_bin, reqs)
-            reqs = chain.gate(ledger, backend, batch.cluster.name, batch.campaign_id, kernel_bin, chains)
-        sent = [*found, *submit_requests(ledger, backend, reqs, progress)]
+        asked = [r.attempt_id for r in batch.requests]  # a run its failed build/preflight kept back counts too
+        try:
+            reqs, found = recover_orphans(ledger, backend, batch.requests, batch.resumed)
+            kernel_bin = _chained(ledger, batch.campaign_id) if preflight else None
+            if kernel_bin is not None and reqs:  # submitted with its chain: rerun resubmits the chain (issue 19)
+                chains = chain.plan_chains(batch.cluster, backend.name, name, Path(batch.workdir), kernel_bin, reqs)
+                reqs = chain.gate(ledger, backend, batch.cluster.name, batch.campaign_id, kernel_bin, chains)
+            sent = [*found, *submit_requests(ledger, backend, reqs, progress)]
+        except CampaignError as exc:  # sbatch refused: the ledger says so (attempts.refused)
+            raise refused(ledger, asked, exc) from None
         new_ids = {sub.attempt_id: sub.job_id for sub in sent}
         for aid, old in batch.previous.items():
             report.submitted.append((new_ids.get(aid) or "?", old or "?"))
         if batch.cluster.backend == "local":
             report.sync = sync(ledger, name)
-            report.failed += failed_among(ledger, [*asked, *(sub.attempt_id for sub in found)])
+            report.failed += failed_among(ledger, asked)

@@ -1,4 +1,5 @@
-"""Job states: Slurm's, plus the three the ledger derives from a job's output."""
+"""Job states: Slurm's, plus those the ledger derives (from a job's output, its
+build/preflight chain, or a refused submission)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ class JobState(str, enum.Enum):
     CHECK_FAILED = "CHECK_FAILED"
     PREFLIGHT_FAILED = "PREFLIGHT_FAILED"  # ours: the partition's build or preflight failed; the job never ran
     PROFILE_FAILED = "PROFILE_FAILED"  # timings ingested and counted; counters missing (reason says why)
+    # ours: the scheduler refused the submission (its error in the reason); no job exists.
+    # The same `submit` (or any `rerun` of the campaign) sends it again, after a look in the
+    # scheduler by job name, so a submission that did reach it is recorded, not repeated.
+    NOT_SUBMITTED = "NOT_SUBMITTED"
     UNKNOWN = "UNKNOWN"
 
     @property
@@ -43,8 +48,9 @@ class JobState(str, enum.Enum):
 
     @property
     def rerunnable(self) -> bool:
-        """`rerun --failed` takes every finished state but COMPLETED."""
-        return self.finished and self is not JobState.COMPLETED
+        """`rerun --failed` takes every finished state but COMPLETED (and
+        NOT_SUBMITTED: never ran; submit or rerun sends that same attempt)."""
+        return self.finished and self not in (JobState.COMPLETED, JobState.NOT_SUBMITTED)
 
 
 # States the scheduler may still change: what `status` asks it about.

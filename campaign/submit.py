@@ -31,6 +31,8 @@ from campaign.attempts import (
     new_attempt,
     orphaned,
     recover_orphans,
+    refused,
+    reopen_unsubmitted,
     submit_requests,
 )
 from campaign.backends import get_backend
@@ -41,7 +43,7 @@ from campaign.config import RootConfig, load_config
 from campaign.config.clusters import cluster_yaml
 from campaign.config.load import resolved_yaml
 from campaign.config.validate import check_under
-from campaign.errors import BadInputError, ConfigError
+from campaign.errors import BadInputError, CampaignError, ConfigError
 from campaign.gc_pause import gc_paused
 from campaign.identity import why_new, with_identity
 from campaign.ledger import ATTEMPT_TABLE, RUN_TABLE, Campaign, Ledger, Provenance, Run
@@ -181,17 +183,20 @@ def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, 
         reqs = job_requests(cfg.cluster, name, todo)
         labels = {r.attempt_id: r.task.label for r in reqs}  # the run's label, made once per request
         backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
-        reqs, found = recover_orphans(ledger, backend, reqs, resumed)
-        report.recovered = len(found)
         asked = [r.attempt_id for r in reqs]  # a run its failed build/preflight kept back counts too
-        if preflight and reqs:
-            chains = chain.plan_chains(cfg.cluster, backend.name, name, camp_dir, _kernel_bin(cfg), reqs)
-            reqs = chain.gate(ledger, backend, cfg.cluster.name, camp_id, _kernel_bin(cfg), chains)
-        sent = submit_requests(ledger, backend, reqs, progress)
+        try:
+            reqs, found = recover_orphans(ledger, backend, reqs, resumed)
+            report.recovered = len(found)
+            if preflight and reqs:
+                chains = chain.plan_chains(cfg.cluster, backend.name, name, camp_dir, _kernel_bin(cfg), reqs)
+                reqs = chain.gate(ledger, backend, cfg.cluster.name, camp_id, _kernel_bin(cfg), chains)
+            sent = submit_requests(ledger, backend, reqs, progress)
+        except CampaignError as exc:  # sbatch refused (no SLURM_CONF, a bad account): say so in the ledger
+            raise refused(ledger, asked, exc) from None
         report.submitted = [(sub.job_id, labels[sub.attempt_id]) for sub in [*found, *sent]]
         if cfg.cluster.backend == "local" and (todo or found):
             report.sync = sync(ledger, name)
-            report.failed = failed_among(ledger, [*asked, *(sub.attempt_id for sub in found)])
+            report.failed = failed_among(ledger, asked)
     return report
 
 
@@ -244,8 +249,10 @@ def _record_runs(
             continue
         present += 1
         last = row.attempts[-1] if row.attempts else None
-        if last is not None and last.job_id is None and not last.state.finished:
-            if orphaned(last):  # recorded by a process that is gone, job ID never recorded
+        if last is not None and last.job_id is None and (not last.state.finished
+                                                         or last.state is JobState.NOT_SUBMITTED):
+            if orphaned(last):  # recorded by a process that is gone (or refused), job ID never recorded
+                reopen_unsubmitted(last)
                 todo.append((last.id, run, last.workdir))
                 resumed.add(last.id)
         elif force or last is None or last.state is JobState.PREFLIGHT_FAILED:

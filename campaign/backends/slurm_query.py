@@ -51,7 +51,7 @@ class SlurmJobInfo:
     node: str | None  # NodeList, None before the job got a node
     start: datetime | None  # local time, as Slurm prints it (naive)
     end: datetime | None  # None while the job has not ended
-    reason: str | None  # Slurm's Reason (e.g. JobHeldUser, NonZeroExitCode), None for "None"
+    reason: str | None  # Slurm's Reason while PENDING (e.g. JobHeldUser, Dependency), else None
 
 
 class AccountingDisabledError(SchedulerError):
@@ -149,8 +149,17 @@ def _resolve(rec: _Record) -> SlurmJobInfo:
     return SlurmJobInfo(
         job_id=job_id, state=state, exit_code=code, signal=sig, node=_opt(node),
         start=parse_time(start), end=parse_time(end) if state.finished else None,
-        reason=_opt(reason) or held_reason(state_text),
+        reason=_pending_reason(state, reason, state_text),
     )
+
+
+def _pending_reason(state: JobState, reason: str, state_text: str) -> str | None:
+    """Slurm's Reason is why a job waits; sacct keeps printing the last one
+    (``Dependency``) after the job ran and ended, so it is passed on only
+    while the job is pending (issue 24: ``OUT_OF_MEMORY (Dependency)``)."""
+    if state is not JobState.PENDING:
+        return None
+    return _opt(reason) or held_reason(state_text)
 
 
 def _run_order(info: SlurmJobInfo) -> datetime:
@@ -335,7 +344,7 @@ def parse_squeue(text: str) -> list[tuple[str, str, SlurmJobInfo]]:
             # squeue prints expected times for jobs that have not started/ended
             start=parse_time(start) if state is not JobState.PENDING else None,
             end=parse_time(end) if state.finished else None,
-            reason=_opt(reason) or held_reason(state_text),
+            reason=_pending_reason(state, reason, state_text),
         )
         rows.append((raw_id, array_id if is_task else "", info))
     return rows

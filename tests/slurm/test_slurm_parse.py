@@ -65,9 +65,40 @@ def test_fields_of_one_record() -> None:
     assert held.job_id == "9_4"
     assert held.node is None and held.start is None
     assert held.end == datetime(2026, 11, 30, 8, 15, 11)
-    assert held.reason == "JobHeldUser"
+    assert held.reason is None  # cancelled while held: a pending reason does not outlive PENDING (issue 24)
     timeout = got["3"]
     assert timeout.end == datetime(2026, 11, 30, 8, 16, 20)
+
+
+def test_heterogeneous_job_components_are_matched_to_their_leader() -> None:
+    """Issue 24 (item 9): sacct of a site prints a hetjob as LEADER+K lines
+    (steps LEADER+K.batch), never under the id sbatch answered. The leader
+    gets one record: a failed component's state (its OOM step wins), while
+    any component runs the running state, every node, first start, last end."""
+    got = sq.parse_sacct(read("sacct_hetjob_site.txt"))
+    assert not [k for k in got if "+" in k]
+    done = got["1853"]
+    assert done.state is JobState.OUT_OF_MEMORY and done.signal == 0
+    assert done.node == "cn001,gpu017"
+    assert (done.start, done.end) == (datetime(2026, 11, 2, 10, 0, 1), datetime(2026, 11, 2, 10, 5, 12))
+    assert got["1854"].state is JobState.COMPLETED  # a plain job beside them is untouched
+    running = got["1860"]
+    assert running.state is JobState.RUNNING and running.end is None and running.node == "cn003,cn004"
+    waiting = got["1861"]
+    assert waiting.state is JobState.PENDING and waiting.reason == "Dependency"
+
+
+def test_a_pending_reason_does_not_outlive_pending() -> None:
+    """Issue 24 (item 7): sacct keeps printing the last pending reason after
+    the job ran; `show` printed `OUT_OF_MEMORY (Dependency; ...)`."""
+    text = ("20|OUT_OF_MEMORY|0:125|localhost|2026-11-30T08:15:01|2026-11-30T08:15:09|Dependency\n"
+            "21|RUNNING|0:0|localhost|2026-11-30T08:15:01|Unknown|Dependency\n"
+            "22|PENDING|0:0|None assigned|Unknown|Unknown|Dependency\n")
+    got = sq.parse_sacct(text)
+    assert [got[i].reason for i in ("20", "21", "22")] == [None, None, "Dependency"]
+    squeue = "23|23|N/A|RUNNING|Dependency|localhost|2026-11-30T08:15:01|N/A|0:0|\n"
+    (_, _, info), = sq.parse_squeue(squeue)
+    assert info.state is JobState.RUNNING and info.reason is None
 
 
 def test_pending_job_line_with_running_step_is_running() -> None:
@@ -170,7 +201,7 @@ def test_parse_squeue() -> None:
     assert by_name["7"][2].state is JobState.OUT_OF_MEMORY
     assert by_name["3"][2].state is JobState.TIMEOUT
     assert by_name["9_7"][2].node is None
-    assert by_name["9_7"][2].reason == "JobHeldUser"
+    assert by_name["9_7"][2].reason is None  # CANCELLED: its pending reason is not passed on (issue 24)
 
 
 def test_error_classification() -> None:
