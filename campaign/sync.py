@@ -37,6 +37,7 @@ from campaign.results.columnar import ResultColumns
 from campaign.results.counters import read_counters
 from campaign.results.reader import Expected, Outcome, classify_output
 from campaign.results.store import job_columns
+from campaign.shared_nodes import flag_shared_nodes
 from campaign.states import OPEN_STATES, JobState
 
 # Result rows per write transaction (and so, with the parsed rows behind
@@ -229,6 +230,11 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
             if batch is None:
                 break
             _write(ledger, report, batch.pending, statuses, batch, camps)
+    # attempts timed on a node more busy CPUs shared than it has (campaign.shared_nodes): after
+    # the writes, the scheduler asked outside any transaction
+    _, shared_warnings = flag_shared_nodes(ledger, [p.attempt_id for p in finished
+                                                    if camps[p.campaign_id].backend != "local"])
+    report.warnings += shared_warnings
     report.preflight = sync_steps(ledger, camp_id, specs)
     with ledger.session() as s:
         report.counts = _counts(s, camp_id)

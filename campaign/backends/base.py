@@ -76,6 +76,18 @@ class QueryResult:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class NodeJob:
+    """A job that held CPUs of some nodes for a while (any user's, as far as
+    the scheduler shows them): what a shared-node check adds up."""
+
+    job_id: str
+    nodes: tuple[str, ...]
+    cpus: int  # CPUs allocated over all its nodes
+    start: datetime  # as the scheduler printed it (naive local time)
+    end: datetime | None  # None while it runs
+
+
 OnSubmitted = Callable[[list[Submitted]], None]
 ProgressHook = Callable[[int, int, str], None]  # done, total, label of the job just finished
 
@@ -114,6 +126,14 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def cancel(self, refs: Sequence[JobRef]) -> None: ...
+
+    def node_jobs(self, nodes: Sequence[str], since: datetime, until: datetime,
+                  cluster: str | None = None) -> tuple[list[NodeJob], list[str]]:
+        """Jobs (of every user the scheduler lets us see) that ran on these
+        nodes between `since` and `until` (naive local times), and warnings;
+        by default the backend knows of none (the local backend's own jobs
+        are all in the ledger)."""
+        return [], []
 
     def render_step(self, step: StepRequest) -> str:
         """The job script of a build or preflight step (for --dry-run)."""

@@ -18,11 +18,21 @@ import shlex
 import time
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from campaign.backends import slurm_query, slurm_steps
-from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
+from campaign.backends import slurm_nodes, slurm_query, slurm_steps
+from campaign.backends.base import (
+    Backend,
+    JobRef,
+    JobRequest,
+    JobStatus,
+    NodeJob,
+    OnSubmitted,
+    QueryResult,
+    Submitted,
+)
 from campaign.backends.slurm_run import run_slurm
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.backends.submitit_adapter import sbatch_script
@@ -271,6 +281,15 @@ class SlurmBackend(Backend):
                 statuses[ref.attempt_id] = JobStatus(info.state, info.exit_code, info.node, info.start, info.end,
                                                      info.reason)
         return QueryResult(statuses, warnings)
+
+    def node_jobs(self, nodes: Sequence[str], since: datetime, until: datetime,
+                  cluster: str | None = None) -> tuple[list[NodeJob], list[str]]:
+        """One sacct call (all users) for the shared-node check; without
+        accounting, none, with a warning (the ledger's own jobs still count)."""
+        try:
+            return slurm_nodes.query_node_jobs(nodes, since, until, clusters=cluster), []
+        except SchedulerError as exc:
+            return [], [f"shared-node check saw only this ledger's jobs: {one_line(exc)}"]
 
     def cancel(self, refs: Sequence[JobRef]) -> None:
         """scancel (with -M for jobs on another cluster), then wait until

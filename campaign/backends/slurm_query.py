@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from campaign.backends.slurm_components import join_components
 from campaign.backends.slurm_run import run_slurm
 from campaign.backends.slurm_states import from_slurm, held_reason
 from campaign.errors import BadInputError, SchedulerError
@@ -210,37 +211,7 @@ def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
             same = (info.state, info.exit_code, info.signal, info.node, info.start, info.end, info.reason)
             for task_id in ids:
                 ranged[task_id] = SlurmJobInfo(task_id, *same)
-    return {**ranged, **_join_components(concrete)}
-
-
-def _join_components(found: dict[str, SlurmJobInfo]) -> dict[str, SlurmJobInfo]:
-    """Heterogeneous jobs: sacct prints each component as ``LEADER+K`` (its
-    steps ``LEADER+K.batch``), never the leader's own id, which is the one
-    sbatch answered. The components become one record under the leader: the
-    first unfinished component's state while any runs, else the first
-    failed one's (in component order), else COMPLETED; the earliest start,
-    the latest end, every node."""
-    parts: dict[str, list[tuple[int, SlurmJobInfo]]] = {}
-    for job_id, info in found.items():
-        leader, plus, index = job_id.partition("+")
-        if plus and leader.isdigit() and index.isdigit():
-            parts.setdefault(leader, []).append((int(index), info))
-    if not parts:
-        return found
-    out = {k: v for k, v in found.items() if "+" not in k}
-    for leader, components in parts.items():
-        infos = [info for _, info in sorted(components, key=lambda c: c[0])]
-        open_ = [i for i in infos if not i.state.finished]
-        failed = [i for i in infos if i.state is not JobState.COMPLETED]
-        main = open_[0] if open_ else failed[0] if failed else infos[0]
-        starts = [i.start for i in infos if i.start is not None]
-        ends = [i.end for i in infos if i.end is not None]
-        nodes = list(dict.fromkeys(i.node for i in infos if i.node))
-        out[leader] = SlurmJobInfo(
-            job_id=leader, state=main.state, exit_code=main.exit_code, signal=main.signal,
-            node=",".join(nodes) or None, start=min(starts) if starts else None,
-            end=max(ends) if ends and not open_ else None, reason=main.reason)
-    return out
+    return {**ranged, **join_components(concrete)}
 
 
 def error_line(proc: subprocess.CompletedProcess[str]) -> str:
@@ -274,7 +245,7 @@ def parse_submitted_cluster(text: str) -> str | None:
     return match["cluster"] if match else None
 
 
-def _where(clusters: str | None) -> list[str]:
+def where_clusters(clusters: str | None) -> list[str]:
     return ["-M", clusters] if clusters else []
 
 
@@ -302,7 +273,7 @@ def query_sacct(
     query = list(dict.fromkeys(i.split("_", 1)[0] for i in ids))
     found: dict[str, SlurmJobInfo] = {}
     for i in range(0, len(query), chunk):
-        argv = ["sacct", *_where(clusters), "-j", ",".join(query[i:i + chunk]), "--parsable2", "--noheader",
+        argv = ["sacct", *where_clusters(clusters), "-j", ",".join(query[i:i + chunk]), "--parsable2", "--noheader",
                 "-o", ",".join(SACCT_FIELDS)]
         proc = run_slurm(argv, env, timeout_s)
         if proc.returncode != 0:
@@ -362,7 +333,7 @@ def query_squeue_fallback(
     """
     ids = validate_job_ids(job_ids)
     fmt = ",".join(f"{name}:|" for name in SQUEUE_FIELDS)
-    proc = run_slurm(["squeue", *_where(clusters), "-t", "all", "-h", "-r", "-O", fmt], env, timeout_s)
+    proc = run_slurm(["squeue", *where_clusters(clusters), "-t", "all", "-h", "-r", "-O", fmt], env, timeout_s)
     if proc.returncode != 0:
         raise SchedulerError(
             f"squeue failed (exit {proc.returncode}): {error_line(proc)}; "
@@ -372,7 +343,7 @@ def query_squeue_fallback(
     for raw_id, array_id, info in parse_squeue(proc.stdout):
         if info.job_id in wanted or raw_id in wanted or array_id in wanted or raw_id.partition("+")[0] in wanted:
             found[info.job_id] = info  # (LEADER+K: a heterogeneous job's component)
-    return _join_components(found)
+    return join_components(found)
 
 
 def query_states(

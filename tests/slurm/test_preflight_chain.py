@@ -159,3 +159,8 @@ def test_crash_at_the_smallest_n_cancels_the_array_and_rerun_after_the_fix_runs_
     assert len(again.submitted) == 2
     assert _sync_until(led, name, _all_finished).counts == {"COMPLETED": 2}
     assert [s for (s,) in _db(led, "SELECT state FROM preflight_step ORDER BY id")] == ["FAILED", "COMPLETED"]
+    # the array waited on its preflight (Reason=Dependency): no reason of a pending state outlives it (issue 24)
+    assert _db(led, "SELECT state, reason FROM job_attempt WHERE state = 'COMPLETED' AND reason IS NOT NULL") == []
+    done = _db(led, "SELECT job_id FROM job_attempt WHERE state = 'COMPLETED'")[0][0]
+    shown = run_cli("--ledger", str(led.path), "show", done)
+    assert shown.returncode == 0 and "state: COMPLETED\n" in shown.stdout, shown.stdout

@@ -1,0 +1,46 @@
+"""Attempts timed on a Slurm node that more busy CPUs shared than it has are
+flagged (issue 24, item 6), against the real test Slurm: two 96-thread runs
+on one CPU each, at once, on its 128-CPU node; every view says so."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from campaign import api
+from campaign.ledger import Ledger
+from tests.conftest import run_cli, sql_rows
+from tests.slurm.helpers import _all_finished, _name, _overrides, _sync_until
+
+pytestmark = pytest.mark.slurm
+
+
+@pytest.mark.usefixtures("fake_kernel_env")
+def test_two_oversubscribing_runs_at_once_are_flagged_in_every_view(
+        slurm_cluster: object, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]) -> None:
+    led = Ledger(tmp_path / "ledger.sqlite")
+    name = _name("shared")
+    cancel_at_end(led, name)
+    rep = api.submit(_overrides(tmp_path, name, "experiment=slurm_shared"), led)
+    assert len(rep.submitted) == 2
+    _sync_until(led, name, _all_finished)
+    rows = sql_rows(led.path, "SELECT id, started_at, ended_at, overlap FROM job_attempt ORDER BY id")
+    (a, a_start, a_end, a_note), (b, b_start, b_end, b_note) = rows
+    if not (a_start < b_end and b_start < a_end):
+        pytest.skip(f"the shared test cluster ran the two jobs one after the other: {rows}")
+    node_cpus = 8 * 16  # conf/cluster/localslurm.yaml, as slurm.conf declares the node
+    for note, other in ((a_note, b), (b_note, a)):
+        assert note and "shared node localhost" in note and f"attempt(s) {other}" in note, rows
+        peak = int(note.split("up to ")[1].split()[0])
+        assert peak >= 2 * 96 > node_cpus and f"on its {node_cpus}" in note
+    export = json.loads(run_cli("--ledger", str(led.path), "results", "--format", "json").stdout)
+    assert export and all(r["overlap"] for r in export)
+    metrics = json.loads(run_cli("--ledger", str(led.path), "report", "--json").stdout)
+    assert metrics["shared_node_points"] and all(p["threads"] == 96 for p in metrics["shared_node_points"])
+    out = tmp_path / "report"
+    assert run_cli("--ledger", str(led.path), "report", "--campaign", name, "--out", str(out)).returncode == 0
+    md = (out / "localslurm.md").read_text()
+    assert "shared node" in md.lower() or "timed while another" in md
