@@ -54,6 +54,7 @@ import pandas as pd
 from scipy import stats
 
 from analysis.columns import OPTIONAL_GROUP_COLUMNS
+from analysis.overlap_points import flagged_rows
 from analysis.ratios import DIMENSIONS
 from analysis.schema import group_columns
 from analysis.summary import ensure_summary, is_summary
@@ -126,13 +127,18 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, by: str | None = None,
         raise ValueError(f"min_repeats must be >= 1, got {min_repeats}")
     if is_summary(base) != is_summary(new):
         raise ValueError("compare both raw results or both summaries")
-    sb, sn = (ensure_summary(f) for f in _aligned(base, new))
+    raw_b, raw_n = _aligned(base, new)
+    sb, sn = ensure_summary(raw_b), ensure_summary(raw_n)
     match = [c for c in group_columns(sb) if c not in varied] + ["threads", "n"]
     left = sb[match + varied + _VALUES]
     right = sn[match + varied + _VALUES]
     merged = left.merge(right, on=match, how="outer", suffixes=("_base", "_new"), indicator=True)
     both = merged[merged["_merge"] == "both"].reset_index(drop=True)
     points = _points(both, match, varied, threshold, min_repeats)
+    keys = _texts(points, match)  # a point timed on a shared machine on either side (issue 24)
+    for side, raw in (("base", raw_b), ("new", raw_n)):
+        flagged = _flagged_keys(raw, match)
+        points[f"overlap_{side}"] = [k in flagged for k in keys]
     only = {}
     for side, tag in (("base", "left_only"), ("new", "right_only")):
         part = merged[merged["_merge"] == tag]
@@ -143,6 +149,22 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, by: str | None = None,
         only[side] = frame.reset_index(drop=True)
     return Comparison(points, summarize_points(points, by, threshold), only["base"], only["new"],
                       threshold, by, min_repeats)
+
+
+def _texts(frame: pd.DataFrame, cols: list[str]) -> list[tuple[str, ...]]:
+    """Each row's values of `cols` as texts (NaN and NA alike), to match points across frames."""
+    if not len(frame):
+        return []
+    return list(zip(*(frame[c].astype("string").fillna("").tolist() for c in cols)))
+
+
+def _flagged_keys(raw: pd.DataFrame, match: list[str]) -> set[tuple[str, ...]]:
+    """The points of raw results with rows timed on a shared machine (the `overlap` note);
+    none for summaries, which carry no rows."""
+    if is_summary(raw) or not all(c in raw.columns for c in match):
+        return set()
+    flagged = flagged_rows(raw).to_numpy()
+    return set(_texts(raw[flagged], match)) if flagged.any() else set()
 
 
 def _points(both: pd.DataFrame, match: list[str], varied: list[str], threshold: float,

@@ -28,6 +28,7 @@ from analysis import report_tables as tables
 from analysis.blocks import Block, Figure, Section, Table
 from analysis.html import to_html
 from analysis.metrics import all_metrics, filter_cluster
+from analysis.overlap_points import flagged_rows, overlap_points
 from analysis.penalties import facts_columns
 from analysis.ratios import ratios
 from analysis.report_md import to_markdown
@@ -132,18 +133,29 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
 
 
 def _overlap_warning(results: pd.DataFrame, cluster: str) -> list[Block]:
-    """Rows timed while another timed job ran on the same machine (the
-    ledger's `overlap` note, issue 11) are said up front: their times may be
-    inflated."""
+    """Rows timed while the machine was shared (the ledger's `overlap` note:
+    another timed job on the same machine, issue 11, or more busy CPUs than a
+    Slurm node has, issue 24) are said up front, with the points they make:
+    their times may be inflated."""
     if "overlap" not in results.columns or not len(results):
         return []
     rows = results[(results["cluster"].astype("str") == cluster).to_numpy()]
-    flagged = rows["overlap"].notna() & (rows["overlap"].astype("str") != "")
+    flagged = flagged_rows(rows)
     if not flagged.any():
         return []
+    points = overlap_points(rows)
+    items = tuple(f"{p['kernel']}/{p['impl']}/{p['variant']}{' ' + p['params'] if p.get('params') else ''} "
+                  f"{p['partition']} threads {p['threads']} n {p['n']}: "
+                  f"{p['rows_flagged']} of {p['rows']} rows; {p['notes'][0]}" for p in points[:MAX_POINTS])
+    more = (f" (the first {MAX_POINTS} listed)" if len(points) > MAX_POINTS else "")
     return [Block("p", f"Warning: {int(flagged.sum())} of {len(rows)} result rows were timed while another "
-                       "timed job ran on the same machine; their times may be inflated (see `campaign results`, "
-                       "column overlap).")]
+                       "timed job ran on the same machine, or on a node with more busy CPUs than it has; their "
+                       f"times may be inflated. {len(points)} point(s) affected{more} (see `campaign results`, "
+                       "column overlap):"),
+            Block("list", items=items)]
+
+
+MAX_POINTS = 20
 
 
 def cluster_metrics(summary: pd.DataFrame, partitions: pd.DataFrame | None,

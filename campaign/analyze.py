@@ -65,8 +65,18 @@ def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence
     results, facts = _inputs(led, cluster, scope.campaigns)
     out: dict[str, Any] = dict(metrics_json(results, facts, cluster=cluster))
     out["counters"] = counters_json(led, results, cluster=cluster, campaign=scope.campaigns)
+    out["overlap_points"] = _overlap_points(results, cluster)
     out["scope"] = {"campaigns": scope.campaigns, "how": scope.how, "header": scope.lines}
     return out
+
+
+def _overlap_points(results: Any, cluster: str | None) -> list[dict[str, Any]]:
+    """`report --json` key `overlap_points`: the points timed on a shared machine (analysis/overlap_points.py)."""
+    from analysis.overlap_points import overlap_points  # lazy: pandas
+
+    if cluster and len(results):
+        results = results[(results["cluster"].astype("str") == cluster).to_numpy()]
+    return overlap_points(results)
 
 
 def _counters(led: Ledger, cluster: str | None, campaign: str | Sequence[str] | None) -> Any:
@@ -93,13 +103,14 @@ def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
     from analysis.metrics_stream import check_keys, write_metrics_json  # lazy, as above
 
     try:
-        chosen = check_keys(keys, ("counters", "scope"))  # before the ledger is read: a typo fails at once
+        chosen = check_keys(keys, ("counters", "overlap_points", "scope"))  # before the ledger is read: a typo fails at once
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
     results, facts = _inputs(led, cluster, scope.campaigns)
     write_metrics_json(results, facts, out, cluster=cluster, keys=chosen, tail={
         "counters": lambda: counters_json(led, results, cluster=cluster, campaign=scope.campaigns),
+        "overlap_points": lambda: _overlap_points(results, cluster),
         "scope": lambda: {"campaigns": scope.campaigns, "how": scope.how, "header": scope.lines}})
 
 

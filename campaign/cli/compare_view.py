@@ -70,7 +70,7 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
     listed = listed.sort_values(["_order", "ratio"], ascending=[True, False], kind="stable")
     rows = [[_config(r, varied), str(r["threads"]), str(r["n"]), f"{r['t_base']:.4g}", f"{r['t_new']:.4g}",
              f"{r['ratio']:.3f}", f"[{r['ratio_lo']:.3f}, {r['ratio_hi']:.3f}]",
-             f"{r['repeats_base']}/{r['repeats_new']}", str(r["verdict"])]
+             f"{r['repeats_base']}/{r['repeats_new']}", str(r["verdict"]) + _shared(r)]
             for r in listed.head(MAX_ROWS).to_dict("records")]
     if rows:
         lines += _grid(["configuration", "threads", "n", "base s", "new s", "ratio", "interval", "repeats",
@@ -82,9 +82,27 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
             lines.append(_section(f"Only in {side}: {len(frame)} point(s)", markdown))
             shown = [f"{_config(r, [])} threads={r['threads']} n={r['n']}" for r in frame.head(MAX_ROWS).to_dict("records")]
             lines += [f"- {t}" if markdown else f"  {t}" for t in shown]
+    lines += _shared_text(c.points)
     lines += _references_text(rep, markdown)
     lines += [f"note: {n}" for n in rep.notes]
     return "\n".join(lines)
+
+
+def _shared(row: dict[str, Any]) -> str:
+    sides = [side for side in ("base", "new") if row.get(f"overlap_{side}")]
+    return f" (shared: {'+'.join(sides)})" if sides else ""
+
+
+def _shared_text(points: Any) -> list[str]:
+    """How many matched points (listed or within noise) were timed on a shared machine."""
+    if "overlap_base" not in points.columns or not len(points):
+        return []
+    hit = points[points["overlap_base"] | points["overlap_new"]]
+    if not len(hit):
+        return []
+    return [f"warning: {len(hit)} matched point(s) were timed on a shared machine (another timed job, or a "
+            "node with more busy CPUs than it has): their ratios may be artifacts; `--format json` marks them "
+            "(overlap_base, overlap_new)"]
 
 
 def _references_text(rep: CompareReport, markdown: bool) -> list[str]:

@@ -39,8 +39,15 @@ def test_two_oversubscribing_runs_at_once_are_flagged_in_every_view(
     export = json.loads(run_cli("--ledger", str(led.path), "results", "--format", "json").stdout)
     assert export and all(r["overlap"] for r in export)
     metrics = json.loads(run_cli("--ledger", str(led.path), "report", "--json").stdout)
-    assert metrics["shared_node_points"] and all(p["threads"] == 96 for p in metrics["shared_node_points"])
+    points = metrics["overlap_points"]
+    assert len(points) == 2 and all(p["threads"] == 96 and p["rows_flagged"] == p["rows"] == 1 for p in points)
     out = tmp_path / "report"
     assert run_cli("--ledger", str(led.path), "report", "--campaign", name, "--out", str(out)).returncode == 0
-    md = (out / "localslurm.md").read_text()
-    assert "shared node" in md.lower() or "timed while another" in md
+    for page in ("localslurm.md", "localslurm.html"):
+        text = (out / page).read_text()
+        assert "2 point(s) affected" in text and "shared node localhost" in text, page
+    compared = run_cli("--ledger", str(led.path), "compare", name, name, "--format", "json")
+    assert compared.returncode == 0, compared.stderr
+    assert [(p["overlap_base"], p["overlap_new"]) for p in json.loads(compared.stdout)["points"]] == [(True, True)] * 2
+    text = run_cli("--ledger", str(led.path), "compare", name, name).stdout
+    assert "2 matched point(s) were timed on a shared machine" in text
