@@ -23,7 +23,8 @@ def test_report_json_keys_and_cluster(tmp_path: Path) -> None:
     full = run_cli("--ledger", str(ledger), "report", "--json")
     assert full.returncode == 0 and full.stderr == "", full.stderr
     doc = json.loads(full.stdout)
-    assert list(doc)[-2:] == ["counters", "scope"]  # the report's whole object, streamed
+    assert list(doc)[-3:] == ["counters", "overlap_points", "scope"]  # the report's whole object, streamed
+    assert doc["overlap_points"] == []  # imported rows carry no overlap note
     clusters = sorted({r["cluster"] for r in doc["speedup"]})
     assert len(clusters) >= 2
     part = run_cli("--ledger", str(ledger), "report", "--json", "--keys", "counters,speedup, best_threads",
