@@ -117,6 +117,20 @@ def _ledger_holds(ledger: Ledger, nodes: set[str], since: datetime, until: datet
     return holds, jobs
 
 
+def _ledger_jobs(ledger: Ledger, job_ids: list[str]) -> dict[str, tuple[int, int]]:
+    """Job ID -> (attempt id, busy CPUs) for those of these jobs that are this
+    ledger's attempts (another campaign's, say, not yet seen running)."""
+    out: dict[str, tuple[int, int]] = {}
+    with ledger.session() as s:
+        for i in range(0, len(job_ids), 10_000):
+            stmt = (select(JobAttempt.job_id, JobAttempt.id, JobAttempt.alloc_cpus, Run.threads)
+                    .join(Run, Run.id == JobAttempt.run_id)
+                    .where(JobAttempt.backend != "local", JobAttempt.job_id.in_(job_ids[i:i + 10_000])))
+            for job, aid, cpus, threads in s.execute(stmt):
+                out[str(job)] = (aid, max(threads, cpus or 0))
+    return out
+
+
 def _other_holds(jobs: list[NodeJob], nodes: set[str], mine: set[str]) -> dict[str, list[_Held]]:
     """The scheduler's jobs that are not this ledger's, per node (a job on
     several nodes holds its CPUs spread evenly over them)."""
@@ -193,7 +207,14 @@ def flag_shared_nodes(ledger: Ledger, attempt_ids: Iterable[int]) -> tuple[int, 
         local = (since.astimezone().replace(tzinfo=None), until.astimezone().replace(tzinfo=None))
         found, more = backend.node_jobs(sorted(nodes), *local, cluster=where)
         warnings += more
-        theirs = _other_holds(found, nodes, my_jobs)
+        ours = _ledger_jobs(ledger, [j.job_id for j in found if j.job_id not in my_jobs])
+        for job in found:  # this ledger's jobs the ledger has not seen start yet: its own busy count
+            if job.job_id in ours and job.nodes:
+                aid, busy = ours[job.job_id]
+                for node in set(job.nodes) & nodes:
+                    mine[node].append(_Held(f"attempt {aid}", True, busy, as_utc(job.start) or job.start,
+                                            (as_utc(job.end) if job.end is not None else None) or now()))
+        theirs = _other_holds(found, nodes, my_jobs | set(ours))
         profiles = {node: _Profile(mine.get(node, []) + theirs.get(node, [])) for node in nodes}
         for t in targets:
             peak = profiles[t.node].peak(t.start, t.end)

@@ -88,6 +88,15 @@ def test_heterogeneous_job_components_are_matched_to_their_leader() -> None:
     assert waiting.state is JobState.PENDING and waiting.reason == "Dependency"
 
 
+def test_heterogeneous_job_of_the_test_cluster() -> None:
+    """Recorded from the test Slurm (a 2-component hetjob, pending, then
+    cancelled before it started): each id sbatch answered gets one record."""
+    got = sq.parse_sacct(read("sacct_hetjob_real.txt"))
+    assert sorted(got) == ["2", "54"]
+    assert got["54"].state is JobState.CANCELLED and got["54"].end == datetime(2026, 12, 3, 6, 51, 44)
+    assert got["2"].state is JobState.PENDING and got["2"].end is None and got["2"].node is None
+
+
 def test_a_pending_reason_does_not_outlive_pending() -> None:
     """Issue 24 (item 7): sacct keeps printing the last pending reason after
     the job ran; `show` printed `OUT_OF_MEMORY (Dependency; ...)`."""
