@@ -123,7 +123,8 @@ def open_jobs(views: Sequence[JobView]) -> int:
 
 
 def failed(views: Sequence[JobView]) -> list[JobView]:
-    return [v for v in views if v.state.rerunnable]
+    """Finished without a usable result (NOT_SUBMITTED too: it never ran)."""
+    return [v for v in views if v.state.finished and not v.state.usable]
 
 
 def _render(views: Sequence[JobView], at: datetime) -> Any:

@@ -38,7 +38,7 @@ def test_refused_submit_is_not_submitted_and_sending_again_runs_each_once(
     status = run_cli(*args, "status", name, env=env)  # nothing open: status neither waits nor asks Slurm
     assert status.returncode == 0 and "NOT_SUBMITTED 2" in status.stdout, status.stdout + status.stderr
     wait = run_cli(*args, "status", name, "--wait", "--interval", "0.2", env=env, timeout=60)
-    assert wait.returncode == 0, wait.stderr
+    assert wait.returncode == 3, wait.stderr  # nothing left to wait for, and nothing ran: a failure
     sent = run_cli(*submit, env=env) if again == "submit" else run_cli(*args, "rerun", name, "--failed", env=env)
     assert sent.returncode == 0, sent.stdout + sent.stderr
     rows = sql_rows(ledger, "SELECT attempt, state, job_id, reason FROM job_attempt ORDER BY id")
