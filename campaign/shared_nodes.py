@@ -84,7 +84,7 @@ def _targets(ledger: Ledger, attempt_ids: Iterable[int]) -> dict[int, tuple[list
                     .join(Run, Run.id == JobAttempt.run_id).join(Campaign, Campaign.id == Run.campaign_id)
                     .where(JobAttempt.id.in_(ids[i:i + 10_000])))
             for aid, job, node, start, end, cpus, where, threads, part, cid, yaml, backend in s.execute(stmt):
-                if backend == "local" or not (job and node and start and end) or "," in node:
+                if backend == "local" or not (job and node and start and end) or any(c in node for c in ",["):
                     continue  # the local backend has campaign.overlap; a multi-node job is not timed on one
                 if cid not in specs:
                     specs[cid] = cluster_from_yaml(yaml)
