@@ -9,45 +9,24 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from campaign.config import overrides as schema_overrides
+from campaign.config.groups import (  # re-exported: callers import them from here
+    SEARCH_PATH_ENV as SEARCH_PATH_ENV,
+)
+from campaign.config.groups import (
+    conf_dir,
+    config_dirs,
+    group_options,
+    repo_root,
+    unknown_choice,
+)
 from campaign.config.schema import RootConfig
 from campaign.config.validate import validate
 from campaign.errors import ConfigError
-
-SEARCH_PATH_ENV = "CAMPAIGN_CONFIG_PATH"  # extra config folders, ':'-separated
-
-
-def conf_dir() -> Path:
-    """The shipped conf/ folder, found relative to the package so that the
-    installed CLI works from any working directory."""
-    override = os.environ.get("CAMPAIGN_CONF_DIR")
-    if override:
-        return Path(override).resolve()
-    return (Path(__file__).resolve().parents[2] / "conf").resolve()
-
-
-def repo_root() -> Path:
-    return Path(__file__).resolve().parents[2]
-
-
-def config_dirs() -> list[Path]:
-    """The user's folders first (so a site can shadow a shipped cluster)."""
-    extra = [Path(p).resolve() for p in os.environ.get(SEARCH_PATH_ENV, "").split(":") if p]
-    return extra + [conf_dir()]
-
-
-def group_options(group: str) -> list[str]:
-    found: set[str] = set()
-    for base in config_dirs():
-        folder = base / group
-        if folder.is_dir():
-            found.update(p.stem for p in folder.glob("*.yaml"))
-    return sorted(found)
 
 
 def split_overrides(overrides: Sequence[str]) -> list[str]:
@@ -63,7 +42,7 @@ def _check_group_choice(overrides: Sequence[str], group: str) -> None:
     for item in overrides:
         key, _, value = item.partition("=")
         if key.lstrip("+~") == group and value not in known:
-            raise ConfigError(f"unknown {group} {value!r}; known: {', '.join(known)}")
+            raise unknown_choice(group, value, known)
 
 
 def _register_schema() -> None:
