@@ -23,7 +23,7 @@ from typing import Any
 
 from campaign.backends import slurm_query, slurm_steps
 from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
-from campaign.backends.slurm_run import run_slurm
+from campaign.backends.slurm_run import failure_text, run_slurm
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.backends.submitit_adapter import sbatch_script
 from campaign.config.schema import ClusterSpec, PartitionSpec
@@ -194,7 +194,7 @@ class SlurmBackend(Backend):
             proc = run_slurm(["sbatch", "--parsable", str(script)])
             if proc.returncode != 0:
                 raise SubmissionError(f"sbatch refused {len(group)} job(s) on {params['partition']}: "
-                                      f"{one_line(proc.stderr or proc.stdout)}")
+                                      f"{failure_text(proc)}")
             base, where = _parse_sbatch(proc.stdout)
             where = where or _single(self._clusters(group[0].run.partition))
             on_submitted(self._submitted(group, manifest, base, where, params))

@@ -79,7 +79,8 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             _search_user_dirs_first()
-            cfg = compose(config_name="config", overrides=kernel_defaults + list(overrides))
+            cfg = compose(config_name="config",
+                          overrides=kernel_defaults + [schema_overrides.hydra_form(o) for o in overrides])
         unknown = sorted(str(k) for k in set(cfg.keys()) - {"cluster", "experiment", "kernels", "campaign"})
         if unknown:
             raise ConfigError(f"unknown top-level config key(s) {', '.join(map(str, unknown))}; "
@@ -88,8 +89,11 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
         text = OmegaConf.to_yaml(cfg, resolve=True)
         root = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as exc:
-        raise ConfigError(_one_line(exc)) from None
+        raise ConfigError(_missing_entry(overrides, kernel_defaults) or _one_line(exc)) from None
     except Exception as exc:  # Hydra raises its own hierarchy; all are config mistakes here
+        missing = _missing_entry(overrides, kernel_defaults)
+        if missing:
+            raise ConfigError(missing) from None
         merging = _merge_failure(exc, overrides)
         if merging:
             raise ConfigError(merging) from None
@@ -107,6 +111,33 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     validate(root)  # every value that reaches a script, a command or a path (campaign.config.validate)
     root.__dict__["_resolved_yaml"] = text  # for provenance; not a config field
     return root
+
+
+def _missing_entry(overrides: Sequence[str], kernel_defaults: list[str]) -> str | None:
+    """After a failed compose: does an override name a sweep, partition or
+    kernel that the chosen configs do not have? (Hydra would say "use +" or
+    "expects a list", hiding that.) Composes the chosen configs alone to see."""
+    from hydra import compose, initialize_config_dir  # lazy, as above
+    from hydra.core.global_hydra import GlobalHydra
+
+    chosen = [o for o in overrides if o.partition("=")[0].lstrip("+~") in schema_overrides.GROUPS]
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+            _search_user_dirs_first()
+            base = compose(config_name="config", overrides=kernel_defaults + chosen)
+    except Exception:  # noqa: BLE001 - the first error is the one to report
+        return None
+    finally:
+        GlobalHydra.instance().clear()
+    for item in overrides:
+        key = item.partition("=")[0]
+        if key.startswith("~") or key.lstrip("+") in schema_overrides.GROUPS:
+            continue
+        found = schema_overrides.missing_entry(base, key.lstrip("+"))
+        if found:
+            return f"bad override {item}: {found}"
+    return None
 
 
 def _search_user_dirs_first() -> None:
