@@ -27,7 +27,8 @@ COMPARE_FORMATS = ("table", "json", "md")
 EXAMPLES = """\
 examples:
   campaign submit experiment=smoke                      run the smoke campaign on this machine
-  campaign submit cluster=delta experiment=forward_scaling --dry-run   scripts and SU estimate, nothing submitted
+  campaign submit cluster=delta cluster.account=abcd-delta-cpu experiment=forward_scaling --dry-run
+                                                        batch scripts and SU estimate; nothing submitted
   campaign submit cluster=localslurm experiment=smoke --wait           the test Slurm (source its env.sh first)
   campaign status smoke-local --watch                   live progress until every job finished
   campaign jobs --state FAILED --format json            failed jobs as JSON

@@ -15,7 +15,7 @@ import pytest
 from analysis.compare import MIN_REPEATS
 from campaign.cli.parser import build_parser
 from campaign.multirun import compose
-from campaign.plan import campaign_name
+from campaign.plan import campaign_name, plan
 from tests.conftest import REPO
 
 
@@ -60,6 +60,7 @@ def _made_campaigns() -> dict[str, int]:
         args, _ = build_parser().parse_known_args(argv[1:])
         if args.cmd == "submit":
             for _member, cfg in compose(args.overrides):
+                assert plan(cfg).runs, argv  # plans as written (accounts, partitions, threads)
                 made[campaign_name(cfg)] = min(made.get(campaign_name(cfg), 10**9), cfg.experiment.repeats)
     return made
 
@@ -80,3 +81,17 @@ def test_the_test_slurm_is_reached_by_sourcing_its_env() -> None:
     source = next(i for i, c in enumerate(commands) if c[:2] == ["source", "/tmp/campaign-slurm/env.sh"])
     first_slurm = next(i for i, c in enumerate(commands) if "cluster=localslurm" in c)
     assert source < first_slurm
+
+
+def test_help_examples_parse_and_compose() -> None:
+    """`campaign --help` ends with examples: each parses, and each submit composes as written."""
+    from campaign.cli.parser import EXAMPLES
+
+    lines = [line.split("  ")[1] if line.startswith("  ") else "" for line in EXAMPLES.split("examples:")[1]
+             .split("shell completion")[0].splitlines()]
+    commands = [shlex.split(line.strip()) for line in lines if line.strip().startswith("campaign ")]
+    assert len(commands) >= 8
+    for argv in commands:
+        args, _ = build_parser().parse_known_args(argv[1:])
+        if args.cmd == "submit":  # composes and plans (accounts, partitions, threads) as written
+            assert all(plan(cfg).runs for _member, cfg in compose(args.overrides))
