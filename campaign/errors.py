@@ -53,7 +53,8 @@ def did_you_mean(word: str, known: list[str] | tuple[str, ...] | set[str]) -> st
     else "": the hint a typo deserves instead of a list to read (issue 28)."""
     import difflib  # lazy: only an error pays for it
 
-    close = difflib.get_close_matches(word, sorted(known), n=3, cutoff=0.6)
+    by_lower = {name.lower(): name for name in sorted(known, reverse=True)}  # case never hides a match
+    close = [by_lower[c] for c in difflib.get_close_matches(word.lower(), sorted(by_lower), n=3, cutoff=0.6)]
     if not close:
         return ""
     return "; did you mean " + " or ".join(repr(c) for c in close) + "?"

@@ -41,6 +41,15 @@ shell completion (commands, options, experiment=/cluster= names, campaigns, job 
   bash: echo 'eval "$(campaign completion bash)"' >> ~/.bashrc
   zsh:  echo 'eval "$(campaign completion zsh)"' >> ~/.zshrc
 """
+SUBMIT_EXAMPLES = """\
+examples:
+  campaign submit experiment=smoke experiment.repeats=5     this machine (campaign smoke-local)
+  campaign submit cluster=localslurm experiment=smoke --wait  the test Slurm (source /tmp/campaign-slurm/env.sh)
+  campaign submit experiment=smoke 'experiment.sweeps.0.threads=1,2' --dry-run    a sweep axis, scripts only
+  campaign submit cluster=anvil,delta experiment=smoke cluster.account=abc123 --dry-run   two campaigns
+  campaign submit --info                                    the config folders and the names they offer
+  campaign submit experiment=smoke --cfg job                the composed config as YAML
+"""
 ADVISE = """\
 advice from the wave model and the ledger's measurements:
   shape    check a model's hidden size, heads and vocabulary against a GPU (wave quantization,
@@ -106,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_globals(p, top=True)
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
-    s = sub.add_parser("submit", help="expand an experiment, submit its runs, record them")
+    s = sub.add_parser("submit", help="expand an experiment, submit its runs, record them",
+                       epilog=SUBMIT_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("overrides", nargs="*",
                    help="Hydra overrides, e.g. cluster=delta experiment=smoke experiment.repeats=5; sweeps: "
                         "'experiment.sweeps.0.threads=1,2,4', range(1,9), choice(a,b), cluster=glob(*)")

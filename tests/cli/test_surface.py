@@ -60,6 +60,8 @@ def test_advise_help_describes_every_subcommand(tmp_path: Path) -> None:
     (["advise", "shap"], "did you mean 'shape'?"),
     (["submit", "experiment=smok"], "did you mean 'smoke'?"),
     (["submit", "--dry-run", "cluster=anvl"], "did you mean 'anvil'?"),
+    (["submit", "experiment=SMOKE"], "did you mean 'smoke'?"),
+    (["Submit"], "did you mean 'submit'?"),
 ])
 def test_did_you_mean(argv: list[str], hint: str, tmp_path: Path) -> None:
     code, err = _err(*argv, cwd=tmp_path)
