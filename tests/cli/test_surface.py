@@ -105,12 +105,16 @@ def test_account_of_an_existing_partition_is_accepted(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-@pytest.mark.parametrize("override", ["experiment.sweeps.0.grid={block:[64,128]}",
-                                      "experiment.sweeps.0.grid.block=[64,128]"])
-def test_schema_dict_fields_need_no_plus(override: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("override", "shown"), [
+    ("experiment.sweeps.0.grid={block:[64,128]}", "block:\n      - 64\n      - 128"),
+    ("experiment.sweeps.0.grid.block=[64,128]", "block:\n      - 64\n      - 128"),
+    ("experiment.sweeps.0.grid.block=64,128", "block:\n      - 64\n      - 128"),  # a sweep of a grid axis
+    ("cluster.env.FOO=bar", "env:\n    FOO: bar"),
+])
+def test_schema_dict_fields_need_no_plus(override: str, shown: str, tmp_path: Path) -> None:
     proc = run_cli("submit", "--cfg", "job", "experiment=smoke", override, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "block:\n      - 64\n      - 128" in proc.stdout
+    assert shown in proc.stdout
 
 
 def test_report_of_an_empty_latest_campaign_names_the_ones_with_results(tmp_path: Path) -> None:
