@@ -157,9 +157,9 @@ def _stderr(line: str) -> None:
 
 
 def _job_dicts(rows: list[list[Any]]) -> list[dict[str, Any]]:
-    from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
+    from campaign.cli.ledger_read import JOB_COLUMNS
 
-    return [dict(zip(views.JOB_COLUMNS, r)) for r in rows]
+    return [dict(zip(JOB_COLUMNS, r)) for r in rows]
 
 
 def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
@@ -208,16 +208,22 @@ def _refresh(led: Any, campaign: str | None) -> None:
 
 
 def cmd_jobs(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
+    from campaign.cli import ledger_read
 
-    led = ledger(args, create=False)
-    if not args.no_sync:
-        _refresh(led, args.campaign)
-    rows = views.job_rows(led, args.campaign, args.state, all_attempts=args.all_attempts)
+    rows = None
+    if args.no_sync:  # an SQLite ledger of this version: read without SQLAlchemy (start-up time)
+        rows = ledger_read.job_rows(args.ledger, args.campaign, args.state, all_attempts=args.all_attempts)
+    if rows is None:
+        from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
+
+        led = ledger(args, create=False)
+        if not args.no_sync:
+            _refresh(led, args.campaign)
+        rows = views.job_rows(led, args.campaign, args.state, all_attempts=args.all_attempts)
     if args.format == "json":
         write_json(_job_dicts(rows))
     else:
-        emit_rows(args.format, None, views.JOB_COLUMNS, rows)
+        emit_rows(args.format, None, ledger_read.JOB_COLUMNS, rows)
     return 0
 
 

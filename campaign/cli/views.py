@@ -8,16 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from campaign.cli.chain_view import chain_lines
+from campaign.cli.ledger_read import JOB_COLUMNS as JOB_COLUMNS  # the fast reader's too
 from campaign.clock import display, now
 from campaign.errors import BadInputError
 from campaign.job.files import START_FILE, STDERR_FILE, STDOUT_FILE, read_json
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
 from campaign.states import JobState
-
-JOB_COLUMNS = ["job_id", "campaign", "kernel", "impl", "variant", "partition", "threads", "dtype", "attempt", "state",
-               "node", "reason"]
-
 
 # What JOB_COLUMNS show, in their order (state is a JobState; shown as its value).
 _JOB_SELECT = (JobAttempt.job_id, Campaign.name, Run.kernel, Run.impl, Run.variant, Run.partition, Run.threads,
