@@ -77,7 +77,8 @@ def job_rows(ledger: Path | None, campaign: str | None, state: str | None, *,
 
 def _statement(camp_id: int | None, state: str | None, *, latest: bool) -> tuple[str, list[Any]]:
     """campaign.ledger.queries.attempt_columns in SQL: the newest attempt of each run (latest) or all."""
-    sql, params = _SELECT, []
+    sql = _SELECT
+    params: list[Any] = []
     if latest:
         inner = "SELECT run_id, max(attempt) AS a FROM job_attempt"
         if camp_id is not None:
