@@ -108,3 +108,26 @@ def test_errors_still_come_from_the_orm_path(argv: list[str], said: str, rerun_l
 def test_a_missing_ledger_is_the_same_error(tmp_path: Path) -> None:
     proc = run_cli("--ledger", str(tmp_path / "none.sqlite"), "jobs", "--no-sync", cwd=tmp_path)
     assert proc.returncode == 2 and "does not exist" in proc.stderr
+
+
+def test_a_writer_killed_mid_transaction_is_never_read_half_done(rerun_ledger: Path, tmp_path: Path) -> None:
+    """A hot journal (a writer killed inside its transaction, pages already
+    spilled to the file): the read-only reader must not read the half-written
+    file; it steps aside and the ORM path rolls the journal back."""
+    import subprocess
+    import sys
+
+    led = tmp_path / "crashed.sqlite"
+    shutil.copy(rerun_ledger, led)
+    committed = ledger_read.job_rows(led, None, None, all_attempts=True)
+    writer = (f"import sqlite3, os\nc = sqlite3.connect({str(led)!r}, isolation_level=None)\n"
+              "c.execute('PRAGMA cache_size=1'); c.execute('BEGIN IMMEDIATE')\n"
+              "c.execute(\"UPDATE job_attempt SET state = 'FAILED', node = 'half'\")\n"
+              "c.execute('CREATE TABLE filler AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+              "WHERE i < 20000) SELECT i, hex(randomblob(64)) AS b FROM n')\nos._exit(0)\n")
+    subprocess.run([sys.executable, "-c", writer], check=True, timeout=60)
+    assert Path(f"{led}-journal").exists()  # the crash left a hot journal
+    assert ledger_read.job_rows(led, None, None, all_attempts=True) in (None, committed)
+    proc = run_cli("--ledger", str(led), "jobs", "--no-sync", "--all-attempts", "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert [list(r.values()) for r in json.loads(proc.stdout)] == committed
