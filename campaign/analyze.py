@@ -14,7 +14,7 @@ from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError, ConfigError
 from campaign.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame
 from campaign.ledger import Campaign, Ledger
-from campaign.report_scope import resolve
+from campaign.report_scope import no_results, resolve
 from campaign.results.export import results_frame
 from campaign.results.store import IMPORT_BACKEND
 
@@ -45,9 +45,7 @@ def _inputs(led: Ledger, cluster: str | None, campaign: str | list[str] | None) 
 
     results = results_frame(led, campaign=campaign, usable_only=True, all_extras=False)
     if results.empty:
-        where = f" for campaign {', '.join([campaign] if isinstance(campaign, str) else campaign)}" if campaign else ""
-        raise BadInputError(f"no usable results in the ledger{where}: run `campaign status` after jobs complete, "
-                            f"or `campaign import FILE.csv`")
+        raise no_results(led, [campaign] if isinstance(campaign, str) else campaign)
     clusters = _clusters(results)
     if cluster and cluster not in clusters:
         raise BadInputError(f"no results for cluster {cluster!r}; clusters: {', '.join(sorted(clusters))}")

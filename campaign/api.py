@@ -1,29 +1,74 @@
 """The library's public API: every use case the CLI offers, for scripts and
 tests to call directly. Nothing inside campaign imports this module (it sits
-on top of the layering in docs/design.md)."""
+on top of the layering in docs/design.md).
+
+Each name is imported from its module on first use (PEP 562 `__getattr__`):
+`api.sync` loads the sync use case, not pandas and matplotlib with the report,
+so a command pays only for what it calls (issue 28: every command that does
+not sync answers within 0.3 s; tests/cli/test_startup_imports.py keeps it).
+"""
 
 from __future__ import annotations
 
-from campaign.analyze import metrics, shape_advice, thread_advice, write_metrics, write_reports
-from campaign.cancel import cancel
-from campaign.compare import CompareReport, compare, parse_selection
-from campaign.config.load import SEARCH_PATH_ENV, config_dirs, group_options
-from campaign.frames import counters_frame
-from campaign.multirun import composed_yaml, dry_run_all, submit_all
-from campaign.multirun import prepare as prepare_campaigns
-from campaign.rerun import RerunReport, rerun
-from campaign.results.export import frame_records, results_frame
-from campaign.results.reader import read_import_file
-from campaign.results.store import store_import
-from campaign.results.table import RESULT_COLUMNS, result_records
-from campaign.submit import SubmitReport, dry_run, submit
-from campaign.sync import SyncReport, sync
-from campaign.waiting import failed_among
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what mypy and readers see; at run time __getattr__ below imports on demand
+    from campaign.analyze import metrics, shape_advice, thread_advice, write_metrics, write_reports
+    from campaign.cancel import cancel
+    from campaign.compare import CompareReport, compare, parse_selection
+    from campaign.config.load import SEARCH_PATH_ENV, config_dirs, group_options
+    from campaign.frames import counters_frame
+    from campaign.ledger.db import default_ledger_path
+    from campaign.multirun import composed_yaml, dry_run_all, submit_all
+    from campaign.multirun import prepare as prepare_campaigns
+    from campaign.rerun import RerunReport, rerun
+    from campaign.results.export import frame_records, results_frame
+    from campaign.results.reader import read_import_file
+    from campaign.results.store import store_import
+    from campaign.results.table import RESULT_COLUMNS, result_records
+    from campaign.submit import SubmitReport, dry_run, submit
+    from campaign.sync import SyncReport, sync
+    from campaign.waiting import failed_among
+
+# name -> (module, attribute): the table __getattr__ imports from
+_WHERE: dict[str, tuple[str, str]] = {
+    **{n: ("campaign.analyze", n) for n in ("metrics", "shape_advice", "thread_advice", "write_metrics",
+                                            "write_reports")},
+    "cancel": ("campaign.cancel", "cancel"),
+    **{n: ("campaign.compare", n) for n in ("CompareReport", "compare", "parse_selection")},
+    **{n: ("campaign.config.load", n) for n in ("SEARCH_PATH_ENV", "config_dirs", "group_options")},
+    "counters_frame": ("campaign.frames", "counters_frame"),
+    "default_ledger_path": ("campaign.ledger.db", "default_ledger_path"),
+    **{n: ("campaign.multirun", n) for n in ("composed_yaml", "dry_run_all", "submit_all")},
+    "prepare_campaigns": ("campaign.multirun", "prepare"),
+    **{n: ("campaign.rerun", n) for n in ("RerunReport", "rerun")},
+    **{n: ("campaign.results.export", n) for n in ("frame_records", "results_frame")},
+    "read_import_file": ("campaign.results.reader", "read_import_file"),
+    "store_import": ("campaign.results.store", "store_import"),
+    **{n: ("campaign.results.table", n) for n in ("RESULT_COLUMNS", "result_records")},
+    **{n: ("campaign.submit", n) for n in ("SubmitReport", "dry_run", "submit")},
+    **{n: ("campaign.sync", n) for n in ("SyncReport", "sync")},
+    "failed_among": ("campaign.waiting", "failed_among"),
+}
 
 __all__ = [
-    "RESULT_COLUMNS", "SEARCH_PATH_ENV", "CompareReport", "RerunReport", "SubmitReport", "SyncReport", "cancel",
-    "compare", "composed_yaml", "config_dirs", "counters_frame", "dry_run", "dry_run_all", "frame_records",
-    "group_options", "metrics", "parse_selection", "prepare_campaigns", "read_import_file", "rerun", "result_records",
-    "results_frame", "shape_advice", "store_import", "submit", "submit_all", "sync", "thread_advice", "write_metrics",
-    "write_reports", "failed_among",
-]
+    "CompareReport", "RESULT_COLUMNS", "RerunReport", "SEARCH_PATH_ENV", "SubmitReport", "SyncReport", "cancel",
+    "compare", "composed_yaml", "config_dirs", "counters_frame", "default_ledger_path", "dry_run", "dry_run_all",
+    "failed_among", "frame_records", "group_options", "metrics", "parse_selection", "prepare_campaigns",
+    "read_import_file", "rerun", "result_records", "results_frame", "shape_advice", "store_import", "submit",
+    "submit_all", "sync", "thread_advice", "write_metrics", "write_reports",
+]  # == the keys of _WHERE (tests/cli/test_startup_imports.py)
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'campaign.api' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where[0]), where[1])
+    globals()[name] = value  # once: later look-ups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 
 from campaign.backends import get_backend
 from campaign.backends.base import JobRef
 from campaign.clock import now
 from campaign.config.clusters import cluster_from_yaml
-from campaign.errors import BadInputError
+from campaign.errors import BadInputError, did_you_mean
 from campaign.job.files import CANCEL_FILE
-from campaign.ledger import JobAttempt, Ledger, ResultRow
+from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow
 from campaign.ledger import queries as q
 from campaign.partial import describe, read_partial
 from campaign.results.expected import Expected
@@ -32,6 +33,17 @@ def _leave_marker(workdir: Path) -> None:
     (workdir / CANCEL_FILE).write_text(json.dumps({"cancelled": now().isoformat()}) + "\n")
 
 
+def _attempts_of(s: Any, target: str) -> list[JobAttempt]:
+    """The attempts of job ID `target`; neither a campaign nor a job ID: one
+    line that says both were looked for (issue 28), with close campaign names."""
+    try:
+        return q.attempts_by_job_id(s, target)
+    except BadInputError:
+        names = list(s.scalars(select(Campaign.name)))
+        raise BadInputError(f"no campaign or job ID named {target!r}{did_you_mean(target, names)} "
+                            f"(`campaign status` lists campaigns, `campaign jobs` job IDs)") from None
+
+
 def cancel(ledger: Ledger, target: str) -> list[str]:
     """Cancel a campaign's unfinished jobs, or one job; returns the job IDs."""
     with ledger.session() as s:
@@ -39,7 +51,7 @@ def cancel(ledger: Ledger, target: str) -> list[str]:
         if camp is not None:
             atts = [a for a in q.latest_attempts(s, camp.id) if not a.state.finished]
         else:
-            atts = [a for a in q.attempts_by_job_id(s, target) if not a.state.finished]
+            atts = [a for a in _attempts_of(s, target) if not a.state.finished]
             if not atts:
                 raise BadInputError(f"job {target} has already finished; nothing to cancel")
         groups: dict[str, tuple[str, str, list[JobRef]]] = {}

@@ -46,3 +46,15 @@ def one_line(text: object, limit: int = 300) -> str:
     `limit` characters: errors are one line on the terminal (docs/design.md)."""
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def did_you_mean(word: str, known: list[str] | tuple[str, ...] | set[str]) -> str:
+    """`; did you mean 'smoke'?` when a known name is close to `word` (difflib),
+    else "": the hint a typo deserves instead of a list to read (issue 28)."""
+    import difflib  # lazy: only an error pays for it
+
+    by_lower = {name.lower(): name for name in sorted(known, reverse=True)}  # case never hides a match
+    close = [by_lower[c] for c in difflib.get_close_matches(word.lower(), sorted(by_lower), n=3, cutoff=0.6)]
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(repr(c) for c in close) + "?"

@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from campaign.clock import display
 from campaign.errors import BadInputError
-from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, Run
+from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, ResultRow, Run
 from campaign.ledger import queries as q
 
 
@@ -70,3 +70,29 @@ def _header(s: object, led: Ledger, scope: Scope, names: list[str]) -> list[str]
             commit = (prov.git_commit or "?")[:12] + (" (dirty)" if prov.git_dirty else "")
             lines.append(f"Provenance: commit {commit}; {versions}; {prov.command}")
     return lines
+
+
+def with_results(led: Ledger) -> list[str]:
+    """The campaigns that hold result rows (their jobs' or imported into them),
+    oldest first: one indexed look-up per campaign, never a scan of the rows."""
+    by_job = (select(ResultRow.id).join(JobAttempt, JobAttempt.id == ResultRow.attempt_id)
+              .join(Run, Run.id == JobAttempt.run_id).where(Run.campaign_id == Campaign.id).exists())
+    imported = select(ResultRow.id).where(ResultRow.campaign_id == Campaign.id).exists()
+    with led.session() as s:
+        return list(s.scalars(select(Campaign.name).where(by_job | imported)
+                              .order_by(Campaign.created_at, Campaign.id)))
+
+
+def no_results(led: Ledger, campaigns: Sequence[str] | None) -> BadInputError:
+    """The error of a report with nothing to show (issue 28): which campaign
+    was empty, and how to choose one that is not (--campaign, --all)."""
+    if not campaigns:
+        return BadInputError("no usable results in the ledger: run `campaign status` after jobs complete, "
+                             "or `campaign import FILE.csv`")
+    having = [name for name in with_results(led) if name not in campaigns]
+    empty = f"no usable results for campaign {', '.join(campaigns)}"
+    if not having:
+        return BadInputError(f"{empty}, nor in any other campaign: run `campaign status` after its jobs complete, "
+                             f"or `campaign import FILE.csv`")
+    return BadInputError(f"{empty}; campaigns with results: {', '.join(having)}: choose with "
+                         f"--campaign NAME (repeatable) or pool them all with --all")

@@ -33,7 +33,7 @@ from campaign.backends.base import (
     QueryResult,
     Submitted,
 )
-from campaign.backends.slurm_run import run_slurm
+from campaign.backends.slurm_run import failure_text, run_slurm
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.backends.submitit_adapter import sbatch_script
 from campaign.config.schema import ClusterSpec, PartitionSpec
@@ -204,7 +204,7 @@ class SlurmBackend(Backend):
             proc = run_slurm(["sbatch", "--parsable", str(script)])
             if proc.returncode != 0:
                 raise SubmissionError(f"sbatch refused {len(group)} job(s) on {params['partition']}: "
-                                      f"{one_line(proc.stderr or proc.stdout)}")
+                                      f"{failure_text(proc)}")
             base, where = _parse_sbatch(proc.stdout)
             where = where or _single(self._clusters(group[0].run.partition))
             on_submitted(self._submitted(group, manifest, base, where, params))

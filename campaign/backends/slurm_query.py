@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from campaign.backends.slurm_components import join_components
-from campaign.backends.slurm_run import run_slurm
+from campaign.backends.slurm_run import no_config_hint, run_slurm
 from campaign.backends.slurm_states import from_slurm, held_reason
 from campaign.errors import BadInputError, SchedulerError
 from campaign.states import JobState
@@ -216,7 +216,11 @@ def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
 
 def error_line(proc: subprocess.CompletedProcess[str]) -> str:
     """The last line Slurm printed: its summary (``Problem talking to the
-    database: Connection refused``) comes after the low-level details."""
+    database: Connection refused``) comes after the low-level details; no
+    slurm.conf found: the hint that says which variable to set."""
+    hint = no_config_hint(proc.stderr + proc.stdout)
+    if hint:
+        return hint
     for text in (proc.stderr, proc.stdout):
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         if lines:

@@ -11,7 +11,13 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 
-from campaign.errors import SchedulerError
+from campaign.errors import SchedulerError, one_line
+
+# What Slurm's commands print when they find no slurm.conf and fall back to
+# asking DNS for the controller (configless mode): the raw lines name no file.
+_NO_CONFIG = ("DNS SRV lookup failed", "resolve_ctls_from_dns_srv", "_establish_config_source",
+              "Could not establish a configuration source")
+TEST_SLURM_ENV = "/tmp/campaign-slurm/env.sh"  # written by `make slurm-up` (.ci/slurm-up.sh)
 
 
 def run_slurm(argv: Sequence[str], env: Mapping[str, str] | None = None,
@@ -26,3 +32,20 @@ def run_slurm(argv: Sequence[str], env: Mapping[str, str] | None = None,
     except subprocess.TimeoutExpired as exc:
         raise SchedulerError(
             f"{argv[0]} did not answer within {timeout_s:g} s: is the Slurm controller/slurmdbd up?") from exc
+
+
+def no_config_hint(text: str) -> str | None:
+    """What to do when Slurm found no slurm.conf (issue 28): its own words
+    ("DNS SRV lookup failed", "Could not establish a configuration source")
+    name neither the variable nor the file."""
+    if not any(marker in text for marker in _NO_CONFIG):
+        return None
+    return (f"Slurm found no configuration (no slurm.conf, none by DNS SRV): set SLURM_CONF to the cluster's "
+            f"slurm.conf; for the test Slurm: source {TEST_SLURM_ENV}")
+
+
+def failure_text(proc: subprocess.CompletedProcess[str], limit: int = 300) -> str:
+    """A failed Slurm command's output as one line, led by the hint where one applies."""
+    text = proc.stderr or proc.stdout or f"exit code {proc.returncode}"
+    hint = no_config_hint(text)
+    return f"{hint} (Slurm said: {one_line(text, limit)})" if hint else one_line(text, limit)

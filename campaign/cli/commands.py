@@ -1,7 +1,9 @@
 """Command bodies: call the library, print the answer. No logic of their own.
 
-Imported only after the command line is parsed (campaign.cli.main), so the
-library's heavy modules may be imported at the top here.
+Imported only after the command line is parsed (campaign.cli), and light
+itself: each command imports what it needs (`api` loads a use case on first
+use), so `jobs --no-sync` never loads pandas, Hydra or submitit (issue 28;
+tests/cli/test_startup_imports.py).
 """
 
 from __future__ import annotations
@@ -15,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from campaign import api
-from campaign.charging import charge_lines
-from campaign.cli import views
 from campaign.cli.output import (
     console,
     emit_rows,
@@ -27,9 +27,7 @@ from campaign.cli.output import (
     write_csv,
     write_json,
 )
-from campaign.cli.watch import watch
 from campaign.errors import BadInputError, LedgerError, SchedulerError
-from campaign.ledger import default_ledger_path
 from campaign.states import JobState
 
 LedgerFactory = Callable[..., Any]
@@ -79,11 +77,14 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     if args.info:
         _print_info()
         return 0
+    from campaign.config.groups import check_choices
+
+    check_choices(args.overrides)  # `experiment=smok`: one line with the close names, before Hydra loads
     if args.cfg:
         sys.stdout.write(api.composed_yaml(args.overrides))
         return 0
     if args.dry_run:
-        reports = api.dry_run_all(args.overrides, args.ledger or default_ledger_path(),
+        reports = api.dry_run_all(args.overrides, args.ledger or api.default_ledger_path(),
                                   preflight=not args.no_preflight)
         for rep in reports:
             for i, script in enumerate(rep.scripts):
@@ -93,12 +94,14 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             for line in rep.skipped:
                 print(f"# skipped: {line}")
             if rep.charges:
+                from campaign.charging import charge_lines  # lazy: only a dry run estimates
+
                 print("# estimate (requested walltime; the site may bill less if jobs end early):")
                 for line in charge_lines(rep.charges):
                     print(f"#   {line}")
         return 0
     # bad input (node-local paths included) fails here, before the ledger is opened
-    groups = api.prepare_campaigns(args.overrides, args.ledger or default_ledger_path())
+    groups = api.prepare_campaigns(args.overrides, args.ledger or api.default_ledger_path())
     led = ledger(args)
     quiet = args.quiet or args.format == "json"  # JSON: nothing but the document on stdout
     reports = api.submit_all(args.overrides, groups, led, force=args.force, progress=progress_printer(quiet),
@@ -136,6 +139,8 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 
 def _watch(args: argparse.Namespace, led: Any, campaigns: list[str], quiet: bool = False) -> int:
+    from campaign.cli.watch import watch  # lazy: SQLAlchemy
+
     if quiet:  # the exit code only (stdout holds a JSON document)
         return watch(led, campaigns, sync=api.sync, interval=args.interval, live=False, say=_stderr)
     live = is_terminal() and not args.quiet
@@ -152,10 +157,14 @@ def _stderr(line: str) -> None:
 
 
 def _job_dicts(rows: list[list[Any]]) -> list[dict[str, Any]]:
-    return [dict(zip(views.JOB_COLUMNS, r)) for r in rows]
+    from campaign.cli.ledger_read import JOB_COLUMNS
+
+    return [dict(zip(JOB_COLUMNS, r)) for r in rows]
 
 
 def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
+    from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
+
     _check_interval(args)
     led = ledger(args, create=False)
     if args.watch or args.wait:
@@ -199,18 +208,28 @@ def _refresh(led: Any, campaign: str | None) -> None:
 
 
 def cmd_jobs(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    led = ledger(args, create=False)
-    if not args.no_sync:
-        _refresh(led, args.campaign)
-    rows = views.job_rows(led, args.campaign, args.state, all_attempts=args.all_attempts)
+    from campaign.cli import ledger_read
+
+    rows = None
+    if args.no_sync:  # an SQLite ledger of this version: read without SQLAlchemy (start-up time)
+        rows = ledger_read.job_rows(args.ledger, args.campaign, args.state, all_attempts=args.all_attempts)
+    if rows is None:
+        from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
+
+        led = ledger(args, create=False)
+        if not args.no_sync:
+            _refresh(led, args.campaign)
+        rows = views.job_rows(led, args.campaign, args.state, all_attempts=args.all_attempts)
     if args.format == "json":
         write_json(_job_dicts(rows))
     else:
-        emit_rows(args.format, None, views.JOB_COLUMNS, rows)
+        emit_rows(args.format, None, ledger_read.JOB_COLUMNS, rows)
     return 0
 
 
 def cmd_show(args: argparse.Namespace, ledger: LedgerFactory) -> int:
+    from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
+
     led = ledger(args, create=False)
     if not args.no_sync:
         _refresh(led, views.campaign_of_job(led, args.job_id))
@@ -328,10 +347,17 @@ def cmd_advise(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     return 0
 
 
+def cmd_completion(args: argparse.Namespace, ledger: LedgerFactory) -> int:
+    from campaign.cli.completion import script
+
+    sys.stdout.write(script(args.shell))
+    return 0
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, LedgerFactory], int]] = {
     "submit": cmd_submit, "status": cmd_status, "jobs": cmd_jobs, "show": cmd_show,
     "rerun": cmd_rerun, "cancel": cmd_cancel, "import": cmd_import, "compare": cmd_compare, "results": cmd_results,
-    "report": cmd_report, "advise": cmd_advise,
+    "report": cmd_report, "advise": cmd_advise, "completion": cmd_completion,
 }
 
 

@@ -13,13 +13,15 @@ import csv
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def console() -> Console:
+    from rich.console import Console  # lazy: a plain table into a pipe never loads rich (start-up time)
+
     con = Console(highlight=False, soft_wrap=True)
     if not con.is_terminal:  # piped: do not squeeze columns to 80
         con = Console(highlight=False, soft_wrap=True, width=200)
@@ -49,6 +51,8 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
             print(title)
         print(plain_table(columns, rows))
         return
+    from rich.table import Table  # lazy, as in console()
+
     t = Table(title=title, show_lines=False)
     for c in columns:
         t.add_column(c)

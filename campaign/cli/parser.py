@@ -11,17 +11,74 @@ gets them without doing anything.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
+
+from campaign import __version__
+from campaign.cli import completion
+from campaign.errors import did_you_mean
 
 FORMATS = ("table", "csv", "json")
 COMPARE_FORMATS = ("table", "json", "md")
 
 
+EXAMPLES = """\
+examples:
+  campaign submit experiment=smoke                      run the smoke campaign on this machine
+  campaign submit cluster=delta cluster.account=abcd-delta-cpu experiment=forward_scaling --dry-run
+                                                        batch scripts and SU estimate; nothing submitted
+  campaign submit cluster=localslurm experiment=smoke --wait           the test Slurm (source its env.sh first)
+  campaign status smoke-local --watch                   live progress until every job finished
+  campaign jobs --state FAILED --format json            failed jobs as JSON
+  campaign show JOB_ID                                  command, environment, lineage, stderr tail of one job
+  campaign rerun smoke-local --failed --time-factor 2   resubmit failed runs, TIMEOUTs with twice the walltime
+  campaign report --campaign smoke-local --out report/  Markdown + HTML report
+  campaign compare BASE NEW --fail-on slower            exit 3 when NEW is slower beyond the threshold
+
+shell completion (commands, options, experiment=/cluster= names, campaigns, job IDs):
+  bash: echo 'eval "$(campaign completion bash)"' >> ~/.bashrc
+  zsh:  echo 'eval "$(campaign completion zsh)"' >> ~/.zshrc
+"""
+SUBMIT_EXAMPLES = """\
+examples:
+  campaign submit experiment=smoke experiment.repeats=5     this machine (campaign smoke-local)
+  campaign submit cluster=localslurm experiment=smoke --wait  the test Slurm (source /tmp/campaign-slurm/env.sh)
+  campaign submit experiment=smoke 'experiment.sweeps.0.threads=1,2' --dry-run    a sweep axis, scripts only
+  campaign submit cluster=anvil,delta experiment=smoke cluster.account=abc123 --dry-run   two campaigns
+  campaign submit --info                                    the config folders and the names they offer
+  campaign submit experiment=smoke --cfg job                the composed config as YAML
+"""
+ADVISE = """\
+advice from the wave model and the ledger's measurements:
+  shape    check a model's hidden size, heads and vocabulary against a GPU (wave quantization,
+           tensor-core alignment) and propose better shapes; measured GEMM times are used when
+           the ledger has them
+  threads  the recommended thread count per problem-size range on one partition, from the
+           ledger's thread sweeps, and what running on all cores costs
+
+examples:
+  campaign advise shape --h 2560 --a 32 --vocab 50257 --gpu h200
+  campaign advise threads --cluster delta --partition cpu --kernel attention_forward
+"""
+_CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<known>.*)\)")
+_UNKNOWN_OPTION = re.compile(r"unrecognized arguments: (?P<word>-[^\s=]+)")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {message}{self._hint(message)} (see {self.prog} --help)\n")
+
+    def _hint(self, message: str) -> str:
+        """"did you mean" for a misspelt command, choice or option (difflib)."""
+        found = _CHOICE.search(message)
+        if found:
+            return did_you_mean(found["word"], re.findall(r"'([^']*)'", found["known"]))
+        found = _UNKNOWN_OPTION.search(message)
+        if found:
+            return did_you_mean(found["word"], [o for o in self._option_string_actions if o.startswith("--")])
+        return ""
 
 
 def _add_globals(p: argparse.ArgumentParser, *, top: bool) -> None:
@@ -52,11 +109,14 @@ def _add_globals_everywhere(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="campaign", description="Benchmark campaigns on Slurm clusters, tracked in a ledger.")
+    p = _Parser(prog="campaign", description="Benchmark campaigns on Slurm clusters, tracked in a ledger.",
+                epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"campaign {__version__}")
     _add_globals(p, top=True)
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
-    s = sub.add_parser("submit", help="expand an experiment, submit its runs, record them")
+    s = sub.add_parser("submit", help="expand an experiment, submit its runs, record them",
+                       epilog=SUBMIT_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("overrides", nargs="*",
                    help="Hydra overrides, e.g. cluster=delta experiment=smoke experiment.repeats=5; sweeps: "
                         "'experiment.sweeps.0.threads=1,2,4', range(1,9), choice(a,b), cluster=glob(*)")
@@ -139,8 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
     s.add_argument("--keys", help="with --json: only these metrics, comma-separated (e.g. speedup,ratios)")
 
-    s = sub.add_parser("advise", help="advice on model shapes (co-design paper)")
-    adv = s.add_subparsers(dest="what", required=True, parser_class=_Parser)
+    s = sub.add_parser("advise", help="advice: model shapes for a GPU (shape), thread counts per n range (threads)",
+                       description=ADVISE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    adv = s.add_subparsers(dest="what", required=True, parser_class=_Parser, metavar="{shape,threads}")
     a = adv.add_parser("shape", help="check h, a, vocab against the GPU and propose better shapes")
     a.add_argument("--h", type=int, required=True, help="hidden size")
     a.add_argument("--a", type=int, required=True, help="attention heads")
@@ -154,26 +215,47 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--partition", required=True)
     a.add_argument("--kernel", required=True)
     a.add_argument("--n", type=int, help="one problem size only")
+
+    s = sub.add_parser("completion", help="print the bash or zsh completion script (see campaign --help)",
+                       description="Print the shell completion script. Install once: "
+                                   "echo 'eval \"$(campaign completion bash)\"' >> ~/.bashrc "
+                                   "(zsh: the same with zsh and ~/.zshrc).")
+    s.add_argument("shell", choices=["bash", "zsh"])
     _add_globals_everywhere(p)  # last: every subcommand above (and any added later) takes them
+    completion.attach(p)
     return p
 
 
 def _percent(text: str) -> float:
-    """`5%` or `0.05` -> 0.05; argparse turns the ValueError into a usage error (exit 2)."""
-    value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    if not 0 < value < 1:
-        raise ValueError(text)
+    """`5%` or `0.05` -> 0.05; otherwise a usage error naming the option and
+    the form it takes (argparse prefixes "argument --threshold:")."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"expects a percentage such as 5% or a fraction such as 0.05 "
+                                         f"(above 0, below 100%), got {text!r}")
     return value
+
+
+def _subparser(p: argparse.ArgumentParser, cmd: str) -> argparse.ArgumentParser:
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction) and cmd in action.choices:
+            child: argparse.ArgumentParser = action.choices[cmd]
+            return child
+    return p
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse the command line. Overrides may sit between submit's options, as
     Hydra users write them (`submit -m a=1,2 --dry-run b=3`)."""
     p = build_parser()
+    completion.complete_if_asked(p)  # a TAB: print the candidates and exit
     args, extra = p.parse_known_args(argv)
     if extra:
         if args.cmd == "submit" and not any(item.startswith("-") for item in extra):
             args.overrides = [*args.overrides, *extra]
-        else:
-            p.error(f"unrecognized arguments: {' '.join(extra)}")
+        else:  # the subcommand's parser: its usage and its options for "did you mean"
+            _subparser(p, args.cmd).error(f"unrecognized arguments: {' '.join(extra)}")
     return args

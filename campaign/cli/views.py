@@ -8,17 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from campaign.cli.chain_view import chain_lines
+from campaign.cli.ledger_read import JOB_COLUMNS as JOB_COLUMNS  # the fast reader's too
 from campaign.clock import display, now
 from campaign.errors import BadInputError
 from campaign.job.files import START_FILE, STDERR_FILE, STDOUT_FILE, read_json
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
-from campaign.plan import RunSpec
 from campaign.states import JobState
-
-JOB_COLUMNS = ["job_id", "campaign", "kernel", "impl", "variant", "partition", "threads", "dtype", "attempt", "state",
-               "node", "reason"]
-
 
 # What JOB_COLUMNS show, in their order (state is a JobState; shown as its value).
 _JOB_SELECT = (JobAttempt.job_id, Campaign.name, Run.kernel, Run.impl, Run.variant, Run.partition, Run.threads,
@@ -98,6 +94,8 @@ def _memory(att: JobAttempt, backend: str) -> str:
 
 def _program(att: JobAttempt, spec: dict[str, Any], start: dict[str, Any] | None) -> tuple[str, dict[str, str]]:
     """The command and environment as the job ran them (job.json), else as planned."""
+    from campaign.plan import RunSpec  # lazy: the config schema loads OmegaConf
+
     if start and isinstance(start.get("argv"), list):
         return shlex.join(str(a) for a in start["argv"]), {str(k): str(v) for k, v in (start.get("env") or {}).items()}
     run = RunSpec.from_json(spec)
@@ -107,6 +105,8 @@ def _program(att: JobAttempt, spec: dict[str, Any], start: dict[str, Any] | None
 
 
 def show_job(led: Ledger, job_id: str) -> str:
+    from campaign.plan import RunSpec  # lazy, as in _program
+
     with led.session() as s:
         att = q.attempts_by_job_id(s, job_id)[-1]
         run = att.run

@@ -9,45 +9,24 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from campaign.config import overrides as schema_overrides
+from campaign.config.groups import (  # re-exported: callers import them from here
+    SEARCH_PATH_ENV as SEARCH_PATH_ENV,
+)
+from campaign.config.groups import (
+    conf_dir,
+    config_dirs,
+    group_options,
+    repo_root,
+    unknown_choice,
+)
 from campaign.config.schema import RootConfig
 from campaign.config.validate import validate
 from campaign.errors import ConfigError
-
-SEARCH_PATH_ENV = "CAMPAIGN_CONFIG_PATH"  # extra config folders, ':'-separated
-
-
-def conf_dir() -> Path:
-    """The shipped conf/ folder, found relative to the package so that the
-    installed CLI works from any working directory."""
-    override = os.environ.get("CAMPAIGN_CONF_DIR")
-    if override:
-        return Path(override).resolve()
-    return (Path(__file__).resolve().parents[2] / "conf").resolve()
-
-
-def repo_root() -> Path:
-    return Path(__file__).resolve().parents[2]
-
-
-def config_dirs() -> list[Path]:
-    """The user's folders first (so a site can shadow a shipped cluster)."""
-    extra = [Path(p).resolve() for p in os.environ.get(SEARCH_PATH_ENV, "").split(":") if p]
-    return extra + [conf_dir()]
-
-
-def group_options(group: str) -> list[str]:
-    found: set[str] = set()
-    for base in config_dirs():
-        folder = base / group
-        if folder.is_dir():
-            found.update(p.stem for p in folder.glob("*.yaml"))
-    return sorted(found)
 
 
 def split_overrides(overrides: Sequence[str]) -> list[str]:
@@ -63,7 +42,7 @@ def _check_group_choice(overrides: Sequence[str], group: str) -> None:
     for item in overrides:
         key, _, value = item.partition("=")
         if key.lstrip("+~") == group and value not in known:
-            raise ConfigError(f"unknown {group} {value!r}; known: {', '.join(known)}")
+            raise unknown_choice(group, value, known)
 
 
 def _register_schema() -> None:
@@ -100,7 +79,8 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             _search_user_dirs_first()
-            cfg = compose(config_name="config", overrides=kernel_defaults + list(overrides))
+            cfg = compose(config_name="config",
+                          overrides=kernel_defaults + [schema_overrides.hydra_form(o) for o in overrides])
         unknown = sorted(str(k) for k in set(cfg.keys()) - {"cluster", "experiment", "kernels", "campaign"})
         if unknown:
             raise ConfigError(f"unknown top-level config key(s) {', '.join(map(str, unknown))}; "
@@ -109,8 +89,11 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
         text = OmegaConf.to_yaml(cfg, resolve=True)
         root = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as exc:
-        raise ConfigError(_one_line(exc)) from None
+        raise ConfigError(_missing_entry(overrides, kernel_defaults) or _one_line(exc)) from None
     except Exception as exc:  # Hydra raises its own hierarchy; all are config mistakes here
+        missing = _missing_entry(overrides, kernel_defaults)
+        if missing:
+            raise ConfigError(missing) from None
         merging = _merge_failure(exc, overrides)
         if merging:
             raise ConfigError(merging) from None
@@ -128,6 +111,33 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     validate(root)  # every value that reaches a script, a command or a path (campaign.config.validate)
     root.__dict__["_resolved_yaml"] = text  # for provenance; not a config field
     return root
+
+
+def _missing_entry(overrides: Sequence[str], kernel_defaults: list[str]) -> str | None:
+    """After a failed compose: does an override name a sweep, partition or
+    kernel that the chosen configs do not have? (Hydra would say "use +" or
+    "expects a list", hiding that.) Composes the chosen configs alone to see."""
+    from hydra import compose, initialize_config_dir  # lazy, as above
+    from hydra.core.global_hydra import GlobalHydra
+
+    chosen = [o for o in overrides if o.partition("=")[0].lstrip("+~") in schema_overrides.GROUPS]
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+            _search_user_dirs_first()
+            base = compose(config_name="config", overrides=kernel_defaults + chosen)
+    except Exception:  # noqa: BLE001 - the first error is the one to report
+        return None
+    finally:
+        GlobalHydra.instance().clear()
+    for item in overrides:
+        key = item.partition("=")[0]
+        if key.startswith("~") or key.lstrip("+") in schema_overrides.GROUPS:
+            continue
+        found = schema_overrides.missing_entry(base, key.lstrip("+"))
+        if found:
+            return f"bad override {item}: {found}"
+    return None
 
 
 def _search_user_dirs_first() -> None:

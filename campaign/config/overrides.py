@@ -92,6 +92,87 @@ def check(overrides: Sequence[str]) -> None:
         key_type(key)
 
 
+def _into_plain_dict(key: str) -> bool:
+    """Whether setting `key` writes into a dict of plain values (`grid`, `env`,
+    `args`, `sbatch_extra`): Hydra's struct mode refuses new keys there without
+    `+`, although the schema has the field (issue 28)."""
+    tp: Any = RootConfig
+    for part in key.split("."):
+        tp, _ = _strip_optional(tp)
+        origin = typing.get_origin(tp)
+        if origin is dict:
+            value = typing.get_args(tp)[1]
+            if not dataclasses.is_dataclass(_strip_optional(value)[0]):
+                return True
+            tp = value
+        elif dataclasses.is_dataclass(tp):
+            tp = _hints(tp).get(part, Any)  # type: ignore[arg-type]
+        elif origin is list:
+            tp = typing.get_args(tp)[0]
+        else:
+            return False
+    tp, _ = _strip_optional(tp)
+    return typing.get_origin(tp) is dict and not dataclasses.is_dataclass(_strip_optional(typing.get_args(tp)[1])[0])
+
+
+def hydra_form(item: str) -> str:
+    """The override as Hydra must read it: `++key=value` (set or add) where the
+    key is a schema field inside a plain dict, so `experiment.sweeps.0.grid={block:[64]}`
+    needs no `+` (check() has refused unknown keys already)."""
+    key = item.partition("=")[0]
+    if key.startswith(("+", "~")) or key in GROUPS or key.startswith(("hydra.", "kernel@")):
+        return item
+    return f"++{item}" if _into_plain_dict(key) else item
+
+
+_NOUN = {"experiment.sweeps": "sweep", "cluster.partitions": "partition", "kernels": "kernel"}
+
+
+def missing_entry(cfg: Any, key: str) -> str | None:
+    """The first part of `key` that names no entry of the composed config `cfg`
+    (a list index past the end, a dict of configs without that name): the real
+    problem behind Hydra's "Error merging override" or "use +". None when every
+    part exists, or where a new entry is fine (a plain dict)."""
+    from omegaconf import DictConfig, ListConfig  # lazy: only an error pays for it
+
+    node: Any = cfg
+    seen: list[str] = []
+    for part in key.split("."):
+        where = ".".join(seen)
+        noun = _NOUN.get(where, "entry")
+        owner = _owner(node, seen) or where
+        if isinstance(node, ListConfig):
+            if not part.isdigit():
+                return None
+            if int(part) >= len(node):
+                numbered = f", numbered {', '.join(map(str, range(len(node))))}" if len(node) else ""
+                return f"there is no {noun} {part}: {owner} has {len(node)} {noun}(s){numbered} ({where})"
+            node = node[int(part)]
+        elif isinstance(node, DictConfig):
+            if part not in node:
+                parent_type = _strip_optional(key_type(where))[0] if seen else RootConfig
+                is_config_map = typing.get_origin(parent_type) is dict and dataclasses.is_dataclass(
+                    _strip_optional(typing.get_args(parent_type)[1])[0])
+                if not is_config_map:
+                    return None
+                known = ", ".join(str(k) for k in node) or "none"
+                return f"there is no {noun} {part!r}: {owner} has {known} ({where})"
+            node = node[part]
+        else:
+            return None
+        seen.append(part)
+    return None
+
+
+def _owner(node: Any, seen: list[str]) -> str | None:
+    """`experiment 'smoke'`: the named config a list or dict of `node` belongs to."""
+    if len(seen) != 2:
+        return None
+    parent = node._get_parent()
+    name = parent.get("name") if parent is not None else None
+    return f"{seen[0]} {name!r}" if name else None
+
+
 def explain(item: str) -> str:
     """Why Hydra could not merge `key=value`: the type the key expects."""
     key, _, value = item.partition("=")

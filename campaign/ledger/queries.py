@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import JSON, Subquery, Table, bindparam, func, insert, select, text, update
 from sqlalchemy.orm import Session, contains_eager
 
-from campaign.errors import BadInputError
+from campaign.errors import BadInputError, did_you_mean
 from campaign.json_template import TemplateEncoder
 from campaign.ledger.models import Campaign, JobAttempt, Run
 
@@ -22,8 +22,9 @@ def campaign_by_name(s: Session, name: str) -> Campaign | None:
 def require_campaign(s: Session, name: str) -> Campaign:
     camp = campaign_by_name(s, name)
     if camp is None:
-        known = ", ".join(s.scalars(select(Campaign.name).order_by(Campaign.id))) or "none yet"
-        raise BadInputError(f"unknown campaign {name!r}; known: {known}")
+        names = list(s.scalars(select(Campaign.name).order_by(Campaign.id)))
+        raise BadInputError(f"unknown campaign {name!r}{did_you_mean(name, names)} "
+                            f"(known: {', '.join(names) or 'none yet'})")
     return camp
 
 

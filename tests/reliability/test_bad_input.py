@@ -224,7 +224,7 @@ CASES: dict[str, Case] = {
     # ---- job IDs, campaigns, states
     "show-unknown-job": Case(("show", "424242"), "unknown job ID '424242'"),
     "rerun-unknown-job": Case(("rerun", "--job", "424242"), "unknown job ID '424242'"),
-    "cancel-unknown-job": Case(("cancel", "424242"), "unknown job ID '424242'"),
+    "cancel-unknown-job": Case(("cancel", "424242"), "no campaign or job ID named '424242'"),
     "status-unknown-campaign": Case(("status", "no-such-campaign"), "unknown campaign 'no-such-campaign'"),
     "jobs-unknown-campaign": Case(("jobs", "--campaign", "no-such-campaign"), "unknown campaign 'no-such-campaign'"),
     "rerun-unknown-campaign": Case(("rerun", "no-such-campaign", "--failed"), "unknown campaign 'no-such-campaign'"),
