@@ -27,6 +27,9 @@ from campaign.ledger import BuildStep, Campaign, JobAttempt, Ledger, PreflightSt
 from campaign.states import OPEN_STATES, JobState
 
 TAIL_LINES = 12
+# The reason `campaign cancel` gives the build/preflight jobs it cancels: a chain stopped on
+# purpose, not a failed one (its runs stay CANCELLED, never PREFLIGHT_FAILED).
+USER_CANCELLED = "cancelled by campaign cancel"
 # What a gated run may still show when its chain failed: Slurm cancelled it, or has not yet.
 # (Never on a node: Slurm gives a cancelled pending job a start time, but no node.)
 _GATED = (JobState.CANCELLED, *OPEN_STATES)
@@ -114,6 +117,10 @@ def _why(s: Session, step: PreflightStep) -> tuple[str, list[str]]:
             _tail(step.stderr_path))
 
 
+def _cancelled(step: PreflightStep) -> bool:
+    return step.state is JobState.CANCELLED and step.reason == USER_CANCELLED
+
+
 def _gate_failed(s: Session, camp_id: int | None) -> list[str]:
     stmt = select(PreflightStep, Campaign.name).join(Campaign, Campaign.id == PreflightStep.campaign_id)
     if camp_id is not None:
@@ -121,7 +128,7 @@ def _gate_failed(s: Session, camp_id: int | None) -> list[str]:
     latest: dict[tuple[str, str], PreflightStep] = {}
     for step, name in s.execute(stmt.order_by(PreflightStep.id)):
         latest[(name, step.partition)] = step
-        if not step.state.finished or step.state is JobState.COMPLETED:
+        if not step.state.finished or step.state is JobState.COMPLETED or _cancelled(step):
             continue
         why, _ = _why(s, step)
         ids = [int(i) for i in step.attempt_ids]
@@ -131,7 +138,7 @@ def _gate_failed(s: Session, camp_id: int | None) -> list[str]:
                       .values(state=JobState.PREFLIGHT_FAILED, reason=why[:500]))
     lines = []
     for (name, partition), step in latest.items():
-        if step.state.finished and step.state is not JobState.COMPLETED:
+        if step.state.finished and step.state is not JobState.COMPLETED and not _cancelled(step):
             why, tail = _why(s, step)
             lines.append(f"PREFLIGHT_FAILED {name} partition {partition}: {why}")
             lines += [f"    {line}" for line in tail]
