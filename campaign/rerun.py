@@ -106,10 +106,10 @@ def _scaled(att: JobAttempt, spec: RunSpec, part: PartitionSpec, time_factor: fl
         said.append(f"walltime {att.walltime_min} -> {walltime} min{capped}")
     if mem_factor != 1.0:
         base = mem if mem is not None else _site_share(part, spec)
-        wanted = round(base * mem_factor, 3)
-        mem = min(wanted, usable_memory(part))  # never above what a node lets a job ask
+        wanted_mem = round(base * mem_factor, 3)
+        mem = min(wanted_mem, usable_memory(part))  # never above what a node lets a job ask
         before = f"{base * 1024:.0f} MiB" + ("" if att.mem_gb is not None else " (the site's share)")
-        capped = f" (what partition {part.name} lets a job ask)" if mem < wanted else ""
+        capped = f" (what partition {part.name} lets a job ask)" if mem < wanted_mem else ""
         said.append(f"memory {before} -> {mem * 1024:.0f} MiB{capped}")
     return walltime, mem, "; ".join(said)
 
