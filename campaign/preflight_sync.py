@@ -113,6 +113,8 @@ def _why(s: Session, step: PreflightStep) -> tuple[str, list[str]]:
         return (f"build job {build.job_id} {build.state.value}",
                 list(info.get("log_tail") or []) or _tail(build.stderr_path))
     problems = list((step.result or {}).get("problems") or [])
+    if step.state is JobState.TIMEOUT:  # it asks minutes (campaign.preflight), not the runs' walltime
+        problems.insert(0, "it ran past its walltime: raise cluster.preflight_walltime_min")
     return (f"preflight job {step.job_id} {step.state.value}" + (f": {problems[0]}" if problems else ""),
             _tail(step.stderr_path))
 
