@@ -73,6 +73,10 @@ def _open_steps(s: Session, camp_id: int | None, job_id: str | None) -> list[_St
     return found
 
 
+def _step_row(s: Session, st: _Step) -> BuildStep | PreflightStep:
+    return s.get_one(BuildStep, st.row_id) if st.table is BuildStep else s.get_one(PreflightStep, st.row_id)
+
+
 def _is_step(s: Session, job_id: str) -> bool:
     return any(s.scalar(select(t.id).where(t.job_id == job_id).limit(1)) is not None
                for t in (BuildStep, PreflightStep))
@@ -109,8 +113,10 @@ def cancel(ledger: Ledger, target: str) -> list[str]:
         for ref in refs:  # before any signal: a job not yet started must not start
             _leave_marker(Path(ref.workdir))
     by_owner: dict[tuple[str, str], list[JobRef]] = {}
-    for st in steps:
-        by_owner.setdefault(st.owner, []).append(st.ref)
+    with ledger.session.begin() as s:  # the intent first: a cancel killed after scancel is not a failed chain
+        for st in steps:
+            by_owner.setdefault(st.owner, []).append(st.ref)
+            _step_row(s, st).reason = USER_CANCELLED
     for (cyaml, workdir), step_refs in by_owner.items():  # first: the arrays wait behind them
         get_backend(cluster_from_yaml(cyaml), Path(workdir)).cancel(step_refs)
     for cyaml, workdir, refs in groups.values():
@@ -134,8 +140,8 @@ def cancel(ledger: Ledger, target: str) -> list[str]:
                                                               run.partition, info[att.id][3], outcome.rows))
                     cancelled.append(att.job_id or f"(unsubmitted attempt {att.id})")
         for st in steps:
-            row = s.get(BuildStep, st.row_id) if st.table is BuildStep else s.get(PreflightStep, st.row_id)
-            if row is not None and not row.state.finished:
+            row = _step_row(s, st)
+            if not row.state.finished:
                 row.state, row.reason = JobState.CANCELLED, USER_CANCELLED
                 cancelled.append(f"{row.job_id} ({'build' if st.table is BuildStep else 'preflight'})")
     return cancelled

@@ -130,14 +130,18 @@ def _gate_failed(s: Session, camp_id: int | None) -> list[str]:
     latest: dict[tuple[str, str], PreflightStep] = {}
     for step, name in s.execute(stmt.order_by(PreflightStep.id)):
         latest[(name, step.partition)] = step
-        if not step.state.finished or step.state is JobState.COMPLETED or _cancelled(step):
+        if not step.state.finished or step.state is JobState.COMPLETED:
             continue
-        why, _ = _why(s, step)
+        if _cancelled(step):  # stopped by the user: runs still open behind it were stopped with it
+            new, gated = JobState.CANCELLED, OPEN_STATES
+            why = f"{USER_CANCELLED} (the {step.partition} preflight job {step.job_id} gating it)"
+        else:
+            new, gated, (why, _) = JobState.PREFLIGHT_FAILED, _GATED, _why(s, step)
         ids = [int(i) for i in step.attempt_ids]
         for i in range(0, len(ids), 10_000):
             s.execute(update(JobAttempt).where(JobAttempt.id.in_(ids[i:i + 10_000]),
-                                               JobAttempt.state.in_(_GATED), JobAttempt.node.is_(None))
-                      .values(state=JobState.PREFLIGHT_FAILED, reason=why[:500]))
+                                               JobAttempt.state.in_(gated), JobAttempt.node.is_(None))
+                      .values(state=new, reason=why[:500]))
     lines = []
     for (name, partition), step in latest.items():
         if step.state.finished and step.state is not JobState.COMPLETED and not _cancelled(step):

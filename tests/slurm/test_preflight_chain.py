@@ -193,3 +193,29 @@ def test_cancel_campaign_cancels_its_build_and_preflight_jobs(
     # nothing left to cancel: the steps are finished too
     again = run_cli("--ledger", str(led.path), "cancel", ids[-1])
     assert again.returncode == 2 and "already finished" in again.stderr
+
+
+def test_a_cancel_killed_after_scancel_leaves_no_failed_chain(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cancel_at_end: Callable[[Ledger, str], None]) -> None:
+    """`cancel` records its intent on the steps before scancel: killed after Slurm stopped the
+    jobs but before the ledger said so, the next `status` finds the chain CANCELLED by the user
+    and the runs CANCELLED, not PREFLIGHT_FAILED."""
+    import campaign.cancel as cancel_module
+
+    led = Ledger(tmp_path / "ledger.sqlite")
+    name = _name("pfkill")
+    cancel_at_end(led, name)
+    held = "+cluster.partitions.cpu.sbatch_extra={hold:true}"
+    assert len(api.submit(_overrides(tmp_path, name, "experiment=preflight_native", held), led).submitted) == 2
+
+    def killed(*_: object) -> None:
+        raise KeyboardInterrupt  # the process dies here: after scancel, before the ledger write
+
+    monkeypatch.setattr(cancel_module, "read_partial", killed)
+    with pytest.raises(KeyboardInterrupt):
+        api.cancel(led, name)
+    monkeypatch.undo()
+    assert {state for (state,) in _db(led, "SELECT state FROM preflight_step")} == {"PENDING"}
+    rep = _sync_until(led, name, _all_finished, deadline_s=120)
+    assert rep.counts == {"CANCELLED": 2} and not rep.preflight, (rep.counts, rep.preflight)
+    assert _db(led, "SELECT state FROM preflight_step") == [("CANCELLED",)]
