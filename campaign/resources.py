@@ -94,18 +94,19 @@ def allocate(part: PartitionSpec, exp: ExperimentSpec, threads: int) -> Allocati
     return Allocation(cpus=cpus, gpus=gpus, mem_gb=mem, exclusive=exclusive)
 
 
-def step_allocation(part: PartitionSpec, threads: int, gpus: int, exclusive: bool = False) -> Allocation:
+def step_allocation(part: PartitionSpec, threads: int, gpus: int) -> Allocation:
     """What a build or preflight job asks: the cores of the most threads it
-    runs (the whole node where the partition or the experiment demands it, at
-    most the node), or one GPU's share; memory by the partition's rule."""
+    runs (at most the node; the whole node where the partition demands it),
+    or one GPU's share; memory by the partition's rule. Never exclusive: it
+    times nothing."""
     if gpus:
-        cpus = node_cpus(part) if exclusive else part.cpus_per_gpu * gpus
-    elif exclusive or part.whole_node:
+        cpus = part.cpus_per_gpu * gpus
+    elif part.whole_node:
         cpus = node_cpus(part)
     else:
         cpus = max(1, min(threads, node_cpus(part)))
     mem = share_memory(part, cpus, gpus)
-    return Allocation(cpus=cpus, gpus=gpus, mem_gb=part.mem_gb if mem is None else mem, exclusive=exclusive)
+    return Allocation(cpus=cpus, gpus=gpus, mem_gb=part.mem_gb if mem is None else mem, exclusive=False)
 
 
 def memory_refusal(part: PartitionSpec, mem_gb: float | None, what: str) -> str | None:
