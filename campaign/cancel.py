@@ -4,15 +4,23 @@ Each job's folder first gets `cancel.json` (a job that has not started yet
 will not start its kernel), then the backend stops the jobs and returns only
 once they stopped (local: the kernel's whole process group); only then are the
 attempts marked CANCELLED. A job that could not be stopped keeps its state.
+
+A campaign's build and preflight jobs (campaign.preflight) are its jobs too:
+left alone they would run to COMPLETED and be charged with nothing behind
+them, so cancelling the campaign cancels them as well (marked CANCELLED with
+USER_CANCELLED as the reason, which `status` does not take for a failed
+chain). A step's own job ID may also be cancelled by itself.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
 
 from campaign.backends import get_backend
 from campaign.backends.base import JobRef
@@ -20,9 +28,10 @@ from campaign.clock import now
 from campaign.config.clusters import cluster_from_yaml
 from campaign.errors import BadInputError, did_you_mean
 from campaign.job.files import CANCEL_FILE
-from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow
+from campaign.ledger import BuildStep, Campaign, JobAttempt, Ledger, PreflightStep, ResultRow
 from campaign.ledger import queries as q
 from campaign.partial import describe, read_partial
+from campaign.preflight_sync import USER_CANCELLED
 from campaign.results.expected import Expected
 from campaign.results.store import job_rows
 from campaign.states import JobState
@@ -44,15 +53,65 @@ def _attempts_of(s: Any, target: str) -> list[JobAttempt]:
                             f"(`campaign status` lists campaigns, `campaign jobs` job IDs)") from None
 
 
+@dataclass
+class _Step:
+    table: type[BuildStep] | type[PreflightStep]
+    row_id: int
+    ref: JobRef
+    owner: tuple[str, str]  # its campaign's cluster YAML and job folder: the backend that cancels it
+
+
+def _open_steps(s: Session, camp_id: int | None, job_id: str | None) -> list[_Step]:
+    """The unfinished build/preflight jobs of a campaign, or the one with this job ID."""
+    stmt = select(PreflightStep, Campaign).join(Campaign, Campaign.id == PreflightStep.campaign_id)
+    stmt = stmt.where(PreflightStep.campaign_id == camp_id) if camp_id is not None else stmt
+    if job_id is not None:
+        builds = select(BuildStep.id).where(BuildStep.job_id == job_id)
+        stmt = stmt.where((PreflightStep.job_id == job_id) | PreflightStep.build_id.in_(builds))
+    found: list[_Step] = []
+    seen: set[tuple[str, int]] = set()
+    for step, owner in s.execute(stmt):
+        build = s.get(BuildStep, step.build_id) if step.build_id is not None else None
+        for row in (step, build):
+            if row is None or row.state.finished or not row.job_id or (job_id is not None and row.job_id != job_id):
+                continue
+            if (row.__tablename__, row.id) in seen:
+                continue
+            seen.add((row.__tablename__, row.id))
+            spec = cluster_from_yaml(owner.cluster_yaml)
+            part = spec.partitions.get(step.partition)
+            where = (part.clusters if part is not None else None) or spec.clusters or None
+            ref = JobRef(-1 - len(found), row.job_id, row.folder, None, 60, where)
+            found.append(_Step(type(row), row.id, ref, (owner.cluster_yaml, owner.workdir)))
+    return found
+
+
+def _step_row(s: Session, st: _Step) -> BuildStep | PreflightStep:
+    return s.get_one(BuildStep, st.row_id) if st.table is BuildStep else s.get_one(PreflightStep, st.row_id)
+
+
+def _is_step(s: Session, job_id: str) -> bool:
+    return any(s.scalar(select(t.id).where(t.job_id == job_id).limit(1)) is not None
+               for t in (BuildStep, PreflightStep))
+
+
 def cancel(ledger: Ledger, target: str) -> list[str]:
-    """Cancel a campaign's unfinished jobs, or one job; returns the job IDs."""
+    """Cancel a campaign's unfinished jobs (its build and preflight jobs
+    included), or one job; returns the job IDs."""
     with ledger.session() as s:
         camp = q.campaign_by_name(s, target)
         if camp is not None:
             atts = [a for a in q.latest_attempts(s, camp.id) if not a.state.finished]
+            steps = _open_steps(s, camp.id, None)
         else:
-            atts = [a for a in _attempts_of(s, target) if not a.state.finished]
-            if not atts:
+            steps = _open_steps(s, None, target)
+            try:
+                atts = [a for a in _attempts_of(s, target) if not a.state.finished]
+            except BadInputError:  # not a run's job: a build or preflight job's, or unknown
+                if not steps and not _is_step(s, target):
+                    raise
+                atts = []
+            if not atts and not steps:
                 raise BadInputError(f"job {target} has already finished; nothing to cancel")
         groups: dict[str, tuple[str, str, list[JobRef]]] = {}
         info: dict[int, tuple[str, Expected]] = {}
@@ -65,6 +124,13 @@ def cancel(ledger: Ledger, target: str) -> list[str]:
     for _, _, refs in groups.values():
         for ref in refs:  # before any signal: a job not yet started must not start
             _leave_marker(Path(ref.workdir))
+    by_owner: dict[tuple[str, str], list[JobRef]] = {}
+    with ledger.session.begin() as s:  # the intent first: a cancel killed after scancel is not a failed chain
+        for st in steps:
+            by_owner.setdefault(st.owner, []).append(st.ref)
+            _step_row(s, st).reason = USER_CANCELLED
+    for (cyaml, workdir), step_refs in by_owner.items():  # first: the arrays wait behind them
+        get_backend(cluster_from_yaml(cyaml), Path(workdir)).cancel(step_refs)
     for cyaml, workdir, refs in groups.values():
         live = [r for r in refs if r.job_id]
         if live:
@@ -87,4 +153,9 @@ def cancel(ledger: Ledger, target: str) -> list[str]:
                         s.execute(insert(ResultRow), job_rows(att.id, att.job_id or "", run.campaign.cluster,
                                                               run.partition, want.extra_args, outcome.rows))
                     cancelled.append(att.job_id or f"(unsubmitted attempt {att.id})")
+        for st in steps:
+            row = _step_row(s, st)
+            if not row.state.finished:
+                row.state, row.reason = JobState.CANCELLED, USER_CANCELLED
+                cancelled.append(f"{row.job_id} ({'build' if st.table is BuildStep else 'preflight'})")
     return cancelled

@@ -27,7 +27,7 @@ from campaign.config.schema import (
 )
 from campaign.errors import ConfigError
 from campaign.json_template import TemplateEncoder
-from campaign.resources import allocate
+from campaign.resources import allocate, check_memory
 
 KEY_LENGTH = 16
 
@@ -253,6 +253,7 @@ def _check_partition(cfg: RootConfig, part: PartitionSpec, threads: list[int], i
             f"experiment.walltime_min={exp.walltime_min} exceeds partition {part.name}'s "
             f"maximum of {part.max_walltime_min} min"
         )
+    check_memory(part, exp)
     limit = part.cores * part.threads_per_core
     if exp.cpus_per_run is not None and not 0 < exp.cpus_per_run <= limit:
         raise ConfigError(f"experiment.cpus_per_run={exp.cpus_per_run} must be between 1 and the {limit} "

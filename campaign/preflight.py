@@ -29,6 +29,7 @@ from sqlalchemy import insert, update
 from analysis.columns import TOLERANCE
 from campaign.backends.base import Backend, JobRequest
 from campaign.backends.step import StepRequest
+from campaign.charging import StepCost
 from campaign.clock import now
 from campaign.config.load import repo_root
 from campaign.config.schema import BuildSpec, ClusterSpec
@@ -36,6 +37,7 @@ from campaign.job.build import BuildTask, is_built, read_record, run_build
 from campaign.job.preflight import PreflightTask, ProgramCheck, run_preflight
 from campaign.ledger import BuildStep, Ledger, PreflightStep
 from campaign.ledger.models import JobAttempt
+from campaign.resources import step_allocation
 from campaign.states import JobState
 
 KEY_LENGTH = 16
@@ -146,10 +148,11 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
             b = cluster.build
             modules = tuple([*cluster.modules, *cluster.partitions[partition].modules])
             task = BuildTask(key, str(src), str(folder), programs, b.cc, b.fc, b.cflags, b.fflags, modules)
+            one = step_allocation(cluster.partitions[partition], 1, 0)
             build = StepRequest(
-                "build", partition, run_build, task, group[0].task.env, 1, 0,
+                "build", partition, run_build, task, group[0].task.env, one.cpus, 0,
                 min(BUILD_WALLTIME_MIN, cluster.partitions[partition].max_walltime_min),
-                f"campaign:{camp_name}:build", str(folder),
+                f"campaign:{camp_name}:build", str(folder), mem_gb=one.mem_gb,
                 describe=[f"build {key} on {partition} into {folder}: make -C <campaign>/kernels CC={b.cc} FC={b.fc} "
                           f"CFLAGS='{b.cflags}' FFLAGS='{b.fflags}' {' '.join(programs)}"])
         # named by the first attempt it gates: unique in the ledger, stable in --dry-run
@@ -158,13 +161,21 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
         widest = max(mapped, key=lambda r: (r.run.gpus, r.run.threads))
         part = cluster.partitions[partition]
         pre_task = PreflightTask(str(pre_dir), str(camp_dir), cluster.stack_unlimited, tuple(checks))
-        cpus = part.cpus_per_gpu * widest.run.gpus if widest.run.gpus else widest.run.threads
+        # the most threads it checks (not the runs' walltime: it runs each program once at its smallest n)
+        alloc = step_allocation(part, max(r.run.threads for r in mapped), widest.run.gpus)
         preflight = StepRequest(
-            "preflight", partition, run_preflight, pre_task, widest.task.env, cpus, widest.run.gpus,
-            min(part.max_walltime_min, max(r.walltime_min for r in mapped)), f"campaign:{camp_name}:preflight",
-            str(pre_dir), describe=[f"preflight on {partition}: {c.label}: {' '.join(c.argv)}" for c in checks])
+            "preflight", partition, run_preflight, pre_task, widest.task.env, alloc.cpus, alloc.gpus,
+            min(part.max_walltime_min, cluster.preflight_walltime_min), f"campaign:{camp_name}:preflight",
+            str(pre_dir), mem_gb=alloc.mem_gb,
+            describe=[f"preflight on {partition}: {c.label}: {' '.join(c.argv)}" for c in checks])
         chains.append(Chain(partition, key, folder, build, preflight, mapped))
     return chains
+
+
+def step_costs(chains: list[Chain]) -> list[StepCost]:
+    """The build and preflight jobs of these chains as the dry run's estimate charges them."""
+    steps = [step for ch in chains for step in (ch.build, ch.preflight) if step is not None]
+    return [StepCost(st.kind, st.partition, st.cpus, st.gpus, st.mem_gb, st.walltime_min) for st in steps]
 
 
 def render(backend: Backend, chains: list[Chain]) -> list[str]:

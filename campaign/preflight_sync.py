@@ -27,6 +27,9 @@ from campaign.ledger import BuildStep, Campaign, JobAttempt, Ledger, PreflightSt
 from campaign.states import OPEN_STATES, JobState
 
 TAIL_LINES = 12
+# The reason `campaign cancel` gives the build/preflight jobs it cancels: a chain stopped on
+# purpose, not a failed one (its runs stay CANCELLED, never PREFLIGHT_FAILED).
+USER_CANCELLED = "cancelled by campaign cancel"
 # What a gated run may still show when its chain failed: Slurm cancelled it, or has not yet.
 # (Never on a node: Slurm gives a cancelled pending job a start time, but no node.)
 _GATED = (JobState.CANCELLED, *OPEN_STATES)
@@ -112,6 +115,8 @@ def _why(s: Session, step: PreflightStep) -> tuple[str, list[str]]:
         return (f"build job {build.job_id} {build.state.value}",
                 list(info.get("log_tail") or []) or _tail(build.stderr_path))
     problems = [str(p) for p in (step.result or {}).get("problems") or []]
+    if step.state is JobState.TIMEOUT:  # it asks minutes (campaign.preflight), not the runs' walltime
+        problems.insert(0, "it ran past its walltime: raise cluster.preflight_walltime_min")
     tail = [line for line in _tail(step.stderr_path) if not (problems and problems[0] in line)]
     return (f"preflight job {step.job_id} {step.state.value}" + (f": {problems[0]}" if problems else ""), tail)
 
@@ -135,6 +140,10 @@ def _still_gated(s: Session, step: PreflightStep) -> bool:
     return False
 
 
+def _cancelled(step: PreflightStep) -> bool:
+    return step.state is JobState.CANCELLED and step.reason == USER_CANCELLED
+
+
 def _gate_failed(s: Session, camp_id: int | None) -> list[str]:
     stmt = select(PreflightStep, Campaign.name).join(Campaign, Campaign.id == PreflightStep.campaign_id)
     if camp_id is not None:
@@ -144,15 +153,20 @@ def _gate_failed(s: Session, camp_id: int | None) -> list[str]:
         latest[(name, step.partition)] = step
         if not step.state.finished or step.state is JobState.COMPLETED:
             continue
-        why, _ = _why(s, step)
+        if _cancelled(step):  # stopped by the user: runs still open behind it were stopped with it
+            new, gated = JobState.CANCELLED, OPEN_STATES
+            why = f"{USER_CANCELLED} (the {step.partition} preflight job {step.job_id} gating it)"
+        else:
+            new, gated, (why, _) = JobState.PREFLIGHT_FAILED, _GATED, _why(s, step)
         ids = [int(i) for i in step.attempt_ids]
         for i in range(0, len(ids), 10_000):
             s.execute(update(JobAttempt).where(JobAttempt.id.in_(ids[i:i + 10_000]),
-                                               JobAttempt.state.in_(_GATED), JobAttempt.node.is_(None))
-                      .values(state=JobState.PREFLIGHT_FAILED, reason=why[:500]))
+                                               JobAttempt.state.in_(gated), JobAttempt.node.is_(None))
+                      .values(state=new, reason=why[:500]))
     lines = []
     for (name, partition), step in latest.items():
-        if step.state.finished and step.state is not JobState.COMPLETED and _still_gated(s, step):
+        if (step.state.finished and step.state is not JobState.COMPLETED and not _cancelled(step)
+                and _still_gated(s, step)):
             why, tail = _why(s, step)
             lines.append(f"PREFLIGHT_FAILED {name} partition {partition}: {why}")
             lines += [f"    {line}" for line in tail]

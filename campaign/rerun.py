@@ -2,6 +2,8 @@
 
 A TIMEOUT/CANCELLED/OUT_OF_MEMORY attempt whose finished n were ingested
 (campaign.partial) is rerun for its missing n only; the others run whole.
+`--time-factor` and `--mem-factor` apply to every attempt rerun, whatever
+its failure, within the partition's limits, and the output says what changed.
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ from campaign.backends.base import JobRequest
 from campaign.claims import claimed, notice
 from campaign.clock import now
 from campaign.config.clusters import cluster_from_yaml
-from campaign.config.schema import ClusterSpec
+from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.errors import BadInputError, CampaignError
 from campaign.ledger import Campaign, JobAttempt, Ledger, PreflightStep
 from campaign.ledger import queries as q
 from campaign.partial import PARTIAL_STATES
 from campaign.plan import RunSpec
+from campaign.resources import mem_from_site_gb, share_memory, usable_memory
 from campaign.states import JobState
 from campaign.sync import SyncReport, sync
 from campaign.waiting import failed_among
@@ -53,6 +56,7 @@ class _Batch:
     requests: list[JobRequest] = field(default_factory=list)
     previous: dict[int, str | None] = field(default_factory=dict)  # new attempt id -> previous job id
     resumed: set[int] = field(default_factory=set)  # attempts a killed submit/rerun left unconfirmed
+    changed: dict[int, str] = field(default_factory=dict)  # new attempt id -> what --time/--mem-factor changed
 
 
 def _chained(ledger: Ledger, campaign_id: int) -> str | None:
@@ -65,6 +69,7 @@ def _chained(ledger: Ledger, campaign_id: int) -> str | None:
 @dataclass
 class RerunReport:
     submitted: list[tuple[str, str]] = field(default_factory=list)  # (new job id, previous job id)
+    changed: list[str] = field(default_factory=list)  # per submitted entry: what changed ("" for nothing)
     sync: SyncReport | None = None
     failed: list[tuple[str, str]] = field(default_factory=list)  # waited-for jobs that ended failed again
 
@@ -95,15 +100,38 @@ def _before(att: JobAttempt, before: tuple[int, datetime]) -> bool:
     return att.id <= last_id and (att.ended_at is None or att.ended_at <= started)
 
 
-def _scaled(att: JobAttempt, spec: RunSpec, part_max: int, part_mem: float | None, part_share: float,
-            time_factor: float, mem_factor: float) -> tuple[int, float | None]:
+def _scaled(att: JobAttempt, spec: RunSpec, part: PartitionSpec, time_factor: float,
+            mem_factor: float) -> tuple[int, float | None, str]:
+    """The new attempt's walltime and memory: the factors the user asked for,
+    whatever the failure (a job that ran out of memory may also have been
+    slow, and the user said so), never past what the partition allows; and
+    one line saying what changed."""
     walltime, mem = att.walltime_min, att.mem_gb
-    if att.state is JobState.TIMEOUT and time_factor != 1.0:
-        walltime = min(part_max, max(walltime + 1, math.ceil(walltime * time_factor)))  # whole minutes, up
-    if att.state is JobState.OUT_OF_MEMORY and mem_factor != 1.0:
-        base = mem if mem is not None else (part_mem if part_mem is not None else part_share * max(1, spec.threads))
-        mem = round(base * mem_factor, 3)
-    return walltime, mem
+    said: list[str] = []
+    if time_factor != 1.0:
+        wanted = max(walltime + 1, math.ceil(walltime * time_factor))  # whole minutes, up
+        walltime = min(part.max_walltime_min, wanted)
+        capped = f" (partition {part.name}'s maximum)" if walltime < wanted else ""
+        said.append(f"walltime {att.walltime_min} -> {walltime} min{capped}")
+    if mem_factor != 1.0:
+        base = mem if mem is not None else _site_share(part, spec)
+        wanted_mem = round(base * mem_factor, 3)
+        mem = min(wanted_mem, usable_memory(part))  # never above what a node lets a job ask
+        before = f"{base * 1024:.0f} MiB" + ("" if att.mem_gb is not None else " (the site's share)")
+        capped = f" (what partition {part.name} lets a job ask)" if mem < wanted_mem else ""
+        said.append(f"memory {before} -> {mem * 1024:.0f} MiB{capped}")
+    return walltime, mem, "; ".join(said)
+
+
+def _site_share(part: PartitionSpec, spec: RunSpec) -> float:
+    """The memory a run got without asking (GiB): the partition's rule for its
+    cores or GPU, else its fixed mem_gb, else the node's memory per core."""
+    share = share_memory(part, spec.alloc_cpus, spec.gpus)
+    if share is not None:
+        return share
+    if part.mem_gb is not None:
+        return part.mem_gb
+    return mem_from_site_gb(part.memory_gb / max(1, part.cores) * max(1, spec.alloc_cpus))
 
 
 def rerun(
@@ -185,13 +213,14 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
             batch = _batch(batches, camp)
             spec = RunSpec.from_json(run.spec)
             part = batch.cluster.partitions[spec.partition]
-            walltime, mem = _scaled(att, spec, part.max_walltime_min, part.mem_gb,
-                                    part.memory_gb / max(1, part.cores), time_factor, mem_factor)
+            walltime, mem, changed = _scaled(att, spec, part, time_factor, mem_factor)
             only = tuple(att.missing_n) if att.state in PARTIAL_STATES and att.missing_n else None
             aid, _, workdir = new_attempt(s, run.id, spec, Path(camp.workdir), att, None, walltime, mem, only)
             batch.requests.append(job_request(batch.cluster, camp.name, spec, aid, Path(workdir), walltime, mem,
                                               only))
             batch.previous[aid] = att.job_id
+            if changed:
+                batch.changed[aid] = changed
     for name, batch in batches.items():
         backend = get_backend(batch.cluster, Path(batch.workdir), batch.python)
         asked = [r.attempt_id for r in batch.requests]  # a run its failed build/preflight kept back counts too
@@ -207,6 +236,7 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
         new_ids = {sub.attempt_id: sub.job_id for sub in sent}
         for aid, old in batch.previous.items():
             report.submitted.append((new_ids.get(aid) or "?", old or "?"))
+            report.changed.append(batch.changed.get(aid, ""))
         if batch.cluster.backend == "local":
             report.sync = sync(ledger, name)
             report.failed += failed_among(ledger, asked)

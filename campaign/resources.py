@@ -12,6 +12,9 @@ partition's policy, never a per-partition constant:
   `mem_per_gpu_gb`, in the sites' GB of 1e9 bytes, rounded down to whole MiB
   so the request never crosses into the next billing unit), else the
   partition's fixed `mem_gb`, else the site's default;
+- never more memory than one node lets a job ask (`usable_memory`): a
+  request above the nodes' RealMemory is never scheduled, so the nominal
+  memory of the node is not a request (docs/sites.md#memory-a-job-may-ask);
 - one GPU per GPU run, with the partition's `cpus_per_gpu` cores.
 """
 
@@ -21,9 +24,13 @@ import math
 from dataclasses import dataclass
 
 from campaign.config.schema import ExperimentSpec, PartitionSpec
+from campaign.errors import ConfigError
 
 MIB = 2**20
 SITE_GB = 1e9  # sites bill memory in GB of 1e9 bytes (Delta's job accounting)
+# Share of a node's nominal memory kept for the OS and the site's daemons where the
+# partition names no `usable_mem_gb` (Slurm's RealMemory is below the DIMMs' total).
+MEM_HEADROOM = 0.05
 
 
 @dataclass(frozen=True)
@@ -48,24 +55,82 @@ def node_cpus(part: PartitionSpec) -> int:
     return part.cores * part.threads_per_core
 
 
+def usable_site_gb(part: PartitionSpec) -> float:
+    """The most memory one job may ask on a node of `part`, in site GB: the
+    documented figure, else the nominal memory less MEM_HEADROOM."""
+    if part.usable_mem_gb is not None:
+        return part.usable_mem_gb
+    return part.memory_gb * (1 - MEM_HEADROOM)
+
+
+def usable_memory(part: PartitionSpec) -> float:
+    """usable_site_gb in the ledger's unit (GiB, whole MiB, rounded down)."""
+    return mem_from_site_gb(usable_site_gb(part))
+
+
+def share_memory(part: PartitionSpec, cpus: int, gpus: int) -> float | None:
+    """The memory asked with `cpus` cores or `gpus` GPUs under the partition's
+    per-core/per-GPU rule, never above usable_memory; None without a rule."""
+    per_unit, units = (part.mem_per_gpu_gb, gpus) if part.gpus > 0 else (part.mem_per_core_gb, cpus)
+    if per_unit is None:
+        return None
+    return min(mem_from_site_gb(per_unit * units), usable_memory(part))
+
+
 def allocate(part: PartitionSpec, exp: ExperimentSpec, threads: int) -> Allocation:
     """The request of one run with `threads` threads on `part`."""
     exclusive = exp.exclusive
     if part.gpus > 0:
         gpus = 1
         cpus = node_cpus(part) if exclusive else part.cpus_per_gpu * gpus
-        per_unit, units = part.mem_per_gpu_gb, gpus
     else:
         gpus = 0
         cpus = exp.cpus_per_run or threads
         if exclusive or part.whole_node:
             cpus = node_cpus(part)
-        per_unit, units = part.mem_per_core_gb, cpus
-    mem: float | None
-    if exp.mem_gb is not None:
-        mem = exp.mem_gb
-    elif per_unit is not None:
-        mem = mem_from_site_gb(min(per_unit * units, part.memory_gb))  # never above the node
-    else:
+    mem = exp.mem_gb if exp.mem_gb is not None else share_memory(part, cpus, gpus)
+    if mem is None:
         mem = part.mem_gb
     return Allocation(cpus=cpus, gpus=gpus, mem_gb=mem, exclusive=exclusive)
+
+
+def step_allocation(part: PartitionSpec, threads: int, gpus: int) -> Allocation:
+    """What a build or preflight job asks: the cores of the most threads it
+    runs (at most the node; the whole node where the partition demands it),
+    or one GPU's share; memory by the partition's rule. Never exclusive: it
+    times nothing."""
+    if gpus:
+        cpus = part.cpus_per_gpu * gpus
+    elif part.whole_node:
+        cpus = node_cpus(part)
+    else:
+        cpus = max(1, min(threads, node_cpus(part)))
+    mem = share_memory(part, cpus, gpus)
+    return Allocation(cpus=cpus, gpus=gpus, mem_gb=part.mem_gb if mem is None else mem, exclusive=False)
+
+
+def memory_refusal(part: PartitionSpec, mem_gb: float | None, what: str) -> str | None:
+    """Why `mem_gb` (GiB, as requested) cannot be asked on `part`, or None."""
+    if mem_gb is None:
+        return None
+    if not (math.isfinite(mem_gb) and mem_gb > 0):
+        return f"{what} must be a positive number of GB"
+    limit = usable_memory(part)
+    if round(mem_gb * 1024) > round(limit * 1024):
+        return (f"{what} asks {mem_gb * 1024:.0f} MiB, above the {limit * 1024:.0f} MiB "
+                f"({usable_site_gb(part):g} GB) a job may ask on a node of partition {part.name} "
+                f"(cluster.partitions.{part.name}.usable_mem_gb): such a job would never be scheduled")
+    return None
+
+
+def check_memory(part: PartitionSpec, exp: ExperimentSpec) -> None:
+    """Every memory request within what the partition's nodes let a job ask
+    (docs/sites.md#memory-a-job-may-ask): a larger one is never scheduled."""
+    where = f"cluster.partitions.{part.name}"
+    if part.usable_mem_gb is not None and not 0 < part.usable_mem_gb <= part.memory_gb:
+        raise ConfigError(f"{where}.usable_mem_gb={part.usable_mem_gb:g} must be positive and at most the "
+                          f"node's memory_gb={part.memory_gb:g}")
+    for what, mem in ((f"{where}.mem_gb", part.mem_gb), ("experiment.mem_gb", exp.mem_gb)):
+        refusal = memory_refusal(part, mem, f"{what}={mem:g}" if mem is not None else what)
+        if refusal:
+            raise ConfigError(refusal)

@@ -117,11 +117,15 @@ def dry_run(overrides: Sequence[str], ledger_path: Path,
     arrays: dict[str, int] = {}
     for batch in backend.batches([r for r in reqs if r.run.key not in existing]):
         arrays[batch[0].run.partition] = arrays.get(batch[0].run.partition, 0) + 1
-    charges = estimate(cfg.cluster, p.runs, arrays, existing)
     if preflight and cfg.experiment.preflight:
         chains = chain.plan_chains(cfg.cluster, backend.name, name, camp_dir, _kernel_bin(cfg), reqs)
+        # what a submit would send in front of the runs it sends (none when every run is in the ledger)
+        new = [r for r in reqs if r.run.key not in existing]
+        sent = chain.plan_chains(cfg.cluster, backend.name, name, camp_dir, _kernel_bin(cfg), new) if new else []
+        charges = estimate(cfg.cluster, p.runs, arrays, existing, chain.step_costs(sent))
         return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=chain.render(backend, chains),
                             charges=charges)
+    charges = estimate(cfg.cluster, p.runs, arrays, existing)
     return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=backend.render(reqs), charges=charges)
 
 

@@ -71,7 +71,7 @@ def step_params(cluster: ClusterSpec, step: StepRequest) -> dict[str, Any]:
     }
     if step.gpus:
         params["gpus_per_node"] = step.gpus
-    params.update(billing_params(cluster, part, part.mem_gb))
+    params.update(billing_params(cluster, part, step.mem_gb))
     extra: dict[str, Any] = {"no-requeue": True, **dict(part.sbatch_extra)}
     clusters = part.clusters or cluster.clusters  # the step runs where the partition's arrays run
     if clusters:

@@ -28,6 +28,7 @@ class StepRequest:
     job_name: str
     folder: str  # where the step's own files go
     depends_on: str | None = None  # job ID that must end COMPLETED first
+    mem_gb: float | None = None  # --mem in GiB (campaign.resources.step_allocation); None: the site's default
     describe: list[str] = field(default_factory=list)  # comment lines for --dry-run
 
 

@@ -253,8 +253,9 @@ def cmd_rerun(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     rep = api.rerun(led, args.campaign, failed=args.failed, job_id=args.job_id, states=args.state,
                     time_factor=args.time_factor, mem_factor=args.mem_factor, progress=progress_printer(args.quiet),
                     all_campaigns=args.all, preflight=not args.no_preflight)
-    for new, old in rep.submitted:
-        print(f"rerun: {old} -> {new}")
+    changes = rep.changed or [""] * len(rep.submitted)
+    for (new, old), changed in zip(rep.submitted, changes, strict=False):
+        print(f"rerun: {old} -> {new}" + (f" ({changed})" if changed else ""))
     print(f"{len(rep.submitted)} run(s) resubmitted")
     if rep.sync is not None:
         print_counts(rep.sync.counts)

@@ -88,7 +88,10 @@ class PartitionSpec:
     cores_per_socket: int = MISSING
     numa_domains: int = 1
     threads_per_core: int = 1
-    memory_gb: float = MISSING  # usable memory per node
+    memory_gb: float = MISSING  # nominal memory per node, GB = 1e9 bytes (the site's hardware table)
+    # the most memory one job may ask on a node, GB = 1e9 bytes: Slurm's RealMemory less what the
+    # site keeps for the OS, as the site documents it; None: memory_gb less 5% (campaign.resources)
+    usable_mem_gb: float | None = None
     gpus: int = 0  # GPUs per node
     gpu_model: str | None = None
     cpus_per_gpu: int = 1  # CPU cores requested with each GPU
@@ -148,6 +151,9 @@ class ClusterSpec:
     omp_places: str = "cores"
     job_template: str = "default"  # job_templates/<name>.sh
     local_parallel_jobs: int = 1  # local backend: jobs at once (timings need a quiet machine)
+    # walltime of each partition's preflight job (minutes; at most the partition's maximum):
+    # it runs every program once at its smallest n, so minutes, not the runs' walltime
+    preflight_walltime_min: int = 10
     build: BuildSpec = field(default_factory=BuildSpec)
     clusters: str | None = None  # Slurm cluster(s) jobs go to (sbatch -M); None = the local one
     default_cpu_partition: str | None = None  # sweeps naming no partition; None = the first CPU partition

@@ -134,6 +134,8 @@ def _check_cluster(cfg: RootConfig) -> None:
     if c.backend == "local" and c.local_parallel_jobs > cores:
         raise ConfigError(f"cluster.local_parallel_jobs={c.local_parallel_jobs} exceeds this machine's {cores} "
                           "cores: timed jobs would share cores and spoil each other's timings")
+    if c.preflight_walltime_min < 1:
+        raise ConfigError(f"cluster.preflight_walltime_min must be >= 1 (minutes), got {c.preflight_walltime_min}")
     if c.array_parallelism < 1:
         raise ConfigError(f"cluster.array_parallelism must be >= 1, got {c.array_parallelism}")
     for key, part in c.partitions.items():

@@ -28,18 +28,23 @@ ACCOUNTS = {"anvil": ["cluster.partitions.shared.account=x", "cluster.partitions
                       "cluster.partitions.gpuH200x8.account=x-delta-gpu"]}
 LINE = re.compile(r"^#\s+(?P<part>\S+): (?P<runs>\d+) runs in (?P<arrays>\d+) array\(s\).*?; "
                   r"(?P<ch>[\d.]+) core-hours, (?P<gh>[\d.]+) GPU-hours .*?charged (?P<su>[\d.]+) SU", re.M)
+STEP = re.compile(r"^#\s+(?P<part>\S+) (?P<kind>build|preflight) job: (?P<runs>\d+) job\(s\); "
+                  r"(?P<ch>[\d.]+) core-hours, (?P<gh>[\d.]+) GPU-hours .*?charged (?P<su>[\d.]+) SU", re.M)
+BUILD_MIN = 30  # campaign.preflight.BUILD_WALLTIME_MIN
 
 
 def _site_mem_gb(part: PartitionSpec, units: int) -> float | None:
-    """What the job asks, in site GB: the per-core/per-GPU share rounded down to whole MiB."""
+    """What the job asks, in site GB: the per-core/per-GPU share, at most what a job may ask
+    on the node (the documented figure, else 95% of the nominal memory), rounded down to whole MiB."""
     per = part.mem_per_gpu_gb if part.gpus else part.mem_per_core_gb
     if per is None:
         return None
-    return math.floor(per * units * 1e9 / 2**20) * 2**20 / 1e9
+    usable = part.usable_mem_gb if part.usable_mem_gb is not None else part.memory_gb * 0.95
+    return math.floor(min(per * units, usable) * 1e9 / 2**20) * 2**20 / 1e9
 
 
-def expected_su(part: PartitionSpec, threads: int) -> float:
-    rule, hours = part.charging, WALLTIME_MIN / 60
+def expected_su(part: PartitionSpec, threads: int, minutes: int = WALLTIME_MIN) -> float:
+    rule, hours = part.charging, minutes / 60
     if part.gpus:
         cores = part.cpus_per_gpu
         mem = _site_mem_gb(part, 1)
@@ -63,8 +68,11 @@ def _dry_run(cluster: str, extra: list[str], tmp_path: Path) -> dict[str, dict[s
                    *COMMON, *ACCOUNTS[cluster], *extra, "--dry-run")
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / "ledger.sqlite").exists()
-    return {m["part"]: {k: float(m[k]) for k in ("runs", "arrays", "ch", "gh", "su")}
-            for m in LINE.finditer(proc.stdout)}
+    got = {m["part"]: {k: float(m[k]) for k in ("runs", "arrays", "ch", "gh", "su")}
+           for m in LINE.finditer(proc.stdout)}
+    got.update({f"{m['part']} {m['kind']}": {k: float(m[k]) for k in ("runs", "ch", "gh", "su")}
+                for m in STEP.finditer(proc.stdout)})
+    return got
 
 
 CPU_CASES = [("delta", "cpu"), ("anvil", "shared"), ("anvil", "wholenode")]
@@ -83,7 +91,15 @@ def test_cpu_run_su_follows_the_site_rule(cluster: str, partition: str, threads:
     assert got[partition]["runs"] == 1 and got[partition]["arrays"] == 1
     assert got[partition]["su"] == pytest.approx(want, abs=0.005)
     assert got[partition]["ch"] == pytest.approx(cores * WALLTIME_MIN / 60, abs=0.005)
-    assert got["total"]["su"] == got[partition]["su"]
+    # the build (1 core, or the node where the partition demands it) and the preflight (the cores of
+    # the most threads it checks) at their own walltimes, on lines of their own, in the total
+    minutes = min(part.max_walltime_min, 10)
+    assert got[f"{partition} preflight"]["ch"] == pytest.approx(cores * minutes / 60, abs=0.005)
+    assert got[f"{partition} preflight"]["su"] == pytest.approx(expected_su(part, threads, minutes), abs=0.005)
+    assert got[f"{partition} build"]["su"] == pytest.approx(expected_su(part, 1, BUILD_MIN), abs=0.005)
+    steps = got[f"{partition} preflight"]["su"] + got[f"{partition} build"]["su"]
+    assert got["total"]["su"] == pytest.approx(got[partition]["su"] + steps, abs=0.015)
+    assert got["total"]["runs"] == 1
 
 
 @pytest.mark.parametrize(("cluster", "partition"), GPU_CASES)

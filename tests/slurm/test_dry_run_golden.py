@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from campaign.api import dry_run
+from campaign.config.schema import PartitionSpec
 from tests.fixtures import GOLDEN
 
 COMMON = ["campaign.workdir=/scratch/golden", "campaign.python=/opt/venv/bin/python",
@@ -93,7 +94,60 @@ def test_golden_requests_are_minimal(name: str, tmp_path: Path) -> None:
             assert "mem" not in req  # the site's own share per core
         else:
             mem_bytes = int(req["mem"].rstrip("M")) * 2**20
-            assert mem_bytes <= per_unit * units * 1e9 < mem_bytes + 2**20
+            assert mem_bytes <= min(per_unit * units, _usable_gb(part)) * 1e9 < mem_bytes + 2**20
+
+
+def _usable_gb(part: PartitionSpec) -> float:
+    """What a job may ask on one node (docs/sites.md#memory-a-job-may-ask): the site's figure,
+    else the nominal memory less 5%."""
+    return part.usable_mem_gb if part.usable_mem_gb is not None else part.memory_gb * 0.95
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_request_is_one_the_site_accepts(name: str, tmp_path: Path) -> None:
+    """Every script of a site's dry run (build, preflight, arrays): memory within what a node
+    lets a job ask, no submitit wckey, a job name naming the campaign, cores within the node
+    (a whole multiple of the node on whole-node partitions), walltime within the partition's;
+    the preflight asks the cores of the most threads it checks, for minutes."""
+    from campaign.config import load_config
+
+    cfg = load_config(COMMON + CASES[name])
+    report = dry_run(COMMON + CASES[name], tmp_path / "ledger.sqlite")
+    checked_threads = 0
+    for script in report.scripts:
+        req = _requests(script)
+        part = cfg.cluster.partitions[req["partition"]]
+        assert "wckey" not in req and "--wckey" not in script
+        assert req["job-name"].strip("'").startswith(f"campaign:{report.campaign}:")
+        cpus = int(req["cpus-per-task"])
+        assert 1 <= cpus <= part.cores * part.threads_per_core
+        if part.whole_node:
+            assert cpus % (part.cores * part.threads_per_core) == 0
+        assert int(req["time"]) <= part.max_walltime_min
+        if "mem" in req:
+            assert int(req["mem"].rstrip("M")) * 2**20 <= _usable_gb(part) * 1e9
+        threads = [int(t) for t in re.findall(r"--threads (\d+)", script)]
+        if "preflight=" in req.get("comment", ""):
+            checked_threads = max(threads)
+            assert int(req["time"]) == min(cfg.cluster.preflight_walltime_min, part.max_walltime_min)
+            if not part.gpus and not part.whole_node:
+                assert cpus == checked_threads
+    assert checked_threads
+
+
+def test_a_memory_request_above_the_node_is_refused_at_plan_time(tmp_path: Path) -> None:
+    """experiment.mem_gb or a partition's mem_gb above what a node lets a job ask: one line, exit 2,
+    before any script; the per-core share of a wide job is capped instead."""
+    from tests.conftest import run_cli
+
+    base = ["--ledger", str(tmp_path / "l.sqlite"), "submit", *COMMON, *CASES["delta_cpu"]]
+    proc = run_cli(*base, "experiment.mem_gb=250", "--dry-run")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "usable_mem_gb" in proc.stderr and "experiment.mem_gb" in proc.stderr
+    proc = run_cli(*base, "cluster.partitions.cpu.usable_mem_gb=300", "--dry-run")
+    assert proc.returncode == 2 and "memory_gb" in proc.stderr, proc.stderr
+    proc = run_cli(*base, "experiment.mem_gb=200", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
 
 
 HOSTILE = ["a'; echo pwned", "$(touch /tmp/campaign-pwned)", "`id`", "a 0", "line1\nline2", '"; exit 7; "']

@@ -164,3 +164,63 @@ def test_crash_at_the_smallest_n_cancels_the_array_and_rerun_after_the_fix_runs_
     done = _db(led, "SELECT job_id FROM job_attempt WHERE state = 'COMPLETED'")[0][0]
     shown = run_cli("--ledger", str(led.path), "show", done)
     assert shown.returncode == 0 and "state: COMPLETED\n" in shown.stdout, shown.stdout
+
+
+def test_cancel_campaign_cancels_its_build_and_preflight_jobs(
+        tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]) -> None:
+    """Issue 24: `cancel CAMPAIGN` left the preflight job to run to COMPLETED (charged on a
+    site). Held jobs (a fresh build folder: a build job too) cancelled through the CLI: Slurm's
+    accounting shows the build and the preflight CANCELLED, the ledger too, and a later
+    `status` keeps the runs CANCELLED (stopped on purpose), not PREFLIGHT_FAILED."""
+    led = Ledger(tmp_path / "ledger.sqlite")
+    name = _name("pfcancel")
+    cancel_at_end(led, name)
+    held = "+cluster.partitions.cpu.sbatch_extra={hold:true}"
+    rep = api.submit(_overrides(tmp_path, name, "experiment=preflight_native", held), led)
+    assert len(rep.submitted) == 2
+    steps = _db(led, "SELECT 'build', job_id FROM build_step UNION ALL SELECT 'preflight', job_id FROM preflight_step")
+    assert sorted(kind for kind, _ in steps) == ["build", "preflight"], steps
+    proc = run_cli("--ledger", str(led.path), "cancel", name)
+    assert proc.returncode == 0, proc.stderr
+    for kind, job_id in steps:
+        assert f"{job_id} ({kind})" in proc.stdout, proc.stdout
+    ids = [job_id for _, job_id in steps]
+    out = subprocess.run(["sacct", "-X", "-n", "-P", "-j", ",".join(ids), "-o", "JobID,State"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    got = dict(line.split("|", 1) for line in out.splitlines() if line.strip())
+    assert set(got) == set(ids) and all(v.startswith("CANCELLED") for v in got.values()), out
+    assert _db(led, "SELECT state, reason FROM preflight_step") == [("CANCELLED", "cancelled by campaign cancel")]
+    assert _db(led, "SELECT state FROM build_step") == [("CANCELLED",)]
+    proc = run_cli("--ledger", str(led.path), "status", name)
+    assert proc.returncode == 0, proc.stderr
+    assert "PREFLIGHT_FAILED" not in proc.stdout
+    assert {a["state"] for a in _attempts(led)} == {"CANCELLED"}
+    # nothing left to cancel: the steps are finished too
+    again = run_cli("--ledger", str(led.path), "cancel", ids[-1])
+    assert again.returncode == 2 and "already finished" in again.stderr
+
+
+def test_a_cancel_killed_after_scancel_leaves_no_failed_chain(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cancel_at_end: Callable[[Ledger, str], None]) -> None:
+    """`cancel` records its intent on the steps before scancel: killed after Slurm stopped the
+    jobs but before the ledger said so, the next `status` finds the chain CANCELLED by the user
+    and the runs CANCELLED, not PREFLIGHT_FAILED."""
+    import campaign.cancel as cancel_module
+
+    led = Ledger(tmp_path / "ledger.sqlite")
+    name = _name("pfkill")
+    cancel_at_end(led, name)
+    held = "+cluster.partitions.cpu.sbatch_extra={hold:true}"
+    assert len(api.submit(_overrides(tmp_path, name, "experiment=preflight_native", held), led).submitted) == 2
+
+    def killed(*_: object) -> None:
+        raise KeyboardInterrupt  # the process dies here: after scancel, before the ledger write
+
+    monkeypatch.setattr(cancel_module, "read_partial", killed)
+    with pytest.raises(KeyboardInterrupt):
+        api.cancel(led, name)
+    monkeypatch.undo()
+    assert {state for (state,) in _db(led, "SELECT state FROM preflight_step")} == {"PENDING"}
+    rep = _sync_until(led, name, _all_finished, deadline_s=120)
+    assert rep.counts == {"CANCELLED": 2} and not rep.preflight, (rep.counts, rep.preflight)
+    assert _db(led, "SELECT state FROM preflight_step") == [("CANCELLED",)]

@@ -24,6 +24,7 @@ import pytest
 
 from campaign import api
 from campaign.backends import slurm_query as sq
+from campaign.config import load_config
 from campaign.ledger import Ledger
 from campaign.states import JobState
 from tests.conftest import run_cli
@@ -223,6 +224,7 @@ def test_failure_classes_and_rerun_lineage(failures: Failures) -> None:
 
     # --failed leaves CANCELLED alone (stopped on purpose); it is rerun only when asked (issue 12)
     rep = api.rerun(led, name, failed=True, states=["CANCELLED"], time_factor=2, mem_factor=4)
+    limits = {k: p.max_walltime_min for k, p in load_config(["cluster=localslurm"]).cluster.partitions.items()}
     failed_first = [r for r in first if r["state"] != "COMPLETED"]
     assert len(rep.submitted) == len(failed_first)
     rows = _attempts(led)
@@ -230,15 +232,16 @@ def test_failure_classes_and_rerun_lineage(failures: Failures) -> None:
         new = _one(rows, old["variant"], old["partition"], attempt=2)
         assert new["previous_id"] == old["id"]
         assert new["job_id"] and new["job_id"] != old["job_id"]
-        # TIMEOUT doubles the walltime, capped at the partition maximum: `short` allows 1 minute
-        assert new["walltime_min"] == 1
-        assert new["mem_gb"] == pytest.approx(0.4 if old["state"] == "OUT_OF_MEMORY" else 0.1)
+        # the factors apply whatever the failure (issue 24: an OUT_OF_MEMORY job kept its 1-minute
+        # walltime), capped at the partition maximum: `short` allows 1 minute
+        assert new["walltime_min"] == min(2 * old["walltime_min"], limits[old["partition"]])
+        assert new["mem_gb"] == pytest.approx(4 * old["mem_gb"])
     assert (_one(rows, "sleep", "short", attempt=2)["job_id"], timeout["job_id"]) in rep.submitted
 
     _sync_until(led, name, _all_finished)
     second = {(r["variant"], r["partition"]): r["state"] for r in _attempts(led) if r["attempt"] == 2}
     # the run spec is fixed: each rerun fails the same way, except that the
-    # cancelled sleeper, not cancelled again, now runs into its 1-minute limit
+    # cancelled sleeper, not cancelled again, now runs into its 2-minute limit
     want = {**EXPECTED, ("sleep", "cpu"): "TIMEOUT"}
     if failures.cgroup:
         want[("oom", "cpu")] = "OUT_OF_MEMORY"  # 0.4 GB still below the 600 MB allocated

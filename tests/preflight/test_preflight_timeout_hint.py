@@ -1,0 +1,26 @@
+"""A preflight job asks minutes (cluster.preflight_walltime_min), not the runs' walltime
+(issue 24): when it runs past them, `status` says which knob to raise."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from campaign.ledger import Campaign, Ledger, PreflightStep
+from campaign.preflight_sync import sync_steps
+from campaign.states import JobState
+from tests.fixtures.ledger_rows import add_attempt
+
+
+def test_a_preflight_past_its_walltime_names_the_setting(tmp_path: Path) -> None:
+    led = Ledger(tmp_path / "ledger.sqlite")
+    aid = add_attempt(led, tmp_path / "runs", state=JobState.PENDING, job_id="102")
+    with led.session.begin() as s:
+        camp = s.query(Campaign).filter_by(name="unit").one()
+        s.add(PreflightStep(campaign_id=camp.id, partition="local", build_id=None, build_key="k", kernel_bin="",
+                            folder=str(tmp_path / "pre"), backend="local", job_id="101", state=JobState.TIMEOUT,
+                            reason=None, stderr_path=None, created_at=datetime(2026, 12, 1, tzinfo=UTC),
+                            attempt_ids=[aid], result=None))
+    lines = sync_steps(led, None)
+    assert lines and lines[0].startswith("PREFLIGHT_FAILED unit partition local: preflight job 101 TIMEOUT")
+    assert "cluster.preflight_walltime_min" in lines[0]
