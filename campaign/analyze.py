@@ -14,8 +14,8 @@ from campaign.config.schema import ClusterSpec
 from campaign.errors import BadInputError, ConfigError
 from campaign.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame
 from campaign.ledger import Campaign, Ledger
-from campaign.report_scope import resolve
-from campaign.results.export import results_frame
+from campaign.report_scope import Scope, resolve
+from campaign.results.export import latest_frame, results_frame
 from campaign.results.store import IMPORT_BACKEND
 
 
@@ -40,10 +40,15 @@ def _clusters(results: Any) -> set[str]:
     return set(results["cluster"].unique().tolist())
 
 
-def _inputs(led: Ledger, cluster: str | None, campaign: str | list[str] | None) -> tuple[Any, Any]:
+def _inputs(led: Ledger, cluster: str | None, scope: Scope) -> tuple[Any, Any]:
+    """The rows the report aggregates: the latest identity of each
+    configuration only; what was left out joins the scope's header lines."""
     from analysis.cost_model import add_cost_columns  # lazy: pulls in pandas
 
-    results = results_frame(led, campaign=campaign, usable_only=True, all_extras=False)
+    campaign = scope.campaigns
+    results, left = latest_frame(led, campaign=campaign, usable_only=True, all_extras=False)
+    scope.lines += left.lines()
+    scope.superseded = left.records
     if results.empty:
         where = f" for campaign {', '.join([campaign] if isinstance(campaign, str) else campaign)}" if campaign else ""
         raise BadInputError(f"no usable results in the ledger{where}: run `campaign status` after jobs complete, "
@@ -62,11 +67,16 @@ def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence
     from analysis.metrics import metrics_json  # lazy, as above
 
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
-    results, facts = _inputs(led, cluster, scope.campaigns)
+    results, facts = _inputs(led, cluster, scope)
     out: dict[str, Any] = dict(metrics_json(results, facts, cluster=cluster))
     out["counters"] = counters_json(led, results, cluster=cluster, campaign=scope.campaigns)
-    out["scope"] = {"campaigns": scope.campaigns, "how": scope.how, "header": scope.lines}
+    out["scope"] = _scope_json(scope)
     return out
+
+
+def _scope_json(scope: Scope) -> dict[str, Any]:
+    return {"campaigns": scope.campaigns, "how": scope.how, "header": scope.lines,
+            "superseded": scope.superseded}
 
 
 def _counters(led: Ledger, cluster: str | None, campaign: str | Sequence[str] | None) -> Any:
@@ -97,10 +107,10 @@ def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
-    results, facts = _inputs(led, cluster, scope.campaigns)
+    results, facts = _inputs(led, cluster, scope)
     write_metrics_json(results, facts, out, cluster=cluster, keys=chosen, tail={
         "counters": lambda: counters_json(led, results, cluster=cluster, campaign=scope.campaigns),
-        "scope": lambda: {"campaigns": scope.campaigns, "how": scope.how, "header": scope.lines}})
+        "scope": lambda: _scope_json(scope)})
 
 
 def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None,
@@ -110,7 +120,7 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     from analysis.report import render_report  # lazy: matplotlib
 
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
-    results, facts = _inputs(led, cluster, scope.campaigns)
+    results, facts = _inputs(led, cluster, scope)
     jobs = jobs_frame(led, None)
     builds = builds_frame(led, None)
     if scope.campaigns is not None:
@@ -145,7 +155,7 @@ def measured_shapes(led: Ledger | None) -> Any:
     """gemm_shapes rows from the ledger, or None when it has none (or there is no ledger)."""
     if led is None:
         return None
-    frame = results_frame(led, usable_only=True)
+    frame, _ = latest_frame(led, usable_only=True, all_extras=True)
     if frame.empty or "kernel" not in frame:
         return None
     rows = frame[frame["kernel"] == "gemm_shapes"]
@@ -165,16 +175,25 @@ def shape_advice(h: int, a: int, vocab: int, *, gpu: str, seq: int, batch: int, 
     return format_advice(advice)
 
 
-def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: int | None = None) -> str:
+def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: int | None = None,
+                  campaign: Sequence[str] = (), all_campaigns: bool = False, as_json: bool = False) -> Any:
     """Recommended thread counts per n range for one kernel on one partition,
-    with the cost of the all-cores default (the partition's core count)."""
+    with the cost of the all-cores default (the partition's core count), as
+    text or (`as_json`) one object. One campaign, the latest by default, as
+    `report` (report_scope: pooling campaigns moved medians), and of each
+    configuration only its latest identity (campaign.results.latest)."""
+    from analysis.metrics import to_records
     from analysis.thread_advice import format_thread_advice
     from analysis.thread_advice import thread_advice as advise  # lazy: pandas
 
-    results = results_frame(led, cluster=cluster, usable_only=True, all_extras=False)
+    scope = resolve(led, list(campaign), all_campaigns)
+    results, left = latest_frame(led, campaign=scope.campaigns, cluster=cluster, usable_only=True, all_extras=False)
+    scope.lines += left.lines()
     if results.empty:
-        known = ", ".join(sorted(set(results_frame(led, usable_only=True, all_extras=False)["cluster"].astype(str)))) or "none"
-        raise BadInputError(f"no usable results for cluster {cluster!r}; clusters with results: {known}")
+        every = results_frame(led, campaign=scope.campaigns, usable_only=True, all_extras=False)
+        known = ", ".join(sorted(set(every["cluster"].astype(str)))) or "none"
+        raise BadInputError(f"no usable results for cluster {cluster!r} in {scope.lines[0][len('Covers: '):]}; "
+                            f"clusters with results there: {known}")
     for col, value in (("partition", partition), ("kernel", kernel)):
         present = sorted(set(results[col].astype(str)))
         if value not in present:
@@ -187,5 +206,10 @@ def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: 
         advice = advise(results, default_threads=cores, n=n)
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
-    return format_thread_advice(advice, f"{kernel} on {cluster}/{partition}"
-                                        f" ({cores if cores else 'unknown'} cores)")
+    title = f"{kernel} on {cluster}/{partition} ({cores if cores else 'unknown'} cores)"
+    if as_json:
+        return {"title": title, "cluster": cluster, "partition": partition, "kernel": kernel, "cores": cores,
+                "per_n": to_records(advice.per_n), "ranges": to_records(advice.ranges),
+                "scope": _scope_json(scope) | {"superseded": left.records}}
+    text = format_thread_advice(advice, title).split("\n")
+    return "\n".join([text[0], *(f"- {line}" for line in scope.lines), *text[1:]])

@@ -316,8 +316,15 @@ def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 def cmd_advise(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     if args.what == "threads":
-        print(api.thread_advice(ledger(args, create=False), cluster=args.cluster, partition=args.partition,
-                                kernel=args.kernel, n=args.n))
+        if args.format == "csv":
+            raise BadInputError("advise threads prints --format table or json, not csv")
+        advice = api.thread_advice(ledger(args, create=False), cluster=args.cluster, partition=args.partition,
+                                   kernel=args.kernel, n=args.n, campaign=args.campaign, all_campaigns=args.all,
+                                   as_json=args.format == "json")
+        if args.format == "json":
+            write_json(advice)
+        else:
+            print(advice)
         return 0
     try:
         led = ledger(args, create=False)

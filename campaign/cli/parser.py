@@ -154,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--partition", required=True)
     a.add_argument("--kernel", required=True)
     a.add_argument("--n", type=int, help="one problem size only")
+    a.add_argument("--campaign", action="append", default=[],
+                   help="campaign(s) to advise from (repeatable; default: the latest campaign, as report)")
+    a.add_argument("--all", action="store_true", help="pool every campaign of the ledger, on purpose")
     _add_globals_everywhere(p)  # last: every subcommand above (and any added later) takes them
     return p
 

@@ -1,0 +1,162 @@
+"""One program per configuration: the runs of an older identity are left out
+of the analysis, counted and named (issue 24).
+
+A run's identity (campaign.identity) is its program's content, the
+interpreter and torch versions, the modules, the stack limit and the job
+environment. Recompiling a benchmark and resubmitting gives new runs of the
+same configuration; pooled with the old build's runs, one median mixed the
+-O2 and -O3 programs and the report said "1 configuration". So every view
+that aggregates (report, its JSON and HTML, compare, advise) reads only the
+LATEST identity of each configuration, and says what it left out.
+
+A configuration here is the report's group without the swept thread count:
+cluster, partition, kernel, impl, variant, device, dtype, d and the extra
+arguments. The thread count is left out of it (and OMP_NUM_THREADS out of the
+identity, the one entry that follows the thread count) so that a speedup
+never divides one build's time by another's: a rebuilt program submitted
+only at 8 threads supersedes the old build's 1, 2 and 4 threads too.
+"Latest" is the newest run that has usable rows in the selection, so a
+rebuild whose every job failed leaves the old build's numbers in place.
+Imported rows have no recorded identity and are never left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import count
+from typing import Any
+
+from sqlalchemy import Column, Integer, MetaData, Table, exists, func, insert, select
+from sqlalchemy.orm import Session
+
+from campaign.ledger import Campaign, JobAttempt, Provenance, ResultRow, Run
+from campaign.states import JobState
+
+# identity entries that differ between the runs of one submission by design
+FOLLOWS_THREADS = ("env.OMP_NUM_THREADS",)
+SHOWN_CHANGES = 3  # changed identity entries named per line; the rest counted
+SHOWN_JOBS = 5  # job IDs named per line; the rest counted
+_names = count()
+
+
+@dataclass
+class Superseded:
+    """The runs left out, and one record per configuration and change."""
+
+    runs: list[int] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """One line per record, for the report's header, compare and advise."""
+        return [f"Superseded: {r['runs']} run(s) of {r['configuration']} ({r['rows']} row(s); job(s) "
+                f"{_jobs(r['job_ids'])}) left out: its latest runs have {r['change']}; only the latest is reported"
+                for r in self.records]
+
+
+def _jobs(ids: list[str]) -> str:
+    return (", ".join(ids[:SHOWN_JOBS]) + (f" and {len(ids) - SHOWN_JOBS} more" if len(ids) > SHOWN_JOBS else "")
+            ) if ids else "none with rows"
+
+
+def _usable_states() -> list[JobState]:
+    from campaign.results.query import PARTIAL_USABLE  # the rows the analysis reads
+
+    return [state for state in JobState if state.usable] + list(PARTIAL_USABLE)
+
+
+def _runs(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: Any) -> list[tuple[Any, ...]]:
+    """(run id, cluster, coordinates..., identity, extra_args, d) of the runs
+    with an attempt the read selects, oldest first."""
+    attempt = select(JobAttempt.id).where(JobAttempt.run_id == Run.id)
+    if usable_only:
+        attempt = attempt.where(JobAttempt.state.in_(_usable_states()))
+    if where is not None and where.since is not None:
+        attempt = attempt.where(JobAttempt.started_at >= where.since)
+    if where is not None and where.until is not None:
+        attempt = attempt.where(JobAttempt.started_at < where.until)
+    if where is not None and where.commit is not None:
+        made = select(Provenance.id).where(Provenance.git_commit.startswith(where.commit, autoescape=True))
+        attempt = attempt.where(JobAttempt.provenance_id.in_(made))
+    stmt = (select(Run.id, Campaign.cluster, Run.partition, Run.kernel, Run.impl, Run.variant, Run.device, Run.dtype,
+                   Run.threads, Run.gpus, Run.spec["identity"].as_json(), Run.spec["extra_args"].as_json(),
+                   Run.spec["d"].as_json())
+            .join(Campaign, Campaign.id == Run.campaign_id).where(exists(attempt)).order_by(Run.id))
+    if campaign:
+        stmt = stmt.where(Campaign.name.in_([campaign] if isinstance(campaign, str) else list(campaign)))
+    return [tuple(r) for r in s.execute(stmt)]
+
+
+def _identity(items: Any) -> tuple[tuple[str, str], ...]:
+    pairs = [(str(p[0]), str(p[1])) for p in items or [] if isinstance(p, list | tuple) and len(p) == 2]
+    return tuple(sorted(p for p in pairs if p[0] not in FOLLOWS_THREADS))
+
+
+def _change(old: tuple[tuple[str, str], ...], new: tuple[tuple[str, str], ...]) -> str:
+    """`program.x 'sha256:..' -> 'sha256:..'`, as `submit` says it."""
+    a, b = dict(old), dict(new)
+    if not a:
+        return "identity not recorded -> recorded"
+    changed = [f"{k} {a.get(k, '(none)')!r} -> {b.get(k, '(none)')!r}" for k in sorted(set(a) | set(b))
+               if a.get(k) != b.get(k)]
+    more = f"; ... ({len(changed)} changes)" if len(changed) > SHOWN_CHANGES else ""
+    return "; ".join(changed[:SHOWN_CHANGES]) + more
+
+
+def find(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: Any) -> Superseded:
+    """The runs whose identity is not the latest of their configuration."""
+    latest: dict[tuple[Any, ...], tuple[tuple[str, str], ...]] = {}
+    runs = _runs(s, campaign, usable_only, where)
+    for row in runs:  # oldest first: the newest run's identity stays
+        latest[_configuration(row)] = _identity(row[10])
+    left: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    for row in runs:
+        config, identity = _configuration(row), _identity(row[10])
+        if identity != latest[config]:
+            left[(config, identity)].append(row[0])
+    out = Superseded()
+    for (config, identity), ids in left.items():
+        out.runs += ids
+        out.records.append({"configuration": _label(config), "runs": len(ids), "run_ids": ids, "rows": 0, "job_ids": [],
+                            "change": _change(identity, latest[config])})
+    return out
+
+
+def _configuration(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """cluster, partition, kernel, impl, variant, device, dtype, d, extra arguments."""
+    extra = json.dumps(row[11] or [], sort_keys=True)
+    return (*row[1:8], row[12], extra)
+
+
+def _label(config: tuple[Any, ...]) -> str:
+    cluster, partition, kernel, impl, variant, device, dtype, d, extra = config
+    args = "".join(f" {k}={v}" for k, v in json.loads(extra))
+    return f"{kernel}/{impl}/{variant} {dtype} d={d} {device} on {cluster}/{partition}{args}"
+
+
+def holder(s: Session, found: Superseded) -> Table | None:
+    """A temporary table of the runs to leave out (None when there are none):
+    a list of 100,000 run ids would pass SQLite's limit of bound values.
+    Each record's row count is filled in from it."""
+    if not found.runs:
+        return None
+    table = Table(f"campaign_superseded_{next(_names)}", MetaData(), Column("run_id", Integer, primary_key=True),
+                  prefixes=["TEMPORARY"])
+    table.create(s.connection())
+    s.execute(insert(table), [{"run_id": int(r)} for r in found.runs])
+    rows: dict[int, int] = defaultdict(int)
+    jobs: dict[int, list[str]] = defaultdict(list)
+    for run_id, job_id, n in s.execute(
+            select(JobAttempt.run_id, JobAttempt.job_id, func.count(ResultRow.id))
+            .outerjoin(ResultRow, ResultRow.attempt_id == JobAttempt.id)
+            .where(JobAttempt.run_id.in_(select(table.c.run_id)))
+            .group_by(JobAttempt.id).order_by(JobAttempt.id)):
+        rows[run_id] += int(n or 0)
+        if job_id and n:
+            jobs[run_id].append(str(job_id))
+    for rec in found.records:
+        rec["rows"] = sum(rows[r] for r in rec["run_ids"])
+        rec["job_ids"] = [j for r in rec["run_ids"] for j in jobs[r]]
+    return table
