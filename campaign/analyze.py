@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -11,7 +12,7 @@ from sqlalchemy import select
 from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
-from campaign.errors import BadInputError, ConfigError
+from campaign.errors import BadInputError, CampaignError, ConfigError
 from campaign.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame
 from campaign.ledger import Campaign, Ledger
 from campaign.report_scope import Scope, resolve
@@ -129,11 +130,30 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     written: list[Path] = []
     for name in clusters:
         counters = _counters(led, name, scope.campaigns)
-        files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}",
-                              builds=builds, counters=counters if len(counters) else None)
-        _add_header(files, scope.lines)
+        try:
+            files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}",
+                                  builds=builds, counters=counters if len(counters) else None)
+            _add_header(files, scope.lines)
+        except OSError as exc:
+            raise _unwritable(out, exc) from None
         written += [files.markdown, files.html]
     return written
+
+
+# The folder named cannot take files: the user's choice (exit 2). Anything else (a full
+# disk, a quota, an I/O error) is the machine's: an operational failure (exit 1).
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EEXIST, errno.EISDIR, errno.ENOENT,
+                 errno.ENAMETOOLONG)
+
+
+def _unwritable(out: Path, exc: OSError) -> CampaignError:
+    """One line for a report that could not be written (issue 24: `internal error: OSError`)."""
+    where = f" {exc.filename}" if exc.filename else ""
+    what = exc.strerror or type(exc).__name__
+    if exc.errno in _NOT_WRITABLE:
+        return BadInputError(f"report --out {out}: cannot write{where}: {what}; name a folder you can write to")
+    return CampaignError(f"report --out {out}: writing{where} failed: {what}; the report there is incomplete "
+                         f"(free space or choose another --out, then run report again)")
 
 
 def _add_header(files: Any, lines: list[str]) -> None:

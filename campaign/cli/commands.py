@@ -264,6 +264,11 @@ def cmd_compare(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         raise BadInputError(f"compare prints --format table, json or md, not {fmt}")
     rep = api.compare(lambda: ledger(args, create=False), args.base, args.new, by=args.by,
                       threshold=args.threshold, reference=args.reference)
+    if args.fail_on and not len(rep.comparison.points):  # a gate that compared nothing must not pass
+        c = rep.comparison
+        raise BadInputError(f"compare --fail-on {args.fail_on}: no point in common between BASE {args.base!r} "
+                            f"and NEW {args.new!r} ({len(c.base_only)} only in BASE, {len(c.new_only)} only in NEW), "
+                            f"so nothing was compared")
     if fmt == "json":
         json.dump(compare_view.as_json(rep), sys.stdout)
         sys.stdout.write("\n")

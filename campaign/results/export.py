@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from analysis.columns import OPTIONAL_COLUMNS
 from campaign.ledger import Ledger
 from campaign.results import by_attempt
 from campaign.results.latest import Superseded, holder
@@ -50,8 +51,13 @@ def latest_frame(led: Ledger, *, campaign: str | Sequence[str] | None = None, cl
                  where: RowFilter | None = None) -> tuple[Any, Superseded]:
     """results_frame without the runs of a superseded identity
     (campaign.results.latest), and what was left out: what every view that
-    pools rows (report, compare, advise) reads."""
-    return _read(led, campaign, cluster, usable_only, all_extras, where, latest=True)
+    pools rows (report, compare, advise) reads. An optional column (d, dtype,
+    job_id, gpu_model, flops, bytes, rel_err) empty in every row is dropped:
+    it is then absent, as in a CSV that never had it, everywhere (issue 24:
+    an all-NULL dtype of objects met a float one in a merge)."""
+    frame, found = _read(led, campaign, cluster, usable_only, all_extras, where, latest=True)
+    empty = [c for c in OPTIONAL_COLUMNS if c in frame.columns and frame[c].isna().all()]
+    return (frame.drop(columns=empty) if empty else frame), found
 
 
 def _read(led: Ledger, campaign: str | Sequence[str] | None, cluster: str | None, usable_only: bool,
