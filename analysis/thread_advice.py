@@ -66,21 +66,22 @@ def thread_advice(results: pd.DataFrame, default_threads: int | None = None,
     """Advice for every configuration in `results` (raw or summary); `n`
     restricts it to one size. Raises ValueError when nothing is left."""
     s = ensure_summary(results)
-    if n is not None:
-        s = s[s["n"] == n]
-        if s.empty:
-            raise ValueError(f"no measurements at n = {n}")
     if s.empty:
         raise ValueError("no measurements to advise on")
     keys = group_columns(s)
     rows = []
     for key, config in s.groupby(keys, sort=True, dropna=False):
+        # the default is chosen over every n of the configuration, before `n` narrows it: at one size
+        # where only 1 thread ran, "the most threads measured" is not the default that costs cores
         present = set(config["threads"].astype(int).tolist())
         measured = default_threads is not None and default_threads in present
         default = int(default_threads) if measured and default_threads is not None else max(present)
         for n_value, cell in config.groupby("n", sort=True):
-            rows.append({**dict(zip(keys, key, strict=True)), "n": n_value,
-                         **_cell_advice(cell, default, measured, tolerance)})
+            if n is None or n_value == n:
+                rows.append({**dict(zip(keys, key, strict=True)), "n": n_value,
+                             **_cell_advice(cell, default, measured, tolerance)})
+    if not rows:
+        raise ValueError(f"no measurements at n = {n}")
     per_n = pd.DataFrame(rows, columns=keys + list(PER_N_COLUMNS))
     return ThreadAdvice(per_n, _ranges(per_n, keys), default_threads)
 

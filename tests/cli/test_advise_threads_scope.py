@@ -93,3 +93,12 @@ def test_campaign_option_chooses_and_all_pools_on_purpose(ledger: Path) -> None:
     assert both.returncode == 0 and "ALL campaigns pooled on purpose" in both.stdout, both.stderr
     csv_format = run_cli("--ledger", str(ledger), "--format", "csv", *ARGS)
     assert csv_format.returncode == 2 and "table or json" in csv_format.stderr
+
+
+def test_one_size_keeps_the_configurations_default(ledger: Path) -> None:
+    """`--n 512`: only 1 thread ran there, but the default is still 2 threads: not measured, not 1.00x."""
+    proc = run_cli("--ledger", str(ledger), *ARGS, "--n", "512")
+    assert proc.returncode == 0, proc.stderr
+    assert "cost of 2 threads (most threads measured) vs recommended: n=512: not measured" in proc.stdout
+    missing = run_cli("--ledger", str(ledger), *ARGS, "--n", "7")
+    assert missing.returncode == 2 and "no measurements at n = 7" in missing.stderr
