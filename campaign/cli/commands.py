@@ -264,11 +264,7 @@ def cmd_compare(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         raise BadInputError(f"compare prints --format table, json or md, not {fmt}")
     rep = api.compare(lambda: ledger(args, create=False), args.base, args.new, by=args.by,
                       threshold=args.threshold, reference=args.reference)
-    if args.fail_on and not len(rep.comparison.points):  # a gate that compared nothing must not pass
-        c = rep.comparison
-        raise BadInputError(f"compare --fail-on {args.fail_on}: no point in common between BASE {args.base!r} "
-                            f"and NEW {args.new!r} ({len(c.base_only)} only in BASE, {len(c.new_only)} only in NEW), "
-                            f"so nothing was compared")
+    _gate_compared_something(args, rep.comparison)
     if fmt == "json":
         json.dump(compare_view.as_json(rep), sys.stdout)
         sys.stdout.write("\n")
@@ -279,6 +275,22 @@ def cmd_compare(args: argparse.Namespace, ledger: LedgerFactory) -> int:
               f"{args.threshold:.0%}", file=sys.stderr)
         return 3
     return 0
+
+
+def _gate_compared_something(args: argparse.Namespace, c: Any) -> None:
+    """A regression gate that compared nothing must not pass (exit 2, one line): no
+    point in common, or none with enough repeats on both sides for a verdict."""
+    from analysis.compare import INSUFFICIENT  # lazy: pandas, scipy
+
+    if not args.fail_on:
+        return
+    if not len(c.points):
+        raise BadInputError(f"compare --fail-on {args.fail_on}: no point in common between BASE {args.base!r} "
+                            f"and NEW {args.new!r} ({len(c.base_only)} only in BASE, {len(c.new_only)} only in NEW), "
+                            f"so nothing was compared")
+    if (c.points["verdict"] == INSUFFICIENT).all():
+        raise BadInputError(f"compare --fail-on {args.fail_on}: none of the {len(c.points)} matched point(s) has "
+                            f">= {c.min_repeats} repeats on both sides, so none could be judged")
 
 
 def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:

@@ -84,3 +84,16 @@ def test_report_out_on_a_full_filesystem_is_one_line_exit_1(ledger: Path, tmp_pa
     assert proc.returncode == 1
     [line] = proc.stderr.strip().splitlines()
     assert "No space left on device" in line and "internal error" not in line and "Traceback" not in line
+
+
+def test_a_gate_with_too_few_repeats_to_judge_does_not_pass(tmp_path: Path) -> None:
+    led = tmp_path / "ledger.sqlite"
+    for name in ("one", "two"):  # 2 repeats per point: below the 4 a verdict needs
+        path = _write(tmp_path / f"{name}.csv", "attention_forward", (256, 512), repeats=2)
+        assert run_cli("--ledger", str(led), "import", str(path), "--campaign", name).returncode == 0
+    plain = run_cli("--ledger", str(led), "compare", "one", "two")
+    assert plain.returncode == 0 and "2 insufficient-repeats" in plain.stdout, plain.stderr
+    gate = run_cli("--ledger", str(led), "compare", "one", "two", "--fail-on", "slower")
+    assert gate.returncode == 2
+    [line] = gate.stderr.strip().splitlines()
+    assert "none of the 2 matched point(s)" in line
