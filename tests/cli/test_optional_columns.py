@@ -95,6 +95,9 @@ def test_every_view_reads_a_campaign_without_the_column(name: str, ledger: Path,
     assert len(compared["points"]) == len(SIZES) * len(THREADS)
     text = _cli(capsys, *led, "compare", name, name)
     assert f"Points: {len(SIZES) * len(THREADS)} matched" in text
+    for base, new in (("all-optional", name), (name, "all-optional")):  # one side has the column, one not
+        across = json.loads(_cli(capsys, *led, "compare", base, new, "--format", "json"))
+        assert len(across["points"]) == len(SIZES) * len(THREADS), (base, new)
     advice = ("advise", "threads", "--cluster", "alpha", "--partition", "cpu", "--kernel", "attention_forward",
               "--campaign", name)
     assert f"n = {SIZES[0]}..{SIZES[-1]}: 2 threads" in _cli(capsys, *led, *advice)
