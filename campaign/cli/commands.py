@@ -323,6 +323,7 @@ def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         api.write_metrics(led, sys.stdout, cluster=args.cluster, campaign=args.campaign, all_campaigns=args.all,
                           keys=keys)
         sys.stdout.write("\n")
+        sys.stdout.flush()  # a full disk fails here, as one line (campaign.cli), not at the interpreter's exit
         return 0
     files = api.write_reports(led, Path(args.out), cluster=args.cluster, campaign=args.campaign,
                               all_campaigns=args.all)

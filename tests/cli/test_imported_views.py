@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import CAMPAIGN, run_cli
 
 COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device", "threads", "n", "repeat", "time_s"]
 
@@ -97,3 +97,16 @@ def test_a_gate_with_too_few_repeats_to_judge_does_not_pass(tmp_path: Path) -> N
     assert gate.returncode == 2
     [line] = gate.stderr.strip().splitlines()
     assert "none of the 2 matched point(s)" in line
+
+
+def test_report_json_into_a_full_device_is_one_line_exit_1(ledger: Path) -> None:
+    """`report --json > file` on a full disk (/dev/full: every write is ENOSPC)."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    env = {k: v for k, v in os.environ.items() if k != "CAMPAIGN_DEBUG"}
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([str(CAMPAIGN), "--ledger", str(ledger), "report", "--campaign", "paper", "--json"],
+                              stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 1
+    [line] = proc.stderr.strip().splitlines()
+    assert "No space left on device" in line and "internal error" not in line
