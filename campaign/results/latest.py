@@ -39,6 +39,7 @@ from campaign.states import JobState
 FOLLOWS_THREADS = ("env.OMP_NUM_THREADS",)
 SHOWN_CHANGES = 3  # changed identity entries named per line; the rest counted
 SHOWN_JOBS = 5  # job IDs named per line; the rest counted
+SHOWN_RECORDS = 20  # configurations named one per line; the rest counted in one more
 _names = count()
 
 
@@ -50,10 +51,16 @@ class Superseded:
     records: list[dict[str, Any]] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        """One line per record, for the report's header, compare and advise."""
-        return [f"Superseded: {r['runs']} run(s) of {r['configuration']} ({r['rows']} row(s); job(s) "
-                f"{_jobs(r['job_ids'])}) left out: its latest runs have {r['change']}; only the latest is reported"
-                for r in self.records]
+        """One line per record (the first SHOWN_RECORDS, then a count), for the
+        report's header, compare and advise; the JSON has every record."""
+        lines = [f"Superseded: {r['runs']} run(s) of {r['configuration']} ({r['rows']} row(s); job(s) "
+                 f"{_jobs(r['job_ids'])}) left out: its latest runs have {r['change']}; only the latest is reported"
+                 for r in self.records[:SHOWN_RECORDS]]
+        if len(self.records) > SHOWN_RECORDS:
+            rest = self.records[SHOWN_RECORDS:]
+            lines.append(f"Superseded: {sum(r['runs'] for r in rest)} run(s) of {len(rest)} more configuration(s) "
+                         f"left out the same way (every one: `report --json`, scope.superseded)")
+        return lines
 
 
 def _jobs(ids: list[str]) -> str:
