@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -183,16 +184,30 @@ def measured_shapes(led: Ledger | None) -> Any:
 
 
 def shape_advice(h: int, a: int, vocab: int, *, gpu: str, seq: int, batch: int, tp: int,
-                 led: Ledger | None) -> str:
+                 led: Ledger | None, as_json: bool = False) -> Any:
     """The co-design paper's rules, ranked by measurement from the ledger when
-    it covers the candidates, else by the wave model."""
+    it covers the candidates, else by the wave model: text, or (`as_json`)
+    one object of the checks, the current shape and the ranked proposals."""
+    import dataclasses
+
     from analysis.advise import advise_shape, format_advice  # lazy: pandas
 
     try:
         advice = advise_shape(h, a, vocab, seq=seq, batch=batch, tp=tp, gpu=gpu, measured=measured_shapes(led))
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
-    return format_advice(advice)
+    return _finite({**dataclasses.asdict(advice), "ok": advice.ok}) if as_json else format_advice(advice)
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities as null: the JSON stays valid (write_json refuses them)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: int | None = None,

@@ -348,8 +348,14 @@ def cmd_advise(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         led = ledger(args, create=False)
     except LedgerError:  # no ledger yet: advice from the wave model alone
         led = None
-    print(api.shape_advice(args.h, args.a, args.vocab, gpu=args.gpu, seq=args.seq, batch=args.batch, tp=args.tp,
-                           led=led))
+    if args.format == "csv":
+        raise BadInputError("advise shape prints --format table or json, not csv")
+    advice = api.shape_advice(args.h, args.a, args.vocab, gpu=args.gpu, seq=args.seq, batch=args.batch, tp=args.tp,
+                              led=led, as_json=args.format == "json")
+    if args.format == "json":
+        write_json(advice)
+    else:
+        print(advice)
     return 0
 
 

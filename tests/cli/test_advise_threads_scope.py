@@ -102,3 +102,13 @@ def test_one_size_keeps_the_configurations_default(ledger: Path) -> None:
     assert "cost of 2 threads (most threads measured) vs recommended: n=512: not measured" in proc.stdout
     missing = run_cli("--ledger", str(ledger), *ARGS, "--n", "7")
     assert missing.returncode == 2 and "no measurements at n = 7" in missing.stderr
+
+
+def test_advise_shape_honours_json_too(tmp_path: Path) -> None:
+    proc = run_cli("--ledger", str(tmp_path / "none.sqlite"), "--format", "json", "advise", "shape", "--h", "2560",
+                   "--a", "32", "--vocab", "50257", "--gpu", "a100")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["ok"] is False and data["h"] == 2560
+    assert any(c["rule"] == "vocab multiple of 64" and not c["ok"] for c in data["checks"])
+    assert any(p["kind"] == "vocab" and p["value"] == 50304 for p in data["proposals"])
