@@ -93,7 +93,13 @@ def _runs(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, w
             .join(Campaign, Campaign.id == Run.campaign_id).where(exists(attempt)).order_by(Run.id))
     if campaign:
         stmt = stmt.where(Campaign.name.in_([campaign] if isinstance(campaign, str) else list(campaign)))
-    return [tuple(r) for r in s.execute(stmt)]
+    from campaign.results.query import fetch_rows  # the driver's own tuples: no Row per run
+
+    _, fetch = fetch_rows(s, stmt)
+    out: list[tuple[Any, ...]] = []
+    while batch := fetch(100_000):
+        out += batch
+    return out
 
 
 def _identity(text: str | None, cache: dict[str | None, tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:
