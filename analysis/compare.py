@@ -102,17 +102,27 @@ def varied_columns(by: str | None) -> list[str]:
 
 def _aligned(base: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Both sides with the same optional group columns, so that a table without
-    `params` (an imported CSV) still matches one with `params` = ""."""
-    out = []
-    for side, other in ((base, new), (new, base)):
-        side = side.copy()
-        for col in OPTIONAL_GROUP_COLUMNS:
-            if col in other.columns and col not in side.columns:
-                side[col] = "" if col == "params" else pd.NA
-            if col == "params" and col in side.columns:
-                side[col] = side[col].fillna("").astype("str")
-        out.append(side)
-    return out[0], out[1]
+    `params` (an imported CSV) still matches one with `params` = "". A `dtype`
+    or `d` that one side lacks (an import without the column) is left out of
+    the match where the other side has one value of it (nothing to tell
+    apart); with several, the lacking side's points carry it as missing and
+    match none (listed as measured on one side only), never a merge of an
+    integer column with an empty one."""
+    sides = [base.copy(), new.copy()]
+    for col in OPTIONAL_GROUP_COLUMNS:
+        if col == "params":
+            for side in sides:
+                side[col] = side[col].fillna("").astype("str") if col in side.columns else ""
+            continue
+        if (col in sides[0].columns) == (col in sides[1].columns):
+            continue
+        have = 0 if col in sides[0].columns else 1
+        if sides[have][col].nunique(dropna=False) <= 1:
+            sides[have] = sides[have].drop(columns=col)
+        else:
+            sides[have][col] = sides[have][col].astype(object)
+            sides[1 - have][col] = pd.Series(pd.NA, index=sides[1 - have].index, dtype=object)
+    return sides[0], sides[1]
 
 
 def compare(base: pd.DataFrame, new: pd.DataFrame, *, by: str | None = None,

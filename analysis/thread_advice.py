@@ -12,8 +12,12 @@ wide enough to overlap a thread count twice as slow). Consecutive sizes with the
 recommendation form one n range; the boundary between two ranges is the
 crossover bracket (last n of one range, first n of the next).
 `default_cost` = t(default threads)/t(recommended) at each n, where the
-default is the partition's core count if it was measured, else the most
-threads measured (`default_measured` says which).
+default is the partition's core count if the configuration measured it at
+some n, else the most threads the configuration measured (`default_measured`
+says which): one thread count per configuration, and at an n where it was not
+measured the cost is NaN and said to be "not measured", never a ratio of
+another thread count (issue 24: "cost of 2 threads ... 1.00x" at sizes where
+no 2-thread run existed).
 """
 
 from __future__ import annotations
@@ -40,8 +44,9 @@ class ThreadAdvice:
     default_threads: int | None
 
 
-def _cell_advice(cell: pd.DataFrame, default: int | None, tolerance: float) -> dict[str, object]:
-    """One (group, n): best, recommended (fewest within noise and tolerance of best), default cost."""
+def _cell_advice(cell: pd.DataFrame, default: int, measured: bool, tolerance: float) -> dict[str, object]:
+    """One (group, n): best, recommended (fewest within noise and tolerance of best), and the cost of
+    the configuration's `default` thread count (NaN where this n did not measure it)."""
     cell = cell.sort_values("threads")
     thr = cell["threads"].to_numpy()
     t = cell["median_s"].to_numpy(float)
@@ -49,11 +54,11 @@ def _cell_advice(cell: pd.DataFrame, default: int | None, tolerance: float) -> d
     best = int(np.argmin(t))  # first minimum = fewest threads on a tie
     close = (lo <= hi[best]) & (lo[best] <= hi) & (t <= t[best] * (1.0 + tolerance))
     rec = int(np.flatnonzero(close)[0])
-    measured = default is not None and default in set(thr.tolist())
-    d_idx = int(np.flatnonzero(thr == default)[0]) if measured else int(np.argmax(thr))
+    here = np.flatnonzero(thr == default)
+    t_default = float(t[here[0]]) if len(here) else float("nan")
     return {"best_threads": int(thr[best]), "recommended": int(thr[rec]), "t_recommended": float(t[rec]),
-            "default_threads": int(thr[d_idx]), "t_default": float(t[d_idx]),
-            "default_cost": float(t[d_idx] / t[rec]), "default_measured": bool(measured)}
+            "default_threads": int(default), "t_default": t_default,
+            "default_cost": t_default / float(t[rec]), "default_measured": bool(measured)}
 
 
 def thread_advice(results: pd.DataFrame, default_threads: int | None = None,
@@ -61,16 +66,22 @@ def thread_advice(results: pd.DataFrame, default_threads: int | None = None,
     """Advice for every configuration in `results` (raw or summary); `n`
     restricts it to one size. Raises ValueError when nothing is left."""
     s = ensure_summary(results)
-    if n is not None:
-        s = s[s["n"] == n]
-        if s.empty:
-            raise ValueError(f"no measurements at n = {n}")
     if s.empty:
         raise ValueError("no measurements to advise on")
     keys = group_columns(s)
     rows = []
-    for key, cell in s.groupby(keys + ["n"], sort=True, dropna=False):
-        rows.append({**dict(zip(keys + ["n"], key, strict=True)), **_cell_advice(cell, default_threads, tolerance)})
+    for key, config in s.groupby(keys, sort=True, dropna=False):
+        # the default is chosen over every n of the configuration, before `n` narrows it: at one size
+        # where only 1 thread ran, "the most threads measured" is not the default that costs cores
+        present = set(config["threads"].astype(int).tolist())
+        measured = default_threads is not None and default_threads in present
+        default = int(default_threads) if measured and default_threads is not None else max(present)
+        for n_value, cell in config.groupby("n", sort=True):
+            if n is None or n_value == n:
+                rows.append({**dict(zip(keys, key, strict=True)), "n": n_value,
+                             **_cell_advice(cell, default, measured, tolerance)})
+    if not rows:
+        raise ValueError(f"no measurements at n = {n}")
     per_n = pd.DataFrame(rows, columns=keys + list(PER_N_COLUMNS))
     return ThreadAdvice(per_n, _ranges(per_n, keys), default_threads)
 
@@ -85,7 +96,7 @@ def _ranges(per_n: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         for _, part in grp.groupby(run_id, sort=True):
             rows.append({**dict(zip(keys, key, strict=True)), "n_lo": int(part["n"].min()),
                          "n_hi": int(part["n"].max()), "recommended": int(part["recommended"].iloc[0]),
-                         "max_default_cost": float(part["default_cost"].max())})
+                         "max_default_cost": float(part["default_cost"].max())})  # NaN: none measured
     return pd.DataFrame(rows, columns=keys + list(RANGE_COLUMNS))
 
 
@@ -106,6 +117,7 @@ def format_thread_advice(advice: ThreadAdvice, title: str) -> str:
             lines.append(f"  {span}: {r.recommended} thread{'' if r.recommended == 1 else 's'}")
         default = grp["default_threads"].iloc[0]
         how = "all cores" if bool(grp["default_measured"].all()) else "most threads measured"
-        costs = ", ".join(f"n={int(row.n)}: {row.default_cost:.2f}x" for row in grp.itertuples())
+        costs = ", ".join(f"n={int(row.n)}: " + (f"{row.default_cost:.2f}x" if np.isfinite(row.default_cost)
+                                                  else "not measured") for row in grp.itertuples())
         lines.append(f"  cost of {default} threads ({how}) vs recommended: {costs}")
     return "\n".join(lines)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -11,11 +13,11 @@ from sqlalchemy import select
 from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
-from campaign.errors import BadInputError, ConfigError
+from campaign.errors import BadInputError, CampaignError, ConfigError
 from campaign.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame
 from campaign.ledger import Campaign, Ledger
-from campaign.report_scope import no_results, resolve
-from campaign.results.export import results_frame
+from campaign.report_scope import Scope, no_results, resolve
+from campaign.results.export import latest_frame, results_frame
 from campaign.results.store import IMPORT_BACKEND
 
 
@@ -40,10 +42,15 @@ def _clusters(results: Any) -> set[str]:
     return set(results["cluster"].unique().tolist())
 
 
-def _inputs(led: Ledger, cluster: str | None, campaign: str | list[str] | None) -> tuple[Any, Any]:
+def _inputs(led: Ledger, cluster: str | None, scope: Scope) -> tuple[Any, Any]:
+    """The rows the report aggregates: the latest identity of each
+    configuration only; what was left out joins the scope's header lines."""
     from analysis.cost_model import add_cost_columns  # lazy: pulls in pandas
 
-    results = results_frame(led, campaign=campaign, usable_only=True, all_extras=False)
+    campaign = scope.campaigns
+    results, left = latest_frame(led, campaign=campaign, usable_only=True, all_extras=False)
+    scope.lines += left.lines()
+    scope.superseded = left.records
     if results.empty:
         raise no_results(led, [campaign] if isinstance(campaign, str) else campaign)
     clusters = _clusters(results)
@@ -60,11 +67,11 @@ def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence
     from analysis.metrics import metrics_json  # lazy, as above
 
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
-    results, facts = _inputs(led, cluster, scope.campaigns)
+    results, facts = _inputs(led, cluster, scope)
     out: dict[str, Any] = dict(metrics_json(results, facts, cluster=cluster))
     out["counters"] = counters_json(led, results, cluster=cluster, campaign=scope.campaigns)
     out["overlap_points"] = _overlap_points(results, cluster)
-    out["scope"] = {"campaigns": scope.campaigns, "how": scope.how, "header": scope.lines}
+    out["scope"] = _scope_json(scope)
     return out
 
 
@@ -75,6 +82,11 @@ def _overlap_points(results: Any, cluster: str | None) -> list[dict[str, Any]]:
     if cluster and len(results):
         results = results[(results["cluster"].astype("str") == cluster).to_numpy()]
     return overlap_points(results)
+
+
+def _scope_json(scope: Scope) -> dict[str, Any]:
+    return {"campaigns": scope.campaigns, "how": scope.how, "header": scope.lines,
+            "superseded": scope.superseded}
 
 
 def _counters(led: Ledger, cluster: str | None, campaign: str | Sequence[str] | None) -> Any:
@@ -105,11 +117,11 @@ def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
-    results, facts = _inputs(led, cluster, scope.campaigns)
+    results, facts = _inputs(led, cluster, scope)
     write_metrics_json(results, facts, out, cluster=cluster, keys=chosen, tail={
         "counters": lambda: counters_json(led, results, cluster=cluster, campaign=scope.campaigns),
         "overlap_points": lambda: _overlap_points(results, cluster),
-        "scope": lambda: {"campaigns": scope.campaigns, "how": scope.how, "header": scope.lines}})
+        "scope": lambda: _scope_json(scope)})
 
 
 def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None,
@@ -119,7 +131,7 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     from analysis.report import render_report  # lazy: matplotlib
 
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
-    results, facts = _inputs(led, cluster, scope.campaigns)
+    results, facts = _inputs(led, cluster, scope)
     jobs = jobs_frame(led, None)
     builds = builds_frame(led, None)
     if scope.campaigns is not None:
@@ -128,11 +140,30 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     written: list[Path] = []
     for name in clusters:
         counters = _counters(led, name, scope.campaigns)
-        files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}",
-                              builds=builds, counters=counters if len(counters) else None)
-        _add_header(files, scope.lines)
+        try:
+            files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}",
+                                  builds=builds, counters=counters if len(counters) else None)
+            _add_header(files, scope.lines)
+        except OSError as exc:
+            raise _unwritable(out, exc) from None
         written += [files.markdown, files.html]
     return written
+
+
+# The folder named cannot take files: the user's choice (exit 2). Anything else (a full
+# disk, a quota, an I/O error) is the machine's: an operational failure (exit 1).
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EEXIST, errno.EISDIR, errno.ENOENT,
+                 errno.ENAMETOOLONG)
+
+
+def _unwritable(out: Path, exc: OSError) -> CampaignError:
+    """One line for a report that could not be written (issue 24: `internal error: OSError`)."""
+    where = f" {exc.filename}" if exc.filename else ""
+    what = exc.strerror or type(exc).__name__
+    if exc.errno in _NOT_WRITABLE:
+        return BadInputError(f"report --out {out}: cannot write{where}: {what}; name a folder you can write to")
+    return CampaignError(f"report --out {out}: writing{where} failed: {what}; the report there is incomplete "
+                         f"(free space or choose another --out, then run report again)")
 
 
 def _add_header(files: Any, lines: list[str]) -> None:
@@ -154,7 +185,7 @@ def measured_shapes(led: Ledger | None) -> Any:
     """gemm_shapes rows from the ledger, or None when it has none (or there is no ledger)."""
     if led is None:
         return None
-    frame = results_frame(led, usable_only=True)
+    frame, _ = latest_frame(led, usable_only=True, all_extras=True)
     if frame.empty or "kernel" not in frame:
         return None
     rows = frame[frame["kernel"] == "gemm_shapes"]
@@ -162,28 +193,51 @@ def measured_shapes(led: Ledger | None) -> Any:
 
 
 def shape_advice(h: int, a: int, vocab: int, *, gpu: str, seq: int, batch: int, tp: int,
-                 led: Ledger | None) -> str:
+                 led: Ledger | None, as_json: bool = False) -> Any:
     """The co-design paper's rules, ranked by measurement from the ledger when
-    it covers the candidates, else by the wave model."""
+    it covers the candidates, else by the wave model: text, or (`as_json`)
+    one object of the checks, the current shape and the ranked proposals."""
+    import dataclasses
+
     from analysis.advise import advise_shape, format_advice  # lazy: pandas
 
     try:
         advice = advise_shape(h, a, vocab, seq=seq, batch=batch, tp=tp, gpu=gpu, measured=measured_shapes(led))
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
-    return format_advice(advice)
+    return _finite({**dataclasses.asdict(advice), "ok": advice.ok}) if as_json else format_advice(advice)
 
 
-def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: int | None = None) -> str:
+def _finite(value: Any) -> Any:
+    """NaN and infinities as null: the JSON stays valid (write_json refuses them)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: int | None = None,
+                  campaign: Sequence[str] = (), all_campaigns: bool = False, as_json: bool = False) -> Any:
     """Recommended thread counts per n range for one kernel on one partition,
-    with the cost of the all-cores default (the partition's core count)."""
+    with the cost of the all-cores default (the partition's core count), as
+    text or (`as_json`) one object. One campaign, the latest by default, as
+    `report` (report_scope: pooling campaigns moved medians), and of each
+    configuration only its latest identity (campaign.results.latest)."""
+    from analysis.metrics import to_records
     from analysis.thread_advice import format_thread_advice
     from analysis.thread_advice import thread_advice as advise  # lazy: pandas
 
-    results = results_frame(led, cluster=cluster, usable_only=True, all_extras=False)
+    scope = resolve(led, list(campaign), all_campaigns)
+    results, left = latest_frame(led, campaign=scope.campaigns, cluster=cluster, usable_only=True, all_extras=False)
+    scope.lines += left.lines()
     if results.empty:
-        known = ", ".join(sorted(set(results_frame(led, usable_only=True, all_extras=False)["cluster"].astype(str)))) or "none"
-        raise BadInputError(f"no usable results for cluster {cluster!r}; clusters with results: {known}")
+        every = results_frame(led, campaign=scope.campaigns, usable_only=True, all_extras=False)
+        known = ", ".join(sorted(set(every["cluster"].astype(str)))) or "none"
+        raise BadInputError(f"no usable results for cluster {cluster!r} in {scope.lines[0][len('Covers: '):]}; "
+                            f"clusters with results there: {known}")
     for col, value in (("partition", partition), ("kernel", kernel)):
         present = sorted(set(results[col].astype(str)))
         if value not in present:
@@ -196,5 +250,10 @@ def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: 
         advice = advise(results, default_threads=cores, n=n)
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
-    return format_thread_advice(advice, f"{kernel} on {cluster}/{partition}"
-                                        f" ({cores if cores else 'unknown'} cores)")
+    title = f"{kernel} on {cluster}/{partition} ({cores if cores else 'unknown'} cores)"
+    if as_json:
+        return {"title": title, "cluster": cluster, "partition": partition, "kernel": kernel, "cores": cores,
+                "per_n": to_records(advice.per_n), "ranges": to_records(advice.ranges),
+                "scope": _scope_json(scope) | {"superseded": left.records}}
+    text = format_thread_advice(advice, title).split("\n")
+    return "\n".join([text[0], *(f"- {line}" for line in scope.lines), *text[1:]])

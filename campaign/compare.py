@@ -31,7 +31,7 @@ from campaign.errors import BadInputError, ConfigError, LedgerError
 from campaign.ledger import Campaign, Ledger, Provenance
 from campaign.ledger import queries as q
 from campaign.ledger.models import SCHEMA_VERSION
-from campaign.results.export import RowFilter, results_frame
+from campaign.results.export import RowFilter, Superseded, latest_frame
 from campaign.results.store import IMPORT_BACKEND
 
 SELECTION_KEYS = ("campaign", "cluster", "since", "until", "commit", "ledger")
@@ -60,6 +60,8 @@ class CompareReport:
     provenance: list[Any]  # analysis.provenance_diff.Difference
     references: Any | None = None  # DataFrame of analysis.references.check_references, when asked
     notes: list[str] = field(default_factory=list)
+    # per side, the runs of an older identity left out (campaign.results.latest records)
+    superseded: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def _date(key: str, value: str, text: str) -> datetime:
@@ -117,8 +119,9 @@ def open_for_reading(path: Path, tmp: Path) -> Ledger:
     return Ledger(path, create=False)
 
 
-def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[Campaign]]:
-    """Result rows, provenance records and campaigns of one selection."""
+def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[Campaign], Superseded]:
+    """Result rows (the latest identity of each configuration), provenance
+    records, campaigns of one selection, and the runs left out."""
     import yaml  # lazy: only compare reads stored configs
 
     with led.session() as s:
@@ -130,8 +133,8 @@ def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[
         if sel.commit is not None:
             which = which.where(Provenance.git_commit.startswith(sel.commit, autoescape=True))
         provs = list(s.scalars(which.order_by(Provenance.id)))
-    frame = results_frame(led, campaign=sel.campaign, cluster=sel.cluster, usable_only=True, all_extras=False,
-                          where=RowFilter(since=sel.since, until=sel.until, commit=sel.commit))
+    frame, left = latest_frame(led, campaign=sel.campaign, cluster=sel.cluster, usable_only=True, all_extras=False,
+                               where=RowFilter(since=sel.since, until=sel.until, commit=sel.commit))
     if frame.empty:
         raise BadInputError(f"selection {sel.text!r} has no usable results")
     gpus = {str(g) for g in frame["gpu_model"].dropna().unique() if str(g)} if "gpu_model" in frame else set()
@@ -145,7 +148,7 @@ def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[
                         "packages": p.packages, "environment": p.environment or {},
                         "config": config if isinstance(config, dict) else {},
                         "gpu_model": sorted(gpus) or None})
-    return frame, records, camps
+    return frame, records, camps, left
 
 
 def references_frame(camps: list[Campaign]) -> Any:
@@ -189,8 +192,8 @@ def compare(led_for: Any, base: str, new: str, *, by: str | None = None, thresho
             return opened[sel.ledger]
 
         try:
-            fb, pb, _ = _side(ledger(sb), sb)
-            fn, pn, camps_new = _side(ledger(sn), sn)
+            fb, pb, _, left_base = _side(ledger(sb), sb)
+            fn, pn, camps_new, left_new = _side(ledger(sn), sn)
         except LedgerError as exc:
             raise BadInputError(str(exc)) from None
         finally:
@@ -200,7 +203,9 @@ def compare(led_for: Any, base: str, new: str, *, by: str | None = None, thresho
         result = compare_frames(fb, fn, by=by, threshold=threshold)
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
-    report = CompareReport(sb, sn, result, provenance_diff(pb, pn))
+    report = CompareReport(sb, sn, result, provenance_diff(pb, pn),
+                           superseded={"base": left_base.records, "new": left_new.records})
+    report.notes += [f"BASE {line}" for line in left_base.lines()] + [f"NEW {line}" for line in left_new.lines()]
     if reference:
         refs = references_frame(camps_new)
         if refs.empty:

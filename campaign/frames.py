@@ -105,15 +105,17 @@ def counters_frame(led: Ledger, campaign: str | Sequence[str] | None = None) -> 
     """Hardware counters (analysis/counters.py's long form), one row per
     attempt, n and metric, plus one row with `error` per PROFILE_FAILED
     attempt (its reason). `params` is spelled as on the result rows, so
-    counters and timings of one configuration join."""
+    counters and timings of one configuration join. Runs of a superseded
+    identity are left out, as from the timings (campaign.results.latest)."""
     import pandas as pd  # lazy, as above
 
+    from campaign.results.latest import find as superseded
     from campaign.results.store import params_text
 
-    stmt = (select(CounterRow, Run.spec, Run.partition, Campaign.cluster)
+    stmt = (select(CounterRow, Run.spec, Run.partition, Campaign.cluster, Run.id)
             .join(JobAttempt, JobAttempt.id == CounterRow.attempt_id)
             .join(Run, Run.id == JobAttempt.run_id).join(Campaign))
-    failed = (select(JobAttempt.id, JobAttempt.reason, Run.spec, Run.partition, Campaign.cluster)
+    failed = (select(JobAttempt.id, JobAttempt.reason, Run.spec, Run.partition, Campaign.cluster, Run.id)
               .join(Run, Run.id == JobAttempt.run_id).join(Campaign)
               .where(JobAttempt.state == JobState.PROFILE_FAILED))
     if campaign:
@@ -121,11 +123,16 @@ def counters_frame(led: Ledger, campaign: str | Sequence[str] | None = None) -> 
         stmt, failed = stmt.where(Campaign.name.in_(names)), failed.where(Campaign.name.in_(names))
     rows: list[dict[str, Any]] = []
     with led.session() as s:
-        for row, spec, partition, cluster in s.execute(stmt.order_by(CounterRow.id)):
+        left = set(superseded(s, campaign, True, None).runs)
+        for row, spec, partition, cluster, run_id in s.execute(stmt.order_by(CounterRow.id)):
+            if run_id in left:
+                continue
             rows.append(dict(_run_columns(spec, partition, cluster, params_text), n=row.n, metric=row.metric,
                              value=row.value, unit=row.unit or "", kernels=row.kernels or "", error="",
                              attempt_id=row.attempt_id))
-        for aid, reason, spec, partition, cluster in s.execute(failed.order_by(JobAttempt.id)):
+        for aid, reason, spec, partition, cluster, run_id in s.execute(failed.order_by(JobAttempt.id)):
+            if run_id in left:
+                continue
             rows.append(dict(_run_columns(spec, partition, cluster, params_text), n=None, metric="",
                              value=None, unit="", kernels="", error=reason or "profile failed",
                              attempt_id=aid))

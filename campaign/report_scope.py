@@ -25,6 +25,8 @@ class Scope:
     campaigns: list[str] | None  # None: every campaign and imported rows, pooled on purpose
     how: str  # "latest", "chosen" or "all"
     lines: list[str] = field(default_factory=list)  # the header lines
+    # runs of an older identity left out (campaign.results.latest records)
+    superseded: list[dict[str, object]] = field(default_factory=list)
 
 
 def resolve(led: Ledger, campaigns: Sequence[str] = (), all_campaigns: bool = False) -> Scope:

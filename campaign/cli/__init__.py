@@ -7,6 +7,7 @@ failure, 2 bad input); a traceback only with CAMPAIGN_DEBUG=1.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Sequence
@@ -41,21 +42,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `campaign results | head`
         sys.stderr.close()
         return 0
+    except OSError as exc:  # e.g. `report --json > file` on a full disk: the machine's failure, one line
+        if os.environ.get("CAMPAIGN_DEBUG") or exc.errno not in _DISK_ERRORS:
+            return _internal(exc)
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"campaign: error: writing{where} failed: {exc.strerror}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("campaign: interrupted; the ledger holds every job submitted so far", file=sys.stderr)
         return 130
     except Exception as exc:  # never a traceback for users; CAMPAIGN_DEBUG=1 shows it
-        if os.environ.get("CAMPAIGN_DEBUG"):
-            raise
-        from sqlalchemy.exc import SQLAlchemyError  # lazy: start-up time, as above
+        return _internal(exc)
 
-        if isinstance(exc, SQLAlchemyError):
-            err: CampaignError = LedgerError(f"ledger: {one_line(getattr(exc, 'orig', exc), 10_000)}")
-            print(f"campaign: error: {err}", file=sys.stderr)
-            return err.exit_code
-        print(f"campaign: internal error: {type(exc).__name__}: {one_line(exc)} "
-              f"(set CAMPAIGN_DEBUG=1 for the traceback)", file=sys.stderr)
-        return 1
+
+_DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG)
+
+
+def _internal(exc: Exception) -> int:
+    if os.environ.get("CAMPAIGN_DEBUG"):
+        raise exc
+    from sqlalchemy.exc import SQLAlchemyError  # lazy: start-up time, as above
+
+    if isinstance(exc, SQLAlchemyError):
+        err: CampaignError = LedgerError(f"ledger: {one_line(getattr(exc, 'orig', exc), 10_000)}")
+        print(f"campaign: error: {err}", file=sys.stderr)
+        return err.exit_code
+    print(f"campaign: internal error: {type(exc).__name__}: {one_line(exc)} "
+          f"(set CAMPAIGN_DEBUG=1 for the traceback)", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

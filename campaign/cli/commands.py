@@ -284,6 +284,7 @@ def cmd_compare(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         raise BadInputError(f"compare prints --format table, json or md, not {fmt}")
     rep = api.compare(lambda: ledger(args, create=False), args.base, args.new, by=args.by,
                       threshold=args.threshold, reference=args.reference)
+    _gate_compared_something(args, rep.comparison)
     if fmt == "json":
         json.dump(compare_view.as_json(rep), sys.stdout)
         sys.stdout.write("\n")
@@ -294,6 +295,22 @@ def cmd_compare(args: argparse.Namespace, ledger: LedgerFactory) -> int:
               f"{args.threshold:.0%}", file=sys.stderr)
         return 3
     return 0
+
+
+def _gate_compared_something(args: argparse.Namespace, c: Any) -> None:
+    """A regression gate that compared nothing must not pass (exit 2, one line): no
+    point in common, or none with enough repeats on both sides for a verdict."""
+    from analysis.compare import INSUFFICIENT  # lazy: pandas, scipy
+
+    if not args.fail_on:
+        return
+    if not len(c.points):
+        raise BadInputError(f"compare --fail-on {args.fail_on}: no point in common between BASE {args.base!r} "
+                            f"and NEW {args.new!r} ({len(c.base_only)} only in BASE, {len(c.new_only)} only in NEW), "
+                            f"so nothing was compared")
+    if (c.points["verdict"] == INSUFFICIENT).all():
+        raise BadInputError(f"compare --fail-on {args.fail_on}: none of the {len(c.points)} matched point(s) has "
+                            f">= {c.min_repeats} repeats on both sides, so none could be judged")
 
 
 def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
@@ -326,6 +343,7 @@ def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         api.write_metrics(led, sys.stdout, cluster=args.cluster, campaign=args.campaign, all_campaigns=args.all,
                           keys=keys)
         sys.stdout.write("\n")
+        sys.stdout.flush()  # a full disk fails here, as one line (campaign.cli), not at the interpreter's exit
         return 0
     files = api.write_reports(led, Path(args.out), cluster=args.cluster, campaign=args.campaign,
                               all_campaigns=args.all)
@@ -336,15 +354,28 @@ def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 def cmd_advise(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     if args.what == "threads":
-        print(api.thread_advice(ledger(args, create=False), cluster=args.cluster, partition=args.partition,
-                                kernel=args.kernel, n=args.n))
+        if args.format == "csv":
+            raise BadInputError("advise threads prints --format table or json, not csv")
+        advice = api.thread_advice(ledger(args, create=False), cluster=args.cluster, partition=args.partition,
+                                   kernel=args.kernel, n=args.n, campaign=args.campaign, all_campaigns=args.all,
+                                   as_json=args.format == "json")
+        if args.format == "json":
+            write_json(advice)
+        else:
+            print(advice)
         return 0
     try:
         led = ledger(args, create=False)
     except LedgerError:  # no ledger yet: advice from the wave model alone
         led = None
-    print(api.shape_advice(args.h, args.a, args.vocab, gpu=args.gpu, seq=args.seq, batch=args.batch, tp=args.tp,
-                           led=led))
+    if args.format == "csv":
+        raise BadInputError("advise shape prints --format table or json, not csv")
+    advice = api.shape_advice(args.h, args.a, args.vocab, gpu=args.gpu, seq=args.seq, batch=args.batch, tp=args.tp,
+                              led=led, as_json=args.format == "json")
+    if args.format == "json":
+        write_json(advice)
+    else:
+        print(advice)
     return 0
 
 

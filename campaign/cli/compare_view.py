@@ -131,7 +131,7 @@ def as_json(rep: CompareReport) -> dict[str, Any]:
                        for d in rep.provenance],
         "summary": to_records(c.summary), "points": to_records(c.points),
         "base_only": to_records(c.base_only), "new_only": to_records(c.new_only),
-        "notes": rep.notes,
+        "notes": rep.notes, "superseded": rep.superseded,
     }
     if rep.references is not None:
         out["references"] = to_records(rep.references)

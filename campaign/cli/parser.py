@@ -215,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--partition", required=True)
     a.add_argument("--kernel", required=True)
     a.add_argument("--n", type=int, help="one problem size only")
+    a.add_argument("--campaign", action="append", default=[],
+                   help="campaign(s) to advise from (repeatable; default: the latest campaign, as report)")
+    a.add_argument("--all", action="store_true", help="pool every campaign of the ledger, on purpose")
 
     s = sub.add_parser("completion", help="print the bash or zsh completion script (see campaign --help)",
                        description="Print the shell completion script. Install once: "

@@ -13,10 +13,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+from analysis.columns import OPTIONAL_COLUMNS
 from campaign.ledger import Ledger
 from campaign.results import by_attempt
+from campaign.results.latest import Superseded, holder
+from campaign.results.latest import find as superseded
 from campaign.results.query import (
     EXPORT_COLUMNS,
     PARTIAL_USABLE,
@@ -27,7 +31,8 @@ from campaign.results.query import (
     statement,
 )
 
-__all__ = ["EXPORT_COLUMNS", "PARTIAL_USABLE", "RowFilter", "frame_records", "results_frame"]
+__all__ = ["EXPORT_COLUMNS", "PARTIAL_USABLE", "RowFilter", "Superseded", "frame_records", "latest_frame",
+           "results_frame"]
 
 
 def results_frame(led: Ledger, *, campaign: str | Sequence[str] | None = None, cluster: str | None = None,
@@ -36,14 +41,42 @@ def results_frame(led: Ledger, *, campaign: str | Sequence[str] | None = None, c
     (the job's campaign, or the one rows were imported into with `import
     --campaign`; empty for other imported rows), the attempt's `state`,
     `params` and, with `all_extras`, every extra column a kernel wrote
-    (flattened). `where`: see RowFilter."""
+    (flattened). `where`: see RowFilter. Every run, whatever its identity:
+    what aggregates reads latest_frame."""
+    return _read(led, campaign, cluster, usable_only, all_extras, where, latest=False)[0]
+
+
+def latest_frame(led: Ledger, *, campaign: str | Sequence[str] | None = None, cluster: str | None = None,
+                 usable_only: bool = True, all_extras: bool = False,
+                 where: RowFilter | None = None) -> tuple[Any, Superseded]:
+    """results_frame without the runs of a superseded identity
+    (campaign.results.latest), and what was left out: what every view that
+    pools rows (report, compare, advise) reads. An optional column (d, dtype,
+    job_id, gpu_model, flops, bytes, rel_err) empty in every row is dropped:
+    it is then absent, as in a CSV that never had it, everywhere (issue 24:
+    an all-NULL dtype of objects met a float one in a merge)."""
+    frame, found = _read(led, campaign, cluster, usable_only, all_extras, where, latest=True)
+    empty = [c for c in OPTIONAL_COLUMNS if c in frame.columns and frame[c].isna().all()]
+    return (frame.drop(columns=empty) if empty else frame), found
+
+
+def _read(led: Ledger, campaign: str | Sequence[str] | None, cluster: str | None, usable_only: bool,
+          all_extras: bool, where: RowFilter | None, latest: bool) -> tuple[Any, Superseded]:
     import pandas as pd  # lazy: `jobs`/`status` never build frames (pandas ~0.4 s)
 
     with led.session() as s, shared_texts(s):
-        if not all_extras and by_attempt.applies(s):
-            frame = by_attempt.read(s, campaign, cluster, usable_only, where)
-        else:
-            frame = read_frame(s, statement(campaign, cluster, usable_only, all_extras, where))
+        found = superseded(s, campaign, usable_only, where) if latest else Superseded()
+        table = holder(s, found)
+        if table is not None:
+            where = replace(where or RowFilter(), without_runs=table)
+        try:
+            if not all_extras and by_attempt.applies(s):
+                frame = by_attempt.read(s, campaign, cluster, usable_only, where)
+            else:
+                frame = read_frame(s, statement(campaign, cluster, usable_only, all_extras, where))
+        finally:
+            if table is not None:
+                table.drop(s.connection())
     if all_extras:
         texts = frame.pop("_extra")
         present = texts.notna() & (texts != "null")  # no extras may be stored as JSON null
@@ -65,7 +98,7 @@ def results_frame(led: Ledger, *, campaign: str | Sequence[str] | None = None, c
     frame = settled_dtypes(frame)
     if frame["alloc_cpus"].isna().all():  # no allocation recorded (local backend, imports, older ledgers)
         frame = frame.drop(columns="alloc_cpus")
-    return frame
+    return frame, found
 
 
 def frame_records(frame: Any) -> list[dict[str, Any]]:

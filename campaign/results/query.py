@@ -37,11 +37,14 @@ class RowFilter:
     """Selections beyond campaign and cluster (`campaign compare`): `since` /
     `until` by the job's start time (naive, as the ledger stores it; until is
     exclusive), which imported rows do not have, so a date range leaves them
-    out; `commit`: jobs submitted from a git commit starting with it."""
+    out; `commit`: jobs submitted from a git commit starting with it;
+    `without_runs`: a table of run ids whose rows are left out
+    (campaign.results.latest: superseded identities)."""
 
     since: datetime | None = None
     until: datetime | None = None
     commit: str | None = None
+    without_runs: Any = None  # a sqlalchemy Table with a run_id column
 
 
 def statement(campaign: str | Sequence[str] | None, cluster: str | None, usable_only: bool, all_extras: bool,
@@ -69,6 +72,9 @@ def statement(campaign: str | Sequence[str] | None, cluster: str | None, usable_
     if where is not None and where.commit is not None:
         made = select(Provenance.id).where(Provenance.git_commit.startswith(where.commit, autoescape=True))
         stmt = stmt.where(JobAttempt.provenance_id.in_(made))
+    if where is not None and where.without_runs is not None:
+        left = select(where.without_runs.c.run_id)
+        stmt = stmt.where(or_(JobAttempt.run_id.is_(None), JobAttempt.run_id.not_in(left)))
     if usable_only:  # rows of CHECK_FAILED / LOST_OUTPUT attempts are not measurements to analyse
         # (PROFILE_FAILED ones are: only their counters are missing)
         usable = [state for state in JobState if state.usable] + list(PARTIAL_USABLE)

@@ -13,14 +13,14 @@ import math
 import re
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
 from campaign.ledger import queries as q
 
 # (name, type in JSON, meaning): the README table is this list.
 RESULT_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("campaign", "string or null", "the campaign of the attempt (null for imported rows)"),
+    ("campaign", "string or null", "the campaign of the attempt, or the one the rows were imported into (`import --campaign`); null for other imported rows"),
     ("cluster", "string", "cluster name"),
     ("partition", "string", "partition name"),
     ("kernel", "string", "kernel family"),
@@ -75,7 +75,8 @@ def result_records(led: Ledger, campaign: str | None = None) -> list[dict[str, A
     stmt = (select(*cols, ResultRow.extra, JobAttempt.attempt, JobAttempt.state, Campaign.name, JobAttempt.overlap)
             .outerjoin(JobAttempt, ResultRow.attempt_id == JobAttempt.id)
             .outerjoin(Run, Run.id == JobAttempt.run_id)
-            .outerjoin(Campaign, Campaign.id == Run.campaign_id)
+            # a job row's campaign is its run's; an imported row's the one it was imported into
+            .outerjoin(Campaign, Campaign.id == func.coalesce(Run.campaign_id, ResultRow.campaign_id))
             .order_by(ResultRow.id))
     n_text = len(_TEXT)
     out = []
