@@ -26,8 +26,11 @@ depends_on = None
 def upgrade() -> None:
     conn = op.get_bind()
     # SQLite: the table is copied once (batch mode) so that an upgraded ledger declares what a new one does
-    with op.batch_alter_table("result") as batch:
-        batch.alter_column("natural_key", type_=sa.String(48), existing_type=sa.String(32))
+    width = next((getattr(c["type"], "length", None) for c in sa.inspect(conn).get_columns("result")
+                  if c["name"] == "natural_key"), None)
+    if width != 48:  # not copied again when an upgrade replays the chain (campaign.ledger.migrate)
+        with op.batch_alter_table("result") as batch:
+            batch.alter_column("natural_key", type_=sa.String(48), existing_type=sa.String(32))
     if conn.dialect.name == "postgresql":
         job = "lpad(attempt_id::text, 12, '0') || '.' || natural_key"
     else:
