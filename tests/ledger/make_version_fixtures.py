@@ -20,8 +20,13 @@ job result rows through the revision's own ORM models (only the columns that rev
 imports a CSV with the revision's own `campaign import` (its natural keys, fingerprints and, from
 v8, `--campaign`). `python tests/ledger/make_version_fixtures.py` (no arguments) does all of it.
 
-`EXPECTED` in the fixture's `meta` table (key `fixture`) records what was written, so the
-upgrade test checks the numbers it reads back against what the old code stored.
+One shape is not told apart: the truth branch's first commit (90d1d46, two minutes before
+9864e3a added job_attempt.n/missing_n) wrote UTC started/ended times into a ledger with exactly
+v7-reserved's tables, whose code wrote local times; v4 converts both (a no-op where the upgrading
+machine runs in UTC).
+
+What was written is recorded in the fixture's `meta` table (key `fixture`), so the upgrade test
+checks the numbers it reads back against what the old code stored.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ REVISIONS: dict[str, tuple[str, str]] = {
     "v1": ("2a3b714", "skeleton: schema 1, create_all, no alembic_version"),
     "v2": ("4f17bdf", "schema 2: campaign.python, first Alembic stamp"),
     "v7-reserved": ("8f3738b", "label 7 with v3..v7 reserved as no-ops: v2's tables only"),
-    "v7-truth": ("90d1d46", "label 7 on the truth branch: v4's n/missing_n, UTC times, nothing of v3/v5/v6"),
+    "v7-truth": ("9864e3a", "label 7 on the truth branch: v4's n/missing_n, UTC times, nothing of v3/v5/v6"),
     "v7-trust": ("3bba964", "label 7 on the trust branch: v3's owner columns, natural keys, claims, import files"),
     "v7-counters": ("20aa7b9", "label 7 on the counters branch: v2's tables plus counter (as bench/.../counters)"),
     "v7-preflight": ("f8ed1e3", "label 7 on the preflight branch: build_step/preflight_step only"),

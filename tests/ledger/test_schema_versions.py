@@ -162,3 +162,27 @@ def test_bench_ledger_upgrades_and_reports(ledger: Path, tmp_path: Path) -> None
         for row in points:  # every median the report shows is one the rows give
             key = tuple(row[k] for k in ("kernel", "impl", "variant", "device", "dtype", "d", "params", "threads", "n"))
             assert row["median_s"] == pytest.approx(raw[key], rel=1e-9), (name, key)
+
+
+@pytest.mark.parametrize(("fixture", "shifted"), [("v7-reserved", True), ("v7-truth", False), ("v2", True),
+                                                  ("v8-merged", False)])
+def test_local_times_converted_once(fixture: str, shifted: bool, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Code before the one clock wrote local started/ended times; the truth branch's ledgers (labelled 7)
+    already hold UTC and must not be shifted again by the replayed v4."""
+    import time
+    from datetime import datetime, timedelta
+
+    monkeypatch.setenv("TZ", "America/Chicago")
+    time.tzset()
+    try:
+        source = FIXTURES / f"{fixture}.sqlite"
+        before = _table(source, "job_attempt")["started_at"]
+        path, _ = _upgrade_copy(source, tmp_path)
+        after = _table(path, "job_attempt")["started_at"]
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    offset = timedelta(hours=5) if shifted else timedelta(0)  # June in Chicago: UTC-5
+    assert [datetime.fromisoformat(a) - datetime.fromisoformat(b) for a, b in zip(after, before, strict=True)] == \
+        [offset] * len(before)
