@@ -97,6 +97,10 @@ def _on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
     cur = dbapi_conn.cursor()
     cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA foreign_keys = ON")
+    # A REPLACE deletes the row it replaces without firing delete triggers unless this is on: the
+    # result-block trigger (models.BLOCK_TRIGGERS) must see it (the read checks blocks too, for
+    # other tools' REPLACE: campaign.results.by_attempt._stale).
+    cur.execute("PRAGMA recursive_triggers = ON")
     cur.execute(f"PRAGMA journal_mode = {journal_mode()}")
     cur.close()
 
