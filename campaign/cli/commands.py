@@ -250,6 +250,8 @@ def cmd_cancel(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 
 def cmd_import(args: argparse.Namespace, ledger: LedgerFactory) -> int:
+    if args.campaign is not None:  # before reading a large file
+        api.import_campaign_name(args.campaign)
     rows = api.read_import_file(args.file)  # validated before the ledger is even opened
     led = ledger(args)
     print(api.store_import(led, args.file, rows, campaign=args.campaign).summary(args.file, args.campaign))
