@@ -13,6 +13,7 @@ from campaign.multirun import composed_yaml, dry_run_all, submit_all
 from campaign.multirun import prepare as prepare_campaigns
 from campaign.rerun import RerunReport, rerun
 from campaign.results.export import frame_records, results_frame
+from campaign.results.import_stream import import_file
 from campaign.results.reader import read_import_file
 from campaign.results.store import import_campaign_name, store_import
 from campaign.results.table import RESULT_COLUMNS, result_records
@@ -23,7 +24,7 @@ from campaign.waiting import failed_among
 __all__ = [
     "RESULT_COLUMNS", "SEARCH_PATH_ENV", "CompareReport", "RerunReport", "SubmitReport", "SyncReport", "cancel",
     "compare", "composed_yaml", "config_dirs", "counters_frame", "dry_run", "dry_run_all", "frame_records",
-    "group_options", "import_campaign_name", "metrics", "parse_selection", "prepare_campaigns", "read_import_file", "rerun", "result_records",
+    "group_options", "import_campaign_name", "import_file", "metrics", "parse_selection", "prepare_campaigns", "read_import_file", "rerun", "result_records",
     "results_frame", "shape_advice", "store_import", "submit", "submit_all", "sync", "thread_advice", "write_metrics",
     "write_reports", "failed_among",
 ]
