@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 CAMPAIGN = Path(sys.executable).with_name("campaign")
@@ -35,15 +33,19 @@ def write_csv(path: Path, rows: int, bad_last: bool = False) -> None:
                      f"64,fp32,{2.0 * n * n * 64:.6g},1e-7,run{config % 3}\n")
 
 
+# one process per case, which reports its own child's peak (RUSAGE_CHILDREN keeps the largest child)
+_MEASURE = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
+            "p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+            "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, p.returncode); "
+            "print((p.stdout or p.stderr).strip()[:160])")
+
+
 def run(ledger: Path, csv: Path, *extra: str) -> dict[str, object]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    start = time.perf_counter()
-    proc = subprocess.run([str(CAMPAIGN), "--ledger", str(ledger), "import", str(csv), *extra],
-                          capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB, the largest child so far
-    return {"exit": proc.returncode, "wall_s": round(wall, 1), "peak_rss_mb": round(peak / 1024),
-            "peak_grew": peak > before, "said": (proc.stdout or proc.stderr).strip()[:160]}
+    out = subprocess.run([sys.executable, "-c", _MEASURE, str(CAMPAIGN), "--ledger", str(ledger), "import", str(csv),
+                          *extra], capture_output=True, text=True, check=True).stdout.splitlines()
+    wall, peak_kib, code = out[0].split()
+    return {"exit": int(code), "wall_s": round(float(wall), 1), "peak_rss_mb": round(int(peak_kib) / 1024),
+            "said": out[1] if len(out) > 1 else ""}
 
 
 def main() -> None:
@@ -55,7 +57,6 @@ def main() -> None:
     write_csv(good, rows)
     write_csv(bad, rows, bad_last=True)
     print(f"{rows:,} rows, {good.stat().st_size / 1e6:.0f} MB per file, commit {os.environ.get('GIT_COMMIT', '?')}")
-    # the refused case first: RUSAGE_CHILDREN keeps the largest child, so the smaller peak comes first
     ledger = folder / "bad.sqlite"
     result = run(ledger, bad)
     stored = sqlite3.connect(ledger).execute("SELECT count(*) FROM result").fetchone()[0] if ledger.exists() else 0
