@@ -36,15 +36,17 @@ def write_csv(path: Path, rows: int, bad_last: bool = False) -> None:
 # one process per case, which reports its own child's peak (RUSAGE_CHILDREN keeps the largest child)
 _MEASURE = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
             "p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
-            "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, p.returncode); "
+            "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+            "print(time.perf_counter() - t, u.ru_maxrss, p.returncode, u.ru_utime + u.ru_stime); "
             "print((p.stdout or p.stderr).strip()[:160])")
 
 
 def run(ledger: Path, csv: Path, *extra: str) -> dict[str, object]:
     out = subprocess.run([sys.executable, "-c", _MEASURE, str(CAMPAIGN), "--ledger", str(ledger), "import", str(csv),
                           *extra], capture_output=True, text=True, check=True).stdout.splitlines()
-    wall, peak_kib, code = out[0].split()
-    return {"exit": int(code), "wall_s": round(float(wall), 1), "peak_rss_mb": round(int(peak_kib) / 1024),
+    wall, peak_kib, code, cpu = out[0].split()
+    return {"exit": int(code), "wall_s": round(float(wall), 1), "cpu_s": round(float(cpu), 1),
+            "peak_rss_mb": round(int(peak_kib) / 1024),
             "said": out[1] if len(out) > 1 else ""}
 
 
