@@ -24,8 +24,9 @@ if TYPE_CHECKING:  # what mypy and readers see; at run time __getattr__ below im
     from campaign.multirun import prepare as prepare_campaigns
     from campaign.rerun import RerunReport, rerun
     from campaign.results.export import frame_records, latest_frame, results_frame
+    from campaign.results.import_stream import import_file
     from campaign.results.reader import read_import_file
-    from campaign.results.store import store_import
+    from campaign.results.store import import_campaign_name, store_import
     from campaign.results.table import RESULT_COLUMNS, result_records
     from campaign.submit import SubmitReport, dry_run, submit
     from campaign.sync import SyncReport, sync
@@ -45,7 +46,8 @@ _WHERE: dict[str, tuple[str, str]] = {
     **{n: ("campaign.rerun", n) for n in ("RerunReport", "rerun")},
     **{n: ("campaign.results.export", n) for n in ("frame_records", "latest_frame", "results_frame")},
     "read_import_file": ("campaign.results.reader", "read_import_file"),
-    "store_import": ("campaign.results.store", "store_import"),
+    **{n: ("campaign.results.store", n) for n in ("import_campaign_name", "store_import")},
+    "import_file": ("campaign.results.import_stream", "import_file"),
     **{n: ("campaign.results.table", n) for n in ("RESULT_COLUMNS", "result_records")},
     **{n: ("campaign.submit", n) for n in ("SubmitReport", "dry_run", "submit")},
     **{n: ("campaign.sync", n) for n in ("SyncReport", "sync")},
@@ -55,7 +57,7 @@ _WHERE: dict[str, tuple[str, str]] = {
 __all__ = [
     "CompareReport", "RESULT_COLUMNS", "RerunReport", "SEARCH_PATH_ENV", "SubmitReport", "SyncReport", "cancel",
     "compare", "composed_yaml", "config_dirs", "counters_frame", "default_ledger_path", "dry_run", "dry_run_all",
-    "failed_among", "frame_records", "group_options", "latest_frame", "metrics", "parse_selection", "prepare_campaigns",
+    "failed_among", "frame_records", "group_options", "import_campaign_name", "import_file", "latest_frame", "metrics", "parse_selection", "prepare_campaigns",
     "read_import_file", "rerun", "result_records", "results_frame", "shape_advice", "store_import", "submit",
     "submit_all", "sync", "thread_advice", "write_metrics", "write_reports",
 ]  # == the keys of _WHERE (tests/cli/test_startup_imports.py)

@@ -5,7 +5,8 @@ their configured references (analysis.references).
 
 A selection is a campaign name, or `key=value` pairs joined by commas:
 `campaign=NAME`, `cluster=C`, `since=DATE`, `until=DATE` (ISO dates or
-times, naive local like the ledger's job times; until is exclusive),
+times by the job's start; a naive one is local time, like the job times the
+views print, and one with an offset is that instant; until is exclusive),
 `commit=PREFIX` (jobs submitted from that git commit) and `ledger=PATH`
 (another ledger file; default: the command's ledger). A ledger
 named by `ledger=` is only read: when its schema is older, a temporary copy
@@ -15,7 +16,6 @@ byte-identical).
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 import tempfile
 from dataclasses import dataclass, field
@@ -25,11 +25,13 @@ from typing import Any
 
 from sqlalchemy import select
 
+from campaign.clock import as_utc
 from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
-from campaign.errors import BadInputError, ConfigError, LedgerError
+from campaign.errors import BadInputError, ConfigError, LedgerError, one_line
 from campaign.ledger import Campaign, Ledger, Provenance
 from campaign.ledger import queries as q
+from campaign.ledger.db import schema_number
 from campaign.ledger.models import SCHEMA_VERSION
 from campaign.results.export import RowFilter, Superseded, latest_frame
 from campaign.results.store import IMPORT_BACKEND
@@ -65,9 +67,11 @@ class CompareReport:
 
 
 def _date(key: str, value: str, text: str) -> datetime:
+    """An ISO date or time as aware UTC; a naive one is local time (campaign.clock), as the
+    job times `show` and `jobs` print."""
     try:
-        return datetime.fromisoformat(value)
-    except ValueError:
+        return as_utc(datetime.fromisoformat(value))  # type: ignore[return-value]
+    except (ValueError, OverflowError, OSError):  # not a date; or out of the platform's range
         raise BadInputError(f"selection {text!r}: {key}={value!r} is not an ISO date (e.g. 2026-11-30)") from None
 
 
@@ -95,28 +99,54 @@ def parse_selection(text: str) -> Selection:
     )
 
 
-def _schema_version(path: Path) -> int | None:
+def _schema_version(path: Path) -> int:
+    """The schema version of a ledger file, read read-only; one clear line for anything that
+    is not a campaign ledger (an empty file, another file, a hostile version)."""
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
-            row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
+                if "meta" in tables else None
         finally:
             con.close()
-    except sqlite3.Error:
-        return None
-    return int(row[0]) if row else None
+    except sqlite3.Error as exc:
+        raise BadInputError(f"ledger {path} is not a campaign ledger (not an SQLite database): "
+                            f"{one_line(exc)}") from None
+    if not tables:
+        raise BadInputError(f"ledger {path} is empty, not a campaign ledger")
+    if row is None:
+        raise BadInputError(f"ledger {path} is not a campaign ledger (no schema version)")
+    version = schema_number(row[0])
+    if version < 1:
+        raise BadInputError(f"ledger {path} has no valid schema version ({one_line(repr(row[0]), 60)}); "
+                            "it was not written by campaign")
+    if version > SCHEMA_VERSION:
+        raise BadInputError(f"ledger {path} has schema version {version}, newer than this campaign "
+                            f"(knows {SCHEMA_VERSION}): upgrade campaign")
+    return version
 
 
 def open_for_reading(path: Path, tmp: Path) -> Ledger:
-    """A ledger file opened without changing it (see the module doc)."""
+    """A ledger file opened without changing it (see the module doc): read-only at this schema
+    version; an older one is copied (SQLite's backup, from a read-only connection, so a WAL
+    ledger's committed pages come too) and the copy upgraded."""
     if not path.is_file():
-        raise BadInputError(f"ledger {path} does not exist")
+        raise BadInputError(f"ledger {path} does not exist" if not path.exists() else f"ledger {path} is not a file")
+    if path.stat().st_size == 0:
+        raise BadInputError(f"ledger {path} is an empty file, not a campaign ledger")
     version = _schema_version(path)
-    if version is not None and version < SCHEMA_VERSION:
-        copy = tmp / f"{len(list(tmp.iterdir()))}-{path.name}"
-        shutil.copyfile(path, copy)
+    if version < SCHEMA_VERSION:
+        copy = tmp / f"{len(list(tmp.iterdir()))}-ledger.sqlite"
+        src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        dst = sqlite3.connect(copy)
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+            src.close()
         return Ledger(copy, create=False)
-    return Ledger(path, create=False)
+    return Ledger(path, create=False, read_only=True)
 
 
 def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[Campaign], Superseded]:

@@ -50,6 +50,7 @@ from campaign.ledger import ATTEMPT_TABLE, RUN_TABLE, Campaign, Ledger, Provenan
 from campaign.ledger import queries as q
 from campaign.node_local import check_node_local
 from campaign.plan import Plan, RunSpec, campaign_name, missing_programs, plan
+from campaign.results.store import IMPORT_BACKEND
 from campaign.states import JobState
 from campaign.sync import SyncReport, sync
 from campaign.waiting import failed_among
@@ -139,6 +140,7 @@ def _existing_keys(ledger_path: Path, name: str) -> set[str]:
             camp = q.campaign_by_name(s, name)
             if camp is None:
                 return set()
+            refuse_imported(camp)
             return set(s.scalars(select(Run.key).where(Run.campaign_id == camp.id)))
     finally:
         ledger.close()
@@ -204,6 +206,14 @@ def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, 
     return report
 
 
+def refuse_imported(camp: Campaign) -> None:
+    """A campaign made by `import --campaign` holds only imported rows: jobs submitted into it
+    would mix with them (compare and report would pool measured and imported numbers)."""
+    if camp.backend == IMPORT_BACKEND:
+        raise BadInputError(f"campaign {camp.name!r} holds imported results (campaign import --campaign); "
+                            f"submit under another name with campaign.name=...")
+
+
 def _get_or_create_campaign(s: Session, cfg: RootConfig, name: str, camp_dir: Path) -> Campaign:
     camp = q.campaign_by_name(s, name)
     if camp is None:
@@ -212,6 +222,8 @@ def _get_or_create_campaign(s: Session, cfg: RootConfig, name: str, camp_dir: Pa
                         python=cfg.campaign.python or sys.executable, created_at=now(), workdir=str(camp_dir))
         s.add(camp)
         s.flush()
+    elif camp.backend == IMPORT_BACKEND:
+        refuse_imported(camp)
     elif camp.cluster != cfg.cluster.name:
         raise BadInputError(
             f"campaign {name!r} already runs on cluster {camp.cluster}, not {cfg.cluster.name}: "

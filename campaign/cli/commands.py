@@ -270,9 +270,11 @@ def cmd_cancel(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 
 def cmd_import(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    rows = api.read_import_file(args.file)  # validated before the ledger is even opened
-    led = ledger(args)
-    print(api.store_import(led, args.file, rows, campaign=args.campaign).summary(args.file, args.campaign))
+    if args.campaign is not None:  # before reading a large file
+        api.import_campaign_name(args.campaign)
+    # read in chunks (flat memory); the ledger is opened once the first chunk passed the reader
+    done = api.import_file(lambda: ledger(args), args.file, campaign=args.campaign)
+    print(done.summary(args.file, args.campaign))
     return 0
 
 

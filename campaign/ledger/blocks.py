@@ -25,7 +25,11 @@ attempt is updated or deleted; and a row added later, by any path, gets a
 larger id, so the read, which finds each attempt's first and last row id in
 the attempt index, sees that the attempt's rows no longer end at the
 block's last id (tests/results/test_blocks.py runs each of these against
-the general read).
+the general read). A REPLACE keeps the id of the row it replaces and fires
+no delete trigger unless recursive_triggers is on (campaign's connections
+turn it on; the sqlite3 shell and other tools do not): so the read also
+compares each block with its rows' count and, per number, sum
+as SQLite computes them (blocks_differ, with the least and greatest time; tests/results/test_block_replace.py).
 """
 
 from __future__ import annotations
@@ -133,6 +137,38 @@ def record(cursor: sqlite3.Cursor, columns: Mapping[str, Sequence[Any]], params:
     first_id = cursor.lastrowid - length + 1  # VALUES rows take consecutive ids; the read checks that they did
     cursor.execute(INSERT, [attempt[0], first_id, length, *packed])
     return True
+
+
+MAX_STALE = 10_000  # more blocks than this no longer describing their rows: the read uses none
+
+
+def blocks_differ(found: Sequence[Sequence[Any]], attempts: np.ndarray, actual: np.ndarray) -> np.ndarray:
+    """Attempts of `found` (rows: attempt_id, first_id, rows, the packed columns) whose block does
+    not hold what their rows hold: `actual` row k is attempt `attempts[k]`'s row count, the total
+    of each NUMBERS column, then the least and the greatest time_s, as SQLite computes them (NaN:
+    no value). See campaign.results.by_attempt._stale."""
+    if not found:
+        return np.empty(0, dtype=np.int64)
+    width = 3 + len(NUMBERS)
+    rows = np.fromiter((r[2] for r in found), dtype=np.int64, count=len(found))
+    aids = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
+    numbers = unpack([r[3:] for r in found], rows)
+    starts = np.cumsum(rows) - rows
+    lookup = dict(zip(attempts.tolist(), range(len(attempts)), strict=True))
+    index = np.fromiter((lookup.get(a, -1) for a in aids.tolist()), dtype=np.int64, count=len(aids))
+    sql = np.vstack([actual.reshape(len(attempts), width), np.full((1, width), np.nan)])[index]  # -1: NaN
+    bad = (index < 0) | (sql[:, 0] != rows)
+    with np.errstate(invalid="ignore"):
+        for i, name in enumerate(NUMBERS):
+            values = numbers[name].astype(np.float64)
+            present = np.where(np.isnan(values), 0.0, values)
+            total = np.add.reduceat(present, starts)
+            size = np.add.reduceat(np.abs(present), starts)
+            bad |= ~((sql[:, 1 + i] == total) | (np.abs(sql[:, 1 + i] - total) <= 1e-12 * size))
+        times = numbers["time_s"].astype(np.float64)
+        for col, end in ((width - 2, np.fmin.reduceat(times, starts)), (width - 1, np.fmax.reduceat(times, starts))):
+            bad |= ~((sql[:, col] == end) | (np.isnan(sql[:, col]) & np.isnan(end)))
+    return aids[bad]
 
 
 def unpack(blobs: Sequence[Sequence[bytes]], rows: np.ndarray) -> dict[str, np.ndarray]:

@@ -97,8 +97,18 @@ def _on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
     cur = dbapi_conn.cursor()
     cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA foreign_keys = ON")
+    # A REPLACE deletes the row it replaces without firing delete triggers unless this is on: the
+    # result-block trigger (models.BLOCK_TRIGGERS) must see it (the read checks blocks too, for
+    # other tools' REPLACE: campaign.results.by_attempt._stale).
+    cur.execute("PRAGMA recursive_triggers = ON")
     cur.execute(f"PRAGMA journal_mode = {journal_mode()}")
     cur.close()
+
+
+def _on_connect_read_only(dbapi_conn: sqlite3.Connection, _record: object) -> None:
+    # No journal_mode pragma: setting it writes the file's header (a WAL ledger would be changed).
+    dbapi_conn.isolation_level = None
+    dbapi_conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
 def _reading(conn: Connection) -> bool:
@@ -153,17 +163,35 @@ def _mask(url: str) -> str:
         return url
 
 
+def schema_number(value: object) -> int:
+    """meta.schema_version as a number; -1 for anything but plain decimal digits (a hostile or
+    damaged value: 'abc', '', '7.5', ' 7', '1e3', a number too long to mean anything)."""
+    text = value if isinstance(value, str) else str(value) if isinstance(value, int) else ""
+    if not (text.isascii() and text.isdigit()) or len(text) > 6:
+        return -1
+    return int(text)
+
+
 class Ledger:
     """An open ledger: engine + session factory, schema checked (and older
     schemas upgraded, after a backup).
 
     `notes` holds one-line messages for the user about what opening did (an
-    upgrade and its backup); the CLI prints them on stderr."""
+    upgrade and its backup); the CLI prints them on stderr.
 
-    def __init__(self, path: Path | str, *, create: bool = True) -> None:
+    `read_only` (an SQLite file only): opened with SQLite's mode=ro, so nothing can write it; an
+    empty file, a file that is not a ledger, or a schema other than this version's is refused
+    with one line (`campaign compare`'s `ledger=`: campaign.compare upgrades a copy of an older one)."""
+
+    def __init__(self, path: Path | str, *, create: bool = True, read_only: bool = False) -> None:
         self.notes: list[str] = []
+        self.read_only = read_only
         self.url = ledger_url(path)
-        if self.url is not None:
+        if read_only and self.url is not None:
+            raise LedgerError(f"ledger {_mask(self.url)}: only an SQLite file can be opened read-only")
+        if read_only:
+            self._open_read_only(_sqlite_file(path))
+        elif self.url is not None:
             self._open_url(self.url)
         else:
             self._open_file(_sqlite_file(path), create)
@@ -190,6 +218,19 @@ class Ledger:
         self.engine: Engine = create_engine(URL.create("sqlite", database=str(self.path)))
         event.listen(self.engine, "connect", _on_connect)
         event.listen(self.engine, "begin", _on_begin)
+
+    def _open_read_only(self, path: Path) -> None:
+        self.path = path
+        self.location = str(path)
+        if not path.is_file():
+            raise LedgerError(f"ledger {path} does not exist" if not path.exists() else f"ledger {path} is not a file")
+        if path.stat().st_size == 0:
+            raise LedgerError(f"ledger {path} is an empty file, not a campaign ledger")
+        uri = f"{path.resolve().as_uri()}?mode=ro"  # as_uri escapes ?, # and % in the name
+        self.engine = create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True,
+                                                                                 check_same_thread=False))
+        event.listen(self.engine, "connect", _on_connect_read_only)
+        event.listen(self.engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN"))
 
     def _open_url(self, url: str) -> None:
         self.location = _mask(url)
@@ -219,6 +260,16 @@ class Ledger:
 
     # -- version ---------------------------------------------------------------
     def _check_or_create(self) -> None:
+        if self.read_only:
+            try:
+                with self.reader.connect() as conn:
+                    version = self._version_or_create(conn)
+            except (DatabaseError, OperationalError) as exc:
+                raise self._open_error(exc) from None
+            if version != SCHEMA_VERSION:
+                raise LedgerError(f"ledger {self.location} has schema version {version}; opened read-only, it is "
+                                  f"not upgraded (this campaign reads version {SCHEMA_VERSION})")
+            return
         try:
             with self.engine.connect() as conn:  # BEGIN IMMEDIATE / the ledger lock: one opener at a time
                 version = self._version_or_create(conn)
@@ -237,6 +288,8 @@ class Ledger:
     def _version_or_create(self, conn: Connection) -> int:
         """The schema version (creating the schema in an empty database)."""
         tables = set(inspect(conn).get_table_names())
+        if not tables and self.read_only:
+            raise LedgerError(f"ledger {self.location} is an empty database, not a campaign ledger")
         if not tables:
             Base.metadata.create_all(conn)
             conn.execute(insert(Meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
@@ -248,10 +301,7 @@ class Ledger:
             kind = "an SQLite database" if self.url is None else "a database"
             raise LedgerError(f"{self.location} is {kind} but not a campaign ledger (no meta table)")
         value = conn.scalar(select(Meta.value).where(Meta.key == "schema_version"))
-        try:
-            version = int(value) if value is not None else -1
-        except ValueError:
-            version = -1
+        version = schema_number(value)
         if version > SCHEMA_VERSION:
             raise LedgerError(
                 f"ledger {self.location} has schema version {version}, newer than this campaign "

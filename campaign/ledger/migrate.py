@@ -5,6 +5,14 @@ transaction.
 reads only that row, without importing Alembic); each migration updates it,
 and `alembic_version` is stamped alongside so that Alembic's own tools agree.
 Revision `vN` is schema version N.
+
+The label does not say which tables a ledger has (issue 24): versions 3..7 were reserved at once
+(SCHEMA_VERSION went from 2 to 7 while each migration was still a no-op), so every branch of that
+round wrote ledgers labelled 7 with only its own changes, and the compare branch wrote 8 without
+any of 3..7. An upgrade therefore replays the whole chain from v1: every migration checks what is
+there before it adds a table, column or index, and the one that rewrites data (v4's local -> UTC
+times) does so only when its own columns were missing, i.e. when the code that wrote the ledger
+stored local times. A migration whose work is done costs a schema look-up.
 """
 
 from __future__ import annotations
@@ -34,6 +42,14 @@ def _config(conn: Connection) -> Any:
     return cfg
 
 
+def labelled() -> int:
+    """Inside a migration: the schema version the ledger was labelled with before this upgrade
+    (meta.schema_version moves with each migration of the replay, so it no longer says)."""
+    from alembic import context
+
+    return int(context.config.attributes.get("from_version", 1))
+
+
 def stamp(conn: Connection, version: int) -> None:
     """Record `version` in alembic_version (the caller's transaction)."""
     from alembic import command
@@ -42,12 +58,16 @@ def stamp(conn: Connection, version: int) -> None:
 
 
 def upgrade(conn: Connection, from_version: int, to_version: int) -> None:
-    """Run the migrations from `from_version` to `to_version` on `conn`, inside
-    the caller's transaction; each one also updates meta.schema_version."""
+    """Bring a ledger labelled `from_version` to `to_version` on `conn`, inside the caller's
+    transaction; each migration also updates meta.schema_version. Replays every migration from
+    v1 (see the module's docstring: a label of 7 or 8 may lack any of 3..7's tables)."""
     from alembic import command
 
+    if from_version >= to_version:
+        return
     cfg = _config(conn)
-    command.stamp(cfg, revision(from_version), purge=True)  # v1 ledgers predate alembic_version
+    cfg.attributes["from_version"] = from_version
+    command.stamp(cfg, revision(1), purge=True)  # v1 ledgers predate alembic_version; later labels are not trusted
     command.upgrade(cfg, revision(to_version))
 
 

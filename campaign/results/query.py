@@ -35,11 +35,11 @@ PARTIAL_USABLE = (JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY)
 @dataclass(frozen=True)
 class RowFilter:
     """Selections beyond campaign and cluster (`campaign compare`): `since` /
-    `until` by the job's start time (naive, as the ledger stores it; until is
-    exclusive), which imported rows do not have, so a date range leaves them
-    out; `commit`: jobs submitted from a git commit starting with it;
-    `without_runs`: a table of run ids whose rows are left out
-    (campaign.results.latest: superseded identities)."""
+    `until` by the job's start time (aware UTC, as the ledger stores it: a naive
+    one would be compared as UTC; until is exclusive), which imported rows do not
+    have, so a date range leaves them out; `commit`: jobs submitted from a git
+    commit starting with it; `without_runs`: a table of run ids whose rows are
+    left out (campaign.results.latest: superseded identities)."""
 
     since: datetime | None = None
     until: datetime | None = None

@@ -22,7 +22,8 @@ from sqlalchemy.orm import Session
 from campaign.clock import now
 from campaign.config.clusters import cluster_yaml
 from campaign.config.schema import ClusterSpec
-from campaign.errors import BadInputError
+from campaign.config.validate import check_name
+from campaign.errors import BadInputError, ConfigError
 from campaign.ledger import Campaign, ImportFile, Ledger, ResultRow
 from campaign.results.bulk import LedgerColumns
 from campaign.results.columnar import ResultColumns
@@ -65,6 +66,8 @@ def store_import(led: Ledger, path: Path, rows: list[dict[str, Any]], campaign: 
     With `campaign`, the rows belong to that named campaign (created, backend
     "import", if new); importing a changed file of the same path into it again
     replaces its rows from that file."""
+    if campaign is not None:
+        campaign = import_campaign_name(campaign)
     source = f"import:{path.resolve()}"
     print_ = fingerprint(path)
     scope = IMPORT_SCOPE if campaign is None else f"{IMPORT_SCOPE}:{campaign}"
@@ -94,6 +97,16 @@ def store_import(led: Ledger, path: Path, rows: list[dict[str, Any]], campaign: 
         if campaign is None:
             s.add(ImportFile(fingerprint=print_, path=str(path.resolve()), rows=len(fresh), imported_at=now()))
     return Imported(len(fresh), len(records) - len(fresh))
+
+
+def import_campaign_name(name: str) -> str:
+    """`import --campaign NAME`: a name as strict as a submitted campaign's (config.validate), so
+    that compare, report and results can select it (an empty or blank name, or one with ',' or
+    '=' that a compare selection splits, could never be)."""
+    try:
+        return check_name(name, "--campaign")
+    except ConfigError as exc:
+        raise BadInputError(str(exc)) from None
 
 
 def _import_campaign(s: Session, name: str, clusters: list[str]) -> Campaign:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from campaign.ledger.migrate import labelled
+
 revision = "v10"
 down_revision = "v9"
 branch_labels = None
@@ -26,17 +28,21 @@ depends_on = None
 def upgrade() -> None:
     conn = op.get_bind()
     # SQLite: the table is copied once (batch mode) so that an upgraded ledger declares what a new one does
-    with op.batch_alter_table("result") as batch:
-        batch.alter_column("natural_key", type_=sa.String(48), existing_type=sa.String(32))
-    if conn.dialect.name == "postgresql":
-        job = "lpad(attempt_id::text, 12, '0') || '.' || natural_key"
-    else:
-        job = "printf('%012d.', attempt_id) || natural_key"
-    # only keys not prefixed yet (32 characters): running it again changes nothing
-    conn.execute(sa.text(f"UPDATE result SET natural_key = {job} "
-                         "WHERE attempt_id IS NOT NULL AND length(natural_key) = 32"))
-    conn.execute(sa.text("UPDATE result SET natural_key = 'i.' || natural_key "
-                         "WHERE attempt_id IS NULL AND length(natural_key) = 32"))
+    width = next((getattr(c["type"], "length", None) for c in sa.inspect(conn).get_columns("result")
+                  if c["name"] == "natural_key"), None)
+    if width != 48:  # not copied again when an upgrade replays the chain (campaign.ledger.migrate)
+        with op.batch_alter_table("result") as batch:
+            batch.alter_column("natural_key", type_=sa.String(48), existing_type=sa.String(32))
+    if labelled() < 10:  # a ledger labelled 10 or later was written with prefixed keys (a replay skips this)
+        if conn.dialect.name == "postgresql":
+            job = "lpad(attempt_id::text, 12, '0') || '.' || natural_key"
+        else:
+            job = "printf('%012d.', attempt_id) || natural_key"
+        # only keys not prefixed yet (32 characters): running it again changes nothing
+        conn.execute(sa.text(f"UPDATE result SET natural_key = {job} "
+                             "WHERE attempt_id IS NOT NULL AND length(natural_key) = 32"))
+        conn.execute(sa.text("UPDATE result SET natural_key = 'i.' || natural_key "
+                             "WHERE attempt_id IS NULL AND length(natural_key) = 32"))
     conn.execute(sa.text("UPDATE meta SET value = '10' WHERE key = 'schema_version'"))
 
 

@@ -16,6 +16,8 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
+from campaign.ledger.migrate import labelled
+
 revision = "v2"
 down_revision = "v1"
 branch_labels = None
@@ -60,13 +62,19 @@ def upgrade() -> None:
                 batch.add_column(column, insert_after="cluster_yaml")
         else:
             op.add_column("campaign", column)
-    pythons = _python_by_campaign(conn)
-    ids = [r[0] for r in conn.execute(sa.text("SELECT id FROM campaign WHERE python IS NULL OR python = ''"))]
+    if "python" in columns and labelled() >= 2:  # a replay (campaign.ledger.migrate): an empty one is the
+        # writer's (imported campaigns keep python empty)
+        ids: list[int] = []
+    else:
+        ids = [r[0] for r in conn.execute(sa.text("SELECT id FROM campaign WHERE python IS NULL OR python = ''"))]
+    pythons = _python_by_campaign(conn) if ids else {}
     for campaign_id in ids:
         conn.execute(sa.text("UPDATE campaign SET python = :py WHERE id = :id"),
                      {"py": pythons.get(campaign_id, FALLBACK_PYTHON), "id": campaign_id})
-    with op.batch_alter_table("campaign") as batch:
-        batch.alter_column("python", existing_type=sa.String(), nullable=False)
+    nullable = next(c["nullable"] for c in sa.inspect(conn).get_columns("campaign") if c["name"] == "python")
+    if nullable:  # (not copied again when an upgrade replays the chain: campaign.ledger.migrate)
+        with op.batch_alter_table("campaign") as batch:
+            batch.alter_column("python", existing_type=sa.String(), nullable=False)
     conn.execute(sa.text("UPDATE meta SET value = '2' WHERE key = 'schema_version'"))
 
 

@@ -11,6 +11,10 @@ the machine that upgrades the ledger (the zone `status` ran in, in the usual
 case of one login node) to UTC. A run's wider identity (environment,
 modules, program) lives in its spec JSON and needs no column.
 
+The times are converted only when the columns were missing: code that wrote them (the truth
+branch's ledgers were labelled 7) already stored UTC, and an upgrade replays every migration
+(campaign.ledger.migrate), so this one must not shift twice.
+
 A value is rewritten only when the conversion changes it (in a UTC zone
 nothing is written). The whole upgrade is one transaction that also moves
 schema_version, so a ledger is converted exactly once.
@@ -61,10 +65,11 @@ def _shift(conn: sa.Connection, convert: object) -> None:
 def upgrade() -> None:
     conn = op.get_bind()
     have = {c["name"] for c in sa.inspect(conn).get_columns("job_attempt")}
-    for name in ("n", "missing_n"):
-        if name not in have:
-            op.add_column("job_attempt", sa.Column(name, sa.JSON(), nullable=True))
-    _shift(conn, local_to_utc)
+    missing = [name for name in ("n", "missing_n") if name not in have]
+    for name in missing:
+        op.add_column("job_attempt", sa.Column(name, sa.JSON(), nullable=True))
+    if missing:  # the columns came with the UTC clock: a ledger that has them already holds UTC
+        _shift(conn, local_to_utc)
     conn.execute(sa.text("UPDATE meta SET value = '4' WHERE key = 'schema_version'"))
 
 

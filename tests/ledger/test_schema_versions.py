@@ -1,0 +1,188 @@
+"""Every schema version this project ever wrote upgrades to head and reports (issue 24, item 4).
+
+tests/fixtures/ledgers/ holds one real ledger per version and per shape that was written, each
+made by that revision's own code (tests/ledger/make_version_fixtures.py says how). Each is
+upgraded on a copy: backup byte-identical, every row kept, the schema a new ledger has, and
+`report --json` gives back the medians the old code stored. Every ledger committed under bench/
+is read the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import statistics
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, inspect
+
+from campaign.ledger import Ledger
+from campaign.ledger.models import SCHEMA_VERSION
+from tests.conftest import run_cli
+from tests.ledger.make_version_fixtures import FIXTURES, REVISIONS
+
+REPO = Path(__file__).resolve().parents[2]
+VERSION_FIXTURES = sorted(FIXTURES.glob("*.sqlite"))
+BENCH_LEDGERS = sorted(
+    REPO / p for p in subprocess.run(["git", "-C", str(REPO), "ls-files", "bench"], capture_output=True, text=True,
+                                     check=True).stdout.split() if p.endswith((".sqlite", ".db")))
+TABLES = ("campaign", "provenance", "run", "job_attempt", "result")
+
+
+def _rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def _table(path: Path, table: str) -> dict[str, list[Any]]:
+    """Column name -> values in id order."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        cur = con.execute(f'SELECT * FROM "{table}" ORDER BY id')
+        names = [d[0] for d in cur.description]
+        rows = cur.fetchall()
+    finally:
+        con.close()
+    return {name: [row[i] for row in rows] for i, name in enumerate(names)}
+
+
+def _shape(path: Path) -> dict[str, list[tuple[str, str, bool]]]:
+    insp = inspect(create_engine(f"sqlite:///{path}"))
+    return {t: sorted((c["name"], str(c["type"]), c["nullable"]) for c in insp.get_columns(t))
+            for t in sorted(insp.get_table_names())}
+
+
+def _upgrade_copy(source: Path, tmp_path: Path) -> tuple[Path, Ledger]:
+    path = tmp_path / "ledger.sqlite"
+    shutil.copyfile(source, path)
+    led = Ledger(path)
+    led.close()
+    return path, led
+
+
+def test_every_written_version_has_a_fixture() -> None:
+    assert {p.stem for p in VERSION_FIXTURES} == set(REVISIONS)
+    labels = {int(_rows(p, "SELECT value FROM meta WHERE key = 'schema_version'")[0][0]) for p in VERSION_FIXTURES}
+    assert labels == {1, 2, 7, 8, 9, 10, 11} and max(labels) == SCHEMA_VERSION  # 3..6 were never written
+
+
+@pytest.fixture(scope="module")
+def new_ledger_shape(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple[str, str, bool]]]:
+    path = tmp_path_factory.mktemp("new") / "new.sqlite"
+    Ledger(path).close()
+    return _shape(path)
+
+
+@pytest.mark.parametrize("fixture", VERSION_FIXTURES, ids=lambda p: p.stem)
+def test_fixture_upgrades_keeping_every_row(fixture: Path, tmp_path: Path,
+                                            new_ledger_shape: dict[str, list[tuple[str, str, bool]]]) -> None:
+    label = int(_rows(fixture, "SELECT value FROM meta WHERE key = 'schema_version'")[0][0])
+    before = {t: _table(fixture, t) for t in TABLES}
+    path, led = _upgrade_copy(fixture, tmp_path)
+    if label < SCHEMA_VERSION:
+        backup = path.with_name(f"ledger.sqlite.v{label}.bak")
+        assert backup.read_bytes() == fixture.read_bytes()
+        assert led.notes == [f"ledger {path} upgraded from schema version {label} to {SCHEMA_VERSION}; "
+                             f"backup: {backup}"]
+    else:
+        assert led.notes == []
+    assert _rows(path, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
+    assert _rows(path, "SELECT version_num FROM alembic_version") == [(f"v{SCHEMA_VERSION}",)]
+    assert _shape(path) == new_ledger_shape
+    for table in TABLES:  # every row and every value the old code wrote (natural keys gain v10's prefix)
+        after = _table(path, table)
+        for column, values in before[table].items():
+            if column == "natural_key":
+                assert [a is None or a.endswith(b) for a, b in zip(after[column], values, strict=True)
+                        if b is not None] == [True] * sum(v is not None for v in values)
+            else:
+                assert after[column] == values, (table, column)
+    assert _rows(path, "PRAGMA foreign_key_check") == []
+    assert _rows(path, "PRAGMA integrity_check") == [("ok",)]
+    again = Ledger(path)  # a second open finds nothing to do
+    again.close()
+    assert again.notes == []
+
+
+@pytest.mark.parametrize("fixture", VERSION_FIXTURES, ids=lambda p: p.stem)
+def test_fixture_reports_what_its_version_stored(fixture: Path, tmp_path: Path) -> None:
+    expected = json.loads(_rows(fixture, "SELECT value FROM meta WHERE key = 'fixture'")[0][0])
+    path = tmp_path / "ledger.sqlite"
+    shutil.copyfile(fixture, path)
+    args = [a for name in expected["campaigns"] for a in ("--campaign", name)]
+    proc = run_cli("--ledger", str(path), "report", "--json", *args)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    got = {f"{row['threads']}:{row['n']}": row["median_s"] for row in report["speedup"]}
+    want = {k: v for c in expected["campaigns"].values() for k, v in c["medians"].items()}
+    assert got == pytest.approx(want, rel=1e-12)
+    assert sorted(report["scope"]["campaigns"]) == sorted(expected["campaigns"])
+    rows = json.loads(run_cli("--ledger", str(path), "results", "--format", "json").stdout)
+    assert len(rows) == expected["job_rows"] + expected["imported_rows"] + expected.get("imported_campaign_rows", 0)
+    if "imported_campaign_rows" in expected:  # v8+: the imported campaign reports too
+        proc = run_cli("--ledger", str(path), "report", "--json", "--campaign", "imported-alpha")
+        assert proc.returncode == 0, proc.stderr
+        medians = {row["n"]: row["median_s"] for row in json.loads(proc.stdout)["roofline"]}
+        assert medians == pytest.approx({n: 0.7 + n / 1000 + 0.01 for n in (256, 512)}, rel=1e-12)
+
+
+def _medians_by_point(path: Path, campaign_id: int) -> dict[tuple[Any, ...], float]:
+    """Each point's median straight from the rows of one campaign (its job rows and imported rows)."""
+    times: dict[tuple[Any, ...], list[float]] = defaultdict(list)
+    for *key, t in _rows(path, (
+            "SELECT r.kernel, r.impl, r.variant, r.device, r.dtype, r.d, coalesce(json_extract(r.extra, '$.params'), ''), "
+            "r.threads, r.n, r.time_s FROM result r "
+            "LEFT JOIN job_attempt a ON a.id = r.attempt_id LEFT JOIN run u ON u.id = a.run_id "
+            f"WHERE u.campaign_id = {campaign_id} OR r.campaign_id = {campaign_id}")):
+        times[tuple(key)].append(t)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+@pytest.mark.parametrize("ledger", BENCH_LEDGERS, ids=lambda p: str(p.relative_to(REPO / "bench")))
+def test_bench_ledger_upgrades_and_reports(ledger: Path, tmp_path: Path) -> None:
+    before = {t: len(_table(ledger, t)["id"]) for t in TABLES}
+    path, _ = _upgrade_copy(ledger, tmp_path)
+    assert {t: len(_table(path, t)["id"]) for t in TABLES} == before
+    assert _rows(path, "PRAGMA integrity_check") == [("ok",)]
+    for campaign_id, name in _rows(path, "SELECT id, name FROM campaign ORDER BY id"):
+        proc = run_cli("--ledger", str(path), "report", "--json", "--campaign", name)
+        assert proc.returncode == 0, (name, proc.stderr)
+        report = json.loads(proc.stdout)
+        points = report["roofline"] or report["speedup"]
+        assert points, name
+        raw = _medians_by_point(path, campaign_id)
+        for row in points:  # every median the report shows is one the rows give
+            key = tuple(row[k] for k in ("kernel", "impl", "variant", "device", "dtype", "d", "params", "threads", "n"))
+            assert row["median_s"] == pytest.approx(raw[key], rel=1e-9), (name, key)
+
+
+@pytest.mark.parametrize(("fixture", "shifted"), [("v7-reserved", True), ("v7-truth", False), ("v2", True),
+                                                  ("v8-merged", False)])
+def test_local_times_converted_once(fixture: str, shifted: bool, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Code before the one clock wrote local started/ended times; the truth branch's ledgers (labelled 7)
+    already hold UTC and must not be shifted again by the replayed v4."""
+    import time
+    from datetime import datetime, timedelta
+
+    monkeypatch.setenv("TZ", "America/Chicago")
+    time.tzset()
+    try:
+        source = FIXTURES / f"{fixture}.sqlite"
+        before = _table(source, "job_attempt")["started_at"]
+        path, _ = _upgrade_copy(source, tmp_path)
+        after = _table(path, "job_attempt")["started_at"]
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    offset = timedelta(hours=5) if shifted else timedelta(0)  # June in Chicago: UTC-5
+    assert [datetime.fromisoformat(a) - datetime.fromisoformat(b) for a, b in zip(after, before, strict=True)] == \
+        [offset] * len(before)
