@@ -1,5 +1,4 @@
 """Command bodies: call the library, print the answer. No logic of their own.
-
 Imported only after the command line is parsed (campaign.cli), and light
 itself: each command imports what it needs (`api` loads a use case on first
 use), so `jobs --no-sync` never loads pandas, Hydra or submitit (issue 28;
