@@ -8,6 +8,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -28,9 +29,11 @@ def pytest_configure(config: pytest.Config) -> None:
     parallel.configure(config)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # around xdist's own hook, which reads the xdist_group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Generator[None]:
     parallel.modify_items(config, items)
+    yield
+    parallel.tag_groups(config, items)
 
 
 @pytest.fixture

@@ -86,6 +86,25 @@ def modify_items(config: pytest.Config, items: list[pytest.Item]) -> None:
         items.sort(key=lambda item: not _waits_on_slurm(item))
 
 
+def tag_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """What xdist's own hook does for --dist loadgroup (the group as a `@name`
+    suffix of the node ID, which its scheduler reads), where that hook cannot:
+    pytest-xdist 3.8.0 writes `item._nodeid`, but pytest 9.2 keeps the ID in
+    `item._id` (a NodeId), so the groups were silently ignored and every worker
+    built the shared fixtures again. Runs after xdist's hook; an ID that already
+    has its suffix is left alone."""
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not config.getvalue("loadgroup"):
+        return
+    from _pytest.nodeid import NodeId  # the structured ID of pytest >= 9.2
+
+    for item in items:
+        mark = item.get_closest_marker("xdist_group")
+        if mark is None or "@" in item.nodeid or not isinstance(getattr(item, "_id", None), NodeId):
+            continue
+        name = mark.args[0] if mark.args else mark.kwargs.get("name", "default")
+        item._id = NodeId.parse(f"{item.nodeid}@{name}")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _own_timed_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """This session's CAMPAIGN_LOCAL_LOCK (see the module docstring); a test or the
