@@ -56,10 +56,19 @@ browser:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	    --no-install-recommends chromium fonts-dejavu-core >/dev/null; }
 
-# Everything: install, start the real single-node Slurm, run the whole suite.
+# Everything: install, start the real single-node Slurm, run the whole suite: first
+# in TEST_WORKERS pytest-xdist workers (most Slurm tests wait on the scheduler, so more
+# workers than cores overlap those waits; tests/parallel.py says which tests share a
+# worker), then the `serial` tests alone (they stop Slurm daemons or time wall clocks).
+# Both parts always run; the exit status is the first failure's.
+TEST_WORKERS ?= 4
+TEST_ENV := CAMPAIGN_REQUIRE_SLURM=1 CAMPAIGN_REQUIRE_POSTGRES=1 CAMPAIGN_REQUIRE_CHROMIUM=1
 test: setup slurm-up browser
-	CAMPAIGN_REQUIRE_SLURM=1 CAMPAIGN_REQUIRE_POSTGRES=1 CAMPAIGN_REQUIRE_CHROMIUM=1 \
-	  $(BIN)/python -m pytest -q tests
+	@rc=0; alone=0; \
+	$(TEST_ENV) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
+	  -m "not serial" tests || rc=$$?; \
+	$(TEST_ENV) $(BIN)/python -m pytest -q -m serial tests || alone=$$?; \
+	[ $$rc != 0 ] || rc=$$alone; exit $$rc
 
 test-unit: setup
 	$(BIN)/python -m pytest -q tests -m "not slurm"

@@ -1,5 +1,6 @@
 """Shared fixtures: a fresh ledger path per test, the CLI as a subprocess, and
-the real test Slurm (`slurm_cluster`, from tests/slurm_cluster.py)."""
+the real test Slurm (`slurm_cluster`, from tests/slurm_cluster.py); how the
+suite is split over parallel workers is tests/parallel.py."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
 
+from tests import parallel
+from tests.parallel import _own_timed_lock  # noqa: F401  (autouse, every test folder)
 from tests.slurm_cluster import (  # noqa: F401  (fixtures for every test folder)
     SlurmCluster,
     second_slurm_cluster,
@@ -19,6 +23,17 @@ from tests.slurm_cluster import (  # noqa: F401  (fixtures for every test folder
 
 REPO = Path(__file__).resolve().parents[1]
 CAMPAIGN = Path(sys.executable).parent / "campaign"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    parallel.configure(config)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # around xdist's own hook, which reads the xdist_group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Generator[None]:
+    parallel.modify_items(config, items)
+    yield
+    parallel.tag_groups(config, items)
 
 
 @pytest.fixture

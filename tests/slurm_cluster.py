@@ -9,9 +9,12 @@ never pass by skipping everything.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +39,18 @@ class SlurmCluster:
 
     def full_env(self) -> dict[str, str]:
         return {**os.environ, **self.env}
+
+
+@contextmanager
+def _starting() -> Iterator[None]:
+    """One starter at a time on this machine: parallel pytest workers (and other
+    checkouts) would otherwise run slurm-up.sh side by side on the same lab."""
+    fd = os.open(Path(tempfile.gettempdir()) / "campaign-slurm-start.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _lab() -> Path:
@@ -85,9 +100,11 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
     env = {"SLURM_CONF": str(lab / "etc" / "slurm.conf"), "CAMPAIGN_SLURM_LAB": str(lab)}
     reason = None
     if not _is_up(env):
-        reason = _start(lab)
-        if reason is None and not _is_up(env):
-            reason = f"{UP_SCRIPT} succeeded but the cluster in {lab} does not answer"
+        with _starting():
+            if not _is_up(env):  # another worker may have started it meanwhile
+                reason = _start(lab)
+                if reason is None and not _is_up(env):
+                    reason = f"{UP_SCRIPT} succeeded but the cluster in {lab} does not answer"
     if reason is not None:
         if os.environ.get("CAMPAIGN_REQUIRE_SLURM") == "1":
             pytest.fail(f"Slurm test cluster unavailable (CAMPAIGN_REQUIRE_SLURM=1): {reason}", pytrace=False)
@@ -117,8 +134,9 @@ def second_slurm_cluster(slurm_cluster: SlurmCluster) -> str:
     Returns its ClusterName, reachable with -M from the first cluster's config."""
     env = {**os.environ, "CAMPAIGN_SLURM_LAB": str(slurm_cluster.lab)}
     try:
-        proc = subprocess.run(["bash", str(SECOND_UP_SCRIPT)], env=env, capture_output=True, text=True,
-                              timeout=UP_TIMEOUT_S)
+        with _starting():
+            proc = subprocess.run(["bash", str(SECOND_UP_SCRIPT)], env=env, capture_output=True, text=True,
+                                  timeout=UP_TIMEOUT_S)
         reason = None if proc.returncode == 0 else \
             f"{SECOND_UP_SCRIPT} failed (exit {proc.returncode}): " + _tail(proc.stdout, proc.stderr)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -42,17 +42,26 @@ def _recorded(ledger: Path, deadline_s: float = 60) -> None:
 
 def test_watch_prints_progress_and_ends_by_itself(tmp_path: Path) -> None:
     ledger = tmp_path / "l.sqlite"
+    gate = tmp_path / "go"  # the kernels start their n once the watch runs (tests/fixtures/slow_kernel.py)
     env = {**os.environ, **FAKE_ENV}
     env.pop("CAMPAIGN_DEBUG", None)
     submit = subprocess.Popen([str(CAMPAIGN), "--ledger", str(ledger), "submit", "experiment=watch",
                                "experiment.sweeps.0.variants=ok,fail", f"experiment.sweeps.0.args.step={STEP_S}",
-                               "-q"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+                               f"+experiment.sweeps.0.args.gate={gate}", "-q"], cwd=tmp_path, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _recorded(ledger)
-        watch = run_cli("status", "--watch", "--interval", "0.2", "--ledger", str(ledger), cwd=tmp_path,
-                        env=FAKE_ENV, timeout=120)
+        watcher = subprocess.Popen([str(CAMPAIGN), "status", "--watch", "--interval", "0.2", "--ledger", str(ledger)],
+                                   cwd=tmp_path, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)  # unbuffered: its first line arrives now
+        try:
+            first = watcher.stdout.readline() if watcher.stdout else ""  # the watch has read the ledger once
+        finally:
+            gate.touch()
+        rest, stderr = watcher.communicate(timeout=120)
+        watch = subprocess.CompletedProcess(watcher.args, watcher.returncode, first + rest, stderr)
     finally:
+        gate.touch()
         out, err = submit.communicate(timeout=120)
     assert submit.returncode in (0, 3), err
     assert watch.returncode == 3, watch.stderr  # the `fail` variant failed

@@ -112,6 +112,7 @@ def test_parallel_cli_imports_with_readers(tmp_path: Path) -> None:
     assert len({r["source"] for r in rows}) == 4 * files_per_writer + 1  # no file twice, none missing
 
 
+@pytest.mark.serial  # wall-clock bounds: run alone, not beside other workers
 def test_readers_do_not_block_writers_for_long(tmp_path: Path) -> None:
     """Two processes re-reading a 20,000-row ledger back to back; a writer's
     short transactions still each get through within a couple of seconds."""
@@ -150,6 +151,7 @@ def test_journal_mode_delete_by_default_wal_opt_in(tmp_path: Path, monkeypatch: 
         Ledger(tmp_path / "c.sqlite")
 
 
+@pytest.mark.serial  # wall-clock bounds: run alone, not beside other workers
 def test_plain_sessions_read_without_the_write_lock(tmp_path: Path) -> None:
     """session() reads beside a writer holding the lock; session.begin()
     waits for that writer (busy timeout) instead of failing."""

@@ -4,6 +4,8 @@ submit where the profiler cannot work."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -75,11 +77,35 @@ def test_profiler_block_lines_are_quoted_into_the_slurm_script(tmp_path: Path) -
     assert not any("--constraint=perfctr" in s for s in plain.scripts)
 
 
-def test_submit_without_ncu_is_one_line_and_exit_2(tmp_path: Path) -> None:
+def _path_without(tool: str, tmp: Path) -> str:
+    """os.environ's PATH with `tool` hidden: a folder that holds it is replaced by
+    a copy of links to everything else in it (the other programs stay reachable)."""
+    folders = []
+    for i, entry in enumerate(os.environ.get("PATH", "").split(os.pathsep)):
+        folder = Path(entry)
+        if entry and (folder / tool).exists():
+            shadow = tmp / f"path-{i}"
+            shadow.mkdir(parents=True)
+            for item in folder.iterdir():
+                if item.name != tool:
+                    (shadow / item.name).symlink_to(item)
+            folder = shadow
+        folders.append(str(folder))
+    return os.pathsep.join(folders)
+
+
+@pytest.mark.parametrize("configured", [True, False], ids=["profiler.ncu-missing", "ncu-not-on-PATH"])
+def test_submit_without_ncu_is_one_line_and_exit_2(tmp_path: Path, configured: bool) -> None:
+    """Refused before anything is recorded, whether or not this machine has an ncu
+    (the lent H200 machine has one: it is hidden from the submit's PATH here)."""
     missing = tmp_path / "no" / "ncu"
-    proc = run_cli("--ledger", str(tmp_path / "ledger.sqlite"), "submit", *PROFILED,
-                   f"cluster.partitions.gpu.profiler.ncu={missing}", f"campaign.workdir={tmp_path / 'runs'}")
+    path = _path_without("ncu", tmp_path / "bin")
+    assert shutil.which("ncu", path=path) is None
+    pinned = [f"cluster.partitions.gpu.profiler.ncu={missing}"] if configured else []
+    proc = run_cli("--ledger", str(tmp_path / "ledger.sqlite"), "submit", *PROFILED, *pinned,
+                   f"campaign.workdir={tmp_path / 'runs'}", env={"PATH": path})
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "experiment.profile=ncu refused" in lines[0] and str(missing) in lines[0]
+    why = str(missing) if configured else "ncu is not on PATH"
+    assert len(lines) == 1 and "experiment.profile=ncu refused" in lines[0] and why in lines[0], lines
     assert "Traceback" not in proc.stderr and not (tmp_path / "runs").exists()

@@ -114,7 +114,9 @@ def test_kills_of_submit_rerun_status_import_leave_every_job_run_once(work: Path
     # submit: runs of the exit3 variant fail, so that reruns have work to do
     kills["submit"] = _kill_n(_submit_args(ledger, "[ok,exit3]"), env, rng, 16, 4.0)
     again = run_cli(*_submit_args(ledger, "[ok,exit3]"), env=env, timeout=300)
-    assert again.returncode == 0, again.stderr
+    # 3: the exit3 runs that no killed submit got to ran now, and failed on purpose (how far the
+    # killed ones got depends on the machine's load)
+    assert again.returncode in (0, 3), again.stderr
     _settle(ledger, env)
     _check_once(ledger, work)
     assert sql_rows(ledger, "SELECT count(*) FROM run") == [(2 * RUNS,)]

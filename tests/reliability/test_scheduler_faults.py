@@ -41,7 +41,8 @@ from tests.fixtures import FAKE_CONF, FAKE_KERNEL, RELIABILITY_CONF
 from tests.reliability import slurm_daemons as daemons
 from tests.slurm_cluster import SlurmCluster
 
-pytestmark = pytest.mark.slurm
+# serial: the faults hit every job on the shared cluster (make test runs these after the parallel run)
+pytestmark = [pytest.mark.slurm, pytest.mark.serial]
 
 CONFIG_PATH = f"{FAKE_CONF}:{RELIABILITY_CONF}"
 NODE = "localhost"

@@ -18,7 +18,7 @@ from campaign import api
 from campaign.ledger import Ledger
 from campaign.states import JobState
 
-POLL_S = 3.0
+POLL_S = 1.0  # a sync is one sacct call: cheap next to the seconds a job takes
 DONE_DEADLINE_S = 300  # one wait; generous because the test cluster may be shared
 OOM_MB = 600  # allocated by the `oom` variant under a 0.1 GB (then 0.4 GB) limit
 UNFINISHED = {s.value for s in JobState if not s.finished}

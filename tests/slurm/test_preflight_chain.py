@@ -14,6 +14,7 @@ preflight scripts end on a failing module line (backends/slurm_steps.py).
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,9 +44,14 @@ def _assert_no_task_ran(ledger: Ledger) -> None:
     assert gated
     assert not [a for a in gated if (Path(a["workdir"]) / START_FILE).exists()]
     arrays = sorted({a["array_job_id"] for a in gated})
-    proc = subprocess.run(["sacct", "-X", "-n", "-P", "-j", ",".join(arrays), "-o", "JobID,State,NodeList,Elapsed"],
-                          capture_output=True, text=True, timeout=60, check=True)
-    lines = [line.split("|") for line in proc.stdout.splitlines() if line.strip()]
+    deadline = time.monotonic() + 60
+    while True:  # the cancel reaches slurmdbd a moment after scancel answered (later on a busy machine)
+        proc = subprocess.run(["sacct", "-X", "-n", "-P", "-j", ",".join(arrays), "-o",
+                               "JobID,State,NodeList,Elapsed"], capture_output=True, text=True, timeout=60, check=True)
+        lines = [line.split("|") for line in proc.stdout.splitlines() if line.strip()]
+        if {line[0].split("_")[0] for line in lines} == set(arrays) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert lines and {line[0].split("_")[0] for line in lines} == set(arrays), proc.stdout
     for _, state, nodes, elapsed in lines:
         assert (state, nodes, elapsed) == ("CANCELLED", "None assigned", "00:00:00"), proc.stdout

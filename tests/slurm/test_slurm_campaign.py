@@ -173,6 +173,8 @@ def test_smoke_on_localslurm_via_cli_completes_and_status_shows_job_ids(
 # ----------------------------------------------------------------- c. thread sweep up to 128
 
 
+# serial: its 128-thread job needs the whole node, and Slurm holds every later job behind it
+@pytest.mark.serial
 def test_thread_sweep_up_to_128_cpus(tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]) -> None:
     led = Ledger(tmp_path / "ledger.sqlite")
     name = _name("threads")
