@@ -131,7 +131,7 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             print_counts(rep.sync.counts)
             for w in rep.sync.warnings:
                 con.print(f"  warning: {w}")
-            _print_preflight(rep.sync.preflight)
+            _print_preflight([] if args.wait else rep.sync.preflight)  # --wait: the watch says it, once
     if args.wait:
         return _watch(args, led, [rep.campaign for rep in reports])
     return _exit_for([f for rep in reports for f in rep.failed])
