@@ -153,6 +153,7 @@ def failed(views: Sequence[JobView]) -> list[JobView]:
 def _render(views: Sequence[JobView], at: datetime, chains: Sequence[str] = ()) -> Any:
     from rich.console import Group  # lazy: start-up time (docs/style.md#structure)
     from rich.table import Table
+    from rich.text import Text
 
     states = sorted({v.state.value for v in views})
     per = Table(title="states per campaign")
@@ -174,7 +175,8 @@ def _render(views: Sequence[JobView], at: datetime, chains: Sequence[str] = ()) 
                     f"{n_reached(v.output)}/{v.n_total}")
     if len(running) > LIVE_ROWS:
         run.add_row("…", "", f"{len(running) - LIVE_ROWS} more running", "", "")
-    return Group(per, *chains, run, f"{open_jobs(views)} open, {len(failed(views))} failed; {eta_text(views, at)}")
+    return Group(per, *(Text(line) for line in chains), run,  # Text: a name or reason is not markup
+                 f"{open_jobs(views)} open, {len(failed(views))} failed; {eta_text(views, at)}")
 
 
 def _summary_lines(views: Sequence[JobView]) -> list[str]:

@@ -153,3 +153,19 @@ def test_eta_never_claims_done_while_jobs_run() -> None:
     assert clock_text(walltime_left) in text, text
     assert eta_text(done, at) == "ETA 0:00"  # nothing runs: done is the truth
     assert eta_text(running, at).startswith("ETA unknown until the first job finishes")
+
+
+def test_live_display_shows_chain_lines_verbatim() -> None:
+    """A chain line (campaign name, Slurm reason) is text, not rich markup."""
+    import io
+
+    from rich.console import Console
+
+    from campaign.cli.watch import _render
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    line = "c[/x] partition cpu: build job 7 PENDING ([bold]Held) -> preflight job 8 PENDING; 2 run(s) wait on it"
+    buf = io.StringIO()
+    Console(file=buf, width=200, color_system=None).print(
+        _render([_view(JobState.PENDING, None, None)], t0, [line]))
+    assert line in buf.getvalue()
