@@ -17,7 +17,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from campaign.backends import get_backend
-from campaign.backends.base import JobRef
+from campaign.backends.base import JobRef, JobStatus
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.job.build import read_record
@@ -51,8 +51,8 @@ def _spec(specs: dict[int, ClusterSpec], camp: Campaign) -> ClusterSpec:
     return specs[camp.id]
 
 
-def _query(s: Session, camp_id: int | None, specs: dict[int, ClusterSpec]) -> dict[tuple[str, int], JobState]:
-    """Scheduler states of the open steps of these campaigns, by (table, row id)."""
+def _query(s: Session, camp_id: int | None, specs: dict[int, ClusterSpec]) -> dict[tuple[str, int], JobStatus]:
+    """Scheduler statuses of the open steps of these campaigns, by (table, row id)."""
     pre = select(PreflightStep, Campaign).join(Campaign, Campaign.id == PreflightStep.campaign_id)
     if camp_id is not None:
         pre = pre.where(PreflightStep.campaign_id == camp_id)
@@ -75,13 +75,13 @@ def _query(s: Session, camp_id: int | None, specs: dict[int, ClusterSpec]) -> di
         for ident, row in todo:
             count += 1  # JobRef wants an id: a running number, mapped back below
             entry[1].append((ident, JobRef(count, str(row.job_id), row.folder, None, 60, where)))
-    states: dict[tuple[str, int], JobState] = {}
+    states: dict[tuple[str, int], JobStatus] = {}
     for camp, items in refs.values():
         backend = get_backend(_spec(specs, camp), Path(camp.workdir))
         found = backend.query([ref for _, ref in items]).statuses
         for ident, ref in items:
             if ref.attempt_id in found:
-                states[ident] = found[ref.attempt_id].state
+                states[ident] = found[ref.attempt_id]
     return states
 
 
@@ -94,8 +94,12 @@ def sync_steps(ledger: Ledger, camp_id: int | None, specs: dict[int, ClusterSpec
     with ledger.session() as s:
         states = _query(s, camp_id, specs)
     with ledger.session.begin() as s:
-        for (table, row_id), state in states.items():
+        for (table, row_id), status in states.items():
             row: Any = s.get(BuildStep if table == "build" else PreflightStep, row_id)
+            state = status.state
+            if row is not None and not state.finished:  # why it waits (Slurm's reason), for `status --watch`
+                reason = status.reason if state is JobState.PENDING else None
+                row.reason = reason[:500] if reason else None
             if row is None or row.state is state:
                 continue
             row.state = state

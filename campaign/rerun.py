@@ -40,7 +40,7 @@ from campaign.ledger import queries as q
 from campaign.partial import PARTIAL_STATES
 from campaign.plan import RunSpec
 from campaign.resources import mem_from_site_gb, share_memory, usable_memory
-from campaign.states import JobState
+from campaign.states import FAILED_STATES, JobState
 from campaign.sync import SyncReport, sync
 from campaign.waiting import failed_among
 
@@ -72,6 +72,7 @@ class RerunReport:
     changed: list[str] = field(default_factory=list)  # per submitted entry: what changed ("" for nothing)
     sync: SyncReport | None = None
     failed: list[tuple[str, str]] = field(default_factory=list)  # waited-for jobs that ended failed again
+    not_taken: dict[str, int] = field(default_factory=dict)  # failed-looking states left alone (CANCELLED: 3)
 
 
 def _select(s: Session, campaign: str | None, job_id: str | None, states: set[JobState],
@@ -105,7 +106,8 @@ def _scaled(att: JobAttempt, spec: RunSpec, part: PartitionSpec, time_factor: fl
     """The new attempt's walltime and memory: the factors the user asked for,
     whatever the failure (a job that ran out of memory may also have been
     slow, and the user said so), never past what the partition allows; and
-    one line saying what changed."""
+    one line saying what changed (or that nothing did: the user asks why
+    the same job should pass this time)."""
     walltime, mem = att.walltime_min, att.mem_gb
     said: list[str] = []
     if time_factor != 1.0:
@@ -120,6 +122,9 @@ def _scaled(att: JobAttempt, spec: RunSpec, part: PartitionSpec, time_factor: fl
         before = f"{base * 1024:.0f} MiB" + ("" if att.mem_gb is not None else " (the site's share)")
         capped = f" (what partition {part.name} lets a job ask)" if mem < wanted_mem else ""
         said.append(f"memory {before} -> {mem * 1024:.0f} MiB{capped}")
+    if not said:
+        kept = f"{mem * 1024:.0f} MiB" if mem is not None else "the site's share"
+        said.append(f"unchanged: walltime {walltime} min, memory {kept}")
     return walltime, mem, "; ".join(said)
 
 
@@ -151,7 +156,7 @@ def rerun(
         raise BadInputError("--time-factor and --mem-factor must be >= 1")
     wanted = {JobState(s.upper()) for s in states} if states else set()
     if failed:  # CANCELLED was stopped on purpose: rerun it only when asked (--state CANCELLED)
-        wanted |= {st for st in JobState if st.rerunnable and st is not JobState.CANCELLED}
+        wanted |= set(FAILED_STATES)
     if job_id is None and not wanted:
         raise BadInputError("say what to rerun: --failed, --state STATE or --job JOB_ID")
     if job_id is None and campaign is None and not all_campaigns:
@@ -166,7 +171,22 @@ def rerun(
     with claimed(ledger, camp_ids, "rerun", notice):
         _rerun_claimed(ledger, report, camp_ids, campaign, job_id, wanted, time_factor, mem_factor, progress,
                        before, preflight)
+    if job_id is None:
+        report.not_taken = _not_taken(ledger, camp_ids, wanted)
     return report
+
+
+def _not_taken(ledger: Ledger, camp_ids: list[int], wanted: set[JobState]) -> dict[str, int]:
+    """Runs whose newest attempt ended without a usable result in a state this
+    rerun did not ask for (CANCELLED under --failed): the CLI names them, so
+    "0 run(s) resubmitted" is not a mystery."""
+    out: dict[str, int] = {}
+    with ledger.session() as s:
+        for camp_id in camp_ids:  # plain columns: a 100,000-run campaign loads no ORM objects here
+            for (st,) in q.attempt_columns(s, (JobAttempt.state,), camp_id, latest=True):
+                if st.rerunnable and not st.usable and st not in wanted:
+                    out[st.value] = out.get(st.value, 0) + 1
+    return dict(sorted(out.items()))
 
 
 def _campaign_ids(s: Session, campaign: str | None, job_id: str | None, wanted: set[JobState]) -> list[int]:
@@ -205,6 +225,7 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
                                                   Path(att.workdir), att.walltime_min, att.mem_gb,
                                                   tuple(att.n) if att.n else None))
                 batch.resumed.add(att.id)
+                batch.changed[att.id] = "sent as recorded (a killed submit or rerun left it unconfirmed)"
                 previous = s.get(JobAttempt, att.previous_id) if att.previous_id else None
                 batch.previous[att.id] = previous.job_id if previous else None
         for att in _select(s, campaign, job_id, wanted, before):
@@ -219,8 +240,9 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
             batch.requests.append(job_request(batch.cluster, camp.name, spec, aid, Path(workdir), walltime, mem,
                                               only))
             batch.previous[aid] = att.job_id
-            if changed:
-                batch.changed[aid] = changed
+            if only:
+                changed += f"; only the missing n {', '.join(str(n) for n in only)}"
+            batch.changed[aid] = changed
     for name, batch in batches.items():
         backend = get_backend(batch.cluster, Path(batch.workdir), batch.python)
         asked = [r.attempt_id for r in batch.requests]  # a run its failed build/preflight kept back counts too

@@ -53,5 +53,9 @@ class JobState(str, enum.Enum):
         return self.finished and self not in (JobState.COMPLETED, JobState.NOT_SUBMITTED)
 
 
+# What `rerun --failed` takes and `jobs --failed` lists: every failed state but
+# CANCELLED (stopped on purpose; ask for it with --state CANCELLED).
+FAILED_STATES: tuple[JobState, ...] = tuple(st for st in JobState if st.rerunnable and st is not JobState.CANCELLED)
+
 # States the scheduler may still change: what `status` asks it about.
 OPEN_STATES: tuple[JobState, ...] = (JobState.PENDING, JobState.RUNNING, JobState.UNKNOWN)

@@ -1,15 +1,50 @@
-"""`campaign show`: the build and preflight behind a job (issue 19).
+"""The build and preflight behind jobs (issue 19), for `show` and `status --watch`.
 
 The compilers and flags a native kernel was built with on that partition are
-part of what the job measured, so `show` prints them next to the job.
+part of what the job measured, so `show` prints them next to the job. While
+a chain is still open, its runs are only PENDING behind it: `status --watch`
+names the step they wait for, its state and Slurm's reason (issue 28).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from campaign.ledger import BuildStep, JobAttempt, PreflightStep
+from campaign.ledger import BuildStep, Campaign, JobAttempt, Ledger, PreflightStep
+from campaign.ledger import queries as q
+from campaign.ledger.models import StepJob
+
+
+def _step_text(kind: str, step: StepJob) -> str:
+    why = f" ({step.reason})" if step.reason and not step.state.finished else ""  # a finished one's is history
+    return f"{kind} job {step.job_id or '-'} {step.state.value}{why}"
+
+
+def open_chain_lines(led: Ledger, campaigns: Sequence[str]) -> list[str]:
+    """One line per partition whose latest build/preflight chain is still
+    open: the step its runs wait on, its state and reason (all campaigns when
+    `campaigns` is empty)."""
+    stmt = select(PreflightStep, Campaign.name).join(Campaign, Campaign.id == PreflightStep.campaign_id)
+    out: list[str] = []
+    with led.session() as s:
+        if campaigns:
+            stmt = stmt.where(PreflightStep.campaign_id.in_([q.require_campaign(s, n).id for n in campaigns]))
+        latest: dict[tuple[str, str], PreflightStep] = {}
+        for step, name in s.execute(stmt.order_by(PreflightStep.id)):
+            latest[(name, step.partition)] = step
+        for (name, partition), step in latest.items():
+            build = s.get(BuildStep, step.build_id) if step.build_id is not None else None
+            build_open = build is not None and not build.state.finished
+            if step.state.finished and not build_open:
+                continue
+            parts = [_step_text("build", build)] if build is not None else []
+            parts.append(_step_text("preflight", step))
+            out.append(f"{name} partition {partition}: {' -> '.join(parts)}; "
+                       f"{len(step.attempt_ids)} run(s) wait on it")
+    return out
 
 
 def chain_lines(s: Session, att: JobAttempt) -> list[str]:

@@ -131,7 +131,7 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             print_counts(rep.sync.counts)
             for w in rep.sync.warnings:
                 con.print(f"  warning: {w}")
-            _print_preflight(rep.sync.preflight)
+            _print_preflight([] if args.wait else rep.sync.preflight)  # --wait: the watch says it, once
     if args.wait:
         return _watch(args, led, [rep.campaign for rep in reports])
     return _exit_for([f for rep in reports for f in rep.failed])
@@ -211,14 +211,15 @@ def cmd_jobs(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
     rows = None
     if args.no_sync:  # an SQLite ledger of this version: read without SQLAlchemy (start-up time)
-        rows = ledger_read.job_rows(args.ledger, args.campaign, args.state, all_attempts=args.all_attempts)
+        rows = ledger_read.job_rows(args.ledger, args.campaign, args.state, all_attempts=args.all_attempts,
+                                    failed=args.failed)
     if rows is None:
         from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
 
         led = ledger(args, create=False)
         if not args.no_sync:
             _refresh(led, args.campaign)
-        rows = views.job_rows(led, args.campaign, args.state, all_attempts=args.all_attempts)
+        rows = views.job_rows(led, args.campaign, args.state, all_attempts=args.all_attempts, failed=args.failed)
     if args.format == "json":
         write_json(_job_dicts(rows))
     else:
@@ -252,10 +253,9 @@ def cmd_rerun(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     rep = api.rerun(led, args.campaign, failed=args.failed, job_id=args.job_id, states=args.state,
                     time_factor=args.time_factor, mem_factor=args.mem_factor, progress=progress_printer(args.quiet),
                     all_campaigns=args.all, preflight=not args.no_preflight)
-    changes = rep.changed or [""] * len(rep.submitted)
-    for (new, old), changed in zip(rep.submitted, changes, strict=False):
-        print(f"rerun: {old} -> {new}" + (f" ({changed})" if changed else ""))
-    print(f"{len(rep.submitted)} run(s) resubmitted")
+    from campaign.cli.rerun_view import print_rerun
+
+    print_rerun(rep)
     if rep.sync is not None:
         print_counts(rep.sync.counts)
     return _exit_for(rep.failed)

@@ -12,12 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from analysis.compare import FASTER, INSUFFICIENT, NOISE, SLOWER, VERDICTS
+from analysis.compare import FASTER, INSUFFICIENT, NOISE, SLOWER, VERDICTS, varied_columns
 from analysis.metrics import to_records
-from analysis.provenance_diff import format_diff
+from analysis.provenance_diff import Difference
+from analysis.ratios import DIMENSIONS
 from campaign.compare import CompareReport
 
 MAX_ROWS = 50  # per listed section; the rest is counted
+PROVENANCE_PER_CATEGORY = 4  # differing keys listed per category; the rest counted by prefix
+MAX_VALUE = 80  # characters of one provenance value (a whole composed config does not fit a line)
 _LABELS = ("impl", "variant", "dtype", "d", "params")
 
 
@@ -52,7 +55,7 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
     if c.by:
         lines.append(f"matched across {c.by}")
     lines.append(_section("Provenance that differs", markdown))
-    diff = format_diff(rep.provenance) or ["nothing recorded differs"]
+    diff = provenance_lines(rep.provenance) or ["nothing recorded differs"]
     lines += [f"- {d}" if markdown else f"  {d}" for d in diff]
     lines.append(_section("Summary (NEW/BASE time; > 1 = NEW slower)", markdown))
     keys = [k for k in c.summary.columns if k not in ("points", "geomean", "geomean_lo", "geomean_hi", "verdict")
@@ -65,6 +68,9 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
     counts = c.points["verdict"].value_counts()
     lines.append(_section(f"Points: {len(c.points)} matched, " + ", ".join(
         f"{int(counts.get(v, 0))} {v}" for v in VERDICTS), markdown))
+    hint = by_hint(c)
+    if hint:
+        lines.append(f"hint: {hint}")
     listed = c.points[c.points["verdict"] != NOISE].copy()
     listed["_order"] = listed["verdict"].map({SLOWER: 0, FASTER: 1, INSUFFICIENT: 2})
     listed = listed.sort_values(["_order", "ratio"], ascending=[True, False], kind="stable")
@@ -86,6 +92,80 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
     lines += _references_text(rep, markdown)
     lines += [f"note: {n}" for n in rep.notes]
     return "\n".join(lines)
+
+
+def by_hint(c: Any) -> str | None:
+    """Points only in BASE and only in NEW that would match were one
+    dimension ignored (two clusters: `0 matched`, the same labels on both
+    sides): name the `--by` that matches them. None when `--by` is set or
+    no dimension would match any."""
+    if c.by is not None or not len(c.base_only) or not len(c.new_only):
+        return None
+    best: tuple[int, str] | None = None
+    for dim in DIMENSIONS:
+        varied = varied_columns(dim)
+        keys = [k for k in c.base_only.columns if k in c.new_only.columns and k not in (*varied, "t", "repeats")]
+        if any(v not in c.base_only.columns for v in varied):
+            continue
+        found = len(c.base_only[keys].drop_duplicates().merge(c.new_only[keys].drop_duplicates(), on=keys))
+        if found and (best is None or found > best[0]):
+            best = (found, dim)
+    if best is None:
+        return None
+    found, dim = best
+    return (f"{found} point(s) only in BASE match points only in NEW except for their {' and '.join(varied_columns(dim))}: "
+            f"to compare them across {dim}s, add `--by {dim}`")
+
+
+def _value(values: Sequence[str]) -> str:
+    text = " | ".join(values)
+    return text if len(text) <= MAX_VALUE else text[:MAX_VALUE - 1] + "…"
+
+
+def _prefix(key: str) -> str:
+    """Where a key lives, for counting: `config.cluster.partitions.cpu`, `environment.node`."""
+    parts = key.split(".")
+    return ".".join(parts[:4] if parts[:3] == ["config", "cluster", "partitions"] else parts[:2])
+
+
+def _where(diffs: Sequence[Difference]) -> str:
+    """Keys counted by where they live, the most first: `config.cluster.partitions.cpu.* (40), ...`."""
+    where: dict[str, int] = {}
+    for d in diffs:
+        where[_prefix(d.key)] = where.get(_prefix(d.key), 0) + 1
+    top = sorted(where.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{k}.* ({n})" for k, n in top[:3]) + (", ..." if len(top) > 3 else "")
+
+
+def provenance_lines(diffs: Sequence[Difference]) -> list[str]:
+    """The differing provenance, summarised: per category the first keys with
+    their values, the rest counted by where they live, keys recorded on one
+    side only counted; and, when anything was left out, how to see it all
+    (two clusters differ in 100s of config keys: the one that matters must
+    not drown)."""
+    by_cat: dict[str, list[Difference]] = {}
+    for d in diffs:
+        by_cat.setdefault(d.category, []).append(d)
+    lines: list[str] = []
+    capped = False
+    for cat, found in by_cat.items():
+        both = [d for d in found if not d.one_sided]
+        for d in both[:PROVENANCE_PER_CATEGORY]:
+            lines.append(f"{cat}: {d.key}: {_value(d.base)} -> {_value(d.new)}")
+        rest = both[PROVENANCE_PER_CATEGORY:]
+        if rest:
+            lines.append(f"{cat}: and {len(rest)} more key(s) differ: {_where(rest)}")
+            capped = True
+        one = [d for d in found if d.one_sided]
+        if one:
+            names = ", ".join(d.key for d in one) if len(one) <= 2 else _where(one)
+            lines.append(f"{cat}: {len(one)} key(s) recorded on one side only: {names}")
+            capped = capped or len(one) > 2
+        capped = capped or any(len(" | ".join(side)) > MAX_VALUE for d in both[:PROVENANCE_PER_CATEGORY]
+                               for side in (d.base, d.new))
+    if capped:
+        lines.append(f"({len(diffs)} differing key(s) in all; `--format json` lists every one under \"provenance\")")
+    return lines
 
 
 def _shared(row: dict[str, Any]) -> str:
@@ -131,7 +211,7 @@ def as_json(rep: CompareReport) -> dict[str, Any]:
                        for d in rep.provenance],
         "summary": to_records(c.summary), "points": to_records(c.points),
         "base_only": to_records(c.base_only), "new_only": to_records(c.new_only),
-        "notes": rep.notes, "superseded": rep.superseded,
+        "notes": rep.notes, "superseded": rep.superseded, "hint": by_hint(c),
     }
     if rep.references is not None:
         out["references"] = to_records(rep.references)

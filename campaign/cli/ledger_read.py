@@ -20,7 +20,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from campaign.states import JobState
+from campaign.states import FAILED_STATES, JobState
 
 SCHEMA_VERSION = 11  # campaign.ledger.models.SCHEMA_VERSION this SQL was written for
 BUSY_TIMEOUT_S = 60.0  # campaign.ledger.db.BUSY_TIMEOUT_MS: wait for a writer rather than fail
@@ -42,15 +42,17 @@ def ledger_file(ledger: Path | None) -> Path | None:
 
 
 def job_rows(ledger: Path | None, campaign: str | None, state: str | None, *,
-             all_attempts: bool) -> list[list[Any]] | None:
+             all_attempts: bool, failed: bool = False) -> list[list[Any]] | None:
     """What views.job_rows returns, or None: take the ORM path."""
     path = ledger_file(ledger)
     if path is None or not path.is_file():
         return None
     try:
-        wanted = JobState(state.upper()).name if state else None
+        wanted = [JobState(state.upper()).name] if state else []
     except ValueError:
         return None
+    if failed:
+        wanted += [st.name for st in FAILED_STATES]
     try:
         con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
     except (sqlite3.Error, ValueError):
@@ -75,7 +77,7 @@ def job_rows(ledger: Path | None, campaign: str | None, state: str | None, *,
     return [[*row[:9], JobState[row[9]].value, *row[10:]] for row in rows]
 
 
-def _statement(camp_id: int | None, state: str | None, *, latest: bool) -> tuple[str, list[Any]]:
+def _statement(camp_id: int | None, states: list[str], *, latest: bool) -> tuple[str, list[Any]]:
     """campaign.ledger.queries.attempt_columns in SQL: the newest attempt of each run (latest) or all."""
     sql = _SELECT
     params: list[Any] = []
@@ -89,9 +91,9 @@ def _statement(camp_id: int | None, state: str | None, *, latest: bool) -> tuple
     if camp_id is not None:
         where.append("r.campaign_id = ?")
         params.append(camp_id)
-    if state is not None:
-        where.append("a.state = ?")
-        params.append(state)
+    if states:
+        where.append(f"a.state IN ({', '.join('?' * len(states))})")
+        params += states
     if where:
         sql += " WHERE " + " AND ".join(where)
     return sql + " ORDER BY a.id", params

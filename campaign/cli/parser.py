@@ -31,7 +31,7 @@ examples:
                                                         batch scripts and SU estimate; nothing submitted
   campaign submit cluster=localslurm experiment=smoke --wait           the test Slurm (source its env.sh first)
   campaign status smoke-local --watch                   live progress until every job finished
-  campaign jobs --state FAILED --format json            failed jobs as JSON
+  campaign jobs --failed --format json                  failed jobs (every failed state) as JSON
   campaign show JOB_ID                                  command, environment, lineage, stderr tail of one job
   campaign rerun smoke-local --failed --time-factor 2   resubmit failed runs, TIMEOUTs with twice the walltime
   campaign report --campaign smoke-local --out report/  Markdown + HTML report
@@ -146,6 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("jobs", help="list jobs (states refreshed from the scheduler first)")
     s.add_argument("--campaign")
     s.add_argument("--state", help="e.g. FAILED")
+    s.add_argument("--failed", action="store_true",
+                   help="every failed state (FAILED, TIMEOUT, OUT_OF_MEMORY, ...: what rerun --failed takes)")
     s.add_argument("--all-attempts", action="store_true", help="also earlier attempts of rerun runs")
     s.add_argument("--no-sync", action="store_true", help="print the ledger's states without asking the scheduler")
 

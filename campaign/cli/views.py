@@ -14,7 +14,7 @@ from campaign.errors import BadInputError
 from campaign.job.files import START_FILE, STDERR_FILE, STDOUT_FILE, read_json
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
-from campaign.states import JobState
+from campaign.states import FAILED_STATES, JobState
 
 # What JOB_COLUMNS show, in their order (state is a JobState; shown as its value).
 _JOB_SELECT = (JobAttempt.job_id, Campaign.name, Run.kernel, Run.impl, Run.variant, Run.partition, Run.threads,
@@ -25,13 +25,17 @@ def _fmt(t: Any) -> str:
     return display(t)  # local time with its offset; the ledger holds UTC
 
 
-def job_rows(led: Ledger, campaign: str | None, state: str | None, *, all_attempts: bool) -> list[list[Any]]:
-    wanted = None
+def job_rows(led: Ledger, campaign: str | None, state: str | None, *, all_attempts: bool,
+             failed: bool = False) -> list[list[Any]]:
+    """`failed`: every failed state (FAILED_STATES), alone or with `state`."""
+    wanted: Any = None
     if state:
         try:
             wanted = JobState(state.upper())
         except ValueError:
             raise BadInputError(f"unknown state {state!r}; known: {', '.join(s.value for s in JobState)}") from None
+    if failed:
+        wanted = {*FAILED_STATES, *([wanted] if wanted else [])}
     with led.session() as s:
         camp_id = q.require_campaign(s, campaign).id if campaign else None
         found = q.attempt_columns(s, _JOB_SELECT, camp_id, latest=not all_attempts, state=wanted)

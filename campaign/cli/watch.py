@@ -23,6 +23,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from campaign.cli.chain_view import open_chain_lines
 from campaign.clock import now
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
@@ -58,7 +59,7 @@ def snapshot(led: Ledger, campaigns: Sequence[str]) -> list[JobView]:
     """The newest attempt of every run of these campaigns (all when empty), one query."""
     newest = select(JobAttempt.run_id, func.max(JobAttempt.attempt).label("a")).group_by(JobAttempt.run_id).subquery()
     stmt = (select(JobAttempt.id, JobAttempt.job_id, JobAttempt.state, JobAttempt.started_at, JobAttempt.ended_at,
-                   JobAttempt.walltime_min, JobAttempt.output_path, Run.kernel, Run.impl, Run.variant, Run.threads,
+                   JobAttempt.walltime_min, JobAttempt.output_path, JobAttempt.n, Run.kernel, Run.impl, Run.variant, Run.threads,
                    Run.gpus, Run.dtype, Run.spec, Campaign.name)
             .join(newest, (JobAttempt.run_id == newest.c.run_id) & (JobAttempt.attempt == newest.c.a))
             .join(Run, Run.id == JobAttempt.run_id).join(Campaign, Campaign.id == Run.campaign_id)
@@ -68,11 +69,12 @@ def snapshot(led: Ledger, campaigns: Sequence[str]) -> list[JobView]:
             ids = [q.require_campaign(s, name).id for name in campaigns]
             stmt = stmt.where(Campaign.id.in_(ids))
         out = []
-        for (aid, job_id, state, started, ended, wall, output, kernel, impl, variant, threads, gpus, dtype, spec,
-             name) in s.execute(stmt):
+        for (aid, job_id, state, started, ended, wall, output, only, kernel, impl, variant, threads, gpus, dtype,
+             spec, name) in s.execute(stmt):
             where = f"{gpus}gpu" if gpus else f"{threads}t"
+            asked = only or spec.get("n") or []  # a rerun of the missing n runs only those (attempt.n)
             out.append(JobView(aid, job_id, name, f"{kernel}/{impl}/{variant} {dtype} {where}", state,
-                               _aware(started), _aware(ended), wall, len(spec.get("n") or []), output))
+                               _aware(started), _aware(ended), wall, len(asked), output))
         return out
 
 
@@ -97,7 +99,9 @@ def _duration(v: JobView) -> float | None:
 def eta_seconds(views: Sequence[JobView], at: datetime) -> float | None:
     """Time left: the mean duration of finished jobs for each pending job and
     what remains of each running one, shared among the jobs running now.
-    None until one job has finished (there is nothing to go by)."""
+    None when there is nothing honest to go by: no job has finished yet, or a
+    running job has already run longer than that mean (its end is unknown, and
+    an ETA of 0:00 while jobs still run would claim they are done)."""
     done = [d for d in (_duration(v) for v in views if v.state.finished) if d is not None]
     if not done:
         return None
@@ -107,8 +111,27 @@ def eta_seconds(views: Sequence[JobView], at: datetime) -> float | None:
     left = pending * mean
     for v in running:
         elapsed = (at - v.started).total_seconds() if v.started else 0.0
-        left += max(0.0, mean - elapsed)
+        if elapsed >= mean:
+            return None
+        left += mean - elapsed
     return left / max(1, len(running))
+
+
+def eta_text(views: Sequence[JobView], at: datetime) -> str:
+    """The ETA line: a time only when eta_seconds has one; otherwise why not,
+    and the latest end the running jobs' walltimes allow."""
+    eta = eta_seconds(views, at)
+    if eta is not None:
+        return f"ETA {clock_text(eta)}"
+    running = [v for v in views if v.state is JobState.RUNNING]
+    if not any(v.state.finished and _duration(v) is not None for v in views):
+        why = "ETA unknown until the first job finishes"
+    else:
+        why = f"ETA unknown: {len(running)} running job(s), some past the finished jobs' mean duration"
+    if running:
+        limit = max(v.walltime_min * 60 - ((at - v.started).total_seconds() if v.started else 0.0) for v in running)
+        why += f"; the running ones end within their walltime ({clock_text(max(0.0, limit))})"
+    return why
 
 
 def clock_text(seconds: float) -> str:
@@ -127,9 +150,10 @@ def failed(views: Sequence[JobView]) -> list[JobView]:
     return [v for v in views if v.state.finished and not v.state.usable]
 
 
-def _render(views: Sequence[JobView], at: datetime) -> Any:
+def _render(views: Sequence[JobView], at: datetime, chains: Sequence[str] = ()) -> Any:
     from rich.console import Group  # lazy: start-up time (docs/style.md#structure)
     from rich.table import Table
+    from rich.text import Text
 
     states = sorted({v.state.value for v in views})
     per = Table(title="states per campaign")
@@ -151,9 +175,8 @@ def _render(views: Sequence[JobView], at: datetime) -> Any:
                     f"{n_reached(v.output)}/{v.n_total}")
     if len(running) > LIVE_ROWS:
         run.add_row("…", "", f"{len(running) - LIVE_ROWS} more running", "", "")
-    eta = eta_seconds(views, at)
-    tail = f"ETA {clock_text(eta)}" if eta is not None else "ETA: after the first job finishes"
-    return Group(per, run, f"{open_jobs(views)} open, {len(failed(views))} failed; {tail}")
+    return Group(per, *(Text(line) for line in chains), run,  # Text: a name or reason is not markup
+                 f"{open_jobs(views)} open, {len(failed(views))} failed; {eta_text(views, at)}")
 
 
 def _summary_lines(views: Sequence[JobView]) -> list[str]:
@@ -188,6 +211,22 @@ def _change_lines(before: dict[int, JobState], reached: dict[int, int], views: S
     return lines
 
 
+def _say_failed_chains(lines: Sequence[str], told: set[str], say: Callable[[str], None]) -> None:
+    """A failed build/preflight with its cause and log tail, as `status`
+    prints it (campaign.preflight_sync), once: the runs' PREFLIGHT_FAILED
+    alone does not say why."""
+    block: list[str] = []
+    for line in [*lines, ""]:
+        if block and not line.startswith("    "):
+            if block[0] not in told:
+                told.add(block[0])
+                for kept in block:
+                    say(kept)
+            block = []
+        if line:
+            block.append(line)
+
+
 def watch(led: Ledger, campaigns: Sequence[str], *, sync: Callable[[Ledger, str | None], Any], interval: float,
           live: bool, say: Callable[[str], None] = print) -> int:
     """Sync every `interval` seconds until no job of `campaigns` is open."""
@@ -196,6 +235,7 @@ def watch(led: Ledger, campaigns: Sequence[str], *, sync: Callable[[Ledger, str 
     reached: dict[int, int] = {}
     first = True
     warned: set[str] = set()
+    told: set[str] = set()  # chain lines already said (each once)
     display = None
     if live:
         from rich.live import Live  # lazy: start-up time
@@ -211,15 +251,22 @@ def watch(led: Ledger, campaigns: Sequence[str], *, sync: Callable[[Ledger, str 
                     if w not in warned:  # once, not every round
                         warned.add(w)
                         say(f"warning: {w}")
+                _say_failed_chains(getattr(report, "preflight", []), told, say)
             views = snapshot(led, names)
+            chains = open_chain_lines(led, names)
             at = now()
             if display is not None:
-                display.update(_render(views, at))
+                display.update(_render(views, at, chains))
             else:
                 if first:  # where things stand, per campaign; then only what changes
                     for line in _summary_lines(views):
                         say(line)
                     before = {v.attempt_id: v.state for v in views if v.state is not JobState.RUNNING}
+                stamp = at.astimezone().strftime("%H:%M:%S")
+                for line in chains:
+                    if line not in told:  # a chain's step changed state or reason
+                        told.add(line)
+                        say(f"{stamp} {line}")
                 for line in _change_lines(before, reached, views, at):
                     say(line)
             first = False

@@ -68,7 +68,7 @@ def attempt_columns(s: Session, columns: Sequence[Any], campaign_id: int | None 
                     latest: bool = True, state: Any = None) -> list[tuple[Any, ...]]:
     """Columns of attempts (of JobAttempt, Run, Campaign) as plain tuples in
     attempt order: the newest attempt of each run (latest) or all of them,
-    optionally of one state. `jobs` and `status` print 10,000s of rows; ORM
+    optionally of one state or a collection of states. `jobs` and `status` print 10,000s of rows; ORM
     objects with their runs' decoded specs cost seconds there."""
     stmt = (select(*columns).select_from(JobAttempt).join(Run, Run.id == JobAttempt.run_id)
             .join(Campaign, Campaign.id == Run.campaign_id))
@@ -77,7 +77,9 @@ def attempt_columns(s: Session, columns: Sequence[Any], campaign_id: int | None 
         stmt = stmt.join(newest, (JobAttempt.run_id == newest.c.run_id) & (JobAttempt.attempt == newest.c.a))
     if campaign_id is not None:
         stmt = stmt.where(Run.campaign_id == campaign_id)
-    if state is not None:
+    if isinstance(state, (tuple, list, set, frozenset)):  # several states (`jobs --failed`)
+        stmt = stmt.where(JobAttempt.state.in_(state))
+    elif state is not None:
         stmt = stmt.where(JobAttempt.state == state)
     return [tuple(row) for row in s.execute(stmt.order_by(JobAttempt.id))]
 

@@ -136,3 +136,18 @@ def test_unknown_campaign_is_exit_2(finished: Finished, command: list[str]) -> N
     rc, out, err = finished.cli(*command, "--ledger", str(finished.ledger))
     assert rc == 2 and "unknown campaign 'nope'" in err and len(err.strip().splitlines()) == 1
     assert finished.ledger.read_bytes() == before
+
+
+@pytest.mark.parametrize("sync", [["--no-sync"], []])  # the sqlite3 fast path and the ORM path agree
+def test_jobs_failed_lists_every_failed_state(finished: Finished, sync: list[str]) -> None:
+    """Issue 28: `jobs --state FAILED` misses TIMEOUT, OUT_OF_MEMORY, CHECK_FAILED, ...;
+    `jobs --failed` lists what `rerun --failed` takes (campaign.states.FAILED_STATES)."""
+    from campaign.states import FAILED_STATES
+
+    code, out, err = finished.cli("--ledger", str(finished.ledger), "jobs", *sync, "--failed", "--format", "json")
+    assert code == 0, err
+    code, every, err = finished.cli("--ledger", str(finished.ledger), "jobs", "--no-sync", "--format", "json")
+    assert code == 0, err
+    want = [j for j in json.loads(every) if j["state"] in {s.value for s in FAILED_STATES}]
+    got = json.loads(out)
+    assert got == want and {j["state"] for j in got} == {"FAILED", "CHECK_FAILED"}, got

@@ -143,3 +143,38 @@ def test_a_bad_interval_is_exit_2_before_anything(tmp_path: Path, value: str) ->
         proc = run_cli("--ledger", str(ledger), *command, "--interval", value, cwd=tmp_path)
         assert proc.returncode == 2 and "--interval must be a positive number" in proc.stderr, proc.stderr
     assert not ledger.exists()
+
+
+def test_eta_never_claims_done_while_jobs_run() -> None:
+    """Issue 28: `ETA 0:00` while 4 jobs still ran (they had passed the finished jobs' mean)."""
+    from campaign.cli.watch import eta_text
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    durations = [30.0, 50.0]
+    done = [_view(JobState.COMPLETED, t0, t0 + timedelta(seconds=d)) for d in durations]
+    late = max(durations) + 10  # every running job past the mean, as in the report
+    running = [_view(JobState.RUNNING, t0, None) for _ in range(4)]
+    at = t0 + timedelta(seconds=late)
+    assert eta_seconds(done + running, at) is None
+    text = eta_text(done + running, at)
+    assert "ETA 0:00" not in text and "unknown" in text and "4 running" in text, text
+    walltime_left = running[0].walltime_min * 60 - late  # the bound the walltimes give
+    assert clock_text(walltime_left) in text, text
+    assert eta_text(done, at) == "ETA 0:00"  # nothing runs: done is the truth
+    assert eta_text(running, at).startswith("ETA unknown until the first job finishes")
+
+
+def test_live_display_shows_chain_lines_verbatim() -> None:
+    """A chain line (campaign name, Slurm reason) is text, not rich markup."""
+    import io
+
+    from rich.console import Console
+
+    from campaign.cli.watch import _render
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    line = "c[/x] partition cpu: build job 7 PENDING ([bold]Held) -> preflight job 8 PENDING; 2 run(s) wait on it"
+    buf = io.StringIO()
+    Console(file=buf, width=200, color_system=None).print(
+        _render([_view(JobState.PENDING, None, None)], t0, [line]))
+    assert line in buf.getvalue()

@@ -65,7 +65,11 @@ def test_what_changed_is_said() -> None:
     assert said == f"walltime 1 -> 3 min; memory {0.1 * 1024:.0f} MiB -> {0.4 * 1024:.0f} MiB"
     _, _, said = _scaled(_attempt(JobState.TIMEOUT, 100, None), SPEC, PART, 2.0, 1.0)
     assert said == f"walltime 100 -> {PART.max_walltime_min} min (partition p's maximum)"
-    assert _scaled(_attempt(JobState.FAILED, 10, None), SPEC, PART, 1.0, 1.0)[2] == ""
+    # nothing asked: the line still says what the new attempt gets (issue 28)
+    assert _scaled(_attempt(JobState.FAILED, 10, None), SPEC, PART, 1.0, 1.0)[2] == \
+        "unchanged: walltime 10 min, memory the site's share"
+    assert _scaled(_attempt(JobState.FAILED, 10, 0.5), SPEC, PART, 1.0, 1.0)[2] == \
+        f"unchanged: walltime 10 min, memory {0.5 * 1024:.0f} MiB"
 
 
 def test_rerun_prints_what_changed(tmp_path: Path) -> None:

@@ -8,7 +8,9 @@ import os
 import subprocess
 from pathlib import Path
 
+from campaign.cli.watch import snapshot
 from campaign.job.procs import group_members, pid_alive
+from campaign.ledger import Ledger
 from tests.conftest import CAMPAIGN, run_cli
 from tests.truth.helpers import FAKE_ENV, db, pids, wait_for_rows
 
@@ -47,10 +49,20 @@ def test_cancel_stops_the_tree_keeps_finished_n_and_rerun_runs_the_rest(tmp_path
     # --failed leaves CANCELLED alone; rerun without a campaign needs --all
     none = run_cli("--ledger", str(ledger), "rerun", NAME, "--failed", cwd=tmp_path, env=FAKE_ENV)
     assert none.returncode == 0 and "0 run(s) resubmitted" in none.stdout, none.stderr
+    # ... and says so, with the flag that takes them (issue 28)
+    assert "not rerun: 1 CANCELLED (to rerun them too: --state CANCELLED)" in none.stdout, none.stdout
     bare = run_cli("--ledger", str(ledger), "rerun", "--state", "CANCELLED", cwd=tmp_path, env=FAKE_ENV)
     assert bare.returncode == 2 and "--all" in bare.stderr
     again = run_cli("--ledger", str(ledger), "rerun", NAME, "--state", "CANCELLED", cwd=tmp_path, env=FAKE_ENV)
     assert again.returncode == 0, again.stderr
+    # each rerun line says what the new attempt gets: the same limits, only the missing n (issue 28)
+    (line,) = [x for x in again.stdout.splitlines() if x.startswith("rerun: ")]
+    assert "unchanged: walltime" in line and f"only the missing n {', '.join(map(str, eval(missing)))}" in line, \
+        line  # noqa: S307
+    assert "not rerun" not in again.stdout
+    # the live view counts the n this attempt was asked to run, not the run's (issue 28)
+    (view,) = snapshot(Ledger(ledger), [NAME])
+    assert view.n_total == len(eval(missing)) < len(ALL_N)  # noqa: S307
     rows = db(ledger, "SELECT attempt, state, n FROM job_attempt ORDER BY attempt")
     assert [(a, s) for a, s, _ in rows] == [(1, "CANCELLED"), (2, "COMPLETED")]
     assert eval(rows[1][2]) == eval(missing)  # noqa: S307 - only the missing n ran
