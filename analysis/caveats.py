@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -26,13 +25,22 @@ from analysis.schema import group_columns
 MIN_REPEATS = 3  # fewer repeats give an interval too wide (or none) to lead with
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One summary sentence; `effect` (|log| of its ratio) ranks it, `reason` makes it a caveat."""
+class Finding(str):
+    """One summary sentence (a str, so it reads as one); `effect` (|log| of
+    its ratio) ranks it, `reason` makes it a caveat."""
 
-    text: str
-    effect: float | None = None
-    reason: str | None = None
+    effect: float | None
+    reason: str | None
+
+    def __new__(cls, text: str, effect: float | None = None, reason: str | None = None
+                ) -> Finding:
+        made = super().__new__(cls, text)
+        made.effect, made.reason = effect, reason
+        return made
+
+    @property
+    def text(self) -> str:
+        return str(self)
 
 
 def effect(ratio: object) -> float | None:
