@@ -65,3 +65,24 @@ def test_order_ranks_by_effect_and_keeps_descriptive_last() -> None:
     lead, caveats = order(found)
     assert [f.text for f in lead] == ["big", "small", "plain"]
     assert [f.text for f in caveats] == ["flagged"]
+
+
+def test_slowdown_and_failed_check_are_caveats(tmp_path: Path, rows: RowMaker) -> None:
+    """More threads slower everywhere: 'Largest speedup' below 1 is a caveat; a
+    point whose job failed its check never leads (its ratio is the largest)."""
+    times = {(t, n): [1e-6 * n * (1.0 if t == 1 else 1.6) * f for f in (1.0, 1.01, 1.02, 1.03)]
+             for t in (1, 2) for n in SIZES}
+    naive = rows(times, variant="naive")
+    memopt = rows({k: [x / 2 for x in v] for k, v in times.items()}, variant="memopt")
+    failed = rows({k: [x / 50 for x in v] for k, v in times.items() if k[1] == SIZES[0]},
+                  impl="fortran", variant="naive")
+    frame = pd.concat([naive, memopt, failed], ignore_index=True)
+    frame["state"] = np.where(frame["impl"] == "fortran", "CHECK_FAILED", "COMPLETED")
+    said, caveats = _summary(render_report(frame, None, None, tmp_path, "anvil")
+                             .markdown.read_text())
+    slow = [c for c in caveats if c.startswith("Largest speedup: 0.6")]
+    assert slow and "below 1" in slow[0], caveats
+    checked = [c for c in caveats if "CHECK_FAILED" in c]
+    assert checked and "fortran" in checked[0], caveats
+    assert not any("CHECK_FAILED" in s or s.startswith("Largest speedup") for s in said)
+    assert "memopt is 2× faster" in said[0] or "memopt is 2.00× faster" in said[0], said
