@@ -5,7 +5,9 @@ says, with numbers and intervals where the data have them: how cost grows with
 n, which thread count wins and what the maximum costs, the worst doubling
 penalty, the biggest shown ratios, how close to the roof, and which jobs
 failed. Only differences outside the noise are stated as differences; single
-repeats never are. Every step picks rows with idxmax/sort, never a loop over
+repeats never are. Each function returns caveats.Finding objects: the report
+ranks them by effect size and moves flagged ones (shared machine, too few
+repeats, bounds including 1, non-physical exponents) to a Caveats list. Every step picks rows with idxmax/sort, never a loop over
 groups, so a 100,000-group campaign costs the same few operations.
 """
 
@@ -15,10 +17,12 @@ import numpy as np
 import pandas as pd
 
 from analysis import display
+from analysis.caveats import Finding, Flags, effect
 from analysis.report_tables import labels, repeats_at, several_threads
 
 MAX_KERNELS = 6
 MAX_RATIOS = 3
+MAX_SCANNED = 1000  # ratios looked at for a clean one per comparison (largest first)
 
 
 def _at(row: pd.Series) -> str:
@@ -39,8 +43,11 @@ def overview(local: pd.DataFrame) -> str:
     return text
 
 
-def scaling(fits: pd.DataFrame) -> list[str]:
-    """Per kernel, the best-determined fit (most sizes, then narrowest interval)."""
+def scaling(fits: pd.DataFrame) -> list[Finding]:
+    """Per kernel, the best-determined fit (most sizes, then narrowest interval).
+
+    Descriptive (no effect size); time falling as n grows is not physical, so
+    a negative exponent is a caveat, never a finding."""
     fits = fits[(fits["points"] >= 2) & np.isfinite(fits["slope"])] if len(fits) else fits
     if fits.empty:
         return []
@@ -55,22 +62,28 @@ def scaling(fits: pd.DataFrame) -> list[str]:
         spread = (f"; the {len(rows)} fits of this kernel range "
                   f"{display.sig(rows['slope'].min())} … {display.sig(rows['slope'].max())}"
                   if len(rows) > 1 else "")
-        out.append(f"{kernel}: time grows as n^{display.sig(top['slope'])} ({how}) for "
-                   f"{_at(top)} at T={top['threads']}, n = {display.size(top['n_min'])} … "
-                   f"{display.size(top['n_max'])}{spread}.")
+        text = (f"{kernel}: time grows as n^{display.sig(top['slope'])} ({how}) for "
+                f"{_at(top)} at T={top['threads']}, n = {display.size(top['n_min'])} … "
+                f"{display.size(top['n_max'])}{spread}.")
+        why = ("a negative exponent (time falling as n grows) is not physical: noise or "
+               "shared cores" if float(top["slope"]) < 0 else None)
+        out.append(Finding(text, None, why))
     return out
 
 
 def threads(best: pd.DataFrame, speedup: pd.DataFrame, penalty: pd.DataFrame,
-            summary: pd.DataFrame) -> list[str]:
+            summary: pd.DataFrame, flags: Flags | None = None) -> list[Finding]:
     """Best thread counts, the biggest speedup and the worst doubling penalty."""
-    out: list[str] = []
+    flags = flags or Flags(None, summary)
+    out: list[Finding] = []
     cells = several_threads(best, summary)
     if len(cells):
         at_max = int((cells["best_threads"] == cells["max_threads"]).sum())
         worst = cells.loc[cells["max_thread_penalty"].idxmax()]
         text = (f"The largest thread count is fastest in {at_max} of {len(cells)} "
                 "(configuration, n) cells measured at several thread counts")
+        size: float | None = None
+        why: str | None = None
         if worst["max_thread_penalty"] > 1:
             cell = cells.loc[[worst.name]]
             single = bool((repeats_at(summary, cell, "best_threads") <= 1).any()
@@ -81,13 +94,22 @@ def threads(best: pd.DataFrame, speedup: pd.DataFrame, penalty: pd.DataFrame,
                      f"fastest at T* = {worst['best_threads']} and "
                      f"{display.ratio(worst['max_thread_penalty'])} slower at "
                      f"{worst['max_threads']} threads ({noise})")
-        out.append(text + ".")
+            if noise == "outside noise":
+                size = effect(worst["max_thread_penalty"])
+                why = flags.any_reason([(worst, {"threads": worst["best_threads"]}),
+                                        (worst, {"threads": worst["max_threads"]})])
+        out.append(Finding(text + ".", size, why))
     more = speedup[speedup["threads"] > 1] if len(speedup) else speedup
     if len(more):
         top = more.loc[more["speedup"].idxmax()]
-        out.append(f"Largest speedup: {display.ratio(top['speedup'])} at {top['threads']} "
-                   f"threads (efficiency {display.percent(top['efficiency'])}) for "
-                   f"{_at(top)} at n = {display.size(top['n'])}.")
+        why = flags.any_reason([(top, {}), (top, {"threads": 1})])
+        if float(top["speedup"]) < 1:
+            why = ("below 1: more threads made every configuration slower, which on a "
+                   "shared machine means the jobs competed for cores")
+        out.append(Finding(f"Largest speedup: {display.ratio(top['speedup'])} at "
+                           f"{top['threads']} threads (efficiency "
+                           f"{display.percent(top['efficiency'])}) for {_at(top)} at "
+                           f"n = {display.size(top['n'])}.", effect(top["speedup"]), why))
     if len(penalty):
         shown = penalty[(penalty["penalty"] > 1) & ~penalty["within_noise"].astype(bool)]
         keys = [c for c in shown.columns if c in summary.columns and c not in (
@@ -102,48 +124,85 @@ def threads(best: pd.DataFrame, speedup: pd.DataFrame, penalty: pd.DataFrame,
             where = [w for w, f in (("a NUMA domain", top["crosses_numa"]),
                                     ("the physical cores", top["crosses_cores"])) if f]
             cross = f"; it crosses {' and '.join(where)}" if where else ""
-            out.append(f"Worst thread doubling: {top['threads_half']} → {top['threads']} "
-                       f"threads is {display.ratio(top['penalty'])} slower for {_at(top)} at "
-                       f"n = {display.size(top['n'])} (outside noise{cross}).")
+            out.append(Finding(
+                f"Worst thread doubling: {top['threads_half']} → {top['threads']} threads is "
+                f"{display.ratio(top['penalty'])} slower for {_at(top)} at "
+                f"n = {display.size(top['n'])} (outside noise{cross}).", effect(top["penalty"]),
+                flags.any_reason([(top, {}), (top, {"threads": top["threads_half"]})])))
         elif len(shown):
-            out.append("Thread-doubling penalties above 1 rest on single repeats only: "
-                       "none is claimed.")
+            out.append(Finding("Thread-doubling penalties above 1 rest on single repeats only: "
+                               "none is claimed."))
         else:
-            out.append("No thread doubling made a kernel slower beyond the noise.")
+            out.append(Finding("No thread doubling made a kernel slower beyond the noise."))
     return out
 
 
-def ratios(frame: pd.DataFrame) -> list[str]:
-    """The biggest ratios outside the noise (by |log ratio|)."""
+def ratios(frame: pd.DataFrame, flags: Flags | None = None) -> list[Finding]:
+    """The biggest ratio outside the noise of each comparison (by |log ratio|).
+
+    A ratio resting on a flagged point, or whose bounds include 1, is not the
+    comparison's finding: the largest such one above it becomes a caveat and
+    the next clean ratio of that comparison is stated instead."""
     if frame.empty:
         return []
     single = frame["single_repeat"].astype(bool) if "single_repeat" in frame else False
     shown = frame[~frame["within_noise"].astype(bool) & ~single]
     if shown.empty:
         if bool(np.all(single)):
-            return [f"All {len(frame)} ratios rest on single repeats: none is claimed as a "
-                    "difference."]
-        return [f"None of the {len(frame)} ratios is outside the noise."]
+            return [Finding(f"All {len(frame)} ratios rest on single repeats: none is claimed "
+                            "as a difference.")]
+        return [Finding(f"None of the {len(frame)} ratios is outside the noise.")]
     order = np.argsort(-np.abs(np.log(shown["ratio"].to_numpy(dtype=float))), kind="stable")
-    # The biggest ratio of each comparison, so three sentences say three things.
-    tops = shown.iloc[order].drop_duplicates(["dimension", "a", "b"]).head(MAX_RATIOS)
-    out = []
-    for _, row in tops.iterrows():
-        r = float(row["ratio"])
-        a, b = row["a"], row["b"]
-        verdict = (f"{a} is {display.ratio(1 / r)} faster" if r < 1
-                   else f"{a} is {display.ratio(r)} slower")
-        bounds = display.interval(row.get("ratio_lo"), row.get("ratio_hi"), "{:.3g}")
-        out.append(f"{row['dimension']} {a} vs {b}: {verdict} (t(a)/t(b) = {display.sig(r)}"
-                   + (f", bounds {bounds}" if bounds else "") + f") for {_at(row)} at "
-                   f"n = {display.size(row['n'])}, T = {row['threads']}.")
-    rest = len(shown) - len(tops)
-    if rest:
-        out[-1] = out[-1][:-1] + f"; {rest} more ratios outside the noise in the tables."
+    out: list[Finding] = []
+    done: set[tuple[object, ...]] = set()
+    warned: set[tuple[object, ...]] = set()
+    stated = 0
+    for _, row in shown.iloc[order[:MAX_SCANNED]].iterrows():
+        comparison = (row["dimension"], row["a"], row["b"])
+        if comparison in done:
+            continue
+        why = _ratio_flag(row, flags)
+        if why is None:
+            done.add(comparison)
+            stated += 1
+        elif comparison in warned:
+            continue
+        else:
+            warned.add(comparison)
+        out.append(Finding(_ratio_text(row), effect(row["ratio"]), why))
+        if stated >= MAX_RATIOS:
+            break
+    if stated < len(shown) and stated:
+        out.append(Finding(f"{len(shown) - stated} more ratios outside the noise are in the "
+                           "Comparisons tables."))
     return out
 
 
-def roofline(roof: pd.DataFrame) -> list[str]:
+def _ratio_flag(row: pd.Series, flags: Flags | None) -> str | None:
+    lo, hi = row.get("ratio_lo"), row.get("ratio_hi")
+    if lo is not None and hi is not None and np.isfinite(lo) and np.isfinite(hi) \
+            and lo <= 1 <= hi:
+        return f"its bounds [{display.sig(lo)}, {display.sig(hi)}] include 1"
+    if flags is None:
+        return None
+    other: dict[str, object] = {str(row["dimension"]): row["b"]}
+    if row["dimension"] == "cluster" and "partition_b" in row:
+        other["partition"] = row["partition_b"]
+    return flags.any_reason([(row, {}), (row, other)])
+
+
+def _ratio_text(row: pd.Series) -> str:
+    r = float(row["ratio"])
+    a, b = row["a"], row["b"]
+    verdict = (f"{a} is {display.ratio(1 / r)} faster" if r < 1
+               else f"{a} is {display.ratio(r)} slower")
+    bounds = display.interval(row.get("ratio_lo"), row.get("ratio_hi"), "{:.3g}")
+    return (f"{row['dimension']} {a} vs {b}: {verdict} (t(a)/t(b) = {display.sig(r)}"
+            + (f", bounds {bounds}" if bounds else "") + f") for {_at(row)} at "
+            f"n = {display.size(row['n'])}, T = {row['threads']}.")
+
+
+def roofline(roof: pd.DataFrame) -> list[Finding]:
     """The point closest to its roof, or the fastest without ceilings."""
     usable = roof[np.isfinite(roof["flops_per_s"])] if len(roof) else roof
     if usable.empty:
@@ -152,18 +211,18 @@ def roofline(roof: pd.DataFrame) -> list[str]:
     if len(with_roof):
         top = with_roof.loc[with_roof["frac_roof"].idxmax()]
         unit, scale = display.rate_unit([top["roof_flops"]], "FLOP/s")
-        return [f"Closest to the roofline: {_at(top)} reaches "
-                f"{display.percent(top['frac_roof'])} of its roof "
-                f"({display.sig(top['roof_flops'] / scale)} {unit}) at "
-                f"n = {display.size(top['n'])}, T = {top['threads']}."]
+        return [Finding(f"Closest to the roofline: {_at(top)} reaches "
+                        f"{display.percent(top['frac_roof'])} of its roof "
+                        f"({display.sig(top['roof_flops'] / scale)} {unit}) at "
+                        f"n = {display.size(top['n'])}, T = {top['threads']}.")]
     top = usable.loc[usable["flops_per_s"].idxmax()]
     unit, scale = display.rate_unit([top["flops_per_s"]], "FLOP/s")
-    return [f"No ceilings are configured for this cluster, so no fraction of peak: the "
-            f"highest throughput is {display.sig(top['flops_per_s'] / scale)} {unit} "
-            f"({_at(top)}, n = {display.size(top['n'])}, T = {top['threads']})."]
+    return [Finding(f"No ceilings are configured for this cluster, so no fraction of peak: the "
+                    f"highest throughput is {display.sig(top['flops_per_s'] / scale)} {unit} "
+                    f"({_at(top)}, n = {display.size(top['n'])}, T = {top['threads']}).")]
 
 
-def jobs(counts: dict[str, int], frame: pd.DataFrame) -> list[str]:
+def jobs(counts: dict[str, int], frame: pd.DataFrame) -> list[Finding]:
     """How many job attempts, and which ones failed or lost their output."""
     if not counts:
         return []
@@ -175,4 +234,4 @@ def jobs(counts: dict[str, int], frame: pd.DataFrame) -> list[str]:
         ids = [str(v) for v in bad["job_id"].tolist()[:8]]
         more = f" and {len(bad) - len(ids)} more" if len(bad) > len(ids) else ""
         text += f" (need attention: {', '.join(ids)}{more}; see the jobs appendix)"
-    return [text + "."]
+    return [Finding(text + ".")]

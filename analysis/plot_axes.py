@@ -31,7 +31,7 @@ RC = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "xtick.labels
       "ytick.labelsize": 10, "legend.fontsize": 10, "figure.dpi": DPI, "savefig.dpi": DPI,
       "axes.grid": True, "grid.alpha": 0.3, "lines.linewidth": 1.6, "lines.markersize": 4}
 COLOURBAR = "_colourbar"  # handles key: draw one shared colour bar for this image
-STYLE_KEYS = ("ideal", "efficiency", "NUMA", "physical", "roof", "T*")
+STYLE_KEYS = ("ideal", "efficiency", "NUMA", "physical", "T > ", "roof", "T*")
 Axes = Any  # matplotlib.axes.Axes, imported lazily
 Handles = dict[str, Any]  # legend label -> artist
 Draw = Callable[[Axes, pd.DataFrame, Handles], str]
@@ -92,15 +92,32 @@ def log_axis(axis: Any, fmt: Callable[[float], str], low: float, high: float) ->
 
 def pow2_axis(axis: Any, low: float, high: float, fmt: Callable[[float], str] = display.sig
               ) -> None:
-    """A log2 axis ticked at (at most 7) powers of two spanning [low, high]."""
+    """A log2 axis ticked at (at most 7) evenly spaced powers of two spanning
+    [low, high], padded by a quarter octave so no point sits on the frame."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     bottom = math.floor(math.log2(low)) if low > 0 else 0
     top = max(math.ceil(math.log2(max(high, 1.0))), bottom + 1)
-    ticks = pick([2.0 ** k for k in range(bottom, top + 1)], 7)
-    axis.set_major_locator(FixedLocator(ticks))
+    step = max(1, math.ceil((top - bottom) / 6))  # every step-th power: even spacing, 2^0 kept
+    first = bottom - (bottom % step)
+    ticks = [2.0 ** k for k in range(first, top + step, step)]
+    lo = 2.0 ** (math.log2(low) - 0.25) if low > 0 else 2.0 ** (bottom - 0.25)
+    hi = 2.0 ** (math.log2(max(high, low if low > 0 else 1.0)) + 0.25)
+    axis.set_major_locator(FixedLocator([t for t in ticks if lo <= t <= hi] or ticks))
     axis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v)))
     axis.set_minor_locator(NullLocator())
+    set_lim = axis.axes.set_xlim if axis is axis.axes.xaxis else axis.axes.set_ylim
+    set_lim(lo, hi)
+
+
+def pow2_ratio_tick(value: float) -> str:
+    """A power-of-two ratio tick: '4×', '1×', '1/16×' (never '0.062×')."""
+    if not (value > 0 and math.isfinite(value)):
+        return ""
+    if value >= 1:
+        return display.ratio_tick(value)
+    inverse = 1.0 / value
+    return f"1/{inverse:.0f}×" if abs(inverse - round(inverse)) < 1e-9 else display.ratio_tick(value)
 
 
 def finite_range(*columns: pd.Series) -> tuple[float, float]:
@@ -140,7 +157,9 @@ def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw
     cols = min(3, len(shown))
     rows = math.ceil(len(shown) / cols)
     # A lone panel gets more room: its figure would otherwise be a thumbnail.
-    panel_w, panel_h = (6.4, 4.4) if len(shown) == 1 else (PANEL_W, PANEL_H)
+    # Two panels get room for a right-hand axis and labels without crowding.
+    panel_w, panel_h = ((6.4, 4.4) if len(shown) == 1 else (5.2, 3.8) if len(shown) == 2
+                        else (PANEL_W, PANEL_H))
     width = panel_w * cols + (LEGEND_W if figure_legend else 0.0)
     height = panel_h * rows + (0.0 if figure_legend else 0.8 * rows)
     with plt.rc_context(RC):

@@ -31,6 +31,7 @@ from analysis.plot_axes import (
     panels,
     pick,
     pow2_axis,
+    pow2_ratio_tick,
     several,
     short_labels,
     size_axis,
@@ -123,7 +124,7 @@ def speedup_efficiency(speedup: pd.DataFrame, path: Path) -> Figure | None:
         ax.set_yscale("log", base=2)
         pow2_axis(ax.xaxis, 1.0, top, display.size)
         pow2_axis(ax.yaxis, min(1.0, float(frame["speedup"].min())),
-                  max(top, float(frame["speedup"].max())), display.ratio_tick)
+                  max(top, float(frame["speedup"].max())), pow2_ratio_tick)
         ax.set_xlabel("threads T")
         ax.set_ylabel("speedup t(1)/t(T)")
         return note
@@ -170,29 +171,42 @@ def doubling_penalties(penalty: pd.DataFrame, facts: pd.DataFrame, path: Path) -
 
     def draw(ax: Axes, frame: pd.DataFrame, handles: Handles) -> str:
         note = _lines(ax, frame, "n", "threads", "penalty", colours, handles, "n=")
-        ax.axhline(1.0, color="grey", linewidth=0.8)
+        for line in ax.get_lines():
+            line.set_zorder(3)  # points above the boundary marks, never hidden by them
+        ax.axhline(1.0, color="grey", linewidth=0.8, zorder=1)
+        # The x axis spans the measured T (a quarter octave of margin): with a
+        # single doubling the points would otherwise sit on the frame, and a
+        # boundary far away would squeeze them to one edge.
+        lo, hi = float(frame["threads"].min()), float(frame["threads"].max())
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        pow2_axis(ax.xaxis, lo, hi, display.size)
+        x_lo, x_hi = ax.get_xlim()
         key = (str(frame["cluster"].iloc[0]), str(frame["partition"].iloc[0]))
         if len(keyed) and key in keyed.index:
             fact = keyed.loc[key]
             cores, numa = float(fact["cores"]), float(fact["numa_domains"])
             if np.isfinite(cores) and np.isfinite(numa) and numa > 1:
                 for k in range(1, int(numa)):
-                    line = ax.axvline(k * cores / numa, color="orange", linestyle="--",
-                                      linewidth=1.0)
-                handles.setdefault("NUMA domain boundary", line)
-            if np.isfinite(cores):
-                handles.setdefault("physical cores", ax.axvline(cores, color="red"))
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        pow2_axis(ax.xaxis, float(frame["threads_half"].min()), float(frame["threads"].max()),
-                  display.size)
-        log_axis(ax.yaxis, display.ratio_tick, *finite_range(frame["penalty"]))
+                    at = k * cores / numa
+                    if x_lo < at < x_hi:
+                        line = ax.axvline(at, color="orange", linestyle="--", linewidth=1.0,
+                                          zorder=1)
+                        handles.setdefault("NUMA domain boundary", line)
+            if np.isfinite(cores) and cores < x_hi:  # T beyond the cores: shaded, not a line
+                handles.setdefault("T > physical cores (shaded)", ax.axvspan(
+                    max(cores, x_lo), x_hi, color="red", alpha=0.08, linewidth=0, zorder=0))
+        ax.set_xlim(x_lo, x_hi)
+        y_lo, y_hi = finite_range(frame["penalty"])
+        y_lo, y_hi = min(y_lo, 1.0), max(y_hi, 1.0)  # 1× (no change) always in view
+        ax.set_ylim(y_lo / 1.3, y_hi * 1.3)
+        log_axis(ax.yaxis, display.ratio_tick, y_lo / 1.3, y_hi * 1.3)
         ax.set_xlabel("threads T")
         ax.set_ylabel("t(T)/t(T/2)")
         return note
     return panels(path, "Thread-doubling penalty t(T)/t(T/2), one colour per n; above 1 = "
-                  "doubling made it slower; orange dashed = NUMA domain boundaries, red = "
-                  "physical cores (when the partition facts give them)",
+                  "doubling made it slower; orange dashed = NUMA domain boundaries, red shade = "
+                  "more threads than physical cores (when the partition facts give them)",
                   _by_group(penalty), draw, "groups")
 
 

@@ -26,13 +26,14 @@ from analysis import findings, plots
 from analysis import report_jobs as jobs_mod
 from analysis import report_tables as tables
 from analysis.blocks import Block, Figure, Section, Table
+from analysis.caveats import Flags, order
 from analysis.html import to_html
 from analysis.metrics import all_metrics, filter_cluster
 from analysis.overlap_points import flagged_rows, overlap_points
 from analysis.penalties import facts_columns
 from analysis.ratios import ratios
 from analysis.report_md import to_markdown
-from analysis.summary import ensure_summary
+from analysis.summary import ensure_summary, is_summary
 
 __all__ = ["Block", "ReportContext", "ReportFiles", "render_report", "to_html", "to_markdown"]
 
@@ -110,13 +111,15 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
         summary = ensure_summary(results)
         frames = dict(metrics) if metrics is not None else cluster_metrics(summary, partitions,
                                                                            cluster)
+        flags = Flags(None if is_summary(results) else results[
+            (results["cluster"].astype("str") == cluster).to_numpy()], summary)
         sections = _analysis(summary, frames, partitions, mine_jobs, cluster, out / slug,
-                             figures)
+                             figures, flags)
         if counters is not None and len(counters):
             mine = results[(results["cluster"].astype("str") == cluster).to_numpy()]
             sections.insert(len(sections) - 1, _counters_section(counters, mine))
     else:
-        said = findings.jobs(jobs_mod.state_counts(mine_jobs), mine_jobs)
+        said = [f.text for f in findings.jobs(jobs_mod.state_counts(mine_jobs), mine_jobs)]
         sections = [Section("Summary", "summary", [Block("p", f"No results for cluster {cluster}.")]
                             + ([Block("list", items=tuple(said))] if said else []))]
     sections.append(_jobs_section(mine_jobs))
@@ -205,7 +208,7 @@ def _tables(items: list[Table]) -> list[Block]:
 
 def _analysis(summary: pd.DataFrame, metrics: Mapping[str, pd.DataFrame],
               partitions: pd.DataFrame | None, jobs: pd.DataFrame, cluster: str,
-              stem: Path, figures: list[Figure]) -> list[Section]:
+              stem: Path, figures: list[Figure], flags: Flags) -> list[Section]:
     """The summary and every analysis section that has data."""
     m = filter_cluster(dict(metrics), cluster)
     local = summary[summary["cluster"].astype("str") == cluster].reset_index(drop=True)
@@ -220,12 +223,16 @@ def _analysis(summary: pd.DataFrame, metrics: Mapping[str, pd.DataFrame],
     def path(name: str) -> Path:
         return stem.with_name(f"{stem.name}-{name}.png")
 
-    said = (findings.scaling(m["fits"])
-            + findings.threads(m["best_threads"], m["speedup"], m["doubling_penalty"], local)
-            + findings.ratios(m["ratios"]) + findings.roofline(m["roofline"])
-            + findings.jobs(jobs_mod.state_counts(jobs), jobs))
-    summary_sec = Section("Summary", "summary", [Block("p", findings.overview(local)),
-                                                 Block("list", items=tuple(said))])
+    said, caveats = order(findings.threads(m["best_threads"], m["speedup"],
+                                           m["doubling_penalty"], local, flags)
+                          + findings.ratios(m["ratios"], flags) + findings.scaling(m["fits"])
+                          + findings.roofline(m["roofline"])
+                          + findings.jobs(jobs_mod.state_counts(jobs), jobs))
+    summary_sec = Section("Summary", "summary", [
+        Block("p", findings.overview(local)), Block("list", items=tuple(f.text for f in said))]
+        + ([Block("h3", "Caveats"), Block("p", CAVEATS),
+            Block("list", items=tuple(f"{f.text} Why a caveat: {f.reason}." for f in caveats))]
+           if caveats else []))
     scaling = Section("Scaling with n", anchor("Scaling with n"),
                       fig(plots.time_vs_n(local, path("time")))
                       + _tables(tables.fit_table(m["fits"]))
@@ -255,6 +262,10 @@ def _analysis(summary: pd.DataFrame, metrics: Mapping[str, pd.DataFrame],
             Section("How to read this report", anchor("How to read this report"),
                     [Block("list", items=NOTATION)])]
 
+
+CAVEATS = ("Not findings: these numbers rest on a flagged point (timed while the machine was "
+           "shared, too few repeats, a failed check) or are not physical, so they may be "
+           "artifacts; each says why.")
 
 NOTATION = (
     "Every number is built on medians over repeats; a configuration is one kernel, "

@@ -173,6 +173,8 @@ def _add_header(files: Any, lines: list[str]) -> None:
     import html
 
     text = files.markdown.read_text().splitlines(keepends=True)
+    if any(t.startswith("- **jobs ran:**") for t in text):  # the report dates its jobs itself, in UTC:
+        lines = [line for line in lines if not line.startswith("Dates: ")]  # one date line, one format
     block = ["\n"] + [f"- {line}\n" for line in lines]
     files.markdown.write_text("".join(text[:1] + block + text[1:]))
     page = files.html.read_text()

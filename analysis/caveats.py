@@ -1,0 +1,115 @@
+"""Which findings lead the summary and which are caveats (issue 28).
+
+A summary is read top-down and its first line is believed. On a shared
+machine the biggest raw numbers are often artifacts (a 1591× ratio from two
+jobs on one core, a "speedup" of 0.6×, time falling as n grows), so the
+summary ranks its findings by effect size (|log| of the ratio it states)
+among those free of flags, and lists the flagged ones apart, each with the
+reason it is not a finding. A point is flagged when its rows were timed
+while the machine was shared (the `overlap` note), when its job failed its
+correctness check (state CHECK_FAILED), or when it has fewer than
+MIN_REPEATS repeats; a finding is flagged when any point it rests on is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from analysis.overlap_points import flagged_rows
+from analysis.schema import group_columns
+
+MIN_REPEATS = 3  # fewer repeats give an interval too wide (or none) to lead with
+
+
+class Finding(str):
+    """One summary sentence (a str, so it reads as one); `effect` (|log| of
+    its ratio) ranks it, `reason` makes it a caveat."""
+
+    effect: float | None
+    reason: str | None
+
+    def __new__(cls, text: str, effect: float | None = None, reason: str | None = None
+                ) -> Finding:
+        made = super().__new__(cls, text)
+        made.effect, made.reason = effect, reason
+        return made
+
+    @property
+    def text(self) -> str:
+        return str(self)
+
+
+def effect(ratio: object) -> float | None:
+    """|log ratio|, the size of an effect whichever way it goes (None if not a ratio)."""
+    try:
+        value = float(ratio)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return abs(math.log(value)) if math.isfinite(value) and value > 0 else None
+
+
+def order(found: Iterable[Finding]) -> tuple[list[Finding], list[Finding]]:
+    """(findings, caveats): ranked ones by effect, largest first, then the
+    descriptive ones (no effect) in their given order; caveats by effect too."""
+    items = list(found)
+    lead = [f for f in items if f.reason is None]
+    flagged = [f for f in items if f.reason is not None]
+    ranked = sorted((f for f in lead if f.effect is not None), key=lambda f: -(f.effect or 0.0))
+    plain = [f for f in lead if f.effect is None]
+    flagged.sort(key=lambda f: -(f.effect if f.effect is not None else -1.0))
+    return ranked + plain, flagged
+
+
+def _norm(value: Any) -> Any:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value.item() if hasattr(value, "item") else value
+
+
+class Flags:
+    """Reasons per measured point (group columns, threads, n), looked up by row."""
+
+    def __init__(self, results: pd.DataFrame | None, summary: pd.DataFrame) -> None:
+        self.keys = group_columns(summary) + ["threads", "n"]
+        self.why: dict[tuple[Any, ...], str] = {}
+        if len(summary) and "repeats" in summary.columns:
+            few = summary[summary["repeats"] < MIN_REPEATS]
+            for row in few[self.keys + ["repeats"]].itertuples(index=False):
+                self.why[self._key(row._asdict())] = (
+                    f"only {int(row.repeats)} repeat(s) (at least {MIN_REPEATS} needed)")
+        if results is None or not len(results) or not set(self.keys) <= set(results.columns):
+            return
+        shared = flagged_rows(results).to_numpy()
+        failed = (results["state"].astype("string").fillna("") == "CHECK_FAILED").to_numpy() \
+            if "state" in results.columns else shared & False
+        for mask, reason in ((shared, "timed while another job shared the machine (overlap)"),
+                             (failed, "its job failed the correctness check (CHECK_FAILED)")):
+            rows = results.loc[mask, self.keys].drop_duplicates()
+            for row in rows.itertuples(index=False):
+                self.why[self._key(row._asdict())] = reason
+
+    def _key(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
+        return tuple(_norm(row.get(k)) for k in self.keys)
+
+    def reason(self, row: Mapping[str, Any] | pd.Series, **override: Any) -> str | None:
+        """Why the point `row` (with `override` applied) is flagged, or None."""
+        values = dict(row)
+        values.update(override)
+        if not self.why:
+            return None
+        return self.why.get(self._key(values))
+
+    def any_reason(self, rows: Iterable[tuple[Mapping[str, Any] | pd.Series, dict[str, Any]]]
+                   ) -> str | None:
+        """The first reason among several points (row, override) a finding rests on."""
+        for row, override in rows:
+            why = self.reason(row, **override)
+            if why:
+                return why
+        return None

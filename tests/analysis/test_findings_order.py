@@ -1,0 +1,88 @@
+"""The summary leads with the largest effect outside the noise; flagged
+numbers (shared machine, non-physical) go to Caveats with their reason (issue 28)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.caveats import Finding, effect, order
+from analysis.report import render_report
+
+RowMaker = Callable[..., pd.DataFrame]
+SIZES = (64, 128, 256, 512)
+
+
+def _times(scale: float, exponent: float = 2.0) -> dict[tuple[int, int], list[float]]:
+    """Four tight repeats per size: intervals narrow enough to be outside the noise."""
+    return {(1, n): [scale * (n / 64) ** exponent * f for f in (1.0, 1.01, 1.02, 1.03)]
+            for n in SIZES}
+
+
+def _campaign(rows: RowMaker) -> pd.DataFrame:
+    naive = rows(_times(1e-3), variant="naive")
+    memopt = rows(_times(1e-3 / 3.13), variant="memopt")  # the real finding: 3.13×
+    fortran = rows(_times(1e-3), kernel="stream", impl="fortran", variant="naive")
+    c = rows({k: [t * 1.5 for t in v] for k, v in _times(1e-3).items()}, kernel="stream",
+             impl="c", variant="naive")
+    # The largest raw ratio: one point of c timed while another job shared its core.
+    shared = (c["n"] == SIZES[-1]).to_numpy()
+    c.loc[shared, "time_s"] *= 1000.0
+    c["overlap"] = np.where(shared, "shared with job 42 on vm", None)
+    falling = rows(_times(1e-3, exponent=-0.11), kernel="decode", variant="naive")
+    return pd.concat([naive, memopt, fortran, c, falling], ignore_index=True)
+
+
+def _summary(md: str) -> tuple[list[str], list[str]]:
+    part = md[md.index("## Summary"):md.index("## Scaling")]
+    lead, _, rest = part.partition("### Caveats")
+    return re.findall(r"^- (.*)$", lead, re.M), re.findall(r"^- (.*)$", rest, re.M)
+
+
+def test_first_finding_is_largest_clean_effect(tmp_path: Path, rows: RowMaker) -> None:
+    files = render_report(_campaign(rows), None, None, tmp_path, "anvil")
+    said, caveats = _summary(files.markdown.read_text())
+    assert "memopt" in said[0] and "3.13× faster" in said[0], said
+    assert not any("c vs fortran" in s and "1.5e+03" in s for s in said)
+    shared = [c for c in caveats if "c vs fortran" in c or "fortran vs c" in c]
+    assert shared and "shared the machine" in shared[0], caveats
+    falling = [c for c in caveats if c.startswith("decode: time grows as n^-")]
+    assert falling and "not physical" in falling[0], caveats
+    assert not any(s.startswith("decode: time grows as n^-") for s in said)
+    page = files.html.read_text()
+    assert page.index("memopt is 3.13× faster") < page.index("Caveats") < page.index(
+        "shared the machine")
+
+
+def test_order_ranks_by_effect_and_keeps_descriptive_last() -> None:
+    found = [Finding("plain"), Finding("small", effect(1.2)), Finding("flagged", effect(900.0),
+                                                                      "overlap"),
+             Finding("big", effect(1 / 4.0))]
+    lead, caveats = order(found)
+    assert [f.text for f in lead] == ["big", "small", "plain"]
+    assert [f.text for f in caveats] == ["flagged"]
+
+
+def test_slowdown_and_failed_check_are_caveats(tmp_path: Path, rows: RowMaker) -> None:
+    """More threads slower everywhere: 'Largest speedup' below 1 is a caveat; a
+    point whose job failed its check never leads (its ratio is the largest)."""
+    times = {(t, n): [1e-6 * n * (1.0 if t == 1 else 1.6) * f for f in (1.0, 1.01, 1.02, 1.03)]
+             for t in (1, 2) for n in SIZES}
+    naive = rows(times, variant="naive")
+    memopt = rows({k: [x / 2 for x in v] for k, v in times.items()}, variant="memopt")
+    failed = rows({k: [x / 50 for x in v] for k, v in times.items() if k[1] == SIZES[0]},
+                  impl="fortran", variant="naive")
+    frame = pd.concat([naive, memopt, failed], ignore_index=True)
+    frame["state"] = np.where(frame["impl"] == "fortran", "CHECK_FAILED", "COMPLETED")
+    said, caveats = _summary(render_report(frame, None, None, tmp_path, "anvil")
+                             .markdown.read_text())
+    slow = [c for c in caveats if c.startswith("Largest speedup: 0.6")]
+    assert slow and "below 1" in slow[0], caveats
+    checked = [c for c in caveats if "CHECK_FAILED" in c]
+    assert checked and "fortran" in checked[0], caveats
+    assert not any("CHECK_FAILED" in s or s.startswith("Largest speedup") for s in said)
+    assert "memopt is 2× faster" in said[0] or "memopt is 2.00× faster" in said[0], said

@@ -1,0 +1,135 @@
+"""The figures hold up (issue 28): no panel is empty when its table has data,
+tick labels are plain (no '0.062×'), no two labels overlap. Checked on
+matplotlib's own objects (texts' window extents from the figure's renderer)
+as each figure is saved, for a campaign with a single thread doubling and a
+128-thread Delta-shaped import (through `campaign import`, cluster delta)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.report import render_report
+from tests.analysis.conftest import make_rows
+from tests.conftest import run_cli
+
+# '2×', '1/16×', '0.5×', '50 ms', '4K', '128', '20', '1.5×': what a reader can use.
+TICK = re.compile(r"^(1/\d+×|\d+(\.\d)?[×%]?|0\.\d×|\d+(\.\d)? ?[µnm]?s|\d+[KM]|)$")
+
+
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """Every figure the report saves, kept open for inspection."""
+    from matplotlib.figure import Figure
+
+    saved: list[Any] = []
+    original: Callable[..., Any] = Figure.savefig
+
+    def keep(self: Any, *args: Any, **kwargs: Any) -> Any:
+        saved.append(self)
+        return original(self, *args, **kwargs)
+    monkeypatch.setattr(Figure, "savefig", keep)
+    yield saved
+
+
+def _texts(fig: Any) -> list[Any]:
+    """The visible, non-empty labels of a figure: titles, axis and tick labels, legend."""
+    out = []
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        out += [ax.title, ax._left_title, ax.xaxis.label, ax.yaxis.label]
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            index = 0 if axis is ax.xaxis else 1
+            out += [t for t in axis.get_ticklabels()
+                    if lo <= t.get_position()[index] <= hi]
+    for legend in fig.legends:
+        out += legend.get_texts()
+    return [t for t in out if t.get_visible() and t.get_text().strip()]
+
+
+def check(fig: Any) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()  # the report closed it: a fresh Agg canvas
+    fig.draw(renderer)
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.get_title(loc="left") or hasattr(ax, "_colorbar"):
+            continue  # colour bars and twin axes (their panel is checked) carry no data
+        x0, x1 = sorted(ax.get_xlim())
+        y0, y1 = sorted(ax.get_ylim())
+        inside = 0
+        for line in ax.get_lines():
+            x, y = (np.asarray(v, dtype=float) for v in line.get_data())
+            inside += int(np.sum((x > x0) & (x < x1) & (y > y0) & (y < y1)))
+        for coll in ax.collections:
+            offsets = np.asarray(coll.get_offsets(), dtype=float).reshape(-1, 2)
+            inside += int(np.sum((offsets[:, 0] > x0) & (offsets[:, 0] < x1)
+                                 & (offsets[:, 1] > y0) & (offsets[:, 1] < y1)))
+        inside += len(ax.images)
+        assert inside, f"empty panel: {ax.get_title(loc='left')!r} in {fig.get_suptitle()!r}"
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            index = 0 if axis is ax.xaxis else 1
+            shown = [t.get_text() for t in axis.get_ticklabels()
+                     if lo <= t.get_position()[index] <= hi and t.get_text()]
+            assert shown, f"no tick label on an axis of {ax.get_title(loc='left')!r}"
+            odd = [s for s in shown if not TICK.match(s)]
+            assert not odd, f"odd tick labels {odd} in {ax.get_title(loc='left')!r}"
+    # A twin axes shares its x axis: the same label at the same place is one label.
+    unique = {(t.get_text(), tuple(np.round(t.get_window_extent(renderer).bounds, 1))): t
+              for t in _texts(fig)}
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in unique.values()]
+    for (a, box_a), (b, box_b) in itertools.combinations(boxes, 2):
+        small_a, small_b = box_a.expanded(0.95, 0.9), box_b.expanded(0.95, 0.9)
+        assert not small_a.overlaps(small_b), f"labels overlap: {a!r} and {b!r}"
+
+
+def test_single_doubling_figures(tmp_path: Path, drawn: list[Any]) -> None:
+    times = {(t, n): [1e-9 * n * n * (1.0 if t == 1 else 5.16) * f for f in (1, 1.01, 1.02, 1.03)]
+             for t in (1, 2) for n in (64, 128, 256, 512)}
+    results = pd.concat([make_rows(times, variant=v) for v in ("naive", "memopt")],
+                        ignore_index=True)
+    facts = pd.DataFrame([dict(cluster="anvil", partition="wholenode", cores=2,
+                               numa_domains=1)])
+    files = render_report(results, facts, None, tmp_path, "anvil")
+    assert "5.16×" in files.markdown.read_text()  # the doubling table lists it ...
+    names = [Path(p).name for p in files.plots]
+    assert "anvil-doubling.png" in names  # ... and its figure is drawn and checked below
+    assert len(drawn) == len(files.plots)
+    for fig in drawn:
+        check(fig)
+
+
+def test_delta_128_thread_import_figures(tmp_path: Path, drawn: list[Any]) -> None:
+    lines = ["cluster,partition,kernel,impl,variant,device,threads,n,repeat,time_s,d,dtype"]
+    for impl, variant in (("c", "naive"), ("fortran", "naive"), ("c", "memopt")):
+        for t in (1, 2, 4, 8, 16, 32, 64, 128):
+            for n in (1024, 4096, 16384, 65536):
+                base = 1e-10 * n * n * (0.4 if variant == "memopt" else 1.0)
+                for r in range(4):
+                    seconds = base / min(t, 48) * (1 + 0.02 * t / 128) * (1 + 0.01 * r)
+                    lines.append(f"delta,cpu,attention_forward,{impl},{variant},cpu,{t},{n},{r},"
+                                 f"{seconds:.6e},64,fp32")
+    csv = tmp_path / "delta.csv"
+    csv.write_text("\n".join(lines) + "\n")
+    ledger = tmp_path / "ledger.sqlite"
+    proc = run_cli("--ledger", str(ledger), "import", str(csv), "--campaign", "delta128",
+                   cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    from campaign.analyze import write_reports
+    from campaign.ledger import Ledger
+
+    written = write_reports(Ledger(ledger), tmp_path / "report", cluster="delta")
+    assert any(p.name == "delta.html" for p in written)
+    assert len(drawn) >= 5
+    for fig in drawn:
+        check(fig)
