@@ -49,12 +49,12 @@ slurm-up:
 slurm-down:
 	bash .ci/slurm-down.sh
 
-# Headless Chromium (and a font) for the report's browser test, from Debian; once.
+# Headless Chromium (and a font) for the report's browser test, and zsh for the completion test, from Debian; once.
 browser:
-	@command -v chromium >/dev/null && dpkg -s fonts-dejavu-core >/dev/null 2>&1 || { \
-	  echo "installing chromium and fonts-dejavu-core (Debian)"; \
+	@command -v chromium >/dev/null && command -v zsh >/dev/null && dpkg -s fonts-dejavu-core >/dev/null 2>&1 || { \
+	  echo "installing chromium, fonts-dejavu-core and zsh (Debian; zsh: the completion test)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	    --no-install-recommends chromium fonts-dejavu-core >/dev/null; }
+	    --no-install-recommends chromium fonts-dejavu-core zsh >/dev/null; }
 
 # Everything: install, start the real single-node Slurm, run the whole suite: first
 # in TEST_WORKERS pytest-xdist workers (most Slurm tests wait on the scheduler, so more
