@@ -47,6 +47,20 @@ class RowFilter:
     without_runs: Any = None  # a sqlalchemy Table with a run_id column
 
 
+def attempt_filter(stmt: Any, where: RowFilter | None) -> Any:
+    """`where`'s dates and commit on a statement that selects from JobAttempt:
+    one definition for the rows read (statement) and the runs whose identity
+    is judged (campaign.results.latest), so both select the same attempts."""
+    if where is not None and where.since is not None:
+        stmt = stmt.where(JobAttempt.started_at >= where.since)
+    if where is not None and where.until is not None:
+        stmt = stmt.where(JobAttempt.started_at < where.until)
+    if where is not None and where.commit is not None:
+        made = select(Provenance.id).where(Provenance.git_commit.startswith(where.commit, autoescape=True))
+        stmt = stmt.where(JobAttempt.provenance_id.in_(made))
+    return stmt
+
+
 def statement(campaign: str | Sequence[str] | None, cluster: str | None, usable_only: bool, all_extras: bool,
                where: RowFilter | None = None) -> Any:
     cols: list[Any] = [getattr(ResultRow, c) for c in EXPORT_COLUMNS]
@@ -65,13 +79,7 @@ def statement(campaign: str | Sequence[str] | None, cluster: str | None, usable_
         stmt = stmt.where(Campaign.name.in_([campaign] if isinstance(campaign, str) else list(campaign)))
     if cluster:
         stmt = stmt.where(ResultRow.cluster == cluster)
-    if where is not None and where.since is not None:
-        stmt = stmt.where(JobAttempt.started_at >= where.since)
-    if where is not None and where.until is not None:
-        stmt = stmt.where(JobAttempt.started_at < where.until)
-    if where is not None and where.commit is not None:
-        made = select(Provenance.id).where(Provenance.git_commit.startswith(where.commit, autoescape=True))
-        stmt = stmt.where(JobAttempt.provenance_id.in_(made))
+    stmt = attempt_filter(stmt, where)
     if where is not None and where.without_runs is not None:
         left = select(where.without_runs.c.run_id)
         stmt = stmt.where(or_(JobAttempt.run_id.is_(None), JobAttempt.run_id.not_in(left)))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
+from tests.fixtures.delta_import import write_delta_128
 from tests.report.browser import Chromium
 
 FIGURES_JS = """(() => {
@@ -51,16 +52,7 @@ FIGURES_JS = """(() => {
 @pytest.fixture(scope="module")
 def delta_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("delta128")
-    lines = ["cluster,partition,kernel,impl,variant,device,threads,n,repeat,time_s,d,dtype"]
-    for impl, variant in (("c", "naive"), ("fortran", "naive"), ("c", "memopt")):
-        for t in (1, 2, 4, 8, 16, 32, 64, 128):
-            for n in (1024, 4096, 16384, 65536):
-                base = 1e-10 * n * n * (0.4 if variant == "memopt" else 1.0)
-                for r in range(4):
-                    seconds = base / min(t, 48) * (1 + 0.02 * t / 128) * (1 + 0.01 * r)
-                    lines.append(f"delta,cpu,attention_forward,{impl},{variant},cpu,{t},{n},"
-                                 f"{r},{seconds:.6e},64,fp32")
-    (work / "delta.csv").write_text("\n".join(lines) + "\n")
+    write_delta_128(work / "delta.csv")
     for args in (("import", "delta.csv", "--campaign", "delta128"),
                  ("report", "--cluster", "delta", "--out", "report")):
         proc = run_cli("--ledger", str(work / "ledger.sqlite"), *args, cwd=work)

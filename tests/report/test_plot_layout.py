@@ -19,6 +19,7 @@ import pytest
 from analysis.report import render_report
 from tests.analysis.conftest import make_rows
 from tests.conftest import run_cli
+from tests.fixtures.delta_import import write_delta_128
 
 # '2×', '1/16×', '0.5×', '50 ms', '4K', '128', '20', '1.5×': what a reader can use.
 TICK = re.compile(r"^(1/\d+×|\d+(\.\d)?[×%]?|0\.\d×|\d+(\.\d)? ?[µnm]?s|\d+[KM]|)$")
@@ -110,17 +111,7 @@ def test_single_doubling_figures(tmp_path: Path, drawn: list[Any]) -> None:
 
 
 def test_delta_128_thread_import_figures(tmp_path: Path, drawn: list[Any]) -> None:
-    lines = ["cluster,partition,kernel,impl,variant,device,threads,n,repeat,time_s,d,dtype"]
-    for impl, variant in (("c", "naive"), ("fortran", "naive"), ("c", "memopt")):
-        for t in (1, 2, 4, 8, 16, 32, 64, 128):
-            for n in (1024, 4096, 16384, 65536):
-                base = 1e-10 * n * n * (0.4 if variant == "memopt" else 1.0)
-                for r in range(4):
-                    seconds = base / min(t, 48) * (1 + 0.02 * t / 128) * (1 + 0.01 * r)
-                    lines.append(f"delta,cpu,attention_forward,{impl},{variant},cpu,{t},{n},{r},"
-                                 f"{seconds:.6e},64,fp32")
-    csv = tmp_path / "delta.csv"
-    csv.write_text("\n".join(lines) + "\n")
+    csv = write_delta_128(tmp_path / "delta.csv")
     ledger = tmp_path / "ledger.sqlite"
     proc = run_cli("--ledger", str(ledger), "import", str(csv), "--campaign", "delta128",
                    cwd=tmp_path)
