@@ -32,6 +32,7 @@ from campaign.errors import BadInputError, ConfigError, LedgerError, one_line
 from campaign.ledger import Campaign, Ledger, Provenance
 from campaign.ledger import queries as q
 from campaign.ledger.db import schema_number
+from campaign.ledger.migrate import sqlite_copy
 from campaign.ledger.models import SCHEMA_VERSION
 from campaign.results.export import RowFilter, Superseded, latest_frame
 from campaign.results.store import IMPORT_BACKEND
@@ -137,14 +138,7 @@ def open_for_reading(path: Path, tmp: Path) -> Ledger:
         raise BadInputError(f"ledger {path} is an empty file, not a campaign ledger")
     version = _schema_version(path)
     if version < SCHEMA_VERSION:
-        copy = tmp / f"{len(list(tmp.iterdir()))}-ledger.sqlite"
-        src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        dst = sqlite3.connect(copy)
-        try:
-            src.backup(dst)
-        finally:
-            dst.close()
-            src.close()
+        copy = sqlite_copy(path, tmp / f"{len(list(tmp.iterdir()))}-ledger.sqlite")
         return Ledger(copy, create=False)
     return Ledger(path, create=False, read_only=True)
 

@@ -66,7 +66,7 @@ class _Pending:
     run_id: int
     campaign_id: int
     ref: JobRef
-    output_path: str  # a str: a Path per open attempt cost 2.4 s of a 100,000-job sync; `output` makes one
+    output_path: str  # a str, not a Path per open attempt (a 100,000-job sync holds them all); `output` makes one
     seen: tuple[Any, ...]  # the _SEEN columns as the driver returned them (q.stored_rows)
     partition: str = ""  # the run's, read by _partitions for attempts whose rows are stored
     change: dict[str, Any] | None = None  # an open status's columns that differ from `seen` (_changed)

@@ -81,6 +81,20 @@ def backup_path(path: Path, version: int) -> Path:
     return path.with_name(f"{path.name}.v{version}.{stamp_}.bak")
 
 
+def sqlite_copy(path: Path, target: Path) -> Path:
+    """A complete copy of a SQLite file through SQLite's online backup, read
+    from a read-only connection (the source is never written, and committed
+    pages still in its -wal file are in the copy)."""
+    src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60)
+    dst = sqlite3.connect(target)
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()
+    return target
+
+
 def backup_sqlite(path: Path, version: int, journal_mode: str) -> Path:
     """Copy the ledger before any change. The caller holds the write lock
     (BEGIN IMMEDIATE), so nobody changes the file during the copy.
@@ -93,14 +107,7 @@ def backup_sqlite(path: Path, version: int, journal_mode: str) -> Path:
         # From a second connection: a connection inside a write transaction
         # cannot be a backup source. Ours has written nothing yet, and WAL
         # lets the second one read the committed state beside it.
-        src = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
-        dst = sqlite3.connect(target)
-        try:
-            src.backup(dst)
-        finally:
-            dst.close()
-            src.close()
-        return target
+        return sqlite_copy(path, target)
     shutil.copyfile(path, target)
     if target.name != f"{path.name}.v{version}.bak":
         plain = path.with_name(f"{path.name}.v{version}.bak")

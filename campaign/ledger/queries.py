@@ -205,8 +205,9 @@ def _processors(table: Table, columns: Sequence[str], dialect: Any) -> list[tupl
     out: list[tuple[int, Any, dict[Any, Any]]] = []
     for i, name in enumerate(columns):
         kind = table.c[name].type
-        proc = kind._cached_bind_processor(dialect)
-        if proc is not None and isinstance(kind, JSON) and getattr(dialect, "_json_serializer", None) is None:
+        proc = kind.dialect_impl(dialect).bind_processor(dialect)
+        # campaign.ledger.db makes every engine with SQLAlchemy's default JSON serializer (json.dumps)
+        if proc is not None and isinstance(kind, JSON):
             proc = _json_text(proc)
         if proc is not None:
             out.append((i, proc, {}))

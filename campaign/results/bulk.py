@@ -77,8 +77,7 @@ def insert_results(s: Session, blocks: Sequence[LedgerColumns]) -> None:
     if dialect.name != "sqlite":
         conn.execute(insert(TABLE), [row for b in blocks for row in b.dicts()])
         return
-    procs = {name: TABLE.c[name].type._cached_bind_processor(dialect) for name in COLUMNS}
-    default_json = getattr(dialect, "_json_serializer", None) is None
+    procs = {name: TABLE.c[name].type.dialect_impl(dialect).bind_processor(dialect) for name in COLUMNS}
     quote = dialect.identifier_preparer.quote
     driver: Any = conn.connection.driver_connection  # the session's own sqlite3 connection, in its transaction
     writer = BlockInsert(f"INSERT INTO {quote(TABLE.name)} ({', '.join(quote(c) for c in COLUMNS)})",
@@ -86,7 +85,7 @@ def insert_results(s: Session, blocks: Sequence[LedgerColumns]) -> None:
     cursor = driver.cursor()
     try:
         for block in blocks:
-            bound = _bound_columns(block, procs, default_json)
+            bound = _bound_columns(block, procs)
             known = frozenset(i for i, name in enumerate(COLUMNS) if name in block.same)
             for sql, params in writer.statements(bound, block.length, known):
                 cursor.execute(sql, params)
@@ -103,14 +102,13 @@ def _params(block: LedgerColumns) -> list[Any]:
     return block.extras.get("params") or [None] * block.length
 
 
-def _bound_columns(block: LedgerColumns, procs: Mapping[str, Callable[[Any], Any] | None],
-                   default_json: bool) -> list[list[Any]]:
+def _bound_columns(block: LedgerColumns, procs: Mapping[str, Callable[[Any], Any] | None]) -> list[list[Any]]:
     """The block's values in COLUMNS order, as each column's bind processor makes them."""
     cols = []
     for name in COLUMNS:
         proc = procs[name]
         if name == "extra" and proc is not None:
-            cols.append(_extra_texts(block, proc, default_json))
+            cols.append(_extra_texts(block, proc))
             continue
         values = block.values.get(name) or [None] * block.length
         if proc is not None and not (name in FLOAT_COLUMNS and set(map(type, values)) <= _FLOATS):
@@ -119,11 +117,12 @@ def _bound_columns(block: LedgerColumns, procs: Mapping[str, Callable[[Any], Any
     return cols
 
 
-def _extra_texts(block: LedgerColumns, proc: Callable[[Any], Any], default_json: bool) -> list[Any]:
+def _extra_texts(block: LedgerColumns, proc: Callable[[Any], Any]) -> list[Any]:
     """The `extra` column as its bind processor writes it: json.dumps of the
-    row's dict (built here from the columns when the serializer is json.dumps)."""
+    row's dict (built here from the columns: campaign.ledger.db makes every
+    engine with SQLAlchemy's default JSON serializer, json.dumps)."""
     null = proc(None)
-    if block.extra_rows is not None or not default_json:
+    if block.extra_rows is not None:
         return [proc(e) if e else null for e in block.extra_dicts()]
     if not block.extras:
         return [null] * block.length

@@ -27,7 +27,6 @@ from campaign.results.query import (
     RowFilter,
     read_frame,
     settled_dtypes,
-    shared_texts,
     statement,
 )
 
@@ -64,7 +63,7 @@ def _read(led: Ledger, campaign: str | Sequence[str] | None, cluster: str | None
           all_extras: bool, where: RowFilter | None, latest: bool) -> tuple[Any, Superseded]:
     import pandas as pd  # lazy: `jobs`/`status` never build frames (pandas ~0.4 s)
 
-    with led.session() as s, shared_texts(s):
+    with led.session() as s:
         found = superseded(s, campaign, usable_only, where) if latest else Superseded()
         table = holder(s, found)
         if table is not None:

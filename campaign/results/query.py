@@ -1,6 +1,6 @@
 """The one SELECT of result rows (export, report, advice, compare) and how it
 is fetched: filters by campaign, cluster, usable state, dates and commit, and
-the driver's own rows where SQLAlchemy would not change them.
+plain tuples in chunks.
 
 Shared by campaign.results.export (the general read) and
 campaign.results.by_attempt (the SQLite read that takes each attempt's texts
@@ -9,14 +9,12 @@ once), so both select exactly the same rows.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CursorResult, String, func, or_, select, type_coerce
+from sqlalchemy import String, func, or_, select, type_coerce
 from sqlalchemy.orm import Session
 
 from campaign.ledger import Campaign, JobAttempt, Provenance, ResultRow, Run
@@ -93,55 +91,11 @@ def statement(campaign: str | Sequence[str] | None, cluster: str | None, usable_
 Fetch = Callable[[int], Sequence[tuple[Any, ...]]]
 
 
-@contextmanager
-def shared_texts(s: Session) -> Iterator[None]:
-    """On SQLite, one str object per distinct text while the rows are read: the driver otherwise
-    makes a new one per cell, and a million rows repeat a few cluster, kernel or state names
-    ten times over. The values are the same; the frame takes half the memory (1.4 -> 0.75 GB
-    per million rows) and grouping by these columns hashes each text once. Restored after."""
-    driver = getattr(s.connection().connection, "driver_connection", None)
-    if not isinstance(driver, sqlite3.Connection):
-        yield
-        return
-    memo: dict[bytes, str] = {}
-
-    def shared(raw: bytes) -> str:
-        text = memo.get(raw)
-        if text is None:
-            text = memo[raw] = raw.decode()
-        return text
-
-    before = driver.text_factory
-    driver.text_factory = shared
-    try:
-        yield
-    finally:
-        driver.text_factory = before
-
-
 def fetch_rows(s: Session, stmt: Any) -> tuple[list[str], Fetch]:
-    """The statement's column names and a `fetchmany` of plain tuples."""
+    """The statement's column names and a `fetchmany` of plain tuples (a Row
+    has attributes, one is "dtype", that pandas would misread)."""
     result = s.connection().execute(stmt)
-    fetch = raw_fetch(result)
-    if fetch is None:  # plain tuples: a Row has attributes (one is "dtype") that pandas would misread
-        return list(result.keys()), lambda size: [tuple(r) for r in result.fetchmany(size)]
-    return list(result.keys()), fetch
-
-
-def raw_fetch(result: CursorResult[Any]) -> Fetch | None:
-    """`fetchmany` of the driver's own rows, or None where SQLAlchemy would
-    change them (a result processor, a tuple filter). Here it changes nothing:
-    every column is a str, int or float the driver already returns as such,
-    and building a Row per result row, then a tuple of it, was ~70% of the
-    read (issue 18). The fetch strategy still serves rows it buffered."""
-    meta, strategy = getattr(result, "_metadata", None), getattr(result, "cursor_strategy", None)
-    processors = getattr(meta, "_processors", None)
-    if (strategy is None or processors is None or any(p is not None for p in processors)
-            or getattr(meta, "_tuplefilter", None) is not None):
-        return None
-    return lambda size: strategy.fetchmany(result, result.cursor, size)  # type: ignore[no-any-return]
-
-
+    return list(result.keys()), lambda size: [tuple(r) for r in result.fetchmany(size)]
 
 
 def read_frame(s: Session, stmt: Any, *, objects: bool = False) -> Any:

@@ -88,19 +88,6 @@ def test_frame_is_the_row_by_row_frame(tmp_path: Path, monkeypatch: pytest.Monke
     led.close()
 
 
-def test_the_driver_rows_are_read_here(tmp_path: Path) -> None:
-    """The raw path is the one taken on SQLite (else the test above compares
-    the old read with itself), and it holds every kind of row."""
-    led = Ledger(tmp_path / "ledger.sqlite")
-    _fill(led, tmp_path)
-    for all_extras in (True, False):
-        with led.session() as s:
-            fetch = query.raw_fetch(s.connection().execute(query.statement(None, None, False, all_extras)))
-            assert fetch is not None
-            assert len(fetch(100)) == 8
-    led.close()
-
-
 @pytest.mark.postgres
 def test_frame_is_the_row_by_row_frame_on_postgres(new_pg_ledger: Callable[[], str], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,7 +102,4 @@ def test_frame_is_the_row_by_row_frame_on_postgres(new_pg_ledger: Callable[[], s
         new = results_frame(led, **kwargs)
         assert list(new.dtypes) == list(old.dtypes), kwargs
         pd.testing.assert_frame_equal(new, old, check_exact=True)
-    with led.session() as s:
-        # psycopg's values need no SQLAlchemy processor either: the driver path is the one compared
-        assert query.raw_fetch(s.connection().execute(query.statement(None, None, False, True))) is not None
     led.close()

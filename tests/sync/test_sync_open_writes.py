@@ -78,6 +78,6 @@ def test_json_columns_write_the_column_processors_text(tmp_path: Path) -> None:
     dialect = led.engine.dialect
     for table, column in ((RUN_TABLE, "spec"), (ATTEMPT_TABLE, "n"), (ATTEMPT_TABLE, "missing_n")):
         ((_, fast, _),) = _processors(table, [column], dialect)
-        own = table.c[column].type._cached_bind_processor(dialect)
+        own = table.c[column].type.dialect_impl(dialect).bind_processor(dialect)
         for value in ({"a": [1, True, 1.0, None, "ü\n"], "b": {"z": 1, "a": 2}}, [3, 4], [], None):
             assert fast(value) == own(value), (column, value)
