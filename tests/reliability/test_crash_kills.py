@@ -11,12 +11,16 @@ import os
 import random
 import signal
 import subprocess
+import threading
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
+from campaign.claims import claimed
+from campaign.ledger import Campaign, Ledger
 from tests.conftest import CAMPAIGN, run_cli, sql_rows
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL, KNOWN_CSV
 
@@ -48,6 +52,42 @@ def _twice_at_once(argv: list[str], env: dict[str, str]) -> list[tuple[str, str]
              for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert sorted(p.returncode for p in procs) == [0, 3], outs
+    return outs
+
+
+def _twice_while_held(argv: list[str], env: dict[str, str], ledger: Path, campaign: str) -> list[tuple[str, str]]:
+    """The same command started twice while this test holds the campaign's claim, released only once both
+    said they wait for it: both began before either could act, however slowly a loaded machine starts them
+    (started merely "at once", the first rerun could finish before the second began, and the second then
+    rightly reran the first one's fresh failures: CI saw exactly that). Exit codes as `_twice_at_once`."""
+    led = Ledger(ledger)
+    with led.session() as s:
+        camp_id = s.scalar(select(Campaign.id).where(Campaign.name == campaign))
+    assert camp_id is not None
+    waiting = [threading.Event(), threading.Event()]
+    errs: list[list[str]] = [[], []]
+
+    def read(i: int, proc: subprocess.Popen[str]) -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            errs[i].append(line)
+            if "waiting for `test-hold`" in line:
+                waiting[i].set()
+
+    with claimed(led, [camp_id], "test-hold"):
+        procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+        readers = [threading.Thread(target=read, args=(i, p), daemon=True) for i, p in enumerate(procs)]
+        for r in readers:
+            r.start()
+        for i, ev in enumerate(waiting):
+            assert ev.wait(120), f"command {i} never waited for the held claim: {errs[i]}"
+    outs = [(p.communicate(timeout=300)[0], "") for p in procs]
+    for r in readers:
+        r.join(10)
+    outs = [(out, "".join(err)) for (out, _), err in zip(outs, errs, strict=True)]
+    assert sorted(p.returncode for p in procs) == [0, 3], outs
+    led.engine.dispose()
     return outs
 
 
@@ -155,7 +195,7 @@ def test_two_identical_submits_and_reruns_together_run_each_job_once(work: Path)
     _check_once(ledger, work)
     assert sql_rows(ledger, "SELECT count(*) FROM job_attempt") == [(2 * RUNS,)]
     rerun = [str(CAMPAIGN), "--ledger", str(ledger), "rerun", "crash", "--failed"]
-    outs = _twice_at_once(rerun, env)
+    outs = _twice_while_held(rerun, env, ledger, "crash")
     _settle(ledger, env)
     _check_once(ledger, work)
     assert sql_rows(ledger, "SELECT count(*) FROM job_attempt") == [(3 * RUNS,)], outs  # one new attempt per failed run
