@@ -30,9 +30,11 @@ BELOW_S = 100e-6
 # A batch lasts at least this long: the event pair's cost (a few us) is then
 # ~1% of the batch, and the batch is still far shorter than a repeat budget.
 TARGET_S = 500e-6
-# Never more calls than this in one batch (a call that measures as ~0 would
-# otherwise ask for an unbounded batch).
-MAX_CALLS = 4096
+# Never more calls than this in one batch: a call that measures as ~0 would
+# otherwise ask for an unbounded batch, and the whole batch must sit in the
+# GPU's launch queue (about a thousand launches; a call may be several)
+# before the GPU reaches it (kernels/torch/timing.py: the spin).
+MAX_CALLS = 256
 # Calibration steps (each one timed batch): enough to go from 1 call to
 # MAX_CALLS by the growth rule below.
 MAX_STEPS = 16

@@ -37,6 +37,9 @@ FLUSH_BYTES_MIN = 256 * 2**20
 # the Python launch latency (what triton.testing.do_bench achieves with its
 # cache clear). About 0.1 ms at H200 boost clocks; never part of time_s.
 SPIN_CYCLES = 200_000
+# A batch's spin never exceeds this (a host that cannot keep ahead of the GPU
+# would otherwise double it without end).
+MAX_SPIN_S = 0.05
 
 Outputs = Sequence[torch.Tensor]
 
@@ -79,33 +82,107 @@ def time_first_call(fn: Callable[[], Outputs], device: torch.device) -> tuple[fl
     return (time.perf_counter_ns() - t0) * 1e-9, out
 
 
-def time_batch(fn: Callable[[], Outputs], calls: int, device: torch.device) -> tuple[float, Outputs]:
-    """Seconds of `calls` back-to-back steady-state calls (the batch, not per
-    call): one CUDA event pair (after a synchronize and a short spin, see
-    SPIN_CYCLES) on the GPU, perf_counter_ns on the CPU."""
+@dataclass(frozen=True)
+class Batch:
+    """One timed batch: GPU (or CPU) seconds of all its calls, the host's
+    seconds to enqueue them, and whether the GPU was still spinning when the
+    host had queued the last call (`ahead`: then the events timed the calls
+    back to back on the GPU, not the host's launch rate)."""
+
+    seconds: float
+    outputs: Outputs
+    host_s: float
+    ahead: bool
+
+
+_CYCLES_PER_S: dict[int, float] = {}
+
+
+def spin_cycles_per_s(device: torch.device) -> float:
+    """The rate of torch.cuda._sleep's cycles, measured once per device (a
+    spin of a given length in seconds needs it; the SM clock varies)."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _CYCLES_PER_S:
+        cycles = 4 * SPIN_CYCLES
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize(device)
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        end.synchronize()
+        seconds = start.elapsed_time(end) * 1e-3
+        _CYCLES_PER_S[index] = cycles / seconds if seconds > 0 else 2e9
+    return _CYCLES_PER_S[index]
+
+
+def time_batch(fn: Callable[[], Outputs], calls: int, device: torch.device, spin_s: float = 0.0) -> Batch:
+    """`calls` back-to-back steady-state calls timed together (the batch, not
+    per call): on the GPU one CUDA event pair, queued behind a spin of at
+    least SPIN_CYCLES (or `spin_s` seconds, if longer) so that the host
+    enqueues the calls while the GPU is busy and the pair times the device
+    work; perf_counter_ns on the CPU."""
     calls = max(1, int(calls))
     if device.type != "cuda":
         t0 = time.perf_counter_ns()
         for _ in range(calls):
             out = fn()
-        return (time.perf_counter_ns() - t0) * 1e-9, out
+        seconds = (time.perf_counter_ns() - t0) * 1e-9
+        return Batch(seconds, out, seconds, True)
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize(device)
     spin = getattr(torch.cuda, "_sleep", None)  # private API; absent => no spin
     if spin is not None:
-        spin(SPIN_CYCLES)
+        cycles = SPIN_CYCLES if spin_s <= 0 else max(SPIN_CYCLES, int(spin_s * spin_cycles_per_s(device)))
+        spin(cycles)
     start.record()
+    t0 = time.perf_counter_ns()
     for _ in range(calls):
         out = fn()
     end.record()
+    host_s = (time.perf_counter_ns() - t0) * 1e-9
+    ahead = not start.query()  # the GPU had not reached the batch when the last call was queued
     end.synchronize()
-    return start.elapsed_time(end) * 1e-3, out
+    return Batch(start.elapsed_time(end) * 1e-3, out, host_s, ahead)
 
 
 def time_call(fn: Callable[[], Outputs], device: torch.device) -> tuple[float, Outputs]:
     """Seconds of one steady-state call (a batch of one)."""
-    return time_batch(fn, 1, device)
+    b = time_batch(fn, 1, device)
+    return b.seconds, b.outputs
+
+
+def spin_for(host_per_call_s: float, calls: int) -> float:
+    """Seconds of spin that cover the host's enqueueing of `calls` calls,
+    with a margin: the GPU must not start the batch before it is queued."""
+    return 1.5 * host_per_call_s * calls + 50e-6
+
+
+class BatchPlan:
+    """The batch size of one point and the spin that keeps its batches
+    queued ahead of the GPU (batching.calibrate sizes it; the host's
+    enqueue time per call, the largest seen, sizes the spin)."""
+
+    def __init__(self, fn: Callable[[], Outputs], device: torch.device, target_s: float) -> None:
+        self.fn, self.device, self.host_per_call = fn, device, 0.0
+        self.calls = batching.calibrate(self._probe, target_s) if target_s > 0 else 1
+        self.spin_s = spin_for(self.host_per_call, self.calls) if self.calls > 1 else 0.0
+
+    def _probe(self, calls: int) -> float:
+        b = time_batch(self.fn, calls, self.device, spin_for(self.host_per_call, calls) if calls > 1 else 0.0)
+        if not b.ahead and calls > 1:  # the spin did not cover the host: once more with its measured time
+            self.host_per_call = max(self.host_per_call, b.host_s / calls)
+            b = time_batch(self.fn, calls, self.device, spin_for(self.host_per_call, calls))
+        self.host_per_call = max(self.host_per_call, b.host_s / calls)
+        return b.seconds
+
+    def time(self) -> Batch:
+        """One timed repeat; a batch the GPU reached before it was queued
+        (the host was slowed) doubles the spin for the next repeats."""
+        b = time_batch(self.fn, self.calls, self.device, self.spin_s)
+        if not b.ahead and self.calls > 1:
+            self.spin_s = min(2 * max(self.spin_s, 50e-6), MAX_SPIN_S)
+        return b
 
 
 @dataclass
@@ -129,15 +206,14 @@ def measure(case: Timed, repeats: int, warmup: int, device: torch.device,
     for _ in range(warmup):
         case.poison()
         out = case.run()
-    calls = 1
-    if device.type == "cuda" and batch_target_s > 0:
-        calls = batching.calibrate(lambda k: time_batch(case.run, k, device)[0], batch_target_s)
+    plan = BatchPlan(case.run, device, batch_target_s if device.type == "cuda" else 0.0)
     times: list[float] = []
     for _ in range(repeats):
         case.poison()
         if flush is not None:
             flush()
-        t, out = time_batch(case.run, calls, device)
-        times.append(t / calls)
+        b = plan.time()
+        out = b.outputs
+        times.append(b.seconds / plan.calls)
     sync(device)
-    return Measurement(first, times, out, calls)
+    return Measurement(first, times, out, plan.calls)
