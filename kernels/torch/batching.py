@@ -35,6 +35,12 @@ TARGET_S = 500e-6
 # GPU's launch queue (about a thousand launches; a call may be several)
 # before the GPU reaches it (kernels/torch/timing.py: the spin).
 MAX_CALLS = 256
+# Single calls timed before deciding whether to batch at all; the fastest
+# counts. Measured on the H200 (BENCHMARKS.md, issue 30): with one probe, one
+# slow first call (16 us kernels timed at >= 100 us) left 18 of 84 runs of
+# points unbatched in one of two runs, and those were 10 of the 10 points
+# the two runs disagreed on.
+SINGLE_PROBES = 3
 # Calibration steps (each one timed batch): enough to go from 1 call to
 # MAX_CALLS by the growth rule below.
 MAX_STEPS = 16
@@ -86,13 +92,15 @@ def next_calls(calls: int, batch_s: float, target_s: float = TARGET_S,
 def calibrate(time_batch: Callable[[int], float], target_s: float = TARGET_S, below_s: float = BELOW_S,
               max_calls: int = MAX_CALLS) -> int:
     """The batch size for one point. `time_batch(k)` times k back-to-back
-    calls and returns seconds. One call first: at or above `below_s` (or
-    batching off) the answer is 1. Otherwise batches grow (next_calls) until
+    calls and returns seconds. Single calls first (SINGLE_PROBES, the
+    fastest counts): at or above `below_s` (or batching off) the answer is 1. Otherwise batches grow (next_calls) until
     one lasts `target_s`; the answer is the size that did, or max_calls."""
     if not _finite_positive(target_s):
         return 1
     max_calls = max(1, int(max_calls))
-    single = time_batch(1)
+    probes = [time_batch(1) for _ in range(SINGLE_PROBES)]
+    usable = [t for t in probes if _finite_positive(t)]
+    single = min(usable) if usable else math.nan
     if calls_for(single, target_s, below_s, max_calls) == 1:
         return 1
     calls, batch_s = 1, single
