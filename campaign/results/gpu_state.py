@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from campaign.ledger import JobAttempt, ResultRow, Run
@@ -39,14 +39,24 @@ def gpu_state_records(s: Session, campaign_ids: Sequence[int], where: RowFilter 
     if not campaign_ids:
         return []
     cols = [ResultRow.extra[column].as_string().label(key) for column, key in KEYS]
-    # a job row's campaign is its run's, an imported row's the one it was imported into (as query.statement)
-    stmt = (select(*cols).outerjoin(JobAttempt, ResultRow.attempt_id == JobAttempt.id)
-            .outerjoin(Run, Run.id == JobAttempt.run_id)
-            .where(func.coalesce(Run.campaign_id, ResultRow.campaign_id).in_(list(campaign_ids))))
-    stmt = attempt_filter(stmt, where).distinct()
+    ids = list(campaign_ids)
+    # a job row's campaign is its run's, an imported row's the one it was imported into (as
+    # query.statement); two selects, so that each walks an index (attempts of the runs, or
+    # result.campaign_id) rather than every row of the ledger
+    jobs = (select(*cols).join(JobAttempt, ResultRow.attempt_id == JobAttempt.id)
+            .join(Run, Run.id == JobAttempt.run_id).where(Run.campaign_id.in_(ids)))
+    jobs = attempt_filter(jobs, where)
+    stmts = [jobs.distinct()]
+    if where is None or (where.since is None and where.until is None and where.commit is None):
+        # imported rows have no job start or commit: a date or commit selection leaves them out
+        stmts.append(select(*cols).where(ResultRow.attempt_id.is_(None), ResultRow.campaign_id.in_(ids)).distinct())
+    seen: set[tuple[str, ...]] = set()
+    for stmt in stmts:
+        for found in s.execute(stmt):
+            seen.add(tuple("" if v is None else str(v) for v in found))
     records = []
-    for row in s.execute(stmt):
-        state = {key: str(value) for (_, key), value in zip(KEYS, row) if value not in (None, "")}
+    for values in seen:
+        state = {key: value for (_, key), value in zip(KEYS, values) if value}
         if state:
             records.append({"gpu": state})
     return sorted(records, key=lambda r: sorted(r["gpu"].items()))
