@@ -73,8 +73,9 @@ def parse_smi(line: str) -> dict[str, str]:
     if len(fields) < 3:
         return out
     for col, text in zip(COLUMNS[:2], fields[:2]):
-        if text.isdigit():
-            out[col] = text
+        number = text.split()[0] if text.split() else ""  # '1980' or, without nounits, '1980 MHz'
+        if number.isdigit():
+            out[col] = number
     try:
         out["gpu_throttle"] = throttle_text(reason_names(int(fields[2], 16)))
     except ValueError:

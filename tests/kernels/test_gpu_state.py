@@ -34,6 +34,8 @@ def test_parse_smi_lines_of_several_drivers() -> None:
     assert parse_smi("") == dict.fromkeys(COLUMNS, "")
     assert parse_smi("1980, 3201") == dict.fromkeys(COLUMNS, "")
     assert parse_smi("1980, Not Supported, 0x8")["gpu_mem_mhz"] == ""
+    assert parse_smi("1980 MHz, 3201 MHz, 0x0")["gpu_sm_mhz"] == "1980"  # a driver that ignores nounits
+    assert parse_smi("-5, 1e9, 0xZZ") == dict.fromkeys(COLUMNS, "")  # nonsense stays empty
 
 
 class FakeNvml:
