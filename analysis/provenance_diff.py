@@ -31,6 +31,8 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("libraries", ("packages.*", "environment.libraries.*")),
     ("node", ("hostname", "environment.node.*", "gpu_model", "config.cluster.partitions.*.gpu_model")),
     ("driver", ("environment.driver*", "environment.node.driver*")),
+    # what the jobs' GPUs ran at (campaign.results.gpu_state, from the rows' gpu_* columns)
+    ("gpu clocks", ("gpu.*",)),
     ("job environment", ("config.cluster.env.*", "config.cluster.partitions.*.env.*",
                          "config.cluster.omp_*", "config.cluster.stack_unlimited")),
     ("config", ("config.*",)),

@@ -35,6 +35,7 @@ from campaign.ledger.db import schema_number
 from campaign.ledger.migrate import sqlite_copy
 from campaign.ledger.models import SCHEMA_VERSION
 from campaign.results.export import RowFilter, Superseded, latest_frame
+from campaign.results.gpu_state import gpu_state_records
 from campaign.results.store import IMPORT_BACKEND
 
 SELECTION_KEYS = ("campaign", "cluster", "since", "until", "commit", "ledger")
@@ -157,8 +158,10 @@ def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[
         if sel.commit is not None:
             which = which.where(Provenance.git_commit.startswith(sel.commit, autoescape=True))
         provs = list(s.scalars(which.order_by(Provenance.id)))
+        where = RowFilter(since=sel.since, until=sel.until, commit=sel.commit)
+        gpu_records = gpu_state_records(s, [c.id for c in camps], where)  # clocks the jobs ran at
     frame, left = latest_frame(led, campaign=sel.campaign, cluster=sel.cluster, usable_only=True, all_extras=False,
-                               where=RowFilter(since=sel.since, until=sel.until, commit=sel.commit))
+                               where=where)
     if frame.empty:
         raise BadInputError(f"selection {sel.text!r} has no usable results")
     gpus = {str(g) for g in frame["gpu_model"].dropna().unique() if str(g)} if "gpu_model" in frame else set()
@@ -172,7 +175,7 @@ def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[
                         "packages": p.packages, "environment": p.environment or {},
                         "config": config if isinstance(config, dict) else {},
                         "gpu_model": sorted(gpus) or None})
-    return frame, records, camps, left
+    return frame, records + gpu_records, camps, left
 
 
 def references_frame(camps: list[Campaign]) -> Any:

@@ -4,7 +4,9 @@ and the toolchain facts (`environment`) that `campaign compare` diffs.
 The environment is read on the submit host: for the local backend that is
 the node itself; on Slurm the compilers and binaries are the ones the jobs
 use (built on the shared filesystem), while the CPU/GPU model and driver
-describe the login node (the job side's own node facts are not recorded yet).
+describe the login node. The job side's GPU clocks and throttle reasons
+come with the CUDA rows themselves (kernels/torch/gpu_state.py) and join the
+provenance that `compare` diffs through campaign.results.gpu_state.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ Split from harness.py, which re-exports them (gemm_shapes uses harness.positive_
 from __future__ import annotations
 
 import argparse
+import math
 
 
 def positive_int(text: str) -> int:
@@ -27,6 +28,17 @@ def nonnegative_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} must be >= 0")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    """argparse type: a finite number >= 0 (nan and inf are no duration)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number >= 0")
     return value
 
 

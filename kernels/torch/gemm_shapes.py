@@ -189,9 +189,15 @@ def _layer_case(ops: dict[str, Operands]) -> hz.Case:
 
 
 def _measure_rows(case: hz.Case, args: argparse.Namespace, device: torch.device, base: dict[str, str]) -> list[dict[str, str]]:
-    m = hz.measure(case, args.repeats, args.warmup, device)
+    gpu = hz.GpuState.shared(device) if device.type == "cuda" else None
+    if gpu is not None:
+        gpu.begin()
+    m = hz.measure(case, args.repeats, args.warmup, device, None, args.batch_target_us * 1e-6)
+    state = gpu.sample() if gpu is not None else {}
     err = case.check(m.outputs) if args.check else None
     row = dict(base, first_call_s=hz.format_float(m.first_call_s), rel_err=hz.format_float(err))
+    if device.type == "cuda":
+        row.update(state, calls=str(m.calls))
     return [dict(row, repeat=str(i), time_s=hz.format_float(t)) for i, t in enumerate(m.times_s)]
 
 
@@ -306,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     gemms, shapes = resolve(args, parser)
     device = hz.setup_runtime(args)
     env = hz.environment_columns(device, args)
-    columns = hz.CSV_COLUMNS + EXTRA_COLUMNS
+    columns = hz.CSV_COLUMNS + EXTRA_COLUMNS + (hz.CUDA_COLUMNS if device.type == "cuda" else ())
     # each s (the n of the contract) on disk as soon as all its shapes are measured: a job stopped by
     # its walltime keeps the finished s for the ledger, like every other kernel (campaign.partial)
     out = hz.CsvAppender(args.out, columns)

@@ -12,7 +12,10 @@ Measurement rules the harness enforces (docs/design.md#kernel-program-contract):
 - one process runs the whole n-sweep; inputs are fresh, seeded, standard normal
   (never zeros) for every n;
 - the first call is timed apart (`first_call_s`: lazy init, JIT, torch.compile);
-- W untimed warm-ups, then R timed repeats, each one row;
+- W untimed warm-ups, then R timed repeats, each one row; on CUDA a repeat
+  times a back-to-back batch of calls when one call is under ~100 us
+  (kernels/torch/timing.py, batching.py; `calls` says how many, time_s is
+  per call);
 - the output is poisoned (NaN) before every call where the kernel writes into a
   buffer we own, and `rel_err` turns NaN if any element stayed unwritten.
 """
@@ -22,14 +25,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
 
-from kernels.torch import perf, profile
-from kernels.torch.argtypes import nonnegative_int, positive_int, positive_int_list
+from kernels.torch import batching, perf, profile
+from kernels.torch.argtypes import nonnegative_float, nonnegative_int, positive_int, positive_int_list
 
 # Re-exported: the kernel programs use them as harness.* (e.g. harness.rel_err).
 from kernels.torch.checks import nan_poison, rel_err, to64  # noqa: F401
@@ -40,19 +42,27 @@ from kernels.torch.csvout import (  # noqa: F401
     format_float,
     write_csv_atomic,
 )
+from kernels.torch.gpu_state import COLUMNS as GPU_STATE_COLUMNS
+from kernels.torch.gpu_state import GpuState
 from kernels.torch.memory import available_bytes
+from kernels.torch.timing import (  # noqa: F401  (re-exported: harness.measure etc.)
+    FLUSH_BYTES_MIN,
+    SPIN_CYCLES,
+    Flusher,
+    Measurement,
+    measure,
+    sync,
+    time_call,
+    time_first_call,
+)
 
 DTYPES: dict[str, torch.dtype] = {
     "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
 }
-# A buffer written between repeats must exceed the last-level cache; 256 MiB is
-# over 2x the L2 of an H200 (60 MB) and over the L3 of common CPU sockets.
-FLUSH_BYTES_MIN = 256 * 2**20
-# Cycles of GPU spin queued before each timed call: the host then enqueues the
-# call while the GPU is still busy, so the events time the device work and not
-# the Python launch latency (what triton.testing.do_bench achieves with its
-# cache clear). About 0.1 ms at H200 boost clocks; never part of time_s.
-SPIN_CYCLES = 200_000
+# Columns a CUDA run adds after the kernel's own (docs/contracts.md): the calls
+# each repeat timed together (time_s is per call), the GPU's clocks and
+# throttle reasons at this n (kernels/torch/gpu_state.py).
+CUDA_COLUMNS: tuple[str, ...] = ("calls", *GPU_STATE_COLUMNS)
 # Fraction of the available memory a run may plan to use before we refuse it.
 MEMORY_HEADROOM = 0.9
 
@@ -147,6 +157,9 @@ def build_parser(name: str, variants: Sequence[str]) -> argparse.ArgumentParser:
     parser.add_argument("--check", action="store_true", help="rel_err vs a float64 reference")
     parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.add_argument("--l2-flush", action="store_true", help="write a big buffer before each repeat")
+    parser.add_argument("--batch-target-us", type=nonnegative_float, default=batching.TARGET_S * 1e6,
+                        help="CUDA: calls under 100 us are timed in back-to-back batches of about this "
+                             "many us (0: one call per repeat)")
     parser.add_argument("--out", required=True, help="CSV file to write (atomically)")
     profile.add_args(parser)
     return parser
@@ -197,83 +210,7 @@ def guard_memory(spec: KernelSpec, args: argparse.Namespace, n: int, device: tor
         )
 
 
-# --------------------------------------------------------------------------- timing
-
-
-class Flusher:
-    """Writes a buffer larger than the last-level cache between repeats."""
-
-    def __init__(self, device: torch.device) -> None:
-        size = FLUSH_BYTES_MIN
-        if device.type == "cuda":
-            l2 = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0))
-            size = max(size, 2 * l2)
-        self.buffer = torch.empty(size // 4, dtype=torch.float32, device=device)
-
-    def __call__(self) -> None:
-        self.buffer.fill_(1.0)
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def time_first_call(fn: Callable[[], Outputs], device: torch.device) -> tuple[float, Outputs]:
-    """Wall-clock seconds of one call, host work (compilation) included."""
-    _sync(device)
-    t0 = time.perf_counter_ns()
-    out = fn()
-    _sync(device)
-    return (time.perf_counter_ns() - t0) * 1e-9, out
-
-
-def time_call(fn: Callable[[], Outputs], device: torch.device) -> tuple[float, Outputs]:
-    """Seconds of one steady-state call: CUDA event pair on the GPU (after a
-    synchronize and a short spin, see SPIN_CYCLES), perf_counter_ns on the CPU."""
-    if device.type != "cuda":
-        t0 = time.perf_counter_ns()
-        out = fn()
-        return (time.perf_counter_ns() - t0) * 1e-9, out
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize(device)
-    spin = getattr(torch.cuda, "_sleep", None)  # private API; absent => no spin
-    if spin is not None:
-        spin(SPIN_CYCLES)
-    start.record()
-    out = fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1e-3, out
-
-
-@dataclass
-class Measurement:
-    """Timings of one n: the first call, and each timed repeat."""
-
-    first_call_s: float
-    times_s: list[float]
-    outputs: Outputs
-
-
-def measure(case: Case, repeats: int, warmup: int, device: torch.device,
-            flush: Flusher | None = None) -> Measurement:
-    """First call, W warm-ups, R timed repeats; poison before every call."""
-    case.poison()
-    first, out = time_first_call(case.run, device)
-    for _ in range(warmup):
-        case.poison()
-        out = case.run()
-    times: list[float] = []
-    for _ in range(repeats):
-        case.poison()
-        if flush is not None:
-            flush()
-        t, out = time_call(case.run, device)
-        times.append(t)
-    _sync(device)
-    return Measurement(first, times, out)
+# --------------------------------------------------------------------------- profiling
 
 
 def measure_profiled(case: Case, warmup: int, device: torch.device) -> None:
@@ -287,13 +224,13 @@ def measure_profiled(case: Case, warmup: int, device: torch.device) -> None:
         case.poison()
         case.run()
     case.poison()
-    _sync(device)
+    sync(device)
     if control.active:
         control.send("enable")
     elif device.type == "cuda":
         torch.cuda.profiler.start()
     case.run()
-    _sync(device)
+    sync(device)
     if control.active:
         control.send("disable")
     elif device.type == "cuda":
@@ -309,12 +246,17 @@ def _case_context(args: argparse.Namespace, device: torch.device, n: int) -> Cas
 
 
 def run_one_n(spec: KernelSpec, args: argparse.Namespace, device: torch.device, n: int,
-              flush: Flusher | None) -> list[dict[str, str]]:
-    """All rows of one n; raises KernelFailure if it does not fit."""
+              flush: Flusher | None, gpu: GpuState | None = None) -> list[dict[str, str]]:
+    """All rows of one n; raises KernelFailure if it does not fit. On CUDA
+    the rows also carry `calls` (per repeat) and the GPU's clocks and
+    throttle reasons (`gpu`, sampled around this n's calls)."""
     guard_memory(spec, args, n, device)
     try:
         case = spec.build(_case_context(args, device, n))
-        m = measure(case, args.repeats, args.warmup, device, flush)
+        if gpu is not None:
+            gpu.begin()
+        m = measure(case, args.repeats, args.warmup, device, flush, args.batch_target_us * 1e-6)
+        state = gpu.sample() if gpu is not None else {}
         err = case.check(m.outputs) if args.check else None
     except (torch.OutOfMemoryError, MemoryError) as exc:
         raise KernelFailure(
@@ -328,6 +270,8 @@ def run_one_n(spec: KernelSpec, args: argparse.Namespace, device: torch.device, 
     base = environment_columns(device, args)
     base.update(kernel=spec.name, variant=args.variant, n=str(n), backend=case.backend,
                 first_call_s=format_float(m.first_call_s), rel_err=format_float(err))
+    if device.type == "cuda":
+        base.update(state, calls=str(m.calls))
     return [dict(base, repeat=str(i), time_s=format_float(t)) for i, t in enumerate(m.times_s)]
 
 
@@ -363,14 +307,15 @@ def main(spec: KernelSpec, argv: Sequence[str] | None = None) -> int:
         return run_profiled_child(spec, args, device)
     flush = Flusher(device) if args.l2_flush else None
     counters: list[dict[str, str]] = []
-    columns = CSV_COLUMNS + spec.extra_columns
+    columns = CSV_COLUMNS + spec.extra_columns + (CUDA_COLUMNS if device.type == "cuda" else ())
+    gpu = GpuState.shared(device) if device.type == "cuda" else None
     out = CsvAppender(args.out, columns)  # each n's rows on disk as soon as measured
     identity = {"kernel": spec.name, "impl": "torch", "variant": args.variant,
                 "dtype": args.dtype, "d": str(args.d)}
     code = 0
     try:
         for n in args.n:
-            out.append(run_one_n(spec, args, device, n, flush))
+            out.append(run_one_n(spec, args, device, n, flush, gpu))
             if device.type == "cuda":
                 torch.cuda.empty_cache()
             if args.profile != "none":  # after the timed repeats, in its own process

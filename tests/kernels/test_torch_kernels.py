@@ -333,3 +333,34 @@ def test_cuda_cudnn_backend_runs(tmp_path: Path) -> None:
                                "--device", "cuda", "--check", "--repeats", "2")
     assert code == 0 and rows[0]["backend"] == "cudnn"
     assert float(rows[0]["rel_err"]) <= TOL["bf16"]
+
+
+@needs_cuda
+def test_cuda_short_calls_batched(tmp_path: Path) -> None:
+    """Issue 30: a call of a few us is timed in a back-to-back batch lasting
+    about the target (time_s per call, `calls` per repeat), a call of 100 us
+    or more one per repeat, and --batch-target-us 0 keeps the single launch;
+    every CUDA row carries the GPU's clocks and throttle reasons."""
+    from kernels.torch import batching
+
+    short = ["--n", "1024", "--d", "128", "--variant", "sdpa", "--dtype", "bf16", "--device", "cuda",
+             "--repeats", "3"]
+    code, header, rows = run_kernel("decode", tmp_path, *short)
+    assert code == 0 and header == list(harness.CSV_COLUMNS + harness.CUDA_COLUMNS)
+    for r in rows:
+        calls, t = int(r["calls"]), float(r["time_s"])
+        assert 1 < calls <= batching.MAX_CALLS and 0 < t < batching.BELOW_S
+        assert calls * t >= 0.5 * batching.TARGET_S  # the timed batch lasted about the target
+        assert r["gpu_sm_mhz"].isdigit() and int(r["gpu_sm_mhz"]) > 0, r
+        assert r["gpu_mem_mhz"].isdigit() and r["gpu_throttle"], r
+    batched = sorted(float(r["time_s"]) for r in rows)[1]
+    code, _, rows = run_kernel("decode", tmp_path, *short, "--batch-target-us", "0")
+    assert code == 0 and {r["calls"] for r in rows} == {"1"}
+    single = sorted(float(r["time_s"]) for r in rows)[1]
+    # the batch times the GPU, not the host's launch rate: a pinned-SDPA call costs the host
+    # several times its GPU time, so a batch the GPU reached before it was queued would be slower
+    assert batched <= 1.25 * single, (batched, single)
+    code, _, rows = run_kernel("attention_forward", tmp_path, "--n", "8192", "--d", "128", "--variant", "naive",
+                               "--dtype", "fp32", "--device", "cuda", "--repeats", "2")
+    assert code == 0 and {r["calls"] for r in rows} == {"1"}
+    assert min(float(r["time_s"]) for r in rows) >= batching.BELOW_S

@@ -1,0 +1,62 @@
+"""The GPU clocks and throttle reasons a selection's jobs ran at, as
+provenance records for `campaign compare` (issue 30).
+
+The torch kernel programs write them into every CUDA row (kernels/torch/
+gpu_state.py: `gpu_sm_mhz`, `gpu_mem_mhz`, `gpu_throttle`, sampled per n by
+the process that timed it); the ledger keeps them in the row's JSON `extra`.
+They are read here as the distinct (SM clock, memory clock, reasons) of each
+job of the selection, one record per distinct combination, shaped like the
+other provenance records (`{"gpu": {...}}`), so that
+analysis.provenance_diff files a change under "gpu clocks": a NEW side that
+ran power-capped at 1410 MHz shows as `gpu.sm_clock_mhz: 1980 -> 1410` and
+`gpu.throttle_reasons: none -> sw_power_cap` beside its slower points.
+
+Rows without them (CPU jobs, imports, programs older than this, a node
+without NVML or nvidia-smi) add nothing: the diff then says "recorded on one
+side only" rather than inventing a change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from campaign.ledger import JobAttempt, ResultRow, Run
+from campaign.results.query import RowFilter, attempt_filter
+
+# extra column of the kernel CSV -> key under "gpu" in the provenance record
+KEYS: tuple[tuple[str, str], ...] = (
+    ("gpu_sm_mhz", "sm_clock_mhz"), ("gpu_mem_mhz", "mem_clock_mhz"), ("gpu_throttle", "throttle_reasons"),
+)
+
+
+def gpu_state_records(s: Session, campaign_ids: Sequence[int], where: RowFilter | None = None) -> list[dict[str, Any]]:
+    """One `{"gpu": {...}}` record per distinct combination of the selection's
+    jobs' GPU state (none when no row recorded any)."""
+    if not campaign_ids:
+        return []
+    cols = [ResultRow.extra[column].as_string().label(key) for column, key in KEYS]
+    ids = list(campaign_ids)
+    # a job row's campaign is its run's, an imported row's the one it was imported into (as
+    # query.statement); two selects, so that each walks an index (attempts of the runs, or
+    # result.campaign_id) rather than every row of the ledger
+    jobs = (select(*cols).join(JobAttempt, ResultRow.attempt_id == JobAttempt.id)
+            .join(Run, Run.id == JobAttempt.run_id).where(Run.campaign_id.in_(ids)))
+    jobs = attempt_filter(jobs, where)
+    stmts = [jobs.distinct()]
+    if where is None or (where.since is None and where.until is None and where.commit is None):
+        # imported rows have no job start or commit: a date or commit selection leaves them out
+        stmts.append(select(*cols).where(ResultRow.attempt_id.is_(None), ResultRow.campaign_id.in_(ids)).distinct())
+    seen: set[tuple[str, ...]] = set()
+    for stmt in stmts:
+        for found in s.execute(stmt):
+            seen.add(tuple("" if v is None else str(v) for v in found))
+    records = []
+    for values in seen:
+        state = {key: value for (_, key), value in zip(KEYS, values) if value}
+        if state:
+            records.append({"gpu": state})
+    return sorted(records, key=lambda r: sorted(r["gpu"].items()))
