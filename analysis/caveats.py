@@ -7,8 +7,12 @@ summary ranks its findings by effect size (|log| of the ratio it states)
 among those free of flags, and lists the flagged ones apart, each with the
 reason it is not a finding. A point is flagged when its rows were timed
 while the machine was shared (the `overlap` note), when its job failed its
-correctness check (state CHECK_FAILED), or when it has fewer than
-MIN_REPEATS repeats; a finding is flagged when any point it rests on is.
+correctness check (state CHECK_FAILED), when it has fewer than
+MIN_REPEATS repeats, or when its time is over FALLING_FACTOR times that of a
+larger n of the same configuration and thread count beyond both intervals
+(time falling as n grows is not physical: the machine was busy); a finding
+is flagged when any point it rests on is. findings.py flags non-physical
+findings too (a negative exponent, a speedup below 1, a superlinear one).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from analysis.overlap_points import flagged_rows
 from analysis.schema import group_columns
 
 MIN_REPEATS = 3  # fewer repeats give an interval too wide (or none) to lead with
+FALLING_FACTOR = 2.0  # a point this many times slower than a larger n (interval to interval) was disturbed
 
 
 class Finding(str):
@@ -83,6 +88,7 @@ class Flags:
             for row in few[self.keys + ["repeats"]].itertuples(index=False):
                 self.why[self._key(row._asdict())] = (
                     f"only {int(row.repeats)} repeat(s) (at least {MIN_REPEATS} needed)")
+        self._falling(summary)
         if results is None or not len(results) or not set(self.keys) <= set(results.columns):
             return
         shared = flagged_rows(results).to_numpy()
@@ -93,6 +99,22 @@ class Flags:
             rows = results.loc[mask, self.keys].drop_duplicates()
             for row in rows.itertuples(index=False):
                 self.why[self._key(row._asdict())] = reason
+
+    def _falling(self, summary: pd.DataFrame) -> None:
+        """Points whose interval lies over FALLING_FACTOR times above the
+        interval of some larger n of the same configuration and thread count."""
+        if not len(summary) or not {"ci_lo_s", "ci_hi_s", "n"} <= set(summary.columns):
+            return
+        frame = summary.sort_values(self.keys, kind="stable")
+        series = frame[self.keys[:-1]].astype("string").fillna("").agg("\x1f".join, axis=1)
+        # the smallest upper bound over the larger n of the same series (reverse running minimum)
+        later = frame["ci_hi_s"].astype(float)[::-1].groupby(series[::-1].to_numpy()).cummin()[::-1]
+        below = later.groupby(series.to_numpy()).shift(-1)
+        falling = frame[(frame["ci_lo_s"].astype(float) > FALLING_FACTOR * below).to_numpy()]
+        for row in falling[self.keys].itertuples(index=False):
+            self.why.setdefault(self._key(row._asdict()), (
+                f"its time is over {FALLING_FACTOR:g}× that of a larger n of the same configuration: time "
+                "falling as n grows is not physical (the machine was busy)"))
 
     def _key(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
         return tuple(_norm(row.get(k)) for k in self.keys)
