@@ -92,3 +92,12 @@ def test_a_point_slower_than_a_larger_n_is_a_caveat(tmp_path: Path) -> None:
     assert not any("179×" in s for s in said), said
     disturbed = [c for c in flagged if "179× slower" in c]
     assert disturbed and all("larger n" in c for c in disturbed), flagged
+
+
+@pytest.mark.parametrize(("value", "label"), [(0.001, "1/1000×"), (0.01, "1/100×"), (0.05, "1/20×"), (0.5, "0.5×"),
+                                              (2.0, "2×")])
+def test_small_ratio_ticks_are_fractions(value: float, label: str) -> None:
+    """The demo's ratio figure labelled '0.001×' and '0.01×' (zeros a reader miscounts)."""
+    from analysis.display import ratio_tick
+
+    assert ratio_tick(value) == label
