@@ -21,8 +21,10 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from analysis.frames import group_codes
 from analysis.overlap_points import flagged_rows
 from analysis.schema import group_columns
 
@@ -105,12 +107,15 @@ class Flags:
         interval of some larger n of the same configuration and thread count."""
         if not len(summary) or not {"ci_lo_s", "ci_hi_s", "n"} <= set(summary.columns):
             return
-        frame = summary.sort_values(self.keys, kind="stable")
-        series = frame[self.keys[:-1]].astype("string").fillna("").agg("\x1f".join, axis=1)
-        # the smallest upper bound over the larger n of the same series (reverse running minimum)
-        later = frame["ci_hi_s"].astype(float)[::-1].groupby(series[::-1].to_numpy()).cummin()[::-1]
-        below = later.groupby(series.to_numpy()).shift(-1)
-        falling = frame[(frame["ci_lo_s"].astype(float) > FALLING_FACTOR * below).to_numpy()]
+        codes, _ = group_codes(summary, self.keys[:-1])  # one series per configuration and thread count
+        order = np.lexsort((summary["n"].to_numpy(dtype=float), codes))
+        code = codes[order]
+        hi = summary["ci_hi_s"].to_numpy(dtype=float)[order]
+        # the smallest upper bound over the strictly larger n of the same series (reverse running minimum)
+        later = pd.Series(hi[::-1]).groupby(code[::-1]).cummin().to_numpy()[::-1]
+        below = pd.Series(later).groupby(code).shift(-1).to_numpy(dtype=float)
+        lo = summary["ci_lo_s"].to_numpy(dtype=float)[order]
+        falling = summary.iloc[order[lo > FALLING_FACTOR * below]]  # NaN (the largest n) compares False
         for row in falling[self.keys].itertuples(index=False):
             self.why.setdefault(self._key(row._asdict()), (
                 f"its time is over {FALLING_FACTOR:g}× that of a larger n of the same configuration: time "
