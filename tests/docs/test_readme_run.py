@@ -9,7 +9,9 @@ Substitutions, only for what cannot run as-is:
   of the ledger as the block has left it, just before the line that reads it.
 - `/tmp/campaign-slurm/env.sh`: the test Slurm's env file where the fixture
   put it (the same path unless $CAMPAIGN_SLURM_LAB moves the test Slurm).
-Slow (two local smoke campaigns and one on Slurm): marked slurm and serial.
+About two minutes (two local smoke campaigns and one on Slurm, waiting on
+the scheduler): marked slurm, so `make test` starts it first and its waits
+overlap the rest.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from tests.conftest import CAMPAIGN, REPO
 from tests.docs.test_readme_examples import example_commands
 from tests.slurm_cluster import SlurmCluster
 
-pytestmark = [pytest.mark.slurm, pytest.mark.serial]
+pytestmark = pytest.mark.slurm
 EXIT_AS_DOCUMENTED = {"--fail-on": {0, 3}}  # a word of the line -> the exit codes the README gives it
 
 
