@@ -7,8 +7,12 @@ summary ranks its findings by effect size (|log| of the ratio it states)
 among those free of flags, and lists the flagged ones apart, each with the
 reason it is not a finding. A point is flagged when its rows were timed
 while the machine was shared (the `overlap` note), when its job failed its
-correctness check (state CHECK_FAILED), or when it has fewer than
-MIN_REPEATS repeats; a finding is flagged when any point it rests on is.
+correctness check (state CHECK_FAILED), when it has fewer than
+MIN_REPEATS repeats, or when its time is over FALLING_FACTOR times that of a
+larger n of the same configuration and thread count beyond both intervals
+(time falling as n grows is not physical: the machine was busy); a finding
+is flagged when any point it rests on is. findings.py flags non-physical
+findings too (a negative exponent, a speedup below 1, a superlinear one).
 """
 
 from __future__ import annotations
@@ -17,12 +21,15 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from analysis.frames import group_codes
 from analysis.overlap_points import flagged_rows
 from analysis.schema import group_columns
 
 MIN_REPEATS = 3  # fewer repeats give an interval too wide (or none) to lead with
+FALLING_FACTOR = 2.0  # a point this many times slower than a larger n (interval to interval) was disturbed
 
 
 class Finding(str):
@@ -83,6 +90,7 @@ class Flags:
             for row in few[self.keys + ["repeats"]].itertuples(index=False):
                 self.why[self._key(row._asdict())] = (
                     f"only {int(row.repeats)} repeat(s) (at least {MIN_REPEATS} needed)")
+        self._falling(summary)
         if results is None or not len(results) or not set(self.keys) <= set(results.columns):
             return
         shared = flagged_rows(results).to_numpy()
@@ -93,6 +101,25 @@ class Flags:
             rows = results.loc[mask, self.keys].drop_duplicates()
             for row in rows.itertuples(index=False):
                 self.why[self._key(row._asdict())] = reason
+
+    def _falling(self, summary: pd.DataFrame) -> None:
+        """Points whose interval lies over FALLING_FACTOR times above the
+        interval of some larger n of the same configuration and thread count."""
+        if not len(summary) or not {"ci_lo_s", "ci_hi_s", "n"} <= set(summary.columns):
+            return
+        codes, _ = group_codes(summary, self.keys[:-1])  # one series per configuration and thread count
+        order = np.lexsort((summary["n"].to_numpy(dtype=float), codes))
+        code = codes[order]
+        hi = summary["ci_hi_s"].to_numpy(dtype=float)[order]
+        # the smallest upper bound over the strictly larger n of the same series (reverse running minimum)
+        later = pd.Series(hi[::-1]).groupby(code[::-1]).cummin().to_numpy()[::-1]
+        below = pd.Series(later).groupby(code).shift(-1).to_numpy(dtype=float)
+        lo = summary["ci_lo_s"].to_numpy(dtype=float)[order]
+        falling = summary.iloc[order[lo > FALLING_FACTOR * below]]  # NaN (the largest n) compares False
+        for row in falling[self.keys].itertuples(index=False):
+            self.why.setdefault(self._key(row._asdict()), (
+                f"its time is over {FALLING_FACTOR:g}× that of a larger n of the same configuration: time "
+                "falling as n grows is not physical (the machine was busy)"))
 
     def _key(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
         return tuple(_norm(row.get(k)) for k in self.keys)

@@ -22,7 +22,8 @@ from analysis.report_tables import labels, repeats_at, several_threads
 
 MAX_KERNELS = 6
 MAX_RATIOS = 3
-MAX_SCANNED = 1000  # ratios looked at for a clean one per comparison (largest first)
+MAX_SCANNED = 1000  # ratios (speedups) looked at for a clean one per comparison (largest first)
+SUPERLINEAR = 1.05  # an efficiency above this is more than the threads can give beyond noise
 
 
 def _at(row: pd.Series) -> str:
@@ -101,15 +102,7 @@ def threads(best: pd.DataFrame, speedup: pd.DataFrame, penalty: pd.DataFrame,
         out.append(Finding(text + ".", size, why))
     more = speedup[speedup["threads"] > 1] if len(speedup) else speedup
     if len(more):
-        top = more.loc[more["speedup"].idxmax()]
-        why = flags.any_reason([(top, {}), (top, {"threads": 1})])
-        if float(top["speedup"]) < 1:
-            why = ("below 1: more threads made every configuration slower, which on a "
-                   "shared machine means the jobs competed for cores")
-        out.append(Finding(f"Largest speedup: {display.ratio(top['speedup'])} at "
-                           f"{top['threads']} threads (efficiency "
-                           f"{display.percent(top['efficiency'])}) for {_at(top)} at "
-                           f"n = {display.size(top['n'])}.", effect(top["speedup"]), why))
+        out += _speedups(more.sort_values("speedup", ascending=False, kind="stable"), flags)
     if len(penalty):
         shown = penalty[(penalty["penalty"] > 1) & ~penalty["within_noise"].astype(bool)]
         keys = [c for c in shown.columns if c in summary.columns and c not in (
@@ -134,6 +127,33 @@ def threads(best: pd.DataFrame, speedup: pd.DataFrame, penalty: pd.DataFrame,
                                "none is claimed."))
         else:
             out.append(Finding("No thread doubling made a kernel slower beyond the noise."))
+    return out
+
+
+def _speedup_flag(row: pd.Series, flags: Flags) -> str | None:
+    if float(row["speedup"]) < 1:
+        return ("below 1: more threads made every configuration slower, which on a "
+                "shared machine means the jobs competed for cores")
+    if float(row["efficiency"]) > SUPERLINEAR:
+        return (f"efficiency {display.percent(row['efficiency'])} is above 100%: {row['threads']} threads gave more "
+                "than their share, which on a shared or small machine means the 1-thread time was slowed "
+                "(a neighbour, frequency, a cold cache), not that the kernel scales superlinearly")
+    return flags.any_reason([(row, {}), (row, {"threads": 1})])
+
+
+def _speedups(ranked: pd.DataFrame, flags: Flags) -> list[Finding]:
+    """The largest clean speedup; the largest flagged one above it, if any, as a caveat."""
+    out: list[Finding] = []
+    for _, top in ranked.head(MAX_SCANNED).iterrows():
+        why = _speedup_flag(top, flags)
+        if why is not None and out:
+            continue  # one caveat is enough; look on for the clean one
+        out.append(Finding(f"Largest speedup: {display.ratio(top['speedup'])} at "
+                           f"{top['threads']} threads (efficiency "
+                           f"{display.percent(top['efficiency'])}) for {_at(top)} at "
+                           f"n = {display.size(top['n'])}.", effect(top["speedup"]), why))
+        if why is None or float(top["speedup"]) < 1:  # below 1: none further down is above it
+            break
     return out
 
 

@@ -187,12 +187,13 @@ def doubling_penalties(penalty: pd.DataFrame, facts: pd.DataFrame, path: Path) -
             fact = keyed.loc[key]
             cores, numa = float(fact["cores"]), float(fact["numa_domains"])
             if np.isfinite(cores) and np.isfinite(numa) and numa > 1:
-                for k in range(1, int(numa)):
-                    at = k * cores / numa
-                    if x_lo < at < x_hi:
-                        line = ax.axvline(at, color="orange", linestyle="--", linewidth=1.0,
-                                          zorder=1)
-                        handles.setdefault("NUMA domain boundary", line)
+                # every other NUMA domain shaded, not a line: a boundary at k·cores/numa falls
+                # on a measured power of two, and a line there runs through its points
+                for k in range(1, int(numa), 2):
+                    start, end = k * cores / numa, min((k + 1) * cores / numa, cores)
+                    if start < x_hi and end > x_lo:
+                        handles.setdefault("every other NUMA domain (shaded)", ax.axvspan(
+                            max(start, x_lo), min(end, x_hi), color="orange", alpha=0.10, linewidth=0, zorder=0))
             if np.isfinite(cores) and cores < x_hi:  # T beyond the cores: shaded, not a line
                 handles.setdefault("T > physical cores (shaded)", ax.axvspan(
                     max(cores, x_lo), x_hi, color="red", alpha=0.08, linewidth=0, zorder=0))
@@ -205,7 +206,7 @@ def doubling_penalties(penalty: pd.DataFrame, facts: pd.DataFrame, path: Path) -
         ax.set_ylabel("t(T)/t(T/2)")
         return note
     return panels(path, "Thread-doubling penalty t(T)/t(T/2), one colour per n; above 1 = "
-                  "doubling made it slower; orange dashed = NUMA domain boundaries, red shade = "
+                  "doubling made it slower; orange shade = every other NUMA domain, red shade = "
                   "more threads than physical cores (when the partition facts give them)",
                   _by_group(penalty), draw, "groups")
 

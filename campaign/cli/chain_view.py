@@ -9,10 +9,12 @@ names the step they wait for, its state and Slurm's reason (issue 28).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from campaign.cli.show_view import StepFacts
 from campaign.ledger import BuildStep, Campaign, JobAttempt, Ledger, PreflightStep
 from campaign.ledger import queries as q
 from campaign.ledger.models import StepJob
@@ -47,26 +49,18 @@ def open_chain_lines(led: Ledger, campaigns: Sequence[str]) -> list[str]:
     return out
 
 
-def chain_lines(s: Session, att: JobAttempt) -> list[str]:
+def _step(step: StepJob, key: str = "", info: dict[str, Any] | None = None) -> StepFacts:
+    return StepFacts(job_id=step.job_id, state=step.state, reason=step.reason, folder=step.folder, key=key, info=info)
+
+
+def chain_steps(s: Session, att: JobAttempt) -> tuple[StepFacts | None, StepFacts | None]:
+    """The preflight step that gated the attempt and its build (None where there is none), for `show`."""
     run = att.run
     steps = s.scalars(select(PreflightStep).where(PreflightStep.campaign_id == run.campaign_id,
                                                    PreflightStep.partition == run.partition)
                       .order_by(PreflightStep.id.desc()))
     step = next((p for p in steps if att.id in p.attempt_ids), None)
     if step is None:
-        return ["preflight: none (submitted without the build/preflight chain)"]
-    out = [f"preflight: job {step.job_id or '-'} {step.state.value}" + (f" ({step.reason})" if step.reason else "")
-           + f"  folder {step.folder}"]
+        return None, None
     build = s.get(BuildStep, step.build_id) if step.build_id is not None else None
-    if build is None:
-        return out + ["build: none (no C/Fortran programs)"]
-    out.append(f"build: key {build.key}  job {build.job_id or '-'} {build.state.value}  folder {build.folder}")
-    info = build.info or {}
-    comp, flags = info.get("compilers") or {}, info.get("flags") or {}
-    if "cc" in comp:
-        out.append(f"  C:       {comp.get('cc_version') or comp['cc']}  flags {flags.get('cflags', '')}")
-    if "fc" in comp:
-        out.append(f"  Fortran: {comp.get('fc_version') or comp['fc']}  flags {flags.get('fflags', '')}")
-    if info:
-        out.append(f"  on {info.get('host') or '?'}, modules: {' '.join(info.get('modules') or []) or 'none'}")
-    return out
+    return _step(step), (_step(build, build.key, build.info) if build is not None else None)

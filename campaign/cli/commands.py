@@ -155,14 +155,9 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def _job_dicts(rows: list[list[Any]]) -> list[dict[str, Any]]:
-    from campaign.cli.ledger_read import JOB_COLUMNS
-
-    return [dict(zip(JOB_COLUMNS, r)) for r in rows]
-
-
 def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
+    from campaign.cli.ledger_read import job_dicts
 
     _check_interval(args)
     led = ledger(args, create=False)
@@ -174,7 +169,7 @@ def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     rows = views.job_rows(led, args.campaign, None, all_attempts=False)
     if args.format == "json":
         write_json({"campaign": args.campaign, "changed": rep.changed, "ingested_rows": rep.ingested_rows,
-                    "counts": rep.counts, "warnings": rep.warnings, "jobs": _job_dicts(rows)})
+                    "counts": rep.counts, "warnings": rep.warnings, "jobs": job_dicts(rows)})
         return 0
     if args.format == "csv":
         emit_rows("csv", None, views.JOB_COLUMNS, rows)
@@ -221,26 +216,31 @@ def cmd_jobs(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             _refresh(led, args.campaign)
         rows = views.job_rows(led, args.campaign, args.state, all_attempts=args.all_attempts, failed=args.failed)
     if args.format == "json":
-        write_json(_job_dicts(rows))
+        write_json(ledger_read.job_dicts(rows))
     else:
         emit_rows(args.format, None, ledger_read.JOB_COLUMNS, rows)
     return 0
 
 
 def cmd_show(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
+    from campaign.cli import ledger_read, show_view
 
-    led = ledger(args, create=False)
-    if not args.no_sync:
-        _refresh(led, views.campaign_of_job(led, args.job_id))
-    if args.format in ("json", "csv"):
-        rec = views.job_record(led, args.job_id)
-        if args.format == "json":
-            write_json(rec)
-        else:
-            write_csv(list(rec), [list(rec.values())])
-        return 0
-    print(views.show_job(led, args.job_id))
+    # --no-sync on an SQLite ledger of this version: read without SQLAlchemy (start-up time)
+    facts = ledger_read.show_facts(args.ledger, args.job_id) if args.no_sync else None
+    if facts is None:
+        from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
+
+        led = ledger(args, create=False)
+        if not args.no_sync:
+            _refresh(led, views.campaign_of_job(led, args.job_id))
+        facts = views.show_facts(led, args.job_id)
+    rec = show_view.job_record(facts)
+    if args.format == "json":
+        write_json(rec)
+    elif args.format == "csv":
+        write_csv(list(rec), [list(rec.values())])
+    else:
+        print(show_view.show_text(facts))
     return 0
 
 

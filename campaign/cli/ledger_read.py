@@ -1,60 +1,56 @@
-"""`jobs --no-sync` on an SQLite ledger through the standard library's sqlite3.
+"""`jobs --no-sync` and `show --no-sync` on an SQLite ledger through the
+standard library's sqlite3.
 
-Why: the command only reads a few columns, yet SQLAlchemy's import alone
-(~0.25 s on the 2-core dev VM, more under load) is most of the 0.3 s a
-command that does not sync may take (issue 28; BENCHMARKS.md section 6).
+Why: these commands only read, yet SQLAlchemy's import alone (~0.25 s on the
+2-core dev VM, more under load) is most of the 0.3 s a command that does not
+sync may take (issue 28; BENCHMARKS.md section 6).
 
 The rule that keeps it honest: this reader answers only for a ledger file of
-the schema version it was written for, read-only, and returns None for
-anything else (a URL, another version, an unknown campaign or state, any
-sqlite3 error), so the caller takes the ORM path, which owns every error
-message, lock and migration. tests/cli/test_ledger_read.py compares its rows
-with campaign.cli.views.job_rows on a real ledger, and checks that the
-version and the default ledger path agree with campaign.ledger's.
+the schema version it was written for (campaign.ledger.layout, which the ORM
+side uses too), read-only, and returns None for anything else (a URL,
+another version, an unknown campaign, state or job ID, any sqlite3 error or
+value it cannot read), so the caller takes the ORM path, which owns every
+error message, lock and migration. tests/cli/test_ledger_read.py compares its
+rows and show facts with campaign.cli.views' on real ledgers.
 """
 
 from __future__ import annotations
 
-import os
+import json
 import sqlite3
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from campaign.ledger.layout import BUSY_TIMEOUT_MS, SCHEMA_VERSION, default_ledger_path, jobs_statement
+from campaign.ledger.layout import JOB_COLUMNS as JOB_COLUMNS  # the listing's columns, for the callers
 from campaign.states import FAILED_STATES, JobState
 
-SCHEMA_VERSION = 11  # campaign.ledger.models.SCHEMA_VERSION this SQL was written for
-BUSY_TIMEOUT_S = 60.0  # campaign.ledger.db.BUSY_TIMEOUT_MS: wait for a writer rather than fail
-JOB_COLUMNS = ["job_id", "campaign", "kernel", "impl", "variant", "partition", "threads", "dtype", "attempt", "state",
-               "node", "reason"]
-_SELECT = ("SELECT a.job_id, c.name, r.kernel, r.impl, r.variant, r.partition, r.threads, r.dtype, a.attempt, "
-           "a.state, a.node, a.reason FROM job_attempt a JOIN run r ON r.id = a.run_id "
-           "JOIN campaign c ON c.id = r.campaign_id")
+if TYPE_CHECKING:  # imported by show_facts: `jobs` does not pay for the dataclasses (start-up time)
+    from campaign.cli.show_view import AttemptFacts, JobFacts, StepFacts
+
+T = TypeVar("T")
+_ATTEMPT = ("id, attempt, previous_id, job_id, state, reason, scheduler_cluster, array_job_id, array_index, node, "
+            "exit_code, walltime_min, mem_gb, alloc_cpus, alloc_gpus, n, missing_n, submitted_at, started_at, "
+            "ended_at, workdir, output_path, stdout_path, stderr_path")
 
 
 def ledger_file(ledger: Path | None) -> Path | None:
     """The SQLite file `--ledger`/$CAMPAIGN_LEDGER/the default names, or None
     when it is a URL or anything but a plain path (the ORM path decides)."""
-    if ledger is None:
-        env = os.environ.get("CAMPAIGN_LEDGER")
-        data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-        ledger = Path(env) if env else Path(data) / "campaign" / "ledger.sqlite"
-    return None if ":" in str(ledger) else ledger
+    path = ledger if ledger is not None else default_ledger_path()
+    return None if ":" in str(path) else path
 
 
-def job_rows(ledger: Path | None, campaign: str | None, state: str | None, *,
-             all_attempts: bool, failed: bool = False) -> list[list[Any]] | None:
-    """What views.job_rows returns, or None: take the ORM path."""
+def _read(ledger: Path | None, query: Callable[[sqlite3.Connection], T | None]) -> T | None:
+    """query(connection) in one read-only transaction of a ledger of this
+    schema version, or None (take the ORM path)."""
     path = ledger_file(ledger)
     if path is None or not path.is_file():
         return None
     try:
-        wanted = [JobState(state.upper()).name] if state else []
-    except ValueError:
-        return None
-    if failed:
-        wanted += [st.name for st in FAILED_STATES]
-    try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
     except (sqlite3.Error, ValueError):
         return None
     try:
@@ -62,38 +58,100 @@ def job_rows(ledger: Path | None, campaign: str | None, state: str | None, *,
             version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             if version is None or version[0] != str(SCHEMA_VERSION):
                 return None
-            camp_id = None
-            if campaign is not None:
-                found = con.execute("SELECT id FROM campaign WHERE name = ?", (campaign,)).fetchone()
-                if found is None:
-                    return None  # the ORM path's error names the close campaigns
-                camp_id = found[0]
-            sql, params = _statement(camp_id, wanted, latest=not all_attempts)
-            rows = con.execute(sql, params).fetchall()
-    except sqlite3.Error:
+            return query(con)
+    except (sqlite3.Error, ValueError, KeyError, TypeError):  # a value this reader cannot read: the ORM decides
         return None
     finally:
         con.close()
-    return [[*row[:9], JobState[row[9]].value, *row[10:]] for row in rows]
 
 
-def _statement(camp_id: int | None, states: list[str], *, latest: bool) -> tuple[str, list[Any]]:
-    """campaign.ledger.queries.attempt_columns in SQL: the newest attempt of each run (latest) or all."""
-    sql = _SELECT
-    params: list[Any] = []
-    if latest:
-        inner = "SELECT run_id, max(attempt) AS a FROM job_attempt"
-        if camp_id is not None:
-            inner += " WHERE run_id IN (SELECT id FROM run WHERE campaign_id = ?)"
-            params.append(camp_id)
-        sql += f" JOIN ({inner} GROUP BY run_id) n ON a.run_id = n.run_id AND a.attempt = n.a"
-    where = []
-    if camp_id is not None:
-        where.append("r.campaign_id = ?")
-        params.append(camp_id)
-    if states:
-        where.append(f"a.state IN ({', '.join('?' * len(states))})")
-        params += states
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    return sql + " ORDER BY a.id", params
+def job_rows(ledger: Path | None, campaign: str | None, state: str | None, *,
+             all_attempts: bool, failed: bool = False) -> list[list[Any]] | None:
+    """What views.job_rows returns, or None: take the ORM path."""
+    try:
+        wanted = [JobState(state.upper()).name] if state else []
+    except ValueError:
+        return None
+    if failed:
+        wanted += [st.name for st in FAILED_STATES if st.name not in wanted]
+
+    def query(con: sqlite3.Connection) -> list[list[Any]] | None:
+        camp_id = None
+        if campaign is not None:
+            found = con.execute("SELECT id FROM campaign WHERE name = ?", (campaign,)).fetchone()
+            if found is None:
+                return None  # the ORM path's error names the close campaigns
+            camp_id = found[0]
+        sql, params = jobs_statement(camp_id, wanted, latest=not all_attempts)
+        return [[*row[:9], JobState[row[9]].value, *row[10:]] for row in con.execute(sql, params)]
+    return _read(ledger, query)
+
+
+def job_dicts(rows: list[list[Any]]) -> list[dict[str, Any]]:
+    """The listing's rows as JSON objects (`jobs`/`status --format json`)."""
+    return [dict(zip(JOB_COLUMNS, r)) for r in rows]
+
+
+def _json(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _time(text: str | None) -> datetime | None:
+    """campaign.ledger.types.UTCDateTime as stored in SQLite: naive UTC text."""
+    if text is None:
+        return None
+    value = datetime.fromisoformat(text)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _attempt(row: sqlite3.Row) -> AttemptFacts:
+    from campaign.cli.show_view import AttemptFacts
+
+    return AttemptFacts(
+        id=row["id"], attempt=row["attempt"], previous_id=row["previous_id"], job_id=row["job_id"],
+        state=JobState[row["state"]], reason=row["reason"], scheduler_cluster=row["scheduler_cluster"],
+        array_job_id=row["array_job_id"], array_index=row["array_index"], node=row["node"],
+        exit_code=row["exit_code"], walltime_min=row["walltime_min"], mem_gb=row["mem_gb"],
+        alloc_cpus=row["alloc_cpus"], alloc_gpus=row["alloc_gpus"], n=_json(row["n"]),
+        missing_n=_json(row["missing_n"]), submitted_at=_time(row["submitted_at"]),
+        started_at=_time(row["started_at"]), ended_at=_time(row["ended_at"]), workdir=row["workdir"],
+        output_path=row["output_path"], stdout_path=row["stdout_path"], stderr_path=row["stderr_path"])
+
+
+def _step(row: sqlite3.Row, key: str = "", info: dict[str, Any] | None = None) -> StepFacts:
+    from campaign.cli.show_view import StepFacts
+
+    return StepFacts(job_id=row["job_id"], state=JobState[row["state"]], reason=row["reason"], folder=row["folder"],
+                     key=key, info=info)
+
+
+def show_facts(ledger: Path | None, job_id: str) -> JobFacts | None:
+    """What views.show_facts returns, or None: take the ORM path (an unknown job ID included)."""
+    from campaign.cli.show_view import JobFacts
+
+    def query(con: sqlite3.Connection) -> JobFacts | None:
+        con.row_factory = sqlite3.Row
+        att = con.execute(f"SELECT {_ATTEMPT}, run_id FROM job_attempt WHERE job_id = ? ORDER BY id DESC LIMIT 1",
+                          (job_id,)).fetchone()
+        if att is None:
+            return None  # the ORM path's error says what to do
+        run = con.execute("SELECT r.*, c.name AS campaign_name, c.cluster, c.backend FROM run r "
+                          "JOIN campaign c ON c.id = r.campaign_id WHERE r.id = ?", (att["run_id"],)).fetchone()
+        lineage = con.execute(f"SELECT {_ATTEMPT} FROM job_attempt WHERE run_id = ? ORDER BY attempt",
+                              (att["run_id"],)).fetchall()
+        preflight = build = None
+        for step in con.execute("SELECT * FROM preflight_step WHERE campaign_id = ? AND partition = ? "
+                                "ORDER BY id DESC", (run["campaign_id"], run["partition"])):
+            if att["id"] in _json(step["attempt_ids"]):  # campaign.cli.chain_view.chain_steps
+                preflight = _step(step)
+                if step["build_id"] is not None:
+                    b = con.execute("SELECT * FROM build_step WHERE id = ?", (step["build_id"],)).fetchone()
+                    build = None if b is None else _step(b, b["key"], _json(b["info"]))
+                break
+        return JobFacts(
+            attempt=_attempt(att), campaign=run["campaign_name"], cluster=run["cluster"], backend=run["backend"],
+            run_key=run["key"], kernel=run["kernel"], impl=run["impl"], variant=run["variant"],
+            partition=run["partition"], device=run["device"], dtype=run["dtype"], threads=run["threads"],
+            gpus=run["gpus"], spec=_json(run["spec"]), lineage=[_attempt(a) for a in lineage],
+            preflight=preflight, build=build)
+    return _read(ledger, query)

@@ -1,22 +1,48 @@
-"""The ledger: every campaign, run, job attempt and result row, in SQLite."""
+"""The ledger: every campaign, run, job attempt and result row, in SQLite.
 
-from campaign.ledger.db import Ledger, default_ledger_path
-from campaign.ledger.models import (
-    ATTEMPT_TABLE,
-    RESULT_TABLE,
-    RUN_TABLE,
-    BuildStep,
-    Campaign,
-    CampaignClaim,
-    CounterRow,
-    ImportFile,
-    JobAttempt,
-    PreflightStep,
-    Provenance,
-    ResultRow,
-    Run,
-)
+Each name is imported from its module on first use (PEP 562 `__getattr__`),
+so that `campaign.ledger.layout` (the standard-library facts of the ledger:
+schema version, default path, the jobs SQL) can be imported without loading
+SQLAlchemy (issue 28: `jobs --no-sync` and `show --no-sync` read the file
+with sqlite3; tests/cli/test_startup_imports.py keeps it).
+"""
 
-__all__ = ["ATTEMPT_TABLE", "RESULT_TABLE", "RUN_TABLE", "BuildStep", "Campaign", "CampaignClaim", "CounterRow", "ImportFile", "JobAttempt", "Ledger",
-           "PreflightStep", "Provenance", "ResultRow",
-           "Run", "default_ledger_path"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what mypy and readers see; at run time __getattr__ below imports on demand
+    from campaign.ledger.db import Ledger, default_ledger_path
+    from campaign.ledger.models import (
+        ATTEMPT_TABLE,
+        RESULT_TABLE,
+        RUN_TABLE,
+        BuildStep,
+        Campaign,
+        CampaignClaim,
+        CounterRow,
+        ImportFile,
+        JobAttempt,
+        PreflightStep,
+        Provenance,
+        ResultRow,
+        Run,
+    )
+
+__all__ = ["ATTEMPT_TABLE", "RESULT_TABLE", "RUN_TABLE", "BuildStep", "Campaign", "CampaignClaim", "CounterRow",
+           "ImportFile", "JobAttempt", "Ledger", "PreflightStep", "Provenance", "ResultRow", "Run",
+           "default_ledger_path"]
+_DB = ("Ledger", "default_ledger_path")
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module 'campaign.ledger' has no attribute {name!r}")
+    value = getattr(importlib.import_module("campaign.ledger.db" if name in _DB else "campaign.ledger.models"), name)
+    globals()[name] = value  # once: later look-ups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

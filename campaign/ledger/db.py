@@ -26,11 +26,13 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from campaign.errors import LedgerError
-from campaign.ledger.models import SCHEMA_VERSION, Base, Meta
+from campaign.ledger.layout import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS  # re-exported: written once, in layout
+from campaign.ledger.layout import LEDGER_ENV as LEDGER_ENV
+from campaign.ledger.layout import SCHEMA_VERSION
+from campaign.ledger.layout import default_ledger_path as default_ledger_path
+from campaign.ledger.models import Base, Meta
 
-LEDGER_ENV = "CAMPAIGN_LEDGER"
 JOURNAL_ENV = "CAMPAIGN_JOURNAL_MODE"
-BUSY_TIMEOUT_MS = 60_000
 JOURNAL_MODES = ("DELETE", "TRUNCATE", "PERSIST", "WAL")
 # pg_advisory_xact_lock key of the ledger-wide transaction lock ("campaign" in ASCII).
 PG_LOCK_KEY = 0x63616D706169676E
@@ -38,17 +40,6 @@ PG_LOCK_KEY = 0x63616D706169676E
 READ_OPTION = "campaign_read_only"
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _COLLAPSED_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):/(?!/)")
-
-
-def default_ledger_path() -> Path:
-    """`$CAMPAIGN_LEDGER`, else `$XDG_DATA_HOME/campaign/ledger.sqlite`
-    (`~/.local/share/campaign/ledger.sqlite`). `$CAMPAIGN_LEDGER` may be a URL;
-    Ledger() accepts the Path this makes of it."""
-    env = os.environ.get(LEDGER_ENV)
-    if env:
-        return Path(env)
-    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(data) / "campaign" / "ledger.sqlite"
 
 
 def ledger_url(location: Path | str) -> str | None:

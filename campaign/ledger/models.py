@@ -12,11 +12,9 @@ from typing import Any, cast
 from sqlalchemy import DDL, JSON, Enum, ForeignKey, Index, LargeBinary, String, Table, UniqueConstraint, event
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from campaign.ledger.layout import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: written once, in layout
 from campaign.ledger.types import UTCDateTime
 from campaign.states import JobState
-
-SCHEMA_VERSION = 11  # v1 had no campaign.python; v3..v7: one per change of that round; v8: compare; v9: claim heartbeat; v10: ordered natural keys; v11: result blocks (see migrations/versions)
-# v7: build_step and preflight_step (issue 19)
 
 
 class Base(DeclarativeBase):

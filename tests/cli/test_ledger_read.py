@@ -1,7 +1,9 @@
-"""`jobs --no-sync` reads an SQLite ledger with the standard library
-(campaign/cli/ledger_read.py) and must print exactly what the ORM path
-prints; for anything it was not written for it steps aside (None) and the
-ORM path answers, errors included."""
+"""`jobs --no-sync` and `show --no-sync` read an SQLite ledger with the
+standard library (campaign/cli/ledger_read.py) and must print exactly what
+the ORM path prints; for anything it was not written for they step aside
+(None) and the ORM path answers, errors included. The facts both sides share
+(schema version, default path, the jobs SQL) are one module's,
+campaign/ledger/layout.py."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from campaign.cli import ledger_read, views
-from campaign.ledger import Ledger
+from campaign.ledger import Ledger, layout
 from campaign.ledger.db import default_ledger_path
 from campaign.ledger.models import SCHEMA_VERSION
 from tests.cli.conftest import FAKE_ENV
@@ -68,8 +70,18 @@ def test_hostile_file_names(rerun_ledger: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "a b").exists()  # read-only: nothing created
 
 
-def test_written_for_the_ledgers_schema() -> None:
-    assert ledger_read.SCHEMA_VERSION == SCHEMA_VERSION, "update campaign/cli/ledger_read.py for the new schema"
+def test_one_definition_of_the_ledgers_facts() -> None:
+    """The ORM side and the sqlite3 reader take the schema version, the busy
+    timeout and the default path from layout: none is written twice."""
+    import campaign.ledger.db as db
+    import campaign.ledger.models as models
+
+    assert models.SCHEMA_VERSION is layout.SCHEMA_VERSION and db.SCHEMA_VERSION is layout.SCHEMA_VERSION
+    assert db.default_ledger_path is layout.default_ledger_path and db.BUSY_TIMEOUT_MS is layout.BUSY_TIMEOUT_MS
+    assert views.JOB_COLUMNS is layout.JOB_COLUMNS is ledger_read.JOB_COLUMNS
+    for module in (ledger_read, views):  # neither spells a version, a timeout or the jobs SQL of its own
+        source = Path(module.__file__ or "").read_text()
+        assert "SCHEMA_VERSION =" not in source and "60_000" not in source and "max(attempt)" not in source
 
 
 @pytest.mark.parametrize("env", [{}, {"CAMPAIGN_LEDGER": "/x/l.sqlite"}, {"XDG_DATA_HOME": "/data"},
@@ -94,6 +106,43 @@ def test_steps_aside_for_what_it_was_not_written_for(rerun_ledger: Path, tmp_pat
     garbage = tmp_path / "garbage.sqlite"
     garbage.write_bytes(b"not a database" * 100)
     assert ledger_read.job_rows(garbage, None, None, all_attempts=False) is None
+
+
+def _job_ids(led: Path) -> list[str]:
+    return [str(r[0]) for r in sql_rows(led, "SELECT job_id FROM job_attempt WHERE job_id IS NOT NULL")]
+
+
+def test_show_facts_are_the_orms(rerun_ledger: Path) -> None:
+    """Every job ID of the ledger (reruns: lineages of two attempts; the
+    failures campaign's chain steps): the same facts either way."""
+    ids = _job_ids(rerun_ledger)
+    assert len(ids) >= 5
+    orm = Ledger(rerun_ledger, create=False)
+    for job_id in ids:
+        fast = ledger_read.show_facts(rerun_ledger, job_id)
+        assert fast is not None and fast == views.show_facts(orm, job_id), job_id
+    assert any(len(f.lineage) > 1 for f in (ledger_read.show_facts(rerun_ledger, j) for j in ids) if f)
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv"])
+def test_show_prints_the_same_either_way(fmt: str, rerun_ledger: Path, tmp_path: Path) -> None:
+    for job_id in _job_ids(rerun_ledger)[:3]:
+        fast = run_cli("--ledger", str(rerun_ledger), "show", job_id, "--no-sync", "--format", fmt, cwd=tmp_path,
+                       env=FAKE_ENV)
+        synced = run_cli("--ledger", str(rerun_ledger), "show", job_id, "--format", fmt, cwd=tmp_path, env=FAKE_ENV)
+        assert fast.returncode == synced.returncode == 0, fast.stderr + synced.stderr
+        assert fast.stdout == synced.stdout and fast.stdout.strip()
+
+
+def test_show_steps_aside(rerun_ledger: Path, tmp_path: Path) -> None:
+    assert ledger_read.show_facts(rerun_ledger, "404404") is None
+    assert ledger_read.show_facts(Path("postgresql+psycopg://u@h/db"), "1") is None
+    older = tmp_path / "older.sqlite"
+    shutil.copy(rerun_ledger, older)
+    sql_rows(older, f"UPDATE meta SET value = '{SCHEMA_VERSION - 1}' WHERE key = 'schema_version'")
+    assert ledger_read.show_facts(older, _job_ids(rerun_ledger)[0]) is None
+    proc = run_cli("--ledger", str(rerun_ledger), "show", "404404", "--no-sync", cwd=tmp_path)
+    assert proc.returncode == 2 and "unknown job ID '404404'" in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize(("argv", "said"), [

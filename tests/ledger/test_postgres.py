@@ -71,6 +71,14 @@ def test_submit_rerun_import_results_on_postgres(new_pg_ledger: Callable[[], str
     proc = run_cli("rerun", "failures-local", "--failed", cwd=tmp_path, env=env)
     assert proc.returncode == 3 and "4 run(s) resubmitted" in proc.stdout, proc.stderr  # they fail again
     assert _scalar(url, "SELECT count(*) FROM job_attempt WHERE attempt = 2 AND previous_id IS NOT NULL") == 4
+    # the jobs listing's SQL (campaign.ledger.layout) and show's facts on PostgreSQL: the ORM path
+    proc = run_cli("--ledger", url, "jobs", "--no-sync", "--campaign", "failures-local", "--failed", "--all-attempts",
+                   "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    failed = json.loads(proc.stdout)
+    assert len(failed) == 8 and {r["attempt"] for r in failed} == {1, 2}
+    proc = run_cli("--ledger", url, "show", failed[-1]["job_id"], "--no-sync", "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0 and [a["attempt"] for a in json.loads(proc.stdout)["attempts"]] == [1, 2], proc.stderr
     proc = run_cli("--ledger", url, "import", str(KNOWN), cwd=tmp_path)
     assert proc.returncode == 0 and "imported 24 rows" in proc.stdout, proc.stderr
     proc = run_cli("--ledger", url, "results", "--format", "json", cwd=tmp_path)

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from campaign import api
+from campaign.cli import ledger_read, views
 from campaign.config import load_config
 from campaign.job.files import START_FILE
 from campaign.ledger import Ledger
@@ -117,6 +118,11 @@ def test_the_fixed_campaign_runs_through_and_show_names_compiler_and_flags(modul
     assert proc.returncode == 0, proc.stderr
     assert f"C:       {gcc}  flags {build.cflags}" in proc.stdout
     assert "preflight: job" in proc.stdout and "COMPLETED" in proc.stdout
+    fast = run_cli("--ledger", str(led.path), "show", latest[0]["job_id"], "--no-sync")  # sqlite3, no SQLAlchemy
+    assert fast.returncode == 0 and fast.stdout == proc.stdout, fast.stderr
+    for att in _attempts(led):  # the build's info and every chain step read alike by both readers
+        if att["job_id"]:
+            assert ledger_read.show_facts(led.path, att["job_id"]) == views.show_facts(led, att["job_id"])
     report = led.path.parent / "report"
     proc = run_cli("--ledger", str(led.path), "report", "--campaign", module_story.name, "--out", str(report))
     assert proc.returncode == 0, proc.stderr

@@ -1,0 +1,250 @@
+"""`campaign show JOB`: what it prints, from plain facts of the ledger.
+
+Why facts and not ORM objects: `show --no-sync` reads an SQLite ledger with
+the standard library (campaign.cli.ledger_read) so that it answers without
+importing SQLAlchemy (issue 28: within 0.3 s); the ORM path
+(campaign.cli.views.show_facts) fills the same dataclasses. One renderer for
+both, and tests/cli/test_ledger_read.py holds the two readers' facts equal.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from campaign.clock import display, now
+from campaign.job.files import START_FILE, STDERR_FILE, STDOUT_FILE, read_json
+from campaign.states import JobState
+
+
+@dataclass(frozen=True)
+class AttemptFacts:
+    """One job attempt's row (campaign.ledger.models.JobAttempt's columns that `show` prints)."""
+
+    id: int
+    attempt: int
+    previous_id: int | None
+    job_id: str | None
+    state: JobState
+    reason: str | None
+    scheduler_cluster: str | None
+    array_job_id: str | None
+    array_index: int | None
+    node: str | None
+    exit_code: int | None
+    walltime_min: int
+    mem_gb: float | None
+    alloc_cpus: int | None
+    alloc_gpus: int | None
+    n: list[Any] | None
+    missing_n: list[Any] | None
+    submitted_at: datetime | None
+    started_at: datetime | None
+    ended_at: datetime | None
+    workdir: str
+    output_path: str
+    stdout_path: str | None
+    stderr_path: str | None
+
+
+@dataclass(frozen=True)
+class StepFacts:
+    """A build or preflight job (campaign.ledger.models.BuildStep/PreflightStep)."""
+
+    job_id: str | None
+    state: JobState
+    reason: str | None
+    folder: str
+    key: str = ""  # a build's
+    info: dict[str, Any] | None = None  # a build's
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """Everything `show` and `show --format json|csv` print about a job ID (its newest attempt)."""
+
+    attempt: AttemptFacts
+    campaign: str
+    cluster: str
+    backend: str
+    run_key: str
+    kernel: str
+    impl: str
+    variant: str
+    partition: str
+    device: str
+    dtype: str
+    threads: int
+    gpus: int
+    spec: dict[str, Any]
+    lineage: list[AttemptFacts]
+    preflight: StepFacts | None  # None: submitted without the build/preflight chain
+    build: StepFacts | None
+
+
+def _tail(path: str | None, lines: int = 15) -> str:
+    if not path:
+        return "(none)"
+    try:
+        text = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return f"(cannot read {path})"
+    return "\n".join("    " + line for line in text[-lines:]) or "    (empty)"
+
+
+def _wrapper_tail(path: str | None, lines: int = 15) -> str:
+    """The job wrapper's log (submitit/Slurm), a Python traceback folded into
+    its last line: a TIMEOUT's KeyboardInterrupt is the wrapper being stopped,
+    not the kernel's error."""
+    if not path:
+        return "    (none)"
+    try:
+        text = Path(path).read_text(errors="replace").splitlines()
+    except OSError:
+        return f"    (cannot read {path})"
+    out: list[str] = []
+    inside = False
+    for line in text:
+        if line.startswith("Traceback (most recent call last)"):
+            inside = True
+            continue
+        if inside and (line.startswith(" ") or not line.strip()):
+            continue
+        if inside:
+            out.append(f"(traceback of the job wrapper) {line}")
+            inside = False
+            continue
+        out.append(line)
+    return "\n".join("    " + line for line in out[-lines:]) or "    (empty)"
+
+
+def _elapsed(att: AttemptFacts) -> str:
+    if att.started_at is None:
+        return f"elapsed: -  walltime: {att.walltime_min} min"
+    end = att.ended_at or now()
+    secs = max(0.0, (end - att.started_at).total_seconds())
+    share = secs / (att.walltime_min * 60) if att.walltime_min else 0.0
+    running = "" if att.ended_at else " so far"
+    return f"elapsed: {secs:.0f} s{running} of walltime {att.walltime_min} min ({share:.0%})"
+
+
+def _memory(att: AttemptFacts, backend: str) -> str:
+    if att.mem_gb is not None:
+        return f"memory requested: {att.mem_gb:g} GB"
+    if backend == "local":
+        return "memory requested: none (local process: no limit)"
+    return "memory requested: none given (the partition's default per CPU applies)"
+
+
+def _program(att: AttemptFacts, spec: dict[str, Any], start: dict[str, Any] | None) -> tuple[str, dict[str, str]]:
+    """The command and environment as the job ran them (job.json), else as planned."""
+    from campaign.plan import RunSpec  # lazy: only a job without job.json needs the plan's objects
+
+    if start and isinstance(start.get("argv"), list):
+        return shlex.join(str(a) for a in start["argv"]), {str(k): str(v) for k, v in (start.get("env") or {}).items()}
+    run = RunSpec.from_json(spec)
+    program = replace(run, n=tuple(att.n)) if att.n else run
+    env = {k[len("env."):]: v for k, v in run.identity if k.startswith("env.")}
+    return shlex.join(program.command(att.output_path)), env
+
+
+def chain_lines(f: JobFacts) -> list[str]:
+    """The build and preflight behind the job: the compilers and flags a native
+    kernel was built with are part of what the job measured (issue 19)."""
+    step = f.preflight
+    if step is None:
+        return ["preflight: none (submitted without the build/preflight chain)"]
+    out = [f"preflight: job {step.job_id or '-'} {step.state.value}" + (f" ({step.reason})" if step.reason else "")
+           + f"  folder {step.folder}"]
+    build = f.build
+    if build is None:
+        return out + ["build: none (no C/Fortran programs)"]
+    out.append(f"build: key {build.key}  job {build.job_id or '-'} {build.state.value}  folder {build.folder}")
+    info = build.info or {}
+    comp, flags = info.get("compilers") or {}, info.get("flags") or {}
+    if "cc" in comp:
+        out.append(f"  C:       {comp.get('cc_version') or comp['cc']}  flags {flags.get('cflags', '')}")
+    if "fc" in comp:
+        out.append(f"  Fortran: {comp.get('fc_version') or comp['fc']}  flags {flags.get('fflags', '')}")
+    if info:
+        out.append(f"  on {info.get('host') or '?'}, modules: {' '.join(info.get('modules') or []) or 'none'}")
+    return out
+
+
+def show_text(f: JobFacts) -> str:
+    from campaign.plan import RunSpec  # lazy: the plan's objects, for the run's label
+
+    att, spec = f.attempt, f.spec
+    start = read_json(Path(att.workdir) / START_FILE)
+    command, env = _program(att, spec, start)
+    n_line = f"n: {', '.join(str(v) for v in spec['n'])}"
+    if att.n:
+        n_line += f"  (this attempt: {', '.join(str(v) for v in att.n)})"
+    if att.missing_n:
+        n_line += f"  missing: {', '.join(str(v) for v in att.missing_n)}"
+    out = [
+        f"job {att.job_id}  campaign {f.campaign}  cluster {f.cluster}  run {f.run_key}"
+        + (f"  scheduler cluster {att.scheduler_cluster}" if att.scheduler_cluster else ""),
+        f"run: {RunSpec.from_json(spec).label}",
+        f"state: {att.state.value}" + (f"  ({att.reason})" if att.reason else ""),
+        f"kernel {f.kernel}  impl {f.impl}  variant {f.variant}  partition {f.partition}  "
+        f"device {f.device}  dtype {f.dtype}  threads {f.threads}  gpus {f.gpus}",
+        f"{n_line}  d: {spec['d']}  repeats: {spec['repeats']}  "
+        f"warmup: {spec['warmup']}  check: {spec['check']}  extra: {dict(spec.get('extra_args') or [])}",
+        f"{_elapsed(att)}  {_memory(att, f.backend)}"
+        + (f"  allocated: {att.alloc_cpus} cores, {att.alloc_gpus or 0} GPUs" if att.alloc_cpus else ""),
+        f"array: {att.array_job_id or '-'} index {att.array_index if att.array_index is not None else '-'}  "
+        f"node: {att.node or '-'}  exit code: {att.exit_code if att.exit_code is not None else '-'}",
+        f"submitted {display(att.submitted_at)}  started {display(att.started_at)}  ended {display(att.ended_at)}",
+        *chain_lines(f),
+        "attempts (lineage):",
+    ]
+    for a in f.lineage:
+        mark = "*" if a.id == att.id else " "
+        prev = f" <- attempt {a.attempt - 1}" if a.previous_id else ""
+        out.append(f"  {mark} attempt {a.attempt}: job {a.job_id or '(not submitted)'} {a.state.value} "
+                   f"walltime {a.walltime_min} min{prev}")
+    out += [
+        "paths:",
+        f"  workdir:  {att.workdir}",
+        f"  job.json: {Path(att.workdir) / START_FILE}" + ("" if start else "  (not written yet)"),
+        f"  results:  {att.output_path}",
+        f"  kernel stdout: {Path(att.workdir) / STDOUT_FILE}",
+        f"  kernel stderr: {Path(att.workdir) / STDERR_FILE}",
+        f"  job stdout: {att.stdout_path or '-'}",
+        f"  job stderr: {att.stderr_path or '-'}",
+        "command:",
+        "  " + command,
+        "environment (as rendered):",
+        *(f"  {k}={shlex.quote(v)}" for k, v in sorted(env.items())),
+        "kernel stderr (tail):",
+        _tail(str(Path(att.workdir) / STDERR_FILE)),
+        "job wrapper log (tail):",
+        _wrapper_tail(att.stderr_path),
+    ]
+    return "\n".join(out)
+
+
+def job_record(f: JobFacts) -> dict[str, Any]:
+    """`show --format json|csv`: the job's fields, typed (times as ISO 8601)."""
+    def iso(t: datetime | None) -> str | None:
+        return t.isoformat() if t is not None else None
+
+    att, spec = f.attempt, f.spec
+    return {
+        "job_id": att.job_id, "campaign": f.campaign, "cluster": f.cluster, "run": f.run_key,
+        "kernel": f.kernel, "impl": f.impl, "variant": f.variant, "partition": f.partition,
+        "device": f.device, "dtype": f.dtype, "threads": f.threads, "gpus": f.gpus,
+        "n": list(spec["n"]), "d": spec["d"], "repeats": spec["repeats"], "warmup": spec["warmup"],
+        "check": spec["check"], "attempt": att.attempt, "state": att.state.value, "reason": att.reason,
+        "exit_code": att.exit_code, "node": att.node, "walltime_min": att.walltime_min, "mem_gb": att.mem_gb,
+        "array_job_id": att.array_job_id, "array_index": att.array_index,
+        "submitted_at": iso(att.submitted_at), "started_at": iso(att.started_at), "ended_at": iso(att.ended_at),
+        "workdir": att.workdir, "results": att.output_path, "stdout": att.stdout_path, "stderr": att.stderr_path,
+        "command": list(spec["argv"]),
+        "attempts": [{"attempt": a.attempt, "job_id": a.job_id, "state": a.state.value,
+                      "walltime_min": a.walltime_min} for a in f.lineage],
+    }

@@ -1,0 +1,68 @@
+"""What a ledger is on disk, in the standard library only: its schema
+version, where it lives by default, how long to wait for a writer, and the
+SQL of the `jobs` listing.
+
+Why one module: the ORM side (campaign.ledger.db, models, campaign.cli.views)
+and the CLI's sqlite3 reader (campaign.cli.ledger_read, which answers `jobs
+--no-sync` and `show --no-sync` without importing SQLAlchemy: issue 28, every
+command that does not sync within 0.3 s) must agree on these facts, so they
+are written once, here, where importing them costs nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+# v1 had no campaign.python; v3..v7: one per change of that round (v7: build_step and preflight_step,
+# issue 19); v8: compare; v9: claim heartbeat; v10: ordered natural keys; v11: result blocks
+# (see migrations/versions)
+SCHEMA_VERSION = 11
+LEDGER_ENV = "CAMPAIGN_LEDGER"
+BUSY_TIMEOUT_MS = 60_000  # wait this long for a writer's lock rather than fail
+
+# The `jobs`/`status` listing: its columns, in order (state as the JobState's name in the table).
+JOB_COLUMNS = ["job_id", "campaign", "kernel", "impl", "variant", "partition", "threads", "dtype", "attempt", "state",
+               "node", "reason"]
+_JOB_SELECT = ("SELECT a.job_id, c.name, r.kernel, r.impl, r.variant, r.partition, r.threads, r.dtype, a.attempt, "
+               "a.state, a.node, a.reason FROM job_attempt a JOIN run r ON r.id = a.run_id "
+               "JOIN campaign c ON c.id = r.campaign_id")
+
+
+def default_ledger_path() -> Path:
+    """`$CAMPAIGN_LEDGER`, else `$XDG_DATA_HOME/campaign/ledger.sqlite`
+    (`~/.local/share/campaign/ledger.sqlite`). `$CAMPAIGN_LEDGER` may be a URL;
+    Ledger() accepts the Path this makes of it."""
+    env = os.environ.get(LEDGER_ENV)
+    if env:
+        return Path(env)
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(data) / "campaign" / "ledger.sqlite"
+
+
+def jobs_statement(campaign_id: int | None, states: list[str], *, latest: bool) -> tuple[str, dict[str, Any]]:
+    """The SQL of the listing and its named parameters (`:name`, which both
+    sqlite3 and SQLAlchemy's text() bind): the newest attempt of each run
+    (latest) or every attempt, of one campaign or all, of the given state
+    names or any, in attempt order. For one campaign the newest-attempt
+    subquery reads only that campaign's runs, never every attempt."""
+    sql = _JOB_SELECT
+    params: dict[str, Any] = {}
+    if campaign_id is not None:
+        params["campaign_id"] = campaign_id
+    if latest:
+        inner = "SELECT run_id, max(attempt) AS a FROM job_attempt"
+        if campaign_id is not None:
+            inner += " WHERE run_id IN (SELECT id FROM run WHERE campaign_id = :campaign_id)"
+        sql += f" JOIN ({inner} GROUP BY run_id) n ON a.run_id = n.run_id AND a.attempt = n.a"
+    where = []
+    if campaign_id is not None:
+        where.append("r.campaign_id = :campaign_id")
+    if states:
+        names = [f"state_{i}" for i in range(len(states))]
+        params.update(zip(names, states))
+        where.append(f"a.state IN ({', '.join(':' + n for n in names)})")
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    return sql + " ORDER BY a.id", params
