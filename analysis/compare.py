@@ -286,6 +286,8 @@ def summarize_points(points: pd.DataFrame, by: str | None, threshold: float = DE
         usable = k - int(counts.get(INSUFFICIENT, 0)) - int(counts.get(FEW_REPLICATES, 0))
         verdict = verdicts(np.array([np.exp(mean)]), np.array([lo]), np.array([hi]),
                            np.array([usable]), threshold, 1)[0]
+        if not usable and counts.get(FEW_REPLICATES, 0):
+            verdict = FEW_REPLICATES
         rows.append([*key_values, k, float(np.exp(mean)), float(lo), float(hi)]
                     + [int(counts.get(v, 0)) for v in VERDICTS] + [verdict])
     frame = pd.DataFrame(rows, columns=cols)

@@ -50,7 +50,7 @@ from analysis.schema import group_columns
 REPLICATE = "replicate"
 LEVEL = 0.95
 MAX_NEEDED = 1000  # replicates beyond this are reported as this (the machine is too noisy to plan)
-MAX_REPEATS = 10_000
+MAX_REPEATS = 100  # repeats per job planned at most (replicates showing no spread of their own ask for "many")
 
 
 def _quantile(df: np.ndarray | float) -> np.ndarray:

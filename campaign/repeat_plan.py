@@ -71,7 +71,7 @@ class RepeatPlan:
 
 
 def _seconds(value: float) -> str:
-    return f"{value:.0f} s" if value < 3600 else f"{value / 3600:.1f} h"
+    return f"{value:.3g} s" if value < 3600 else f"{value / 3600:.1f} h"
 
 
 def plan_repeats(led_for: Any, pilot: str, *, width: float = 0.05, job_overhead: float | None = None) -> RepeatPlan:
