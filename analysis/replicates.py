@@ -62,14 +62,25 @@ def point_columns(results: pd.DataFrame) -> list[str]:
     return group_columns(results) + ["threads", "n"]
 
 
+def replicate_keys(results: pd.DataFrame) -> np.ndarray:
+    """Which independent job set each row belongs to: the replicate number within
+    its campaign (replicate 0 of two campaigns pooled in one report are two jobs,
+    not one). Rows without a `replicate` column are replicate 0."""
+    number = results[REPLICATE].to_numpy() if REPLICATE in results else np.zeros(len(results), dtype="int64")
+    if "campaign" not in results or results["campaign"].nunique(dropna=False) <= 1:
+        return np.asarray(number)
+    codes, _ = group_codes(pd.DataFrame({"c": results["campaign"].astype(str).to_numpy(), "r": number}), ["c", "r"])
+    return codes
+
+
 def replicate_medians(results: pd.DataFrame) -> pd.DataFrame:
     """One row per (point, replicate): the replicate's median time `median_s`,
     its mean log time `log_mean`, its log variance `log_var` (ddof 1; NaN for
     one repeat) and its `repeats`. Rows without a `replicate` column are one
-    replicate (0)."""
+    replicate (0); see replicate_keys."""
     cols = point_columns(results)
     frame = results[cols + ["time_s"]].copy()
-    frame[REPLICATE] = results[REPLICATE].to_numpy() if REPLICATE in results else 0
+    frame[REPLICATE] = replicate_keys(results)
     times = frame["time_s"].to_numpy(dtype=float)
     frame["_log"] = np.log(times, out=np.full_like(times, np.nan), where=times > 0)
     grouped = frame.groupby(cols + [REPLICATE], sort=True, dropna=False)
@@ -106,7 +117,7 @@ def add_between(summary: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
     `median_s` is the geometric mean of the replicate medians and its
     interval the between-replicate t-interval (`ci_coverage` then the
     nominal 95%). Points of one replicate keep the within-run interval."""
-    if REPLICATE not in results or not len(results) or results[REPLICATE].nunique(dropna=False) < 2:
+    if REPLICATE not in results or not len(results) or len(np.unique(replicate_keys(results))) < 2:
         summary["replicates"] = np.ones(len(summary), dtype="int64")
         summary["replicate_log_sd"] = np.nan
         return summary

@@ -148,22 +148,25 @@ def replicated(args: argparse.Namespace) -> None:
     os.environ["CAMPAIGN_CONFIG_PATH"] = str(fake / "fake_conf")
     os.environ["CAMPAIGN_FAKE_KERNEL"] = str(fake / "fake_kernel.py")
     reps = f"experiment.replicates={args.replicates}"
+    spin_env = () if args.clock == "wall" else ("+cluster.env.FAKE_CLOCK=cpu",)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp:
         ledger = Path(tmp) / "ledger.sqlite"
-        runs = [submit(ledger, "noise-base", reps), submit(ledger, "spin-base", reps, experiment="compare_replicates"),
-                submit(ledger, "noise-same", reps), submit(ledger, "spin-same", reps, experiment="compare_replicates"),
-                submit(ledger, "spin-slow", reps, "+cluster.env.FAKE_SLOWDOWN=1.1", experiment="compare_replicates")]
+        kw = {"experiment": "compare_replicates"}
+        runs = [submit(ledger, "noise-base", reps), submit(ledger, "spin-base", reps, *spin_env, **kw),
+                submit(ledger, "noise-same", reps), submit(ledger, "spin-same", reps, *spin_env, **kw),
+                submit(ledger, "spin-slow", reps, "+cluster.env.FAKE_SLOWDOWN=1.1", *spin_env, **kw)]
         pairs = [compare(ledger, "noise-base", "noise-same", args.threshold),
                  compare(ledger, "spin-base", "spin-same", args.threshold)]
         slow = slowed(ledger, "spin-base", "spin-slow", args.threshold)
         budget = job_seconds(ledger)
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "replicates-ledger.sqlite").write_bytes(ledger.read_bytes())
-    result = {"threshold": args.threshold, "replicates": args.replicates, "cpus": os.cpu_count(), "runs": runs,
+        (args.out / f"replicates-{args.clock}-ledger.sqlite").write_bytes(ledger.read_bytes())
+    result = {"threshold": args.threshold, "replicates": args.replicates, "spin_clock": args.clock,
+              "cpus": os.cpu_count(), "runs": runs,
               "identical": pairs, "identical_all": total(pairs, "all"), "slowdown_10pct": slow,
               "machine": {"job_seconds": budget, "wall_seconds": round(time.perf_counter() - start, 1)}}
-    (args.out / "replicates.json").write_text(json.dumps(result, indent=1) + "\n")
+    (args.out / f"replicates-{args.clock}.json").write_text(json.dumps(result, indent=1) + "\n")
     for r in runs:
         print(f"{r['campaign']}: {r['seconds']} s, load average {r['load_before']} -> {r['load_after']}")
     for p in pairs:
@@ -171,7 +174,7 @@ def replicated(args: argparse.Namespace) -> None:
     t = result["identical_all"]
     print(f"identical reruns, {args.replicates} replicates per side: {t['false_positives']}/{t['points']} = {t['rate']:.1%}")
     print(f"10% slowdown (spin): {slow['called_slower']}/{slow['points']} points called slower; ratios {slow['ratios']}")
-    print(f"machine: {budget} s of jobs, {result['machine']['wall_seconds']} s wall; written {args.out / 'replicates.json'}")
+    print(f"machine: {budget} s of jobs, {result['machine']['wall_seconds']} s wall; written {args.out / f'replicates-{args.clock}.json'}")
 
 
 def main() -> None:
@@ -179,6 +182,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=4)
     ap.add_argument("--threshold", type=float, default=0.05)
     ap.add_argument("--replicates", type=int, default=0, help="issue 30: R replicates per side (see the doc)")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="the spin kernel's clock: wall, or its thread's CPU time (a node held alone, emulated)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
     if args.replicates:

@@ -139,3 +139,12 @@ def test_planned_replicates_reach_the_width_and_one_fewer_does_not() -> None:
     r = replicates_for(0.05, t1, t2, m)
     half = lambda k: stats.t.ppf(0.975, 2 * k - 2) * math.sqrt(2 * (t2 + t1 / m) / k)  # noqa: E731
     assert half(r) <= math.log(1.05) < half(r - 1)
+
+
+def test_replicates_of_two_pooled_campaigns_are_distinct_jobs() -> None:
+    """A report pooling campaigns A and B (replicate 0 each) has two jobs per point, not one."""
+    a = campaign(13, replicates=1, repeats=5, between_sd=0.05, within_sd=0.005, points=5).assign(campaign="A")
+    b = campaign(14, replicates=1, repeats=5, between_sd=0.05, within_sd=0.005, points=5).assign(campaign="B")
+    s = summarize(pd.concat([a, b], ignore_index=True))
+    assert (s["replicates"] == 2).all() and np.allclose(s["ci_coverage"], 0.95)
+    assert (summarize(a)["replicates"] == 1).all()
