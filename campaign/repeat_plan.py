@@ -52,14 +52,16 @@ class RepeatPlan:
     neediest: list[dict[str, Any]] = field(default_factory=list)
     unreachable: int = 0  # points no replicate count up to the cap reaches
     replicates_90: int = 0  # the replicates that bring 90% of the points within the width
+    cap: int = 1000  # analysis.replicates.MAX_NEEDED: "cannot"
 
     def lines(self) -> list[str]:
         how = "measured from the pilot's jobs" if self.overhead_measured else "as given"
         out = [f"pilot {self.pilot}: {self.runs} run(s), {self.points} point(s), {self.pilot_replicates} replicate(s) "
                f"of ~{self.pilot_repeats:g} repeat(s); job overhead {self.job_overhead_s:.3g} s ({how})",
                f"for a NEW/BASE interval of +-{self.width:.1%} (95%, Kalibera & Jones 2013):",
-               f"  experiment.repeats={self.repeats} experiment.replicates={self.replicates} "
-               f"(every point; 90% of the points: experiment.replicates={self.replicates_90})",
+               f"  experiment.repeats={self.repeats} experiment.replicates={self.replicates} (every point that can; "
+               + (f"90% of the points: {self.replicates_90})" if self.replicates_90 < self.cap else
+                  "more than 10% of the points cannot)"),
                f"  machine time per campaign: {_seconds(self.machine_s)} "
                f"(at the pilot's repeats with 3 replicates: {_seconds(self.pilot_machine_s)})"]
         if self.unreachable:
@@ -130,7 +132,7 @@ def plan_repeats(led_for: Any, pilot: str, *, width: float = 0.05, job_overhead:
     return RepeatPlan(pilot, width, repeats, replicates, overhead, job_overhead is None, len(runs), len(comps),
                       pilot_m, int(comps["replicates"].max()), cost, pilot_cost, neediest,
                       unreachable=sum(1 for r in need if r >= MAX_NEEDED),
-                      replicates_90=int(sorted(need)[max(0, math.ceil(0.9 * len(need)) - 1)]))
+                      replicates_90=int(sorted(need)[max(0, math.ceil(0.9 * len(need)) - 1)]), cap=MAX_NEEDED)
 
 
 def _label(row: Any) -> str:
