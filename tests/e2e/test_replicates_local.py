@@ -62,6 +62,16 @@ def test_each_replicate_is_its_own_job(work: Path) -> None:
     assert (frame.groupby(["n", "replicate"]).size() == 4).all()
 
 
+def test_results_export_names_each_rows_replicate(work: Path) -> None:
+    proc = run_cli("--ledger", str(work / "l.sqlite"), "results", "--campaign", "base", "--format", "json", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    by_job: dict[str, set[int]] = {}
+    for row in rows:
+        by_job.setdefault(row["job_id"], set()).add(row["replicate"])
+    assert sorted(r for reps in by_job.values() for r in reps) == [0, 1, 2]  # one replicate per job
+
+
 def test_compare_judges_between_replicates(work: Path) -> None:
     doc = _compare(work, "base", "slow")
     assert "between-replicate" in doc["method"]
