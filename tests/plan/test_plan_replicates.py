@@ -60,3 +60,18 @@ def test_cli_refuses_a_bad_replicate_count_in_one_line(tmp_path) -> None:
                    "experiment.replicates=0", cwd=tmp_path)
     assert proc.returncode == 2
     assert "experiment.replicates" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_multirun_sweep_of_one_campaign_interleaves_its_members_rounds(tmp_path) -> None:
+    """`-m experiment.sweeps.0.d=32,64`: two members, one campaign; replicate r of both
+    members' runs comes before replicate r + 1 of any."""
+    from campaign.multirun import campaigns
+    from campaign.submit import _prepare
+
+    (group,) = campaigns(["experiment=compare_noise", "experiment.replicates=3", "experiment.sweeps.1.d=32,64",
+                          "campaign.name=sweep"])
+    assert len(group.configs) == 2
+    _, p, _, _ = _prepare([], tmp_path / "l.sqlite", group.configs)
+    reps = [r.replicate for r in p.runs]
+    assert reps == sorted(reps) and set(reps) == {0, 1, 2}
+    assert len({r.key for r in p.runs}) == len(p.runs)
