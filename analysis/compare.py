@@ -37,6 +37,15 @@ overlap with probability 2/C(m+k, m), whatever the distribution: 10% at
 <= 2.9% of points by the rule itself; drift of the machine between the runs
 (another tenant, a clock change) is real and not covered by the repeats.
 
+Replicates (analysis/replicates.py): where both sides have >= 2 replicates
+(independent jobs) of a point, the ratio is that of the geometric means of
+the replicate medians and the interval a 95% Welch t-interval on their logs
+(`interval` = BETWEEN): repeats of one job cannot see a drift between jobs,
+replicates can. Elsewhere the interval above stays and the point says
+WITHIN ("within-run only"), or, below `min_replicates` on a side, is
+`insufficient-replicates`; `replicates_needed` says how many replicates per
+side would make the interval no wider than the threshold.
+
 Summary per kernel and implementation (plus the `by` pair): the geometric
 mean of the point ratios with a 95% t-interval over the points' log ratios
 (the point's own interval when there is one point), the count of points
