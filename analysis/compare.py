@@ -37,6 +37,15 @@ overlap with probability 2/C(m+k, m), whatever the distribution: 10% at
 <= 2.9% of points by the rule itself; drift of the machine between the runs
 (another tenant, a clock change) is real and not covered by the repeats.
 
+Replicates (analysis/replicates.py): where both sides have >= 2 replicates
+(independent jobs) of a point, the ratio is that of the geometric means of
+the replicate medians and the interval a 95% Welch t-interval on their logs
+(`interval` = BETWEEN): repeats of one job cannot see a drift between jobs,
+replicates can. Elsewhere the interval above stays and the point says
+WITHIN ("within-run only"), or, below `min_replicates` on a side, is
+`insufficient-replicates`; `replicates_needed` says how many replicates per
+side would make the interval no wider than the threshold.
+
 Summary per kernel and implementation (plus the `by` pair): the geometric
 mean of the point ratios with a 95% t-interval over the points' log ratios
 (the point's own interval when there is one point), the count of points
@@ -56,24 +65,31 @@ from scipy import stats
 from analysis.columns import OPTIONAL_GROUP_COLUMNS
 from analysis.overlap_points import flagged_rows
 from analysis.ratios import DIMENSIONS
+from analysis.replicates import LEVEL, replicates_needed, welch_ratio
 from analysis.schema import group_columns
 from analysis.summary import ensure_summary, is_summary
 
 FASTER, SLOWER, NOISE, INSUFFICIENT = "faster", "slower", "within-noise", "insufficient-repeats"
-VERDICTS: tuple[str, ...] = (FASTER, SLOWER, NOISE, INSUFFICIENT)
+FEW_REPLICATES = "insufficient-replicates"  # fewer replicates on a side than min_replicates asks
+VERDICTS: tuple[str, ...] = (FASTER, SLOWER, NOISE, INSUFFICIENT, FEW_REPLICATES)
+BETWEEN, WITHIN = "between-replicates", "within-run only"  # which interval judged a point
 DEFAULT_THRESHOLD = 0.05
 MIN_REPEATS = 4
 METHOD = ("ratio of medians NEW/BASE; interval [lo_new/hi_base, hi_new/lo_base] from the "
           "order-statistic (sign-test) intervals of the two medians, coverage >= the product of theirs")
-_VALUES = ["median_s", "ci_lo_s", "ci_hi_s", "ci_coverage", "repeats"]
+BETWEEN_METHOD = ("geometric mean of the replicate medians; NEW/BASE with a 95% Welch t-interval on their logs "
+                  "(between-replicate spread, Kalibera & Jones 2013)")
+_VALUES = ["median_s", "ci_lo_s", "ci_hi_s", "ci_coverage", "repeats", "replicates", "replicate_log_sd"]
 
 
 @dataclass(frozen=True)
 class Comparison:
     """What `compare` found. `points`: one row per matched point (the match
     columns, `<varied>_base`/`<varied>_new` when `by` is set, `t_base`,
-    `t_new`, `repeats_base`, `repeats_new`, `ratio`, `ratio_lo`, `ratio_hi`,
-    `ci_coverage`, `verdict`); `summary`: one row per kernel+impl (see the
+    `t_new`, `repeats_base`, `repeats_new`, `replicates_base`,
+    `replicates_new`, `ratio`, `ratio_lo`, `ratio_hi`, `ci_coverage`,
+    `interval` (BETWEEN or WITHIN), `replicates_needed` (per side, for an
+    interval no wider than the threshold; 0: unknown), `verdict`); `summary`: one row per kernel+impl (see the
     module doc); `base_only` / `new_only`: points measured on one side only."""
 
     points: pd.DataFrame
@@ -84,6 +100,7 @@ class Comparison:
     by: str | None
     min_repeats: int
     method: str = METHOD
+    min_replicates: int = 1
 
     @property
     def slower(self) -> pd.DataFrame:
@@ -126,25 +143,30 @@ def _aligned(base: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, pd.Da
 
 
 def compare(base: pd.DataFrame, new: pd.DataFrame, *, by: str | None = None,
-            threshold: float = DEFAULT_THRESHOLD, min_repeats: int = MIN_REPEATS) -> Comparison:
+            threshold: float = DEFAULT_THRESHOLD, min_repeats: int = MIN_REPEATS,
+            min_replicates: int = 1) -> Comparison:
     """Match the points of `base` and `new` (raw results or summaries) and judge
     each NEW/BASE ratio; see the module doc. Raises ValueError for an unknown
-    `by`, a threshold outside (0, 1) or min_repeats < 1."""
+    `by`, a threshold outside (0, 1), min_repeats < 1 or min_replicates < 1."""
     varied = varied_columns(by)
     if not 0 < threshold < 1:
         raise ValueError(f"threshold must be between 0 and 1 (a fraction, 0.05 = 5%), got {threshold}")
     if min_repeats < 1:
         raise ValueError(f"min_repeats must be >= 1, got {min_repeats}")
+    if isinstance(min_replicates, bool) or not isinstance(min_replicates, int) or min_replicates < 1:
+        raise ValueError(f"min_replicates must be a whole number >= 1, got {min_replicates!r}")
     if is_summary(base) != is_summary(new):
         raise ValueError("compare both raw results or both summaries")
     raw_b, raw_n = _aligned(base, new)
     sb, sn = ensure_summary(raw_b), ensure_summary(raw_n)
     match = [c for c in group_columns(sb) if c not in varied] + ["threads", "n"]
+    sb, sn = _with_replicates(sb), _with_replicates(sn)
     left = sb[match + varied + _VALUES]
     right = sn[match + varied + _VALUES]
     merged = left.merge(right, on=match, how="outer", suffixes=("_base", "_new"), indicator=True)
     both = merged[merged["_merge"] == "both"].reset_index(drop=True)
     points = _points(both, match, varied, threshold, min_repeats)
+    _judge_replicates(points, both, threshold, min_replicates)
     keys = _texts(points, match)  # a point timed on a shared machine on either side (issue 24)
     for side, raw in (("base", raw_b), ("new", raw_n)):
         flagged = _flagged_keys(raw, match)
@@ -157,8 +179,46 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, by: str | None = None,
                                   | {f"median_s_{side}": "t", f"repeats_{side}": "repeats"})
         frame["repeats"] = frame["repeats"].astype("int64")
         only[side] = frame.reset_index(drop=True)
+    method = BETWEEN_METHOD if (points["interval"] == BETWEEN).any() else METHOD
+    if method is BETWEEN_METHOD and (points["interval"] != BETWEEN).any():
+        method += "; points of one replicate on a side: " + METHOD
     return Comparison(points, summarize_points(points, by, threshold), only["base"], only["new"],
-                      threshold, by, min_repeats)
+                      threshold, by, min_repeats, method, min_replicates)
+
+
+def _with_replicates(summary: pd.DataFrame) -> pd.DataFrame:
+    """A summary made before replicates (an imported summary) is one replicate per point."""
+    if "replicates" in summary.columns:
+        return summary
+    return summary.assign(replicates=1, replicate_log_sd=np.nan)
+
+
+def _judge_replicates(points: pd.DataFrame, both: pd.DataFrame, threshold: float, min_replicates: int) -> None:
+    """Points with >= 2 replicates on both sides: ratio, interval and verdict over the
+    replicates (analysis/replicates.py); the others keep the within-run interval, or are
+    `insufficient-replicates` below min_replicates. Every point: the replicates per side
+    that would give an interval no wider than the threshold (from a side's spread)."""
+    r_b = both["replicates_base"].to_numpy().astype("int64")
+    r_n = both["replicates_new"].to_numpy().astype("int64")
+    sd_b = both["replicate_log_sd_base"].to_numpy(float)
+    sd_n = both["replicate_log_sd_new"].to_numpy(float)
+    points["replicates_base"], points["replicates_new"] = r_b, r_n
+    use = (r_b >= 2) & (r_n >= 2)
+    ratio, lo, hi = welch_ratio(points["t_base"], sd_b, np.maximum(r_b, 2), points["t_new"], sd_n,
+                                np.maximum(r_n, 2))
+    for col, value in (("ratio", ratio), ("ratio_lo", lo), ("ratio_hi", hi)):
+        points[col] = np.where(use, value, points[col].to_numpy(float))
+    points["ci_coverage"] = np.where(use, LEVEL, points["ci_coverage"].to_numpy(float))
+    points["interval"] = np.where(use, BETWEEN, WITHIN).astype(object)
+    # the spread of the side(s) that have one: the larger, so the count is not optimistic
+    spread = np.fmax(np.where(r_b >= 2, sd_b, np.nan), np.where(r_n >= 2, sd_n, np.nan))
+    points["replicates_needed"] = replicates_needed(spread, threshold)
+    verdict = points["verdict"].to_numpy(object).copy()
+    judged = verdicts(points["ratio"].to_numpy(float), points["ratio_lo"].to_numpy(float),
+                      points["ratio_hi"].to_numpy(float), np.full(len(points), 1), threshold, 1)
+    verdict = np.where(use, judged, verdict)
+    verdict[np.minimum(r_b, r_n) < min_replicates] = FEW_REPLICATES
+    points["verdict"] = verdict
 
 
 def _texts(frame: pd.DataFrame, cols: list[str]) -> list[tuple[str, ...]]:
@@ -232,9 +292,11 @@ def summarize_points(points: pd.DataFrame, by: str | None, threshold: float = DE
             lo, hi = float(grp["ratio_lo"].iloc[0]), float(grp["ratio_hi"].iloc[0])
         counts = grp["verdict"].value_counts()
         key_values = key if isinstance(key, tuple) else (key,)
-        usable = k - int(counts.get(INSUFFICIENT, 0))
+        usable = k - int(counts.get(INSUFFICIENT, 0)) - int(counts.get(FEW_REPLICATES, 0))
         verdict = verdicts(np.array([np.exp(mean)]), np.array([lo]), np.array([hi]),
                            np.array([usable]), threshold, 1)[0]
+        if not usable and counts.get(FEW_REPLICATES, 0):
+            verdict = FEW_REPLICATES
         rows.append([*key_values, k, float(np.exp(mean)), float(lo), float(hi)]
                     + [int(counts.get(v, 0)) for v in VERDICTS] + [verdict])
     frame = pd.DataFrame(rows, columns=cols)

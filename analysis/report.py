@@ -272,6 +272,9 @@ NOTATION = (
     "implementation, variant, dtype, d, partition, device and extra arguments.",
     "Intervals of a median are distribution-free 95% order-statistic intervals; with fewer "
     "than 6 repeats they are [min, max] (coverage 1 − 2^(1−m), e.g. 75% at 3 repeats).",
+    "A point measured in 2 or more replicates (independent jobs: experiment.replicates) is the "
+    "geometric mean of its replicate medians, with a 95% t-interval over them: the spread "
+    "between jobs, which repeats inside one job cannot show.",
     f"{tables.NOISE} within noise: the two intervals compared overlap, so the data do not "
     "show a difference; it is never stated as one.",
     f"{tables.SINGLE} single repeat: no interval exists, so nothing built on it is claimed "

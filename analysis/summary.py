@@ -25,6 +25,7 @@ from scipy import stats
 
 from analysis.cost_model import add_cost_columns
 from analysis.frames import group_codes
+from analysis.replicates import add_between
 from analysis.schema import group_columns
 
 # Optional: the cores allocated to the job that measured a row (campaign
@@ -33,7 +34,7 @@ ALLOC_COLUMN = "alloc_cpus"
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "median_s", "ci_lo_s", "ci_hi_s", "ci_coverage", "repeats", "single_repeat",
-    "flops", "bytes",
+    "flops", "bytes", "replicates", "replicate_log_sd",
 )
 
 
@@ -64,7 +65,9 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     Columns: the group key columns, `threads`, `n`, `median_s`, `ci_lo_s`,
     `ci_hi_s` (interval of the median, see module doc), `ci_coverage` (its exact
     confidence level), `repeats`, `single_repeat`, `flops`, `bytes` (from the
-    rows if given, else the cost model). Sorted by the key columns, threads, n.
+    rows if given, else the cost model), `replicates` and `replicate_log_sd`
+    (a point of >= 2 replicates takes its estimate and interval over them:
+    analysis/replicates.py). Sorted by the key columns, threads, n.
     """
     cell_cols = group_columns(results) + ["threads", "n"]
     codes, _ = group_codes(results, cell_cols)
@@ -89,4 +92,5 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     out["ci_coverage"] = coverage
     out["repeats"] = counts.astype("int64")
     out["single_repeat"] = counts == 1
-    return add_cost_columns(out)
+    # replicated points (independent jobs, analysis/replicates.py): the interval over the replicates
+    return add_between(add_cost_columns(out), results)

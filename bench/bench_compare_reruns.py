@@ -18,6 +18,16 @@ load, so their false-positive rate is the verdict rule's own under
 stationary noise; the rate between runs adds the drift of the machine.
 
     python bench/bench_compare_reruns.py [--runs 4] [--threshold 0.05] [--out DIR]
+
+With `--replicates R` (issue 30) it measures the replicated method instead:
+each campaign submitted with experiment.replicates=R (R independent jobs per
+run, interleaved), BASE and an identical NEW of compare_noise and of the fake
+kernel's `spin` variant (real timings of fixed work), and a third `spin`
+campaign with FAKE_SLOWDOWN=1.1 in the job environment (10% more work): the
+false-positive rate over the identical pairs, the share of the slowed
+kernel's points called slower, and the machine time all of it took.
+
+    python bench/bench_compare_reruns.py --replicates 3 [--threshold 0.05] [--out DIR]
 """
 
 from __future__ import annotations
@@ -45,10 +55,10 @@ def campaign(ledger: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, env=env, check=False, cwd=REPO)
 
 
-def submit(ledger: Path, name: str) -> dict[str, Any]:
+def submit(ledger: Path, name: str, *extra: str, experiment: str = "compare_noise") -> dict[str, Any]:
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
-    proc = campaign(ledger, "submit", "cluster=local", "experiment=compare_noise", f"campaign.name={name}")
+    proc = campaign(ledger, "submit", "cluster=local", f"experiment={experiment}", f"campaign.name={name}", *extra)
     if proc.returncode != 0:
         sys.exit(f"submit {name} failed: {proc.stderr.strip()}")
     return {"campaign": name, "seconds": round(time.perf_counter() - start, 1),
@@ -108,12 +118,79 @@ def total(pairs: list[dict[str, Any]], key: str) -> dict[str, Any]:
     return {"points": n, "false_positives": fp, "rate": round(fp / n, 4) if n else None}
 
 
+def job_seconds(ledger: Path) -> float:
+    """The jobs' wall time in all (the machine budget), from the ledger."""
+    from campaign.ledger import JobAttempt, Ledger
+
+    led = Ledger(ledger, create=False)
+    try:
+        with led.session() as s:
+            return round(sum((a.ended_at - a.started_at).total_seconds() for a in s.query(JobAttempt)
+                             if a.started_at and a.ended_at), 1)
+    finally:
+        led.close()
+
+
+def slowed(ledger: Path, a: str, b: str, threshold: float) -> dict[str, Any]:
+    proc = campaign(ledger, "compare", a, b, "--format", "json", "--threshold", str(threshold))
+    if proc.returncode != 0:
+        sys.exit(f"compare {a} {b} failed: {proc.stderr.strip()}")
+    points = json.loads(proc.stdout)["points"]
+    called = sum(p["verdict"] == "slower" for p in points)
+    return {"base": a, "new": b, "points": len(points), "called_slower": called,
+            "rate": round(called / len(points), 4) if points else None,
+            "ratios": sorted(round(p["ratio"], 3) for p in points)}
+
+
+def replicated(args: argparse.Namespace) -> None:
+    """Issue 30's measurement: R replicates per side (see the module doc)."""
+    fake = REPO / "tests" / "fixtures"
+    os.environ["CAMPAIGN_CONFIG_PATH"] = str(fake / "fake_conf")
+    os.environ["CAMPAIGN_FAKE_KERNEL"] = str(fake / "fake_kernel.py")
+    reps = f"experiment.replicates={args.replicates}"
+    spin_env = () if args.clock == "wall" else ("+cluster.env.FAKE_CLOCK=cpu",)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp:
+        ledger = Path(tmp) / "ledger.sqlite"
+        kw = {"experiment": "compare_replicates"}
+        runs = [submit(ledger, "noise-base", reps), submit(ledger, "spin-base", reps, *spin_env, **kw),
+                submit(ledger, "noise-same", reps), submit(ledger, "spin-same", reps, *spin_env, **kw),
+                submit(ledger, "spin-slow", reps, "+cluster.env.FAKE_SLOWDOWN=1.1", *spin_env, **kw)]
+        pairs = [compare(ledger, "noise-base", "noise-same", args.threshold),
+                 compare(ledger, "spin-base", "spin-same", args.threshold)]
+        slow = slowed(ledger, "spin-base", "spin-slow", args.threshold)
+        budget = job_seconds(ledger)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / f"replicates-{args.clock}-ledger.sqlite").write_bytes(ledger.read_bytes())
+    result = {"threshold": args.threshold, "replicates": args.replicates, "spin_clock": args.clock,
+              "cpus": os.cpu_count(), "runs": runs,
+              "identical": pairs, "identical_all": total(pairs, "all"), "slowdown_10pct": slow,
+              "machine": {"job_seconds": budget, "wall_seconds": round(time.perf_counter() - start, 1)}}
+    (args.out / f"replicates-{args.clock}.json").write_text(json.dumps(result, indent=1) + "\n")
+    for r in runs:
+        print(f"{r['campaign']}: {r['seconds']} s, load average {r['load_before']} -> {r['load_after']}")
+    for p in pairs:
+        print(f"{p['base']} vs {p['new']}: {p['all']['false_positives']}/{p['all']['points']} points called different")
+    t = result["identical_all"]
+    print(f"identical reruns, {args.replicates} replicates per side: {t['false_positives']}/{t['points']} = {t['rate']:.1%}")
+    print(f"10% slowdown (spin): {slow['called_slower']}/{slow['points']} points called slower; ratios {slow['ratios']}")
+    print(f"machine: {budget} s of jobs, {result['machine']['wall_seconds']} s wall; written {args.out / f'replicates-{args.clock}.json'}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=4)
     ap.add_argument("--threshold", type=float, default=0.05)
+    ap.add_argument("--replicates", type=int, default=0, help="issue 30: R replicates per side (see the doc)")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="the spin kernel's clock: wall, or its thread's CPU time (a node held alone, emulated)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
+    if args.replicates:
+        if args.replicates < 2:
+            sys.exit("--replicates must be >= 2")
+        replicated(args)
+        return
     if args.runs < 2:
         sys.exit("--runs must be >= 2")
     with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # what mypy and readers see; at run time __getattr__ below im
     from campaign.ledger.db import default_ledger_path
     from campaign.multirun import composed_yaml, dry_run_all, submit_all
     from campaign.multirun import prepare as prepare_campaigns
+    from campaign.repeat_plan import RepeatPlan, plan_repeats
     from campaign.rerun import RerunReport, rerun
     from campaign.results.export import frame_records, latest_frame, results_frame
     from campaign.results.import_stream import import_file
@@ -43,6 +44,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "default_ledger_path": ("campaign.ledger.db", "default_ledger_path"),
     **{n: ("campaign.multirun", n) for n in ("composed_yaml", "dry_run_all", "submit_all")},
     "prepare_campaigns": ("campaign.multirun", "prepare"),
+    **{n: ("campaign.repeat_plan", n) for n in ("RepeatPlan", "plan_repeats")},
     **{n: ("campaign.rerun", n) for n in ("RerunReport", "rerun")},
     **{n: ("campaign.results.export", n) for n in ("frame_records", "latest_frame", "results_frame")},
     "read_import_file": ("campaign.results.reader", "read_import_file"),
@@ -55,9 +57,9 @@ _WHERE: dict[str, tuple[str, str]] = {
 }
 
 __all__ = [
-    "CompareReport", "RESULT_COLUMNS", "RerunReport", "SEARCH_PATH_ENV", "SubmitReport", "SyncReport", "cancel",
+    "CompareReport", "RESULT_COLUMNS", "RepeatPlan", "RerunReport", "SEARCH_PATH_ENV", "SubmitReport", "SyncReport", "cancel",
     "compare", "composed_yaml", "config_dirs", "counters_frame", "default_ledger_path", "dry_run", "dry_run_all",
-    "failed_among", "frame_records", "group_options", "import_campaign_name", "import_file", "latest_frame", "metrics", "parse_selection", "prepare_campaigns",
+    "failed_among", "frame_records", "group_options", "import_campaign_name", "import_file", "latest_frame", "metrics", "parse_selection", "plan_repeats", "prepare_campaigns",
     "read_import_file", "rerun", "result_records", "results_frame", "shape_advice", "store_import", "submit",
     "submit_all", "sync", "thread_advice", "write_metrics", "write_reports",
 ]  # == the keys of _WHERE (tests/cli/test_startup_imports.py)

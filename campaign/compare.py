@@ -202,7 +202,7 @@ def references_frame(camps: list[Campaign]) -> Any:
 
 
 def compare(led_for: Any, base: str, new: str, *, by: str | None = None, threshold: float = 0.05,
-            reference: bool = False) -> CompareReport:
+            reference: bool = False, min_replicates: int = 1) -> CompareReport:
     """Compare two selections. `led_for()` opens the command's own ledger
     (called only when a selection has no `ledger=`)."""
     from analysis.compare import compare as compare_frames  # lazy: pandas, scipy
@@ -227,7 +227,7 @@ def compare(led_for: Any, base: str, new: str, *, by: str | None = None, thresho
             for led in opened.values():
                 led.close()
     try:
-        result = compare_frames(fb, fn, by=by, threshold=threshold)
+        result = compare_frames(fb, fn, by=by, threshold=threshold, min_replicates=min_replicates)
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
     report = CompareReport(sb, sn, result, provenance_diff(pb, pn),

@@ -27,6 +27,7 @@ from campaign.config.schema import (
 )
 from campaign.errors import ConfigError
 from campaign.json_template import TemplateEncoder
+from campaign.replicates import check_replicates, interleave
 from campaign.resources import allocate, check_memory
 
 KEY_LENGTH = 16
@@ -59,6 +60,7 @@ class RunSpec:
     identity: tuple[tuple[str, str], ...] = ()
     cpus: int = 0  # cores allocated (campaign.resources); 0 = as many as threads
     exclusive: bool = False  # whole node (--exclusive)
+    replicate: int = 0  # which independent job of its configuration (campaign.replicates)
 
     @property
     def alloc_cpus(self) -> int:
@@ -76,6 +78,8 @@ class RunSpec:
             del data["cpus"]
         if not data["exclusive"]:
             del data["exclusive"]
+        if not data["replicate"]:  # replicate 0 is the run an unreplicated experiment plans
+            del data["replicate"]
         blob = _KEY_JSON.encode(data)
         return hashlib.sha256(blob.encode()).hexdigest()[:KEY_LENGTH]
 
@@ -85,6 +89,7 @@ class RunSpec:
         where = f"{self.gpus}gpu" if self.gpus else f"{self.threads}t"
         if not self.gpus and self.alloc_cpus != self.threads:
             where += f"/{self.alloc_cpus}c"
+        extra += f" replicate={self.replicate}" if self.replicate else ""
         return f"{self.kernel}/{self.impl}/{self.variant} {self.dtype} {self.partition} {where}{extra}"
 
     def command(self, out_csv: str) -> list[str]:
@@ -292,21 +297,20 @@ def plan(cfg: RootConfig) -> Plan:
     # Equal fields, equal key: dedup on the fields' own hash, no JSON per run
     # (with_identity changes every key anyway; dict keeps the first's order).
     unique = list(dict.fromkeys(runs))
-    return Plan(unique, skipped)
+    return Plan(interleave(unique, exp.replicates, campaign_name(cfg)), skipped)
 
 
 def _check_size(cfg: RootConfig) -> None:
     """Count the runs before building any (a million-run typo must be one line
     at once, not minutes and gigabytes of planning): an upper bound from the
     list lengths, refused above campaign.max_runs."""
-    limit = cfg.campaign.max_runs
-    total = 0
+    limit, total, reps = cfg.campaign.max_runs, 0, check_replicates(cfg.experiment.replicates)
     for sweep in cfg.experiment.sweeps:
         parts = len(sweep.partitions or cfg.cluster.partitions) or 1
         grid = 1
         for values in sweep.grid.values():
             grid *= max(1, len(values))
-        total += parts * len(sweep.impls) * len(sweep.variants) * len(sweep.dtypes) * len(sweep.threads) * grid
+        total += parts * len(sweep.impls) * len(sweep.variants) * len(sweep.dtypes) * len(sweep.threads) * grid * reps
         if total > limit:
             raise ConfigError(f"experiment {cfg.experiment.name} plans up to {total:,} runs (counted before "
                               f"building them), above campaign.max_runs={limit:,}: narrow the sweeps or raise it")

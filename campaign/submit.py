@@ -99,6 +99,7 @@ def _prepare(overrides: Sequence[str], ledger_path: Path,
         p.runs += [r for r in more.runs if r.key not in keys]
         p.skipped += [line for line in more.skipped if line not in p.skipped]
     if len(members) > 1:
+        p.runs.sort(key=lambda r: r.replicate)  # the members' replicate rounds merged (stable: each round's shuffle kept)
         cfg.__dict__["_resolved_yaml"] = "---\n".join(resolved_yaml(c) for c in members)  # provenance: all members
     name = campaign_name(cfg)
     root = _workdir_root(cfg.campaign.workdir, ledger_path)

@@ -26,6 +26,7 @@ from campaign.cli.output import (
     write_csv,
     write_json,
 )
+from campaign.cli.plan_view import cmd_plan_repeats
 from campaign.errors import BadInputError, LedgerError, SchedulerError
 from campaign.states import JobState
 
@@ -284,7 +285,7 @@ def cmd_compare(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     if fmt not in ("table", "json", "md"):
         raise BadInputError(f"compare prints --format table, json or md, not {fmt}")
     rep = api.compare(lambda: ledger(args, create=False), args.base, args.new, by=args.by,
-                      threshold=args.threshold, reference=args.reference)
+                      threshold=args.threshold, reference=args.reference, min_replicates=args.min_replicates)
     _gate_compared_something(args, rep.comparison)
     if fmt == "json":
         json.dump(compare_view.as_json(rep), sys.stdout)
@@ -301,17 +302,16 @@ def cmd_compare(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 def _gate_compared_something(args: argparse.Namespace, c: Any) -> None:
     """A regression gate that compared nothing must not pass (exit 2, one line): no
     point in common, or none with enough repeats on both sides for a verdict."""
-    from analysis.compare import INSUFFICIENT  # lazy: pandas, scipy
-
+    from analysis.compare import FEW_REPLICATES, INSUFFICIENT  # lazy: pandas, scipy
     if not args.fail_on:
         return
     if not len(c.points):
         raise BadInputError(f"compare --fail-on {args.fail_on}: no point in common between BASE {args.base!r} "
                             f"and NEW {args.new!r} ({len(c.base_only)} only in BASE, {len(c.new_only)} only in NEW), "
                             f"so nothing was compared")
-    if (c.points["verdict"] == INSUFFICIENT).all():
-        raise BadInputError(f"compare --fail-on {args.fail_on}: none of the {len(c.points)} matched point(s) has "
-                            f">= {c.min_repeats} repeats on both sides, so none could be judged")
+    if c.points["verdict"].isin([INSUFFICIENT, FEW_REPLICATES]).all():
+        raise BadInputError(f"compare --fail-on {args.fail_on}: none of the {len(c.points)} matched point(s) has >= "
+                            f"{c.min_repeats} repeats and {c.min_replicates} replicate(s) on both sides, so none could be judged")
 
 
 def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
@@ -390,7 +390,7 @@ def cmd_completion(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace, LedgerFactory], int]] = {
     "submit": cmd_submit, "status": cmd_status, "jobs": cmd_jobs, "show": cmd_show,
     "rerun": cmd_rerun, "cancel": cmd_cancel, "import": cmd_import, "compare": cmd_compare, "results": cmd_results,
-    "report": cmd_report, "advise": cmd_advise, "completion": cmd_completion,
+    "report": cmd_report, "advise": cmd_advise, "completion": cmd_completion, "plan-repeats": cmd_plan_repeats,
 }
 
 

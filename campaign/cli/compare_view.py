@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from analysis.compare import FASTER, INSUFFICIENT, NOISE, SLOWER, VERDICTS, varied_columns
+from analysis.compare import BETWEEN, FASTER, FEW_REPLICATES, INSUFFICIENT, NOISE, SLOWER, VERDICTS, varied_columns
 from analysis.metrics import to_records
 from analysis.provenance_diff import Difference
 from analysis.ratios import DIMENSIONS
@@ -62,7 +62,7 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
             and k not in VERDICTS]
     rows = [[*(str(r[k]) for k in keys), str(r["points"]), f"{r['geomean']:.3f}",
              f"[{r['geomean_lo']:.3f}, {r['geomean_hi']:.3f}]", str(r[SLOWER]), str(r[FASTER]), str(r[NOISE]),
-             str(r[INSUFFICIENT]), str(r["verdict"])] for r in c.summary.to_dict("records")]
+             str(r[INSUFFICIENT] + r[FEW_REPLICATES]), str(r["verdict"])] for r in c.summary.to_dict("records")]
     lines += _grid([*keys, "points", "geomean", "95% interval", "slower", "faster", "same", "insufficient",
                     "verdict"], rows, markdown)
     counts = c.points["verdict"].value_counts()
@@ -71,16 +71,18 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
     hint = by_hint(c)
     if hint:
         lines.append(f"hint: {hint}")
+    lines += replicate_lines(c)
     listed = c.points[c.points["verdict"] != NOISE].copy()
-    listed["_order"] = listed["verdict"].map({SLOWER: 0, FASTER: 1, INSUFFICIENT: 2})
+    listed["_order"] = listed["verdict"].map({SLOWER: 0, FASTER: 1, INSUFFICIENT: 2, FEW_REPLICATES: 3})
     listed = listed.sort_values(["_order", "ratio"], ascending=[True, False], kind="stable")
     rows = [[_config(r, varied), str(r["threads"]), str(r["n"]), f"{r['t_base']:.4g}", f"{r['t_new']:.4g}",
              f"{r['ratio']:.3f}", f"[{r['ratio_lo']:.3f}, {r['ratio_hi']:.3f}]",
-             f"{r['repeats_base']}/{r['repeats_new']}", str(r["verdict"]) + _shared(r)]
+             f"{r['repeats_base']}/{r['repeats_new']}", f"{r['replicates_base']}/{r['replicates_new']}",
+             _verdict(r) + _shared(r)]
             for r in listed.head(MAX_ROWS).to_dict("records")]
     if rows:
         lines += _grid(["configuration", "threads", "n", "base s", "new s", "ratio", "interval", "repeats",
-                        "verdict"], rows, markdown)
+                        "replicates", "verdict"], rows, markdown)
     if len(listed) > MAX_ROWS:
         lines.append(f"... and {len(listed) - MAX_ROWS} more (see --format json)")
     for side, frame in (("BASE", c.base_only), ("NEW", c.new_only)):
@@ -92,6 +94,40 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
     lines += _references_text(rep, markdown)
     lines += [f"note: {n}" for n in rep.notes]
     return "\n".join(lines)
+
+
+def _verdict(row: dict[str, Any]) -> str:
+    """A point's verdict, with the interval it rests on when that is not the replicates'."""
+    if row["verdict"] == FEW_REPLICATES:
+        least = min(row["replicates_base"], row["replicates_new"])
+        return f"insufficient: {least} replicate{'s' if least != 1 else ''}" + _needed(row)
+    if row["interval"] != BETWEEN and row["verdict"] != INSUFFICIENT:
+        return f"{row['verdict']} (within-run interval only{_needed(row)})"
+    return str(row["verdict"])
+
+
+def _needed(row: dict[str, Any]) -> str:
+    need = int(row["replicates_needed"])
+    return f"; {need} replicates per side would give a verdict" if need else ""
+
+
+def replicate_lines(c: Any) -> list[str]:
+    """Which interval judged the points: between replicates, or within one run only
+    (and how many replicates per side a verdict at the threshold would take)."""
+    pts = c.points
+    if not len(pts):
+        return []
+    between = int((pts["interval"] == BETWEEN).sum())
+    if between == len(pts):
+        return [f"all {between} point(s) judged on the between-replicate interval "
+                f"({int(pts[['replicates_base', 'replicates_new']].min().min())}+ replicates per side)"]
+    need = pts.loc[pts["interval"] != BETWEEN, "replicates_needed"]
+    known = need[need > 0]
+    how = (f"{int(known.max())} replicates per side would give every one a verdict at {c.threshold:.0%}"
+           if len(known) == len(need) else
+           "submit with experiment.replicates=3 (or `campaign plan-repeats` on a pilot) to judge them between jobs")
+    return [f"{len(pts) - between} of {len(pts)} point(s) have 1 replicate on a side: within-run interval only "
+            f"(repeats of one job cannot show a drift between jobs); {how}"]
 
 
 def by_hint(c: Any) -> str | None:
@@ -206,7 +242,7 @@ def as_json(rep: CompareReport) -> dict[str, Any]:
     c = rep.comparison
     out: dict[str, Any] = {
         "base": rep.base.text, "new": rep.new.text, "by": c.by, "threshold": c.threshold,
-        "min_repeats": c.min_repeats, "method": c.method,
+        "min_repeats": c.min_repeats, "min_replicates": c.min_replicates, "method": c.method,
         "provenance": [{"category": d.category, "key": d.key, "base": list(d.base), "new": list(d.new)}
                        for d in rep.provenance],
         "summary": to_records(c.summary), "points": to_records(c.points),

@@ -181,11 +181,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--threshold", type=_percent, default=0.05, metavar="P",
                    help="smallest change that counts, e.g. 5%% or 0.05 (default 5%%)")
     s.add_argument("--fail-on", choices=["slower"], help="exit 3 when a point is slower beyond the threshold")
+    s.add_argument("--min-replicates", type=_positive, default=1, metavar="R",
+                   help="refuse a verdict (insufficient-replicates) below R replicates on a side (default 1: "
+                        "such points are judged on the within-run interval only, and say so)")
     s.add_argument("--reference", action="store_true",
                    help="also check NEW against the references of its partitions")
     # its own --format (md too); SUPPRESS: a global `--format json` before the subcommand stays
     s.add_argument("--format", choices=COMPARE_FORMATS, default=argparse.SUPPRESS,
                    help="table (default), json or md")
+
+    s = sub.add_parser("plan-repeats", help="from a pilot campaign: replicates and repeats for an interval width "
+                                            "at least machine time (Kalibera & Jones 2013)")
+    s.add_argument("pilot", help="the pilot: campaign name or campaign=NAME,...,ledger=PATH (as compare)")
+    s.add_argument("--width", type=_percent, default=0.05, metavar="P",
+                   help="half-width of the NEW/BASE interval of two campaigns run so, e.g. 5%% (default 5%%)")
+    s.add_argument("--job-overhead", type=float, default=None, metavar="SECONDS",
+                   help="cost of one more job beyond its timed repeats (default: measured from the pilot's jobs)")
 
     s = sub.add_parser("results", help="export result rows (fixed columns, README: results columns)")
     s.add_argument("--campaign")
@@ -242,6 +253,13 @@ def _percent(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expects a percentage such as 5% or a fraction such as 0.05 "
                                          f"(above 0, below 100%), got {text!r}")
     return value
+
+
+def _positive(text: str) -> int:
+    """A whole number >= 1 (a count of replicates), else a usage error."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expects a whole number >= 1, got {text!r}")
+    return int(text)
 
 
 def _subparser(p: argparse.ArgumentParser, cmd: str) -> argparse.ArgumentParser:

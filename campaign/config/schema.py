@@ -205,6 +205,9 @@ class ExperimentSpec:
     name: str = MISSING
     description: str = ""
     repeats: int = 5
+    # each run submitted this many times as independent jobs (replicates), in a
+    # randomized interleaved order; compare/report put their intervals over them
+    replicates: int = 1
     warmup: int = 2
     check: bool = True
     walltime_min: int = 30

@@ -95,6 +95,8 @@ def _read(led: Ledger, campaign: str | Sequence[str] | None, cluster: str | None
     for col in ("campaign", "state"):
         frame[col] = frame[col].fillna("")
     frame = settled_dtypes(frame)
+    # replicate 0 is every row of an unreplicated run; imported rows form one replicate of their own
+    frame["replicate"] = frame["replicate"].fillna(0).astype("int64")
     if frame["alloc_cpus"].isna().all():  # no allocation recorded (local backend, imports, older ledgers)
         frame = frame.drop(columns="alloc_cpus")
     return frame, found

@@ -24,7 +24,7 @@ EXPORT_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device",
                   "repeat", "time_s", "job_id", "gpu_model", "flops", "bytes", "rel_err"]
 CHUNK = 200_000  # rows fetched at a time
 # Columns that hold numbers (or nothing): one dtype whichever read made the frame (settled_dtypes)
-NUMERIC_COLUMNS = ("threads", "n", "d", "repeat", "time_s", "flops", "bytes", "rel_err", "alloc_cpus")
+NUMERIC_COLUMNS = ("threads", "n", "d", "repeat", "time_s", "flops", "bytes", "rel_err", "alloc_cpus", "replicate")
 # Rows of these attempts are measurements too: the finished n of a job stopped
 # by its walltime, a cancel or its memory limit (campaign.partial).
 PARTIAL_USABLE = (JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY)
@@ -64,7 +64,10 @@ def statement(campaign: str | Sequence[str] | None, cluster: str | None, usable_
     cols: list[Any] = [getattr(ResultRow, c) for c in EXPORT_COLUMNS]
     cols += [ResultRow.source, Campaign.name.label("campaign"), type_coerce(JobAttempt.state, String).label("state"),
              JobAttempt.alloc_cpus.label("alloc_cpus"),  # cores the job was given: oversubscription is judged by it
-             JobAttempt.overlap]  # timed while another timed job ran (campaign.overlap)
+             JobAttempt.overlap,  # timed while another timed job ran (campaign.overlap)
+             # which independent job of its configuration (campaign.replicates); null: imported, or replicate 0
+             # of a run planned before replicates (its spec has no such entry)
+             Run.spec["replicate"].as_integer().label("replicate")]
     if all_extras:
         cols.append(type_coerce(ResultRow.extra, String).label("_extra"))
     else:

@@ -41,6 +41,7 @@ RESULT_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("gpu_model", "string or null", "GPU name on cuda rows"),
     ("job_id", "string or null", "scheduler job ID that produced the row"),
     ("attempt", "integer or null", "attempt number of the run (1, 2, ... after reruns)"),
+    ("replicate", "integer or null", "which independent job of its configuration (experiment.replicates: 0, 1, ...); null for imported rows"),
     ("state", "string or null", "the attempt's state (COMPLETED, CHECK_FAILED, ...)"),
     ("overlap", "string or null", "set when the row was timed while another timed job ran on the same machine"),
     ("source", "string", "\"job\" or the imported file"),
@@ -72,7 +73,8 @@ def result_records(led: Ledger, campaign: str | None = None) -> list[dict[str, A
     """The rows in COLUMNS order. An unknown campaign is a BadInputError.
     Plain column tuples, not ORM objects: an export may hold millions of rows."""
     cols = [getattr(ResultRow, c) for c in (*_TEXT, *_NUMBERS)]
-    stmt = (select(*cols, ResultRow.extra, JobAttempt.attempt, JobAttempt.state, Campaign.name, JobAttempt.overlap)
+    stmt = (select(*cols, ResultRow.extra, JobAttempt.attempt, JobAttempt.state, Campaign.name, JobAttempt.overlap,
+                   Run.spec["replicate"].as_integer())
             .outerjoin(JobAttempt, ResultRow.attempt_id == JobAttempt.id)
             .outerjoin(Run, Run.id == JobAttempt.run_id)
             # a job row's campaign is its run's; an imported row's the one it was imported into
@@ -87,10 +89,11 @@ def result_records(led: Ledger, campaign: str | None = None) -> list[dict[str, A
             values = tuple(row)
             rec: dict[str, Any] = dict(zip(_TEXT, values[:n_text]))
             rec.update(zip(_NUMBERS, (typed(v) for v in values[n_text:n_text + len(_NUMBERS)])))
-            raw_extra, attempt, state, name, overlap = values[n_text + len(_NUMBERS):]
+            raw_extra, attempt, state, name, overlap, replicate = values[n_text + len(_NUMBERS):]
             extra = {k: typed(v) for k, v in (raw_extra or {}).items()}
             rec.update(campaign=name, params=str(extra.pop("params", "") or ""),
                        first_call_s=typed(extra.pop("first_call_s", None)), attempt=attempt,
-                       state=state.value if state is not None else None, overlap=overlap, extra=extra)
+                       state=state.value if state is not None else None, overlap=overlap, extra=extra,
+                       replicate=(replicate or 0) if attempt is not None else None)
             out.append({c: rec[c] for c in COLUMNS})
     return out

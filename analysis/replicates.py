@@ -1,0 +1,216 @@
+"""Two-level estimates: repeats within a replicate (one job), replicates
+(independent jobs of one configuration, campaign.replicates) within a point.
+
+Why two levels: the repeats of one job are measured back to back under one
+state of the machine, so their spread cannot show a drift between jobs;
+identical reruns on a shared VM moved 1.8x while each run's repeats agreed
+(BENCHMARKS.md §5). Kalibera and Jones ("Rigorous Benchmarking in Reasonable
+Time", ISMM 2013) put the interval over the highest level that is repeated;
+here that is the replicate.
+
+Per point with R >= 2 replicates:
+- each replicate's median over its repeats (robust to the one-sided outliers
+  of shared nodes, as analysis/summary.py argues);
+- the point estimate: the geometric mean of the replicate medians; its
+  interval: a Student t-interval on their logarithms (R - 1 degrees of
+  freedom, nominal 95%). Logarithms because times are positive and ratios are
+  what is compared; the t-interval because R is small (2-5) and a bootstrap
+  over 3 values has 10 distinct resamples and under-covers.
+- NEW/BASE: the difference of the two log means with a Welch interval
+  (Welch-Satterthwaite degrees of freedom), which uses both sides' spread
+  once instead of the product of two intervals (half as wide at R = 3).
+
+With one replicate there is no between-job spread: compare keeps the
+within-run (order-statistic) interval, says so, and says how many
+replicates per side would give a verdict (`needed`), from the other side's
+between-replicate spread when it has one.
+
+Planning (`campaign plan-repeats`, Kalibera & Jones §4): with the pilot's
+variance components on the log scale, T1^2 (repeats within a replicate,
+unbiased: the pooled within-replicate variance) and T2^2 = S2^2 - T1^2/m
+(replicates; S2^2 the variance of the replicate means, m repeats each), and
+the costs c1 (one more repeat) and c2 (one more job: start, warm-up, first
+call), the repeats per replicate that minimise machine time for a given
+interval width are m* = ceil(sqrt(c2 T1^2 / (c1 T2^2))); the replicates are
+then the fewest R whose interval reaches the width:
+t(R) * sqrt((T2^2 + T1^2 / m*) / R) <= width.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from analysis.frames import group_codes
+from analysis.schema import group_columns
+
+REPLICATE = "replicate"
+LEVEL = 0.95
+MAX_NEEDED = 1000  # replicates beyond this are reported as this (the machine is too noisy to plan)
+MAX_REPEATS = 100  # repeats per job planned at most (replicates showing no spread of their own ask for "many")
+
+
+def _quantile(df: np.ndarray | float) -> np.ndarray:
+    return np.asarray(stats.t.ppf(0.5 + LEVEL / 2, df), dtype=float)
+
+
+def point_columns(results: pd.DataFrame) -> list[str]:
+    """A point: the group key, threads and n (as analysis/summary.py)."""
+    return group_columns(results) + ["threads", "n"]
+
+
+def replicate_keys(results: pd.DataFrame) -> np.ndarray:
+    """Which independent job set each row belongs to: the replicate number within
+    its campaign (replicate 0 of two campaigns pooled in one report are two jobs,
+    not one). Rows without a `replicate` column are replicate 0."""
+    number = results[REPLICATE].to_numpy() if REPLICATE in results else np.zeros(len(results), dtype="int64")
+    if "campaign" not in results or results["campaign"].nunique(dropna=False) <= 1:
+        return np.asarray(number)
+    codes, _ = group_codes(pd.DataFrame({"c": results["campaign"].astype(str).to_numpy(), "r": number}), ["c", "r"])
+    return codes
+
+
+def replicate_medians(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per (point, replicate): the replicate's median time `median_s`,
+    its mean log time `log_mean`, its log variance `log_var` (ddof 1; NaN for
+    one repeat) and its `repeats`. Rows without a `replicate` column are one
+    replicate (0); see replicate_keys."""
+    cols = point_columns(results)
+    frame = results[cols + ["time_s"]].copy()
+    frame[REPLICATE] = replicate_keys(results)
+    times = frame["time_s"].to_numpy(dtype=float)
+    frame["_log"] = np.log(times, out=np.full_like(times, np.nan), where=times > 0)
+    grouped = frame.groupby(cols + [REPLICATE], sort=True, dropna=False)
+    out = grouped["time_s"].median().rename("median_s").to_frame()
+    out["log_mean"] = grouped["_log"].mean()
+    out["log_var"] = grouped["_log"].var(ddof=1)
+    out["repeats"] = grouped["time_s"].size().astype("int64")
+    return out.reset_index()
+
+
+def between(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per point: `replicates`, the geometric mean of the replicate
+    medians `center_s`, the standard deviation of their logs `replicate_log_sd`
+    (NaN below two replicates), and the t-interval `lo_s`, `hi_s`
+    (NaN below two replicates)."""
+    reps = replicate_medians(results)
+    cols = point_columns(results)
+    reps["_lm"] = np.log(reps["median_s"].to_numpy(dtype=float))
+    grouped = reps.groupby(cols, sort=True, dropna=False)["_lm"]
+    out = grouped.size().rename("replicates").astype("int64").to_frame()
+    mean, sd = grouped.mean(), grouped.std(ddof=1)
+    count = out["replicates"].to_numpy()
+    half = _quantile(np.maximum(count - 1, 1)) * sd.to_numpy(dtype=float) / np.sqrt(count)
+    out["center_s"] = np.exp(mean.to_numpy(dtype=float))
+    out["replicate_log_sd"] = np.where(count >= 2, sd.to_numpy(dtype=float), np.nan)
+    out["lo_s"] = np.where(count >= 2, np.exp(mean.to_numpy(dtype=float) - half), np.nan)
+    out["hi_s"] = np.where(count >= 2, np.exp(mean.to_numpy(dtype=float) + half), np.nan)
+    return out.reset_index()
+
+
+def add_between(summary: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
+    """`summary` (analysis/summary.py's, one row per point) with `replicates`
+    and `replicate_log_sd`; where a point has >= 2 replicates its
+    `median_s` is the geometric mean of the replicate medians and its
+    interval the between-replicate t-interval (`ci_coverage` then the
+    nominal 95%). Points of one replicate keep the within-run interval."""
+    if REPLICATE not in results or not len(results) or len(np.unique(replicate_keys(results))) < 2:
+        summary["replicates"] = np.ones(len(summary), dtype="int64")
+        summary["replicate_log_sd"] = np.nan
+        return summary
+    summary = summary.copy()
+    cols = point_columns(results)
+    found = between(results)
+    codes, _ = group_codes(pd.concat([summary[cols], found[cols]], ignore_index=True), cols)
+    where = pd.Series(np.arange(len(found)), index=codes[len(summary):])
+    take = where.reindex(codes[:len(summary)]).to_numpy()
+    missing = np.isnan(take)
+    index = np.where(missing, 0, take).astype("int64")
+    count = np.where(missing, 1, found["replicates"].to_numpy()[index]).astype("int64")
+    use = count >= 2
+    for col, src in (("median_s", "center_s"), ("ci_lo_s", "lo_s"), ("ci_hi_s", "hi_s")):
+        summary[col] = np.where(use, found[src].to_numpy(dtype=float)[index], summary[col].to_numpy(dtype=float))
+    summary["ci_coverage"] = np.where(use, LEVEL, summary["ci_coverage"].to_numpy(dtype=float))
+    summary["replicates"] = count
+    summary["replicate_log_sd"] = np.where(use, found["replicate_log_sd"].to_numpy(dtype=float)[index], np.nan)
+    return summary
+
+
+def welch_ratio(t_base: np.ndarray, sd_base: np.ndarray, r_base: np.ndarray, t_new: np.ndarray,
+                sd_new: np.ndarray, r_new: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """NEW/BASE of two geometric means of replicate medians and its Welch
+    interval on the log scale (LEVEL). sd: the logs' standard deviation, r:
+    the replicates; both r >= 2 (else the interval is NaN)."""
+    t_base, t_new = np.asarray(t_base, dtype=float), np.asarray(t_new, dtype=float)
+    vb = np.asarray(sd_base, dtype=float) ** 2 / np.asarray(r_base, dtype=float)
+    vn = np.asarray(sd_new, dtype=float) ** 2 / np.asarray(r_new, dtype=float)
+    se = np.sqrt(vb + vn)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = (vb + vn) ** 2 / (vb ** 2 / (np.asarray(r_base) - 1) + vn ** 2 / (np.asarray(r_new) - 1))
+    # identical replicate medians on both sides: no spread, the interval is the point
+    df = np.where(np.isfinite(df) & (df > 0), df, np.minimum(np.asarray(r_base), np.asarray(r_new)) - 1)
+    log_ratio = np.log(t_new) - np.log(t_base)
+    half = _quantile(np.maximum(df, 1)) * se
+    return np.exp(log_ratio), np.exp(log_ratio - half), np.exp(log_ratio + half)
+
+
+def replicates_needed(sd: np.ndarray | float, threshold: float) -> np.ndarray:
+    """Per point, the fewest replicates per side (>= 2) whose Welch interval of
+    NEW/BASE, at a between-replicate log spread `sd` on both sides, is no
+    wider than the threshold on either side: t(2R - 2) * sd * sqrt(2 / R) <=
+    log(1 + threshold). 0 where sd is unknown (NaN); MAX_NEEDED at most."""
+    sd = np.atleast_1d(np.asarray(sd, dtype=float))
+    width = math.log1p(threshold)
+    out = np.zeros(len(sd), dtype="int64")
+    known = np.isfinite(sd)
+    if not known.any():
+        return out
+    r = np.arange(2, MAX_NEEDED + 1)
+    factor = _quantile(2 * r - 2) * np.sqrt(2.0 / r)  # increasing sd * factor: first R under the width
+    limit = np.where(sd[known] > 0, width / np.where(sd[known] > 0, sd[known], 1), np.inf)
+    first = np.searchsorted(-factor, -limit, side="left")  # factor decreases with R
+    out[known] = np.minimum(r[np.minimum(first, len(r) - 1)], MAX_NEEDED)
+    return out
+
+
+def variance_components(results: pd.DataFrame) -> pd.DataFrame:
+    """Per point, Kalibera & Jones's unbiased components on the log scale:
+    `t1_sq` (repeats within a replicate: the mean within-replicate variance),
+    `t2_sq` (replicates: S2^2 - t1_sq / m, at least 0), the pilot's
+    `replicates`, mean `repeats` per replicate, and `median_s` (the pooled
+    median time of one repeat)."""
+    reps = replicate_medians(results)
+    cols = point_columns(results)
+    grouped = reps.groupby(cols, sort=True, dropna=False)
+    out = grouped.size().rename("replicates").astype("int64").to_frame()
+    out["repeats"] = grouped["repeats"].mean()
+    out["t1_sq"] = grouped["log_var"].mean()
+    s2 = grouped["log_mean"].var(ddof=1)
+    out["t2_sq"] = np.maximum(s2 - out["t1_sq"].fillna(0) / out["repeats"], 0.0)
+    out["median_s"] = results.groupby(cols, sort=True, dropna=False)["time_s"].median()
+    return out.reset_index()
+
+
+def optimal_repeats(c1: float, c2: float, t1_sq: float, t2_sq: float) -> int:
+    """K&J's repeats per replicate at least machine time: ceil(sqrt(c2 T1^2 / (c1 T2^2))),
+    1 when repeats vary not at all, MAX_REPEATS when replicates do not (only repeats help)."""
+    if not t1_sq > 0:
+        return 1
+    if not t2_sq > 0 or not c1 > 0:
+        return MAX_REPEATS
+    return int(min(MAX_REPEATS, max(1, math.ceil(math.sqrt(c2 * t1_sq / (c1 * t2_sq))))))
+
+
+def replicates_for(width: float, t1_sq: float, t2_sq: float, repeats: int, *, sides: int = 2) -> int:
+    """The fewest replicates R >= 2 with t(df) * sqrt(sides * (T2^2 + T1^2/m) / R) <= log(1 + width)
+    (sides 2: the interval of a ratio of two campaigns run alike, df = 2R - 2; 1: one point, df = R - 1)."""
+    var = max(t2_sq, 0.0) + max(t1_sq, 0.0) / max(repeats, 1)
+    target = math.log1p(width)
+    for r in range(2, MAX_NEEDED + 1):
+        df = sides * r - sides
+        if float(_quantile(df)) * math.sqrt(sides * var / r) <= target:
+            return r
+    return MAX_NEEDED
