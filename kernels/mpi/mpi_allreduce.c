@@ -15,7 +15,8 @@
  * per repeat with the slowest rank's time (MPI_MAX), and the slowest rank's
  * compute and comm parts (`compute_s`, `comm_s`), `ranks` (world size),
  * `nodes` (distinct hosts: ranks sharing memory are one node) and
- * `msg_bytes` (bytes each rank sends per repeat's collective).
+ * `msg_bytes` (bytes each rank sends per repeat's collective). --check: the
+ * first call's result against a double reference (see check()), the worst rank's.
  * Exit 2 on bad arguments (rank 0 says why), 0 when every row was written.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -145,32 +146,40 @@ typedef struct {
     float *buf, *recv;
     long count;        /* elements this rank holds */
     long msg;          /* elements each rank sends per collective */
-    float partial[PARTIALS], reduced[PARTIALS];
+    long offset;       /* global index of this rank's first element (strong: its share's start) */
+    double partial[PARTIALS], reduced[PARTIALS];
 } state_t;
 
 static void fill(state_t *s, int rank, unsigned seed)
 {
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < s->count; i++) {
-        s->buf[i] = input_at(rank, i, seed);
+        s->buf[i] = input_at(rank, s->offset + i, seed);
         if (s->recv) s->recv[i] = NAN;
     }
 }
 
-/* d multiply-add passes over this rank's elements, then 64 partial sums. */
+/* One element after d multiply-add passes (float, as the timed loop computes it). */
+static inline float passes(float x, long d)
+{
+    for (long p = 0; p < d; p++) x = x * 0.999f + 0.001f;
+    return x;
+}
+
+/* d multiply-add passes over this rank's elements, then 64 partial sums (in
+   double, so that a check is not lost in float rounding of long sums); lane
+   = global index mod 64, so the reduced lanes do not depend on the rank count. */
 static void compute(state_t *s, long d)
 {
-    for (int j = 0; j < PARTIALS; j++) s->partial[j] = 0.0f;
-    float acc[PARTIALS] = {0};
+    double acc[PARTIALS] = {0};
 #pragma omp parallel
     {
-        float mine[PARTIALS] = {0};
+        double mine[PARTIALS] = {0};
 #pragma omp for schedule(static)
         for (long i = 0; i < s->count; i++) {
-            float x = s->buf[i];
-            for (long p = 0; p < d; p++) x = x * 0.999f + 0.001f;
+            float x = passes(s->buf[i], d);
             s->buf[i] = x;
-            mine[i % PARTIALS] += x;
+            mine[(s->offset + i) % PARTIALS] += x;
         }
 #pragma omp critical
         for (int j = 0; j < PARTIALS; j++) acc[j] += mine[j];
@@ -194,25 +203,43 @@ static void call(state_t *s, const args_t *a, int rank, int size, double *t_comp
     } else {
         compute(s, a->d);
         t1 = now();
-        MPI_Allreduce(s->partial, s->reduced, PARTIALS, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(s->partial, s->reduced, PARTIALS, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     }
     double t2 = now();
     *t_compute = t1 - t0;
     *t_comm = t2 - t1;
 }
 
-/* ||got - want|| / ||want|| of the collective's result on this rank, as a double. */
+/* ||got - want|| / ||want|| of the collective's result on this rank.
+   allreduce: the sum over ranks of every element; ring: after size-1 shifts
+   this rank holds rank+1's input; strong/weak: the reduced lanes against the
+   same passes summed in double from the inputs (a reduction of its own, in
+   MPI_DOUBLE, of references that never went through the timed code). */
 static double check(const state_t *s, const args_t *a, int rank, int size)
 {
     double diff2 = 0.0, ref2 = 0.0;
     int nan = 0;
+    if (a->variant >= V_STRONG) {
+        double ref[PARTIALS] = {0}, all[PARTIALS];
+        for (long i = 0; i < s->count; i++) {
+            long g = s->offset + i;
+            ref[g % PARTIALS] += (double)passes(input_at(a->variant == V_WEAK ? rank : 0, g, a->seed), a->d);
+        }
+        MPI_Allreduce(ref, all, PARTIALS, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        for (int j = 0; j < PARTIALS; j++) {
+            if (isnan(s->reduced[j])) nan = 1;
+            diff2 += (s->reduced[j] - all[j]) * (s->reduced[j] - all[j]);
+            ref2 += all[j] * all[j];
+        }
+        return nan ? NAN : sqrt(diff2 / (ref2 > 0 ? ref2 : 1.0));
+    }
     for (long i = 0; i < s->msg; i++) {
         double want, got;
         if (a->variant == V_ALLREDUCE) {
             want = 0.0;
             for (int r = 0; r < size; r++) want += input_at(r, i, a->seed);
             got = s->recv[i];
-        } else {  /* ring: after size-1 shifts this rank holds rank+1's input */
+        } else {
             want = input_at((rank + 1) % size, i, a->seed);
             got = s->buf[i];
         }
@@ -223,16 +250,29 @@ static double check(const state_t *s, const args_t *a, int rank, int size)
     return nan ? NAN : sqrt(diff2 / (ref2 > 0 ? ref2 : 1.0));
 }
 
-static int count_nodes(void)
+/* Distinct hosts of the ranks: Slurm's node name where srun started the rank
+   (several slurmd on one machine are several nodes), else the processor name. */
+static int count_nodes(int size)
 {
-    MPI_Comm local;
-    int local_rank, leaders = 0, leader;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-    MPI_Comm_rank(local, &local_rank);
-    leader = local_rank == 0;
-    MPI_Allreduce(&leader, &leaders, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Comm_free(&local);
-    return leaders;
+    char mine[MPI_MAX_PROCESSOR_NAME + 1] = {0};
+    const char *slurm = getenv("SLURMD_NODENAME");
+    if (slurm && *slurm) {
+        snprintf(mine, sizeof mine, "%s", slurm);
+    } else {
+        int len = 0;
+        MPI_Get_processor_name(mine, &len);
+    }
+    char *all = calloc((size_t)size, sizeof mine);
+    if (!all) MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Allgather(mine, (int)sizeof mine, MPI_CHAR, all, (int)sizeof mine, MPI_CHAR, MPI_COMM_WORLD);
+    int distinct = 0;
+    for (int r = 0; r < size; r++) {
+        int seen = 0;
+        for (int q = 0; q < r && !seen; q++) seen = !strcmp(all + (size_t)r * sizeof mine, all + (size_t)q * sizeof mine);
+        distinct += !seen;
+    }
+    free(all);
+    return distinct;
 }
 
 int main(int argc, char **argv)
@@ -245,7 +285,7 @@ int main(int argc, char **argv)
     parse(argc, argv, &a);
     if (a.threads) omp_set_num_threads(a.threads);
     int threads = omp_get_max_threads();
-    int nodes = count_nodes();
+    int nodes = count_nodes(size);
     const char *bind = getenv("OMP_PROC_BIND"), *places = getenv("OMP_PLACES");
     char tmp[4096];
     FILE *f = NULL;
@@ -263,6 +303,7 @@ int main(int argc, char **argv)
         memset(&s, 0, sizeof s);
         if (a.variant == V_STRONG) {  /* this rank's share of n: the first n % size ranks take one more */
             s.count = n / size + (world_rank < n % size);
+            s.offset = (n / size) * world_rank + (world_rank < n % size ? world_rank : n % size);
         } else {
             s.count = n;
         }
@@ -276,7 +317,7 @@ int main(int argc, char **argv)
             if (world_rank == 0) fprintf(stderr, "mpi_allreduce: out of memory at n=%ld\n", n);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        fill(&s, world_rank, a.seed);
+        fill(&s, a.variant == V_STRONG ? 0 : world_rank, a.seed);
         double tc, tm, mine[3], worst[3];
         MPI_Barrier(MPI_COMM_WORLD);
         call(&s, &a, world_rank, size, &tc, &tm);
@@ -284,7 +325,7 @@ int main(int argc, char **argv)
         MPI_Reduce(mine, worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         double first = worst[0];
         double rel = -1.0, rel_all = -1.0;
-        if (a.check && a.variant <= V_RING) {
+        if (a.check) {
             rel = check(&s, &a, world_rank, size);
             /* NaN must win the max: send it as +inf and restore it */
             double send = isnan(rel) ? INFINITY : rel;
@@ -293,7 +334,7 @@ int main(int argc, char **argv)
         }
         for (long w = 0; w < a.warmup; w++) call(&s, &a, world_rank, size, &tc, &tm);
         for (long r = 0; r < a.repeats; r++) {
-            if (a.variant >= V_STRONG) fill(&s, world_rank, a.seed);  /* the same work every repeat */
+            if (a.variant >= V_STRONG) fill(&s, a.variant == V_STRONG ? 0 : world_rank, a.seed);  /* the same work every repeat */
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = now();
             call(&s, &a, world_rank, size, &tc, &tm);
@@ -302,7 +343,7 @@ int main(int argc, char **argv)
             MPI_Reduce(mine, worst, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (world_rank == 0) {
                 char rel_text[64] = "", comp_text[64] = "";
-                if (a.check && a.variant <= V_RING) snprintf(rel_text, sizeof rel_text, "%.6e", rel_all);
+                if (a.check) snprintf(rel_text, sizeof rel_text, "%.6e", rel_all);
                 if (a.variant >= V_STRONG) snprintf(comp_text, sizeof comp_text, "%.9e", worst[1]);
                 fprintf(f, "mpi_allreduce,c,%s,cpu,fp32,%ld,%ld,%d,%ld,%.9e,%.9e,%s,,",
                         VARIANTS[a.variant], n, a.d, threads, r, worst[0], first, rel_text);

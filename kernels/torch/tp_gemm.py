@@ -127,8 +127,10 @@ def slowest(values: Sequence[float], device: torch.device) -> list[float]:
 
 
 def count_nodes() -> int:
+    """Distinct hosts of the ranks: Slurm's node name where srun started the
+    rank (several slurmd on one machine are several nodes), else the host name."""
     hosts: list[str | None] = [None] * dist.get_world_size()
-    dist.all_gather_object(hosts, socket.gethostname())
+    dist.all_gather_object(hosts, os.environ.get("SLURMD_NODENAME") or socket.gethostname())
     return len(set(hosts))
 
 
