@@ -23,7 +23,7 @@ INTRO = ("Points of one configuration (kernel, implementation, variant, dtype, d
 
 
 def _head(frame: pd.DataFrame) -> dict[str, object]:
-    return {"configuration": labels(frame).to_numpy(), "threads": frame["threads"].to_numpy(),
+    return {"configuration": labels(frame.drop(columns=list(rank_scaling.SCALE), errors="ignore")).to_numpy(), "threads": frame["threads"].to_numpy(),
             "n": [display.size(v) for v in frame["n"]]}
 
 
@@ -31,12 +31,12 @@ def _scaling_table(frame: pd.DataFrame, caption: str, cols: tuple[tuple[str, str
     out = pd.DataFrame({**_head(frame), "ranks": frame["ranks"].astype(int).to_numpy(),
                         "nodes": frame["nodes"].astype(int).to_numpy(),
                         "median": [display.seconds(v) for v in frame["median_s"]],
-                        "interval": [display.interval(lo, hi, "{:.3g}") for lo, hi in
+                        "interval": [f"[{display.seconds(lo)}, {display.seconds(hi)}]" for lo, hi in
                                      zip(frame["ci_lo_s"], frame["ci_hi_s"])]})
     for name, col in cols:
         out[name] = [display.ratio(v) if "speedup" in col else display.percent(v) for v in frame[col]]
     out["job IDs"] = frame["job_ids"].to_numpy()
-    return Table(caption, out, note="median and its interval in seconds; × a ratio, % a fraction")
+    return Table(caption, out, note="median over repeats and its 95% order-statistic interval; × a ratio, % a fraction")
 
 
 def _fraction_table(frame: pd.DataFrame) -> Table:
@@ -44,7 +44,7 @@ def _fraction_table(frame: pd.DataFrame) -> Table:
                         "ranks": [f"{a}–{b}" for a, b in zip(frame["min_ranks"], frame["max_ranks"])],
                         "points": frame["points"].to_numpy(),
                         "serial fraction": [display.percent(v) for v in frame["serial_fraction"]],
-                        "95% interval": [display.interval(100 * lo, 100 * hi, "{:.2f}%")
+                        "95% interval": [f"[{display.percent(lo)}, {display.percent(hi)}]"
                                          for lo, hi in zip(frame["ci_lo"], frame["ci_hi"])],
                         "single repeat": [display.yes_no(v) for v in frame["single_repeat"]]})
     return Table("Fitted serial fraction (Amdahl for strong, Gustafson for weak scaling)", out,

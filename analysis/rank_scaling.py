@@ -17,7 +17,8 @@ params hold `scaling=weak`, else strong scaling (n is the whole problem).
 The interval of s is a percentile bootstrap over the repeats (each point's
 repeats resampled with replacement, the medians refitted; a fixed seed, so a
 report is reproducible). s is clipped to [0, 1]: noise can push the least
-squares outside, which no serial fraction is.
+squares outside, which no serial fraction is; a time that does not fall with
+P (B <= 0: oversubscribed ranks, say) is s = 1.
 """
 
 from __future__ import annotations
@@ -146,7 +147,8 @@ def amdahl_fraction(ranks: np.ndarray, times: np.ndarray) -> np.ndarray:
     intercept = t.mean(axis=1) - slope * x.mean()
     with np.errstate(divide="ignore", invalid="ignore"):
         s = intercept / (intercept + slope)
-    return np.clip(s, 0.0, 1.0)
+    # no parallel part (time flat or growing with P): all of it serial; superlinear (A < 0): none
+    return np.where(slope <= 0, 1.0, np.clip(s, 0.0, 1.0))
 
 
 def gustafson_fraction(ranks: np.ndarray, times: np.ndarray) -> np.ndarray:
