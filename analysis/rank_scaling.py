@@ -96,7 +96,8 @@ def _scaling_frames(results: pd.DataFrame) -> tuple[list[pd.DataFrame], list[pd.
     """(strong series, weak series) of the rows that have a rank count."""
     if "ranks" not in results.columns or not len(results):
         return [], []
-    strong, weak = [], []
+    strong: list[pd.DataFrame] = []
+    weak: list[pd.DataFrame] = []
     for part in _series(_points(results)):
         first = part.iloc[0]
         (weak if is_weak(first["variant"], first.get("params", "")) else strong).append(part)

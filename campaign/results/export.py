@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import math
-
-import numpy as np
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from analysis.columns import OPTIONAL_COLUMNS, SCALE_COLUMNS, SCALE_DEFAULT
 from campaign.ledger import Ledger
