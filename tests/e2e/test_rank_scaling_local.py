@@ -107,3 +107,37 @@ def test_markdown_report_shows_the_scaling_section_with_job_ids(ledger: Path, tm
     for job in ("mpi-strong-np4", "mpi-weak-np2", "gloo-strong-2"):
         assert job in section
     assert "Scaling over ranks and nodes" in (tmp_path / "local.html").read_text()
+
+
+LOCAL_EXPERIMENT = """name: mpi_local
+description: the MPI program as one rank on the local backend (Open MPI's singleton start)
+repeats: 3
+warmup: 1
+check: true
+walltime_min: 5
+sweeps:
+  - kernel: mpi_allreduce
+    impls: [c]
+    variants: [allreduce, strong]
+    threads: [1]
+    dtypes: [fp32]
+    n: [1000, 100000]
+    d: 4
+"""
+
+
+def test_mpi_program_runs_on_the_local_backend_as_one_rank(tmp_path: Path) -> None:
+    """Submitted through `campaign submit` on the local backend (no launcher: one rank),
+    checked, ingested with ranks 1 and nodes 1, its compute and comm in the extra object."""
+    subprocess.run(["make", "-C", str(REPO / "kernels"), "mpi"], capture_output=True, check=True)
+    conf = tmp_path / "conf" / "experiment"
+    conf.mkdir(parents=True)
+    (conf / "mpi_local.yaml").write_text(LOCAL_EXPERIMENT)
+    env = {"CAMPAIGN_CONFIG_PATH": str(tmp_path / "conf"), "CAMPAIGN_LOCAL_LOCK": str(tmp_path / "lock")}
+    ledger = str(tmp_path / "l.sqlite")
+    proc = run_cli("--ledger", ledger, "submit", "experiment=mpi_local", env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0 and "COMPLETED 2" in proc.stdout, proc.stdout + proc.stderr
+    rows = json.loads(run_cli("--ledger", ledger, "results", "--format", "json", env=env).stdout)
+    assert len(rows) == 2 * 2 * 3 and {(r["ranks"], r["nodes"], r["state"]) for r in rows} == {(1, 1, "COMPLETED")}
+    assert all(r["job_id"] and r["extra"]["comm_s"] >= 0 for r in rows)
+    assert {r["variant"] for r in rows if r["extra"].get("compute_s") is not None} == {"strong"}
