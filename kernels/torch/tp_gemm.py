@@ -14,7 +14,7 @@ SLURM_NTASKS/SLURM_LOCALID (srun), else OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK
 (Open MPI's mpirun), else PMI_RANK/PMI_SIZE (MPICH); none: one rank. The
 rendezvous is MASTER_ADDR:MASTER_PORT (default: the Slurm launch node, else
 127.0.0.1; port 29500 + job ID mod 1000). NCCL on cuda (one GPU per rank: the
-local rank's), gloo on cpu. Each repeat is timed on every rank between two
+only one the rank sees, else the local rank's), gloo on cpu. Each repeat is timed on every rank between two
 barriers; rank 0 writes the slowest rank's times (total, `compute_s`,
 `comm_s`), `ranks`, `nodes` (distinct host names) and `flops` (of the whole
 GEMM, all ranks).
@@ -72,6 +72,15 @@ def rendezvous(env: Mapping[str, str]) -> str:
     job = env.get("SLURM_JOB_ID", "")
     port = env.get("MASTER_PORT") or str(29500 + (int(job) % 1000 if job.isdigit() else 0))
     return f"tcp://{host}:{port}"
+
+
+def gpu_of(local_rank: int, visible: int) -> int | None:
+    """The GPU of a rank: the only one it sees (a launcher that binds one GPU
+    per task, e.g. srun --gpus-per-task=1, sets CUDA_VISIBLE_DEVICES per rank),
+    else the local rank's; None when there is none for it (never two ranks on one GPU)."""
+    if visible == 1:
+        return 0
+    return local_rank if local_rank < visible else None
 
 
 def shard_k(variant: str, d: int, ranks: int) -> int:
@@ -172,9 +181,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     if args.device == "cuda":
-        if local >= torch.cuda.device_count():
+        gpu = gpu_of(local, torch.cuda.device_count())
+        if gpu is None:
             parser.error(f"local rank {local} has no GPU ({torch.cuda.device_count()} visible): one rank per GPU")
-        torch.cuda.set_device(local)
+        torch.cuda.set_device(gpu)
     device = harness.setup_runtime(args)
     backend = "nccl" if device.type == "cuda" else "gloo"
     dist.init_process_group(backend, init_method=rendezvous(os.environ), rank=rank, world_size=ranks,

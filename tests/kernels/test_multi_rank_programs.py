@@ -19,7 +19,7 @@ from analysis.columns import TOLERANCE
 from campaign.results.reader import Expected, classify_output
 from campaign.states import JobState
 from kernels.torch.csvout import CSV_COLUMNS
-from kernels.torch.tp_gemm import rank_world, rendezvous, shard_k
+from kernels.torch.tp_gemm import gpu_of, rank_world, rendezvous, shard_k
 from tests.conftest import REPO
 
 MPI_BIN = REPO / "kernels" / "build" / "mpi" / "mpi_allreduce"
@@ -124,6 +124,8 @@ def test_hostile_rank_variables_are_refused(env: dict[str, str]) -> None:
 def test_rendezvous_and_shards() -> None:
     assert rendezvous({"MASTER_ADDR": "h", "MASTER_PORT": "1234"}) == "tcp://h:1234"
     assert rendezvous({"SLURM_LAUNCH_NODE_IPADDR": "10.0.0.1", "SLURM_JOB_ID": "12345"}) == "tcp://10.0.0.1:29845"
+    assert [gpu_of(r, 1) for r in range(3)] == [0, 0, 0]  # one GPU bound per task by the launcher
+    assert [gpu_of(r, 4) for r in range(5)] == [0, 1, 2, 3, None] and gpu_of(0, 0) is None
     assert shard_k("strong", 256, 4) == 64 and shard_k("weak", 256, 4) == 256
     with pytest.raises(ValueError):
         shard_k("strong", 250, 4)
