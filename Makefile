@@ -32,7 +32,7 @@ setup: $(STAMP) kernels
 
 kernels:
 	$(MAKE) -C kernels CC="$(CC)" FC="$(FC)" CFLAGS="$(CFLAGS)" FFLAGS="$(FFLAGS)" \
-	  $(if $(shell command -v $(FC)),all,c)
+	  $(if $(shell command -v $(FC)),all,c mpi)
 
 # A real small campaign on this machine (cluster=local, no Slurm), ending in a report.
 demo: setup

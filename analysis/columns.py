@@ -27,7 +27,9 @@ BASE_GROUP_COLUMNS: tuple[str, ...] = (
 )
 # `params`: the extra program arguments of a run (e.g. "sdpa-backend=cudnn" or
 # "a=32,h=2560"); runs that differ in them are different configurations.
-OPTIONAL_GROUP_COLUMNS: tuple[str, ...] = ("dtype", "d", "params")
+# `ranks`, `nodes`: where a multi-rank run ran (SCALE_COLUMNS below); rows of other rank counts are
+# other points, never one median (the analysis reads them only when some row has more than one).
+OPTIONAL_GROUP_COLUMNS: tuple[str, ...] = ("dtype", "d", "params", "ranks", "nodes")
 # Partition facts the analysis joins on (NUMA/core boundaries, roofline ceilings).
 PARTITION_COLUMNS: tuple[str, ...] = (
     "cluster", "partition", "cores", "sockets", "numa_domains", "threads_per_core",
@@ -48,7 +50,15 @@ class FloatRule:
 
 TEXT_COLUMNS: tuple[str, ...] = ("cluster", "partition", "kernel", "impl", "variant", "device",
                                  "dtype", "job_id", "gpu_model")
-INT_RULES: dict[str, IntRule] = {"threads": IntRule(1), "n": IntRule(1), "repeat": IntRule(0), "d": IntRule(1)}
+# Where a row ran, for MPI and multi-rank programs (docs/contracts.md#mpi-and-multi-rank-programs):
+# `ranks` = total MPI/torch ranks, `nodes` = distinct hosts. Optional integers >= 1, default 1 (a
+# single-process program); the ledger keeps them in the row's extra object (no column of their own),
+# the readers check them like any integer column, and the result table and the analysis read them
+# as columns (export: 1 where a row has none).
+SCALE_COLUMNS: tuple[str, ...] = ("ranks", "nodes")
+SCALE_DEFAULT = 1
+INT_RULES: dict[str, IntRule] = {"threads": IntRule(1), "n": IntRule(1), "repeat": IntRule(0), "d": IntRule(1),
+                                 "ranks": IntRule(1), "nodes": IntRule(1)}
 FLOAT_RULES: dict[str, FloatRule] = {
     "time_s": FloatRule(allow_nan=False, positive=True),
     "flops": FloatRule(allow_nan=True, positive=False),

@@ -14,11 +14,12 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from analysis import rank_scaling
 from analysis.penalties import doubling_penalty
 from analysis.ratios import all_ratios, ratios, variant_ratio
 from analysis.roofline import roofline
 from analysis.scaling import fitted_exponents, local_exponents
-from analysis.summary import ensure_summary, summarize
+from analysis.summary import ensure_summary, is_summary, summarize
 from analysis.threads import best_threads, crossovers, speedup
 
 __all__ = [
@@ -29,13 +30,14 @@ __all__ = [
 
 METRIC_KEYS: tuple[str, ...] = (
     "exponents", "fits", "speedup", "best_threads", "doubling_penalty", "crossovers",
-    "ratios", "roofline",
+    "ratios", "roofline", "strong_scaling", "weak_scaling", "serial_fraction", "comm_compute",
 )
 # Fields that are integers by meaning; a float column holding them (after a
 # merge introduced NaN) is written back as JSON integers.
 INTEGER_FIELDS = frozenset({
     "n", "d", "threads", "n_lo", "n_hi", "n_min", "n_max", "points", "best_threads",
     "max_threads", "threads_half", "threads_a", "threads_b", "n_before", "n_at", "repeats",
+    "ranks", "nodes", "base_ranks", "base_nodes", "min_ranks", "max_ranks", "resamples",
 })
 
 
@@ -51,6 +53,7 @@ def all_metrics(results: pd.DataFrame, partitions: pd.DataFrame | None,
     """
     clock = timings if timings is not None else {}
     summary = _timed(clock, "summary", lambda: ensure_summary(results))
+    rows = results.iloc[:0] if is_summary(results) else results  # a summary has no repeats to scale
     steps: dict[str, Callable[[], pd.DataFrame]] = {
         "exponents": lambda: local_exponents(summary),
         "fits": lambda: fitted_exponents(summary),
@@ -60,6 +63,11 @@ def all_metrics(results: pd.DataFrame, partitions: pd.DataFrame | None,
         "crossovers": lambda: crossovers(summary),
         "ratios": lambda: all_ratios(summary),
         "roofline": lambda: roofline(summary, partitions),
+        # over ranks and nodes: from the rows (a bootstrap over repeats; the programs' comm and compute times)
+        "strong_scaling": lambda: rank_scaling.strong_scaling(rows),
+        "weak_scaling": lambda: rank_scaling.weak_scaling(rows),
+        "serial_fraction": lambda: rank_scaling.serial_fractions(rows),
+        "comm_compute": lambda: rank_scaling.comm_compute(rows),
     }
     return {key: _timed(clock, key, steps[key]) for key in keys}
 

@@ -31,6 +31,7 @@ from analysis.html import to_html
 from analysis.metrics import all_metrics, filter_cluster
 from analysis.overlap_points import flagged_rows, overlap_points
 from analysis.penalties import facts_columns
+from analysis.rank_report import rank_section
 from analysis.ratios import ratios
 from analysis.report_md import to_markdown
 from analysis.summary import ensure_summary, is_summary
@@ -115,9 +116,12 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
             (results["cluster"].astype("str") == cluster).to_numpy()], summary)
         sections = _analysis(summary, frames, partitions, mine_jobs, cluster, out / slug,
                              figures, flags)
+        mine = results[(results["cluster"].astype("str") == cluster).to_numpy()]
         if counters is not None and len(counters):
-            mine = results[(results["cluster"].astype("str") == cluster).to_numpy()]
             sections.insert(len(sections) - 1, _counters_section(counters, mine))
+        ranks = None if is_summary(results) else rank_section(mine)
+        if ranks is not None:
+            sections.insert(2, ranks)  # after "Scaling with n"
     else:
         said = [f.text for f in findings.jobs(jobs_mod.state_counts(mine_jobs), mine_jobs)]
         sections = [Section("Summary", "summary", [Block("p", f"No results for cluster {cluster}.")]

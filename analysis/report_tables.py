@@ -41,6 +41,11 @@ def labels(frame: pd.DataFrame) -> pd.Series:
     if "params" in frame.columns:  # extra program args make a different configuration
         params = frame["params"].fillna("").astype("str")
         label = label + (" [" + params + "]").where(params != "", "")
+    if "ranks" in frame.columns:  # a multi-rank point: its total ranks and nodes are part of what ran
+        ranks = pd.to_numeric(frame["ranks"], errors="coerce").fillna(1).astype("int64").astype("str")
+        nodes = pd.to_numeric(frame.get("nodes", 1), errors="coerce")
+        label = label + " ×" + ranks + " ranks" + (" on " + pd.Series(nodes, index=frame.index).fillna(1)
+                                                   .astype("int64").astype("str") + " nodes")
     return label
 
 

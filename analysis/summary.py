@@ -39,7 +39,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 
 
 @cache
-def _rank_and_coverage(m: int) -> tuple[int, float]:
+def rank_and_coverage(m: int) -> tuple[int, float]:
     """Order-statistic rank r (1-based) of the interval and its exact coverage."""
     best = 1
     for r in range(1, m // 2 + 1):
@@ -80,7 +80,7 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     ranks = np.empty_like(counts)
     coverage = np.empty(len(counts), dtype=float)
     for m in np.unique(counts):
-        r, cov = _rank_and_coverage(int(m))
+        r, cov = rank_and_coverage(int(m))
         ranks[counts == m] = r
         coverage[counts == m] = cov
     first_rows = order[starts]

@@ -56,9 +56,27 @@ def _inputs(led: Ledger, cluster: str | None, scope: Scope) -> tuple[Any, Any]:
     clusters = _clusters(results)
     if cluster and cluster not in clusters:
         raise BadInputError(f"no results for cluster {cluster!r}; clusters: {', '.join(sorted(clusters))}")
-    results = add_cost_columns(results)
+    results = add_cost_columns(_with_rank_times(led, campaign, results))
     facts = partition_facts_frame(_cluster_specs(led, clusters))
     return results, facts
+
+
+RANK_TIMES = ("compute_s", "comm_s")  # multi-rank programs' own split of a repeat (docs/contracts.md)
+
+
+def _with_rank_times(led: Ledger, campaign: str | Sequence[str] | None, results: Any) -> Any:
+    """The rows with the multi-rank programs' compute and comm seconds, which
+    live in the rows' extra objects that the fast read leaves out: read again
+    with them only when some row ran on more than one rank (the `ranks`
+    column exists only then), and taken only when both reads hold the same
+    rows in the same order (the same statement's filters, in row id order)."""
+    if "ranks" not in results.columns:
+        return results
+    rich, _ = latest_frame(led, campaign=campaign, usable_only=True, all_extras=True)
+    if len(rich) != len(results) or not (rich["time_s"].to_numpy() == results["time_s"].to_numpy()).all():
+        return results
+    extra = {c: rich[c].to_numpy() for c in RANK_TIMES if c in rich.columns}
+    return results.assign(**extra) if extra else results
 
 
 def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None,

@@ -41,6 +41,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session, aliased
 
+from analysis.columns import SCALE_COLUMNS
 from campaign.ledger import JobAttempt, ResultRow
 from campaign.ledger.blocks import MAX_STALE, ROW_SHARED, blocks_differ, unpack
 from campaign.ledger.blocks import NUMBERS as ROW_NUMBERS  # per-row values (a kernel's flops, bytes, error vary by n)
@@ -208,8 +209,10 @@ def _stale(s: Session, firsts: Table, found: Sequence[Any]) -> set[int]:
 def _same_shared(firsts: Table) -> Any:
     """SQL: this row's shared values are its attempt's first row's (IS: NULL equals NULL)."""
     params = ResultRow.extra["params"].as_string()
+    # ranks and nodes too (a job's rows share them: campaign.results.expected), as the general read extracts them
+    scale = (ResultRow.extra[c].as_string().is_(firsts.c[c]) for c in SCALE_COLUMNS)
     return and_(*(getattr(ResultRow, c).is_(firsts.c[c if c != "campaign_id" else "_campaign_id"])
-                  for c in ROW_SHARED), params.is_(firsts.c.params))
+                  for c in ROW_SHARED), params.is_(firsts.c.params), *scale)
 
 
 def scan_statement(firsts: Table, cluster: str | None, *, few: bool) -> Any:

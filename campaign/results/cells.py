@@ -57,6 +57,15 @@ def cell(value: str, col: str) -> Any:
     return value
 
 
+def scale_cell(value: str, col: str) -> str:
+    """A `ranks`/`nodes` cell (analysis/columns.py SCALE_COLUMNS): an integer
+    at least its minimum, kept in the row's extra object as the number's text."""
+    number = cell(value, col)
+    if number is None or number < INT_RULES[col].minimum:
+        raise ValueError(f"{value.strip()[:40]!r} is not a positive integer")
+    return str(number)
+
+
 def check_row(row: dict[str, Any], where: str, judged: frozenset[str] = frozenset()) -> None:
     """The per-column value rules (minimum of an int, sign and finiteness of a
     float); a float column in `judged` may hold any number (its caller judges it)."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
-from analysis.columns import FLOAT_RULES, INT_RULES, KERNEL_COLUMNS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS
+from analysis.columns import FLOAT_RULES, INT_RULES, KERNEL_COLUMNS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS, SCALE_COLUMNS
 from campaign.results.cells import CONTROL, INT64, TEXT_MAX
 from campaign.results.keys import KEY_COLUMNS, MEASURED_EXTRAS
 
@@ -175,6 +175,9 @@ def fast_columns(raw_header: list[str], cells: list[Sequence[str]], required: tu
 
 
 def _checked(name: str, cells: Sequence[str], n: int) -> list[Any] | None:
+    if name in SCALE_COLUMNS:  # an extra column with an integer rule: checked, kept as its number's text
+        ints = _ints(cells, n, INT_RULES[name].minimum)
+        return None if ints is None else [None if v is None else str(v) for v in ints]
     return _column(name, cells, n) if name in KNOWN else _text(cells, TEXT_MAX)
 
 

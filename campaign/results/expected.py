@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from analysis.columns import TOLERANCE
+from analysis.columns import SCALE_COLUMNS, TOLERANCE
 from campaign.results.columnar import ResultColumns
 
 # A planned variant that names no single variant: the program sweeps shapes of
@@ -51,6 +51,7 @@ class Expected:
     d: int | None = None
     threads: int | None = None
     extra_args: tuple[tuple[str, str], ...] = ()
+    ranks: int | None = None  # total ranks (nodes x ranks_per_node) where the spec plans them
 
     @classmethod
     def of_spec(cls, spec: dict[str, Any], n: tuple[int, ...] | None = None) -> Expected:
@@ -59,7 +60,13 @@ class Expected:
         return cls(tuple(n or spec["n"]), bool(spec.get("check")), spec.get("kernel"), spec.get("dtype"),
                    spec.get("impl"), None if own_shapes else spec.get("variant"), spec.get("device"),
                    None if own_shapes else _int(spec.get("d")), _int(spec.get("threads")),
-                   tuple((str(k), str(v)) for k, v in spec.get("extra_args") or []))
+                   tuple((str(k), str(v)) for k, v in spec.get("extra_args") or []), _planned_ranks(spec))
+
+
+def _planned_ranks(spec: dict[str, Any]) -> int | None:
+    """nodes x ranks_per_node of a spec that plans ranks (issue 29), else None (not checked)."""
+    nodes, per_node = _int(spec.get("nodes")), _int(spec.get("ranks_per_node"))
+    return nodes * per_node if nodes is not None and per_node is not None else None
 
 
 def _int(value: Any) -> int | None:
@@ -92,6 +99,12 @@ def foreign(table: ResultColumns, want: Expected) -> str | None:
             other = next(v for v in values if v != own)
             return f"output is for {what} {other!r}, the run's is {own!r}"
     extras = _extra_columns(table)
+    for name in SCALE_COLUMNS:  # one launch has one world: rows of several are not one run's (a blank cell is 1)
+        found = {int(v) if v is not None else 1 for v in extras.get(name, ())}
+        if len(found) > 1:
+            return f"output mixes {name} {sorted(found)[:4]}: one run is one launch"
+        if name == "ranks" and found and want.ranks is not None and found != {want.ranks}:
+            return f"output is for ranks {found.pop()}, the run's is {want.ranks}"
     for name, value in want.extra_args:
         column = extras.get(name, extras.get(name.replace("-", "_")))
         if column is None or "," in value:

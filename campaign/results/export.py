@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from analysis.columns import OPTIONAL_COLUMNS
+import numpy as np
+
+from analysis.columns import OPTIONAL_COLUMNS, SCALE_COLUMNS, SCALE_DEFAULT
 from campaign.ledger import Ledger
 from campaign.results import by_attempt
 from campaign.results.latest import Superseded, holder
@@ -56,6 +58,8 @@ def latest_frame(led: Ledger, *, campaign: str | Sequence[str] | None = None, cl
     an all-NULL dtype of objects met a float one in a merge)."""
     frame, found = _read(led, campaign, cluster, usable_only, all_extras, where, latest=True)
     empty = [c for c in OPTIONAL_COLUMNS if c in frame.columns and frame[c].isna().all()]
+    # ranks/nodes of 1 in every row: single-process runs, as before the columns existed
+    empty += [c for c in SCALE_COLUMNS if (frame[c] == SCALE_DEFAULT).all()]
     return (frame.drop(columns=empty) if empty else frame), found
 
 
@@ -94,6 +98,9 @@ def _read(led: Ledger, campaign: str | Sequence[str] | None, cluster: str | None
     frame["params"] = frame["params"].fillna("").astype(str) if "params" in frame else ""
     for col in ("campaign", "state"):
         frame[col] = frame[col].fillna("")
+    for col in SCALE_COLUMNS:  # checked integers >= 1 at ingest and import; none: one process, one node
+        given = pd.to_numeric(frame[col], errors="coerce") if col in frame else pd.Series(np.nan, index=frame.index)
+        frame[col] = given.fillna(SCALE_DEFAULT).astype("int64")
     frame = settled_dtypes(frame)
     # replicate 0 is every row of an unreplicated run; imported rows form one replicate of their own
     frame["replicate"] = frame["replicate"].fillna(0).astype("int64")

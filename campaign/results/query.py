@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import String, func, or_, select, type_coerce
 from sqlalchemy.orm import Session
 
+from analysis.columns import SCALE_COLUMNS
 from campaign.ledger import Campaign, JobAttempt, Provenance, ResultRow, Run
 from campaign.states import JobState
 
@@ -72,6 +73,9 @@ def statement(campaign: str | Sequence[str] | None, cluster: str | None, usable_
         cols.append(type_coerce(ResultRow.extra, String).label("_extra"))
     else:
         cols.append(ResultRow.extra["params"].as_string().label("params"))
+        # ranks, nodes (analysis/columns.py SCALE_COLUMNS): one value in a job's rows (campaign.results.expected),
+        # so the SQLite read may take them from each attempt's first row as it takes params
+        cols += [ResultRow.extra[c].as_string().label(c) for c in SCALE_COLUMNS]
     stmt = (select(*cols).outerjoin(JobAttempt, ResultRow.attempt_id == JobAttempt.id)
             .outerjoin(Run, Run.id == JobAttempt.run_id)
             # a job row's campaign is its run's; an imported row's the one it was imported into

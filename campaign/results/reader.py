@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.columns import KERNEL_COLUMNS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS
+from analysis.columns import KERNEL_COLUMNS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS, SCALE_COLUMNS
 from campaign.errors import ImportError_, one_line
-from campaign.results.cells import CONTROL, cell, check_row
+from campaign.results.cells import CONTROL, cell, check_row, scale_cell
 from campaign.results.columnar import ResultColumns, fast_columns, record_cells, split_cells
 from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign
 from campaign.results.keys import natural_key
@@ -132,7 +132,7 @@ def parse_rows(text: str, required: tuple[str, ...], where: str,
         for col in header:
             if col not in row and rec[col].strip() != "":
                 try:
-                    extra[col] = cell(rec[col], "extra")
+                    extra[col] = scale_cell(rec[col], col) if col in SCALE_COLUMNS else cell(rec[col], "extra")
                 except ValueError as exc:
                     raise ImportError_(f"{where} line {line}: column {col}: {exc}") from None
         row["extra"] = extra or None

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from analysis.columns import SCALE_COLUMNS, SCALE_DEFAULT
 from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
 from campaign.ledger import queries as q
 
@@ -30,6 +31,8 @@ RESULT_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("dtype", "string or null", "fp32, bf16, fp16"),
     ("params", "string", "the run's extra program arguments, e.g. a=32,h=2560 (\"\" = none)"),
     ("threads", "integer", "OpenMP/torch threads"),
+    ("ranks", "integer", "MPI/torch ranks of the run in all (1: one process; kept in the row's extra object)"),
+    ("nodes", "integer", "distinct hosts the ranks ran on (1 where the row does not say)"),
     ("n", "integer", "problem size (sequence length)"),
     ("d", "integer or null", "head dimension"),
     ("repeat", "integer", "timed repeat, from 0"),
@@ -91,6 +94,8 @@ def result_records(led: Ledger, campaign: str | None = None) -> list[dict[str, A
             rec.update(zip(_NUMBERS, (typed(v) for v in values[n_text:n_text + len(_NUMBERS)])))
             raw_extra, attempt, state, name, overlap, replicate = values[n_text + len(_NUMBERS):]
             extra = {k: typed(v) for k, v in (raw_extra or {}).items()}
+            for col in SCALE_COLUMNS:
+                rec[col] = extra.pop(col, None) or SCALE_DEFAULT
             rec.update(campaign=name, params=str(extra.pop("params", "") or ""),
                        first_call_s=typed(extra.pop("first_call_s", None)), attempt=attempt,
                        state=state.value if state is not None else None, overlap=overlap, extra=extra,

@@ -2,7 +2,7 @@
 gives the general read's frame, value for value and dtype for dtype, on ledgers
 built to break it: attempts whose rows differ in one shared value (device, gpu
 model, job ID, cluster, params, a campaign id on a job row, threads, d), rows of attempts
-interleaved by id, imported rows with and without a campaign, NULLs, JSON null
+interleaved by id, rows of another rank count, imported rows with and without a campaign, NULLs, JSON null
 extras, every filter (campaign, cluster, usable states, dates, commit)."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ MUTATIONS: tuple[dict[str, Any], ...] = (
     {"device": "gpu"}, {"gpu_model": "H200"}, {"job_id": "102"}, {"cluster": "anvil"}, {"dtype": None},
     {"extra": {"params": "tag=9"}}, {"extra": {"other": 1}}, {"extra": None}, {"source": "job2"},
     {"kernel": "gemm"}, {"impl": "torch"}, {"variant": "memopt"}, {"partition": "gpu"}, {"threads": 99},
-    {"d": None}, {"d": 32},
+    {"d": None}, {"d": 32}, {"extra": {"ranks": "4"}}, {"extra": {"nodes": "2", "ranks": "2"}},
 )
 
 
@@ -59,7 +59,8 @@ def _ledger(tmp_path: Path, seed: int) -> Ledger:
                                         kernel="attention_forward", impl="c", variant="naive", device="cpu",
                                         dtype="fp32" if i % 6 else None, threads=1 + i, d=16 if i % 7 else None,
                                         job_id=str(100 + i), gpu_model=None,
-                                        extra={"params": f"tag={i % 3}", "first_call_s": 0.1} if i % 4 else None)
+                                        extra={"params": f"tag={i % 3}", "first_call_s": 0.1,
+                                               **({"ranks": "2"} if i % 5 == 2 else {})} if i % 4 else None)
             mutated = rng.random() < 0.5
             count = rng.randint(1, 12)
             for k in range(count):
