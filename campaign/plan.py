@@ -97,8 +97,9 @@ class RunSpec:
         where = f"{self.gpus}gpu" if self.gpus else f"{self.threads}t"
         if not self.gpus and self.alloc_cpus != self.threads:
             where += f"/{self.alloc_cpus}c"
-        if self.ranks > 1 or self.gpus_per_rank:
-            where = f"{self.nodes}n x {self.ranks_per_node}r x {where}"
+        if self.ranks > 1 or self.gpus_per_rank:  # per rank: its GPUs, else its threads
+            per_rank = f"{self.gpus_per_rank}gpu" if self.gpus_per_rank else where
+            where = f"{self.nodes}n x {self.ranks_per_node}r x {per_rank}"
         return f"{self.kernel}/{self.impl}/{self.variant} {self.dtype} {self.partition} {where}{extra}"
 
     def command(self, out_csv: str) -> list[str]:
