@@ -153,3 +153,20 @@ def test_node_down_under_a_running_two_node_job_is_node_fail_and_reruns(
     assert (second["attempt"], second["previous_id"], second["state"]) == (2, first["id"], "COMPLETED")
     record = json.loads((Path(second["workdir"]) / "exit.json").read_text())
     assert len(record["nodes"]) == 2
+
+
+def test_torch_distributed_ranks_over_two_nodes(mpi_kernel: Path, tmp_path: Path,
+                                                cancel_at_end: Callable[[Ledger, str], None]) -> None:
+    """A torch program needs no launcher of its own: campaign.job.rank gives each rank RANK,
+    WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT from Slurm's variables; gloo joins all four."""
+    led, name = Ledger(tmp_path / "l.sqlite"), _name("torch-ranks")
+    cancel_at_end(led, name)
+    api.submit(_overrides(tmp_path, name, "experiment=slurm_torch_ranks"), led)
+    _sync_until(led, name, _all_finished)
+    att = _attempts(led)[0]
+    assert att["state"] == "COMPLETED", (Path(att["workdir"]) / "kernel.err").read_text()[-2000:]
+    rows = api.results_frame(led, campaign=name)
+    assert len(rows) == 2 and set(rows["ranks"].astype(int)) == {4}
+    assert (rows["rel_err"].astype(float) == 0).all()  # every rank joined with its own RANK
+    placement = json.loads((Path(att["workdir"]) / "exit.json").read_text())["placement"]
+    assert sorted(p["rank"] for p in placement) == [0, 1, 2, 3] and len({p["node"] for p in placement}) == 2
