@@ -338,7 +338,7 @@ def _expand(
     exp = cfg.experiment
     device = part.device
     limit = node_cpus(part) * (4 if exp.cpus_per_run is not None else 1)
-    shapes = layouts(part, sweep, index, cfg.cluster.name, limit)
+    shapes = layouts(part, sweep, index, cfg.cluster.name, limit, cfg.cluster.backend)
     profile = profile_of(exp, sweep, index)
     if profile != "none" and PROFILER_DEVICE[profile] != device:
         raise ConfigError(f"profile={profile} reads {PROFILER_DEVICE[profile]} counters but partition "

@@ -51,10 +51,12 @@ def check_launcher(part: PartitionSpec, cluster: str) -> None:
         raise ConfigError(f"{where}.mpi={part.mpi!r} is not an MPI plugin name (e.g. pmix, pmi2, none)")
 
 
-def layouts(part: PartitionSpec, sweep: SweepSpec, index: int, cluster: str, cpus_limit: int) -> list[Layout]:
+def layouts(part: PartitionSpec, sweep: SweepSpec, index: int, cluster: str, cpus_limit: int,
+            backend: str = "slurm") -> list[Layout]:
     """The sweep's layouts on `part`, each checked against it. `cpus_limit`:
     the hardware threads one node offers a job (4x with cpus_per_run, where
-    oversubscribing is asked on purpose)."""
+    oversubscribing is asked on purpose). Only a scheduler starts ranks: the
+    local backend runs one process per run."""
     where = f"experiment.sweeps.{index}"
     _positive(sweep.nodes, f"{where}.nodes")
     _positive(sweep.ranks_per_node, f"{where}.ranks_per_node")
@@ -66,6 +68,10 @@ def layouts(part: PartitionSpec, sweep: SweepSpec, index: int, cluster: str, cpu
     if too_many_nodes:
         raise ConfigError(f"{where}.nodes {too_many_nodes} exceed the {part.max_nodes} node(s) a job may span on "
                           f"{here} (cluster.partitions.{part.name}.max_nodes)")
+    if backend != "slurm" and (any(n > 1 for n in sweep.nodes) or any(r > 1 for r in sweep.ranks_per_node)
+                               or any(sweep.gpus_per_rank)):
+        raise ConfigError(f"{where}: nodes, ranks_per_node and gpus_per_rank need a Slurm cluster; cluster "
+                          f"{cluster} (backend {backend}) starts one process per run: pick a Slurm cluster")
     gpu_counts = list(sweep.gpus_per_rank) or [0]
     if part.gpus == 0 and any(gpu_counts):
         raise ConfigError(f"{where}.gpus_per_rank {sweep.gpus_per_rank}: {here} has no GPUs")
