@@ -11,7 +11,7 @@ from campaign.cli.chain_view import chain_lines
 from campaign.cli.ledger_read import JOB_COLUMNS as JOB_COLUMNS  # the fast reader's too
 from campaign.clock import display, now
 from campaign.errors import BadInputError
-from campaign.job.files import START_FILE, STDERR_FILE, STDOUT_FILE, read_json
+from campaign.job.files import EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE, read_json
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
 from campaign.states import FAILED_STATES, JobState
@@ -136,6 +136,7 @@ def show_job(led: Ledger, job_id: str) -> str:
             f"array: {att.array_job_id or '-'} index {att.array_index if att.array_index is not None else '-'}  "
             f"node: {att.node or '-'}  exit code: {att.exit_code if att.exit_code is not None else '-'}",
             f"submitted {_fmt(att.submitted_at)}  started {_fmt(att.started_at)}  ended {_fmt(att.ended_at)}",
+            *_placement_lines(att.workdir),
             *chain_lines(s, att),
             "attempts (lineage):",
         ]
@@ -165,6 +166,21 @@ def show_job(led: Ledger, job_id: str) -> str:
         return "\n".join(out)
 
 
+def _placement_lines(workdir: str) -> list[str]:
+    """Where a multi-rank job's ranks ran (exit.json, campaign.job.rank): one line per rank."""
+    record = read_json(Path(workdir) / EXIT_FILE) or {}
+    placement = record.get("placement")
+    if not isinstance(placement, list) or not placement:
+        return []
+    out = [f"ranks: {len(placement)} on {len(record.get('nodes') or [])} node(s)"
+           + (f"  missing: {record['missing_ranks']}" if record.get("missing_ranks") else "")]
+    for p in placement:
+        if isinstance(p, dict):
+            cpus = ",".join(str(c) for c in p.get("cpus") or []) or "-"
+            out.append(f"  rank {p.get('rank')}: node {p.get('node')}  cores {cpus}  gpus {p.get('gpus') or '-'}")
+    return out
+
+
 def campaign_of_job(led: Ledger, job_id: str) -> str:
     """The campaign a job ID belongs to (BadInputError when unknown)."""
     with led.session() as s:
@@ -191,6 +207,7 @@ def job_record(led: Ledger, job_id: str) -> dict[str, Any]:
             "submitted_at": iso(att.submitted_at), "started_at": iso(att.started_at), "ended_at": iso(att.ended_at),
             "workdir": att.workdir, "results": att.output_path, "stdout": att.stdout_path, "stderr": att.stderr_path,
             "command": list(spec["argv"]),
+            "placement": (read_json(Path(att.workdir) / EXIT_FILE) or {}).get("placement"),
             "attempts": [{"attempt": a.attempt, "job_id": a.job_id, "state": a.state.value,
                           "walltime_min": a.walltime_min} for a in q.lineage(s, att)],
         }

@@ -17,6 +17,7 @@ import pytest
 
 from campaign import api
 from campaign.ledger import Ledger
+from tests.conftest import run_cli
 from tests.fixtures import FAKE_CONF
 from tests.slurm.helpers import _all_finished, _attempts, _db, _name, _overrides, _sync_until
 from tests.slurm_cluster import SlurmCluster
@@ -75,6 +76,12 @@ def test_nodes_by_ranks_campaign_runs_end_to_end(mpi_kernel: Path, tmp_path: Pat
         assert len(rows) == len(spec["n"]) * spec["repeats"]
         assert set(rows["ranks"].astype(int)) == {nodes * per_node}  # the program saw every rank
         assert (rows["rel_err"].astype(float) == 0).all()  # the allreduce summed every rank's part
+    widest = max(attempts, key=lambda a: specs[a["id"]]["nodes"] * specs[a["id"]]["ranks_per_node"])
+    shown = run_cli("--ledger", str(led.path), "show", widest["job_id"], "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    placement = json.loads(shown.stdout)["placement"]  # `show` says where each rank ran
+    assert len(placement) == 8 and len({p["node"] for p in placement}) == 4
+    assert "ranks: 8 on 4 node(s)" in run_cli("--ledger", str(led.path), "show", widest["job_id"]).stdout
 
 
 def test_rank_that_dies_and_missing_ranks_fail_and_rerun(mpi_kernel: Path, tmp_path: Path,
