@@ -18,6 +18,7 @@ from campaign.config.schema import PartitionSpec, SweepSpec
 from campaign.errors import ConfigError
 
 LAUNCHERS = ("srun", "mpirun")
+GPU_REQUESTS = ("per_task", "per_node")
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ def check_launcher(part: PartitionSpec, cluster: str) -> None:
         raise ConfigError(f"{where}.launcher={part.launcher!r} ({cluster}); known: {', '.join(LAUNCHERS)}")
     if not isinstance(part.max_nodes, int) or part.max_nodes < 1:
         raise ConfigError(f"{where}.max_nodes must be a positive number of nodes, got {part.max_nodes!r}")
+    if part.gpu_request not in GPU_REQUESTS:
+        raise ConfigError(f"{where}.gpu_request={part.gpu_request!r} ({cluster}); known: {', '.join(GPU_REQUESTS)}")
     if not part.mpi or not part.mpi.replace("_", "").replace("-", "").isalnum():
         raise ConfigError(f"{where}.mpi={part.mpi!r} is not an MPI plugin name (e.g. pmix, pmi2, none)")
 

@@ -6,6 +6,7 @@ campaign task on the first node (`OUTER_SRUN_ARGS`), which runs the
 partition's launcher as a nested step over the whole allocation:
 
 - `srun --mpi=<plugin>` (default pmix) with the job's shape spelled out
+  (GPUs per rank as --gpus-per-task, whatever the batch script asked)
   (the outer step's SLURM_NTASKS=1 in the environment would otherwise be
   read as -n 1), `--overlap` (the outer step holds the first node's cores;
   without it the nested step waits for them forever) and
@@ -84,7 +85,7 @@ def shape_params(part: PartitionSpec, run: RunSpec) -> dict[str, Any]:
         return {"cpus_per_task": run.alloc_cpus}
     params: dict[str, Any] = {"nodes": run.nodes, "ntasks_per_node": run.ranks_per_node,
                               "cpus_per_task": run.alloc_cpus, "srun_args": list(OUTER_SRUN_ARGS)}
-    if run.gpus_per_rank:
+    if run.gpus_per_rank and part.gpu_request == "per_task":
         params["gpus_per_task"] = run.gpus_per_rank
     elif run.gpus:
         params["gpus_per_node"] = run.gpus

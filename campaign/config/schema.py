@@ -117,6 +117,9 @@ class PartitionSpec:
     launcher: str = "srun"  # srun (srun --mpi=<mpi>) | mpirun: how a run of more than one rank starts
     mpi: str = "pmix"  # srun's --mpi plugin
     launcher_args: list[str] = field(default_factory=list)  # binding options, e.g. [--cpu-bind=cores]
+    # how a multi-rank job asks its GPUs: per_task (--gpus-per-task) or per_node (--gpus-per-node, as
+    # Delta's job scripts do); the launcher binds one rank to its GPUs either way (--gpus-per-task)
+    gpu_request: str = "per_task"
 
     @property
     def cores(self) -> int:

@@ -83,7 +83,10 @@ def test_multi_node_script_and_charge(cluster: str, partition: str, nodes: int, 
     assert directives["ntasks-per-node"] == str(per_node)
     assert directives["cpus-per-task"] == str(want["cores"])
     assert per_node * int(directives["cpus-per-task"]) <= part.cores  # the node can hold it
-    if gpr:
+    if gpr and part.gpu_request == "per_node":  # Delta's scripts: GPUs per node, bound per rank by srun
+        assert directives["gpus-per-node"] == str(per_node * gpr) and "gpus-per-task" not in directives
+        assert per_node * gpr <= part.gpus
+    elif gpr:
         assert directives["gpus-per-task"] == str(gpr) and "gpus-per-node" not in directives
         assert per_node * gpr <= part.gpus
     else:
@@ -123,6 +126,8 @@ REFUSED = [
       "experiment.sweeps.0.nodes=[2]", "cluster.partitions.cpu.launcher=aprun"], "launcher='aprun'"),
     (["experiment.sweeps.0.partitions=[cpu]", "experiment.sweeps.0.impls=[fortran]",
       "cluster.partitions.cpu.mpi='pmix; rm -rf /'"], "is not an MPI plugin name"),
+    (["experiment.sweeps.0.partitions=[cpu]", "experiment.sweeps.0.impls=[fortran]",
+      "cluster.partitions.cpu.gpu_request=both"], "gpu_request='both'"),
 ]
 
 
