@@ -36,7 +36,8 @@ from campaign.plan import RunSpec
 OUTER_SRUN_ARGS = ("--nodes=1", "--ntasks=1")
 # the launcher's variables each rank reads (rank, world size, local rank, node, job)
 _SRUN_VARS = ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURMD_NODENAME", "SLURM_JOB_ID")
-_MPIRUN_VARS = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "", "SLURM_JOB_ID")
+_MPIRUN_VARS = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURMD_NODENAME",
+                "SLURM_JOB_ID")
 
 
 def multi_rank(run: RunSpec) -> bool:
@@ -51,7 +52,11 @@ def rank_records(workdir: str) -> str:
 def launcher_argv(part: PartitionSpec, run: RunSpec) -> list[str]:
     """The launcher and its options, before the per-rank shim."""
     if part.launcher == "mpirun":
-        argv = ["mpirun", "-np", str(run.ranks), "--map-by", f"ppr:{run.ranks_per_node}:node:PE={run.alloc_cpus}"]
+        # Open MPI starts its daemons on the other nodes with srun: inside the campaign task's step
+        # that srun must overlap it too (plm_slurm_args), or it waits for the first node's cores forever
+        # and its slots per node come from SLURM_TASKS_PER_NODE, which that step set to its own 1 task
+        argv = ["env", f"SLURM_TASKS_PER_NODE={run.ranks_per_node}(x{run.nodes})", "mpirun", "-np", str(run.ranks), "--map-by", f"ppr:{run.ranks_per_node}:node:PE={run.alloc_cpus}",
+                "--mca", "plm_slurm_args", "--overlap"]
         for name in (LAUNCH_HOST_ENV, "OMP_NUM_THREADS"):  # mpirun passes on only what -x names
             argv += ["-x", name]
         return argv + list(part.launcher_args)

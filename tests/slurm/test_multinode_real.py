@@ -179,3 +179,23 @@ def test_torch_distributed_ranks_over_two_nodes(mpi_kernel: Path, tmp_path: Path
     assert (rows["rel_err"].astype(float) == 0).all()  # every rank joined with its own RANK
     placement = json.loads((Path(att["workdir"]) / "exit.json").read_text())["placement"]
     assert sorted(p["rank"] for p in placement) == [0, 1, 2, 3] and len({p["node"] for p in placement}) == 2
+
+
+def test_mpirun_launcher_where_the_partition_says_so(mpi_kernel: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     cancel_at_end: Callable[[Ledger, str], None]) -> None:
+    """`launcher: mpirun`: Open MPI maps the ranks (ppr per node) and starts its daemons with an
+    srun that overlaps the campaign task's step; the ranks still land on both nodes."""
+    monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT", "1")  # the test cluster runs jobs as root
+    monkeypatch.setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    led, name = Ledger(tmp_path / "l.sqlite"), _name("mpirun")
+    cancel_at_end(led, name)
+    api.submit(_overrides(tmp_path, name, "experiment=slurm_mpi", "experiment.sweeps.0.nodes=[2]",
+                          "experiment.sweeps.0.ranks_per_node=[2]", "cluster.partitions.multi.launcher=mpirun"), led)
+    _sync_until(led, name, _all_finished, deadline_s=120)
+    att = _attempts(led)[0]
+    assert att["state"] == "COMPLETED", (Path(att["workdir"]) / "kernel.err").read_text()[-2000:]
+    record = json.loads((Path(att["workdir"]) / "exit.json").read_text())
+    assert sorted(p["rank"] for p in record["placement"]) == [0, 1, 2, 3] and len(record["nodes"]) == 2
+    rows = api.results_frame(led, campaign=name)
+    assert set(rows["ranks"].astype(int)) == {4} and (rows["rel_err"].astype(float) == 0).all()
