@@ -62,8 +62,10 @@ def launcher_argv(part: PartitionSpec, run: RunSpec) -> list[str]:
         return argv + list(part.launcher_args)
     argv = ["srun", f"--mpi={part.mpi}", f"--nodes={run.nodes}", f"--ntasks={run.ranks}",
             f"--ntasks-per-node={run.ranks_per_node}", f"--cpus-per-task={run.alloc_cpus}"]
-    if run.gpus_per_rank:
-        argv.append(f"--gpus-per-task={run.gpus_per_rank}")
+    # a step gets no GPU it does not ask for: a launched single-rank GPU run asks its one GPU
+    per_rank = run.gpus_per_rank or (run.gpus // run.ranks_per_node if run.gpus else 0)
+    if per_rank:
+        argv.append(f"--gpus-per-task={per_rank}")
     return argv + ["--overlap", "--kill-on-bad-exit=1", *part.launcher_args]
 
 

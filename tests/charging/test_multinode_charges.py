@@ -163,3 +163,18 @@ def test_single_rank_runs_keep_their_keys_and_scripts() -> None:
             del blob["exclusive"]
         text = json.dumps(blob, sort_keys=True, separators=(",", ":"))
         assert run.key == hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def test_a_launched_single_rank_gpu_run_asks_its_gpu_in_the_step_too(tmp_path: Path) -> None:
+    """An MPI program (`launched: true`) at one rank on a GPU partition: the job asks one GPU's share
+    as before, and the launcher's nested step asks that GPU again (a step gets no GPU it does not ask)."""
+    extra = ["experiment.sweeps.0.partitions=[gpuA100x4]", "experiment.sweeps.0.impls=[torch]",
+             "kernels.decode.impls.torch.launched=true"]
+    proc = run_cli("--ledger", str(tmp_path / "l.sqlite"), "submit", "cluster=delta", *COMMON, *ACCOUNTS["delta"],
+                   *extra, "--dry-run", "--no-preflight")
+    assert proc.returncode == 0, proc.stderr
+    assert "#SBATCH --gpus-per-node=1\n" in proc.stdout and "#SBATCH --nodes=1\n" in proc.stdout
+    launch = next(line for line in proc.stdout.splitlines() if line.startswith("#   [0]"))
+    argv = shlex.split(launch.split(": ", 1)[1])
+    assert argv[:6] == ["srun", "--mpi=pmix", "--nodes=1", "--ntasks=1", "--ntasks-per-node=1", "--cpus-per-task=16"]
+    assert "--gpus-per-task=1" in argv[:argv.index("-m")]
