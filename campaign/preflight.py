@@ -165,7 +165,8 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
         part = cluster.partitions[partition]
         pre_task = PreflightTask(str(pre_dir), str(camp_dir), cluster.stack_unlimited, tuple(checks))
         # the most threads it checks (not the runs' walltime: it runs each program once at its smallest n)
-        alloc = step_allocation(part, max(r.run.threads for r in single or mapped), min(widest.run.gpus, 1))
+        # (none to check, every run multi-rank: one core, or one GPU's share, for the environment's checks)
+        alloc = step_allocation(part, max((r.run.threads for r in single), default=1), min(widest.run.gpus, 1))
         preflight = StepRequest(
             "preflight", partition, run_preflight, pre_task, widest.task.env, alloc.cpus, alloc.gpus,
             min(part.max_walltime_min, cluster.preflight_walltime_min), f"campaign:{camp_name}:preflight",

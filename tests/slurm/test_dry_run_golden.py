@@ -146,8 +146,8 @@ def test_every_request_is_one_the_site_accepts(name: str, tmp_path: Path) -> Non
         if part.whole_node:
             assert cpus % (part.cores * part.threads_per_core) == 0
         assert int(req["time"]) <= part.max_walltime_min
-        if "mem" in req:
-            assert int(req["mem"].rstrip("M")) * 2**20 <= _usable_gb(part) * 1e9
+        if "mem" in req:  # never 0: --mem=0 asks the whole node's memory
+            assert 0 < int(req["mem"].rstrip("M")) * 2**20 <= _usable_gb(part) * 1e9
         threads = [int(t) for t in re.findall(r"--threads (\d+)", script)]
         if "preflight=" in req.get("comment", "") and threads:  # none: every run is multi-rank
             checked_threads = max(threads)
