@@ -41,7 +41,7 @@ stop_pid() {  # stop_pid NAME : NAME is also the program the PID must run
   local f="$LAB/run/started/$1.pid" pid end
   [ -f "$f" ] || return 0
   pid=$(cat "$f")
-  if alive "$pid" && grep -qa "$1" "/proc/$pid/cmdline"; then
+  if alive "$pid" && grep -qa "${1%%@*}" "/proc/$pid/cmdline"; then  # slurmd@n1: program slurmd
     kill -TERM "$pid"
     end=$(( $(date +%s) + 10 ))
     while alive "$pid" && [ "$(date +%s)" -lt "$end" ]; do sleep 0.1; done
@@ -69,6 +69,9 @@ if [ -d "$LAB2/run/started" ]; then
   stop_pid slurmctld
   LAB=$LAB_SAVED
 fi
+for f in "$LAB"/run/started/slurmd@*.pid; do  # the multi-node partition's slurmd, one per node
+  if [ -e "$f" ]; then stop_pid "$(basename "$f" .pid)"; fi
+done
 stop_pid slurmd
 stop_pid slurmctld
 stop_pid slurmdbd
@@ -76,7 +79,7 @@ stop_pid mariadbd
 stop_pid munged
 
 # 3. task/cgroup leaves empty cgroup v1 dirs behind (rmdir only removes empty cgroups)
-for d in /sys/fs/cgroup/*/slurm_localhost; do
+for d in /sys/fs/cgroup/*/slurm_localhost /sys/fs/cgroup/*/slurm_n[0-9]*; do
   if [ -d "$d" ]; then
     find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
     if [ -d "$d" ]; then log "could not remove $d (still in use?)"; else log "removed $d"; fi

@@ -17,10 +17,11 @@ wait_for() {  # wait_for SECONDS CMD... : poll CMD every 0.1 s until it succeeds
 }
 tail_log() { [ -f "$1" ] && { echo "--- last lines of $1:" >&2; tail -n 20 "$1" >&2; }; return 0; }
 our_pid_alive() {  # our_pid_alive NAME : the PID recorded for NAME still runs that program (not a zombie)
+  # NAME is the program, or PROGRAM@NODE for one of several slurmd of one cluster (slurmd@n1)
   local f="$LAB_DIR/run/started/$1.pid" pid
   [ -f "$f" ] || return 1
   pid=$(cat "$f")
-  [ -d "/proc/$pid" ] && grep -qa "$1" "/proc/$pid/cmdline" && ! grep -qs '^State:.*Z' "/proc/$pid/status"
+  [ -d "/proc/$pid" ] && grep -qa "${1%%@*}" "/proc/$pid/cmdline" && ! grep -qs '^State:.*Z' "/proc/$pid/status"
 }
 start_bg() {  # start_bg NAME CMD... : daemon in foreground mode, detached; its PID -> run/started/NAME.pid
   local name=$1; shift
@@ -37,22 +38,22 @@ register_cluster() {  # register_cluster NAME : in the slurmdbd of $SLURM_CONF, 
   added=$(timeout 30 sacctmgr -i add cluster "$1" 2>&1) || grep -q 'already exists' <<<"$added" \
     || die "sacctmgr add cluster $1 failed: $(tr '\n' ' ' <<<"$added")"
 }
-slurm_conf_common() {  # slurm_conf_common DIR TASK_PLUGIN : lines both test clusters share (state under DIR)
+slurm_conf_common() {  # slurm_conf_common DIR TASK_PLUGIN [DBD_PORT] : lines both test clusters share (state under DIR)
+  # %n: each slurmd of a cluster (several nodes on this one machine) has its own spool, PID and log file
   cat <<EOF
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 StateSaveLocation=$1/state/ctld
-SlurmdSpoolDir=$1/state/d
+SlurmdSpoolDir=$1/state/d/%n
 SlurmctldPidFile=$1/run/slurmctld.pid
-SlurmdPidFile=$1/run/slurmd.pid
+SlurmdPidFile=$1/run/slurmd-%n.pid
 SlurmctldLogFile=$1/logs/slurmctld.log
-SlurmdLogFile=$1/logs/slurmd.log
+SlurmdLogFile=$1/logs/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
 MailProg=/bin/true
-MpiDefault=none
 ProctrackType=proctrack/linuxproc
 TaskPlugin=$2
 JobAcctGatherType=jobacct_gather/linux
@@ -71,7 +72,7 @@ InactiveLimit=0
 Waittime=0
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
-AccountingStoragePort=6819
+AccountingStoragePort=${3:-6819}
 JobCompType=jobcomp/none
 EOF
 }

@@ -90,8 +90,10 @@ def job_units(part: PartitionSpec, cpus: int, gpus: int, mem_gb: float | None, e
 
 
 def units(part: PartitionSpec, run: RunSpec) -> float:
-    """Charged units of one run's job."""
-    return job_units(part, run.alloc_cpus, run.gpus, run.mem_gb, run.exclusive)
+    """Charged units of one run's job: each of its nodes is billed like a
+    one-node job of the same shape (its ranks' cores, its GPUs, --mem per node)."""
+    per_node = job_units(part, run.alloc_cpus * run.ranks_per_node, run.gpus, run.mem_gb, run.exclusive)
+    return run.nodes * per_node
 
 
 def job_su(part: PartitionSpec, job_units_: float, walltime_min: int) -> float:
@@ -124,8 +126,8 @@ def estimate(cluster: ClusterSpec, runs: Sequence[RunSpec], arrays: dict[str, in
             continue
         hours = run.walltime_min / 60
         c.runs += 1
-        c.core_hours += run.alloc_cpus * hours
-        c.gpu_hours += run.gpus * hours
+        c.core_hours += run.alloc_cpus * run.ranks * hours
+        c.gpu_hours += run.gpus * run.nodes * hours
         c.su += run_su(part, run)
     for name, count in arrays.items():
         if name in out:

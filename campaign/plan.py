@@ -27,8 +27,10 @@ from campaign.config.schema import (
 )
 from campaign.errors import ConfigError
 from campaign.json_template import TemplateEncoder
+from campaign.profiling import PROFILER_DEVICE, profile_args, profile_of
+from campaign.ranks import layouts
 from campaign.replicates import check_replicates, interleave
-from campaign.resources import allocate, check_memory
+from campaign.resources import allocate, check_memory, node_cpus
 
 KEY_LENGTH = 16
 
@@ -61,10 +63,19 @@ class RunSpec:
     cpus: int = 0  # cores allocated (campaign.resources); 0 = as many as threads
     exclusive: bool = False  # whole node (--exclusive)
     replicate: int = 0  # which independent job of its configuration (campaign.replicates)
+    # campaign.ranks: `threads` and `cpus` are per rank, `gpus` per node, `mem_gb` per node
+    nodes: int = 1
+    ranks_per_node: int = 1
+    gpus_per_rank: int = 0
+    launched: bool = False  # through the partition's launcher even at one rank (ImplSpec.launched)
 
     @property
     def alloc_cpus(self) -> int:
         return self.cpus or self.threads
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.ranks_per_node
 
     @cached_property
     def key(self) -> str:
@@ -76,10 +87,9 @@ class RunSpec:
             del data["identity"]
         if data["cpus"] in (0, data["threads"]):
             del data["cpus"]
-        if not data["exclusive"]:
-            del data["exclusive"]
-        if not data["replicate"]:  # replicate 0 is the run an unreplicated experiment plans
-            del data["replicate"]
+        for name, neutral in _NEUTRAL.items():  # replicate 0: the run an unreplicated experiment plans
+            if data[name] == neutral:
+                del data[name]
         blob = _KEY_JSON.encode(data)
         return hashlib.sha256(blob.encode()).hexdigest()[:KEY_LENGTH]
 
@@ -89,6 +99,9 @@ class RunSpec:
         where = f"{self.gpus}gpu" if self.gpus else f"{self.threads}t"
         if not self.gpus and self.alloc_cpus != self.threads:
             where += f"/{self.alloc_cpus}c"
+        if self.ranks > 1 or self.gpus_per_rank:  # per rank: its GPUs, else its threads
+            per_rank = f"{self.gpus_per_rank}gpu" if self.gpus_per_rank else where
+            where = f"{self.nodes}n x {self.ranks_per_node}r x {per_rank}"
         extra += f" replicate={self.replicate}" if self.replicate else ""
         return f"{self.kernel}/{self.impl}/{self.variant} {self.dtype} {self.partition} {where}{extra}"
 
@@ -160,6 +173,9 @@ _FIELDS = fields(RunSpec)
 # fills a template of the previous run's text (campaign.json_template)
 _KEY_JSON = TemplateEncoder(json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False).encode)
 _NAMES = frozenset(f.name for f in _FIELDS)
+# Fields left out of the key at these values: runs planned before them keep their keys.
+_NEUTRAL: dict[str, Any] = {"exclusive": False, "replicate": 0, "nodes": 1, "ranks_per_node": 1, "gpus_per_rank": 0,
+                             "launched": False}
 
 
 @dataclass
@@ -310,7 +326,8 @@ def _check_size(cfg: RootConfig) -> None:
         grid = 1
         for values in sweep.grid.values():
             grid *= max(1, len(values))
-        total += parts * len(sweep.impls) * len(sweep.variants) * len(sweep.dtypes) * len(sweep.threads) * grid * reps
+        shapes = len(sweep.threads) * len(sweep.nodes) * len(sweep.ranks_per_node) * max(1, len(sweep.gpus_per_rank))
+        total += parts * len(sweep.impls) * len(sweep.variants) * len(sweep.dtypes) * shapes * grid * reps
         if total > limit:
             raise ConfigError(f"experiment {cfg.experiment.name} plans up to {total:,} runs (counted before "
                               f"building them), above campaign.max_runs={limit:,}: narrow the sweeps or raise it")
@@ -322,7 +339,8 @@ def _expand(
 ) -> list[RunSpec]:
     exp = cfg.experiment
     device = part.device
-    threads = [part.cpus_per_gpu] if device == "cuda" else sweep.threads
+    limit = node_cpus(part) * (4 if exp.cpus_per_run is not None else 1)
+    shapes = layouts(part, sweep, index, cfg.cluster.name, limit, cfg.cluster.backend)
     profile = profile_of(exp, sweep, index)
     if profile != "none" and PROFILER_DEVICE[profile] != device:
         raise ConfigError(f"profile={profile} reads {PROFILER_DEVICE[profile]} counters but partition "
@@ -331,7 +349,7 @@ def _expand(
     profiling = profile_args(profile, part)
     runs: list[RunSpec] = []
     points = list(_grid_points(sweep))  # the grid once, not once per impl x variant x dtype
-    allocs = {t: allocate(part, exp, t) for t in threads}
+    allocs = {s: allocate(part, exp, s.threads, s.ranks_per_node, s.gpus_per_rank) for s in shapes}
     for impl_name, variant, dtype in itertools.product(sweep.impls, sweep.variants, sweep.dtypes):
         impl = kernel.impls[impl_name]
         why = _unsupported(impl.variants, impl.devices, impl.dtypes, variant, device, dtype)
@@ -341,45 +359,23 @@ def _expand(
         if why:
             skipped.append(f"{kernel.name}/{impl_name}/{variant} {dtype} on {part.name}: {why}")
             continue
-        for t in threads:
-            alloc = allocs[t]
+        for shape in shapes:
+            alloc, t = allocs[shape], shape.threads
             # One spec per thread count, its grid points copies of it (a
             # frozen dataclass's __init__ per grid point costs seconds at 100,000)
             base = RunSpec(
                 cluster=cfg.cluster.name, partition=part.name, kernel=kernel.name,
                 impl=impl_name, variant=variant, device=device, dtype=dtype,
-                threads=t, gpus=1 if device == "cuda" else 0,
+                threads=t, gpus=alloc.gpus,
                 n=tuple(sweep.n), d=sweep.d, repeats=exp.repeats, warmup=exp.warmup,
                 check=exp.check, walltime_min=exp.walltime_min,
                 mem_gb=alloc.mem_gb, argv=tuple(impl.argv), extra_args=profiling,
                 cpus=alloc.cpus if alloc.cpus != t else 0, exclusive=alloc.exclusive,
+                nodes=shape.nodes, ranks_per_node=shape.ranks_per_node, gpus_per_rank=shape.gpus_per_rank,
+                launched=impl.launched,
             )
             runs += [base.evolve(extra_args=extra + profiling) for extra in points]
     return runs
-
-
-PROFILERS: tuple[str, ...] = ("none", "ncu", "perf")
-# The device each profiler reads counters of.
-PROFILER_DEVICE: dict[str, str] = {"ncu": "cuda", "perf": "cpu"}
-
-
-def profile_of(exp: ExperimentSpec, sweep: SweepSpec, index: int) -> str:
-    """The sweep's profiler (its own, else the experiment's), validated."""
-    profile = sweep.profile if sweep.profile is not None else exp.profile
-    if profile not in PROFILERS:
-        where = f"experiment.sweeps.{index}.profile" if sweep.profile is not None else "experiment.profile"
-        raise ConfigError(f"{where}={profile!r} is not one of {', '.join(PROFILERS)}")
-    return profile
-
-
-def profile_args(profile: str, part: PartitionSpec) -> tuple[tuple[str, str], ...]:
-    """The program arguments that ask for profiling (none for `none`)."""
-    if profile == "none":
-        return ()
-    args: tuple[tuple[str, str], ...] = (("profile", profile),)
-    if profile == "ncu" and part.profiler.ncu:
-        args += (("profiler-path", part.profiler.ncu),)
-    return args
 
 
 def _unsupported(

@@ -157,12 +157,16 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
                           f"CFLAGS='{b.cflags}' FFLAGS='{b.fflags}' {' '.join(programs)}"])
         # named by the first attempt it gates: unique in the ledger, stable in --dry-run
         pre_dir = camp_dir / "preflight" / f"{partition}-a{min(r.attempt_id for r in group)}"
-        checks = _program_checks(mapped, pre_dir)
-        widest = max(mapped, key=lambda r: (r.run.gpus, r.run.threads))
+        # a program of several ranks (or an MPI one) starts only through its launcher, in its own job:
+        # the preflight, one process per check, leaves it out (docs/design.md#ranks-nodes-and-launchers)
+        single = [r for r in mapped if r.run.ranks == 1 and not r.run.gpus_per_rank and not r.run.launched]
+        checks = _program_checks(single, pre_dir)
+        widest = max(single or mapped, key=lambda r: (r.run.gpus, r.run.threads))
         part = cluster.partitions[partition]
         pre_task = PreflightTask(str(pre_dir), str(camp_dir), cluster.stack_unlimited, tuple(checks))
         # the most threads it checks (not the runs' walltime: it runs each program once at its smallest n)
-        alloc = step_allocation(part, max(r.run.threads for r in mapped), widest.run.gpus)
+        # (none to check, every run multi-rank: one core, or one GPU's share, for the environment's checks)
+        alloc = step_allocation(part, max((r.run.threads for r in single), default=1), min(widest.run.gpus, 1))
         preflight = StepRequest(
             "preflight", partition, run_preflight, pre_task, widest.task.env, alloc.cpus, alloc.gpus,
             min(part.max_walltime_min, cluster.preflight_walltime_min), f"campaign:{camp_name}:preflight",

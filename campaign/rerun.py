@@ -130,13 +130,15 @@ def _scaled(att: JobAttempt, spec: RunSpec, part: PartitionSpec, time_factor: fl
 
 def _site_share(part: PartitionSpec, spec: RunSpec) -> float:
     """The memory a run got without asking (GiB): the partition's rule for its
-    cores or GPU, else its fixed mem_gb, else the node's memory per core."""
-    share = share_memory(part, spec.alloc_cpus, spec.gpus)
+    cores or GPU, else its fixed mem_gb, else the node's memory per core
+    (per node: a multi-rank run's node holds ranks_per_node ranks)."""
+    cores = spec.alloc_cpus * spec.ranks_per_node
+    share = share_memory(part, cores, spec.gpus)
     if share is not None:
         return share
     if part.mem_gb is not None:
         return part.mem_gb
-    return mem_from_site_gb(part.memory_gb / max(1, part.cores) * max(1, spec.alloc_cpus))
+    return mem_from_site_gb(part.memory_gb / max(1, part.cores) * max(1, cores))
 
 
 def rerun(

@@ -15,7 +15,10 @@ partition's policy, never a per-partition constant:
 - never more memory than one node lets a job ask (`usable_memory`): a
   request above the nodes' RealMemory is never scheduled, so the nominal
   memory of the node is not a request (docs/sites.md#memory-a-job-may-ask);
-- one GPU per GPU run, with the partition's `cpus_per_gpu` cores.
+- one GPU per GPU run, with the partition's `cpus_per_gpu` cores;
+- a run of several ranks (campaign.ranks) asks this per rank (cores) and
+  per node (GPUs, memory: Slurm's --mem is per node), so a node of a
+  multi-node job is billed like a single-node job of the same shape.
 """
 
 from __future__ import annotations
@@ -35,9 +38,9 @@ MEM_HEADROOM = 0.05
 
 @dataclass(frozen=True)
 class Allocation:
-    cpus: int  # cores (hardware threads) allocated to the job
-    gpus: int
-    mem_gb: float | None  # --mem in GiB, a whole number of MiB; None = site default
+    cpus: int  # cores (hardware threads) allocated to the job (to each rank of a multi-rank job)
+    gpus: int  # per node
+    mem_gb: float | None  # --mem (per node) in GiB, a whole number of MiB; None = site default
     exclusive: bool
 
 
@@ -77,18 +80,21 @@ def share_memory(part: PartitionSpec, cpus: int, gpus: int) -> float | None:
     return min(mem_from_site_gb(per_unit * units), usable_memory(part))
 
 
-def allocate(part: PartitionSpec, exp: ExperimentSpec, threads: int) -> Allocation:
-    """The request of one run with `threads` threads on `part`."""
+def allocate(part: PartitionSpec, exp: ExperimentSpec, threads: int, ranks_per_node: int = 1,
+             gpus_per_rank: int = 0) -> Allocation:
+    """The request of one run with `threads` threads per rank on `part`; a
+    whole node (exclusive, whole_node) is shared evenly by the node's ranks."""
     exclusive = exp.exclusive
+    rpn = max(1, ranks_per_node)
     if part.gpus > 0:
-        gpus = 1
-        cpus = node_cpus(part) if exclusive else part.cpus_per_gpu * gpus
+        gpus = rpn * gpus_per_rank if gpus_per_rank else 1
+        cpus = node_cpus(part) // rpn if exclusive else part.cpus_per_gpu * max(1, gpus_per_rank)
     else:
         gpus = 0
         cpus = exp.cpus_per_run or threads
         if exclusive or part.whole_node:
-            cpus = node_cpus(part)
-    mem = exp.mem_gb if exp.mem_gb is not None else share_memory(part, cpus, gpus)
+            cpus = node_cpus(part) // rpn
+    mem = exp.mem_gb if exp.mem_gb is not None else share_memory(part, cpus * rpn, gpus)
     if mem is None:
         mem = part.mem_gb
     return Allocation(cpus=cpus, gpus=gpus, mem_gb=mem, exclusive=exclusive)

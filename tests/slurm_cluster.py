@@ -23,6 +23,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 UP_SCRIPT = REPO / ".ci" / "slurm-up.sh"
 UP_TIMEOUT_S = 900  # may include apt-get install of the Slurm packages
+MULTI_PARTITION = "multi"  # nodes n1..n4 of .ci/slurm-up.sh, for multi-node jobs
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,16 @@ def _is_up(env: dict[str, str]) -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     states = node.stdout.split()
-    return "is UP" in ping.stdout and bool(states) and states[0] in {"idle", "mixed", "allocated"}
+    if not ("is UP" in ping.stdout and bool(states) and states[0] in {"idle", "mixed", "allocated"}):
+        return False
+    # the multi-node partition of slurm-up.sh (issue 29): a cluster started by an older slurm-up.sh
+    # lacks it, and slurm-up.sh restarts such a cluster from the current configuration
+    try:
+        multi = subprocess.run(["sinfo", "-h", "-p", MULTI_PARTITION, "-o", "%D"], env=full,
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return bool(multi.stdout.strip())
 
 
 def _tail(stdout: str, stderr: str) -> str:

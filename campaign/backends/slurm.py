@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from campaign.backends import slurm_nodes, slurm_query, slurm_steps
+from campaign.backends import slurm_launch, slurm_nodes, slurm_query, slurm_steps
 from campaign.backends.base import (
     Backend,
     JobRef,
@@ -40,6 +40,7 @@ from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.environment import profiler_lines, setup_lines
 from campaign.errors import SchedulerError, SubmissionError, one_line
 from campaign.job.array_task import task_to_json
+from campaign.job.task import JobTask
 from campaign.plan import RunSpec
 
 DEFAULT_MAX_ARRAY = 1001
@@ -72,15 +73,8 @@ class SlurmBackend(Backend):
             "array_parallelism": cluster.array_parallelism,
             "stderr_to_stdout": False,
         }
-        # The allocation was decided by the plan (campaign.resources): cores =
-        # threads unless the partition or the experiment wants the whole node.
-        if req.run.gpus:
-            params["gpus_per_node"] = req.run.gpus
-            params["cpus_per_task"] = req.run.cpus or part.cpus_per_gpu * req.run.gpus
-        elif part.whole_node and not req.run.cpus:  # runs planned before allocations were recorded
-            params["cpus_per_task"] = part.cores * part.threads_per_core
-        else:
-            params["cpus_per_task"] = req.run.alloc_cpus
+        # The allocation was decided by the plan (campaign.resources, campaign.ranks).
+        params.update(slurm_launch.shape_params(part, req.run))
         params.update(slurm_steps.billing_params(cluster, part, req.mem_gb))
         # --no-requeue: after NODE_FAIL or preemption Slurm would run the job
         # again under the same ID behind the ledger's back; the ledger decides
@@ -121,8 +115,8 @@ class SlurmBackend(Backend):
         sigs: dict[tuple[Any, ...], str] = {}
         for req in requests:
             run = req.run
-            what = (run.partition, _profiled(run), run.gpus, run.cpus, run.threads, run.exclusive,
-                    req.walltime_min, req.mem_gb, req.job_name, req.task.env, req.depends_on)
+            what = (run.partition, _profiled(run), run.gpus, run.cpus, run.threads, run.exclusive, run.nodes,
+                    run.ranks_per_node, run.gpus_per_rank, req.walltime_min, req.mem_gb, req.job_name, req.task.env, req.depends_on)
             sig = sigs.get(what)
             if sig is None:
                 params = self._params(req)
@@ -170,7 +164,7 @@ class SlurmBackend(Backend):
         scripts = []
         for params, group in self._groups(requests, max_array):
             text = self._script(params, group, "<manifest>")
-            runs = "\n".join(f"#   [{i}] {r.run.label}: {shlex.join(r.task.argv)}" for i, r in enumerate(group))
+            runs = "\n".join(f"#   [{i}] {r.run.label}: {shlex.join(self._task(r).argv)}" for i, r in enumerate(group))
             scripts.append(text + f"# runs in this {'array' if len(group) > 1 else 'job'}:\n{runs}\n")
         return scripts
 
@@ -179,6 +173,9 @@ class SlurmBackend(Backend):
 
     def submit_step(self, step: StepRequest) -> StepSubmitted:
         return slurm_steps.submit_step(self.cluster, self.folder, self.python, step)
+
+    def _task(self, req: JobRequest) -> JobTask:
+        return slurm_launch.launched_task(self.cluster.partitions[req.run.partition], req.run, self.python, req.task)
 
     def _write_manifest(self, group: list[JobRequest]) -> str:
         """The array's one payload: every task's JobTask, and the attempts they
@@ -190,7 +187,7 @@ class SlurmBackend(Backend):
         data = {"attempts": [r.attempt_id for r in group], "runs": [r.run.key for r in group],
                 "array": len(group) > 1, "job_name": job_name(group[0].job_name, group),
                 "clusters": self._clusters(group[0].run.partition),
-                "tasks": [_recorded(task_to_json(r.task)) for r in group]}
+                "tasks": [_recorded(task_to_json(self._task(r))) for r in group]}
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(_MANIFEST_JSON.encode(data))
         os.replace(tmp, path)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.clock import display, now
-from campaign.job.files import START_FILE, STDERR_FILE, STDOUT_FILE, read_json
+from campaign.job.files import EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE, read_json
 from campaign.states import JobState
 
 
@@ -151,6 +151,21 @@ def _program(att: AttemptFacts, spec: dict[str, Any], start: dict[str, Any] | No
     return shlex.join(program.command(att.output_path)), env
 
 
+def placement_lines(workdir: str) -> list[str]:
+    """Where a multi-rank job's ranks ran (exit.json, campaign.job.rank): one line per rank."""
+    record = read_json(Path(workdir) / EXIT_FILE) or {}
+    placement = record.get("placement")
+    if not isinstance(placement, list) or not placement:
+        return []
+    out = [f"ranks: {len(placement)} on {len(record.get('nodes') or [])} node(s)"
+           + (f"  missing: {record['missing_ranks']}" if record.get("missing_ranks") else "")]
+    for p in placement:
+        if isinstance(p, dict):
+            cpus = ",".join(str(c) for c in p.get("cpus") or []) or "-"
+            out.append(f"  rank {p.get('rank')}: node {p.get('node')}  cores {cpus}  gpus {p.get('gpus') or '-'}")
+    return out
+
+
 def chain_lines(f: JobFacts) -> list[str]:
     """The build and preflight behind the job: the compilers and flags a native
     kernel was built with are part of what the job measured (issue 19)."""
@@ -199,6 +214,7 @@ def show_text(f: JobFacts) -> str:
         f"array: {att.array_job_id or '-'} index {att.array_index if att.array_index is not None else '-'}  "
         f"node: {att.node or '-'}  exit code: {att.exit_code if att.exit_code is not None else '-'}",
         f"submitted {display(att.submitted_at)}  started {display(att.started_at)}  ended {display(att.ended_at)}",
+        *placement_lines(att.workdir),
         *chain_lines(f),
         "attempts (lineage):",
     ]
@@ -245,6 +261,7 @@ def job_record(f: JobFacts) -> dict[str, Any]:
         "submitted_at": iso(att.submitted_at), "started_at": iso(att.started_at), "ended_at": iso(att.ended_at),
         "workdir": att.workdir, "results": att.output_path, "stdout": att.stdout_path, "stderr": att.stderr_path,
         "command": list(spec["argv"]),
+        "placement": (read_json(Path(att.workdir) / EXIT_FILE) or {}).get("placement"),
         "attempts": [{"attempt": a.attempt, "job_id": a.job_id, "state": a.state.value,
                       "walltime_min": a.walltime_min} for a in f.lineage],
     }

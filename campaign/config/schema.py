@@ -112,6 +112,14 @@ class PartitionSpec:
     references: list[ReferenceSpec] = field(default_factory=list)  # expected values (compare --reference)
     profiler: ProfilerSpec = field(default_factory=ProfilerSpec)  # not enabled: profiling refused (Slurm)
     charging: ChargingSpec = field(default_factory=ChargingSpec)
+    # multi-rank runs (docs/design.md#ranks-nodes-and-launchers)
+    max_nodes: int = 1  # nodes one job may span (the site's per-job limit for this partition)
+    launcher: str = "srun"  # srun (srun --mpi=<mpi>) | mpirun: how a run of more than one rank starts
+    mpi: str = "pmix"  # srun's --mpi plugin
+    launcher_args: list[str] = field(default_factory=list)  # binding options, e.g. [--cpu-bind=cores]
+    # how a multi-rank job asks its GPUs: per_task (--gpus-per-task) or per_node (--gpus-per-node, as
+    # Delta's job scripts do); the launcher binds one rank to its GPUs either way (--gpus-per-task)
+    gpu_request: str = "per_task"
 
     @property
     def cores(self) -> int:
@@ -171,6 +179,9 @@ class ImplSpec:
     devices: list[str] = field(default_factory=lambda: ["cpu"])
     dtypes: list[str] = field(default_factory=lambda: ["fp32"])
     profilers: list[str] = field(default_factory=list)  # what --profile accepts, e.g. [ncu]
+    # start through the partition's launcher even at one rank (an MPI program started bare inside a
+    # Slurm step takes itself for srun-launched and fails in MPI_Init); runs of several ranks always are
+    launched: bool = False
 
 
 @dataclass
@@ -191,7 +202,11 @@ class SweepSpec:
     variants: list[str] = MISSING
     partitions: list[str] = field(default_factory=list)  # [] = the cluster's default partition per device
     devices: list[str] = field(default_factory=list)  # with no partitions: [] = cpu if an impl runs there, else cuda
-    threads: list[int] = field(default_factory=lambda: [1])
+    threads: list[int] = field(default_factory=lambda: [1])  # per rank (cpus per task)
+    nodes: list[int] = field(default_factory=lambda: [1])  # nodes per job
+    ranks_per_node: list[int] = field(default_factory=lambda: [1])  # MPI/torch ranks (tasks) per node
+    # GPUs per rank: [] = none on CPU partitions, the job's one GPU on GPU partitions (single rank)
+    gpus_per_rank: list[int] = field(default_factory=list)
     dtypes: list[str] = field(default_factory=lambda: ["fp32"])
     n: list[int] = MISSING
     d: int = 64

@@ -28,6 +28,7 @@ from typing import Any
 
 from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE
 from campaign.job.procs import group_members, signal_group, stop_group
+from campaign.job.rank import LAUNCH_HOST_ENV, missing_ranks, read_records
 from campaign.job.task import JobTask
 
 
@@ -113,6 +114,24 @@ def _run_kernel(task: JobTask, env: dict[str, str], workdir: Path, start: dict[s
             signal_group(proc.pid, signal.SIGKILL)
 
 
+def _check_ranks(task: JobTask, workdir: Path, record: dict[str, Any]) -> int:
+    """Put the ranks' placement in the exit record; a launcher that returned
+    0 although some ranks left no exit record of 0 fails the run."""
+    records = read_records(Path(task.rank_records))
+    record["placement"] = [{k: records[r].get(k) for k in ("rank", "node", "cpus", "gpus")} for r in sorted(records)]
+    record["nodes"] = sorted({str(r.get("node")) for r in records.values()})
+    missing = missing_ranks(records, task.ranks)
+    code: int = record["exit_code"]
+    if missing:
+        record["missing_ranks"] = missing
+        if code == 0:
+            with open(workdir / STDERR_FILE, "a") as err:
+                err.write(f"campaign: ranks {missing} of {task.ranks} left no finished record in "
+                          f"{task.rank_records}: output missing from some ranks\n")
+            code = record["exit_code"] = 1
+    return code
+
+
 def execute(task: JobTask) -> dict[str, Any]:
     """Run one kernel program; returns its exit record, raises if it failed."""
     workdir = Path(task.workdir)
@@ -127,6 +146,8 @@ def execute(task: JobTask) -> dict[str, Any]:
         print(f"campaign run: {task.label} ({workdir})", flush=True)
     env = dict(os.environ)
     env.update(dict(task.env))
+    if task.rank_records:  # rank 0 runs here, on the job's first node: torch's MASTER_ADDR
+        env.setdefault(LAUNCH_HOST_ENV, host)
     scheduler = {k: v for k, v in os.environ.items() if k.startswith(task.record_env_prefixes)} \
         if task.record_env_prefixes else {}
     start = {"host": host, "pid": os.getpid(), "started": _now(), "argv": list(task.argv),
@@ -141,6 +162,8 @@ def execute(task: JobTask) -> dict[str, Any]:
     t0 = time.monotonic()
     code = _run_kernel(task, env, workdir, start)
     record: dict[str, Any] = {"exit_code": code, "ended": _now(), "elapsed_s": time.monotonic() - t0, "host": host}
+    if task.rank_records:
+        code = _check_ranks(task, workdir, record)
     if (workdir / CANCEL_FILE).exists():
         record["cancelled"] = True
     _write_json(workdir / EXIT_FILE, record)

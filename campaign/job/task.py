@@ -20,3 +20,6 @@ class JobTask:
     stack_unlimited: bool
     record_env_prefixes: tuple[str, ...] = ()
     label: str = ""  # the run label, printed first in the job's own output (array tasks share one name)
+    # ranks the launcher starts (campaign.job.rank); > 1: each must leave an exit record in `rank_records`
+    ranks: int = 1
+    rank_records: str = ""

@@ -34,6 +34,25 @@ CASES = {
                         "experiment.sweeps.0.dtypes=[bf16]"],
     "delta_gpuH200x8": ["cluster=delta", "cluster.account=bbka-delta-gpu", "experiment=decode_scaling",
                         "experiment.sweeps.0.partitions=[gpuH200x8]", "experiment.sweeps.0.dtypes=[fp32,bf16]"],
+    # issue 29: multi-node MPI shapes and one rank per GPU, launched through srun (--mpi=pmix)
+    "delta_cpu_nodes": ["cluster=delta", "cluster.partitions.cpu.account=bbka-delta-cpu", "experiment=decode_scaling",
+                        "experiment.sweeps.0.impls=[fortran]", "experiment.sweeps.0.threads=[16]",
+                        "experiment.sweeps.0.nodes=[2,4]", "experiment.sweeps.0.ranks_per_node=[8]"],
+    "delta_gpuA100x4_ranks": ["cluster=delta", "cluster.account=bbka-delta-gpu", "experiment=forward_scaling",
+                              "experiment.sweeps.0.partitions=[gpuA100x4]", "experiment.sweeps.0.dtypes=[bf16]",
+                              "experiment.sweeps.0.nodes=[2]", "experiment.sweeps.0.ranks_per_node=[4]",
+                              "experiment.sweeps.0.gpus_per_rank=[1]"],
+    "delta_gpuH200x8_ranks": ["cluster=delta", "cluster.account=bbka-delta-gpu", "experiment=decode_scaling",
+                              "experiment.sweeps.0.partitions=[gpuH200x8]", "experiment.sweeps.0.dtypes=[bf16]",
+                              "experiment.sweeps.0.ranks_per_node=[8]", "experiment.sweeps.0.gpus_per_rank=[1]"],
+    "anvil_wholenode_nodes": ["cluster=anvil", "cluster.account=abc123", "experiment=forward_scaling",
+                              "experiment.sweeps.0.partitions=[wholenode]", "experiment.sweeps.0.impls=[c]",
+                              "experiment.sweeps.0.threads=[16]", "experiment.sweeps.0.nodes=[4]",
+                              "experiment.sweeps.0.ranks_per_node=[8]"],
+    "anvil_gpu_ranks": ["cluster=anvil", "cluster.partitions.gpu.account=abc123-gpu", "experiment=forward_scaling",
+                        "experiment.sweeps.0.partitions=[gpu]", "experiment.sweeps.0.dtypes=[bf16]",
+                        "experiment.sweeps.0.nodes=[2]", "experiment.sweeps.0.ranks_per_node=[4]",
+                        "experiment.sweeps.0.gpus_per_rank=[1]"],
 }
 
 
@@ -84,12 +103,14 @@ def test_golden_requests_are_minimal(name: str, tmp_path: Path) -> None:
         threads = {int(t) for t in re.findall(r"--threads (\d+)", script)}
         assert len(threads) == 1
         cpus = int(req["cpus-per-task"])
+        per_node = int(req["ntasks-per-node"])  # ranks per node (issue 29): --mem is per node
         if part.gpus:
-            assert req["gpus-per-node"] == "1" and cpus == part.cpus_per_gpu
-            per_unit, units = part.mem_per_gpu_gb, 1
+            gpus = int(req.get("gpus-per-node") or per_node * int(req["gpus-per-task"]))
+            assert gpus == (per_node if per_node > 1 else 1) and cpus == part.cpus_per_gpu
+            per_unit, units = part.mem_per_gpu_gb, gpus
         else:
-            assert cpus == (part.cores if part.whole_node else threads.pop())
-            per_unit, units = part.mem_per_core_gb, cpus
+            assert cpus == (part.cores // per_node if part.whole_node else threads.pop())
+            per_unit, units = part.mem_per_core_gb, cpus * per_node
         if per_unit is None:
             assert "mem" not in req  # the site's own share per core
         else:
@@ -119,20 +140,25 @@ def test_every_request_is_one_the_site_accepts(name: str, tmp_path: Path) -> Non
         part = cfg.cluster.partitions[req["partition"]]
         assert "wckey" not in req and "--wckey" not in script
         assert req["job-name"].strip("'").startswith(f"campaign:{report.campaign}:")
-        cpus = int(req["cpus-per-task"])
+        cpus = int(req["cpus-per-task"]) * int(req["ntasks-per-node"])  # a node's share of the job
         assert 1 <= cpus <= part.cores * part.threads_per_core
+        assert int(req["nodes"]) <= part.max_nodes
         if part.whole_node:
             assert cpus % (part.cores * part.threads_per_core) == 0
         assert int(req["time"]) <= part.max_walltime_min
-        if "mem" in req:
-            assert int(req["mem"].rstrip("M")) * 2**20 <= _usable_gb(part) * 1e9
+        if "mem" in req:  # never 0: --mem=0 asks the whole node's memory
+            assert 0 < int(req["mem"].rstrip("M")) * 2**20 <= _usable_gb(part) * 1e9
         threads = [int(t) for t in re.findall(r"--threads (\d+)", script)]
-        if "preflight=" in req.get("comment", ""):
+        if "preflight=" in req.get("comment", "") and threads:  # none: every run is multi-rank
             checked_threads = max(threads)
             assert int(req["time"]) == min(cfg.cluster.preflight_walltime_min, part.max_walltime_min)
             if not part.gpus and not part.whole_node:
                 assert cpus == checked_threads
-    assert checked_threads
+    # the preflight checks every program a run starts as one process (runs of several ranks start
+    # only through their launcher: docs/design.md#ranks-nodes-and-launchers)
+    single = [c for c in CASES[name] if c.startswith(("experiment.sweeps.0.nodes=", "experiment.sweeps.0.ranks_"
+                                                      "per_node=", "experiment.sweeps.0.gpus_per_rank="))]
+    assert bool(checked_threads) == (not single)
 
 
 def test_a_memory_request_above_the_node_is_refused_at_plan_time(tmp_path: Path) -> None:

@@ -1,0 +1,123 @@
+"""One rank of a multi-rank run: its torch.distributed variables, its
+placement record, then the program.
+
+Why: the launcher (srun, mpirun) starts every rank the same way; a torch
+program wants RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT, and
+the ledger wants to know where each rank ran (node, cores, GPUs) and whether
+each one finished. The backend names the launcher's own variables on the
+command line (the job side knows no scheduler), as array_task's --index-env.
+
+    python -m campaign.job.rank --records DIR --rank-env VAR --size-env VAR
+        --local-rank-env VAR [--node-env VAR] [--job-env VAR] -- PROGRAM ARGS...
+
+Each rank writes DIR/rank-<r>.json when it starts (placement) and again,
+with `exit_code`, when its program ended; the runner reads them back
+(campaign.job.runner) to tell a run whose ranks all finished from one where
+some left no record (docs/design.md#ranks-nodes-and-launchers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+LAUNCH_HOST_ENV = "CAMPAIGN_LAUNCH_HOST"  # set by the runner: the host rank 0 runs on (the job's first node)
+PORT_BASE, PORT_SPAN = 20000, 30000  # MASTER_PORT = PORT_BASE + job id mod PORT_SPAN (jobs on one host differ)
+
+
+def _int_env(name: str | None, default: int) -> int:
+    value = os.environ.get(name or "", "")
+    return int(value) if value.strip().isdigit() else default
+
+
+def rank_env(env: dict[str, str], rank: int, world: int, local_rank: int, job: int) -> dict[str, str]:
+    """torch.distributed's variables, unless the job's environment sets them."""
+    out = dict(env)
+    out.setdefault("RANK", str(rank))
+    out.setdefault("WORLD_SIZE", str(world))
+    out.setdefault("LOCAL_RANK", str(local_rank))
+    out.setdefault("MASTER_ADDR", env.get(LAUNCH_HOST_ENV) or "127.0.0.1")
+    out.setdefault("MASTER_PORT", str(PORT_BASE + job % PORT_SPAN))
+    return out
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def _cpus() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="campaign.job.rank")
+    parser.add_argument("--records", type=Path, required=True)
+    parser.add_argument("--rank-env", required=True)
+    parser.add_argument("--size-env", required=True)
+    parser.add_argument("--local-rank-env", required=True)
+    parser.add_argument("--node-env")
+    parser.add_argument("--job-env")
+    parser.add_argument("program", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    program = args.program[1:] if args.program[:1] == ["--"] else args.program
+    if not program:
+        parser.error("no program after --")
+    rank = _int_env(args.rank_env, 0)
+    world = _int_env(args.size_env, 1)
+    local = _int_env(args.local_rank_env, 0)
+    env = rank_env(dict(os.environ), rank, world, local, _int_env(args.job_env, 0))
+    host = socket.gethostname()
+    record: dict[str, Any] = {"rank": rank, "world": world, "local_rank": local, "host": host,
+                              "node": os.environ.get(args.node_env or "", "") or host, "cpus": _cpus(),
+                              "gpus": env.get("CUDA_VISIBLE_DEVICES", "")}
+    args.records.mkdir(parents=True, exist_ok=True)
+    path = args.records / f"rank-{rank}.json"
+    _write(path, record)
+    try:
+        proc = subprocess.Popen(program, env=env)
+    except OSError as exc:
+        print(f"campaign: rank {rank} cannot start {program[0]}: {exc}", file=sys.stderr)
+        _write(path, {**record, "exit_code": 127})
+        return 127
+    for sig in (signal.SIGTERM, signal.SIGINT):  # the launcher stopping the step: pass it on
+        signal.signal(sig, lambda signum, _frame: proc.send_signal(signum))
+    code = proc.wait()
+    code = 128 - code if code < 0 else code  # killed by a signal: the shell's 128+N
+    _write(path, {**record, "exit_code": code})
+    return code
+
+
+def read_records(folder: Path) -> dict[int, dict[str, Any]]:
+    """The ranks' records by rank (unreadable ones left out: a rank killed
+    while writing leaves none, through the rename)."""
+    out: dict[int, dict[str, Any]] = {}
+    for path in sorted(folder.glob("rank-*.json")) if folder.is_dir() else []:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("rank"), int):
+            out[data["rank"]] = data
+    return out
+
+
+def missing_ranks(records: dict[int, dict[str, Any]], world: int) -> list[int]:
+    """Ranks with no record, or none that says they ended with exit code 0."""
+    return [r for r in range(world) if records.get(r, {}).get("exit_code") != 0]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""campaign.job.rank, the per-rank shim, run as the launcher runs it (a real
+subprocess per rank): torch.distributed's variables from the launcher's,
+the placement record before and after, the program's exit code passed on,
+and the runner's verdict on ranks that left no finished record."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from campaign.config import load_config
+from campaign.errors import ConfigError
+from campaign.job.rank import PORT_BASE, PORT_SPAN, missing_ranks, read_records
+from campaign.plan import plan
+
+SHOW_ENV = "import json, os; print(json.dumps({k: os.environ.get(k) for k in " \
+           "('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT')}))"
+
+
+def _rank(records: Path, env: dict[str, str], *program: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "campaign.job.rank", "--records", str(records), "--rank-env", "L_RANK",
+            "--size-env", "L_SIZE", "--local-rank-env", "L_LOCAL", "--node-env", "L_NODE", "--job-env", "L_JOB",
+            "--", *program]
+    full = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
+                                                             "MASTER_PORT")}
+    return subprocess.run(argv, env={**full, **env}, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_each_rank_gets_torch_variables_from_the_launchers(tmp_path: Path) -> None:
+    job = 4242
+    seen = []
+    for rank in range(3):
+        env = {"L_RANK": str(rank), "L_SIZE": "3", "L_LOCAL": str(rank % 2), "L_NODE": f"node{rank // 2}",
+               "L_JOB": str(job), "CAMPAIGN_LAUNCH_HOST": "head-node"}
+        proc = _rank(tmp_path, env, sys.executable, "-c", SHOW_ENV)
+        assert proc.returncode == 0, proc.stderr
+        seen.append(json.loads(proc.stdout))
+    port = str(PORT_BASE + job % PORT_SPAN)
+    assert seen == [{"RANK": str(r), "WORLD_SIZE": "3", "LOCAL_RANK": str(r % 2), "MASTER_ADDR": "head-node",
+                     "MASTER_PORT": port} for r in range(3)]
+    records = read_records(tmp_path)
+    assert sorted(records) == [0, 1, 2] and missing_ranks(records, 3) == []
+    assert [records[r]["node"] for r in range(3)] == ["node0", "node0", "node1"]
+    assert all(records[r]["cpus"] == sorted(os.sched_getaffinity(0)) for r in range(3))
+
+
+def test_the_jobs_own_variables_win(tmp_path: Path) -> None:
+    proc = _rank(tmp_path, {"L_RANK": "1", "L_SIZE": "2", "L_LOCAL": "0", "L_JOB": "7", "MASTER_PORT": "31337",
+                            "MASTER_ADDR": "10.0.0.1"}, sys.executable, "-c", SHOW_ENV)
+    got = json.loads(proc.stdout)
+    assert (got["MASTER_ADDR"], got["MASTER_PORT"], got["RANK"]) == ("10.0.0.1", "31337", "1")
+
+
+def test_exit_code_passed_on_and_recorded(tmp_path: Path) -> None:
+    base = {"L_SIZE": "3", "L_LOCAL": "0", "L_JOB": "1"}
+    assert _rank(tmp_path, {**base, "L_RANK": "0"}, sys.executable, "-c", "pass").returncode == 0
+    assert _rank(tmp_path, {**base, "L_RANK": "1"}, sys.executable, "-c", "raise SystemExit(5)").returncode == 5
+    proc = _rank(tmp_path, {**base, "L_RANK": "2"}, str(tmp_path / "no-such-program"))
+    assert proc.returncode == 127 and "cannot start" in proc.stderr
+    records = read_records(tmp_path)
+    assert [records[r]["exit_code"] for r in range(3)] == [0, 5, 127]
+    # rank 1 failed, rank 2 never ran its program, rank 3 of a world of 4 left nothing
+    assert missing_ranks(records, 4) == [1, 2, 3]
+
+
+def test_a_torn_record_counts_as_missing(tmp_path: Path) -> None:
+    (tmp_path / "rank-0.json").write_text('{"rank": 0, "exit_code": 0}')
+    (tmp_path / "rank-1.json").write_text('{"rank": 1, "exit_')  # killed while writing (no rename)
+    assert missing_ranks(read_records(tmp_path), 2) == [1]
+
+
+def test_ranks_on_the_local_backend_are_refused() -> None:
+    with pytest.raises(ConfigError, match="need a Slurm cluster"):
+        plan(load_config(["experiment=smoke", "experiment.sweeps.0.ranks_per_node=[2]"]))
