@@ -12,11 +12,13 @@ import hashlib
 import itertools
 import json
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
+from campaign import byob
 from campaign.config.schema import (
     ClusterSpec,
     ExperimentSpec,
@@ -221,8 +223,7 @@ def _partitions(cluster: ClusterSpec, sweep: SweepSpec, kernel: KernelSpec | Non
 
 def _check_sweep(sweep: SweepSpec, kernel: KernelSpec, index: int) -> None:
     where = f"experiment.sweeps.{index}"
-    if not sweep.n or any(v <= 0 for v in sweep.n):
-        raise ConfigError(f"{where}.n must be a non-empty list of positive sizes, got {sweep.n}")
+    sweep.n = list(byob.sizes(sweep.n, where))  # 1e6 is an integer size
     if sweep.d <= 0:
         raise ConfigError(f"{where}.d must be positive, got {sweep.d}")
     if not sweep.threads or any(t <= 0 for t in sweep.threads):
@@ -231,6 +232,7 @@ def _check_sweep(sweep: SweepSpec, kernel: KernelSpec, index: int) -> None:
         if impl not in kernel.impls:
             known = ", ".join(kernel.impls)
             raise ConfigError(f"kernel {kernel.name} has no implementation {impl!r}; known: {known}")
+    byob.check_sweep(kernel, sweep, index)  # placeholders and cost expressions name swept parameters
     # a variant or dtype that none of the sweep's impls offers is a typo, not a skip
     for what, wanted in (("variant", sweep.variants), ("dtype", sweep.dtypes)):
         offered = sorted({v for i in sweep.impls for v in getattr(kernel.impls[i], what + "s")})
@@ -337,6 +339,8 @@ def _expand(
         if why:
             skipped.append(f"{kernel.name}/{impl_name}/{variant} {dtype} on {part.name}: {why}")
             continue
+        argv = byob.tool_argv(cfg.campaign.python or sys.executable, kernel, impl_name) \
+            if kernel.driven_by == "tool" else tuple(impl.argv)
         for t in threads:
             alloc = allocs[t]
             # One spec per thread count, its grid points copies of it (a
@@ -347,7 +351,7 @@ def _expand(
                 threads=t, gpus=1 if device == "cuda" else 0,
                 n=tuple(sweep.n), d=sweep.d, repeats=exp.repeats, warmup=exp.warmup,
                 check=exp.check, walltime_min=exp.walltime_min,
-                mem_gb=alloc.mem_gb, argv=tuple(impl.argv), extra_args=profiling,
+                mem_gb=alloc.mem_gb, argv=argv, extra_args=profiling,
                 cpus=alloc.cpus if alloc.cpus != t else 0, exclusive=alloc.exclusive,
             )
             runs += [base.evolve(extra_args=extra + profiling) for extra in points]

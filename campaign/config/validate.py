@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from campaign import byob
 from campaign.config.schema import RootConfig
 from campaign.errors import ConfigError
 
@@ -170,6 +171,8 @@ def _check_kernels(cfg: RootConfig) -> None:
                 raise ConfigError(f"{_safe(where)}.impls.{iname}.argv is empty: name the program")
             for i, a in enumerate(impl.argv):
                 check_text(a, f"{where}.impls.{iname}.argv[{i}]")
+        byob.check_kernel(kname, kernel)  # figures, sanity patterns, cost expressions
+        _env(kernel.env, f"{where}.env")
 
 
 def _check_experiment(cfg: RootConfig) -> None:
