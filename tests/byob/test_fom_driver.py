@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from campaign.job import fom
-from campaign.results.reader import classify_output
 from campaign.results.expected import Expected
+from campaign.results.reader import classify_output
 from campaign.states import JobState
 
 
