@@ -165,3 +165,98 @@ def test_bad_declarations_exit_2_at_compose_time(tmp_path: Path, placeholder: st
         assert len(proc.stderr.strip().splitlines()) == 1
     assert not ledger.exists() or _db(ledger, "SELECT count(*) FROM job_attempt") == [(0,)]
     assert not (tmp_path / "runs").exists()
+
+
+HONEST = """#!/usr/bin/env python3
+# follows the kernel contract, has no correctness check: rel_err stays empty
+import argparse
+p = argparse.ArgumentParser()
+for o in ("n", "d", "threads", "repeats", "warmup", "device", "dtype", "variant", "out"):
+    p.add_argument("--" + o)
+p.add_argument("--check", action="store_true")
+a = p.parse_args()
+with open(a.out + ".tmp", "w") as f:
+    f.write("kernel,impl,variant,device,dtype,n,d,threads,repeat,time_s,rel_err\\n")
+    for n in a.n.split(","):
+        for r in range(int(a.repeats)):
+            f.write(f"honest,c,plain,cpu,fp32,{n},{a.d},{a.threads},{r},{1e-6 * int(n)},\\n")
+import os
+os.replace(a.out + ".tmp", a.out)
+"""
+
+
+def _conf(root: Path, files: dict[str, str]) -> dict[str, str]:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        if rel.startswith("bin/"):
+            path.chmod(0o755)
+    return _env(root)
+
+
+def test_preflight_honours_check_false(tmp_path: Path) -> None:
+    """A contract program without a check (rel_err empty) passes preflight
+    under check: false: it exits 0 and its CSV parses (it was refused before:
+    preflight always passed --check and judged rel_err)."""
+    env = _conf(tmp_path, {
+        "bin/honest": HONEST,
+        "conf/kernel/honest.yaml": "name: honest\nimpls:\n  c: {argv: [honest], variants: [plain]}\n",
+        "conf/experiment/honest_sweep.yaml": ("name: honest_sweep\ncheck: false\nrepeats: 2\nsweeps:\n"
+                                              "  - {kernel: honest, impls: [c], variants: [plain], n: [1e3, 2e3]}\n"),
+    })
+    ledger = tmp_path / "ledger.sqlite"
+    proc = run_cli("--ledger", str(ledger), "submit", "experiment=honest_sweep", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _db(ledger, "SELECT state FROM job_attempt") == [("COMPLETED",)]
+    assert {r["n"] for r in _results(ledger)} == {1000, 2000}
+
+
+WORRIED = """#!/usr/bin/env python3
+import sys
+print("setting up", sys.argv[1])
+print("result: NaN in block 3")
+print(f"time: {int(sys.argv[1]) * 1e-6:.6f} s")
+"""
+FAILING_KERNELS = {
+    "conf/kernel/worried.yaml": """name: worried
+driven_by: tool
+impls:
+  py: {argv: [worried, "{n}"], variants: [plain]}
+figures:
+  - {name: time, regex: 'time: ([0-9.]+) s', unit: s}
+sanity:
+  - {regex: '(?i)\\bnan\\b', expect: absent}
+""",
+    "conf/kernel/silent.yaml": """name: silent
+driven_by: tool
+impls:
+  py: {argv: [worried, "{n}"], variants: [plain]}
+figures:
+  - {name: rate, regex: 'GB/s: ([0-9.]+)', unit: GB/s, higher_is_better: true}
+""",
+    "conf/experiment/failing.yaml": """name: failing
+check: false
+preflight: false
+repeats: 1
+sweeps:
+  - {kernel: worried, impls: [py], variants: [plain], n: [100]}
+  - {kernel: silent, impls: [py], variants: [plain], n: [100]}
+""",
+}
+
+
+def test_show_quotes_the_failed_sanity_line_and_the_lost_pattern(tmp_path: Path) -> None:
+    env = _conf(tmp_path, {"bin/worried": WORRIED, **FAILING_KERNELS})
+    ledger = tmp_path / "ledger.sqlite"
+    proc = run_cli("--ledger", str(ledger), "submit", "experiment=failing", cwd=tmp_path, env=env)
+    assert proc.returncode != 0  # jobs ended failed
+    jobs = dict(_db(ledger, "SELECT r.kernel, a.job_id FROM job_attempt a JOIN run r ON r.id = a.run_id"))
+    states = dict(_db(ledger, "SELECT r.kernel, a.state FROM job_attempt a JOIN run r ON r.id = a.run_id"))
+    assert states == {"worried": "CHECK_FAILED", "silent": "LOST_OUTPUT"}
+    shown = run_cli("--ledger", str(ledger), "show", jobs["worried"], env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "'result: NaN in block 3'" in shown.stdout
+    shown = run_cli("--ledger", str(ledger), "show", jobs["silent"], env=env)
+    assert "pattern 'GB/s: ([0-9.]+)' matched nothing in stdout" in shown.stdout
+    assert "time: 0.000100 s" in shown.stdout  # the output's last lines
