@@ -29,6 +29,7 @@ SOURCES = ("stdout", "stderr")
 BUILTIN_PARAMS = ("n", "threads", "d", "dtype", "variant", "device", "repeat")
 # The numeric ones, for cost expressions (names such as dtype are text).
 NUMERIC_BUILTINS = ("n", "threads", "d", "repeat")
+DEFAULT_D = 64  # a contract program's --d when the sweep sets none
 
 
 def sizes(values: list[Any], where: str) -> tuple[int, ...]:
@@ -47,11 +48,26 @@ def sizes(values: list[Any], where: str) -> tuple[int, ...]:
             except ValueError:
                 number = None
         if number is None or not math.isfinite(number) or number != int(number) or number <= 0 or number > 2**62:
-            raise ConfigError(f"{where}.n must be a non-empty list of positive integer sizes (1e6 allowed), got {v!r}")
+            raise ConfigError(f"{where}.n expects a list of integers, e.g. [1,2] (positive sizes; 1e6 is "
+                              f"1000000), got {v!r}")
         out.append(int(number))
     if not out:
         raise ConfigError(f"{where}.n must be a non-empty list of positive sizes, got {values}")
     return tuple(out)
+
+
+def check_d(sweep: SweepSpec, where: str) -> None:
+    if sweep.d is not None and (isinstance(sweep.d, bool) or sweep.d <= 0):
+        raise ConfigError(f"{where}.d must be positive, got {sweep.d}")
+
+
+def d_of(sweep: SweepSpec, kernel: KernelSpec) -> int | None:
+    """The run's d: the sweep's; left out, 64 for a contract program (its
+    --d, as always) and none for a tool-driven benchmark (no d=64 in its
+    labels; `{d}` then needs the sweep to set it)."""
+    if sweep.d is not None:
+        return sweep.d
+    return None if kernel.driven_by == "tool" else DEFAULT_D
 
 
 def _source(value: str, where: str) -> None:
@@ -110,7 +126,8 @@ def swept(sweep: SweepSpec) -> set[str]:
     """The parameter names a run of `sweep` has (program option names also as
     identifiers: `sdpa-backend` is `sdpa_backend` in an expression)."""
     keys = {*sweep.args, *sweep.grid}
-    return {*BUILTIN_PARAMS, *keys, *(k.replace("-", "_") for k in keys)}
+    builtin = {*BUILTIN_PARAMS} - ({"d"} if sweep.d is None else set())
+    return {*builtin, *keys, *(k.replace("-", "_") for k in keys)}
 
 
 def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
@@ -121,7 +138,7 @@ def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
         text = getattr(kernel, what)
         if text is None:
             continue
-        numeric = known - {"dtype", "variant", "device"}
+        numeric = known - {"dtype", "variant", "device"} | ({"d"} if kernel.driven_by == "program" else set())
         unknown = sorted(expr.names(str(text)) - numeric)
         if unknown:
             raise ConfigError(f"{where}.{what}={str(text)[:60]!r} names {unknown[0]!r}, not a numeric parameter of "

@@ -48,7 +48,7 @@ class RunSpec:
     threads: int
     gpus: int
     n: tuple[int, ...]
-    d: int
+    d: int | None  # None: a tool-driven benchmark whose sweep sets no d
     repeats: int
     warmup: int
     check: bool
@@ -132,13 +132,13 @@ class RunSpec:
 
 
 @functools.lru_cache(maxsize=1024, typed=True)  # typed: a bool is not the int 1 here (str(True))
-def _command_head(argv: tuple[str, ...], n: str, d: int, threads: int, repeats: int, warmup: int,
+def _command_head(argv: tuple[str, ...], n: str, d: int | None, threads: int, repeats: int, warmup: int,
                   device: str, dtype: str, variant: str, check: bool) -> tuple[str, ...]:
     """The program and its fixed options: shared by all grid points of a
     sweep, so made once for them, not once per run."""
     args = list(argv) + [
         "--n", n,
-        "--d", str(d),
+        *(("--d", str(d)) if d is not None else ()),  # none: a tool-driven benchmark without d (docs/byob.md)
         "--threads", str(threads),
         "--repeats", str(repeats),
         "--warmup", str(warmup),
@@ -224,8 +224,7 @@ def _partitions(cluster: ClusterSpec, sweep: SweepSpec, kernel: KernelSpec | Non
 def _check_sweep(sweep: SweepSpec, kernel: KernelSpec, index: int) -> None:
     where = f"experiment.sweeps.{index}"
     sweep.n = list(byob.sizes(sweep.n, where))  # 1e6 is an integer size
-    if sweep.d <= 0:
-        raise ConfigError(f"{where}.d must be positive, got {sweep.d}")
+    byob.check_d(sweep, where)
     if not sweep.threads or any(t <= 0 for t in sweep.threads):
         raise ConfigError(f"{where}.threads must be positive thread counts, got {sweep.threads}")
     for impl in sweep.impls:
@@ -349,7 +348,7 @@ def _expand(
                 cluster=cfg.cluster.name, partition=part.name, kernel=kernel.name,
                 impl=impl_name, variant=variant, device=device, dtype=dtype,
                 threads=t, gpus=1 if device == "cuda" else 0,
-                n=tuple(sweep.n), d=sweep.d, repeats=exp.repeats, warmup=exp.warmup,
+                n=tuple(sweep.n), d=byob.d_of(sweep, kernel), repeats=exp.repeats, warmup=exp.warmup,
                 check=exp.check, walltime_min=exp.walltime_min,
                 mem_gb=alloc.mem_gb, argv=argv, extra_args=profiling,
                 cpus=alloc.cpus if alloc.cpus != t else 0, exclusive=alloc.exclusive,

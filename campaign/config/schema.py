@@ -224,7 +224,7 @@ class SweepSpec:
     threads: list[int] = field(default_factory=lambda: [1])
     dtypes: list[str] = field(default_factory=lambda: ["fp32"])
     n: list[Any] = MISSING  # sizes; integers may be written 1e6 (campaign.plan reads them)
-    d: int = 64
+    d: int | None = None  # None: 64 for contract programs (their --d); a tool-driven benchmark gets none
     args: dict[str, Any] = field(default_factory=dict)
     grid: dict[str, list[Any]] = field(default_factory=dict)
     profile: str | None = None  # none | ncu | perf; None: the experiment's

@@ -181,6 +181,7 @@ def _check_experiment(cfg: RootConfig) -> None:
     for i, sweep in enumerate(exp.sweeps):
         where = f"experiment.sweeps.{i}"
         check_name(sweep.kernel, f"{where}.kernel")
+        byob.sizes(sweep.n, where)  # integers, 1e6 allowed: refused at compose time as a wrong type was
         for what in ("impls", "variants", "dtypes"):
             values = getattr(sweep, what)
             if not values:

@@ -70,6 +70,7 @@ def test_the_guide_runs_as_written(tmp_path: Path) -> None:
         assert r["time_s"] == r["extra"]["value"]  # the program's printed time, not the process's
         assert r["flops"] == 2 * r["n"]
         assert r["params"] == "metric=time"
+        assert r["d"] is None  # the sweep sets no d: none passed, none in the labels
     printed = {float(m) for f in runs.rglob("fom-n*-r*.out") for m in re.findall(r"time: (\S+) s", f.read_text())}
     assert {r["time_s"] for r in rows} <= printed
 
