@@ -16,8 +16,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from pathlib import Path
+
 from analysis import display
-from analysis.blocks import Table
+from analysis.blocks import Figure, Table
+from analysis.plot_axes import Axes, Handles, finite_range, log_axis, palette, panels, pick, size_axis
 
 FOM_COLUMNS = ("metric", "value", "unit", "higher_is_better")
 TITLE = "Figures of merit"
@@ -83,17 +86,29 @@ def _speedup_table(part: pd.DataFrame, metric: str, higher: bool) -> Table | Non
                  pd.DataFrame(rows), "Efficiency = speedup x T0 / T.")
 
 
-def _bandwidth_table(med: pd.DataFrame, partitions: pd.DataFrame | None) -> Table | None:
-    """bytes / time_s per configuration, threads and n, with the ceiling where declared."""
-    first = med[med["bytes"].notna() & (med["time_s"] > 0)]
-    first = first.drop_duplicates(["cluster", "partition", "label", "threads", "n"])
-    if not len(first):
-        return None
+def _ceilings(partitions: pd.DataFrame | None) -> dict[tuple[str, str], float]:
     ceilings: dict[tuple[str, str], float] = {}
     if partitions is not None and len(partitions) and "mem_bw" in partitions.columns:
         for _, p in partitions.iterrows():
             if display.finite(p["mem_bw"]):
                 ceilings[(str(p["cluster"]), str(p["partition"]))] = float(p["mem_bw"])
+    return ceilings
+
+
+def bandwidth(med: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration, threads and n that has cost-model bytes, with bytes / time_s."""
+    first = med[med["bytes"].notna() & (med["time_s"] > 0)]
+    first = first.drop_duplicates(["cluster", "partition", "label", "threads", "n"]).copy()
+    first["bytes_per_s"] = first["bytes"] / first["time_s"]
+    return first
+
+
+def _bandwidth_table(med: pd.DataFrame, partitions: pd.DataFrame | None) -> Table | None:
+    """bytes / time_s per configuration, threads and n, with the ceiling where declared."""
+    first = bandwidth(med)
+    if not len(first):
+        return None
+    ceilings = _ceilings(partitions)
     rows = []
     for _, r in first.iterrows():
         bw = r["bytes"] / r["time_s"]
@@ -106,6 +121,53 @@ def _bandwidth_table(med: pd.DataFrame, partitions: pd.DataFrame | None) -> Tabl
                  pd.DataFrame(rows), "bytes: the kernel YAML's `bytes` expression; time: the run's time_s "
                  "(the program's own time figure where it prints one). Ceiling: cluster YAML "
                  "partitions.*.ceilings.mem_bw.")
+
+
+def bandwidth_plot(results: pd.DataFrame, partitions: pd.DataFrame | None, cluster: str,
+                   path: Path) -> Figure | None:
+    """Bandwidth (cost-model bytes / median time) vs n, one line per configuration
+    and thread count, under the partition's mem_bw where declared."""
+    if not has_figures(results):
+        return None
+    bw = bandwidth(medians(results[results["cluster"].astype(str) == cluster]))
+    bw = bw[bw["bytes_per_s"] > 0]
+    if bw.empty:
+        return None
+    ceilings = _ceilings(partitions)
+    bw["line"] = [f"{label} T={int(t)}" for label, t in zip(bw["label"], bw["threads"])]
+    lines = pick(sorted(bw["line"].unique().tolist()), 8)
+    colours = palette(lines)
+    drawn: list[bool] = []
+
+    def draw(ax: Axes, rows: pd.DataFrame, handles: Handles) -> str:
+        for line in [x for x in lines if x in set(rows["line"])]:
+            part = rows[rows["line"] == line].sort_values("n")
+            (h,) = ax.plot(part["n"], part["bytes_per_s"], marker="o", color=colours[line])
+            handles.setdefault(line, h)
+        top = [rows["bytes_per_s"]]
+        ceiling = ceilings.get((str(rows["cluster"].iloc[0]), str(rows["partition"].iloc[0])))
+        if ceiling:
+            handles.setdefault("mem_bw ceiling", ax.axhline(ceiling, color="black", linestyle="--"))
+            top.append(pd.Series([ceiling]))
+        drawn.append(bool(ceiling))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        size_axis(ax.xaxis, rows["n"].astype(float).to_numpy())
+        lo, hi = finite_range(*top)
+        unit, scale = display.rate_unit([hi], "B/s")
+        log_axis(ax.yaxis, lambda v: display.tick(v / scale), lo / 1.5, hi * 1.5)
+        ax.set_xlabel("n")
+        ax.set_ylabel(f"bandwidth [{unit}]")
+        return ""
+
+    items = [(f"{c}:{p}", rows) for (c, p), rows in bw.groupby(["cluster", "partition"], sort=True)]
+    fig = panels(path, "bandwidth", items, draw, "partitions")
+    if fig is None:
+        return None
+    caption = ("Bandwidth from the cost model (bytes / median time) vs n, one line per configuration and "
+               "thread count; " + ("dashed = the partition's mem_bw ceiling" if all(drawn) else
+                                   "no dashed ceiling where the partition declares no ceilings.mem_bw"))
+    return Figure(fig.path, caption, fig.note, fig.width_in, fig.height_in)
 
 
 def merit_tables(results: pd.DataFrame, partitions: pd.DataFrame | None, cluster: str) -> list[Table]:

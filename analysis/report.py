@@ -30,7 +30,7 @@ from analysis.caveats import Flags, order
 from analysis.html import to_html
 from analysis.merit import INTRO as MERIT_INTRO
 from analysis.merit import TITLE as MERIT_TITLE
-from analysis.merit import merit_tables, timing_rows
+from analysis.merit import bandwidth_plot, merit_tables, timing_rows
 from analysis.metrics import all_metrics, filter_cluster
 from analysis.overlap_points import flagged_rows, overlap_points
 from analysis.penalties import facts_columns
@@ -124,8 +124,10 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
             sections.insert(len(sections) - 1, _counters_section(counters, mine))
         merit = merit_tables(results, partitions, cluster)  # a benchmark's own figures (docs/byob.md)
         if merit:
-            sections.insert(len(sections) - 1, Section(MERIT_TITLE, anchor(MERIT_TITLE),
-                                                       [Block("p", MERIT_INTRO), *_tables(merit)]))
+            plot = bandwidth_plot(results, partitions, cluster, out / f"{slug}-bandwidth.png")
+            figures += [plot] if plot is not None else []
+            sections.insert(len(sections) - 1, Section(MERIT_TITLE, anchor(MERIT_TITLE), [
+                Block("p", MERIT_INTRO), *_tables(merit), *([Block("figure", figure=plot)] if plot else [])]))
     else:
         said = [f.text for f in findings.jobs(jobs_mod.state_counts(mine_jobs), mine_jobs)]
         sections = [Section("Summary", "summary", [Block("p", f"No results for cluster {cluster}.")]

@@ -75,11 +75,11 @@ def test_the_guide_runs_as_written(tmp_path: Path) -> None:
     assert {r["time_s"] for r in rows} <= printed
 
 
-def _run_shipped(tmp_path: Path, program: str, experiment: str) -> tuple[Path, list[dict]]:
+def _run_shipped(tmp_path: Path, program: str, experiment: str, *more: str) -> tuple[Path, list[dict]]:
     if shutil.which(program) is None:
         pytest.skip(f"{program} not installed (make test installs it)")
     ledger = tmp_path / "ledger.sqlite"
-    proc = run_cli("--ledger", str(ledger), "submit", f"experiment={experiment}", cwd=tmp_path)
+    proc = run_cli("--ledger", str(ledger), "submit", f"experiment={experiment}", *more, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     states = _db(ledger, "SELECT state FROM job_attempt")
     assert states and {s for (s,) in states} == {"COMPLETED"}, states
@@ -95,7 +95,8 @@ def _medians(rows: list[dict], metric: str) -> dict[tuple, float]:
 
 
 def test_likwid_bench_stream_and_triad_over_threads_and_sizes(tmp_path: Path) -> None:
-    ledger, rows = _run_shipped(tmp_path, "likwid-bench", "byob_likwid")
+    ledger, rows = _run_shipped(tmp_path, "likwid-bench", "byob_likwid",
+                                "cluster.partitions.local.ceilings.mem_bw=2e10")  # a ceiling to plot against
     bw = _medians(rows, "bandwidth")
     assert set(bw) == {(v, t, n) for v in ("stream", "triad") for t in (1, 2) for n in (64, 256)}
     assert all(v > 0 for v in bw.values())
@@ -108,7 +109,18 @@ def test_likwid_bench_stream_and_triad_over_threads_and_sizes(tmp_path: Path) ->
     report = run_cli("--ledger", str(ledger), "report", "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
     md = next((tmp_path / "report").glob("*.md")).read_text()
-    assert "Figures of merit" in md and "MB/s" in md
+    section = md[md.index("## Figures of merit"):]
+    assert "Median bandwidth [MB/s] per n (higher is better)" in section
+    assert "Speedup of bandwidth over T0 threads (v(T)/v(T0))" in section
+    assert "Median time [s] per n (lower is better)" in section
+    # bandwidth from the cost model against the 20 GB/s ceiling given above, in the table and the figure
+    table = section[section.index("Bandwidth from the cost model"):]
+    assert "| 20.0 |" in table and "-bandwidth.png" in section
+    html = next((tmp_path / "report").glob("*.html")).read_text()
+    assert "Figures of merit" in html
+    assert any(f"dashed = the partition{q}s mem_bw ceiling" in html for q in ("'", "&#x27;", "&#39;"))
+    # the time sections read one figure per run: no configuration repeated per figure
+    assert "metric=" not in md[:md.index("## Figures of merit")]
 
 
 def test_mbw_bandwidth_vs_array_size(tmp_path: Path) -> None:
