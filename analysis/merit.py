@@ -13,10 +13,10 @@ partition when the partition declares it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
-
-from pathlib import Path
 
 from analysis import display
 from analysis.blocks import Figure, Table
