@@ -73,6 +73,9 @@ def d_of(sweep: SweepSpec, kernel: KernelSpec) -> int | None:
 def _source(value: str, where: str) -> None:
     if value not in SOURCES and not (value.startswith("file:") and len(value) > 5):
         raise ConfigError(f"{where}.source={value[:60]!r}: use stdout, stderr or file:<path>")
+    path = value.removeprefix("file:")
+    if value.startswith("file:") and (path.startswith("/") or ".." in path.split("/")):
+        raise ConfigError(f"{where}.source={value[:60]!r}: a file in the job's folder (a relative path, no ..)")
 
 
 def _regex(value: str, where: str) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import re
 import subprocess
@@ -90,7 +91,9 @@ def _source_text(source: str, stdout: str, stderr: str, values: dict[str, str], 
         return stdout
     if source == "stderr":
         return stderr
-    path = cwd / render(source.removeprefix("file:"), values)
+    path = (cwd / render(source.removeprefix("file:"), values)).resolve()
+    if not path.is_relative_to(cwd.resolve()):  # a figure is read from the job's own folder only
+        return ""
     try:
         return path.read_text(errors="replace")
     except OSError:
@@ -127,9 +130,13 @@ def read_figure(fig: dict[str, Any], text: str) -> float:
         raise Lost(f"figure {fig['name']}: {what} matched nothing in {fig.get('source', 'stdout')}; "
                    f"last lines: {_tail(text)}")
     try:
-        return float(found.strip())
+        value = float(found.strip())
     except ValueError:
-        raise Lost(f"figure {fig['name']}: {what} matched {found[:80]!r}, not a number") from None
+        value = math.nan
+    if not math.isfinite(value):
+        raise Lost(f"figure {fig['name']}: {what} matched {found[:80]!r}, not a finite number; "
+                   f"last lines: {_tail(text)}")
+    return value
 
 
 def sanity_problem(rule: dict[str, Any], text: str) -> str | None:

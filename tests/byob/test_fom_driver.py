@@ -99,3 +99,20 @@ def test_a_failing_program_fails_the_job_with_its_code(tmp_path: Path, capsys: o
 def test_placeholders_are_plain_names_only() -> None:
     assert fom.placeholders("-w S0:{n}kB:{threads} {{literal}} {0} {a.b}") == ["n", "threads"]
     assert fom.render("{n}:{{x}}", {"n": "5"}) == "5:{x}"
+
+
+def test_a_figure_that_is_no_finite_number_is_lost(tmp_path: Path) -> None:
+    rc, out = _run(tmp_path, _spec("print('time: nan s')"), n="10", repeats=1)
+    outcome = classify_output(out, _expected((10,)))
+    assert rc == 0 and outcome.state == JobState.LOST_OUTPUT
+    assert "'nan', not a finite number" in (outcome.reason or "")
+
+
+def test_a_file_figure_outside_the_job_folder_is_never_read(tmp_path: Path) -> None:
+    secret = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    secret.write_text("rate 42\n")
+    figures = [{"name": "r", "regex": r"rate (\d+)", "source": f"file:../{secret.name}", "unit": "x",
+                "higher_is_better": True}]
+    rc, out = _run(tmp_path, _spec("print(1)", figures=figures), n="10", repeats=1)
+    assert rc == 0 and not out.exists()
+    assert "matched nothing" in (tmp_path / "results.csv.lost").read_text()
