@@ -125,6 +125,15 @@ def check_kernel(key: str, kernel: KernelSpec) -> None:
             raise ConfigError(f"{at}.expect={rule.expect!r}: use match or absent")
 
 
+def _numeric(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
 def swept(sweep: SweepSpec) -> set[str]:
     """The parameter names a run of `sweep` has (program option names also as
     identifiers: `sdpa-backend` is `sdpa_backend` in an expression)."""
@@ -146,6 +155,13 @@ def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
         if unknown:
             raise ConfigError(f"{where}.{what}={str(text)[:60]!r} names {unknown[0]!r}, not a numeric parameter of "
                               f"experiment.sweeps.{index} (known: {', '.join(sorted(numeric))})")
+        values = {**{k: [v] for k, v in sweep.args.items()}, **sweep.grid}
+        for name in sorted(expr.names(str(text))):
+            given = values.get(name, values.get(name.replace("_", "-"), []))
+            bad = next((v for v in given if not _numeric(v)), None)
+            if bad is not None:
+                raise ConfigError(f"{where}.{what}={str(text)[:60]!r} reads {name}, but experiment.sweeps.{index} "
+                                  f"gives it the value {str(bad)[:40]!r}, not a number")
     if kernel.driven_by != "tool":
         return
     templates = [(f"impls.{i}.argv[{j}]", a) for i, impl in kernel.impls.items() for j, a in enumerate(impl.argv)]

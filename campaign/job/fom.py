@@ -181,6 +181,19 @@ def time_of(found: list[tuple[dict[str, Any], float]], elapsed: float) -> float:
     return elapsed if elapsed > 0 else 1e-9
 
 
+def _cost(spec: dict[str, Any], values: dict[str, str]) -> dict[str, float]:
+    """The cost model at this point; a count that cannot be evaluated (an
+    overflow at a huge n) is left empty with a warning, never a lost run."""
+    out = {}
+    for what in ("flops", "bytes"):
+        if spec.get(what):
+            try:
+                out[what] = expr.evaluate(spec[what], values)
+            except expr.ExprError as exc:
+                print(f"campaign.job.fom: {what} not evaluated: {exc}", file=sys.stderr)
+    return out
+
+
 def _verdict(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text + "\n")
@@ -218,7 +231,7 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
                 return 0
             problems += [f"n={n} repeat={r}: {p}" for rule in spec.get("sanity", [])
                          if (p := sanity_problem(rule, texts[rule.get("source", "stdout")]))]
-            cost = {what: expr.evaluate(spec[what], values) for what in ("flops", "bytes") if spec.get(what)}
+            cost = _cost(spec, values)
             seconds = repr(time_of(found, elapsed))
             for fig, value in found:
                 rows.append({"kernel": spec["kernel"], "impl": spec["impl"], "variant": base["variant"],

@@ -47,6 +47,9 @@ def test_placeholders_and_expressions_name_swept_parameters_only() -> None:
         byob.check_sweep(_kernel(impls={"py": ImplSpec(argv=["p", "{d}"], variants=["v"])}), sweep, 3)
     with pytest.raises(ConfigError, match="names 'dtype', not a numeric parameter"):
         byob.check_sweep(_kernel(bytes="dtype*n"), sweep, 0)
+    named = SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1], grid={"block": [4, "big"]})
+    with pytest.raises(ConfigError, match="kernels.mine.flops='n\\*block' reads block, .* value 'big', not a number"):
+        byob.check_sweep(_kernel(flops="n*block"), named, 0)
 
 
 @pytest.mark.parametrize("values,sizes", [([1000000], (1000000,)), (["1e6", 2e3, 5], (1000000, 2000, 5))])
