@@ -47,9 +47,10 @@ def sizes(values: list[Any], where: str) -> tuple[int, ...]:
                 number = float(v)
             except ValueError:
                 number = None
-        if number is None or not math.isfinite(number) or number != int(number) or number <= 0 or number > 2**62:
-            raise ConfigError(f"{where}.n expects a list of integers, e.g. [1,2] (positive sizes; 1e6 is "
-                              f"1000000), got {v!r}")
+        if number is not None and math.isfinite(number) and number <= 0:
+            raise ConfigError(f"{where}.n must be a non-empty list of positive sizes, got {values}")
+        if number is None or not math.isfinite(number) or number != int(number) or number > 2**62:
+            raise ConfigError(f"{where}.n expects a list of integers, e.g. [1,2] (1e6 is 1000000), got {v!r}")
         out.append(int(number))
     if not out:
         raise ConfigError(f"{where}.n must be a non-empty list of positive sizes, got {values}")
