@@ -200,54 +200,64 @@ def _verdict(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _rows(spec: dict[str, Any], base: dict[str, str], n: int, r: int, found: list[tuple[dict[str, Any], float]],
+          elapsed: float, values: dict[str, str]) -> list[dict[str, Any]]:
+    """The CSV rows of one repeat: one per figure, sharing time_s and the cost model."""
+    cost = _cost(spec, values)
+    seconds = repr(time_of(found, elapsed))
+    return [{"kernel": spec["kernel"], "impl": spec["impl"], "variant": base["variant"], "device": base["device"],
+             "dtype": base["dtype"], "n": n, "d": base["d"], "threads": base["threads"], "repeat": r,
+             "time_s": seconds, "metric": fig["name"], "value": repr(value), "unit": fig.get("unit", ""),
+             "higher_is_better": int(bool(fig.get("higher_is_better", False))),
+             "flops": repr(cost["flops"]) if "flops" in cost else "",
+             "bytes": repr(cost["bytes"]) if "bytes" in cost else ""} for fig, value in found]
+
+
 def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, str], cwd: Path) -> int:
-    """Every n x (warm-ups + repeats); writes the CSV or the verdict files; the exit code."""
+    """Every n x (warm-ups + repeats); the exit code. As the contract asks, the
+    CSV is `F.tmp` while it runs, each n's rows appended and flushed when that n
+    is done (a job stopped at its walltime keeps the n it finished), renamed to
+    `F` at the end; a lost figure leaves `F.lost` instead, a failed sanity
+    pattern `F.check` beside it."""
     out = Path(contract["out"])
     ns = [int(v) for v in contract["n"].split(",")]
     repeats, warmup = int(contract.get("repeats", 1)), int(contract.get("warmup", 0))
     base = {"d": contract.get("d", ""), "threads": contract.get("threads", "1"), "dtype": contract.get("dtype", ""),
             "variant": contract.get("variant", ""), "device": contract.get("device", "cpu"), **params}
     base.update({k.replace("-", "_"): v for k, v in params.items()})
-    rows: list[dict[str, Any]] = []
+    sources = {f.get("source", "stdout") for f in spec["figures"]} | {s.get("source", "stdout")
+                                                                      for s in spec.get("sanity", [])}
     problems: list[str] = []
-    for n in ns:
-        for r in range(-warmup, repeats):
-            values = {**base, "n": str(n), "repeat": str(max(r, 0))}
-            code, stdout, stderr, elapsed = _run_once(spec, values, cwd, f"fom-n{n}-{'w' if r < 0 else 'r'}{abs(r)}")
-            if code != 0:
-                print(f"campaign.job.fom: {spec['argv'][0]} exited with {code} at n={n}: {_tail(stderr)}",
-                      file=sys.stderr)
-                return code
-            if r < 0:
-                continue
-            texts = {s: _source_text(s, stdout, stderr, values, cwd) for s in
-                     {f.get("source", "stdout") for f in spec["figures"]} | {s.get("source", "stdout")
-                                                                             for s in spec.get("sanity", [])}}
-            try:
-                found = [(f, read_figure(f, texts[f.get("source", "stdout")])) for f in spec["figures"]]
-            except Lost as exc:
-                _verdict(out.with_name(out.name + LOST_SUFFIX), f"n={n} repeat={r}: {exc}")
-                print(f"campaign.job.fom: {exc}", file=sys.stderr)
-                return 0
-            problems += [f"n={n} repeat={r}: {p}" for rule in spec.get("sanity", [])
-                         if (p := sanity_problem(rule, texts[rule.get("source", "stdout")]))]
-            cost = _cost(spec, values)
-            seconds = repr(time_of(found, elapsed))
-            for fig, value in found:
-                rows.append({"kernel": spec["kernel"], "impl": spec["impl"], "variant": base["variant"],
-                             "device": base["device"], "dtype": base["dtype"], "n": n, "d": base["d"],
-                             "threads": base["threads"], "repeat": r, "time_s": seconds,
-                             "metric": fig["name"], "value": repr(value), "unit": fig.get("unit", ""),
-                             "higher_is_better": int(bool(fig.get("higher_is_better", False))),
-                             "flops": repr(cost["flops"]) if "flops" in cost else "",
-                             "bytes": repr(cost["bytes"]) if "bytes" in cost else ""})
-    if problems:
-        _verdict(out.with_name(out.name + CHECK_SUFFIX), problems[0])
     tmp = out.with_name(out.name + ".tmp")
     with open(tmp, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        for n in ns:
+            rows: list[dict[str, Any]] = []
+            for r in range(-warmup, repeats):
+                values = {**base, "n": str(n), "repeat": str(max(r, 0))}
+                code, stdout, stderr, elapsed = _run_once(spec, values, cwd,
+                                                          f"fom-n{n}-{'w' if r < 0 else 'r'}{abs(r)}")
+                if code != 0:
+                    print(f"campaign.job.fom: {spec['argv'][0]} exited with {code} at n={n}: {_tail(stderr)}",
+                          file=sys.stderr)
+                    return code
+                if r < 0:
+                    continue
+                texts = {s: _source_text(s, stdout, stderr, values, cwd) for s in sources}
+                try:
+                    found = [(fig, read_figure(fig, texts[fig.get("source", "stdout")])) for fig in spec["figures"]]
+                except Lost as exc:
+                    _verdict(out.with_name(out.name + LOST_SUFFIX), f"n={n} repeat={r}: {exc}")
+                    print(f"campaign.job.fom: {exc}", file=sys.stderr)
+                    return 0
+                problems += [f"n={n} repeat={r}: {p}" for rule in spec.get("sanity", [])
+                             if (p := sanity_problem(rule, texts[rule.get("source", "stdout")]))]
+                rows += _rows(spec, base, n, r, found, elapsed, values)
+            writer.writerows(rows)
+            f.flush()
+    if problems:
+        _verdict(out.with_name(out.name + CHECK_SUFFIX), problems[0])
     os.replace(tmp, out)
     return 0
 

@@ -116,3 +116,12 @@ def test_a_file_figure_outside_the_job_folder_is_never_read(tmp_path: Path) -> N
     rc, out = _run(tmp_path, _spec("print(1)", figures=figures), n="10", repeats=1)
     assert rc == 0 and not out.exists()
     assert "matched nothing" in (tmp_path / "results.csv.lost").read_text()
+
+
+def test_each_n_is_flushed_to_the_tmp_file_as_it_finishes(tmp_path: Path) -> None:
+    """A job stopped at its walltime keeps the n it finished (the contract's F.tmp)."""
+    code = "import sys; n=int(sys.argv[1]); print('time: 0.5 s'); sys.exit(9 if n == 20 else 0)"
+    rc, out = _run(tmp_path, _spec(code))
+    assert rc == 9 and not out.exists()
+    lines = (tmp_path / "results.csv.tmp").read_text().splitlines()
+    assert lines[0].startswith("kernel,") and {line.split(",")[5] for line in lines[1:]} == {"10"}
