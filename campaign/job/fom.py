@@ -41,6 +41,7 @@ from campaign.job import expr
 LOST_SUFFIX = ".lost"
 CHECK_SUFFIX = ".check"
 TAIL_LINES = 5
+MAX_OUTPUT = 64 * 2**20  # bytes of a program's stdout/stderr the patterns read (its last ones)
 # Units a lower-is-better figure may be in to be the row's time_s (seconds per unit).
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 COLUMNS = ("kernel", "impl", "variant", "device", "dtype", "n", "d", "threads", "repeat", "time_s",
@@ -155,19 +156,31 @@ def sanity_problem(rule: dict[str, Any], text: str) -> str | None:
     return None
 
 
+def _read_capped(path: Path) -> str:
+    """A program's output as text: at most its last MAX_OUTPUT bytes (a program
+    printing gigabytes must not take the node's memory; figures come last)."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - MAX_OUTPUT))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str) -> tuple[int, str, str, float]:
+    """One invocation, its output into `stem`.out/.err in the job folder (kept for `show`)."""
     argv = [render(a, values) for a in spec["argv"]]
     env = {**os.environ, **{k: render(v, values) for k, v in spec.get("env", {}).items()}}
+    out_path, err_path = cwd / f"{stem}.out", cwd / f"{stem}.err"
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(argv, capture_output=True, env=env, cwd=cwd, check=False)
-    except OSError as exc:
-        return 127, "", f"cannot start {argv[0]}: {exc}", 0.0
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        try:
+            code = subprocess.run(argv, stdout=out, stderr=err, env=env, cwd=cwd, check=False).returncode
+        except OSError as exc:
+            return 127, "", f"cannot start {argv[0]}: {exc}", 0.0
     elapsed = time.perf_counter() - t0
-    out, err = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
-    (cwd / f"{stem}.out").write_text(out)
-    (cwd / f"{stem}.err").write_text(err)
-    return proc.returncode, out, err, elapsed
+    return code, _read_capped(out_path), _read_capped(err_path), elapsed
 
 
 def time_of(found: list[tuple[dict[str, Any], float]], elapsed: float) -> float:
