@@ -113,6 +113,9 @@ def check_kernel(key: str, kernel: KernelSpec) -> None:
         if fig.name in names:
             raise ConfigError(f"{at}.name={fig.name!r} appears twice")
         names.add(fig.name)
+        if len(fig.unit) > 40 or re.search(r"[\x00-\x1f\x7f,\"]", fig.unit):
+            raise ConfigError(f"{at}.unit={fig.unit[:40]!r}: at most 40 characters, no comma, quote or control "
+                              "character (it is a cell of the results CSV)")
         if (fig.regex is None) == (fig.json is None):
             raise ConfigError(f"{at}: give exactly one of regex or json")
         if fig.regex is not None:

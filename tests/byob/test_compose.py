@@ -30,6 +30,7 @@ def _kernel(**more: object) -> KernelSpec:
     ({"sanity": [SanitySpec(regex="(")]}, "kernels.mine.sanity[0].regex='(' does not compile"),
     ({"sanity": [SanitySpec(regex="x", expect="maybe")]}, "sanity[0].expect='maybe'"),
     ({"bytes": "n.real"}, "kernels.mine.bytes='n.real'"),
+    ({"figures": [FigureSpec(name="t", regex="a", unit="GB/s\nX")]}, "figures[0].unit="),
     ({"driven_by": "program"}, "need driven_by: tool"),
 ])
 def test_bad_declarations_name_their_key(more: dict, named: str) -> None:
