@@ -17,8 +17,9 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
     "d", "dtype", "job_id", "gpu_model", "flops", "bytes", "rel_err",
 )
 # What a kernel program's CSV must carry (cluster/partition come from the run).
+# `d` is optional: a benchmark without a head dimension leaves it out (docs/byob.md).
 KERNEL_COLUMNS: tuple[str, ...] = (
-    "kernel", "impl", "variant", "device", "dtype", "n", "d", "threads", "repeat", "time_s",
+    "kernel", "impl", "variant", "device", "dtype", "n", "threads", "repeat", "time_s",
 )
 # Columns that identify one measured configuration (a "group"); `dtype` and `d`
 # join them when the table has them. `threads` and `n` are the swept axes.

@@ -28,6 +28,9 @@ from analysis import report_tables as tables
 from analysis.blocks import Block, Figure, Section, Table
 from analysis.caveats import Flags, order
 from analysis.html import to_html
+from analysis.merit import INTRO as MERIT_INTRO
+from analysis.merit import TITLE as MERIT_TITLE
+from analysis.merit import bandwidth_plot, merit_tables, timing_rows
 from analysis.metrics import all_metrics, filter_cluster
 from analysis.overlap_points import flagged_rows, overlap_points
 from analysis.penalties import facts_columns
@@ -108,12 +111,13 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
     heading = title or f"Benchmark report: {cluster}"
     mine_jobs = jobs_mod.for_cluster(jobs, cluster)
     figures: list[Figure] = []
+    timing = timing_rows(results)  # one figure of merit per run: they share its time
     if len(results) and (results["cluster"].astype("str") == cluster).any():
-        summary = ensure_summary(results)
+        summary = ensure_summary(timing)
         frames = dict(metrics) if metrics is not None else cluster_metrics(summary, partitions,
                                                                            cluster)
-        flags = Flags(None if is_summary(results) else results[
-            (results["cluster"].astype("str") == cluster).to_numpy()], summary)
+        flags = Flags(None if is_summary(timing) else timing[
+            (timing["cluster"].astype("str") == cluster).to_numpy()], summary)
         sections = _analysis(summary, frames, partitions, mine_jobs, cluster, out / slug,
                              figures, flags)
         mine = results[(results["cluster"].astype("str") == cluster).to_numpy()]
@@ -122,6 +126,12 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
         ranks = None if is_summary(results) else rank_section(mine)
         if ranks is not None:
             sections.insert(2, ranks)  # after "Scaling with n"
+        merit = merit_tables(results, partitions, cluster)  # a benchmark's own figures (docs/byob.md)
+        if merit:
+            plot = bandwidth_plot(results, partitions, cluster, out / f"{slug}-bandwidth.png")
+            figures += [plot] if plot is not None else []
+            sections.insert(len(sections) - 1, Section(MERIT_TITLE, anchor(MERIT_TITLE), [
+                Block("p", MERIT_INTRO), *_tables(merit), *([Block("figure", figure=plot)] if plot else [])]))
     else:
         said = [f.text for f in findings.jobs(jobs_mod.state_counts(mine_jobs), mine_jobs)]
         sections = [Section("Summary", "summary", [Block("p", f"No results for cluster {cluster}.")]

@@ -12,11 +12,13 @@ import hashlib
 import itertools
 import json
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
+from campaign import byob
 from campaign.config.schema import (
     ClusterSpec,
     ExperimentSpec,
@@ -49,7 +51,7 @@ class RunSpec:
     threads: int
     gpus: int
     n: tuple[int, ...]
-    d: int
+    d: int | None  # None: a tool-driven benchmark whose sweep sets no d
     repeats: int
     warmup: int
     check: bool
@@ -148,13 +150,13 @@ class RunSpec:
 
 
 @functools.lru_cache(maxsize=1024, typed=True)  # typed: a bool is not the int 1 here (str(True))
-def _command_head(argv: tuple[str, ...], n: str, d: int, threads: int, repeats: int, warmup: int,
+def _command_head(argv: tuple[str, ...], n: str, d: int | None, threads: int, repeats: int, warmup: int,
                   device: str, dtype: str, variant: str, check: bool) -> tuple[str, ...]:
     """The program and its fixed options: shared by all grid points of a
     sweep, so made once for them, not once per run."""
     args = list(argv) + [
         "--n", n,
-        "--d", str(d),
+        *(("--d", str(d)) if d is not None else ()),  # none: a tool-driven benchmark without d (docs/byob.md)
         "--threads", str(threads),
         "--repeats", str(repeats),
         "--warmup", str(warmup),
@@ -242,16 +244,15 @@ def _partitions(cluster: ClusterSpec, sweep: SweepSpec, kernel: KernelSpec | Non
 
 def _check_sweep(sweep: SweepSpec, kernel: KernelSpec, index: int) -> None:
     where = f"experiment.sweeps.{index}"
-    if not sweep.n or any(v <= 0 for v in sweep.n):
-        raise ConfigError(f"{where}.n must be a non-empty list of positive sizes, got {sweep.n}")
-    if sweep.d <= 0:
-        raise ConfigError(f"{where}.d must be positive, got {sweep.d}")
+    sweep.n = list(byob.sizes(sweep.n, where))  # 1e6 is an integer size
+    byob.check_d(sweep, where)
     if not sweep.threads or any(t <= 0 for t in sweep.threads):
         raise ConfigError(f"{where}.threads must be positive thread counts, got {sweep.threads}")
     for impl in sweep.impls:
         if impl not in kernel.impls:
             known = ", ".join(kernel.impls)
             raise ConfigError(f"kernel {kernel.name} has no implementation {impl!r}; known: {known}")
+    byob.check_sweep(kernel, sweep, index)  # placeholders and cost expressions name swept parameters
     # a variant or dtype that none of the sweep's impls offers is a typo, not a skip
     for what, wanted in (("variant", sweep.variants), ("dtype", sweep.dtypes)):
         offered = sorted({v for i in sweep.impls for v in getattr(kernel.impls[i], what + "s")})
@@ -359,6 +360,8 @@ def _expand(
         if why:
             skipped.append(f"{kernel.name}/{impl_name}/{variant} {dtype} on {part.name}: {why}")
             continue
+        argv = byob.tool_argv(cfg.campaign.python or sys.executable, kernel, impl_name) \
+            if kernel.driven_by == "tool" else tuple(impl.argv)
         for shape in shapes:
             alloc, t = allocs[shape], shape.threads
             # One spec per thread count, its grid points copies of it (a
@@ -367,9 +370,9 @@ def _expand(
                 cluster=cfg.cluster.name, partition=part.name, kernel=kernel.name,
                 impl=impl_name, variant=variant, device=device, dtype=dtype,
                 threads=t, gpus=alloc.gpus,
-                n=tuple(sweep.n), d=sweep.d, repeats=exp.repeats, warmup=exp.warmup,
+                n=tuple(sweep.n), d=byob.d_of(sweep, kernel), repeats=exp.repeats, warmup=exp.warmup,
                 check=exp.check, walltime_min=exp.walltime_min,
-                mem_gb=alloc.mem_gb, argv=tuple(impl.argv), extra_args=profiling,
+                mem_gb=alloc.mem_gb, argv=argv, extra_args=profiling,
                 cpus=alloc.cpus if alloc.cpus != t else 0, exclusive=alloc.exclusive,
                 nodes=shape.nodes, ranks_per_node=shape.ranks_per_node, gpus_per_rank=shape.gpus_per_rank,
                 launched=impl.launched,

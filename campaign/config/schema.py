@@ -185,12 +185,42 @@ class ImplSpec:
 
 
 @dataclass
+class FigureSpec:
+    """One figure of merit read from a tool-driven program's output (docs/byob.md)."""
+
+    name: str = MISSING  # e.g. Triad, bandwidth, events_per_s
+    regex: str | None = None  # last match wins; group `value`, else group 1, else the whole match
+    json: str | None = None  # or: the key of a JSON object printed on one line
+    source: str = "stdout"  # stdout | stderr | file:<path in the job folder, placeholders allowed>
+    unit: str = ""  # s, ms, us, ns (a time) or a rate: GB/s, MiB/s, events/s, GFLOP/s ...
+    higher_is_better: bool = False  # rates: true; times: false
+
+
+@dataclass
+class SanitySpec:
+    """A pattern a program's output must (expect: match) or must not (expect: absent) contain."""
+
+    regex: str = MISSING
+    source: str = "stdout"
+    expect: str = "match"  # match | absent
+
+
+@dataclass
 class KernelSpec:
-    """A kernel family (one program per implementation)."""
+    """A kernel family (one program per implementation), or any benchmark
+    program declared here alone (`driven_by: tool`, docs/byob.md)."""
 
     name: str = MISSING
     description: str = ""
     impls: dict[str, ImplSpec] = field(default_factory=dict)
+    # program: it follows the kernel contract (loops over n and repeats, writes the CSV);
+    # tool: campaign runs impls.*.argv once per n and repeat, placeholders filled, figures read by pattern
+    driven_by: str = "program"
+    env: dict[str, str] = field(default_factory=dict)  # tool: the program's environment (placeholders allowed)
+    figures: list[FigureSpec] = field(default_factory=list)  # tool: at least one
+    sanity: list[SanitySpec] = field(default_factory=list)  # tool: CHECK_FAILED when one fails
+    flops: str | None = None  # cost model: arithmetic of the swept parameters, e.g. "2*n"
+    bytes: str | None = None  # e.g. "3*8*n"
 
 
 @dataclass
@@ -208,8 +238,8 @@ class SweepSpec:
     # GPUs per rank: [] = none on CPU partitions, the job's one GPU on GPU partitions (single rank)
     gpus_per_rank: list[int] = field(default_factory=list)
     dtypes: list[str] = field(default_factory=lambda: ["fp32"])
-    n: list[int] = MISSING
-    d: int = 64
+    n: list[Any] = MISSING  # sizes; integers may be written 1e6 (campaign.plan reads them)
+    d: int | None = None  # None: 64 for contract programs (their --d); a tool-driven benchmark gets none
     args: dict[str, Any] = field(default_factory=dict)
     grid: dict[str, list[Any]] = field(default_factory=dict)
     profile: str | None = None  # none | ncu | perf; None: the experiment's

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from campaign import byob
 from campaign.config.schema import RootConfig
 from campaign.errors import ConfigError
 
@@ -170,6 +171,8 @@ def _check_kernels(cfg: RootConfig) -> None:
                 raise ConfigError(f"{_safe(where)}.impls.{iname}.argv is empty: name the program")
             for i, a in enumerate(impl.argv):
                 check_text(a, f"{where}.impls.{iname}.argv[{i}]")
+        byob.check_kernel(kname, kernel)  # figures, sanity patterns, cost expressions
+        _env(kernel.env, f"{where}.env")
 
 
 def _check_experiment(cfg: RootConfig) -> None:
@@ -178,6 +181,7 @@ def _check_experiment(cfg: RootConfig) -> None:
     for i, sweep in enumerate(exp.sweeps):
         where = f"experiment.sweeps.{i}"
         check_name(sweep.kernel, f"{where}.kernel")
+        byob.sizes(sweep.n, where)  # integers, 1e6 allowed: refused at compose time as a wrong type was
         for what in ("impls", "variants", "dtypes"):
             values = getattr(sweep, what)
             if not values:

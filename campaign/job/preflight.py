@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.job.build import machine_facts
+from campaign.job.fom import LOST_SUFFIX
 
 RECORD = "preflight.json"
 
@@ -105,7 +106,8 @@ def _csv_problem(path: Path, tolerance: float | None) -> str | None:
         with open(path, newline="") as f:
             rows = list(csv.DictReader(f))
     except OSError:
-        return f"no CSV at {path}"
+        lost = path.with_name(path.name + LOST_SUFFIX)  # a tool-driven benchmark says which figure is missing
+        return lost.read_text(errors="replace").strip() if lost.is_file() else f"no CSV at {path}"
     if not rows:
         return f"CSV {path} has no rows"
     if tolerance is None:

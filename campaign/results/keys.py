@@ -22,7 +22,7 @@ from campaign.results.row_texts import rows_joined
 
 KEY_COLUMNS = ("cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n", "d",
                "repeat", "job_id")
-MEASURED_EXTRAS = frozenset({"first_call_s"})  # measured values: not part of a row's identity
+MEASURED_EXTRAS = frozenset({"first_call_s", "value"})  # measured values (a figure of merit's `value`): not part of a row's identity
 MEASURED_COLUMNS = ("time_s", "flops", "bytes", "rel_err")
 IMPORT_SCOPE = "import"
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from analysis.columns import KERNEL_COLUMNS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS, SCALE_COLUMNS
 from campaign.errors import ImportError_, one_line
+from campaign.job.fom import CHECK_SUFFIX, LOST_SUFFIX
 from campaign.results.cells import CONTROL, cell, check_row, scale_cell
 from campaign.results.columnar import ResultColumns, fast_columns, record_cells, split_cells
 from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign
@@ -204,7 +205,8 @@ def _classify(path: Path, want: Expected) -> Outcome:
     if data is None and not path.parent.is_dir():
         return Outcome(JobState.LOST_OUTPUT, reason=f"job folder {path.parent} is gone")
     if data is None and not path.is_file():
-        return Outcome(JobState.LOST_OUTPUT, reason=f"no output file {path.name}")
+        lost = _verdict(path, LOST_SUFFIX)  # a tool-driven benchmark's figure matched nothing (campaign.job.fom)
+        return Outcome(JobState.LOST_OUTPUT, reason=lost or f"no output file {path.name}")
     try:
         text = _read_text(path, path.name) if data is None else _decoded(data, path.name)
         if text and not text.endswith("\n"):
@@ -214,7 +216,9 @@ def _classify(path: Path, want: Expected) -> Outcome:
         return Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {one_line(exc, 200)}")
     if not len(table):
         return Outcome(JobState.LOST_OUTPUT, reason="output has no rows")
-    return _judge(table, want)
+    judged = _judge(table, want)
+    sanity = _verdict(path, CHECK_SUFFIX) if judged.state == JobState.COMPLETED else None
+    return Outcome(JobState.CHECK_FAILED, judged.table, reason=sanity) if sanity else judged
 
 
 def _judge(table: ResultColumns, want: Expected) -> Outcome:
@@ -233,3 +237,9 @@ def _judge(table: ResultColumns, want: Expected) -> Outcome:
     if failed is not None:
         return Outcome(JobState.CHECK_FAILED, table, reason=failed)
     return Outcome(JobState.COMPLETED, table)
+
+
+def _verdict(path: Path, suffix: str) -> str | None:
+    """The reason campaign.job.fom left beside the CSV (`F.lost`, `F.check`), one line, or None."""
+    data = _regular_bytes(path.with_name(path.name + suffix))
+    return one_line(data.decode(errors="replace"), 1000) if data else None

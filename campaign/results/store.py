@@ -153,6 +153,16 @@ def _params_column(extra_args: tuple[tuple[str, str], ...], extras: dict[str, li
     return list(map(",".join, zip(*parts)))
 
 
+def _with_metric(extra_args: tuple[tuple[str, str], ...], table: ResultColumns) -> tuple[tuple[str, str], ...]:
+    """A figure of merit's name (campaign.job.fom's `metric` column) joins the
+    row's params ("iterations=200,metric=bandwidth"): a configuration's
+    figures are separate groups in every view (medians, compare, reports),
+    never pooled with each other."""
+    names = table.extras.keys() if table.extras is not None else {
+        k for row in (table.extra_rows or []) if row for k in row}
+    return (*extra_args, ("metric", "")) if "metric" in names else extra_args
+
+
 _FROM_FILE = ("kernel", "impl", "variant", "device", "threads", "n", "repeat", "time_s")  # never blank
 _FROM_FILE_OPTIONAL = ("dtype", "d", "gpu_model", "flops", "bytes", "rel_err")
 _OWN = ("attempt_id", "source", "cluster", "partition", "job_id")  # the attempt's and run's: one value per job
@@ -166,6 +176,7 @@ def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
     n, cols = len(table), table.columns
     if n == 0:
         return LedgerColumns(0, {})
+    extra_args = _with_metric(extra_args, table)
     values: dict[str, list[Any]] = {"attempt_id": [attempt_id] * n, "source": ["job"] * n, "cluster": [cluster] * n,
                                     "partition": [partition] * n, "job_id": [job_id] * n}
     values.update({name: cols[name] for name in _FROM_FILE})

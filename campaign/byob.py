@@ -1,0 +1,191 @@
+"""Bring your own benchmark: the compose-time side of `driven_by: tool` kernels.
+
+A kernel YAML may declare any program (docs/byob.md): an argument template
+with `{placeholders}`, figures of merit read by pattern, sanity patterns and
+cost expressions. Everything that can be wrong with that is refused here,
+before anything is planned or submitted, with the key named (exit 2): a
+pattern that does not compile, a figure with neither regex nor json, an
+expression outside the whitelist (campaign.job.expr) or naming a parameter
+the sweep does not have, a placeholder that is not swept. Then the planner
+puts campaign.job.fom in the program's place, with the declaration as one
+JSON argument, so the run's key changes whenever the declaration does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from campaign.config.schema import KernelSpec, SweepSpec
+from campaign.errors import ConfigError
+from campaign.job import expr
+from campaign.job.fom import placeholders
+
+DRIVERS = ("program", "tool")
+SOURCES = ("stdout", "stderr")
+# What every run has, whatever its sweep: the contract's own parameters.
+BUILTIN_PARAMS = ("n", "threads", "d", "dtype", "variant", "device", "repeat")
+# The numeric ones, for cost expressions (names such as dtype are text).
+NUMERIC_BUILTINS = ("n", "threads", "d", "repeat")
+DEFAULT_D = 64  # a contract program's --d when the sweep sets none
+
+
+def sizes(values: list[Any], where: str) -> tuple[int, ...]:
+    """Sizes as integers: 1000000, 1e6 and "1e6" are the same size; 1.5, 0,
+    true and names are refused."""
+    out = []
+    for v in values or []:
+        number: float | None = None
+        if isinstance(v, bool):
+            number = None
+        elif isinstance(v, int):
+            number = v
+        elif isinstance(v, (float, str)):
+            try:
+                number = float(v)
+            except ValueError:
+                number = None
+        if number is not None and math.isfinite(number) and number <= 0:
+            raise ConfigError(f"{where}.n must be a non-empty list of positive sizes, got {values}")
+        if number is None or not math.isfinite(number) or number != int(number) or number > 2**62:
+            raise ConfigError(f"{where}.n expects a list of integers, e.g. [1,2] (1e6 is 1000000), got {v!r}")
+        out.append(int(number))
+    if not out:
+        raise ConfigError(f"{where}.n must be a non-empty list of positive sizes, got {values}")
+    return tuple(out)
+
+
+def check_d(sweep: SweepSpec, where: str) -> None:
+    if sweep.d is not None and (isinstance(sweep.d, bool) or sweep.d <= 0):
+        raise ConfigError(f"{where}.d must be positive, got {sweep.d}")
+
+
+def d_of(sweep: SweepSpec, kernel: KernelSpec) -> int | None:
+    """The run's d: the sweep's; left out, 64 for a contract program (its
+    --d, as always) and none for a tool-driven benchmark (no d=64 in its
+    labels; `{d}` then needs the sweep to set it)."""
+    if sweep.d is not None:
+        return sweep.d
+    return None if kernel.driven_by == "tool" else DEFAULT_D
+
+
+def _source(value: str, where: str) -> None:
+    if value not in SOURCES and not (value.startswith("file:") and len(value) > 5):
+        raise ConfigError(f"{where}.source={value[:60]!r}: use stdout, stderr or file:<path>")
+    path = value.removeprefix("file:")
+    if value.startswith("file:") and (path.startswith("/") or ".." in path.split("/")):
+        raise ConfigError(f"{where}.source={value[:60]!r}: a file in the job's folder (a relative path, no ..)")
+
+
+def _regex(value: str, where: str) -> None:
+    try:
+        re.compile(value, re.MULTILINE)
+    except re.error as exc:
+        raise ConfigError(f"{where}.regex={value[:60]!r} does not compile: {exc}") from None
+
+
+def check_kernel(key: str, kernel: KernelSpec) -> None:
+    """What a kernel YAML's benchmark declaration must be, without a sweep."""
+    where = f"kernels.{key}"
+    if kernel.driven_by not in DRIVERS:
+        raise ConfigError(f"{where}.driven_by={kernel.driven_by!r} is not one of {', '.join(DRIVERS)}")
+    for what in ("flops", "bytes"):
+        text = getattr(kernel, what)
+        if text is not None:
+            try:
+                expr.parse(str(text))
+            except expr.ExprError as exc:
+                raise ConfigError(f"{where}.{what}={str(text)[:60]!r}: {exc}") from None
+    if kernel.driven_by == "program":
+        if kernel.figures or kernel.sanity or kernel.env:
+            raise ConfigError(f"{where}: figures, sanity and env need driven_by: tool (a program-driven kernel "
+                              "writes the contract CSV)")
+        return
+    if not kernel.figures:
+        raise ConfigError(f"{where}.figures is empty: a tool-driven benchmark needs at least one figure of merit")
+    names = set()
+    for i, fig in enumerate(kernel.figures):
+        at = f"{where}.figures[{i}]"
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.+-]*", fig.name or "") or len(fig.name) > 64:
+            raise ConfigError(f"{at}.name={str(fig.name)[:60]!r} is not a valid figure name")
+        if fig.name in names:
+            raise ConfigError(f"{at}.name={fig.name!r} appears twice")
+        names.add(fig.name)
+        if len(fig.unit) > 40 or re.search(r"[\x00-\x1f\x7f,\"]", fig.unit):
+            raise ConfigError(f"{at}.unit={fig.unit[:40]!r}: at most 40 characters, no comma, quote or control "
+                              "character (it is a cell of the results CSV)")
+        if (fig.regex is None) == (fig.json is None):
+            raise ConfigError(f"{at}: give exactly one of regex or json")
+        if fig.regex is not None:
+            _regex(fig.regex, at)
+        _source(fig.source, at)
+    for i, rule in enumerate(kernel.sanity):
+        at = f"{where}.sanity[{i}]"
+        _regex(rule.regex, at)
+        _source(rule.source, at)
+        if rule.expect not in ("match", "absent"):
+            raise ConfigError(f"{at}.expect={rule.expect!r}: use match or absent")
+
+
+def _numeric(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def swept(sweep: SweepSpec) -> set[str]:
+    """The parameter names a run of `sweep` has (program option names also as
+    identifiers: `sdpa-backend` is `sdpa_backend` in an expression)."""
+    keys = {*sweep.args, *sweep.grid}
+    builtin = {*BUILTIN_PARAMS} - ({"d"} if sweep.d is None else set())
+    return {*builtin, *keys, *(k.replace("-", "_") for k in keys)}
+
+
+def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
+    """Placeholders and expressions name only what the sweep has."""
+    known = swept(sweep)
+    where = f"kernels.{kernel.name}"
+    for what in ("flops", "bytes"):
+        text = getattr(kernel, what)
+        if text is None:
+            continue
+        numeric = known - {"dtype", "variant", "device"} | ({"d"} if kernel.driven_by == "program" else set())
+        unknown = sorted(expr.names(str(text)) - numeric)
+        if unknown:
+            raise ConfigError(f"{where}.{what}={str(text)[:60]!r} names {unknown[0]!r}, not a numeric parameter of "
+                              f"experiment.sweeps.{index} (known: {', '.join(sorted(numeric))})")
+        values = {**{k: [v] for k, v in sweep.args.items()}, **sweep.grid}
+        for name in sorted(expr.names(str(text))):
+            given = values.get(name, values.get(name.replace("_", "-"), []))
+            bad = next((v for v in given if not _numeric(v)), None)
+            if bad is not None:
+                raise ConfigError(f"{where}.{what}={str(text)[:60]!r} reads {name}, but experiment.sweeps.{index} "
+                                  f"gives it the value {str(bad)[:40]!r}, not a number")
+    if kernel.driven_by != "tool":
+        return
+    templates = [(f"impls.{i}.argv[{j}]", a) for i, impl in kernel.impls.items() for j, a in enumerate(impl.argv)]
+    templates += [(f"env.{k}", v) for k, v in kernel.env.items()]
+    templates += [(f"figures[{i}].source", f.source) for i, f in enumerate(kernel.figures)]
+    for at, text in templates:
+        for name in placeholders(str(text)):
+            if name not in known:
+                raise ConfigError(f"{where}.{at}: placeholder {{{name}}} is not a swept parameter of "
+                                  f"experiment.sweeps.{index} (known: {', '.join(sorted(known))}); add it to the "
+                                  "sweep's grid or args")
+
+
+def tool_argv(python: str, kernel: KernelSpec, impl: str) -> tuple[str, ...]:
+    """The driver's command in the program's place: the declaration as one JSON argument."""
+    spec = {
+        "kernel": kernel.name, "impl": impl, "argv": list(kernel.impls[impl].argv), "env": dict(kernel.env),
+        "figures": [{"name": f.name, "regex": f.regex, "json": f.json, "source": f.source, "unit": f.unit,
+                     "higher_is_better": f.higher_is_better} for f in kernel.figures],
+        "sanity": [{"regex": s.regex, "source": s.source, "expect": s.expect} for s in kernel.sanity],
+        "flops": kernel.flops, "bytes": kernel.bytes,
+    }
+    return (python, "-m", "campaign.job.fom", json.dumps(spec, sort_keys=True, separators=(",", ":")))

@@ -1,0 +1,77 @@
+"""The three third-party benchmarks declared in YAML alone (conf/kernel/
+likwid_stream.yaml, mbw.yaml, sysbench_cpu.yaml), swept on the real test
+Slurm: submitted together (their waits overlap), one test each reads its
+campaign's rows from the ledger: every figure of merit with its unit and
+direction, the cost model's bytes, the job IDs Slurm gave."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from campaign import api
+from campaign.ledger import Ledger
+from campaign.results.table import result_records
+from tests.slurm.helpers import _all_finished, _name, _overrides, _sync_until
+from tests.slurm_cluster import SlurmCluster
+
+pytestmark = [pytest.mark.slurm]
+BENCHMARKS = {"byob_likwid": "likwid-bench", "byob_mbw": "mbw", "byob_sysbench": "sysbench"}
+
+
+@pytest.fixture(scope="module")
+def campaigns(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
+        tuple[Ledger, dict[str, str]]]:
+    work = tmp_path_factory.mktemp("byob")
+    ledger = Ledger(work / "ledger.sqlite")
+    names = {}
+    for experiment, program in BENCHMARKS.items():
+        if shutil.which(program) is None:
+            continue
+        names[experiment] = _name(experiment.removeprefix("byob_"))
+        rep = api.submit(_overrides(work, names[experiment], f"experiment={experiment}"), ledger)
+        assert rep.submitted, rep
+    yield ledger, names
+    for name in names.values():
+        try:
+            api.cancel(ledger, name)
+        except Exception:  # noqa: BLE001 - best effort cleanup
+            pass
+
+
+def _rows(campaigns: tuple[Ledger, dict[str, str]], experiment: str) -> list[dict]:
+    ledger, names = campaigns
+    if experiment not in names:
+        pytest.skip(f"{BENCHMARKS[experiment]} not installed (make test installs it)")
+    rep = _sync_until(ledger, names[experiment], _all_finished)
+    assert set(rep.counts) == {"COMPLETED"}, rep.counts
+    rows = result_records(ledger, names[experiment])
+    assert rows and all(r["job_id"] and r["partition"] == "cpu" for r in rows)
+    return rows
+
+
+def _figures(rows: list[dict]) -> dict[str, tuple[str, int]]:
+    return {r["extra"]["metric"]: (r["extra"]["unit"], r["extra"]["higher_is_better"]) for r in rows}
+
+
+def test_likwid_bench_on_slurm(campaigns: tuple[Ledger, dict[str, str]]) -> None:
+    rows = _rows(campaigns, "byob_likwid")
+    assert _figures(rows) == {"bandwidth": ("MB/s", 1), "mflops": ("MFLOP/s", 1), "time": ("s", 0)}
+    assert {(r["variant"], r["threads"], r["n"]) for r in rows} == {
+        (v, t, n) for v in ("stream", "triad") for t in (1, 2) for n in (64, 256)}
+    assert all(r["bytes"] == 200 * r["n"] * 1000 and r["extra"]["value"] > 0 for r in rows)
+
+
+def test_mbw_on_slurm(campaigns: tuple[Ledger, dict[str, str]]) -> None:
+    rows = _rows(campaigns, "byob_mbw")
+    assert _figures(rows) == {"bandwidth": ("MiB/s", 1), "time": ("s", 0)}
+    assert {r["n"] for r in rows} == {1, 4} and all(r["extra"]["value"] > 0 for r in rows)
+
+
+def test_sysbench_cpu_on_slurm(campaigns: tuple[Ledger, dict[str, str]]) -> None:
+    rows = _rows(campaigns, "byob_sysbench")
+    assert _figures(rows) == {"events_per_s": ("events/s", 1), "time": ("s", 0)}
+    assert {(r["threads"], r["n"]) for r in rows} == {(t, n) for t in (1, 2) for n in (200, 400)}
+    assert all(r["params"].startswith("max_prime=2000,metric=") for r in rows)

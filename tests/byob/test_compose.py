@@ -1,0 +1,64 @@
+"""Compose-time checks of a benchmark declaration (campaign.byob): each
+mistake is one ConfigError naming the key, before anything is planned."""
+
+from __future__ import annotations
+
+import pytest
+
+from campaign import byob
+from campaign.config.schema import FigureSpec, ImplSpec, KernelSpec, SanitySpec, SweepSpec
+from campaign.errors import ConfigError
+
+
+def _kernel(**more: object) -> KernelSpec:
+    base = {"name": "mine", "driven_by": "tool", "impls": {"py": ImplSpec(argv=["prog", "{n}"], variants=["v"])},
+            "figures": [FigureSpec(name="time", regex=r"time: (\S+)", unit="s")]}
+    base.update(more)
+    return KernelSpec(**base)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("more,named", [
+    ({"driven_by": "shell"}, "kernels.mine.driven_by='shell'"),
+    ({"figures": []}, "kernels.mine.figures is empty"),
+    ({"figures": [FigureSpec(name="t", regex="a", json="b")]}, "kernels.mine.figures[0]: give exactly one"),
+    ({"figures": [FigureSpec(name="t")]}, "kernels.mine.figures[0]: give exactly one"),
+    ({"figures": [FigureSpec(name="t", regex="a"), FigureSpec(name="t", regex="b")]}, "figures[1].name='t' appears"),
+    ({"figures": [FigureSpec(name="bad name", regex="a")]}, "figures[0].name='bad name'"),
+    ({"figures": [FigureSpec(name="t", regex="a", source="file:/etc/passwd")]}, "figures[0].source="),
+    ({"figures": [FigureSpec(name="t", regex="a", source="file:../x")]}, "figures[0].source="),
+    ({"figures": [FigureSpec(name="t", regex="a", source="socket")]}, "figures[0].source='socket'"),
+    ({"sanity": [SanitySpec(regex="(")]}, "kernels.mine.sanity[0].regex='(' does not compile"),
+    ({"sanity": [SanitySpec(regex="x", expect="maybe")]}, "sanity[0].expect='maybe'"),
+    ({"bytes": "n.real"}, "kernels.mine.bytes='n.real'"),
+    ({"figures": [FigureSpec(name="t", regex="a", unit="GB/s\nX")]}, "figures[0].unit="),
+    ({"driven_by": "program"}, "need driven_by: tool"),
+])
+def test_bad_declarations_name_their_key(more: dict, named: str) -> None:
+    with pytest.raises(ConfigError, match=None) as err:
+        byob.check_kernel("mine", _kernel(**more))
+    assert named in str(err.value)
+
+
+def test_placeholders_and_expressions_name_swept_parameters_only() -> None:
+    sweep = SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1], grid={"block-size": [1, 2]})
+    byob.check_sweep(_kernel(flops="n*block_size", env={"B": "{block_size}"}), sweep, 0)
+    with pytest.raises(ConfigError, match=r"kernels.mine.env.B: placeholder \{tile\}"):
+        byob.check_sweep(_kernel(env={"B": "{tile}"}), sweep, 0)
+    with pytest.raises(ConfigError, match=r"placeholder \{d\} is not a swept parameter of experiment.sweeps.3"):
+        byob.check_sweep(_kernel(impls={"py": ImplSpec(argv=["p", "{d}"], variants=["v"])}), sweep, 3)
+    with pytest.raises(ConfigError, match="names 'dtype', not a numeric parameter"):
+        byob.check_sweep(_kernel(bytes="dtype*n"), sweep, 0)
+    named = SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1], grid={"block": [4, "big"]})
+    with pytest.raises(ConfigError, match="kernels.mine.flops='n\\*block' reads block, .* value 'big', not a number"):
+        byob.check_sweep(_kernel(flops="n*block"), named, 0)
+
+
+@pytest.mark.parametrize("values,sizes", [([1000000], (1000000,)), (["1e6", 2e3, 5], (1000000, 2000, 5))])
+def test_sizes_may_be_written_in_exponent_notation(values: list, sizes: tuple) -> None:
+    assert byob.sizes(values, "experiment.sweeps.0") == sizes
+
+
+@pytest.mark.parametrize("bad", [[1.5], [0], [-2], [True], ["x"], ["nan"], ["inf"], [1e30], []])
+def test_sizes_that_are_no_positive_integers_are_refused(bad: list) -> None:
+    with pytest.raises(ConfigError, match="experiment.sweeps.0.n"):
+        byob.sizes(bad, "experiment.sweeps.0")
