@@ -52,6 +52,7 @@ class Expected:
     threads: int | None = None
     extra_args: tuple[tuple[str, str], ...] = ()
     ranks: int | None = None  # total ranks (nodes x ranks_per_node) where the spec plans them
+    nodes: int | None = None  # the nodes the spec asks Slurm for (--nodes: exactly that many)
 
     @classmethod
     def of_spec(cls, spec: dict[str, Any], n: tuple[int, ...] | None = None) -> Expected:
@@ -60,7 +61,8 @@ class Expected:
         return cls(tuple(n or spec["n"]), bool(spec.get("check")), spec.get("kernel"), spec.get("dtype"),
                    spec.get("impl"), None if own_shapes else spec.get("variant"), spec.get("device"),
                    None if own_shapes else _int(spec.get("d")), _int(spec.get("threads")),
-                   tuple((str(k), str(v)) for k, v in spec.get("extra_args") or []), _planned_ranks(spec))
+                   tuple((str(k), str(v)) for k, v in spec.get("extra_args") or []), _planned_ranks(spec),
+                   _int(spec.get("nodes")) if _planned_ranks(spec) is not None else None)
 
 
 def _planned_ranks(spec: dict[str, Any]) -> int | None:
@@ -103,8 +105,9 @@ def foreign(table: ResultColumns, want: Expected) -> str | None:
         found = {int(v) if v is not None else 1 for v in extras.get(name, ())}
         if len(found) > 1:
             return f"output mixes {name} {sorted(found)[:4]}: one run is one launch"
-        if name == "ranks" and found and want.ranks is not None and found != {want.ranks}:
-            return f"output is for ranks {found.pop()}, the run's is {want.ranks}"
+        planned = {"ranks": want.ranks, "nodes": want.nodes}[name]
+        if found and planned is not None and found != {planned}:
+            return f"output is for {name} {found.pop()}, the run's is {planned}"
     for name, value in want.extra_args:
         column = extras.get(name, extras.get(name.replace("-", "_")))
         if column is None or "," in value:

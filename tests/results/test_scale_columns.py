@@ -118,3 +118,12 @@ def test_a_job_of_its_planned_ranks_completes(tmp_path: Path) -> None:
     spec = {"n": [64], "check": False, "kernel": "mpi", "nodes": 2, "ranks_per_node": 2}
     assert classify_output(out, Expected.of_spec(spec)).state == JobState.COMPLETED
     assert Expected.of_spec({"n": [64], "check": False}).ranks is None  # a spec without ranks: not checked
+
+
+def test_a_job_whose_rows_name_other_nodes_than_it_ran_on_is_not_its_own(tmp_path: Path) -> None:
+    """4 ranks as 2 nodes x 2 and as 4 nodes x 1 are different shapes: rows saying 1 node are not a 2-node run's."""
+    out = tmp_path / "results.csv"
+    out.write_text(KERNEL_HEAD + _job_row(0, "4", "1") + _job_row(1, "4", "1"))
+    spec = {"n": [64], "check": False, "kernel": "mpi", "nodes": 2, "ranks_per_node": 2}
+    outcome = classify_output(out, Expected.of_spec(spec))
+    assert outcome.state == JobState.LOST_OUTPUT and "output is for nodes 1, the run's is 2" in (outcome.reason or "")
