@@ -169,7 +169,11 @@ def test_kills_of_submit_rerun_status_import_leave_every_job_run_once(work: Path
     assert sql_rows(ledger, "SELECT count(*) FROM run") == [(2 * RUNS,)]
     # rerun --failed: every kill point, then the same command again
     kills["rerun"] = _kill_n(["--ledger", str(ledger), "rerun", "crash", "--failed"], env, rng, 14, 4.0)
-    assert run_cli("--ledger", str(ledger), "rerun", "crash", "--failed", env=env, timeout=300).returncode == 0
+    again = run_cli("--ledger", str(ledger), "rerun", "crash", "--failed", env=env, timeout=300)
+    # 3, as for submit: the exit3 runs that no killed rerun got to were rerun now and failed on purpose
+    # (how far the killed ones got depends on the machine's load: CI's loaded 2 cores saw both)
+    assert again.returncode in (0, 3), again.stderr
+    assert again.returncode == 0 or "ended failed" in again.stderr, again.stderr
     _settle(ledger, env)
     _check_once(ledger, work)
     latest_failed = sql_rows(ledger, "SELECT count(*) FROM job_attempt a WHERE state = 'FAILED' AND attempt = "
