@@ -13,6 +13,7 @@ from sqlalchemy import select
 from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
+from campaign.costs import cost_models
 from campaign.errors import BadInputError, CampaignError, ConfigError
 from campaign.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame
 from campaign.ledger import Campaign, Ledger
@@ -59,7 +60,7 @@ def _inputs(led: Ledger, cluster: str | None, scope: Scope) -> tuple[Any, Any]:
     clusters = _clusters(results)
     if cluster and cluster not in clusters:
         raise BadInputError(f"no results for cluster {cluster!r}; clusters: {', '.join(sorted(clusters))}")
-    results = add_cost_columns(_with_rank_times(led, campaign, results))
+    results = add_cost_columns(_with_rank_times(led, campaign, results), cost_models(led))
     facts = partition_facts_frame(_cluster_specs(led, clusters))
     return results, facts
 
@@ -125,7 +126,7 @@ def counters_json(led: Ledger, results: Any, *, cluster: str | None = None,
     profile failures (empty lists when nothing was profiled)."""
     from analysis.counters_report import counters_json as to_json  # lazy: pandas
 
-    return to_json(_counters(led, cluster, campaign), results)
+    return to_json(_counters(led, cluster, campaign), results, cost_models(led))
 
 
 def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
