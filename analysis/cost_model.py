@@ -253,8 +253,8 @@ def min_write_bytes(kernel: str, n: ArrayLike, d: ArrayLike, dtype: Any = DEFAUL
 def add_cost_columns(results: pd.DataFrame, models: Mapping[str, CostModel] | None = None) -> pd.DataFrame:
     """Return `results` with `flops` and `bytes` columns filled where missing.
 
-    Rows that carry their own value keep it (gemm_shapes and tool-driven
-    benchmarks bring theirs); rows of kernels without a model get NaN.
+    Rows that carry their own value keep it (a program may write its own
+    counts; tool-driven benchmarks bring theirs); rows of kernels without a model get NaN.
     `models` by kernel name; None: the shipped conf/kernel models.
     """
     # shallow: pandas copies on write, so the columns set below never reach
