@@ -193,3 +193,31 @@ def test_a_model_naming_an_unknown_parameter_exits_2_at_compose_time(tmp_path: P
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert named in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert not ledger.exists() or sql_rows(ledger, "SELECT count(*) FROM job_attempt") == [(0,)]
+
+
+def test_imported_rows_take_the_model_of_their_kernel_on_the_config_path(tmp_path: Path) -> None:
+    """Imported results have no recorded declaration: a shipped kernel's rows
+    get the shipped model, a user kernel's the YAML of that name on
+    CAMPAIGN_CONFIG_PATH, and a kernel declared nowhere none (null, not a guess)."""
+    from tests.fixtures import KNOWN_CSV
+
+    renamed = tmp_path / "mine.csv"
+    renamed.write_text(KNOWN_CSV.read_text().replace(",attention_forward,", ",myattn,"))
+    ledger = tmp_path / "ledger.sqlite"
+    for path, name in ((KNOWN_CSV, "shipped"), (renamed, "mine")):
+        proc = run_cli("--ledger", str(ledger), "import", str(path), "--campaign", name)
+        assert proc.returncode == 0, proc.stderr
+    conf = _conf(tmp_path / "site", (SHIPPED / "attention_forward.yaml").read_text().replace(
+        "name: attention_forward", "name: myattn"))
+
+    def flops(env: dict[str, str]) -> dict[tuple[str, str, int], float | None]:
+        proc = run_cli("--ledger", str(ledger), "report", "--all", "--json", "--keys", "roofline", env=env)
+        assert proc.returncode == 0, proc.stderr
+        return {(r["cluster"], r["kernel"], r["n"]): r["flops"] for r in json.loads(proc.stdout)["roofline"]}
+
+    with_conf, without = flops({"CAMPAIGN_CONFIG_PATH": str(conf)}), flops({"CAMPAIGN_CONFIG_PATH": ""})
+    shipped = {k: v for k, v in with_conf.items() if k[1] == "attention_forward"}
+    assert shipped and all(v == 4 * n * n * 64 for (_, _, n), v in shipped.items())
+    for (cluster, _, n), value in shipped.items():
+        assert with_conf[(cluster, "myattn", n)] == value
+        assert without[(cluster, "attention_forward", n)] == value and without[(cluster, "myattn", n)] is None
