@@ -130,16 +130,18 @@ def _walk(node: ast.expr, columns: Mapping[str, ArrayLike], n_rows: int) -> Any:
     raise ValueError(f"{type(node).__name__} is not allowed in a cost expression")
 
 
-def _numeric(values: Any) -> np.ndarray:
-    return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+def _numeric(values: pd.Series) -> np.ndarray:
+    return pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
 class _Params(dict[str, Any]):
     """The parameter columns of some rows, converted on first use only."""
 
-    def __init__(self, frame: pd.DataFrame, rows: np.ndarray, model: CostModel) -> None:
+    def __init__(self, frame: pd.DataFrame, rows: np.ndarray, model: CostModel,
+                 whole: dict[str, np.ndarray | None]) -> None:
         super().__init__()
         self.frame, self.rows, self.model, self.n_rows = frame, rows, model, len(rows)
+        self.whole = whole  # numeric columns of the whole frame, converted once for all kernels
 
     def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
         if name not in self:
@@ -148,15 +150,18 @@ class _Params(dict[str, Any]):
                 fallback = evaluate(self.model.cost_params[name], _Derived(self, name), self.n_rows)
                 value = fallback if value is None else np.where(np.isnan(value), fallback, value)
             elif name == "element_bytes":
-                value = _element_bytes(self.model, self.frame, self.rows)
+                if "dtype" in self.frame.columns and "\0dtype" not in self.whole:  # converted once
+                    self.whole["\0dtype"] = self.frame["dtype"].to_numpy(dtype=object)
+                value = _element_bytes(self.model, self.whole.get("\0dtype"), self.rows)
             self[name] = value
         return self[name] if self[name] is not None else default
 
     def _column(self, name: str) -> np.ndarray | None:
-        for col in (name, name.replace("_", "-")):
-            if col in self.frame.columns:
-                return _numeric(self.frame[col].to_numpy()[self.rows])
-        return None
+        if name not in self.whole:
+            col = next((c for c in (name, name.replace("_", "-")) if c in self.frame.columns), None)
+            self.whole[name] = None if col is None else _numeric(self.frame[col])
+        whole = self.whole[name]
+        return None if whole is None else whole[self.rows]
 
 
 class _Derived(Mapping[str, Any]):
@@ -183,12 +188,12 @@ class _Derived(Mapping[str, Any]):
         return 0
 
 
-def _element_bytes(model: CostModel, frame: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+def _element_bytes(model: CostModel, dtypes: np.ndarray | None, rows: np.ndarray) -> np.ndarray:
     """Element size of each row's dtype (NaN if not declared); looked up once
     per distinct name, not once per row (ten million rows name a few dtypes)."""
-    if "dtype" not in frame.columns:
+    if dtypes is None:
         return np.full(len(rows), model.element_bytes.get(DEFAULT_DTYPE, np.nan))
-    codes, uniques = pd.factorize(frame["dtype"].to_numpy(dtype=object)[rows])
+    codes, uniques = pd.factorize(dtypes[rows])
     # a missing name (code -1) is the default dtype
     sizes = np.array([model.element_bytes.get(str(u), np.nan) for u in uniques]
                      + [model.element_bytes.get(DEFAULT_DTYPE, np.nan)], dtype=float)
@@ -205,12 +210,13 @@ def costs(frame: pd.DataFrame, models: Mapping[str, CostModel] | None = None,
     if frame.empty or "kernel" not in frame.columns:
         return out
     kernels = frame["kernel"].to_numpy(dtype=object)
+    whole: dict[str, np.ndarray | None] = {}
     for kernel in pd.unique(kernels):
         model = models.get(str(kernel))
         if model is None:
             continue
         rows = np.flatnonzero(kernels == kernel)
-        params = _Params(frame, rows, model)
+        params = _Params(frame, rows, model, whole)
         for w in wanted:
             text = getattr(model, w)
             if text:
