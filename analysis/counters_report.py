@@ -132,10 +132,10 @@ def _drop_empty(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def counters_tables(counters: pd.DataFrame, results: pd.DataFrame | None = None,
-                    ) -> list[tuple[str, pd.DataFrame]]:
+                    models: Mapping[str, CostModel] | None = None) -> list[tuple[str, pd.DataFrame]]:
     """The section's tables, in order, as (title, display frame)."""
-    mvp = ct.measured_vs_predicted(counters, results)
-    ratios = ct.variant_ratios(counters, results)
+    mvp = ct.measured_vs_predicted(counters, results, models)
+    ratios = ct.variant_ratios(counters, results, models=models)
     fails = ct.failures(counters)
     tables = [
         ("DRAM bytes: measured vs cost model", _drop_empty(bytes_table(mvp))),

@@ -163,12 +163,14 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     if scope.campaigns is not None:
         jobs = jobs[jobs["campaign"].isin(scope.campaigns)]
     clusters = [cluster] if cluster else sorted(_clusters(results))
+    models = cost_models(led)  # the counters section's predicted bytes, as the results' counts
     written: list[Path] = []
     for name in clusters:
         counters = _counters(led, name, scope.campaigns)
         try:
             files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}",
-                                  builds=builds, counters=counters if len(counters) else None)
+                                  builds=builds, counters=counters if len(counters) else None,
+                                  cost_models=models)
             _add_header(files, scope.lines)
         except OSError as exc:
             raise _unwritable(out, exc) from None

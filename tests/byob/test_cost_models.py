@@ -221,3 +221,20 @@ def test_imported_rows_take_the_model_of_their_kernel_on_the_config_path(tmp_pat
     for (cluster, _, n), value in shipped.items():
         assert with_conf[(cluster, "myattn", n)] == value
         assert without[(cluster, "attention_forward", n)] == value and without[(cluster, "myattn", n)] is None
+
+
+def test_hardware_counters_compare_with_the_kernels_declared_model() -> None:
+    """The measured-vs-predicted bytes use the kernel's declared model too
+    (`write_bytes` splits `bytes`): a renamed copy predicts the same."""
+    from analysis.counters import measured_vs_predicted
+
+    counters = pd.read_csv(REPO / "tests" / "fixtures" / "ncu" / "attention_fwdbwd_fused.counters.csv", dtype=str,
+                           keep_default_na=False)
+    renamed = counters.assign(kernel="myfused")
+    shipped = measured_vs_predicted(counters)
+    models = {"myfused": cost_model.shipped_models()["attention_fwdbwd"]}
+    mine, unknown = measured_vs_predicted(renamed, models=models), measured_vs_predicted(renamed)
+    for col in ("predicted_read_bytes", "predicted_write_bytes"):
+        assert shipped[col].notna().all() and len(shipped) > 0
+        assert mine[col].tolist() == shipped[col].tolist()
+        assert unknown[col].isna().all()  # declared nowhere: no prediction
