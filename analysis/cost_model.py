@@ -37,6 +37,7 @@ ArrayLike = Any  # float | np.ndarray; numpy broadcasting does the rest
 # A row without a dtype is the contract's default dtype (what the programs run without --dtype).
 DEFAULT_DTYPE = "fp32"
 COST_KEYS = ("flops", "bytes", "write_bytes")
+MAX_TEXT = 400  # as campaign.job.expr: compose time refuses longer ones
 SHIPPED_KERNELS = Path(__file__).resolve().parents[1] / "conf" / "kernel"
 
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
@@ -65,12 +66,14 @@ class CostModel:
         """The model a kernel's YAML (or its recorded copy) declares; None if it declares none."""
         if not isinstance(doc, Mapping) or not any(doc.get(k) for k in COST_KEYS):
             return None
-        sizes = doc.get("element_bytes") or {}
-        params = doc.get("cost_params") or {}
         text = {k: str(doc[k]) if doc.get(k) else None for k in COST_KEYS}
+        try:  # a hand-edited ledger or file: an unusable table is no model, never a failed report
+            sizes = {str(k): float(v) for k, v in dict(doc.get("element_bytes") or {}).items()}
+            params = {str(k): str(v) for k, v in dict(doc.get("cost_params") or {}).items()}
+        except (TypeError, ValueError):
+            return None
         return cls(flops=text["flops"], bytes=text["bytes"], write_bytes=text["write_bytes"],
-                   element_bytes={str(k): float(v) for k, v in dict(sizes).items()},
-                   cost_params={str(k): str(v) for k, v in dict(params).items()})
+                   element_bytes=sizes, cost_params=params)
 
 
 def models_from_folders(folders: Iterable[Path]) -> dict[str, CostModel]:
@@ -105,8 +108,14 @@ def shipped_models() -> dict[str, CostModel]:
 
 def evaluate(text: str, columns: Mapping[str, ArrayLike], n_rows: int) -> np.ndarray:
     """`text` over the columns, row by row; NaN where a parameter is missing,
-    not a number, or the result is not finite."""
-    tree = ast.parse(str(text).strip(), mode="eval")
+    not a number, or the result is not finite. ValueError for text outside
+    the whitelist (or longer than campaign.job.expr allows)."""
+    if len(str(text)) > MAX_TEXT:
+        raise ValueError(f"cost expression of {len(str(text))} characters; at most {MAX_TEXT}")
+    try:
+        tree = ast.parse(str(text).strip(), mode="eval")
+    except (SyntaxError, RecursionError, MemoryError):
+        raise ValueError(f"not an arithmetic expression: {str(text)[:60]!r}") from None
     with np.errstate(all="ignore"):
         value = _walk(tree.body, columns, n_rows)
     out = np.array(np.broadcast_to(np.asarray(value, dtype=float), (n_rows,)), dtype=float)
@@ -146,7 +155,7 @@ class _Params(dict[str, Any]):
     def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
         if name not in self:
             value = self._column(name)
-            if name in self.model.cost_params:
+            if name in self.model.cost_params:  # (a ValueError here leaves the count empty: costs())
                 fallback = evaluate(self.model.cost_params[name], _Derived(self, name), self.n_rows)
                 value = fallback if value is None else np.where(np.isnan(value), fallback, value)
             elif name == "element_bytes":
@@ -220,7 +229,10 @@ def costs(frame: pd.DataFrame, models: Mapping[str, CostModel] | None = None,
         for w in wanted:
             text = getattr(model, w)
             if text:
-                out[w][rows] = evaluate(text, params, len(rows))
+                try:
+                    out[w][rows] = evaluate(text, params, len(rows))
+                except (ValueError, RecursionError):
+                    continue  # a declaration compose time would refuse (a hand-edited ledger): no count
     return out
 
 

@@ -238,3 +238,19 @@ def test_hardware_counters_compare_with_the_kernels_declared_model() -> None:
         assert shipped[col].notna().all() and len(shipped) > 0
         assert mine[col].tolist() == shipped[col].tolist()
         assert unknown[col].isna().all()  # declared nowhere: no prediction
+
+
+def test_a_hostile_recorded_declaration_leaves_the_count_empty_not_the_report_failed() -> None:
+    """A ledger edited by hand (or from an older tool) may record what compose time refuses."""
+    frame = pd.DataFrame({"kernel": ["a", "b", "c", "d", "e"], "n": [8] * 5, "d": [4] * 5, "dtype": ["fp32"] * 5})
+    models = {
+        "a": cost_model.CostModel(flops="__import__('os').system('false')"),
+        "b": cost_model.CostModel(flops="(" * 5000 + "n" + ")" * 5000),
+        "c": cost_model.CostModel(flops="n ** 10 ** 10", bytes="n*element_bytes", element_bytes={"fp32": 4}),
+        "d": cost_model.CostModel(flops="2*n*w", cost_params={"w": "lambda: 1"}),
+        "e": cost_model.CostModel(flops="2*n"),
+    }
+    out = cost_model.add_cost_columns(frame, models)
+    assert np.isnan(out["flops"].iloc[:4]).all() and out["flops"].iloc[4] == 16
+    assert out["bytes"].iloc[2] == 32  # the other count of the same kernel is kept
+    assert cost_model.CostModel.from_mapping({"flops": "n", "element_bytes": {"fp32": "four"}}) is None
