@@ -201,12 +201,12 @@ def test_imported_rows_take_the_model_of_their_kernel_on_the_config_path(tmp_pat
     CAMPAIGN_CONFIG_PATH, and a kernel declared nowhere none (null, not a guess)."""
     from tests.fixtures import KNOWN_CSV
 
-    renamed = tmp_path / "mine.csv"
-    renamed.write_text(KNOWN_CSV.read_text().replace(",attention_forward,", ",myattn,"))
+    both = tmp_path / "both.csv"  # the rows as they are, and again under a user kernel's name
+    text = KNOWN_CSV.read_text()
+    both.write_text(text + "".join(text.splitlines(keepends=True)[1:]).replace(",attention_forward,", ",myattn,"))
     ledger = tmp_path / "ledger.sqlite"
-    for path, name in ((KNOWN_CSV, "shipped"), (renamed, "mine")):
-        proc = run_cli("--ledger", str(ledger), "import", str(path), "--campaign", name)
-        assert proc.returncode == 0, proc.stderr
+    proc = run_cli("--ledger", str(ledger), "import", str(both))
+    assert proc.returncode == 0, proc.stderr
     conf = _conf(tmp_path / "site", (SHIPPED / "attention_forward.yaml").read_text().replace(
         "name: attention_forward", "name: myattn"))
 
