@@ -1,172 +1,287 @@
-"""FLOPs and minimal DRAM bytes per kernel family — the one place they live.
+"""FLOPs and minimal bytes of any kernel, from the cost model its YAML declares.
 
-The definitions are those of docs/contracts.md ("Kernel definitions"). Every
-function accepts scalars or numpy arrays for `n`, `d` (and `ff`), so the same
-code serves one run and a million-row result table. Unknown kernels give NaN:
-a roofline point without a cost model is missing, not wrong.
+One mechanism for every kernel (docs/byob.md#cost-models): the shipped
+families and a user's benchmark alike declare `flops`, `bytes` (and, for the
+hardware-counter comparison, `write_bytes`) in conf/kernel/NAME.yaml as
+arithmetic of the run's parameters; `element_bytes` maps dtype names to the
+size of an element (read as the parameter `element_bytes`), and
+`cost_params` derives a parameter where a row has none (the block kernels'
+default `ff`). No kernel name appears here: a kernel without a declaration
+gets NaN (a roofline point without a cost model is missing, not wrong).
+
+Evaluated over a whole result table at once (numpy, one pass per kernel),
+so a million rows cost a few array operations. The text is parsed with `ast`
+and only arithmetic nodes are walked, never `eval`ed: the whitelist of
+campaign.job.expr, which checks the text at compose time and evaluates it on
+the node for tool-driven kernels (analysis never imports campaign, and this
+walker takes arrays). Which declaration applies is the caller's choice
+(campaign.analyze: the one recorded in the ledger at submit time, else the
+config path's); without one, the shipped conf/kernel/*.yaml by kernel name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ast
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
 
 ArrayLike = Any  # float | np.ndarray; numpy broadcasting does the rest
 
-# Bytes per element of each dtype; a missing dtype means fp32 (the programs' default).
-ELEMENT_BYTES: dict[str, int] = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2}
+# A row without a dtype is the contract's default dtype (what the programs run without --dtype).
 DEFAULT_DTYPE = "fp32"
+COST_KEYS = ("flops", "bytes", "write_bytes")
+MAX_TEXT = 400  # as campaign.job.expr: compose time refuses longer ones
+SHIPPED_KERNELS = Path(__file__).resolve().parents[1] / "conf" / "kernel"
 
-
-def default_ff(d: ArrayLike) -> ArrayLike:
-    """The MLP width the block kernels use without `--ff`: 64*ceil((8d/3)/64)."""
-    return 64.0 * np.ceil((8.0 * np.asarray(d, dtype=float) / 3.0) / 64.0)
-
-
-def _ff(d: ArrayLike, extra: dict[str, Any]) -> ArrayLike:
-    ff = extra.get("ff")
-    if ff is None:
-        return default_ff(d)
-    ff_arr = np.asarray(ff, dtype=float)
-    # A per-row ff column may be partly empty: those rows use the default width.
-    return np.where(np.isnan(ff_arr), default_ff(d), ff_arr)
-
-
-def _given_flops(n: ArrayLike, d: ArrayLike, extra: dict[str, Any]) -> ArrayLike:
-    """gemm_shapes rows carry their own count (2*m*n*k*batch); nothing to derive."""
-    given = extra.get("flops")
-    if given is None:
-        return np.full(np.broadcast(np.asarray(n), np.asarray(d)).shape, np.nan)
-    return np.asarray(given, dtype=float)
-
-
-_FLOPS: dict[str, Callable[[ArrayLike, ArrayLike, dict[str, Any]], ArrayLike]] = {
-    "attention_forward": lambda n, d, e: 4.0 * n * n * d,
-    "attention_backward": lambda n, d, e: 8.0 * n * n * d,
-    "attention_fwdbwd": lambda n, d, e: 12.0 * n * n * d,
-    "decode": lambda n, d, e: 4.0 * n * d,
-    "block_forward": lambda n, d, e: 6.0 * n * d * _ff(d, e),
-    "mlp_backward": lambda n, d, e: 12.0 * n * d * _ff(d, e),
-    "gemm_shapes": _given_flops,
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.true_divide,
+    ast.FloorDiv: np.floor_divide, ast.Mod: np.mod, ast.Pow: np.power,
+}
+_UNARY: dict[type, Callable[[Any], Any]] = {ast.UAdd: np.positive, ast.USub: np.negative}
+_CALLS: dict[str, Callable[..., Any]] = {
+    "min": lambda *a: functools.reduce(np.minimum, a), "max": lambda *a: functools.reduce(np.maximum, a),
+    "ceil": np.ceil, "floor": np.floor, "sqrt": np.sqrt, "log2": np.log2, "abs": np.abs,
 }
 
-# Minimal bytes in *elements*; multiplied by the element size below.
-_ELEMENTS: dict[str, Callable[[ArrayLike, ArrayLike, dict[str, Any]], ArrayLike]] = {
-    "attention_forward": lambda n, d, e: 4.0 * n * d,
-    "attention_backward": lambda n, d, e: 7.0 * n * d + n * n,
-    "attention_fwdbwd": lambda n, d, e: 8.0 * n * d,
-    "decode": lambda n, d, e: 2.0 * n * d,
-    "block_forward": lambda n, d, e: 2.0 * n * d + 3.0 * d * _ff(d, e) + d,
-    "mlp_backward": lambda n, d, e: 3.0 * n * d + 6.0 * d * _ff(d, e),
-}
 
-# Of those, the elements *written* (the outputs); the rest are reads. Hardware
-# counters report DRAM reads and writes apart, so the model says both.
-_WRITE_ELEMENTS: dict[str, Callable[[ArrayLike, ArrayLike, dict[str, Any]], ArrayLike]] = {
-    "attention_forward": lambda n, d, e: 1.0 * n * d,          # O
-    "attention_backward": lambda n, d, e: 3.0 * n * d,         # dQ, dK, dV
-    "attention_fwdbwd": lambda n, d, e: 4.0 * n * d,           # O, dQ, dK, dV
-    "decode": lambda n, d, e: 0.0 * n * d + d,                 # o (1 x d)
-    "block_forward": lambda n, d, e: 1.0 * n * d,
-    "mlp_backward": lambda n, d, e: 1.0 * n * d + 3.0 * d * _ff(d, e),
-}
+@dataclass(frozen=True)
+class CostModel:
+    """One kernel's declared cost model (expressions as text)."""
 
-KNOWN_KERNELS: tuple[str, ...] = tuple(_FLOPS)
+    flops: str | None = None
+    bytes: str | None = None
+    write_bytes: str | None = None
+    element_bytes: Mapping[str, float] = field(default_factory=dict)
+    cost_params: Mapping[str, str] = field(default_factory=dict)
 
-
-def flops(kernel: str, n: ArrayLike, d: ArrayLike, **extra: Any) -> Any:
-    """Useful FLOPs of one call of `kernel` at size n (and head/model dim d).
-
-    `extra` carries kernel-specific arguments: `ff` for the block kernels,
-    `flops` for gemm_shapes. Unknown kernels give NaN. Recomputation in fused
-    kernels is not counted (docs/contracts.md#kernel-definitions), so fused and naive compare fairly.
-    """
-    n_arr = np.asarray(n, dtype=float)
-    d_arr = np.asarray(d, dtype=float)
-    rule = _FLOPS.get(kernel)
-    if rule is None:
-        return _nan_like(n_arr, d_arr)
-    return _scalar_or_array(rule(n_arr, d_arr, extra))
+    @classmethod
+    def from_mapping(cls, doc: Any) -> CostModel | None:
+        """The model a kernel's YAML (or its recorded copy) declares; None if it declares none."""
+        if not isinstance(doc, Mapping) or not any(doc.get(k) for k in COST_KEYS):
+            return None
+        text = {k: str(doc[k]) if doc.get(k) else None for k in COST_KEYS}
+        try:  # a hand-edited ledger or file: an unusable table is no model, never a failed report
+            sizes = {str(k): float(v) for k, v in dict(doc.get("element_bytes") or {}).items()}
+            params = {str(k): str(v) for k, v in dict(doc.get("cost_params") or {}).items()}
+        except (TypeError, ValueError):
+            return None
+        return cls(flops=text["flops"], bytes=text["bytes"], write_bytes=text["write_bytes"],
+                   element_bytes=sizes, cost_params=params)
 
 
-def min_bytes(kernel: str, n: ArrayLike, d: ArrayLike, dtype: Any = DEFAULT_DTYPE,
-              **extra: Any) -> Any:
-    """Minimal DRAM traffic of one call: each input read and output written once.
-
-    `dtype` is a name ("fp32", "bf16", ...) or an array of names; unknown
-    kernels or dtypes give NaN.
-    """
-    n_arr = np.asarray(n, dtype=float)
-    d_arr = np.asarray(d, dtype=float)
-    rule = _ELEMENTS.get(kernel)
-    if rule is None:
-        return _nan_like(n_arr, d_arr)
-    return _scalar_or_array(rule(n_arr, d_arr, extra) * element_bytes(dtype))
-
-
-def min_write_bytes(kernel: str, n: ArrayLike, d: ArrayLike, dtype: Any = DEFAULT_DTYPE,
-                    **extra: Any) -> Any:
-    """The written part of `min_bytes` (each output once); reads are the rest."""
-    n_arr = np.asarray(n, dtype=float)
-    d_arr = np.asarray(d, dtype=float)
-    rule = _WRITE_ELEMENTS.get(kernel)
-    if rule is None:
-        return _nan_like(n_arr, d_arr)
-    return _scalar_or_array(rule(n_arr, d_arr, extra) * element_bytes(dtype))
+def models_from_folders(folders: Iterable[Path]) -> dict[str, CostModel]:
+    """The cost models of the kernel YAMLs in `folders`' kernel/ (or the
+    folders themselves); an earlier folder wins, as on the config path."""
+    out: dict[str, CostModel] = {}
+    for folder in reversed(list(folders)):
+        kernel_dir = folder / "kernel" if (folder / "kernel").is_dir() else folder
+        for path in sorted(kernel_dir.glob("*.yaml")):
+            try:
+                doc = yaml.safe_load(path.read_text())
+            except (OSError, yaml.YAMLError):
+                continue  # composing the config reports a broken file; the report goes on without it
+            model = CostModel.from_mapping(doc)
+            name = doc.get("name", path.stem) if isinstance(doc, Mapping) else path.stem
+            if model is not None:
+                out[str(name)] = model
+            else:
+                out.pop(str(name), None)
+    return out
 
 
-def element_bytes(dtype: Any) -> Any:
-    """Element size for a dtype name or an array of names (NaN if unknown)."""
-    if isinstance(dtype, str) or dtype is None:
-        return float(ELEMENT_BYTES.get(dtype or DEFAULT_DTYPE, np.nan))
-    # looked up once per distinct name, not once per row (ten million rows name a few dtypes);
+@functools.lru_cache(maxsize=1)
+def _shipped() -> dict[str, CostModel]:
+    return models_from_folders([SHIPPED_KERNELS])
+
+
+def shipped_models() -> dict[str, CostModel]:
+    """The shipped conf/kernel/*.yaml models by kernel name (read once)."""
+    return dict(_shipped())
+
+
+def evaluate(text: str, columns: Mapping[str, ArrayLike], n_rows: int) -> np.ndarray:
+    """`text` over the columns, row by row; NaN where a parameter is missing,
+    not a number, or the result is not finite. ValueError for text outside
+    the whitelist (or longer than campaign.job.expr allows)."""
+    if len(str(text)) > MAX_TEXT:
+        raise ValueError(f"cost expression of {len(str(text))} characters; at most {MAX_TEXT}")
+    try:
+        tree = ast.parse(str(text).strip(), mode="eval")
+    except (SyntaxError, RecursionError, MemoryError):
+        raise ValueError(f"not an arithmetic expression: {str(text)[:60]!r}") from None
+    with np.errstate(all="ignore"):
+        value = _walk(tree.body, columns, n_rows)
+    out = np.array(np.broadcast_to(np.asarray(value, dtype=float), (n_rows,)), dtype=float)
+    out[~np.isfinite(out)] = np.nan
+    return out
+
+
+def _walk(node: ast.expr, columns: Mapping[str, ArrayLike], n_rows: int) -> Any:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.Name):
+        value = columns.get(node.id)
+        return np.full(n_rows, np.nan) if value is None else value
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_walk(node.operand, columns, n_rows))
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        return _BINARY[type(node.op)](_walk(node.left, columns, n_rows), _walk(node.right, columns, n_rows))
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CALLS
+            and node.args and not node.keywords):
+        return _CALLS[node.func.id](*(_walk(a, columns, n_rows) for a in node.args))
+    raise ValueError(f"{type(node).__name__} is not allowed in a cost expression")
+
+
+def _numeric(values: pd.Series) -> np.ndarray:
+    return pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+class _Params(dict[str, Any]):
+    """The parameter columns of some rows, converted on first use only."""
+
+    def __init__(self, frame: pd.DataFrame, rows: np.ndarray, model: CostModel,
+                 whole: dict[str, np.ndarray | None]) -> None:
+        super().__init__()
+        self.frame, self.rows, self.model, self.n_rows = frame, rows, model, len(rows)
+        self.whole = whole  # numeric columns of the whole frame, converted once for all kernels
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        if name not in self:
+            value = self._column(name)
+            if name in self.model.cost_params:  # (a ValueError here leaves the count empty: costs())
+                fallback = evaluate(self.model.cost_params[name], _Derived(self, name), self.n_rows)
+                value = fallback if value is None else np.where(np.isnan(value), fallback, value)
+            elif name == "element_bytes":
+                if "dtype" in self.frame.columns and "\0dtype" not in self.whole:  # converted once
+                    self.whole["\0dtype"] = self.frame["dtype"].to_numpy(dtype=object)
+                value = _element_bytes(self.model, self.whole.get("\0dtype"), self.rows)
+            self[name] = value
+        return self[name] if self[name] is not None else default
+
+    def _column(self, name: str) -> np.ndarray | None:
+        if name not in self.whole:
+            col = next((c for c in (name, name.replace("_", "-")) if c in self.frame.columns), None)
+            self.whole[name] = None if col is None else _numeric(self.frame[col])
+        whole = self.whole[name]
+        return None if whole is None else whole[self.rows]
+
+
+class _Derived(Mapping[str, Any]):
+    """The parameters a cost_params expression may read: all but itself."""
+
+    def __init__(self, params: _Params, own: str) -> None:
+        self.params, self.own = params, own
+
+    def __getitem__(self, name: str) -> Any:
+        value = self.get(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def get(self, name: str, default: Any = None) -> Any:
+        # a derived parameter reads only the run's own (compose time refuses a chain or a cycle)
+        derived = name == self.own or name in self.params.model.cost_params
+        return default if derived else self.params.get(name, default)
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def _element_bytes(model: CostModel, dtypes: np.ndarray | None, rows: np.ndarray) -> np.ndarray:
+    """Element size of each row's dtype (NaN if not declared); looked up once
+    per distinct name, not once per row (ten million rows name a few dtypes)."""
+    if dtypes is None:
+        return np.full(len(rows), model.element_bytes.get(DEFAULT_DTYPE, np.nan))
+    codes, uniques = pd.factorize(dtypes[rows])
     # a missing name (code -1) is the default dtype
-    codes, uniques = pd.factorize(np.asarray(dtype, dtype=object))
-    sizes = np.array([ELEMENT_BYTES.get(name, np.nan) for name in uniques] + [ELEMENT_BYTES[DEFAULT_DTYPE]])
+    sizes = np.array([model.element_bytes.get(str(u), np.nan) for u in uniques]
+                     + [model.element_bytes.get(DEFAULT_DTYPE, np.nan)], dtype=float)
     return sizes[codes]
 
 
-def _nan_like(n: np.ndarray, d: np.ndarray) -> Any:
-    return _scalar_or_array(np.full(np.broadcast(n, d).shape, np.nan))
+def costs(frame: pd.DataFrame, models: Mapping[str, CostModel] | None = None,
+          what: Iterable[str] = ("flops", "bytes")) -> dict[str, np.ndarray]:
+    """The declared counts of each row of `frame` (by its `kernel`), NaN
+    where its kernel declares none. Vectorised per kernel."""
+    models = shipped_models() if models is None else models
+    wanted = tuple(what)
+    out = {w: np.full(len(frame), np.nan) for w in wanted}
+    if frame.empty or "kernel" not in frame.columns:
+        return out
+    kernels = frame["kernel"].to_numpy(dtype=object)
+    whole: dict[str, np.ndarray | None] = {}
+    for kernel in pd.unique(kernels):
+        model = models.get(str(kernel))
+        if model is None:
+            continue
+        rows = np.flatnonzero(kernels == kernel)
+        params = _Params(frame, rows, model, whole)
+        for w in wanted:
+            text = getattr(model, w)
+            if text:
+                try:
+                    out[w][rows] = evaluate(text, params, len(rows))
+                except (ValueError, RecursionError):
+                    continue  # a declaration compose time would refuse (a hand-edited ledger): no count
+    return out
 
 
-def _scalar_or_array(value: ArrayLike) -> Any:
-    arr = np.asarray(value, dtype=float)
-    return float(arr) if arr.ndim == 0 else arr
+def _one(kernel: str, what: str, n: ArrayLike, d: ArrayLike, dtype: Any, extra: dict[str, Any],
+         models: Mapping[str, CostModel] | None) -> Any:
+    n_arr, d_arr = np.asarray(n, dtype=float), np.asarray(d, dtype=float)
+    shape = np.broadcast(n_arr, d_arr).shape
+    columns: dict[str, Any] = {"kernel": kernel, "n": np.broadcast_to(n_arr, shape).ravel(),
+                               "d": np.broadcast_to(d_arr, shape).ravel()}
+    if dtype is not None:
+        columns["dtype"] = np.broadcast_to(np.asarray(dtype, dtype=object), shape).ravel()
+    columns.update({k: np.broadcast_to(np.asarray(v), shape).ravel() for k, v in extra.items()})
+    value = costs(pd.DataFrame(columns, index=range(int(np.prod(shape)))), models, (what,))[what].reshape(shape)
+    return float(value) if value.ndim == 0 else value
 
 
-def add_cost_columns(results: pd.DataFrame) -> pd.DataFrame:
+def flops(kernel: str, n: ArrayLike, d: ArrayLike, models: Mapping[str, CostModel] | None = None,
+          **extra: Any) -> Any:
+    """FLOPs of one call of `kernel` at size n (and d); `extra` are further
+    parameters (`ff`). NaN for a kernel without a declared model."""
+    return _one(kernel, "flops", n, d, None, extra, models)
+
+
+def min_bytes(kernel: str, n: ArrayLike, d: ArrayLike, dtype: Any = DEFAULT_DTYPE,
+              models: Mapping[str, CostModel] | None = None, **extra: Any) -> Any:
+    """Minimal DRAM traffic of one call as declared (`bytes`); NaN if none."""
+    return _one(kernel, "bytes", n, d, dtype, extra, models)
+
+
+def min_write_bytes(kernel: str, n: ArrayLike, d: ArrayLike, dtype: Any = DEFAULT_DTYPE,
+                    models: Mapping[str, CostModel] | None = None, **extra: Any) -> Any:
+    """The written part of `min_bytes` (`write_bytes`); reads are the rest."""
+    return _one(kernel, "write_bytes", n, d, dtype, extra, models)
+
+
+def add_cost_columns(results: pd.DataFrame, models: Mapping[str, CostModel] | None = None) -> pd.DataFrame:
     """Return `results` with `flops` and `bytes` columns filled where missing.
 
-    Rows that carry their own value keep it (gemm_shapes brings `flops`); rows
-    of unknown kernels get NaN. A missing `d` or `dtype` column means NaN / fp32.
-    Vectorised per kernel (a loop over a handful of kernel names).
+    Rows that carry their own value keep it (a program may write its own
+    counts; tool-driven benchmarks bring theirs); rows of kernels without a model get NaN.
+    `models` by kernel name; None: the shipped conf/kernel models.
     """
     # shallow: pandas copies on write, so the columns set below never reach
     # `results`; a deep copy of every column cost ~0.3 s per million rows
     out = results.copy(deep=False)
-    n_rows = len(out)
-    derived_flops = np.full(n_rows, np.nan)
-    derived_bytes = np.full(n_rows, np.nan)
-    kernels = out["kernel"].to_numpy(dtype=object)
-    d_all = _column(out, "d")
-    ff_all = _column(out, "ff") if "ff" in out.columns else None
-    dtype_all = out["dtype"].to_numpy(dtype=object) if "dtype" in out.columns else None
-    for kernel in pd.unique(kernels):
-        rows = np.flatnonzero(kernels == kernel)
-        extra: dict[str, Any] = {}
-        if ff_all is not None:
-            extra["ff"] = ff_all[rows]
-        n, d = _column(out, "n")[rows], d_all[rows]
-        derived_flops[rows] = flops(str(kernel), n, d, **extra)
-        dtypes = dtype_all[rows] if dtype_all is not None else DEFAULT_DTYPE
-        derived_bytes[rows] = min_bytes(str(kernel), n, d, dtypes, **extra)
-    for name, derived in (("flops", derived_flops), ("bytes", derived_bytes)):
-        given = _column(out, name) if name in out.columns else np.full(n_rows, np.nan)
-        out[name] = np.where(np.isnan(given), derived, given)
+    derived = costs(out, models)
+    for name in ("flops", "bytes"):
+        given = _column(out, name) if name in out.columns else np.full(len(out), np.nan)
+        out[name] = np.where(np.isnan(given), derived[name], given)
     return out
 
 

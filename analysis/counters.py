@@ -16,6 +16,7 @@ are normalised to bytes and seconds whatever unit ncu printed.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -136,7 +137,8 @@ def median_times(results: pd.DataFrame | None) -> pd.DataFrame | None:
     return frame.groupby(keys, dropna=False)["time_s"].median().rename("median_time_s").reset_index()
 
 
-def measured_vs_predicted(counters: pd.DataFrame, results: pd.DataFrame | None = None) -> pd.DataFrame:
+def measured_vs_predicted(counters: pd.DataFrame, results: pd.DataFrame | None = None,
+                          models: Mapping[str, cost_model.CostModel] | None = None) -> pd.DataFrame:
     """Per configuration and n: DRAM bytes read/written against the cost
     model's minimal reads/writes, L2/L1 traffic, bytes used per sector,
     atomics, occupancy, stalls, the profiled GPU time and (given results)
@@ -146,14 +148,9 @@ def measured_vs_predicted(counters: pd.DataFrame, results: pd.DataFrame | None =
     out = wide[keys + ["kernels"]].copy()
     if wide.empty:
         return out
-    pred_total = np.full(len(wide), np.nan)
-    pred_write = np.full(len(wide), np.nan)
-    for kernel in wide["kernel"].unique():
-        rows = np.flatnonzero(wide["kernel"].to_numpy() == kernel)
-        n, d = wide["n"].to_numpy(float)[rows], wide["d"].to_numpy(float)[rows]
-        dtype = wide["dtype"].to_numpy(object)[rows]
-        pred_total[rows] = cost_model.min_bytes(str(kernel), n, d, dtype)
-        pred_write[rows] = cost_model.min_write_bytes(str(kernel), n, d, dtype)
+    # the kernels' declared cost models (analysis/cost_model.py), the shipped ones unless given
+    predicted = cost_model.costs(wide, models, ("bytes", "write_bytes"))
+    pred_total, pred_write = predicted["bytes"], predicted["write_bytes"]
     read, write = _col(wide, "dram__bytes_read.sum"), _col(wide, "dram__bytes_write.sum")
     out["dram_read_bytes"] = read
     out["predicted_read_bytes"] = pred_total - pred_write
@@ -201,10 +198,10 @@ RATIO_METRICS: tuple[tuple[str, str], ...] = (
 
 def variant_ratios(counters: pd.DataFrame, results: pd.DataFrame | None = None,
                    pairs: tuple[tuple[tuple[str, str], tuple[str, str], str], ...] = DEFAULT_PAIRS,
-                   ) -> pd.DataFrame:
+                   models: Mapping[str, cost_model.CostModel] | None = None) -> pd.DataFrame:
     """a / b of atomics, DRAM bytes, stalls and times between two kernel
     variants at the same dtype, n and d (e.g. fused vs naive atomics)."""
-    table = measured_vs_predicted(counters, results)
+    table = measured_vs_predicted(counters, results, models)
     if table.empty:
         return pd.DataFrame()
     table = table.assign(dram_total=table["dram_read_bytes"] + table["dram_write_bytes"])

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from analysis import counters as ct
+from analysis.cost_model import CostModel
 
 TITLE = "Measured vs predicted (hardware counters)"
 INTRO = (
@@ -130,10 +132,10 @@ def _drop_empty(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def counters_tables(counters: pd.DataFrame, results: pd.DataFrame | None = None,
-                    ) -> list[tuple[str, pd.DataFrame]]:
+                    models: Mapping[str, CostModel] | None = None) -> list[tuple[str, pd.DataFrame]]:
     """The section's tables, in order, as (title, display frame)."""
-    mvp = ct.measured_vs_predicted(counters, results)
-    ratios = ct.variant_ratios(counters, results)
+    mvp = ct.measured_vs_predicted(counters, results, models)
+    ratios = ct.variant_ratios(counters, results, models=models)
     fails = ct.failures(counters)
     tables = [
         ("DRAM bytes: measured vs cost model", _drop_empty(bytes_table(mvp))),
@@ -179,12 +181,13 @@ def _markdown(table: pd.DataFrame) -> list[str]:
     return out
 
 
-def counters_json(counters: pd.DataFrame, results: pd.DataFrame | None = None) -> dict[str, Any]:
+def counters_json(counters: pd.DataFrame, results: pd.DataFrame | None = None,
+                  models: Mapping[str, CostModel] | None = None) -> dict[str, Any]:
     """`report --json` key `counters`: measured_vs_predicted, ratios, failures
-    as lists of records (NaN -> null)."""
+    as lists of records (NaN -> null); `models`: the kernels' cost models."""
     return {
-        "measured_vs_predicted": _records(ct.measured_vs_predicted(counters, results)),
-        "ratios": _records(ct.variant_ratios(counters, results)),
+        "measured_vs_predicted": _records(ct.measured_vs_predicted(counters, results, models)),
+        "ratios": _records(ct.variant_ratios(counters, results, models=models)),
         "failures": _records(ct.failures(counters)),
     }
 

@@ -27,6 +27,7 @@ from analysis import report_jobs as jobs_mod
 from analysis import report_tables as tables
 from analysis.blocks import Block, Figure, Section, Table
 from analysis.caveats import Flags, order
+from analysis.cost_model import CostModel
 from analysis.html import to_html
 from analysis.merit import INTRO as MERIT_INTRO
 from analysis.merit import TITLE as MERIT_TITLE
@@ -90,7 +91,8 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
                   jobs: pd.DataFrame | None, out_dir: Path | str, cluster: str,
                   title: str | None = None, context: ReportContext | None = None,
                   metrics: Mapping[str, pd.DataFrame] | None = None,
-                  counters: pd.DataFrame | None = None, builds: pd.DataFrame | None = None) -> ReportFiles:
+                  counters: pd.DataFrame | None = None, builds: pd.DataFrame | None = None,
+                  cost_models: Mapping[str, CostModel] | None = None) -> ReportFiles:
     """Write `<cluster>.md`, `<cluster>.html` and the PNG figures into `out_dir`.
 
     `results` may hold every cluster (cross-cluster ratios need the others)
@@ -99,7 +101,8 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
     is restricted to this cluster when it has a `cluster` column. Pass
     `metrics` (all_metrics of the same results) to render several clusters
     without recomputing them. `counters` (this cluster's hardware counters,
-    as campaign's counters frame) adds the "Measured vs predicted" section.
+    as campaign's counters frame) adds the "Measured vs predicted" section,
+    against `cost_models` (the kernels' declared models; None: the shipped ones).
     `builds`, one row per partition's kernel build (compilers and flags as
     seen on the node), follows the header: a Fortran-vs-C ratio means little
     if the two were built for different ISAs. A cluster without results still
@@ -122,7 +125,7 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
                              figures, flags)
         mine = results[(results["cluster"].astype("str") == cluster).to_numpy()]
         if counters is not None and len(counters):
-            sections.insert(len(sections) - 1, _counters_section(counters, mine))
+            sections.insert(len(sections) - 1, _counters_section(counters, mine, cost_models))
         ranks = None if is_summary(results) else rank_section(mine)
         if ranks is not None:
             sections.insert(2, ranks)  # after "Scaling with n"
@@ -300,12 +303,13 @@ NOTATION = (
 )
 
 
-def _counters_section(counters: pd.DataFrame, results: pd.DataFrame) -> Section:
+def _counters_section(counters: pd.DataFrame, results: pd.DataFrame,
+                      models: Mapping[str, CostModel] | None) -> Section:
     """Hardware counters against the cost model (analysis/counters_report.py's tables)."""
     from analysis.counters_report import INTRO, TITLE, counters_tables
 
     blocks = [Block("p", INTRO)]
-    for caption, frame in counters_tables(counters, results):
+    for caption, frame in counters_tables(counters, results, models):
         if len(frame):
             blocks.append(Block("table", table=Table(caption, frame.map(_shown))))
     return Section(TITLE, anchor(TITLE), blocks)

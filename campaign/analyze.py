@@ -13,6 +13,7 @@ from sqlalchemy import select
 from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
+from campaign.costs import cost_models
 from campaign.errors import BadInputError, CampaignError, ConfigError
 from campaign.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame
 from campaign.ledger import Campaign, Ledger
@@ -59,7 +60,7 @@ def _inputs(led: Ledger, cluster: str | None, scope: Scope) -> tuple[Any, Any]:
     clusters = _clusters(results)
     if cluster and cluster not in clusters:
         raise BadInputError(f"no results for cluster {cluster!r}; clusters: {', '.join(sorted(clusters))}")
-    results = add_cost_columns(_with_rank_times(led, campaign, results))
+    results = add_cost_columns(_with_rank_times(led, campaign, results), cost_models(led))
     facts = partition_facts_frame(_cluster_specs(led, clusters))
     return results, facts
 
@@ -125,7 +126,7 @@ def counters_json(led: Ledger, results: Any, *, cluster: str | None = None,
     profile failures (empty lists when nothing was profiled)."""
     from analysis.counters_report import counters_json as to_json  # lazy: pandas
 
-    return to_json(_counters(led, cluster, campaign), results)
+    return to_json(_counters(led, cluster, campaign), results, cost_models(led))
 
 
 def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
@@ -162,12 +163,14 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     if scope.campaigns is not None:
         jobs = jobs[jobs["campaign"].isin(scope.campaigns)]
     clusters = [cluster] if cluster else sorted(_clusters(results))
+    models = cost_models(led)  # the counters section's predicted bytes, as the results' counts
     written: list[Path] = []
     for name in clusters:
         counters = _counters(led, name, scope.campaigns)
         try:
             files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}",
-                                  builds=builds, counters=counters if len(counters) else None)
+                                  builds=builds, counters=counters if len(counters) else None,
+                                  cost_models=models)
             _add_header(files, scope.lines)
         except OSError as exc:
             raise _unwritable(out, exc) from None

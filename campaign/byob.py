@@ -91,13 +91,17 @@ def check_kernel(key: str, kernel: KernelSpec) -> None:
     where = f"kernels.{key}"
     if kernel.driven_by not in DRIVERS:
         raise ConfigError(f"{where}.driven_by={kernel.driven_by!r} is not one of {', '.join(DRIVERS)}")
-    for what in ("flops", "bytes"):
-        text = getattr(kernel, what)
-        if text is not None:
-            try:
-                expr.parse(str(text))
-            except expr.ExprError as exc:
-                raise ConfigError(f"{where}.{what}={str(text)[:60]!r}: {exc}") from None
+    for what, text in cost_expressions(kernel):
+        try:
+            expr.parse(str(text))
+        except expr.ExprError as exc:
+            raise ConfigError(f"{where}.{what}={str(text)[:60]!r}: {exc}") from None
+    for name, size in kernel.element_bytes.items():
+        if not _numeric(size) or float(size) <= 0:
+            raise ConfigError(f"{where}.element_bytes.{name}={size!r}: the bytes of one element, a positive number")
+    for name in kernel.cost_params:
+        if not name.isidentifier() or name in COST_NAMES:
+            raise ConfigError(f"{where}.cost_params.{name}: not a parameter name an expression can read")
     if kernel.driven_by == "program":
         if kernel.figures or kernel.sanity or kernel.env:
             raise ConfigError(f"{where}: figures, sanity and env need driven_by: tool (a program-driven kernel "
@@ -129,6 +133,17 @@ def check_kernel(key: str, kernel: KernelSpec) -> None:
             raise ConfigError(f"{at}.expect={rule.expect!r}: use match or absent")
 
 
+COST_KEYS = ("flops", "bytes", "write_bytes")
+COST_NAMES = ("element_bytes",)  # what a kernel's declaration itself provides to its expressions
+
+
+def cost_expressions(kernel: KernelSpec) -> list[tuple[str, str]]:
+    """(key, text) of every cost expression a kernel declares: flops, bytes,
+    write_bytes and each derived parameter (cost_params.NAME)."""
+    out = [(what, str(text)) for what in COST_KEYS if (text := getattr(kernel, what)) is not None]
+    return out + [(f"cost_params.{name}", str(text)) for name, text in kernel.cost_params.items()]
+
+
 def _numeric(value: Any) -> bool:
     if isinstance(value, bool):
         return False
@@ -150,15 +165,15 @@ def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
     """Placeholders and expressions name only what the sweep has."""
     known = swept(sweep)
     where = f"kernels.{kernel.name}"
-    for what in ("flops", "bytes"):
-        text = getattr(kernel, what)
-        if text is None:
-            continue
-        numeric = known - {"dtype", "variant", "device"} | ({"d"} if kernel.driven_by == "program" else set())
-        unknown = sorted(expr.names(str(text)) - numeric)
+    numeric = known - {"dtype", "variant", "device"} | ({"d"} if kernel.driven_by == "program" else set())
+    numeric |= {*kernel.cost_params} | ({"element_bytes"} if kernel.element_bytes else set())
+    for what, text in cost_expressions(kernel):
+        # a derived parameter reads only the run's own (no chain, no cycle)
+        readable = numeric - set(kernel.cost_params) if what.startswith("cost_params.") else numeric
+        unknown = sorted(expr.names(str(text)) - readable)
         if unknown:
             raise ConfigError(f"{where}.{what}={str(text)[:60]!r} names {unknown[0]!r}, not a numeric parameter of "
-                              f"experiment.sweeps.{index} (known: {', '.join(sorted(numeric))})")
+                              f"experiment.sweeps.{index} (known: {', '.join(sorted(readable))})")
         values = {**{k: [v] for k, v in sweep.args.items()}, **sweep.grid}
         for name in sorted(expr.names(str(text))):
             given = values.get(name, values.get(name.replace("_", "-"), []))
@@ -181,11 +196,15 @@ def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
 
 def tool_argv(python: str, kernel: KernelSpec, impl: str) -> tuple[str, ...]:
     """The driver's command in the program's place: the declaration as one JSON argument."""
-    spec = {
+    spec: dict[str, Any] = {
         "kernel": kernel.name, "impl": impl, "argv": list(kernel.impls[impl].argv), "env": dict(kernel.env),
         "figures": [{"name": f.name, "regex": f.regex, "json": f.json, "source": f.source, "unit": f.unit,
                      "higher_is_better": f.higher_is_better} for f in kernel.figures],
         "sanity": [{"regex": s.regex, "source": s.source, "expect": s.expect} for s in kernel.sanity],
         "flops": kernel.flops, "bytes": kernel.bytes,
     }
+    # only when declared: the runs of a declaration without them keep their keys
+    extra = {"write_bytes": kernel.write_bytes, "element_bytes": dict(kernel.element_bytes),
+             "cost_params": dict(kernel.cost_params)}
+    spec.update({k: v for k, v in extra.items() if v})
     return (python, "-m", "campaign.job.fom", json.dumps(spec, sort_keys=True, separators=(",", ":")))

@@ -221,6 +221,11 @@ class KernelSpec:
     sanity: list[SanitySpec] = field(default_factory=list)  # tool: CHECK_FAILED when one fails
     flops: str | None = None  # cost model: arithmetic of the swept parameters, e.g. "2*n"
     bytes: str | None = None  # e.g. "3*8*n"
+    write_bytes: str | None = None  # the written part of bytes (compared with DRAM write counters)
+    # dtype name -> bytes of an element: the parameter `element_bytes` of the expressions
+    element_bytes: dict[str, float] = field(default_factory=dict)
+    # name -> expression: a parameter derived where the run has none (block kernels' default ff)
+    cost_params: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

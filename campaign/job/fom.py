@@ -197,11 +197,22 @@ def time_of(found: list[tuple[dict[str, Any], float]], elapsed: float) -> float:
 def _cost(spec: dict[str, Any], values: dict[str, str]) -> dict[str, float]:
     """The cost model at this point; a count that cannot be evaluated (an
     overflow at a huge n) is left empty with a warning, never a lost run."""
-    out = {}
+    out: dict[str, float] = {}
+    given = dict(values)
+    if spec.get("element_bytes"):  # the element size of this run's dtype (a missing one is fp32's)
+        size = spec["element_bytes"].get(values.get("dtype") or "fp32")
+        if size is not None:
+            given["element_bytes"] = str(size)
+    for name, text in spec.get("cost_params", {}).items():
+        if given.get(name, "") == "":  # derived only where the run has none
+            try:
+                given[name] = repr(expr.evaluate(text, values))
+            except expr.ExprError as exc:
+                print(f"campaign.job.fom: {name} not evaluated: {exc}", file=sys.stderr)
     for what in ("flops", "bytes"):
         if spec.get(what):
             try:
-                out[what] = expr.evaluate(spec[what], values)
+                out[what] = expr.evaluate(spec[what], given)
             except expr.ExprError as exc:
                 print(f"campaign.job.fom: {what} not evaluated: {exc}", file=sys.stderr)
     return out

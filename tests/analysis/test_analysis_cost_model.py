@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.cost_model import add_cost_columns, default_ff, flops, min_bytes
+from analysis.cost_model import add_cost_columns, flops, min_bytes
 
 
 def test_flops_per_kernel() -> None:
@@ -15,7 +15,8 @@ def test_flops_per_kernel() -> None:
     assert flops("attention_backward", 1024, 64) == 8 * 1024**2 * 64
     assert flops("attention_fwdbwd", 1024, 64) == 12 * 1024**2 * 64
     assert flops("decode", 1024, 64) == 4 * 1024 * 64
-    assert default_ff(64) == 192  # 64 * ceil(170.67 / 64)
+    # without ff, the programs' default width 64 * ceil(8d/3 / 64): 192 at d=64 (cost_params.ff)
+    assert flops("block_forward", 100, 64) == flops("block_forward", 100, 64, ff=192)
     assert flops("block_forward", 100, 64) == 6 * 100 * 64 * 192
     assert flops("mlp_backward", 100, 64, ff=256) == 12 * 100 * 64 * 256
     assert math.isnan(flops("gemm_shapes", 100, 64))
