@@ -105,9 +105,9 @@ def foreign(table: ResultColumns, want: Expected) -> str | None:
         found = {int(v) if v is not None else 1 for v in extras.get(name, ())}
         if len(found) > 1:
             return f"output mixes {name} {sorted(found)[:4]}: one run is one launch"
-        planned = {"ranks": want.ranks, "nodes": want.nodes}[name]
-        if found and planned is not None and found != {planned}:
-            return f"output is for {name} {found.pop()}, the run's is {planned}"
+        own_count = {"ranks": want.ranks, "nodes": want.nodes}[name]
+        if found and own_count is not None and found != {own_count}:
+            return f"output is for {name} {found.pop()}, the run's is {own_count}"
     for name, value in want.extra_args:
         column = extras.get(name, extras.get(name.replace("-", "_")))
         if column is None or "," in value:
