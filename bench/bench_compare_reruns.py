@@ -28,6 +28,15 @@ false-positive rate over the identical pairs, the share of the slowed
 kernel's points called slower, and the machine time all of it took.
 
     python bench/bench_compare_reruns.py --replicates 3 [--threshold 0.05] [--out DIR]
+
+With `--interleave` (and --replicates) the spin measurement runs as one
+campaign holding both builds and an identical copy of the base (grid axes
+`slowdown` and `side`, bench/compare_power.py), so the two sides' jobs
+alternate round by round instead of running minutes apart in separate
+campaigns; it reports the tool's verdicts, a round-paired interval beside
+them, and the spread at each level that decides the power.
+
+    python bench/bench_compare_reruns.py --replicates 3 --interleave [--clock cpu] [--tags 6]
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 OUT = REPO / "bench" / "results" / "compare"
 THRESHOLDS = (0.05, 0.10, 0.25)
 
@@ -177,6 +187,63 @@ def replicated(args: argparse.Namespace) -> None:
     print(f"machine: {budget} s of jobs, {result['machine']['wall_seconds']} s wall; written {args.out / f'replicates-{args.clock}.json'}")
 
 
+def interleaved(args: argparse.Namespace) -> None:
+    """Both builds in one campaign, interleaved round by round (see the module doc)."""
+    import compare_power as cp
+    import numpy as np
+
+    from campaign.ledger import Ledger
+    from campaign.results.export import results_frame
+
+    fake = REPO / "tests" / "fixtures"
+    os.environ["CAMPAIGN_CONFIG_PATH"] = str(fake / "fake_conf")
+    os.environ["CAMPAIGN_FAKE_KERNEL"] = str(fake / "fake_kernel.py")
+    tags = ",".join("abcdefghijkl"[:args.tags])
+    extra = [f"experiment.replicates={args.replicates}", f"experiment.sweeps.0.grid.tag=[{tags}]", *cp.GRID]
+    if args.clock == "cpu":
+        extra.append("+cluster.env.FAKE_CLOCK=cpu")
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp:
+        ledger = Path(tmp) / "ledger.sqlite"
+        run = submit(ledger, "spin-ab", *extra, experiment="compare_replicates")
+        led = Ledger(ledger, create=False)
+        try:
+            frame = results_frame(led, campaign="spin-ab", usable_only=True)
+        finally:
+            led.close()
+        sides = cp.split(frame)
+        t = args.threshold
+        different, slower = ("faster", "slower"), ("slower",)
+        result: dict[str, Any] = {
+            "threshold": t, "replicates": args.replicates, "spin_clock": args.clock, "tags": args.tags,
+            "cpus": os.cpu_count(), "run": run,
+            "identical_welch": cp.called(cp.welch(sides["base"], sides["same"], t), different),
+            "identical_paired": cp.called(cp.paired(sides["base"], sides["same"], t), different),
+            "slowdown_welch": cp.called(pd_concat(cp.welch(sides["base"], sides["slow"], t),
+                                                  cp.welch(sides["base_y"], sides["slow_y"], t)), slower),
+            "slowdown_paired": cp.called(pd_concat(cp.paired(sides["base"], sides["slow"], t),
+                                                   cp.paired(sides["base_y"], sides["slow_y"], t)), slower),
+            "levels": cp.decompose(sides, ledger)}
+        # the three sides' spreads pooled (root mean square): one side's median over points is noisy
+        sd = round(float(np.sqrt(np.mean([result["levels"][k]["replicate_median_sd"] ** 2
+                                          for k in ("base", "same", "slow")]))), 4)
+        result["power_model"] = {"sd": sd, f"power_at_R{args.replicates}": round(cp.power(sd, args.replicates), 3),
+                                 "replicates_for_90pct": cp.replicates_for_power(sd)}
+        result["machine"] = {"job_seconds": job_seconds(ledger), "wall_seconds": round(time.perf_counter() - start, 1)}
+        args.out.mkdir(parents=True, exist_ok=True)
+        name = f"interleaved-{args.clock}-r{args.replicates}"
+        (args.out / f"{name}-ledger.sqlite").write_bytes(ledger.read_bytes())
+    (args.out / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "levels"}, indent=1))
+    print(json.dumps(result["levels"], indent=1))
+
+
+def pd_concat(*frames: Any) -> Any:
+    import pandas as pd
+
+    return pd.concat(frames, ignore_index=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=4)
@@ -184,12 +251,17 @@ def main() -> None:
     ap.add_argument("--replicates", type=int, default=0, help="issue 30: R replicates per side (see the doc)")
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                     help="the spin kernel's clock: wall, or its thread's CPU time (a node held alone, emulated)")
+    ap.add_argument("--interleave", action="store_true",
+                    help="issue 30: base and slowed spin builds in one campaign, interleaved (with --replicates)")
+    ap.add_argument("--tags", type=int, default=6, help="--interleave: distinct runs per build (1-12)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
+    if args.interleave and (not args.replicates or not 1 <= args.tags <= 12):
+        sys.exit("--interleave needs --replicates R (>= 2) and --tags from 1 to 12")
     if args.replicates:
         if args.replicates < 2:
             sys.exit("--replicates must be >= 2")
-        replicated(args)
+        (interleaved if args.interleave else replicated)(args)
         return
     if args.runs < 2:
         sys.exit("--runs must be >= 2")
