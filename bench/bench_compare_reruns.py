@@ -54,7 +54,6 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
 OUT = REPO / "bench" / "results" / "compare"
 THRESHOLDS = (0.05, 0.10, 0.25)
 
@@ -189,11 +188,7 @@ def replicated(args: argparse.Namespace) -> None:
 
 def interleaved(args: argparse.Namespace) -> None:
     """Both builds in one campaign, interleaved round by round (see the module doc)."""
-    import compare_power as cp
-    import numpy as np
-
-    from campaign.ledger import Ledger
-    from campaign.results.export import results_frame
+    from bench import compare_power as cp
 
     fake = REPO / "tests" / "fixtures"
     os.environ["CAMPAIGN_CONFIG_PATH"] = str(fake / "fake_conf")
@@ -202,46 +197,21 @@ def interleaved(args: argparse.Namespace) -> None:
     extra = [f"experiment.replicates={args.replicates}", f"experiment.sweeps.0.grid.tag=[{tags}]", *cp.GRID]
     if args.clock == "cpu":
         extra.append("+cluster.env.FAKE_CLOCK=cpu")
+    if args.repeats:
+        extra.append(f"experiment.repeats={args.repeats}")
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp:
         ledger = Path(tmp) / "ledger.sqlite"
         run = submit(ledger, "spin-ab", *extra, experiment="compare_replicates")
-        led = Ledger(ledger, create=False)
-        try:
-            frame = results_frame(led, campaign="spin-ab", usable_only=True)
-        finally:
-            led.close()
-        sides = cp.split(frame)
-        t = args.threshold
-        different, slower = ("faster", "slower"), ("slower",)
-        result: dict[str, Any] = {
-            "threshold": t, "replicates": args.replicates, "spin_clock": args.clock, "tags": args.tags,
-            "cpus": os.cpu_count(), "run": run,
-            "identical_welch": cp.called(cp.welch(sides["base"], sides["same"], t), different),
-            "identical_paired": cp.called(cp.paired(sides["base"], sides["same"], t), different),
-            "slowdown_welch": cp.called(pd_concat(cp.welch(sides["base"], sides["slow"], t),
-                                                  cp.welch(sides["base_y"], sides["slow_y"], t)), slower),
-            "slowdown_paired": cp.called(pd_concat(cp.paired(sides["base"], sides["slow"], t),
-                                                   cp.paired(sides["base_y"], sides["slow_y"], t)), slower),
-            "levels": cp.decompose(sides, ledger)}
-        # the three sides' spreads pooled (root mean square): one side's median over points is noisy
-        sd = round(float(np.sqrt(np.mean([result["levels"][k]["replicate_median_sd"] ** 2
-                                          for k in ("base", "same", "slow")]))), 4)
-        result["power_model"] = {"sd": sd, f"power_at_R{args.replicates}": round(cp.power(sd, args.replicates), 3),
-                                 "replicates_for_90pct": cp.replicates_for_power(sd)}
+        result: dict[str, Any] = {"threshold": args.threshold, "replicates": args.replicates,
+                                  "spin_clock": args.clock, "tags": args.tags, "repeats": args.repeats or 5, "cpus": os.cpu_count(), "run": run,
+                                  **cp.analyse(ledger, args.threshold)}
         result["machine"] = {"job_seconds": job_seconds(ledger), "wall_seconds": round(time.perf_counter() - start, 1)}
         args.out.mkdir(parents=True, exist_ok=True)
-        name = f"interleaved-{args.clock}-r{args.replicates}"
+        name = f"interleaved-{args.clock}-r{args.replicates}" + (f"-m{args.repeats}" if args.repeats else "")
         (args.out / f"{name}-ledger.sqlite").write_bytes(ledger.read_bytes())
     (args.out / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "levels"}, indent=1))
-    print(json.dumps(result["levels"], indent=1))
-
-
-def pd_concat(*frames: Any) -> Any:
-    import pandas as pd
-
-    return pd.concat(frames, ignore_index=True)
+    print(json.dumps(result, indent=1))
 
 
 def main() -> None:
@@ -253,11 +223,12 @@ def main() -> None:
                     help="the spin kernel's clock: wall, or its thread's CPU time (a node held alone, emulated)")
     ap.add_argument("--interleave", action="store_true",
                     help="issue 30: base and slowed spin builds in one campaign, interleaved (with --replicates)")
+    ap.add_argument("--repeats", type=int, default=0, help="--interleave: repeats per job (default: the experiment's 5)")
     ap.add_argument("--tags", type=int, default=6, help="--interleave: distinct runs per build (1-12)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
-    if args.interleave and (not args.replicates or not 1 <= args.tags <= 12):
-        sys.exit("--interleave needs --replicates R (>= 2) and --tags from 1 to 12")
+    if args.interleave and (not args.replicates or not 1 <= args.tags <= 12 or args.repeats < 0):
+        sys.exit("--interleave needs --replicates R (>= 2), --tags from 1 to 12 and --repeats >= 0")
     if args.replicates:
         if args.replicates < 2:
             sys.exit("--replicates must be >= 2")
