@@ -36,7 +36,8 @@ alternate round by round instead of running minutes apart in separate
 campaigns; it reports the tool's verdicts, a round-paired interval beside
 them, and the spread at each level that decides the power.
 
-    python bench/bench_compare_reruns.py --replicates 3 --interleave [--clock cpu] [--tags 6]
+    python bench/bench_compare_reruns.py --replicates 3 --interleave [--clock cpu] [--tags 6] [--repeats M]
+    python bench/bench_compare_reruns.py --reanalyse bench/results/compare/interleaved-cpu-r3.json
 """
 
 from __future__ import annotations
@@ -214,6 +215,18 @@ def interleaved(args: argparse.Namespace) -> None:
     print(json.dumps(result, indent=1))
 
 
+def reanalyse(path: Path, threshold: float) -> None:
+    """Recompute an interleaved result's verdicts and levels from its committed ledger
+    (`NAME.json` beside `NAME-ledger.sqlite`), keeping the run's own facts."""
+    from bench import compare_power as cp
+
+    old = json.loads(path.read_text())
+    keep = {k: old[k] for k in ("replicates", "spin_clock", "tags", "repeats", "cpus", "run", "machine") if k in old}
+    result = {"threshold": threshold, **keep, **cp.analyse(path.with_name(path.stem + "-ledger.sqlite"), threshold)}
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result, indent=1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=4)
@@ -225,8 +238,12 @@ def main() -> None:
                     help="issue 30: base and slowed spin builds in one campaign, interleaved (with --replicates)")
     ap.add_argument("--repeats", type=int, default=0, help="--interleave: repeats per job (default: the experiment's 5)")
     ap.add_argument("--tags", type=int, default=6, help="--interleave: distinct runs per build (1-12)")
+    ap.add_argument("--reanalyse", type=Path, help="an interleaved NAME.json: recompute it from NAME-ledger.sqlite")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
+    if args.reanalyse:
+        reanalyse(args.reanalyse, args.threshold)
+        return
     if args.interleave and (not args.replicates or not 1 <= args.tags <= 12 or args.repeats < 0):
         sys.exit("--interleave needs --replicates R (>= 2), --tags from 1 to 12 and --repeats >= 0")
     if args.replicates:
