@@ -79,7 +79,7 @@ def welch(base: pd.DataFrame, new: pd.DataFrame, threshold: float) -> pd.DataFra
     return compare(base, new, threshold=threshold).points
 
 
-def round_adjusted(frame: pd.DataFrame, ledger: Path) -> pd.DataFrame:
+def round_adjusted(frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` (the whole campaign) with each row's time divided by its round's factor: the
     geometric mean, over every job of that round (all runs, both builds), of the job's
     deviation from its point's mean (a randomised complete block design: the round is
@@ -176,7 +176,7 @@ def analyse(ledger: Path, threshold: float) -> dict[str, Any]:
     finally:
         led.close()
     replicates = int(frame["replicate"].nunique())
-    sides, blocked = split(frame), split(round_adjusted(frame, ledger))
+    sides, blocked = split(frame), split(round_adjusted(frame))
     different, slower = ("faster", "slower"), ("slower",)
     out: dict[str, Any] = {}
     for name, how, data in (("welch", welch, sides), ("paired", paired, sides), ("round_adjusted_welch", welch, blocked)):

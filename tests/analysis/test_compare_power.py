@@ -68,12 +68,12 @@ def test_split_gives_each_side_its_rows_matched_by_tag() -> None:
     assert ratio == pytest.approx(1.5, rel=0.05)
 
 
-def test_round_factor_shared_by_a_round_is_taken_out_by_pairing_and_adjusting(tmp_path: Path) -> None:
+def test_round_factor_shared_by_a_round_is_taken_out_by_pairing_and_adjusting() -> None:
     """A machine that moves every job of a round alike by +-15% (a block effect) hides a
     10% slowdown from the unpaired interval at R = 3; pairing by round and the
     round-adjusted times both see it, and identical sides stay within noise."""
     frame = _campaign([1.0, 1.15, 0.87], 1.1, np.random.default_rng(2))
-    sides, adjusted = cp.split(frame), cp.split(cp.round_adjusted(frame, tmp_path / "unused.sqlite"))
+    sides, adjusted = cp.split(frame), cp.split(cp.round_adjusted(frame))
     unpaired = cp.welch(sides["base"], sides["slow"], 0.05)
     assert not (unpaired["verdict"] == "slower").any()
     for got in (cp.paired(sides["base"], sides["slow"], 0.05), cp.welch(adjusted["base"], adjusted["slow"], 0.05)):
