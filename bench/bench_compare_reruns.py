@@ -33,8 +33,10 @@ With `--interleave` (and --replicates) the spin measurement runs as one
 campaign holding both builds and an identical copy of the base (grid axes
 `slowdown` and `side`, bench/compare_power.py), so the two sides' jobs
 alternate round by round instead of running minutes apart in separate
-campaigns; it reports the tool's verdicts, a round-paired interval beside
-them, and the spread at each level that decides the power.
+campaigns; it reports the tool's verdicts, a round-paired interval and the
+tool's interval on round-adjusted times beside them, the spread at each
+level that decides the power, and the replicates a side that the tool's
+rule needs for 90% of a 10% slowdown at that spread (simulated).
 
     python bench/bench_compare_reruns.py --replicates 3 --interleave [--clock cpu] [--tags 6] [--repeats M]
     python bench/bench_compare_reruns.py --reanalyse bench/results/compare/interleaved-cpu-r3.json

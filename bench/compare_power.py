@@ -6,10 +6,9 @@ axes `slowdown` (1 and 1.1: the base and a 10% slower build) and `side` (x
 and y: two identical copies), R replicates each. campaign.replicates runs
 replicate r of every run in round r, each round shuffled, so the two builds'
 jobs alternate in time and a drift of the machine lands on both alike
-(Kalibera & Jones 2013 §3: randomise the order across the levels that vary).
+(Kalibera & Jones 2013: randomise the order of what is repeated).
 The rows are split by the axes and judged with analysis.compare.compare, the
-code behind `campaign compare` (a selection of `campaign compare` is a whole
-campaign; it cannot take one value of a grid axis).
+code behind `campaign compare`.
 
 Beside the tool's verdict (Welch interval on the replicate medians) it
 measures what decides the power: the within-job spread of one repeat, the
@@ -17,7 +16,11 @@ spread of the replicate medians, how much of that is one factor shared by
 every n of a job, whether that factor drifts in time (lag-1 autocorrelation
 in start order), and the correlation of the job factors of the two builds'
 jobs in one round, which is what a paired interval (pairs by round, R - 1
-degrees of freedom) would gain from.
+degrees of freedom) would gain from; and, side by side with the tool's
+verdicts, that paired interval and the tool's interval on round-adjusted
+times (each job divided by its round's mean factor: the round as a block).
+`campaign compare campaign=C,axis.slowdown=1 campaign=C,axis.slowdown=1.1`
+gives the tool's verdicts through the CLI for one side.
 """
 
 from __future__ import annotations
