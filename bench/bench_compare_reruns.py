@@ -28,6 +28,18 @@ false-positive rate over the identical pairs, the share of the slowed
 kernel's points called slower, and the machine time all of it took.
 
     python bench/bench_compare_reruns.py --replicates 3 [--threshold 0.05] [--out DIR]
+
+With `--interleave` (and --replicates) the spin measurement runs as one
+campaign holding both builds and an identical copy of the base (grid axes
+`slowdown` and `side`, bench/compare_power.py), so the two sides' jobs
+alternate round by round instead of running minutes apart in separate
+campaigns; it reports the tool's verdicts, a round-paired interval and the
+tool's interval on round-adjusted times beside them, the spread at each
+level that decides the power, and the replicates a side that the tool's
+rule needs for 90% of a 10% slowdown at that spread (simulated).
+
+    python bench/bench_compare_reruns.py --replicates 3 --interleave [--clock cpu] [--tags 6] [--repeats M]
+    python bench/bench_compare_reruns.py --reanalyse bench/results/compare/interleaved-cpu-r3.json
 """
 
 from __future__ import annotations
@@ -177,6 +189,46 @@ def replicated(args: argparse.Namespace) -> None:
     print(f"machine: {budget} s of jobs, {result['machine']['wall_seconds']} s wall; written {args.out / f'replicates-{args.clock}.json'}")
 
 
+def interleaved(args: argparse.Namespace) -> None:
+    """Both builds in one campaign, interleaved round by round (see the module doc)."""
+    from bench import compare_power as cp
+
+    fake = REPO / "tests" / "fixtures"
+    os.environ["CAMPAIGN_CONFIG_PATH"] = str(fake / "fake_conf")
+    os.environ["CAMPAIGN_FAKE_KERNEL"] = str(fake / "fake_kernel.py")
+    tags = ",".join("abcdefghijkl"[:args.tags])
+    extra = [f"experiment.replicates={args.replicates}", f"experiment.sweeps.0.grid.tag=[{tags}]", *cp.GRID]
+    if args.clock == "cpu":
+        extra.append("+cluster.env.FAKE_CLOCK=cpu")
+    if args.repeats:
+        extra.append(f"experiment.repeats={args.repeats}")
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-compare-") as tmp:
+        ledger = Path(tmp) / "ledger.sqlite"
+        run = submit(ledger, "spin-ab", *extra, experiment="compare_replicates")
+        result: dict[str, Any] = {"threshold": args.threshold, "replicates": args.replicates,
+                                  "spin_clock": args.clock, "tags": args.tags, "repeats": args.repeats or 5, "cpus": os.cpu_count(), "run": run,
+                                  **cp.analyse(ledger, args.threshold)}
+        result["machine"] = {"job_seconds": job_seconds(ledger), "wall_seconds": round(time.perf_counter() - start, 1)}
+        args.out.mkdir(parents=True, exist_ok=True)
+        name = f"interleaved-{args.clock}-r{args.replicates}" + (f"-m{args.repeats}" if args.repeats else "")
+        (args.out / f"{name}-ledger.sqlite").write_bytes(ledger.read_bytes())
+    (args.out / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result, indent=1))
+
+
+def reanalyse(path: Path, threshold: float) -> None:
+    """Recompute an interleaved result's verdicts and levels from its committed ledger
+    (`NAME.json` beside `NAME-ledger.sqlite`), keeping the run's own facts."""
+    from bench import compare_power as cp
+
+    old = json.loads(path.read_text())
+    keep = {k: old[k] for k in ("replicates", "spin_clock", "tags", "repeats", "cpus", "run", "machine") if k in old}
+    result = {"threshold": threshold, **keep, **cp.analyse(path.with_name(path.stem + "-ledger.sqlite"), threshold)}
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result, indent=1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=4)
@@ -184,12 +236,22 @@ def main() -> None:
     ap.add_argument("--replicates", type=int, default=0, help="issue 30: R replicates per side (see the doc)")
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                     help="the spin kernel's clock: wall, or its thread's CPU time (a node held alone, emulated)")
+    ap.add_argument("--interleave", action="store_true",
+                    help="issue 30: base and slowed spin builds in one campaign, interleaved (with --replicates)")
+    ap.add_argument("--repeats", type=int, default=0, help="--interleave: repeats per job (default: the experiment's 5)")
+    ap.add_argument("--tags", type=int, default=6, help="--interleave: distinct runs per build (1-12)")
+    ap.add_argument("--reanalyse", type=Path, help="an interleaved NAME.json: recompute it from NAME-ledger.sqlite")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
+    if args.reanalyse:
+        reanalyse(args.reanalyse, args.threshold)
+        return
+    if args.interleave and (not args.replicates or not 1 <= args.tags <= 12 or args.repeats < 0):
+        sys.exit("--interleave needs --replicates R (>= 2), --tags from 1 to 12 and --repeats >= 0")
     if args.replicates:
         if args.replicates < 2:
             sys.exit("--replicates must be >= 2")
-        replicated(args)
+        (interleaved if args.interleave else replicated)(args)
         return
     if args.runs < 2:
         sys.exit("--runs must be >= 2")

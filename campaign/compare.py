@@ -7,8 +7,13 @@ A selection is a campaign name, or `key=value` pairs joined by commas:
 `campaign=NAME`, `cluster=C`, `since=DATE`, `until=DATE` (ISO dates or
 times by the job's start; a naive one is local time, like the job times the
 views print, and one with an offset is that instant; until is exclusive),
-`commit=PREFIX` (jobs submitted from that git commit) and `ledger=PATH`
-(another ledger file; default: the command's ledger). A ledger
+`commit=PREFIX` (jobs submitted from that git commit), `ledger=PATH`
+(another ledger file; default: the command's ledger) and `axis.NAME=VALUE`
+(only the rows whose grid argument NAME had VALUE, with NAME then left out of
+the match: two builds swept as one axis of one campaign, whose replicates ran
+interleaved round by round, compared as `campaign=C,axis.build=old` against
+`campaign=C,axis.build=new`; BENCHMARKS.md §11 measured why that design has
+the power that two campaigns run apart do not). A ledger
 named by `ledger=` is only read: when its schema is older, a temporary copy
 is upgraded, never the file itself (a committed benchmark ledger stays
 byte-identical).
@@ -38,7 +43,8 @@ from campaign.results.export import RowFilter, Superseded, latest_frame
 from campaign.results.gpu_state import gpu_state_records
 from campaign.results.store import IMPORT_BACKEND
 
-SELECTION_KEYS = ("campaign", "cluster", "since", "until", "commit", "ledger")
+SELECTION_KEYS = ("campaign", "cluster", "since", "until", "commit", "ledger", "axis.NAME")
+AXIS = "axis."
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,7 @@ class Selection:
     until: datetime | None = None
     commit: str | None = None
     ledger: Path | None = None
+    axes: tuple[tuple[str, str], ...] = ()  # (grid argument, value) pairs the rows must have
 
 
 @dataclass
@@ -87,7 +94,8 @@ def parse_selection(text: str) -> Selection:
     for part in text.split(","):
         key, sep, value = part.partition("=")
         key, value = key.strip(), value.strip()
-        if not sep or key not in SELECTION_KEYS or not value:
+        axis = key.startswith(AXIS) and len(key) > len(AXIS)
+        if not sep or (key not in SELECTION_KEYS and not axis) or not value:
             raise BadInputError(f"selection {text!r}: {part!r} is not key=value with key one of "
                                 f"{', '.join(SELECTION_KEYS)}")
         values[key] = value
@@ -98,7 +106,41 @@ def parse_selection(text: str) -> Selection:
         since=_date("since", values["since"], text) if "since" in values else None,
         until=_date("until", values["until"], text) if "until" in values else None,
         commit=values.get("commit"), ledger=Path(values["ledger"]) if "ledger" in values else None,
+        axes=tuple((k[len(AXIS):], v) for k, v in values.items() if k.startswith(AXIS)),
     )
+
+
+def _params(text: Any) -> list[tuple[str, str]]:
+    """A `params` text (`key=value,...`, campaign.results.store.params_text) as pairs; a
+    part without `=` belongs to the previous value (a list argument such as `--a 20,32`)."""
+    pairs: list[tuple[str, str]] = []
+    for part in str(text or "").split(","):
+        key, sep, value = part.partition("=")
+        if sep or not pairs:
+            pairs.append((key, value))
+        else:
+            pairs[-1] = (pairs[-1][0], f"{pairs[-1][1]},{part}")
+    return [p for p in pairs if p[0]]
+
+
+def select_axes(frame: Any, sel: Selection) -> Any:
+    """The rows of `frame` whose params have every (NAME, VALUE) of `sel.axes`, with those
+    arguments taken out of `params` (so the other side's value matches); one clear line
+    when none does."""
+    if not sel.axes or frame.empty:
+        return frame
+    pairs = frame["params"].map(_params) if "params" in frame else None
+    if pairs is None:
+        raise BadInputError(f"selection {sel.text!r}: the results have no grid arguments (params)")
+    names = {name for name, _ in sel.axes}
+    keep = pairs.map(lambda ps: all((n, v) in ps for n, v in sel.axes)).to_numpy(bool)
+    if not keep.any():
+        seen = sorted({f"{k}={v}" for ps in pairs for k, v in ps if k in names})
+        raise BadInputError(f"selection {sel.text!r} has no results with "
+                            f"{', '.join(f'{n}={v}' for n, v in sel.axes)} (seen: {', '.join(seen) or 'none'})")
+    out = frame[keep].copy()
+    out["params"] = [",".join(f"{k}={v}" for k, v in ps if k not in names) for ps in pairs[keep]]
+    return out
 
 
 def _schema_version(path: Path) -> int:
@@ -162,6 +204,7 @@ def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[
         gpu_records = gpu_state_records(s, [c.id for c in camps], where)  # clocks the jobs ran at
     frame, left = latest_frame(led, campaign=sel.campaign, cluster=sel.cluster, usable_only=True, all_extras=False,
                                where=where)
+    frame = select_axes(frame, sel)
     if frame.empty:
         raise BadInputError(f"selection {sel.text!r} has no usable results")
     gpus = {str(g) for g in frame["gpu_model"].dropna().unique() if str(g)} if "gpu_model" in frame else set()

@@ -174,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--campaign", help="put the rows into this named campaign (compared like any other)")
 
     s = sub.add_parser("compare", help="NEW vs BASE per point: ratio, interval, verdict; what provenance changed")
-    s.add_argument("base", help="campaign name, or campaign=NAME,cluster=C,since=DATE,until=DATE,commit=SHA,ledger=PATH")
+    s.add_argument("base", help="campaign name, or campaign=NAME,cluster=C,since=DATE,until=DATE,commit=SHA,ledger=PATH,axis.NAME=VALUE (one value of a grid argument)")
     s.add_argument("new", help="as BASE")
     s.add_argument("--by", choices=["cluster", "partition", "impl", "variant"],
                    help="the dimension in which BASE and NEW differ (left out of the matching)")

@@ -39,6 +39,9 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _submit(work, "base", "+cluster.env.FAKE_CLOCK=cpu")
     _submit(work, "slow", "+cluster.env.FAKE_CLOCK=cpu", "+cluster.env.FAKE_SLOWDOWN=3")
     _submit(work, "single", "+cluster.env.FAKE_CLOCK=cpu", "experiment.replicates=1")
+    # two builds as one grid axis of one campaign: their replicates interleave round by round
+    _submit(work, "ab", "+cluster.env.FAKE_CLOCK=cpu", "experiment.replicates=2",
+            "+experiment.sweeps.0.grid.slowdown=[1,3]")
     return work
 
 
@@ -82,6 +85,22 @@ def test_compare_judges_between_replicates(work: Path) -> None:
         assert p["ratio_lo"] < p["ratio"] < p["ratio_hi"] and p["ci_coverage"] == pytest.approx(0.95)
     assert {p["verdict"] for p in doc["points"]} <= {"slower", "within-noise"}
     assert any(p["verdict"] == "slower" for p in doc["points"])  # 3x the work
+
+
+def test_compare_two_builds_of_one_campaign_by_axis(work: Path) -> None:
+    """`axis.NAME=VALUE` selects one build of an interleaved campaign and leaves the axis out
+    of the match, so the two builds' points pair up (BENCHMARKS.md §11)."""
+    doc = _compare(work, "campaign=ab,axis.slowdown=1", "campaign=ab,axis.slowdown=3")
+    assert len(doc["points"]) == 2 and not doc["base_only"] and not doc["new_only"]
+    for p in doc["points"]:
+        assert p["params"] == "tag=a" and p["interval"] == "between-replicates"
+        assert p["replicates_base"] == p["replicates_new"] == 2 and p["ratio"] > 2  # 3x the work, CPU time
+    assert "faster" not in {p["verdict"] for p in doc["points"]}
+    proc = run_cli("--ledger", str(work / "l.sqlite"), "compare", "campaign=ab,axis.slowdown=1",
+                   "campaign=ab,axis.slowdown=2", cwd=work)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "no results with slowdown=2 (seen: slowdown=1, slowdown=3)" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
 
 
 def test_one_replicate_says_within_run_only_or_refuses(work: Path) -> None:
