@@ -1,4 +1,4 @@
-"""The ledger: every campaign, run, job attempt and result row, in SQLite."""
+"""The ledger: every campaign, run and job attempt, the pointers to their result files, and imported rows."""
 
 from campaign.ledger.db import Ledger, default_ledger_path
 from campaign.ledger.models import (
@@ -13,10 +13,11 @@ from campaign.ledger.models import (
     JobAttempt,
     PreflightStep,
     Provenance,
+    ResultFile,
     ResultRow,
     Run,
 )
 
 __all__ = ["ATTEMPT_TABLE", "RESULT_TABLE", "RUN_TABLE", "BuildStep", "Campaign", "CampaignClaim", "CounterRow", "ImportFile", "JobAttempt", "Ledger",
-           "PreflightStep", "Provenance", "ResultRow",
+           "PreflightStep", "Provenance", "ResultFile", "ResultRow",
            "Run", "default_ledger_path"]

@@ -24,11 +24,12 @@ from campaign.config.clusters import cluster_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.config.validate import check_name
 from campaign.errors import BadInputError, ConfigError
-from campaign.ledger import Campaign, ImportFile, Ledger, ResultRow
-from campaign.results.bulk import LedgerColumns
+from campaign.ledger import Campaign, ImportFile, Ledger, ResultFile, ResultRow
+from campaign.ledger.db import session_results_root
 from campaign.results.columnar import ResultColumns
 from campaign.results.export import EXPORT_COLUMNS
-from campaign.results.keys import IMPORT_SCOPE, attempt_scope, natural_key, natural_keys
+from campaign.results.files import LedgerColumns, campaign_folder, write
+from campaign.results.keys import IMPORT_SCOPE, natural_key
 
 IMPORT_BACKEND = "import"  # Campaign.backend of a campaign made by `import --campaign`
 _CHUNK = 500  # keys per IN (...) query
@@ -97,6 +98,33 @@ def store_import(led: Ledger, path: Path, rows: list[dict[str, Any]], campaign: 
         if campaign is None:
             s.add(ImportFile(fingerprint=print_, path=str(path.resolve()), rows=len(fresh), imported_at=now()))
     return Imported(len(fresh), len(records) - len(fresh))
+
+
+@dataclass
+class AttemptRows:
+    """One finished attempt's rows, for its file."""
+
+    attempt_id: int
+    campaign_id: int
+    workdir: str  # the campaign's folder (where a PostgreSQL ledger's result files go)
+    columns: LedgerColumns
+
+
+def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
+    """Each attempt's rows as its immutable file (written, fsynced, renamed:
+    campaign.results.files), then its pointer into the caller's transaction,
+    the one that marks the attempt done: until it commits, no read sees them."""
+    pointers = []
+    root = session_results_root(s)
+    for item in attempts:
+        if not item.columns.length:
+            continue
+        folder = campaign_folder(root, item.campaign_id, item.workdir)
+        pointer = write(folder, f"a{item.attempt_id}", item.columns.table())
+        pointers.append({"attempt_id": item.attempt_id, "campaign_id": item.campaign_id, "path": pointer.path,
+                         "sha256": pointer.sha256, "rows": pointer.rows, "schema_version": pointer.schema_version})
+    if pointers:
+        s.execute(insert(ResultFile), pointers)
 
 
 def import_campaign_name(name: str) -> str:
@@ -172,13 +200,11 @@ def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
     values.update({name: cols.get(name) or [None] * n for name in _FROM_FILE_OPTIONAL})
     # the columns holding one object in every row: the run's, the file's of one cell text, the absent
     same = {*_OWN, *table.same.intersection(_FROM_FILE), *(c for c in _FROM_FILE_OPTIONAL if c in table.same or not cols.get(c))}
-    scope = attempt_scope(attempt_id)
     if table.extras is not None and not (extra_args and "params" in table.extras):
         extras: dict[str, list[Any]] = dict(table.extras)
         same.update(table.same.intersection(extras))
         if extra_args:
             extras["params"] = _params_column(extra_args, extras, n)
-        values["natural_key"] = natural_keys(values, n, scope, extra_columns=extras, same=same)
         return LedgerColumns(n, values, extras, same=frozenset(same))
     rows: list[dict[str, Any] | None] = []
     for own in table.extra_dicts():
@@ -187,7 +213,6 @@ def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
         if params:
             extra["params"] = params
         rows.append(extra or None)
-    values["natural_key"] = natural_keys(values, n, scope, extra_rows=rows, same=same)
     return LedgerColumns(n, values, extra_rows=rows, same=frozenset(same))
 
 

@@ -1,0 +1,198 @@
+"""Result rows in files: each finished attempt's rows written once as an
+immutable Parquet file, read back through DuckDB (issue 26).
+
+The ledger keeps only a pointer per file (`result_file`: the path relative to
+the campaign's folder, the SHA-256 of its bytes, its row count, the schema
+version of campaign.results.schema). A file is written under a temporary
+name, fsynced and renamed into place before the pointer is inserted, in the
+transaction that marks its attempt done: a crash between the two leaves an
+unreferenced file, which nothing reads and `campaign status` sweeps. A file
+whose bytes no longer match its pointer's hash is refused with one line
+naming it, never read.
+
+Where the files live: beside an SQLite ledger, `<ledger stem>.results/c<id>/`
+(the "campaign folder" of the pointer); on a PostgreSQL ledger (team mode)
+in `results/` under the campaign's own folder on the shared filesystem, where
+its jobs' folders already are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from campaign.errors import LedgerError
+from campaign.results.schema import COLUMNS, SCHEMA_VERSION, STORED, arrow_schema
+
+SWEEP_AGE_S = 3600  # an unreferenced file younger than this may be a sync's between rename and commit
+_TMP = ".tmp-"
+
+
+@dataclass
+class LedgerColumns:
+    """One attempt's (or one import's) rows as columns: `values` by stored
+    column name (a missing column is NULL), and the `extra` object of each row
+    either as columns (`extras`, None where a row lacks the key) or as each
+    row's dict (`extra_rows`)."""
+
+    length: int
+    values: dict[str, list[Any]]
+    extras: dict[str, list[Any]] = field(default_factory=dict)
+    extra_rows: list[dict[str, Any] | None] | None = None
+    same: frozenset[str] = frozenset()
+
+    def extra_dicts(self) -> list[dict[str, Any] | None]:
+        if self.extra_rows is not None:
+            return self.extra_rows
+        out: list[dict[str, Any] | None] = []
+        for i in range(self.length):
+            row = {k: v[i] for k, v in self.extras.items() if v[i] is not None}
+            out.append(row or None)
+        return out
+
+    def dicts(self) -> list[dict[str, Any]]:
+        names = list(self.values)
+        rows = [dict(zip(names, cells)) for cells in zip(*self.values.values())]
+        for row, extra in zip(rows, self.extra_dicts()):
+            row["extra"] = extra
+        return rows
+
+    def table(self) -> Any:
+        """The rows as an Arrow table of the stored schema."""
+        import pyarrow as pa
+
+        extras = self.extra_dicts()
+        cols: dict[str, Any] = {}
+        for col in COLUMNS:
+            if col.name == "extra":
+                values: Sequence[Any] = [json.dumps(e) if e else None for e in extras]
+            elif col.name == "params":
+                values = [None if e is None or e.get("params") is None else str(e["params"]) for e in extras]
+            else:
+                values = self.values.get(col.name) or [None] * self.length
+            cols[col.name] = values
+        schema = arrow_schema()
+        return pa.table([pa.array(cols[f.name], type=f.type, from_pandas=True) for f in schema], schema=schema)
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """What the ledger records of one written file."""
+
+    path: str  # relative to the campaign folder
+    sha256: str
+    rows: int
+    schema_version: int = SCHEMA_VERSION
+
+
+def campaign_folder(root: Path | None, campaign_id: int, workdir: str) -> Path:
+    """The folder a campaign's result files go to: `root/c<id>` beside an
+    SQLite ledger (`root` = Ledger.results_root), else the campaign's own
+    folder's `results/` (PostgreSQL: the shared filesystem)."""
+    if root is not None:
+        return root / f"c{campaign_id}"
+    if not workdir:
+        raise LedgerError(f"campaign {campaign_id} has no folder to keep its result files in")
+    return Path(workdir) / "results"
+
+
+def write(folder: Path, stem: str, table: Any) -> Pointer:
+    """`table` as the immutable file `folder/<stem>-<hash>.parquet`: written
+    whole under a temporary name, fsynced, renamed, the folder fsynced."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    data = sink.getvalue().to_pybytes()
+    digest = hashlib.sha256(data).hexdigest()
+    name = f"{stem}-{digest[:16]}.parquet"
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f"{_TMP}{os.getpid()}-{name}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, folder / name)
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return Pointer(name, digest, table.num_rows)
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verified(paths: Sequence[tuple[Path, str]]) -> list[str]:
+    """The files as strings, each checked against its pointer's hash; a
+    missing or changed one is a LedgerError naming it (never read)."""
+    out = []
+    for path, digest in paths:
+        try:
+            actual = sha256(path)
+        except OSError as exc:
+            raise LedgerError(f"result file {path} is unreadable ({exc.strerror}); its rows cannot be reported") from None
+        if actual != digest:
+            raise LedgerError(f"result file {path} does not match the hash the ledger recorded for it "
+                              f"(sha256 {actual[:16]}..., recorded {digest[:16]}...): it was changed after it was "
+                              f"written; restore it from a backup")
+        out.append(str(path))
+    return out
+
+
+def read(paths: Sequence[str], columns: Sequence[str], cluster: str | None = None) -> Any:
+    """The rows of these files, in file order then row order, as an Arrow
+    table of `columns` plus `file_index` (the position of its file in
+    `paths`); `cluster` is pushed down into the scan."""
+    import duckdb
+
+    present = [c for c in columns if c in STORED]
+    select = ", ".join([*(f'"{c}"' for c in present), "file_index"])
+    where = " WHERE cluster = $cluster" if cluster else ""
+    con = duckdb.connect()
+    try:
+        params: dict[str, Any] = {"files": list(paths)}
+        if cluster:
+            params["cluster"] = cluster
+        # union_by_name: a file written before a column was added lacks it (NULL)
+        return con.sql(f"SELECT {select} FROM read_parquet($files, union_by_name = true){where}",
+                       params=params).to_arrow_table()
+    finally:
+        con.close()
+
+
+def sweep(root: Path, referenced: set[Path], older_than_s: float = SWEEP_AGE_S) -> list[Path]:
+    """Remove the result files under `root` that no pointer names (a sync
+    killed between the rename and its commit) and leftover temporary files,
+    once older than `older_than_s`. Returns what was removed."""
+    if not root.is_dir():
+        return []
+    cutoff = time.time() - older_than_s
+    removed = []
+    for path in root.rglob("*.parquet"):
+        if path.resolve() in referenced:
+            continue
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed.append(path)
+        except OSError:
+            continue
+    return removed
