@@ -35,7 +35,7 @@ from campaign.preflight_sync import sync_steps
 from campaign.results.columnar import ResultColumns
 from campaign.results.counters import read_counters
 from campaign.results.reader import Expected, Outcome, classify_output
-from campaign.results.store import AttemptRows, job_columns, store_attempt_files
+from campaign.results.store import AttemptRows, job_columns, store_attempt_files, sweep_orphans
 from campaign.shared_nodes import flag_shared_nodes
 from campaign.states import OPEN_STATES, JobState
 
@@ -53,6 +53,7 @@ class SyncReport:
     ingested_rows: int = 0
     warnings: list[str] = field(default_factory=list)
     preflight: list[str] = field(default_factory=list)  # failed build/preflight chains, with log tails
+    swept: int = 0  # unreferenced result files removed (campaign.results.files.sweep)
 
 
 @dataclass(slots=True)
@@ -235,6 +236,7 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
                                                     if camps[p.campaign_id].backend != "local"])
     report.warnings += shared_warnings
     report.preflight = sync_steps(ledger, camp_id, specs)
+    report.swept = len(sweep_orphans(ledger))  # files of a sync killed between rename and commit
     with ledger.session() as s:
         report.counts = _counts(s, camp_id)
     return report

@@ -21,7 +21,7 @@ from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, at
 from campaign.states import JobState
 
 # what the ledger adds to each row: its campaign's name and its attempt's facts
-_LEDGER = ("campaign", "state", "alloc_cpus", "overlap")
+_LEDGER = ("campaign", "state", "alloc_cpus", "overlap", "attempt")
 
 
 def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: RowFilter | None,
@@ -29,7 +29,8 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
     """The selected files (path, recorded hash), oldest first, and the
     ledger's values (_LEDGER) of each."""
     stmt = (select(ResultFile.path, ResultFile.sha256, ResultFile.campaign_id, Campaign.workdir, Campaign.name,
-                   type_coerce(JobAttempt.state, String), JobAttempt.alloc_cpus, JobAttempt.overlap)
+                   type_coerce(JobAttempt.state, String), JobAttempt.alloc_cpus, JobAttempt.overlap,
+                   JobAttempt.attempt)
             .join(JobAttempt, JobAttempt.id == ResultFile.attempt_id)
             .join(Campaign, Campaign.id == ResultFile.campaign_id)
             .order_by(ResultFile.id))
@@ -48,16 +49,18 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
 
 
 def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None, usable_only: bool,
-          all_extras: bool, where: RowFilter | None, root: Path | None) -> Any:
+          all_extras: bool, where: RowFilter | None, root: Path | None, attempt: bool = False) -> Any:
     """The selected files' rows as a DataFrame: EXPORT_COLUMNS, source, the
-    ledger's columns, then `_extra` (the JSON text) or `params`."""
+    ledger's columns (the attempt's number too with `attempt`), then `_extra`
+    (the JSON text) or `params`."""
     import numpy as np
     import pandas as pd
 
     paths, values = pointers(s, campaign, usable_only, where, root)
     last = "extra" if all_extras else "params"
     columns = [*EXPORT_COLUMNS, "source", last]
-    names = [*EXPORT_COLUMNS, "source", *_LEDGER, "_extra" if all_extras else "params"]
+    ledger = _LEDGER if attempt else _LEDGER[:-1]
+    names = [*EXPORT_COLUMNS, "source", *ledger, "_extra" if all_extras else "params"]
     if not paths:
         return pd.DataFrame(columns=names)
     table = files.read(files.verified(paths), columns, cluster)
@@ -68,7 +71,7 @@ def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None,
             out[name] = table.column(name).to_pandas(types_mapper={}.get)
         else:
             out[name] = pd.Series([None] * table.num_rows, dtype=object)
-    for i, name in enumerate(_LEDGER):
+    for i, name in enumerate(ledger):
         column = np.empty(len(values), dtype=object)
         column[:] = [v[i] for v in values]
         out[name] = pd.Series(column[index] if len(index) else column[:0], dtype=object)

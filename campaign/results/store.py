@@ -26,6 +26,7 @@ from campaign.config.validate import check_name
 from campaign.errors import BadInputError, ConfigError
 from campaign.ledger import Campaign, ImportFile, Ledger, ResultFile, ResultRow
 from campaign.ledger.db import session_results_root
+from campaign.results import files
 from campaign.results.columnar import ResultColumns
 from campaign.results.export import EXPORT_COLUMNS
 from campaign.results.files import LedgerColumns, campaign_folder, write
@@ -125,6 +126,25 @@ def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
                          "sha256": pointer.sha256, "rows": pointer.rows, "schema_version": pointer.schema_version})
     if pointers:
         s.execute(insert(ResultFile), pointers)
+
+
+def sweep_orphans(led: Ledger) -> list[Path]:
+    """Remove the result files no pointer names (a writer killed between the
+    file's rename and its transaction's commit), once they are old enough that
+    no writer can still be about to commit them (files.SWEEP_AGE_S)."""
+    with led.session() as s:
+        named = s.execute(select(ResultFile.campaign_id, Campaign.workdir, ResultFile.path)
+                          .join(Campaign, Campaign.id == ResultFile.campaign_id)).all()
+        folders = {cid: workdir for cid, workdir in s.execute(select(Campaign.id, Campaign.workdir))}
+    root = led.results_root
+    referenced = {(campaign_folder(root, cid, workdir) / path).resolve() for cid, workdir, path in named}
+    if root is not None:
+        return files.sweep(root, referenced)
+    removed: list[Path] = []
+    for cid, workdir in folders.items():
+        if workdir:
+            removed += files.sweep(campaign_folder(None, cid, workdir), referenced)
+    return removed
 
 
 def import_campaign_name(name: str) -> str:
