@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 
+from campaign.errors import BadInputError
 from campaign.ledger import Campaign, Ledger, ResultRow
 from campaign.ledger import queries as q
 from campaign.results import scan
@@ -111,3 +114,27 @@ def _record(rec: dict[str, Any]) -> dict[str, Any]:
     rec.update(params=str(extra.pop("params", "") or ""), first_call_s=typed(extra.pop("first_call_s", None)),
                extra=extra)
     return {c: rec[c] for c in COLUMNS}
+
+
+def write_parquet(path: Path, columns: list[str], records: list[dict[str, Any]]) -> None:
+    """`campaign results --format parquet`: the records as one Parquet file
+    (written whole under a temporary name, then renamed); `extra` as its JSON text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrays = {}
+    for name in columns:
+        values = [r.get(name) for r in records]
+        if name == "extra":
+            values = [json.dumps(v) if v else None for v in values]
+        try:
+            arrays[name] = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # a column of numbers and texts (an extra's): as texts
+            arrays[name] = pa.array([None if v is None else str(v) for v in values], type=pa.string())
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        pq.write_table(pa.table(arrays), tmp)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise BadInputError(f"results --out {path}: {exc.strerror or exc}") from None

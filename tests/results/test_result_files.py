@@ -115,3 +115,19 @@ def test_a_file_written_before_a_column_was_added_reads_it_as_null(tmp_path: Pat
     pq.write_table(__import__("pyarrow").table({"n": [2], "time_s": [0.25], "gpu_model": ["H200"]}), new)
     got = files.read([str(old), str(new)], ["n", "time_s", "gpu_model"]).to_pydict()
     assert got == {"n": [1, 2], "time_s": [0.5, 0.25], "gpu_model": [None, "H200"], "file_index": [0, 1]}
+
+
+def test_results_format_parquet_holds_what_json_holds(tmp_path: Path) -> None:
+    led = Ledger(tmp_path / "ledger.sqlite")
+    aid = add_attempt(led, tmp_path / "runs")
+    _finish(led, aid)
+    out = tmp_path / "all.parquet"
+    proc = run_cli("--ledger", str(led.path), "results", "--format", "parquet", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = __import__("json").loads(run_cli("--ledger", str(led.path), "results", "--format", "json").stdout)
+    table = pq.read_table(out).to_pylist()
+    for row in table:
+        row["extra"] = __import__("json").loads(row["extra"]) if row["extra"] else {}
+    assert table == rows and len(rows) == 2
+    missing = run_cli("--ledger", str(led.path), "results", "--format", "parquet")
+    assert missing.returncode == 2 and "--out" in missing.stderr
