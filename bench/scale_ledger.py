@@ -3,7 +3,7 @@ schema comes from the real Ledger), for the scale benchmarks and their
 CI-sized test: `campaigns` campaigns x `runs` runs, one attempt each (state
 COMPLETED), `rows_per_attempt` result rows per attempt (n x repeat), and
 each attempt's rows written as its Parquet file with its pointer
-(campaign.results.files), as sync's ingest writes them."""
+(campaign.ledger.files), as sync's ingest writes them."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import sqlite3
 from pathlib import Path
 
 from campaign.ledger import Ledger
+from campaign.ledger.files import LedgerColumns, campaign_folder, write
 from campaign.plan import RunSpec
-from campaign.results.files import LedgerColumns, campaign_folder, write
 
 
 def build(path: Path, *, campaigns: int, runs: int, rows_per_attempt: int, seed: int = 0) -> dict[str, int]:

@@ -53,7 +53,7 @@ class SyncReport:
     ingested_rows: int = 0
     warnings: list[str] = field(default_factory=list)
     preflight: list[str] = field(default_factory=list)  # failed build/preflight chains, with log tails
-    swept: int = 0  # unreferenced result files removed (campaign.results.files.sweep)
+    swept: int = 0  # unreferenced result files removed (campaign.ledger.files.sweep)
 
 
 @dataclass(slots=True)

@@ -78,7 +78,7 @@ def ledger_folder(location: Path | str) -> Path:
 def results_root(ledger_file: Path) -> Path:
     """Where an SQLite ledger's result files live: `<ledger stem>.results/`
     beside it. (A PostgreSQL ledger has none: its campaigns keep their files in
-    their own folders, campaign.results.files.)"""
+    their own folders, campaign.ledger.files.)"""
     path = ledger_file.resolve()
     return path.with_name(f"{path.stem}.results")
 

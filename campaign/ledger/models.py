@@ -186,7 +186,7 @@ Index("ux_result_natural_key", ResultRow.natural_key, unique=True)
 
 
 class ResultFile(Base):
-    """v12: the pointer to one Parquet file of result rows (campaign.results.files):
+    """v12: the pointer to one Parquet file of result rows (campaign.ledger.files):
     a finished attempt's rows, written once at ingest. `path` is relative to
     the campaign's result folder; `sha256` the file's bytes, checked at every read."""
 

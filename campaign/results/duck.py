@@ -14,9 +14,8 @@ from typing import Any
 
 from sqlalchemy import JSON, Enum, select
 
-from campaign.ledger import Campaign, JobAttempt, Ledger, ResultFile, ResultRow, Run
-from campaign.results import files
-from campaign.results.files import campaign_folder
+from campaign.ledger import Campaign, JobAttempt, Ledger, ResultFile, ResultRow, Run, files
+from campaign.ledger.files import campaign_folder
 
 _TABLES = {"campaign": Campaign, "run": Run, "job_attempt": JobAttempt, "result_file": ResultFile}
 

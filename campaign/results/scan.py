@@ -1,6 +1,6 @@
 """The read of the result files: the pointers the filters select (in the
 ledger), their files checked against their hashes, the rows through DuckDB
-(campaign.results.files.read), each row given its attempt's ledger values.
+(campaign.ledger.files.read), each row given its attempt's ledger values.
 
 The frame has the columns of the general read of imported rows
 (campaign.results.query.statement), so that both stack into one.
@@ -15,8 +15,7 @@ from typing import Any
 from sqlalchemy import String, or_, select, type_coerce
 from sqlalchemy.orm import Session
 
-from campaign.ledger import Campaign, JobAttempt, ResultFile
-from campaign.results import files
+from campaign.ledger import Campaign, JobAttempt, ResultFile, files
 from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, attempt_filter
 from campaign.states import JobState
 

@@ -24,12 +24,11 @@ from campaign.config.clusters import cluster_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.config.validate import check_name
 from campaign.errors import BadInputError, ConfigError
-from campaign.ledger import Campaign, ImportFile, Ledger, ResultFile, ResultRow
+from campaign.ledger import Campaign, ImportFile, Ledger, ResultFile, ResultRow, files
 from campaign.ledger.db import session_results_root
-from campaign.results import files
+from campaign.ledger.files import LedgerColumns, campaign_folder, write
 from campaign.results.columnar import ResultColumns
 from campaign.results.export import EXPORT_COLUMNS
-from campaign.results.files import LedgerColumns, campaign_folder, write
 from campaign.results.keys import IMPORT_SCOPE, natural_key
 
 IMPORT_BACKEND = "import"  # Campaign.backend of a campaign made by `import --campaign`
@@ -113,7 +112,7 @@ class AttemptRows:
 
 def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
     """Each attempt's rows as its immutable file (written, fsynced, renamed:
-    campaign.results.files), then its pointer into the caller's transaction,
+    campaign.ledger.files), then its pointer into the caller's transaction,
     the one that marks the attempt done: until it commits, no read sees them."""
     pointers = []
     root = session_results_root(s)

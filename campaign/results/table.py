@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -116,9 +117,11 @@ def _record(rec: dict[str, Any]) -> dict[str, Any]:
     return {c: rec[c] for c in COLUMNS}
 
 
-def write_parquet(path: Path, columns: list[str], records: list[dict[str, Any]]) -> None:
+def write_parquet(path: Path | None, columns: list[str], records: list[dict[str, Any]]) -> None:
     """`campaign results --format parquet`: the records as one Parquet file
     (written whole under a temporary name, then renamed); `extra` as its JSON text."""
+    if path is None:
+        raise BadInputError("results --format parquet writes a file: name it with --out FILE.parquet")
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -135,6 +138,7 @@ def write_parquet(path: Path, columns: list[str], records: list[dict[str, Any]])
     try:
         pq.write_table(pa.table(arrays), tmp)
         os.replace(tmp, path)
+        print(f"{len(records)} row(s) written to {path}", file=sys.stderr)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise BadInputError(f"results --out {path}: {exc.strerror or exc}") from None

@@ -1,5 +1,5 @@
 """Result rows as one immutable Parquet file per finished attempt, the ledger
-holding its pointer (issue 26: campaign.results.files): written before the
+holding its pointer (issue 26: campaign.ledger.files): written before the
 transaction that marks the attempt done and visible only once it commits; a
 changed file is refused by name; an unreferenced one is never read and is
 swept by `status` once old enough."""
@@ -17,11 +17,10 @@ from sqlalchemy import select
 
 from campaign.backends.base import JobStatus
 from campaign.errors import LedgerError
-from campaign.ledger import Ledger, ResultFile
-from campaign.results import files
+from campaign.ledger import Ledger, ResultFile, files
+from campaign.ledger.result_schema import STORED
 from campaign.results.export import results_frame
 from campaign.results.reader import Outcome
-from campaign.results.schema import STORED
 from campaign.results.store import sweep_orphans
 from campaign.states import JobState
 from campaign.sync import _apply, _collect
@@ -131,3 +130,9 @@ def test_results_format_parquet_holds_what_json_holds(tmp_path: Path) -> None:
     assert table == rows and len(rows) == 2
     missing = run_cli("--ledger", str(led.path), "results", "--format", "parquet")
     assert missing.returncode == 2 and "--out" in missing.stderr
+
+
+def test_the_docs_column_table_is_the_schema() -> None:
+    from campaign.ledger.result_schema import markdown_table
+
+    assert markdown_table() in (Path(__file__).resolve().parents[2] / "docs" / "results.md").read_text()

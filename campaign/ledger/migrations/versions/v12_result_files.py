@@ -1,7 +1,7 @@
 """Schema version 12 (issue 26): result rows in Parquet files, the ledger keeps pointers.
 
 `result_file` is created; every job attempt's rows move out of `result` into one
-Parquet file per attempt (campaign.results.files; an SQLite ledger's files go
+Parquet file per attempt (campaign.ledger.files; an SQLite ledger's files go
 to `<ledger stem>.results/`, a PostgreSQL ledger's under each campaign's folder),
 in the order they were stored, and are deleted from `result`. Imported rows
 (no attempt) stay in `result`, where their natural keys keep imports idempotent.
@@ -61,7 +61,7 @@ def upgrade() -> None:
 
 def _move_rows(conn: Any) -> None:
     """Each attempt's rows in `result` into its file; the pointer in, the rows out."""
-    from campaign.results.files import LedgerColumns, campaign_folder, write  # lazy: pyarrow for this upgrade only
+    from campaign.ledger.files import LedgerColumns, campaign_folder, write  # lazy: pyarrow for this upgrade only
 
     root = results_root()
     camps = {cid: workdir for cid, workdir in conn.execute(sa.text("SELECT id, workdir FROM campaign"))}

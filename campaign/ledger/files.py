@@ -3,7 +3,7 @@ immutable Parquet file, read back through DuckDB (issue 26).
 
 The ledger keeps only a pointer per file (`result_file`: the path relative to
 the campaign's folder, the SHA-256 of its bytes, its row count, the schema
-version of campaign.results.schema). A file is written under a temporary
+version of campaign.ledger.result_schema). A file is written under a temporary
 name, fsynced and renamed into place before the pointer is inserted, in the
 transaction that marks its attempt done: a crash between the two leaves an
 unreferenced file, which nothing reads and `campaign status` sweeps. A file
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.errors import LedgerError
-from campaign.results.schema import COLUMNS, SCHEMA_VERSION, STORED, arrow_schema
+from campaign.ledger.result_schema import COLUMNS, SCHEMA_VERSION, STORED, arrow_schema
 
 SWEEP_AGE_S = 3600  # an unreferenced file younger than this may be a sync's between rename and commit
 _TMP = ".tmp-"

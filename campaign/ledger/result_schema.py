@@ -1,5 +1,5 @@
 """The one definition of a stored result row: the columns of every attempt's
-Parquet file (campaign.results.files), in file order, with their Arrow type.
+Parquet file (campaign.ledger.files), in file order, with their Arrow type.
 
 The Arrow schema is made from this list (`arrow_schema`); so are the columns
 the read selects (`STORED`) and docs/results.md's table. A branch that adds an
@@ -59,7 +59,7 @@ def arrow_schema() -> Any:
 
     types = {"int": pa.int64(), "float": pa.float64(), "text": pa.string()}
     return pa.schema([pa.field(c.name, types[c.kind]) for c in COLUMNS],
-                     metadata={"campaign.results.schema": str(SCHEMA_VERSION)})
+                     metadata={"campaign.ledger.result_schema": str(SCHEMA_VERSION)})
 
 
 def markdown_table() -> str:
