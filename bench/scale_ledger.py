@@ -13,7 +13,7 @@ import sqlite3
 from pathlib import Path
 
 from campaign.ledger import Ledger
-from campaign.ledger.files import LedgerColumns, campaign_folder, write
+from campaign.ledger.files import LedgerColumns, campaign_folder, write_many
 from campaign.plan import RunSpec
 
 
@@ -33,7 +33,7 @@ def build(path: Path, *, campaigns: int, runs: int, rows_per_attempt: int, seed:
         con.execute("INSERT INTO campaign (id, name, cluster, experiment, backend, cluster_yaml, python, created_at, "
                     "workdir) VALUES (?, ?, 'local', 'scale', 'local', 'name: local\\n', 'python3', "
                     "'2026-12-01 00:00:00', '/tmp')", (c, f"scale-{c}"))
-        run_rows, att_rows, res_rows = [], [], []
+        run_rows, att_rows, tables = [], [], []
         for r in range(runs):
             run_id += 1
             attempt_id += 1
@@ -55,8 +55,14 @@ def build(path: Path, *, campaigns: int, runs: int, rows_per_attempt: int, seed:
                       "repeat": list(range(repeats)) * len(sizes), "job_id": [str(attempt_id)] * length,
                       "time_s": [1e-6 * n * (1 + 0.01 * rng.random()) / threads for n in sizes for _ in range(repeats)]}
             extras = {"params": [f"tag={r // 32}"] * length, "first_call_s": ["0.1"] * length}
-            pointer = write(campaign_folder(root, c, "/tmp"), f"a{attempt_id}", LedgerColumns(length, values, extras).table())
-            res_rows.append((attempt_id, c, pointer.path, pointer.sha256, pointer.rows, pointer.schema_version))
+            tables.append(LedgerColumns(length, values, extras))
+        # one file per campaign of 100,000-row ingest batches, as sync writes them
+        res_rows = []
+        for start in range(0, len(tables), max(1, 100_000 // max(1, tables[0].length))):
+            part = tables[start:start + max(1, 100_000 // max(1, tables[0].length))]
+            first = part[0].values["attempt_id"][0]
+            [p] = write_many([(campaign_folder(root, c, "/tmp"), f"a{first}", LedgerColumns.joined(part).table())])
+            res_rows += [(t.values["attempt_id"][0], c, p.path, p.sha256, t.length, p.schema_version) for t in part]
         con.executemany("INSERT INTO run (id, campaign_id, key, kernel, impl, variant, partition, device, dtype, "
                         "threads, gpus, spec, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", run_rows)
         con.executemany("INSERT INTO job_attempt (id, run_id, attempt, backend, job_id, state, workdir, output_path, "

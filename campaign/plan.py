@@ -26,7 +26,6 @@ from campaign.config.schema import (
     SweepSpec,
 )
 from campaign.errors import ConfigError
-from campaign.json_template import TemplateEncoder
 from campaign.resources import allocate, check_memory
 
 KEY_LENGTH = 16
@@ -151,9 +150,8 @@ def _command_head(argv: tuple[str, ...], n: str, d: int, threads: int, repeats: 
 
 _FIELDS = fields(RunSpec)
 # json.dumps with arguments builds a new encoder per call; the key's one is made once
-# (no circular check: a spec is flat, and the check cost ~15% of each key), and
-# fills a template of the previous run's text (campaign.json_template)
-_KEY_JSON = TemplateEncoder(json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False).encode)
+# (no circular check: a spec is flat)
+_KEY_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False)
 _NAMES = frozenset(f.name for f in _FIELDS)
 
 

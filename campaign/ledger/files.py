@@ -18,9 +18,11 @@ its jobs' folders already are.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import os
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -63,6 +65,16 @@ class LedgerColumns:
             row["extra"] = extra
         return rows
 
+    @staticmethod
+    def joined(blocks: Sequence[LedgerColumns]) -> LedgerColumns:
+        """Several attempts' rows as one set of columns (one ingest batch's file)."""
+        if len(blocks) == 1:
+            return blocks[0]
+        names = {name for b in blocks for name in b.values}
+        values = {name: [v for b in blocks for v in (b.values.get(name) or [None] * b.length)] for name in names}
+        extras = [e for b in blocks for e in b.extra_dicts()]
+        return LedgerColumns(sum(b.length for b in blocks), values, extra_rows=extras)
+
     def table(self) -> Any:
         """The rows as an Arrow table of the stored schema."""
         import pyarrow as pa
@@ -103,33 +115,62 @@ def campaign_folder(root: Path | None, campaign_id: int, workdir: str) -> Path:
 
 
 def write(folder: Path, stem: str, table: Any) -> Pointer:
-    """`table` as the immutable file `folder/<stem>-<hash>.parquet`: written
-    whole under a temporary name, fsynced, renamed, the folder fsynced."""
+    """`table` as the immutable file `folder/<stem>-<hash>.parquet` (`write_many`)."""
+    return write_many([(folder, stem, table)])[0]
+
+
+def write_many(items: Sequence[tuple[Path, str, Any]]) -> list[Pointer]:
+    """Each table as the immutable file `folder/<stem>-<hash>.parquet`:
+    written whole under a temporary name, made durable, renamed, the renames
+    made durable. Durable once per batch, not per file: one syncfs(2) of each
+    filesystem written (Linux), else an fsync of every file and folder."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd")
-    data = sink.getvalue().to_pybytes()
-    digest = hashlib.sha256(data).hexdigest()
-    name = f"{stem}-{digest[:16]}.parquet"
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f"{_TMP}{os.getpid()}-{name}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    staged, pointers = [], []
+    for folder, stem, table in items:
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="zstd")
+        data = sink.getvalue().to_pybytes()
+        digest = hashlib.sha256(data).hexdigest()
+        name = f"{stem}-{digest[:16]}.parquet"
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f"{_TMP}{os.getpid()}-{name}"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        staged.append((tmp, folder / name))
+        pointers.append(Pointer(name, digest, table.num_rows))
+    _durable([tmp for tmp, _ in staged])
+    for tmp, final in staged:
+        os.replace(tmp, final)
+    _durable(sorted({final.parent for _, final in staged}))
+    return pointers
+
+
+def _durable(paths: Sequence[Path]) -> None:
+    """What was written to these files (or folder entries) on stable storage."""
+    syncfs = getattr(_libc(), "syncfs", None)
+    done: set[int] = set()
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            device = os.fstat(fd).st_dev
+            if syncfs is not None and device in done:
+                continue
+            if syncfs is None or syncfs(fd) != 0:
+                os.fsync(fd)
+            done.add(device)
+        finally:
+            os.close(fd)
+
+
+def _libc() -> Any:
+    if sys.platform != "linux":
+        return None
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, folder / name)
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-    return Pointer(name, digest, table.num_rows)
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
 
 
 def sha256(path: Path) -> str:

@@ -35,7 +35,8 @@ def connect(led: Ledger) -> Any:
                              .join(Campaign, Campaign.id == ResultFile.campaign_id).order_by(ResultFile.id)).all()
         imported = s.connection().execute(select(ResultRow.__table__)).all()
     con.register("_imported", _frame(ResultRow.__table__, imported))
-    paths = files.verified([(campaign_folder(led.results_root, cid, wd) / p, h) for cid, wd, p, h in pointers])
+    unique = {(campaign_folder(led.results_root, cid, wd) / p, h): None for cid, wd, p, h in pointers}
+    paths = files.verified(list(unique))  # (a file holds the attempts of one ingest batch: read once)
     if paths:
         con.read_parquet(paths, union_by_name=True).create_view("_files")  # (a view takes no parameters)
         con.execute("CREATE VIEW result AS SELECT * FROM _files "

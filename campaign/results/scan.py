@@ -24,10 +24,11 @@ _LEDGER = ("campaign", "state", "alloc_cpus", "overlap", "attempt")
 
 
 def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: RowFilter | None,
-             root: Path | None) -> tuple[list[tuple[Path, str]], list[tuple[Any, ...]]]:
-    """The selected files (path, recorded hash), oldest first, and the
-    ledger's values (_LEDGER) of each."""
-    stmt = (select(ResultFile.path, ResultFile.sha256, ResultFile.campaign_id, Campaign.workdir, Campaign.name,
+             root: Path | None) -> tuple[list[tuple[Path, str]], list[int], list[tuple[Any, ...]]]:
+    """The files holding the selected attempts' rows (path, recorded hash;
+    each once, oldest first), the attempts' ids and their ledger values (_LEDGER)."""
+    stmt = (select(ResultFile.path, ResultFile.sha256, ResultFile.campaign_id, Campaign.workdir, ResultFile.attempt_id,
+                   Campaign.name,
                    type_coerce(JobAttempt.state, String), JobAttempt.alloc_cpus, JobAttempt.overlap,
                    JobAttempt.attempt)
             .join(JobAttempt, JobAttempt.id == ResultFile.attempt_id)
@@ -40,11 +41,16 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
         stmt = stmt.where(or_(JobAttempt.run_id.is_(None), JobAttempt.run_id.not_in(select(where.without_runs.c.run_id))))
     if usable_only:
         stmt = stmt.where(JobAttempt.state.in_([state for state in JobState if state.usable] + list(PARTIAL_USABLE)))
-    paths, values = [], []
-    for path, digest, campaign_id, workdir, *ledger in s.execute(stmt):
-        paths.append((files.campaign_folder(root, campaign_id, workdir) / path, digest))
+    paths: dict[tuple[int, str], str] = {}
+    folders: dict[int, Path] = {}
+    ids, values = [], []
+    for path, digest, campaign_id, workdir, attempt_id, *ledger in s.execute(stmt):
+        if campaign_id not in folders:
+            folders[campaign_id] = files.campaign_folder(root, campaign_id, workdir)
+        paths.setdefault((campaign_id, path), digest)  # (one file holds a batch's attempts)
+        ids.append(attempt_id)
         values.append(tuple(ledger))
-    return paths, values
+    return [(folders[cid] / path, digest) for (cid, path), digest in paths.items()], ids, values
 
 
 def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None, usable_only: bool,
@@ -54,27 +60,30 @@ def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None,
     (the JSON text) or `params`."""
     import numpy as np
     import pandas as pd
+    import pyarrow as pa
 
-    paths, values = pointers(s, campaign, usable_only, where, root)
+    paths, ids, values = pointers(s, campaign, usable_only, where, root)
     last = "extra" if all_extras else "params"
     columns = [*EXPORT_COLUMNS, "source", last]
     ledger = _LEDGER if attempt else _LEDGER[:-1]
     names = [*EXPORT_COLUMNS, "source", *ledger, "_extra" if all_extras else "params"]
     if not paths:
         return pd.DataFrame(columns=names)
-    table = files.read(files.verified(paths), columns, cluster)
-    index = table.column("file_index").to_numpy().astype(np.int64)
+    table = files.read(files.verified(paths), [*columns, "attempt_id"], cluster)
+    # a file holds the rows of one ingest batch: keep the selected attempts' rows, in file order
+    selected = np.asarray(ids, dtype=np.int64)
+    order = np.argsort(selected, kind="stable")
+    found = table.column("attempt_id").to_numpy(zero_copy_only=False).astype(np.int64)
+    at = np.clip(np.searchsorted(selected[order], found), 0, max(len(selected) - 1, 0))
+    keep = selected[order][at] == found
+    if not keep.all():
+        table = table.filter(keep)
+    index = pa.array(order[at[keep]])
     out: dict[str, Any] = {}
-    for name in columns:
-        if name in table.column_names:
-            out[name] = table.column(name).to_pandas(types_mapper={}.get)
-        else:
-            out[name] = pd.Series([None] * table.num_rows, dtype=object)
-    for i, name in enumerate(ledger):
-        column = np.empty(len(values), dtype=object)
-        column[:] = [v[i] for v in values]
-        out[name] = pd.Series(column[index] if len(index) else column[:0], dtype=object)
-    frame_ = pd.DataFrame({k: (v.to_numpy(dtype=object) if v.dtype.kind in "OTU" or str(v.dtype) in ("str", "string")
-                               else v.to_numpy()) for k, v in out.items()})
-    frame_ = frame_.rename(columns={"extra": "_extra"})
-    return frame_[names]
+    for name in columns:  # (a column no file has yet: NULL)
+        out[name] = table.column(name) if name in table.column_names else pa.nulls(table.num_rows)
+    for i, name in enumerate(ledger):  # each attempt's value, taken for its rows (in Arrow: no Python object per row)
+        out[name] = pa.array([v[i] for v in values]).take(index)
+    whole = pa.table(out).rename_columns([("_extra" if n == "extra" else n) for n in out])
+    return whole.to_pandas(split_blocks=True, self_destruct=True)[names]
+

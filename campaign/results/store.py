@@ -26,7 +26,7 @@ from campaign.config.validate import check_name
 from campaign.errors import BadInputError, ConfigError
 from campaign.ledger import Campaign, ImportFile, Ledger, ResultFile, ResultRow, files
 from campaign.ledger.db import session_results_root
-from campaign.ledger.files import LedgerColumns, campaign_folder, write
+from campaign.ledger.files import LedgerColumns, campaign_folder
 from campaign.results.columnar import ResultColumns
 from campaign.results.export import EXPORT_COLUMNS
 from campaign.results.keys import IMPORT_SCOPE, natural_key
@@ -111,18 +111,21 @@ class AttemptRows:
 
 
 def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
-    """Each attempt's rows as its immutable file (written, fsynced, renamed:
-    campaign.ledger.files), then its pointer into the caller's transaction,
-    the one that marks the attempt done: until it commits, no read sees them."""
-    pointers = []
+    """The attempts' rows as one immutable file per campaign of the batch
+    (written, made durable, renamed: campaign.ledger.files), then each
+    attempt's pointer to it into the caller's transaction, the one that marks
+    the attempts done: until it commits, no read sees them."""
     root = session_results_root(s)
+    by_campaign: dict[tuple[int, str], list[AttemptRows]] = {}
     for item in attempts:
-        if not item.columns.length:
-            continue
-        folder = campaign_folder(root, item.campaign_id, item.workdir)
-        pointer = write(folder, f"a{item.attempt_id}", item.columns.table())
-        pointers.append({"attempt_id": item.attempt_id, "campaign_id": item.campaign_id, "path": pointer.path,
-                         "sha256": pointer.sha256, "rows": pointer.rows, "schema_version": pointer.schema_version})
+        if item.columns.length:
+            by_campaign.setdefault((item.campaign_id, item.workdir), []).append(item)
+    batches = [(campaign_folder(root, cid, workdir), f"a{items[0].attempt_id}",
+                LedgerColumns.joined([item.columns for item in items]).table()) for (cid, workdir), items in by_campaign.items()]
+    written = files.write_many(batches)
+    pointers = [{"attempt_id": item.attempt_id, "campaign_id": item.campaign_id, "path": p.path, "sha256": p.sha256,
+                 "rows": item.columns.length, "schema_version": p.schema_version}
+                for items, p in zip(by_campaign.values(), written, strict=True) for item in items]
     if pointers:
         s.execute(insert(ResultFile), pointers)
 

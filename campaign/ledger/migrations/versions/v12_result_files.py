@@ -61,14 +61,15 @@ def upgrade() -> None:
 
 def _move_rows(conn: Any) -> None:
     """Each attempt's rows in `result` into its file; the pointer in, the rows out."""
-    from campaign.ledger.files import LedgerColumns, campaign_folder, write  # lazy: pyarrow for this upgrade only
+    from campaign.ledger.files import LedgerColumns, campaign_folder, write_many  # lazy: pyarrow, this upgrade only
 
     root = results_root()
     camps = {cid: workdir for cid, workdir in conn.execute(sa.text("SELECT id, workdir FROM campaign"))}
     cursor = conn.execute(sa.text(
         f"SELECT r.{', r.'.join(_ROW)}, run.campaign_id FROM result r JOIN job_attempt a ON a.id = r.attempt_id "
         f"JOIN run ON run.id = a.run_id ORDER BY r.attempt_id, r.id"))
-    pointers = []
+    pointers: list[dict[str, Any]] = []
+    pending: list[tuple[int, int, Any]] = []
     width = len(_ROW)
     for attempt_id, group in groupby(cursor, key=lambda row: row[0]):
         rows = [tuple(r) for r in group]
@@ -76,14 +77,24 @@ def _move_rows(conn: Any) -> None:
         values = {name: [_plain(r[i], name in _NUMBERS) for r in rows] for i, name in enumerate(_ROW[:-1])}
         extras = [_extra(r[width - 1]) for r in rows]
         block = LedgerColumns(len(rows), values, extra_rows=extras)
-        pointer = write(campaign_folder(root, campaign_id, camps.get(campaign_id) or ""), f"a{attempt_id}",
-                        block.table())
-        pointers.append({"attempt_id": attempt_id, "campaign_id": campaign_id, "path": pointer.path,
-                         "sha256": pointer.sha256, "rows": pointer.rows, "schema_version": pointer.schema_version})
+        pending.append((attempt_id, campaign_id, (campaign_folder(root, campaign_id, camps.get(campaign_id) or ""),
+                                                  f"a{attempt_id}", block.table())))
+        if len(pending) >= 1000:
+            pointers += _write(pending, write_many)
+    pointers += _write(pending, write_many)
     if pointers:
         conn.execute(sa.text("INSERT INTO result_file (attempt_id, campaign_id, path, sha256, rows, schema_version) "
                              "VALUES (:attempt_id, :campaign_id, :path, :sha256, :rows, :schema_version)"), pointers)
         conn.execute(sa.text("DELETE FROM result WHERE attempt_id IS NOT NULL"))
+
+
+def _write(pending: list[tuple[int, int, Any]], write_many: Any) -> list[dict[str, Any]]:
+    """The pending attempts' files, durable in one batch; their pointer rows. Empties `pending`."""
+    written = write_many([item for _, _, item in pending])
+    out = [{"attempt_id": a, "campaign_id": c, "path": p.path, "sha256": p.sha256, "rows": p.rows,
+            "schema_version": p.schema_version} for (a, c, _), p in zip(pending, written, strict=True)]
+    pending.clear()
+    return out
 
 
 def _plain(value: Any, number: bool) -> Any:
