@@ -1,7 +1,7 @@
 """A ledger's results as SQL in DuckDB: `result` (every job row of the result
 files, hash-checked, then the imported rows kept in the ledger) beside the
-ledger's `campaign`, `run`, `job_attempt` and `result_file` tables as they
-are at the call. For a user's own queries (docs/results.md) and the tests'
+ledger's other tables (`campaign`, `run`, `job_attempt`, `result_file`, ...)
+as they are at the call. For a user's own queries (docs/results.md) and the tests'
 look at what was stored; the report itself reads through
 campaign.results.scan.
 """
@@ -14,10 +14,9 @@ from typing import Any
 
 from sqlalchemy import JSON, Enum, select
 
-from campaign.ledger import Campaign, JobAttempt, Ledger, ResultFile, ResultRow, Run, files
+from campaign.ledger import Campaign, Ledger, ResultFile, ResultRow, files
 from campaign.ledger.files import campaign_folder
-
-_TABLES = {"campaign": Campaign, "run": Run, "job_attempt": JobAttempt, "result_file": ResultFile}
+from campaign.ledger.models import Base
 
 
 def connect(led: Ledger) -> Any:
@@ -26,8 +25,9 @@ def connect(led: Ledger) -> Any:
 
     con = duckdb.connect()
     with led.session() as s:
-        for name, model in _TABLES.items():
-            table = model.__table__
+        for name, table in Base.metadata.tables.items():  # every ledger table but `result`, as it is now
+            if name == "result":
+                continue
             rows = s.connection().execute(select(table)).all()
             con.register(f"_{name}", _frame(table, rows))
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}")
