@@ -17,10 +17,10 @@ from sqlalchemy import String, func, or_, select, type_coerce
 from sqlalchemy.orm import Session
 
 from campaign.ledger import Campaign, JobAttempt, Provenance, ResultRow, Run
+from campaign.ledger.result_schema import MEASURED
 from campaign.states import JobState
 
-EXPORT_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n", "d",
-                  "repeat", "time_s", "job_id", "gpu_model", "flops", "bytes", "rel_err"]
+EXPORT_COLUMNS = list(MEASURED)  # the stored measured columns (campaign.ledger.result_schema), in file order
 CHUNK = 200_000  # rows fetched at a time
 # Columns that hold numbers (or nothing): one dtype whichever read made the frame (settled_dtypes)
 NUMERIC_COLUMNS = ("threads", "n", "d", "repeat", "time_s", "flops", "bytes", "rel_err", "alloc_cpus")
