@@ -152,15 +152,21 @@ def test_fixture_reports_what_its_version_stored(fixture: Path, tmp_path: Path) 
 
 
 def _medians_by_point(path: Path, campaign_id: int) -> dict[tuple[Any, ...], float]:
-    """Each point's median straight from the rows of one campaign (its job rows and imported rows)."""
-    times: dict[tuple[Any, ...], list[float]] = defaultdict(list)
-    for *key, t in result_sql(path, (
+    """Each point's median straight from the rows of one campaign (its job rows and imported rows); a
+    point measured by several replicates (experiment.replicates): the geometric mean of the replicates'
+    medians, the estimate analysis/replicates.py defines."""
+    times: dict[tuple[Any, ...], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for *key, replicate, t in result_sql(path, (
             "SELECT r.kernel, r.impl, r.variant, r.device, r.dtype, r.d, coalesce(r.params, json_extract_string(nullif(r.extra, ''), '$.params'), ''), "
-            "r.threads, r.n, r.time_s FROM result r "
-            "LEFT JOIN job_attempt a ON a.id = r.attempt_id LEFT JOIN run u ON u.id = a.run_id "
+            "r.threads, r.n, coalesce(CAST(json_extract_string(u.spec, '$.replicate') AS INTEGER), 0), r.time_s "
+            "FROM result r LEFT JOIN job_attempt a ON a.id = r.attempt_id LEFT JOIN run u ON u.id = a.run_id "
             f"WHERE u.campaign_id = {campaign_id} OR r.campaign_id = {campaign_id}")):
-        times[tuple(key)].append(t)
-    return {k: statistics.median(v) for k, v in times.items()}
+        times[tuple(key)][replicate].append(t)
+    out = {}
+    for key, by_replicate in times.items():
+        medians = [statistics.median(v) for v in by_replicate.values()]
+        out[key] = medians[0] if len(medians) == 1 else statistics.geometric_mean(medians)
+    return out
 
 
 @pytest.mark.parametrize("ledger", BENCH_LEDGERS, ids=lambda p: str(p.relative_to(REPO / "bench")))
