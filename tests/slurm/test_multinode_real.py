@@ -17,7 +17,7 @@ import pytest
 
 from campaign import api
 from campaign.ledger import Ledger
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from tests.fixtures import FAKE_CONF
 from tests.slurm.helpers import _all_finished, _attempts, _db, _name, _overrides, _sync_until
 from tests.slurm_cluster import SlurmCluster
@@ -165,9 +165,13 @@ def test_node_down_under_a_running_two_node_job_is_node_fail_and_reruns(
 
 
 def test_torch_distributed_ranks_over_two_nodes(mpi_kernel: Path, tmp_path: Path,
-                                                cancel_at_end: Callable[[Ledger, str], None]) -> None:
+                                                cancel_at_end: Callable[[Ledger, str], None],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """A torch program needs no launcher of its own: campaign.job.rank gives each rank RANK,
     WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT from Slurm's variables; gloo joins all four."""
+    # the test-only program is a module of tests/: the jobs find it through the submitter's
+    # environment, which sbatch exports (campaign itself is installed in the venv; tests/ is not)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
     led, name = Ledger(tmp_path / "l.sqlite"), _name("torch-ranks")
     cancel_at_end(led, name)
     api.submit(_overrides(tmp_path, name, "experiment=slurm_torch_ranks"), led)

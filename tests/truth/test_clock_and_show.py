@@ -8,7 +8,7 @@ import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from campaign.cli.views import _wrapper_tail
+from campaign.cli.show_view import _wrapper_tail
 from tests.conftest import run_cli
 from tests.fixtures import LEDGER_V1
 from tests.truth.helpers import FAKE_ENV, db
