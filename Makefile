@@ -27,6 +27,10 @@ $(STAMP): pyproject.toml
 	  echo "installing likwid, mbw and sysbench (Debian): the bring-your-own-benchmark examples of conf/kernel"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    likwid mbw sysbench >/dev/null) || echo "warning: likwid, mbw or sysbench not installed; their tests skip"; }
+	@command -v mpicc >/dev/null && command -v mpirun >/dev/null || { \
+	  echo "installing Open MPI and PMIx (Debian): the MPI kernel and the multi-node tests (srun --mpi=pmix)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    openmpi-bin libopenmpi-dev libpmix-dev >/dev/null) || echo "warning: Open MPI not installed; MPI kernels skipped"; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'

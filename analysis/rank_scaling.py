@@ -23,6 +23,9 @@ P (B <= 0: oversubscribed ranks, say) is s = 1.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -104,35 +107,37 @@ def _scaling_frames(results: pd.DataFrame) -> tuple[list[pd.DataFrame], list[pd.
     return strong, weak
 
 
+def _per_point(series: list[pd.DataFrame], results: pd.DataFrame, columns: tuple[str, ...],
+               measures: Callable[[pd.DataFrame, pd.Series], dict[str, Any]]) -> pd.DataFrame:
+    """Each series' points against its first (the baseline): `measures(part, base)` gives the
+    columns that differ between strong and weak scaling."""
+    cols = _config_columns(results)
+    if not series:
+        return _empty(cols, columns)
+    frames = [part.assign(base_ranks=part.iloc[0]["ranks"], base_nodes=part.iloc[0]["nodes"],
+                          **measures(part, part.iloc[0])) for part in series]
+    return pd.concat(frames, ignore_index=True)[[*cols, *columns]]
+
+
+def _strong(part: pd.DataFrame, base: pd.Series) -> dict[str, Any]:
+    speedup = base["median_s"] / part["median_s"]
+    return {"speedup": speedup, "efficiency": speedup * base["ranks"] / part["ranks"],
+            "node_efficiency": speedup * base["nodes"] / part["nodes"]}
+
+
+def _weak(part: pd.DataFrame, base: pd.Series) -> dict[str, Any]:
+    efficiency = base["median_s"] / part["median_s"]
+    return {"efficiency": efficiency, "scaled_speedup": efficiency * part["ranks"] / base["ranks"]}
+
+
 def strong_scaling(results: pd.DataFrame) -> pd.DataFrame:
     """Speedup and efficiency against the baseline, per point of each strong series."""
-    strong, _ = _scaling_frames(results)
-    cols = _config_columns(results)
-    if not strong:
-        return _empty(cols, STRONG_COLUMNS)
-    frames = []
-    for part in strong:
-        base = part.iloc[0]
-        speedup = base["median_s"] / part["median_s"]
-        frames.append(part.assign(base_ranks=base["ranks"], base_nodes=base["nodes"], speedup=speedup,
-                                  efficiency=speedup * base["ranks"] / part["ranks"],
-                                  node_efficiency=speedup * base["nodes"] / part["nodes"]))
-    return pd.concat(frames, ignore_index=True)[[*cols, *STRONG_COLUMNS]]
+    return _per_point(_scaling_frames(results)[0], results, STRONG_COLUMNS, _strong)
 
 
 def weak_scaling(results: pd.DataFrame) -> pd.DataFrame:
     """Efficiency t(base)/t and scaled speedup, per point of each weak series."""
-    _, weak = _scaling_frames(results)
-    cols = _config_columns(results)
-    if not weak:
-        return _empty(cols, WEAK_COLUMNS)
-    frames = []
-    for part in weak:
-        base = part.iloc[0]
-        efficiency = base["median_s"] / part["median_s"]
-        frames.append(part.assign(base_ranks=base["ranks"], base_nodes=base["nodes"], efficiency=efficiency,
-                                  scaled_speedup=efficiency * part["ranks"] / base["ranks"]))
-    return pd.concat(frames, ignore_index=True)[[*cols, *WEAK_COLUMNS]]
+    return _per_point(_scaling_frames(results)[1], results, WEAK_COLUMNS, _weak)
 
 
 def amdahl_fraction(ranks: np.ndarray, times: np.ndarray) -> np.ndarray:

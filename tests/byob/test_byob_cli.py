@@ -11,12 +11,11 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, run_cli, sql_rows
 
 GUIDE = REPO / "docs" / "byob.md"
 
@@ -38,14 +37,6 @@ def _env(root: Path) -> dict[str, str]:
     return {"CAMPAIGN_CONFIG_PATH": str(root / "conf"), "PATH": f"{root / 'bin'}:{os.environ['PATH']}"}
 
 
-def _db(ledger: Path, sql: str) -> list[tuple]:
-    con = sqlite3.connect(ledger)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 def _results(ledger: Path, env: dict[str, str] | None = None) -> list[dict]:
     proc = run_cli("--ledger", str(ledger), "results", "--format", "json", env=env)
     assert proc.returncode == 0, proc.stderr
@@ -60,7 +51,7 @@ def test_the_guide_runs_as_written(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.sqlite"
     proc = run_cli("--ledger", str(ledger), "submit", "experiment=mybench_sweep", cwd=tmp_path, env=_env(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert _db(ledger, "SELECT state, count(*) FROM job_attempt GROUP BY state") == [("COMPLETED", 2)]
+    assert sql_rows(ledger, "SELECT state, count(*) FROM job_attempt GROUP BY state") == [("COMPLETED", 2)]
     rows = _results(ledger)
     assert {(r["threads"], r["n"]) for r in rows} == {(1, 10000), (2, 10000), (1, 20000), (2, 20000)}
     assert len(rows) == 4 * 3  # 3 repeats each
@@ -81,7 +72,7 @@ def _run_shipped(tmp_path: Path, program: str, experiment: str, *more: str) -> t
     ledger = tmp_path / "ledger.sqlite"
     proc = run_cli("--ledger", str(ledger), "submit", f"experiment={experiment}", *more, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    states = _db(ledger, "SELECT state FROM job_attempt")
+    states = sql_rows(ledger, "SELECT state FROM job_attempt")
     assert states and {s for (s,) in states} == {"COMPLETED"}, states
     return ledger, _results(ledger)
 
@@ -176,7 +167,7 @@ def test_bad_declarations_exit_2_at_compose_time(tmp_path: Path, placeholder: st
         assert proc.returncode == 2, proc.stdout + proc.stderr
         assert named in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
-    assert not ledger.exists() or _db(ledger, "SELECT count(*) FROM job_attempt") == [(0,)]
+    assert not ledger.exists() or sql_rows(ledger, "SELECT count(*) FROM job_attempt") == [(0,)]
     assert not (tmp_path / "runs").exists()
 
 
@@ -221,7 +212,7 @@ def test_preflight_honours_check_false(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.sqlite"
     proc = run_cli("--ledger", str(ledger), "submit", "experiment=honest_sweep", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert _db(ledger, "SELECT state FROM job_attempt") == [("COMPLETED",)]
+    assert sql_rows(ledger, "SELECT state FROM job_attempt") == [("COMPLETED",)]
     assert {r["n"] for r in _results(ledger)} == {1000, 2000}
 
 
@@ -264,8 +255,8 @@ def test_show_quotes_the_failed_sanity_line_and_the_lost_pattern(tmp_path: Path)
     ledger = tmp_path / "ledger.sqlite"
     proc = run_cli("--ledger", str(ledger), "submit", "experiment=failing", cwd=tmp_path, env=env)
     assert proc.returncode != 0  # jobs ended failed
-    jobs = dict(_db(ledger, "SELECT r.kernel, a.job_id FROM job_attempt a JOIN run r ON r.id = a.run_id"))
-    states = dict(_db(ledger, "SELECT r.kernel, a.state FROM job_attempt a JOIN run r ON r.id = a.run_id"))
+    jobs = dict(sql_rows(ledger, "SELECT r.kernel, a.job_id FROM job_attempt a JOIN run r ON r.id = a.run_id"))
+    states = dict(sql_rows(ledger, "SELECT r.kernel, a.state FROM job_attempt a JOIN run r ON r.id = a.run_id"))
     assert states == {"worried": "CHECK_FAILED", "silent": "LOST_OUTPUT"}
     shown = run_cli("--ledger", str(ledger), "show", jobs["worried"], env=env)
     assert shown.returncode == 0, shown.stderr

@@ -82,10 +82,17 @@ def _twice_while_held(argv: list[str], env: dict[str, str], ledger: Path, campai
             r.start()
         for i, ev in enumerate(waiting):
             assert ev.wait(120), f"command {i} never waited for the held claim: {errs[i]}"
-    outs = [(p.communicate(timeout=300)[0], "") for p in procs]
+    # stdout read here, stderr only by its reader thread: communicate() would read and close the stderr
+    # the thread is still iterating (CI saw "I/O operation on closed file")
+    stdouts = []
+    for p in procs:
+        assert p.stdout is not None
+        stdouts.append(p.stdout.read())
+        p.wait(timeout=300)
     for r in readers:
-        r.join(10)
-    outs = [(out, "".join(err)) for (out, _), err in zip(outs, errs, strict=True)]
+        r.join(30)
+        assert not r.is_alive()
+    outs = [(out, "".join(err)) for out, err in zip(stdouts, errs, strict=True)]
     assert sorted(p.returncode for p in procs) == [0, 3], outs
     led.engine.dispose()
     return outs

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,3 +69,18 @@ def report_page(name: str, demo: Path, fresh: dict[str, Path]) -> Path:
     if kind in ("shapes", "counters"):  # model shapes; hardware counters (issue 15)
         return H200.parent / kind / "report" / "h200node.html"
     return H200 / kind / "report" / "h200node.html"
+
+
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """Every figure the report saves, kept open for inspection (the layout and SVG checks)."""
+    from matplotlib.figure import Figure
+
+    saved: list[Any] = []
+    original: Callable[..., Any] = Figure.savefig
+
+    def keep(self: Any, *args: Any, **kwargs: Any) -> Any:
+        saved.append(self)
+        return original(self, *args, **kwargs)
+    monkeypatch.setattr(Figure, "savefig", keep)
+    yield saved

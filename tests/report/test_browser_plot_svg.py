@@ -17,7 +17,6 @@ fails on the plots of the commit before the plot fixes (b126a78).
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,21 +85,6 @@ CHECK_JS = r"""(() => {
   }
   return {figures: document.querySelectorAll('svg').length, problems: [...new Set(problems)]};
 })()"""
-
-
-@pytest.fixture
-def drawn(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """Every figure the report saves, kept for the SVG."""
-    from matplotlib.figure import Figure
-
-    saved: list[Any] = []
-    original: Callable[..., Any] = Figure.savefig
-
-    def keep(self: Any, *args: Any, **kwargs: Any) -> Any:
-        saved.append(self)
-        return original(self, *args, **kwargs)
-    monkeypatch.setattr(Figure, "savefig", keep)
-    yield saved
 
 
 def _kind(line: Any) -> str:

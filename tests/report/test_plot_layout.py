@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from analysis.report import render_report
 from tests.analysis.conftest import make_rows
@@ -23,21 +21,6 @@ from tests.fixtures.delta_import import write_delta_128
 
 # '2×', '1/16×', '0.5×', '50 ms', '4K', '128', '20', '1.5×': what a reader can use.
 TICK = re.compile(r"^(1/\d+×|\d+(\.\d)?[×%]?|0\.\d×|\d+(\.\d)? ?[µnm]?s|\d+[KM]|)$")
-
-
-@pytest.fixture
-def drawn(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """Every figure the report saves, kept open for inspection."""
-    from matplotlib.figure import Figure
-
-    saved: list[Any] = []
-    original: Callable[..., Any] = Figure.savefig
-
-    def keep(self: Any, *args: Any, **kwargs: Any) -> Any:
-        saved.append(self)
-        return original(self, *args, **kwargs)
-    monkeypatch.setattr(Figure, "savefig", keep)
-    yield saved
 
 
 def _texts(fig: Any) -> list[Any]:
