@@ -13,14 +13,13 @@ import sqlite3
 from pathlib import Path
 
 from campaign.ledger import Ledger
-from campaign.ledger.files import LedgerColumns, campaign_folder, write_many
+from campaign.ledger.files import LedgerColumns, write_many
 from campaign.plan import RunSpec
 
 
 def build(path: Path, *, campaigns: int, runs: int, rows_per_attempt: int, seed: int = 0) -> dict[str, int]:
     led = Ledger(path)
     led.close()
-    root = led.results_root
     rng = random.Random(seed)
     con = sqlite3.connect(path)
     con.execute("PRAGMA synchronous=OFF")
@@ -30,9 +29,11 @@ def build(path: Path, *, campaigns: int, runs: int, rows_per_attempt: int, seed:
     attempt_id = 0
     run_id = 0
     for c in range(1, campaigns + 1):
+        home = path.resolve().with_name(f"{path.stem}-runs") / f"scale-{c}"  # the campaign's folder: its files go there
+        home.mkdir(parents=True, exist_ok=True)
         con.execute("INSERT INTO campaign (id, name, cluster, experiment, backend, cluster_yaml, python, created_at, "
                     "workdir) VALUES (?, ?, 'local', 'scale', 'local', 'name: local\\n', 'python3', "
-                    "'2026-12-01 00:00:00', '/tmp')", (c, f"scale-{c}"))
+                    "'2026-12-01 00:00:00', ?)", (c, f"scale-{c}", str(home)))
         run_rows, att_rows, tables = [], [], []
         for r in range(runs):
             run_id += 1
@@ -61,7 +62,7 @@ def build(path: Path, *, campaigns: int, runs: int, rows_per_attempt: int, seed:
         for start in range(0, len(tables), max(1, 100_000 // max(1, tables[0].length))):
             part = tables[start:start + max(1, 100_000 // max(1, tables[0].length))]
             first = part[0].values["attempt_id"][0]
-            [p] = write_many([(campaign_folder(root, c, "/tmp"), f"a{first}", LedgerColumns.joined(part).table())])
+            [p] = write_many([(home, f"a{first}", LedgerColumns.joined(part).table())])
             res_rows += [(t.values["attempt_id"][0], c, p.path, p.sha256, t.length, p.schema_version) for t in part]
         con.executemany("INSERT INTO run (id, campaign_id, key, kernel, impl, variant, partition, device, dtype, "
                         "threads, gpus, spec, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", run_rows)

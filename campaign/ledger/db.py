@@ -67,9 +67,9 @@ def ledger_folder(location: Path | str) -> Path:
 
 
 def results_root(ledger_file: Path) -> Path:
-    """Where an SQLite ledger's result files live: `<ledger stem>.results/`
-    beside it. (A PostgreSQL ledger has none: its campaigns keep their files in
-    their own folders, campaign.ledger.files.)"""
+    """`<ledger stem>.results/` beside an SQLite ledger: the stand-in for the
+    folders of its campaigns that are not on this machine (a ledger written
+    elsewhere; campaign.ledger.files.homes). A PostgreSQL ledger has none."""
     path = ledger_file.resolve()
     return path.with_name(f"{path.stem}.results")
 
@@ -358,7 +358,7 @@ class Ledger:
 
     @property
     def results_root(self) -> Path | None:
-        """Where an SQLite ledger's result files live (`results_root`)."""
+        """Beside an SQLite ledger, the stand-in for campaign folders not on this machine (`results_root`)."""
         return None if self.url is not None else results_root(self.path)
 
     def close(self) -> None:

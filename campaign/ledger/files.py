@@ -10,10 +10,14 @@ unreferenced file, which nothing reads and `campaign status` sweeps. A file
 whose bytes no longer match its pointer's hash is refused with one line
 naming it, never read.
 
-Where the files live: beside an SQLite ledger, `<ledger stem>.results/c<id>/`
-(the "campaign folder" of the pointer); on a PostgreSQL ledger (team mode)
-in `results/` under the campaign's own folder on the shared filesystem, where
-its jobs' folders already are.
+Where the files live (docs/results.md): a pointer's path is relative to its
+campaign's folder (campaign.workdir, where its jobs' folders are; on the
+shared filesystem in PostgreSQL team mode), so a copied or renamed ledger
+still finds them. A ledger whose campaign folders are not on this machine (one
+committed elsewhere, upgraded here) keeps the files its upgrade writes beside
+it, in `<ledger stem>.results/c<id>/`, which then stands in for the campaign's
+folder: a write goes to the campaign's folder when it exists here, else there;
+a read looks in the campaign's folder, then there.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +36,7 @@ from typing import Any
 from campaign.errors import LedgerError
 from campaign.ledger.result_schema import COLUMNS, SCHEMA_VERSION, STORED, arrow_schema
 
+RESULTS = "results"  # the subfolder of a campaign's folder holding its result files
 SWEEP_AGE_S = 3600  # an unreferenced file younger than this may be a sync's between rename and commit
 _TMP = ".tmp-"
 
@@ -97,49 +102,72 @@ class LedgerColumns:
 class Pointer:
     """What the ledger records of one written file."""
 
-    path: str  # relative to the campaign folder
+    path: str  # relative to the campaign's folder: results/<stem>-<hash>.parquet
     sha256: str
     rows: int
     schema_version: int = SCHEMA_VERSION
 
 
-def campaign_folder(root: Path | None, campaign_id: int, workdir: str) -> Path:
-    """The folder a campaign's result files go to: `root/c<id>` beside an
-    SQLite ledger (`root` = Ledger.results_root), else the campaign's own
-    folder's `results/` (PostgreSQL: the shared filesystem)."""
+def homes(root: Path | None, campaign_id: int, workdir: str) -> list[Path]:
+    """Where a campaign's pointers may be relative to, in the order a read
+    looks: its folder, then (SQLite ledger: `root` = Ledger.results_root)
+    `root/c<id>` beside the ledger."""
+    out = [Path(workdir)] if workdir else []
+    if root is not None:
+        out.append(root / f"c{campaign_id}")
+    return out
+
+
+def write_home(root: Path | None, campaign_id: int, workdir: str) -> Path:
+    """Where a new file of the campaign goes: its folder when that exists on
+    this machine, else beside an SQLite ledger (`homes`). A PostgreSQL ledger
+    has no beside: the campaign's folder is made (the shared filesystem)."""
+    if workdir and (root is None or Path(workdir).is_dir()):
+        return Path(workdir)
     if root is not None:
         return root / f"c{campaign_id}"
-    if not workdir:
-        raise LedgerError(f"campaign {campaign_id} has no folder to keep its result files in")
-    return Path(workdir) / "results"
+    raise LedgerError(f"campaign {campaign_id} has no folder to keep its result files in")
 
 
-def write(folder: Path, stem: str, table: Any) -> Pointer:
-    """`table` as the immutable file `folder/<stem>-<hash>.parquet` (`write_many`)."""
-    return write_many([(folder, stem, table)])[0]
+def locate(places: Sequence[Path], path: str) -> Path:
+    """The first of `places` holding the pointer's `path`; a LedgerError
+    naming where it was looked for when none does."""
+    for place in places:
+        if (place / path).is_file():
+            return place / path
+    where = " or ".join(str(place / path) for place in places) or path
+    raise LedgerError(f"result file {where} is missing; its rows cannot be reported (restore it, or the "
+                      f"campaign's folder, from a backup)")
+
+
+def write(home: Path, stem: str, table: Any) -> Pointer:
+    """`table` as the immutable file `home/results/<stem>-<hash>.parquet` (`write_many`)."""
+    return write_many([(home, stem, table)])[0]
 
 
 def write_many(items: Sequence[tuple[Path, str, Any]]) -> list[Pointer]:
-    """Each table as the immutable file `folder/<stem>-<hash>.parquet`:
-    written whole under a temporary name, made durable, renamed, the renames
-    made durable. Durable once per batch, not per file: one syncfs(2) of each
-    filesystem written (Linux), else an fsync of every file and folder."""
+    """Each table as the immutable file `home/results/<stem>-<hash>.parquet`
+    (pointer path `results/<stem>-<hash>.parquet`): written whole under a
+    temporary name, made durable, renamed, the renames made durable. Durable
+    once per batch, not per file: one syncfs(2) of each filesystem written
+    (Linux), else an fsync of every file and folder."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     staged, pointers = [], []
-    for folder, stem, table in items:
+    for home, stem, table in items:
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd")
         data = sink.getvalue().to_pybytes()
         digest = hashlib.sha256(data).hexdigest()
         name = f"{stem}-{digest[:16]}.parquet"
+        folder = home / RESULTS
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f"{_TMP}{os.getpid()}-{name}"
         with open(tmp, "wb") as f:
             f.write(data)
         staged.append((tmp, folder / name))
-        pointers.append(Pointer(name, digest, table.num_rows))
+        pointers.append(Pointer(f"{RESULTS}/{name}", digest, table.num_rows))
     _durable([tmp for tmp, _ in staged])
     for tmp, final in staged:
         os.replace(tmp, final)
@@ -223,21 +251,36 @@ def read(paths: Sequence[str], columns: Sequence[str], cluster: str | None = Non
         con.close()
 
 
-def sweep(root: Path, referenced: set[Path], older_than_s: float = SWEEP_AGE_S) -> list[Path]:
-    """Remove the result files under `root` that no pointer names (a sync
-    killed between the rename and its commit) and leftover temporary files,
-    once older than `older_than_s`. Returns what was removed."""
-    if not root.is_dir():
-        return []
+def sweep(places: Sequence[Path], referenced: set[Path], superseded: Callable[[Path], bool],
+          older_than_s: float = SWEEP_AGE_S) -> list[Path]:
+    """Remove, from each place's `results/`, the leftover temporary files and
+    the result files no pointer names that `superseded` says this ledger
+    holds elsewhere (a sync killed between the rename and its commit, whose
+    attempts a later sync stored again), once older than `older_than_s`. A
+    campaign's folder may be shared by copies of the ledger: a file another
+    copy points to is never superseded here. Returns what was removed."""
     cutoff = time.time() - older_than_s
     removed = []
-    for path in root.rglob("*.parquet"):
-        if path.resolve() in referenced:
+    for place in places:
+        folder = place / RESULTS
+        if not folder.is_dir():
             continue
-        try:
-            if path.stat().st_mtime < cutoff:
+        for path in folder.iterdir():
+            if not path.name.endswith(".parquet") or path.resolve() in referenced:
+                continue
+            try:
+                if path.stat().st_mtime >= cutoff or not (path.name.startswith(_TMP) or superseded(path)):
+                    continue
                 path.unlink()
                 removed.append(path)
-        except OSError:
-            continue
+            except OSError:
+                continue
     return removed
+
+
+def attempts_in(path: Path) -> set[tuple[int, str]]:
+    """The (attempt id, job id) pairs of a result file's rows."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=["attempt_id", "job_id"])
+    return set(zip(table.column("attempt_id").to_pylist(), table.column("job_id").to_pylist()))

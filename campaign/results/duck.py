@@ -15,7 +15,6 @@ from typing import Any
 from sqlalchemy import JSON, Enum, select
 
 from campaign.ledger import Campaign, Ledger, ResultFile, ResultRow, files
-from campaign.ledger.files import campaign_folder
 from campaign.ledger.models import Base
 
 
@@ -35,7 +34,7 @@ def connect(led: Ledger) -> Any:
                              .join(Campaign, Campaign.id == ResultFile.campaign_id).order_by(ResultFile.id)).all()
         imported = s.connection().execute(select(ResultRow.__table__)).all()
     con.register("_imported", _frame(ResultRow.__table__, imported))
-    unique = {(campaign_folder(led.results_root, cid, wd) / p, h): None for cid, wd, p, h in pointers}
+    unique = {(files.locate(files.homes(led.results_root, cid, wd), p), h): None for cid, wd, p, h in pointers}
     paths = files.verified(list(unique))  # (a file holds the attempts of one ingest batch: read once)
     if paths:
         con.read_parquet(paths, union_by_name=True).create_view("_files")  # (a view takes no parameters)

@@ -45,15 +45,15 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
     if usable_only:
         stmt = stmt.where(JobAttempt.state.in_([state for state in JobState if state.usable] + list(PARTIAL_USABLE)))
     paths: dict[tuple[int, str], str] = {}
-    folders: dict[int, Path] = {}
+    places: dict[int, list[Path]] = {}
     ids, values = [], []
     for path, digest, campaign_id, workdir, attempt_id, *ledger in s.execute(stmt):
-        if campaign_id not in folders:
-            folders[campaign_id] = files.campaign_folder(root, campaign_id, workdir)
+        if campaign_id not in places:
+            places[campaign_id] = files.homes(root, campaign_id, workdir)
         paths.setdefault((campaign_id, path), digest)  # (one file holds a batch's attempts)
         ids.append(attempt_id)
         values.append(tuple(ledger))
-    return [(folders[cid] / path, digest) for (cid, path), digest in paths.items()], ids, values
+    return [(files.locate(places[cid], path), digest) for (cid, path), digest in paths.items()], ids, values
 
 
 def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None, usable_only: bool,

@@ -24,9 +24,9 @@ from campaign.config.clusters import cluster_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.config.validate import check_name
 from campaign.errors import BadInputError, ConfigError
-from campaign.ledger import Campaign, ImportFile, Ledger, ResultFile, ResultRow, files
+from campaign.ledger import Campaign, ImportFile, JobAttempt, Ledger, ResultFile, ResultRow, files
 from campaign.ledger.db import session_results_root
-from campaign.ledger.files import LedgerColumns, campaign_folder
+from campaign.ledger.files import LedgerColumns, homes, write_home
 from campaign.results.columnar import ResultColumns
 from campaign.results.export import EXPORT_COLUMNS
 from campaign.results.keys import IMPORT_SCOPE, natural_key
@@ -120,7 +120,7 @@ def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
     for item in attempts:
         if item.columns.length:
             by_campaign.setdefault((item.campaign_id, item.workdir), []).append(item)
-    batches = [(campaign_folder(root, cid, workdir), f"a{items[0].attempt_id}",
+    batches = [(write_home(root, cid, workdir), f"a{items[0].attempt_id}",
                 LedgerColumns.joined([item.columns for item in items]).table()) for (cid, workdir), items in by_campaign.items()]
     written = files.write_many(batches)
     pointers = [{"attempt_id": item.attempt_id, "campaign_id": item.campaign_id, "path": p.path, "sha256": p.sha256,
@@ -132,21 +132,34 @@ def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
 
 def sweep_orphans(led: Ledger) -> list[Path]:
     """Remove the result files no pointer names (a writer killed between the
-    file's rename and its transaction's commit), once they are old enough that
-    no writer can still be about to commit them (files.SWEEP_AGE_S)."""
+    file's rename and its transaction's commit) once they are old enough that
+    no writer can still be about to commit them (files.SWEEP_AGE_S), and only
+    when this ledger stored their attempts again in another file: a
+    campaign's folder is shared by every copy of its ledger, and a file a
+    newer copy points to must survive a sweep through an older one."""
+    root = led.results_root
     with led.session() as s:
         named = s.execute(select(ResultFile.campaign_id, Campaign.workdir, ResultFile.path)
                           .join(Campaign, Campaign.id == ResultFile.campaign_id)).all()
-        folders = {cid: workdir for cid, workdir in s.execute(select(Campaign.id, Campaign.workdir))}
-    root = led.results_root
-    referenced = {(campaign_folder(root, cid, workdir) / path).resolve() for cid, workdir, path in named}
-    if root is not None:
-        return files.sweep(root, referenced)
-    removed: list[Path] = []
-    for cid, workdir in folders.items():
-        if workdir:
-            removed += files.sweep(campaign_folder(None, cid, workdir), referenced)
-    return removed
+        places = [place for cid, workdir in s.execute(select(Campaign.id, Campaign.workdir))
+                  for place in homes(root, cid, workdir)]
+    referenced = {(place / path).resolve() for cid, workdir, path in named for place in homes(root, cid, workdir)}
+    stored: set[tuple[int | None, str]] | None = None
+
+    def superseded(path: Path) -> bool:
+        nonlocal stored
+        if stored is None:  # read once, and only when a sweep finds a candidate
+            with led.session() as s:
+                stored = {(aid, job or "") for aid, job in s.execute(
+                    select(ResultFile.attempt_id, JobAttempt.job_id).join(JobAttempt,
+                                                                          JobAttempt.id == ResultFile.attempt_id))}
+        try:
+            held = files.attempts_in(path)
+        except Exception:  # noqa: BLE001 - not a readable result file of ours: never removed
+            return False
+        return bool(held) and all((aid, job or "") in stored for aid, job in held)
+
+    return files.sweep(places, referenced, superseded)
 
 
 def import_campaign_name(name: str) -> str:

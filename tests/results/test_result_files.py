@@ -43,6 +43,12 @@ def _finish(led: Ledger, aid: int, fail: bool = False) -> None:
             raise RuntimeError("killed before the commit")
 
 
+def _folder(tmp_path: Path) -> Path:
+    """The campaign's folder, as a submitted campaign has it on the machine that syncs."""
+    (tmp_path / "runs").mkdir(exist_ok=True)
+    return tmp_path / "runs"
+
+
 def _pointers(led: Ledger) -> list[ResultFile]:
     with led.session() as s:
         return list(s.scalars(select(ResultFile)))
@@ -50,10 +56,12 @@ def _pointers(led: Ledger) -> list[ResultFile]:
 
 def test_a_finished_attempt_is_one_parquet_file_and_its_pointer(tmp_path: Path) -> None:
     led = Ledger(tmp_path / "ledger.sqlite")
-    aid = add_attempt(led, tmp_path / "runs")
+    aid = add_attempt(led, _folder(tmp_path))
     _finish(led, aid)
     [pointer] = _pointers(led)
-    path = led.results_root / f"c{1}" / pointer.path  # type: ignore[operator]
+    path = tmp_path / "runs" / pointer.path  # relative to the campaign's folder: results/<name>
+    assert pointer.path.startswith("results/") and path.is_file()
+    assert not (tmp_path / "ledger.results").exists()  # nothing beside the ledger: its campaign folder is here
     assert (pointer.attempt_id, pointer.rows, pointer.schema_version) == (aid, 2, 1)
     assert not Path(pointer.path).is_absolute() and files.sha256(path) == pointer.sha256
     table = pq.read_table(path)
@@ -66,15 +74,15 @@ def test_a_finished_attempt_is_one_parquet_file_and_its_pointer(tmp_path: Path) 
 
 def test_a_crash_before_the_commit_leaves_nothing_visible_and_status_sweeps_the_file(tmp_path: Path) -> None:
     led = Ledger(tmp_path / "ledger.sqlite")
-    aid = add_attempt(led, tmp_path / "runs")
+    aid = add_attempt(led, _folder(tmp_path))
     with pytest.raises(RuntimeError):
         _finish(led, aid, fail=True)
-    orphans = list(led.results_root.rglob("*.parquet"))  # type: ignore[union-attr]
+    orphans = list((tmp_path / "runs").rglob("*.parquet"))
     assert len(orphans) == 1  # written, fsynced, renamed: and no pointer names it
     assert _pointers(led) == [] and len(results_frame(led)) == 0
     _finish(led, aid)  # the attempt synced again after the crash: its rows once
     assert len(results_frame(led)) == 2 and len(_pointers(led)) == 1
-    [kept] = led.results_root.rglob("*.parquet")  # type: ignore[union-attr]
+    [kept] = (tmp_path / "runs").rglob("*.parquet")
     orphan = kept.with_name("a1-0123456789abcdef.parquet")  # what a sync killed before its commit leaves
     orphan.write_bytes(kept.read_bytes())
     assert sweep_orphans(led) == []  # young: a writer may still be about to commit it
@@ -89,10 +97,10 @@ def test_a_crash_before_the_commit_leaves_nothing_visible_and_status_sweeps_the_
 
 def test_a_changed_file_is_refused_by_name_never_read(tmp_path: Path) -> None:
     led = Ledger(tmp_path / "ledger.sqlite")
-    aid = add_attempt(led, tmp_path / "runs")
+    aid = add_attempt(led, _folder(tmp_path))
     _finish(led, aid)
     [pointer] = _pointers(led)
-    path = led.results_root / "c1" / pointer.path  # type: ignore[operator]
+    path = tmp_path / "runs" / pointer.path
     table = pq.read_table(path)
     pq.write_table(table.set_column(table.schema.get_field_index("time_s"), "time_s",
                                     table.column("time_s").cast("float64").to_pylist()[::-1] and
@@ -102,8 +110,10 @@ def test_a_changed_file_is_refused_by_name_never_read(tmp_path: Path) -> None:
     proc = run_cli("--ledger", str(led.path), "report", "--json")
     assert proc.returncode != 0 and str(path) in proc.stderr and "9.0" not in proc.stdout
     path.unlink()
-    with pytest.raises(LedgerError, match="unreadable"):
+    with pytest.raises(LedgerError, match=f"result file {path} or .* is missing"):
         results_frame(led)
+    proc = run_cli("--ledger", str(led.path), "report", "--json")
+    assert proc.returncode != 0 and str(path) in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
 def test_a_file_written_before_a_column_was_added_reads_it_as_null(tmp_path: Path) -> None:
@@ -118,7 +128,7 @@ def test_a_file_written_before_a_column_was_added_reads_it_as_null(tmp_path: Pat
 
 def test_results_format_parquet_holds_what_json_holds(tmp_path: Path) -> None:
     led = Ledger(tmp_path / "ledger.sqlite")
-    aid = add_attempt(led, tmp_path / "runs")
+    aid = add_attempt(led, _folder(tmp_path))
     _finish(led, aid)
     out = tmp_path / "all.parquet"
     proc = run_cli("--ledger", str(led.path), "results", "--format", "parquet", "--out", str(out))

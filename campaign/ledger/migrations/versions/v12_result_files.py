@@ -1,8 +1,9 @@
 """Schema version 12 (issue 26): result rows in Parquet files, the ledger keeps pointers.
 
 `result_file` is created; every job attempt's rows move out of `result` into one
-Parquet file per attempt (campaign.ledger.files; an SQLite ledger's files go
-to `<ledger stem>.results/`, a PostgreSQL ledger's under each campaign's folder),
+Parquet file per attempt (campaign.ledger.files: in `results/` of the campaign's
+folder, or beside an SQLite ledger, in `<ledger stem>.results/c<id>/`, when
+that folder is not on this machine),
 in the order they were stored, and are deleted from `result`. Imported rows
 (no attempt) stay in `result`, where their natural keys keep imports idempotent.
 `result_block` and its triggers (v11) go: nothing reads them any more. The
@@ -61,7 +62,7 @@ def upgrade() -> None:
 
 def _move_rows(conn: Any) -> None:
     """Each attempt's rows in `result` into its file; the pointer in, the rows out."""
-    from campaign.ledger.files import LedgerColumns, campaign_folder, write_many  # lazy: pyarrow, this upgrade only
+    from campaign.ledger.files import LedgerColumns, write_home, write_many  # lazy: pyarrow, this upgrade only
 
     root = results_root()
     camps = {cid: workdir for cid, workdir in conn.execute(sa.text("SELECT id, workdir FROM campaign"))}
@@ -77,7 +78,7 @@ def _move_rows(conn: Any) -> None:
         values = {name: [_plain(r[i], name in _NUMBERS) for r in rows] for i, name in enumerate(_ROW[:-1])}
         extras = [_extra(r[width - 1]) for r in rows]
         block = LedgerColumns(len(rows), values, extra_rows=extras)
-        pending.append((attempt_id, campaign_id, (campaign_folder(root, campaign_id, camps.get(campaign_id) or ""),
+        pending.append((attempt_id, campaign_id, (write_home(root, campaign_id, camps.get(campaign_id) or ""),
                                                   f"a{attempt_id}", block.table())))
         if len(pending) >= 1000:
             pointers += _write(pending, write_many)
