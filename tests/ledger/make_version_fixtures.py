@@ -53,6 +53,7 @@ REVISIONS: dict[str, tuple[str, str]] = {
     "v9": ("24d08b9", "schema 9: campaign_claim.beat_at"),
     "v10": ("2a40641", "schema 10: natural keys prefixed by attempt id"),
     "v11": ("897f2e8", "schema 11: result blocks"),
+    "v12": ("2fd31c8", "schema 12: result rows in Parquet files (in v12.results/: its campaign folders are not here)"),
 }
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ledgers"

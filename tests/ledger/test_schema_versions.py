@@ -74,9 +74,22 @@ def _shape(path: Path) -> dict[str, list[tuple[str, str, bool]]]:
             for t in sorted(insp.get_table_names())}
 
 
-def _upgrade_copy(source: Path, tmp_path: Path) -> tuple[Path, Ledger]:
-    path = tmp_path / "ledger.sqlite"
+def _copy(source: Path, path: Path) -> Path:
+    """The ledger file and, where it has one, the result folder beside it (docs/results.md: a ledger whose
+    campaign folders are not on this machine keeps its result files there, and travels with them)."""
     shutil.copyfile(source, path)
+    beside = source.with_name(f"{source.stem}.results")
+    if beside.is_dir():
+        shutil.copytree(beside, path.with_name(f"{path.stem}.results"))
+    return path
+
+
+def _label(path: Path) -> int:
+    return int(_rows(path, "SELECT value FROM meta WHERE key = 'schema_version'")[0][0])
+
+
+def _upgrade_copy(source: Path, tmp_path: Path) -> tuple[Path, Ledger]:
+    path = _copy(source, tmp_path / "ledger.sqlite")
     led = Ledger(path)
     led.close()
     return path, led
@@ -84,9 +97,8 @@ def _upgrade_copy(source: Path, tmp_path: Path) -> tuple[Path, Ledger]:
 
 def test_every_written_version_has_a_fixture() -> None:
     assert {p.stem for p in VERSION_FIXTURES} == set(REVISIONS)
-    labels = {int(_rows(p, "SELECT value FROM meta WHERE key = 'schema_version'")[0][0]) for p in VERSION_FIXTURES}
-    # 3..6 were never written; 12 (result files, issue 26) gets its fixture once merged (make_version_fixtures)
-    assert labels == {1, 2, 7, 8, 9, 10, 11} and SCHEMA_VERSION == 12
+    labels = {_label(p) for p in VERSION_FIXTURES}
+    assert labels == {1, 2, 7, 8, 9, 10, 11, 12} and SCHEMA_VERSION == 12  # 3..6 were never written
 
 
 @pytest.fixture(scope="module")
@@ -99,9 +111,9 @@ def new_ledger_shape(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list
 @pytest.mark.parametrize("fixture", VERSION_FIXTURES, ids=lambda p: p.stem)
 def test_fixture_upgrades_keeping_every_row(fixture: Path, tmp_path: Path,
                                             new_ledger_shape: dict[str, list[tuple[str, str, bool]]]) -> None:
-    label = int(_rows(fixture, "SELECT value FROM meta WHERE key = 'schema_version'")[0][0])
+    label = _label(fixture)
     before = {t: _table(fixture, t) for t in TABLES}
-    rows = _result_rows(fixture, upgraded=False)
+    rows = _result_rows(fixture, upgraded=label >= 12)  # from 12 its job rows are files
     path, led = _upgrade_copy(fixture, tmp_path)
     assert _result_rows(path, upgraded=True) == rows  # every result row, its values unchanged, now in files
     if label < SCHEMA_VERSION:
@@ -132,8 +144,7 @@ def test_fixture_upgrades_keeping_every_row(fixture: Path, tmp_path: Path,
 @pytest.mark.parametrize("fixture", VERSION_FIXTURES, ids=lambda p: p.stem)
 def test_fixture_reports_what_its_version_stored(fixture: Path, tmp_path: Path) -> None:
     expected = json.loads(_rows(fixture, "SELECT value FROM meta WHERE key = 'fixture'")[0][0])
-    path = tmp_path / "ledger.sqlite"
-    shutil.copyfile(fixture, path)
+    path = _copy(fixture, tmp_path / "ledger.sqlite")
     args = [a for name in expected["campaigns"] for a in ("--campaign", name)]
     proc = run_cli("--ledger", str(path), "report", "--json", *args)
     assert proc.returncode == 0, proc.stderr
@@ -172,7 +183,7 @@ def _medians_by_point(path: Path, campaign_id: int) -> dict[tuple[Any, ...], flo
 @pytest.mark.parametrize("ledger", BENCH_LEDGERS, ids=lambda p: str(p.relative_to(REPO / "bench")))
 def test_bench_ledger_upgrades_and_reports(ledger: Path, tmp_path: Path) -> None:
     before = {t: len(_table(ledger, t)["id"]) for t in TABLES}
-    rows = _result_rows(ledger, upgraded=False)
+    rows = _result_rows(ledger, upgraded=_label(ledger) >= 12)
     path, _ = _upgrade_copy(ledger, tmp_path)
     assert {t: len(_table(path, t)["id"]) for t in TABLES} == before
     assert _result_rows(path, upgraded=True) == rows
