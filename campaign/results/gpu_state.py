@@ -40,8 +40,9 @@ def gpu_state_records(s: Session, campaign_ids: Sequence[int], root: Path | None
                       where: RowFilter | None = None) -> list[dict[str, Any]]:
     """One `{"gpu": {...}}` record per distinct combination of the selection's
     jobs' GPU state (none when no row recorded any): the job rows from their
-    result files under `root` (Ledger.results_root; campaign.results.scan), the
-    imported rows from the table."""
+    result files (campaign.results.scan; `root` = Ledger.results_root, where
+    a campaign whose folder is not here keeps them), the imported rows from
+    the table."""
     if not campaign_ids:
         return []
     ids = list(campaign_ids)
