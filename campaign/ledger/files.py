@@ -28,7 +28,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,20 +53,28 @@ class LedgerColumns:
     extras: dict[str, list[Any]] = field(default_factory=dict)
     extra_rows: list[dict[str, Any] | None] | None = None
     same: frozenset[str] = frozenset()
+    parts: tuple[LedgerColumns, ...] = ()  # joined: the extra objects are the parts' (made one row at a time)
+
+    def iter_extras(self) -> Iterator[dict[str, Any] | None]:
+        """Each row's extra object, made as it is asked for (a batch's 100,000
+        dicts are never all alive at once)."""
+        if self.parts:
+            for part in self.parts:
+                yield from part.iter_extras()
+        elif self.extra_rows is not None:
+            yield from self.extra_rows
+        else:
+            items = list(self.extras.items())
+            for i in range(self.length):
+                yield {k: v[i] for k, v in items if v[i] is not None} or None
 
     def extra_dicts(self) -> list[dict[str, Any] | None]:
-        if self.extra_rows is not None:
-            return self.extra_rows
-        out: list[dict[str, Any] | None] = []
-        for i in range(self.length):
-            row = {k: v[i] for k, v in self.extras.items() if v[i] is not None}
-            out.append(row or None)
-        return out
+        return self.extra_rows if self.extra_rows is not None and not self.parts else list(self.iter_extras())
 
     def dicts(self) -> list[dict[str, Any]]:
         names = list(self.values)
         rows = [dict(zip(names, cells)) for cells in zip(*self.values.values())]
-        for row, extra in zip(rows, self.extra_dicts()):
+        for row, extra in zip(rows, self.iter_extras()):
             row["extra"] = extra
         return rows
 
@@ -77,20 +85,23 @@ class LedgerColumns:
             return blocks[0]
         names = {name for b in blocks for name in b.values}
         values = {name: [v for b in blocks for v in (b.values.get(name) or [None] * b.length)] for name in names}
-        extras = [e for b in blocks for e in b.extra_dicts()]
-        return LedgerColumns(sum(b.length for b in blocks), values, extra_rows=extras)
+        return LedgerColumns(sum(b.length for b in blocks), values, parts=tuple(blocks))
 
     def table(self) -> Any:
         """The rows as an Arrow table of the stored schema."""
         import pyarrow as pa
 
-        extras = self.extra_dicts()
+        texts: list[str | None] = []
+        params: list[str | None] = []
+        for e in self.iter_extras():  # the JSON text and params of each row, its dict dropped at once
+            texts.append(json.dumps(e) if e else None)
+            params.append(None if e is None or e.get("params") is None else str(e["params"]))
         cols: dict[str, Any] = {}
         for col in COLUMNS:
             if col.name == "extra":
-                values: Sequence[Any] = [json.dumps(e) if e else None for e in extras]
+                values: Sequence[Any] = texts
             elif col.name == "params":
-                values = [None if e is None or e.get("params") is None else str(e["params"]) for e in extras]
+                values = params
             else:
                 values = self.values.get(col.name) or [None] * self.length
             cols[col.name] = values
@@ -266,7 +277,7 @@ def sweep(places: Sequence[Path], referenced: set[Path], superseded: Callable[[P
         if not folder.is_dir():
             continue
         for path in folder.iterdir():
-            if not path.name.endswith(".parquet") or path.resolve() in referenced:
+            if not path.name.endswith(".parquet") or path in referenced:
                 continue
             try:
                 if path.stat().st_mtime >= cutoff or not (path.name.startswith(_TMP) or superseded(path)):

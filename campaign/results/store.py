@@ -143,7 +143,7 @@ def sweep_orphans(led: Ledger) -> list[Path]:
                           .join(Campaign, Campaign.id == ResultFile.campaign_id)).all()
         places = [place for cid, workdir in s.execute(select(Campaign.id, Campaign.workdir))
                   for place in homes(root, cid, workdir)]
-    referenced = {(place / path).resolve() for cid, workdir, path in named for place in homes(root, cid, workdir)}
+    referenced = {place / path for cid, workdir, path in named for place in homes(root, cid, workdir)}
     stored: set[tuple[int | None, str]] | None = None
 
     def superseded(path: Path) -> bool:
