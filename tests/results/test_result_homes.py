@@ -116,3 +116,29 @@ def test_a_sweep_through_an_older_copy_keeps_what_the_newer_one_points_to(tmp_pa
     assert sorted((folder / "results").iterdir()) == stored
     assert sql_rows(led.path, "SELECT count(*) FROM result") == [(8,)]
     assert sql_rows(backup, "SELECT count(*) FROM result") == [(4,)]
+
+
+def test_the_upgrade_writes_each_campaign_files_where_the_rule_says(tmp_path: Path) -> None:
+    """v11 -> v12 moves the rows to files: into the folder of a campaign that is on this machine,
+    beside the ledger for one that is not; the report reads both."""
+    import sqlite3
+
+    from tests.ledger.make_version_fixtures import FIXTURES
+
+    path = tmp_path / "ledger.sqlite"
+    shutil.copyfile(FIXTURES / "v11.sqlite", path)
+    here = tmp_path / "runs" / "smoke-local"
+    here.mkdir(parents=True)
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("UPDATE campaign SET workdir = ? WHERE name = 'smoke-local'", (str(here),))
+    ids = dict(con.execute("SELECT name, id FROM campaign"))
+    con.close()
+    Ledger(path).close()  # the upgrade
+    pointers = sql_rows(path, "SELECT campaign_id, path FROM result_file")
+    assert pointers and {cid for cid, _ in pointers} == {ids["smoke-local"], ids["scaling-cpu"]}
+    expected = {here / rel if cid == ids["smoke-local"] else tmp_path / "ledger.results" / f"c{cid}" / rel
+                for cid, rel in pointers}
+    assert set(tmp_path.rglob("*.parquet")) == expected  # each file where the rule says, and nowhere else
+    proc = run_cli("--ledger", str(path), "report", "--json", "--campaign", "smoke-local", "--campaign", "scaling-cpu")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["speedup"], proc.stderr
