@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # what mypy and readers see; at run time __getattr__ below im
     from campaign.results.import_stream import import_file
     from campaign.results.reader import read_import_file
     from campaign.results.store import import_campaign_name, store_import
-    from campaign.results.table import RESULT_COLUMNS, result_records
+    from campaign.results.table import RESULT_COLUMNS, result_records, write_parquet
     from campaign.submit import SubmitReport, dry_run, submit
     from campaign.sync import SyncReport, sync
     from campaign.waiting import failed_among
@@ -50,7 +50,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "read_import_file": ("campaign.results.reader", "read_import_file"),
     **{n: ("campaign.results.store", n) for n in ("import_campaign_name", "store_import")},
     "import_file": ("campaign.results.import_stream", "import_file"),
-    **{n: ("campaign.results.table", n) for n in ("RESULT_COLUMNS", "result_records")},
+    **{n: ("campaign.results.table", n) for n in ("RESULT_COLUMNS", "result_records", "write_parquet")},
     **{n: ("campaign.submit", n) for n in ("SubmitReport", "dry_run", "submit")},
     **{n: ("campaign.sync", n) for n in ("SyncReport", "sync")},
     "failed_among": ("campaign.waiting", "failed_among"),
@@ -61,7 +61,7 @@ __all__ = [
     "compare", "composed_yaml", "config_dirs", "counters_frame", "default_ledger_path", "dry_run", "dry_run_all",
     "failed_among", "frame_records", "group_options", "import_campaign_name", "import_file", "latest_frame", "metrics", "parse_selection", "plan_repeats", "prepare_campaigns",
     "read_import_file", "rerun", "result_records", "results_frame", "shape_advice", "store_import", "submit",
-    "submit_all", "sync", "thread_advice", "write_metrics", "write_reports",
+    "submit_all", "sync", "thread_advice", "write_metrics", "write_parquet", "write_reports",
 ]  # == the keys of _WHERE (tests/cli/test_startup_imports.py)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from campaign.backends import get_backend
@@ -28,12 +28,12 @@ from campaign.clock import now
 from campaign.config.clusters import cluster_from_yaml
 from campaign.errors import BadInputError, did_you_mean
 from campaign.job.files import CANCEL_FILE
-from campaign.ledger import BuildStep, Campaign, JobAttempt, Ledger, PreflightStep, ResultRow
+from campaign.ledger import BuildStep, Campaign, JobAttempt, Ledger, PreflightStep
 from campaign.ledger import queries as q
 from campaign.partial import describe, read_partial
 from campaign.preflight_sync import USER_CANCELLED
 from campaign.results.expected import Expected
-from campaign.results.store import job_rows
+from campaign.results.store import AttemptRows, job_columns, store_attempt_files
 from campaign.states import JobState
 
 
@@ -150,8 +150,10 @@ def cancel(ledger: Ledger, target: str) -> list[str]:
                     att.missing_n = missing
                     if outcome is not None and outcome.rows:
                         run = att.run
-                        s.execute(insert(ResultRow), job_rows(att.id, att.job_id or "", run.campaign.cluster,
-                                                              run.partition, want.extra_args, outcome.rows))
+                        table = job_columns(att.id, att.job_id or "", run.campaign.cluster, run.partition,
+                                            want.extra_args, outcome.table)
+                        store_attempt_files(s,
+                                            [AttemptRows(att.id, run.campaign_id, run.campaign.workdir, table)])
                     cancelled.append(att.job_id or f"(unsubmitted attempt {att.id})")
         for st in steps:
             row = _step_row(s, st)

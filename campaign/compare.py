@@ -201,7 +201,7 @@ def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[
             which = which.where(Provenance.git_commit.startswith(sel.commit, autoescape=True))
         provs = list(s.scalars(which.order_by(Provenance.id)))
         where = RowFilter(since=sel.since, until=sel.until, commit=sel.commit)
-        gpu_records = gpu_state_records(s, [c.id for c in camps], where)  # clocks the jobs ran at
+        gpu_records = gpu_state_records(s, [c.id for c in camps], led.results_root, where)  # clocks the jobs ran at
     frame, left = latest_frame(led, campaign=sel.campaign, cluster=sel.cluster, usable_only=True, all_extras=False,
                                where=where)
     frame = select_axes(frame, sel)

@@ -28,7 +28,6 @@ from campaign.config.schema import (
     SweepSpec,
 )
 from campaign.errors import ConfigError
-from campaign.json_template import TemplateEncoder
 from campaign.profiling import PROFILER_DEVICE, profile_args, profile_of
 from campaign.ranks import layouts
 from campaign.replicates import check_replicates, interleave
@@ -171,9 +170,8 @@ def _command_head(argv: tuple[str, ...], n: str, d: int | None, threads: int, re
 
 _FIELDS = fields(RunSpec)
 # json.dumps with arguments builds a new encoder per call; the key's one is made once
-# (no circular check: a spec is flat, and the check cost ~15% of each key), and
-# fills a template of the previous run's text (campaign.json_template)
-_KEY_JSON = TemplateEncoder(json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False).encode)
+# (no circular check: a spec is flat)
+_KEY_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False)
 _NAMES = frozenset(f.name for f in _FIELDS)
 # Fields left out of the key at these values: runs planned before them keep their keys.
 _NEUTRAL: dict[str, Any] = {"exclusive": False, "replicate": 0, "nodes": 1, "ranks_per_node": 1, "gpus_per_rank": 0,

@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from campaign.clock import display
 from campaign.errors import BadInputError
-from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, ResultRow, Run
+from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, ResultFile, ResultRow, Run
 from campaign.ledger import queries as q
 
 
@@ -77,8 +77,7 @@ def _header(s: object, led: Ledger, scope: Scope, names: list[str]) -> list[str]
 def with_results(led: Ledger) -> list[str]:
     """The campaigns that hold result rows (their jobs' or imported into them),
     oldest first: one indexed look-up per campaign, never a scan of the rows."""
-    by_job = (select(ResultRow.id).join(JobAttempt, JobAttempt.id == ResultRow.attempt_id)
-              .join(Run, Run.id == JobAttempt.run_id).where(Run.campaign_id == Campaign.id).exists())
+    by_job = select(ResultFile.id).where(ResultFile.campaign_id == Campaign.id).exists()
     imported = select(ResultRow.id).where(ResultRow.campaign_id == Campaign.id).exists()
     with led.session() as s:
         return list(s.scalars(select(Campaign.name).where(by_job | imported)

@@ -32,11 +32,10 @@ from campaign.ledger import queries as q
 from campaign.overlap import flag_overlaps
 from campaign.partial import PARTIAL_STATES, describe, read_partial
 from campaign.preflight_sync import sync_steps
-from campaign.results.bulk import LedgerColumns, insert_results
 from campaign.results.columnar import ResultColumns
 from campaign.results.counters import read_counters
 from campaign.results.reader import Expected, Outcome, classify_output
-from campaign.results.store import job_columns
+from campaign.results.store import AttemptRows, job_columns, store_attempt_files, sweep_orphans
 from campaign.shared_nodes import flag_shared_nodes
 from campaign.states import OPEN_STATES, JobState
 
@@ -54,6 +53,7 @@ class SyncReport:
     ingested_rows: int = 0
     warnings: list[str] = field(default_factory=list)
     preflight: list[str] = field(default_factory=list)  # failed build/preflight chains, with log tails
+    swept: int = 0  # unreferenced result files removed (campaign.ledger.files.sweep)
 
 
 @dataclass(slots=True)
@@ -236,6 +236,7 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
                                                     if camps[p.campaign_id].backend != "local"])
     report.warnings += shared_warnings
     report.preflight = sync_steps(ledger, camp_id, specs)
+    report.swept = len(sweep_orphans(ledger))  # files of a sync killed between rename and commit
     with ledger.session() as s:
         report.counts = _counts(s, camp_id)
     return report
@@ -361,7 +362,7 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
     current = {aid: row for aid, row in q.stored_rows(s, ATTEMPT_TABLE, _SEEN, ids).items() if row[0] in _OPEN}
     updates: list[dict[str, Any]] = []
     writes: list[tuple[int, dict[str, Any]]] = []  # (attempt id, the columns that change)
-    rows: list[LedgerColumns] = []
+    rows: list[AttemptRows] = []
     counter_rows: list[dict[str, Any]] = []
     changed = 0
     for p in pending:
@@ -370,15 +371,15 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
             continue
         outcome = outcomes.get(p.attempt_id)
         if outcome is not None:
-            rows.append(job_columns(p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition,
-                                    p.extra_args, outcome.table))
+            rows.append(AttemptRows(p.attempt_id, p.campaign_id, camps[p.campaign_id].workdir, job_columns(
+                p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition, p.extra_args, outcome.table)))
             counter_rows += (counters or {}).get(p.attempt_id, [])
         values = _status_values(p, st, outcome)
         state = values["state"]
         if p.attempt_id in partials:  # TIMEOUT/CANCELLED/OOM: the finished n's rows, the missing n
             done_rows, missing, note = partials[p.attempt_id]
-            rows.append(job_columns(p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition,
-                                    p.extra_args, done_rows))
+            rows.append(AttemptRows(p.attempt_id, p.campaign_id, camps[p.campaign_id].workdir, job_columns(
+                p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition, p.extra_args, done_rows)))
             values["missing_n"] = missing
             values["reason"] = "; ".join(filter(None, [values["reason"], note, describe(p.expected_n, missing)]))
         old = current[p.attempt_id]
@@ -391,8 +392,8 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
         updates.append(values)
         writes.append((p.attempt_id, diff))
     _write_attempts(s, writes)
-    insert_results(s, rows)
+    store_attempt_files(s, rows)
     if counter_rows:
         s.execute(insert(CounterRow), counter_rows)
     flag_overlaps(s, [v for v in updates if v["state"].finished])
-    return changed, sum(block.length for block in rows)
+    return changed, sum(r.columns.length for r in rows)

@@ -5,6 +5,7 @@ suite is split over parallel workers is tests/parallel.py."""
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -52,13 +53,35 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
                           timeout=timeout, check=False)
 
 
-def sql_rows(ledger: Path, sql: str) -> list[tuple]:
+_RESULT = re.compile(r"\bFROM\s+result\b(?!_)", re.IGNORECASE)
+
+
+def sql_rows(ledger: Path, sql: str, *params: object) -> list[tuple]:
     """One SQL statement straight on a SQLite ledger file (what is on disk, not what the library
     would say; a test's own UPDATE is committed), through a connection that waits for a writer
-    rather than failing."""
+    rather than failing. A SELECT of the result rows (`FROM result`) runs in DuckDB over the
+    ledger's result files and imported rows (campaign.results.duck), the ledger's tables beside."""
+    if _RESULT.search(sql) and sql.lstrip().upper().startswith("SELECT"):
+        return result_sql(ledger, sql, *params)
     con = sqlite3.connect(ledger, timeout=60)
     try:
         with con:
-            return con.execute(sql).fetchall()
+            return con.execute(sql, params).fetchall()
     finally:
         con.close()
+
+
+def result_sql(ledger: Path, sql: str, *params: object) -> list[tuple]:
+    """A SELECT over `result` (every stored row) and the ledger's tables, in DuckDB."""
+    from campaign.ledger import Ledger
+    from campaign.results.duck import connect
+
+    led = Ledger(ledger, create=False)
+    try:
+        con = connect(led)
+        try:
+            return [tuple(r) for r in con.execute(sql, list(params)).fetchall()]
+        finally:
+            con.close()
+    finally:
+        led.close()

@@ -323,8 +323,8 @@ def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     else:
         columns = [name for name, _, _ in api.RESULT_COLUMNS]
         records = api.result_records(led, campaign=args.campaign)
-    if args.format == "json":
-        write_json(records)
+    if args.format in ("json", "parquet"):  # parquet: into the named --out file, never to a terminal
+        api.write_parquet(args.out, columns, records) if args.format == "parquet" else write_json(records)
     elif args.format == "table":
         table(None, columns, [[r.get(c) for c in columns] for r in records])
     else:  # csv: the default, for spreadsheets and pandas

@@ -202,6 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--campaign")
     s.add_argument("--counters", action="store_true",
                    help="export the hardware counters (experiment.profile) instead of the timings")
+    s.add_argument("--format", choices=(*FORMATS, "parquet"), default=argparse.SUPPRESS,
+                   help="csv (default), json, table, or parquet (one Parquet file of the same columns, "
+                        "`extra` as JSON text; written to --out)")
+    s.add_argument("--out", type=Path, help="the file --format parquet writes")
 
     s = sub.add_parser("report", help="per-cluster report (Markdown + HTML), or --json metrics")
     s.add_argument("--cluster")

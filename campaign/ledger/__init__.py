@@ -1,4 +1,4 @@
-"""The ledger: every campaign, run, job attempt and result row, in SQLite.
+"""The ledger: every campaign, run and job attempt, the pointers to their result files, and imported rows.
 
 Each name is imported from its module on first use (PEP 562 `__getattr__`),
 so that `campaign.ledger.layout` (the standard-library facts of the ledger:
@@ -26,12 +26,13 @@ if TYPE_CHECKING:  # what mypy and readers see; at run time __getattr__ below im
         JobAttempt,
         PreflightStep,
         Provenance,
+        ResultFile,
         ResultRow,
         Run,
     )
 
 __all__ = ["ATTEMPT_TABLE", "RESULT_TABLE", "RUN_TABLE", "BuildStep", "Campaign", "CampaignClaim", "CounterRow",
-           "ImportFile", "JobAttempt", "Ledger", "PreflightStep", "Provenance", "ResultRow", "Run",
+           "ImportFile", "JobAttempt", "Ledger", "PreflightStep", "Provenance", "ResultFile", "ResultRow", "Run",
            "default_ledger_path"]
 _DB = ("Ledger", "default_ledger_path")
 

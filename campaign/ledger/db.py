@@ -66,6 +66,20 @@ def ledger_folder(location: Path | str) -> Path:
     return _sqlite_file(location).resolve().parent
 
 
+def results_root(ledger_file: Path) -> Path:
+    """`<ledger stem>.results/` beside an SQLite ledger: the stand-in for the
+    folders of its campaigns that are not on this machine (a ledger written
+    elsewhere; campaign.ledger.files.homes). A PostgreSQL ledger has none."""
+    path = ledger_file.resolve()
+    return path.with_name(f"{path.stem}.results")
+
+
+def session_results_root(s: Any) -> Path | None:
+    """results_root of the ledger a session writes to (None on PostgreSQL)."""
+    url = s.get_bind().url
+    return results_root(Path(url.database)) if url.get_backend_name() == "sqlite" and url.database else None
+
+
 def _sqlite_file(location: Path | str) -> Path:
     text = str(location)
     for prefix in ("sqlite:///", "sqlite:/"):
@@ -88,10 +102,6 @@ def _on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
     cur = dbapi_conn.cursor()
     cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA foreign_keys = ON")
-    # A REPLACE deletes the row it replaces without firing delete triggers unless this is on: the
-    # result-block trigger (models.BLOCK_TRIGGERS) must see it (the read checks blocks too, for
-    # other tools' REPLACE: campaign.results.by_attempt._stale).
-    cur.execute("PRAGMA recursive_triggers = ON")
     cur.execute(f"PRAGMA journal_mode = {journal_mode()}")
     cur.close()
 
@@ -324,7 +334,7 @@ class Ledger:
                     if self.url is None:
                         mode = str(conn.exec_driver_sql("PRAGMA journal_mode").scalar())
                         backup = migrate.backup_sqlite(self.path, version, mode)
-                    migrate.upgrade(conn, version, SCHEMA_VERSION)
+                    migrate.upgrade(conn, version, SCHEMA_VERSION, self.results_root)
                     if self.url is None:
                         bad = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
                         if bad:
@@ -345,6 +355,11 @@ class Ledger:
                               f"back, the ledger is unchanged: {type(exc).__name__}: {exc}") from exc
         where = f"; backup: {backup}" if backup else " (in one transaction; back up with pg_dump beforehand)"
         self.notes.append(f"ledger {self.location} upgraded from schema version {version} to {SCHEMA_VERSION}{where}")
+
+    @property
+    def results_root(self) -> Path | None:
+        """Beside an SQLite ledger, the stand-in for campaign folders not on this machine (`results_root`)."""
+        return None if self.url is not None else results_root(self.path)
 
     def close(self) -> None:
         self.engine.dispose()

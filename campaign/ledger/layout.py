@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 # v1 had no campaign.python; v3..v7: one per change of that round (v7: build_step and preflight_step,
-# issue 19); v8: compare; v9: claim heartbeat; v10: ordered natural keys; v11: result blocks
-# (see migrations/versions)
-SCHEMA_VERSION = 11
+# issue 19); v8: compare; v9: claim heartbeat; v10: ordered natural keys; v11: result blocks;
+# v12: result files (see migrations/versions)
+SCHEMA_VERSION = 12
 LEDGER_ENV = "CAMPAIGN_LEDGER"
 BUSY_TIMEOUT_MS = 60_000  # wait this long for a writer's lock rather than fail
 

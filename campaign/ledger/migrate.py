@@ -50,6 +50,14 @@ def labelled() -> int:
     return int(context.config.attributes.get("from_version", 1))
 
 
+def results_root() -> Path | None:
+    """Inside a migration: the ledger's result folder (Ledger.results_root)."""
+    from alembic import context
+
+    root = context.config.attributes.get("results_root")
+    return Path(root) if root is not None else None
+
+
 def stamp(conn: Connection, version: int) -> None:
     """Record `version` in alembic_version (the caller's transaction)."""
     from alembic import command
@@ -57,7 +65,7 @@ def stamp(conn: Connection, version: int) -> None:
     command.stamp(_config(conn), revision(version), purge=True)
 
 
-def upgrade(conn: Connection, from_version: int, to_version: int) -> None:
+def upgrade(conn: Connection, from_version: int, to_version: int, results_root: Path | None = None) -> None:
     """Bring a ledger labelled `from_version` to `to_version` on `conn`, inside the caller's
     transaction; each migration also updates meta.schema_version. Replays every migration from
     v1 (see the module's docstring: a label of 7 or 8 may lack any of 3..7's tables)."""
@@ -67,6 +75,7 @@ def upgrade(conn: Connection, from_version: int, to_version: int) -> None:
         return
     cfg = _config(conn)
     cfg.attributes["from_version"] = from_version
+    cfg.attributes["results_root"] = results_root  # v12 writes the result rows there as files
     command.stamp(cfg, revision(1), purge=True)  # v1 ledgers predate alembic_version; later labels are not trusted
     command.upgrade(cfg, revision(to_version))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import DDL, JSON, Enum, ForeignKey, Index, LargeBinary, String, Table, UniqueConstraint, event
+from sqlalchemy import JSON, Enum, ForeignKey, Index, String, Table, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from campaign.ledger.layout import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: written once, in layout
@@ -183,37 +183,20 @@ class ResultRow(Base):
 Index("ux_result_natural_key", ResultRow.natural_key, unique=True)
 
 
-Packed = bytes  # a packed column of a block (the class below has a column named `bytes`)
+class ResultFile(Base):
+    """v12: the pointer to one Parquet file of result rows (campaign.ledger.files):
+    a finished attempt's rows, written once at ingest. `path` is relative to
+    the campaign's result folder; `sha256` the file's bytes, checked at every read."""
 
-
-class ResultBlock(Base):
-    """v11: one attempt's per-row numbers packed, a cache of its rows
-    (ids first_id .. first_id + rows - 1) that the full read of the results
-    takes instead of their cells (campaign.ledger.blocks says when it exists
-    and when it is used)."""
-
-    __tablename__ = "result_block"
-    attempt_id: Mapped[int] = mapped_column(ForeignKey("job_attempt.id"), primary_key=True)
-    first_id: Mapped[int]
+    __tablename__ = "result_file"
+    __table_args__ = (Index("ix_result_file_attempt", "attempt_id"), Index("ix_result_file_campaign", "campaign_id"))
+    id: Mapped[int] = mapped_column(primary_key=True)
+    attempt_id: Mapped[int | None] = mapped_column(ForeignKey("job_attempt.id"))
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id"))
+    path: Mapped[str] = mapped_column(String(300))
+    sha256: Mapped[str] = mapped_column(String(64))
     rows: Mapped[int]
-    n: Mapped[Packed] = mapped_column(LargeBinary)
-    repeat: Mapped[Packed] = mapped_column(LargeBinary)
-    time_s: Mapped[Packed] = mapped_column(LargeBinary)
-    flops: Mapped[Packed] = mapped_column(LargeBinary)
-    bytes: Mapped[Packed] = mapped_column(LargeBinary)  # (a column named as the result's; the type is Packed)
-    rel_err: Mapped[Packed] = mapped_column(LargeBinary)
-
-
-# SQLite: a row of a blocked attempt changed or removed in place drops the block (a row added later
-# has a larger id, which the read sees: a trigger on INSERT would cost every ingested row a lookup).
-BLOCK_TRIGGERS = (
-    "CREATE TRIGGER IF NOT EXISTS result_block_on_update AFTER UPDATE ON result BEGIN "
-    "DELETE FROM result_block WHERE attempt_id = OLD.attempt_id OR attempt_id = NEW.attempt_id; END",
-    "CREATE TRIGGER IF NOT EXISTS result_block_on_delete AFTER DELETE ON result "
-    "WHEN OLD.attempt_id IS NOT NULL BEGIN DELETE FROM result_block WHERE attempt_id = OLD.attempt_id; END",
-)
-for _trigger in BLOCK_TRIGGERS:  # made with the tables (a migrated ledger: migrations/versions/v11)
-    event.listen(Base.metadata, "after_create", DDL(_trigger).execute_if(dialect="sqlite"))
+    schema_version: Mapped[int]
 
 
 class ImportFile(Base):

@@ -11,7 +11,6 @@ from sqlalchemy import JSON, Subquery, Table, bindparam, func, insert, select, t
 from sqlalchemy.orm import Session, contains_eager
 
 from campaign.errors import BadInputError, did_you_mean
-from campaign.json_template import TemplateEncoder
 from campaign.ledger.models import Campaign, JobAttempt, Run
 
 
@@ -220,14 +219,11 @@ _JSON_TEXT = json.JSONEncoder(check_circular=False).encode
 
 
 def _json_text(proc: Any) -> Any:
-    """A JSON column's bind processor (json.dumps of the value) for dicts
-    (from the previous row's template: 100,000 similar specs) and lists; None
-    and SQLAlchemy's NULL markers still go to the column's own."""
-    dicts = TemplateEncoder(_JSON_TEXT)
+    """A JSON column's bind processor (json.dumps of the value) for dicts and
+    lists; None and SQLAlchemy's NULL markers still go to the column's own."""
 
     def process(value: Any) -> Any:
-        kind = type(value)
-        return dicts.encode(value) if kind is dict else _JSON_TEXT(value) if kind is list else proc(value)
+        return _JSON_TEXT(value) if type(value) in (dict, list) else proc(value)
     return process
 
 

@@ -4,8 +4,8 @@ Read column-wise through one SQL statement (campaign.results.query), not as
 ORM objects: a year of campaigns is tens of millions of rows (issue 18). The
 JSON `extra` column is decoded only when the caller wants every extra column;
 the analysis needs just `params` (part of a configuration's identity), which
-the database extracts itself, and on SQLite reads each attempt's texts once
-(campaign.results.by_attempt).
+the database extracts itself. Job rows come from their attempts' Parquet
+files (campaign.results.scan, through DuckDB), imported rows from the ledger.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 
 from analysis.columns import OPTIONAL_COLUMNS, SCALE_COLUMNS, SCALE_DEFAULT
 from campaign.ledger import Ledger
-from campaign.results import by_attempt
+from campaign.results import scan
 from campaign.results.latest import Superseded, holder
 from campaign.results.latest import find as superseded
 from campaign.results.query import (
@@ -73,13 +73,13 @@ def _read(led: Ledger, campaign: str | Sequence[str] | None, cluster: str | None
         if table is not None:
             where = replace(where or RowFilter(), without_runs=table)
         try:
-            if not all_extras and by_attempt.applies(s):
-                frame = by_attempt.read(s, campaign, cluster, usable_only, where)
-            else:
-                frame = read_frame(s, statement(campaign, cluster, usable_only, all_extras, where))
+            from_files = scan.frame(s, campaign, cluster, usable_only, all_extras, where, led.results_root)
+            imported = read_frame(s, statement(campaign, cluster, usable_only, all_extras, where, imported=True))
         finally:
             if table is not None:
                 table.drop(s.connection())
+    parts = [f for f in (from_files, imported) if len(f)]
+    frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else (parts[0] if parts else from_files)
     if all_extras:
         texts = frame.pop("_extra")
         present = texts.notna() & (texts != "null")  # no extras may be stored as JSON null

@@ -18,14 +18,17 @@ side only" rather than inventing a change.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from campaign.ledger import JobAttempt, ResultRow, Run
-from campaign.results.query import RowFilter, attempt_filter
+from campaign.ledger import Campaign, ResultRow
+from campaign.results import scan
+from campaign.results.query import RowFilter
 
 # extra column of the kernel CSV -> key under "gpu" in the provenance record
 KEYS: tuple[tuple[str, str], ...] = (
@@ -33,27 +36,29 @@ KEYS: tuple[tuple[str, str], ...] = (
 )
 
 
-def gpu_state_records(s: Session, campaign_ids: Sequence[int], where: RowFilter | None = None) -> list[dict[str, Any]]:
+def gpu_state_records(s: Session, campaign_ids: Sequence[int], root: Path | None,
+                      where: RowFilter | None = None) -> list[dict[str, Any]]:
     """One `{"gpu": {...}}` record per distinct combination of the selection's
-    jobs' GPU state (none when no row recorded any)."""
+    jobs' GPU state (none when no row recorded any): the job rows from their
+    result files (campaign.results.scan; `root` = Ledger.results_root, where
+    a campaign whose folder is not here keeps them), the imported rows from
+    the table."""
     if not campaign_ids:
         return []
-    cols = [ResultRow.extra[column].as_string().label(key) for column, key in KEYS]
     ids = list(campaign_ids)
-    # a job row's campaign is its run's, an imported row's the one it was imported into (as
-    # query.statement); two selects, so that each walks an index (attempts of the runs, or
-    # result.campaign_id) rather than every row of the ledger
-    jobs = (select(*cols).join(JobAttempt, ResultRow.attempt_id == JobAttempt.id)
-            .join(Run, Run.id == JobAttempt.run_id).where(Run.campaign_id.in_(ids)))
-    jobs = attempt_filter(jobs, where)
-    stmts = [jobs.distinct()]
+    names = list(s.scalars(select(Campaign.name).where(Campaign.id.in_(ids))))
+    extras: list[Any] = []
+    jobs = scan.frame(s, names, None, False, True, where, root)
+    extras += [json.loads(x) if isinstance(x, str) else x for x in jobs["_extra"].drop_duplicates()]
     if where is None or (where.since is None and where.until is None and where.commit is None):
         # imported rows have no job start or commit: a date or commit selection leaves them out
-        stmts.append(select(*cols).where(ResultRow.attempt_id.is_(None), ResultRow.campaign_id.in_(ids)).distinct())
+        cols = [ResultRow.extra[column].as_string().label(key) for column, key in KEYS]
+        stmt = select(*cols).where(ResultRow.attempt_id.is_(None), ResultRow.campaign_id.in_(ids)).distinct()
+        extras += [dict(zip((c for c, _ in KEYS), row)) for row in s.execute(stmt)]
     seen: set[tuple[str, ...]] = set()
-    for stmt in stmts:
-        for found in s.execute(stmt):
-            seen.add(tuple("" if v is None else str(v) for v in found))
+    for extra in extras:
+        if isinstance(extra, dict):
+            seen.add(tuple("" if extra.get(c) is None else str(extra.get(c)) for c, _ in KEYS))
     records = []
     for values in seen:
         state = {key: value for (_, key), value in zip(KEYS, values) if value}

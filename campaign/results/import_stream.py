@@ -19,14 +19,13 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from analysis.columns import REQUIRED_COLUMNS
 from campaign.clock import now
 from campaign.errors import ImportError_
 from campaign.ledger import ImportFile, Ledger, ResultRow
-from campaign.results.bulk import LedgerColumns, insert_results
 from campaign.results.export import EXPORT_COLUMNS
 from campaign.results.keys import IMPORT_SCOPE, natural_key
 from campaign.results.reader import MAX_BYTES, parse_columns
@@ -115,9 +114,7 @@ def import_file(ledger: Ledger | Callable[[], Ledger], path: Path, campaign: str
                     rec["campaign_id"] = camp.id
             fresh = _fresh(s, records, before, where, total)
             if fresh:
-                names = [c for c in fresh[0] if c != "extra"]
-                insert_results(s, [LedgerColumns(len(fresh), {c: [r[c] for r in fresh] for c in names},
-                                                 extra_rows=[r["extra"] for r in fresh])])
+                s.execute(insert(ResultRow), fresh)
             stored, total = stored + len(fresh), total + len(records)
         if total == 0:
             raise ImportError_(f"{where}: no result rows")

@@ -14,11 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Mapping, Sequence
-from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]  # json.dumps' own string encoder
 from typing import Any
-
-from campaign.results.row_texts import rows_joined
 
 KEY_COLUMNS = ("cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n", "d",
                "repeat", "job_id")
@@ -53,99 +49,3 @@ def key_prefix(scope: str) -> str:
     if scope.startswith("attempt:"):
         return f"{int(scope[8:]):012d}."
     return "i."
-
-
-def _fragments(values: Sequence[Any], same: bool = False) -> str | list[str]:
-    """Each value as json.dumps writes it inside natural_key's list; one str
-    when every row has the same value (the run's own columns). `same`: the
-    list holds one object in every row (its text is that object's, whatever
-    its type)."""
-    if same:
-        return _fragment(values[0])
-    if values.count(values[0]) == len(values):
-        types = set(map(type, values))
-        if len(types) == 1 and float not in types:  # (1 == 1.0 == True, 0.0 == -0.0: not one text)
-            return _fragments_of(values[:1], types)[0]
-        return _fragments_of(values, types)
-    return _fragments_of(values, set(map(type, values)))
-
-
-def _fragment(value: Any) -> str:
-    kind = type(value)
-    if kind is str:
-        return str(encode_basestring_ascii(value))
-    if kind is int:
-        return int.__repr__(value)
-    return "null" if value is None else json.dumps(value, separators=(",", ":"), default=str)
-
-
-def _fragments_of(values: Sequence[Any], types: set[type]) -> list[str]:
-    if types == {str}:
-        return list(map(encode_basestring_ascii, values))
-    if types == {int}:
-        return list(map(int.__repr__, values))
-    if types == {type(None)}:
-        return ["null"] * len(values)
-    return [json.dumps(v, separators=(",", ":"), default=str) for v in values]
-
-
-def _pairs(extra: dict[str, Any] | None) -> str:
-    pairs = sorted((str(k), str(v)) for k, v in (extra or {}).items() if k not in MEASURED_EXTRAS)
-    return "[" + ",".join(f"[{encode_basestring_ascii(k)},{encode_basestring_ascii(v)}]" for k, v in pairs) + "]]"
-
-
-def natural_keys(columns: Mapping[str, Sequence[Any]], length: int, scope: str,
-                 extra_columns: Mapping[str, Sequence[str | None]] | None = None,
-                 extra_rows: Sequence[dict[str, Any] | None] | None = None,
-                 same: Collection[str] = ()) -> list[str]:
-    """natural_key(row, scope) of every row of these columns, built column by
-    column (the same JSON text and hash, without a dict per row). The extra
-    values come as columns (None: not in that row) or as each row's dict.
-    `same` names columns (key or extra) whose list holds one object in every
-    row: their text is written once, unchecked."""
-    if length == 0:
-        return []
-    parts: list[str | Sequence[str]] = ["[" + encode_basestring_ascii(scope)]
-    for col in KEY_COLUMNS:
-        values = columns.get(col)
-        parts += [",", "null" if values is None else _fragments(values, col in same)]
-    parts.append(",")
-    if extra_rows is not None:
-        parts.append([_pairs(e) for e in extra_rows])
-    else:
-        parts += _extra_parts(extra_columns or {}, same)
-    return hashed(key_prefix(scope), _blobs(parts, length))
-
-
-def _extra_parts(extra_columns: Mapping[str, Sequence[str | None]], same: Collection[str]) -> list[str | Sequence[str]]:
-    """The sorted [key, value] pairs of the extra columns that are not
-    measurements, closing natural_key's list: with a value in every row, the
-    keys are written once and only the values vary."""
-    named = sorted((str(k), k) for k in extra_columns if k not in MEASURED_EXTRAS)
-    if not named:
-        return ["[]]"]
-    if all(None not in extra_columns[k] for _, k in named):
-        parts: list[str | Sequence[str]] = ["["]
-        for i, (text, k) in enumerate(named):
-            values = extra_columns[k]
-            parts += [("," if i else "") + f"[{encode_basestring_ascii(text)},",
-                      encode_basestring_ascii(str(values[0])) if k in same else
-                      [encode_basestring_ascii(str(v)) for v in values], "]"]
-        return [*parts, "]]"]
-    cells = [[None if v is None else f"[{encode_basestring_ascii(text)},{encode_basestring_ascii(str(v))}]"
-              for v in extra_columns[k]] for text, k in named]
-    return [[f"[{','.join(c for c in row if c is not None)}]]" for row in zip(*cells)]]
-
-
-def _blobs(parts: Sequence[str | Sequence[str]], length: int) -> list[bytes]:
-    """The rows' texts (the parts concatenated), UTF-8 (each is ASCII: the JSON encoder escapes
-    the rest)."""
-    blobs = rows_joined(parts, length).encode().split(b"\n")
-    blobs.pop()  # after the last row's newline
-    return blobs
-
-
-def hashed(prefix: str, blobs: Sequence[bytes]) -> list[str]:
-    """prefix + the first 32 hex digits of each blob's SHA-256."""
-    sha = hashlib.sha256
-    return [prefix + sha(blob).hexdigest()[:32] for blob in blobs]

@@ -32,7 +32,7 @@ from typing import Any
 from sqlalchemy import Column, Integer, MetaData, Table, Text, cast, exists, func, insert, select
 from sqlalchemy.orm import Session
 
-from campaign.ledger import Campaign, JobAttempt, ResultRow, Run
+from campaign.ledger import Campaign, JobAttempt, ResultFile, Run
 from campaign.results.query import PARTIAL_USABLE, attempt_filter
 from campaign.states import JobState
 
@@ -162,8 +162,8 @@ def holder(s: Session, found: Superseded) -> Table | None:
     rows: dict[int, int] = defaultdict(int)
     jobs: dict[int, list[str]] = defaultdict(list)
     for run_id, job_id, n in s.execute(
-            select(JobAttempt.run_id, JobAttempt.job_id, func.count(ResultRow.id))
-            .outerjoin(ResultRow, ResultRow.attempt_id == JobAttempt.id)
+            select(JobAttempt.run_id, JobAttempt.job_id, func.sum(ResultFile.rows))
+            .outerjoin(ResultFile, ResultFile.attempt_id == JobAttempt.id)
             .where(JobAttempt.run_id.in_(select(table.c.run_id)))
             .group_by(JobAttempt.id).order_by(JobAttempt.id)):
         rows[run_id] += int(n or 0)

@@ -2,9 +2,8 @@
 is fetched: filters by campaign, cluster, usable state, dates and commit, and
 plain tuples in chunks.
 
-Shared by campaign.results.export (the general read) and
-campaign.results.by_attempt (the SQLite read that takes each attempt's texts
-once), so both select exactly the same rows.
+The date and commit filter (`attempt_filter`) is shared with the read of
+the result files (campaign.results.scan), so both select the same attempts.
 """
 
 from __future__ import annotations
@@ -19,10 +18,10 @@ from sqlalchemy.orm import Session
 
 from analysis.columns import SCALE_COLUMNS
 from campaign.ledger import Campaign, JobAttempt, Provenance, ResultRow, Run
+from campaign.ledger.result_schema import MEASURED
 from campaign.states import JobState
 
-EXPORT_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n", "d",
-                  "repeat", "time_s", "job_id", "gpu_model", "flops", "bytes", "rel_err"]
+EXPORT_COLUMNS = list(MEASURED)  # the stored measured columns (campaign.ledger.result_schema), in file order
 CHUNK = 200_000  # rows fetched at a time
 # Columns that hold numbers (or nothing): one dtype whichever read made the frame (settled_dtypes)
 NUMERIC_COLUMNS = ("threads", "n", "d", "repeat", "time_s", "flops", "bytes", "rel_err", "alloc_cpus", "replicate")
@@ -61,7 +60,9 @@ def attempt_filter(stmt: Any, where: RowFilter | None) -> Any:
 
 
 def statement(campaign: str | Sequence[str] | None, cluster: str | None, usable_only: bool, all_extras: bool,
-               where: RowFilter | None = None) -> Any:
+              where: RowFilter | None = None, imported: bool = False) -> Any:
+    """The rows kept in the ledger's `result` table (imported rows; job rows
+    of a ledger not yet upgraded to files); `imported`: only rows without an attempt."""
     cols: list[Any] = [getattr(ResultRow, c) for c in EXPORT_COLUMNS]
     cols += [ResultRow.source, Campaign.name.label("campaign"), type_coerce(JobAttempt.state, String).label("state"),
              JobAttempt.alloc_cpus.label("alloc_cpus"),  # cores the job was given: oversubscription is judged by it
@@ -82,6 +83,8 @@ def statement(campaign: str | Sequence[str] | None, cluster: str | None, usable_
             .outerjoin(Campaign, Campaign.id == func.coalesce(Run.campaign_id, ResultRow.campaign_id)))
     if campaign:
         stmt = stmt.where(Campaign.name.in_([campaign] if isinstance(campaign, str) else list(campaign)))
+    if imported:
+        stmt = stmt.where(ResultRow.attempt_id.is_(None))
     if cluster:
         stmt = stmt.where(ResultRow.cluster == cluster)
     stmt = attempt_filter(stmt, where)

@@ -24,11 +24,12 @@ from campaign.config.clusters import cluster_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.config.validate import check_name
 from campaign.errors import BadInputError, ConfigError
-from campaign.ledger import Campaign, ImportFile, Ledger, ResultRow
-from campaign.results.bulk import LedgerColumns
+from campaign.ledger import Campaign, ImportFile, JobAttempt, Ledger, ResultFile, ResultRow, files
+from campaign.ledger.db import session_results_root
+from campaign.ledger.files import LedgerColumns, homes, write_home
 from campaign.results.columnar import ResultColumns
 from campaign.results.export import EXPORT_COLUMNS
-from campaign.results.keys import IMPORT_SCOPE, attempt_scope, natural_key, natural_keys
+from campaign.results.keys import IMPORT_SCOPE, natural_key
 
 IMPORT_BACKEND = "import"  # Campaign.backend of a campaign made by `import --campaign`
 _CHUNK = 500  # keys per IN (...) query
@@ -97,6 +98,68 @@ def store_import(led: Ledger, path: Path, rows: list[dict[str, Any]], campaign: 
         if campaign is None:
             s.add(ImportFile(fingerprint=print_, path=str(path.resolve()), rows=len(fresh), imported_at=now()))
     return Imported(len(fresh), len(records) - len(fresh))
+
+
+@dataclass
+class AttemptRows:
+    """One finished attempt's rows, for its file."""
+
+    attempt_id: int
+    campaign_id: int
+    workdir: str  # the campaign's folder (where a PostgreSQL ledger's result files go)
+    columns: LedgerColumns
+
+
+def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
+    """The attempts' rows as one immutable file per campaign of the batch
+    (written, made durable, renamed: campaign.ledger.files), then each
+    attempt's pointer to it into the caller's transaction, the one that marks
+    the attempts done: until it commits, no read sees them."""
+    root = session_results_root(s)
+    by_campaign: dict[tuple[int, str], list[AttemptRows]] = {}
+    for item in attempts:
+        if item.columns.length:
+            by_campaign.setdefault((item.campaign_id, item.workdir), []).append(item)
+    batches = [(write_home(root, cid, workdir), f"a{items[0].attempt_id}",
+                LedgerColumns.joined([item.columns for item in items]).table()) for (cid, workdir), items in by_campaign.items()]
+    written = files.write_many(batches)
+    pointers = [{"attempt_id": item.attempt_id, "campaign_id": item.campaign_id, "path": p.path, "sha256": p.sha256,
+                 "rows": item.columns.length, "schema_version": p.schema_version}
+                for items, p in zip(by_campaign.values(), written, strict=True) for item in items]
+    if pointers:
+        s.execute(insert(ResultFile), pointers)
+
+
+def sweep_orphans(led: Ledger) -> list[Path]:
+    """Remove the result files no pointer names (a writer killed between the
+    file's rename and its transaction's commit) once they are old enough that
+    no writer can still be about to commit them (files.SWEEP_AGE_S), and only
+    when this ledger stored their attempts again in another file: a
+    campaign's folder is shared by every copy of its ledger, and a file a
+    newer copy points to must survive a sweep through an older one."""
+    root = led.results_root
+    with led.session() as s:
+        named = s.execute(select(ResultFile.campaign_id, Campaign.workdir, ResultFile.path)
+                          .join(Campaign, Campaign.id == ResultFile.campaign_id)).all()
+        places = [place for cid, workdir in s.execute(select(Campaign.id, Campaign.workdir))
+                  for place in homes(root, cid, workdir)]
+    referenced = {place / path for cid, workdir, path in named for place in homes(root, cid, workdir)}
+    stored: set[tuple[int | None, str]] | None = None
+
+    def superseded(path: Path) -> bool:
+        nonlocal stored
+        if stored is None:  # read once, and only when a sweep finds a candidate
+            with led.session() as s:
+                stored = {(aid, job or "") for aid, job in s.execute(
+                    select(ResultFile.attempt_id, JobAttempt.job_id).join(JobAttempt,
+                                                                          JobAttempt.id == ResultFile.attempt_id))}
+        try:
+            held = files.attempts_in(path)
+        except Exception:  # noqa: BLE001 - not a readable result file of ours: never removed
+            return False
+        return bool(held) and all((aid, job or "") in stored for aid, job in held)
+
+    return files.sweep(places, referenced, superseded)
 
 
 def import_campaign_name(name: str) -> str:
@@ -183,13 +246,11 @@ def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
     values.update({name: cols.get(name) or [None] * n for name in _FROM_FILE_OPTIONAL})
     # the columns holding one object in every row: the run's, the file's of one cell text, the absent
     same = {*_OWN, *table.same.intersection(_FROM_FILE), *(c for c in _FROM_FILE_OPTIONAL if c in table.same or not cols.get(c))}
-    scope = attempt_scope(attempt_id)
     if table.extras is not None and not (extra_args and "params" in table.extras):
         extras: dict[str, list[Any]] = dict(table.extras)
         same.update(table.same.intersection(extras))
         if extra_args:
             extras["params"] = _params_column(extra_args, extras, n)
-        values["natural_key"] = natural_keys(values, n, scope, extra_columns=extras, same=same)
         return LedgerColumns(n, values, extras, same=frozenset(same))
     rows: list[dict[str, Any] | None] = []
     for own in table.extra_dicts():
@@ -198,7 +259,6 @@ def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
         if params:
             extra["params"] = params
         rows.append(extra or None)
-    values["natural_key"] = natural_keys(values, n, scope, extra_rows=rows, same=same)
     return LedgerColumns(n, values, extra_rows=rows, same=frozenset(same))
 
 

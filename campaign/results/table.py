@@ -9,15 +9,21 @@ JSON object per row, with numbers as numbers.
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
+import sys
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from analysis.columns import SCALE_COLUMNS, SCALE_DEFAULT
-from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
+from campaign.errors import BadInputError
+from campaign.ledger import Campaign, Ledger, ResultRow
 from campaign.ledger import queries as q
+from campaign.results import scan
 
 # (name, type in JSON, meaning): the README table is this list.
 RESULT_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -53,6 +59,7 @@ RESULT_COLUMNS: tuple[tuple[str, str, str], ...] = (
 COLUMNS: tuple[str, ...] = tuple(name for name, _, _ in RESULT_COLUMNS)
 _TEXT = ("cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "gpu_model", "job_id", "source")
 _NUMBERS = ("threads", "n", "d", "repeat", "time_s", "rel_err", "flops", "bytes")
+_INTS = ("threads", "n", "d", "repeat")
 _INT = re.compile(r"[+-]?\d+")
 
 
@@ -73,32 +80,74 @@ def typed(value: Any) -> Any:
 
 
 def result_records(led: Ledger, campaign: str | None = None) -> list[dict[str, Any]]:
-    """The rows in COLUMNS order. An unknown campaign is a BadInputError.
-    Plain column tuples, not ORM objects: an export may hold millions of rows."""
-    cols = [getattr(ResultRow, c) for c in (*_TEXT, *_NUMBERS)]
-    stmt = (select(*cols, ResultRow.extra, JobAttempt.attempt, JobAttempt.state, Campaign.name, JobAttempt.overlap,
-                   Run.spec["replicate"].as_integer())
-            .outerjoin(JobAttempt, ResultRow.attempt_id == JobAttempt.id)
-            .outerjoin(Run, Run.id == JobAttempt.run_id)
-            # a job row's campaign is its run's; an imported row's the one it was imported into
-            .outerjoin(Campaign, Campaign.id == func.coalesce(Run.campaign_id, ResultRow.campaign_id))
-            .order_by(ResultRow.id))
-    n_text = len(_TEXT)
+    """The rows in COLUMNS order: the job rows of the selected campaign's
+    result files (campaign.results.scan), then the imported rows. An unknown
+    campaign is a BadInputError."""
     out = []
     with led.session() as s:
         if campaign:
-            stmt = stmt.where(Campaign.id == q.require_campaign(s, campaign).id)
+            q.require_campaign(s, campaign)
+        files = scan.frame(s, campaign, None, False, True, None, led.results_root, attempt=True)
+        for rec in files.to_dict("records"):
+            raw = rec.pop("_extra")
+            rec["extra"] = json.loads(raw) if isinstance(raw, str) else None
+            out.append(_record(rec))
+        stmt = (select(*(getattr(ResultRow, c) for c in (*_TEXT, *_NUMBERS)), ResultRow.extra, Campaign.name)
+                .outerjoin(Campaign, Campaign.id == ResultRow.campaign_id).order_by(ResultRow.id))
+        if campaign:
+            stmt = stmt.where(Campaign.name == campaign)
         for row in s.execute(stmt):
             values = tuple(row)
-            rec: dict[str, Any] = dict(zip(_TEXT, values[:n_text]))
-            rec.update(zip(_NUMBERS, (typed(v) for v in values[n_text:n_text + len(_NUMBERS)])))
-            raw_extra, attempt, state, name, overlap, replicate = values[n_text + len(_NUMBERS):]
-            extra = {k: typed(v) for k, v in (raw_extra or {}).items()}
-            for col in SCALE_COLUMNS:
-                rec[col] = extra.pop(col, None) or SCALE_DEFAULT
-            rec.update(campaign=name, params=str(extra.pop("params", "") or ""),
-                       first_call_s=typed(extra.pop("first_call_s", None)), attempt=attempt,
-                       state=state.value if state is not None else None, overlap=overlap, extra=extra,
-                       replicate=(replicate or 0) if attempt is not None else None)
-            out.append({c: rec[c] for c in COLUMNS})
+            rec = dict(zip((*_TEXT, *_NUMBERS, "extra", "campaign"), values))
+            out.append(_record(dict(rec, attempt=None, state=None, overlap=None, replicate=None)))
     return out
+
+
+def _record(rec: dict[str, Any]) -> dict[str, Any]:
+    """One row as the export writes it: numbers typed, params and
+    first_call_s out of `extra`."""
+    extra = {k: typed(v) for k, v in (rec.get("extra") or {}).items()}
+    for name in _NUMBERS:
+        value = typed(rec.get(name))
+        # a file's int column with a missing value reads as floats
+        rec[name] = int(value) if name in _INTS and isinstance(value, float) and value.is_integer() else value
+    for name in ("state", "overlap", "campaign", "attempt", *_TEXT):
+        value = rec.get(name)
+        rec[name] = None if isinstance(value, float) and math.isnan(value) else value
+    if rec["attempt"] is not None:
+        rec["attempt"] = int(rec["attempt"])
+    replicate = rec.get("replicate")
+    rec["replicate"] = None if rec["attempt"] is None else (
+        0 if replicate is None or (isinstance(replicate, float) and math.isnan(replicate)) else int(replicate))
+    for col in SCALE_COLUMNS:  # ranks, nodes: kept in the row's extra object
+        rec[col] = extra.pop(col, None) or SCALE_DEFAULT
+    rec.update(params=str(extra.pop("params", "") or ""), first_call_s=typed(extra.pop("first_call_s", None)),
+               extra=extra)
+    return {c: rec[c] for c in COLUMNS}
+
+
+def write_parquet(path: Path | None, columns: list[str], records: list[dict[str, Any]]) -> None:
+    """`campaign results --format parquet`: the records as one Parquet file
+    (written whole under a temporary name, then renamed); `extra` as its JSON text."""
+    if path is None:
+        raise BadInputError("results --format parquet writes a file: name it with --out FILE.parquet")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrays = {}
+    for name in columns:
+        values = [r.get(name) for r in records]
+        if name == "extra":
+            values = [json.dumps(v) if v else None for v in values]
+        try:
+            arrays[name] = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # a column of numbers and texts (an extra's): as texts
+            arrays[name] = pa.array([None if v is None else str(v) for v in values], type=pa.string())
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        pq.write_table(pa.table(arrays), tmp)
+        os.replace(tmp, path)
+        print(f"{len(records)} row(s) written to {path}", file=sys.stderr)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise BadInputError(f"results --out {path}: {exc.strerror or exc}") from None

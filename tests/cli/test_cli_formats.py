@@ -9,23 +9,18 @@ import csv
 import io
 import json
 import re
-import sqlite3
 
 import pytest
 
 from tests.cli.conftest import Finished
-from tests.conftest import REPO
+from tests.conftest import REPO, sql_rows
 
 BOX = re.compile("[\u2500-\u257f]")  # box-drawing characters
 NUMERIC_TEXT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
 
 def _db(f: Finished, sql: str) -> list[tuple]:
-    con = sqlite3.connect(f.ledger)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
+    return sql_rows(f.ledger, sql)  # (a SELECT of result rows reads the result files: tests/conftest.py)
 
 
 def _no_numbers_as_text(value: object) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, sql_rows
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL
 
 FAKE_ENV = {"CAMPAIGN_CONFIG_PATH": str(FAKE_CONF), "CAMPAIGN_FAKE_KERNEL": str(FAKE_KERNEL)}
@@ -123,11 +123,9 @@ def test_advise_threads_from_imported_sweep(tmp_path: Path) -> None:
 
 
 def _medians(led: Path, campaign: str) -> dict[int, float]:
-    con = sqlite3.connect(led)
-    rows = con.execute("SELECT r.n, r.time_s FROM result r JOIN job_attempt a ON a.id = r.attempt_id "
-                       "JOIN run ON run.id = a.run_id JOIN campaign c ON c.id = run.campaign_id "
-                       "WHERE c.name = ?", (campaign,)).fetchall()
-    con.close()
+    rows = sql_rows(led, "SELECT r.n, r.time_s FROM result r JOIN job_attempt a ON a.id = r.attempt_id "
+                         "JOIN run ON run.id = a.run_id JOIN campaign c ON c.id = run.campaign_id "
+                         "WHERE c.name = ?", campaign)
     return {n: float(np.median([t for m, t in rows if m == n])) for n in {n for n, _ in rows}}
 
 

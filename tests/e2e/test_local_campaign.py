@@ -4,12 +4,11 @@ on the embedded default (cluster=local): real processes, a real SQLite ledger.""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, sql_rows
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL, KNOWN_CSV
 
 FAKE_ENV = {
@@ -30,11 +29,7 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _db(ledger: Path, sql: str) -> list[tuple]:
-    con = sqlite3.connect(ledger)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
+    return sql_rows(ledger, sql)  # (a SELECT of result rows reads the result files: tests/conftest.py)
 
 
 def test_smoke_jobs_complete_and_rows_are_ingested(smoke: tuple[Path, Path]) -> None:

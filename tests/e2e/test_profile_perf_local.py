@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, sql_rows
 
 pytestmark = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
 
@@ -41,7 +41,11 @@ def test_perf_profile_through_the_local_backend(tmp_path: Path) -> None:
             assert reason.startswith("profile failed:") and "perf" in reason
         else:
             assert counted > 0
-    timed = db.execute("SELECT count(*) FROM result").fetchone()[0]
+    # every attempt's timings stored, PROFILE_FAILED too (read through its result file, not the table)
+    timed = sql_rows(ledger, "SELECT count(*) FROM result")[0][0]
+    by_attempt = dict(sql_rows(ledger, "SELECT attempt_id, count(*) FROM result GROUP BY attempt_id"))
+    assert set(by_attempt) == {aid for _, _, aid in states}
+    assert sorted(by_attempt.values()) == sorted(REPEATS * len(n) for n in (N_FORWARD, N_DECODE))
     assert len(states) == 2 and timed == (len(N_FORWARD) + len(N_DECODE)) * REPEATS
     out = run_cli("--ledger", str(ledger), "report", "--json")
     assert out.returncode == 0, out.stderr

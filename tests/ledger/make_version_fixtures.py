@@ -53,6 +53,7 @@ REVISIONS: dict[str, tuple[str, str]] = {
     "v9": ("24d08b9", "schema 9: campaign_claim.beat_at"),
     "v10": ("2a40641", "schema 10: natural keys prefixed by attempt id"),
     "v11": ("897f2e8", "schema 11: result blocks"),
+    "v12": ("2fd31c8", "schema 12: result rows in Parquet files (in v12.results/: its campaign folders are not here)"),
 }
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ledgers"
@@ -131,15 +132,25 @@ def _write(out: Path) -> None:  # noqa: PLR0915 - one linear script of what was 
                     expected["attempts"] += 1
                     if state != "COMPLETED":
                         continue
+                    job_rows = []
                     for n in N_VALUES:
                         times = [(n / 64) * 1e-3 * (1 + rep / 10) / t for rep in range(REPEATS)]
                         medians[f"{t}:{n}"] = sum(times) / REPEATS  # the median of two
                         for rep, time_s in enumerate(times):
-                            s.add(make(m.ResultRow, attempt_id=att.id, source="job", cluster="local",
-                                       partition="local", kernel="attention_forward", impl="c", variant="naive",
-                                       device="cpu", dtype="fp32", threads=t, n=n, d=64, repeat=rep, time_s=time_s,
-                                       job_id=job, rel_err=1e-7))
+                            job_rows.append(dict(attempt_id=att.id, source="job", cluster="local",
+                                                 partition="local", kernel="attention_forward", impl="c",
+                                                 variant="naive", device="cpu", dtype="fp32", threads=t, n=n, d=64,
+                                                 repeat=rep, time_s=time_s, job_id=job, rel_err=1e-7))
                             expected["job_rows"] += 1
+                    if hasattr(m, "ResultFile"):  # v12+: the attempt's rows as its result file and pointer
+                        from campaign.ledger.files import LedgerColumns
+                        from campaign.results.store import AttemptRows, store_attempt_files
+
+                        columns = LedgerColumns(len(job_rows), {k: [r[k] for r in job_rows] for k in job_rows[0]},
+                                                extra_rows=[None] * len(job_rows))
+                        store_attempt_files(s, [AttemptRows(att.id, camp.id, camp.workdir, columns)])
+                    else:
+                        s.add_all([make(m.ResultRow, **row) for row in job_rows])
             expected["campaigns"][name] = {"runs": len(threads), "medians": medians}
     led.close()
     csv = Path("/tmp/campaign-fixture-import.csv")  # the path every fixture's imported rows name

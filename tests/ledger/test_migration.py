@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -13,7 +14,7 @@ from sqlalchemy import create_engine, inspect
 from campaign.errors import LedgerError
 from campaign.ledger import Ledger
 from campaign.ledger.models import SCHEMA_VERSION, Base
-from tests.conftest import run_cli, sql_rows
+from tests.conftest import result_sql, run_cli, sql_rows
 from tests.fixtures import LEDGER_V1
 from tests.ledger import make_v1_fixture as v1
 
@@ -50,12 +51,18 @@ def test_v1_ledger_is_backed_up_then_upgraded(old_ledger: Path) -> None:
     assert sql_rows(old_ledger, "SELECT version_num FROM alembic_version") == [(f"v{SCHEMA_VERSION}",)]
     # every row survived; campaign gained python from the newest provenance's config, else python3
     after = _dump(old_ledger)
-    for table in ("provenance", "run", "job_attempt", "result", ):
+    for table in ("provenance", "run", "job_attempt"):
         width = len(before[table][0])  # columns added since v1 (e.g. v8's) come last, NULL
         assert [row[:width] for row in after[table]] == before[table], table
         assert all(v is None for row in after[table] for v in row[width:]), table
     assert sql_rows(old_ledger, "SELECT name, python FROM campaign ORDER BY id") == list(v1.CAMPAIGNS.items())
-    assert len(after["result"]) == len(v1.RESULT_TIMES) + v1.N_IMPORTED
+    # the result rows moved to files (v12), every value as v1 stored it (the JSON extra decoded)
+    names = [r[1] for r in sql_rows(FIXTURE, "PRAGMA table_info(result)") if r[1] != "id"]
+    select = f"SELECT {', '.join(names)} FROM result"
+    decoded = [[json.loads(v) if n == "extra" and isinstance(v, str) else v for n, v in zip(names, row)]
+               for row in (sql_rows(FIXTURE, select.replace("FROM result", "FROM main.result")), result_sql(old_ledger, select))]
+    assert sorted(map(repr, decoded[1])) == sorted(map(repr, decoded[0]))
+    assert len(decoded[1]) == len(v1.RESULT_TIMES) + v1.N_IMPORTED
     assert len(after["job_attempt"]) == v1.N_ATTEMPTS
     assert sql_rows(old_ledger, "PRAGMA foreign_key_check") == []
     assert sql_rows(old_ledger, "PRAGMA integrity_check") == [("ok",)]
@@ -81,7 +88,7 @@ def test_second_open_does_nothing(old_ledger: Path) -> None:
     led.close()
     assert led.notes == []
     assert old_ledger.read_bytes() == upgraded
-    assert sorted(p.name for p in old_ledger.parent.iterdir()) == ["ledger.sqlite", "ledger.sqlite.v1.bak"]
+    assert sorted(p.name for p in old_ledger.parent.iterdir()) == ["ledger.results", "ledger.sqlite", "ledger.sqlite.v1.bak"]
 
 
 def test_existing_different_backup_is_kept(old_ledger: Path) -> None:
@@ -101,8 +108,8 @@ def test_failed_upgrade_leaves_the_ledger_unchanged(old_ledger: Path, monkeypatc
 
     real = migrate.upgrade
 
-    def broken(conn, frm, to):  # type: ignore[no-untyped-def]
-        real(conn, frm, to)
+    def broken(conn, frm, to, root=None):  # type: ignore[no-untyped-def]
+        real(conn, frm, to, root)
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(migrate, "upgrade", broken)
@@ -112,7 +119,7 @@ def test_failed_upgrade_leaves_the_ledger_unchanged(old_ledger: Path, monkeypatc
     monkeypatch.undo()
     led = Ledger(old_ledger)  # the next open upgrades, reusing the identical backup
     assert len(led.notes) == 1
-    assert sorted(p.name for p in old_ledger.parent.iterdir()) == ["ledger.sqlite", "ledger.sqlite.v1.bak"]
+    assert sorted(p.name for p in old_ledger.parent.iterdir()) == ["ledger.results", "ledger.sqlite", "ledger.sqlite.v1.bak"]
 
 
 def test_newer_ledger_is_refused_byte_identical(old_ledger: Path) -> None:

@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, select, text
 
 from campaign import api
 from campaign.errors import LedgerError
-from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow, Run
+from campaign.ledger import Campaign, JobAttempt, Ledger, ResultFile, Run, files
 from campaign.ledger.models import SCHEMA_VERSION, Base
 from tests.conftest import REPO, run_cli
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL, KNOWN_CSV
@@ -36,6 +36,17 @@ def _scalar(url: str, sql: str) -> object:
             return c.execute(text(sql)).scalar()
     finally:
         eng.dispose()
+
+
+def _result_count(led: Ledger) -> int:
+    """Every stored result row: the job rows of the result files and the imported rows (campaign.results.duck)."""
+    from campaign.results.duck import connect
+
+    con = connect(led)
+    try:
+        return int(con.execute("SELECT count(*) FROM result").fetchone()[0])
+    finally:
+        con.close()
 
 
 def test_empty_database_gets_the_schema(new_pg_ledger: Callable[[], str]) -> None:
@@ -62,7 +73,11 @@ def test_submit_rerun_import_results_on_postgres(new_pg_ledger: Callable[[], str
         assert {k: v.value for k, v in got.items()} == {"ok": "COMPLETED", "exit3": "FAILED", "nooutput": "LOST_OUTPUT",
                                                         "garbage": "LOST_OUTPUT", "badcheck": "CHECK_FAILED"}
         assert s.scalar(select(Campaign.python)) == sys.executable
-        job_rows = len(s.scalars(select(ResultRow)).all())
+        folder = Path(s.scalar(select(Campaign.workdir)))
+        pointers = s.execute(select(ResultFile.path, ResultFile.sha256)).all()
+    # the job rows are files in the campaign's folder on the shared filesystem (docs/results.md), each as recorded
+    assert pointers and all(files.sha256(folder / path) == digest for path, digest in pointers)
+    job_rows = _result_count(led)
     assert job_rows > 0
     # the same again records nothing new
     assert api.submit(["experiment=failures", f"campaign.workdir={tmp_path / 'runs'}"], led).existing == 5
@@ -84,7 +99,9 @@ def test_submit_rerun_import_results_on_postgres(new_pg_ledger: Callable[[], str
     proc = run_cli("--ledger", url, "results", "--format", "json", cwd=tmp_path)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     rows = json.loads(proc.stdout)
-    assert len(rows) == _scalar(url, "SELECT count(*) FROM result")
+    led = Ledger(url)
+    assert len(rows) == _result_count(led) >= job_rows + 24  # (+ the reruns' rows)
+    led.close()
     assert sum(1 for r in rows if r["source"].startswith("import:")) == 24
     proc = run_cli("report", "--json", "--all", cwd=tmp_path, env={"CAMPAIGN_LEDGER": url})
     assert proc.returncode == 0, proc.stderr

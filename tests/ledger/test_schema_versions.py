@@ -23,7 +23,7 @@ from sqlalchemy import create_engine, inspect
 
 from campaign.ledger import Ledger
 from campaign.ledger.models import SCHEMA_VERSION
-from tests.conftest import run_cli
+from tests.conftest import result_sql, run_cli
 from tests.ledger.make_version_fixtures import FIXTURES, REVISIONS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,7 +31,9 @@ VERSION_FIXTURES = sorted(FIXTURES.glob("*.sqlite"))
 BENCH_LEDGERS = sorted(
     REPO / p for p in subprocess.run(["git", "-C", str(REPO), "ls-files", "bench"], capture_output=True, text=True,
                                      check=True).stdout.split() if p.endswith((".sqlite", ".db")))
-TABLES = ("campaign", "provenance", "run", "job_attempt", "result")
+TABLES = ("campaign", "provenance", "run", "job_attempt")  # and `result`: its rows move to files (v12)
+_ROW = ("attempt_id", "source", "cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n",
+        "d", "repeat", "time_s", "job_id", "gpu_model", "flops", "bytes", "rel_err", "campaign_id")
 
 
 def _rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
@@ -54,15 +56,40 @@ def _table(path: Path, table: str) -> dict[str, list[Any]]:
     return {name: [row[i] for row in rows] for i, name in enumerate(names)}
 
 
+def _result_rows(path: Path, upgraded: bool) -> list[tuple[Any, ...]]:
+    """Every stored result row (the ledger's table before v12; its files and imported rows after),
+    its `extra` decoded, in one order."""
+    if upgraded:
+        rows = result_sql(path, f"SELECT {', '.join(_ROW)}, extra FROM result")
+    else:  # an old ledger may lack a column a later version added (NULL in its upgraded rows)
+        have = {r[1] for r in _rows(path, "PRAGMA table_info(result)")}
+        rows = _rows(path, f"SELECT {', '.join(c if c in have else 'NULL' for c in _ROW)}, extra FROM result")
+    out = [(*r[:-1], json.loads(r[-1]) if isinstance(r[-1], str) else r[-1]) for r in rows]
+    return sorted(out, key=repr)
+
+
 def _shape(path: Path) -> dict[str, list[tuple[str, str, bool]]]:
     insp = inspect(create_engine(f"sqlite:///{path}"))
     return {t: sorted((c["name"], str(c["type"]), c["nullable"]) for c in insp.get_columns(t))
             for t in sorted(insp.get_table_names())}
 
 
-def _upgrade_copy(source: Path, tmp_path: Path) -> tuple[Path, Ledger]:
-    path = tmp_path / "ledger.sqlite"
+def _copy(source: Path, path: Path) -> Path:
+    """The ledger file and, where it has one, the result folder beside it (docs/results.md: a ledger whose
+    campaign folders are not on this machine keeps its result files there, and travels with them)."""
     shutil.copyfile(source, path)
+    beside = source.with_name(f"{source.stem}.results")
+    if beside.is_dir():
+        shutil.copytree(beside, path.with_name(f"{path.stem}.results"))
+    return path
+
+
+def _label(path: Path) -> int:
+    return int(_rows(path, "SELECT value FROM meta WHERE key = 'schema_version'")[0][0])
+
+
+def _upgrade_copy(source: Path, tmp_path: Path) -> tuple[Path, Ledger]:
+    path = _copy(source, tmp_path / "ledger.sqlite")
     led = Ledger(path)
     led.close()
     return path, led
@@ -70,8 +97,8 @@ def _upgrade_copy(source: Path, tmp_path: Path) -> tuple[Path, Ledger]:
 
 def test_every_written_version_has_a_fixture() -> None:
     assert {p.stem for p in VERSION_FIXTURES} == set(REVISIONS)
-    labels = {int(_rows(p, "SELECT value FROM meta WHERE key = 'schema_version'")[0][0]) for p in VERSION_FIXTURES}
-    assert labels == {1, 2, 7, 8, 9, 10, 11} and max(labels) == SCHEMA_VERSION  # 3..6 were never written
+    labels = {_label(p) for p in VERSION_FIXTURES}
+    assert labels == {1, 2, 7, 8, 9, 10, 11, 12} and SCHEMA_VERSION == 12  # 3..6 were never written
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +111,11 @@ def new_ledger_shape(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list
 @pytest.mark.parametrize("fixture", VERSION_FIXTURES, ids=lambda p: p.stem)
 def test_fixture_upgrades_keeping_every_row(fixture: Path, tmp_path: Path,
                                             new_ledger_shape: dict[str, list[tuple[str, str, bool]]]) -> None:
-    label = int(_rows(fixture, "SELECT value FROM meta WHERE key = 'schema_version'")[0][0])
+    label = _label(fixture)
     before = {t: _table(fixture, t) for t in TABLES}
+    rows = _result_rows(fixture, upgraded=label >= 12)  # from 12 its job rows are files
     path, led = _upgrade_copy(fixture, tmp_path)
+    assert _result_rows(path, upgraded=True) == rows  # every result row, its values unchanged, now in files
     if label < SCHEMA_VERSION:
         backup = path.with_name(f"ledger.sqlite.v{label}.bak")
         assert backup.read_bytes() == fixture.read_bytes()
@@ -115,8 +144,7 @@ def test_fixture_upgrades_keeping_every_row(fixture: Path, tmp_path: Path,
 @pytest.mark.parametrize("fixture", VERSION_FIXTURES, ids=lambda p: p.stem)
 def test_fixture_reports_what_its_version_stored(fixture: Path, tmp_path: Path) -> None:
     expected = json.loads(_rows(fixture, "SELECT value FROM meta WHERE key = 'fixture'")[0][0])
-    path = tmp_path / "ledger.sqlite"
-    shutil.copyfile(fixture, path)
+    path = _copy(fixture, tmp_path / "ledger.sqlite")
     args = [a for name in expected["campaigns"] for a in ("--campaign", name)]
     proc = run_cli("--ledger", str(path), "report", "--json", *args)
     assert proc.returncode == 0, proc.stderr
@@ -139,10 +167,10 @@ def _medians_by_point(path: Path, campaign_id: int) -> dict[tuple[Any, ...], flo
     point measured by several replicates (experiment.replicates): the geometric mean of the replicates'
     medians, the estimate analysis/replicates.py defines."""
     times: dict[tuple[Any, ...], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for *key, replicate, t in _rows(path, (
-            "SELECT r.kernel, r.impl, r.variant, r.device, r.dtype, r.d, coalesce(json_extract(r.extra, '$.params'), ''), "
-            "r.threads, r.n, coalesce(json_extract(u.spec, '$.replicate'), 0), r.time_s FROM result r "
-            "LEFT JOIN job_attempt a ON a.id = r.attempt_id LEFT JOIN run u ON u.id = a.run_id "
+    for *key, replicate, t in result_sql(path, (
+            "SELECT r.kernel, r.impl, r.variant, r.device, r.dtype, r.d, coalesce(r.params, json_extract_string(nullif(r.extra, ''), '$.params'), ''), "
+            "r.threads, r.n, coalesce(CAST(json_extract_string(u.spec, '$.replicate') AS INTEGER), 0), r.time_s "
+            "FROM result r LEFT JOIN job_attempt a ON a.id = r.attempt_id LEFT JOIN run u ON u.id = a.run_id "
             f"WHERE u.campaign_id = {campaign_id} OR r.campaign_id = {campaign_id}")):
         times[tuple(key)][replicate].append(t)
     out = {}
@@ -155,8 +183,10 @@ def _medians_by_point(path: Path, campaign_id: int) -> dict[tuple[Any, ...], flo
 @pytest.mark.parametrize("ledger", BENCH_LEDGERS, ids=lambda p: str(p.relative_to(REPO / "bench")))
 def test_bench_ledger_upgrades_and_reports(ledger: Path, tmp_path: Path) -> None:
     before = {t: len(_table(ledger, t)["id"]) for t in TABLES}
+    rows = _result_rows(ledger, upgraded=_label(ledger) >= 12)
     path, _ = _upgrade_copy(ledger, tmp_path)
     assert {t: len(_table(path, t)["id"]) for t in TABLES} == before
+    assert _result_rows(path, upgraded=True) == rows
     assert _rows(path, "PRAGMA integrity_check") == [("ok",)]
     for campaign_id, name in _rows(path, "SELECT id, name FROM campaign ORDER BY id"):
         proc = run_cli("--ledger", str(path), "report", "--json", "--campaign", name)

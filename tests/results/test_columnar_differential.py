@@ -6,20 +6,14 @@ and the same ledger rows and stored bytes."""
 from __future__ import annotations
 
 import random
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import insert
 
 from analysis.columns import KERNEL_COLUMNS
 from campaign.errors import ImportError_
-from campaign.ledger import Ledger, ResultRow
-from campaign.results.bulk import COLUMNS, insert_results
-from campaign.results.reader import Expected, classify_output, parse_columns, parse_rows, parse_text
-from campaign.results.store import job_columns
-from tests.fixtures.ledger_rows import add_attempt
+from campaign.results.reader import Expected, classify_output, parse_rows, parse_text
 from tests.results import reference_reader as ref
 from tests.results.test_strict_reader import BAD, GOOD, WANT
 
@@ -139,43 +133,3 @@ def test_same_state_reason_and_rows_as_the_row_reader(part: int, tmp_path: Path)
         new = classify_output(path, want)
         assert (new.state, new.reason, repr(new.rows)) == (*ref.classify(path, want)[:2],
                                                            repr(ref.classify(path, want)[2])), content
-
-
-def _stored(ledger: Path) -> list[tuple[Any, ...]]:
-    con = sqlite3.connect(ledger)
-    try:
-        return con.execute(f"SELECT {', '.join(COLUMNS)} FROM result ORDER BY id").fetchall()
-    finally:
-        con.close()
-
-
-def test_same_ledger_rows_and_stored_bytes(tmp_path: Path) -> None:
-    """Every accepted table of the corpus, through job_columns and the bulk
-    INSERT, against the dict rows inserted by SQLAlchemy Core."""
-    new_led, old_led = Ledger(tmp_path / "new.sqlite"), Ledger(tmp_path / "old.sqlite")
-    new_id, old_id = add_attempt(new_led, tmp_path / "a"), add_attempt(old_led, tmp_path / "b")
-    assert new_id == old_id
-    rng = random.Random(SEED)
-    blocks, old_rows = [], []
-    for i, text in enumerate(c for c in CORPUS if isinstance(c, str)):
-        try:
-            rows = parse_rows(text, KERNEL_COLUMNS, "f.csv")
-        except ImportError_:
-            continue
-        args = rng.choice(ARGS)
-        block = job_columns(new_id, f"j{i}", "local", "cpu", args, parse_columns(text, KERNEL_COLUMNS, "f.csv"))
-        expected = ref.job_rows(old_id, f"j{i}", "local", "cpu", args, rows)
-        new_rows = block.dicts()
-        assert repr(new_rows) == repr([{k: r[k] for k in new_rows[0]} for r in expected] if rows else [])
-        blocks.append(block)
-        old_rows += expected
-    assert len(old_rows) > CASES
-    with new_led.session.begin() as s:
-        insert_results(s, blocks)
-    with old_led.session.begin() as s:
-        s.execute(insert(ResultRow), old_rows)
-    new, old = _stored(tmp_path / "new.sqlite"), _stored(tmp_path / "old.sqlite")
-    assert len(new) == len(old_rows)
-    for a, b in zip(new, old, strict=True):
-        assert repr(a) == repr(b)
-

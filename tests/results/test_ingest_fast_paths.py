@@ -16,9 +16,8 @@ import pytest
 from analysis.columns import KERNEL_COLUMNS
 from campaign.errors import ImportError_
 from campaign.results import columnar
-from campaign.results.keys import KEY_COLUMNS, MEASURED_EXTRAS, natural_key, natural_keys
+from campaign.results.keys import KEY_COLUMNS, MEASURED_EXTRAS
 from campaign.results.reader import parse_columns
-from campaign.results.store import job_columns
 from tests.results.test_columnar_differential import CORPUS
 
 SEED = 19
@@ -65,19 +64,6 @@ def _rows(columns: dict[str, list[Any]], extras: dict[str, list[Any]], n: int) -
         row["extra"] = {k: v[i] for k, v in extras.items() if v[i] is not None} or None
         rows.append(row)
     return rows
-
-
-@pytest.mark.parametrize("part", range(4))
-def test_natural_keys_are_natural_key_of_each_row(part: int) -> None:
-    rng = random.Random(SEED + part)
-    for _ in range(1500):
-        columns, extras, same, n = _case(rng)
-        scope = rng.choice(SCOPES)
-        want = [natural_key(row, scope) for row in _rows(columns, extras, n)]
-        assert natural_keys(columns, n, scope, extra_columns=extras, same=same) == want, (columns, extras, same)
-        assert natural_keys(columns, n, scope, extra_columns=extras) == want
-        rows = [r["extra"] for r in _rows(columns, extras, n)]
-        assert natural_keys(columns, n, scope, extra_rows=rows, same=same) == want
 
 
 def test_the_keys_skip_only_the_measured_extras() -> None:
@@ -137,15 +123,3 @@ def _tables() -> list[columnar.ResultColumns]:
             if len(table):
                 out.append(table)
     return out
-
-
-def test_a_column_marked_same_holds_one_object_and_keys_do_not_depend_on_the_mark() -> None:
-    tables = _tables()
-    assert sum(bool(t.same) for t in tables) > len(tables) // 2
-    for i, table in enumerate(tables):
-        for part in (table, table.take(list(range(len(table)))[::-1])):
-            lists = {**part.columns, **(part.extras or {})}
-            assert all(len({id(v) for v in lists[name]}) <= 1 for name in part.same), part.same
-        block = job_columns(7, f"j{i}", "local", "cpu", (), table)
-        unmarked = columnar.ResultColumns(table.length, table.columns, table.extras, table.extra_rows)
-        assert block.values["natural_key"] == job_columns(7, f"j{i}", "local", "cpu", (), unmarked).values["natural_key"]

@@ -17,9 +17,9 @@ def test_foreign_threads_fail_the_job_and_broken_checks_keep_their_rows(tmp_path
     proc = run_cli("--ledger", str(ledger), "submit", "experiment=foreign_rows", "experiment.sweeps.0.partitions=[]",
                    env=env, timeout=300)
     assert proc.returncode == 3, proc.stderr  # failed jobs: exit 3
-    rows = sql_rows(ledger, "SELECT json_extract(r.spec, '$.variant'), a.state, coalesce(a.reason, ''), "
+    rows = sql_rows(ledger, "SELECT r.spec ->> '$.variant', a.state, coalesce(a.reason, ''), "
                             "(SELECT count(*) FROM result WHERE attempt_id = a.id), "
-                            "(SELECT group_concat(DISTINCT threads) FROM result WHERE attempt_id = a.id) "
+                            "(SELECT CAST(group_concat(DISTINCT threads) AS VARCHAR) FROM result WHERE attempt_id = a.id) "
                             "FROM job_attempt a JOIN run r ON r.id = a.run_id")
     by_variant = {v: (state, reason, count, threads) for v, state, reason, count, threads in rows}
     per_job = 2 * 2  # n x repeats

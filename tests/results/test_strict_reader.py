@@ -102,7 +102,7 @@ def test_one_planted_output_does_not_stop_the_others_syncing(tmp_path: Path) -> 
     (planted / "results.csv").write_text(HEADER.replace(",first_call_s,rel_err", "") +
                                          "fake,py,ok,cpu,fp32,64,64,100000000000000000000,0,1e-4\n")
     shutil.rmtree(deleted)
-    sql_rows(ledger, "DELETE FROM result")
+    sql_rows(ledger, "DELETE FROM result_file")
     sql_rows(ledger, "UPDATE job_attempt SET state = 'RUNNING', reason = NULL")
     status = run_cli("--ledger", str(ledger), "status", env=env)
     assert status.returncode == 0, status.stderr

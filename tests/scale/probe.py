@@ -121,10 +121,23 @@ def ingest(ledger: Path, batch: int) -> dict[str, Any]:
     led = Ledger(ledger)
     commits: list[int] = []
     event.listen(led.engine, "commit", lambda _conn: commits.append(1))
+    before = rss_mb()
+    libraries_mb = _load_file_libraries() - before
     base = rss_mb()
     rep = sync_module.sync(led)
     return {"ingested_rows": rep.ingested_rows, "counts": rep.counts, "sync_rss_growth_mb": peak_mb() - base,
-            "write_transactions": len(commits)}
+            "write_transactions": len(commits), "libraries_mb": libraries_mb}
+
+
+def _load_file_libraries() -> float:
+    """Load what the first result file of a sync loads, once, whatever the number of jobs:
+    pyarrow and its Parquet writer, and pandas, which pyarrow 26 imports on its first
+    pa.array() wherever pandas is installed. RSS after."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"x": pa.array([0])}), pa.BufferOutputStream())
+    return rss_mb()
 
 
 def main() -> None:

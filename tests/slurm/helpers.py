@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import subprocess
 import time
 import uuid
@@ -36,11 +35,9 @@ def _overrides(work: Path, name: str, *extra: str) -> list[str]:
 
 
 def _db(ledger: Ledger, sql: str, *params: object) -> list[tuple]:
-    con = sqlite3.connect(ledger.path)
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
+    from tests.conftest import sql_rows  # (a SELECT of result rows reads the result files)
+
+    return sql_rows(ledger.path, sql, *params)
 
 
 def _attempts(ledger: Ledger) -> list[dict]:

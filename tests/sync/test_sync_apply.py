@@ -9,10 +9,11 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from campaign.backends.base import JobStatus
-from campaign.ledger import JobAttempt, Ledger, ResultRow
+from campaign.ledger import JobAttempt, Ledger, ResultFile
 from campaign.results.reader import Outcome
 from campaign.states import JobState
 from campaign.sync import _apply, _collect, _unchanged
+from tests.conftest import result_sql
 from tests.fixtures.ledger_rows import add_attempt
 
 ROW = {"kernel": "attention_forward", "impl": "c", "variant": "naive", "device": "cpu", "dtype": "fp32",
@@ -46,10 +47,9 @@ def test_running_then_completed_with_rows(tmp_path: Path) -> None:
     assert (changed, rows) == (1, 2)
     att = _state(led, aid)
     assert att.state is JobState.COMPLETED and att.exit_code == 0
-    with led.session() as s:
-        stored = s.scalars(select(ResultRow).where(ResultRow.attempt_id == aid)).all()
-        assert {r.repeat for r in stored} == {0, 1}
-        assert {(r.cluster, r.partition, r.job_id) for r in stored} == {("local", "local", "101")}
+    stored = result_sql(led.path, "SELECT repeat, cluster, partition, job_id FROM result WHERE attempt_id = ?", aid)
+    assert {r[0] for r in stored} == {0, 1}
+    assert {r[1:] for r in stored} == {("local", "local", "101")}
 
 
 def test_outcome_overrides_the_scheduler_state(tmp_path: Path) -> None:
@@ -107,4 +107,4 @@ def test_attempt_finished_meanwhile_is_left_alone(tmp_path: Path) -> None:
     assert (changed, rows) == (0, 0)
     assert _state(led, aid).state is JobState.CANCELLED
     with led.session() as s:
-        assert s.scalar(select(func.count()).select_from(ResultRow)) == 0
+        assert s.scalar(select(func.count()).select_from(ResultFile)) == 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -14,11 +13,9 @@ FAKE_ENV = {"CAMPAIGN_CONFIG_PATH": str(FAKE_CONF), "CAMPAIGN_FAKE_KERNEL": str(
 
 
 def db(ledger: Path, sql: str, *params: object) -> list[tuple[Any, ...]]:
-    con = sqlite3.connect(ledger)
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
+    from tests.conftest import sql_rows  # (a SELECT of result rows reads the result files)
+
+    return sql_rows(ledger, sql, *params)
 
 
 def wait_for_rows(runs: Path, n_done: int, repeats: int, deadline_s: float = 120) -> Path:

@@ -1,0 +1,59 @@
+"""A ledger's results as SQL in DuckDB: `result` (every job row of the result
+files, hash-checked, then the imported rows kept in the ledger) beside the
+ledger's other tables (`campaign`, `run`, `job_attempt`, `result_file`, ...)
+as they are at the call. For a user's own queries (docs/results.md) and the tests'
+look at what was stored; the report itself reads through
+campaign.results.scan.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import JSON, Enum, select
+
+from campaign.ledger import Campaign, Ledger, ResultFile, ResultRow, files
+from campaign.ledger.models import Base
+
+
+def connect(led: Ledger) -> Any:
+    """An in-memory DuckDB connection holding the views above."""
+    import duckdb
+
+    con = duckdb.connect()
+    with led.session() as s:
+        for name, table in Base.metadata.tables.items():  # every ledger table but `result`, as it is now
+            if name == "result":
+                continue
+            rows = s.connection().execute(select(table)).all()
+            con.register(f"_{name}", _frame(table, rows))
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}")
+        pointers = s.execute(select(ResultFile.campaign_id, Campaign.workdir, ResultFile.path, ResultFile.sha256)
+                             .join(Campaign, Campaign.id == ResultFile.campaign_id).order_by(ResultFile.id)).all()
+        imported = s.connection().execute(select(ResultRow.__table__)).all()
+    con.register("_imported", _frame(ResultRow.__table__, imported))
+    unique = {(files.locate(files.homes(led.results_root, cid, wd), p), h): None for cid, wd, p, h in pointers}
+    paths = files.verified(list(unique))  # (a file holds the attempts of one ingest batch: read once)
+    if paths:
+        con.read_parquet(paths, union_by_name=True).create_view("_files")  # (a view takes no parameters)
+        con.execute("CREATE VIEW result AS SELECT * FROM _files "
+                    "UNION ALL BY NAME SELECT * EXCLUDE (id, natural_key) FROM _imported")
+    else:
+        con.execute("CREATE VIEW result AS SELECT * EXCLUDE (id, natural_key) FROM _imported")
+    return con
+
+
+def _frame(table: Any, rows: Sequence[Any]) -> Any:
+    """A table's rows as DuckDB takes them: JSON as its text, states as their names."""
+    import pandas as pd
+
+    frame = pd.DataFrame.from_records([tuple(r) for r in rows], columns=[c.name for c in table.columns])
+    for column in table.columns:
+        values = frame[column.name].astype(object)
+        if isinstance(column.type, JSON):
+            frame[column.name] = values.map(lambda v: None if v is None else json.dumps(v))
+        elif isinstance(column.type, Enum):
+            frame[column.name] = values.map(lambda v: None if v is None else getattr(v, "value", v))
+    return frame

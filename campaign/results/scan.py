@@ -1,0 +1,95 @@
+"""The read of the result files: the pointers the filters select (in the
+ledger), their files checked against their hashes, the rows through DuckDB
+(campaign.ledger.files.read), each row given its attempt's ledger values.
+
+The frame has the columns of the general read of imported rows
+(campaign.results.query.statement), so that both stack into one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import String, or_, select, type_coerce
+from sqlalchemy.orm import Session
+
+from analysis.columns import SCALE_COLUMNS
+from campaign.ledger import Campaign, JobAttempt, ResultFile, Run, files
+from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, attempt_filter
+from campaign.states import JobState
+
+# what the ledger adds to each row: its campaign's name, its attempt's facts and its run's replicate
+# (campaign.replicates; null for a run planned before replicates: replicate 0)
+_LEDGER = ("campaign", "state", "alloc_cpus", "overlap", "replicate", "attempt")
+
+
+def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: RowFilter | None,
+             root: Path | None) -> tuple[list[tuple[Path, str]], list[int], list[tuple[Any, ...]]]:
+    """The files holding the selected attempts' rows (path, recorded hash;
+    each once, oldest first), the attempts' ids and their ledger values (_LEDGER)."""
+    stmt = (select(ResultFile.path, ResultFile.sha256, ResultFile.campaign_id, Campaign.workdir, ResultFile.attempt_id,
+                   Campaign.name,
+                   type_coerce(JobAttempt.state, String), JobAttempt.alloc_cpus, JobAttempt.overlap,
+                   Run.spec["replicate"].as_integer(), JobAttempt.attempt)
+            .join(JobAttempt, JobAttempt.id == ResultFile.attempt_id)
+            .outerjoin(Run, Run.id == JobAttempt.run_id)
+            .join(Campaign, Campaign.id == ResultFile.campaign_id)
+            .order_by(ResultFile.id))
+    if campaign:
+        stmt = stmt.where(Campaign.name.in_([campaign] if isinstance(campaign, str) else list(campaign)))
+    stmt = attempt_filter(stmt, where)
+    if where is not None and where.without_runs is not None:
+        stmt = stmt.where(or_(JobAttempt.run_id.is_(None), JobAttempt.run_id.not_in(select(where.without_runs.c.run_id))))
+    if usable_only:
+        stmt = stmt.where(JobAttempt.state.in_([state for state in JobState if state.usable] + list(PARTIAL_USABLE)))
+    paths: dict[tuple[int, str], str] = {}
+    places: dict[int, list[Path]] = {}
+    ids, values = [], []
+    for path, digest, campaign_id, workdir, attempt_id, *ledger in s.execute(stmt):
+        if campaign_id not in places:
+            places[campaign_id] = files.homes(root, campaign_id, workdir)
+        paths.setdefault((campaign_id, path), digest)  # (one file holds a batch's attempts)
+        ids.append(attempt_id)
+        values.append(tuple(ledger))
+    return [(files.locate(places[cid], path), digest) for (cid, path), digest in paths.items()], ids, values
+
+
+def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None, usable_only: bool,
+          all_extras: bool, where: RowFilter | None, root: Path | None, attempt: bool = False) -> Any:
+    """The selected files' rows as a DataFrame: EXPORT_COLUMNS, source, the
+    ledger's columns (the attempt's number too with `attempt`), then `_extra`
+    (the JSON text), or `params` and the extra object's ranks and nodes
+    (analysis/columns.py SCALE_COLUMNS), as the general read gives them."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    paths, ids, values = pointers(s, campaign, usable_only, where, root)
+    last = "extra" if all_extras else "params"
+    columns = [*EXPORT_COLUMNS, "source", last]
+    ledger = _LEDGER if attempt else _LEDGER[:-1]
+    scale = [] if all_extras else list(SCALE_COLUMNS)
+    names = [*EXPORT_COLUMNS, "source", *ledger, "_extra" if all_extras else "params", *scale]
+    if not paths:
+        return pd.DataFrame(columns=names)
+    table = files.read(files.verified(paths), [*columns, "attempt_id"], cluster, from_extra=scale)
+    columns += scale
+    # a file holds the rows of one ingest batch: keep the selected attempts' rows, in file order
+    selected = np.asarray(ids, dtype=np.int64)
+    order = np.argsort(selected, kind="stable")
+    found = table.column("attempt_id").to_numpy(zero_copy_only=False).astype(np.int64)
+    at = np.clip(np.searchsorted(selected[order], found), 0, max(len(selected) - 1, 0))
+    keep = selected[order][at] == found
+    if not keep.all():
+        table = table.filter(keep)
+    index = pa.array(order[at[keep]])
+    out: dict[str, Any] = {}
+    for name in columns:  # (a column no file has yet: NULL)
+        out[name] = table.column(name) if name in table.column_names else pa.nulls(table.num_rows)
+    for i, name in enumerate(ledger):  # each attempt's value, taken for its rows (in Arrow: no Python object per row)
+        out[name] = pa.array([v[i] for v in values]).take(index)
+    whole = pa.table(out).rename_columns([("_extra" if n == "extra" else n) for n in out])
+    return whole.to_pandas(split_blocks=True, self_destruct=True)[names]
+
