@@ -69,7 +69,10 @@ def statement(campaign: str | Sequence[str] | None, cluster: str | None, usable_
              JobAttempt.overlap,  # timed while another timed job ran (campaign.overlap)
              # which independent job of its configuration (campaign.replicates); null: imported, or replicate 0
              # of a run planned before replicates (its spec has no such entry)
-             Run.spec["replicate"].as_integer().label("replicate")]
+             Run.spec["replicate"].as_integer().label("replicate"),
+             # the shape its run asked Slurm for (campaign.results.scan.PLANNED_SCALE)
+             Run.spec["nodes"].as_integer().label("planned_nodes"),
+             Run.spec["ranks_per_node"].as_integer().label("planned_ranks_per_node")]
     if all_extras:
         cols.append(type_coerce(ResultRow.extra, String).label("_extra"))
     else:

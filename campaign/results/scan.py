@@ -20,9 +20,11 @@ from campaign.ledger import Campaign, JobAttempt, ResultFile, Run, files
 from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, attempt_filter
 from campaign.states import JobState
 
-# what the ledger adds to each row: its campaign's name, its attempt's facts and its run's replicate
-# (campaign.replicates; null for a run planned before replicates: replicate 0)
-_LEDGER = ("campaign", "state", "alloc_cpus", "overlap", "replicate", "attempt")
+# what the ledger adds to each row: its campaign's name, its attempt's facts, its run's replicate
+# (campaign.replicates; null for a run planned before replicates: replicate 0) and the nodes and ranks
+# per node its run asked Slurm for (PLANNED_SCALE: what a program that does not say ran on)
+PLANNED_SCALE = ("planned_nodes", "planned_ranks_per_node")
+_LEDGER = ("campaign", "state", "alloc_cpus", "overlap", "replicate", *PLANNED_SCALE, "attempt")
 
 
 def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: RowFilter | None,
@@ -32,7 +34,8 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
     stmt = (select(ResultFile.path, ResultFile.sha256, ResultFile.campaign_id, Campaign.workdir, ResultFile.attempt_id,
                    Campaign.name,
                    type_coerce(JobAttempt.state, String), JobAttempt.alloc_cpus, JobAttempt.overlap,
-                   Run.spec["replicate"].as_integer(), JobAttempt.attempt)
+                   Run.spec["replicate"].as_integer(), Run.spec["nodes"].as_integer(),
+                   Run.spec["ranks_per_node"].as_integer(), JobAttempt.attempt)
             .join(JobAttempt, JobAttempt.id == ResultFile.attempt_id)
             .outerjoin(Run, Run.id == JobAttempt.run_id)
             .join(Campaign, Campaign.id == ResultFile.campaign_id)

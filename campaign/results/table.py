@@ -119,11 +119,21 @@ def _record(rec: dict[str, Any]) -> dict[str, Any]:
     replicate = rec.get("replicate")
     rec["replicate"] = None if rec["attempt"] is None else (
         0 if replicate is None or (isinstance(replicate, float) and math.isnan(replicate)) else int(replicate))
-    for col in SCALE_COLUMNS:  # ranks, nodes: kept in the row's extra object
-        rec[col] = extra.pop(col, None) or SCALE_DEFAULT
+    # ranks, nodes: kept in the row's extra object; where the program did not say, its run's planned
+    # shape (campaign.results.export._read does the same for the analysis)
+    planned = {"nodes": _count(rec.get("planned_nodes"))}
+    per_node = _count(rec.get("planned_ranks_per_node"))
+    planned["ranks"] = planned["nodes"] * per_node if planned["nodes"] and per_node else None
+    for col in SCALE_COLUMNS:
+        rec[col] = extra.pop(col, None) or planned[col] or SCALE_DEFAULT
     rec.update(params=str(extra.pop("params", "") or ""), first_call_s=typed(extra.pop("first_call_s", None)),
                extra=extra)
     return {c: rec[c] for c in COLUMNS}
+
+
+def _count(value: Any) -> int | None:
+    """A planned count from the ledger (an int, or a float NaN where the run planned none)."""
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
 
 
 def write_parquet(path: Path | None, columns: list[str], records: list[dict[str, Any]]) -> None:

@@ -57,12 +57,14 @@ def test_nodes_by_ranks_campaign_runs_end_to_end(mpi_kernel: Path, tmp_path: Pat
     cancel_at_end(led, name)
     # behind the partition's preflight job, which leaves the MPI program out (started bare inside a
     # Slurm step it would fail in MPI_Init and cancel every run)
-    rep = api.submit(_overrides(tmp_path, name, "experiment=slurm_mpi", "experiment.preflight=true"), led)
-    assert len(rep.submitted) == 6
+    # a strong series (n is the whole problem) and a weak one (n per rank), for the report's scaling section
+    rep = api.submit(_overrides(tmp_path, name, "experiment=slurm_mpi", "experiment.preflight=true",
+                                "experiment.sweeps.0.variants=[strong,weak]"), led)
+    assert len(rep.submitted) == 12
     _sync_until(led, name, _all_finished)
     attempts, specs = _attempts(led), _specs(led)
     shapes = sorted((specs[a["id"]]["nodes"], specs[a["id"]]["ranks_per_node"]) for a in attempts)
-    assert shapes == sorted((n, r) for n in (1, 2, 4) for r in (1, 2))
+    assert shapes == sorted((n, r) for n in (1, 2, 4) for r in (1, 2) for _ in range(2))
     frame = api.results_frame(led, campaign=name)
     for att in attempts:
         spec = specs[att["id"]]
@@ -77,6 +79,7 @@ def test_nodes_by_ranks_campaign_runs_end_to_end(mpi_kernel: Path, tmp_path: Pat
         rows = frame[frame["job_id"] == att["job_id"]]
         assert len(rows) == len(spec["n"]) * spec["repeats"]
         assert set(rows["ranks"].astype(int)) == {nodes * per_node}  # the program saw every rank
+        assert set(rows["nodes"].astype(int)) == {nodes}  # the program does not say: the job's --nodes
         assert (rows["rel_err"].astype(float) == 0).all()  # the allreduce summed every rank's part
     widest = max(attempts, key=lambda a: specs[a["id"]]["nodes"] * specs[a["id"]]["ranks_per_node"])
     shown = run_cli("--ledger", str(led.path), "show", widest["job_id"], "--format", "json")
@@ -84,6 +87,34 @@ def test_nodes_by_ranks_campaign_runs_end_to_end(mpi_kernel: Path, tmp_path: Pat
     placement = json.loads(shown.stdout)["placement"]  # `show` says where each rank ran
     assert len(placement) == 8 and len({p["node"] for p in placement}) == 4
     assert "ranks: 8 on 4 node(s)" in run_cli("--ledger", str(led.path), "show", widest["job_id"]).stdout
+    _report_scales_over_nodes(led, name, attempts, specs)
+
+
+def _report_scales_over_nodes(led: Ledger, name: str, attempts: list[dict], specs: dict[int, dict]) -> None:
+    """The campaign's report: a strong and a weak scaling record for every rank count at every size,
+    each naming the Slurm job IDs it was measured by, which are the jobs of that variant and shape."""
+    proc = run_cli("--ledger", str(led.path), "report", "--campaign", name, "--json", "--keys",
+                   "strong_scaling,weak_scaling,serial_fraction")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    jobs = {(specs[a["id"]]["variant"], specs[a["id"]]["nodes"], specs[a["id"]]["ranks_per_node"]): a["job_id"]
+            for a in attempts}
+    for key, variant in (("strong_scaling", "strong"), ("weak_scaling", "weak")):
+        recs = out[key]
+        assert {r["variant"] for r in recs} == {variant}
+        # ranks 1 is the baseline; 2 ranks come from 1x2 and 2x1, 4 from 2x2 and 4x1, 8 from 4x2
+        assert sorted({(r["nodes"], r["ranks"]) for r in recs}) == [(1, 1), (1, 2), (2, 2), (2, 4), (4, 4), (4, 8)]
+        assert {r["n"] for r in recs} == {16, 4096}
+        for r in recs:
+            want = jobs[(variant, r["nodes"], r["ranks"] // r["nodes"])]
+            assert r["job_ids"].split(",") == [want], (r, want)
+    assert {f["law"] for f in out["serial_fraction"]} == {"amdahl", "gustafson"}
+    exported = run_cli("--ledger", str(led.path), "results", "--campaign", name, "--format", "json")
+    assert exported.returncode == 0, exported.stderr
+    shape = {a["job_id"]: (specs[a["id"]]["nodes"], specs[a["id"]]["ranks_per_node"]) for a in attempts}
+    for row in json.loads(exported.stdout):  # the export says the same shape as the analysis
+        nodes, per_node = shape[row["job_id"]]
+        assert (row["nodes"], row["ranks"]) == (nodes, nodes * per_node), row
 
 
 def test_rank_that_dies_and_missing_ranks_fail_and_rerun(mpi_kernel: Path, tmp_path: Path,
