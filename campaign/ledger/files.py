@@ -47,7 +47,6 @@ class LedgerColumns:
     values: dict[str, list[Any]]
     extras: dict[str, list[Any]] = field(default_factory=dict)
     extra_rows: list[dict[str, Any] | None] | None = None
-    same: frozenset[str] = frozenset()
 
     def extra_dicts(self) -> list[dict[str, Any] | None]:
         if self.extra_rows is not None:

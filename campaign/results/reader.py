@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.columns import KERNEL_COLUMNS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS, SCALE_COLUMNS
+from analysis.columns import KERNEL_COLUMNS, REQUIRED_COLUMNS, RULE_COLUMNS, SCALE_COLUMNS
 from campaign.errors import ImportError_, one_line
 from campaign.job.fom import CHECK_SUFFIX, LOST_SUFFIX
 from campaign.results.cells import CONTROL, cell, check_row, scale_cell
@@ -73,14 +73,14 @@ def _records(text: str, where: str) -> list[list[str]]:
 
 def parse_columns(text: str, required: tuple[str, ...], where: str,
                   judged: frozenset[str] = frozenset()) -> ResultColumns:
-    """Typed columns of a whole CSV text: whole-column checks where every
-    column passes them (campaign.results.columnar), else the per-cell
-    reference (`parse_rows`), whose first bad cell raises ImportError_ with
-    its line and column. `judged`: float columns read as any number (their
+    """Typed columns of a whole CSV text: the rule set over whole columns
+    (campaign.results.columnar, analysis.rules) where every column passes,
+    else the per-cell reference (`parse_rows`), whose first bad cell raises
+    ImportError_ with its line and column. `judged`: float columns read as any number (their
     values judged by the caller: a job's rel_err)."""
     split = split_cells(text)
     header_cells = split if split is not None else record_cells(_records(text, where))
-    table = fast_columns(*header_cells, required) if header_cells is not None else None
+    table = fast_columns(*header_cells, required, judged) if header_cells is not None else None
     return table if table is not None else ResultColumns.from_rows(parse_rows(text, required, where, judged))
 
 
@@ -108,7 +108,7 @@ def parse_rows(text: str, required: tuple[str, ...], where: str,
     missing = [c for c in required if c not in seen]
     if missing:
         raise ImportError_(f"{where}: missing column(s) {', '.join(missing)}")
-    known = [c for c in header if c in set(REQUIRED_COLUMNS) | set(OPTIONAL_COLUMNS) | set(KERNEL_COLUMNS)]
+    known = [c for c in header if c in RULE_COLUMNS and c not in SCALE_COLUMNS]
     out: list[dict[str, Any]] = []
     keys: dict[str, int] = {}
     line = 1
