@@ -97,6 +97,16 @@ RESULT_SCHEMA: tuple[Column, ...] = (
            "typed in `campaign results`)", "object"),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in RESULT_SCHEMA}
+# The limits of a cell's value (analysis.rules applies them): text, integers.
+TEXT_MAX = 200
+CONTROL = "[\x00-\x1f\x7f]"  # no text cell holds one
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def column_rule(name: str) -> Column | None:
+    """The rule of a CSV column: its schema column's, None for an extra column (kept as text)."""
+    col = BY_NAME.get(name)
+    return col if col is not None and col.rule else None
 
 
 def _names(keep: object) -> tuple[str, ...]:

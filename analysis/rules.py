@@ -25,11 +25,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analysis.columns import BY_NAME, Column
+from analysis.columns import BY_NAME, CONTROL, INT64, TEXT_MAX, Column, column_rule
 
-TEXT_MAX = 200
-INT64 = (-(2**63), 2**63 - 1)
-CONTROL = "[\x00-\x1f\x7f]"
 _INT = r"^[+-]?[0-9]{1,19}$"
 _FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _NAN = r"^[+-]?[nN][aA][nN]$"
@@ -50,12 +47,6 @@ class Checked:
     def first_bad(self) -> int | None:
         index = pc.index(self.bad, True).as_py()
         return None if index < 0 else int(index)
-
-
-def column_rule(name: str) -> Column | None:
-    """The rule of a CSV column: its schema column's, None for an extra column (kept as text)."""
-    col = BY_NAME.get(name)
-    return col if col is not None and col.rule else None
 
 
 def check(name: str, cells: pa.Array, required: bool = False, judged: bool = False) -> Checked:

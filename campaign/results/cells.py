@@ -16,9 +16,8 @@ import math
 import re
 from typing import Any
 
-from analysis.columns import RESULT_SCHEMA
-from analysis.rules import CONTROL as CONTROL_CLASS
-from analysis.rules import INT64, TEXT_MAX, column_rule
+from analysis.columns import CONTROL as CONTROL_CLASS
+from analysis.columns import INT64, RESULT_SCHEMA, TEXT_MAX, column_rule
 from campaign.errors import ImportError_
 
 _INT = re.compile(r"[+-]?[0-9]+")

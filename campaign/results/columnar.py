@@ -11,15 +11,14 @@ the first bad line and its reason.
 from __future__ import annotations
 
 import csv
+import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import accumulate, repeat
 from typing import Any
 
-import pyarrow as pa
-
-from analysis.columns import KEY_COLUMNS, RULE_COLUMNS, SCALE_COLUMNS
-from analysis.rules import CONTROL, check
+from analysis.columns import CONTROL, KEY_COLUMNS, RULE_COLUMNS, SCALE_COLUMNS
 from campaign.results.keys import MEASURED_EXTRAS
 
 
@@ -103,27 +102,65 @@ def fast_columns(raw_header: list[str], cells: list[Sequence[str]], required: tu
                  judged: frozenset[str] = frozenset()) -> ResultColumns | None:
     """The file's rows as columns when every column passes its rules
     (analysis.rules), else None (the per-cell reader then decides)."""
+    return fast_many([(raw_header, cells)], required, judged)[0]
+
+
+def fast_many(files: Sequence[tuple[list[str], list[Sequence[str]]]], required: tuple[str, ...],
+              judged: frozenset[str] = frozenset()) -> list[ResultColumns | None]:
+    """`fast_columns` of many files at once: the files of one header are
+    judged as one table, each rule applied once per column of all their rows
+    (a sync reads thousands of 100-row files: per file, the calls would cost
+    more than the rows), then cut back into files. A file with a bad cell or
+    a duplicate natural key is None."""
+    out: list[ResultColumns | None] = [None] * len(files)
+    by_header: dict[tuple[str, ...], list[int]] = {}
+    for i, (raw_header, _) in enumerate(files):
+        by_header.setdefault(tuple(c.strip() for c in raw_header), []).append(i)
+    for header, members in by_header.items():
+        if _header_ok(header, required):
+            for i, table in zip(members, _judged(header, [files[i][1] for i in members], required, judged)):
+                out[i] = table
+    return out
+
+
+def _header_ok(header: tuple[str, ...], required: tuple[str, ...]) -> bool:
+    return (len(header) >= 2 and len(set(header)) == len(header) and "" not in header
+            and not re.search(CONTROL, "".join(header)) and all(c in header for c in required))
+
+
+def _judged(header: tuple[str, ...], files: list[list[Sequence[str]]], required: tuple[str, ...],
+            judged: frozenset[str]) -> list[ResultColumns | None]:
+    import pyarrow as pa  # (here: the commands that never read a CSV never load it)
     import pyarrow.compute as pc
 
-    header = [c.strip() for c in raw_header]
-    if (len(header) < 2 or len(set(header)) != len(header) or "" in header
-            or pc.match_substring_regex(pa.array(["".join(header)]), CONTROL)[0].as_py()
-            or any(c not in header for c in required)):
-        return None
+    from analysis.rules import check
+
+    sizes = [len(cells[0]) for cells in files]
+    starts = list(accumulate(sizes, initial=0))
+    bad_files: set[int] = set()
     columns: dict[str, list[Any]] = {}
     extras: dict[str, list[Any]] = {}
-    for name, column in zip(header, cells):
-        checked = check(name, pa.array(column, pa.string()), name in required, name in judged)
+    for k, name in enumerate(header):
+        whole = pa.array([cell for cells in files for cell in cells[k]], pa.string())
+        checked = check(name, whole, name in required, name in judged)
         if not checked.ok:
-            return None
-        if name in RULE_COLUMNS and name not in SCALE_COLUMNS:
-            columns[name] = checked.values.to_pylist()
-        elif name in SCALE_COLUMNS:  # checked as integers, kept in the row's extra object as the number's text
-            extras[name] = [None if v is None else str(v) for v in checked.values.to_pylist()]
+            bad_rows = pc.indices_nonzero(checked.bad).to_pylist()
+            bad_files.update(bisect_right(starts, row) - 1 for row in bad_rows)
+        values = checked.values.to_pylist()
+        if name in SCALE_COLUMNS:  # checked as integers, kept in the row's extra object as the number's text
+            extras[name] = [None if v is None else str(v) for v in values]
+        elif name in RULE_COLUMNS:
+            columns[name] = values
         else:
-            extras[name] = checked.values.to_pylist()
-    keyed = [columns[c] for c in KEY_COLUMNS if c in columns] + \
-        [v for k, v in extras.items() if k not in MEASURED_EXTRAS]
-    if not keyed or len(set(zip(*keyed))) != len(cells[0]):
-        return None  # no key column at all, or a duplicate natural key
-    return ResultColumns(len(cells[0]), columns, extras)
+            extras[name] = values
+    out: list[ResultColumns | None] = []
+    for f, (start, n) in enumerate(zip(starts, sizes)):
+        if f in bad_files:
+            out.append(None)
+            continue
+        mine = ResultColumns(n, {k: v[start:start + n] for k, v in columns.items()},
+                             {k: v[start:start + n] for k, v in extras.items()})
+        keyed = [mine.columns[c] for c in KEY_COLUMNS if c in mine.columns] + \
+            [v for k, v in (mine.extras or {}).items() if k not in MEASURED_EXTRAS]
+        out.append(mine if keyed and len(set(zip(*keyed))) == n else None)  # else no key, or a duplicate key
+    return out

@@ -13,7 +13,7 @@ import pytest
 
 from analysis.columns import KERNEL_COLUMNS
 from campaign.errors import ImportError_
-from campaign.results.reader import Expected, classify_output, parse_rows, parse_text
+from campaign.results.reader import Expected, classify_output, classify_outputs, parse_rows, parse_text
 from tests.results import reference_reader as ref
 from tests.results.test_strict_reader import BAD, GOOD, WANT
 
@@ -133,3 +133,23 @@ def test_same_state_reason_and_rows_as_the_row_reader(part: int, tmp_path: Path)
         new = classify_output(path, want)
         assert (new.state, new.reason, repr(new.rows)) == (*ref.classify(path, want)[:2],
                                                            repr(ref.classify(path, want)[2])), content
+
+
+@pytest.mark.parametrize("part", range(2))
+def test_many_files_at_once_as_one_by_one(part: int, tmp_path: Path) -> None:
+    """A sync's batch (classify_outputs: the rules applied to the rows of all
+    its files at once) decides each file as classify_output does alone: a bad
+    cell, a duplicate key or a broken header in one file never touches the
+    files around it, and every accepted file keeps its own rows."""
+    rng = random.Random(SEED + 10 + part)
+    items = []
+    for k, content in enumerate(CORPUS[part::2][:800]):
+        path = tmp_path / f"j{k}" / "results.csv"
+        path.parent.mkdir()
+        path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8", "surrogatepass"))
+        items.append((path, Expected(rng.choice([SWEEP, SWEEP[:2], (64,), WANT.n]), rng.random() < 0.5,
+                                     rng.choice(["fake", None]), rng.choice(["fp32", None]))))
+    together = classify_outputs(items)
+    alone = [classify_output(path, want) for path, want in items]
+    assert [(o.state, o.reason, repr(o.rows)) for o in together] == [(o.state, o.reason, repr(o.rows)) for o in alone]
+    assert len({o.state for o in together}) > 1
