@@ -107,20 +107,77 @@ def fast_columns(raw_header: list[str], cells: list[Sequence[str]], required: tu
 
 def fast_many(files: Sequence[tuple[list[str], list[Sequence[str]]]], required: tuple[str, ...],
               judged: frozenset[str] = frozenset()) -> list[ResultColumns | None]:
-    """`fast_columns` of many files at once: the files of one header are
-    judged as one table, each rule applied once per column of all their rows
-    (a sync reads thousands of 100-row files: per file, the calls would cost
-    more than the rows), then cut back into files. A file with a bad cell or
-    a duplicate natural key is None."""
+    """`fast_columns` of many files at once (`_judged`)."""
+    import pyarrow as pa  # (here: the commands that never read a CSV never load it)
+
     out: list[ResultColumns | None] = [None] * len(files)
     by_header: dict[tuple[str, ...], list[int]] = {}
     for i, (raw_header, _) in enumerate(files):
         by_header.setdefault(tuple(c.strip() for c in raw_header), []).append(i)
     for header, members in by_header.items():
         if _header_ok(header, required):
-            for i, table in zip(members, _judged(header, [files[i][1] for i in members], required, judged)):
+            whole = [pa.array([cell for i in members for cell in files[i][1][k]], pa.string())
+                     for k in range(len(header))]
+            sizes = [len(files[i][1][0]) for i in members]
+            for i, table in zip(members, _judged(header, whole, sizes, required, judged)):
                 out[i] = table
     return out
+
+
+def fast_texts(texts: Sequence[str], required: tuple[str, ...],
+               judged: frozenset[str] = frozenset()) -> list[ResultColumns | None]:
+    """`fast_columns` of many whole CSV texts (a sync's batch): the texts of
+    one header line are read as one table by pyarrow's CSV reader and judged
+    together (`_judged`). Only plain texts take part (no quotes, carriage
+    returns or NUL bytes, every line as many commas as the header); the others,
+    and a pool the reader refuses, are None."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    out: list[ResultColumns | None] = [None] * len(texts)
+    by_header: dict[str, list[tuple[int, int, int]]] = {}  # header line -> (file, body start, rows)
+    for i, text in enumerate(texts):
+        plain = _plain(text)
+        if plain is not None:
+            by_header.setdefault(text[:plain[0]], []).append((i, plain[0] + 1, plain[1]))
+    for line, members in by_header.items():
+        header = tuple(c.strip() for c in line.split(","))
+        if not _header_ok(header, required):
+            continue
+        names = [f"c{k}" for k in range(len(header))]
+        body = "".join(texts[i][start:] for i, start, _ in members).encode()
+        if body.startswith("\ufeff".encode()):
+            continue  # the CSV reader would drop it as a byte order mark; a cell keeps it
+        try:
+            table = pacsv.read_csv(pa.py_buffer(body), pacsv.ReadOptions(column_names=names, block_size=1 << 26),
+                                   pacsv.ParseOptions(quote_char=False, double_quote=False, newlines_in_values=False,
+                                                      ignore_empty_lines=False),
+                                   pacsv.ConvertOptions(column_types={c: pa.string() for c in names},
+                                                        strings_can_be_null=False, quoted_strings_can_be_null=False))
+        except (pa.ArrowInvalid, ValueError):
+            continue  # the per-cell reader decides each of them
+        sizes = [rows for _, _, rows in members]
+        if table.num_rows != sum(sizes):
+            continue
+        for (i, _, _), result in zip(members, _judged(header, [table[c].combine_chunks() for c in names], sizes,
+                                                      required, judged)):
+            out[i] = result
+    return out
+
+
+def _plain(text: str) -> tuple[int, int] | None:
+    """(where the header line ends, the number of rows) of a text whose lines
+    are its records split at the commas, else None."""
+    if '"' in text or "\r" in text or "\x00" in text or not text.endswith("\n") or len(text) > csv.field_size_limit():
+        return None
+    lines = text.split("\n")
+    lines.pop()  # (after the final newline)
+    if len(lines) < 2:
+        return None
+    commas = lines[0].count(",")
+    if set(map(str.count, lines, repeat(",", len(lines)))) != {commas}:
+        return None
+    return len(lines[0]), len(lines) - 1
 
 
 def _header_ok(header: tuple[str, ...], required: tuple[str, ...]) -> bool:
@@ -128,21 +185,24 @@ def _header_ok(header: tuple[str, ...], required: tuple[str, ...]) -> bool:
             and not re.search(CONTROL, "".join(header)) and all(c in header for c in required))
 
 
-def _judged(header: tuple[str, ...], files: list[list[Sequence[str]]], required: tuple[str, ...],
+def _judged(header: tuple[str, ...], whole: list[Any], sizes: list[int], required: tuple[str, ...],
             judged: frozenset[str]) -> list[ResultColumns | None]:
-    import pyarrow as pa  # (here: the commands that never read a CSV never load it)
+    """The rows of several files of one header, as Arrow string columns
+    (`whole`, the files' rows one after the other, `sizes` rows each): each
+    rule applied once per column of all their rows (a sync reads thousands
+    of 100-row files: per file, the calls would cost more than the rows),
+    then cut back into files. A file with a bad cell or a duplicate natural
+    key is None."""
     import pyarrow.compute as pc
 
     from analysis.rules import check
 
-    sizes = [len(cells[0]) for cells in files]
     starts = list(accumulate(sizes, initial=0))
     bad_files: set[int] = set()
     columns: dict[str, list[Any]] = {}
     extras: dict[str, list[Any]] = {}
-    for k, name in enumerate(header):
-        whole = pa.array([cell for cells in files for cell in cells[k]], pa.string())
-        checked = check(name, whole, name in required, name in judged)
+    for name, cells in zip(header, whole):
+        checked = check(name, cells, name in required, name in judged)
         if not checked.ok:
             bad_rows = pc.indices_nonzero(checked.bad).to_pylist()
             bad_files.update(bisect_right(starts, row) - 1 for row in bad_rows)

@@ -32,7 +32,7 @@ from analysis.columns import KERNEL_COLUMNS, REQUIRED_COLUMNS, RULE_COLUMNS, SCA
 from campaign.errors import ImportError_, one_line
 from campaign.job.fom import CHECK_SUFFIX, LOST_SUFFIX
 from campaign.results.cells import CONTROL, cell, check_row, scale_cell
-from campaign.results.columnar import ResultColumns, fast_columns, fast_many, record_cells, split_cells
+from campaign.results.columnar import ResultColumns, fast_columns, fast_texts, record_cells, split_cells
 from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign
 from campaign.results.keys import natural_key
 from campaign.states import JobState
@@ -202,7 +202,7 @@ def _regular_bytes(path: Path) -> bytes | None:
 
 def classify_outputs(items: Sequence[tuple[Path, Expected]]) -> list[Outcome]:
     """`classify_output` of many finished jobs (a sync's batch): the rules
-    are applied to the rows of all their CSVs at once (columnar.fast_many),
+    are applied to the rows of all their CSVs at once (columnar.fast_texts),
     each file then judged alone. Never raises."""
     outcomes: list[Outcome | None] = []
     texts: list[tuple[int, str]] = []
@@ -214,11 +214,8 @@ def classify_outputs(items: Sequence[tuple[Path, Expected]]) -> list[Outcome]:
         outcomes.append(early if isinstance(early, Outcome) else None)
         if not isinstance(early, Outcome):
             texts.append((i, early))
-    splits = [(i, text, split_cells(text)) for i, text in texts]
-    pooled = [(i, text, split) for i, text, split in splits if split is not None]
-    tables: list[ResultColumns | None] = fast_many([split for _, _, split in pooled], KERNEL_COLUMNS, JUDGED_COLUMNS)
-    found = {i: table for (i, _, _), table in zip(pooled, tables)}
-    for i, text, _ in splits:
+    found = dict(zip((i for i, _ in texts), fast_texts([text for _, text in texts], KERNEL_COLUMNS, JUDGED_COLUMNS)))
+    for i, text in texts:
         path, want = items[i]
         try:
             outcomes[i] = _outcome(path, want, text, found.get(i))

@@ -14,6 +14,7 @@ import pytest
 from analysis.columns import KERNEL_COLUMNS
 from campaign.errors import ImportError_
 from campaign.results.reader import Expected, classify_output, classify_outputs, parse_rows, parse_text
+from campaign.states import JobState
 from tests.results import reference_reader as ref
 from tests.results.test_strict_reader import BAD, GOOD, WANT
 
@@ -153,3 +154,21 @@ def test_many_files_at_once_as_one_by_one(part: int, tmp_path: Path) -> None:
     alone = [classify_output(path, want) for path, want in items]
     assert [(o.state, o.reason, repr(o.rows)) for o in together] == [(o.state, o.reason, repr(o.rows)) for o in alone]
     assert len({o.state for o in together}) > 1
+
+
+@pytest.mark.parametrize("first", ["\ufefffake", "fake\ufeff", " fake", "fake,"])
+def test_a_pool_of_files_keeps_each_cell_as_its_file_has_it(first: str, tmp_path: Path) -> None:
+    """Cells the CSV reader of a pooled batch might read otherwise (a byte
+    order mark at the start of the pooled rows, spaces, a stray comma) decide
+    as in the file alone."""
+    items = []
+    for k, kernel in enumerate([first, "fake", "fake"]):
+        path = tmp_path / f"j{k}" / "results.csv"
+        path.parent.mkdir()
+        rows = "".join(f"{kernel},py,ok,cpu,fp32,{n},64,1,0,0.5,0.1,1e-7\n" for n in SWEEP)
+        path.write_text(",".join(HEADER) + "\n" + rows, encoding="utf-8")
+        items.append((path, Expected(SWEEP, False, "fake", "fp32")))
+    together = classify_outputs(items)
+    assert [(o.state, o.reason, repr(o.rows)) for o in together] == \
+        [(o.state, o.reason, repr(o.rows)) for o in (classify_output(p, w) for p, w in items)]
+    assert together[1].state is JobState.COMPLETED
