@@ -70,58 +70,20 @@ class ResultColumns:
         return cls(len(rows), columns, extra_rows=[r.get("extra") for r in rows])
 
 
-def split_cells(text: str) -> tuple[list[str], list[Sequence[str]]] | None:
-    """Header and columns of a text without quotes or carriage returns, for
-    which the csv module's records are its lines split at the commas (a
-    text with them, or one long enough to hold a cell over the csv module's
-    field limit, answers None: read it with the csv module)."""
-    if '"' in text or "\r" in text or "\x00" in text or len(text) > csv.field_size_limit():
-        return None
-    lines = text.split("\n")
-    end = len(text)
-    if lines[-1] == "":
-        lines.pop()
-        end -= 1
-    if len(lines) < 2:
-        return None
-    commas = lines[0].count(",")
-    if set(map(str.count, lines, repeat(",", len(lines)))) != {commas}:
-        return None  # blank lines, short or long rows: the reference names the line
-    cells = text[len(lines[0]) + 1:end].replace("\n", ",").split(",")  # the lines after the header
-    return lines[0].split(","), [cells[i::commas + 1] for i in range(commas + 1)]
-
-
-def record_cells(records: list[list[str]]) -> tuple[list[str], list[Sequence[str]]] | None:
-    """Header and columns of the csv module's records (None: rows of another width)."""
-    if len(records) < 2 or any(len(cells) != len(records[0]) for cells in records[1:]):
-        return None
-    return records[0], list(zip(*records[1:]))
-
-
-def fast_columns(raw_header: list[str], cells: list[Sequence[str]], required: tuple[str, ...],
+def fast_records(records: list[list[str]], required: tuple[str, ...],
                  judged: frozenset[str] = frozenset()) -> ResultColumns | None:
-    """The file's rows as columns when every column passes its rules
-    (analysis.rules), else None (the per-cell reader then decides)."""
-    return fast_many([(raw_header, cells)], required, judged)[0]
-
-
-def fast_many(files: Sequence[tuple[list[str], list[Sequence[str]]]], required: tuple[str, ...],
-              judged: frozenset[str] = frozenset()) -> list[ResultColumns | None]:
-    """`fast_columns` of many files at once (`_judged`)."""
+    """The csv module's records of a file (one with quoted cells or carriage
+    returns) as columns when every column passes its rules, else None (the
+    per-cell reader then decides)."""
     import pyarrow as pa  # (here: the commands that never read a CSV never load it)
 
-    out: list[ResultColumns | None] = [None] * len(files)
-    by_header: dict[tuple[str, ...], list[int]] = {}
-    for i, (raw_header, _) in enumerate(files):
-        by_header.setdefault(tuple(c.strip() for c in raw_header), []).append(i)
-    for header, members in by_header.items():
-        if _header_ok(header, required):
-            whole = [pa.array([cell for i in members for cell in files[i][1][k]], pa.string())
-                     for k in range(len(header))]
-            sizes = [len(files[i][1][0]) for i in members]
-            for i, table in zip(members, _judged(header, whole, sizes, required, judged)):
-                out[i] = table
-    return out
+    if len(records) < 2 or any(len(cells) != len(records[0]) for cells in records[1:]):
+        return None
+    header = tuple(c.strip() for c in records[0])
+    if not _header_ok(header, required):
+        return None
+    whole = [pa.array(column, pa.string()) for column in zip(*records[1:])]
+    return _judged(header, whole, [len(records) - 1], required, judged)[0]
 
 
 def fast_texts(texts: Sequence[str], required: tuple[str, ...],
