@@ -34,7 +34,7 @@ from campaign.partial import PARTIAL_STATES, describe, read_partial
 from campaign.preflight_sync import sync_steps
 from campaign.results.columnar import ResultColumns
 from campaign.results.counters import read_counters
-from campaign.results.reader import Expected, Outcome, classify_outputs
+from campaign.results.reader import Expected, Outcome, classify_stream
 from campaign.results.store import AttemptRows, job_columns, store_attempt_files, sweep_orphans
 from campaign.shared_nodes import flag_shared_nodes
 from campaign.states import OPEN_STATES, JobState
@@ -43,7 +43,6 @@ from campaign.states import OPEN_STATES, JobState
 # them, the bound on a sync's memory): ~250 MB at most.
 INGEST_BATCH_ROWS = 100_000
 SPEC_CHUNK = 10_000  # finished attempts whose run specs are read at once
-CLASSIFY_WINDOW = 500  # finished outputs read and checked together (their rows stay in memory meanwhile)
 
 
 @dataclass
@@ -285,15 +284,12 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
         with ledger.session() as s:
             _load_specs(s, chunk)
         batch = _Batch()
-        read: dict[int, Outcome] = {}
-        for i, p in enumerate(chunk):
-            if i % CLASSIFY_WINDOW == 0:  # the next window's outputs, their rules applied to all at once
-                window = [w for w in chunk[i:i + CLASSIFY_WINDOW] if statuses[w.attempt_id].state is JobState.COMPLETED]
-                read = dict(zip((w.attempt_id for w in window), classify_outputs(
-                    [(w.output, w.expected or Expected(w.expected_n, w.check)) for w in window])))
+        read = classify_stream((p.output, p.expected or Expected(p.expected_n, p.check)) for p in chunk
+                               if statuses[p.attempt_id].state is JobState.COMPLETED)
+        for p in chunk:
             st = statuses[p.attempt_id]
             if st.state is JobState.COMPLETED:
-                outcome = batch.outcomes[p.attempt_id] = read.pop(p.attempt_id)
+                outcome = batch.outcomes[p.attempt_id] = next(read)
                 batch.rows += len(outcome.table)
                 if p.profiled:
                     batch.counters[p.attempt_id] = _profile(p, batch.outcomes)

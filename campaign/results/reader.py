@@ -24,7 +24,8 @@ import csv
 import io
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from campaign.results.keys import natural_key
 from campaign.states import JobState
 
 MAX_BYTES = 512 * 2**20  # a results CSV above 512 MiB is not a result file
+CLASSIFY_WINDOW = 500  # finished outputs whose rules are applied together (classify_stream)
 
 
 class Outcome:
@@ -198,6 +200,13 @@ def _regular_bytes(path: Path) -> bytes | None:
         return None
     finally:
         os.close(fd)
+
+
+def classify_stream(items: Iterable[tuple[Path, Expected]], window: int = CLASSIFY_WINDOW) -> Iterator[Outcome]:
+    """`classify_outputs` of the items in order, `window` files at a time (their rows stay in memory meanwhile)."""
+    it = iter(items)
+    while chunk := list(islice(it, window)):
+        yield from classify_outputs(chunk)
 
 
 def classify_outputs(items: Sequence[tuple[Path, Expected]]) -> list[Outcome]:
