@@ -14,7 +14,7 @@ characters, blank is a missing value; an integer is plain ASCII digits
 inside int64 and at least its column's minimum; a float is plain decimal or
 exponent notation, finite, positive (time_s) or non-negative, a blank or
 "nan" missing where the column allows it; a required column has no missing
-value. An optional column empty in every row is absent (`present`).
+value. An optional column empty in every row is absent (its callers drop it).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analysis.columns import BY_NAME, CONTROL, INT64, TEXT_MAX, Column, column_rule
+from analysis.columns import CONTROL, INT64, TEXT_MAX, Column, column_rule
 
 _INT = r"^[+-]?[0-9]{1,19}$"
 _FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
@@ -109,11 +109,6 @@ def _floats(text: pa.Array, blank: pa.Array, col: Column, required: bool, judged
     if required:
         bad = pc.or_(bad, missing)
     return Checked(values, pc.fill_null(bad, False))
-
-
-def present(name: str, values: pa.Array) -> bool:
-    """An optional column empty in every row behaves as absent (a CSV that never had it)."""
-    return values.null_count < len(values) or BY_NAME.get(name) is None
 
 
 def as_text(values: Any, name: str) -> pa.Array:

@@ -66,6 +66,9 @@ def validate_results(df: pd.DataFrame) -> pd.DataFrame:
                           label, column)
     out = df.copy()
     for name, checked in judged.items():
+        if name not in REQUIRED_COLUMNS and checked.values.null_count == len(df):
+            out = out.drop(columns=name)  # an optional column empty in every row is absent
+            continue
         values = checked.values.to_pandas()
         values.index = df.index
         kind = BY_NAME[name].kind

@@ -82,3 +82,30 @@ def test_the_csv_contracts_and_export_are_the_definition() -> None:
 @pytest.mark.parametrize("doc", sorted(schema.doc_tables()))
 def test_the_docs_tables_are_the_definition(doc: str) -> None:
     assert schema.doc_tables()[doc] in (REPO / doc).read_text(), f"regenerate {doc}'s table from analysis.columns"
+
+
+def test_an_optional_column_empty_in_every_row_is_absent(tmp_path: Path) -> None:
+    """Item 4: a job's CSV whose `d` column is blank in every row reads as one
+    without the column (the run's planned d is not contradicted), and so does
+    an analysis input whose optional columns hold nothing."""
+    from analysis.schema import validate_results
+    from campaign.results.reader import Expected, classify_output, classify_outputs
+    from campaign.states import JobState
+
+    want = Expected((64, 128), False, "fake", "fp32", d=64, threads=1)
+    outcomes = []
+    for name, header, cell in (("with", "kernel,impl,variant,device,dtype,n,d,threads,repeat,time_s", ", ,"),
+                               ("without", "kernel,impl,variant,device,dtype,n,threads,repeat,time_s", ",")):
+        path = tmp_path / name / "results.csv"
+        path.parent.mkdir()
+        path.write_text(header + "\n" + "".join(f"fake,py,ok,cpu,fp32,{n}{cell}1,0,0.5\n" for n in (64, 128)))
+        outcomes.append(classify_output(path, want))
+        outcomes.append(classify_outputs([(path, want)])[0])
+    assert [o.state for o in outcomes] == [JobState.COMPLETED] * 4, [o.reason for o in outcomes]
+    import pandas as pd
+
+    frame = pd.DataFrame({"cluster": ["a"], "partition": ["p"], "kernel": ["k"], "impl": ["c"], "variant": ["v"],
+                          "device": ["cpu"], "threads": [1], "n": [64], "repeat": [0], "time_s": [0.5],
+                          "d": [None], "flops": [""], "note": [""]})
+    out = validate_results(frame)
+    assert "d" not in out and "flops" not in out and "note" in out
