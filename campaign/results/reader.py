@@ -40,6 +40,7 @@ from campaign.states import JobState
 
 MAX_BYTES = 512 * 2**20  # a results CSV above 512 MiB is not a result file
 CLASSIFY_WINDOW = 500  # finished outputs whose rules are applied together (classify_stream)
+POOL_CHARS = 32 * 2**20  # and at most this much of their text at once (a sync's memory stays bounded)
 
 
 class Outcome:
@@ -211,10 +212,11 @@ def classify_stream(items: Iterable[tuple[Path, Expected]], window: int = CLASSI
 
 def classify_outputs(items: Sequence[tuple[Path, Expected]]) -> list[Outcome]:
     """`classify_output` of many finished jobs (a sync's batch): the rules
-    are applied to the rows of all their CSVs at once (columnar.fast_texts),
-    each file then judged alone. Never raises."""
+    are applied to the rows of their CSVs together (columnar.fast_texts), at
+    most POOL_CHARS of text at a time, each file then judged alone. Never raises."""
     outcomes: list[Outcome | None] = []
     texts: list[tuple[int, str]] = []
+    held = 0
     for i, (path, _) in enumerate(items):
         try:
             early = _output_text(path)
@@ -223,6 +225,15 @@ def classify_outputs(items: Sequence[tuple[Path, Expected]]) -> list[Outcome]:
         outcomes.append(early if isinstance(early, Outcome) else None)
         if not isinstance(early, Outcome):
             texts.append((i, early))
+            held += len(early)
+        if held > POOL_CHARS or i == len(items) - 1:
+            _judge_pool(items, texts, outcomes)
+            texts, held = [], 0
+    return [o for o in outcomes if o is not None]
+
+
+def _judge_pool(items: Sequence[tuple[Path, Expected]], texts: list[tuple[int, str]],
+                outcomes: list[Outcome | None]) -> None:
     found = dict(zip((i for i, _ in texts), fast_texts([text for _, text in texts], KERNEL_COLUMNS, JUDGED_COLUMNS)))
     for i, text in texts:
         path, want = items[i]
@@ -230,7 +241,6 @@ def classify_outputs(items: Sequence[tuple[Path, Expected]]) -> list[Outcome]:
             outcomes[i] = _outcome(path, want, text, found.get(i))
         except Exception as exc:
             outcomes[i] = Outcome(JobState.LOST_OUTPUT, reason=f"unreadable output: {one_line(exc, 200)}")
-    return [o for o in outcomes if o is not None]
 
 
 def _output_text(path: Path) -> str | Outcome:

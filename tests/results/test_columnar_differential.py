@@ -13,6 +13,7 @@ import pytest
 
 from analysis.columns import KERNEL_COLUMNS
 from campaign.errors import ImportError_
+from campaign.results import reader
 from campaign.results.reader import Expected, classify_output, classify_outputs, parse_rows, parse_text
 from campaign.states import JobState
 from tests.results import reference_reader as ref
@@ -136,12 +137,16 @@ def test_same_state_reason_and_rows_as_the_row_reader(part: int, tmp_path: Path)
                                                            repr(ref.classify(path, want)[2])), content
 
 
-@pytest.mark.parametrize("part", range(2))
-def test_many_files_at_once_as_one_by_one(part: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("part", "pool_chars"), [(0, None), (1, None), (0, 3000)])
+def test_many_files_at_once_as_one_by_one(part: int, pool_chars: int | None, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A sync's batch (classify_outputs: the rules applied to the rows of all
     its files at once) decides each file as classify_output does alone: a bad
     cell, a duplicate key or a broken header in one file never touches the
-    files around it, and every accepted file keeps its own rows."""
+    files around it, and every accepted file keeps its own rows; so do pools
+    cut short by their size (POOL_CHARS: a sync's memory stays bounded)."""
+    if pool_chars is not None:
+        monkeypatch.setattr(reader, "POOL_CHARS", pool_chars)
     rng = random.Random(SEED + 10 + part)
     items = []
     for k, content in enumerate(CORPUS[part::2][:800]):
