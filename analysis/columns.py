@@ -1,70 +1,157 @@
-"""The result schema's columns and per-column rules: the one definition that
-`campaign import`, job-output ingest and the analysis all check against.
+"""The one definition of a result row's columns (issue 26 item 5): name,
+type, where the value lives, whether a kernel's CSV and an imported CSV must
+carry it, its unit, meaning and value rule.
 
-Kept free of pandas so the campaign side can read it without the import cost;
-`analysis.schema` applies the same rules vectorised to DataFrames.
+Everything else is derived from `RESULT_SCHEMA`: the Arrow schema of the
+result files (campaign.ledger.result_schema), the kernel CSV contract and the
+import columns (analysis.rules checks both), the natural key
+(campaign.results.keys), `campaign results`' fixed columns and the tables of
+README.md, docs/results.md and docs/contracts.md (tests/docs check them).
+Adding a result column is one `Column(...)` line here. Kept free of pandas
+and pyarrow: `status` and the job side read it without their import cost.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-REQUIRED_COLUMNS: tuple[str, ...] = (
-    "cluster", "partition", "kernel", "impl", "variant", "device",
-    "threads", "n", "repeat", "time_s",
+REQUIRED, OPTIONAL = "required", "optional"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    kind: str  # "int", "float", "text" (Arrow int64 / float64 / string) or "object" (JSON text)
+    meaning: str
+    json: str = ""  # its type in `campaign results` ("" = not one of its columns)
+    where: str = "file"  # "file": a column of the result file; "extra": a key of the row's extra object;
+    # "ledger": from the ledger's own tables (the attempt, its campaign, ...)
+    kernel: str = ""  # in a kernel program's CSV: REQUIRED, OPTIONAL or "" (not the program's to write)
+    imported: str = ""  # in a CSV given to `campaign import`
+    unit: str = ""
+    minimum: int | None = None  # ints: the smallest allowed value
+    positive: bool = False  # floats: > 0 (else >= 0)
+    allow_nan: bool = False  # floats: a blank cell or "nan" is a missing value
+    key: bool = False  # part of a row's natural key (configuration, n, repeat)
+    # Positions, where an order is older than this table and must not change:
+    measured: int = 0  # in an imported row's natural key (a hash: reordering would change every key)
+    group: int = 0  # among the columns identifying a configuration (1-6 always, more when present)
+
+    @property
+    def rule(self) -> bool:
+        """A CSV cell of this column is typed and checked (else it is kept as text in `extra`)."""
+        return bool(self.kernel or self.imported)
+
+
+_TXT, _INT, _NUM = "string", "integer", "number"
+RESULT_SCHEMA: tuple[Column, ...] = (
+    Column("attempt_id", "int", "the ledger's attempt that produced the row (NULL for imported rows)"),
+    Column("campaign_id", "int", "the campaign an imported row was imported into (`import --campaign`)"),
+    Column("campaign", "text", "the campaign of the attempt, or the one the rows were imported into "
+           "(`import --campaign`); null for other imported rows", json=f"{_TXT} or null", where="ledger"),
+    Column("cluster", "text", "cluster name (a job's: its run's, never the file's)", _TXT, imported=REQUIRED,
+           key=True, group=1),
+    Column("partition", "text", "partition name (a job's: its run's)", _TXT, imported=REQUIRED, key=True, group=2),
+    Column("kernel", "text", "kernel family", _TXT, kernel=REQUIRED, imported=REQUIRED, key=True, group=3),
+    Column("impl", "text", "implementation (c, fortran, torch, ...)", _TXT, kernel=REQUIRED, imported=REQUIRED,
+           key=True, group=4),
+    Column("variant", "text", "kernel variant (naive, memopt, ...)", _TXT, kernel=REQUIRED, imported=REQUIRED,
+           key=True, group=5),
+    Column("device", "text", "cpu or cuda", _TXT, kernel=REQUIRED, imported=REQUIRED, key=True, group=6),
+    Column("dtype", "text", "fp32, bf16, fp16", f"{_TXT} or null", kernel=REQUIRED, imported=OPTIONAL, key=True,
+           group=7),
+    Column("params", "text", "the run's extra program arguments, e.g. a=32,h=2560 (\"\" = none)", _TXT, group=9),
+    Column("threads", "int", "OpenMP/torch threads", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=1, key=True),
+    Column("ranks", "int", "MPI/torch ranks of the run in all (1: one process; kept in the row's extra object)",
+           _INT, where="extra", kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=10),
+    Column("nodes", "int", "distinct hosts the ranks ran on (1 where the row does not say)", _INT, where="extra",
+           kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=11),
+    Column("n", "int", "problem size (sequence length)", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=1,
+           key=True),
+    Column("d", "int", "head dimension", f"{_INT} or null", kernel=OPTIONAL, imported=OPTIONAL, minimum=1, key=True,
+           group=8),
+    Column("repeat", "int", "timed repeat, from 0", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=0, key=True),
+    Column("time_s", "float", "seconds of this repeat", _NUM, kernel=REQUIRED, imported=REQUIRED, unit="s",
+           positive=True, measured=1),
+    Column("first_call_s", "float", "seconds of the first call (context creation, JIT), kept apart from the repeats",
+           f"{_NUM} or null", where="extra", unit="s"),
+    Column("rel_err", "float", "relative error against the float64 reference (with --check)", f"{_NUM} or null",
+           kernel=OPTIONAL, imported=OPTIONAL, allow_nan=True, measured=4),
+    Column("flops", "float", "floating-point operations, when the row gives them", f"{_NUM} or null",
+           kernel=OPTIONAL, imported=OPTIONAL, unit="FLOP", allow_nan=True, measured=2),
+    Column("bytes", "float", "bytes moved, when the row gives them", f"{_NUM} or null", kernel=OPTIONAL,
+           imported=OPTIONAL, unit="B", allow_nan=True, measured=3),
+    Column("gpu_model", "text", "GPU name on cuda rows", f"{_TXT} or null", kernel=OPTIONAL, imported=OPTIONAL),
+    Column("job_id", "text", "scheduler job ID that produced the row", f"{_TXT} or null", kernel=OPTIONAL,
+           imported=OPTIONAL, key=True),
+    Column("attempt", "int", "attempt number of the run (1, 2, ... after reruns)", f"{_INT} or null", where="ledger"),
+    Column("replicate", "int", "which independent job of its configuration (experiment.replicates: 0, 1, ...); "
+           "null for imported rows", f"{_INT} or null", where="ledger"),
+    Column("state", "text", "the attempt's state (COMPLETED, CHECK_FAILED, ...)", f"{_TXT} or null", where="ledger"),
+    Column("overlap", "text", "set when the row was timed while another timed job ran on the same machine, or on a "
+           "Slurm node with more busy CPUs than it has (the note names the peak, the node's CPUs and the jobs); "
+           "`report --json` lists such points under `overlap_points`, the report warns with the list, `compare` "
+           "marks them", f"{_TXT} or null", where="ledger"),
+    Column("source", "text", "\"job\" or the imported file", _TXT),
+    Column("extra", "object", "every other column of the row, as one JSON object (params included; numbers "
+           "typed in `campaign results`)", "object"),
 )
-OPTIONAL_COLUMNS: tuple[str, ...] = (
-    "d", "dtype", "job_id", "gpu_model", "flops", "bytes", "rel_err",
-)
-# What a kernel program's CSV must carry (cluster/partition come from the run).
-# `d` is optional: a benchmark without a head dimension leaves it out (docs/byob.md).
-KERNEL_COLUMNS: tuple[str, ...] = (
-    "kernel", "impl", "variant", "device", "dtype", "n", "threads", "repeat", "time_s",
-)
-# Columns that identify one measured configuration (a "group"); `dtype` and `d`
-# join them when the table has them. `threads` and `n` are the swept axes.
-BASE_GROUP_COLUMNS: tuple[str, ...] = (
-    "cluster", "partition", "kernel", "impl", "variant", "device",
-)
-# `params`: the extra program arguments of a run (e.g. "sdpa-backend=cudnn" or
-# "a=32,h=2560"); runs that differ in them are different configurations.
-# `ranks`, `nodes`: where a multi-rank run ran (SCALE_COLUMNS below); rows of other rank counts are
-# other points, never one median (the analysis reads them only when some row has more than one).
-OPTIONAL_GROUP_COLUMNS: tuple[str, ...] = ("dtype", "d", "params", "ranks", "nodes")
-# Partition facts the analysis joins on (NUMA/core boundaries, roofline ceilings).
+BY_NAME: dict[str, Column] = {c.name: c for c in RESULT_SCHEMA}
+# The limits of a cell's value (analysis.rules applies them): text, integers.
+TEXT_MAX = 200
+CONTROL = "[\x00-\x1f\x7f]"  # no text cell holds one
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def column_rule(name: str) -> Column | None:
+    """The rule of a CSV column: its schema column's, None for an extra column (kept as text)."""
+    col = BY_NAME.get(name)
+    return col if col is not None and col.rule else None
+
+
+def _names(keep: object) -> tuple[str, ...]:
+    return tuple(c.name for c in RESULT_SCHEMA if keep(c))  # type: ignore[operator]
+
+
+REQUIRED_COLUMNS = _names(lambda c: c.imported == REQUIRED)  # what an imported CSV must carry
+OPTIONAL_COLUMNS = _names(lambda c: c.imported == OPTIONAL and c.where == "file")
+KERNEL_COLUMNS = _names(lambda c: c.kernel == REQUIRED)  # what a kernel program's CSV must carry
+RULE_COLUMNS = _names(lambda c: c.rule)  # a CSV cell typed and checked (the rest is kept as text in `extra`)
+TEXT_COLUMNS = _names(lambda c: c.rule and c.kind == "text")
+SCALE_COLUMNS = _names(lambda c: c.rule and c.where == "extra")  # ranks, nodes: checked, kept in `extra`
+SCALE_DEFAULT = 1
+STORED_COLUMNS = _names(lambda c: c.where == "file")  # a result file's columns, in file order
+EXPORT_COLUMNS = _names(lambda c: bool(c.json))  # `campaign results`, in this order
+KEY_COLUMNS = _names(lambda c: c.key)
+MEASURED_COLUMNS = tuple(c.name for c in sorted((c for c in RESULT_SCHEMA if c.measured), key=lambda c: c.measured))
+_GROUPS = tuple(c.name for c in sorted((c for c in RESULT_SCHEMA if c.group), key=lambda c: c.group))
+BASE_GROUP_COLUMNS = _GROUPS[:6]  # one measured configuration; `threads` and `n` are its swept axes
+OPTIONAL_GROUP_COLUMNS = _GROUPS[6:]  # join the group when the table has them (ranks/nodes: rows of other
+# rank counts are other points, never one median)
+# Partition facts the analysis joins on (NUMA/core boundaries, roofline ceilings): not result columns.
 PARTITION_COLUMNS: tuple[str, ...] = (
     "cluster", "partition", "cores", "sockets", "numa_domains", "threads_per_core",
     "peak_flops_fp32", "peak_flops_bf16", "mem_bw",
 )
-
-
-@dataclass(frozen=True)
-class IntRule:
-    minimum: int
-
-
-@dataclass(frozen=True)
-class FloatRule:
-    allow_nan: bool  # a blank cell / "nan" is a missing value
-    positive: bool  # > 0 (else >= 0)
-
-
-TEXT_COLUMNS: tuple[str, ...] = ("cluster", "partition", "kernel", "impl", "variant", "device",
-                                 "dtype", "job_id", "gpu_model")
-# Where a row ran, for MPI and multi-rank programs (docs/contracts.md#mpi-and-multi-rank-programs):
-# `ranks` = total MPI/torch ranks, `nodes` = distinct hosts. Optional integers >= 1, default 1 (a
-# single-process program); the ledger keeps them in the row's extra object (no column of their own),
-# the readers check them like any integer column, and the result table and the analysis read them
-# as columns (export: 1 where a row has none).
-SCALE_COLUMNS: tuple[str, ...] = ("ranks", "nodes")
-SCALE_DEFAULT = 1
-INT_RULES: dict[str, IntRule] = {"threads": IntRule(1), "n": IntRule(1), "repeat": IntRule(0), "d": IntRule(1),
-                                 "ranks": IntRule(1), "nodes": IntRule(1)}
-FLOAT_RULES: dict[str, FloatRule] = {
-    "time_s": FloatRule(allow_nan=False, positive=True),
-    "flops": FloatRule(allow_nan=True, positive=False),
-    "bytes": FloatRule(allow_nan=True, positive=False),
-    "rel_err": FloatRule(allow_nan=True, positive=False),
-}
 # Correctness tolerance of `--check` per dtype (CHECK_FAILED above it; NaN fails).
 TOLERANCE: dict[str, float] = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 2e-2, "fp64": 1e-10}
+
+
+def markdown(columns: tuple[str, ...], titles: dict[str, str]) -> str:
+    """A docs table of these columns, one field of Column per title (README.md,
+    docs/results.md and docs/contracts.md hold tables made by `doc_tables`)."""
+    lines = ["| column | " + " | ".join(titles) + " |", "|" + "---|" * (len(titles) + 1)]
+    lines += ["| " + " | ".join([f"`{name}`", *(str(getattr(BY_NAME[name], f)) for f in titles.values())]) + " |"
+              for name in columns]
+    return "\n".join(lines)
+
+
+KERNEL_CSV = _names(lambda c: bool(c.kernel))  # the kernel CSV contract's own columns
+
+
+def doc_tables() -> dict[str, str]:
+    """Each docs file's column table, as that file holds it."""
+    return {"README.md": markdown(EXPORT_COLUMNS, {"type": "json", "meaning": "meaning"}),
+            "docs/results.md": markdown(STORED_COLUMNS, {"type": "kind", "unit": "unit", "meaning": "meaning"}),
+            "docs/contracts.md": markdown(KERNEL_CSV, {"in the CSV": "kernel", "type": "kind", "unit": "unit",
+                                                       "meaning": "meaning"})}

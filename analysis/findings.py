@@ -19,6 +19,7 @@ import pandas as pd
 from analysis import display
 from analysis.caveats import Finding, Flags, effect
 from analysis.report_tables import labels, repeats_at, several_threads
+from analysis.schema import group_columns
 
 MAX_KERNELS = 6
 MAX_RATIOS = 3
@@ -32,9 +33,7 @@ def _at(row: pd.Series) -> str:
 
 def overview(local: pd.DataFrame) -> str:
     """How much data the report rests on."""
-    groups = local.drop_duplicates([c for c in ("partition", "kernel", "impl", "variant",
-                                                "device", "dtype", "d", "params")
-                                    if c in local.columns])
+    groups = local.drop_duplicates(group_columns(local))
     single = int(local["single_repeat"].sum())
     text = (f"{len(local)} measured points (configuration, threads, n) from "
             f"{int(local['repeats'].sum())} timed repeats in {len(groups)} configurations.")

@@ -34,7 +34,7 @@ from campaign.partial import PARTIAL_STATES, describe, read_partial
 from campaign.preflight_sync import sync_steps
 from campaign.results.columnar import ResultColumns
 from campaign.results.counters import read_counters
-from campaign.results.reader import Expected, Outcome, classify_output
+from campaign.results.reader import Expected, Outcome, classify_stream
 from campaign.results.store import AttemptRows, job_columns, store_attempt_files, sweep_orphans
 from campaign.shared_nodes import flag_shared_nodes
 from campaign.states import OPEN_STATES, JobState
@@ -284,11 +284,12 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
         with ledger.session() as s:
             _load_specs(s, chunk)
         batch = _Batch()
+        read = classify_stream((p.output, p.expected or Expected(p.expected_n, p.check)) for p in chunk
+                               if statuses[p.attempt_id].state is JobState.COMPLETED)
         for p in chunk:
             st = statuses[p.attempt_id]
             if st.state is JobState.COMPLETED:
-                outcome = batch.outcomes[p.attempt_id] = classify_output(
-                    p.output, p.expected or Expected(p.expected_n, p.check))
+                outcome = batch.outcomes[p.attempt_id] = next(read)
                 batch.rows += len(outcome.table)
                 if p.profiled:
                     batch.counters[p.attempt_id] = _profile(p, batch.outcomes)

@@ -28,7 +28,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,29 +52,20 @@ class LedgerColumns:
     values: dict[str, list[Any]]
     extras: dict[str, list[Any]] = field(default_factory=dict)
     extra_rows: list[dict[str, Any] | None] | None = None
-    same: frozenset[str] = frozenset()
-    parts: tuple[LedgerColumns, ...] = ()  # joined: the extra objects are the parts' (made one row at a time)
-
-    def iter_extras(self) -> Iterator[dict[str, Any] | None]:
-        """Each row's extra object, made as it is asked for (a batch's 100,000
-        dicts are never all alive at once)."""
-        if self.parts:
-            for part in self.parts:
-                yield from part.iter_extras()
-        elif self.extra_rows is not None:
-            yield from self.extra_rows
-        else:
-            items = list(self.extras.items())
-            for i in range(self.length):
-                yield {k: v[i] for k, v in items if v[i] is not None} or None
 
     def extra_dicts(self) -> list[dict[str, Any] | None]:
-        return self.extra_rows if self.extra_rows is not None and not self.parts else list(self.iter_extras())
+        if self.extra_rows is not None:
+            return self.extra_rows
+        out: list[dict[str, Any] | None] = []
+        for i in range(self.length):
+            row = {k: v[i] for k, v in self.extras.items() if v[i] is not None}
+            out.append(row or None)
+        return out
 
     def dicts(self) -> list[dict[str, Any]]:
         names = list(self.values)
         rows = [dict(zip(names, cells)) for cells in zip(*self.values.values())]
-        for row, extra in zip(rows, self.iter_extras()):
+        for row, extra in zip(rows, self.extra_dicts()):
             row["extra"] = extra
         return rows
 
@@ -85,28 +76,61 @@ class LedgerColumns:
             return blocks[0]
         names = {name for b in blocks for name in b.values}
         values = {name: [v for b in blocks for v in (b.values.get(name) or [None] * b.length)] for name in names}
-        return LedgerColumns(sum(b.length for b in blocks), values, parts=tuple(blocks))
+        if any(b.extra_rows is not None for b in blocks):
+            extras = [e for b in blocks for e in b.extra_dicts()]
+            return LedgerColumns(sum(b.length for b in blocks), values, extra_rows=extras)
+        keys = list(dict.fromkeys(k for b in blocks for k in b.extras))
+        return LedgerColumns(sum(b.length for b in blocks), values,
+                             {k: [v for b in blocks for v in (b.extras.get(k) or [None] * b.length)] for k in keys})
 
     def table(self) -> Any:
         """The rows as an Arrow table of the stored schema."""
         import pyarrow as pa
 
-        texts: list[str | None] = []
-        params: list[str | None] = []
-        for e in self.iter_extras():  # the JSON text and params of each row, its dict dropped at once
-            texts.append(json.dumps(e) if e else None)
-            params.append(None if e is None or e.get("params") is None else str(e["params"]))
+        objects = _json_objects(self.extras, self.length) if self.extra_rows is None else None
+        extras = self.extra_dicts() if objects is None else []
         cols: dict[str, Any] = {}
         for col in COLUMNS:
             if col.name == "extra":
-                values: Sequence[Any] = texts
+                values: Any = objects if objects is not None else [json.dumps(e) if e else None for e in extras]
+            elif col.name == "params" and objects is not None:
+                values = self.extras.get("params") or [None] * self.length
             elif col.name == "params":
-                values = params
+                values = [None if e is None or e.get("params") is None else str(e["params"]) for e in extras]
             else:
                 values = self.values.get(col.name) or [None] * self.length
             cols[col.name] = values
         schema = arrow_schema()
-        return pa.table([pa.array(cols[f.name], type=f.type, from_pandas=True) for f in schema], schema=schema)
+        return pa.table([cols[f.name] if isinstance(cols[f.name], pa.Array) else
+                         pa.array(cols[f.name], type=f.type, from_pandas=True) for f in schema], schema=schema)
+
+
+def _json_objects(extras: dict[str, list[Any]], length: int) -> Any:
+    """Each row's extra object as JSON text, built a column at a time
+    (pyarrow.compute): `{"key": "text", ...}` with the row's non-null keys,
+    NULL for a row of none. None where a value is no text or holds a control
+    character: the caller then writes each row with json.dumps."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pieces = []
+    for name, values in extras.items():
+        try:
+            text = pa.array(values)
+        except (pa.ArrowTypeError, pa.ArrowInvalid):
+            return None
+        if text.type not in (pa.string(), pa.null()):
+            return None  # numbers keep their JSON type through json.dumps
+        text = text.cast(pa.string())
+        if pc.any(pc.match_substring_regex(text, "[\x00-\x1f]")).as_py():
+            return None
+        text = pc.replace_substring(pc.replace_substring(text, "\\", "\\\\"), '"', '\\"')
+        pieces.append(pc.fill_null(pc.binary_join_element_wise(f', {json.dumps(name)}: "', text, '"', ""), ""))
+    if not pieces:
+        return pa.nulls(length, pa.string())
+    body = pc.utf8_slice_codeunits(pc.binary_join_element_wise(*pieces, ""), 2)  # (each piece starts with ", ")
+    return pc.if_else(pc.equal(body, ""), pa.scalar(None, pa.string()),
+                      pc.binary_join_element_wise("{", body, "}", ""))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
-"""The result CSV's cell rules, one cell at a time (analysis/columns.py says
-which rule a column has): the reference that the strict reader applies to a
-file whose columns fail the whole-column checks of campaign.results.columnar,
-so that every refusal names the same line and column as before.
+"""The result CSV's rules one cell at a time: the slow path that names the
+first bad line and its reason, for a file the whole-column rules
+(analysis.rules, through campaign.results.columnar) did not accept. The
+rules are analysis.columns' (`Column.kind`, `minimum`, `positive`,
+`allow_nan`), the same ones the vectorised path applies.
 
 Integers are plain ASCII digits inside int64, floats plain decimal or
 exponent notation (`1_000`, `0x10`, `١` are refused; `nan`/`inf` are read
@@ -15,19 +16,20 @@ import math
 import re
 from typing import Any
 
-from analysis.columns import FLOAT_RULES, INT_RULES
+from analysis.columns import CONTROL as CONTROL_CLASS
+from analysis.columns import INT64, RESULT_SCHEMA, TEXT_MAX, column_rule
 from campaign.errors import ImportError_
 
-INT64 = (-(2**63), 2**63 - 1)
-TEXT_MAX = 200
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 _NONFINITE = {"nan", "inf", "infinity"}
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+CONTROL = re.compile(CONTROL_CLASS)
+_RULED = tuple(c for c in RESULT_SCHEMA if c.rule)
 
 
 def kind(col: str) -> str:
-    return "int" if col in INT_RULES else "float" if col in FLOAT_RULES else "text"
+    rule = column_rule(col)
+    return "text" if rule is None else rule.kind
 
 
 def cell(value: str, col: str) -> Any:
@@ -58,10 +60,11 @@ def cell(value: str, col: str) -> Any:
 
 
 def scale_cell(value: str, col: str) -> str:
-    """A `ranks`/`nodes` cell (analysis/columns.py SCALE_COLUMNS): an integer
-    at least its minimum, kept in the row's extra object as the number's text."""
+    """A `ranks`/`nodes` cell (kept in the row's extra object): an integer at
+    least its minimum, kept as the number's text."""
     number = cell(value, col)
-    if number is None or number < INT_RULES[col].minimum:
+    rule = column_rule(col)
+    if number is None or rule is None or number < (rule.minimum or 0):
         raise ValueError(f"{value.strip()[:40]!r} is not a positive integer")
     return str(number)
 
@@ -69,15 +72,15 @@ def scale_cell(value: str, col: str) -> str:
 def check_row(row: dict[str, Any], where: str, judged: frozenset[str] = frozenset()) -> None:
     """The per-column value rules (minimum of an int, sign and finiteness of a
     float); a float column in `judged` may hold any number (its caller judges it)."""
-    for col, rule in INT_RULES.items():
-        value = row.get(col)
-        if value is not None and value < rule.minimum:
-            need = "positive" if rule.minimum == 1 else f">= {rule.minimum}"
-            raise ImportError_(f"{where}: {col} must be {need}, got {value}")
-    for col, frule in FLOAT_RULES.items():
-        value = row.get(col)
-        if value is None or (frule.allow_nan and math.isnan(value)) or col in judged:
+    for rule in _RULED:
+        value = row.get(rule.name)
+        if value is None or rule.kind == "text":
             continue
-        if not math.isfinite(value) or (value <= 0 if frule.positive else value < 0):
-            sign = "positive" if frule.positive else "non-negative"
-            raise ImportError_(f"{where}: {col} must be a {sign} finite number, got {value}")
+        if rule.kind == "int" and rule.minimum is not None and value < rule.minimum:
+            need = "positive" if rule.minimum == 1 else f">= {rule.minimum}"
+            raise ImportError_(f"{where}: {rule.name} must be {need}, got {value}")
+        if rule.kind != "float" or (rule.allow_nan and math.isnan(value)) or rule.name in judged:
+            continue
+        if not math.isfinite(value) or (value <= 0 if rule.positive else value < 0):
+            sign = "positive" if rule.positive else "non-negative"
+            raise ImportError_(f"{where}: {rule.name} must be a {sign} finite number, got {value}")

@@ -16,10 +16,9 @@ import hashlib
 import json
 from typing import Any
 
-KEY_COLUMNS = ("cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n", "d",
-               "repeat", "job_id")
+from analysis.columns import KEY_COLUMNS, MEASURED_COLUMNS
+
 MEASURED_EXTRAS = frozenset({"first_call_s", "value"})  # measured values (a figure of merit's `value`): not part of a row's identity
-MEASURED_COLUMNS = ("time_s", "flops", "bytes", "rel_err")
 IMPORT_SCOPE = "import"
 
 

@@ -24,20 +24,23 @@ import csv
 import io
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from analysis.columns import KERNEL_COLUMNS, OPTIONAL_COLUMNS, REQUIRED_COLUMNS, SCALE_COLUMNS
+from analysis.columns import KERNEL_COLUMNS, REQUIRED_COLUMNS, RULE_COLUMNS, SCALE_COLUMNS
 from campaign.errors import ImportError_, one_line
 from campaign.job.fom import CHECK_SUFFIX, LOST_SUFFIX
 from campaign.results.cells import CONTROL, cell, check_row, scale_cell
-from campaign.results.columnar import ResultColumns, fast_columns, record_cells, split_cells
+from campaign.results.columnar import ResultColumns, fast_records, fast_texts
 from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign
 from campaign.results.keys import natural_key
 from campaign.states import JobState
 
 MAX_BYTES = 512 * 2**20  # a results CSV above 512 MiB is not a result file
+CLASSIFY_WINDOW = 500  # finished outputs whose rules are applied together (classify_stream)
+POOL_CHARS = 32 * 2**20  # and at most this much of their text at once (a sync's memory stays bounded)
 
 
 class Outcome:
@@ -73,14 +76,14 @@ def _records(text: str, where: str) -> list[list[str]]:
 
 def parse_columns(text: str, required: tuple[str, ...], where: str,
                   judged: frozenset[str] = frozenset()) -> ResultColumns:
-    """Typed columns of a whole CSV text: whole-column checks where every
-    column passes them (campaign.results.columnar), else the per-cell
-    reference (`parse_rows`), whose first bad cell raises ImportError_ with
-    its line and column. `judged`: float columns read as any number (their
+    """Typed columns of a whole CSV text: the rule set over whole columns
+    (campaign.results.columnar, analysis.rules) where every column passes,
+    else the per-cell reference (`parse_rows`), whose first bad cell raises
+    ImportError_ with its line and column. `judged`: float columns read as any number (their
     values judged by the caller: a job's rel_err)."""
-    split = split_cells(text)
-    header_cells = split if split is not None else record_cells(_records(text, where))
-    table = fast_columns(*header_cells, required) if header_cells is not None else None
+    table = fast_texts([text], required, judged)[0]
+    if table is None:  # quoted cells, carriage returns, no final newline, or a bad cell
+        table = fast_records(_records(text, where), required, judged)
     return table if table is not None else ResultColumns.from_rows(parse_rows(text, required, where, judged))
 
 
@@ -108,7 +111,7 @@ def parse_rows(text: str, required: tuple[str, ...], where: str,
     missing = [c for c in required if c not in seen]
     if missing:
         raise ImportError_(f"{where}: missing column(s) {', '.join(missing)}")
-    known = [c for c in header if c in set(REQUIRED_COLUMNS) | set(OPTIONAL_COLUMNS) | set(KERNEL_COLUMNS)]
+    known = [c for c in header if c in RULE_COLUMNS and c not in SCALE_COLUMNS]
     out: list[dict[str, Any]] = []
     keys: dict[str, int] = {}
     line = 1
@@ -200,7 +203,48 @@ def _regular_bytes(path: Path) -> bytes | None:
         os.close(fd)
 
 
-def _classify(path: Path, want: Expected) -> Outcome:
+def classify_stream(items: Iterable[tuple[Path, Expected]], window: int = CLASSIFY_WINDOW) -> Iterator[Outcome]:
+    """`classify_outputs` of the items in order, `window` files at a time (their rows stay in memory meanwhile)."""
+    it = iter(items)
+    while chunk := list(islice(it, window)):
+        yield from classify_outputs(chunk)
+
+
+def classify_outputs(items: Sequence[tuple[Path, Expected]]) -> list[Outcome]:
+    """`classify_output` of many finished jobs (a sync's batch): the rules
+    are applied to the rows of their CSVs together (columnar.fast_texts), at
+    most POOL_CHARS of text at a time, each file then judged alone. Never raises."""
+    outcomes: list[Outcome | None] = []
+    texts: list[tuple[int, str]] = []
+    held = 0
+    for i, (path, _) in enumerate(items):
+        try:
+            early = _output_text(path)
+        except Exception as exc:  # the promise: one bad file never stops a sync
+            early = Outcome(JobState.LOST_OUTPUT, reason=f"unreadable output: {one_line(exc, 200)}")
+        outcomes.append(early if isinstance(early, Outcome) else None)
+        if not isinstance(early, Outcome):
+            texts.append((i, early))
+            held += len(early)
+        if held > POOL_CHARS or i == len(items) - 1:
+            _judge_pool(items, texts, outcomes)
+            texts, held = [], 0
+    return [o for o in outcomes if o is not None]
+
+
+def _judge_pool(items: Sequence[tuple[Path, Expected]], texts: list[tuple[int, str]],
+                outcomes: list[Outcome | None]) -> None:
+    found = dict(zip((i for i, _ in texts), fast_texts([text for _, text in texts], KERNEL_COLUMNS, JUDGED_COLUMNS)))
+    for i, text in texts:
+        path, want = items[i]
+        try:
+            outcomes[i] = _outcome(path, want, text, found.get(i))
+        except Exception as exc:
+            outcomes[i] = Outcome(JobState.LOST_OUTPUT, reason=f"unreadable output: {one_line(exc, 200)}")
+
+
+def _output_text(path: Path) -> str | Outcome:
+    """A finished job's CSV text, or the LOST_OUTPUT outcome saying why there is none."""
     data = _regular_bytes(path)
     if data is None and not path.parent.is_dir():
         return Outcome(JobState.LOST_OUTPUT, reason=f"job folder {path.parent} is gone")
@@ -211,7 +255,21 @@ def _classify(path: Path, want: Expected) -> Outcome:
         text = _read_text(path, path.name) if data is None else _decoded(data, path.name)
         if text and not text.endswith("\n"):
             raise ImportError_(f"{path.name}: the last line is cut off (no final newline)")
-        table = parse_columns(text, KERNEL_COLUMNS, path.name, JUDGED_COLUMNS)
+    except ImportError_ as exc:
+        return Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {one_line(exc, 200)}")
+    return text
+
+
+def _classify(path: Path, want: Expected) -> Outcome:
+    text = _output_text(path)
+    return text if isinstance(text, Outcome) else _outcome(path, want, text, None)
+
+
+def _outcome(path: Path, want: Expected, text: str, table: ResultColumns | None) -> Outcome:
+    """The outcome of a job's CSV text (`table`: its rows, when the rules already accepted them)."""
+    try:
+        if table is None:
+            table = parse_columns(text, KERNEL_COLUMNS, path.name, JUDGED_COLUMNS)
     except ImportError_ as exc:
         return Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {one_line(exc, 200)}")
     if not len(table):

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
+from analysis.columns import RESULT_SCHEMA
 from campaign.clock import now
 from campaign.config.clusters import cluster_yaml
 from campaign.config.schema import ClusterSpec
@@ -226,9 +227,8 @@ def _with_metric(extra_args: tuple[tuple[str, str], ...], table: ResultColumns) 
     return (*extra_args, ("metric", "")) if "metric" in names else extra_args
 
 
-_FROM_FILE = ("kernel", "impl", "variant", "device", "threads", "n", "repeat", "time_s")  # never blank
-_FROM_FILE_OPTIONAL = ("dtype", "d", "gpu_model", "flops", "bytes", "rel_err")
-_OWN = ("attempt_id", "source", "cluster", "partition", "job_id")  # the attempt's and run's: one value per job
+# a job's file gives these; cluster, partition, job_id and source are the run's and attempt's
+_FROM_FILE = tuple(c.name for c in RESULT_SCHEMA if c.kernel and c.where == "file" and c.name != "job_id")
 
 
 def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
@@ -242,16 +242,12 @@ def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
     extra_args = _with_metric(extra_args, table)
     values: dict[str, list[Any]] = {"attempt_id": [attempt_id] * n, "source": ["job"] * n, "cluster": [cluster] * n,
                                     "partition": [partition] * n, "job_id": [job_id] * n}
-    values.update({name: cols[name] for name in _FROM_FILE})
-    values.update({name: cols.get(name) or [None] * n for name in _FROM_FILE_OPTIONAL})
-    # the columns holding one object in every row: the run's, the file's of one cell text, the absent
-    same = {*_OWN, *table.same.intersection(_FROM_FILE), *(c for c in _FROM_FILE_OPTIONAL if c in table.same or not cols.get(c))}
+    values.update({name: cols.get(name) or [None] * n for name in _FROM_FILE})
     if table.extras is not None and not (extra_args and "params" in table.extras):
         extras: dict[str, list[Any]] = dict(table.extras)
-        same.update(table.same.intersection(extras))
         if extra_args:
             extras["params"] = _params_column(extra_args, extras, n)
-        return LedgerColumns(n, values, extras, same=frozenset(same))
+        return LedgerColumns(n, values, extras)
     rows: list[dict[str, Any] | None] = []
     for own in table.extra_dicts():
         extra = dict(own or {})
@@ -259,7 +255,7 @@ def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
         if params:
             extra["params"] = params
         rows.append(extra or None)
-    return LedgerColumns(n, values, extra_rows=rows, same=frozenset(same))
+    return LedgerColumns(n, values, extra_rows=rows)
 
 
 def job_rows(attempt_id: int, job_id: str, cluster: str, partition: str,

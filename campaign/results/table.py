@@ -19,47 +19,19 @@ from typing import Any
 
 from sqlalchemy import select
 
-from analysis.columns import SCALE_COLUMNS, SCALE_DEFAULT
+from analysis.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA, SCALE_COLUMNS, SCALE_DEFAULT
 from campaign.errors import BadInputError
 from campaign.ledger import Campaign, Ledger, ResultRow
 from campaign.ledger import queries as q
+from campaign.ledger.result_schema import MEASURED
 from campaign.results import scan
 
-# (name, type in JSON, meaning): the README table is this list.
-RESULT_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("campaign", "string or null", "the campaign of the attempt, or the one the rows were imported into (`import --campaign`); null for other imported rows"),
-    ("cluster", "string", "cluster name"),
-    ("partition", "string", "partition name"),
-    ("kernel", "string", "kernel family"),
-    ("impl", "string", "implementation (c, fortran, torch, ...)"),
-    ("variant", "string", "kernel variant (naive, memopt, ...)"),
-    ("device", "string", "cpu or cuda"),
-    ("dtype", "string or null", "fp32, bf16, fp16"),
-    ("params", "string", "the run's extra program arguments, e.g. a=32,h=2560 (\"\" = none)"),
-    ("threads", "integer", "OpenMP/torch threads"),
-    ("ranks", "integer", "MPI/torch ranks of the run in all (1: one process; kept in the row's extra object)"),
-    ("nodes", "integer", "distinct hosts the ranks ran on (1 where the row does not say)"),
-    ("n", "integer", "problem size (sequence length)"),
-    ("d", "integer or null", "head dimension"),
-    ("repeat", "integer", "timed repeat, from 0"),
-    ("time_s", "number", "seconds of this repeat"),
-    ("first_call_s", "number or null", "seconds of the first call (context creation, JIT), kept apart from the repeats"),
-    ("rel_err", "number or null", "relative error against the float64 reference (with --check)"),
-    ("flops", "number or null", "floating-point operations, when the row gives them"),
-    ("bytes", "number or null", "bytes moved, when the row gives them"),
-    ("gpu_model", "string or null", "GPU name on cuda rows"),
-    ("job_id", "string or null", "scheduler job ID that produced the row"),
-    ("attempt", "integer or null", "attempt number of the run (1, 2, ... after reruns)"),
-    ("replicate", "integer or null", "which independent job of its configuration (experiment.replicates: 0, 1, ...); null for imported rows"),
-    ("state", "string or null", "the attempt's state (COMPLETED, CHECK_FAILED, ...)"),
-    ("overlap", "string or null", "set when the row was timed while another timed job ran on the same machine"),
-    ("source", "string", "\"job\" or the imported file"),
-    ("extra", "object", "every other column of the row, numbers typed"),
-)
-COLUMNS: tuple[str, ...] = tuple(name for name, _, _ in RESULT_COLUMNS)
-_TEXT = ("cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "gpu_model", "job_id", "source")
-_NUMBERS = ("threads", "n", "d", "repeat", "time_s", "rel_err", "flops", "bytes")
-_INTS = ("threads", "n", "d", "repeat")
+# (name, type in JSON, meaning): analysis.columns' exported columns; the README table is made of them.
+RESULT_COLUMNS: tuple[tuple[str, str, str], ...] = tuple((c.name, c.json, c.meaning) for c in RESULT_SCHEMA if c.json)
+COLUMNS: tuple[str, ...] = EXPORT_COLUMNS
+_TEXT = (*(c for c in MEASURED if BY_NAME[c].kind == "text"), "source")
+_NUMBERS = tuple(c for c in MEASURED if BY_NAME[c].kind != "text")
+_INTS = tuple(c for c in _NUMBERS if BY_NAME[c].kind == "int")
 _INT = re.compile(r"[+-]?\d+")
 
 

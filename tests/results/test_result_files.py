@@ -140,9 +140,3 @@ def test_results_format_parquet_holds_what_json_holds(tmp_path: Path) -> None:
     assert table == rows and len(rows) == 2
     missing = run_cli("--ledger", str(led.path), "results", "--format", "parquet")
     assert missing.returncode == 2 and "--out" in missing.stderr
-
-
-def test_the_docs_column_table_is_the_schema() -> None:
-    from campaign.ledger.result_schema import markdown_table
-
-    assert markdown_table() in (Path(__file__).resolve().parents[2] / "docs" / "results.md").read_text()
