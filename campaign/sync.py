@@ -1,10 +1,8 @@
 """`campaign status`: scheduler states → ledger, finished jobs' output ingested.
 
-One backend query per backend covers every unfinished job (the Slurm backend
-batches them into few sacct calls); files are read and the scheduler asked
-outside any transaction, and the ledger is then updated in one short one with
-bulk statements (a 10,000-job campaign must sync in seconds, not minutes).
-"""
+One backend query per backend covers every unfinished job (the Slurm backend batches them into few sacct
+calls); files are read and the scheduler asked outside any transaction, then the ledger is updated in one
+short one with bulk statements (a 10,000-job campaign must sync in seconds, not minutes)."""
 
 from __future__ import annotations
 
@@ -42,6 +40,7 @@ from campaign.states import OPEN_STATES, JobState
 # Result rows per write transaction (and so, with the parsed rows behind
 # them, the bound on a sync's memory): ~250 MB at most.
 INGEST_BATCH_ROWS = 100_000
+CSV_CHARS_PER_ROW = 100  # outputs read ahead (reader.classify_stream) hold about one batch's rows
 SPEC_CHUNK = 10_000  # finished attempts whose run specs are read at once
 
 
@@ -284,8 +283,9 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
         with ledger.session() as s:
             _load_specs(s, chunk)
         batch = _Batch()
-        read = classify_stream((p.output, p.expected or Expected(p.expected_n, p.check)) for p in chunk
-                               if statuses[p.attempt_id].state is JobState.COMPLETED)
+        read = classify_stream(((p.output, p.expected or Expected(p.expected_n, p.check)) for p in chunk
+                                if statuses[p.attempt_id].state is JobState.COMPLETED),
+                               chars=INGEST_BATCH_ROWS * CSV_CHARS_PER_ROW)
         for p in chunk:
             st = statuses[p.attempt_id]
             if st.state is JobState.COMPLETED:

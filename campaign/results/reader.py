@@ -25,7 +25,6 @@ import io
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -203,33 +202,39 @@ def _regular_bytes(path: Path) -> bytes | None:
         os.close(fd)
 
 
-def classify_stream(items: Iterable[tuple[Path, Expected]], window: int = CLASSIFY_WINDOW) -> Iterator[Outcome]:
-    """`classify_outputs` of the items in order, `window` files at a time (their rows stay in memory meanwhile)."""
-    it = iter(items)
-    while chunk := list(islice(it, window)):
-        yield from classify_outputs(chunk)
-
-
-def classify_outputs(items: Sequence[tuple[Path, Expected]]) -> list[Outcome]:
-    """`classify_output` of many finished jobs (a sync's batch): the rules
-    are applied to the rows of their CSVs together (columnar.fast_texts), at
-    most POOL_CHARS of text at a time, each file then judged alone. Never raises."""
+def classify_stream(items: Iterable[tuple[Path, Expected]], window: int = CLASSIFY_WINDOW,
+                    chars: int = POOL_CHARS) -> Iterator[Outcome]:
+    """`classify_output` of each item, in order. The rules are applied to the
+    rows of a pool of CSVs together (columnar.fast_texts): at most `window`
+    files or `chars` characters of their text, each file then judged alone.
+    Only one pool's rows are alive at a time, so a caller that bounds its
+    batches (campaign.sync) bounds its memory by choosing `chars`. Never raises."""
+    pool: list[tuple[Path, Expected]] = []
     outcomes: list[Outcome | None] = []
     texts: list[tuple[int, str]] = []
     held = 0
-    for i, (path, _) in enumerate(items):
+    for path, want in items:
         try:
             early = _output_text(path)
         except Exception as exc:  # the promise: one bad file never stops a sync
             early = Outcome(JobState.LOST_OUTPUT, reason=f"unreadable output: {one_line(exc, 200)}")
+        pool.append((path, want))
         outcomes.append(early if isinstance(early, Outcome) else None)
         if not isinstance(early, Outcome):
-            texts.append((i, early))
+            texts.append((len(pool) - 1, early))
             held += len(early)
-        if held > POOL_CHARS or i == len(items) - 1:
-            _judge_pool(items, texts, outcomes)
-            texts, held = [], 0
-    return [o for o in outcomes if o is not None]
+        if held > chars or len(pool) >= window:
+            _judge_pool(pool, texts, outcomes)
+            yield from (o for o in outcomes if o is not None)
+            pool, outcomes, texts, held = [], [], [], 0
+    if pool:
+        _judge_pool(pool, texts, outcomes)
+        yield from (o for o in outcomes if o is not None)
+
+
+def classify_outputs(items: Sequence[tuple[Path, Expected]]) -> list[Outcome]:
+    """`classify_output` of many finished jobs, their rules applied together (classify_stream)."""
+    return list(classify_stream(items))
 
 
 def _judge_pool(items: Sequence[tuple[Path, Expected]], texts: list[tuple[int, str]],

@@ -12,7 +12,7 @@ import pytest
 
 from campaign.ledger.models import SCHEMA_VERSION
 from tests.conftest import run_cli
-from tests.ledger.make_version_fixtures import FIXTURES
+from tests.ledger.make_version_fixtures import FIXTURES, copy_ledger
 
 HEAD = FIXTURES / f"v{SCHEMA_VERSION}.sqlite"  # two campaigns; every job started 2026-06-01 12:00:40 UTC
 OLD = FIXTURES / "v7-counters.sqlite"
@@ -20,9 +20,7 @@ OLD = FIXTURES / "v7-counters.sqlite"
 
 @pytest.fixture
 def own(tmp_path: Path) -> Path:
-    path = tmp_path / "own.sqlite"
-    shutil.copyfile(HEAD, path)
-    return path
+    return copy_ledger(HEAD, tmp_path / "own.sqlite")  # with its result files
 
 
 def _compare(own: Path, other: Path, **env: str) -> tuple[int, str, str]:
@@ -74,7 +72,7 @@ def test_empty_database_and_other_files_are_refused_unchanged(own: Path, tmp_pat
 def test_hostile_schema_version_is_one_line(own: Path, tmp_path: Path, value: str) -> None:
     other = tmp_path / "other" / "hostile.sqlite"
     other.parent.mkdir()
-    shutil.copyfile(HEAD, other)
+    copy_ledger(HEAD, other)
     con = sqlite3.connect(other)
     con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (value,))
     con.commit()
@@ -90,7 +88,7 @@ def test_hostile_schema_version_is_one_line(own: Path, tmp_path: Path, value: st
 def test_newer_schema_is_refused_unchanged(own: Path, tmp_path: Path) -> None:
     other = tmp_path / "other" / "newer.sqlite"
     other.parent.mkdir()
-    shutil.copyfile(HEAD, other)
+    copy_ledger(HEAD, other)
     con = sqlite3.connect(other)
     con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),))
     con.commit()
@@ -106,7 +104,7 @@ def test_current_ledger_is_read_without_any_write(own: Path, tmp_path: Path) -> 
     open set the journal mode, which rewrote the header), bytes and mtime untouched."""
     other = tmp_path / "other" / "wal.sqlite"
     other.parent.mkdir()
-    shutil.copyfile(HEAD, other)
+    copy_ledger(HEAD, other)
     con = sqlite3.connect(other)
     assert con.execute("PRAGMA journal_mode = WAL").fetchone() == ("wal",)
     con.close()
@@ -117,7 +115,7 @@ def test_current_ledger_is_read_without_any_write(own: Path, tmp_path: Path) -> 
     data, mtime, names = _state(other)
     assert (data, mtime) == before[:2]
     # a WAL reader needs the shared-memory index beside the file; nothing is written to the log
-    assert set(names) <= {"wal.sqlite", "wal.sqlite-shm", "wal.sqlite-wal"}
+    assert set(names) <= {"wal.sqlite", "wal.sqlite-shm", "wal.sqlite-wal", "wal.results"}  # (its result files)
     assert not (other.parent / "wal.sqlite-wal").exists() or (other.parent / "wal.sqlite-wal").stat().st_size == 0
     con = sqlite3.connect(f"file:{other}?mode=ro", uri=True)
     assert con.execute("PRAGMA journal_mode").fetchone() == ("wal",)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -61,6 +62,16 @@ T0 = datetime(2026, 6, 1, 12, 0, 0)
 N_VALUES = (64, 128)
 REPEATS = 2
 IMPORTED_N = (256, 512)
+
+
+def copy_ledger(source: Path, path: Path) -> Path:
+    """The ledger file and, where it has one, the result folder beside it (docs/results.md: a ledger whose
+    campaign folders are not on this machine keeps its result files there, and travels with them)."""
+    shutil.copyfile(source, path)
+    beside = source.with_name(f"{source.stem}.results")
+    if beside.is_dir():
+        shutil.copytree(beside, path.with_name(f"{path.stem}.results"))
+    return path
 
 
 def import_csv(base: float) -> str:

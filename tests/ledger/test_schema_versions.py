@@ -10,7 +10,6 @@ is read the same way.
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -24,7 +23,7 @@ from sqlalchemy import create_engine, inspect
 from campaign.ledger import Ledger
 from campaign.ledger.models import SCHEMA_VERSION
 from tests.conftest import result_sql, run_cli
-from tests.ledger.make_version_fixtures import FIXTURES, REVISIONS
+from tests.ledger.make_version_fixtures import FIXTURES, REVISIONS, copy_ledger
 
 REPO = Path(__file__).resolve().parents[2]
 VERSION_FIXTURES = sorted(FIXTURES.glob("*.sqlite"))
@@ -74,22 +73,12 @@ def _shape(path: Path) -> dict[str, list[tuple[str, str, bool]]]:
             for t in sorted(insp.get_table_names())}
 
 
-def _copy(source: Path, path: Path) -> Path:
-    """The ledger file and, where it has one, the result folder beside it (docs/results.md: a ledger whose
-    campaign folders are not on this machine keeps its result files there, and travels with them)."""
-    shutil.copyfile(source, path)
-    beside = source.with_name(f"{source.stem}.results")
-    if beside.is_dir():
-        shutil.copytree(beside, path.with_name(f"{path.stem}.results"))
-    return path
-
-
 def _label(path: Path) -> int:
     return int(_rows(path, "SELECT value FROM meta WHERE key = 'schema_version'")[0][0])
 
 
 def _upgrade_copy(source: Path, tmp_path: Path) -> tuple[Path, Ledger]:
-    path = _copy(source, tmp_path / "ledger.sqlite")
+    path = copy_ledger(source, tmp_path / "ledger.sqlite")
     led = Ledger(path)
     led.close()
     return path, led
@@ -144,7 +133,7 @@ def test_fixture_upgrades_keeping_every_row(fixture: Path, tmp_path: Path,
 @pytest.mark.parametrize("fixture", VERSION_FIXTURES, ids=lambda p: p.stem)
 def test_fixture_reports_what_its_version_stored(fixture: Path, tmp_path: Path) -> None:
     expected = json.loads(_rows(fixture, "SELECT value FROM meta WHERE key = 'fixture'")[0][0])
-    path = _copy(fixture, tmp_path / "ledger.sqlite")
+    path = copy_ledger(fixture, tmp_path / "ledger.sqlite")
     args = [a for name in expected["campaigns"] for a in ("--campaign", name)]
     proc = run_cli("--ledger", str(path), "report", "--json", *args)
     assert proc.returncode == 0, proc.stderr

@@ -62,7 +62,7 @@ def test_nodes_by_ranks_campaign_runs_end_to_end(mpi_kernel: Path, tmp_path: Pat
                                 "experiment.sweeps.0.variants=[strong,weak]"), led)
     assert len(rep.submitted) == 12
     _sync_until(led, name, _all_finished)
-    attempts, specs = _attempts(led), _specs(led)
+    attempts, specs = _latest_after_transport_reruns(led, name), _specs(led)
     shapes = sorted((specs[a["id"]]["nodes"], specs[a["id"]]["ranks_per_node"]) for a in attempts)
     assert shapes == sorted((n, r) for n in (1, 2, 4) for r in (1, 2) for _ in range(2))
     frame = api.results_frame(led, campaign=name)
@@ -90,6 +90,28 @@ def test_nodes_by_ranks_campaign_runs_end_to_end(mpi_kernel: Path, tmp_path: Pat
     _report_scales_over_nodes(led, name, attempts, specs)
 
 
+OMPI_TRANSPORT = "Open MPI failed to TCP connect to a peer MPI process"
+
+
+def _latest_after_transport_reruns(led: Ledger, name: str, tries: int = 2) -> list[dict]:
+    """Each run's latest attempt, after `rerun --failed` of the jobs that Open MPI's TCP transport
+    failed: between the "nodes" of this one machine it now and then cannot connect over loopback
+    under load (then a rank crashes and the step is cancelled; seen in CI-like runs). That is the
+    kind of failure a user reruns; any other failure is left for the test to report."""
+    for _ in range(tries + 1):
+        every = _attempts(led)
+        superseded = {a["previous_id"] for a in every}
+        latest = [a for a in every if a["id"] not in superseded]
+        transport = [a for a in latest if a["state"] == "FAILED"
+                     and OMPI_TRANSPORT in (Path(a["workdir"]) / "kernel.err").read_text(errors="replace")]
+        if not transport:
+            return latest
+        rep = api.rerun(led, name, failed=True)
+        assert len(rep.submitted) == len(transport), rep.submitted
+        _sync_until(led, name, _all_finished)
+    return latest
+
+
 def _report_scales_over_nodes(led: Ledger, name: str, attempts: list[dict], specs: dict[int, dict]) -> None:
     """The campaign's report: a strong and a weak scaling record for every rank count at every size,
     each naming the Slurm job IDs it was measured by, which are the jobs of that variant and shape."""
@@ -99,6 +121,9 @@ def _report_scales_over_nodes(led: Ledger, name: str, attempts: list[dict], spec
     out = json.loads(proc.stdout)
     jobs = {(specs[a["id"]]["variant"], specs[a["id"]]["nodes"], specs[a["id"]]["ranks_per_node"]): a["job_id"]
             for a in attempts}
+    every = _attempts(led)  # a rerun's first attempt too (its rows, if any, are of the same shape)
+    shapes_of = {a["job_id"]: (specs[a["id"]]["variant"], specs[a["id"]]["nodes"], specs[a["id"]]["ranks_per_node"])
+                 for a in every}
     for key, variant in (("strong_scaling", "strong"), ("weak_scaling", "weak")):
         recs = out[key]
         assert {r["variant"] for r in recs} == {variant}
@@ -106,14 +131,14 @@ def _report_scales_over_nodes(led: Ledger, name: str, attempts: list[dict], spec
         assert sorted({(r["nodes"], r["ranks"]) for r in recs}) == [(1, 1), (1, 2), (2, 2), (2, 4), (4, 4), (4, 8)]
         assert {r["n"] for r in recs} == {16, 4096}
         for r in recs:
-            want = jobs[(variant, r["nodes"], r["ranks"] // r["nodes"])]
-            assert r["job_ids"].split(",") == [want], (r, want)
+            shape = (variant, r["nodes"], r["ranks"] // r["nodes"])
+            named = r["job_ids"].split(",")
+            assert jobs[shape] in named and {shapes_of[j] for j in named} == {shape}, (r, shape)
     assert {f["law"] for f in out["serial_fraction"]} == {"amdahl", "gustafson"}
     exported = run_cli("--ledger", str(led.path), "results", "--campaign", name, "--format", "json")
     assert exported.returncode == 0, exported.stderr
-    shape = {a["job_id"]: (specs[a["id"]]["nodes"], specs[a["id"]]["ranks_per_node"]) for a in attempts}
     for row in json.loads(exported.stdout):  # the export says the same shape as the analysis
-        nodes, per_node = shape[row["job_id"]]
+        _, nodes, per_node = shapes_of[row["job_id"]]
         assert (row["nodes"], row["ranks"]) == (nodes, nodes * per_node), row
 
 
