@@ -67,4 +67,7 @@ def test_ingest_memory_stays_constant(tmp_path: Path) -> None:
         grown[jobs] = got["sync_rss_growth_mb"]
         assert got["libraries_mb"] > 0  # measured apart, before the sync
     assert grown[1000] <= 1.25 * grown[500] + 8, grown
-    assert grown[1000] <= 64, grown  # one 10,000-row batch, not 100,000 rows at once
+    # one 10,000-row batch, not 100,000 rows at once: measured alone 64-69 MB at 500, 1,000 and 2,000 jobs
+    # (73 MB beside the parallel suite) with the batch and one pool of outputs read ahead of it held as
+    # Python columns and Arrow tables; the same 1,000 jobs ingested as one 100,000-row batch: 159 MB
+    assert grown[1000] <= 96, grown
