@@ -237,11 +237,9 @@ def _libc() -> Any:
 
 
 def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
+    """SHA-256 of the file's bytes (a result file's pointer, an imported file's fingerprint)."""
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def verified(paths: Sequence[tuple[Path, str]]) -> list[str]:

@@ -11,7 +11,6 @@ present from another file are skipped and counted, never doubled. With
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,13 +53,7 @@ class Imported:
         return f"imported {self.stored} rows from {path}{into}{extra}"
 
 
-def fingerprint(path: Path) -> str:
-    """SHA-256 of the file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+fingerprint = files.sha256  # an imported file's: the SHA-256 of its bytes
 
 
 def store_import(led: Ledger, path: Path, rows: list[dict[str, Any]], campaign: str | None = None) -> Imported:
