@@ -59,11 +59,12 @@ class Expected:
     def of_spec(cls, spec: dict[str, Any], n: tuple[int, ...] | None = None) -> Expected:
         """From a run's stored spec (`run.spec`, plan.RunSpec as JSON)."""
         own_shapes = spec.get("variant") == ANY_VARIANT
+        ranks = _planned_ranks(spec)
         return cls(tuple(n or spec["n"]), bool(spec.get("check")), spec.get("kernel"), spec.get("dtype"),
                    spec.get("impl"), None if own_shapes else spec.get("variant"), spec.get("device"),
                    None if own_shapes else _int(spec.get("d")), _int(spec.get("threads")),
-                   tuple((str(k), str(v)) for k, v in spec.get("extra_args") or []), _planned_ranks(spec),
-                   _int(spec.get("nodes")) if _planned_ranks(spec) is not None else None)
+                   tuple((str(k), str(v)) for k, v in spec.get("extra_args") or []), ranks,
+                   _int(spec.get("nodes")) if ranks is not None else None)
 
 
 def _planned_ranks(spec: dict[str, Any]) -> int | None:

@@ -101,8 +101,8 @@ def _read(led: Ledger, campaign: str | Sequence[str] | None, cluster: str | None
     # A program that does not write ranks or nodes (a third-party MPI code) ran as its run's shape asked
     # (srun under --nodes N --ntasks-per-node R: exactly N nodes, N x R ranks); rows that name another
     # shape were refused at ingest (campaign.results.expected). Imported rows: 1 where they do not say.
-    nodes = pd.to_numeric(frame.pop("planned_nodes"), errors="coerce")
-    planned = {"nodes": nodes, "ranks": nodes * pd.to_numeric(frame.pop("planned_ranks_per_node"), errors="coerce")}
+    nodes, per_node = (pd.to_numeric(frame.pop(c), errors="coerce") for c in scan.PLANNED_SCALE)
+    planned = {"nodes": nodes, "ranks": nodes * per_node}
     for col in SCALE_COLUMNS:  # checked integers >= 1 at ingest and import
         given = pd.to_numeric(frame[col], errors="coerce") if col in frame else pd.Series(np.nan, index=frame.index)
         frame[col] = given.fillna(planned[col]).fillna(SCALE_DEFAULT).astype("int64")
