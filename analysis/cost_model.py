@@ -15,7 +15,7 @@ and only arithmetic nodes are walked, never `eval`ed: the whitelist of
 campaign.job.expr, which checks the text at compose time and evaluates it on
 the node for tool-driven kernels (analysis never imports campaign, and this
 walker takes arrays). Which declaration applies is the caller's choice
-(campaign.analyze: the one recorded in the ledger at submit time, else the
+(campaign.commands.analyze: the one recorded in the ledger at submit time, else the
 config path's); without one, the shipped conf/kernel/*.yaml by kernel name.
 """
 

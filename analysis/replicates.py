@@ -1,5 +1,5 @@
 """Two-level estimates: repeats within a replicate (one job), replicates
-(independent jobs of one configuration, campaign.replicates) within a point.
+(independent jobs of one configuration, campaign.planning.replicates) within a point.
 
 Why two levels: the repeats of one job are measured back to back under one
 state of the machine, so their spread cannot show a drift between jobs;

@@ -41,7 +41,7 @@ def make_ledger(folder: Path) -> tuple[Path, str]:
     """A real SQLite ledger of JOBS failed jobs (the fixture helper of the tests)."""
     sys.path.insert(0, str(REPO))
     from campaign.ledger import Ledger
-    from campaign.states import JobState
+    from campaign.plumbing.states import JobState
     from tests.fixtures.ledger_rows import add_attempt, spec_with
 
     led = Ledger(folder / "ledger.sqlite")

@@ -38,8 +38,8 @@ sys.path.insert(0, str(REPO))
 
 from bench.scale_ledger import build as build_ledger  # noqa: E402
 from campaign import api  # noqa: E402
-from campaign import sync as sync_module  # noqa: E402
 from campaign.cli import views  # noqa: E402
+from campaign.commands import sync as sync_module  # noqa: E402
 from campaign.ledger import Ledger  # noqa: E402
 from campaign.ledger import queries as q  # noqa: E402
 

@@ -3,7 +3,7 @@ bench/bench_compare_reruns.py --interleave.
 
 One campaign holds both sides: the fake kernel's `spin` variant with the grid
 axes `slowdown` (1 and 1.1: the base and a 10% slower build) and `side` (x
-and y: two identical copies), R replicates each. campaign.replicates runs
+and y: two identical copies), R replicates each. campaign.planning.replicates runs
 replicate r of every run in round r, each round shuffled, so the two builds'
 jobs alternate in time and a drift of the machine lands on both alike
 (Kalibera & Jones 2013: randomise the order of what is repeated).

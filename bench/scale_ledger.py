@@ -14,7 +14,7 @@ from pathlib import Path
 
 from campaign.ledger import Ledger
 from campaign.ledger.files import LedgerColumns, write_many
-from campaign.plan import RunSpec
+from campaign.planning.plan import RunSpec
 
 
 def build(path: Path, *, campaigns: int, runs: int, rows_per_attempt: int, seed: int = 0) -> dict[str, int]:

@@ -14,46 +14,46 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what mypy and readers see; at run time __getattr__ below imports on demand
-    from campaign.analyze import metrics, shape_advice, thread_advice, write_metrics, write_reports
-    from campaign.cancel import cancel
-    from campaign.compare import CompareReport, compare, parse_selection
+    from campaign.commands.analyze import metrics, shape_advice, thread_advice, write_metrics, write_reports
+    from campaign.commands.cancel import cancel
+    from campaign.commands.compare import CompareReport, compare, parse_selection
+    from campaign.commands.multirun import composed_yaml, dry_run_all, submit_all
+    from campaign.commands.multirun import prepare as prepare_campaigns
+    from campaign.commands.repeat_plan import RepeatPlan, plan_repeats
+    from campaign.commands.rerun import RerunReport, rerun
+    from campaign.commands.submit import SubmitReport, dry_run, submit
+    from campaign.commands.sync import SyncReport, sync
+    from campaign.commands.waiting import failed_among
     from campaign.config.load import SEARCH_PATH_ENV, config_dirs, group_options
-    from campaign.frames import counters_frame
     from campaign.ledger.db import default_ledger_path
-    from campaign.multirun import composed_yaml, dry_run_all, submit_all
-    from campaign.multirun import prepare as prepare_campaigns
-    from campaign.repeat_plan import RepeatPlan, plan_repeats
-    from campaign.rerun import RerunReport, rerun
     from campaign.results.export import frame_records, latest_frame, results_frame
+    from campaign.results.frames import counters_frame
     from campaign.results.import_stream import import_file
     from campaign.results.reader import read_import_file
     from campaign.results.store import import_campaign_name, store_import
     from campaign.results.table import RESULT_COLUMNS, result_records, write_parquet
-    from campaign.submit import SubmitReport, dry_run, submit
-    from campaign.sync import SyncReport, sync
-    from campaign.waiting import failed_among
 
 # name -> (module, attribute): the table __getattr__ imports from
 _WHERE: dict[str, tuple[str, str]] = {
-    **{n: ("campaign.analyze", n) for n in ("metrics", "shape_advice", "thread_advice", "write_metrics",
+    **{n: ("campaign.commands.analyze", n) for n in ("metrics", "shape_advice", "thread_advice", "write_metrics",
                                             "write_reports")},
-    "cancel": ("campaign.cancel", "cancel"),
-    **{n: ("campaign.compare", n) for n in ("CompareReport", "compare", "parse_selection")},
+    "cancel": ("campaign.commands.cancel", "cancel"),
+    **{n: ("campaign.commands.compare", n) for n in ("CompareReport", "compare", "parse_selection")},
     **{n: ("campaign.config.load", n) for n in ("SEARCH_PATH_ENV", "config_dirs", "group_options")},
-    "counters_frame": ("campaign.frames", "counters_frame"),
+    "counters_frame": ("campaign.results.frames", "counters_frame"),
     "default_ledger_path": ("campaign.ledger.db", "default_ledger_path"),
-    **{n: ("campaign.multirun", n) for n in ("composed_yaml", "dry_run_all", "submit_all")},
-    "prepare_campaigns": ("campaign.multirun", "prepare"),
-    **{n: ("campaign.repeat_plan", n) for n in ("RepeatPlan", "plan_repeats")},
-    **{n: ("campaign.rerun", n) for n in ("RerunReport", "rerun")},
+    **{n: ("campaign.commands.multirun", n) for n in ("composed_yaml", "dry_run_all", "submit_all")},
+    "prepare_campaigns": ("campaign.commands.multirun", "prepare"),
+    **{n: ("campaign.commands.repeat_plan", n) for n in ("RepeatPlan", "plan_repeats")},
+    **{n: ("campaign.commands.rerun", n) for n in ("RerunReport", "rerun")},
     **{n: ("campaign.results.export", n) for n in ("frame_records", "latest_frame", "results_frame")},
     "read_import_file": ("campaign.results.reader", "read_import_file"),
     **{n: ("campaign.results.store", n) for n in ("import_campaign_name", "store_import")},
     "import_file": ("campaign.results.import_stream", "import_file"),
     **{n: ("campaign.results.table", n) for n in ("RESULT_COLUMNS", "result_records", "write_parquet")},
-    **{n: ("campaign.submit", n) for n in ("SubmitReport", "dry_run", "submit")},
-    **{n: ("campaign.sync", n) for n in ("SyncReport", "sync")},
-    "failed_among": ("campaign.waiting", "failed_among"),
+    **{n: ("campaign.commands.submit", n) for n in ("SubmitReport", "dry_run", "submit")},
+    **{n: ("campaign.commands.sync", n) for n in ("SyncReport", "sync")},
+    "failed_among": ("campaign.commands.waiting", "failed_among"),
 }
 
 __all__ = [

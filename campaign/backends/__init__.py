@@ -11,7 +11,7 @@ from pathlib import Path
 
 from campaign.backends.base import Backend
 from campaign.config.schema import ClusterSpec
-from campaign.errors import ConfigError
+from campaign.plumbing.errors import ConfigError
 
 # name -> "module:Class"
 REGISTRY: dict[str, str] = {

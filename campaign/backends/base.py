@@ -17,8 +17,8 @@ from pathlib import Path
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.config.schema import ClusterSpec
 from campaign.job.task import JobTask
-from campaign.plan import RunSpec
-from campaign.states import JobState
+from campaign.planning.plan import RunSpec
+from campaign.plumbing.states import JobState
 
 
 @dataclass

@@ -19,11 +19,11 @@ from pathlib import Path
 from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
 from campaign.backends.local_lock import timed_cpu_lock
 from campaign.backends.step import StepRequest, StepSubmitted
-from campaign.errors import SchedulerError
 from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, read_json
 from campaign.job.procs import group_members, stop_group, wait_gone
 from campaign.job.runner import execute
-from campaign.states import JobState
+from campaign.plumbing.errors import SchedulerError
+from campaign.plumbing.states import JobState
 
 
 def _pid_alive(pid: int) -> bool:

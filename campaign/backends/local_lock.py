@@ -6,7 +6,7 @@ An advisory `flock` on one file per machine (`$CAMPAIGN_LOCAL_LOCK`, default
 /tmp/campaign-local-timed.lock): the kernel drops it when its holder dies, so
 a SIGKILLed submit never leaves it held. A second submit waits and says so.
 Results that overlapped anyway (parallel jobs the user asked for, or jobs a
-killed submit left running) are flagged in the ledger by campaign.overlap.
+killed submit left running) are flagged in the ledger by campaign.results.overlap.
 """
 
 from __future__ import annotations

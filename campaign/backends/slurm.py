@@ -37,11 +37,11 @@ from campaign.backends.slurm_run import failure_text, run_slurm
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.backends.submitit_adapter import sbatch_script
 from campaign.config.schema import ClusterSpec, PartitionSpec
-from campaign.environment import profiler_lines, setup_lines
-from campaign.errors import SchedulerError, SubmissionError, one_line
 from campaign.job.array_task import task_to_json
 from campaign.job.task import JobTask
-from campaign.plan import RunSpec
+from campaign.planning.environment import profiler_lines, setup_lines
+from campaign.planning.plan import RunSpec
+from campaign.plumbing.errors import SchedulerError, SubmissionError, one_line
 
 DEFAULT_MAX_ARRAY = 1001
 # Slurm's variables kept in job.json (array task, job id, CPUs actually given).
@@ -73,7 +73,7 @@ class SlurmBackend(Backend):
             "array_parallelism": cluster.array_parallelism,
             "stderr_to_stdout": False,
         }
-        # The allocation was decided by the plan (campaign.resources, campaign.ranks).
+        # The allocation was decided by the plan (campaign.planning.resources, campaign.planning.ranks).
         params.update(slurm_launch.shape_params(part, req.run))
         params.update(slurm_steps.billing_params(cluster, part, req.mem_gb))
         # --no-requeue: after NODE_FAIL or preemption Slurm would run the job

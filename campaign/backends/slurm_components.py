@@ -12,7 +12,7 @@ import dataclasses
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from campaign.states import JobState
+from campaign.plumbing.states import JobState
 
 
 class _Info(Protocol):

@@ -30,7 +30,7 @@ from typing import Any
 from campaign.config.schema import PartitionSpec
 from campaign.job.rank import LAUNCH_HOST_ENV
 from campaign.job.task import JobTask
-from campaign.plan import RunSpec
+from campaign.planning.plan import RunSpec
 
 # submitit's srun line starts one task on one node: the campaign task that launches the ranks
 OUTER_SRUN_ARGS = ("--nodes=1", "--ntasks=1")

@@ -22,8 +22,8 @@ from datetime import datetime
 from campaign.backends.slurm_components import join_components
 from campaign.backends.slurm_run import no_config_hint, run_slurm
 from campaign.backends.slurm_states import from_slurm, held_reason
-from campaign.errors import BadInputError, SchedulerError
-from campaign.states import JobState
+from campaign.plumbing.errors import BadInputError, SchedulerError
+from campaign.plumbing.states import JobState
 
 SACCT_FIELDS = ("JobID", "State", "ExitCode", "NodeList", "Start", "End", "Reason")
 # squeue -O fields with "|" as suffix: no padding, one separator per field.

@@ -11,7 +11,7 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 
-from campaign.errors import SchedulerError, one_line
+from campaign.plumbing.errors import SchedulerError, one_line
 
 # What Slurm's commands print when they find no slurm.conf and fall back to
 # asking DNS for the controller (configless mode): the raw lines name no file.

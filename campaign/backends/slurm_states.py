@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from campaign.states import JobState
+from campaign.plumbing.states import JobState
 
 # Slurm spellings that map onto one of ours (sacct prints "CANCELLED by 0").
 _SLURM_ALIASES: dict[str, JobState] = {

@@ -26,9 +26,9 @@ from campaign.backends.slurm_run import run_slurm
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.backends.submitit_adapter import sbatch_script
 from campaign.config.schema import ClusterSpec, PartitionSpec
-from campaign.environment import setup_lines
-from campaign.errors import SubmissionError, one_line
 from campaign.job.step_task import step_to_json
+from campaign.planning.environment import setup_lines
+from campaign.plumbing.errors import SubmissionError, one_line
 
 
 def dependency_flags(job_id: str) -> dict[str, str]:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from campaign.states import JobState
+from campaign.plumbing.states import JobState
 
 
 @dataclass
@@ -28,7 +28,7 @@ class StepRequest:
     job_name: str
     folder: str  # where the step's own files go
     depends_on: str | None = None  # job ID that must end COMPLETED first
-    mem_gb: float | None = None  # --mem in GiB (campaign.resources.step_allocation); None: the site's default
+    mem_gb: float | None = None  # --mem in GiB (campaign.planning.resources.step_allocation); None: the site's default
     describe: list[str] = field(default_factory=list)  # comment lines for --dry-run
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from campaign.cli.parser import parse
-from campaign.errors import CampaignError, LedgerError, one_line
+from campaign.plumbing.errors import CampaignError, LedgerError, one_line
 
 
 def _ledger(args: argparse.Namespace, create: bool = True) -> Any:

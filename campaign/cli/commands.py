@@ -27,8 +27,8 @@ from campaign.cli.output import (
     write_json,
 )
 from campaign.cli.plan_view import cmd_plan_repeats
-from campaign.errors import BadInputError, LedgerError, SchedulerError
-from campaign.states import JobState
+from campaign.plumbing.errors import BadInputError, LedgerError, SchedulerError
+from campaign.plumbing.states import JobState
 
 LedgerFactory = Callable[..., Any]
 STATUS_ROWS = 50  # `status` lists every job up to this many, then only the unfinished/failed ones
@@ -94,7 +94,7 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             for line in rep.skipped:
                 print(f"# skipped: {line}")
             if rep.charges:
-                from campaign.charging import charge_lines  # lazy: only a dry run estimates
+                from campaign.planning.charging import charge_lines  # lazy: only a dry run estimates
 
                 print("# estimate (requested walltime; the site may bill less if jobs end early):")
                 for line in charge_lines(rep.charges):

@@ -16,7 +16,7 @@ from analysis.compare import BETWEEN, FASTER, FEW_REPLICATES, INSUFFICIENT, NOIS
 from analysis.metrics import to_records
 from analysis.provenance_diff import Difference
 from analysis.ratios import DIMENSIONS
-from campaign.compare import CompareReport
+from campaign.commands.compare import CompareReport
 
 MAX_ROWS = 50  # per listed section; the rest is counted
 PROVENANCE_PER_CATEGORY = 4  # differing keys listed per category; the rest counted by prefix

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from campaign.ledger.layout import BUSY_TIMEOUT_MS, SCHEMA_VERSION, default_ledger_path, jobs_statement
 from campaign.ledger.layout import JOB_COLUMNS as JOB_COLUMNS  # the listing's columns, for the callers
-from campaign.states import FAILED_STATES, JobState
+from campaign.plumbing.states import FAILED_STATES, JobState
 
 if TYPE_CHECKING:  # imported by show_facts: `jobs` does not pay for the dataclasses (start-up time)
     from campaign.cli.show_view import AttemptFacts, JobFacts, StepFacts

@@ -18,7 +18,7 @@ from typing import NoReturn
 
 from campaign import __version__
 from campaign.cli import completion
-from campaign.errors import did_you_mean
+from campaign.plumbing.errors import did_you_mean
 
 FORMATS = ("table", "csv", "json")
 COMPARE_FORMATS = ("table", "json", "md")

@@ -1,4 +1,4 @@
-"""`campaign plan-repeats` as text or JSON (campaign.repeat_plan)."""
+"""`campaign plan-repeats` as text or JSON (campaign.commands.repeat_plan)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from typing import Any
 
 
 def rerun_lines(rep: Any) -> list[str]:
-    """`rep`: a campaign.rerun.RerunReport (Any: the CLI layer imports it lazily)."""
+    """`rep`: a campaign.commands.rerun.RerunReport (Any: the CLI layer imports it lazily)."""
     changes = rep.changed or [""] * len(rep.submitted)
     out = [f"rerun: {old} -> {new}" + (f" ({changed})" if changed else "")
            for (new, old), changed in zip(rep.submitted, changes, strict=False)]

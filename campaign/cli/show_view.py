@@ -15,9 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from campaign.clock import display, now
 from campaign.job.files import EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE, read_json
-from campaign.states import JobState
+from campaign.plumbing.clock import display, now
+from campaign.plumbing.states import JobState
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ def _memory(att: AttemptFacts, backend: str) -> str:
 
 def _program(att: AttemptFacts, spec: dict[str, Any], start: dict[str, Any] | None) -> tuple[str, dict[str, str]]:
     """The command and environment as the job ran them (job.json), else as planned."""
-    from campaign.plan import RunSpec  # lazy: only a job without job.json needs the plan's objects
+    from campaign.planning.plan import RunSpec  # lazy: only a job without job.json needs the plan's objects
 
     if start and isinstance(start.get("argv"), list):
         return shlex.join(str(a) for a in start["argv"]), {str(k): str(v) for k, v in (start.get("env") or {}).items()}
@@ -190,7 +190,7 @@ def chain_lines(f: JobFacts) -> list[str]:
 
 
 def show_text(f: JobFacts) -> str:
-    from campaign.plan import RunSpec  # lazy: the plan's objects, for the run's label
+    from campaign.planning.plan import RunSpec  # lazy: the plan's objects, for the run's label
 
     att, spec = f.attempt, f.spec
     start = read_json(Path(att.workdir) / START_FILE)

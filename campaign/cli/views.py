@@ -13,12 +13,12 @@ from sqlalchemy import text
 from campaign.cli import show_view
 from campaign.cli.chain_view import chain_steps
 from campaign.cli.show_view import AttemptFacts, JobFacts
-from campaign.errors import BadInputError
 from campaign.ledger import JobAttempt, Ledger
 from campaign.ledger import queries as q
 from campaign.ledger.layout import JOB_COLUMNS as JOB_COLUMNS  # the listing's columns, for the callers
 from campaign.ledger.layout import jobs_statement
-from campaign.states import FAILED_STATES, JobState
+from campaign.plumbing.errors import BadInputError
+from campaign.plumbing.states import FAILED_STATES, JobState
 
 
 def job_rows(led: Ledger, campaign: str | None, state: str | None, *, all_attempts: bool,

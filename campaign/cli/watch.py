@@ -24,10 +24,10 @@ from typing import Any
 from sqlalchemy import func, select
 
 from campaign.cli.chain_view import open_chain_lines
-from campaign.clock import now
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
-from campaign.states import JobState
+from campaign.plumbing.clock import now
+from campaign.plumbing.states import JobState
 
 EXIT_FAILED = 3  # a waited-for job ended in a failed state
 LIVE_ROWS = 20  # running jobs listed in the live display (a 256-task array would not fit a screen)
@@ -213,7 +213,7 @@ def _change_lines(before: dict[int, JobState], reached: dict[int, int], views: S
 
 def _say_failed_chains(lines: Sequence[str], told: set[str], say: Callable[[str], None]) -> None:
     """A failed build/preflight with its cause and log tail, as `status`
-    prints it (campaign.preflight_sync), once: the runs' PREFLIGHT_FAILED
+    prints it (campaign.commands.preflight_sync), once: the runs' PREFLIGHT_FAILED
     alone does not say why."""
     block: list[str] = []
     for line in [*lines, ""]:

@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from campaign.errors import ConfigError, did_you_mean
+from campaign.plumbing.errors import ConfigError, did_you_mean
 
 SEARCH_PATH_ENV = "CAMPAIGN_CONFIG_PATH"  # extra config folders, ':'-separated
 GROUPS = ("cluster", "experiment")  # the groups an override picks a file of

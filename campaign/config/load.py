@@ -26,7 +26,7 @@ from campaign.config.groups import (
 )
 from campaign.config.schema import RootConfig
 from campaign.config.validate import validate
-from campaign.errors import ConfigError
+from campaign.plumbing.errors import ConfigError
 
 
 def split_overrides(overrides: Sequence[str]) -> list[str]:

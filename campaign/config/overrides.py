@@ -19,7 +19,7 @@ from functools import cache
 from typing import Any
 
 from campaign.config.schema import RootConfig
-from campaign.errors import ConfigError
+from campaign.plumbing.errors import ConfigError
 
 GROUPS = ("cluster", "experiment")  # `cluster=NAME` picks a file: not a field value
 

@@ -90,7 +90,7 @@ class PartitionSpec:
     threads_per_core: int = 1
     memory_gb: float = MISSING  # nominal memory per node, GB = 1e9 bytes (the site's hardware table)
     # the most memory one job may ask on a node, GB = 1e9 bytes: Slurm's RealMemory less what the
-    # site keeps for the OS, as the site documents it; None: memory_gb less 5% (campaign.resources)
+    # site keeps for the OS, as the site documents it; None: memory_gb less 5% (campaign.planning.resources)
     usable_mem_gb: float | None = None
     gpus: int = 0  # GPUs per node
     gpu_model: str | None = None
@@ -243,7 +243,7 @@ class SweepSpec:
     # GPUs per rank: [] = none on CPU partitions, the job's one GPU on GPU partitions (single rank)
     gpus_per_rank: list[int] = field(default_factory=list)
     dtypes: list[str] = field(default_factory=lambda: ["fp32"])
-    n: list[Any] = MISSING  # sizes; integers may be written 1e6 (campaign.plan reads them)
+    n: list[Any] = MISSING  # sizes; integers may be written 1e6 (campaign.planning.plan reads them)
     d: int | None = None  # None: 64 for contract programs (their --d); a tool-driven benchmark gets none
     args: dict[str, Any] = field(default_factory=dict)
     grid: dict[str, list[Any]] = field(default_factory=dict)

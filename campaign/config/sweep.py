@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from campaign.config.schema import RootConfig
-from campaign.errors import ConfigError
+from campaign.plumbing.errors import ConfigError
 
 MAX_CONFIGS = 1000  # a sweep that composes more configurations than this is a typo, not a plan
 GROUPS = ("cluster", "experiment")  # config groups a glob() may choose from

@@ -21,9 +21,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from campaign import byob
 from campaign.config.schema import RootConfig
-from campaign.errors import ConfigError
+from campaign.planning import byob
+from campaign.plumbing.errors import ConfigError
 
 NAME_MAX = 100  # campaign.name is String(200) in the ledger; runs/<name> must stay a sane path
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")  # no "/", no "..", no leading "-" or "."

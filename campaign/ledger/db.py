@@ -25,12 +25,12 @@ from sqlalchemy import URL, Connection, Engine, create_engine, event, insert, in
 from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from campaign.errors import LedgerError
 from campaign.ledger.layout import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS  # re-exported: written once, in layout
 from campaign.ledger.layout import LEDGER_ENV as LEDGER_ENV
 from campaign.ledger.layout import SCHEMA_VERSION
 from campaign.ledger.layout import default_ledger_path as default_ledger_path
 from campaign.ledger.models import Base, Meta
+from campaign.plumbing.errors import LedgerError
 
 JOURNAL_ENV = "CAMPAIGN_JOURNAL_MODE"
 JOURNAL_MODES = ("DELETE", "TRUNCATE", "PERSIST", "WAL")
@@ -182,7 +182,7 @@ class Ledger:
 
     `read_only` (an SQLite file only): opened with SQLite's mode=ro, so nothing can write it; an
     empty file, a file that is not a ledger, or a schema other than this version's is refused
-    with one line (`campaign compare`'s `ledger=`: campaign.compare upgrades a copy of an older one)."""
+    with one line (`campaign compare`'s `ledger=`: campaign.commands.compare upgrades a copy of an older one)."""
 
     def __init__(self, path: Path | str, *, create: bool = True, read_only: bool = False) -> None:
         self.notes: list[str] = []

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from campaign.errors import LedgerError
 from campaign.ledger.result_schema import COLUMNS, SCHEMA_VERSION, STORED, arrow_schema
+from campaign.plumbing.errors import LedgerError
 
 RESULTS = "results"  # the subfolder of a campaign's folder holding its result files
 SWEEP_AGE_S = 3600  # an unreferenced file younger than this may be a sync's between rename and commit

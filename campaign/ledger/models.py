@@ -14,7 +14,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from campaign.ledger.layout import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: written once, in layout
 from campaign.ledger.types import UTCDateTime
-from campaign.states import JobState
+from campaign.plumbing.states import JobState
 
 
 class Base(DeclarativeBase):
@@ -214,7 +214,7 @@ class ImportFile(Base):
 class CampaignClaim(Base):
     """v3: the one process allowed to submit or rerun a campaign's jobs now
     (taken with BEGIN IMMEDIATE, released at the end; a claim whose process is
-    gone is taken over). See campaign.claims."""
+    gone is taken over). See campaign.commands.claims."""
 
     __tablename__ = "campaign_claim"
     campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id"), primary_key=True)
@@ -224,14 +224,14 @@ class CampaignClaim(Base):
     command: Mapped[str] = mapped_column(String(40))
     taken_at: Mapped[datetime]
     # refreshed by the holder while it holds the claim: a holder on another host (whose PID this
-    # machine cannot probe) that stopped beating is gone (campaign.claims); NULL before v9
+    # machine cannot probe) that stopped beating is gone (campaign.commands.claims); NULL before v9
     beat_at: Mapped[datetime | None]
 
 
 class StepJob:
     """What a build and a preflight step both are: one scheduler job outside the campaign's arrays
     (its folder of files, its backend and job ID, its state and why), so that one code path
-    (campaign.preflight_sync) follows both."""
+    (campaign.commands.preflight_sync) follows both."""
 
     folder: Mapped[str]
     backend: Mapped[str] = mapped_column(String(20))

@@ -10,8 +10,8 @@ from typing import Any
 from sqlalchemy import JSON, Subquery, Table, bindparam, func, insert, select, text, update
 from sqlalchemy.orm import Session, contains_eager
 
-from campaign.errors import BadInputError, did_you_mean
 from campaign.ledger.models import Campaign, JobAttempt, Run
+from campaign.plumbing.errors import BadInputError, did_you_mean
 
 
 def campaign_by_name(s: Session, name: str) -> Campaign | None:

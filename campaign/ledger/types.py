@@ -1,4 +1,4 @@
-"""Column types of the ledger: one clock (docs/design.md, campaign.clock).
+"""Column types of the ledger: one clock (docs/design.md, campaign.plumbing.clock).
 
 `UTCDateTime` stores every instant as UTC and returns it timezone-aware, on
 SQLite (which has no time zones) and PostgreSQL alike. Before schema version 4

@@ -18,7 +18,7 @@ from typing import Any
 
 from analysis.columns import CONTROL as CONTROL_CLASS
 from analysis.columns import INT64, RESULT_SCHEMA, TEXT_MAX, column_rule
-from campaign.errors import ImportError_
+from campaign.plumbing.errors import ImportError_
 
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")

@@ -23,9 +23,9 @@ from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from analysis.columns import REQUIRED_COLUMNS
-from campaign.clock import now
-from campaign.errors import ImportError_
 from campaign.ledger import ImportFile, Ledger, ResultRow
+from campaign.plumbing.clock import now
+from campaign.plumbing.errors import ImportError_
 from campaign.results.export import EXPORT_COLUMNS
 from campaign.results.keys import IMPORT_SCOPE, natural_key
 from campaign.results.reader import MAX_BYTES, parse_columns

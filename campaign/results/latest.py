@@ -1,7 +1,7 @@
 """One program per configuration: the runs of an older identity are left out
 of the analysis, counted and named (issue 24).
 
-A run's identity (campaign.identity) is its program's content, the
+A run's identity (campaign.planning.identity) is its program's content, the
 interpreter and torch versions, the modules, the stack limit and the job
 environment. Recompiling a benchmark and resubmitting gives new runs of the
 same configuration; pooled with the old build's runs, one median mixed the
@@ -33,8 +33,8 @@ from sqlalchemy import Column, Integer, MetaData, Table, Text, cast, exists, fun
 from sqlalchemy.orm import Session
 
 from campaign.ledger import Campaign, JobAttempt, ResultFile, Run
+from campaign.plumbing.states import JobState
 from campaign.results.query import PARTIAL_USABLE, attempt_filter
-from campaign.states import JobState
 
 # identity entries that differ between the runs of one submission by design
 FOLLOWS_THREADS = ("env.OMP_NUM_THREADS",)

@@ -19,14 +19,14 @@ from sqlalchemy.orm import Session
 from analysis.columns import SCALE_COLUMNS
 from campaign.ledger import Campaign, JobAttempt, Provenance, ResultRow, Run
 from campaign.ledger.result_schema import MEASURED
-from campaign.states import JobState
+from campaign.plumbing.states import JobState
 
 EXPORT_COLUMNS = list(MEASURED)  # the stored measured columns (campaign.ledger.result_schema), in file order
 CHUNK = 200_000  # rows fetched at a time
 # Columns that hold numbers (or nothing): one dtype whichever read made the frame (settled_dtypes)
 NUMERIC_COLUMNS = ("threads", "n", "d", "repeat", "time_s", "flops", "bytes", "rel_err", "alloc_cpus", "replicate")
 # Rows of these attempts are measurements too: the finished n of a job stopped
-# by its walltime, a cancel or its memory limit (campaign.partial).
+# by its walltime, a cancel or its memory limit (campaign.results.partial).
 PARTIAL_USABLE = (JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY)
 
 
@@ -66,8 +66,8 @@ def statement(campaign: str | Sequence[str] | None, cluster: str | None, usable_
     cols: list[Any] = [getattr(ResultRow, c) for c in EXPORT_COLUMNS]
     cols += [ResultRow.source, Campaign.name.label("campaign"), type_coerce(JobAttempt.state, String).label("state"),
              JobAttempt.alloc_cpus.label("alloc_cpus"),  # cores the job was given: oversubscription is judged by it
-             JobAttempt.overlap,  # timed while another timed job ran (campaign.overlap)
-             # which independent job of its configuration (campaign.replicates); null: imported, or replicate 0
+             JobAttempt.overlap,  # timed while another timed job ran (campaign.results.overlap)
+             # which independent job of its configuration (campaign.planning.replicates); null: imported, or replicate 0
              # of a run planned before replicates (its spec has no such entry)
              Run.spec["replicate"].as_integer().label("replicate"),
              # the shape its run asked Slurm for (campaign.results.scan.PLANNED_SCALE)

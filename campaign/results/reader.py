@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from analysis.columns import KERNEL_COLUMNS, REQUIRED_COLUMNS, RULE_COLUMNS, SCALE_COLUMNS
-from campaign.errors import ImportError_, one_line
 from campaign.job.fom import CHECK_SUFFIX, LOST_SUFFIX
+from campaign.plumbing.errors import ImportError_, one_line
+from campaign.plumbing.states import JobState
 from campaign.results.cells import CONTROL, cell, check_row, scale_cell
 from campaign.results.columnar import ResultColumns, fast_records, fast_texts
 from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign
 from campaign.results.keys import natural_key
-from campaign.states import JobState
 
 MAX_BYTES = 512 * 2**20  # a results CSV above 512 MiB is not a result file
 CLASSIFY_WINDOW = 500  # finished outputs whose rules are applied together (classify_stream)
@@ -208,7 +208,7 @@ def classify_stream(items: Iterable[tuple[Path, Expected]], window: int = CLASSI
     rows of a pool of CSVs together (columnar.fast_texts): at most `window`
     files or `chars` characters of their text, each file then judged alone.
     Only one pool's rows are alive at a time, so a caller that bounds its
-    batches (campaign.sync) bounds its memory by choosing `chars`. Never raises."""
+    batches (campaign.commands.sync) bounds its memory by choosing `chars`. Never raises."""
     pool: list[tuple[Path, Expected]] = []
     outcomes: list[Outcome | None] = []
     texts: list[tuple[int, str]] = []

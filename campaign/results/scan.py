@@ -17,11 +17,11 @@ from sqlalchemy.orm import Session
 
 from analysis.columns import SCALE_COLUMNS
 from campaign.ledger import Campaign, JobAttempt, ResultFile, Run, files
+from campaign.plumbing.states import JobState
 from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, attempt_filter
-from campaign.states import JobState
 
 # what the ledger adds to each row: its campaign's name, its attempt's facts, its run's replicate
-# (campaign.replicates; null for a run planned before replicates: replicate 0) and the nodes and ranks
+# (campaign.planning.replicates; null for a run planned before replicates: replicate 0) and the nodes and ranks
 # per node its run asked Slurm for (PLANNED_SCALE: what a program that does not say ran on)
 PLANNED_SCALE = ("planned_nodes", "planned_ranks_per_node")
 _LEDGER = ("campaign", "state", "alloc_cpus", "overlap", "replicate", *PLANNED_SCALE, "attempt")

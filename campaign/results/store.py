@@ -19,14 +19,14 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
 from analysis.columns import RESULT_SCHEMA
-from campaign.clock import now
 from campaign.config.clusters import cluster_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.config.validate import check_name
-from campaign.errors import BadInputError, ConfigError
 from campaign.ledger import Campaign, ImportFile, JobAttempt, Ledger, ResultFile, ResultRow, files
 from campaign.ledger.db import session_results_root
 from campaign.ledger.files import LedgerColumns, homes, write_home
+from campaign.plumbing.clock import now
+from campaign.plumbing.errors import BadInputError, ConfigError
 from campaign.results.columnar import ResultColumns
 from campaign.results.export import EXPORT_COLUMNS
 from campaign.results.keys import IMPORT_SCOPE, natural_key

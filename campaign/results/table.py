@@ -20,10 +20,10 @@ from typing import Any
 from sqlalchemy import select
 
 from analysis.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA, SCALE_COLUMNS, SCALE_DEFAULT
-from campaign.errors import BadInputError
 from campaign.ledger import Campaign, Ledger, ResultRow
 from campaign.ledger import queries as q
 from campaign.ledger.result_schema import MEASURED
+from campaign.plumbing.errors import BadInputError
 from campaign.results import scan
 
 # (name, type in JSON, meaning): analysis.columns' exported columns; the README table is made of them.

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 from sqlalchemy import select
 
-from campaign.frames import JOB_FRAME_COLUMNS, jobs_frame
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
-from campaign.plan import RunSpec
-from campaign.states import JobState
+from campaign.planning.plan import RunSpec
+from campaign.plumbing.states import JobState
+from campaign.results.frames import JOB_FRAME_COLUMNS, jobs_frame
 from tests.fixtures.ledger_rows import add_attempt, spec_with
 
 

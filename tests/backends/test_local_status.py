@@ -15,7 +15,7 @@ from campaign.backends.base import JobRef
 from campaign.backends.local import LocalBackend
 from campaign.config import load_config
 from campaign.job.files import EXIT_FILE, START_FILE
-from campaign.states import JobState
+from campaign.plumbing.states import JobState
 
 
 def _backend(tmp_path: Path) -> LocalBackend:

@@ -1,13 +1,13 @@
-"""Compose-time checks of a benchmark declaration (campaign.byob): each
+"""Compose-time checks of a benchmark declaration (campaign.planning.byob): each
 mistake is one ConfigError naming the key, before anything is planned."""
 
 from __future__ import annotations
 
 import pytest
 
-from campaign import byob
 from campaign.config.schema import FigureSpec, ImplSpec, KernelSpec, SanitySpec, SweepSpec
-from campaign.errors import ConfigError
+from campaign.planning import byob
+from campaign.plumbing.errors import ConfigError
 
 
 def _kernel(**more: object) -> KernelSpec:

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from campaign.job import fom
+from campaign.plumbing.states import JobState
 from campaign.results.expected import Expected
 from campaign.results.reader import classify_output
-from campaign.states import JobState
 
 
 def _spec(code: str, **more: object) -> dict:

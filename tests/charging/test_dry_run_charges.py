@@ -15,7 +15,7 @@ import pytest
 
 from campaign.config import load_config
 from campaign.config.schema import PartitionSpec
-from campaign.plan import plan
+from campaign.planning.plan import plan
 from tests.conftest import run_cli
 
 WALLTIME_MIN = 120  # two hours: the per-job minimum charge does not hide the rule
@@ -30,7 +30,7 @@ LINE = re.compile(r"^#\s+(?P<part>\S+): (?P<runs>\d+) runs in (?P<arrays>\d+) ar
                   r"(?P<ch>[\d.]+) core-hours, (?P<gh>[\d.]+) GPU-hours .*?charged (?P<su>[\d.]+) SU", re.M)
 STEP = re.compile(r"^#\s+(?P<part>\S+) (?P<kind>build|preflight) job: (?P<runs>\d+) job\(s\); "
                   r"(?P<ch>[\d.]+) core-hours, (?P<gh>[\d.]+) GPU-hours .*?charged (?P<su>[\d.]+) SU", re.M)
-BUILD_MIN = 30  # campaign.preflight.BUILD_WALLTIME_MIN
+BUILD_MIN = 30  # campaign.commands.preflight.BUILD_WALLTIME_MIN
 
 
 def _site_mem_gb(part: PartitionSpec, units: int) -> float | None:
@@ -131,14 +131,14 @@ def test_runs_already_in_the_ledger_are_marked_and_cost_nothing(tmp_path: Path) 
     """A dry run reads an existing ledger (and writes nothing): the runs a submit
     would skip are counted apart and left out of the SUs."""
     from campaign import api
-    from campaign.clock import now
     from campaign.ledger import Campaign, Ledger, Run
+    from campaign.plumbing.clock import now
 
     overrides = ["cluster=delta", *COMMON, *ACCOUNTS["delta"], "experiment.sweeps.0.threads=[1,16]"]
     first = api.dry_run(overrides, tmp_path / "ledger.sqlite")
     cpu = next(c for c in first.charges if c.partition == "cpu")
     assert cpu.runs == 2 and cpu.existing == 0
-    from campaign.identity import with_identity
+    from campaign.planning.identity import with_identity
 
     cfg = load_config(overrides)
     run = with_identity(cfg, plan(cfg).runs)[0]  # keyed as submit keys it (environment and program included)

@@ -18,8 +18,8 @@ import pytest
 
 from campaign.config import load_config
 from campaign.config.schema import PartitionSpec
-from campaign.errors import ConfigError
-from campaign.plan import plan
+from campaign.planning.plan import plan
+from campaign.plumbing.errors import ConfigError
 from tests.conftest import run_cli
 
 WALLTIME_MIN = 120

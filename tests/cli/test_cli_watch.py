@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from campaign.cli.watch import JobView, clock_text, eta_seconds, n_reached
-from campaign.states import JobState
+from campaign.plumbing.states import JobState
 from tests.cli.conftest import FAKE_ENV
 from tests.conftest import CAMPAIGN, run_cli
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from campaign.compare import parse_selection, select_axes
-from campaign.errors import BadInputError
+from campaign.commands.compare import parse_selection, select_axes
+from campaign.plumbing.errors import BadInputError
 
 
 def test_axis_keys_parse_beside_the_others() -> None:

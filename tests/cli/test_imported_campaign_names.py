@@ -65,8 +65,8 @@ def test_import_campaign_name_must_be_selectable(tmp_path: Path, name: str) -> N
 
 
 def test_import_into_an_existing_ledger_with_a_bad_name_leaves_it(imported: Path, tmp_path: Path) -> None:
-    from campaign.errors import BadInputError
     from campaign.ledger import Ledger
+    from campaign.plumbing.errors import BadInputError
     from campaign.results.store import store_import
 
     before, data = _counts(imported), imported.read_bytes()

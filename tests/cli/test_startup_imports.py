@@ -19,7 +19,7 @@ import pytest
 
 from campaign import api
 from campaign.ledger import Ledger
-from campaign.states import JobState
+from campaign.plumbing.states import JobState
 from tests.conftest import REPO
 from tests.fixtures.ledger_rows import add_attempt
 

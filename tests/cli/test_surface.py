@@ -14,7 +14,7 @@ import pytest
 
 from campaign import __version__
 from campaign.ledger import Ledger
-from campaign.states import JobState
+from campaign.plumbing.states import JobState
 from tests.cli.conftest import FAKE_ENV
 from tests.conftest import CAMPAIGN, REPO, run_cli
 from tests.fixtures.ledger_rows import add_attempt

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from campaign.config.sweep import MAX_CONFIGS, expand, field_type, is_list_field
-from campaign.errors import ConfigError
+from campaign.plumbing.errors import ConfigError
 
 CLUSTERS = ["anvil", "delta", "local", "localslurm"]
 

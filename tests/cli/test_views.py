@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from campaign.cli.views import JOB_COLUMNS, job_rows, show_job
-from campaign.errors import BadInputError
 from campaign.ledger import Ledger
-from campaign.states import JobState
+from campaign.plumbing.errors import BadInputError
+from campaign.plumbing.states import JobState
 from tests.fixtures.ledger_rows import add_attempt, spec_with
 
 

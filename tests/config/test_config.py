@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from campaign.config import load_config
-from campaign.errors import ConfigError
+from campaign.plumbing.errors import ConfigError
 
 
 def test_default_is_local_smoke() -> None:

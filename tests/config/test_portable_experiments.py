@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from campaign.config.load import group_options, load_config
-from campaign.errors import ConfigError
-from campaign.plan import plan
+from campaign.planning.plan import plan
+from campaign.plumbing.errors import ConfigError
 
 CLUSTERS = group_options("cluster")
 EXPERIMENTS = group_options("experiment")

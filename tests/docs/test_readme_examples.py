@@ -14,8 +14,8 @@ import pytest
 
 from analysis.compare import MIN_REPEATS
 from campaign.cli.parser import build_parser
-from campaign.multirun import compose
-from campaign.plan import campaign_name, plan
+from campaign.commands.multirun import compose
+from campaign.planning.plan import campaign_name, plan
 from tests.conftest import REPO
 
 

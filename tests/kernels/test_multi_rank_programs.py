@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from analysis.columns import TOLERANCE
+from campaign.plumbing.states import JobState
 from campaign.results.reader import Expected, classify_output
-from campaign.states import JobState
 from kernels.torch.csvout import CSV_COLUMNS
 from kernels.torch.tp_gemm import gpu_of, rank_world, rendezvous, shard_k
 from tests.conftest import REPO

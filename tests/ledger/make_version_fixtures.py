@@ -92,7 +92,7 @@ def _write(out: Path) -> None:  # noqa: PLR0915 - one linear script of what was 
 
     from campaign.ledger import Ledger
     from campaign.ledger import models as m
-    from campaign.states import JobState
+    from campaign.plumbing.states import JobState
 
     aware = importlib.util.find_spec("campaign.ledger.types") is not None  # v4's UTCDateTime takes aware times
 

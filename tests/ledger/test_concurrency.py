@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from campaign.errors import LedgerError
 from campaign.ledger import Ledger
 from campaign.ledger.models import SCHEMA_VERSION
+from campaign.plumbing.errors import LedgerError
 from tests.conftest import CAMPAIGN, REPO, run_cli
 from tests.fixtures import KNOWN_CSV
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, text
 
-from campaign.errors import LedgerError
 from campaign.ledger import Ledger
 from campaign.ledger.models import SCHEMA_VERSION, Meta
+from campaign.plumbing.errors import LedgerError
 
 
 def test_new_ledger_records_schema_version(ledger_path: Path) -> None:

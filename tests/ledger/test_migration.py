@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, inspect
 
-from campaign.errors import LedgerError
 from campaign.ledger import Ledger
 from campaign.ledger.models import SCHEMA_VERSION, Base
+from campaign.plumbing.errors import LedgerError
 from tests.conftest import result_sql, run_cli, sql_rows
 from tests.fixtures import LEDGER_V1
 from tests.ledger import make_v1_fixture as v1

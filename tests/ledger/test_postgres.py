@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import create_engine, select, text
 
 from campaign import api
-from campaign.errors import LedgerError
 from campaign.ledger import Campaign, JobAttempt, Ledger, ResultFile, Run, files
 from campaign.ledger.models import SCHEMA_VERSION, Base
+from campaign.plumbing.errors import LedgerError
 from tests.conftest import REPO, run_cli
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL, KNOWN_CSV
 

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import event
 
 from campaign.cli.views import job_rows, show_job
+from campaign.commands.sync import _collect, _counts
 from campaign.ledger import Ledger
 from campaign.ledger import queries as q
-from campaign.sync import _collect, _counts
 from tests.fixtures.ledger_rows import add_attempt, spec_with
 
 BIG_TABLES = ("job_attempt", "run", "result")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from campaign.config import load_config
-from campaign.errors import ConfigError
-from campaign.plan import RunSpec, plan
+from campaign.planning.plan import RunSpec, plan
+from campaign.plumbing.errors import ConfigError
 
 
 def test_smoke_expands_to_one_run_per_job() -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from campaign.config import load_config
-from campaign.errors import ConfigError
-from campaign.plan import RunSpec, plan
+from campaign.planning.plan import RunSpec, plan
+from campaign.plumbing.errors import ConfigError
 from tests.conftest import run_cli
 
 
@@ -65,8 +65,8 @@ def test_cli_refuses_a_bad_replicate_count_in_one_line(tmp_path) -> None:
 def test_a_multirun_sweep_of_one_campaign_interleaves_its_members_rounds(tmp_path) -> None:
     """`-m experiment.sweeps.0.d=32,64`: two members, one campaign; replicate r of both
     members' runs comes before replicate r + 1 of any."""
-    from campaign.multirun import campaigns
-    from campaign.submit import _prepare
+    from campaign.commands.multirun import campaigns
+    from campaign.commands.submit import _prepare
 
     (group,) = campaigns(["experiment=compare_noise", "experiment.replicates=3", "experiment.sweeps.1.d=32,64",
                           "campaign.name=sweep"])

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from campaign.commands.submit import dry_run, profiler_refusal
 from campaign.config import load_config
-from campaign.errors import ConfigError
-from campaign.plan import plan
-from campaign.submit import dry_run, profiler_refusal
+from campaign.planning.plan import plan
+from campaign.plumbing.errors import ConfigError
 from tests.conftest import run_cli
 
 PROFILED = ["cluster=h200node", "experiment=h200_counters"]

@@ -1,4 +1,4 @@
-"""What each run asks of a partition (campaign.resources; issue 10): cores =
+"""What each run asks of a partition (campaign.planning.resources; issue 10): cores =
 threads unless the whole node is needed or asked for, memory in proportion,
 one default partition per device, oversubscription only on purpose."""
 
@@ -10,8 +10,8 @@ import pytest
 
 from campaign.api import dry_run
 from campaign.config import load_config
-from campaign.errors import ConfigError
-from campaign.plan import plan
+from campaign.planning.plan import plan
+from campaign.plumbing.errors import ConfigError
 
 BASE = ["campaign.python=/opt/venv/bin/python", "campaign.kernel_bin=/opt/campaign/kernels/build"]
 ANVIL = ["cluster=anvil", "cluster.account=abc123", *BASE]

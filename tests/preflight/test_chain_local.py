@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from campaign import api
+from campaign.commands.preflight import build_key, native_program, source_hash
 from campaign.config import load_config
 from campaign.job.files import START_FILE
 from campaign.job.preflight import PreflightTask, ProgramCheck
 from campaign.ledger import Ledger
-from campaign.preflight import build_key, native_program, source_hash
 from tests.conftest import run_cli, sql_rows
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from campaign.config import load_config
-from campaign.errors import ConfigError
 from campaign.job.rank import PORT_BASE, PORT_SPAN, missing_ranks, read_records
-from campaign.plan import plan
+from campaign.planning.plan import plan
+from campaign.plumbing.errors import ConfigError
 
 SHOW_ENV = "import json, os; print(json.dumps({k: os.environ.get(k) for k in " \
            "('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT')}))"

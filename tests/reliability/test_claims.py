@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from campaign import claims, owner
-from campaign.attempts import orphaned
-from campaign.claims import claimed
-from campaign.clock import now
+from campaign.commands import claims
+from campaign.commands.attempts import orphaned
+from campaign.commands.claims import claimed
 from campaign.ledger import Campaign, CampaignClaim, JobAttempt, Ledger, Run
-from campaign.states import JobState
+from campaign.plumbing import owner
+from campaign.plumbing.clock import now
+from campaign.plumbing.states import JobState
 
 
 def _ledger(tmp: Path) -> tuple[Ledger, int]:

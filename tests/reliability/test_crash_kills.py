@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from campaign.claims import claimed
+from campaign.commands.claims import claimed
 from campaign.ledger import Campaign, Ledger
 from tests.conftest import CAMPAIGN, run_cli, sql_rows
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL, KNOWN_CSV

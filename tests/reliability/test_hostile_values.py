@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from campaign.attempts import attempt_dir, job_request
 from campaign.backends.slurm import SlurmBackend
+from campaign.commands.attempts import attempt_dir, job_request
 from campaign.config import RootConfig, load_config
 from campaign.config.validate import validate
-from campaign.errors import ConfigError
-from campaign.plan import campaign_name, plan
+from campaign.planning.plan import campaign_name, plan
+from campaign.plumbing.errors import ConfigError
 
 MARK = "PWNED"
 # At least 40 values: newline, quotes, $(), backticks, ;, ../, absolute

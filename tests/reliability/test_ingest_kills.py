@@ -23,8 +23,8 @@ from tests.conftest import REPO, run_cli, sql_rows
 JOBS, ROWS_PER_JOB, BATCH_ROWS = 300, 10, 200  # 15 files per whole sync
 KILLS = 6
 SEED = int(os.environ.get("CAMPAIGN_CRASH_SEED", "26"))
-# `campaign status` with a small ingest batch (campaign.sync.INGEST_BATCH_ROWS): many files, many kill points
-STATUS = ("import sys; import campaign.sync as s; s.INGEST_BATCH_ROWS = int(sys.argv[2]); "
+# `campaign status` with a small ingest batch (campaign.commands.sync.INGEST_BATCH_ROWS): many files, many kill points
+STATUS = ("import sys; import campaign.commands.sync as s; s.INGEST_BATCH_ROWS = int(sys.argv[2]); "
           "from campaign.cli import main; sys.exit(main(['--ledger', sys.argv[1], 'status']))")
 
 

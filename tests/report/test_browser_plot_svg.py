@@ -149,7 +149,7 @@ def svg_page(figures: list[Any], folder: Path) -> Path:
 
 
 def _delta_figures(folder: Path) -> None:
-    from campaign.analyze import write_reports
+    from campaign.commands.analyze import write_reports
     from campaign.ledger import Ledger
 
     csv = write_delta_128(folder / "delta.csv")
@@ -160,7 +160,7 @@ def _delta_figures(folder: Path) -> None:
 
 
 def _demo_figures(folder: Path, demo_report: Path) -> None:
-    from campaign.analyze import write_reports
+    from campaign.commands.analyze import write_reports
     from campaign.ledger import Ledger
 
     write_reports(Ledger(demo_report.parent.parent / "ledger.sqlite", create=False), folder / "report")

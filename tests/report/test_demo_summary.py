@@ -31,7 +31,7 @@ def _efficiency(f: Finding) -> float | None:
 
 def test_demo_leads_with_the_largest_clean_effect(demo_report: Path, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from campaign.analyze import write_reports
+    from campaign.commands.analyze import write_reports
     from campaign.ledger import Ledger
 
     seen: list[tuple[list[Finding], list[Finding]]] = []

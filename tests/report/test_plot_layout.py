@@ -99,7 +99,7 @@ def test_delta_128_thread_import_figures(tmp_path: Path, drawn: list[Any]) -> No
     proc = run_cli("--ledger", str(ledger), "import", str(csv), "--campaign", "delta128",
                    cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    from campaign.analyze import write_reports
+    from campaign.commands.analyze import write_reports
     from campaign.ledger import Ledger
 
     written = write_reports(Ledger(ledger), tmp_path / "report", cluster="delta")

@@ -1,6 +1,6 @@
 """`rerun --time-factor/--mem-factor` apply whatever the failure (issue 24),
 never past the partition's limits, and the output says what changed
-(campaign/rerun.py)."""
+(campaign/commands/rerun.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from campaign.commands.rerun import _scaled, rerun
 from campaign.config.schema import PartitionSpec
-from campaign.errors import BadInputError
 from campaign.ledger import JobAttempt, Ledger
-from campaign.rerun import _scaled, rerun
-from campaign.states import JobState
+from campaign.plumbing.errors import BadInputError
+from campaign.plumbing.states import JobState
 from tests.fixtures.ledger_rows import SPEC, add_attempt
 
 

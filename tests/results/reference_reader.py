@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from analysis.columns import KERNEL_COLUMNS, TOLERANCE
-from campaign.errors import ImportError_, one_line
+from campaign.plumbing.errors import ImportError_, one_line
+from campaign.plumbing.states import JobState
 from campaign.results.keys import attempt_scope, natural_key
 from campaign.results.reader import Expected, _read_text, parse_rows
 from campaign.results.store import params_text
-from campaign.states import JobState
 
 Classified = tuple[JobState, str | None, list[dict[str, Any]]]
 

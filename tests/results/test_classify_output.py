@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from campaign.plumbing.states import JobState
 from campaign.results.reader import classify_output
-from campaign.states import JobState
 
 HEADER = "kernel,impl,variant,device,dtype,n,d,threads,repeat,time_s,first_call_s,rel_err"
 

@@ -18,14 +18,14 @@ from analysis import cost_model
 from analysis.counters import measured_vs_predicted
 from analysis.counters_report import counters_json, counters_section
 from campaign.backends.base import JobStatus
-from campaign.frames import counters_frame
+from campaign.commands.sync import _apply, _collect, _load_specs, _profile
 from campaign.job.files import counters_path
 from campaign.ledger import CounterRow, JobAttempt, Ledger
+from campaign.plumbing.states import JobState
 from campaign.results.counters import read_counters
 from campaign.results.export import results_frame
+from campaign.results.frames import counters_frame
 from campaign.results.reader import classify_output
-from campaign.states import JobState
-from campaign.sync import _apply, _collect, _load_specs, _profile
 from kernels.torch import ncu
 from kernels.torch.profile import COUNTER_COLUMNS, counter_rows
 from tests.fixtures.ledger_rows import add_attempt, spec_with

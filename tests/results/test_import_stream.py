@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from campaign.errors import ImportError_
 from campaign.ledger import Ledger
+from campaign.plumbing.errors import ImportError_
 from campaign.results import import_stream
 from campaign.results.import_stream import import_file
 from campaign.results.reader import read_import_file

@@ -89,8 +89,8 @@ def test_an_optional_column_empty_in_every_row_is_absent(tmp_path: Path) -> None
     without the column (the run's planned d is not contradicted), and so does
     an analysis input whose optional columns hold nothing."""
     from analysis.schema import validate_results
+    from campaign.plumbing.states import JobState
     from campaign.results.reader import Expected, classify_output, classify_outputs
-    from campaign.states import JobState
 
     want = Expected((64, 128), False, "fake", "fp32", d=64, threads=1)
     outcomes = []

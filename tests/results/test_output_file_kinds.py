@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from campaign.plumbing.states import JobState
 from campaign.results import reader
 from campaign.results.reader import classify_output
-from campaign.states import JobState
 
 HEADER = "kernel,impl,variant,device,dtype,n,d,threads,repeat,time_s,first_call_s,rel_err\n"
 ROW = "attention_forward,c,naive,cpu,fp32,64,16,2,0,0.001,0.002,1e-7\n"

@@ -1,12 +1,12 @@
-"""What a stopped job finished (campaign/partial.py): the rows of whole n from
+"""What a stopped job finished (campaign/results/partial.py): the rows of whole n from
 FILE.tmp, a line cut by the kill dropped, a half-written n left missing."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from campaign.partial import describe, read_partial
 from campaign.results.expected import Expected
+from campaign.results.partial import describe, read_partial
 
 HEADER = "kernel,impl,variant,device,dtype,n,d,threads,repeat,time_s,first_call_s,rel_err\n"
 

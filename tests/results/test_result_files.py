@@ -16,14 +16,14 @@ import pytest
 from sqlalchemy import select
 
 from campaign.backends.base import JobStatus
-from campaign.errors import LedgerError
+from campaign.commands.sync import _apply, _collect
 from campaign.ledger import Ledger, ResultFile, files
 from campaign.ledger.result_schema import STORED
+from campaign.plumbing.errors import LedgerError
+from campaign.plumbing.states import JobState
 from campaign.results.export import results_frame
 from campaign.results.reader import Outcome
 from campaign.results.store import sweep_orphans
-from campaign.states import JobState
-from campaign.sync import _apply, _collect
 from tests.conftest import run_cli
 from tests.fixtures.ledger_rows import add_attempt
 

@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from campaign.backends.base import JobStatus
+from campaign.commands.sync import _apply, _collect
 from campaign.ledger import Ledger, files
+from campaign.plumbing.states import JobState
 from campaign.results.reader import Outcome
-from campaign.states import JobState
-from campaign.sync import _apply, _collect
 from tests.conftest import run_cli, sql_rows
 from tests.fixtures.ledger_rows import add_attempt, spec_with
 

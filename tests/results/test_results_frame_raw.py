@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from campaign.ledger import Campaign, JobAttempt, Ledger, ResultRow
+from campaign.plumbing.states import JobState
 from campaign.results import query
 from campaign.results.export import RowFilter, results_frame
-from campaign.states import JobState
 from tests.fixtures.ledger_rows import add_attempt, spec_with
 from tests.ledger import conftest as pg
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from campaign.errors import ImportError_
 from campaign.ledger import Ledger
+from campaign.plumbing.errors import ImportError_
+from campaign.plumbing.states import JobState
 from campaign.results.columnar import ResultColumns
 from campaign.results.export import latest_frame, results_frame
 from campaign.results.reader import Expected, classify_output, parse_columns, parse_rows
-from campaign.states import JobState
 from tests.conftest import run_cli
 
 REQUIRED = ("cluster", "partition", "kernel", "impl", "variant", "device", "threads", "n", "repeat", "time_s")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from campaign.plumbing.states import JobState
 from campaign.results.reader import Expected, classify_output
-from campaign.states import JobState
 from tests.conftest import run_cli, sql_rows
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL
 

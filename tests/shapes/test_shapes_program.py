@@ -131,7 +131,7 @@ def test_experiment_yamls_give_valid_program_arguments(name: str) -> None:
 def test_a_stopped_sweep_leaves_every_finished_s_in_the_tmp_file(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Killed in its second s (a walltime, a cancel): the first s's rows are on disk in FILE.tmp,
-    what campaign.partial ingests, and no file that looks complete."""
+    what campaign.results.partial ingests, and no file that looks complete."""
     real = gs.run_shape
     seen: list[int] = []
 

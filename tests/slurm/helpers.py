@@ -15,7 +15,7 @@ import pytest
 
 from campaign import api
 from campaign.ledger import Ledger
-from campaign.states import JobState
+from campaign.plumbing.states import JobState
 
 POLL_S = 1.0  # a sync is one sacct call: cheap next to the seconds a job takes
 DONE_DEADLINE_S = 300  # one wait; generous because the test cluster may be shared

@@ -34,7 +34,7 @@ def _settle(ledger: Path, env: dict[str, str], name: str, *, submitted_only: boo
     """`status` until no attempt is open. `submitted_only`: after a kill, only the
     attempts Slurm has a job ID for: a rerun killed before sbatch answered leaves
     its new attempts PENDING without one, and only the next rerun recovers them
-    (it looks in Slurm by job name first: campaign.attempts.recover_orphans);
+    (it looks in Slurm by job name first: campaign.commands.attempts.recover_orphans);
     `status` never submits. The last settle (after a rerun that was not killed)
     counts every attempt."""
     extra = " AND job_id IS NOT NULL" if submitted_only else ""

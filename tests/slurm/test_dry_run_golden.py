@@ -186,7 +186,7 @@ def test_hostile_config_values_reach_the_job_literally(value: str, tmp_path: Pat
     import subprocess
 
     from campaign.config import load_config
-    from campaign.environment import setup_lines
+    from campaign.planning.environment import setup_lines
 
     cluster = load_config(["cluster=delta"]).cluster
     cluster.module_reset = False

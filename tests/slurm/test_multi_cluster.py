@@ -17,7 +17,7 @@ import pytest
 
 from campaign import api
 from campaign.ledger import Ledger
-from campaign.states import JobState
+from campaign.plumbing.states import JobState
 from tests.conftest import run_cli
 from tests.slurm.helpers import DONE_DEADLINE_S, POLL_S, _db, _name, _overrides
 

@@ -217,7 +217,7 @@ def test_a_cancel_killed_after_scancel_leaves_no_failed_chain(
     """`cancel` records its intent on the steps before scancel: killed after Slurm stopped the
     jobs but before the ledger said so, the next `status` finds the chain CANCELLED by the user
     and the runs CANCELLED, not PREFLIGHT_FAILED."""
-    import campaign.cancel as cancel_module
+    import campaign.commands.cancel as cancel_module
 
     led = Ledger(tmp_path / "ledger.sqlite")
     name = _name("pfkill")

@@ -23,7 +23,7 @@ import pytest
 from campaign import api
 from campaign.config import load_config
 from campaign.ledger import Ledger
-from campaign.resources import MEM_HEADROOM
+from campaign.planning.resources import MEM_HEADROOM
 from tests.slurm.helpers import _attempts, _name, _overrides
 
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("fake_kernel_env")]

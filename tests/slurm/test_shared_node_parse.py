@@ -8,8 +8,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from campaign.backends.slurm_nodes import expand_hostlist, parse_node_jobs
-from campaign.clock import as_utc
-from campaign.shared_nodes import _Held, _other_holds, _Profile, _Target
+from campaign.plumbing.clock import as_utc
+from campaign.results.shared_nodes import _Held, _other_holds, _Profile, _Target
 from tests.fixtures import SLURM_OUTPUTS
 
 TEXT = (SLURM_OUTPUTS / "sacct_node_jobs_site.txt").read_text()

@@ -26,7 +26,7 @@ from campaign import api
 from campaign.backends import slurm_query as sq
 from campaign.config import load_config
 from campaign.ledger import Ledger
-from campaign.states import JobState
+from campaign.plumbing.states import JobState
 from tests.conftest import run_cli
 from tests.slurm.helpers import (
     DONE_DEADLINE_S,

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from campaign.backends import slurm_query as sq
-from campaign.errors import BadInputError, SchedulerError
-from campaign.states import JobState
+from campaign.plumbing.errors import BadInputError, SchedulerError
+from campaign.plumbing.states import JobState
 from tests.fixtures import SLURM_OUTPUTS
 
 DATA = SLURM_OUTPUTS

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from campaign.backends import slurm_query as sq
-from campaign.errors import SchedulerError
-from campaign.states import JobState
+from campaign.plumbing.errors import SchedulerError
+from campaign.plumbing.states import JobState
 from tests.slurm_cluster import SlurmCluster
 
 pytestmark = pytest.mark.slurm

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from campaign.backends import slurm_query as sq
-from campaign.states import JobState
+from campaign.plumbing.states import JobState
 from tests.slurm_cluster import SlurmCluster
 
 pytestmark = pytest.mark.slurm

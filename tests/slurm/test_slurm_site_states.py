@@ -8,7 +8,7 @@ import pytest
 
 from campaign.backends import slurm_query as sq
 from campaign.backends.slurm_states import from_slurm
-from campaign.states import JobState
+from campaign.plumbing.states import JobState
 
 
 @pytest.mark.parametrize("word", ["SPECIAL_EXIT", "RESV_DEL_HOLD", "EXPEDITING"])

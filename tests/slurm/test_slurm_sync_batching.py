@@ -13,7 +13,7 @@ import pytest
 from campaign import api
 from campaign.backends import slurm_query as sq
 from campaign.ledger import Ledger
-from campaign.states import JobState
+from campaign.plumbing.states import JobState
 from tests.slurm.helpers import _all_finished, _attempts, _calls, _name, _overrides, _shim, _sync_until
 
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("fake_kernel_env")]

@@ -1,5 +1,5 @@
 """`sync` writes what the scheduler and the job's output say, in one
-transaction, and nothing when nothing changed (campaign/sync.py)."""
+transaction, and nothing when nothing changed (campaign/commands/sync.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from campaign.backends.base import JobStatus
+from campaign.commands.sync import _apply, _collect, _unchanged
 from campaign.ledger import JobAttempt, Ledger, ResultFile
+from campaign.plumbing.states import JobState
 from campaign.results.reader import Outcome
-from campaign.states import JobState
-from campaign.sync import _apply, _collect, _unchanged
 from tests.conftest import result_sql
 from tests.fixtures.ledger_rows import add_attempt
 

@@ -1,5 +1,5 @@
 """A sync reads and writes each ingest batch with the cyclic collector paused
-(campaign/sync.py: its full collections walked every batch's rows), and
+(campaign/commands/sync.py: its full collections walked every batch's rows), and
 turns it back on after each batch, also when a write fails."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from bench.finished_jobs import build
 from campaign import api
-from campaign import sync as sync_module
+from campaign.commands import sync as sync_module
 from campaign.ledger import Ledger
 
 

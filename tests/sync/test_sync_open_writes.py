@@ -1,4 +1,4 @@
-"""How sync writes open attempts at scale (campaign/sync.py, ledger/queries.py):
+"""How sync writes open attempts at scale (campaign/commands/sync.py, ledger/queries.py):
 stored values compared without SQLAlchemy's result processors, only changed
 columns written, attempts given the same values written by shared statements."""
 
@@ -10,11 +10,11 @@ from pathlib import Path
 from sqlalchemy import event
 
 from campaign.backends.base import JobStatus
+from campaign.commands.sync import _apply, _collect, _unchanged
 from campaign.ledger import ATTEMPT_TABLE, RUN_TABLE, JobAttempt, Ledger
 from campaign.ledger import queries as q
 from campaign.ledger.queries import _processors
-from campaign.states import JobState
-from campaign.sync import _apply, _collect, _unchanged
+from campaign.plumbing.states import JobState
 from tests.fixtures.ledger_rows import add_attempt, spec_with
 
 

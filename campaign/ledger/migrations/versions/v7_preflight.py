@@ -22,7 +22,7 @@ depends_on = None
 
 
 def _state() -> sa.Enum:
-    from campaign.states import JobState
+    from campaign.plumbing.states import JobState
 
     return sa.Enum(JobState, native_enum=False, length=20)
 

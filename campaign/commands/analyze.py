@@ -13,12 +13,12 @@ from sqlalchemy import select
 from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
-from campaign.costs import cost_models
-from campaign.errors import BadInputError, CampaignError, ConfigError
-from campaign.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame
 from campaign.ledger import Campaign, Ledger
-from campaign.report_scope import Scope, no_results, resolve
+from campaign.plumbing.errors import BadInputError, CampaignError, ConfigError
+from campaign.results.costs import cost_models
 from campaign.results.export import latest_frame, results_frame
+from campaign.results.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame
+from campaign.results.report_scope import Scope, no_results, resolve
 from campaign.results.store import IMPORT_BACKEND
 
 

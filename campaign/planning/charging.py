@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from campaign.config.schema import ChargingSpec, ClusterSpec, PartitionSpec
-from campaign.errors import ConfigError
-from campaign.plan import RunSpec
-from campaign.resources import mem_site_gb, node_cpus
+from campaign.planning.plan import RunSpec
+from campaign.planning.resources import mem_site_gb, node_cpus
+from campaign.plumbing.errors import ConfigError
 
 MODELS = ("none", "cores", "memory_or_cores", "whole_node", "per_gpu")
 

@@ -15,7 +15,7 @@ import itertools
 from dataclasses import dataclass
 
 from campaign.config.schema import PartitionSpec, SweepSpec
-from campaign.errors import ConfigError
+from campaign.plumbing.errors import ConfigError
 
 LAUNCHERS = ("srun", "mpirun")
 GPU_REQUESTS = ("per_task", "per_node")

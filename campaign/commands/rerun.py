@@ -1,7 +1,7 @@
 """`campaign rerun`: failed runs again, as new attempts linked to the old ones.
 
 A TIMEOUT/CANCELLED/OUT_OF_MEMORY attempt whose finished n were ingested
-(campaign.partial) is rerun for its missing n only; the others run whole.
+(campaign.results.partial) is rerun for its missing n only; the others run whole.
 `--time-factor` and `--mem-factor` apply to every attempt rerun, whatever
 its failure, within the partition's limits, and the output says what changed.
 """
@@ -17,8 +17,10 @@ from pathlib import Path
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from campaign import preflight as chain
-from campaign.attempts import (
+from campaign.backends import get_backend
+from campaign.backends.base import JobRequest
+from campaign.commands import preflight as chain
+from campaign.commands.attempts import (
     Progress,
     job_request,
     new_attempt,
@@ -28,21 +30,19 @@ from campaign.attempts import (
     reopen_unsubmitted,
     submit_requests,
 )
-from campaign.backends import get_backend
-from campaign.backends.base import JobRequest
-from campaign.claims import claimed, notice
-from campaign.clock import now
+from campaign.commands.claims import claimed, notice
+from campaign.commands.sync import SyncReport, sync
+from campaign.commands.waiting import failed_among
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec, PartitionSpec
-from campaign.errors import BadInputError, CampaignError
 from campaign.ledger import Campaign, JobAttempt, Ledger, PreflightStep
 from campaign.ledger import queries as q
-from campaign.partial import PARTIAL_STATES
-from campaign.plan import RunSpec
-from campaign.resources import mem_from_site_gb, share_memory, usable_memory
-from campaign.states import FAILED_STATES, JobState
-from campaign.sync import SyncReport, sync
-from campaign.waiting import failed_among
+from campaign.planning.plan import RunSpec
+from campaign.planning.resources import mem_from_site_gb, share_memory, usable_memory
+from campaign.plumbing.clock import now
+from campaign.plumbing.errors import BadInputError, CampaignError
+from campaign.plumbing.states import FAILED_STATES, JobState
+from campaign.results.partial import PARTIAL_STATES
 
 
 @dataclass
@@ -169,7 +169,7 @@ def rerun(
     with ledger.session() as s:
         camp_ids = _campaign_ids(s, campaign, job_id, wanted)
         before = (s.scalar(select(func.max(JobAttempt.id))) or 0, started)
-    # Serialised with submits and other reruns of the same campaigns (campaign.claims).
+    # Serialised with submits and other reruns of the same campaigns (campaign.commands.claims).
     with claimed(ledger, camp_ids, "rerun", notice):
         _rerun_claimed(ledger, report, camp_ids, campaign, job_id, wanted, time_factor, mem_factor, progress,
                        before, preflight)

@@ -29,7 +29,7 @@ import random
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
-from campaign.errors import ConfigError
+from campaign.plumbing.errors import ConfigError
 
 MAX_REPLICATES = 1000  # more jobs per configuration than this is a typo, not a plan
 

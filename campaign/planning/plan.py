@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
-from campaign import byob
 from campaign.config.schema import (
     ClusterSpec,
     ExperimentSpec,
@@ -27,11 +26,12 @@ from campaign.config.schema import (
     RootConfig,
     SweepSpec,
 )
-from campaign.errors import ConfigError
-from campaign.profiling import PROFILER_DEVICE, profile_args, profile_of
-from campaign.ranks import layouts
-from campaign.replicates import check_replicates, interleave
-from campaign.resources import allocate, check_memory, node_cpus
+from campaign.planning import byob
+from campaign.planning.profiling import PROFILER_DEVICE, profile_args, profile_of
+from campaign.planning.ranks import layouts
+from campaign.planning.replicates import check_replicates, interleave
+from campaign.planning.resources import allocate, check_memory, node_cpus
+from campaign.plumbing.errors import ConfigError
 
 KEY_LENGTH = 16
 
@@ -59,12 +59,12 @@ class RunSpec:
     argv: tuple[str, ...]
     extra_args: tuple[tuple[str, str], ...] = ()
     # What else changes the measurement: rendered environment, modules, program
-    # content/versions (campaign.identity fills it in before submit).
+    # content/versions (campaign.planning.identity fills it in before submit).
     identity: tuple[tuple[str, str], ...] = ()
-    cpus: int = 0  # cores allocated (campaign.resources); 0 = as many as threads
+    cpus: int = 0  # cores allocated (campaign.planning.resources); 0 = as many as threads
     exclusive: bool = False  # whole node (--exclusive)
-    replicate: int = 0  # which independent job of its configuration (campaign.replicates)
-    # campaign.ranks: `threads` and `cpus` are per rank, `gpus` per node, `mem_gb` per node
+    replicate: int = 0  # which independent job of its configuration (campaign.planning.replicates)
+    # campaign.planning.ranks: `threads` and `cpus` are per rank, `gpus` per node, `mem_gb` per node
     nodes: int = 1
     ranks_per_node: int = 1
     gpus_per_rank: int = 0

@@ -16,17 +16,17 @@ from typing import Any
 from sqlalchemy import insert, update
 from sqlalchemy.orm import Session
 
-from campaign import owner
 from campaign.backends.base import Backend, JobRequest, Submitted
-from campaign.clock import now
 from campaign.config.schema import ClusterSpec
-from campaign.environment import job_env
-from campaign.errors import CampaignError, one_line
 from campaign.job.task import JobTask
 from campaign.ledger import ATTEMPT_TABLE, JobAttempt, Ledger
 from campaign.ledger import queries as q
-from campaign.plan import RunSpec
-from campaign.states import JobState
+from campaign.planning.environment import job_env
+from campaign.planning.plan import RunSpec
+from campaign.plumbing import owner
+from campaign.plumbing.clock import now
+from campaign.plumbing.errors import CampaignError, one_line
+from campaign.plumbing.states import JobState
 
 OUTPUT_CSV = "results.csv"
 Progress = Callable[[int, int, str], None]
@@ -119,7 +119,7 @@ def orphaned(att: JobAttempt) -> bool:
     gone (or is this one): crash recovery may take it. An attempt another live
     process is still submitting is never touched (issue 11: a second submit took
     the first one's attempts for leftovers and ran every job twice). Callers
-    hold the campaign's claim (campaign.claims), so an owner on another host
+    hold the campaign's claim (campaign.commands.claims), so an owner on another host
     cannot still be submitting it."""
     if att.job_id is not None:
         return False

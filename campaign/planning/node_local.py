@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from campaign.config.schema import RootConfig
-from campaign.errors import BadInputError
+from campaign.plumbing.errors import BadInputError
 
 NODE_LOCAL = ("/tmp", "/dev/shm")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:/")

@@ -11,8 +11,8 @@ from sqlalchemy import String, select, type_coerce
 from analysis.columns import PARTITION_COLUMNS
 from campaign.config.schema import ClusterSpec
 from campaign.ledger import BuildStep, Campaign, CounterRow, JobAttempt, Ledger, PreflightStep, Run
-from campaign.plan import RunSpec
-from campaign.states import JobState
+from campaign.planning.plan import RunSpec
+from campaign.plumbing.states import JobState
 
 JOB_FRAME_COLUMNS = ["cluster", "campaign", "job_id", "array_index", "attempt", "state", "node",
                      "submitted", "started", "ended", "walltime_min", "run"]

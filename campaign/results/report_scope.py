@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import func, select
 
-from campaign.clock import display
-from campaign.errors import BadInputError
 from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, ResultFile, ResultRow, Run
 from campaign.ledger import queries as q
+from campaign.plumbing.clock import display
+from campaign.plumbing.errors import BadInputError
 
 
 @dataclass

@@ -4,7 +4,7 @@
 A claim is a row in `campaign_claim`, taken in one short BEGIN IMMEDIATE
 transaction (or under PostgreSQL's ledger lock) and deleted when the command
 ends; no transaction stays open while the claim is held. A second process
-waits and says so. A claim whose process is gone (campaign.owner: host + PID +
+waits and says so. A claim whose process is gone (campaign.plumbing.owner: host + PID +
 start time) is taken over, so a SIGKILLed submit never blocks the next one.
 
 A holder on another host (two login nodes, one ledger on the shared file
@@ -25,9 +25,9 @@ from datetime import timedelta
 
 from sqlalchemy import delete, select, update
 
-from campaign import owner
-from campaign.clock import display, now
 from campaign.ledger import Campaign, CampaignClaim, Ledger
+from campaign.plumbing import owner
+from campaign.plumbing.clock import display, now
 
 Notice = Callable[[str], None]
 POLL_S = 0.25

@@ -16,7 +16,7 @@ partition's policy, never a per-partition constant:
   request above the nodes' RealMemory is never scheduled, so the nominal
   memory of the node is not a request (docs/sites.md#memory-a-job-may-ask);
 - one GPU per GPU run, with the partition's `cpus_per_gpu` cores;
-- a run of several ranks (campaign.ranks) asks this per rank (cores) and
+- a run of several ranks (campaign.planning.ranks) asks this per rank (cores) and
   per node (GPUs, memory: Slurm's --mem is per node), so a node of a
   multi-node job is billed like a single-node job of the same shape.
 """
@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 
 from campaign.config.schema import ExperimentSpec, PartitionSpec
-from campaign.errors import ConfigError
+from campaign.plumbing.errors import ConfigError
 
 MIB = 2**20
 SITE_GB = 1e9  # sites bill memory in GB of 1e9 bytes (Delta's job accounting)

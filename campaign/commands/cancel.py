@@ -5,7 +5,7 @@ will not start its kernel), then the backend stops the jobs and returns only
 once they stopped (local: the kernel's whole process group); only then are the
 attempts marked CANCELLED. A job that could not be stopped keeps its state.
 
-A campaign's build and preflight jobs (campaign.preflight) are its jobs too:
+A campaign's build and preflight jobs (campaign.commands.preflight) are its jobs too:
 left alone they would run to COMPLETED and be charged with nothing behind
 them, so cancelling the campaign cancels them as well (marked CANCELLED with
 USER_CANCELLED as the reason, which `status` does not take for a failed
@@ -24,17 +24,17 @@ from sqlalchemy.orm import Session
 
 from campaign.backends import get_backend
 from campaign.backends.base import JobRef
-from campaign.clock import now
+from campaign.commands.preflight_sync import USER_CANCELLED
 from campaign.config.clusters import cluster_from_yaml
-from campaign.errors import BadInputError, did_you_mean
 from campaign.job.files import CANCEL_FILE
 from campaign.ledger import BuildStep, Campaign, JobAttempt, Ledger, PreflightStep
 from campaign.ledger import queries as q
-from campaign.partial import describe, read_partial
-from campaign.preflight_sync import USER_CANCELLED
+from campaign.plumbing.clock import now
+from campaign.plumbing.errors import BadInputError, did_you_mean
+from campaign.plumbing.states import JobState
 from campaign.results.expected import Expected
+from campaign.results.partial import describe, read_partial
 from campaign.results.store import AttemptRows, job_columns, store_attempt_files
-from campaign.states import JobState
 
 
 def _leave_marker(workdir: Path) -> None:

@@ -30,15 +30,15 @@ from typing import Any
 
 from sqlalchemy import select
 
-from campaign.clock import as_utc
 from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
-from campaign.errors import BadInputError, ConfigError, LedgerError, one_line
 from campaign.ledger import Campaign, Ledger, Provenance
 from campaign.ledger import queries as q
 from campaign.ledger.db import schema_number
 from campaign.ledger.migrate import sqlite_copy
 from campaign.ledger.models import SCHEMA_VERSION
+from campaign.plumbing.clock import as_utc
+from campaign.plumbing.errors import BadInputError, ConfigError, LedgerError, one_line
 from campaign.results.export import RowFilter, Superseded, latest_frame
 from campaign.results.gpu_state import gpu_state_records
 from campaign.results.store import IMPORT_BACKEND
@@ -76,7 +76,7 @@ class CompareReport:
 
 
 def _date(key: str, value: str, text: str) -> datetime:
-    """An ISO date or time as aware UTC; a naive one is local time (campaign.clock), as the
+    """An ISO date or time as aware UTC; a naive one is local time (campaign.plumbing.clock), as the
     job times `show` and `jobs` print."""
     try:
         return as_utc(datetime.fromisoformat(value))  # type: ignore[return-value]

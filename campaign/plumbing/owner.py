@@ -2,8 +2,8 @@
 
 A PID alone is reused; with the start time (from /proc, in clock ticks since
 boot, plus the boot id) a recorded owner is either this very process, still
-alive, or gone for certain. Crash recovery (campaign.attempts) and the
-campaign claim (campaign.claims) only take over what a gone process left.
+alive, or gone for certain. Crash recovery (campaign.commands.attempts) and the
+campaign claim (campaign.commands.claims) only take over what a gone process left.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Transactions are short and never span a scheduler call: runs and attempts
 are committed before sbatch, job IDs as each chunk is answered
-(campaign.attempts).
+(campaign.commands.attempts).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from campaign import preflight as chain
-from campaign import provenance
-from campaign.attempts import (
+from campaign.backends import get_backend
+from campaign.commands import preflight as chain
+from campaign.commands.attempts import (
     ATTEMPT_COLUMNS,
     Progress,
     attempt_folder,
@@ -35,25 +35,25 @@ from campaign.attempts import (
     reopen_unsubmitted,
     submit_requests,
 )
-from campaign.backends import get_backend
-from campaign.charging import Charge, estimate
-from campaign.claims import claimed, notice
-from campaign.clock import now
+from campaign.commands.claims import claimed, notice
+from campaign.commands.sync import SyncReport, sync
+from campaign.commands.waiting import failed_among
 from campaign.config import RootConfig, load_config
 from campaign.config.clusters import cluster_yaml
 from campaign.config.load import resolved_yaml
 from campaign.config.validate import check_under
-from campaign.errors import BadInputError, CampaignError, ConfigError
-from campaign.gc_pause import gc_paused
-from campaign.identity import why_new, with_identity
 from campaign.ledger import ATTEMPT_TABLE, RUN_TABLE, Campaign, Ledger, Provenance, Run
 from campaign.ledger import queries as q
-from campaign.node_local import check_node_local
-from campaign.plan import Plan, RunSpec, campaign_name, missing_programs, plan
+from campaign.planning import provenance
+from campaign.planning.charging import Charge, estimate
+from campaign.planning.identity import why_new, with_identity
+from campaign.planning.node_local import check_node_local
+from campaign.planning.plan import Plan, RunSpec, campaign_name, missing_programs, plan
+from campaign.plumbing.clock import now
+from campaign.plumbing.errors import BadInputError, CampaignError, ConfigError
+from campaign.plumbing.gc_pause import gc_paused
+from campaign.plumbing.states import JobState
 from campaign.results.store import IMPORT_BACKEND
-from campaign.states import JobState
-from campaign.sync import SyncReport, sync
-from campaign.waiting import failed_among
 
 RUN_COLUMNS = ("campaign_id", "key", "kernel", "impl", "variant", "partition", "device", "dtype", "threads", "gpus",
                "spec", "created_at")
@@ -71,7 +71,7 @@ class SubmitReport:
     recovered: int = 0  # jobs found in the scheduler whose IDs an interrupted submit never recorded
     sync: SyncReport | None = None
     failed: list[tuple[str, str]] = field(default_factory=list)  # waited-for jobs that ended failed (job id, state)
-    why_new: list[str] = field(default_factory=list)  # what makes the new runs new (campaign.identity)
+    why_new: list[str] = field(default_factory=list)  # what makes the new runs new (campaign.planning.identity)
 
 
 def _workdir_root(cfg_dir: str | None, ledger_path: Path) -> Path:
@@ -86,7 +86,7 @@ def campaign_dir(cfg: RootConfig, ledger_path: Path) -> Path:
 def _prepare(overrides: Sequence[str], ledger_path: Path,
              configs: Sequence[RootConfig] | None = None) -> tuple[RootConfig, Plan, str, Path]:
     """Config, plan, campaign name and job folder: the same for a dry run and a submit.
-    `configs`: the composed members of one campaign's sweep (campaign.multirun);
+    `configs`: the composed members of one campaign's sweep (campaign.commands.multirun);
     their runs are planned together, one run per key."""
     members = list(configs) if configs else [load_config(overrides)]
     cfg = members[0]
@@ -180,7 +180,7 @@ def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, 
     env = provenance.environment(cfg.cluster.build.cc, cfg.cluster.build.fc, list(dict.fromkeys(r.argv for r in p.runs)))
     with ledger.session.begin() as s:
         camp_id = _get_or_create_campaign(s, cfg, name, camp_dir).id
-    # One submit or rerun of a campaign at a time (campaign.claims): a second
+    # One submit or rerun of a campaign at a time (campaign.commands.claims): a second
     # identical submit waits, then finds every run recorded and submits nothing.
     with claimed(ledger, [camp_id], "submit", notice):
         with ledger.session.begin() as s:

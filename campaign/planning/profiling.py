@@ -1,13 +1,13 @@
 """Which profiler a sweep runs under and the program arguments that ask for it (pure).
 
-Split from campaign.plan (which expands experiments into runs) to keep that
+Split from campaign.planning.plan (which expands experiments into runs) to keep that
 module within docs/style.md's size; plan re-exports nothing from here.
 """
 
 from __future__ import annotations
 
 from campaign.config.schema import ExperimentSpec, PartitionSpec, SweepSpec
-from campaign.errors import ConfigError
+from campaign.plumbing.errors import ConfigError
 
 PROFILERS: tuple[str, ...] = ("none", "ncu", "perf")
 # The device each profiler reads counters of.

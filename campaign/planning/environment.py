@@ -10,8 +10,8 @@ from pathlib import Path
 
 from campaign.config.load import repo_root
 from campaign.config.schema import ClusterSpec, PartitionSpec, ProfilerSpec
-from campaign.errors import ConfigError
-from campaign.plan import RunSpec
+from campaign.planning.plan import RunSpec
+from campaign.plumbing.errors import ConfigError
 
 
 def job_env(cluster: ClusterSpec, part: PartitionSpec, run: RunSpec) -> dict[str, str]:

@@ -14,16 +14,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from campaign.attempts import Progress
+from campaign.commands.attempts import Progress
+from campaign.commands.submit import SubmitReport, campaign_dir, dry_run, submit
 from campaign.config import RootConfig, load_config, split_overrides
 from campaign.config.clusters import cluster_yaml
 from campaign.config.load import group_options, resolved_yaml
 from campaign.config.sweep import expand
-from campaign.errors import ConfigError
 from campaign.ledger import Ledger
-from campaign.node_local import check_node_local
-from campaign.plan import campaign_name, missing_programs, plan
-from campaign.submit import SubmitReport, campaign_dir, dry_run, submit
+from campaign.planning.node_local import check_node_local
+from campaign.planning.plan import campaign_name, missing_programs, plan
+from campaign.plumbing.errors import ConfigError
 
 
 @dataclass

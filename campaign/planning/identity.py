@@ -1,6 +1,6 @@
 """A run's identity: everything that changes what it measures.
 
-The plan (campaign.plan) knows the experiment; the measurement also depends on
+The plan (campaign.planning.plan) knows the experiment; the measurement also depends on
 the job environment as rendered (OMP_* variables, extra variables of cluster
 and partition), the modules loaded, the stack limit, and the program itself:
 the content of a C/Fortran binary or script, the interpreter and torch
@@ -22,8 +22,8 @@ from typing import Any
 
 from campaign.config.load import repo_root
 from campaign.config.schema import RootConfig
-from campaign.environment import job_env
-from campaign.plan import RunSpec
+from campaign.planning.environment import job_env
+from campaign.planning.plan import RunSpec
 
 _VERSIONS = ("import sys, importlib.metadata as m\n"
              "def v(p):\n    try: return m.version(p)\n    except Exception: return 'none'\n"

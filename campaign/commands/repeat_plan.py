@@ -28,9 +28,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from campaign.compare import Selection, _side, open_for_reading, parse_selection
-from campaign.errors import BadInputError, LedgerError
+from campaign.commands.compare import Selection, _side, open_for_reading, parse_selection
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
+from campaign.plumbing.errors import BadInputError, LedgerError
 
 SHOWN = 5  # the neediest points named
 

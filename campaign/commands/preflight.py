@@ -29,16 +29,16 @@ from sqlalchemy import insert, update
 from analysis.columns import TOLERANCE
 from campaign.backends.base import Backend, JobRequest
 from campaign.backends.step import StepRequest
-from campaign.charging import StepCost
-from campaign.clock import now
 from campaign.config.load import repo_root
 from campaign.config.schema import BuildSpec, ClusterSpec
 from campaign.job.build import BuildTask, is_built, read_record, run_build
 from campaign.job.preflight import PreflightTask, ProgramCheck, run_preflight
 from campaign.ledger import BuildStep, Ledger, PreflightStep
 from campaign.ledger.models import JobAttempt
-from campaign.resources import step_allocation
-from campaign.states import JobState
+from campaign.planning.charging import StepCost
+from campaign.planning.resources import step_allocation
+from campaign.plumbing.clock import now
+from campaign.plumbing.states import JobState
 
 KEY_LENGTH = 16
 NATIVE = ("c", "fortran")  # kernels/<lang>/ sources -> <build folder>/<lang>/<kernel>

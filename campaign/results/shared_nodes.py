@@ -2,7 +2,7 @@
 has (issue 24, item 6: on a shared Slurm node the report's first lines were
 artifacts, "c is 1591x slower than fortran").
 
-The local backend's `overlap` note (campaign/overlap.py) names any other
+The local backend's `overlap` note (campaign/results/overlap.py) names any other
 timed job on the machine. A Slurm node is shared on purpose (jobs that are
 not `--exclusive` get a slice of it), so sharing alone says nothing; what
 spoils a timing is a node whose jobs keep more CPUs busy than it has: runs
@@ -36,10 +36,10 @@ from sqlalchemy import and_, or_, select, update
 
 from campaign.backends import get_backend
 from campaign.backends.base import NodeJob
-from campaign.clock import as_utc, now
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
+from campaign.plumbing.clock import as_utc, now
 
 MAX_NAMED = 10
 
@@ -85,7 +85,7 @@ def _targets(ledger: Ledger, attempt_ids: Iterable[int]) -> dict[int, tuple[list
                     .where(JobAttempt.id.in_(ids[i:i + 10_000])))
             for aid, job, node, start, end, cpus, where, threads, part, cid, yaml, backend in s.execute(stmt):
                 if backend == "local" or not (job and node and start and end) or any(c in node for c in ",["):
-                    continue  # the local backend has campaign.overlap; a multi-node job is not timed on one
+                    continue  # the local backend has campaign.results.overlap; a multi-node job is not timed on one
                 if cid not in specs:
                     specs[cid] = cluster_from_yaml(yaml)
                 cap = _capacity(specs[cid], part)

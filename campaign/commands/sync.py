@@ -20,22 +20,22 @@ from sqlalchemy.types import NullType
 
 from campaign.backends import get_backend
 from campaign.backends.base import JobRef, JobStatus
-from campaign.clock import as_utc
+from campaign.commands.preflight_sync import sync_steps
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
-from campaign.gc_pause import gc_paused
 from campaign.job.files import EXIT_FILE, counters_path, read_json
 from campaign.ledger import ATTEMPT_TABLE, Campaign, CounterRow, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
-from campaign.overlap import flag_overlaps
-from campaign.partial import PARTIAL_STATES, describe, read_partial
-from campaign.preflight_sync import sync_steps
+from campaign.plumbing.clock import as_utc
+from campaign.plumbing.gc_pause import gc_paused
+from campaign.plumbing.states import OPEN_STATES, JobState
 from campaign.results.columnar import ResultColumns
 from campaign.results.counters import read_counters
+from campaign.results.overlap import flag_overlaps
+from campaign.results.partial import PARTIAL_STATES, describe, read_partial
 from campaign.results.reader import Expected, Outcome, classify_stream
+from campaign.results.shared_nodes import flag_shared_nodes
 from campaign.results.store import AttemptRows, job_columns, store_attempt_files, sweep_orphans
-from campaign.shared_nodes import flag_shared_nodes
-from campaign.states import OPEN_STATES, JobState
 
 # Result rows per write transaction (and so, with the parsed rows behind
 # them, the bound on a sync's memory): ~250 MB at most.
@@ -229,7 +229,7 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
             if batch is None:
                 break
             _write(ledger, report, batch.pending, statuses, batch, camps)
-    # attempts timed on a node more busy CPUs shared than it has (campaign.shared_nodes): after
+    # attempts timed on a node more busy CPUs shared than it has (campaign.results.shared_nodes): after
     # the writes, the scheduler asked outside any transaction
     _, shared_warnings = flag_shared_nodes(ledger, [p.attempt_id for p in finished
                                                     if camps[p.campaign_id].backend != "local"])

@@ -19,9 +19,9 @@ import re
 from typing import Any
 
 from campaign.config.schema import KernelSpec, SweepSpec
-from campaign.errors import ConfigError
 from campaign.job import expr
 from campaign.job.fom import placeholders
+from campaign.plumbing.errors import ConfigError
 
 DRIVERS = ("program", "tool")
 SOURCES = ("stdout", "stderr")
