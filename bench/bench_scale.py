@@ -87,7 +87,7 @@ def submit_once(work: Path, runs: int, sbatch_log: Path) -> dict[str, Any]:
 
 
 def cancel_chain(name: str) -> None:
-    """The held build/preflight jobs in front of a campaign's arrays (campaign.commands.preflight)."""
+    """The held build/preflight jobs in front of a campaign's arrays (campaign.commands.chain)."""
     import subprocess
 
     queue = subprocess.run(["squeue", "-h", "-o", "%i %j"], capture_output=True, text=True, timeout=60,

@@ -213,7 +213,7 @@ def _change_lines(before: dict[int, JobState], reached: dict[int, int], views: S
 
 def _say_failed_chains(lines: Sequence[str], told: set[str], say: Callable[[str], None]) -> None:
     """A failed build/preflight with its cause and log tail, as `status`
-    prints it (campaign.commands.preflight_sync), once: the runs' PREFLIGHT_FAILED
+    prints it (campaign.commands.chain_sync), once: the runs' PREFLIGHT_FAILED
     alone does not say why."""
     block: list[str] = []
     for line in [*lines, ""]:

@@ -5,7 +5,7 @@ will not start its kernel), then the backend stops the jobs and returns only
 once they stopped (local: the kernel's whole process group); only then are the
 attempts marked CANCELLED. A job that could not be stopped keeps its state.
 
-A campaign's build and preflight jobs (campaign.commands.preflight) are its jobs too:
+A campaign's build and preflight jobs (campaign.commands.chain) are its jobs too:
 left alone they would run to COMPLETED and be charged with nothing behind
 them, so cancelling the campaign cancels them as well (marked CANCELLED with
 USER_CANCELLED as the reason, which `status` does not take for a failed
@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from campaign.backends import get_backend
 from campaign.backends.base import JobRef
-from campaign.commands.preflight_sync import USER_CANCELLED
+from campaign.commands.chain_sync import USER_CANCELLED
 from campaign.config.clusters import cluster_from_yaml
 from campaign.job.files import CANCEL_FILE
 from campaign.ledger import BuildStep, Campaign, JobAttempt, Ledger, PreflightStep

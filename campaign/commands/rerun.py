@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from campaign.backends import get_backend
 from campaign.backends.base import JobRequest
-from campaign.commands import preflight as chain
+from campaign.commands import chain
 from campaign.commands.attempts import (
     Progress,
     job_request,

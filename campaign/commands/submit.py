@@ -21,7 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from campaign.backends import get_backend
-from campaign.commands import preflight as chain
+from campaign.commands import chain
 from campaign.commands.attempts import (
     ATTEMPT_COLUMNS,
     Progress,

@@ -20,7 +20,7 @@ from sqlalchemy.types import NullType
 
 from campaign.backends import get_backend
 from campaign.backends.base import JobRef, JobStatus
-from campaign.commands.preflight_sync import sync_steps
+from campaign.commands.chain_sync import sync_steps
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.job.files import EXIT_FILE, counters_path, read_json

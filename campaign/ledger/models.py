@@ -231,7 +231,7 @@ class CampaignClaim(Base):
 class StepJob:
     """What a build and a preflight step both are: one scheduler job outside the campaign's arrays
     (its folder of files, its backend and job ID, its state and why), so that one code path
-    (campaign.commands.preflight_sync) follows both."""
+    (campaign.commands.chain_sync) follows both."""
 
     folder: Mapped[str]
     backend: Mapped[str] = mapped_column(String(20))

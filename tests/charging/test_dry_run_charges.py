@@ -30,7 +30,7 @@ LINE = re.compile(r"^#\s+(?P<part>\S+): (?P<runs>\d+) runs in (?P<arrays>\d+) ar
                   r"(?P<ch>[\d.]+) core-hours, (?P<gh>[\d.]+) GPU-hours .*?charged (?P<su>[\d.]+) SU", re.M)
 STEP = re.compile(r"^#\s+(?P<part>\S+) (?P<kind>build|preflight) job: (?P<runs>\d+) job\(s\); "
                   r"(?P<ch>[\d.]+) core-hours, (?P<gh>[\d.]+) GPU-hours .*?charged (?P<su>[\d.]+) SU", re.M)
-BUILD_MIN = 30  # campaign.commands.preflight.BUILD_WALLTIME_MIN
+BUILD_MIN = 30  # campaign.commands.chain.BUILD_WALLTIME_MIN
 
 
 def _site_mem_gb(part: PartitionSpec, units: int) -> float | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from campaign import api
-from campaign.commands.preflight import build_key, native_program, source_hash
+from campaign.commands.chain import build_key, native_program, source_hash
 from campaign.config import load_config
 from campaign.job.files import START_FILE
 from campaign.job.preflight import PreflightTask, ProgramCheck

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from campaign.commands.preflight_sync import sync_steps
+from campaign.commands.chain_sync import sync_steps
 from campaign.ledger import Campaign, Ledger, PreflightStep
 from campaign.plumbing.states import JobState
 from tests.fixtures.ledger_rows import add_attempt

@@ -101,7 +101,7 @@ def submit(work: Path, runs: int) -> dict[str, Any]:
         for i in range(0, len(ids), 500):
             subprocess.run(["scancel", *ids[i:i + 500]], capture_output=True, timeout=120, check=False)
         out["cancelled_arrays"] = len(ids)
-        # the chain in front of the arrays (build / preflight jobs, campaign.commands.preflight), held as well
+        # the chain in front of the arrays (build / preflight jobs, campaign.commands.chain), held as well
         queue = subprocess.run(["squeue", "-h", "-o", "%i %j"], capture_output=True, text=True, timeout=60,
                                check=False).stdout.split("\n")
         chain = [line.split()[0] for line in queue if line.split()[1:] and line.split()[1].startswith(f"campaign:{name}:")]

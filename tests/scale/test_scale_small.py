@@ -43,7 +43,7 @@ def test_submit_and_sync_10k_held_jobs(slurm_cluster: SlurmCluster, tmp_path: Pa
     got = _probe("submit", str(tmp_path / "work"), str(RUNS), env=slurm_cluster.env)
     assert got["submitted"] == RUNS and got["counts"] == {"PENDING": RUNS}
     # MaxArraySize bounds the index (0..MaxArraySize-1), so an array holds at most MaxArraySize tasks;
-    # in front of the arrays, at most a build and a preflight job per partition (campaign.commands.preflight)
+    # in front of the arrays, at most a build and a preflight job per partition (campaign.commands.chain)
     assert got["cancelled_arrays"] <= math.ceil(RUNS / _max_array_size(slurm_cluster))
     assert got["sbatch_calls"] == got["cancelled_arrays"] + got["chain_jobs"] and got["chain_jobs"] <= 2
     assert got["sacct_calls"] <= math.ceil(RUNS / 1000)
