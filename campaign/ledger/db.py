@@ -57,15 +57,6 @@ def ledger_url(location: Path | str) -> str | None:
     return text
 
 
-def ledger_folder(location: Path | str) -> Path:
-    """Where job folders go by default (`<this>/runs`): the ledger file's
-    folder, or the current directory for a database URL (whose text must never
-    end up in a path: it may hold a password)."""
-    if ledger_url(location) is not None:
-        return Path.cwd()
-    return _sqlite_file(location).resolve().parent
-
-
 def results_root(ledger_file: Path) -> Path:
     """`<ledger stem>.results/` beside an SQLite ledger: the stand-in for the
     folders of its campaigns that are not on this machine (a ledger written

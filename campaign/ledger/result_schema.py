@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.columns import BY_NAME, RESULT_SCHEMA, STORED_COLUMNS, Column, doc_tables
+from analysis.columns import BY_NAME, RESULT_SCHEMA, STORED_COLUMNS, Column
 
 SCHEMA_VERSION = 1  # of the Parquet files; recorded in each pointer (ledger: result_file.schema_version)
 COLUMNS: tuple[Column, ...] = tuple(c for c in RESULT_SCHEMA if c.where == "file")
@@ -28,7 +28,3 @@ def arrow_schema() -> Any:
     return pa.schema([pa.field(c.name, getattr(pa, _ARROW[c.kind])()) for c in COLUMNS],
                      metadata={"campaign.ledger.result_schema": str(SCHEMA_VERSION)})
 
-
-def markdown_table() -> str:
-    """docs/results.md's column table."""
-    return doc_tables()["docs/results.md"]
