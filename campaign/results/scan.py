@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import String, or_, select, type_coerce
 from sqlalchemy.orm import Session
 
-from analysis.columns import SCALE_COLUMNS
+from analysis.columns import SCALE_COLUMNS, SCALE_DEFAULT
 from campaign.ledger import Campaign, JobAttempt, ResultFile, Run, files
 from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, attempt_filter
 from campaign.states import JobState
@@ -25,6 +25,30 @@ from campaign.states import JobState
 # per node its run asked Slurm for (PLANNED_SCALE: what a program that does not say ran on)
 PLANNED_SCALE = ("planned_nodes", "planned_ranks_per_node")
 _LEDGER = ("campaign", "state", "alloc_cpus", "overlap", "replicate", *PLANNED_SCALE, "attempt")
+
+
+def shape(given: dict[str, Any], nodes: Any, per_node: Any) -> dict[str, Any]:
+    """The one rule for a row's ranks and nodes (SCALE_COLUMNS), column by
+    column: what the row says (`given`: values by column; a column absent or
+    a value missing: not said), else its run's planned shape (srun under
+    --nodes N --ntasks-per-node R: exactly N nodes, N x R ranks), else 1
+    (imported rows, runs planned before shapes). Rows naming another shape
+    than planned were refused at ingest (campaign.results.expected). Values:
+    int64 numpy arrays, one per row of `nodes`."""
+    import numpy as np
+    import pandas as pd
+
+    def numbers(values: Any) -> Any:
+        return pd.to_numeric(pd.Series(np.asarray(values, dtype=object)), errors="coerce").to_numpy(dtype=float)
+
+    planned = {"nodes": numbers(nodes)}
+    planned["ranks"] = planned["nodes"] * numbers(per_node)
+    out = {}
+    for col in SCALE_COLUMNS:  # checked integers >= 1 at ingest and import
+        said = numbers(given[col]) if given.get(col) is not None else np.full(len(planned["nodes"]), np.nan)
+        value = np.where(np.isnan(said), planned[col], said)
+        out[col] = np.where(np.isnan(value), SCALE_DEFAULT, value).astype("int64")
+    return out
 
 
 def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: RowFilter | None,
