@@ -73,9 +73,21 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     codes, _ = group_codes(results, cell_cols)
     times = results["time_s"].to_numpy(dtype=float)
     order = np.lexsort((times, codes))
-    sorted_t = times[order]
     counts = np.bincount(codes)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    keep = cell_cols + [c for c in ("flops", "bytes", ALLOC_COLUMN) if c in results.columns]
+    points = results.iloc[order[starts]][keep].reset_index(drop=True)
+    return add_between(add_cost_columns(with_order_statistics(points, times[order], counts)), results)
+
+
+def with_order_statistics(points: pd.DataFrame, sorted_t: np.ndarray, counts: np.ndarray) -> pd.DataFrame:
+    """`points` (one row per point, the fastest repeat's) with the median,
+    its interval and coverage, `repeats` and `single_repeat`, from each
+    point's times sorted (`sorted_t`, the points' runs of `counts` one after
+    another): the one definition for the rows read here and the aggregates
+    DuckDB made over result files (campaign.results.points)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
     median = 0.5 * (sorted_t[starts + (counts - 1) // 2] + sorted_t[starts + counts // 2])
     ranks = np.empty_like(counts)
     coverage = np.empty(len(counts), dtype=float)
@@ -83,9 +95,7 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
         r, cov = rank_and_coverage(int(m))
         ranks[counts == m] = r
         coverage[counts == m] = cov
-    first_rows = order[starts]
-    keep = cell_cols + [c for c in ("flops", "bytes", ALLOC_COLUMN) if c in results.columns]
-    out = results.iloc[first_rows][keep].reset_index(drop=True)
+    out = points
     out["median_s"] = median
     out["ci_lo_s"] = sorted_t[starts + ranks - 1]
     out["ci_hi_s"] = sorted_t[starts + counts - ranks]
@@ -93,4 +103,4 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     out["repeats"] = counts.astype("int64")
     out["single_repeat"] = counts == 1
     # replicated points (independent jobs, analysis/replicates.py): the interval over the replicates
-    return add_between(add_cost_columns(out), results)
+    return out

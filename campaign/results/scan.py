@@ -24,7 +24,7 @@ from campaign.states import JobState
 # (campaign.replicates; null for a run planned before replicates: replicate 0) and the nodes and ranks
 # per node its run asked Slurm for (PLANNED_SCALE: what a program that does not say ran on)
 PLANNED_SCALE = ("planned_nodes", "planned_ranks_per_node")
-_LEDGER = ("campaign", "state", "alloc_cpus", "overlap", "replicate", *PLANNED_SCALE, "attempt")
+LEDGER = ("campaign", "state", "alloc_cpus", "overlap", "replicate", *PLANNED_SCALE, "attempt")
 
 
 def shape(given: dict[str, Any], nodes: Any, per_node: Any) -> dict[str, Any]:
@@ -54,7 +54,7 @@ def shape(given: dict[str, Any], nodes: Any, per_node: Any) -> dict[str, Any]:
 def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: RowFilter | None,
              root: Path | None) -> tuple[list[tuple[Path, str]], list[int], list[tuple[Any, ...]]]:
     """The files holding the selected attempts' rows (path, recorded hash;
-    each once, oldest first), the attempts' ids and their ledger values (_LEDGER)."""
+    each once, oldest first), the attempts' ids and their ledger values (LEDGER)."""
     stmt = (select(ResultFile.path, ResultFile.sha256, ResultFile.campaign_id, Campaign.workdir, ResultFile.attempt_id,
                    Campaign.name,
                    type_coerce(JobAttempt.state, String), JobAttempt.alloc_cpus, JobAttempt.overlap,
@@ -96,7 +96,7 @@ def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None,
     paths, ids, values = pointers(s, campaign, usable_only, where, root)
     last = "extra" if all_extras else "params"
     columns = [*EXPORT_COLUMNS, "source", last]
-    ledger = _LEDGER if attempt else _LEDGER[:-1]
+    ledger = LEDGER if attempt else LEDGER[:-1]
     scale = [] if all_extras else list(SCALE_COLUMNS)
     names = [*EXPORT_COLUMNS, "source", *ledger, "_extra" if all_extras else "params", *scale]
     if not paths:
