@@ -74,13 +74,14 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
         con.execute(f"""
             CREATE TEMP TABLE reps AS
             SELECT {key}, coalesce(a.campaign, '') AS campaign, coalesce(a.replicate, 0) AS replicate,
-                   list_sort(list(f.time_s)) AS times,
-                   min((f.time_s, f.file_index, f.file_row_number)) AS first_key,
+                   list_sort(list(t)) AS times, list_sort(list(t) FILTER (NOT isnan(t))) AS measured,
+                   min((t, f.file_index, f.file_row_number)) AS first_key,
                    arg_min({{'flops': f.flops, 'bytes': f.bytes, 'alloc_cpus': a.alloc_cpus}},
-                           (f.time_s, f.file_index, f.file_row_number)) AS first,
+                           (t, f.file_index, f.file_row_number)) AS first,
                    count(a.alloc_cpus) AS n_alloc,
                    count(*) AS n_rows, bool_or({_ROW_BY_ROW}) AS row_by_row
-            FROM read_parquet($files, union_by_name = true) f JOIN attempts a USING (attempt_id)
+            FROM (SELECT *, file_index, file_row_number, coalesce(time_s, 'NaN'::DOUBLE) AS t FROM read_parquet($files, union_by_name = true)) f
+                 JOIN attempts a USING (attempt_id)
             GROUP BY ALL""", {"files": paths})
         if con.sql("SELECT bool_or(row_by_row) FROM reps").fetchall()[0][0]:
             return None
@@ -89,7 +90,7 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
         points = con.sql(f"""
             SELECT {names}, arg_min(first, first_key) AS first, list_sort(flatten(list(times))) AS times
             FROM reps GROUP BY ALL ORDER BY {names}""").to_arrow_table()
-        reps = con.sql(f"""SELECT {names}, times FROM reps ORDER BY {names}, campaign, replicate""").to_arrow_table()
+        reps = con.sql(f"SELECT {names}, measured FROM reps ORDER BY {names}, campaign, replicate").to_arrow_table()
     finally:
         con.close()
     assert counts is not None
@@ -110,8 +111,8 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
     frame = add_cost_columns(frame, models)
     found = None
     if keys >= 2:
-        rep_t, rep_n = _flat(reps.column("times"))
-        rep_frame = reps.drop_columns(["times"]).to_pandas()[cols]
+        rep_t, rep_n = _flat(reps.column("measured"))  # (pandas' median skips NaN)
+        rep_frame = reps.drop_columns(["measured"]).to_pandas()[cols]
         rep_frame["median_s"] = _medians(rep_t, rep_n)
         found = between_medians(rep_frame, cols)
     return add_between(add_cost_columns(with_order_statistics(frame, sorted_t, lengths)), frame, found)
@@ -128,11 +129,14 @@ def _flat(column: Any) -> tuple[Any, Any]:
 
 
 def _medians(sorted_t: Any, counts: Any) -> Any:
-    """Each run's median, as pandas' (the middle value, or the mean of the two)."""
+    """Each run's median, as pandas' (the middle value, or the mean of the
+    two; NaN for an empty run)."""
     import numpy as np
 
     starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-    return (sorted_t[starts + (counts - 1) // 2] + sorted_t[starts + counts // 2]) / 2
+    padded = np.append(sorted_t, np.nan)  # (an empty run at the end points past the values)
+    middle = (padded[starts + np.maximum(counts - 1, 0) // 2] + padded[starts + counts // 2]) / 2
+    return np.where(counts > 0, middle, np.nan)
 
 
 __all__ = ["summary"]
