@@ -15,7 +15,7 @@ from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.costs import cost_models
 from campaign.errors import BadInputError, CampaignError, ConfigError
-from campaign.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame
+from campaign.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame, profiled
 from campaign.ledger import Campaign, Ledger
 from campaign.report_scope import Scope, no_results, resolve
 from campaign.results import points
@@ -50,7 +50,7 @@ def _inputs(led: Ledger, cluster: str | None, scope: Scope) -> tuple[Any, Any]:
     from analysis.cost_model import add_cost_columns  # lazy: pulls in pandas
 
     campaign = scope.campaigns
-    made = None if len(counters_frame(led, campaign)) else points.summary(led, campaign, cost_models(led))
+    made = None if profiled(led, campaign) else points.summary(led, campaign, cost_models(led))
     if made is not None:  # the medians aggregated by DuckDB over the files: no row in pandas
         results, left = made
     else:
