@@ -84,23 +84,38 @@ def with_order_statistics(points: pd.DataFrame, sorted_t: np.ndarray, counts: np
     """`points` (one row per point, the fastest repeat's) with the median,
     its interval and coverage, `repeats` and `single_repeat`, from each
     point's times sorted (`sorted_t`, the points' runs of `counts` one after
-    another): the one definition for the rows read here and the aggregates
-    DuckDB made over result files (campaign.results.points)."""
+    another)."""
     counts = np.asarray(counts, dtype=np.int64)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-    median = 0.5 * (sorted_t[starts + (counts - 1) // 2] + sorted_t[starts + counts // 2])
+    ranks = interval_ranks(counts)
+    return with_statistics(points, 0.5 * (sorted_t[starts + (counts - 1) // 2] + sorted_t[starts + counts // 2]),
+                           sorted_t[starts + ranks - 1], sorted_t[starts + counts - ranks], counts)
+
+
+def interval_ranks(counts: np.ndarray) -> np.ndarray:
+    """The interval's order-statistic rank r (1-based) of each count of repeats."""
     ranks = np.empty_like(counts)
+    for m in np.unique(counts):
+        ranks[counts == m] = rank_and_coverage(int(m))[0]
+    return ranks
+
+
+def with_statistics(points: pd.DataFrame, median: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                    counts: np.ndarray) -> pd.DataFrame:
+    """`points` with the median `0.5 * (x_((m+1)//2) + x_(m//2+1))` of its m
+    repeats, the interval [x_(r), x_(m-r+1)] of interval_ranks, its coverage,
+    `repeats` and `single_repeat`: the one set of summary columns, whether
+    the order statistics were taken here or by DuckDB over the result files
+    (campaign.results.points)."""
+    counts = np.asarray(counts, dtype=np.int64)
     coverage = np.empty(len(counts), dtype=float)
     for m in np.unique(counts):
-        r, cov = rank_and_coverage(int(m))
-        ranks[counts == m] = r
-        coverage[counts == m] = cov
+        coverage[counts == m] = rank_and_coverage(int(m))[1]
     out = points
     out["median_s"] = median
-    out["ci_lo_s"] = sorted_t[starts + ranks - 1]
-    out["ci_hi_s"] = sorted_t[starts + counts - ranks]
+    out["ci_lo_s"] = lo
+    out["ci_hi_s"] = hi
     out["ci_coverage"] = coverage
     out["repeats"] = counts.astype("int64")
     out["single_repeat"] = counts == 1
-    # replicated points (independent jobs, analysis/replicates.py): the interval over the replicates
     return out

@@ -28,6 +28,7 @@ from campaign.results.query import RowFilter, statement
 _KEY = [*BASE_GROUP_COLUMNS, *(c for c in OPTIONAL_GROUP_COLUMNS if c not in SCALE_COLUMNS), "threads", "n"]
 _EXPR = {"params": "coalesce(f.params, '')"}
 _FIRST = ("flops", "bytes", "alloc_cpus")  # taken from the point's fastest repeat, as summarize does
+_HUGE = 1e300  # times above it take the row path (see _aggregate)
 _ROW_BY_ROW = ("f.params LIKE '%metric=%' OR f.extra LIKE '%\"ranks\"%' OR f.extra LIKE '%\"nodes\"%'")
 
 
@@ -60,83 +61,82 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
 
     from analysis.cost_model import add_cost_columns
     from analysis.replicates import add_between, between_medians
-    from analysis.summary import with_order_statistics
+    from analysis.summary import rank_and_coverage, with_statistics
 
     attempts = pa.table({"attempt_id": pa.array(ids, pa.int64()), "campaign": pa.array(ledger["campaign"], pa.string()),
                          "alloc_cpus": pa.array(ledger["alloc_cpus"], pa.float64()),
                          "replicate": pa.array(ledger["replicate"], pa.int64())})
     key = ", ".join(f'{_EXPR.get(c, f"f.{c}")} AS "{c}"' for c in _KEY)
     names = ", ".join(f'"{c}"' for c in _KEY)
+    first = {"flops": "f.flops", "bytes": "f.bytes", "alloc_cpus": "a.alloc_cpus"}
+    spread = ", ".join(f"count({e}) AS n_{c}, min({e}) AS lo_{c}, max({e}) AS hi_{c}" for c, e in first.items())
     con = duckdb.connect()
     try:
         con.register("attempts", attempts)
-        # per point and replicate: the times sorted, the fastest row (ties: the earlier row, as a stable sort)
+        # per point and replicate: the times sorted (NaN last: the k measured ones first), each first-row
+        # column's spread, whether a row needs the row path
         con.execute(f"""
             CREATE TEMP TABLE reps AS
             SELECT {key}, coalesce(a.campaign, '') AS campaign, coalesce(a.replicate, 0) AS replicate,
-                   list_sort(list(t)) AS times, list_sort(list(t) FILTER (NOT isnan(t))) AS measured,
-                   min((t, f.file_index, f.file_row_number)) AS first_key,
-                   arg_min({{'flops': f.flops, 'bytes': f.bytes, 'alloc_cpus': a.alloc_cpus}},
-                           (t, f.file_index, f.file_row_number)) AS first,
-                   count(a.alloc_cpus) AS n_alloc,
-                   count(*) AS n_rows, bool_or({_ROW_BY_ROW}) AS row_by_row
-            FROM (SELECT *, file_index, file_row_number, coalesce(time_s, 'NaN'::DOUBLE) AS t FROM read_parquet($files, union_by_name = true)) f
+                   list_sort(list(f.t)) AS times, count(*) AS m, count(*) FILTER (NOT isnan(f.t)) AS k, {spread},
+                   max(f.t) AS top, bool_or({_ROW_BY_ROW}) AS row_by_row
+            FROM (SELECT *, coalesce(time_s, 'NaN'::DOUBLE) AS t FROM read_parquet($files, union_by_name = true)) f
                  JOIN attempts a USING (attempt_id)
             GROUP BY ALL""", {"files": paths})
-        if con.sql("SELECT bool_or(row_by_row) FROM reps").fetchall()[0][0]:
+        # (beyond HUGE, 0.5 * (a + b) overflows where the row path's arithmetic might not: the row path)
+        (row_by_row, top, n_alloc, n_rows, keys), = con.sql(
+            "SELECT bool_or(row_by_row), max(top), sum(n_alloc_cpus), sum(m), count(DISTINCT (campaign, replicate)) "
+            "FROM reps").fetchall()
+        if row_by_row or not top < _HUGE:
             return None
-        counts = con.sql("SELECT sum(n_alloc), sum(n_rows), "
-                         "count(DISTINCT (campaign, replicate)) FROM reps").fetchall()[0]
-        points = con.sql(f"""
-            SELECT {names}, arg_min(first, first_key) AS first, list_sort(flatten(list(times))) AS times
-            FROM reps GROUP BY ALL ORDER BY {names}""").to_arrow_table()
-        reps = con.sql(f"SELECT {names}, measured FROM reps ORDER BY {names}, campaign, replicate").to_arrow_table()
+        sums = ", ".join(f"sum(n_{c}) AS n_{c}, min(lo_{c}) AS lo_{c}, max(hi_{c}) AS hi_{c}" for c in first)
+        con.execute(f"CREATE TEMP TABLE pts AS SELECT {names}, list_sort(flatten(list(times))) AS t, "
+                    f"sum(m)::BIGINT AS m, {sums} FROM reps GROUP BY ALL")
+        counts = [m for (m,) in con.sql("SELECT DISTINCT m FROM pts").fetchall()]
+        con.register("ranks", pa.table({"m": pa.array(counts, pa.int64()),
+                                        "r": pa.array([rank_and_coverage(m)[0] for m in counts], pa.int64())}))
+        # each first-row column where it is one value over the point (or none): that value; else the row path's
+        # fastest repeat, by DuckDB (_fastest)
+        same = " AND ".join(f"(n_{c} = 0 OR (n_{c} = m AND lo_{c} = hi_{c} AND lo_{c} <> 0))" for c in first)
+        made = con.sql(f"""
+            SELECT {names}, (t[(m - 1) // 2 + 1] + t[m // 2 + 1]) * 0.5 AS median_s, t[r] AS lo, t[m - r + 1] AS hi,
+                   m, {", ".join(f"lo_{c} AS {c}" for c in first)}, {same} AS same
+            FROM pts JOIN ranks USING (m) ORDER BY {names}""").to_arrow_table().to_pandas()
+        if not made.pop("same").all():
+            made = made.assign(**_fastest(con, paths, key, names))
+        reps = None
+        if keys >= 2:  # replicates: each one's median as pandas' (the middle value, or the mean of the two)
+            reps = con.sql(f"""
+                SELECT {names}, CASE WHEN k = 0 THEN 'NaN'::DOUBLE WHEN k % 2 = 1 THEN times[k // 2 + 1]
+                                     ELSE (times[k // 2] + times[k // 2 + 1]) / 2 END AS median_s
+                FROM reps ORDER BY {names}, campaign, replicate""").to_arrow_table().to_pandas()
     finally:
         con.close()
-    assert counts is not None
-    n_alloc, n_rows, keys = counts
-    sorted_t, lengths = _flat(points.column("times"))
-    first = points.column("first").combine_chunks()
-    frame = points.drop_columns(["times", "first"]).to_pandas()
+    median, lo, hi, m = (made.pop(c).to_numpy() for c in ("median_s", "lo", "hi", "m"))
+    frame = made
     for name in ("dtype", "d"):  # a column no row has is absent, as the row read leaves it (latest_frame)
         if frame[name].isna().all():
             frame = frame.drop(columns=name)
-    for name in _FIRST:  # flops and bytes always (the cost columns), the allocation where recorded
-        values = first.field(name).to_numpy(zero_copy_only=False).astype(float)
-        if name != "alloc_cpus":
-            frame[name] = values
-        elif n_alloc:
-            frame[name] = values if n_alloc < n_rows else values.astype("int64")
+    frame["flops"], frame["bytes"] = (frame[c].astype(float) for c in ("flops", "bytes"))
+    alloc = frame.pop("alloc_cpus").astype(float)
+    if n_alloc:  # the allocation where recorded; whole numbers where every row has one
+        frame["alloc_cpus"] = alloc if n_alloc < n_rows else alloc.astype("int64")
     cols = [c for c in _KEY if c in frame.columns]
     frame = add_cost_columns(frame, models)
-    found = None
-    if keys >= 2:
-        rep_t, rep_n = _flat(reps.column("measured"))  # (pandas' median skips NaN)
-        rep_frame = reps.drop_columns(["measured"]).to_pandas()[cols]
-        rep_frame["median_s"] = _medians(rep_t, rep_n)
-        found = between_medians(rep_frame, cols)
-    return add_between(add_cost_columns(with_order_statistics(frame, sorted_t, lengths)), frame, found)
+    found = None if reps is None else between_medians(reps[cols + ["median_s"]], cols)
+    return add_between(add_cost_columns(with_statistics(frame, median, lo, hi, m)), frame, found)
 
 
-def _flat(column: Any) -> tuple[Any, Any]:
-    """A list column's values (float64) and each list's length."""
-    import numpy as np
-
-    lists = column.combine_chunks()
-    values = lists.flatten().to_numpy(zero_copy_only=False).astype(float)
-    offsets = lists.offsets.to_numpy()
-    return values, np.diff(offsets).astype(np.int64)
-
-
-def _medians(sorted_t: Any, counts: Any) -> Any:
-    """Each run's median, as pandas' (the middle value, or the mean of the
-    two; NaN for an empty run)."""
-    import numpy as np
-
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-    padded = np.append(sorted_t, np.nan)  # (an empty run at the end points past the values)
-    middle = (padded[starts + np.maximum(counts - 1, 0) // 2] + padded[starts + counts // 2]) / 2
-    return np.where(counts > 0, middle, np.nan)
+def _fastest(con: Any, paths: list[str], key: str, names: str) -> Any:
+    """Each point's flops, bytes and allocation from its fastest repeat (ties:
+    the earlier row, as the row path's stable sort), in the points' order."""
+    first = con.sql(f"""
+        SELECT {names}, arg_min({{'flops': f.flops, 'bytes': f.bytes, 'alloc_cpus': a.alloc_cpus}},
+                                (f.t, f.file_index, f.file_row_number)) AS first
+        FROM (SELECT *, file_index, file_row_number, coalesce(time_s, 'NaN'::DOUBLE) AS t
+              FROM read_parquet($files, union_by_name = true)) f JOIN attempts a USING (attempt_id)
+        GROUP BY ALL ORDER BY {names}""", params={"files": paths}).to_arrow_table().column("first").combine_chunks()
+    return {name: first.field(name).to_numpy(zero_copy_only=False) for name in ("flops", "bytes", "alloc_cpus")}
 
 
 __all__ = ["summary"]
