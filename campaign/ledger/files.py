@@ -26,6 +26,7 @@ import ctypes
 import hashlib
 import json
 import os
+import secrets
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -34,103 +35,161 @@ from pathlib import Path
 from typing import Any
 
 from campaign.errors import LedgerError
-from campaign.ledger.result_schema import COLUMNS, SCHEMA_VERSION, STORED, arrow_schema
+from campaign.ledger.result_schema import SCHEMA_VERSION, STORED, arrow_schema
 
 RESULTS = "results"  # the subfolder of a campaign's folder holding its result files
 SWEEP_AGE_S = 3600  # an unreferenced file younger than this may be a sync's between rename and commit
 _TMP = ".tmp-"
+_MARK = ".writing-"  # a writer's marker (write_many): its files may lack pointers until it commits
 
 
 @dataclass
 class LedgerColumns:
-    """One attempt's (or one import's) rows as columns: `values` by stored
-    column name (a missing column is NULL), and the `extra` object of each row
-    either as columns (`extras`, None where a row lacks the key) or as each
-    row's dict (`extra_rows`)."""
+    """One attempt's (or one import's) rows as columns: `values`, the stored
+    columns by name (lists, or an Arrow table: the checked columns of a
+    job's CSV stay Arrow; a missing column is NULL), `consts` the stored
+    columns of one value in every row (an attempt's id, job ID, cluster;
+    `params`, also a key of the extra object), and the `extra` object of
+    each row either as text columns (`extras`, lists or an Arrow table, None
+    where a row lacks the key) or as each row's dict (`extra_rows`)."""
 
     length: int
-    values: dict[str, list[Any]]
-    extras: dict[str, list[Any]] = field(default_factory=dict)
+    values: Any
+    extras: Any = field(default_factory=dict)
     extra_rows: list[dict[str, Any] | None] | None = None
+    consts: dict[str, Any] = field(default_factory=dict)
 
     def extra_dicts(self) -> list[dict[str, Any] | None]:
         if self.extra_rows is not None:
             return self.extra_rows
+        extras = {k: list(v) for k, v in _columns(self.extras).items()}
+        if "params" in self.consts:
+            extras["params"] = [self.consts["params"]] * self.length
         out: list[dict[str, Any] | None] = []
         for i in range(self.length):
-            row = {k: v[i] for k, v in self.extras.items() if v[i] is not None}
+            row = {k: v[i] for k, v in extras.items() if v[i] is not None}
             out.append(row or None)
         return out
 
-    def dicts(self) -> list[dict[str, Any]]:
-        names = list(self.values)
-        rows = [dict(zip(names, cells)) for cells in zip(*self.values.values())]
-        for row, extra in zip(rows, self.extra_dicts()):
-            row["extra"] = extra
-        return rows
-
     @staticmethod
     def joined(blocks: Sequence[LedgerColumns]) -> LedgerColumns:
-        """Several attempts' rows as one set of columns (one ingest batch's file)."""
-        if len(blocks) == 1:
-            return blocks[0]
-        names = {name for b in blocks for name in b.values}
-        values = {name: [v for b in blocks for v in (b.values.get(name) or [None] * b.length)] for name in names}
-        if any(b.extra_rows is not None for b in blocks):
-            extras = [e for b in blocks for e in b.extra_dicts()]
-            return LedgerColumns(sum(b.length for b in blocks), values, extra_rows=extras)
-        keys = list(dict.fromkeys(k for b in blocks for k in b.extras))
-        return LedgerColumns(sum(b.length for b in blocks), values,
-                             {k: [v for b in blocks for v in (b.extras.get(k) or [None] * b.length)] for k in keys})
+        """Several attempts' rows as one Arrow table of values and one of
+        extras (one ingest batch's file): the blocks' tables concatenated,
+        each constant one array of the blocks' values taken by row."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        types = {f.name: f.type for f in arrow_schema()}
+        length = sum(b.length for b in blocks)
+        block_of_row = pa.array(np.repeat(np.arange(len(blocks), dtype=np.int64), [b.length for b in blocks]))
+        consts = {k: pa.array([b.consts.get(k) for b in blocks], types[k]).take(block_of_row)
+                  for k in dict.fromkeys(k for b in blocks for k in b.consts)}
+        values = _concat([_table(b.values, b.length, types) for b in blocks])
+        for name in values.column_names:  # NaN is a missing value in a result file, as pandas reads it
+            if pa.types.is_floating(values[name].type):
+                column = values[name]
+                values = values.set_column(values.column_names.index(name), name,
+                                           pc.if_else(pc.is_nan(column), pa.scalar(None, column.type), column))
+        for name, column in consts.items():
+            if name == "params":
+                continue
+            have = name in values.column_names
+            merged = pc.coalesce(values[name], column) if have else column
+            values = values.set_column(values.column_names.index(name), name, merged) if have else \
+                values.append_column(name, merged)
+        if any(b.extra_rows is not None or not _textual(b.extras) for b in blocks):
+            return LedgerColumns(length, values, extra_rows=[e for b in blocks for e in b.extra_dicts()])
+        extras = _concat([_table(b.extras, b.length, {}) for b in blocks])
+        if "params" in consts:
+            own = extras["params"] if "params" in extras.column_names else None
+            merged = consts["params"] if own is None else pc.coalesce(own, consts["params"])
+            extras = extras.drop_columns(["params"]).append_column("params", merged) if own is not None else \
+                extras.append_column("params", merged)
+        return LedgerColumns(length, values, extras)
 
     def table(self) -> Any:
         """The rows as an Arrow table of the stored schema."""
         import pyarrow as pa
 
-        objects = _json_objects(self.extras, self.length) if self.extra_rows is None else None
-        extras = self.extra_dicts() if objects is None else []
-        cols: dict[str, Any] = {}
-        for col in COLUMNS:
-            if col.name == "extra":
-                values: Any = objects if objects is not None else [json.dumps(e) if e else None for e in extras]
-            elif col.name == "params" and objects is not None:
-                values = self.extras.get("params") or [None] * self.length
-            elif col.name == "params":
-                values = [None if e is None or e.get("params") is None else str(e["params"]) for e in extras]
-            else:
-                values = self.values.get(col.name) or [None] * self.length
-            cols[col.name] = values
+        whole = LedgerColumns.joined([self])
+        n = whole.length
+        cols = {k: whole.values[k] for k in whole.values.column_names}
+        if whole.extra_rows is not None:  # each row's object as JSON text (json.dumps: numbers keep their type)
+            extras = whole.extra_rows
+            cols["extra"] = pa.array([json.dumps(e) if e else None for e in extras], pa.string())
+            cols["params"] = pa.array([None if e is None or e.get("params") is None else str(e["params"])
+                                       for e in extras], pa.string())
+        else:
+            cols["extras"] = _text_maps(whole.extras)
+            if "params" in whole.extras.column_names:
+                cols["params"] = whole.extras["params"]
         schema = arrow_schema()
-        return pa.table([cols[f.name] if isinstance(cols[f.name], pa.Array) else
-                         pa.array(cols[f.name], type=f.type, from_pandas=True) for f in schema], schema=schema)
+        return pa.table([cols.get(f.name, pa.nulls(n, f.type)) for f in schema], schema=schema)
 
 
-def _json_objects(extras: dict[str, list[Any]], length: int) -> Any:
-    """Each row's extra object as JSON text, built a column at a time
-    (pyarrow.compute): `{"key": "text", ...}` with the row's non-null keys,
-    NULL for a row of none. None where a value is no text or holds a control
-    character: the caller then writes each row with json.dumps."""
+_ROWS = "__rows"  # the column of a table of none (it keeps the row count)
+
+
+def _columns(table: Any) -> dict[str, Any]:
+    """A table's columns as lists (dict of lists or an Arrow table)."""
+    if isinstance(table, dict):
+        return table
+    return {k: table[k].to_pylist() for k in table.column_names if k != _ROWS}
+
+
+def _table(columns: Any, length: int, types: dict[str, Any]) -> Any:
+    """Columns (an Arrow table, or lists by name, typed by `types`, else text) as an Arrow table."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    pieces = []
-    for name, values in extras.items():
+    if not isinstance(columns, dict):
+        return columns
+    out = {k: pa.array(v, types.get(k, pa.string()), from_pandas=True) for k, v in columns.items()}
+    return pa.table(out) if out else pa.table({_ROWS: pa.nulls(length)})
+
+
+def _concat(tables: list[Any]) -> Any:
+    import pyarrow as pa
+
+    whole = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+    return whole.drop_columns([_ROWS]) if _ROWS in whole.column_names else whole
+
+
+def _textual(extras: Any) -> bool:
+    """Every extra column text (a list of numbers keeps its JSON type through json.dumps)."""
+    import pyarrow as pa
+
+    if not isinstance(extras, dict):
+        return all(t in (pa.string(), pa.null()) for t in extras.schema.types)
+    for values in extras.values():
         try:
-            text = pa.array(values)
+            kind = pa.array(values).type
         except (pa.ArrowTypeError, pa.ArrowInvalid):
-            return None
-        if text.type not in (pa.string(), pa.null()):
-            return None  # numbers keep their JSON type through json.dumps
-        text = text.cast(pa.string())
-        if pc.any(pc.match_substring_regex(text, "[\x00-\x1f]")).as_py():
-            return None
-        text = pc.replace_substring(pc.replace_substring(text, "\\", "\\\\"), '"', '\\"')
-        pieces.append(pc.fill_null(pc.binary_join_element_wise(f', {json.dumps(name)}: "', text, '"', ""), ""))
-    if not pieces:
-        return pa.nulls(length, pa.string())
-    body = pc.utf8_slice_codeunits(pc.binary_join_element_wise(*pieces, ""), 2)  # (each piece starts with ", ")
-    return pc.if_else(pc.equal(body, ""), pa.scalar(None, pa.string()),
-                      pc.binary_join_element_wise("{", body, "}", ""))
+            return False
+        if kind not in (pa.string(), pa.null()):
+            return False
+    return True
+
+
+def _text_maps(extras: Any) -> Any:
+    """Each row's extra object of text as a MAP of its non-null keys (in
+    column order; NULL for a row of none): the `extras` column, built a
+    column at a time."""
+    import numpy as np
+    import pyarrow as pa
+
+    rows = extras.num_rows
+    kind = pa.map_(pa.string(), pa.string())
+    if not extras.num_columns:
+        return pa.nulls(rows, kind)
+    arrays = [extras[k].combine_chunks().cast(pa.string()) for k in extras.column_names]
+    present = np.stack([a.is_valid().to_numpy(zero_copy_only=False) for a in arrays], axis=1)
+    row, col = np.nonzero(present)  # row by row, in column order
+    counts = present.sum(axis=1)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32), mask=np.append(counts == 0, False))
+    keys = pa.array(extras.column_names, pa.string()).take(pa.array(col))
+    items = pa.concat_arrays(arrays).take(pa.array(col.astype(np.int64) * rows + row))
+    return pa.MapArray.from_arrays(offsets, keys, items, type=kind)
 
 
 @dataclass(frozen=True)
@@ -180,16 +239,20 @@ def write(home: Path, stem: str, table: Any) -> Pointer:
     return write_many([(home, stem, table)])[0]
 
 
-def write_many(items: Sequence[tuple[Path, str, Any]]) -> list[Pointer]:
+def write_many(items: Sequence[tuple[Path, str, Any]], marks: list[Path] | None = None) -> list[Pointer]:
     """Each table as the immutable file `home/results/<stem>-<hash>.parquet`
     (pointer path `results/<stem>-<hash>.parquet`): written whole under a
     temporary name, made durable, renamed, the renames made durable. Durable
     once per batch, not per file: one syncfs(2) of each filesystem written
-    (Linux), else an fsync of every file and folder."""
+    (Linux), else an fsync of every file and folder. Each folder written
+    first gets a marker (`sweep` looks only where one is); `marks` collects
+    them for the caller to `unmark` once its pointers are committed (else
+    they stay, and the folder is swept until they are old)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     staged, pointers = [], []
+    folders: dict[Path, Path] = {}
     for home, stem, table in items:
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd")
@@ -197,17 +260,31 @@ def write_many(items: Sequence[tuple[Path, str, Any]]) -> list[Pointer]:
         digest = hashlib.sha256(data).hexdigest()
         name = f"{stem}-{digest[:16]}.parquet"
         folder = home / RESULTS
-        folder.mkdir(parents=True, exist_ok=True)
+        if folder not in folders:
+            folder.mkdir(parents=True, exist_ok=True)
+            folders[folder] = folder / f"{_MARK}{os.getpid()}-{secrets.token_hex(8)}"
+            folders[folder].touch()
         tmp = folder / f"{_TMP}{os.getpid()}-{name}"
         with open(tmp, "wb") as f:
             f.write(data)
         staged.append((tmp, folder / name))
         pointers.append(Pointer(f"{RESULTS}/{name}", digest, table.num_rows))
+    if marks is not None:
+        marks += folders.values()
     _durable([tmp for tmp, _ in staged])
     for tmp, final in staged:
         os.replace(tmp, final)
-    _durable(sorted({final.parent for _, final in staged}))
+    _durable(sorted(folders))
     return pointers
+
+
+def unmark(marks: Sequence[Path]) -> None:
+    """Remove write_many's markers: their files' pointers are committed."""
+    for mark in marks:
+        try:
+            mark.unlink()
+        except OSError:
+            continue
 
 
 def _durable(paths: Sequence[Path]) -> None:
@@ -269,19 +346,37 @@ def read(paths: Sequence[str], columns: Sequence[str], cluster: str | None = Non
 
     present = [c for c in columns if c in STORED]
     keys = [k for k in from_extra if k.isidentifier()]  # names of ours (SQL text is built from them)
-    select = ", ".join([*(f'"{c}"' for c in present),
-                        *(f"json_extract_string(\"extra\", '$.{k}') AS \"{k}\"" for k in keys), "file_index"])
+    select = ", ".join([*(f'{EXTRA_SQL} AS "extra"' if c == "extra" else f'"{c}"' for c in present),
+                        *(f"coalesce(extras['{k}'], json_extract_string(\"extra\", '$.{k}')) AS \"{k}\""
+                          for k in keys), "file_index"])
     where = " WHERE cluster = $cluster" if cluster else ""
     con = duckdb.connect()
     try:
         params: dict[str, Any] = {"files": list(paths)}
         if cluster:
             params["cluster"] = cluster
-        # union_by_name: a file written before a column was added lacks it (NULL)
-        return con.sql(f"SELECT {select} FROM read_parquet($files, union_by_name = true){where}",
+        # union_by_name: a file written before a column was added lacks it (NULL); so may all of them
+        # lack `extras` (schema 1), which the empty second part of the union always gives
+        return con.sql(f"SELECT {select} FROM (SELECT *, file_index FROM read_parquet($files, union_by_name = true) "
+                       f"UNION ALL BY NAME SELECT NULL::{_MAP_SQL} AS extras WHERE false){where}",
                        params=params).to_arrow_table()
     finally:
         con.close()
+
+
+_MAP_SQL = "MAP(VARCHAR, VARCHAR)"
+# a row's extra object as JSON text, whichever column of a file holds it
+EXTRA_SQL = "coalesce(CASE WHEN cardinality(extras) > 0 THEN to_json(extras)::VARCHAR END, \"extra\")"
+
+
+def unsettled(place: Path) -> bool:
+    """A marker or a temporary file in the place's `results/`: a writer
+    may have left files there that no pointer names (what `sweep` is for)."""
+    try:
+        with os.scandir(place / RESULTS) as entries:
+            return any(e.name.startswith((_MARK, _TMP)) for e in entries)
+    except OSError:
+        return False
 
 
 def sweep(places: Sequence[Path], referenced: set[Path], superseded: Callable[[Path], bool],
@@ -291,21 +386,35 @@ def sweep(places: Sequence[Path], referenced: set[Path], superseded: Callable[[P
     holds elsewhere (a sync killed between the rename and its commit, whose
     attempts a later sync stored again), once older than `older_than_s`. A
     campaign's folder may be shared by copies of the ledger: a file another
-    copy points to is never superseded here. Returns what was removed."""
+    copy points to is never superseded here. The markers of writers gone
+    that long go too, once nothing younger is left to decide. Returns what
+    was removed."""
     cutoff = time.time() - older_than_s
     removed = []
     for place in places:
         folder = place / RESULTS
         if not folder.is_dir():
             continue
+        marks, undecided = [], False
         for path in folder.iterdir():
+            if path.name.startswith(_MARK):
+                marks.append(path)
             if not path.name.endswith(".parquet") or path in referenced:
                 continue
             try:
-                if path.stat().st_mtime >= cutoff or not (path.name.startswith(_TMP) or superseded(path)):
+                if path.stat().st_mtime >= cutoff:
+                    undecided = True
+                    continue
+                if not (path.name.startswith(_TMP) or superseded(path)):
                     continue
                 path.unlink()
                 removed.append(path)
+            except OSError:
+                continue
+        for mark in marks if not undecided else []:
+            try:
+                if mark.stat().st_mtime < cutoff:
+                    mark.unlink()
             except OSError:
                 continue
     return removed

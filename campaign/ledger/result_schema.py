@@ -13,7 +13,8 @@ from typing import Any
 
 from analysis.columns import BY_NAME, RESULT_SCHEMA, STORED_COLUMNS, Column, doc_tables
 
-SCHEMA_VERSION = 1  # of the Parquet files; recorded in each pointer (ledger: result_file.schema_version)
+SCHEMA_VERSION = 2  # of the Parquet files; recorded in each pointer (ledger: result_file.schema_version).
+# 2: the extra objects of text as the MAP column `extras` (1: every one JSON text in `extra`)
 COLUMNS: tuple[Column, ...] = tuple(c for c in RESULT_SCHEMA if c.where == "file")
 STORED: tuple[str, ...] = STORED_COLUMNS
 # the measured columns (what `campaign results` and the analysis read of each row)
@@ -25,7 +26,8 @@ def arrow_schema() -> Any:
     """The Arrow schema of a result file (pyarrow imported here: `status` never needs it)."""
     import pyarrow as pa
 
-    return pa.schema([pa.field(c.name, getattr(pa, _ARROW[c.kind])()) for c in COLUMNS],
+    kinds = {**{k: getattr(pa, v)() for k, v in _ARROW.items()}, "map": pa.map_(pa.string(), pa.string())}
+    return pa.schema([pa.field(c.name, kinds[c.kind]) for c in COLUMNS],
                      metadata={"campaign.ledger.result_schema": str(SCHEMA_VERSION)})
 
 

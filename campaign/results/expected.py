@@ -154,3 +154,94 @@ def check_failure(table: ResultColumns, want: Expected) -> str | None:
         if (want.check or math.isinf(err)) and not err <= tol:  # NaN and inf are above every tolerance
             return f"rel_err {err:.3g} > {tol:g} at n={ns[i]} ({dtype})"
     return None
+
+
+def settled(table: Any, sizes: list[int], wants: list[Expected]) -> list[bool]:
+    """The files of a pooled table (`table`: their rows one after the other,
+    `sizes` rows each; campaign.results.columnar.Pool) whose rows are surely
+    their run's own, all of its n and within its check: what `foreign`,
+    the n-sweep and `check_failure` would accept, decided over the whole
+    table at once. False is "judge it alone" (those functions then name
+    the reason), never a verdict."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    files = len(sizes)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    of_row = np.repeat(np.arange(files, dtype=np.int64), sizes)
+    names = set(table.column_names)
+    flagged = np.zeros(files, dtype=bool)
+    suspect = np.zeros(len(of_row), dtype=bool)
+    for what in ("kernel", "impl", "variant", "device", "dtype", "d", "threads"):
+        own = [getattr(w, what) for w in wants]
+        planned = np.array([v is not None for v in own])
+        if not planned.any():
+            continue
+        if what not in names:
+            flagged |= planned
+            continue
+        try:
+            expected = pa.array(own, table[what].type).take(pa.array(of_row))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return [False] * files
+        differs = pc.and_(pc.is_valid(expected), pc.fill_null(pc.not_equal(table[what], expected), True))
+        suspect |= differs.to_numpy(zero_copy_only=False)
+    for name in SCALE_COLUMNS:  # one launch, one world: every row the same count, the planned one
+        if name in names:
+            count = pc.fill_null(pc.cast(table[name], pa.int64()), 1).to_numpy()
+            low, high = np.minimum.reduceat(count, starts), np.maximum.reduceat(count, starts)
+            own = [{"ranks": w.ranks, "nodes": w.nodes}[name] for w in wants]
+            planned = np.array([v is not None for v in own])
+            flagged |= (low != high) | (planned & (low != np.array([v or 0 for v in own])))
+    for f, want in enumerate(wants):  # a column named like a run's argument: compared alone
+        flagged[f] |= any("," not in value and (name in names or name.replace("-", "_") in names)
+                          for name, value in want.extra_args)
+    _sweep_flags(table, files, of_row, wants, flagged, suspect)
+    suspect |= _check_flags(table, of_row, wants)
+    flagged |= np.logical_or.reduceat(suspect, starts)
+    return (~flagged).tolist()
+
+
+_N_BITS = 44  # a row's (file, n) as one integer: n below 2**44
+
+
+def _sweep_flags(table: Any, files: int, of_row: Any, wants: list[Expected], flagged: Any, suspect: Any) -> None:
+    """Files with an n outside the run's sweep, or lacking one of it."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    n = pc.fill_null(table["n"], 0).to_numpy()
+    big = (n <= 0) | (n >= 2**_N_BITS)
+    flagged[of_row[big]] = True
+    keys = (of_row << _N_BITS) | np.where(big, 0, n)
+    own = []
+    for f, want in enumerate(wants):
+        if all(0 < v < 2**_N_BITS for v in want.n):
+            own += [(f << _N_BITS) | v for v in set(want.n)]
+        else:
+            flagged[f] = True
+    own_keys = np.array(own, dtype=np.int64)
+    suspect |= ~np.isin(keys, own_keys)
+    flagged[(own_keys[~np.isin(own_keys, keys)] >> _N_BITS)] = True
+
+
+def _check_flags(table: Any, of_row: Any, wants: list[Expected]) -> Any:
+    """Rows `check_failure` would name: rel_err missing under --check,
+    negative, or (under --check, or infinite) not within its dtype's tolerance."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows = len(of_row)
+    err = table["rel_err"] if "rel_err" in table.column_names else pa.nulls(rows, pa.float64())
+    dtype = table["dtype"] if "dtype" in table.column_names else pa.nulls(rows, pa.string())
+    kinds = pc.unique(dtype)
+    limits = np.array([TOLERANCE.get(k or "fp32", 1e-4) for k in kinds.to_pylist()])
+    tol = limits[pc.index_in(dtype, value_set=kinds).to_numpy(zero_copy_only=False).astype(np.int64)]
+    missing = err.is_null().to_numpy(zero_copy_only=False)
+    value = pc.fill_null(err, 0.0).to_numpy()
+    check = np.array([w.check for w in wants], dtype=bool)[of_row]
+    with np.errstate(invalid="ignore"):
+        broken = (value < 0) | ((check | np.isinf(value)) & ~(value <= tol))
+    return (missing & check) | (~missing & broken)

@@ -32,8 +32,8 @@ from analysis.columns import KERNEL_COLUMNS, REQUIRED_COLUMNS, RULE_COLUMNS, SCA
 from campaign.errors import ImportError_, one_line
 from campaign.job.fom import CHECK_SUFFIX, LOST_SUFFIX
 from campaign.results.cells import CONTROL, cell, check_row, scale_cell
-from campaign.results.columnar import ResultColumns, fast_records, fast_texts
-from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign
+from campaign.results.columnar import ResultColumns, fast_records, fast_texts, pools
+from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign, settled
 from campaign.results.keys import natural_key
 from campaign.states import JobState
 
@@ -205,7 +205,7 @@ def _regular_bytes(path: Path) -> bytes | None:
 def classify_stream(items: Iterable[tuple[Path, Expected]], window: int = CLASSIFY_WINDOW,
                     chars: int = POOL_CHARS) -> Iterator[Outcome]:
     """`classify_output` of each item, in order. The rules are applied to the
-    rows of a pool of CSVs together (columnar.fast_texts): at most `window`
+    rows of a pool of CSVs together (columnar.pools): at most `window`
     files or `chars` characters of their text, each file then judged alone.
     Only one pool's rows are alive at a time, so a caller that bounds its
     batches (campaign.sync) bounds its memory by choosing `chars`. Never raises."""
@@ -232,18 +232,21 @@ def classify_stream(items: Iterable[tuple[Path, Expected]], window: int = CLASSI
         yield from (o for o in outcomes if o is not None)
 
 
-def classify_outputs(items: Sequence[tuple[Path, Expected]]) -> list[Outcome]:
-    """`classify_output` of many finished jobs, their rules applied together (classify_stream)."""
-    return list(classify_stream(items))
-
-
 def _judge_pool(items: Sequence[tuple[Path, Expected]], texts: list[tuple[int, str]],
                 outcomes: list[Outcome | None]) -> None:
-    found = dict(zip((i for i, _ in texts), fast_texts([text for _, text in texts], KERNEL_COLUMNS, JUDGED_COLUMNS)))
+    """Each text's outcome: a file the rules accepted and the pooled
+    judgement settled (campaign.results.expected.settled) keeps its Arrow
+    rows; any other is judged alone."""
+    found: dict[int, tuple[ResultColumns | None, bool]] = {}
+    for pool in pools([text for _, text in texts], KERNEL_COLUMNS, JUDGED_COLUMNS):
+        members = [texts[m][0] for m in pool.members]
+        own = settled(pool.table, pool.sizes, [items[i][1] for i in members])
+        found.update((i, (pool.part(k), own[k])) for k, i in enumerate(members))
     for i, text in texts:
         path, want = items[i]
+        table, fine = found.get(i, (None, False))
         try:
-            outcomes[i] = _outcome(path, want, text, found.get(i))
+            outcomes[i] = _outcome(path, want, text, table, fine and table is not None)
         except Exception as exc:
             outcomes[i] = Outcome(JobState.LOST_OUTPUT, reason=f"unreadable output: {one_line(exc, 200)}")
 
@@ -270,8 +273,10 @@ def _classify(path: Path, want: Expected) -> Outcome:
     return text if isinstance(text, Outcome) else _outcome(path, want, text, None)
 
 
-def _outcome(path: Path, want: Expected, text: str, table: ResultColumns | None) -> Outcome:
-    """The outcome of a job's CSV text (`table`: its rows, when the rules already accepted them)."""
+def _outcome(path: Path, want: Expected, text: str, table: ResultColumns | None, fine: bool = False) -> Outcome:
+    """The outcome of a job's CSV text (`table`: its rows, when the rules
+    already accepted them; `fine`: they are the run's own, its whole sweep
+    and within its check)."""
     try:
         if table is None:
             table = parse_columns(text, KERNEL_COLUMNS, path.name, JUDGED_COLUMNS)
@@ -279,7 +284,7 @@ def _outcome(path: Path, want: Expected, text: str, table: ResultColumns | None)
         return Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {one_line(exc, 200)}")
     if not len(table):
         return Outcome(JobState.LOST_OUTPUT, reason="output has no rows")
-    judged = _judge(table, want)
+    judged = Outcome(JobState.COMPLETED, table) if fine else _judge(table, want)
     sanity = _verdict(path, CHECK_SUFFIX) if judged.state == JobState.COMPLETED else None
     return Outcome(JobState.CHECK_FAILED, judged.table, reason=sanity) if sanity else judged
 

@@ -89,7 +89,7 @@ def test_an_optional_column_empty_in_every_row_is_absent(tmp_path: Path) -> None
     without the column (the run's planned d is not contradicted), and so does
     an analysis input whose optional columns hold nothing."""
     from analysis.schema import validate_results
-    from campaign.results.reader import Expected, classify_output, classify_outputs
+    from campaign.results.reader import Expected, classify_output, classify_stream
     from campaign.states import JobState
 
     want = Expected((64, 128), False, "fake", "fp32", d=64, threads=1)
@@ -100,7 +100,7 @@ def test_an_optional_column_empty_in_every_row_is_absent(tmp_path: Path) -> None
         path.parent.mkdir()
         path.write_text(header + "\n" + "".join(f"fake,py,ok,cpu,fp32,{n}{cell}1,0,0.5\n" for n in (64, 128)))
         outcomes.append(classify_output(path, want))
-        outcomes.append(classify_outputs([(path, want)])[0])
+        outcomes.append(next(classify_stream([(path, want)])))
     assert [o.state for o in outcomes] == [JobState.COMPLETED] * 4, [o.reason for o in outcomes]
     import pandas as pd
 
