@@ -94,10 +94,9 @@ RESULT_SCHEMA: tuple[Column, ...] = (
            "marks them", f"{_TXT} or null", where="ledger"),
     Column("source", "text", "\"job\" or the imported file", _TXT),
     Column("extra", "object", "every other column of the row, as one JSON object (params included; numbers "
-           "typed in `campaign results`); in a result file, the objects not all text (`extras` holds the others)",
-           "object"),
-    Column("extras", "map", "in a result file (schema 2), the extra object of a row whose values are all text, as "
-           "a map of text (read as `extra`)"),
+           "typed in `campaign results`)", "object"),
+    Column("extras", "map", "in a result file (schema 2): the extra object of a row whose values are all text, "
+           "as a map of text (read as `extra`, which then holds only the other rows' objects)"),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in RESULT_SCHEMA}
 # The limits of a cell's value (analysis.rules applies them): text, integers.

@@ -221,12 +221,12 @@ def _params_column(extra_args: tuple[tuple[str, str], ...], extras: dict[str, li
     return list(map(",".join, zip(*parts)))
 
 
-def _with_metric(extra_args: tuple[tuple[str, str], ...], table: ResultColumns) -> tuple[tuple[str, str], ...]:
+def _with_metric(extra_args: tuple[tuple[str, str], ...], names: list[str]) -> tuple[tuple[str, str], ...]:
     """A figure of merit's name (campaign.job.fom's `metric` column) joins the
     row's params ("iterations=200,metric=bandwidth"): a configuration's
     figures are separate groups in every view (medians, compare, reports),
     never pooled with each other."""
-    return (*extra_args, ("metric", "")) if "metric" in table.extra_names() else extra_args
+    return (*extra_args, ("metric", "")) if "metric" in names else extra_args
 
 
 # a job's file gives these; cluster, partition, job_id and source are the run's and attempt's
@@ -242,9 +242,9 @@ def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
     n = len(table)
     if n == 0:
         return LedgerColumns(0, {})
-    extra_args = _with_metric(extra_args, table)
-    consts = {"attempt_id": attempt_id, "source": "job", "cluster": cluster, "partition": partition, "job_id": job_id}
     names = table.extra_names()
+    extra_args = _with_metric(extra_args, names)
+    consts = {"attempt_id": attempt_id, "source": "job", "cluster": cluster, "partition": partition, "job_id": job_id}
     own_params = [k for k, _ in extra_args if k in names or k.replace("-", "_") in names]
     if table.arrow is not None and not (extra_args and "params" in names) and not own_params:
         if extra_args:
