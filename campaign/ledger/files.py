@@ -234,11 +234,6 @@ def locate(places: Sequence[Path], path: str) -> Path:
                       f"campaign's folder, from a backup)")
 
 
-def write(home: Path, stem: str, table: Any) -> Pointer:
-    """`table` as the immutable file `home/results/<stem>-<hash>.parquet` (`write_many`)."""
-    return write_many([(home, stem, table)])[0]
-
-
 def write_many(items: Sequence[tuple[Path, str, Any]], marks: list[Path] | None = None) -> list[Pointer]:
     """Each table as the immutable file `home/results/<stem>-<hash>.parquet`
     (pointer path `results/<stem>-<hash>.parquet`): written whole under a

@@ -85,12 +85,6 @@ class ResultColumns:
             row["extra"] = extra
         return rows
 
-    def take(self, keep: Sequence[int]) -> ResultColumns:
-        """The rows at these positions, in this order."""
-        extras = None if self.extras is None else {k: [v[i] for i in keep] for k, v in self.extras.items()}
-        extra_rows = None if self.extra_rows is None else [self.extra_rows[i] for i in keep]
-        return ResultColumns(len(keep), {k: [v[i] for i in keep] for k, v in self.columns.items()}, extras, extra_rows)
-
     @classmethod
     def from_rows(cls, rows: Sequence[dict[str, Any]]) -> ResultColumns:
         """Columns of row dicts (every row with the first row's known columns)."""
@@ -134,16 +128,6 @@ def fast_records(records: list[list[str]], required: tuple[str, ...],
     whole = [pa.array(column, pa.string()) for column in zip(*records[1:])]
     pool = _checked([0], header, whole, [len(records) - 1], required, judged)
     return pool.part(0)
-
-
-def fast_texts(texts: Sequence[str], required: tuple[str, ...],
-               judged: frozenset[str] = frozenset()) -> list[ResultColumns | None]:
-    """Each whole CSV text's rows (`pools`), or None for the per-cell reader."""
-    out: list[ResultColumns | None] = [None] * len(texts)
-    for pool in pools(texts, required, judged):
-        for k, i in enumerate(pool.members):
-            out[i] = pool.part(k)
-    return out
 
 
 def pools(texts: Sequence[str], required: tuple[str, ...], judged: frozenset[str] = frozenset()) -> list[Pool]:

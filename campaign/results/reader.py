@@ -32,7 +32,7 @@ from analysis.columns import KERNEL_COLUMNS, REQUIRED_COLUMNS, RULE_COLUMNS, SCA
 from campaign.errors import ImportError_, one_line
 from campaign.job.fom import CHECK_SUFFIX, LOST_SUFFIX
 from campaign.results.cells import CONTROL, cell, check_row, scale_cell
-from campaign.results.columnar import ResultColumns, fast_records, fast_texts, pools
+from campaign.results.columnar import ResultColumns, fast_records, pools
 from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign, settled
 from campaign.results.keys import natural_key
 from campaign.states import JobState
@@ -80,7 +80,7 @@ def parse_columns(text: str, required: tuple[str, ...], where: str,
     else the per-cell reference (`parse_rows`), whose first bad cell raises
     ImportError_ with its line and column. `judged`: float columns read as any number (their
     values judged by the caller: a job's rel_err)."""
-    table = fast_texts([text], required, judged)[0]
+    table = next((pool.part(0) for pool in pools([text], required, judged)), None)
     if table is None:  # quoted cells, carriage returns, no final newline, or a bad cell
         table = fast_records(_records(text, where), required, judged)
     return table if table is not None else ResultColumns.from_rows(parse_rows(text, required, where, judged))
