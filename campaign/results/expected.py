@@ -203,27 +203,31 @@ def settled(table: Any, sizes: list[int], wants: list[Expected]) -> list[bool]:
     return (~flagged).tolist()
 
 
-_N_BITS = 44  # a row's (file, n) as one integer: n below 2**44
-
-
 def _sweep_flags(table: Any, files: int, of_row: Any, wants: list[Expected], flagged: Any, suspect: Any) -> None:
-    """Files with an n outside the run's sweep, or lacking one of it."""
+    """Files with an n outside the run's sweep, or lacking one of it: per
+    sweep (the files of a pool share a few), each row's n looked up in it
+    and each file's found n kept as bits of one integer."""
     import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    n = pc.fill_null(table["n"], 0).to_numpy()
-    big = (n <= 0) | (n >= 2**_N_BITS)
-    flagged[of_row[big]] = True
-    keys = (of_row << _N_BITS) | np.where(big, 0, n)
-    own = []
+    n = table["n"]
+    starts = np.concatenate([[0], np.cumsum(np.bincount(of_row, minlength=files))[:-1]])
+    sweeps: dict[tuple[int, ...], list[int]] = {}
     for f, want in enumerate(wants):
-        if all(0 < v < 2**_N_BITS for v in want.n):
-            own += [(f << _N_BITS) | v for v in set(want.n)]
-        else:
-            flagged[f] = True
-    own_keys = np.array(own, dtype=np.int64)
-    suspect |= ~np.isin(keys, own_keys)
-    flagged[(own_keys[~np.isin(own_keys, keys)] >> _N_BITS)] = True
+        sweeps.setdefault(tuple(sorted(set(want.n))), []).append(f)
+    for sweep, members in sweeps.items():
+        if len(sweep) > 62 or len(sweeps) > 64:
+            flagged[members] = True  # judged alone
+            continue
+        mine = np.zeros(files, dtype=bool)
+        mine[members] = True
+        at = pc.index_in(n, value_set=pa.array(sweep, pa.int64())).to_numpy(zero_copy_only=False)
+        stray = np.isnan(at) & mine[of_row]
+        bits = np.where(np.isnan(at), 0, np.left_shift(1, np.nan_to_num(at).astype(np.int64)))
+        found = np.bitwise_or.reduceat(bits, starts)
+        suspect |= stray
+        flagged |= mine & (found != (1 << len(sweep)) - 1)
 
 
 def _check_flags(table: Any, of_row: Any, wants: list[Expected]) -> Any:

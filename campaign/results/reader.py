@@ -38,7 +38,7 @@ from campaign.results.keys import natural_key
 from campaign.states import JobState
 
 MAX_BYTES = 512 * 2**20  # a results CSV above 512 MiB is not a result file
-CLASSIFY_WINDOW = 500  # finished outputs whose rules are applied together (classify_stream)
+CLASSIFY_WINDOW = 2000  # finished outputs whose rules are applied together (classify_stream)
 POOL_CHARS = 32 * 2**20  # and at most this much of their text at once (a sync's memory stays bounded)
 
 
@@ -181,7 +181,7 @@ def classify_output(path: Path, expected_n: tuple[int, ...] | Expected, check: b
         return Outcome(JobState.LOST_OUTPUT, reason=f"unreadable output: {one_line(exc, 200)}")
 
 
-def _regular_bytes(path: Path) -> bytes | None:
+def _regular_bytes(path: Path | str) -> bytes | None:
     """The bytes of a regular file of at most MAX_BYTES, read through one
     descriptor (a sync reads 10,000 of them); None for anything else (gone,
     a folder, a FIFO, too large, unreadable), which _classify's checks then
@@ -309,5 +309,5 @@ def _judge(table: ResultColumns, want: Expected) -> Outcome:
 
 def _verdict(path: Path, suffix: str) -> str | None:
     """The reason campaign.job.fom left beside the CSV (`F.lost`, `F.check`), one line, or None."""
-    data = _regular_bytes(path.with_name(path.name + suffix))
+    data = _regular_bytes(f"{path}{suffix}")  # (a string: once per finished job of a sync)
     return one_line(data.decode(errors="replace"), 1000) if data else None
