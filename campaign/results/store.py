@@ -26,7 +26,8 @@ from campaign.config.validate import check_name
 from campaign.errors import BadInputError, ConfigError
 from campaign.ledger import Campaign, ImportFile, JobAttempt, Ledger, ResultFile, ResultRow, files
 from campaign.ledger.db import session_results_root
-from campaign.ledger.files import LedgerColumns, homes, write_home
+from campaign.ledger.files import homes, write_home
+from campaign.ledger.result_schema import LedgerColumns
 from campaign.results.columnar import ResultColumns
 from campaign.results.export import EXPORT_COLUMNS
 from campaign.results.keys import IMPORT_SCOPE, natural_key

@@ -21,7 +21,7 @@ from sqlalchemy import select
 from bench.finished_jobs import build
 from campaign import api
 from campaign.ledger import Ledger, ResultFile, files
-from campaign.ledger.files import LedgerColumns
+from campaign.ledger.result_schema import LedgerColumns
 from campaign.results import duck
 from campaign.results.export import results_frame
 from campaign.results.reader import Expected, classify_output, classify_stream
