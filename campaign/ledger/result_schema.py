@@ -96,9 +96,10 @@ class LedgerColumns:
             merged = pc.coalesce(values[name], column) if have else column
             values = values.set_column(values.column_names.index(name), name, merged) if have else \
                 values.append_column(name, merged)
-        if any(b.extra_rows is not None or not _textual(b.extras) for b in blocks):
+        texts = [b.extras if b.extra_rows is None else _by_key(b.extra_rows) for b in blocks]
+        if not all(_textual(t) for t in texts):
             return LedgerColumns(length, values, extra_rows=[e for b in blocks for e in b.extra_dicts()])
-        extras = _concat([_table(b.extras, b.length, {}) for b in blocks])
+        extras = _concat([_table(t, b.length, {}) for t, b in zip(texts, blocks)])
         if "params" in consts:
             own = extras["params"] if "params" in extras.column_names else None
             merged = consts["params"] if own is None else pc.coalesce(own, consts["params"])
@@ -153,13 +154,19 @@ def _concat(tables: list[Any]) -> Any:
     return whole.drop_columns([_ROWS]) if _ROWS in whole.column_names else whole
 
 
+def _by_key(rows: list[dict[str, Any] | None]) -> dict[str, list[Any]]:
+    """Rows' extra dicts as columns (None where a row lacks the key)."""
+    names = dict.fromkeys(k for row in rows if row for k in row)
+    return {k: [None if row is None else row.get(k) for row in rows] for k in names}
+
+
 def _textual(extras: Any) -> bool:
     """Every extra column text (a list of numbers keeps its JSON type through json.dumps)."""
     import pyarrow as pa
 
     try:
         kinds = extras.schema.types if not isinstance(extras, dict) else [pa.array(v).type for v in extras.values()]
-    except (pa.ArrowTypeError, pa.ArrowInvalid):
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):  # (an int past int64, a nested object)
         return False
     return all(kind in (pa.string(), pa.null()) for kind in kinds)
 

@@ -206,7 +206,8 @@ def classify_stream(items: Iterable[tuple[Path, Expected]], window: int = CLASSI
                     chars: int = POOL_CHARS) -> Iterator[Outcome]:
     """`classify_output` of each item, in order. The rules are applied to the
     rows of a pool of CSVs together (columnar.pools): at most `window`
-    files or `chars` characters of their text, each file then judged alone.
+    files or `chars` characters of their text, judged together
+    (expected.settled), a file that judgement cannot settle then alone.
     Only one pool's rows are alive at a time, so a caller that bounds its
     batches (campaign.sync) bounds its memory by choosing `chars`. Never raises."""
     pool: list[tuple[Path, Expected]] = []

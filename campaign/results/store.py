@@ -119,8 +119,8 @@ def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
                 LedgerColumns.joined([item.columns for item in items]).table()) for (cid, workdir), items in by_campaign.items()]
     marks: list[Path] = []
     written = files.write_many(batches, marks)
-    # the markers go once the pointers are in (a rollback or a crash leaves them: the folder is swept)
-    event.listen(s, "after_commit", lambda _: files.unmark(marks), once=True)
+    if marks:  # they go once the pointers are in (a rollback or a crash leaves them: the folder is swept)
+        event.listen(s, "after_commit", lambda _: files.unmark(marks), once=True)
     pointers = [{"attempt_id": item.attempt_id, "campaign_id": item.campaign_id, "path": p.path, "sha256": p.sha256,
                  "rows": item.columns.length, "schema_version": p.schema_version}
                 for items, p in zip(by_campaign.values(), written, strict=True) for item in items]
