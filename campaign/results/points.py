@@ -2,11 +2,14 @@
 their intervals, replicates) aggregated by DuckDB over the result files, so
 that `report` over ten million rows never holds them in pandas (issue 26).
 
-DuckDB groups the rows by point and replicate and sorts each group's times;
-the order statistics and the replicate interval are then the analysis's own
-(analysis.summary.with_order_statistics, analysis.replicates.between_medians)
-over those sorted times, so the numbers are the row path's to the bit (DuckDB's
-`median` interpolates differently in the last place). Only selections that
+DuckDB groups the rows by point and replicate, sorts each group's times and
+indexes them as the row path does (the median 0.5 * (x_a + x_b), the interval
+[x_(r), x_(m-r+1)] with r from analysis.summary.rank_and_coverage, each
+replicate's median as pandas' (x_a + x_b) / 2): the same float operations, so
+the numbers are the row path's to the bit (DuckDB's own `median` interpolates
+and differs in the last place). The summary columns are then
+analysis.summary.with_statistics's and the replicate interval
+analysis.replicates.between_medians's, as from rows. Only selections that
 need nothing row by row take this path (`summary` says None otherwise): no
 imported rows, no figures of merit, no multi-rank rows, no overlap notes.
 """
