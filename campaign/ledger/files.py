@@ -200,16 +200,22 @@ def read(paths: Sequence[str], columns: Sequence[str], cluster: str | None = Non
         params: dict[str, Any] = {"files": list(paths)}
         if cluster:
             params["cluster"] = cluster
-        # union_by_name: a file written before a column was added lacks it (NULL); so may all of them
-        # lack `extras` (schema 1), which the empty second part of the union always gives
-        return con.sql(f"SELECT {select} FROM (SELECT *, file_index FROM read_parquet($files, union_by_name = true) "
-                       f"UNION ALL BY NAME SELECT NULL::{_MAP_SQL} AS extras WHERE false){where}",
-                       params=params).to_arrow_table()
+        return con.sql(f"SELECT {select} FROM {scan_sql()}{where}", params=params).to_arrow_table()
     finally:
         con.close()
 
 
 _MAP_SQL = "MAP(VARCHAR, VARCHAR)"
+
+
+def scan_sql(virtual: str = "file_index") -> str:
+    """The rows of the files `$files` as one relation for DuckDB, with the
+    `virtual` columns of the scan: by name (a file written before a column was
+    added lacks it: NULL), and with `extras` (schema 2) and `extra` present
+    even where no file has them (the empty second part of the union), so
+    EXTRA_SQL reads a row's extra object from files of either schema."""
+    return (f"(SELECT *, {virtual} FROM read_parquet($files, union_by_name = true) "
+            f"UNION ALL BY NAME SELECT NULL::{_MAP_SQL} AS extras, NULL::VARCHAR AS \"extra\" WHERE false)")
 # a row's extra object as JSON text, whichever column of a file holds it
 EXTRA_SQL = "coalesce(CASE WHEN cardinality(extras) > 0 THEN to_json(extras)::VARCHAR END, \"extra\")"
 

@@ -32,7 +32,8 @@ _KEY = [*BASE_GROUP_COLUMNS, *(c for c in OPTIONAL_GROUP_COLUMNS if c not in SCA
 _EXPR = {"params": "coalesce(f.params, '')"}
 _FIRST = ("flops", "bytes", "alloc_cpus")  # taken from the point's fastest repeat, as summarize does
 _HUGE = 1e300  # times above it take the row path (see _aggregate)
-_ROW_BY_ROW = ("f.params LIKE '%metric=%' OR f.extra LIKE '%\"ranks\"%' OR f.extra LIKE '%\"nodes\"%'")
+# (a row's extra object from files of either schema: files.EXTRA_SQL over files.scan_sql)
+_ROW_BY_ROW = ("f.params LIKE '%metric=%' OR f.extra_json LIKE '%\"ranks\"%' OR f.extra_json LIKE '%\"nodes\"%'")
 
 
 def summary(led: Ledger, campaign: str | Sequence[str] | None, models: Any) -> tuple[Any, Superseded] | None:
@@ -83,7 +84,8 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
             SELECT {key}, coalesce(a.campaign, '') AS campaign, coalesce(a.replicate, 0) AS replicate,
                    list_sort(list(f.t)) AS times, count(*) AS m, count(*) FILTER (NOT isnan(f.t)) AS k, {spread},
                    max(f.t) AS top, bool_or({_ROW_BY_ROW}) AS row_by_row
-            FROM (SELECT *, coalesce(time_s, 'NaN'::DOUBLE) AS t FROM read_parquet($files, union_by_name = true)) f
+            FROM (SELECT *, coalesce(time_s, 'NaN'::DOUBLE) AS t, {files.EXTRA_SQL} AS extra_json
+                  FROM {files.scan_sql()}) f
                  JOIN attempts a USING (attempt_id)
             GROUP BY ALL""", {"files": paths})
         # (beyond HUGE, 0.5 * (a + b) overflows where the row path's arithmetic might not: the row path)
@@ -136,8 +138,8 @@ def _fastest(con: Any, paths: list[str], key: str, names: str) -> Any:
     first = con.sql(f"""
         SELECT {names}, arg_min({{'flops': f.flops, 'bytes': f.bytes, 'alloc_cpus': a.alloc_cpus}},
                                 (f.t, f.file_index, f.file_row_number)) AS first
-        FROM (SELECT *, file_index, file_row_number, coalesce(time_s, 'NaN'::DOUBLE) AS t
-              FROM read_parquet($files, union_by_name = true)) f JOIN attempts a USING (attempt_id)
+        FROM (SELECT *, coalesce(time_s, 'NaN'::DOUBLE) AS t FROM {files.scan_sql("file_index, file_row_number")}) f
+             JOIN attempts a USING (attempt_id)
         GROUP BY ALL ORDER BY {names}""", params={"files": paths}).to_arrow_table().column("first").combine_chunks()
     return {name: first.field(name).to_numpy(zero_copy_only=False) for name in ("flops", "bytes", "alloc_cpus")}
 

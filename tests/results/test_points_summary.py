@@ -84,3 +84,26 @@ def test_report_json_is_the_same_on_both_paths(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(points, "summary", lambda *a, **k: None)
     slow = json.dumps(api.metrics(led, all_campaigns=True), default=str)
     assert fast == slow
+
+
+@pytest.mark.parametrize("key", ["ranks", "nodes"])
+def test_rows_naming_their_ranks_in_the_map_column_take_the_row_path(tmp_path: Path, key: str) -> None:
+    """A result file of schema 2 keeps a row's text extras in the MAP column
+    `extras`: a row naming its own ranks or nodes there is seen as such (the
+    points path pools by the group columns only), as in the JSON `extra` of
+    schema 1."""
+    path = tmp_path / "ledger.sqlite"
+    _hostile(path)
+    led = Ledger(path)
+    assert points.summary(led, None, cost_models(led)) is not None
+    with sqlite3.connect(path) as con:
+        rel, workdir = con.execute("SELECT f.path, c.workdir FROM result_file f "
+                                   "JOIN campaign c ON c.id = f.campaign_id LIMIT 1").fetchone()
+        where = Path(workdir) / rel
+        table = pq.read_table(where)
+        if "extras" in table.column_names:
+            table = table.drop_columns(["extras"])
+        maps = pa.array([[(key, "1")]] * table.num_rows, pa.map_(pa.string(), pa.string()))
+        pq.write_table(table.append_column("extras", maps), where)
+        con.execute("UPDATE result_file SET sha256 = ? WHERE path = ?", (files.sha256(where), rel))
+    assert points.summary(led, None, cost_models(led)) is None
