@@ -21,7 +21,7 @@ REQUIRED, OPTIONAL = "required", "optional"
 @dataclass(frozen=True)
 class Column:
     name: str
-    kind: str  # "int", "float", "text" (Arrow int64 / float64 / string) or "object" (JSON text)
+    kind: str  # "int", "float", "text" (Arrow int64 / float64 / string), "object" (JSON text) or "map" (of text)
     meaning: str
     json: str = ""  # its type in `campaign results` ("" = not one of its columns)
     where: str = "file"  # "file": a column of the result file; "extra": a key of the row's extra object;
@@ -95,6 +95,8 @@ RESULT_SCHEMA: tuple[Column, ...] = (
     Column("source", "text", "\"job\" or the imported file", _TXT),
     Column("extra", "object", "every other column of the row, as one JSON object (params included; numbers "
            "typed in `campaign results`)", "object"),
+    Column("extras", "map", "in a result file (schema 2): the extra object of a row whose values are all text, "
+           "as a map of text (read as `extra`, which then holds only the other rows' objects)"),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in RESULT_SCHEMA}
 # The limits of a cell's value (analysis.rules applies them): text, integers.

@@ -127,6 +127,8 @@ def _json_column(col: pd.Series, as_int: bool) -> list[object]:
                 out[i] = None
         return out
     missing = col.isna().to_numpy()
+    if isinstance(col.dtype, pd.StringDtype):  # texts already (a point's key: most cells)
+        return [None if m else v for v, m in zip(col.tolist(), missing, strict=True)]
     return [None if m else _scalar(v) for v, m in zip(col.tolist(), missing, strict=True)]
 
 

@@ -91,13 +91,21 @@ def replicate_medians(results: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
+_BETWEEN = ("replicates", "center_s", "replicate_log_sd", "lo_s", "hi_s")
+
+
 def between(results: pd.DataFrame) -> pd.DataFrame:
     """One row per point: `replicates`, the geometric mean of the replicate
     medians `center_s`, the standard deviation of their logs `replicate_log_sd`
     (NaN below two replicates), and the t-interval `lo_s`, `hi_s`
     (NaN below two replicates)."""
-    reps = replicate_medians(results)
-    cols = point_columns(results)
+    return between_medians(replicate_medians(results), point_columns(results))
+
+
+def between_medians(reps: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """between() from the replicates' medians (`reps`: one row per point
+    and replicate, `median_s`, in the order of `cols` then the replicate)."""
+    reps = reps.copy()
     reps["_lm"] = np.log(reps["median_s"].to_numpy(dtype=float))
     grouped = reps.groupby(cols, sort=True, dropna=False)["_lm"]
     out = grouped.size().rename("replicates").astype("int64").to_frame()
@@ -111,19 +119,25 @@ def between(results: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def add_between(summary: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
+def add_between(summary: pd.DataFrame, results: pd.DataFrame, found: pd.DataFrame | None = None) -> pd.DataFrame:
     """`summary` (analysis/summary.py's, one row per point) with `replicates`
     and `replicate_log_sd`; where a point has >= 2 replicates its
     `median_s` is the geometric mean of the replicate medians and its
     interval the between-replicate t-interval (`ci_coverage` then the
-    nominal 95%). Points of one replicate keep the within-run interval."""
-    if REPLICATE not in results or not len(results) or len(np.unique(replicate_keys(results))) < 2:
+    nominal 95%). Points of one replicate keep the within-run interval.
+    `found`: between() of the rows, when made elsewhere (from aggregates;
+    `results` is then not read)."""
+    if found is None:
+        if REPLICATE not in results or not len(results) or len(np.unique(replicate_keys(results))) < 2:
+            found = None
+        else:
+            found = between(results)
+    if found is None:
         summary["replicates"] = np.ones(len(summary), dtype="int64")
         summary["replicate_log_sd"] = np.nan
         return summary
     summary = summary.copy()
-    cols = point_columns(results)
-    found = between(results)
+    cols = [c for c in found.columns if c in summary.columns and c not in _BETWEEN]
     codes, _ = group_codes(pd.concat([summary[cols], found[cols]], ignore_index=True), cols)
     where = pd.Series(np.arange(len(found)), index=codes[len(summary):])
     take = where.reindex(codes[:len(summary)]).to_numpy()

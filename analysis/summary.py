@@ -73,24 +73,49 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     codes, _ = group_codes(results, cell_cols)
     times = results["time_s"].to_numpy(dtype=float)
     order = np.lexsort((times, codes))
-    sorted_t = times[order]
     counts = np.bincount(codes)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    median = 0.5 * (sorted_t[starts + (counts - 1) // 2] + sorted_t[starts + counts // 2])
+    keep = cell_cols + [c for c in ("flops", "bytes", ALLOC_COLUMN) if c in results.columns]
+    points = results.iloc[order[starts]][keep].reset_index(drop=True)
+    return add_between(add_cost_columns(with_order_statistics(points, times[order], counts)), results)
+
+
+def with_order_statistics(points: pd.DataFrame, sorted_t: np.ndarray, counts: np.ndarray) -> pd.DataFrame:
+    """`points` (one row per point, the fastest repeat's) with the median,
+    its interval and coverage, `repeats` and `single_repeat`, from each
+    point's times sorted (`sorted_t`, the points' runs of `counts` one after
+    another)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    ranks = interval_ranks(counts)
+    return with_statistics(points, 0.5 * (sorted_t[starts + (counts - 1) // 2] + sorted_t[starts + counts // 2]),
+                           sorted_t[starts + ranks - 1], sorted_t[starts + counts - ranks], counts)
+
+
+def interval_ranks(counts: np.ndarray) -> np.ndarray:
+    """The interval's order-statistic rank r (1-based) of each count of repeats."""
     ranks = np.empty_like(counts)
+    for m in np.unique(counts):
+        ranks[counts == m] = rank_and_coverage(int(m))[0]
+    return ranks
+
+
+def with_statistics(points: pd.DataFrame, median: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                    counts: np.ndarray) -> pd.DataFrame:
+    """`points` with the median `0.5 * (x_((m+1)//2) + x_(m//2+1))` of its m
+    repeats, the interval [x_(r), x_(m-r+1)] of interval_ranks, its coverage,
+    `repeats` and `single_repeat`: the one set of summary columns, whether
+    the order statistics were taken here or by DuckDB over the result files
+    (campaign.results.points)."""
+    counts = np.asarray(counts, dtype=np.int64)
     coverage = np.empty(len(counts), dtype=float)
     for m in np.unique(counts):
-        r, cov = rank_and_coverage(int(m))
-        ranks[counts == m] = r
-        coverage[counts == m] = cov
-    first_rows = order[starts]
-    keep = cell_cols + [c for c in ("flops", "bytes", ALLOC_COLUMN) if c in results.columns]
-    out = results.iloc[first_rows][keep].reset_index(drop=True)
+        coverage[counts == m] = rank_and_coverage(int(m))[1]
+    out = points
     out["median_s"] = median
-    out["ci_lo_s"] = sorted_t[starts + ranks - 1]
-    out["ci_hi_s"] = sorted_t[starts + counts - ranks]
+    out["ci_lo_s"] = lo
+    out["ci_hi_s"] = hi
     out["ci_coverage"] = coverage
     out["repeats"] = counts.astype("int64")
     out["single_repeat"] = counts == 1
-    # replicated points (independent jobs, analysis/replicates.py): the interval over the replicates
-    return add_between(add_cost_columns(out), results)
+    return out

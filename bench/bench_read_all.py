@@ -4,10 +4,11 @@ process. Run:
     .venv/bin/python bench/bench_read_all.py [--rows 10000000] [--attempts 200000]
         [--ledger PATH] [--baseline-rev REV] [--baseline-ledger PATH] [--repeats 3] [--html]
 
-Per run: the read of the result rows (`results_frame`, as `campaign report`
-reads them), `api.metrics(all_campaigns=True)` (read + metrics, what `report
---json --all` computes) and with --html `api.write_reports(all_campaigns=True)`;
-wall and CPU seconds, peak RSS. The ledger is bench/scale_ledger.py's (built
+Per run, in this order: `api.metrics` of the latest campaign (what `report
+--json` computes), with --html its `api.write_reports`, `api.metrics(all_campaigns=True)`
+(what `report --json --all` computes), with --html `api.write_reports(all_campaigns=True)`,
+then the plain read of every result row (`results_frame`); wall and CPU
+seconds, the peak RSS after each phase (`peak_rss_after_mb`) and at the end. The ledger is bench/scale_ledger.py's (built
 once, not timed; --ledger reuses one). A revision older than schema v11 (result
 blocks) cannot open a v11 ledger: give it the same rows at its own version
 with --baseline-ledger (an upgrade leaves one: LEDGER.v10.bak). Writes
@@ -45,11 +46,23 @@ def timed(name, fn):
     w, c = time.perf_counter(), time.process_time()
     fn()
     out[name] = {"wall_s": time.perf_counter() - w, "cpu_s": time.process_time() - c}
-timed("read", lambda: results_frame(led, usable_only=True, all_extras=False))
+rss = {}
+def peak(name):
+    rss[name] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# the latest campaign first (a fresh process, as the CLI's), then every campaign; the plain read of every row
+# last, so that the peak RSS after each phase is that of the phases before it
+timed("metrics_latest", lambda: api.metrics(led))
+peak("metrics_latest")
+if html:
+    timed("html_latest", lambda: api.write_reports(led, Path(sys.argv[3]) / "latest"))
 timed("metrics_all", lambda: api.metrics(led, all_campaigns=True))
+peak("metrics_all")
 if html:
     timed("html_all", lambda: api.write_reports(led, Path(sys.argv[3]), all_campaigns=True))
+    peak("html_all")
+timed("read", lambda: results_frame(led, usable_only=True, all_extras=False))
 out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+out["peak_rss_after_mb"] = rss
 print(json.dumps(out))
 """
 
@@ -104,12 +117,14 @@ def main() -> None:
             runs[name].append(once(tree, ledgers[name], args.html, work))
             print(f"bench_read_all: {name} {i}: {json.dumps(runs[name][-1])}", file=sys.stderr, flush=True)
             load.append(os.getloadavg())
-    phases = [k for k in runs["new"][0] if k != "peak_rss_mb"]
+    phases = [k for k in runs["new"][0] if not k.startswith("peak_rss")]
     result: dict[str, Any] = {"command": " ".join(sys.argv), "load_avg": load, "baseline_rev": args.baseline_rev,
                               "ledgers": {k: str(v) for k, v in ledgers.items()}, "runs": runs}
     for name in trees:
         result[name] = {p: {k: statistics.median(r[p][k] for r in runs[name]) for k in ("wall_s", "cpu_s")}
-                        for p in phases} | {"peak_rss_mb": max(r["peak_rss_mb"] for r in runs[name])}
+                        for p in phases} | {"peak_rss_mb": max(r["peak_rss_mb"] for r in runs[name]),
+                                            "peak_rss_after_mb": {k: max(r["peak_rss_after_mb"][k] for r in runs[name])
+                                                                  for k in runs[name][0]["peak_rss_after_mb"]}}
     if args.baseline_rev:
         result["speedup_wall"] = {p: result["old"][p]["wall_s"] / result["new"][p]["wall_s"] for p in phases}
     args.out.parent.mkdir(parents=True, exist_ok=True)

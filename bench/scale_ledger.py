@@ -13,7 +13,8 @@ import sqlite3
 from pathlib import Path
 
 from campaign.ledger import Ledger
-from campaign.ledger.files import LedgerColumns, write_many
+from campaign.ledger.files import write_many
+from campaign.ledger.result_schema import LedgerColumns
 from campaign.planning.plan import RunSpec
 
 

@@ -15,9 +15,10 @@ from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.ledger import Campaign, Ledger
 from campaign.plumbing.errors import BadInputError, CampaignError, ConfigError
+from campaign.results import points
 from campaign.results.costs import cost_models
 from campaign.results.export import latest_frame, results_frame
-from campaign.results.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame
+from campaign.results.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame, profiled
 from campaign.results.report_scope import Scope, no_results, resolve
 from campaign.results.store import IMPORT_BACKEND
 
@@ -49,10 +50,14 @@ def _inputs(led: Ledger, cluster: str | None, scope: Scope) -> tuple[Any, Any]:
     from analysis.cost_model import add_cost_columns  # lazy: pulls in pandas
 
     campaign = scope.campaigns
-    results, left = latest_frame(led, campaign=campaign, usable_only=True, all_extras=False)
-    if "params" in results.columns and results["params"].str.contains("metric=", regex=False).any():
-        # figures of merit (docs/byob.md): their value, unit and direction are extra columns
-        results, left = latest_frame(led, campaign=campaign, usable_only=True, all_extras=True)
+    made = None if profiled(led, campaign) else points.summary(led, campaign, cost_models(led))
+    if made is not None:  # the medians aggregated by DuckDB over the files: no row in pandas
+        results, left = made
+    else:
+        results, left = latest_frame(led, campaign=campaign, usable_only=True, all_extras=False)
+        if "params" in results.columns and results["params"].str.contains("metric=", regex=False).any():
+            # figures of merit (docs/byob.md): their value, unit and direction are extra columns
+            results, left = latest_frame(led, campaign=campaign, usable_only=True, all_extras=True)
     scope.lines += left.lines()
     scope.superseded = left.records
     if results.empty:
@@ -60,7 +65,8 @@ def _inputs(led: Ledger, cluster: str | None, scope: Scope) -> tuple[Any, Any]:
     clusters = _clusters(results)
     if cluster and cluster not in clusters:
         raise BadInputError(f"no results for cluster {cluster!r}; clusters: {', '.join(sorted(clusters))}")
-    results = add_cost_columns(_with_rank_times(led, campaign, results), cost_models(led))
+    if made is None:
+        results = add_cost_columns(_with_rank_times(led, campaign, results), cost_models(led))
     facts = partition_facts_frame(_cluster_specs(led, clusters))
     return results, facts
 

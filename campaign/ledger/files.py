@@ -24,113 +24,22 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import json
 import os
+import secrets
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaign.ledger.result_schema import COLUMNS, SCHEMA_VERSION, STORED, arrow_schema
+from campaign.ledger.result_schema import SCHEMA_VERSION, STORED
 from campaign.plumbing.errors import LedgerError
 
 RESULTS = "results"  # the subfolder of a campaign's folder holding its result files
 SWEEP_AGE_S = 3600  # an unreferenced file younger than this may be a sync's between rename and commit
 _TMP = ".tmp-"
-
-
-@dataclass
-class LedgerColumns:
-    """One attempt's (or one import's) rows as columns: `values` by stored
-    column name (a missing column is NULL), and the `extra` object of each row
-    either as columns (`extras`, None where a row lacks the key) or as each
-    row's dict (`extra_rows`)."""
-
-    length: int
-    values: dict[str, list[Any]]
-    extras: dict[str, list[Any]] = field(default_factory=dict)
-    extra_rows: list[dict[str, Any] | None] | None = None
-
-    def extra_dicts(self) -> list[dict[str, Any] | None]:
-        if self.extra_rows is not None:
-            return self.extra_rows
-        out: list[dict[str, Any] | None] = []
-        for i in range(self.length):
-            row = {k: v[i] for k, v in self.extras.items() if v[i] is not None}
-            out.append(row or None)
-        return out
-
-    def dicts(self) -> list[dict[str, Any]]:
-        names = list(self.values)
-        rows = [dict(zip(names, cells)) for cells in zip(*self.values.values())]
-        for row, extra in zip(rows, self.extra_dicts()):
-            row["extra"] = extra
-        return rows
-
-    @staticmethod
-    def joined(blocks: Sequence[LedgerColumns]) -> LedgerColumns:
-        """Several attempts' rows as one set of columns (one ingest batch's file)."""
-        if len(blocks) == 1:
-            return blocks[0]
-        names = {name for b in blocks for name in b.values}
-        values = {name: [v for b in blocks for v in (b.values.get(name) or [None] * b.length)] for name in names}
-        if any(b.extra_rows is not None for b in blocks):
-            extras = [e for b in blocks for e in b.extra_dicts()]
-            return LedgerColumns(sum(b.length for b in blocks), values, extra_rows=extras)
-        keys = list(dict.fromkeys(k for b in blocks for k in b.extras))
-        return LedgerColumns(sum(b.length for b in blocks), values,
-                             {k: [v for b in blocks for v in (b.extras.get(k) or [None] * b.length)] for k in keys})
-
-    def table(self) -> Any:
-        """The rows as an Arrow table of the stored schema."""
-        import pyarrow as pa
-
-        objects = _json_objects(self.extras, self.length) if self.extra_rows is None else None
-        extras = self.extra_dicts() if objects is None else []
-        cols: dict[str, Any] = {}
-        for col in COLUMNS:
-            if col.name == "extra":
-                values: Any = objects if objects is not None else [json.dumps(e) if e else None for e in extras]
-            elif col.name == "params" and objects is not None:
-                values = self.extras.get("params") or [None] * self.length
-            elif col.name == "params":
-                values = [None if e is None or e.get("params") is None else str(e["params"]) for e in extras]
-            else:
-                values = self.values.get(col.name) or [None] * self.length
-            cols[col.name] = values
-        schema = arrow_schema()
-        return pa.table([cols[f.name] if isinstance(cols[f.name], pa.Array) else
-                         pa.array(cols[f.name], type=f.type, from_pandas=True) for f in schema], schema=schema)
-
-
-def _json_objects(extras: dict[str, list[Any]], length: int) -> Any:
-    """Each row's extra object as JSON text, built a column at a time
-    (pyarrow.compute): `{"key": "text", ...}` with the row's non-null keys,
-    NULL for a row of none. None where a value is no text or holds a control
-    character: the caller then writes each row with json.dumps."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    pieces = []
-    for name, values in extras.items():
-        try:
-            text = pa.array(values)
-        except (pa.ArrowTypeError, pa.ArrowInvalid):
-            return None
-        if text.type not in (pa.string(), pa.null()):
-            return None  # numbers keep their JSON type through json.dumps
-        text = text.cast(pa.string())
-        if pc.any(pc.match_substring_regex(text, "[\x00-\x1f]")).as_py():
-            return None
-        text = pc.replace_substring(pc.replace_substring(text, "\\", "\\\\"), '"', '\\"')
-        pieces.append(pc.fill_null(pc.binary_join_element_wise(f', {json.dumps(name)}: "', text, '"', ""), ""))
-    if not pieces:
-        return pa.nulls(length, pa.string())
-    body = pc.utf8_slice_codeunits(pc.binary_join_element_wise(*pieces, ""), 2)  # (each piece starts with ", ")
-    return pc.if_else(pc.equal(body, ""), pa.scalar(None, pa.string()),
-                      pc.binary_join_element_wise("{", body, "}", ""))
+_MARK = ".writing-"  # a writer's marker (write_many): its files may lack pointers until it commits
 
 
 @dataclass(frozen=True)
@@ -175,21 +84,20 @@ def locate(places: Sequence[Path], path: str) -> Path:
                       f"campaign's folder, from a backup)")
 
 
-def write(home: Path, stem: str, table: Any) -> Pointer:
-    """`table` as the immutable file `home/results/<stem>-<hash>.parquet` (`write_many`)."""
-    return write_many([(home, stem, table)])[0]
-
-
-def write_many(items: Sequence[tuple[Path, str, Any]]) -> list[Pointer]:
+def write_many(items: Sequence[tuple[Path, str, Any]], marks: list[Path] | None = None) -> list[Pointer]:
     """Each table as the immutable file `home/results/<stem>-<hash>.parquet`
     (pointer path `results/<stem>-<hash>.parquet`): written whole under a
     temporary name, made durable, renamed, the renames made durable. Durable
     once per batch, not per file: one syncfs(2) of each filesystem written
-    (Linux), else an fsync of every file and folder."""
+    (Linux), else an fsync of every file and folder. Each folder written
+    first gets a marker (`sweep` looks only where one is); `marks` collects
+    them for the caller to `unmark` once its pointers are committed (else
+    they stay, and the folder is swept until they are old)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     staged, pointers = [], []
+    folders: dict[Path, Path] = {}
     for home, stem, table in items:
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd")
@@ -197,17 +105,31 @@ def write_many(items: Sequence[tuple[Path, str, Any]]) -> list[Pointer]:
         digest = hashlib.sha256(data).hexdigest()
         name = f"{stem}-{digest[:16]}.parquet"
         folder = home / RESULTS
-        folder.mkdir(parents=True, exist_ok=True)
+        if folder not in folders:
+            folder.mkdir(parents=True, exist_ok=True)
+            folders[folder] = folder / f"{_MARK}{os.getpid()}-{secrets.token_hex(8)}"
+            folders[folder].touch()
         tmp = folder / f"{_TMP}{os.getpid()}-{name}"
         with open(tmp, "wb") as f:
             f.write(data)
         staged.append((tmp, folder / name))
         pointers.append(Pointer(f"{RESULTS}/{name}", digest, table.num_rows))
+    if marks is not None:
+        marks += folders.values()
     _durable([tmp for tmp, _ in staged])
     for tmp, final in staged:
         os.replace(tmp, final)
-    _durable(sorted({final.parent for _, final in staged}))
+    _durable(sorted(folders))
     return pointers
+
+
+def unmark(marks: Sequence[Path]) -> None:
+    """Remove write_many's markers: their files' pointers are committed."""
+    for mark in marks:
+        try:
+            mark.unlink()
+        except OSError:
+            continue
 
 
 def _durable(paths: Sequence[Path]) -> None:
@@ -269,19 +191,43 @@ def read(paths: Sequence[str], columns: Sequence[str], cluster: str | None = Non
 
     present = [c for c in columns if c in STORED]
     keys = [k for k in from_extra if k.isidentifier()]  # names of ours (SQL text is built from them)
-    select = ", ".join([*(f'"{c}"' for c in present),
-                        *(f"json_extract_string(\"extra\", '$.{k}') AS \"{k}\"" for k in keys), "file_index"])
+    select = ", ".join([*(f'{EXTRA_SQL} AS "extra"' if c == "extra" else f'"{c}"' for c in present),
+                        *(f"coalesce(extras['{k}'], json_extract_string(\"extra\", '$.{k}')) AS \"{k}\""
+                          for k in keys), "file_index"])
     where = " WHERE cluster = $cluster" if cluster else ""
     con = duckdb.connect()
     try:
         params: dict[str, Any] = {"files": list(paths)}
         if cluster:
             params["cluster"] = cluster
-        # union_by_name: a file written before a column was added lacks it (NULL)
-        return con.sql(f"SELECT {select} FROM read_parquet($files, union_by_name = true){where}",
-                       params=params).to_arrow_table()
+        return con.sql(f"SELECT {select} FROM {scan_sql()}{where}", params=params).to_arrow_table()
     finally:
         con.close()
+
+
+_MAP_SQL = "MAP(VARCHAR, VARCHAR)"
+
+
+def scan_sql(virtual: str = "file_index") -> str:
+    """The rows of the files `$files` as one relation for DuckDB, with the
+    `virtual` columns of the scan: by name (a file written before a column was
+    added lacks it: NULL), and with `extras` (schema 2) and `extra` present
+    even where no file has them (the empty second part of the union), so
+    EXTRA_SQL reads a row's extra object from files of either schema."""
+    return (f"(SELECT *, {virtual} FROM read_parquet($files, union_by_name = true) "
+            f"UNION ALL BY NAME SELECT NULL::{_MAP_SQL} AS extras, NULL::VARCHAR AS \"extra\" WHERE false)")
+# a row's extra object as JSON text, whichever column of a file holds it
+EXTRA_SQL = "coalesce(CASE WHEN cardinality(extras) > 0 THEN to_json(extras)::VARCHAR END, \"extra\")"
+
+
+def unsettled(place: Path) -> bool:
+    """A marker or a temporary file in the place's `results/`: a writer
+    may have left files there that no pointer names (what `sweep` is for)."""
+    try:
+        with os.scandir(place / RESULTS) as entries:
+            return any(e.name.startswith((_MARK, _TMP)) for e in entries)
+    except OSError:
+        return False
 
 
 def sweep(places: Sequence[Path], referenced: set[Path], superseded: Callable[[Path], bool],
@@ -291,21 +237,35 @@ def sweep(places: Sequence[Path], referenced: set[Path], superseded: Callable[[P
     holds elsewhere (a sync killed between the rename and its commit, whose
     attempts a later sync stored again), once older than `older_than_s`. A
     campaign's folder may be shared by copies of the ledger: a file another
-    copy points to is never superseded here. Returns what was removed."""
+    copy points to is never superseded here. The markers of writers gone
+    that long go too, once nothing younger is left to decide. Returns what
+    was removed."""
     cutoff = time.time() - older_than_s
     removed = []
     for place in places:
         folder = place / RESULTS
         if not folder.is_dir():
             continue
+        marks, undecided = [], False
         for path in folder.iterdir():
+            if path.name.startswith(_MARK):
+                marks.append(path)
             if not path.name.endswith(".parquet") or path in referenced:
                 continue
             try:
-                if path.stat().st_mtime >= cutoff or not (path.name.startswith(_TMP) or superseded(path)):
+                if path.stat().st_mtime >= cutoff:
+                    undecided = True
+                    continue
+                if not (path.name.startswith(_TMP) or superseded(path)):
                     continue
                 path.unlink()
                 removed.append(path)
+            except OSError:
+                continue
+        for mark in marks if not undecided else []:
+            try:
+                if mark.stat().st_mtime < cutoff:
+                    mark.unlink()
             except OSError:
                 continue
     return removed

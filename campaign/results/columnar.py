@@ -2,40 +2,69 @@
 
 Each column's cells go to the one rule set (analysis.rules, pyarrow.compute
 over the whole column); a file whose every column passes is taken as typed
-columns. This path only *accepts*: a file it cannot prove valid (a bad cell,
-a blank line, a quoted cell, a duplicate natural key, ...) answers None and
-the caller runs the per-cell reference (campaign.results.cells), which names
-the first bad line and its reason.
+Arrow columns, and stays Arrow up to the Parquet writer. This path only
+*accepts*: a file it cannot prove valid (a bad cell, a blank line, a quoted
+cell, a duplicate natural key, ...) answers None and the caller runs the
+per-cell reference (campaign.results.cells), which names the first bad line
+and its reason.
 """
 
 from __future__ import annotations
 
 import csv
 import re
-from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate, repeat
 from typing import Any
 
 from analysis.columns import CONTROL, KEY_COLUMNS, RULE_COLUMNS, SCALE_COLUMNS
 from campaign.results.keys import MEASURED_EXTRAS
 
+_RULES, _EXTRA_NAMES = frozenset(RULE_COLUMNS), frozenset(SCALE_COLUMNS)  # (sets: looked up per file)
 
-@dataclass
+
 class ResultColumns:
-    """Typed rows of one result CSV, as columns. `columns`: the rule columns
-    (analysis.columns) in header order; the other columns either as `extras`
-    (header order, None where the cell was blank) or, for rows built from
-    dicts, `extra_rows` (each row's dict, or None)."""
+    """Typed rows of one result CSV. Either an Arrow table (`arrow`: the
+    file's columns in header order, the rule columns typed, the others, and
+    ranks/nodes, as text) or Python columns: `columns`, the rule columns in
+    header order; the other columns as `extras` (header order, None where
+    the cell was blank) or, for rows built from dicts, `extra_rows` (each
+    row's dict, or None). The Python columns of an Arrow table are made on
+    first use (the per-file judging of a file the pooled checks flagged)."""
 
-    length: int
-    columns: dict[str, list[Any]]
-    extras: dict[str, list[str | None]] | None = None
-    extra_rows: list[dict[str, str] | None] | None = None
+    def __init__(self, length: int, columns: dict[str, list[Any]] | None = None,
+                 extras: dict[str, list[str | None]] | None = None,
+                 extra_rows: list[dict[str, str] | None] | None = None, arrow: Any = None) -> None:
+        self.length, self.arrow, self.extra_rows = length, arrow, extra_rows
+        self._columns, self._extras = columns, extras
 
     def __len__(self) -> int:
         return self.length
+
+    def _lists(self) -> None:
+        if self._columns is None:
+            names = self.arrow.column_names if self.arrow is not None else []
+            self._columns = {k: self.arrow[k].to_pylist() for k in names if k in RULE_COLUMNS and k not in SCALE_COLUMNS}
+            self._extras = {k: self.arrow[k].to_pylist() for k in names if k not in self._columns}
+
+    @property
+    def columns(self) -> dict[str, list[Any]]:
+        self._lists()
+        assert self._columns is not None
+        return self._columns
+
+    @property
+    def extras(self) -> dict[str, list[str | None]] | None:
+        self._lists()
+        return self._extras
+
+    def extra_names(self) -> list[str]:
+        """The extra columns' names (or every key of the rows' extra dicts)."""
+        if self.arrow is not None:
+            return [k for k in self.arrow.column_names if k in _EXTRA_NAMES or k not in _RULES]
+        if self.extras is not None:
+            return list(self.extras)
+        return list(dict.fromkeys(k for row in self.extra_rows or () if row for k in row))
 
     def extra_dicts(self) -> list[dict[str, str] | None]:
         if self.extra_rows is not None:
@@ -56,18 +85,32 @@ class ResultColumns:
             row["extra"] = extra
         return rows
 
-    def take(self, keep: Sequence[int]) -> ResultColumns:
-        """The rows at these positions, in this order."""
-        extras = None if self.extras is None else {k: [v[i] for i in keep] for k, v in self.extras.items()}
-        extra_rows = None if self.extra_rows is None else [self.extra_rows[i] for i in keep]
-        return ResultColumns(len(keep), {k: [v[i] for i in keep] for k, v in self.columns.items()}, extras, extra_rows)
-
     @classmethod
     def from_rows(cls, rows: Sequence[dict[str, Any]]) -> ResultColumns:
         """Columns of row dicts (every row with the first row's known columns)."""
         names = [k for k in (rows[0] if rows else {}) if k != "extra"]
         columns = {name: [r.get(name) for r in rows] for name in names}
         return cls(len(rows), columns, extra_rows=[r.get("extra") for r in rows])
+
+
+@dataclass
+class Pool:
+    """Files of one header read as one Arrow table (`table`, the checked
+    columns; `starts`: where each member's rows begin, `sizes`: how many).
+    `members`: the positions of the files in the caller's list; `accepted`:
+    which passed every rule (the others go to the per-cell reader)."""
+
+    members: list[int]
+    table: Any
+    starts: list[int]
+    sizes: list[int]
+    accepted: list[bool]
+
+    def part(self, k: int) -> ResultColumns | None:
+        """The k-th member's rows, or None where the rules refused them."""
+        if not self.accepted[k]:
+            return None
+        return ResultColumns(self.sizes[k], arrow=self.table.slice(self.starts[k], self.sizes[k]))
 
 
 def fast_records(records: list[list[str]], required: tuple[str, ...],
@@ -83,63 +126,64 @@ def fast_records(records: list[list[str]], required: tuple[str, ...],
     if not _header_ok(header, required):
         return None
     whole = [pa.array(column, pa.string()) for column in zip(*records[1:])]
-    return _judged(header, whole, [len(records) - 1], required, judged)[0]
+    pool = _checked([0], header, whole, [len(records) - 1], required, judged)
+    return pool.part(0)
 
 
-def fast_texts(texts: Sequence[str], required: tuple[str, ...],
-               judged: frozenset[str] = frozenset()) -> list[ResultColumns | None]:
-    """`fast_columns` of many whole CSV texts (a sync's batch): the texts of
-    one header line are read as one table by pyarrow's CSV reader and judged
-    together (`_judged`). Only plain texts take part (no quotes, carriage
-    returns or NUL bytes, every line as many commas as the header); the others,
-    and a pool the reader refuses, are None."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    out: list[ResultColumns | None] = [None] * len(texts)
+def pools(texts: Sequence[str], required: tuple[str, ...], judged: frozenset[str] = frozenset()) -> list[Pool]:
+    """Many whole CSV texts (a sync's batch): the texts of one header line
+    are read as one table by pyarrow's CSV reader and their rules applied
+    together (`_checked`). Only plain texts take part (no quotes, carriage
+    returns or NUL bytes, a final newline, a header and a row at least); a
+    text of a pool the reader refuses (a line of other width, a blank line)
+    is read alone. The texts left out belong to the per-cell reader."""
     by_header: dict[str, list[tuple[int, int, int]]] = {}  # header line -> (file, body start, rows)
     for i, text in enumerate(texts):
-        plain = _plain(text)
-        if plain is not None:
-            by_header.setdefault(text[:plain[0]], []).append((i, plain[0] + 1, plain[1]))
+        if '"' in text or "\r" in text or "\x00" in text or not text.endswith("\n") or \
+                len(text) > csv.field_size_limit():
+            continue
+        start, rows = text.find("\n"), text.count("\n") - 1
+        if rows >= 1:
+            by_header.setdefault(text[:start], []).append((i, start + 1, rows))
+    out = []
     for line, members in by_header.items():
         header = tuple(c.strip() for c in line.split(","))
         if not _header_ok(header, required):
             continue
-        names = [f"c{k}" for k in range(len(header))]
-        body = "".join(texts[i][start:] for i, start, _ in members).encode()
-        if body.startswith("\ufeff".encode()):
-            continue  # the CSV reader would drop it as a byte order mark; a cell keeps it
-        try:
-            table = pacsv.read_csv(pa.py_buffer(body), pacsv.ReadOptions(column_names=names, block_size=1 << 26),
-                                   pacsv.ParseOptions(quote_char=False, double_quote=False, newlines_in_values=False,
-                                                      ignore_empty_lines=False),
-                                   pacsv.ConvertOptions(column_types={c: pa.string() for c in names},
-                                                        strings_can_be_null=False, quoted_strings_can_be_null=False))
-        except (pa.ArrowInvalid, ValueError):
-            continue  # the per-cell reader decides each of them
-        sizes = [rows for _, _, rows in members]
-        if table.num_rows != sum(sizes):
-            continue
-        for (i, _, _), result in zip(members, _judged(header, [table[c].combine_chunks() for c in names], sizes,
-                                                      required, judged)):
-            out[i] = result
+        groups = [members]
+        while groups:
+            group = groups.pop()
+            whole = _read([texts[i][start:] for i, start, _ in group], len(header))
+            if whole is not None:
+                out.append(_checked([i for i, _, _ in group], header, whole, [n for _, _, n in group], required,
+                                    judged))
+            elif len(group) > 1:  # one text of them is not plain: each alone
+                groups += [[m] for m in group]
     return out
 
 
-def _plain(text: str) -> tuple[int, int] | None:
-    """(where the header line ends, the number of rows) of a text whose lines
-    are its records split at the commas, else None."""
-    if '"' in text or "\r" in text or "\x00" in text or not text.endswith("\n") or len(text) > csv.field_size_limit():
+def _read(bodies: list[str], width: int) -> list[Any] | None:
+    """The cells of these CSV bodies (lines of `width` fields), as text
+    columns, or None where a line is not (or a body starts with a byte order
+    mark, which the reader would drop)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    body = "".join(bodies).encode()
+    if body.startswith("\ufeff".encode()):
         return None
-    lines = text.split("\n")
-    lines.pop()  # (after the final newline)
-    if len(lines) < 2:
+    names = [f"c{k}" for k in range(width)]
+    try:
+        table = pacsv.read_csv(pa.py_buffer(body), pacsv.ReadOptions(column_names=names, block_size=1 << 26),
+                               pacsv.ParseOptions(quote_char=False, double_quote=False, newlines_in_values=False,
+                                                  ignore_empty_lines=False),
+                               pacsv.ConvertOptions(column_types={c: pa.string() for c in names},
+                                                    strings_can_be_null=False, quoted_strings_can_be_null=False))
+    except (pa.ArrowInvalid, ValueError):
         return None
-    commas = lines[0].count(",")
-    if set(map(str.count, lines, repeat(",", len(lines)))) != {commas}:
+    if table.num_rows != body.count(b"\n"):
         return None
-    return len(lines[0]), len(lines) - 1
+    return [table[c].combine_chunks() for c in names]
 
 
 def _header_ok(header: tuple[str, ...], required: tuple[str, ...]) -> bool:
@@ -147,42 +191,56 @@ def _header_ok(header: tuple[str, ...], required: tuple[str, ...]) -> bool:
             and not re.search(CONTROL, "".join(header)) and all(c in header for c in required))
 
 
-def _judged(header: tuple[str, ...], whole: list[Any], sizes: list[int], required: tuple[str, ...],
-            judged: frozenset[str]) -> list[ResultColumns | None]:
+def _checked(members: list[int], header: tuple[str, ...], whole: list[Any], sizes: list[int],
+             required: tuple[str, ...], judged: frozenset[str]) -> Pool:
     """The rows of several files of one header, as Arrow string columns
     (`whole`, the files' rows one after the other, `sizes` rows each): each
     rule applied once per column of all their rows (a sync reads thousands
-    of 100-row files: per file, the calls would cost more than the rows),
-    then cut back into files. A file with a bad cell or a duplicate natural
-    key is None."""
+    of 100-row files: per file, the calls would cost more than the rows).
+    A file with a bad cell or a duplicate natural key is not accepted."""
+    import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     from analysis.rules import check
 
-    starts = list(accumulate(sizes, initial=0))
-    bad_files: set[int] = set()
-    columns: dict[str, list[Any]] = {}
-    extras: dict[str, list[Any]] = {}
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    bad = np.zeros(len(sizes), dtype=bool)
+    columns = []
     for name, cells in zip(header, whole):
         checked = check(name, cells, name in required, name in judged)
         if not checked.ok:
-            bad_rows = pc.indices_nonzero(checked.bad).to_pylist()
-            bad_files.update(bisect_right(starts, row) - 1 for row in bad_rows)
-        values = checked.values.to_pylist()
-        if name in SCALE_COLUMNS:  # checked as integers, kept in the row's extra object as the number's text
-            extras[name] = [None if v is None else str(v) for v in values]
-        elif name in RULE_COLUMNS:
-            columns[name] = values
-        else:
-            extras[name] = values
-    out: list[ResultColumns | None] = []
-    for f, (start, n) in enumerate(zip(starts, sizes)):
-        if f in bad_files:
-            out.append(None)
-            continue
-        mine = ResultColumns(n, {k: v[start:start + n] for k, v in columns.items()},
-                             {k: v[start:start + n] for k, v in extras.items()})
-        keyed = [mine.columns[c] for c in KEY_COLUMNS if c in mine.columns] + \
-            [v for k, v in (mine.extras or {}).items() if k not in MEASURED_EXTRAS]
-        out.append(mine if keyed and len(set(zip(*keyed))) == n else None)  # else no key, or a duplicate key
-    return out
+            bad |= np.logical_or.reduceat(checked.bad.to_numpy(zero_copy_only=False), starts)
+        columns.append(pc.cast(checked.values, pa.string()) if name in SCALE_COLUMNS else checked.values)
+    # checked as integers, ranks/nodes are kept in the row's extra object as the number's text
+    table = pa.table(columns, names=list(header))
+    keyed = [c for c in header if c in KEY_COLUMNS or
+             ((c not in RULE_COLUMNS or c in SCALE_COLUMNS) and c not in MEASURED_EXTRAS)]
+    if not keyed:
+        bad[:] = True  # no key: the per-cell reader decides
+    elif not _unique_by_n_and_repeat(table, sizes):
+        file_index = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+        keys = table.select(keyed).append_column("__file", pa.array(file_index))
+        counts = keys.group_by([*keyed, "__file"], use_threads=False).aggregate([([], "count_all")])
+        doubled = pc.filter(counts["__file"], pc.greater(counts["count_all"], 1)).to_numpy()
+        bad[doubled] = True
+    return Pool(members, table, starts.tolist(), list(sizes), (~bad).tolist())
+
+
+def _unique_by_n_and_repeat(table: Any, sizes: list[int]) -> bool:
+    """No two rows of a file share their n and repeat (then none share the
+    whole natural key, of which they are part): one sort of integers, where
+    a group-by over every key column costs ten times more."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if "n" not in table.column_names or "repeat" not in table.column_names or len(sizes) >= 2**15:
+        return False
+    n, repeat = table["n"], table["repeat"]
+    if n.null_count or repeat.null_count or pc.min(n).as_py() < 0 or pc.max(n).as_py() >= 2**32 or \
+            pc.min(repeat).as_py() < 0 or pc.max(repeat).as_py() >= 2**16:
+        return False
+    of_row = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    keys = (of_row << 48) | (n.to_numpy() << 16) | repeat.to_numpy()
+    keys.sort()
+    return bool((keys[1:] != keys[:-1]).all())

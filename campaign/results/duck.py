@@ -37,7 +37,11 @@ def connect(led: Ledger) -> Any:
     unique = {(files.locate(files.homes(led.results_root, cid, wd), p), h): None for cid, wd, p, h in pointers}
     paths = files.verified(list(unique))  # (a file holds the attempts of one ingest batch: read once)
     if paths:
-        con.read_parquet(paths, union_by_name=True).create_view("_files")  # (a view takes no parameters)
+        files_ = con.read_parquet(paths, union_by_name=True)
+        files_.create_view("_parquet")  # (a view takes no parameters)
+        mapped = "extras" in files_.columns  # (schema 2): each row's extra object as JSON text, as before
+        con.execute("CREATE VIEW _files AS SELECT * " + (
+            f"EXCLUDE (extras) REPLACE ({files.EXTRA_SQL} AS extra) " if mapped else "") + "FROM _parquet")
         con.execute("CREATE VIEW result AS SELECT * FROM _files "
                     "UNION ALL BY NAME SELECT * EXCLUDE (id, natural_key) FROM _imported")
     else:

@@ -154,3 +154,98 @@ def check_failure(table: ResultColumns, want: Expected) -> str | None:
         if (want.check or math.isinf(err)) and not err <= tol:  # NaN and inf are above every tolerance
             return f"rel_err {err:.3g} > {tol:g} at n={ns[i]} ({dtype})"
     return None
+
+
+def settled(table: Any, sizes: list[int], wants: list[Expected]) -> list[bool]:
+    """The files of a pooled table (`table`: their rows one after the other,
+    `sizes` rows each; campaign.results.columnar.Pool) whose rows are surely
+    their run's own, all of its n and within its check: what `foreign`,
+    the n-sweep and `check_failure` would accept, decided over the whole
+    table at once. False is "judge it alone" (those functions then name
+    the reason), never a verdict."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    files = len(sizes)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    of_row = np.repeat(np.arange(files, dtype=np.int64), sizes)
+    names = set(table.column_names)
+    flagged = np.zeros(files, dtype=bool)
+    suspect = np.zeros(len(of_row), dtype=bool)
+    for what in ("kernel", "impl", "variant", "device", "dtype", "d", "threads"):
+        own = [getattr(w, what) for w in wants]
+        planned = np.array([v is not None for v in own])
+        if not planned.any():
+            continue
+        if what not in names:
+            flagged |= planned
+            continue
+        try:
+            expected = pa.array(own, table[what].type).take(pa.array(of_row))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return [False] * files
+        differs = pc.and_(pc.is_valid(expected), pc.fill_null(pc.not_equal(table[what], expected), True))
+        suspect |= differs.to_numpy(zero_copy_only=False)
+    for name in SCALE_COLUMNS:  # one launch, one world: every row the same count, the planned one
+        if name in names:
+            count = pc.fill_null(pc.cast(table[name], pa.int64()), 1).to_numpy()
+            low, high = np.minimum.reduceat(count, starts), np.maximum.reduceat(count, starts)
+            own = [{"ranks": w.ranks, "nodes": w.nodes}[name] for w in wants]
+            planned = np.array([v is not None for v in own])
+            flagged |= (low != high) | (planned & (low != np.array([v or 0 for v in own])))
+    for f, want in enumerate(wants):  # a column named like a run's argument: compared alone
+        flagged[f] |= any("," not in value and (name in names or name.replace("-", "_") in names)
+                          for name, value in want.extra_args)
+    _sweep_flags(table, files, of_row, wants, flagged, suspect)
+    suspect |= _check_flags(table, of_row, wants)
+    flagged |= np.logical_or.reduceat(suspect, starts)
+    return (~flagged).tolist()
+
+
+def _sweep_flags(table: Any, files: int, of_row: Any, wants: list[Expected], flagged: Any, suspect: Any) -> None:
+    """Files with an n outside the run's sweep, or lacking one of it: per
+    sweep (the files of a pool share a few), each row's n looked up in it
+    and each file's found n kept as bits of one integer."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = table["n"]
+    starts = np.concatenate([[0], np.cumsum(np.bincount(of_row, minlength=files))[:-1]])
+    sweeps: dict[tuple[int, ...], list[int]] = {}
+    for f, want in enumerate(wants):
+        sweeps.setdefault(tuple(sorted(set(want.n))), []).append(f)
+    for sweep, members in sweeps.items():
+        if len(sweep) > 62 or len(sweeps) > 64:
+            flagged[members] = True  # judged alone
+            continue
+        mine = np.zeros(files, dtype=bool)
+        mine[members] = True
+        at = pc.index_in(n, value_set=pa.array(sweep, pa.int64())).to_numpy(zero_copy_only=False)
+        stray = np.isnan(at) & mine[of_row]
+        bits = np.where(np.isnan(at), 0, np.left_shift(1, np.nan_to_num(at).astype(np.int64)))
+        found = np.bitwise_or.reduceat(bits, starts)
+        suspect |= stray
+        flagged |= mine & (found != (1 << len(sweep)) - 1)
+
+
+def _check_flags(table: Any, of_row: Any, wants: list[Expected]) -> Any:
+    """Rows `check_failure` would name: rel_err missing under --check,
+    negative, or (under --check, or infinite) not within its dtype's tolerance."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows = len(of_row)
+    err = table["rel_err"] if "rel_err" in table.column_names else pa.nulls(rows, pa.float64())
+    dtype = table["dtype"] if "dtype" in table.column_names else pa.nulls(rows, pa.string())
+    kinds = pc.unique(dtype)
+    limits = np.array([TOLERANCE.get(k or "fp32", 1e-4) for k in kinds.to_pylist()])
+    tol = limits[pc.index_in(dtype, value_set=kinds).to_numpy(zero_copy_only=False).astype(np.int64)]
+    missing = err.is_null().to_numpy(zero_copy_only=False)
+    value = pc.fill_null(err, 0.0).to_numpy()
+    check = np.array([w.check for w in wants], dtype=bool)[of_row]
+    with np.errstate(invalid="ignore"):
+        broken = (value < 0) | ((check | np.isinf(value)) & ~(value <= tol))
+    return (missing & check) | (~missing & broken)

@@ -16,8 +16,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
 from analysis.columns import OPTIONAL_COLUMNS, SCALE_COLUMNS, SCALE_DEFAULT
 from campaign.ledger import Ledger
 from campaign.results import scan
@@ -98,14 +96,10 @@ def _read(led: Ledger, campaign: str | Sequence[str] | None, cluster: str | None
     frame["params"] = frame["params"].fillna("").astype(str) if "params" in frame else ""
     for col in ("campaign", "state"):
         frame[col] = frame[col].fillna("")
-    # A program that does not write ranks or nodes (a third-party MPI code) ran as its run's shape asked
-    # (srun under --nodes N --ntasks-per-node R: exactly N nodes, N x R ranks); rows that name another
-    # shape were refused at ingest (campaign.results.expected). Imported rows: 1 where they do not say.
-    nodes, per_node = (pd.to_numeric(frame.pop(c), errors="coerce") for c in scan.PLANNED_SCALE)
-    planned = {"nodes": nodes, "ranks": nodes * per_node}
-    for col in SCALE_COLUMNS:  # checked integers >= 1 at ingest and import
-        given = pd.to_numeric(frame[col], errors="coerce") if col in frame else pd.Series(np.nan, index=frame.index)
-        frame[col] = given.fillna(planned[col]).fillna(SCALE_DEFAULT).astype("int64")
+    # ranks, nodes: the row's, else its run's planned shape, else 1 (scan.shape)
+    planned = [frame.pop(c).to_numpy() for c in scan.PLANNED_SCALE]
+    given = {c: frame[c].to_numpy() for c in SCALE_COLUMNS if c in frame}
+    frame = frame.assign(**scan.shape(given, *planned))
     frame = settled_dtypes(frame)
     # replicate 0 is every row of an unreplicated run; imported rows form one replicate of their own
     frame["replicate"] = frame["replicate"].fillna(0).astype("int64")

@@ -33,12 +33,12 @@ from campaign.job.fom import CHECK_SUFFIX, LOST_SUFFIX
 from campaign.plumbing.errors import ImportError_, one_line
 from campaign.plumbing.states import JobState
 from campaign.results.cells import CONTROL, cell, check_row, scale_cell
-from campaign.results.columnar import ResultColumns, fast_records, fast_texts
-from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign
+from campaign.results.columnar import ResultColumns, fast_records, pools
+from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign, settled
 from campaign.results.keys import natural_key
 
 MAX_BYTES = 512 * 2**20  # a results CSV above 512 MiB is not a result file
-CLASSIFY_WINDOW = 500  # finished outputs whose rules are applied together (classify_stream)
+CLASSIFY_WINDOW = 2000  # finished outputs whose rules are applied together (classify_stream)
 POOL_CHARS = 32 * 2**20  # and at most this much of their text at once (a sync's memory stays bounded)
 
 
@@ -80,7 +80,7 @@ def parse_columns(text: str, required: tuple[str, ...], where: str,
     else the per-cell reference (`parse_rows`), whose first bad cell raises
     ImportError_ with its line and column. `judged`: float columns read as any number (their
     values judged by the caller: a job's rel_err)."""
-    table = fast_texts([text], required, judged)[0]
+    table = next((pool.part(0) for pool in pools([text], required, judged)), None)
     if table is None:  # quoted cells, carriage returns, no final newline, or a bad cell
         table = fast_records(_records(text, where), required, judged)
     return table if table is not None else ResultColumns.from_rows(parse_rows(text, required, where, judged))
@@ -181,7 +181,7 @@ def classify_output(path: Path, expected_n: tuple[int, ...] | Expected, check: b
         return Outcome(JobState.LOST_OUTPUT, reason=f"unreadable output: {one_line(exc, 200)}")
 
 
-def _regular_bytes(path: Path) -> bytes | None:
+def _regular_bytes(path: Path | str) -> bytes | None:
     """The bytes of a regular file of at most MAX_BYTES, read through one
     descriptor (a sync reads 10,000 of them); None for anything else (gone,
     a folder, a FIFO, too large, unreadable), which _classify's checks then
@@ -205,8 +205,9 @@ def _regular_bytes(path: Path) -> bytes | None:
 def classify_stream(items: Iterable[tuple[Path, Expected]], window: int = CLASSIFY_WINDOW,
                     chars: int = POOL_CHARS) -> Iterator[Outcome]:
     """`classify_output` of each item, in order. The rules are applied to the
-    rows of a pool of CSVs together (columnar.fast_texts): at most `window`
-    files or `chars` characters of their text, each file then judged alone.
+    rows of a pool of CSVs together (columnar.pools): at most `window`
+    files or `chars` characters of their text, judged together
+    (expected.settled), a file that judgement cannot settle then alone.
     Only one pool's rows are alive at a time, so a caller that bounds its
     batches (campaign.commands.sync) bounds its memory by choosing `chars`. Never raises."""
     pool: list[tuple[Path, Expected]] = []
@@ -232,18 +233,21 @@ def classify_stream(items: Iterable[tuple[Path, Expected]], window: int = CLASSI
         yield from (o for o in outcomes if o is not None)
 
 
-def classify_outputs(items: Sequence[tuple[Path, Expected]]) -> list[Outcome]:
-    """`classify_output` of many finished jobs, their rules applied together (classify_stream)."""
-    return list(classify_stream(items))
-
-
 def _judge_pool(items: Sequence[tuple[Path, Expected]], texts: list[tuple[int, str]],
                 outcomes: list[Outcome | None]) -> None:
-    found = dict(zip((i for i, _ in texts), fast_texts([text for _, text in texts], KERNEL_COLUMNS, JUDGED_COLUMNS)))
+    """Each text's outcome: a file the rules accepted and the pooled
+    judgement settled (campaign.results.expected.settled) keeps its Arrow
+    rows; any other is judged alone."""
+    found: dict[int, tuple[ResultColumns | None, bool]] = {}
+    for pool in pools([text for _, text in texts], KERNEL_COLUMNS, JUDGED_COLUMNS):
+        members = [texts[m][0] for m in pool.members]
+        own = settled(pool.table, pool.sizes, [items[i][1] for i in members])
+        found.update((i, (pool.part(k), own[k])) for k, i in enumerate(members))
     for i, text in texts:
         path, want = items[i]
+        table, fine = found.get(i, (None, False))
         try:
-            outcomes[i] = _outcome(path, want, text, found.get(i))
+            outcomes[i] = _outcome(path, want, text, table, fine and table is not None)
         except Exception as exc:
             outcomes[i] = Outcome(JobState.LOST_OUTPUT, reason=f"unreadable output: {one_line(exc, 200)}")
 
@@ -270,8 +274,10 @@ def _classify(path: Path, want: Expected) -> Outcome:
     return text if isinstance(text, Outcome) else _outcome(path, want, text, None)
 
 
-def _outcome(path: Path, want: Expected, text: str, table: ResultColumns | None) -> Outcome:
-    """The outcome of a job's CSV text (`table`: its rows, when the rules already accepted them)."""
+def _outcome(path: Path, want: Expected, text: str, table: ResultColumns | None, fine: bool = False) -> Outcome:
+    """The outcome of a job's CSV text (`table`: its rows, when the rules
+    already accepted them; `fine`: they are the run's own, its whole sweep
+    and within its check)."""
     try:
         if table is None:
             table = parse_columns(text, KERNEL_COLUMNS, path.name, JUDGED_COLUMNS)
@@ -279,7 +285,7 @@ def _outcome(path: Path, want: Expected, text: str, table: ResultColumns | None)
         return Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {one_line(exc, 200)}")
     if not len(table):
         return Outcome(JobState.LOST_OUTPUT, reason="output has no rows")
-    judged = _judge(table, want)
+    judged = Outcome(JobState.COMPLETED, table) if fine else _judge(table, want)
     sanity = _verdict(path, CHECK_SUFFIX) if judged.state == JobState.COMPLETED else None
     return Outcome(JobState.CHECK_FAILED, judged.table, reason=sanity) if sanity else judged
 
@@ -304,5 +310,5 @@ def _judge(table: ResultColumns, want: Expected) -> Outcome:
 
 def _verdict(path: Path, suffix: str) -> str | None:
     """The reason campaign.job.fom left beside the CSV (`F.lost`, `F.check`), one line, or None."""
-    data = _regular_bytes(path.with_name(path.name + suffix))
+    data = _regular_bytes(f"{path}{suffix}")  # (a string: once per finished job of a sync)
     return one_line(data.decode(errors="replace"), 1000) if data else None

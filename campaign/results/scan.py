@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import String, or_, select, type_coerce
 from sqlalchemy.orm import Session
 
-from analysis.columns import SCALE_COLUMNS
+from analysis.columns import SCALE_COLUMNS, SCALE_DEFAULT
 from campaign.ledger import Campaign, JobAttempt, ResultFile, Run, files
 from campaign.plumbing.states import JobState
 from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, attempt_filter
@@ -24,13 +24,37 @@ from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, at
 # (campaign.planning.replicates; null for a run planned before replicates: replicate 0) and the nodes and ranks
 # per node its run asked Slurm for (PLANNED_SCALE: what a program that does not say ran on)
 PLANNED_SCALE = ("planned_nodes", "planned_ranks_per_node")
-_LEDGER = ("campaign", "state", "alloc_cpus", "overlap", "replicate", *PLANNED_SCALE, "attempt")
+LEDGER = ("campaign", "state", "alloc_cpus", "overlap", "replicate", *PLANNED_SCALE, "attempt")
+
+
+def shape(given: dict[str, Any], nodes: Any, per_node: Any) -> dict[str, Any]:
+    """The one rule for a row's ranks and nodes (SCALE_COLUMNS), column by
+    column: what the row says (`given`: values by column; a column absent or
+    a value missing: not said), else its run's planned shape (srun under
+    --nodes N --ntasks-per-node R: exactly N nodes, N x R ranks), else 1
+    (imported rows, runs planned before shapes). Rows naming another shape
+    than planned were refused at ingest (campaign.results.expected). Values:
+    int64 numpy arrays, one per row of `nodes`."""
+    import numpy as np
+    import pandas as pd
+
+    def numbers(values: Any) -> Any:
+        return pd.to_numeric(pd.Series(np.asarray(values, dtype=object)), errors="coerce").to_numpy(dtype=float)
+
+    planned = {"nodes": numbers(nodes)}
+    planned["ranks"] = planned["nodes"] * numbers(per_node)
+    out = {}
+    for col in SCALE_COLUMNS:  # checked integers >= 1 at ingest and import
+        said = numbers(given[col]) if given.get(col) is not None else np.full(len(planned["nodes"]), np.nan)
+        value = np.where(np.isnan(said), planned[col], said)
+        out[col] = np.where(np.isnan(value), SCALE_DEFAULT, value).astype("int64")
+    return out
 
 
 def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: RowFilter | None,
              root: Path | None) -> tuple[list[tuple[Path, str]], list[int], list[tuple[Any, ...]]]:
     """The files holding the selected attempts' rows (path, recorded hash;
-    each once, oldest first), the attempts' ids and their ledger values (_LEDGER)."""
+    each once, oldest first), the attempts' ids and their ledger values (LEDGER)."""
     stmt = (select(ResultFile.path, ResultFile.sha256, ResultFile.campaign_id, Campaign.workdir, ResultFile.attempt_id,
                    Campaign.name,
                    type_coerce(JobAttempt.state, String), JobAttempt.alloc_cpus, JobAttempt.overlap,
@@ -72,7 +96,7 @@ def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None,
     paths, ids, values = pointers(s, campaign, usable_only, where, root)
     last = "extra" if all_extras else "params"
     columns = [*EXPORT_COLUMNS, "source", last]
-    ledger = _LEDGER if attempt else _LEDGER[:-1]
+    ledger = LEDGER if attempt else LEDGER[:-1]
     scale = [] if all_extras else list(SCALE_COLUMNS)
     names = [*EXPORT_COLUMNS, "source", *ledger, "_extra" if all_extras else "params", *scale]
     if not paths:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, event, insert, select
 from sqlalchemy.orm import Session
 
 from analysis.columns import RESULT_SCHEMA
@@ -24,7 +24,8 @@ from campaign.config.schema import ClusterSpec
 from campaign.config.validate import check_name
 from campaign.ledger import Campaign, ImportFile, JobAttempt, Ledger, ResultFile, ResultRow, files
 from campaign.ledger.db import session_results_root
-from campaign.ledger.files import LedgerColumns, homes, write_home
+from campaign.ledger.files import homes, write_home
+from campaign.ledger.result_schema import LedgerColumns
 from campaign.plumbing.clock import now
 from campaign.plumbing.errors import BadInputError, ConfigError
 from campaign.results.columnar import ResultColumns
@@ -116,7 +117,10 @@ def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
             by_campaign.setdefault((item.campaign_id, item.workdir), []).append(item)
     batches = [(write_home(root, cid, workdir), f"a{items[0].attempt_id}",
                 LedgerColumns.joined([item.columns for item in items]).table()) for (cid, workdir), items in by_campaign.items()]
-    written = files.write_many(batches)
+    marks: list[Path] = []
+    written = files.write_many(batches, marks)
+    if marks:  # they go once the pointers are in (a rollback or a crash leaves them: the folder is swept)
+        event.listen(s, "after_commit", lambda _: files.unmark(marks), once=True)
     pointers = [{"attempt_id": item.attempt_id, "campaign_id": item.campaign_id, "path": p.path, "sha256": p.sha256,
                  "rows": item.columns.length, "schema_version": p.schema_version}
                 for items, p in zip(by_campaign.values(), written, strict=True) for item in items]
@@ -130,14 +134,22 @@ def sweep_orphans(led: Ledger) -> list[Path]:
     no writer can still be about to commit them (files.SWEEP_AGE_S), and only
     when this ledger stored their attempts again in another file: a
     campaign's folder is shared by every copy of its ledger, and a file a
-    newer copy points to must survive a sweep through an older one."""
+    newer copy points to must survive a sweep through an older one. Only the
+    folders where a writer left a marker or a temporary file are looked
+    through (files.unsettled): a sync that committed leaves neither."""
     root = led.results_root
+    owners: dict[Path, set[int]] = {}
     with led.session() as s:
-        named = s.execute(select(ResultFile.campaign_id, Campaign.workdir, ResultFile.path)
-                          .join(Campaign, Campaign.id == ResultFile.campaign_id)).all()
-        places = [place for cid, workdir in s.execute(select(Campaign.id, Campaign.workdir))
-                  for place in homes(root, cid, workdir)]
-    referenced = {place / path for cid, workdir, path in named for place in homes(root, cid, workdir)}
+        for cid, workdir in s.execute(select(Campaign.id, Campaign.workdir)):
+            for place in homes(root, cid, workdir):
+                owners.setdefault(place, set()).add(cid)
+    places = [place for place in owners if files.unsettled(place)]
+    if not places:
+        return []
+    with led.session() as s:
+        named = s.execute(select(ResultFile.path, ResultFile.campaign_id)
+                          .where(ResultFile.campaign_id.in_({c for p in places for c in owners[p]})).distinct()).all()
+    referenced = {place / path for path, cid in named for place in places if cid in owners[place]}
     stored: set[tuple[int | None, str]] | None = None
 
     def superseded(path: Path) -> bool:
@@ -210,13 +222,11 @@ def _params_column(extra_args: tuple[tuple[str, str], ...], extras: dict[str, li
     return list(map(",".join, zip(*parts)))
 
 
-def _with_metric(extra_args: tuple[tuple[str, str], ...], table: ResultColumns) -> tuple[tuple[str, str], ...]:
+def _with_metric(extra_args: tuple[tuple[str, str], ...], names: list[str]) -> tuple[tuple[str, str], ...]:
     """A figure of merit's name (campaign.job.fom's `metric` column) joins the
     row's params ("iterations=200,metric=bandwidth"): a configuration's
     figures are separate groups in every view (medians, compare, reports),
     never pooled with each other."""
-    names = table.extras.keys() if table.extras is not None else {
-        k for row in (table.extra_rows or []) if row for k in row}
     return (*extra_args, ("metric", "")) if "metric" in names else extra_args
 
 
@@ -228,19 +238,28 @@ def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
                 extra_args: tuple[tuple[str, str], ...], table: ResultColumns) -> LedgerColumns:
     """Ledger rows, as columns, for the parsed CSV of one attempt (cluster and
     partition come from the run, never from the file; the run's extra
-    arguments join each row's extra object as `params`)."""
-    n, cols = len(table), table.columns
+    arguments join each row's extra object as `params`). Rows read as Arrow
+    stay Arrow."""
+    n = len(table)
     if n == 0:
         return LedgerColumns(0, {})
-    extra_args = _with_metric(extra_args, table)
-    values: dict[str, list[Any]] = {"attempt_id": [attempt_id] * n, "source": ["job"] * n, "cluster": [cluster] * n,
-                                    "partition": [partition] * n, "job_id": [job_id] * n}
-    values.update({name: cols.get(name) or [None] * n for name in _FROM_FILE})
+    names = table.extra_names()
+    extra_args = _with_metric(extra_args, names)
+    consts = {"attempt_id": attempt_id, "source": "job", "cluster": cluster, "partition": partition, "job_id": job_id}
+    own_params = [k for k, _ in extra_args if k in names or k.replace("-", "_") in names]
+    if table.arrow is not None and not (extra_args and "params" in names) and not own_params:
+        if extra_args:
+            consts["params"] = ",".join(f"{k}={v}" for k, v in extra_args)
+        have = set(table.arrow.column_names)
+        found = [c for c in _FROM_FILE if c in have]
+        return LedgerColumns(n, table.arrow.select(found), table.arrow.select(names), consts=consts)
+    cols = table.columns
+    values = {name: cols.get(name) or [None] * n for name in _FROM_FILE}
     if table.extras is not None and not (extra_args and "params" in table.extras):
         extras: dict[str, list[Any]] = dict(table.extras)
         if extra_args:
             extras["params"] = _params_column(extra_args, extras, n)
-        return LedgerColumns(n, values, extras)
+        return LedgerColumns(n, values, extras, consts=consts)
     rows: list[dict[str, Any] | None] = []
     for own in table.extra_dicts():
         extra = dict(own or {})
@@ -248,10 +267,4 @@ def job_columns(attempt_id: int, job_id: str, cluster: str, partition: str,
         if params:
             extra["params"] = params
         rows.append(extra or None)
-    return LedgerColumns(n, values, extra_rows=rows)
-
-
-def job_rows(attempt_id: int, job_id: str, cluster: str, partition: str,
-             extra_args: tuple[tuple[str, str], ...], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Ledger rows, as dicts, for parsed CSV rows of one attempt (`job_columns`)."""
-    return job_columns(attempt_id, job_id, cluster, partition, extra_args, ResultColumns.from_rows(rows)).dicts()
+    return LedgerColumns(n, values, extra_rows=rows, consts=consts)

@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from analysis.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA, SCALE_COLUMNS, SCALE_DEFAULT
+from analysis.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA, SCALE_COLUMNS
 from campaign.ledger import Campaign, Ledger, ResultRow
 from campaign.ledger import queries as q
 from campaign.ledger.result_schema import MEASURED
@@ -60,24 +60,32 @@ def result_records(led: Ledger, campaign: str | None = None) -> list[dict[str, A
         if campaign:
             q.require_campaign(s, campaign)
         files = scan.frame(s, campaign, None, False, True, None, led.results_root, attempt=True)
+        records = []
         for rec in files.to_dict("records"):
             raw = rec.pop("_extra")
             rec["extra"] = json.loads(raw) if isinstance(raw, str) else None
-            out.append(_record(rec))
+            records.append(rec)
         stmt = (select(*(getattr(ResultRow, c) for c in (*_TEXT, *_NUMBERS)), ResultRow.extra, Campaign.name)
                 .outerjoin(Campaign, Campaign.id == ResultRow.campaign_id).order_by(ResultRow.id))
         if campaign:
             stmt = stmt.where(Campaign.name == campaign)
         for row in s.execute(stmt):
-            values = tuple(row)
-            rec = dict(zip((*_TEXT, *_NUMBERS, "extra", "campaign"), values))
-            out.append(_record(dict(rec, attempt=None, state=None, overlap=None, replicate=None)))
+            rec = dict(zip((*_TEXT, *_NUMBERS, "extra", "campaign"), tuple(row)))
+            records.append(dict(rec, attempt=None, state=None, overlap=None, replicate=None))
+    # ranks, nodes: kept in the row's extra object; where the program did not say, its run's planned
+    # shape (scan.shape, the rule the analysis reads by too)
+    extras = [rec.get("extra") or {} for rec in records]
+    scale = scan.shape({c: [typed(e.get(c)) for e in extras] for c in SCALE_COLUMNS},
+                       [rec.get(scan.PLANNED_SCALE[0]) for rec in records],
+                       [rec.get(scan.PLANNED_SCALE[1]) for rec in records])
+    for i, rec in enumerate(records):
+        out.append(_record(rec, {c: int(scale[c][i]) for c in SCALE_COLUMNS}))
     return out
 
 
-def _record(rec: dict[str, Any]) -> dict[str, Any]:
+def _record(rec: dict[str, Any], scale: dict[str, int]) -> dict[str, Any]:
     """One row as the export writes it: numbers typed, params and
-    first_call_s out of `extra`."""
+    first_call_s out of `extra`, ranks and nodes as `scale` says (scan.shape)."""
     extra = {k: typed(v) for k, v in (rec.get("extra") or {}).items()}
     for name in _NUMBERS:
         value = typed(rec.get(name))
@@ -91,21 +99,12 @@ def _record(rec: dict[str, Any]) -> dict[str, Any]:
     replicate = rec.get("replicate")
     rec["replicate"] = None if rec["attempt"] is None else (
         0 if replicate is None or (isinstance(replicate, float) and math.isnan(replicate)) else int(replicate))
-    # ranks, nodes: kept in the row's extra object; where the program did not say, its run's planned
-    # shape (campaign.results.export._read does the same for the analysis)
-    planned = {"nodes": _count(rec.get("planned_nodes"))}
-    per_node = _count(rec.get("planned_ranks_per_node"))
-    planned["ranks"] = planned["nodes"] * per_node if planned["nodes"] and per_node else None
     for col in SCALE_COLUMNS:
-        rec[col] = extra.pop(col, None) or planned[col] or SCALE_DEFAULT
+        extra.pop(col, None)
+        rec[col] = scale[col]
     rec.update(params=str(extra.pop("params", "") or ""), first_call_s=typed(extra.pop("first_call_s", None)),
                extra=extra)
     return {c: rec[c] for c in COLUMNS}
-
-
-def _count(value: Any) -> int | None:
-    """A planned count from the ledger (an int, or a float NaN where the run planned none)."""
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
 
 
 def write_parquet(path: Path | None, columns: list[str], records: list[dict[str, Any]]) -> None:

@@ -154,7 +154,7 @@ def _write(out: Path) -> None:  # noqa: PLR0915 - one linear script of what was 
                                                  repeat=rep, time_s=time_s, job_id=job, rel_err=1e-7))
                             expected["job_rows"] += 1
                     if hasattr(m, "ResultFile"):  # v12+: the attempt's rows as its result file and pointer
-                        from campaign.ledger.files import LedgerColumns
+                        from campaign.ledger.result_schema import LedgerColumns
                         from campaign.results.store import AttemptRows, store_attempt_files
 
                         columns = LedgerColumns(len(job_rows), {k: [r[k] for r in job_rows] for k in job_rows[0]},

@@ -15,7 +15,7 @@ from analysis.columns import KERNEL_COLUMNS
 from campaign.plumbing.errors import ImportError_
 from campaign.plumbing.states import JobState
 from campaign.results import reader
-from campaign.results.reader import Expected, classify_output, classify_outputs, parse_rows, parse_text
+from campaign.results.reader import Expected, classify_output, classify_stream, parse_rows, parse_text
 from tests.results import reference_reader as ref
 from tests.results.test_strict_reader import BAD, GOOD, WANT
 
@@ -140,7 +140,7 @@ def test_same_state_reason_and_rows_as_the_row_reader(part: int, tmp_path: Path)
 @pytest.mark.parametrize(("part", "pool_chars"), [(0, None), (1, None), (0, 3000)])
 def test_many_files_at_once_as_one_by_one(part: int, pool_chars: int | None, tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """A sync's batch (classify_outputs: the rules applied to the rows of all
+    """A sync's batch (classify_stream: the rules applied to the rows of all
     its files at once) decides each file as classify_output does alone: a bad
     cell, a duplicate key or a broken header in one file never touches the
     files around it, and every accepted file keeps its own rows; so do pools
@@ -155,7 +155,7 @@ def test_many_files_at_once_as_one_by_one(part: int, pool_chars: int | None, tmp
         path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8", "surrogatepass"))
         items.append((path, Expected(rng.choice([SWEEP, SWEEP[:2], (64,), WANT.n]), rng.random() < 0.5,
                                      rng.choice(["fake", None]), rng.choice(["fp32", None]))))
-    together = classify_outputs(items)
+    together = list(classify_stream(items))
     alone = [classify_output(path, want) for path, want in items]
     assert [(o.state, o.reason, repr(o.rows)) for o in together] == [(o.state, o.reason, repr(o.rows)) for o in alone]
     assert len({o.state for o in together}) > 1
@@ -173,7 +173,7 @@ def test_a_pool_of_files_keeps_each_cell_as_its_file_has_it(first: str, tmp_path
         rows = "".join(f"{kernel},py,ok,cpu,fp32,{n},64,1,0,0.5,0.1,1e-7\n" for n in SWEEP)
         path.write_text(",".join(HEADER) + "\n" + rows, encoding="utf-8")
         items.append((path, Expected(SWEEP, False, "fake", "fp32")))
-    together = classify_outputs(items)
+    together = list(classify_stream(items))
     assert [(o.state, o.reason, repr(o.rows)) for o in together] == \
         [(o.state, o.reason, repr(o.rows)) for o in (classify_output(p, w) for p, w in items)]
     assert together[1].state is JobState.COMPLETED

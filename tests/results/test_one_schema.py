@@ -65,7 +65,8 @@ def test_a_view_choosing_a_few_columns_is_not_a_schema_list() -> None:
 
 
 def test_the_arrow_schema_is_the_definition() -> None:
-    kinds = {"int": pa.int64(), "float": pa.float64(), "text": pa.string(), "object": pa.string()}
+    kinds = {"int": pa.int64(), "float": pa.float64(), "text": pa.string(), "object": pa.string(),
+             "map": pa.map_(pa.string(), pa.string())}
     want = [(c.name, kinds[c.kind]) for c in schema.RESULT_SCHEMA if c.where == "file"]
     assert [(f.name, f.type) for f in arrow_schema()] == want
 
@@ -90,7 +91,7 @@ def test_an_optional_column_empty_in_every_row_is_absent(tmp_path: Path) -> None
     an analysis input whose optional columns hold nothing."""
     from analysis.schema import validate_results
     from campaign.plumbing.states import JobState
-    from campaign.results.reader import Expected, classify_output, classify_outputs
+    from campaign.results.reader import Expected, classify_output, classify_stream
 
     want = Expected((64, 128), False, "fake", "fp32", d=64, threads=1)
     outcomes = []
@@ -100,7 +101,7 @@ def test_an_optional_column_empty_in_every_row_is_absent(tmp_path: Path) -> None
         path.parent.mkdir()
         path.write_text(header + "\n" + "".join(f"fake,py,ok,cpu,fp32,{n}{cell}1,0,0.5\n" for n in (64, 128)))
         outcomes.append(classify_output(path, want))
-        outcomes.append(classify_outputs([(path, want)])[0])
+        outcomes.append(next(classify_stream([(path, want)])))
     assert [o.state for o in outcomes] == [JobState.COMPLETED] * 4, [o.reason for o in outcomes]
     import pandas as pd
 

@@ -18,7 +18,7 @@ from sqlalchemy import select
 from campaign.backends.base import JobStatus
 from campaign.commands.sync import _apply, _collect
 from campaign.ledger import Ledger, ResultFile, files
-from campaign.ledger.result_schema import STORED
+from campaign.ledger.result_schema import SCHEMA_VERSION, STORED
 from campaign.plumbing.errors import LedgerError
 from campaign.plumbing.states import JobState
 from campaign.results.export import results_frame
@@ -62,7 +62,7 @@ def test_a_finished_attempt_is_one_parquet_file_and_its_pointer(tmp_path: Path) 
     path = tmp_path / "runs" / pointer.path  # relative to the campaign's folder: results/<name>
     assert pointer.path.startswith("results/") and path.is_file()
     assert not (tmp_path / "ledger.results").exists()  # nothing beside the ledger: its campaign folder is here
-    assert (pointer.attempt_id, pointer.rows, pointer.schema_version) == (aid, 2, 1)
+    assert (pointer.attempt_id, pointer.rows, pointer.schema_version) == (aid, 2, SCHEMA_VERSION)
     assert not Path(pointer.path).is_absolute() and files.sha256(path) == pointer.sha256
     table = pq.read_table(path)
     assert table.column_names == list(STORED)

@@ -62,7 +62,8 @@ def upgrade() -> None:
 
 def _move_rows(conn: Any) -> None:
     """Each attempt's rows in `result` into its file; the pointer in, the rows out."""
-    from campaign.ledger.files import LedgerColumns, write_home, write_many  # lazy: pyarrow, this upgrade only
+    from campaign.ledger.files import write_home, write_many  # lazy: pyarrow, this upgrade only
+    from campaign.ledger.result_schema import LedgerColumns
 
     root = results_root()
     camps = {cid: workdir for cid, workdir in conn.execute(sa.text("SELECT id, workdir FROM campaign"))}

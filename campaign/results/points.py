@@ -1,0 +1,147 @@
+"""The report's summary (one row per measured point: medians over repeats,
+their intervals, replicates) aggregated by DuckDB over the result files, so
+that `report` over ten million rows never holds them in pandas (issue 26).
+
+DuckDB groups the rows by point and replicate, sorts each group's times and
+indexes them as the row path does (the median 0.5 * (x_a + x_b), the interval
+[x_(r), x_(m-r+1)] with r from analysis.summary.rank_and_coverage, each
+replicate's median as pandas' (x_a + x_b) / 2): the same float operations, so
+the numbers are the row path's to the bit (DuckDB's own `median` interpolates
+and differs in the last place). The summary columns are then
+analysis.summary.with_statistics's and the replicate interval
+analysis.replicates.between_medians's, as from rows. Only selections that
+need nothing row by row take this path (`summary` says None otherwise): no
+imported rows, no figures of merit, no multi-rank rows, no overlap notes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from analysis.columns import BASE_GROUP_COLUMNS, OPTIONAL_GROUP_COLUMNS, SCALE_COLUMNS
+from campaign.ledger import Ledger, files
+from campaign.results import scan
+from campaign.results.latest import Superseded, holder
+from campaign.results.latest import find as superseded
+from campaign.results.query import RowFilter, statement
+
+# a point's key as the row read makes it (campaign.results.export._read: params "" where none)
+_KEY = [*BASE_GROUP_COLUMNS, *(c for c in OPTIONAL_GROUP_COLUMNS if c not in SCALE_COLUMNS), "threads", "n"]
+_EXPR = {"params": "coalesce(f.params, '')"}
+_FIRST = ("flops", "bytes", "alloc_cpus")  # taken from the point's fastest repeat, as summarize does
+_HUGE = 1e300  # times above it take the row path (see _aggregate)
+# (a row's extra object from files of either schema: files.EXTRA_SQL over files.scan_sql)
+_ROW_BY_ROW = ("f.params LIKE '%metric=%' OR f.extra_json LIKE '%\"ranks\"%' OR f.extra_json LIKE '%\"nodes\"%'")
+
+
+def summary(led: Ledger, campaign: str | Sequence[str] | None, models: Any) -> tuple[Any, Superseded] | None:
+    """analysis.summary.summarize of the usable rows of the latest identities
+    (latest_frame's selection, cost columns by `models`) and what was left
+    out; None where the rows are needed one by one (see the module doc)."""
+    with led.session() as s:
+        found = superseded(s, campaign, True, None)
+        table = holder(s, found)
+        where = replace(RowFilter(), without_runs=table) if table is not None else None
+        try:
+            if s.execute(statement(campaign, None, True, False, where, imported=True).limit(1)).first():
+                return None
+            paths, ids, values = scan.pointers(s, campaign, True, where, led.results_root)
+        finally:
+            if table is not None:
+                table.drop(s.connection())
+    ledger = dict(zip(scan.LEDGER, zip(*values, strict=True), strict=True)) if values else {}
+    if not paths or any(v not in (None, "") for v in ledger["overlap"]) or any(
+            v not in (None, 1) for c in scan.PLANNED_SCALE for v in ledger[c]):
+        return None
+    made = _aggregate(files.verified(paths), ids, ledger, models)
+    return None if made is None else (made, found)
+
+
+def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models: Any) -> Any:
+    import duckdb
+    import pyarrow as pa
+
+    from analysis.cost_model import add_cost_columns
+    from analysis.replicates import add_between, between_medians
+    from analysis.summary import rank_and_coverage, with_statistics
+
+    attempts = pa.table({"attempt_id": pa.array(ids, pa.int64()), "campaign": pa.array(ledger["campaign"], pa.string()),
+                         "alloc_cpus": pa.array(ledger["alloc_cpus"], pa.float64()),
+                         "replicate": pa.array(ledger["replicate"], pa.int64())})
+    key = ", ".join(f'{_EXPR.get(c, f"f.{c}")} AS "{c}"' for c in _KEY)
+    names = ", ".join(f'"{c}"' for c in _KEY)
+    first = {"flops": "f.flops", "bytes": "f.bytes", "alloc_cpus": "a.alloc_cpus"}
+    spread = ", ".join(f"count({e}) AS n_{c}, min({e}) AS lo_{c}, max({e}) AS hi_{c}" for c, e in first.items())
+    con = duckdb.connect()
+    try:
+        con.register("attempts", attempts)
+        # per point and replicate: the times sorted (NaN last: the k measured ones first), each first-row
+        # column's spread, whether a row needs the row path
+        con.execute(f"""
+            CREATE TEMP TABLE reps AS
+            SELECT {key}, coalesce(a.campaign, '') AS campaign, coalesce(a.replicate, 0) AS replicate,
+                   list_sort(list(f.t)) AS times, count(*) AS m, count(*) FILTER (NOT isnan(f.t)) AS k, {spread},
+                   max(f.t) AS top, bool_or({_ROW_BY_ROW}) AS row_by_row
+            FROM (SELECT *, coalesce(time_s, 'NaN'::DOUBLE) AS t, {files.EXTRA_SQL} AS extra_json
+                  FROM {files.scan_sql()}) f
+                 JOIN attempts a USING (attempt_id)
+            GROUP BY ALL""", {"files": paths})
+        # (beyond HUGE, 0.5 * (a + b) overflows where the row path's arithmetic might not: the row path)
+        (row_by_row, top, n_alloc, n_rows, keys), = con.sql(
+            "SELECT bool_or(row_by_row), max(top), sum(n_alloc_cpus), sum(m), count(DISTINCT (campaign, replicate)) "
+            "FROM reps").fetchall()
+        if row_by_row or not top < _HUGE:
+            return None
+        sums = ", ".join(f"sum(n_{c}) AS n_{c}, min(lo_{c}) AS lo_{c}, max(hi_{c}) AS hi_{c}" for c in first)
+        con.execute(f"CREATE TEMP TABLE pts AS SELECT {names}, list_sort(flatten(list(times))) AS t, "
+                    f"sum(m)::BIGINT AS m, {sums} FROM reps GROUP BY ALL")
+        counts = [m for (m,) in con.sql("SELECT DISTINCT m FROM pts").fetchall()]
+        con.register("ranks", pa.table({"m": pa.array(counts, pa.int64()),
+                                        "r": pa.array([rank_and_coverage(m)[0] for m in counts], pa.int64())}))
+        # each first-row column where it is one value over the point (or none): that value; else the row path's
+        # fastest repeat, by DuckDB (_fastest)
+        same = " AND ".join(f"(n_{c} = 0 OR (n_{c} = m AND lo_{c} = hi_{c} AND lo_{c} <> 0))" for c in first)
+        made = con.sql(f"""
+            SELECT {names}, (t[(m - 1) // 2 + 1] + t[m // 2 + 1]) * 0.5 AS median_s, t[r] AS lo, t[m - r + 1] AS hi,
+                   m, {", ".join(f"lo_{c} AS {c}" for c in first)}, {same} AS same
+            FROM pts JOIN ranks USING (m) ORDER BY {names}""").to_arrow_table().to_pandas()
+        if not made.pop("same").all():
+            made = made.assign(**_fastest(con, paths, key, names))
+        reps = None
+        if keys >= 2:  # replicates: each one's median as pandas' (the middle value, or the mean of the two)
+            reps = con.sql(f"""
+                SELECT {names}, CASE WHEN k = 0 THEN 'NaN'::DOUBLE WHEN k % 2 = 1 THEN times[k // 2 + 1]
+                                     ELSE (times[k // 2] + times[k // 2 + 1]) / 2 END AS median_s
+                FROM reps ORDER BY {names}, campaign, replicate""").to_arrow_table().to_pandas()
+    finally:
+        con.close()
+    median, lo, hi, m = (made.pop(c).to_numpy() for c in ("median_s", "lo", "hi", "m"))
+    frame = made
+    for name in ("dtype", "d"):  # a column no row has is absent, as the row read leaves it (latest_frame)
+        if frame[name].isna().all():
+            frame = frame.drop(columns=name)
+    frame["flops"], frame["bytes"] = (frame[c].astype(float) for c in ("flops", "bytes"))
+    alloc = frame.pop("alloc_cpus").astype(float)
+    if n_alloc:  # the allocation where recorded; whole numbers where every row has one
+        frame["alloc_cpus"] = alloc if n_alloc < n_rows else alloc.astype("int64")
+    cols = [c for c in _KEY if c in frame.columns]
+    frame = add_cost_columns(frame, models)
+    found = None if reps is None else between_medians(reps[cols + ["median_s"]], cols)
+    return add_between(add_cost_columns(with_statistics(frame, median, lo, hi, m)), frame, found)
+
+
+def _fastest(con: Any, paths: list[str], key: str, names: str) -> Any:
+    """Each point's flops, bytes and allocation from its fastest repeat (ties:
+    the earlier row, as the row path's stable sort), in the points' order."""
+    first = con.sql(f"""
+        SELECT {names}, arg_min({{'flops': f.flops, 'bytes': f.bytes, 'alloc_cpus': a.alloc_cpus}},
+                                (f.t, f.file_index, f.file_row_number)) AS first
+        FROM (SELECT *, coalesce(time_s, 'NaN'::DOUBLE) AS t FROM {files.scan_sql("file_index, file_row_number")}) f
+             JOIN attempts a USING (attempt_id)
+        GROUP BY ALL ORDER BY {names}""", params={"files": paths}).to_arrow_table().column("first").combine_chunks()
+    return {name: first.field(name).to_numpy(zero_copy_only=False) for name in ("flops", "bytes", "alloc_cpus")}
+
+
+__all__ = ["summary"]

@@ -1,0 +1,109 @@
+"""The summary DuckDB aggregates over the result files (campaign.results.points)
+is the row path's (analysis.summary.summarize over latest_frame) to the bit,
+on hostile data: even and odd repeat counts, single rows, ties, infinities,
+NaN, replicates across campaigns, a missing allocation, given and derived
+flops; and `report --json` is the same whichever path made it."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from analysis.cost_model import add_cost_columns
+from analysis.merit import timing_rows
+from analysis.summary import summarize
+from bench.scale_ledger import build
+from campaign import api
+from campaign.ledger import Ledger, files
+from campaign.results import points
+from campaign.results.costs import cost_models
+from campaign.results.export import latest_frame
+
+
+def _hostile(path: Path, wild: bool = False, constant: bool = False) -> None:
+    """bench/scale_ledger's store, its files rewritten: rows dropped so that
+    points have 1..5 repeats, times rounded to make ties, huge and tiny
+    times (`wild`: inf and NaN, which ingest refuses), flops given in some
+    rows, the allocation recorded for some attempts (`constant`: flops in
+    every row, one value per n, and every attempt's allocation)."""
+    build(path, campaigns=3, runs=6, rows_per_attempt=20)
+    with sqlite3.connect(path) as con:
+        rows = con.execute("SELECT DISTINCT f.path, c.workdir FROM result_file f JOIN campaign c ON c.id = f.campaign_id")
+        for rel, workdir in rows.fetchall():  # (one file holds a batch's attempts)
+            where = Path(workdir) / rel
+            table = pq.read_table(where)
+            repeat, attempt, n = (table.column(c).to_numpy() for c in ("repeat", "attempt_id", "n"))
+            keep = repeat < (attempt * 7 + np.log2(n).astype(int)) % 5 + 1  # 1 to 5 repeats of a job's n
+            table, n = table.filter(pa.array(keep)), n[keep]
+            times = np.round(table.column("time_s").to_numpy(zero_copy_only=False), 6)
+            times[::13] *= 1e295
+            times[1::4] *= 1e-290
+            if wild:
+                times[::13] = np.inf
+                times[5::17] = np.nan
+            flops = n * 1e3 if constant else np.where(np.arange(len(times)) % 3 == 0, 1e9, np.nan)
+            table = table.set_column(table.schema.get_field_index("time_s"), "time_s", pa.array(times))
+            table = table.set_column(table.schema.get_field_index("flops"), "flops", pa.array(flops))
+            pq.write_table(table, where)
+            con.execute("UPDATE result_file SET sha256 = ? WHERE path = ?", (files.sha256(where), rel))
+        con.execute(f"UPDATE job_attempt SET alloc_cpus = 4 WHERE id % {1 if constant else 3} = 0")
+        con.execute("UPDATE run SET spec = json_set(spec, '$.replicate', id % 2)")
+
+
+@pytest.mark.parametrize(("campaign", "constant"), [(None, False), ("scale-2", False), (None, True)])
+def test_points_summary_is_the_row_summary(tmp_path: Path, campaign: str | None, constant: bool) -> None:
+    path = tmp_path / "ledger.sqlite"
+    _hostile(path, constant=constant)
+    led = Ledger(path)
+    made = points.summary(led, campaign, cost_models(led))
+    assert made is not None
+    rows, _ = latest_frame(led, campaign=campaign)
+    expected = summarize(timing_rows(add_cost_columns(rows, cost_models(led))))
+    got = made[0]
+    assert (expected["repeats"] % 2 == 0).any() and (campaign is None or (expected["repeats"] == 1).any())
+    assert (expected["median_s"] > 1e50).any() and (expected["median_s"] < 1e-50).any()
+    assert campaign is not None or expected["replicates"].max() >= 2
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+
+
+@pytest.mark.parametrize("wild", [False, True])
+def test_report_json_is_the_same_on_both_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wild: bool) -> None:
+    path = tmp_path / "ledger.sqlite"
+    _hostile(path, wild)
+    led = Ledger(path)
+    # times no ingest writes (inf, NaN) are left to the row path
+    assert (points.summary(led, None, cost_models(led)) is None) == wild
+    fast = json.dumps(api.metrics(led, all_campaigns=True), default=str)
+    monkeypatch.setattr(points, "summary", lambda *a, **k: None)
+    slow = json.dumps(api.metrics(led, all_campaigns=True), default=str)
+    assert fast == slow
+
+
+@pytest.mark.parametrize("key", ["ranks", "nodes"])
+def test_rows_naming_their_ranks_in_the_map_column_take_the_row_path(tmp_path: Path, key: str) -> None:
+    """A result file of schema 2 keeps a row's text extras in the MAP column
+    `extras`: a row naming its own ranks or nodes there is seen as such (the
+    points path pools by the group columns only), as in the JSON `extra` of
+    schema 1."""
+    path = tmp_path / "ledger.sqlite"
+    _hostile(path)
+    led = Ledger(path)
+    assert points.summary(led, None, cost_models(led)) is not None
+    with sqlite3.connect(path) as con:
+        rel, workdir = con.execute("SELECT f.path, c.workdir FROM result_file f "
+                                   "JOIN campaign c ON c.id = f.campaign_id LIMIT 1").fetchone()
+        where = Path(workdir) / rel
+        table = pq.read_table(where)
+        if "extras" in table.column_names:
+            table = table.drop_columns(["extras"])
+        maps = pa.array([[(key, "1")]] * table.num_rows, pa.map_(pa.string(), pa.string()))
+        pq.write_table(table.append_column("extras", maps), where)
+        con.execute("UPDATE result_file SET sha256 = ? WHERE path = ?", (files.sha256(where), rel))
+    assert points.summary(led, None, cost_models(led)) is None
