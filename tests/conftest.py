@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import parallel
+from tests import cpu_time, parallel
 from tests.parallel import _own_timed_lock  # noqa: F401  (autouse, every test folder)
 from tests.slurm_cluster import (  # noqa: F401  (fixtures for every test folder)
     SlurmCluster,
@@ -28,6 +28,7 @@ CAMPAIGN = Path(sys.executable).parent / "campaign"
 
 def pytest_configure(config: pytest.Config) -> None:
     parallel.configure(config)
+    cpu_time.register(config)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)  # around xdist's own hook, which reads the xdist_group marks
