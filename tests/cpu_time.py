@@ -145,7 +145,8 @@ def rank(files: Iterable[Path], top: int = 25) -> str:
     whole = 0.0
     for f in files:
         data = json.loads(f.read_text())
-        whole += float(data["process_self_s"]) + float(data["process_children_s"])
+        # an xdist controller runs no test: its children are the workers, whose own files count them
+        whole += float(data["process_self_s"]) + (float(data["process_children_s"]) if data["tests"] else 0.0)
         tests.update(data["tests"])
     modules: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
     for node, rec in tests.items():
