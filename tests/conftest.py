@@ -50,8 +50,9 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
     full_env.pop("CAMPAIGN_DEBUG", None)
     if env:
         full_env.update(env)
-    return subprocess.run([str(CAMPAIGN), *args], capture_output=True, text=True, cwd=cwd, env=full_env,
-                          timeout=timeout, check=False)
+    with cpu_time.cli_call():
+        return subprocess.run([str(CAMPAIGN), *args], capture_output=True, text=True, cwd=cwd, env=full_env,
+                              timeout=timeout, check=False)
 
 
 _RESULT = re.compile(r"\bFROM\s+result\b(?!_)", re.IGNORECASE)

@@ -11,7 +11,9 @@ RUSAGE_CHILDREN deltas), and, at the end of the session, the CPU that sacct
 reports (TotalCPU) for the Slurm jobs whose sbatch script lies in a temporary
 folder the test created. Each xdist worker writes its own file
 (`path.gw0.json`, ...; `path.json` without xdist);
-`python -m tests.cpu_time path*.json` ranks tests and modules.
+`python -m tests.cpu_time path*.json` ranks tests and modules. CLI runs
+through tests.conftest.run_cli are also counted apart (calls and their CPU), to
+tell CLI start-ups from jobs and kernels among the children.
 """
 
 from __future__ import annotations
@@ -24,12 +26,25 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 ENV = "CAMPAIGN_TEST_CPU"
+_CLI = [0, 0.0]  # run_cli calls and their CPU in this process, so far
+
+
+@contextmanager
+def cli_call() -> Iterator[None]:
+    """Around one CLI subprocess that the caller waits for: its CPU is the children delta."""
+    kids0 = _cpu()[1]
+    try:
+        yield
+    finally:
+        _CLI[0] += 1
+        _CLI[1] += _cpu()[1] - kids0
 
 
 def _cpu() -> tuple[float, float]:
@@ -77,6 +92,7 @@ class CpuRecorder:
             self.basetemp = item.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
         before_dirs = _listing(self.basetemp)
         own0, kids0 = _cpu()
+        calls0, cli0 = _CLI
         wall0 = time.monotonic()
         try:
             return (yield)
@@ -86,6 +102,8 @@ class CpuRecorder:
                 "self_s": round(own1 - own0, 3),
                 "children_s": round(kids1 - kids0, 3),
                 "wall_s": round(time.monotonic() - wall0, 3),
+                "cli_calls": _CLI[0] - calls0,
+                "cli_s": round(_CLI[1] - cli0, 3),
                 "dirs": sorted(_listing(self.basetemp) - before_dirs),
                 "slurm_s": 0.0,
                 "slurm_jobs": 0,
@@ -135,6 +153,12 @@ def register(config: pytest.Config) -> None:
         config.pluginmanager.register(CpuRecorder(Path(path)), "campaign-cpu-time")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """As a plugin of its own (`pytest -p tests.cpu_time`), for a suite without this conftest."""
+    if not config.pluginmanager.has_plugin("campaign-cpu-time"):
+        register(config)
+
+
 def _total(rec: dict[str, float]) -> float:
     return float(rec["self_s"]) + float(rec["children_s"]) + float(rec["slurm_s"])
 
@@ -157,7 +181,12 @@ def rank(files: Iterable[Path], top: int = 25) -> str:
         m[3] += float(rec["slurm_s"])
     total = sum(_total(r) for r in tests.values())
     slurm = sum(float(r["slurm_s"]) for r in tests.values())
-    lines = [f"{len(tests)} tests; CPU charged to tests {total:,.0f} s (of which Slurm jobs {slurm:,.0f} s); "
+    own = sum(float(r["self_s"]) for r in tests.values())
+    calls = sum(int(r.get("cli_calls", 0)) for r in tests.values())
+    cli = sum(float(r.get("cli_s", 0.0)) for r in tests.values())
+    lines = [f"{len(tests)} tests; CPU charged to tests {total:,.0f} s: pytest processes {own:,.0f} s, "
+             f"{calls:,} CLI runs through run_cli {cli:,.0f} s, other children (jobs, kernels, other "
+             f"subprocesses) {total - own - cli - slurm:,.0f} s, Slurm jobs {slurm:,.0f} s; "
              f"pytest processes and children in all {whole:,.0f} s", "",
              "| test | CPU s | pytest | children | Slurm | wall s |", "|---|---|---|---|---|---|"]
     for node, rec in sorted(tests.items(), key=lambda kv: -_total(kv[1]))[:top]:
