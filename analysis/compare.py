@@ -60,9 +60,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analysis.columns import OPTIONAL_GROUP_COLUMNS
+from analysis.dist import t_quantile
 from analysis.overlap_points import flagged_rows
 from analysis.ratios import DIMENSIONS
 from analysis.replicates import LEVEL, replicates_needed, welch_ratio
@@ -286,7 +286,7 @@ def summarize_points(points: pd.DataFrame, by: str | None, threshold: float = DE
         k = len(logs)
         mean = float(logs.mean())
         if k >= 2:
-            half = float(stats.t.ppf(0.975, k - 1) * logs.std(ddof=1) / np.sqrt(k))
+            half = float(t_quantile(0.975, k - 1) * logs.std(ddof=1) / np.sqrt(k))
             lo, hi = np.exp(mean - half), np.exp(mean + half)
         else:
             lo, hi = float(grp["ratio_lo"].iloc[0]), float(grp["ratio_hi"].iloc[0])

@@ -42,8 +42,8 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from analysis.dist import t_quantile
 from analysis.frames import group_codes
 from analysis.schema import group_columns
 
@@ -54,7 +54,7 @@ MAX_REPEATS = 100  # repeats per job planned at most (replicates showing no spre
 
 
 def _quantile(df: np.ndarray | float) -> np.ndarray:
-    return np.asarray(stats.t.ppf(0.5 + LEVEL / 2, df), dtype=float)
+    return t_quantile(0.5 + LEVEL / 2, df)
 
 
 def point_columns(results: pd.DataFrame) -> list[str]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from analysis.dist import t_quantile
 from analysis.frames import group_codes
 from analysis.schema import group_columns
 from analysis.summary import ensure_summary
@@ -76,7 +76,7 @@ def fitted_exponents(df: pd.DataFrame, n_min: float | None = None,
         resid = np.clip(syy - slope * sxy, 0.0, None)
         dof = points - 2
         stderr = np.where(dof > 0, np.sqrt(resid / np.where(dof > 0, dof, 1) / sxx), np.nan)
-        half = stats.t.ppf(0.975, np.where(dof > 0, dof, 1)) * stderr
+        half = t_quantile(0.975, np.where(dof > 0, dof, 1)) * stderr
     firsts = np.flatnonzero(np.r_[True, series[1:] != series[:-1]])
     out = summary.iloc[firsts][group_columns(summary) + ["threads"]].reset_index(drop=True)
     out["slope"] = slope

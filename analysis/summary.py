@@ -21,9 +21,9 @@ from functools import cache
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analysis.cost_model import add_cost_columns
+from analysis.dist import sign_test_rank
 from analysis.frames import group_codes
 from analysis.replicates import add_between
 from analysis.schema import group_columns
@@ -41,11 +41,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 @cache
 def rank_and_coverage(m: int) -> tuple[int, float]:
     """Order-statistic rank r (1-based) of the interval and its exact coverage."""
-    best = 1
-    for r in range(1, m // 2 + 1):
-        if 2.0 * stats.binom.cdf(r - 1, m, 0.5) <= 0.05:
-            best = r
-    coverage = 1.0 - 2.0 * float(stats.binom.cdf(best - 1, m, 0.5))
+    best, coverage = sign_test_rank(m, 0.05)
     return best, max(coverage, 0.0)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import parallel
+from tests import cpu_time, parallel
 from tests.parallel import _own_timed_lock  # noqa: F401  (autouse, every test folder)
 from tests.slurm_cluster import (  # noqa: F401  (fixtures for every test folder)
     SlurmCluster,
@@ -28,6 +28,7 @@ CAMPAIGN = Path(sys.executable).parent / "campaign"
 
 def pytest_configure(config: pytest.Config) -> None:
     parallel.configure(config)
+    cpu_time.register(config)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)  # around xdist's own hook, which reads the xdist_group marks
@@ -49,8 +50,9 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
     full_env.pop("CAMPAIGN_DEBUG", None)
     if env:
         full_env.update(env)
-    return subprocess.run([str(CAMPAIGN), *args], capture_output=True, text=True, cwd=cwd, env=full_env,
-                          timeout=timeout, check=False)
+    with cpu_time.cli_call():
+        return subprocess.run([str(CAMPAIGN), *args], capture_output=True, text=True, cwd=cwd, env=full_env,
+                              timeout=timeout, check=False)
 
 
 _RESULT = re.compile(r"\bFROM\s+result\b(?!_)", re.IGNORECASE)

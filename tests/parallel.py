@@ -11,7 +11,12 @@ Why each rule:
 - One PostgreSQL server, one Chromium and the report pages are session
   fixtures: their tests form one group each, so they start once per run.
 - Under xdist the tests that wait on the real Slurm go out first, so that their
-  waits overlap the CPU-bound rest instead of forming the tail.
+  waits overlap the CPU-bound rest instead of forming the tail; first of all
+  the modules in LONGEST_WAITS, whose campaigns run into Slurm's 1-minute
+  minimum walltime (TIMEOUT) and then rerun: 1.5-3.5 minutes each, mostly
+  asleep, so they are the suite's critical path wherever they start late
+  (issue 25: measured with tests/cpu_time.py, they started 2-3 minutes into
+  the run behind short Slurm tests).
 - `serial` tests break the shared test cluster for everyone (daemons stopped,
   the node set DOWN) or assert wall-clock bounds that other workers would
   disturb: `make test` runs them in a second pytest, alone.
@@ -44,6 +49,14 @@ SESSION_GROUPS = {
     "h200_fresh": "report-pages",
 }
 SLURM_FIXTURES = frozenset({"slurm_cluster", "second_slurm_cluster"})
+# Slurm modules whose tests wait longest (a TIMEOUT at the 1-minute minimum walltime, then a rerun;
+# the README's examples, three campaigns and a Slurm one): scheduled before every other test.
+LONGEST_WAITS = (
+    "tests/slurm/test_slurm_campaign.py",
+    "tests/slurm/test_truth_slurm.py",
+    "tests/slurm/test_slurm_query_real.py",
+    "tests/docs/test_readme_run.py",
+)
 
 
 def configure(config: pytest.Config) -> None:
@@ -75,15 +88,20 @@ def _waits_on_slurm(item: pytest.Item) -> bool:
     return item.get_closest_marker("slurm") is not None or bool(SLURM_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
+def _start_order(item: pytest.Item) -> tuple[bool, bool]:
+    """Sort key: the longest Slurm waits, then the other Slurm tests, then the rest."""
+    return _module(item) not in LONGEST_WAITS, not _waits_on_slurm(item)
+
+
 def modify_items(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Groups for --dist loadgroup; under xdist the Slurm tests first (stable, so a
-    module keeps its order)."""
+    """Groups for --dist loadgroup; under xdist the longest Slurm waits, then the other
+    Slurm tests first (stable, so a module keeps its order)."""
     for item in items:
         group = _group(item)
         if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        items.sort(key=lambda item: not _waits_on_slurm(item))
+        items.sort(key=_start_order)
 
 
 def tag_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -93,7 +111,7 @@ def tag_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
     `item._id` (a NodeId), so the groups were silently ignored and every worker
     built the shared fixtures again. Runs after xdist's hook; an ID that already
     has its suffix is left alone."""
-    if not os.environ.get("PYTEST_XDIST_WORKER") or not config.getvalue("loadgroup"):
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "loadgroup", False):
         return
     from _pytest.nodeid import NodeId  # the structured ID of pytest >= 9.2
 
