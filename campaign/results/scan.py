@@ -71,15 +71,20 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
         stmt = stmt.where(or_(JobAttempt.run_id.is_(None), JobAttempt.run_id.not_in(select(where.without_runs.c.run_id))))
     if usable_only:
         stmt = stmt.where(JobAttempt.state.in_([state for state in JobState if state.usable] + list(PARTIAL_USABLE)))
+    from campaign.results.query import fetch_rows  # the driver's own tuples: no ORM Row per attempt
+
     paths: dict[tuple[int, str], str] = {}
     places: dict[int, list[Path]] = {}
-    ids, values = [], []
-    for path, digest, campaign_id, workdir, attempt_id, *ledger in s.execute(stmt):
-        if campaign_id not in places:
-            places[campaign_id] = files.homes(root, campaign_id, workdir)
-        paths.setdefault((campaign_id, path), digest)  # (one file holds a batch's attempts)
-        ids.append(attempt_id)
-        values.append(tuple(ledger))
+    ids: list[int] = []
+    values: list[tuple[Any, ...]] = []
+    _, fetch = fetch_rows(s, stmt)
+    while batch := fetch(100_000):
+        for path, digest, campaign_id, workdir in {(r[0], r[1], r[2], r[3]): None for r in batch}:
+            if campaign_id not in places:
+                places[campaign_id] = files.homes(root, campaign_id, workdir)
+            paths.setdefault((campaign_id, path), digest)  # (one file holds a batch's attempts)
+        ids += [r[4] for r in batch]
+        values += [r[5:] for r in batch]
     return [(files.locate(places[cid], path), digest) for (cid, path), digest in paths.items()], ids, values
 
 
