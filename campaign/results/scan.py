@@ -52,9 +52,10 @@ def shape(given: dict[str, Any], nodes: Any, per_node: Any) -> dict[str, Any]:
 
 
 def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: RowFilter | None,
-             root: Path | None) -> tuple[list[tuple[Path, str]], list[int], list[tuple[Any, ...]]]:
+             root: Path | None) -> tuple[list[tuple[Path, str]], list[int], dict[str, list[Any]]]:
     """The files holding the selected attempts' rows (path, recorded hash;
-    each once, oldest first), the attempts' ids and their ledger values (LEDGER)."""
+    each once, oldest first), the attempts' ids and their ledger values
+    (LEDGER: one list per column, an attempt's value at its id's place)."""
     stmt = (select(ResultFile.path, ResultFile.sha256, ResultFile.campaign_id, Campaign.workdir, ResultFile.attempt_id,
                    Campaign.name,
                    type_coerce(JobAttempt.state, String), JobAttempt.alloc_cpus, JobAttempt.overlap,
@@ -76,7 +77,7 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
     paths: dict[tuple[int, str], str] = {}
     places: dict[int, list[Path]] = {}
     ids: list[int] = []
-    values: list[tuple[Any, ...]] = []
+    values: dict[str, list[Any]] = {name: [] for name in LEDGER}
     _, fetch = fetch_rows(s, stmt)
     while batch := fetch(100_000):
         for path, digest, campaign_id, workdir in {(r[0], r[1], r[2], r[3]): None for r in batch}:
@@ -84,7 +85,8 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
                 places[campaign_id] = files.homes(root, campaign_id, workdir)
             paths.setdefault((campaign_id, path), digest)  # (one file holds a batch's attempts)
         ids += [r[4] for r in batch]
-        values += [r[5:] for r in batch]
+        for name, column in zip(LEDGER, list(zip(*batch, strict=True))[5:], strict=True):
+            values[name] += column
     return [(files.locate(places[cid], path), digest) for (cid, path), digest in paths.items()], ids, values
 
 
@@ -120,8 +122,8 @@ def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None,
     out: dict[str, Any] = {}
     for name in columns:  # (a column no file has yet: NULL)
         out[name] = table.column(name) if name in table.column_names else pa.nulls(table.num_rows)
-    for i, name in enumerate(ledger):  # each attempt's value, taken for its rows (in Arrow: no Python object per row)
-        out[name] = pa.array([v[i] for v in values]).take(index)
+    for name in ledger:  # each attempt's value, taken for its rows (in Arrow: no Python object per row)
+        out[name] = pa.array(values[name]).take(index)
     whole = pa.table(out).rename_columns([("_extra" if n == "extra" else n) for n in out])
     return whole.to_pandas(split_blocks=True, self_destruct=True)[names]
 
