@@ -72,20 +72,19 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
         stmt = stmt.where(or_(JobAttempt.run_id.is_(None), JobAttempt.run_id.not_in(select(where.without_runs.c.run_id))))
     if usable_only:
         stmt = stmt.where(JobAttempt.state.in_([state for state in JobState if state.usable] + list(PARTIAL_USABLE)))
-    from campaign.results.query import fetch_rows  # the driver's own tuples: no ORM Row per attempt
-
     paths: dict[tuple[int, str], str] = {}
     places: dict[int, list[Path]] = {}
     ids: list[int] = []
     values: dict[str, list[Any]] = {name: [] for name in LEDGER}
-    _, fetch = fetch_rows(s, stmt)
-    while batch := fetch(100_000):
-        for path, digest, campaign_id, workdir in {(r[0], r[1], r[2], r[3]): None for r in batch}:
+    result = s.connection().execute(stmt)  # Core rows, no ORM entity; transposed in C, a batch at a time
+    while batch := result.fetchmany(100_000):
+        cols = list(zip(*batch, strict=True))
+        for path, digest, campaign_id, workdir in dict.fromkeys(zip(*cols[:4], strict=True)):
             if campaign_id not in places:
                 places[campaign_id] = files.homes(root, campaign_id, workdir)
             paths.setdefault((campaign_id, path), digest)  # (one file holds a batch's attempts)
-        ids += [r[4] for r in batch]
-        for name, column in zip(LEDGER, list(zip(*batch, strict=True))[5:], strict=True):
+        ids += cols[4]
+        for name, column in zip(LEDGER, cols[5:], strict=True):
             values[name] += column
     return [(files.locate(places[cid], path), digest) for (cid, path), digest in paths.items()], ids, values
 
