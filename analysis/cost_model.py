@@ -84,7 +84,8 @@ def models_from_folders(folders: Iterable[Path]) -> dict[str, CostModel]:
         kernel_dir = folder / "kernel" if (folder / "kernel").is_dir() else folder
         for path in sorted(kernel_dir.glob("*.yaml")):
             try:
-                doc = yaml.safe_load(path.read_text())
+                # libyaml's safe loader where built (the same documents, ~8x faster: two dozen files a report)
+                doc = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
             except (OSError, yaml.YAMLError):
                 continue  # composing the config reports a broken file; the report goes on without it
             model = CostModel.from_mapping(doc)

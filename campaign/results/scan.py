@@ -52,9 +52,10 @@ def shape(given: dict[str, Any], nodes: Any, per_node: Any) -> dict[str, Any]:
 
 
 def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: RowFilter | None,
-             root: Path | None) -> tuple[list[tuple[Path, str]], list[int], list[tuple[Any, ...]]]:
+             root: Path | None) -> tuple[list[tuple[Path, str]], list[int], dict[str, list[Any]]]:
     """The files holding the selected attempts' rows (path, recorded hash;
-    each once, oldest first), the attempts' ids and their ledger values (LEDGER)."""
+    each once, oldest first), the attempts' ids and their ledger values
+    (LEDGER: one list per column, an attempt's value at its id's place)."""
     stmt = (select(ResultFile.path, ResultFile.sha256, ResultFile.campaign_id, Campaign.workdir, ResultFile.attempt_id,
                    Campaign.name,
                    type_coerce(JobAttempt.state, String), JobAttempt.alloc_cpus, JobAttempt.overlap,
@@ -73,13 +74,18 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
         stmt = stmt.where(JobAttempt.state.in_([state for state in JobState if state.usable] + list(PARTIAL_USABLE)))
     paths: dict[tuple[int, str], str] = {}
     places: dict[int, list[Path]] = {}
-    ids, values = [], []
-    for path, digest, campaign_id, workdir, attempt_id, *ledger in s.execute(stmt):
-        if campaign_id not in places:
-            places[campaign_id] = files.homes(root, campaign_id, workdir)
-        paths.setdefault((campaign_id, path), digest)  # (one file holds a batch's attempts)
-        ids.append(attempt_id)
-        values.append(tuple(ledger))
+    ids: list[int] = []
+    values: dict[str, list[Any]] = {name: [] for name in LEDGER}
+    result = s.connection().execute(stmt)  # Core rows, no ORM entity; transposed in C, a batch at a time
+    while batch := result.fetchmany(100_000):
+        cols = list(zip(*batch, strict=True))
+        for path, digest, campaign_id, workdir in dict.fromkeys(zip(*cols[:4], strict=True)):
+            if campaign_id not in places:
+                places[campaign_id] = files.homes(root, campaign_id, workdir)
+            paths.setdefault((campaign_id, path), digest)  # (one file holds a batch's attempts)
+        ids += cols[4]
+        for name, column in zip(LEDGER, cols[5:], strict=True):
+            values[name] += column
     return [(files.locate(places[cid], path), digest) for (cid, path), digest in paths.items()], ids, values
 
 
@@ -115,8 +121,8 @@ def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None,
     out: dict[str, Any] = {}
     for name in columns:  # (a column no file has yet: NULL)
         out[name] = table.column(name) if name in table.column_names else pa.nulls(table.num_rows)
-    for i, name in enumerate(ledger):  # each attempt's value, taken for its rows (in Arrow: no Python object per row)
-        out[name] = pa.array([v[i] for v in values]).take(index)
+    for name in ledger:  # each attempt's value, taken for its rows (in Arrow: no Python object per row)
+        out[name] = pa.array(values[name]).take(index)
     whole = pa.table(out).rename_columns([("_extra" if n == "extra" else n) for n in out])
     return whole.to_pandas(split_blocks=True, self_destruct=True)[names]
 

@@ -57,10 +57,15 @@ def _hostile(path: Path, wild: bool = False, constant: bool = False) -> None:
         con.execute("UPDATE run SET spec = json_set(spec, '$.replicate', id % 2)")
 
 
-@pytest.mark.parametrize(("campaign", "constant"), [(None, False), ("scale-2", False), (None, True)])
-def test_points_summary_is_the_row_summary(tmp_path: Path, campaign: str | None, constant: bool) -> None:
+@pytest.mark.parametrize(("campaign", "constant", "one"), [(None, False, False), ("scale-2", False, False),
+                                                       (None, True, False), ("scale-2", False, True)])
+def test_points_summary_is_the_row_summary(tmp_path: Path, campaign: str | None, constant: bool, one: bool) -> None:
+    """`one`: a single campaign and replicate (each point one group: its list taken as it is)."""
     path = tmp_path / "ledger.sqlite"
     _hostile(path, constant=constant)
+    if one:
+        with sqlite3.connect(path) as con:
+            con.execute("UPDATE run SET spec = json_set(spec, '$.replicate', 0)")
     led = Ledger(path)
     made = points.summary(led, campaign, cost_models(led))
     assert made is not None
@@ -70,6 +75,7 @@ def test_points_summary_is_the_row_summary(tmp_path: Path, campaign: str | None,
     assert (expected["repeats"] % 2 == 0).any() and (campaign is None or (expected["repeats"] == 1).any())
     assert (expected["median_s"] > 1e50).any() and (expected["median_s"] < 1e-50).any()
     assert campaign is not None or expected["replicates"].max() >= 2
+    assert not one or expected["replicates"].max() == 1
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
 
 
