@@ -46,8 +46,6 @@ def test_report_json_loads_no_plotting(report_json: tuple[int, str, set[str]]) -
     assert not {m for m in modules if m.split(".")[0] == "matplotlib"}
 
 
-@pytest.mark.xfail(reason="analysis/summary.py, replicates.py and scaling.py import scipy.stats at the top: branch s25 "
-                          "(analysis/dist.py) takes it out; make this strict when it lands", strict=False)
 def test_report_json_loads_no_scipy_stats(report_json: tuple[int, str, set[str]]) -> None:
     code, _, modules = report_json
     assert code == 0 and "scipy.stats" not in modules
