@@ -144,7 +144,7 @@ def _wait_quiet(timeout_s: float = QUIET_DEADLINE_S) -> None:
 
 
 def test_controller_down_status_answers_from_accounting(campaign: Campaign, slurm_cluster: SlurmCluster) -> None:
-    campaign.commands.submit()
+    campaign.submit()
     campaign.wait_running()
     with daemons.stopped(slurm_cluster.lab, slurm_cluster.full_env(), "slurmctld"):
         assert _slurm("scontrol", "ping").stdout.count("DOWN") == 1  # really down
@@ -160,7 +160,7 @@ def test_controller_down_status_answers_from_accounting(campaign: Campaign, slur
 
 def test_scheduler_down_status_fails_in_one_line_and_keeps_ledger(
         campaign: Campaign, slurm_cluster: SlurmCluster) -> None:
-    campaign.commands.submit()
+    campaign.submit()
     campaign.wait_running()
     with daemons.stopped(slurm_cluster.lab, slurm_cluster.full_env(), "slurmctld", "slurmdbd"):
         before = campaign.ledger.read_bytes()
@@ -176,11 +176,11 @@ def test_scheduler_down_status_fails_in_one_line_and_keeps_ledger(
     proc = campaign.status()
     assert proc.returncode == 0, proc.stderr
     assert "RUNNING 1" in proc.stdout
-    assert [(s, a) for _, s, _, a in campaign.commands.attempts()] == [("RUNNING", 1)]
+    assert [(s, a) for _, s, _, a in campaign.attempts()] == [("RUNNING", 1)]
 
 
 def test_accounting_down_status_falls_back_to_squeue(campaign: Campaign, slurm_cluster: SlurmCluster) -> None:
-    campaign.commands.submit()
+    campaign.submit()
     campaign.wait_running()
     with daemons.stopped(slurm_cluster.lab, slurm_cluster.full_env(), "slurmdbd"):
         proc = campaign.status()
@@ -206,7 +206,7 @@ def test_node_down_under_running_job(campaign: Campaign, slurm_cluster: SlurmClu
     rerunnable state (NODE_FAIL), status must not add attempts, the node is
     resumed and the cluster left usable whatever happens; and Slurm must not
     run the job again behind the ledger's back."""
-    job_id = campaign.commands.submit()
+    job_id = campaign.submit()
     campaign.wait_running()
     env = slurm_cluster.full_env()
     requeued = ""
@@ -218,7 +218,7 @@ def test_node_down_under_running_job(campaign: Campaign, slurm_cluster: SlurmClu
             proc = campaign.status()
             assert proc.returncode == 0, proc.stderr
             assert "Traceback" not in proc.stderr
-            attempts = campaign.commands.attempts()
+            attempts = campaign.attempts()
             if attempts[-1][1] != "RUNNING":
                 break
             if time.monotonic() > deadline:
