@@ -314,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = hz.environment_columns(device, args)
     columns = hz.CSV_COLUMNS + EXTRA_COLUMNS + (hz.CUDA_COLUMNS if device.type == "cuda" else ())
     # each s (the n of the contract) on disk as soon as all its shapes are measured: a job stopped by
-    # its walltime keeps the finished s for the ledger, like every other kernel (campaign.results.partial)
+    # its walltime keeps the finished s for the ledger, like every other kernel (campaign.partial)
     out = hz.CsvAppender(args.out, columns)
     rows: list[dict[str, str]] = []
     try:
