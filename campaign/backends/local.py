@@ -160,12 +160,12 @@ class LocalBackend(Backend):
         node = str(start.get("host")) if start else None
         if end is not None and end.get("cancelled"):
             return JobStatus(JobState.CANCELLED, end.get("exit_code"), node, started, _parse_time(end.get("ended")),
-                             "cancelled by campaign cancel")
+                             "cancelled by campaign cancel", kernel_code=True)
         if end is not None:
             code = int(end.get("exit_code", -1))
             state = JobState.COMPLETED if code == 0 else JobState.FAILED
             return JobStatus(state, code, node, started, _parse_time(end.get("ended")),
-                             None if code == 0 else f"kernel exited with {code}")
+                             None if code == 0 else f"kernel exited with {code}", kernel_code=True)
         if start is not None:
             if _pid_alive(int(start.get("pid", -1))):
                 return JobStatus(JobState.RUNNING, node=node, started_at=started)
