@@ -6,7 +6,6 @@ short one with bulk statements (a 10,000-job campaign must sync in seconds, not 
 
 from __future__ import annotations
 
-import json
 import os
 from collections import defaultdict
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from sqlalchemy.types import NullType
 from campaign.backends import get_backend
 from campaign.backends.base import JobRef, JobStatus
 from campaign.commands.chain_sync import sync_steps
+from campaign.commands.sync_specs import expected_for
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.job.files import EXIT_FILE, counters_path, read_json
@@ -144,41 +144,11 @@ def _partitions(s: Session, items: list[_Pending]) -> None:
         p.partition = found[p.run_id]
 
 
-# The fields of a run's spec that ingesting its output needs (Expected.of_spec, the n-sweep, the
-# check, the extra arguments): read by the database out of the stored JSON, so a sync decodes one
-# short array per finished attempt, not each whole spec (its identity alone can be kilobytes).
-SPEC_FIELDS = ("n", "check", "extra_args", "kernel", "dtype", "impl", "variant", "device", "d", "threads",
-               "nodes", "ranks_per_node")
-
-
-def _spec_fields(s: Session) -> Any:
-    """One column holding SPEC_FIELDS of each run's spec as a JSON array."""
-    if s.get_bind().dialect.name == "postgresql":
-        return type_coerce(func.json_build_array(*(Run.spec[k] for k in SPEC_FIELDS)), NullType())
-    return type_coerce(func.json_extract(Run.spec, *(f"$.{k}" for k in SPEC_FIELDS)), NullType())
-
-
 def _load_specs(s: Session, items: list[_Pending]) -> None:
-    """What ingesting a finished attempt's output needs from its run (runs
-    of the same fields, such as replicates, share one decoded Expected)."""
-    ids = sorted({p.run_id for p in items})
-    fields = _spec_fields(s)
-    specs: dict[int, Any] = {}
-    for i in range(0, len(ids), 10_000):
-        specs.update(s.execute(select(Run.id, fields).where(Run.id.in_(ids[i:i + 10_000]))).tuples().all())
-    only: dict[int, list[int]] = {}  # attempts that run part of the n (a rerun of what was missing)
-    aids = [p.attempt_id for p in items]
-    for i in range(0, len(aids), 10_000):
-        stmt = select(JobAttempt.id, JobAttempt.n).where(JobAttempt.id.in_(aids[i:i + 10_000]), JobAttempt.n.is_not(None))
-        only.update({aid: n for aid, n in s.execute(stmt) if n})
-    decoded: dict[tuple[str, tuple[int, ...] | None], Expected] = {}
+    """What ingesting a finished attempt's output needs from its run."""
+    found = expected_for(s, [(p.attempt_id, p.run_id) for p in items])
     for p in items:
-        raw, n = specs[p.run_id], only.get(p.attempt_id)
-        text = raw if isinstance(raw, str) else json.dumps(raw)  # (a driver may hand back the array decoded)
-        want = decoded.get((text, tuple(n) if n else None))
-        if want is None:
-            spec = dict(zip(SPEC_FIELDS, json.loads(text), strict=True))
-            want = decoded[text, tuple(n) if n else None] = Expected.of_spec(spec, tuple(n or spec["n"]))
+        want = found[p.attempt_id]
         p.expected_n, p.check, p.extra_args, p.expected = want.n, want.check, want.extra_args, want
 
 
