@@ -12,8 +12,10 @@ from collections import Counter
 from pathlib import Path
 
 from bench.finished_jobs import build
+from campaign import api
 from campaign.commands.sync_specs import expected_for
 from campaign.ledger import JobAttempt, Ledger, Run
+from campaign.plumbing.states import JobState
 from campaign.results.expected import ANY_VARIANT, Expected
 from tests.conftest import REPO
 from tests.fixtures.ledger_rows import add_attempt, spec_with
@@ -25,6 +27,7 @@ import json, sys
 from collections import Counter
 from campaign import api
 from campaign.ledger import JobAttempt, Ledger, Run
+from campaign.plumbing.states import JobState
 jobs = sys.argv[2]
 opened = Counter()
 def hook(event, args):
@@ -72,3 +75,20 @@ def test_spec_fields_give_the_whole_specs_expected(tmp_path: Path) -> None:
     for aid, whole in zip(aids, wholes, strict=True):
         assert got[aid] == Expected.of_spec(whole, (99,) if aid == aids[0] else tuple(whole["n"]))
     assert got[aids[0]].n == (99,) and got[aids[1]].n == tuple(specs[1].n)
+
+
+def test_planted_exit_codes_never_stop_a_sync(tmp_path: Path) -> None:
+    """The local backend's exit record is the only one a sync reads now: a
+    code the ledger cannot hold is an unreadable record, never a crash."""
+    built = build(tmp_path / "ledger.sqlite", tmp_path / "jobs", jobs=4, rows_per_job=10)
+    planted = {1: {"exit_code": 10**20}, 2: {"exit_code": -(10**30), "cancelled": True},
+               3: {"exit_code": "3", "cancelled": True}}
+    for j, record in planted.items():
+        (tmp_path / "jobs" / f"j{j}" / "exit.json").write_text(json.dumps(record))
+    led = Ledger(tmp_path / "ledger.sqlite")
+    report = api.sync(led)
+    with led.session() as s:
+        got = {a.id: (a.state, a.exit_code, a.reason) for a in s.query(JobAttempt)}
+    assert got[1][0] is JobState.LOST_OUTPUT and "out of range" in (got[1][2] or "")
+    assert got[2][:2] == (JobState.CANCELLED, None) and got[3][:2] == (JobState.CANCELLED, None)
+    assert got[4][:2] == (JobState.COMPLETED, 0) and report.ingested_rows == built["rows"] // 4 * 3  # (a cancelled job's finished rows are kept)
