@@ -38,7 +38,7 @@ def expected_for(s: Session, attempts: Sequence[tuple[int, int]]) -> dict[int, E
     fields = _fields(s)
     specs: dict[int, Any] = {}
     for i in range(0, len(ids), CHUNK):
-        specs.update(s.execute(select(Run.id, fields).where(Run.id.in_(ids[i:i + CHUNK]))).tuples().all())
+        specs.update((run_id, raw) for run_id, raw in s.execute(select(Run.id, fields).where(Run.id.in_(ids[i:i + CHUNK]))))
     only: dict[int, tuple[int, ...]] = {}
     aids = [aid for aid, _ in attempts]
     for i in range(0, len(aids), CHUNK):
