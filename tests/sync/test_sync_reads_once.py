@@ -56,9 +56,13 @@ def test_each_job_file_is_opened_once_per_sync(tmp_path: Path) -> None:
 
 
 def test_spec_fields_give_the_whole_specs_expected(tmp_path: Path) -> None:
+    check_spec_fields(Ledger(tmp_path / "ledger.sqlite"), tmp_path)
+
+
+def check_spec_fields(led: Ledger, tmp_path: Path) -> None:
     """Hostile, partial and old specs: the database's extract of the fields
-    gives what Expected.of_spec gives from the whole decoded spec."""
-    led = Ledger(tmp_path / "ledger.sqlite")
+    gives what Expected.of_spec gives from the whole decoded spec (also run
+    on PostgreSQL: tests/ledger/test_postgres.py)."""
     specs = [spec_with(), spec_with(variant=ANY_VARIANT, d=None), spec_with(check=True, n=(7, 8, 2**40)),
              spec_with(extra_args=(("mode", 'x"y\\z'), ("ünï", '[1, {"a": null}]'))),
              spec_with(nodes=3, ranks_per_node=4, kernel="k'; DROP TABLE run; --", dtype="fp\u202e16"),
