@@ -68,6 +68,9 @@ class JobStatus:
     started_at: datetime | None = None
     ended_at: datetime | None = None
     reason: str | None = None
+    # exit_code is already the kernel's own, from the job's exit record: a backend that read
+    # that record to know the state says so, and sync does not read it a second time.
+    kernel_code: bool = False
 
 
 @dataclass

@@ -45,6 +45,11 @@ def _parse_time(text: object) -> datetime | None:
         return None
 
 
+def _in_range(code: int) -> bool:
+    """An exit code the ledger's integer column holds (the sync's own check for a kernel's code)."""
+    return -2**31 <= code < 2**31
+
+
 class LocalBackend(Backend):
     name = "local"
     poll_s: float = 0.2
@@ -159,13 +164,17 @@ class LocalBackend(Backend):
         started = _parse_time(start.get("started")) if start else None
         node = str(start.get("host")) if start else None
         if end is not None and end.get("cancelled"):
-            return JobStatus(JobState.CANCELLED, end.get("exit_code"), node, started, _parse_time(end.get("ended")),
-                             "cancelled by campaign cancel")
+            code = end.get("exit_code")
+            code = code if isinstance(code, int) and not isinstance(code, bool) and _in_range(code) else None
+            return JobStatus(JobState.CANCELLED, code, node, started, _parse_time(end.get("ended")),
+                             "cancelled by campaign cancel", kernel_code=True)
         if end is not None:
             code = int(end.get("exit_code", -1))
+            if not _in_range(code):  # (a planted 10^20 must not stop the sync's write)
+                raise ValueError(f"exit code {code} out of range")
             state = JobState.COMPLETED if code == 0 else JobState.FAILED
             return JobStatus(state, code, node, started, _parse_time(end.get("ended")),
-                             None if code == 0 else f"kernel exited with {code}")
+                             None if code == 0 else f"kernel exited with {code}", kernel_code=True)
         if start is not None:
             if _pid_alive(int(start.get("pid", -1))):
                 return JobStatus(JobState.RUNNING, node=node, started_at=started)

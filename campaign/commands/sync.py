@@ -21,6 +21,7 @@ from sqlalchemy.types import NullType
 from campaign.backends import get_backend
 from campaign.backends.base import JobRef, JobStatus
 from campaign.commands.chain_sync import sync_steps
+from campaign.commands.sync_specs import expected_for
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.job.files import EXIT_FILE, counters_path, read_json
@@ -145,22 +146,10 @@ def _partitions(s: Session, items: list[_Pending]) -> None:
 
 def _load_specs(s: Session, items: list[_Pending]) -> None:
     """What ingesting a finished attempt's output needs from its run."""
-    ids = sorted({p.run_id for p in items})
-    specs: dict[int, dict[str, Any]] = {}
-    for i in range(0, len(ids), 10_000):
-        for run_id, spec in s.execute(select(Run.id, Run.spec).where(Run.id.in_(ids[i:i + 10_000]))):
-            specs[run_id] = spec
-    only: dict[int, list[int]] = {}  # attempts that run part of the n (a rerun of what was missing)
-    aids = [p.attempt_id for p in items]
-    for i in range(0, len(aids), 10_000):
-        stmt = select(JobAttempt.id, JobAttempt.n).where(JobAttempt.id.in_(aids[i:i + 10_000]), JobAttempt.n.is_not(None))
-        only.update({aid: n for aid, n in s.execute(stmt) if n})
+    found = expected_for(s, [(p.attempt_id, p.run_id) for p in items])
     for p in items:
-        spec = specs[p.run_id]
-        p.expected_n = tuple(only.get(p.attempt_id) or spec["n"])
-        p.check = bool(spec["check"])
-        p.extra_args = tuple((str(k), str(v)) for k, v in spec.get("extra_args") or [])
-        p.expected = Expected.of_spec(spec, p.expected_n)
+        want = found[p.attempt_id]
+        p.expected_n, p.check, p.extra_args, p.expected = want.n, want.check, want.extra_args, want
 
 
 def _status_values(p: _Pending, st: JobStatus, outcome: Outcome | None) -> dict[str, Any]:
@@ -283,7 +272,7 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
         with ledger.session() as s:
             _load_specs(s, chunk)
         batch = _Batch()
-        read = classify_stream(((p.output, p.expected or Expected(p.expected_n, p.check)) for p in chunk
+        read = classify_stream(((p.output_path, p.expected or Expected(p.expected_n, p.check)) for p in chunk
                                 if statuses[p.attempt_id].state is JobState.COMPLETED),
                                chars=INGEST_BATCH_ROWS * CSV_CHARS_PER_ROW)
         for p in chunk:
@@ -299,10 +288,11 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
                 batch.partials[p.attempt_id] = (partial.table if partial else ResultColumns(0, {}), missing,
                                                 partial.reason if partial else None)
                 batch.rows += len(batch.partials[p.attempt_id][0])
-            exit_record = read_json(os.path.join(p.ref.workdir, EXIT_FILE))
-            code = exit_record.get("exit_code") if exit_record else None
-            if isinstance(code, int) and not isinstance(code, bool) and -2**31 <= code < 2**31:
-                st.exit_code = code  # the kernel's own code, not srun's (a planted 10^20 is ignored)
+            if not st.kernel_code:  # (the local backend's query already read the exit record)
+                exit_record = read_json(os.path.join(p.ref.workdir, EXIT_FILE))
+                code = exit_record.get("exit_code") if exit_record else None
+                if isinstance(code, int) and not isinstance(code, bool) and -2**31 <= code < 2**31:
+                    st.exit_code = code  # the kernel's own code, not srun's (a planted 10^20 is ignored)
             batch.pending.append(p)
             if batch.rows >= INGEST_BATCH_ROWS:
                 yield batch

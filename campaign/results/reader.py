@@ -202,7 +202,7 @@ def _regular_bytes(path: Path | str) -> bytes | None:
         os.close(fd)
 
 
-def classify_stream(items: Iterable[tuple[Path, Expected]], window: int = CLASSIFY_WINDOW,
+def classify_stream(items: Iterable[tuple[Path | str, Expected]], window: int = CLASSIFY_WINDOW,
                     chars: int = POOL_CHARS) -> Iterator[Outcome]:
     """`classify_output` of each item, in order. The rules are applied to the
     rows of a pool of CSVs together (columnar.pools): at most `window`
@@ -210,7 +210,7 @@ def classify_stream(items: Iterable[tuple[Path, Expected]], window: int = CLASSI
     (expected.settled), a file that judgement cannot settle then alone.
     Only one pool's rows are alive at a time, so a caller that bounds its
     batches (campaign.commands.sync) bounds its memory by choosing `chars`. Never raises."""
-    pool: list[tuple[Path, Expected]] = []
+    pool: list[tuple[Path | str, Expected]] = []
     outcomes: list[Outcome | None] = []
     texts: list[tuple[int, str]] = []
     held = 0
@@ -233,7 +233,7 @@ def classify_stream(items: Iterable[tuple[Path, Expected]], window: int = CLASSI
         yield from (o for o in outcomes if o is not None)
 
 
-def _judge_pool(items: Sequence[tuple[Path, Expected]], texts: list[tuple[int, str]],
+def _judge_pool(items: Sequence[tuple[Path | str, Expected]], texts: list[tuple[int, str]],
                 outcomes: list[Outcome | None]) -> None:
     """Each text's outcome: a file the rules accepted and the pooled
     judgement settled (campaign.results.expected.settled) keeps its Arrow
@@ -252,20 +252,30 @@ def _judge_pool(items: Sequence[tuple[Path, Expected]], texts: list[tuple[int, s
             outcomes[i] = Outcome(JobState.LOST_OUTPUT, reason=f"unreadable output: {one_line(exc, 200)}")
 
 
-def _output_text(path: Path) -> str | Outcome:
-    """A finished job's CSV text, or the LOST_OUTPUT outcome saying why there is none."""
-    data = _regular_bytes(path)
-    if data is None and not path.parent.is_dir():
+def _output_text(where: Path | str) -> str | Outcome:
+    """A finished job's CSV text, or the LOST_OUTPUT outcome saying why there is none
+    (`where` may be a string: a sync reads 10,000 of them, most of them fine)."""
+    data = _regular_bytes(where)
+    if data is not None:
+        try:
+            return _whole(_decoded(data, os.path.basename(where)), os.path.basename(where))
+        except ImportError_ as exc:
+            return Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {one_line(exc, 200)}")
+    path = Path(where)
+    if not path.parent.is_dir():
         return Outcome(JobState.LOST_OUTPUT, reason=f"job folder {path.parent} is gone")
-    if data is None and not path.is_file():
+    if not path.is_file():
         lost = _verdict(path, LOST_SUFFIX)  # a tool-driven benchmark's figure matched nothing (campaign.job.fom)
         return Outcome(JobState.LOST_OUTPUT, reason=lost or f"no output file {path.name}")
     try:
-        text = _read_text(path, path.name) if data is None else _decoded(data, path.name)
-        if text and not text.endswith("\n"):
-            raise ImportError_(f"{path.name}: the last line is cut off (no final newline)")
+        return _whole(_read_text(path, path.name), path.name)
     except ImportError_ as exc:
         return Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {one_line(exc, 200)}")
+
+
+def _whole(text: str, name: str) -> str:
+    if text and not text.endswith("\n"):
+        raise ImportError_(f"{name}: the last line is cut off (no final newline)")
     return text
 
 
@@ -274,13 +284,13 @@ def _classify(path: Path, want: Expected) -> Outcome:
     return text if isinstance(text, Outcome) else _outcome(path, want, text, None)
 
 
-def _outcome(path: Path, want: Expected, text: str, table: ResultColumns | None, fine: bool = False) -> Outcome:
+def _outcome(path: Path | str, want: Expected, text: str, table: ResultColumns | None, fine: bool = False) -> Outcome:
     """The outcome of a job's CSV text (`table`: its rows, when the rules
     already accepted them; `fine`: they are the run's own, its whole sweep
     and within its check)."""
     try:
         if table is None:
-            table = parse_columns(text, KERNEL_COLUMNS, path.name, JUDGED_COLUMNS)
+            table = parse_columns(text, KERNEL_COLUMNS, os.path.basename(path), JUDGED_COLUMNS)
     except ImportError_ as exc:
         return Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {one_line(exc, 200)}")
     if not len(table):
@@ -308,7 +318,7 @@ def _judge(table: ResultColumns, want: Expected) -> Outcome:
     return Outcome(JobState.COMPLETED, table)
 
 
-def _verdict(path: Path, suffix: str) -> str | None:
+def _verdict(path: Path | str, suffix: str) -> str | None:
     """The reason campaign.job.fom left beside the CSV (`F.lost`, `F.check`), one line, or None."""
     data = _regular_bytes(f"{path}{suffix}")  # (a string: once per finished job of a sync)
     return one_line(data.decode(errors="replace"), 1000) if data else None

@@ -155,3 +155,14 @@ def test_bad_url_is_one_clear_error(postgres_server: str) -> None:
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot open ledger" in lines[0] and "wrong-password" not in lines[0]
+
+
+def test_sync_spec_fields_on_postgres(new_pg_ledger: Callable[[], str], tmp_path: Path) -> None:
+    """The run-spec fields a sync extracts (json_build_array on PostgreSQL) give the whole spec's Expected."""
+    from tests.sync.test_sync_reads_once import check_spec_fields
+
+    led = Ledger(new_pg_ledger())
+    try:
+        check_spec_fields(led, tmp_path)
+    finally:
+        led.close()
