@@ -65,7 +65,7 @@ def stop_group(pgid: int, grace_s: float = 5.0) -> bool:
 def unlimit_stack() -> None:
     """In a kernel's child before exec: the paper's 8 MB stack crash; raise the
     soft stack limit as far as the hard one allows."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    _, hard = resource.getrlimit(resource.RLIMIT_STACK)
     try:
         resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
     except (ValueError, OSError):
