@@ -34,9 +34,10 @@ _EXPR = {"params": "coalesce(f.params, '')"}
 _FIRST = "{'flops': f.flops, 'bytes': f.bytes, 'alloc_cpus': a.alloc_cpus}"
 _HUGE = 1e300  # times above it take the row path (see _aggregate)
 # a row naming its own ranks or nodes: a key of its extra object, in files of either schema (files.scan_sql:
-# the MAP `extras` of schema 2, the JSON text `extra` of schema 1), never the text anywhere in a value
-_NAMES_SCALE = " OR ".join(f"coalesce(map_contains(f.extras, '{k}') OR json_exists(f.extra, '$.{k}'), false)"
-                           for k in ("ranks", "nodes"))
+# the MAP `extras` of schema 2, the JSON text `extra` of schema 1), never the text anywhere in a value (text
+# that is no JSON names no key, and is no reason for an error)
+_NAMES_SCALE = " OR ".join(f"coalesce(map_contains(f.extras, '{k}') OR CASE WHEN json_valid(f.extra) "
+                           f"THEN json_exists(f.extra, '$.{k}') END, false)" for k in ("ranks", "nodes"))
 _ROW_BY_ROW = f"f.params LIKE '%metric=%' OR {_NAMES_SCALE}"
 
 

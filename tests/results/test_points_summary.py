@@ -92,9 +92,10 @@ def test_report_json_is_the_same_on_both_paths(tmp_path: Path, monkeypatch: pyte
     assert fast == slow
 
 
-def _plant_extra(path: Path, extra: dict[str, str], schema: int) -> None:
+def _plant_extra(path: Path, extra: dict[str, str] | str, schema: int) -> None:
     """Give every row of one result file the extra object `extra`: as the
-    MAP column `extras` (schema 2) or as JSON text in `extra` (schema 1)."""
+    MAP column `extras` (schema 2) or as JSON text in `extra` (schema 1; a
+    str: that text as it is)."""
     with sqlite3.connect(path) as con:
         rel, workdir = con.execute("SELECT f.path, c.workdir FROM result_file f "
                                    "JOIN campaign c ON c.id = f.campaign_id LIMIT 1").fetchone()
@@ -102,9 +103,11 @@ def _plant_extra(path: Path, extra: dict[str, str], schema: int) -> None:
         table = pq.read_table(where)
         table = table.drop_columns([c for c in ("extras", "extra") if c in table.column_names])
         if schema == 2:
+            assert isinstance(extra, dict)
             column = pa.array([list(extra.items())] * table.num_rows, pa.map_(pa.string(), pa.string()))
         else:
-            column = pa.array([json.dumps(extra)] * table.num_rows, pa.string())
+            text = extra if isinstance(extra, str) else json.dumps(extra)
+            column = pa.array([text] * table.num_rows, pa.string())
         pq.write_table(table.append_column("extras" if schema == 2 else "extra", column), where)
         con.execute("UPDATE result_file SET sha256 = ?, schema_version = ? WHERE path = ?",
                     (files.sha256(where), schema, rel))
@@ -138,3 +141,13 @@ def test_a_value_that_reads_ranks_is_no_ranks_key(tmp_path: Path, schema: int) -
     rows, _ = latest_frame(led)
     expected = summarize(timing_rows(add_cost_columns(rows, cost_models(led))))
     pd.testing.assert_frame_equal(made[0], expected, check_exact=True)
+
+
+def test_extra_text_that_is_no_json_names_no_ranks(tmp_path: Path) -> None:
+    """A schema-1 `extra` that is not JSON (text holding "ranks" included)
+    names no key: the points path neither fails on it nor leaves it."""
+    path = tmp_path / "ledger.sqlite"
+    _hostile(path)
+    _plant_extra(path, '{"ranks": 2', 1)
+    led = Ledger(path)
+    assert points.summary(led, None, cost_models(led)) is not None
