@@ -84,6 +84,7 @@ test-unit: setup
 lint: $(STAMP)
 	$(BIN)/ruff check campaign analysis kernels tests bench
 	$(BIN)/mypy campaign analysis
+	$(BIN)/vulture
 
 bench: setup slurm-up
 	$(BIN)/python bench/bench_cli_startup.py

@@ -22,7 +22,6 @@ import pandas as pd
 from analysis.gpus import get_gpu
 from analysis.waves import GemmShape, layer_gemms, predicted_time_s
 
-ATTENTION_GEMMS = ("score", "attn_v")
 MLP_GEMMS = ("mlp_up", "mlp_down")
 ALIGN = 64
 

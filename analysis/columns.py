@@ -119,7 +119,6 @@ REQUIRED_COLUMNS = _names(lambda c: c.imported == REQUIRED)  # what an imported 
 OPTIONAL_COLUMNS = _names(lambda c: c.imported == OPTIONAL and c.where == "file")
 KERNEL_COLUMNS = _names(lambda c: c.kernel == REQUIRED)  # what a kernel program's CSV must carry
 RULE_COLUMNS = _names(lambda c: c.rule)  # a CSV cell typed and checked (the rest is kept as text in `extra`)
-TEXT_COLUMNS = _names(lambda c: c.rule and c.kind == "text")
 SCALE_COLUMNS = _names(lambda c: c.rule and c.where == "extra")  # ranks, nodes: checked, kept in `extra`
 SCALE_DEFAULT = 1
 STORED_COLUMNS = _names(lambda c: c.where == "file")  # a result file's columns, in file order

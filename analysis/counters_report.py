@@ -1,15 +1,12 @@
 """The report's "Measured vs predicted" section and its JSON (key `counters`).
 
-One call for the report: `counters_section(counters, results)` returns a
-Markdown (or, with fmt="html", an HTML) fragment; `counters_tables` gives the
-same tables as (title, DataFrame) pairs for a renderer of its own (e.g.
-analysis/report.py's Blocks); `counters_json` gives the machine-readable
-form. The numbers come from analysis/counters.py.
+`counters_tables` gives the section's tables as (title, DataFrame) pairs,
+which analysis/report.py renders as its Blocks (Markdown and HTML alike);
+`counters_json` gives the machine-readable form. The numbers come from analysis/counters.py.
 """
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -147,38 +144,6 @@ def counters_tables(counters: pd.DataFrame, results: pd.DataFrame | None = None,
         tables.append(("Not profiled (PROFILE_FAILED; timings still count)",
                        fails.assign(kernel=_label(fails))[["kernel", "n", "error"]]))
     return tables
-
-
-def counters_section(counters: pd.DataFrame, results: pd.DataFrame | None = None,
-                     fmt: str = "markdown") -> str:
-    """The whole section as a Markdown or HTML fragment ('' without counters)."""
-    if counters is None or counters.empty:
-        return ""
-    tables = counters_tables(counters, results)
-    if fmt == "html":
-        parts = [f"<h2>{html.escape(TITLE)}</h2>", f"<p>{html.escape(INTRO)}</p>"]
-        for title, table in tables:
-            parts.append(f"<h3>{html.escape(title)}</h3>")
-            parts.append(table.to_html(index=False, escape=True, na_rep="") if not table.empty
-                         else "<p>(none)</p>")
-        return "\n".join(parts) + "\n"
-    lines = [f"## {TITLE}", "", INTRO, ""]
-    for title, table in tables:
-        lines += [f"**{title}**", ""]
-        lines += _markdown(table) if not table.empty else ["(none)"]
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _markdown(table: pd.DataFrame) -> list[str]:
-    def cell(v: Any) -> str:
-        return "" if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else str(
-            v).replace("|", "\\|")
-
-    head = [str(c).replace("|", "\\|") for c in table.columns]
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
-    return out
 
 
 def counters_json(counters: pd.DataFrame, results: pd.DataFrame | None = None,

@@ -41,11 +41,6 @@ class GpuSpec:
         """The bandwidth ceiling the model uses: measured if known, else datasheet."""
         return self.measured_bw_tbs if self.measured_bw_tbs is not None else self.mem_bw_tbs
 
-    @property
-    def ceiling_source(self) -> str:
-        """'measured' or 'datasheet', for reports that must say which."""
-        return "measured" if self.measured_tflops is not None else "datasheet"
-
 
 # Source for every row: docs/sites.md#gpus, "GPUs" table (vendor
 # datasheets); H200 measured values: same file, "Measured on an H200 machine
@@ -89,17 +84,3 @@ def get_gpu(name: str) -> GpuSpec:
         return GPUS[key]
     known = ", ".join(sorted(GPUS))
     raise ValueError(f"unknown gpu {name!r}; known: {known}")
-
-
-def gpu_from_model_name(model: str) -> GpuSpec | None:
-    """Map a `gpu_model` column value (torch.cuda.get_device_name()) to a spec.
-
-    'NVIDIA H200' -> h200, 'NVIDIA A100-SXM4-80GB' -> a100; None if no known
-    model name is contained in the string.
-    """
-    text = model.lower()
-    # Longest names first so that "mi250x_gcd" is not shadowed by "mi250x".
-    for key in sorted(GPUS, key=len, reverse=True):
-        if key.split("_")[0] in text:
-            return GPUS[key]
-    return None

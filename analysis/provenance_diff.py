@@ -44,7 +44,6 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 IGNORED: tuple[str, ...] = ("id", "campaign_id", "created_at", "command", "config_hash", "config_yaml",
                             "config.campaign.*", "config.cluster.description", "config.kernels.*.argv",
                             "config.cluster.partitions.*.name")
-NOT_RECORDED = "(not recorded)"
 
 
 @dataclass(frozen=True)
@@ -116,18 +115,3 @@ def provenance_diff(base: Iterable[Mapping[str, Any]], new: Iterable[Mapping[str
             continue
         diffs.append(Difference(category(key), key, tuple(sorted(b)), tuple(sorted(n))))
     return sorted(diffs, key=lambda d: (order[d.category], d.one_sided, d.key))
-
-
-def format_diff(diffs: list[Difference]) -> list[str]:
-    """Lines `category: key: base -> new`; one-sided keys summarised per category."""
-    lines: list[str] = []
-    one_sided: dict[str, list[str]] = {}
-    for d in diffs:
-        if d.one_sided:
-            one_sided.setdefault(d.category, []).append(d.key + (" (base only)" if d.base else " (new only)"))
-            continue
-        lines.append(f"{d.category}: {d.key}: {' | '.join(d.base)} -> {' | '.join(d.new)}")
-    for cat, keys in one_sided.items():
-        shown = ", ".join(keys[:6]) + (f", and {len(keys) - 6} more" if len(keys) > 6 else "")
-        lines.append(f"{cat}: recorded on one side only: {shown}")
-    return lines

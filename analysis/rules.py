@@ -30,7 +30,6 @@ from analysis.columns import CONTROL, INT64, TEXT_MAX, Column, column_rule
 _INT = r"^[+-]?[0-9]{1,19}$"
 _FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _NAN = r"^[+-]?[nN][aA][nN]$"
-_NOTHING = pa.scalar(None, pa.bool_())
 
 
 @dataclass

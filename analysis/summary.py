@@ -32,11 +32,6 @@ from analysis.schema import group_columns
 # records it with each attempt); threads above it oversubscribe on purpose.
 ALLOC_COLUMN = "alloc_cpus"
 
-SUMMARY_COLUMNS: tuple[str, ...] = (
-    "median_s", "ci_lo_s", "ci_hi_s", "ci_coverage", "repeats", "single_repeat",
-    "flops", "bytes", "replicates", "replicate_log_sd",
-)
-
 
 @cache
 def rank_and_coverage(m: int) -> tuple[int, float]:

@@ -24,9 +24,9 @@ independent problems:
     predicted    = flops / max(compute time, memory time)
 and the library is assumed to pick the candidate with the best prediction.
 This is deliberately simple (no split-k, no stream-k, no L2 effects); the
-measurements decide where it is wrong, which `flag_drops` reports.
+measurements decide where it is wrong.
 
-Pure: numpy and pandas only, no torch.
+Pure arithmetic, no torch.
 """
 
 from __future__ import annotations
@@ -34,9 +34,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
-import pandas as pd
 
 from analysis.gpus import GpuSpec, get_gpu
 
@@ -217,95 +214,3 @@ def layer_gemms(h: int, a: int, b: int, s: int, v: int, t: int = 1, ffn: int = 0
         GemmShape("mlp_down", bs, h, f // t),
         GemmShape("logits", bs, v, h),
     ]
-
-
-def model_table(df: pd.DataFrame, gpu: GpuSpec | str = "h200") -> pd.DataFrame:
-    """Add the model's columns to a table of GEMM shapes.
-
-    Input columns: `m`, `k`, `nn` (or `n` when `nn` is absent), optional
-    `batch` (default 1). Rows with a missing dimension (e.g. the `layer` row of
-    gemm_shapes) get NaN. Output: a copy with tile_m, tile_n, tiles, waves,
-    wave_eff, tile_eff, k_eff, align_eff, bound, pred_tflops, pred_rel.
-    """
-    spec = get_gpu(gpu) if isinstance(gpu, str) else gpu
-    out = df.copy()
-    ncol = "nn" if "nn" in out.columns else "n"
-    rows: list[dict[str, object]] = []
-    for _, r in out.iterrows():
-        dims = (r.get("m"), r.get(ncol), r.get("k"))
-        batch = r.get("batch", 1)
-        if any(pd.isna(x) for x in dims) or pd.isna(batch):
-            rows.append({})
-            continue
-        m, n, k = (int(x) for x in dims)
-        est = best_estimate(m, n, k, spec, int(batch))
-        rows.append(est.__dict__.copy())
-    model = pd.DataFrame(rows, index=out.index, columns=list(WaveEstimate.__dataclass_fields__))
-    for col in model.columns:
-        out[col] = model[col]
-    return out
-
-
-_PARAMS = ("h", "a", "b", "v", "t", "ffn", "n")
-_RAW_PARAMS = ("m", "k", "nn")
-
-
-def _median_configs(measured: pd.DataFrame) -> pd.DataFrame:
-    """Median time and relative IQR over repeats, one row per configuration."""
-    df = measured
-    if "kernel" in df.columns:
-        df = df[df["kernel"] == "gemm_shapes"]
-    df = df.dropna(subset=["m", "k", "nn"])
-    keys = [c for c in ("variant", "dtype", "device", "gpu_model", *_PARAMS, *_RAW_PARAMS, "batch", "flops") if c in df.columns]
-    g = df.groupby(keys, dropna=False)["time_s"]
-    med = g.median().rename("time_s")
-    spread = ((g.quantile(0.75) - g.quantile(0.25)) / g.median()).rename("spread")
-    out = pd.concat([med, spread], axis=1).reset_index()
-    out["measured_tflops"] = out["flops"] / out["time_s"] / 1e12
-    return out
-
-
-def flag_drops(measured: pd.DataFrame, gpu: GpuSpec | str, by: str | None = None, tol: float = 0.05) -> pd.DataFrame:
-    """Compare measured throughput drops along a sweep with the model's.
-
-    `measured`: gemm_shapes rows (one per repeat; columns variant, time_s,
-    flops, m, k, nn, batch and the shape parameters). Medians over repeats
-    first. Within each group (same variant, dtype, device and every parameter
-    but `by`), points are ordered by `by` (auto: the input parameter with the
-    most distinct values — h, a, b, v, t, ffn, n for model GEMMs, m, k, nn for
-    raw ones) and each point is compared with the previous one:
-    - measured_drop: throughput fell by more than max(tol, 2 × the relative
-      IQR of its repeats), so that noise is not called a drop;
-    - predicted_drop: the model's throughput fell by more than tol.
-    `agreement` is 'both', 'model_only', 'measured_only' or 'neither'.
-    """
-    cfg = _median_configs(measured)
-    if cfg.empty:
-        raise ValueError("no gemm_shapes rows with m, k, nn to compare")
-    cfg = model_table(cfg, gpu)
-    raw = cfg["variant"] == "raw" if "variant" in cfg.columns else pd.Series(False, index=cfg.index)
-    parts: list[pd.DataFrame] = []
-    chosen: set[str] = set()
-    for is_raw, sub in cfg.groupby(raw):
-        # m, k, nn are inputs of raw GEMMs but derived from (h, a, ...) otherwise.
-        params = [c for c in (_RAW_PARAMS if is_raw else _PARAMS) if c in sub.columns]
-        sweep = by if by is not None else max(params, key=lambda c: sub[c].nunique())
-        chosen.add(sweep)
-        keys = [c for c in ("variant", "dtype", "device", "gpu_model", *params) if c in sub.columns and c != sweep]
-        for _, grp in sub.groupby(keys, dropna=False) if keys else [(None, sub)]:
-            grp = grp.sort_values(sweep).copy()
-            prev_meas = grp["measured_tflops"].shift(1)
-            prev_pred = grp["pred_tflops"].shift(1)
-            thr = np.maximum(tol, 2.0 * grp["spread"].fillna(0.0))
-            grp["measured_drop"] = grp["measured_tflops"] < prev_meas * (1.0 - thr)
-            grp["predicted_drop"] = grp["pred_tflops"] < prev_pred * (1.0 - tol)
-            parts.append(grp)
-    out = pd.concat(parts).sort_index()
-    both = out["measured_drop"] & out["predicted_drop"]
-    out["agreement"] = np.select(
-        [both, out["predicted_drop"], out["measured_drop"]],
-        ["both", "model_only", "measured_only"],
-        default="neither",
-    )
-    out.attrs["by"] = ",".join(sorted(chosen))
-    return out

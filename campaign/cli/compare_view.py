@@ -16,6 +16,7 @@ from analysis.compare import BETWEEN, FASTER, FEW_REPLICATES, INSUFFICIENT, NOIS
 from analysis.metrics import to_records
 from analysis.provenance_diff import Difference
 from analysis.ratios import DIMENSIONS
+from analysis.references import outside
 from campaign.commands.compare import CompareReport
 
 MAX_ROWS = 50  # per listed section; the rest is counted
@@ -225,7 +226,7 @@ def _references_text(rep: CompareReport, markdown: bool) -> list[str]:
     if rep.references is None:
         return []
     refs = rep.references
-    bad = refs[refs["status"] != "ok"]
+    bad = outside(refs)
     lines = [_section(f"References: {len(refs)} checked, {len(bad)} outside their tolerance", markdown)]
     rows = [[f"{r['kernel']} {r['impl']}/{r['variant']}", str(r["threads"]), str(r["n"]), str(r["metric"]),
              f"{r['expected']:.4g}", "-" if r["status"] == "missing" else f"{r['measured']:.4g}",

@@ -32,12 +32,9 @@ OUTPUT_CSV = "results.csv"
 Progress = Callable[[int, int, str], None]
 
 
-def attempt_dir(camp_dir: Path, run: RunSpec, attempt: int) -> Path:
-    return camp_dir / run.key / f"attempt-{attempt}"
-
-
 def attempt_folder(camp_dir: Path | str, key: str, attempt: int) -> str:
-    """str(attempt_dir(...)) without pathlib (100,000 runs at a time)."""
+    """An attempt's folder, `<campaign folder>/<run key>/attempt-<n>`, as text without pathlib (100,000
+    runs at a time)."""
     return f"{str(camp_dir).rstrip('/')}/{key}/attempt-{attempt}"
 
 

@@ -18,17 +18,15 @@ from sqlalchemy.types import NullType
 from campaign.ledger import JobAttempt, Run
 from campaign.results.expected import Expected
 
-# Every field Expected.of_spec reads, and the n-sweep.
-SPEC_FIELDS = ("n", "check", "extra_args", "kernel", "dtype", "impl", "variant", "device", "d", "threads",
-               "nodes", "ranks_per_node")
 CHUNK = 10_000  # ids per IN (...) list
 
 
 def _fields(s: Session) -> Any:
-    """One column holding SPEC_FIELDS of each run's spec as a JSON array (a missing field is null)."""
+    """One column holding the fields Expected.of_spec reads (Expected.SPEC_FIELDS) of each run's spec as a
+    JSON array (a missing field is null)."""
     if s.get_bind().dialect.name == "postgresql":
-        return type_coerce(func.json_build_array(*(Run.spec[k] for k in SPEC_FIELDS)), NullType())
-    return type_coerce(func.json_extract(Run.spec, *(f"$.{k}" for k in SPEC_FIELDS)), NullType())
+        return type_coerce(func.json_build_array(*(Run.spec[k] for k in Expected.SPEC_FIELDS)), NullType())
+    return type_coerce(func.json_extract(Run.spec, *(f"$.{k}" for k in Expected.SPEC_FIELDS)), NullType())
 
 
 def expected_for(s: Session, attempts: Sequence[tuple[int, int]]) -> dict[int, Expected]:
@@ -51,7 +49,7 @@ def expected_for(s: Session, attempts: Sequence[tuple[int, int]]) -> dict[int, E
         text = raw if isinstance(raw, str) else json.dumps(raw)  # (a driver may hand the array back decoded)
         want = decoded.get((text, n))
         if want is None:
-            spec = dict(zip(SPEC_FIELDS, json.loads(text), strict=True))
+            spec = dict(zip(Expected.SPEC_FIELDS, json.loads(text), strict=True))
             want = decoded[text, n] = Expected.of_spec(spec, tuple(n or spec["n"]))
         out[aid] = want
     return out

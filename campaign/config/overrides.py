@@ -18,10 +18,9 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
+from campaign.config.groups import GROUPS  # `cluster=NAME` picks a file: not a field value
 from campaign.config.schema import RootConfig
 from campaign.plumbing.errors import ConfigError
-
-GROUPS = ("cluster", "experiment")  # `cluster=NAME` picks a file: not a field value
 
 
 @cache

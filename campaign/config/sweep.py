@@ -26,11 +26,11 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
+from campaign.config.groups import GROUPS  # config groups a glob() may choose from
 from campaign.config.schema import RootConfig
 from campaign.plumbing.errors import ConfigError
 
 MAX_CONFIGS = 1000  # a sweep that composes more configurations than this is a typo, not a plan
-GROUPS = ("cluster", "experiment")  # config groups a glob() may choose from
 
 
 def _unwrap(tp: Any) -> Any:

@@ -28,6 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from campaign.job.files import write_json
+
 RECORD = "build.json"
 LOG = "build.log"
 LOCK = ".build.lock"
@@ -50,12 +52,6 @@ class BuildTask:
     cflags: str
     fflags: str
     modules: tuple[str, ...]  # as configured (the batch script loaded them)
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
 
 
 def _output(argv: list[str], timeout_s: float = 30) -> str | None:
@@ -139,7 +135,7 @@ def _build_locked(task: BuildTask, folder: Path) -> dict[str, Any]:
     }
     if code != 0:
         record["log_tail"] = tail
-    _write_json(folder / RECORD, record)
+    write_json(folder / RECORD, record)
     if code != 0:
         print("\n".join(tail), file=sys.stderr)
         raise BuildFailed(f"make exited with {code}; see {folder / LOG}")

@@ -36,3 +36,12 @@ def read_json(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """A job record written whole or not at all (a temporary file of this
+    process renamed into place: ranks of one job may write at once), so
+    read_json never sees half of one."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)

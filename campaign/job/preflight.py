@@ -17,7 +17,6 @@ import csv
 import json
 import math
 import os
-import resource
 import subprocess
 import sys
 import uuid
@@ -27,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from campaign.job.build import machine_facts
+from campaign.job.files import write_json
 from campaign.job.fom import LOST_SUFFIX
+from campaign.job.procs import unlimit_stack
 
 RECORD = "preflight.json"
 
@@ -68,21 +69,6 @@ class PreflightTask:
     timeout_s: float = 600
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
-
-
-def _child_setup(unlimit: bool) -> None:
-    if unlimit:
-        soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
-        try:
-            resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
-        except (ValueError, OSError):
-            pass
-
-
 def _run(argv: list[str], env: dict[str, str], cwd: Path, unlimit: bool, timeout_s: float,
          stem: str) -> tuple[int, str]:
     """Run one child like the job runner does; returns (exit code, stderr tail)."""
@@ -90,7 +76,7 @@ def _run(argv: list[str], env: dict[str, str], cwd: Path, unlimit: bool, timeout
     with open(cwd / f"{stem}.out", "wb") as out, open(err_path, "wb") as err:
         try:
             code = subprocess.run(argv, stdout=out, stderr=err, env=env, cwd=cwd, timeout=timeout_s,
-                                  preexec_fn=lambda: _child_setup(unlimit), check=False).returncode
+                                  preexec_fn=unlimit_stack if unlimit else None, check=False).returncode
         except OSError as exc:
             err.write(f"cannot start {argv[0]}: {exc}\n".encode())
             code = 127
@@ -196,7 +182,7 @@ def run_preflight(task: PreflightTask) -> dict[str, Any]:
         record["programs"].append(checked)
         record["problems"] += [f"{prog.label}: {p}" for p in checked["problems"]]
     record.update(ok=not record["problems"], ended=datetime.now(UTC).isoformat(), **machine_facts())
-    _write_json(folder / RECORD, record)
+    write_json(folder / RECORD, record)
     if record["problems"]:
         for line in record["problems"]:
             print(f"campaign preflight: {line}", file=sys.stderr)

@@ -10,6 +10,7 @@ library only: this runs on compute nodes (docs/design.md#layering).
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import time
 from pathlib import Path
@@ -30,15 +31,6 @@ def group_members(pgid: int) -> list[int]:
         if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
             found.append(int(entry.name))
     return found
-
-
-def pid_alive(pid: int) -> bool:
-    """True while `pid` exists and is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2:].split()[:1] != ["Z"]
 
 
 def signal_group(pgid: int, sig: int) -> None:
@@ -68,3 +60,13 @@ def stop_group(pgid: int, grace_s: float = 5.0) -> bool:
         return True
     signal_group(pgid, signal.SIGKILL)
     return wait_gone(lambda: group_members(pgid), grace_s)
+
+
+def unlimit_stack() -> None:
+    """In a kernel's child before exec: the paper's 8 MB stack crash; raise the
+    soft stack limit as far as the hard one allows."""
+    _, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    try:
+        resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
+    except (ValueError, OSError):
+        pass

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from campaign.job.files import write_json
+
 LAUNCH_HOST_ENV = "CAMPAIGN_LAUNCH_HOST"  # set by the runner: the host rank 0 runs on (the job's first node)
 PORT_BASE, PORT_SPAN = 20000, 30000  # MASTER_PORT = PORT_BASE + job id mod PORT_SPAN (jobs on one host differ)
 
@@ -47,12 +49,6 @@ def rank_env(env: dict[str, str], rank: int, world: int, local_rank: int, job: i
     out.setdefault("MASTER_ADDR", env.get(LAUNCH_HOST_ENV) or "127.0.0.1")
     out.setdefault("MASTER_PORT", str(PORT_BASE + job % PORT_SPAN))
     return out
-
-
-def _write(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
 
 
 def _cpus() -> list[int]:
@@ -85,18 +81,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                               "gpus": env.get("CUDA_VISIBLE_DEVICES", "")}
     args.records.mkdir(parents=True, exist_ok=True)
     path = args.records / f"rank-{rank}.json"
-    _write(path, record)
+    write_json(path, record)
     try:
         proc = subprocess.Popen(program, env=env)
     except OSError as exc:
         print(f"campaign: rank {rank} cannot start {program[0]}: {exc}", file=sys.stderr)
-        _write(path, {**record, "exit_code": 127})
+        write_json(path, {**record, "exit_code": 127})
         return 127
     for sig in (signal.SIGTERM, signal.SIGINT):  # the launcher stopping the step: pass it on
         signal.signal(sig, lambda signum, _frame: proc.send_signal(signum))
     code = proc.wait()
     code = 128 - code if code < 0 else code  # killed by a signal: the shell's 128+N
-    _write(path, {**record, "exit_code": code})
+    write_json(path, {**record, "exit_code": code})
     return code
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
 import socket
 import subprocess
@@ -26,8 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE
-from campaign.job.procs import group_members, signal_group, stop_group
+from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE, write_json
+from campaign.job.procs import group_members, signal_group, stop_group, unlimit_stack
 from campaign.job.rank import LAUNCH_HOST_ENV, missing_ranks, read_records
 from campaign.job.task import JobTask
 
@@ -38,12 +37,6 @@ class KernelFailed(RuntimeError):
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
 
 
 def _claim_start(path: Path, data: dict[str, Any]) -> bool:
@@ -69,22 +62,13 @@ def _claim_start(path: Path, data: dict[str, Any]) -> bool:
         tmp.unlink(missing_ok=True)
 
 
-def _unlimit_stack() -> None:
-    # The paper's 8 MB stack crash: raise the soft limit as far as allowed.
-    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
-    try:
-        resource.setrlimit(resource.RLIMIT_STACK, (hard, hard))
-    except (ValueError, OSError):
-        pass
-
-
-def _child_setup(unlimit_stack: bool) -> None:
+def _child_setup(unlimit: bool) -> None:
     # submitit asks Slurm for USR2 shortly before the walltime (its requeue
     # hook). Its default action would kill the kernel early and turn a TIMEOUT
     # into FAILED; ignored dispositions survive exec, so the kernel ignores it.
     signal.signal(signal.SIGUSR2, signal.SIG_IGN)
-    if unlimit_stack:
-        _unlimit_stack()
+    if unlimit:
+        unlimit_stack()
 
 
 def _run_kernel(task: JobTask, env: dict[str, str], workdir: Path, start: dict[str, Any]) -> int:
@@ -99,7 +83,7 @@ def _run_kernel(task: JobTask, env: dict[str, str], workdir: Path, start: dict[s
         except OSError as exc:  # program missing or not executable
             err.write(f"campaign: cannot start {task.argv[0]}: {exc}\n".encode())
             return 127
-    _write_json(workdir / START_FILE, {**start, "kernel_pid": proc.pid})
+    write_json(workdir / START_FILE, {**start, "kernel_pid": proc.pid})
     # A SIGTERM to this process (scancel, campaign cancel) goes to the whole kernel group.
     previous = signal.signal(signal.SIGTERM, lambda *_: signal_group(proc.pid, signal.SIGTERM))
     try:
@@ -139,7 +123,7 @@ def execute(task: JobTask) -> dict[str, Any]:
     host = socket.gethostname()
     if (workdir / CANCEL_FILE).exists():  # cancelled before it started: run nothing
         skipped = {"exit_code": None, "cancelled": True, "ended": _now(), "elapsed_s": 0.0, "host": host}
-        _write_json(workdir / EXIT_FILE, skipped)
+        write_json(workdir / EXIT_FILE, skipped)
         return skipped
     if task.label:
         # an array's tasks share one job name: each says which run it is
@@ -166,7 +150,7 @@ def execute(task: JobTask) -> dict[str, Any]:
         code = _check_ranks(task, workdir, record)
     if (workdir / CANCEL_FILE).exists():
         record["cancelled"] = True
-    _write_json(workdir / EXIT_FILE, record)
+    write_json(workdir / EXIT_FILE, record)
     if code != 0:
         raise KernelFailed(f"kernel exited with {code}; see {workdir / STDERR_FILE}")
     return record

@@ -27,8 +27,6 @@ DRIVERS = ("program", "tool")
 SOURCES = ("stdout", "stderr")
 # What every run has, whatever its sweep: the contract's own parameters.
 BUILTIN_PARAMS = ("n", "threads", "d", "dtype", "variant", "device", "repeat")
-# The numeric ones, for cost expressions (names such as dtype are text).
-NUMERIC_BUILTINS = ("n", "threads", "d", "repeat")
 DEFAULT_D = 64  # a contract program's --d when the sweep sets none
 
 

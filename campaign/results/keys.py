@@ -5,7 +5,7 @@ A row is one (configuration, n, repeat) of one source: the key hashes the
 configuration columns, the swept axes, the repeat and every extra column that
 is not itself a measurement (a `--a 20,32,40` sweep inside one process gives
 one row per value of `a` at the same n and repeat), scoped by where the row
-came from ("import", or the attempt that measured it). The same data imported
+came from ("import", or "import:<campaign>" for `import --campaign`). The same data imported
 twice, or under another file name, has the same keys; imported rows add
 their measured values to the key (see natural_key).
 """
@@ -35,16 +35,11 @@ def natural_key(row: dict[str, Any], scope: str = "", *, measured: bool = False)
     return key_prefix(scope) + hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
-def attempt_scope(attempt_id: int) -> str:
-    return f"attempt:{attempt_id}"
-
-
 def key_prefix(scope: str) -> str:
-    """What a key starts with: the attempt's id, zero-padded, for a job's rows ("i." for every other
-    scope). The hash alone (it already includes the scope) makes a key unique; the prefix only puts
-    one sync's keys next to each other in the unique index, which a 10-million-row ledger otherwise
-    fills at random places: at 1M rows that index cost more than half of SQLite's INSERT time
-    (BENCHMARKS.md section 9). Schema v10 gave existing keys the same prefix."""
-    if scope.startswith("attempt:"):
-        return f"{int(scope[8:]):012d}."
+    """What a key starts with: "i." for the imported rows that still have keys (job rows had their
+    attempt's id, zero-padded, until schema v12 moved them to result files). The hash alone (it already
+    includes the scope) makes a key unique; the prefix kept one sync's keys next to each other in the
+    unique index, which a 10-million-row ledger otherwise fills at random places: at 1M rows that index
+    cost more than half of SQLite's INSERT time (BENCHMARKS.md section 9). Schema v10 gave existing keys
+    the same prefix."""
     return "i."

@@ -30,10 +30,15 @@ from campaign.results.query import RowFilter, statement
 # a point's key as the row read makes it (campaign.results.export._read: params "" where none)
 _KEY = [*BASE_GROUP_COLUMNS, *(c for c in OPTIONAL_GROUP_COLUMNS if c not in SCALE_COLUMNS), "threads", "n"]
 _EXPR = {"params": "coalesce(f.params, '')"}
-_FIRST = ("flops", "bytes", "alloc_cpus")  # taken from the point's fastest repeat, as summarize does
+# taken from a point's fastest repeat, as summarize does
+_FIRST = "{'flops': f.flops, 'bytes': f.bytes, 'alloc_cpus': a.alloc_cpus}"
 _HUGE = 1e300  # times above it take the row path (see _aggregate)
-# (a row's extra object from files of either schema: files.EXTRA_SQL over files.scan_sql)
-_ROW_BY_ROW = ("f.params LIKE '%metric=%' OR f.extra_json LIKE '%\"ranks\"%' OR f.extra_json LIKE '%\"nodes\"%'")
+# a row naming its own ranks or nodes: a key of its extra object, in files of either schema (files.scan_sql:
+# the MAP `extras` of schema 2, the JSON text `extra` of schema 1), never the text anywhere in a value (text
+# that is no JSON names no key, and is no reason for an error)
+_NAMES_SCALE = " OR ".join(f"coalesce(map_contains(f.extras, '{k}') OR CASE WHEN json_valid(f.extra) "
+                           f"THEN json_exists(f.extra, '$.{k}') END, false)" for k in ("ranks", "nodes"))
+_ROW_BY_ROW = f"f.params LIKE '%metric=%' OR {_NAMES_SCALE}"
 
 
 def summary(led: Ledger, campaign: str | Sequence[str] | None, models: Any) -> tuple[Any, Superseded] | None:
@@ -72,47 +77,41 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
                          "replicate": pa.array(ledger["replicate"], pa.int64())})
     key = ", ".join(f'{_EXPR.get(c, f"f.{c}")} AS "{c}"' for c in _KEY)
     names = ", ".join(f'"{c}"' for c in _KEY)
-    first = {"flops": "f.flops", "bytes": "f.bytes", "alloc_cpus": "a.alloc_cpus"}
-    spread = ", ".join(f"count({e}) AS n_{c}, min({e}) AS lo_{c}, max({e}) AS hi_{c}" for c, e in first.items())
     con = duckdb.connect()
     try:
         con.register("attempts", attempts)
-        # per point and replicate: the times sorted (NaN last: the k measured ones first), each first-row
-        # column's spread, whether a row needs the row path
+        # per point and replicate: the times sorted (NaN last: the k measured ones first), the fastest repeat
+        # (ties: the earlier row, as the row path's stable sort) with its order and its flops, bytes and
+        # allocation (as summarize takes them), whether a row needs the row path
         con.execute(f"""
             CREATE TEMP TABLE reps AS
             SELECT {key}, coalesce(a.campaign, '') AS campaign, coalesce(a.replicate, 0) AS replicate,
-                   list_sort(list(f.t)) AS times, count(*) AS m, count(*) FILTER (NOT isnan(f.t)) AS k, {spread},
+                   list_sort(list(f.t)) AS times, count(*) AS m, count(*) FILTER (NOT isnan(f.t)) AS k,
+                   min(f.o) AS o, arg_min({_FIRST}, f.o) AS first, count(a.alloc_cpus) AS n_alloc,
                    max(f.t) AS top, bool_or({_ROW_BY_ROW}) AS row_by_row
-            FROM (SELECT *, coalesce(time_s, 'NaN'::DOUBLE) AS t, {files.EXTRA_SQL} AS extra_json
-                  FROM {files.scan_sql()}) f
+            FROM (SELECT *, coalesce(time_s, 'NaN'::DOUBLE) AS t,
+                         (coalesce(time_s, 'NaN'::DOUBLE), file_index, file_row_number) AS o
+                  FROM {files.scan_sql("file_index, file_row_number")}) f
                  JOIN attempts a USING (attempt_id)
             GROUP BY ALL""", {"files": paths})
         # (beyond HUGE, 0.5 * (a + b) overflows where the row path's arithmetic might not: the row path)
         (row_by_row, top, n_alloc, n_rows, keys), = con.sql(
-            "SELECT bool_or(row_by_row), max(top), sum(n_alloc_cpus), sum(m), count(DISTINCT (campaign, replicate)) "
+            "SELECT bool_or(row_by_row), max(top), sum(n_alloc), sum(m), count(DISTINCT (campaign, replicate)) "
             "FROM reps").fetchall()
         if row_by_row or not top < _HUGE:
             return None
-        sums = ", ".join(f"sum(n_{c}) AS n_{c}, min(lo_{c}) AS lo_{c}, max(hi_{c}) AS hi_{c}" for c in first)
-        if keys >= 2:  # a point's times: its replicates' lists, merged
+        if keys >= 2:  # a point's times: its replicates' lists, merged; its fastest repeat: theirs, fastest
             con.execute(f"CREATE TEMP TABLE pts AS SELECT {names}, list_sort(flatten(list(times))) AS t, "
-                        f"sum(m)::BIGINT AS m, {sums} FROM reps GROUP BY ALL")
+                        f"sum(m)::BIGINT AS m, arg_min(first, o) AS first FROM reps GROUP BY ALL")
         else:  # one campaign and replicate: each point is one group of reps, its list sorted already
-            kept = ", ".join(f"n_{c}, lo_{c}, hi_{c}" for c in first)
-            con.execute(f"CREATE TEMP TABLE pts AS SELECT {names}, times AS t, m::BIGINT AS m, {kept} FROM reps")
+            con.execute(f"CREATE TEMP TABLE pts AS SELECT {names}, times AS t, m::BIGINT AS m, first FROM reps")
         counts = [m for (m,) in con.sql("SELECT DISTINCT m FROM pts").fetchall()]
         con.register("ranks", pa.table({"m": pa.array(counts, pa.int64()),
                                         "r": pa.array([rank_and_coverage(m)[0] for m in counts], pa.int64())}))
-        # each first-row column where it is one value over the point (or none): that value; else the row path's
-        # fastest repeat, by DuckDB (_fastest)
-        same = " AND ".join(f"(n_{c} = 0 OR (n_{c} = m AND lo_{c} = hi_{c} AND lo_{c} <> 0))" for c in first)
         made = con.sql(f"""
             SELECT {names}, (t[(m - 1) // 2 + 1] + t[m // 2 + 1]) * 0.5 AS median_s, t[r] AS lo, t[m - r + 1] AS hi,
-                   m, {", ".join(f"lo_{c} AS {c}" for c in first)}, {same} AS same
+                   m, first.flops AS flops, first.bytes AS bytes, first.alloc_cpus AS alloc_cpus
             FROM pts JOIN ranks USING (m) ORDER BY {names}""").to_arrow_table().to_pandas()
-        if not made.pop("same").all():
-            made = made.assign(**_fastest(con, paths, key, names))
         reps = None
         if keys >= 2:  # replicates: each one's median as pandas' (the middle value, or the mean of the two)
             reps = con.sql(f"""
@@ -134,18 +133,6 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
     frame = add_cost_columns(frame, models)
     found = None if reps is None else between_medians(reps[cols + ["median_s"]], cols)
     return add_between(add_cost_columns(with_statistics(frame, median, lo, hi, m)), frame, found)
-
-
-def _fastest(con: Any, paths: list[str], key: str, names: str) -> Any:
-    """Each point's flops, bytes and allocation from its fastest repeat (ties:
-    the earlier row, as the row path's stable sort), in the points' order."""
-    first = con.sql(f"""
-        SELECT {names}, arg_min({{'flops': f.flops, 'bytes': f.bytes, 'alloc_cpus': a.alloc_cpus}},
-                                (f.t, f.file_index, f.file_row_number)) AS first
-        FROM (SELECT *, coalesce(time_s, 'NaN'::DOUBLE) AS t FROM {files.scan_sql("file_index, file_row_number")}) f
-             JOIN attempts a USING (attempt_id)
-        GROUP BY ALL ORDER BY {names}""", params={"files": paths}).to_arrow_table().column("first").combine_chunks()
-    return {name: first.field(name).to_numpy(zero_copy_only=False) for name in ("flops", "bytes", "alloc_cpus")}
 
 
 __all__ = ["summary"]

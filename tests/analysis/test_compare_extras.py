@@ -7,9 +7,10 @@ from collections.abc import Callable
 import pandas as pd
 import pytest
 
-from analysis.provenance_diff import format_diff, provenance_diff
+from analysis.provenance_diff import provenance_diff
 from analysis.references import check_references, outside
 from analysis.thread_advice import format_thread_advice, thread_advice
+from campaign.cli.compare_view import provenance_lines
 
 RowMaker = Callable[..., pd.DataFrame]
 
@@ -28,7 +29,7 @@ def test_only_what_differs_a_changed_module_version() -> None:
     diffs = provenance_diff(base, new)
     assert [(d.category, d.key) for d in diffs] == [("modules", "config.cluster.modules")]
     assert diffs[0].base == ("[gcc/11, nvhpc/24.1]",) and diffs[0].new == ("[gcc/11, nvhpc/24.5]",)
-    assert format_diff(diffs) == ["modules: config.cluster.modules: [gcc/11, nvhpc/24.1] -> [gcc/11, nvhpc/24.5]"]
+    assert provenance_lines(diffs) == ["modules: config.cluster.modules: [gcc/11, nvhpc/24.1] -> [gcc/11, nvhpc/24.5]"]
 
 
 def test_categories_and_one_sided_keys() -> None:
@@ -39,8 +40,8 @@ def test_categories_and_one_sided_keys() -> None:
     assert set(diffs) == {"git_commit", "packages.torch", "environment.compilers.cc", "environment.node.gpu"}
     assert diffs["git_commit"].category == "code" and diffs["packages.torch"].category == "libraries"
     assert diffs["environment.compilers.cc"].one_sided and diffs["environment.compilers.cc"].category == "compilers"
-    lines = format_diff(list(diffs.values()))
-    assert "compilers: recorded on one side only: environment.compilers.cc (new only)" in lines
+    lines = provenance_lines(list(diffs.values()))
+    assert "compilers: 1 key(s) recorded on one side only: environment.compilers.cc" in lines
 
 
 def test_several_records_on_one_side() -> None:

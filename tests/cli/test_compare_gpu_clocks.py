@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analysis.provenance_diff import category, format_diff, provenance_diff
+from analysis.provenance_diff import category, provenance_diff
+from campaign.cli.compare_view import provenance_lines
 from tests.conftest import run_cli
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL
 
@@ -79,6 +80,6 @@ def test_gpu_records_are_their_own_category_and_list_every_value_seen() -> None:
            {"gpu": {"sm_clock_mhz": "1755", "throttle_reasons": "hw_thermal_slowdown"}}]
     diffs = provenance_diff(base, new)
     assert [d.category for d in diffs] == ["gpu clocks", "gpu clocks"]
-    assert format_diff(diffs) == ["gpu clocks: gpu.sm_clock_mhz: 1980 -> 1755 | 1980",
+    assert provenance_lines(diffs) == ["gpu clocks: gpu.sm_clock_mhz: 1980 -> 1755 | 1980",
                                   "gpu clocks: gpu.throttle_reasons: none -> hw_thermal_slowdown | none"]
     assert category("gpu.sm_clock_mhz") == "gpu clocks" and category("gpu_model") == "node"

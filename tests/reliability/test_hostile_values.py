@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from campaign.backends.slurm import SlurmBackend
-from campaign.commands.attempts import attempt_dir, job_request
+from campaign.commands.attempts import attempt_folder, job_request
 from campaign.config import RootConfig, load_config
 from campaign.config.validate import validate
 from campaign.planning.plan import campaign_name, plan
@@ -120,7 +120,7 @@ def _render(cfg: RootConfig) -> list[str]:
     p = plan(cfg)
     name = campaign_name(cfg)
     camp_dir = Path(cfg.campaign.workdir or "runs").resolve() / name
-    reqs = [job_request(cfg.cluster, name, r, i + 1, attempt_dir(camp_dir, r, 1), r.walltime_min, r.mem_gb)
+    reqs = [job_request(cfg.cluster, name, r, i + 1, Path(attempt_folder(camp_dir, r.key, 1)), r.walltime_min, r.mem_gb)
             for i, r in enumerate(p.runs[:2])]
     return SlurmBackend(cfg.cluster, camp_dir, cfg.campaign.python).render(reqs)
 

@@ -1,5 +1,5 @@
 """The reader as it was before the columnar path (per-row classification over
-row dicts, and ledger rows as one dict each), kept as the reference that
+row dicts), kept as the reference that
 tests/results/test_columnar_differential.py holds the columnar path to.
 Cell rules and the per-cell parser are the same code (campaign.results.cells,
 reader.parse_rows); what is copied here is what the columnar path replaced."""
@@ -13,9 +13,7 @@ from typing import Any
 from analysis.columns import KERNEL_COLUMNS, TOLERANCE
 from campaign.plumbing.errors import ImportError_, one_line
 from campaign.plumbing.states import JobState
-from campaign.results.keys import attempt_scope, natural_key
 from campaign.results.reader import Expected, _read_text, parse_rows
-from campaign.results.store import params_text
 
 Classified = tuple[JobState, str | None, list[dict[str, Any]]]
 
@@ -64,25 +62,3 @@ def _classify(path: Path, want: Expected) -> Classified:
         elif (want.check or math.isinf(err)) and not err <= tol:
             return JobState.CHECK_FAILED, f"rel_err {err:.3g} > {tol:g} at n={r['n']} ({r.get('dtype')})", rows
     return JobState.COMPLETED, None, rows
-
-
-def job_rows(attempt_id: int, job_id: str, cluster: str, partition: str,
-             extra_args: tuple[tuple[str, str], ...], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for r in rows:
-        extra = dict(r.get("extra") or {})
-        params = params_text(extra_args, extra)
-        if params:
-            extra["params"] = params
-        row = {
-            "attempt_id": attempt_id, "source": "job", "cluster": cluster,
-            "partition": partition, "kernel": r["kernel"], "impl": r["impl"],
-            "variant": r["variant"], "device": r["device"], "dtype": r.get("dtype"),
-            "threads": r["threads"], "n": r["n"], "d": r.get("d"), "repeat": r["repeat"],
-            "time_s": r["time_s"], "job_id": job_id, "gpu_model": r.get("gpu_model"),
-            "flops": r.get("flops"), "bytes": r.get("bytes"), "rel_err": r.get("rel_err"),
-            "extra": extra or None,
-        }
-        row["natural_key"] = natural_key(row, attempt_scope(attempt_id))
-        out.append(row)
-    return out

@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from analysis import cost_model
 from analysis.counters import measured_vs_predicted
-from analysis.counters_report import counters_json, counters_section
+from analysis.counters_report import counters_json, counters_tables
 from campaign.backends.base import JobStatus
 from campaign.commands.sync import _apply, _collect, _load_specs, _profile
 from campaign.job.files import counters_path
@@ -114,9 +114,8 @@ def test_report_section_and_json_from_the_ledger(tmp_path: Path) -> None:
         assert row["dram_read_bytes"] == pytest.approx(read[n])
         assert row["read_ratio"] == pytest.approx(read[n] / predicted)
         assert row["atomics"] > 0 and row["median_time_s"] > 0
-    section = counters_section(counters, results)
-    assert section.startswith("## Measured vs predicted") and "attention_fwdbwd/fused bf16" in section
-    assert "<h2>Measured vs predicted" in counters_section(counters, results, fmt="html")
+    tables = dict(counters_tables(counters, results))
+    assert set(tables["DRAM bytes: measured vs cost model"]["kernel"]) == {"attention_fwdbwd/fused bf16 [profile=ncu]"}
     doc = counters_json(counters, results)
     assert {r["n"] for r in doc["measured_vs_predicted"]} == set(sizes()) and doc["failures"] == []
 
@@ -136,7 +135,7 @@ def test_a_failed_profile_is_profile_failed_and_the_timings_count(tmp_path: Path
     assert set(usable["n"]) == set(sizes())  # the timings of every n still count
     counters = counters_frame(led, "unit")
     assert (counters["error"].str.contains("ERR_NVGPUCTRPERM")).sum() == 1
-    assert "Not profiled" in counters_section(counters, usable)
+    assert any(title.startswith("Not profiled") for title, _ in counters_tables(counters, usable))
 
 
 def test_reader_names_a_missing_or_partial_file(tmp_path: Path) -> None:
@@ -161,5 +160,6 @@ def test_a_raw_ncu_csv_reaches_the_ledger_and_the_section(tmp_path: Path) -> Non
     sync_one(led, tmp_path, rows, (n,))
     counters = counters_frame(led, "unit")
     assert len(counters) == len(rows) and set(counters["metric"]) == {r["metric"] for r in rows}
-    section = counters_section(counters, results_frame(led, campaign="unit", usable_only=True))
+    tables = counters_tables(counters, results_frame(led, campaign="unit", usable_only=True))
+    section = "\n".join(table.to_string() for _, table in tables)
     assert all(k.name in section for k in parsed.kernels)

@@ -92,24 +92,62 @@ def test_report_json_is_the_same_on_both_paths(tmp_path: Path, monkeypatch: pyte
     assert fast == slow
 
 
-@pytest.mark.parametrize("key", ["ranks", "nodes"])
-def test_rows_naming_their_ranks_in_the_map_column_take_the_row_path(tmp_path: Path, key: str) -> None:
-    """A result file of schema 2 keeps a row's text extras in the MAP column
-    `extras`: a row naming its own ranks or nodes there is seen as such (the
-    points path pools by the group columns only), as in the JSON `extra` of
-    schema 1."""
-    path = tmp_path / "ledger.sqlite"
-    _hostile(path)
-    led = Ledger(path)
-    assert points.summary(led, None, cost_models(led)) is not None
+def _plant_extra(path: Path, extra: dict[str, str] | str, schema: int) -> None:
+    """Give every row of one result file the extra object `extra`: as the
+    MAP column `extras` (schema 2) or as JSON text in `extra` (schema 1; a
+    str: that text as it is)."""
     with sqlite3.connect(path) as con:
         rel, workdir = con.execute("SELECT f.path, c.workdir FROM result_file f "
                                    "JOIN campaign c ON c.id = f.campaign_id LIMIT 1").fetchone()
         where = Path(workdir) / rel
         table = pq.read_table(where)
-        if "extras" in table.column_names:
-            table = table.drop_columns(["extras"])
-        maps = pa.array([[(key, "1")]] * table.num_rows, pa.map_(pa.string(), pa.string()))
-        pq.write_table(table.append_column("extras", maps), where)
-        con.execute("UPDATE result_file SET sha256 = ? WHERE path = ?", (files.sha256(where), rel))
+        table = table.drop_columns([c for c in ("extras", "extra") if c in table.column_names])
+        if schema == 2:
+            assert isinstance(extra, dict)
+            column = pa.array([list(extra.items())] * table.num_rows, pa.map_(pa.string(), pa.string()))
+        else:
+            text = extra if isinstance(extra, str) else json.dumps(extra)
+            column = pa.array([text] * table.num_rows, pa.string())
+        pq.write_table(table.append_column("extras" if schema == 2 else "extra", column), where)
+        con.execute("UPDATE result_file SET sha256 = ?, schema_version = ? WHERE path = ?",
+                    (files.sha256(where), schema, rel))
+
+
+@pytest.mark.parametrize("schema", [1, 2])
+@pytest.mark.parametrize("key", ["ranks", "nodes"])
+def test_rows_naming_their_ranks_take_the_row_path(tmp_path: Path, key: str, schema: int) -> None:
+    """A row naming its own ranks or nodes, in the MAP column `extras`
+    (schema 2) or in the JSON text `extra` (schema 1), is seen as such (the
+    points path pools by the group columns only)."""
+    path = tmp_path / "ledger.sqlite"
+    _hostile(path)
+    led = Ledger(path)
+    assert points.summary(led, None, cost_models(led)) is not None
+    _plant_extra(path, {key: "1"}, schema)
     assert points.summary(led, None, cost_models(led)) is None
+
+
+@pytest.mark.parametrize("schema", [1, 2])
+def test_a_value_that_reads_ranks_is_no_ranks_key(tmp_path: Path, schema: int) -> None:
+    """An extra whose value (or a key that merely contains the word) is the
+    text "ranks" or "nodes" names no ranks: the points still take the points
+    path, and give the row path's numbers."""
+    path = tmp_path / "ledger.sqlite"
+    _hostile(path)
+    _plant_extra(path, {"layout": "ranks", "spread": '"nodes"', "ranks_hint": "x"}, schema)
+    led = Ledger(path)
+    made = points.summary(led, None, cost_models(led))
+    assert made is not None
+    rows, _ = latest_frame(led)
+    expected = summarize(timing_rows(add_cost_columns(rows, cost_models(led))))
+    pd.testing.assert_frame_equal(made[0], expected, check_exact=True)
+
+
+def test_extra_text_that_is_no_json_names_no_ranks(tmp_path: Path) -> None:
+    """A schema-1 `extra` that is not JSON (text holding "ranks" included)
+    names no key: the points path neither fails on it nor leaves it."""
+    path = tmp_path / "ledger.sqlite"
+    _hostile(path)
+    _plant_extra(path, '{"ranks": 2', 1)
+    led = Ledger(path)
+    assert points.summary(led, None, cost_models(led)) is not None

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from campaign import api
-from campaign.job.procs import group_members, pid_alive
+from campaign.job.procs import group_members
 from campaign.ledger import Ledger
 from tests.slurm.helpers import _all_finished, _attempts, _db, _name, _overrides, _sync_until
+from tests.truth.helpers import pid_alive
 
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("fake_kernel_env")]
 

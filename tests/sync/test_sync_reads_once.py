@@ -11,6 +11,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from bench.finished_jobs import build
 from campaign import api
 from campaign.commands.sync_specs import expected_for
@@ -79,6 +81,22 @@ def check_spec_fields(led: Ledger, tmp_path: Path) -> None:
     for aid, whole in zip(aids, wholes, strict=True):
         assert got[aid] == Expected.of_spec(whole, (99,) if aid == aids[0] else tuple(whole["n"]))
     assert got[aids[0]].n == (99,) and got[aids[1]].n == tuple(specs[1].n)
+
+
+def test_of_spec_reads_only_the_fields_a_sync_extracts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Expected.SPEC_FIELDS is the one list of what of_spec reads and what a
+    sync extracts: each is a field of a planned run's spec, and a field
+    of_spec reads that the list leaves out fails at once, naming it, instead
+    of arriving as None at sync only."""
+    whole = json.loads(json.dumps(spec_with(nodes=2, ranks_per_node=3, check=True).to_json()))
+    assert set(Expected.SPEC_FIELDS) <= set(whole)
+    full = Expected.of_spec(whole)
+    assert full.threads is not None and full.ranks == 6 and full.nodes == 2
+    for left_out in ("threads", "ranks_per_node", "n"):
+        monkeypatch.setattr(Expected, "SPEC_FIELDS", tuple(k for k in full.SPEC_FIELDS if k != left_out))
+        with pytest.raises(KeyError, match=repr(left_out)):
+            Expected.of_spec(whole)
+        monkeypatch.undo()
 
 
 def test_planted_exit_codes_never_stop_a_sync(tmp_path: Path) -> None:

@@ -38,3 +38,12 @@ def pids(workdir: Path) -> tuple[int, int]:
     kernel = json.loads((workdir / "job.json").read_text())["kernel_pid"]
     child = int((workdir / "results.csv.child").read_text())
     return kernel, child
+
+
+def pid_alive(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2:].split()[:1] != ["Z"]

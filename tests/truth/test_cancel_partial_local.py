@@ -9,10 +9,10 @@ import subprocess
 from pathlib import Path
 
 from campaign.cli.watch import snapshot
-from campaign.job.procs import group_members, pid_alive
+from campaign.job.procs import group_members
 from campaign.ledger import Ledger
 from tests.conftest import CAMPAIGN, run_cli
-from tests.truth.helpers import FAKE_ENV, db, pids, wait_for_rows
+from tests.truth.helpers import FAKE_ENV, db, pid_alive, pids, wait_for_rows
 
 NAME = "truth_slow-local"
 ALL_N = [64, 128, 256, 512]  # tests/fixtures/fake_conf/experiment/truth_slow.yaml
