@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.columns import KERNEL_COLUMNS, REQUIRED_COLUMNS, RULE_COLUMNS, SCALE_COLUMNS
+from campaign.job.files import read_all
 from campaign.job.fom import CHECK_SUFFIX, LOST_SUFFIX
 from campaign.plumbing.errors import ImportError_, one_line
 from campaign.plumbing.states import JobState
@@ -194,8 +195,7 @@ def _regular_bytes(path: Path | str) -> bytes | None:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
             return None
-        with open(fd, "rb", closefd=False) as f:
-            return f.read()
+        return read_all(fd, info.st_size + 1)
     except OSError:
         return None
     finally:
