@@ -44,7 +44,7 @@ def read_json(path: str | os.PathLike[str]) -> dict[str, Any] | None:
 def read_all(fd: int, size: int = 1 << 16) -> bytes:
     """The rest of an open file's bytes, by plain reads (no file object: a
     sync reads 30,000 small files, and `open().read()` costs 2 us more each)."""
-    parts = []
+    parts: list[bytes] = []
     while True:
         data = os.read(fd, size)
         if not data:

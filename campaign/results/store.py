@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, event, insert, select
+from sqlalchemy import Table, delete, event, insert, select
 from sqlalchemy.orm import Session
 
 from analysis.columns import RESULT_SCHEMA
@@ -125,7 +125,7 @@ def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
                  "rows": item.columns.length, "schema_version": p.schema_version}
                 for items, p in zip(by_campaign.values(), written, strict=True) for item in items]
     if pointers:  # (the table, not the ORM class: one plain executemany, 10,000 pointers a sync)
-        s.execute(insert(ResultFile.__table__), pointers)
+        s.execute(insert(cast(Table, ResultFile.__table__)), pointers)
 
 
 def sweep_orphans(led: Ledger) -> list[Path]:
