@@ -135,7 +135,7 @@ def fast_records(records: list[list[str]], required: tuple[str, ...],
     return pool.part(0)
 
 
-def pools(texts: Sequence[str], required: tuple[str, ...], judged: frozenset[str] = frozenset()) -> list[Pool]:
+def pools(texts: Sequence[str | bytes], required: tuple[str, ...], judged: frozenset[str] = frozenset()) -> list[Pool]:
     """Many whole CSV texts (a sync's batch): the texts of one header line
     are read as one table by pyarrow's CSV reader and their rules applied
     together (`_checked`). Only plain texts take part (no quotes, carriage
@@ -144,12 +144,18 @@ def pools(texts: Sequence[str], required: tuple[str, ...], judged: frozenset[str
     is read alone. The texts left out belong to the per-cell reader."""
     by_header: dict[str, list[tuple[int, int, int]]] = {}  # header line -> (file, body start, rows)
     for i, text in enumerate(texts):
-        if '"' in text or "\r" in text or "\x00" in text or not text.endswith("\n") or \
-                len(text) > csv.field_size_limit():
+        if len(text) > csv.field_size_limit():
             continue
-        start, rows = text.find("\n"), text.count("\n") - 1
+        if isinstance(text, bytes):  # an ASCII job CSV as read, never decoded (reader.classify_stream)
+            if b'"' in text or b"\r" in text or b"\x00" in text or not text.endswith(b"\n"):
+                continue
+            start, rows, line = text.find(b"\n"), text.count(b"\n") - 1, text[:text.find(b"\n")].decode("ascii")
+        else:
+            if '"' in text or "\r" in text or "\x00" in text or not text.endswith("\n"):
+                continue
+            start, rows, line = text.find("\n"), text.count("\n") - 1, text[:text.find("\n")]
         if rows >= 1:
-            by_header.setdefault(text[:start], []).append((i, start + 1, rows))
+            by_header.setdefault(line, []).append((i, start + 1, rows))
     out = []
     for line, members in by_header.items():
         header = tuple(c.strip() for c in line.split(","))
@@ -158,7 +164,8 @@ def pools(texts: Sequence[str], required: tuple[str, ...], judged: frozenset[str
         groups = [members]
         while groups:
             group = groups.pop()
-            whole = _read([texts[i][start:] for i, start, _ in group], len(header), sum(n for _, _, n in group))
+            whole = _read([_body(texts[i], start) for i, start, _ in group], len(header),
+                          sum(n for _, _, n in group))
             if whole is not None:
                 out.append(_checked([i for i, _, _ in group], header, whole, [n for _, _, n in group], required,
                                     judged))
@@ -167,7 +174,12 @@ def pools(texts: Sequence[str], required: tuple[str, ...], judged: frozenset[str
     return out
 
 
-def _read(bodies: list[str], width: int, lines: int) -> list[Any] | None:
+def _body(text: str | bytes, start: int) -> Any:
+    """A text's lines after its header, as bytes (of bytes, a view: no copy)."""
+    return memoryview(text)[start:] if isinstance(text, bytes) else text[start:].encode()
+
+
+def _read(bodies: list[Any], width: int, lines: int) -> list[Any] | None:
     """The cells of these CSV bodies (`lines` lines, as the caller counted
     them, of `width` fields), as text columns, or None where a line is not
     (or a body starts with a byte order mark, which the reader would drop).
@@ -176,7 +188,7 @@ def _read(bodies: list[str], width: int, lines: int) -> list[Any] | None:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    body = "".join(bodies).encode()
+    body = b"".join(bodies)
     if body.startswith("\ufeff".encode()):
         return None
     names = [f"c{k}" for k in range(width)]
