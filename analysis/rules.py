@@ -105,6 +105,31 @@ def _int64(text: str | None) -> int | None:
 
 
 def _floats(text: pa.Array, blank: pa.Array, col: Column, required: bool, judged: bool) -> Checked:
+    if not pc.any(blank).as_py():  # a measured column, every cell a number (most): one cast, no pattern
+        quick = _finite_floats(text, col, judged)
+        if quick is not None:
+            return quick
+    return _floats_by_shape(text, blank, col, required, judged)
+
+
+def _finite_floats(text: pa.Array, col: Column, judged: bool) -> Checked | None:
+    """The cells as numbers where Arrow's cast reads every one as a finite
+    float, else None. The cast reads what _FLOAT describes and nothing more
+    (no hex, `_`, `d` exponent or inner space; tests/analysis/test_rules_floats.py
+    holds the two to each other), so a cell it reads is plain; only its
+    range is left to judge. Against both patterns: a third of the cost."""
+    try:
+        values = pc.cast(text, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if not pc.all(pc.is_finite(values)).as_py():  # inf or nan: the patterns tell which is allowed
+        return None
+    if judged:
+        return Checked(values, pc.is_null(values))  # (none: any number is read)
+    return Checked(values, pc.less_equal(values, 0.0) if col.positive else pc.less(values, 0.0))
+
+
+def _floats_by_shape(text: pa.Array, blank: pa.Array, col: Column, required: bool, judged: bool) -> Checked:
     nan = pc.match_substring_regex(text, _NAN)
     plain = pc.match_substring_regex(text, _FLOAT)
     if judged:  # any number: infinities too

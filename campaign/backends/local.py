@@ -157,10 +157,12 @@ class LocalBackend(Backend):
 
     def _status(self, ref: JobRef) -> JobStatus:
         workdir = str(ref.workdir)  # strings, not pathlib: once per job of every sync
-        if not os.path.isdir(workdir):  # deleted before anyone looked: the output is lost, the job did not fail
-            return JobStatus(JobState.LOST_OUTPUT, reason=f"job folder {workdir} is gone")
         start = read_json(os.path.join(workdir, START_FILE))
         end = read_json(os.path.join(workdir, EXIT_FILE))
+        # (a record read proves the folder is there: it is looked for only when there is none)
+        if start is None and end is None and not os.path.isdir(workdir):
+            # deleted before anyone looked: the output is lost, the job did not fail
+            return JobStatus(JobState.LOST_OUTPUT, reason=f"job folder {workdir} is gone")
         started = _parse_time(start.get("started")) if start else None
         node = str(start.get("host")) if start else None
         if end is not None and end.get("cancelled"):

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaign.ledger.result_schema import SCHEMA_VERSION, STORED
+from campaign.ledger.result_schema import COLUMNS, SCHEMA_VERSION, STORED
 from campaign.plumbing.errors import LedgerError
 
 RESULTS = "results"  # the subfolder of a campaign's folder holding its result files
@@ -84,6 +84,13 @@ def locate(places: Sequence[Path], path: str) -> Path:
                       f"campaign's folder, from a backup)")
 
 
+# Parquet statistics (min/max: what lets a reader skip a file) on the columns a query selects rows by, the
+# attempt and the configuration; dictionary pages for every column but the measured numbers, distinct in
+# each row. Measured, 100,000 rows: 37 ms a write with statistics and dictionaries everywhere, 21 ms so.
+_STATISTICS = [c.name for c in COLUMNS if c.key or c.name in ("attempt_id", "campaign_id")]
+_DICTIONARY = [c.name for c in COLUMNS if c.kind != "float"]
+
+
 def write_many(items: Sequence[tuple[Path, str, Any]], marks: list[Path] | None = None) -> list[Pointer]:
     """Each table as the immutable file `home/results/<stem>-<hash>.parquet`
     (pointer path `results/<stem>-<hash>.parquet`): written whole under a
@@ -100,7 +107,7 @@ def write_many(items: Sequence[tuple[Path, str, Any]], marks: list[Path] | None 
     folders: dict[Path, Path] = {}
     for home, stem, table in items:
         sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, compression="zstd")
+        pq.write_table(table, sink, compression="zstd", write_statistics=_STATISTICS, use_dictionary=_DICTIONARY)
         data = sink.getvalue().to_pybytes()
         digest = hashlib.sha256(data).hexdigest()
         name = f"{stem}-{digest[:16]}.parquet"

@@ -61,3 +61,33 @@ def test_unparsable_cell_is_lost_output_with_the_line(tmp_path: Path) -> None:
 def test_header_only_is_lost_output(tmp_path: Path) -> None:
     out = classify_output(_csv(tmp_path), (64,), check=False)
     assert out.state is JobState.LOST_OUTPUT
+
+
+def test_a_pool_of_ascii_and_other_files_is_judged_file_by_file_as_alone(tmp_path: Path) -> None:
+    """classify_stream pools ASCII files as their bytes (never decoded) beside
+    decoded ones: a byte order mark, a non-ASCII name, bytes that are not
+    UTF-8, a cut last line each keep the outcome they have when read alone."""
+    from campaign.results.expected import Expected
+    from campaign.results.reader import classify_stream
+
+    body = "\n".join([HEADER, _row(64, 0), _row(64, 1)]) + "\n"
+    contents = {"ascii": body.encode(), "ascii2": body.replace("0.001", "0.003").encode(),
+                "bom": b"\xef\xbb\xbf" + body.encode(), "unicode": body.replace(",naive,", ",na\u00efve,").encode(),
+                "not-utf8": body.replace(",naive,", ",na\xefve,").encode("latin-1"), "cut": body.encode()[:-1],
+                "empty": b"", "header-only": (HEADER + "\n").encode()}
+    paths = []
+    for name, data in contents.items():
+        (tmp_path / name).mkdir()
+        paths.append(tmp_path / name / "results.csv")
+        paths[-1].write_bytes(data)
+    want = Expected((64,), False)
+    pooled = list(classify_stream([(p, want) for p in paths]))
+    alone = [classify_output(p, want) for p in paths]
+    assert [(o.state, o.reason, o.rows) for o in pooled] == [(o.state, o.reason, o.rows) for o in alone]
+    states = dict(zip(contents, pooled))
+    for name in ("ascii", "ascii2", "bom", "unicode"):
+        assert states[name].state is JobState.COMPLETED and len(states[name].rows) == 2, name
+    assert states["unicode"].rows[0]["variant"] == "na\u00efve" and states["bom"].rows[0]["kernel"] == "attention_forward"
+    assert states["ascii2"].rows[0]["time_s"] == 0.003
+    assert "not UTF-8" in (states["not-utf8"].reason or "") and "cut off" in (states["cut"].reason or "")
+    assert states["empty"].state is JobState.LOST_OUTPUT and states["header-only"].state is JobState.LOST_OUTPUT

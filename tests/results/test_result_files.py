@@ -179,3 +179,22 @@ def test_results_format_parquet_holds_what_json_holds(tmp_path: Path) -> None:
     assert table == rows and len(rows) == 2
     missing = run_cli("--ledger", str(led.path), "results", "--format", "parquet")
     assert missing.returncode == 2 and "--out" in missing.stderr
+
+
+def test_a_result_file_keeps_statistics_where_a_read_selects_rows(tmp_path: Path) -> None:
+    """Min/max statistics (what lets DuckDB skip a file) on the attempt and
+    configuration columns a read filters by; none on the measured numbers,
+    which no read selects by and which cost the most to write."""
+    led = Ledger(tmp_path / "ledger.sqlite")
+    aid = add_attempt(led, _folder(tmp_path))
+    _finish(led, aid)
+    [pointer] = _pointers(led)
+    path = tmp_path / "runs" / pointer.path
+    group = pq.ParquetFile(path).metadata.row_group(0)
+    stats = {group.column(i).path_in_schema: group.column(i).statistics for i in range(group.num_columns)}
+    for name in ("attempt_id", "cluster", "kernel", "n", "threads"):
+        assert stats[name] is not None and stats[name].has_min_max, name
+    assert stats["time_s"] is None or not stats["time_s"].has_min_max
+    cluster = pq.read_table(path, columns=["cluster"]).column("cluster")[0].as_py()
+    assert files.read([str(path)], ["time_s"], cluster=cluster).column("time_s").to_pylist() == [1e-3, 2e-3]
+    assert files.read([str(path)], ["time_s"], cluster=f"not-{cluster}").num_rows == 0
