@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+import yaml
+from omegaconf import OmegaConf
 
 from campaign.config import load_config
+from campaign.config.load import resolved_yaml
 from campaign.plumbing.errors import ConfigError
 
 
@@ -82,3 +85,25 @@ def test_unknown_keys_refused_even_with_plus_and_type_errors_name_the_type(overr
 def test_plus_into_a_mapping_field_is_allowed() -> None:
     cfg = load_config(["+cluster.env.FOO=bar"])
     assert cfg.cluster.env["FOO"] == "bar"
+
+
+def test_the_resolved_yaml_is_rendered_once_when_first_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Provenance's YAML is ~10% of a compose's CPU (issue 25) and only a submit
+    records it: load_config keeps the composition, resolved_yaml renders it
+    once, resolved, with the command line's values."""
+    calls: list[int] = []
+    real = OmegaConf.to_yaml
+
+    def counting(*args: object, **kwargs: object) -> str:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(OmegaConf, "to_yaml", staticmethod(counting))
+    cfg = load_config(["cluster=delta", "experiment=forward_scaling", "cluster.account=abc", "experiment.repeats=7"])
+    assert calls == []
+    text = resolved_yaml(cfg)
+    assert resolved_yaml(cfg) is text and len(calls) == 1
+    assert "${" not in text  # resolved: the kernels' argv name the real python and build folder
+    tree = yaml.safe_load(text)
+    assert tree["cluster"]["name"] == "delta" and tree["cluster"]["account"] == "abc"
+    assert tree["experiment"]["repeats"] == 7 and set(tree["kernels"]) == set(cfg.kernels)
