@@ -107,3 +107,35 @@ def test_the_resolved_yaml_is_rendered_once_when_first_asked(monkeypatch: pytest
     tree = yaml.safe_load(text)
     assert tree["cluster"]["name"] == "delta" and tree["cluster"]["account"] == "abc"
     assert tree["experiment"]["repeats"] == 7 and set(tree["kernels"]) == set(cfg.kernels)
+
+
+def test_a_stored_cluster_is_parsed_once_per_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sync reads each campaign's stored cluster on every round (`status --watch`
+    polls): the same text is parsed by OmegaConf once per process, and every caller
+    still gets the cluster as stored, in its own copy."""
+    import uuid
+
+    from campaign.config import clusters
+    from campaign.config.clusters import cluster_from_yaml, cluster_yaml
+
+    cluster = load_config(["cluster=delta"]).cluster
+    cluster.account = f"acct-{uuid.uuid4().hex}"  # a text no earlier test parsed
+    text = cluster_yaml(cluster)
+    stored = clusters._parsed.__wrapped__(text)  # the parse itself, uncached
+    assert stored.account == cluster.account
+    calls: list[int] = []
+    real = OmegaConf.create
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(OmegaConf, "create", staticmethod(counting))
+    first = cluster_from_yaml(text)
+    parsing = len(calls)
+    assert first == stored and parsing > 0
+    first.partitions["cpu"].account = "changed by one caller"
+    first.modules.append("changed/too")
+    second = cluster_from_yaml(text)
+    assert len(calls) == parsing  # not parsed again
+    assert second == stored and second is not first  # the stored facts, untouched by the first caller
