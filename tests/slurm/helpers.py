@@ -67,6 +67,20 @@ def _sync_until(ledger: Ledger, name: str, done: Callable[[dict[str, int]], bool
         time.sleep(POLL_S)
 
 
+def _until_scheduler_changes(job_ids: list[str], seen: dict[str, str] | None, deadline: float) -> dict[str, str]:
+    """Each job's state as accounting has it, once it differs from `seen` (or the
+    deadline passed): a test that checks the CLI at every change starts it at each
+    change, not once a second (issue 25: a fresh CLI is ~1 s of CPU, an sacct call
+    a few milliseconds)."""
+    from campaign.backends import slurm_query as sq
+
+    while True:
+        now = {job: info.state.value for job, info in sq.query_sacct(job_ids).items()}
+        if now != seen or time.monotonic() > deadline:
+            return now
+        time.sleep(POLL_S)
+
+
 def _all_finished(counts: dict[str, int]) -> bool:
     return bool(counts) and not UNFINISHED & set(counts)
 
