@@ -39,7 +39,7 @@ from tests.slurm.helpers import (
     _shim,
     _squeue,
     _sync_until,
-    _until_scheduler_changes,
+    _until_jobs_end,
 )
 
 RECHECK_S = 10.0  # the smoke test runs `campaign status` at least this often while it waits
@@ -152,8 +152,8 @@ def test_smoke_on_localslurm_via_cli_completes_and_status_shows_job_ids(
     env = {"COLUMNS": "250"}  # rich would squeeze the table in a pipe
     deadline = time.monotonic() + DONE_DEADLINE_S
     job_ids = [r["job_id"] for r in _attempts(led)]
-    seen = _until_scheduler_changes(job_ids, None, deadline)  # the view before the first status
-    while True:  # `campaign status` in a fresh process each time the scheduler's view changed
+    ended = _until_jobs_end(job_ids, None, deadline)  # the view before the first status
+    while True:  # `campaign status` in a fresh process each time more jobs ended
         status = run_cli("--ledger", str(ledger_path), "status", name, cwd=tmp_path, env=env)
         assert status.returncode == 0, status.stderr
         if "runs by state: COMPLETED 5" in status.stdout:
@@ -161,7 +161,7 @@ def test_smoke_on_localslurm_via_cli_completes_and_status_shows_job_ids(
         assert "FAILED" not in status.stdout and "LOST_OUTPUT" not in status.stdout, status.stdout
         assert time.monotonic() < deadline, f"smoke not done: {status.stdout[-600:]}; squeue: {_squeue()}"
         # and at least every RECHECK_S: a sync may still be reading outputs the scheduler is done with
-        seen = _until_scheduler_changes(job_ids, seen, min(deadline, time.monotonic() + RECHECK_S))
+        ended = _until_jobs_end(job_ids, ended, min(deadline, time.monotonic() + RECHECK_S))
     rows = _attempts(led)
     assert len(rows) == 5 and {r["state"] for r in rows} == {"COMPLETED"} and {r["partition"] for r in rows} == {"cpu"}
     for r in rows:
