@@ -74,9 +74,13 @@ def _until_jobs_end(job_ids: list[str], ended: dict[str, str] | None, deadline: 
     (issue 25: a fresh CLI is ~1 s of CPU, an sacct call a few milliseconds).
     Jobs that only start are no news: nothing a status shows depends on them."""
     from campaign.backends import slurm_query as sq
+    from campaign.plumbing.errors import SchedulerError
 
     while True:
-        now = {job: info.state.value for job, info in sq.query_sacct(job_ids).items() if info.state.finished}
+        try:
+            now = {job: info.state.value for job, info in sq.query_sacct(job_ids).items() if info.state.finished}
+        except SchedulerError:  # a busy slurmdbd: no news this round; the CLI's own sync says what is wrong
+            now = ended or {}
         if now != ended or time.monotonic() > deadline:
             return now
         time.sleep(POLL_S)
