@@ -86,7 +86,6 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
             raise ConfigError(f"unknown top-level config key(s) {', '.join(map(str, unknown))}; "
                               f"known: cluster, experiment, kernels, campaign")
         _fill_defaults(cfg)
-        text = OmegaConf.to_yaml(cfg, resolve=True)
         root = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as exc:
         raise ConfigError(_missing_entry(overrides, kernel_defaults) or _one_line(exc)) from None
@@ -109,7 +108,9 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     for key, part in root.cluster.partitions.items():
         part.name = part.name or key
     validate(root)  # every value that reaches a script, a command or a path (campaign.config.validate)
-    root.__dict__["_resolved_yaml"] = text  # for provenance; not a config field
+    # For provenance (not a config field), rendered on first use: the YAML emitter is
+    # ~10% of a compose's CPU, and most callers (plans, dry runs, tests) never read it.
+    root.__dict__["_composed"] = cfg
     return root
 
 
@@ -154,11 +155,17 @@ def _search_user_dirs_first() -> None:
 
 
 def resolved_yaml(cfg: RootConfig) -> str:
-    """The composed, resolved config as YAML (recorded with every submit)."""
+    """The composed, resolved config as YAML (recorded with every submit): the
+    composition `load_config` kept, rendered once, the first time it is asked."""
     text = cfg.__dict__.get("_resolved_yaml")
     if isinstance(text, str):
         return text
-    return OmegaConf.to_yaml(OmegaConf.structured(cfg))
+    composed = cfg.__dict__.get("_composed")
+    if composed is None:
+        return OmegaConf.to_yaml(OmegaConf.structured(cfg))
+    text = OmegaConf.to_yaml(composed, resolve=True)
+    cfg.__dict__["_resolved_yaml"] = text
+    return text
 
 
 def _fill_defaults(cfg: object) -> None:

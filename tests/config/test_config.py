@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+import yaml
+from omegaconf import OmegaConf
 
 from campaign.config import load_config
+from campaign.config.load import resolved_yaml
 from campaign.plumbing.errors import ConfigError
 
 
@@ -82,3 +85,57 @@ def test_unknown_keys_refused_even_with_plus_and_type_errors_name_the_type(overr
 def test_plus_into_a_mapping_field_is_allowed() -> None:
     cfg = load_config(["+cluster.env.FOO=bar"])
     assert cfg.cluster.env["FOO"] == "bar"
+
+
+def test_the_resolved_yaml_is_rendered_once_when_first_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Provenance's YAML is ~10% of a compose's CPU (issue 25) and only a submit
+    records it: load_config keeps the composition, resolved_yaml renders it
+    once, resolved, with the command line's values."""
+    calls: list[int] = []
+    real = OmegaConf.to_yaml
+
+    def counting(*args: object, **kwargs: object) -> str:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(OmegaConf, "to_yaml", staticmethod(counting))
+    cfg = load_config(["cluster=delta", "experiment=forward_scaling", "cluster.account=abc", "experiment.repeats=7"])
+    assert calls == []
+    text = resolved_yaml(cfg)
+    assert resolved_yaml(cfg) is text and len(calls) == 1
+    assert "${" not in text  # resolved: the kernels' argv name the real python and build folder
+    tree = yaml.safe_load(text)
+    assert tree["cluster"]["name"] == "delta" and tree["cluster"]["account"] == "abc"
+    assert tree["experiment"]["repeats"] == 7 and set(tree["kernels"]) == set(cfg.kernels)
+
+
+def test_a_stored_cluster_is_parsed_once_per_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sync reads each campaign's stored cluster on every round (`status --watch`
+    polls): the same text is parsed by OmegaConf once per process, and every caller
+    still gets the cluster as stored, in its own copy."""
+    import uuid
+
+    from campaign.config import clusters
+    from campaign.config.clusters import cluster_from_yaml, cluster_yaml
+
+    cluster = load_config(["cluster=delta"]).cluster
+    cluster.account = f"acct-{uuid.uuid4().hex}"  # a text no earlier test parsed
+    text = cluster_yaml(cluster)
+    stored = clusters._parsed.__wrapped__(text)  # the parse itself, uncached
+    assert stored.account == cluster.account
+    calls: list[int] = []
+    real = OmegaConf.create
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(OmegaConf, "create", staticmethod(counting))
+    first = cluster_from_yaml(text)
+    parsing = len(calls)
+    assert first == stored and parsing > 0
+    first.partitions["cpu"].account = "changed by one caller"
+    first.modules.append("changed/too")
+    second = cluster_from_yaml(text)
+    assert len(calls) == parsing  # not parsed again
+    assert second == stored and second is not first  # the stored facts, untouched by the first caller

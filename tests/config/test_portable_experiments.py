@@ -8,10 +8,13 @@ never for a partition name."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from campaign.config.load import group_options, load_config
-from campaign.planning.plan import plan
+from campaign.config.schema import RootConfig
+from campaign.planning.plan import RunSpec, plan
 from campaign.plumbing.errors import ConfigError
 
 CLUSTERS = group_options("cluster")
@@ -19,13 +22,37 @@ EXPERIMENTS = group_options("experiment")
 SITES = ("anvil", "delta")  # the real sites: every shipped experiment plans there
 BASE = ["cluster.account=abc123", "campaign.allow_node_local=true"]
 
+Planned = Callable[[str, str], tuple[RootConfig, list[RunSpec]]]
+
+
+@pytest.fixture(scope="module")
+def planned() -> Planned:
+    """Each (cluster, experiment) composed and planned once (issue 25: a Hydra
+    compose is ~0.3 s of CPU, and the Delta ones serve both tests); a refusal
+    is kept and raised again to every test that asks."""
+    done: dict[tuple[str, str], tuple[RootConfig, list[RunSpec]] | ConfigError] = {}
+
+    def get(cluster: str, experiment: str) -> tuple[RootConfig, list[RunSpec]]:
+        key = (cluster, experiment)
+        if key not in done:
+            try:
+                cfg = load_config([f"cluster={cluster}", f"experiment={experiment}", *BASE])
+                done[key] = (cfg, plan(cfg).runs)
+            except ConfigError as exc:
+                done[key] = exc
+        found = done[key]
+        if isinstance(found, ConfigError):
+            raise found
+        return found
+
+    return get
+
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
-def test_no_experiment_names_a_partition_a_cluster_lacks(cluster: str, experiment: str) -> None:
+def test_no_experiment_names_a_partition_a_cluster_lacks(cluster: str, experiment: str, planned: Planned) -> None:
     try:
-        cfg = load_config([f"cluster={cluster}", f"experiment={experiment}", *BASE])
-        runs = plan(cfg).runs
+        cfg, runs = planned(cluster, experiment)
     except ConfigError as exc:
         assert cluster not in SITES, f"{experiment} on {cluster}: {exc}"
         assert "no partition" not in str(exc), f"{experiment} on {cluster}: {exc}"
@@ -37,11 +64,11 @@ def test_no_experiment_names_a_partition_a_cluster_lacks(cluster: str, experimen
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
-def test_gpu_sweeps_stay_on_gpus(experiment: str) -> None:
+def test_gpu_sweeps_stay_on_gpus(experiment: str, planned: Planned) -> None:
     """Dropping `partitions: [gpu]` must not move a GPU study onto CPUs: on a
     cluster with GPUs its GPU sweeps still plan cuda runs only."""
-    cfg = load_config(["cluster=delta", f"experiment={experiment}", *BASE])
+    cfg, planned_runs = planned("delta", experiment)
     for index, sweep in enumerate(cfg.experiment.sweeps):
         if sweep.devices == ["cuda"]:
-            runs = [r for r in plan(cfg).runs if r.kernel == sweep.kernel]
+            runs = [r for r in planned_runs if r.kernel == sweep.kernel]
             assert runs and all(r.device == "cuda" for r in runs), (experiment, index)

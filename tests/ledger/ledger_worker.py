@@ -1,7 +1,9 @@
 """A separate process hammering one ledger (run by test_concurrency.py).
 
     python ledger_worker.py write LEDGER WORKER N   N one-row write transactions
-    python ledger_worker.py read  LEDGER SECONDS   read all result rows in a loop
+    python ledger_worker.py read  LEDGER SECONDS [STOP]   read all result rows in a loop, for
+        SECONDS at most, or until the file STOP exists (the writers are done: reading on
+        alone proves nothing and costs the suite CPU); at least once either way
 
 Prints one JSON line: counts and the slowest transaction in seconds.
 """
@@ -9,6 +11,7 @@ Prints one JSON line: counts and the slowest transaction in seconds.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -31,12 +34,12 @@ def write(ledger: str, worker: str, n: int) -> dict[str, float]:
     return {"written": n, "slowest_s": slowest}
 
 
-def read(ledger: str, seconds: float) -> dict[str, float]:
+def read(ledger: str, seconds: float, stop: str | None = None) -> dict[str, float]:
     led = Ledger(ledger, create=False)
     end = time.monotonic() + seconds
     reads = 0
     slowest = 0.0
-    while time.monotonic() < end:
+    while reads == 0 or (time.monotonic() < end and not (stop and os.path.exists(stop))):
         t0 = time.perf_counter()
         with led.session() as s:
             s.scalars(select(ResultRow)).all()
@@ -48,5 +51,6 @@ def read(ledger: str, seconds: float) -> dict[str, float]:
 
 if __name__ == "__main__":
     mode, path = sys.argv[1], sys.argv[2]
-    out = write(path, sys.argv[3], int(sys.argv[4])) if mode == "write" else read(path, float(sys.argv[3]))
+    out = (write(path, sys.argv[3], int(sys.argv[4])) if mode == "write"
+           else read(path, float(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else None))
     print(json.dumps(out))

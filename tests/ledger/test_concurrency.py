@@ -38,6 +38,24 @@ def _spawn(*args: str) -> subprocess.Popen[str]:
                             text=True, cwd=REPO)
 
 
+def _wait_created(path: Path, timeout: float = 120) -> None:
+    """Until a writer has created the ledger (its schema version stored): read-only, so
+    the wait itself creates nothing."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+            try:
+                if con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone():
+                    return
+            finally:
+                con.close()
+        except sqlite3.Error:
+            pass  # not there yet
+        time.sleep(0.05)
+    raise AssertionError(f"no writer created {path} in {timeout} s")
+
+
 def _finish(proc: subprocess.Popen[str], timeout: float = 300) -> dict[str, float]:
     out, err = proc.communicate(timeout=timeout)
     assert proc.returncode == 0 and err == "", err
@@ -48,10 +66,12 @@ def test_parallel_short_writers_lose_nothing(tmp_path: Path) -> None:
     """6 processes x 150 one-row transactions, started together on a new ledger
     (so they also race to create it), plus 2 readers."""
     ledger = tmp_path / "ledger.sqlite"
+    stop = tmp_path / "writers-done"
     writers = [_spawn("write", str(ledger), str(w), "150") for w in range(6)]
-    time.sleep(0.5)  # let a writer create the file, then read while the others write
-    readers = [_spawn("read", str(ledger), "4") for _ in range(2)]
+    _wait_created(ledger)  # a writer made the ledger: read while the others write
+    readers = [_spawn("read", str(ledger), "4", str(stop)) for _ in range(2)]
     stats = [_finish(p) for p in writers]
+    stop.touch()  # the readers stop here (or at 4 s) rather than read on alone
     reads = [_finish(p) for p in readers]
     assert sum(s["written"] for s in stats) == 900
     assert _count(ledger) == 900
@@ -88,11 +108,14 @@ def test_parallel_cli_imports_with_readers(tmp_path: Path) -> None:
         "#!/bin/bash\n"  # one shell per writer/reader: the processes overlap for real
         'set -u\nmode=$1; shift\n'
         'if [ "$mode" = write ]; then for f in "$@"; do "$CAMPAIGN" --ledger "$LEDGER" import "$f" >/dev/null || exit 1; done\n'
-        'else end=$((SECONDS + $1)); while [ $SECONDS -lt $end ]; do\n'
+        # readers: at least once, then until the writers are done (STOP) or $1 seconds pass
+        'else end=$((SECONDS + $1)); while :; do\n'
         '  "$CAMPAIGN" --ledger "$LEDGER" results --format json >/dev/null || exit 1\n'
-        '  "$CAMPAIGN" --ledger "$LEDGER" report --json >/dev/null || exit 1; done; fi\n'
+        '  "$CAMPAIGN" --ledger "$LEDGER" report --json >/dev/null || exit 1\n'
+        '  [ -e "$STOP" ] || [ $SECONDS -ge $end ] && break; done; fi\n'
     )
-    env = {"CAMPAIGN": str(CAMPAIGN), "LEDGER": str(ledger), "PATH": "/usr/bin:/bin"}
+    stop = tmp_path / "writers-done"
+    env = {"CAMPAIGN": str(CAMPAIGN), "LEDGER": str(ledger), "PATH": "/usr/bin:/bin", "STOP": str(stop)}
     run_cli("--ledger", str(ledger), "import", str(_csv(tmp_path / "seed.csv", 999)))  # readers need a ledger
     writers = []
     for w in range(4):
@@ -101,7 +124,11 @@ def test_parallel_cli_imports_with_readers(tmp_path: Path) -> None:
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     readers = [subprocess.Popen(["bash", str(script), "read", "20"], env=env, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
-    for p in writers + readers:
+    for p in writers:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0 and err == "", err
+    stop.touch()  # reading on alone would prove nothing (and cost the suite CPU)
+    for p in readers:
         out, err = p.communicate(timeout=600)
         assert p.returncode == 0 and err == "", err
     assert _count(ledger) == (4 * files_per_writer + 1) * KNOWN_ROWS
@@ -123,9 +150,11 @@ def test_readers_do_not_block_writers_for_long(tmp_path: Path) -> None:
                        "repeat, time_s) VALUES ('seed', 'c', 'p', 'k', 'i', 'v', 'cpu', 1, :n, 0, 1.0)"),
                   [{"n": i} for i in range(20_000)])
     led.close()
-    readers = [_spawn("read", str(ledger), "8") for _ in range(2)]
+    stop = tmp_path / "writer-done"
+    readers = [_spawn("read", str(ledger), "8", str(stop)) for _ in range(2)]
     time.sleep(1.0)
     writer = _finish(_spawn("write", str(ledger), "w", "40"))
+    stop.touch()  # the readers stop here (or at 8 s): the write is what this measures
     reads = [_finish(p) for p in readers]
     assert _count(ledger) == 20_040
     slowest_read = max(r["slowest_s"] for r in reads)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from campaign.api import dry_run
-from campaign.config.schema import PartitionSpec
+from campaign.api import SubmitReport, dry_run
+from campaign.config.schema import PartitionSpec, RootConfig
 from tests.fixtures import GOLDEN
 
 COMMON = ["campaign.workdir=/scratch/golden", "campaign.python=/opt/venv/bin/python",
@@ -59,24 +60,45 @@ CASES = {
 # The build key hashes the kernel sources: a kernel change must not rewrite every golden file.
 BUILD_KEY = re.compile(r"(builds/[^/\s]+-|build )[0-9a-f]{16}")
 
+DryRun = Callable[[str], tuple[RootConfig, SubmitReport, Path]]
+
+
+@pytest.fixture(scope="module")
+def dry_runs(tmp_path_factory: pytest.TempPathFactory) -> DryRun:
+    """Each case's config and dry run, made once (issue 25: three tests read
+    them; a compose and a dry run are ~0.5 s of CPU each), with the ledger
+    path the dry run was given (it must stay unwritten)."""
+    done: dict[str, tuple[RootConfig, SubmitReport, Path]] = {}
+
+    def get(name: str) -> tuple[RootConfig, SubmitReport, Path]:
+        if name not in done:
+            from campaign.config import load_config
+
+            ledger = tmp_path_factory.mktemp(f"dry-{name}") / "ledger.sqlite"
+            report = dry_run(COMMON + CASES[name], ledger)
+            done[name] = (load_config(COMMON + CASES[name]), report, ledger)
+        return done[name]
+
+    return get
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_dry_run_matches_golden(name: str, tmp_path: Path) -> None:
-    report = dry_run(COMMON + CASES[name], tmp_path / "ledger.sqlite")
+def test_dry_run_matches_golden(name: str, dry_runs: DryRun) -> None:
+    _, report, ledger = dry_runs(name)
     text = BUILD_KEY.sub(r"\1<key>", "\n".join(report.scripts))
     path = GOLDEN / f"{name}.sbatch"
     if os.environ.get("CAMPAIGN_UPDATE_GOLDEN"):
         path.write_text(text)
     assert text == path.read_text()
-    assert not (tmp_path / "ledger.sqlite").exists()
+    assert not ledger.exists()
 
 
-def test_dry_run_scripts_carry_site_settings(tmp_path: Path) -> None:
-    anvil = "\n".join(dry_run(COMMON + CASES["anvil_wholenode"], tmp_path / "l").scripts)
+def test_dry_run_scripts_carry_site_settings(dry_runs: DryRun) -> None:
+    anvil = "\n".join(dry_runs("anvil_wholenode")[1].scripts)
     assert "#SBATCH --account=abc123" in anvil and "#SBATCH --cpus-per-task=128" in anvil
     assert "module load gcc/11.2.0" in anvil and "ulimit -s unlimited" in anvil
     assert "export OMP_NUM_THREADS=64" in anvil and "export OMP_PROC_BIND=close" in anvil
-    gpu = "\n".join(dry_run(COMMON + CASES["delta_gpuA100x4"], tmp_path / "l").scripts)
+    gpu = "\n".join(dry_runs("delta_gpuA100x4")[1].scripts)
     assert "#SBATCH --gpus-per-node=1" in gpu and "#SBATCH --partition=gpuA100x4" in gpu
     assert "module reset\nmodule load gcc\nmodule load cuda\n" in gpu  # the partition's modules
 
@@ -87,14 +109,11 @@ def _requests(script: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_golden_requests_are_minimal(name: str, tmp_path: Path) -> None:
+def test_golden_requests_are_minimal(name: str, dry_runs: DryRun) -> None:
     """Every job asks the cores its threads need (the whole node only where the
     partition demands it) and memory in proportion, in the site's GB (1e9 bytes),
     never more than one billing unit per core or GPU."""
-    from campaign.config import load_config
-
-    cfg = load_config(COMMON + CASES[name])
-    report = dry_run(COMMON + CASES[name], tmp_path / "ledger.sqlite")
+    cfg, report, _ = dry_runs(name)
     runs = [s for s in report.scripts if "# runs in this" in s]  # the arrays, not the build/preflight steps
     assert runs
     for script in runs:
@@ -125,15 +144,12 @@ def _usable_gb(part: PartitionSpec) -> float:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_every_request_is_one_the_site_accepts(name: str, tmp_path: Path) -> None:
+def test_every_request_is_one_the_site_accepts(name: str, dry_runs: DryRun) -> None:
     """Every script of a site's dry run (build, preflight, arrays): memory within what a node
     lets a job ask, no submitit wckey, a job name naming the campaign, cores within the node
     (a whole multiple of the node on whole-node partitions), walltime within the partition's;
     the preflight asks the cores of the most threads it checks, for minutes."""
-    from campaign.config import load_config
-
-    cfg = load_config(COMMON + CASES[name])
-    report = dry_run(COMMON + CASES[name], tmp_path / "ledger.sqlite")
+    cfg, report, _ = dry_runs(name)
     checked_threads = 0
     for script in report.scripts:
         req = _requests(script)
@@ -176,19 +192,27 @@ def test_a_memory_request_above_the_node_is_refused_at_plan_time(tmp_path: Path)
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.fixture(scope="module")
+def delta() -> RootConfig:
+    """cluster=delta as shipped, composed once for the hostile values below."""
+    from campaign.config import load_config
+
+    return load_config(["cluster=delta"])
+
+
 HOSTILE = ["a'; echo pwned", "$(touch /tmp/campaign-pwned)", "`id`", "a 0", "line1\nline2", '"; exit 7; "']
 
 
 @pytest.mark.parametrize("value", HOSTILE)
-def test_hostile_config_values_reach_the_job_literally(value: str, tmp_path: Path) -> None:
+def test_hostile_config_values_reach_the_job_literally(value: str, tmp_path: Path, delta: RootConfig) -> None:
     """Setup lines rendered from hostile env/module values, run by a real bash:
     the values arrive byte for byte and nothing is executed."""
+    import copy
     import subprocess
 
-    from campaign.config import load_config
     from campaign.planning.environment import setup_lines
 
-    cluster = load_config(["cluster=delta"]).cluster
+    cluster = copy.deepcopy(delta.cluster)  # each test changes its own copy
     cluster.module_reset = False
     part = cluster.partitions["cpu"]
     lines = setup_lines(cluster, part, {"EVIL": value, "OMP_NUM_THREADS": "4"})

@@ -30,7 +30,6 @@ from campaign.plumbing.states import JobState
 from tests.conftest import run_cli
 from tests.slurm.helpers import (
     DONE_DEADLINE_S,
-    POLL_S,
     _all_finished,
     _attempts,
     _calls,
@@ -40,8 +39,10 @@ from tests.slurm.helpers import (
     _shim,
     _squeue,
     _sync_until,
+    _until_jobs_end,
 )
 
+RECHECK_S = 10.0  # the smoke test runs `campaign status` at least this often while it waits
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("fake_kernel_env")]
 
 
@@ -150,14 +151,17 @@ def test_smoke_on_localslurm_via_cli_completes_and_status_shows_job_ids(
     assert "5 runs planned, 0 already in the ledger, 5 submitted" in proc.stdout, proc.stdout
     env = {"COLUMNS": "250"}  # rich would squeeze the table in a pipe
     deadline = time.monotonic() + DONE_DEADLINE_S
-    while True:  # `campaign status` in a fresh process each time
+    job_ids = [r["job_id"] for r in _attempts(led)]
+    ended = _until_jobs_end(job_ids, None, deadline)  # the view before the first status
+    while True:  # `campaign status` in a fresh process each time more jobs ended
         status = run_cli("--ledger", str(ledger_path), "status", name, cwd=tmp_path, env=env)
         assert status.returncode == 0, status.stderr
         if "runs by state: COMPLETED 5" in status.stdout:
             break
         assert "FAILED" not in status.stdout and "LOST_OUTPUT" not in status.stdout, status.stdout
         assert time.monotonic() < deadline, f"smoke not done: {status.stdout[-600:]}; squeue: {_squeue()}"
-        time.sleep(POLL_S)
+        # and at least every RECHECK_S: a sync may still be reading outputs the scheduler is done with
+        ended = _until_jobs_end(job_ids, ended, min(deadline, time.monotonic() + RECHECK_S))
     rows = _attempts(led)
     assert len(rows) == 5 and {r["state"] for r in rows} == {"COMPLETED"} and {r["partition"] for r in rows} == {"cpu"}
     for r in rows:
