@@ -1,0 +1,251 @@
+"""The `campaign` CLI for tests without an interpreter start per call (issue 25).
+
+A light CLI call (status, report, compare) cost ~1 CPU s, of which 0.35-0.8 s
+were Python's start and the imports (SQLAlchemy, pandas, pyarrow, DuckDB,
+Hydra, matplotlib); ~700 such calls were two thirds of the suite's CPU on a
+2-core machine. Here each call still runs in a FRESH PROCESS (a CLI that
+crashes, leaks a file handle, sets a global or changes directory cannot touch
+the next call or pytest), but one forked from a server that has imported all
+that already: the standard library's `multiprocessing` forkserver, started
+once per pytest process, preloading tests/cli_preload.py and the libraries.
+
+The child is made to look like the process `subprocess.run([campaign, ...])`
+would have started: its environment is replaced by exactly the caller's, it
+changes to the caller's directory, `sys.argv` is the console script's, fds 0/1/2
+are /dev/null and two pipes (so the CLI's own children, local jobs, inherit them
+as from a real process, and the caller reads until every holder has closed
+them, as subprocess.run does), `sys.std*` are rebuilt on them as the interpreter
+builds them, `SystemExit` gives the exit code, non-daemon threads are joined and
+`atexit` handlers run (multiprocessing's child skips both: it leaves through
+os._exit), and a child killed by a signal gives the negative return code.
+What a forked child cannot be (a different interpreter, `PYTHON*` variables,
+another locale, import-time behaviour) goes through the real script: see
+tests/conftest.run_cli.
+"""
+
+from __future__ import annotations
+
+import atexit
+import errno
+import importlib
+import io
+import locale
+import os
+import resource
+import selectors
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from multiprocessing import connection, get_context
+from multiprocessing.context import ForkServerContext
+from pathlib import Path
+from subprocess import CompletedProcess, TimeoutExpired
+from typing import Any
+
+SCRIPT = Path(sys.executable).parent / "campaign"
+ENTRY = "campaign.cli:main"
+# tests/cli_preload.py first (it keeps the server single-threaded before numpy and pyarrow load),
+# then the libraries the commands import, in case a product module imports one lazily.
+PRELOAD = ["tests.cli_preload", "pandas", "pyarrow", "pyarrow.parquet", "duckdb", "sqlalchemy", "sqlalchemy.orm",
+           "alembic", "hydra", "omegaconf", "matplotlib.pyplot", "submitit", "rich.console", "rich.table",
+           "rich.live", "scipy.stats", "campaign.cli", "campaign.cli.commands"]
+# Variables read when an interpreter starts, not later: a call that sets or changes one needs a real start.
+STARTUP_PREFIXES = ("PYTHON", "LC_", "LANG")
+
+_lock = threading.Lock()
+_context: ForkServerContext | None = None
+_server_env: dict[str, str] = {}
+_server_charged = 0.0  # the server's CPU already charged to calls
+
+
+def needs_script(env: dict[str, str]) -> bool:
+    """True if `env` (the whole environment of the call) differs from the server's
+    in a variable that only an interpreter start reads (PYTHONPATH,
+    PYTHONPROFILEIMPORTTIME, the locale, ...)."""
+    base = _server_env if _context is not None else dict(os.environ)
+    keys = {k for k in (*env, *base) if k.startswith(STARTUP_PREFIXES)}
+    return any(env.get(k) != base.get(k) for k in keys)
+
+
+def _server() -> ForkServerContext:
+    global _context, _server_env
+    with _lock:
+        if _context is None:
+            ctx = get_context("forkserver")
+            ctx.set_forkserver_preload(PRELOAD)
+            _server_env = dict(os.environ)  # what the server starts with (see needs_script)
+            _context = ctx
+        return _context
+
+
+def _script_executable() -> str:
+    """The interpreter of the console script's `#!` line: the CLI's sys.executable
+    (the product records it as the jobs' Python)."""
+    try:
+        first = SCRIPT.read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return sys.executable
+    return first[2:].strip() if first.startswith("#!") else sys.executable
+
+
+def run(args: Sequence[str], *, cwd: Path | str | None, env: dict[str, str], timeout: float | None,
+        entry: str = ENTRY, on_cpu: Callable[[float], None] | None = None) -> CompletedProcess[str]:
+    """`subprocess.run([campaign, *args], capture_output=True, text=True, cwd=cwd,
+    env=env, timeout=timeout)`, run as a forked child of the server. `entry`
+    ("module:function") is the function the console script calls; `on_cpu`
+    gets the child's CPU seconds (its own and its reaped children's, plus the
+    server's since the last call: its preload, then the forks), which no
+    RUSAGE_CHILDREN of this process sees."""
+    global _server_charged
+    where = str(cwd if cwd is not None else os.getcwd())
+    if not os.path.isdir(where):  # subprocess fails in the parent, before any child
+        err = errno.ENOTDIR if os.path.exists(where) else errno.ENOENT
+        raise (NotADirectoryError if err == errno.ENOTDIR else FileNotFoundError)(err, os.strerror(err), where)
+    ctx = _server()
+    out_r, out_fd = os.pipe()
+    err_r, err_fd = os.pipe()
+    # the write ends as Connections: multiprocessing passes those to the child (SCM_RIGHTS), and closes them here
+    out_w, err_w = connection.Connection(out_fd, readable=False), connection.Connection(err_fd, readable=False)
+    back_r, back_w = ctx.Pipe(duplex=False)
+    cmd = [str(SCRIPT), *args]
+    try:
+        proc = ctx.Process(target=_child, name="campaign-cli", args=(
+            entry, list(args), dict(env), where, _script_executable(), out_w, err_w, back_w))
+        proc.start()
+    finally:
+        out_w.close()
+        err_w.close()
+        back_w.close()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        out, err, timed_out = _read_both(out_r, err_r, deadline)
+        if not timed_out:
+            proc.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            timed_out = proc.exitcode is None
+        if timed_out:
+            proc.kill()
+            proc.join()
+            raise TimeoutExpired(cmd, timeout or 0.0, output=out, stderr=err)
+        cpu = back_r.recv() if back_r.poll() else None
+    finally:
+        os.close(out_r)
+        os.close(err_r)
+        back_r.close()
+    if on_cpu is not None and cpu is not None:
+        own, server = cpu  # the server's CPU since the last call: its preload first, then its forks
+        on_cpu(own + max(0.0, server - _server_charged))
+        _server_charged = max(_server_charged, server)
+    code = proc.exitcode
+    proc.close()
+    assert code is not None
+    return CompletedProcess(cmd, code, _text(out), _text(err))
+
+
+def _text(data: bytes) -> str:
+    """As subprocess's text mode decodes: the locale's encoding, universal newlines."""
+    return data.decode(locale.getpreferredencoding(False)).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _read_both(out_r: int, err_r: int, deadline: float | None) -> tuple[bytes, bytes, bool]:
+    """Both pipes to their end (every writer gone), or until the deadline: (out, err, timed out)."""
+    chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+    with selectors.DefaultSelector() as sel:
+        for fd in chunks:
+            sel.register(fd, selectors.EVENT_READ)
+        while sel.get_map():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return b"".join(chunks[out_r]), b"".join(chunks[err_r]), True
+            for key, _ in sel.select(left):
+                fd = int(key.fd)
+                data = os.read(fd, 65536)
+                if data:
+                    chunks[fd].append(data)
+                else:
+                    sel.unregister(fd)
+    return b"".join(chunks[out_r]), b"".join(chunks[err_r]), False
+
+
+def _cpu_now() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _stdio() -> None:
+    """fds 0/1/2 and sys.std* as the interpreter makes them for a non-tty process."""
+    for name, fd, mode in (("stdin", 0, "r"), ("stdout", 1, "w"), ("stderr", 2, "w")):
+        raw = io.open(fd, mode + "b", closefd=False)  # noqa: SIM115  (the process's own stream)
+        stream = io.TextIOWrapper(raw, encoding=locale.getpreferredencoding(False),  # type: ignore[arg-type]
+                                  errors="backslashreplace" if fd == 2 else "strict", line_buffering=fd == 2)
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+
+
+def _child(entry: str, args: list[str], env: dict[str, str], cwd: str, executable: str,
+           out_w: connection.Connection, err_w: connection.Connection, back_w: connection.Connection) -> None:
+    """The forked child: become the CLI process, run it, leave as an interpreter does."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(out_w.fileno(), 1)
+    os.dup2(err_w.fileno(), 2)
+    out_w.close()
+    err_w.close()
+    _stdio()
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    sys.argv = [str(SCRIPT.name), *args]
+    sys.executable = executable
+    _forget_forkserver()
+    code = _call(entry)
+    threading._shutdown()  # type: ignore[attr-defined]  # the interpreter's exit: non-daemon threads, then atexit
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = 120  # what Python exits with when stdout cannot be flushed at exit
+    try:
+        back_w.send((_cpu_now(), _server_cpu()))
+    finally:
+        os._exit(code)
+
+
+def _server_cpu() -> float:
+    """The server's own CPU so far (its interpreter start and preload, then a
+    fork per call): /proc's utime + stime of this child's parent."""
+    try:
+        fields = Path(f"/proc/{os.getppid()}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _call(entry: str) -> int:
+    """Run the entry function as the console script does (`sys.exit(main())`)
+    and return the exit code the interpreter would have left with."""
+    module, _, func = entry.partition(":")
+    try:
+        fn: Any = getattr(importlib.import_module(module), func)
+        sys.exit(fn())
+    except SystemExit as exc:
+        if exc.code is None:
+            return 0
+        if isinstance(exc.code, int):
+            return exc.code & 0xFF
+        print(exc.code, file=sys.stderr)
+        return 1
+    except BaseException:  # an uncaught exception: the traceback on stderr, exit 1
+        sys.excepthook(*sys.exc_info())
+        return 1
+
+
+def _forget_forkserver() -> None:
+    """multiprocessing's child bootstrap made forkserver this process's default
+    start method; a CLI started by the script would have the platform's."""
+    from multiprocessing import context
+
+    context._default_context._actual_context = None  # type: ignore[attr-defined]
