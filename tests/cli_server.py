@@ -90,18 +90,19 @@ def _script_executable() -> str:
 
 
 def run(args: Sequence[str], *, cwd: Path | str | None, env: dict[str, str], timeout: float | None,
-        entry: str = ENTRY, on_cpu: Callable[[float], None] | None = None) -> CompletedProcess[str]:
+        entry: str = ENTRY, on_cpu: Callable[[float], None] | None = None,
+        on_start: Callable[[int], None] | None = None) -> CompletedProcess[str]:
     """`subprocess.run([campaign, *args], capture_output=True, text=True, cwd=cwd,
     env=env, timeout=timeout)`, run as a forked child of the server. `entry`
     ("module:function") is the function the console script calls; `on_cpu`
     gets the child's CPU seconds (its own and its reaped children's, plus the
     server's since the last call: its preload, then the forks), which no
-    RUSAGE_CHILDREN of this process sees."""
+    RUSAGE_CHILDREN of this process sees; `on_start` the child's PID."""
     global _server_charged
     where = str(cwd if cwd is not None else os.getcwd())
     if not os.path.isdir(where):  # subprocess fails in the parent, before any child
-        err = errno.ENOTDIR if os.path.exists(where) else errno.ENOENT
-        raise (NotADirectoryError if err == errno.ENOTDIR else FileNotFoundError)(err, os.strerror(err), where)
+        no = errno.ENOTDIR if os.path.exists(where) else errno.ENOENT
+        raise (NotADirectoryError if no == errno.ENOTDIR else FileNotFoundError)(no, os.strerror(no), where)
     ctx = _server()
     out_r, out_fd = os.pipe()
     err_r, err_fd = os.pipe()
@@ -117,6 +118,8 @@ def run(args: Sequence[str], *, cwd: Path | str | None, env: dict[str, str], tim
         out_w.close()
         err_w.close()
         back_w.close()
+    if on_start is not None and proc.pid is not None:
+        on_start(proc.pid)
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
         out, err, timed_out = _read_both(out_r, err_r, deadline)
@@ -127,7 +130,7 @@ def run(args: Sequence[str], *, cwd: Path | str | None, env: dict[str, str], tim
             proc.kill()
             proc.join()
             raise TimeoutExpired(cmd, timeout or 0.0, output=out, stderr=err)
-        cpu = back_r.recv() if back_r.poll() else None
+        cpu = _report(back_r)
     finally:
         os.close(out_r)
         os.close(err_r)
@@ -140,6 +143,14 @@ def run(args: Sequence[str], *, cwd: Path | str | None, env: dict[str, str], tim
     proc.close()
     assert code is not None
     return CompletedProcess(cmd, code, _text(out), _text(err))
+
+
+def _report(back_r: connection.Connection) -> tuple[float, float] | None:
+    """The child's CPU report; None if it died before sending one (killed, os._exit)."""
+    try:
+        return back_r.recv() if back_r.poll() else None
+    except EOFError:
+        return None
 
 
 def _text(data: bytes) -> str:
@@ -176,7 +187,7 @@ def _cpu_now() -> float:
 def _stdio() -> None:
     """fds 0/1/2 and sys.std* as the interpreter makes them for a non-tty process."""
     for name, fd, mode in (("stdin", 0, "r"), ("stdout", 1, "w"), ("stderr", 2, "w")):
-        raw = io.open(fd, mode + "b", closefd=False)  # noqa: SIM115  (the process's own stream)
+        raw = open(fd, mode + "b", closefd=False)  # noqa: SIM115  (the process's own stream)
         stream = io.TextIOWrapper(raw, encoding=locale.getpreferredencoding(False),  # type: ignore[arg-type]
                                   errors="backslashreplace" if fd == 2 else "strict", line_buffering=fd == 2)
         setattr(sys, name, stream)
