@@ -19,22 +19,9 @@ import importlib
 import os
 import pkgutil
 
+from tests.cli_server import LIBRARIES
+
 _QUIET = {"OPENBLAS_NUM_THREADS": "1", "JE_ARROW_MALLOC_CONF": "background_thread:false"}
-_saved = {k: os.environ.get(k) for k in _QUIET}
-os.environ.update(_QUIET)
-try:
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)  # what analysis/plot_axes.py asks for; never a GUI backend
-    import numpy  # noqa: F401  (OpenBLAS loads here, single-threaded)
-    import pyarrow  # noqa: F401  (jemalloc loads here, without its thread)
-finally:
-    for _k, _v in _saved.items():  # the runs get the caller's environment, not these
-        if _v is None:
-            os.environ.pop(_k, None)
-        else:
-            os.environ[_k] = _v
-
 # Modules a run must not find already imported: `python -m` entry points that run
 # at import, Alembic's env.py (run by Alembic itself, by path, inside a migration).
 SKIP = ("__main__", "campaign.ledger.migrations.env")
@@ -53,5 +40,21 @@ def product_modules() -> list[str]:
     return names
 
 
-for _name in product_modules():
-    importlib.import_module(_name)
+def _preload() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)  # what analysis/plot_axes.py asks for; never a GUI backend
+    for name in (*LIBRARIES, *product_modules()):  # numpy's and scipy's OpenBLAS, pyarrow's jemalloc load here
+        importlib.import_module(name)
+
+
+_saved = {k: os.environ.get(k) for k in _QUIET}
+os.environ.update(_QUIET)
+try:
+    _preload()
+finally:
+    for _k, _v in _saved.items():  # the runs get the caller's environment, not these
+        if _v is None:
+            os.environ.pop(_k, None)
+        else:
+            os.environ[_k] = _v

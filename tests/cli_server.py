@@ -10,8 +10,8 @@ that already: the standard library's `multiprocessing` forkserver, started
 once per pytest process, preloading tests/cli_preload.py and the libraries.
 
 The child is made to look like the process `subprocess.run([campaign, ...])`
-would have started: its environment is replaced by exactly the caller's, it
-changes to the caller's directory, `sys.argv` is the console script's, fds 0/1/2
+would have started: its environment is replaced by exactly the caller's (and
+TZ re-read), it takes the caller's umask and changes to the caller's directory, `sys.argv` is the console script's, fds 0/1/2
 are /dev/null and two pipes (so the CLI's own children, local jobs, inherit them
 as from a real process, and the caller reads until every holder has closed
 them, as subprocess.run does), `sys.std*` are rebuilt on them as the interpreter
@@ -30,6 +30,7 @@ import errno
 import importlib
 import io
 import locale
+import logging
 import os
 import resource
 import selectors
@@ -45,13 +46,16 @@ from typing import Any
 
 SCRIPT = Path(sys.executable).parent / "campaign"
 ENTRY = "campaign.cli:main"
-# tests/cli_preload.py first (it keeps the server single-threaded before numpy and pyarrow load),
-# then the libraries the commands import, in case a product module imports one lazily.
-PRELOAD = ["tests.cli_preload", "pandas", "pyarrow", "pyarrow.parquet", "duckdb", "sqlalchemy", "sqlalchemy.orm",
-           "alembic", "hydra", "omegaconf", "matplotlib.pyplot", "submitit", "rich.console", "rich.table",
-           "rich.live", "scipy.stats", "campaign.cli", "campaign.cli.commands"]
-# Variables read when an interpreter starts, not later: a call that sets or changes one needs a real start.
-STARTUP_PREFIXES = ("PYTHON", "LC_", "LANG")
+# The libraries the commands import (some lazily, so no product module's import loads them):
+# tests/cli_preload.py imports them, then every module of campaign/ and analysis/, in the server.
+LIBRARIES = ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "duckdb", "sqlalchemy", "sqlalchemy.orm", "alembic",
+             "hydra", "omegaconf", "matplotlib.pyplot", "submitit", "rich.console", "rich.table", "rich.live",
+             "scipy.stats", "scipy.special")
+PRELOAD = ["tests.cli_preload", "campaign.cli", "campaign.cli.commands"]
+# Variables read when an interpreter starts (PYTHON*, the locale) or when a preloaded library is
+# imported (matplotlib's config and backend, pandas' and Arrow's options, OpenBLAS's threads), not
+# later: a call that sets or changes one needs a real start. (TZ is re-read in the child.)
+STARTUP_PREFIXES = ("PYTHON", "LC_", "LANG", "MPL", "MATPLOTLIB", "PANDAS_", "ARROW_", "OPENBLAS_")
 
 _lock = threading.Lock()
 _context: ForkServerContext | None = None
@@ -77,6 +81,13 @@ def _server() -> ForkServerContext:
             _server_env = dict(os.environ)  # what the server starts with (see needs_script)
             _context = ctx
         return _context
+
+
+def _umask() -> int:
+    """This process's umask (only settable, so set and put back), which a subprocess would inherit."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _script_executable() -> str:
@@ -112,7 +123,7 @@ def run(args: Sequence[str], *, cwd: Path | str | None, env: dict[str, str], tim
     cmd = [str(SCRIPT), *args]
     try:
         proc = ctx.Process(target=_child, name="campaign-cli", args=(
-            entry, list(args), dict(env), where, _script_executable(), out_w, err_w, back_w))
+            entry, list(args), dict(env), where, _umask(), _script_executable(), out_w, err_w, back_w))
         proc.start()
     finally:
         out_w.close()
@@ -185,16 +196,24 @@ def _cpu_now() -> float:
 
 
 def _stdio() -> None:
-    """fds 0/1/2 and sys.std* as the interpreter makes them for a non-tty process."""
+    """fds 0/1/2 and sys.std* as the interpreter makes them for a non-tty
+    process; a logging handler made at import on the server's sys.stdout or
+    sys.stderr (submitit's) writes to the new one."""
+    old = {id(sys.stdout): "stdout", id(sys.stderr): "stderr"}
     for name, fd, mode in (("stdin", 0, "r"), ("stdout", 1, "w"), ("stderr", 2, "w")):
         raw = open(fd, mode + "b", closefd=False)  # noqa: SIM115  (the process's own stream)
         stream = io.TextIOWrapper(raw, encoding=locale.getpreferredencoding(False),  # type: ignore[arg-type]
                                   errors="backslashreplace" if fd == 2 else "strict", line_buffering=fd == 2)
         setattr(sys, name, stream)
         setattr(sys, f"__{name}__", stream)
+    loggers = [logging.getLogger(), *(v for v in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(v, logging.Logger))]
+    for handler in (h for lg in loggers for h in lg.handlers):
+        if isinstance(handler, logging.StreamHandler) and id(handler.stream) in old:
+            handler.setStream(getattr(sys, old[id(handler.stream)]))
 
 
-def _child(entry: str, args: list[str], env: dict[str, str], cwd: str, executable: str,
+def _child(entry: str, args: list[str], env: dict[str, str], cwd: str, umask: int, executable: str,
            out_w: connection.Connection, err_w: connection.Connection, back_w: connection.Connection) -> None:
     """The forked child: become the CLI process, run it, leave as an interpreter does."""
     null = os.open(os.devnull, os.O_RDONLY)
@@ -207,6 +226,8 @@ def _child(entry: str, args: list[str], env: dict[str, str], cwd: str, executabl
     _stdio()
     os.environ.clear()
     os.environ.update(env)
+    time.tzset()  # TZ, as an interpreter's start reads it
+    os.umask(umask)
     os.chdir(cwd)
     sys.argv = [str(SCRIPT.name), *args]
     sys.executable = executable

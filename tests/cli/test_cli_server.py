@@ -130,15 +130,21 @@ def test_each_run_sees_exactly_the_callers_environment_and_directory(tmp_path: P
     first, second = tmp_path / "one", tmp_path / "two"
     first.mkdir()
     second.mkdir()
-    env = _env(CAMPAIGN_ONLY_ONCE="x y")
+    env = _env(CAMPAIGN_ONLY_ONCE="x y", TZ="America/Chicago")
     env.pop("HOME", None)
-    seen = json.loads(_forked("probe", "a", "--b", cwd=first, env=env).stdout)
+    mask = os.umask(0o077)
+    try:
+        seen = json.loads(_forked("probe", "a", "--b", cwd=first, env=env).stdout)
+    finally:
+        os.umask(mask)
     assert seen["env"] == env and "HOME" not in seen["env"]
+    assert seen["tzname"] == ["CST", "CDT"] and seen["umask"] == 0o077
     assert seen["cwd"] == str(first) and seen["argv"] == ["campaign", "a", "--b"]
     assert seen["executable"] == cli_server._script_executable() and seen["stdin"] == "" and seen["stdout_fd"] == 1
     assert seen["server_threads"] == 1 and not seen["torch"] and seen["preloaded"]
     again = json.loads(_forked("probe", cwd=second).stdout)  # the first run set a variable and left for /
     assert again["env"] == _env() and "CAMPAIGN_ONLY_ONCE" not in again["env"] and again["cwd"] == str(second)
+    assert again["tzname"] == list(time.tzname) and again["umask"] == mask
     assert os.environ.get("CAMPAIGN_LEFT_BEHIND") is None and Path.cwd() != Path("/")
 
 
