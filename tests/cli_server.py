@@ -32,7 +32,6 @@ import io
 import locale
 import logging
 import os
-import resource
 import selectors
 import sys
 import threading
@@ -60,7 +59,7 @@ STARTUP_PREFIXES = ("PYTHON", "LC_", "LANG", "MPL", "MATPLOTLIB", "PANDAS_", "AR
 _lock = threading.Lock()
 _context: ForkServerContext | None = None
 _server_env: dict[str, str] = {}
-_server_charged = 0.0  # the server's CPU already charged to calls
+_charged: dict[int, float] = {}  # per server PID (a dead one is started again): its CPU charged so far
 
 
 def needs_script(env: dict[str, str]) -> bool:
@@ -106,10 +105,10 @@ def run(args: Sequence[str], *, cwd: Path | str | None, env: dict[str, str], tim
     """`subprocess.run([campaign, *args], capture_output=True, text=True, cwd=cwd,
     env=env, timeout=timeout)`, run as a forked child of the server. `entry`
     ("module:function") is the function the console script calls; `on_cpu`
-    gets the child's CPU seconds (its own and its reaped children's, plus the
-    server's since the last call: its preload, then the forks), which no
-    RUSAGE_CHILDREN of this process sees; `on_start` the child's PID."""
-    global _server_charged
+    gets the CPU seconds the server and its children spent since the last
+    call (this run, to its exit, with the children it reaped; the first call
+    also the server's start), which no RUSAGE_CHILDREN of this process sees;
+    `on_start` gets the child's PID."""
     where = str(cwd if cwd is not None else os.getcwd())
     if not os.path.isdir(where):  # subprocess fails in the parent, before any child
         no = errno.ENOTDIR if os.path.exists(where) else errno.ENOENT
@@ -119,16 +118,14 @@ def run(args: Sequence[str], *, cwd: Path | str | None, env: dict[str, str], tim
     err_r, err_fd = os.pipe()
     # the write ends as Connections: multiprocessing passes those to the child (SCM_RIGHTS), and closes them here
     out_w, err_w = connection.Connection(out_fd, readable=False), connection.Connection(err_fd, readable=False)
-    back_r, back_w = ctx.Pipe(duplex=False)
     cmd = [str(SCRIPT), *args]
     try:
         proc = ctx.Process(target=_child, name="campaign-cli", args=(
-            entry, list(args), dict(env), where, _umask(), _script_executable(), out_w, err_w, back_w))
+            entry, list(args), dict(env), where, _umask(), _script_executable(), out_w, err_w))
         proc.start()
     finally:
         out_w.close()
         err_w.close()
-        back_w.close()
     if on_start is not None and proc.pid is not None:
         on_start(proc.pid)
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -141,27 +138,15 @@ def run(args: Sequence[str], *, cwd: Path | str | None, env: dict[str, str], tim
             proc.kill()
             proc.join()
             raise TimeoutExpired(cmd, timeout or 0.0, output=out, stderr=err)
-        cpu = _report(back_r)
     finally:
         os.close(out_r)
         os.close(err_r)
-        back_r.close()
-    if on_cpu is not None and cpu is not None:
-        own, server = cpu  # the server's CPU since the last call: its preload first, then its forks
-        on_cpu(own + max(0.0, server - _server_charged))
-        _server_charged = max(_server_charged, server)
+        if on_cpu is not None:
+            on_cpu(_charge())
     code = proc.exitcode
     proc.close()
     assert code is not None
     return CompletedProcess(cmd, code, _text(out), _text(err))
-
-
-def _report(back_r: connection.Connection) -> tuple[float, float] | None:
-    """The child's CPU report; None if it died before sending one (killed, os._exit)."""
-    try:
-        return back_r.recv() if back_r.poll() else None
-    except EOFError:
-        return None
 
 
 def _text(data: bytes) -> str:
@@ -189,12 +174,6 @@ def _read_both(out_r: int, err_r: int, deadline: float | None) -> tuple[bytes, b
     return b"".join(chunks[out_r]), b"".join(chunks[err_r]), False
 
 
-def _cpu_now() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
 def _stdio() -> None:
     """fds 0/1/2 and sys.std* as the interpreter makes them for a non-tty
     process; a logging handler made at import on the server's sys.stdout or
@@ -214,7 +193,7 @@ def _stdio() -> None:
 
 
 def _child(entry: str, args: list[str], env: dict[str, str], cwd: str, umask: int, executable: str,
-           out_w: connection.Connection, err_w: connection.Connection, back_w: connection.Connection) -> None:
+           out_w: connection.Connection, err_w: connection.Connection) -> None:
     """The forked child: become the CLI process, run it, leave as an interpreter does."""
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -240,20 +219,26 @@ def _child(entry: str, args: list[str], env: dict[str, str], cwd: str, umask: in
             stream.flush()
         except (OSError, ValueError):
             code = 120  # what Python exits with when stdout cannot be flushed at exit
-    try:
-        back_w.send((_cpu_now(), _server_cpu()))
-    finally:
-        os._exit(code)
+    os._exit(code)
 
 
-def _server_cpu() -> float:
-    """The server's own CPU so far (its interpreter start and preload, then a
-    fork per call): /proc's utime + stime of this child's parent."""
+def _charge() -> float:
+    """The CPU seconds the server spent since the last charge, its own
+    (interpreter start, preload, forks) and its reaped children's: every run
+    to its exit (a killed one too) with what it reaped (local jobs). From
+    /proc: utime, stime, cutime, cstime; the server reaps a run before it
+    tells this process the exit code, so after join() the run is in."""
+    from multiprocessing import forkserver
+
+    pid = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]  # the stdlib's own server
     try:
-        fields = Path(f"/proc/{os.getppid()}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError, TypeError):
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    total = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    before = _charged.get(pid, 0.0)
+    _charged[pid] = max(before, total)
+    return max(0.0, total - before)
 
 
 def _call(entry: str) -> int:

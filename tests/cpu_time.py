@@ -14,9 +14,10 @@ folder the test created. Each xdist worker writes its own file
 `python -m tests.cpu_time path*.json` ranks tests and modules. CLI runs
 through tests.conftest.run_cli are also counted apart (calls and their CPU), to
 tell CLI start-ups from jobs and kernels among the children; a run forked
-from tests/cli_server.py's server (not a child of pytest) reports its own
-CPU, its reaped children's and the server's since the last run, and counts
-as children's CPU.
+from tests/cli_server.py's server (not a child of pytest) is charged with
+the server's CPU since the last run (its own and its reaped children's:
+the run, to its exit, and the jobs it reaped; the first run also the
+server's start and preload), and counts as children's CPU.
 """
 
 from __future__ import annotations
@@ -46,9 +47,10 @@ _FORKED = [0.0]  # CPU of processes that are not children of this one but ran fo
 def cli_call() -> Iterator[Callable[[float], None]]:
     """Around one CLI run that the caller waits for: its CPU is the children
     delta. A CLI run forked from tests/cli_server.py's server is no child of
-    this process (RUSAGE_CHILDREN never sees it): it reports its own CPU,
-    which the caller passes to the function this yields, and it counts as
-    this process's children's CPU, here and in the per-test figures."""
+    this process (RUSAGE_CHILDREN never sees it): the caller passes the CPU
+    the server and its runs spent (tests.cli_server.run's on_cpu) to the
+    function this yields, and it counts as this process's children's CPU,
+    here and in the per-test figures."""
     kids0 = _cpu()[1]
 
     def charge(seconds: float) -> None:
