@@ -123,6 +123,10 @@ def run(args: Sequence[str], *, cwd: Path | str | None, env: dict[str, str], tim
         proc = ctx.Process(target=_child, name="campaign-cli", args=(
             entry, list(args), dict(env), where, _umask(), _script_executable(), out_w, err_w))
         proc.start()
+    except BaseException:
+        os.close(out_r)
+        os.close(err_r)
+        raise
     finally:
         out_w.close()
         err_w.close()
@@ -138,6 +142,11 @@ def run(args: Sequence[str], *, cwd: Path | str | None, env: dict[str, str], tim
             proc.kill()
             proc.join()
             raise TimeoutExpired(cmd, timeout or 0.0, output=out, stderr=err)
+    except BaseException:  # as subprocess.run: the child does not outlive an interrupted caller
+        if proc.exitcode is None:
+            proc.kill()
+            proc.join()
+        raise
     finally:
         os.close(out_r)
         os.close(err_r)
