@@ -11,7 +11,8 @@ once per pytest process, preloading tests/cli_preload.py and the libraries.
 
 The child is made to look like the process `subprocess.run([campaign, ...])`
 would have started: its environment is replaced by exactly the caller's (and
-TZ re-read), it takes the caller's umask and changes to the caller's directory, `sys.argv` is the console script's, fds 0/1/2
+TZ re-read), it takes the caller's umask and changes to the caller's
+directory, `sys.argv` and `sys.executable` are the console script's, fds 0/1/2
 are /dev/null and two pipes (so the CLI's own children, local jobs, inherit them
 as from a real process, and the caller reads until every holder has closed
 them, as subprocess.run does), `sys.std*` are rebuilt on them as the interpreter
@@ -20,7 +21,9 @@ builds them, `SystemExit` gives the exit code, non-daemon threads are joined and
 os._exit), and a child killed by a signal gives the negative return code.
 What a forked child cannot be (a different interpreter, `PYTHON*` variables,
 another locale, import-time behaviour) goes through the real script: see
-tests/conftest.run_cli.
+tests/conftest.run_cli. A run is no child of pytest, so its CPU is read from
+the server's /proc figures (its own and its reaped children's) and handed to
+tests/cpu_time.py.
 """
 
 from __future__ import annotations
