@@ -1,4 +1,4 @@
-"""Shared fixtures: a fresh ledger path per test, the CLI as a subprocess, and
+"""Shared fixtures: a fresh ledger path per test, the CLI as a fresh process, and
 the real test Slurm (`slurm_cluster`, from tests/slurm_cluster.py); how the
 suite is split over parallel workers is tests/parallel.py."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import cpu_time, parallel
+from tests import cli_server, cpu_time, parallel
 from tests.parallel import _own_timed_lock  # noqa: F401  (autouse, every test folder)
 from tests.slurm_cluster import (  # noqa: F401  (fixtures for every test folder)
     SlurmCluster,
@@ -24,6 +24,7 @@ from tests.slurm_cluster import (  # noqa: F401  (fixtures for every test folder
 
 REPO = Path(__file__).resolve().parents[1]
 CAMPAIGN = Path(sys.executable).parent / "campaign"
+CLI_MODE_ENV = "CAMPAIGN_TEST_CLI"  # "script": every run_cli through the installed console script
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -44,15 +45,21 @@ def ledger_path(tmp_path: Path) -> Path:
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-            timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """The installed `campaign` console script, as a user runs it."""
+            timeout: float = 600, script: bool = False) -> subprocess.CompletedProcess[str]:
+    """The `campaign` CLI as a user runs it: by default its main() in a fresh
+    process forked from a server that has its imports done (tests/cli_server.py,
+    issue 25); the installed console script itself with `script=True`, with
+    CAMPAIGN_TEST_CLI=script (the whole suite), or when `env` sets a variable
+    only an interpreter start reads (PYTHON*, the locale)."""
     full_env = dict(os.environ)
     full_env.pop("CAMPAIGN_DEBUG", None)
     if env:
         full_env.update(env)
-    with cpu_time.cli_call():
-        return subprocess.run([str(CAMPAIGN), *args], capture_output=True, text=True, cwd=cwd, env=full_env,
-                              timeout=timeout, check=False)
+    with cpu_time.cli_call() as charge:
+        if script or os.environ.get(CLI_MODE_ENV) == "script" or cli_server.needs_script(full_env):
+            return subprocess.run([str(CAMPAIGN), *args], capture_output=True, text=True, cwd=cwd, env=full_env,
+                                  timeout=timeout, check=False)
+        return cli_server.run(args, cwd=cwd, env=full_env, timeout=timeout, on_cpu=charge)
 
 
 _RESULT = re.compile(r"\bFROM\s+result\b(?!_)", re.IGNORECASE)

@@ -13,7 +13,11 @@ folder the test created. Each xdist worker writes its own file
 (`path.gw0.json`, ...; `path.json` without xdist);
 `python -m tests.cpu_time path*.json` ranks tests and modules. CLI runs
 through tests.conftest.run_cli are also counted apart (calls and their CPU), to
-tell CLI start-ups from jobs and kernels among the children.
+tell CLI start-ups from jobs and kernels among the children; a run forked
+from tests/cli_server.py's server (not a child of pytest) is charged with
+the server's CPU since the last run (its own and its reaped children's:
+the run, to its exit, and the jobs it reaped; the first run also the
+server's start and preload), and counts as children's CPU.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -36,22 +40,34 @@ ENV = "CAMPAIGN_TEST_CPU"
 _CLI = [0, 0.0]  # run_cli calls and their CPU in this process, so far
 
 
+_FORKED = [0.0]  # CPU of processes that are not children of this one but ran for it (tests/cli_server.py)
+
+
 @contextmanager
-def cli_call() -> Iterator[None]:
-    """Around one CLI subprocess that the caller waits for: its CPU is the children delta."""
+def cli_call() -> Iterator[Callable[[float], None]]:
+    """Around one CLI run that the caller waits for: its CPU is the children
+    delta. A CLI run forked from tests/cli_server.py's server is no child of
+    this process (RUSAGE_CHILDREN never sees it): the caller passes the CPU
+    the server and its runs spent (tests.cli_server.run's on_cpu) to the
+    function this yields, and it counts as this process's children's CPU,
+    here and in the per-test figures."""
     kids0 = _cpu()[1]
+
+    def charge(seconds: float) -> None:
+        _FORKED[0] += seconds
+
     try:
-        yield
+        yield charge
     finally:
         _CLI[0] += 1
         _CLI[1] += _cpu()[1] - kids0
 
 
 def _cpu() -> tuple[float, float]:
-    """(this process, its reaped children) in CPU seconds, user + system."""
+    """(this process, its reaped children and forked runs) in CPU seconds, user + system."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime + _FORKED[0]
 
 
 def _listing(folder: Path | None) -> set[str]:

@@ -1,6 +1,7 @@
 """tests/cpu_time.py, the per-test CPU recorder (issue 25): a test's own CPU
-and its children's land on that test, in a real pytest run; sacct's TotalCPU
-formats parse."""
+and its children's land on that test, in a real pytest run, and so does the
+CPU of CLI runs forked from tests/cli_server.py's server (no children of
+pytest); sacct's TotalCPU formats parse."""
 
 from __future__ import annotations
 
@@ -30,6 +31,15 @@ def test_child():
 
 def test_idle():
     pass
+
+def test_forked_cli():
+    import os
+    from tests import cli_server, cpu_time
+    for args in (["0.3"], ["0.3"], ["0.3", "kill"]):  # a run killed by a signal is counted too
+        with cpu_time.cli_call() as charge:
+            proc = cli_server.run(args, cwd=None, env=dict(os.environ), timeout=300,
+                                  entry="tests.fixtures.cli_entries:burn", on_cpu=charge)
+        assert proc.returncode == (-9 if args[1:] else 0), proc.stderr
 """
 
 
@@ -44,13 +54,16 @@ def test_cpu_of_a_test_and_of_its_children_is_its_own(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     tests = json.loads(out.read_text())["tests"]
     by_name = {node.rsplit("::", 1)[1]: rec for node, rec in tests.items()}
-    assert set(by_name) == {"test_own", "test_child", "test_idle"}
+    assert set(by_name) == {"test_own", "test_child", "test_idle", "test_forked_cli"}
     assert by_name["test_own"]["self_s"] >= 0.3 and by_name["test_own"]["children_s"] < 0.3
     assert by_name["test_child"]["children_s"] >= 0.3 and by_name["test_child"]["self_s"] < 0.3
     assert by_name["test_idle"]["self_s"] < 0.3 and by_name["test_idle"]["children_s"] < 0.3
-    table = rank([out], top=2).splitlines()
+    # CLI runs forked from tests/cli_server.py's server are no children of pytest: they report their CPU
+    forked = by_name["test_forked_cli"]
+    assert forked["cli_calls"] == 3 and forked["cli_s"] >= 0.9 and forked["children_s"] >= forked["cli_s"], forked
+    table = rank([out], top=3).splitlines()
     rows = [line for line in table if line.startswith("| ") and "::" in line]
-    assert len(rows) == 2 and not any("test_idle" in r for r in rows)  # the two busy tests rank first
+    assert len(rows) == 3 and not any("test_idle" in r for r in rows)  # the three busy tests rank first
 
 
 def test_sacct_cpu_formats() -> None:

@@ -20,8 +20,8 @@ from tests.conftest import CAMPAIGN, REPO, run_cli
 from tests.fixtures.ledger_rows import add_attempt
 
 
-def _err(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str]:
-    proc = run_cli(*args, cwd=cwd, env=env)
+def _err(*args: str, cwd: Path, env: dict[str, str] | None = None, script: bool = False) -> tuple[int, str]:
+    proc = run_cli(*args, cwd=cwd, env=env, script=script)
     return proc.returncode, proc.stderr
 
 
@@ -35,12 +35,12 @@ def small_ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_version(tmp_path: Path) -> None:
-    proc = run_cli("--version", cwd=tmp_path)
+    proc = run_cli("--version", cwd=tmp_path, script=True)  # the installed console script itself
     assert proc.returncode == 0 and proc.stdout.strip() == f"campaign {__version__}"
 
 
 def test_help_shows_examples_and_how_to_install_completion(tmp_path: Path) -> None:
-    out = run_cli("--help", cwd=tmp_path).stdout
+    out = run_cli("--help", cwd=tmp_path, script=True).stdout  # the installed console script's prog name
     assert "examples:" in out and "campaign submit experiment=smoke" in out
     assert 'eval "$(campaign completion bash)"' in out and 'eval "$(campaign completion zsh)"' in out
 
@@ -64,7 +64,7 @@ def test_advise_help_describes_every_subcommand(tmp_path: Path) -> None:
     (["Submit"], "did you mean 'submit'?"),
 ])
 def test_did_you_mean(argv: list[str], hint: str, tmp_path: Path) -> None:
-    code, err = _err(*argv, cwd=tmp_path)
+    code, err = _err(*argv, cwd=tmp_path, script=argv == ["sumbit"])  # once through the installed script itself
     assert code == 2 and hint in err and len(err.strip().splitlines()) == 1, err
 
 
