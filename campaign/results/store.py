@@ -11,7 +11,6 @@ present from another file are skipped and counted, never doubled. With
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -26,7 +25,6 @@ from campaign.config.validate import check_name
 from campaign.ledger import Campaign, ImportFile, JobAttempt, Ledger, ResultFile, ResultRow, files
 from campaign.ledger.db import session_results_root
 from campaign.ledger.files import homes, write_home
-from campaign.ledger.models import Meta
 from campaign.ledger.result_schema import LedgerColumns
 from campaign.plumbing.clock import now
 from campaign.plumbing.errors import BadInputError, ConfigError
@@ -36,8 +34,6 @@ from campaign.results.keys import IMPORT_SCOPE, natural_key
 
 IMPORT_BACKEND = "import"  # Campaign.backend of a campaign made by `import --campaign`
 _CHUNK = 500  # keys per IN (...) query
-# meta key: every campaign folder was looked through once for orphans (sweep_orphans), with its time
-SWEPT_ALL = "orphans_swept_everywhere"
 
 
 @dataclass
@@ -140,23 +136,15 @@ def sweep_orphans(led: Ledger) -> list[Path]:
     campaign's folder is shared by every copy of its ledger, and a file a
     newer copy points to must survive a sweep through an older one. Only the
     folders where a writer left a marker or a temporary file are looked
-    through (files.unsettled): a sync that committed leaves neither. Once per
-    ledger (meta key SWEPT_ALL), every folder is looked through: a release
-    before the markers left none beside its orphans (see _everywhere)."""
+    through (files.unsettled): a sync that committed leaves neither."""
     root = led.results_root
     owners: dict[Path, set[int]] = {}
     with led.session() as s:
-        everywhere = s.get(Meta, SWEPT_ALL) is None
         for cid, workdir in s.execute(select(Campaign.id, Campaign.workdir)):
             for place in homes(root, cid, workdir):
                 owners.setdefault(place, set()).add(cid)
-    if everywhere:
-        places = [place for place in owners if (place / files.RESULTS).is_dir()]
-    else:
-        places = [place for place in owners if files.unsettled(place)]
+    places = [place for place in owners if files.unsettled(place)]
     if not places:
-        if everywhere:
-            _everywhere(led, owners, [], set())
         return []
     with led.session() as s:
         named = s.execute(select(ResultFile.path, ResultFile.campaign_id)
@@ -177,30 +165,7 @@ def sweep_orphans(led: Ledger) -> list[Path]:
             return False
         return bool(held) and all((aid, job or "") in stored for aid, job in held)
 
-    removed = files.sweep(places, referenced, superseded)
-    if everywhere:
-        _everywhere(led, owners, places, referenced)
-    return removed
-
-
-def _everywhere(led: Ledger, owners: dict[Path, set[int]], places: list[Path], referenced: set[Path]) -> None:
-    """Record the look through every folder as done, unless it could not
-    decide: a campaign's folder is not on this machine (a ledger copied from
-    the cluster: the look is repeated where it is), or an unreferenced file
-    is still too young to judge. Later syncs look only where markers are."""
-    cutoff = time.time() - files.SWEEP_AGE_S
-    if any(place.parent != led.results_root and not place.is_dir() for place in owners):
-        return  # (the folder beside the ledger is made only when a write needs one: not a reason)
-    for place in places:
-        try:
-            if any(p.suffix == ".parquet" and p not in referenced and p.stat().st_mtime >= cutoff
-                   for p in (place / files.RESULTS).iterdir()):
-                return
-        except OSError:
-            return
-    with led.session.begin() as s:
-        if s.get(Meta, SWEPT_ALL) is None:
-            s.add(Meta(key=SWEPT_ALL, value=now().isoformat()))
+    return files.sweep(places, referenced, superseded)
 
 
 def import_campaign_name(name: str) -> str:

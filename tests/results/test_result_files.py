@@ -18,13 +18,12 @@ from sqlalchemy import select
 from campaign.backends.base import JobStatus
 from campaign.commands.sync import _apply, _collect
 from campaign.ledger import Ledger, ResultFile, files
-from campaign.ledger.models import Meta
 from campaign.ledger.result_schema import SCHEMA_VERSION, STORED
 from campaign.plumbing.errors import LedgerError
 from campaign.plumbing.states import JobState
 from campaign.results.export import results_frame
 from campaign.results.reader import Outcome
-from campaign.results.store import SWEPT_ALL, sweep_orphans
+from campaign.results.store import sweep_orphans
 from tests.conftest import run_cli
 from tests.fixtures.ledger_rows import add_attempt
 
@@ -94,44 +93,6 @@ def test_a_crash_before_the_commit_leaves_nothing_visible_and_status_sweeps_the_
     assert proc.returncode == 0, proc.stderr
     assert not orphan.exists() and kept.exists()
     assert len(results_frame(led)) == 2
-
-
-def _age(*paths: Path) -> None:
-    old = time.time() - files.SWEEP_AGE_S - 10
-    for path in paths:
-        os.utime(path, (old, old))
-
-
-def _swept_everywhere(led: Ledger) -> bool:
-    with led.session() as s:
-        return s.get(Meta, SWEPT_ALL) is not None
-
-
-def test_an_orphan_left_before_the_markers_is_swept_once_per_ledger(tmp_path: Path) -> None:
-    """A release before the writers' markers left its orphans (a sync killed
-    between rename and commit, whose attempts a later sync stored again) in
-    folders with no marker: the first `status` of the ledger looks through
-    every folder and removes them, and records that in the ledger; later
-    ones look only where markers are. A file too young to judge keeps the
-    look for the next `status`."""
-    led = Ledger(tmp_path / "ledger.sqlite")
-    aid = add_attempt(led, _folder(tmp_path))
-    _finish(led, aid)  # stored: its file and pointer, and no marker left behind
-    [kept] = (tmp_path / "runs").rglob("*.parquet")
-    assert not files.unsettled(tmp_path / "runs")
-    orphan = kept.with_name("a1-00000000000000aa.parquet")  # the old release's leftover: no marker beside it
-    orphan.write_bytes(kept.read_bytes())
-    assert sweep_orphans(led) == [] and orphan.exists()  # young: undecided, so the look is not recorded as done
-    assert not _swept_everywhere(led)
-    _age(orphan, kept)
-    proc = run_cli("--ledger", str(led.path), "status")
-    assert proc.returncode == 0, proc.stderr
-    assert not orphan.exists() and kept.exists() and _swept_everywhere(led)
-    assert len(results_frame(led)) == 2
-    later = kept.with_name("a1-00000000000000bb.parquet")  # planted after the look: no writer of ours leaves one so
-    later.write_bytes(kept.read_bytes())
-    _age(later)
-    assert sweep_orphans(led) == [] and later.exists()  # folders without a marker are not looked through again
 
 
 def test_a_changed_file_is_refused_by_name_never_read(tmp_path: Path) -> None:
