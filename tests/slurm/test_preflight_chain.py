@@ -197,9 +197,17 @@ def test_cancel_campaign_cancels_its_build_and_preflight_jobs(
     for kind, job_id in steps:
         assert f"{job_id} ({kind})" in proc.stdout, proc.stdout
     ids = [job_id for _, job_id in steps]
-    out = subprocess.run(["sacct", "-X", "-n", "-P", "-j", ",".join(ids), "-o", "JobID,State"],
-                         capture_output=True, text=True, timeout=60, check=True).stdout
-    got = dict(line.split("|", 1) for line in out.splitlines() if line.strip())
+    # slurmctld hands a job cancelled while pending to slurmdbd asynchronously: wait until
+    # accounting knows every job and its end (a fast CLI returns before it does), then judge the states.
+    deadline = time.monotonic() + 60
+    while True:
+        out = subprocess.run(["sacct", "-X", "-n", "-P", "-j", ",".join(ids), "-o", "JobID,State"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+        got = dict(line.split("|", 1) for line in out.splitlines() if line.strip())
+        if (set(got) == set(ids) and not any(v.startswith("PENDING") for v in got.values())) \
+                or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert set(got) == set(ids) and all(v.startswith("CANCELLED") for v in got.values()), out
     assert _db(led, "SELECT state, reason FROM preflight_step") == [("CANCELLED", "cancelled by campaign cancel")]
     assert _db(led, "SELECT state FROM build_step") == [("CANCELLED",)]
