@@ -130,7 +130,7 @@ def test_each_run_sees_exactly_the_callers_environment_and_directory(tmp_path: P
     assert seen["tzname"] == ["CST", "CDT"] and seen["umask"] == 0o077
     assert seen["cwd"] == str(first) and seen["argv"] == ["campaign", "a", "--b"]
     assert seen["executable"] == cli_server._script_executable() and seen["stdin"] == "" and seen["stdout_fd"] == 1
-    assert seen["server_threads"] == 1 and not seen["torch"] and seen["preloaded"]
+    assert seen["server_threads"] == 1 and not seen["torch"] and seen["preloaded"] and seen["start_method"] is None
     again = json.loads(_forked("probe", cwd=second).stdout)  # the first run set a variable and left for /
     assert again["env"] == _env() and "CAMPAIGN_ONLY_ONCE" not in again["env"] and again["cwd"] == str(second)
     assert again["tzname"] == list(time.tzname) and again["umask"] == mask
