@@ -137,6 +137,20 @@ def test_each_run_sees_exactly_the_callers_environment_and_directory(tmp_path: P
     assert os.environ.get("CAMPAIGN_LEFT_BEHIND") is None and Path.cwd() != Path("/")
 
 
+def test_a_run_is_charged_from_its_servers_figures_asked_again_once_gone(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CPU of a run comes from its server's /proc figures: the server is
+    the process a run sees as its parent; a PID kept of a server that is gone
+    is asked again (multiprocessing starts another), never read as zero."""
+    seen = json.loads(_forked("probe", cwd=tmp_path).stdout)
+    assert cli_server._server_pid(fresh=False) == seen["server"] == cli_server._server_pid(fresh=True)
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # reaped: its PID names no process now
+    monkeypatch.setattr(cli_server, "_pid", gone.pid)
+    cli_server._charge()
+    assert cli_server._pid == seen["server"]
+
+
 def test_the_real_cli_reads_its_environment_at_each_call(small_ledger: SmallLedger, tmp_path: Path) -> None:
     """CAMPAIGN_LEDGER set for one call only: the next call finds no ledger (a default under an empty XDG_DATA_HOME)."""
     listed = run_cli("jobs", "--no-sync", cwd=tmp_path, env={"CAMPAIGN_LEDGER": str(small_ledger(SECOND))})
