@@ -107,7 +107,7 @@ def reads() -> dict[str, list[str]]:
 
 def test_no_private_attribute_of_the_standard_library_is_read(reads: dict[str, list[str]]) -> None:
     bad = {name: where for name, where in reads.items() if name not in ALLOWED}
-    assert not bad, f"private standard-library names read (use a public route, or say in ALLOWED why none exists): {bad}"
+    assert not bad, f"private standard-library names read (use a public route, or say in ALLOWED why not): {bad}"
 
 
 def test_every_allowed_private_read_is_still_made_and_none_is_multiprocessing(reads: dict[str, list[str]]) -> None:
