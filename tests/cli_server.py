@@ -271,6 +271,8 @@ def _server_pid(fresh: bool) -> int | None:
         probe.start()
         writer.close()
         _pid = int(reader.recv()) if reader.poll(60) else None
+        if _pid is None:
+            probe.kill()
         probe.join()
         probe.close()
     except (OSError, EOFError, ValueError):
