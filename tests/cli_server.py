@@ -23,7 +23,8 @@ What a forked child cannot be (a different interpreter, `PYTHON*` variables,
 another locale, import-time behaviour) goes through the real script: see
 tests/conftest.run_cli. A run is no child of pytest, so its CPU is read from
 the server's /proc figures (its own and its reaped children's) and handed to
-tests/cpu_time.py.
+tests/cpu_time.py; the server's PID is what a child of it sees as its parent
+(no private attribute of multiprocessing: tests/architecture/test_private_stdlib.py).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ _lock = threading.Lock()
 _context: ForkServerContext | None = None
 _server_env: dict[str, str] = {}
 _charged: dict[int, float] = {}  # per server PID (a dead one is started again): its CPU charged so far
+_pid: int | None = None  # the server's PID, as a child of it sees its parent (_server_pid)
 
 
 def needs_script(env: dict[str, str]) -> bool:
@@ -240,17 +242,51 @@ def _charge() -> float:
     to its exit (a killed one too) with what it reaped (local jobs). From
     /proc: utime, stime, cutime, cstime; the server reaps a run before it
     tells this process the exit code, so after join() the run is in."""
-    from multiprocessing import forkserver
+    for fresh in (False, True):  # a server gone since its PID was learnt: multiprocessing started another
+        pid = _server_pid(fresh)
+        if pid is None:
+            return 0.0
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        before = _charged.get(pid, 0.0)
+        _charged[pid] = max(before, total)
+        return max(0.0, total - before)
+    return 0.0
 
-    pid = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]  # the stdlib's own server
+
+def _server_pid(fresh: bool) -> int | None:
+    """The server's PID: the parent that a process started from it sees
+    (os.getppid()), asked of one short probe run and kept; asked again when
+    `fresh`. None if no probe could run (no server to charge)."""
+    global _pid
+    if _pid is not None and not fresh:
+        return _pid
+    ctx = _server()
+    reader, writer = ctx.Pipe(duplex=False)
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError, TypeError):
-        return 0.0
-    total = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-    before = _charged.get(pid, 0.0)
-    _charged[pid] = max(before, total)
-    return max(0.0, total - before)
+        probe = ctx.Process(target=_report_parent, args=(writer,), name="campaign-cli-server-pid")
+        probe.start()
+        writer.close()
+        _pid = int(reader.recv()) if reader.poll(60) else None
+        if _pid is None:
+            probe.kill()
+        probe.join()
+        probe.close()
+    except (OSError, EOFError, ValueError):
+        _pid = None
+    finally:
+        writer.close()
+        reader.close()
+    return _pid
+
+
+def _report_parent(writer: connection.Connection) -> None:
+    """The probe run: its parent, the server, is whose CPU a run is charged from."""
+    writer.send(os.getppid())
+    writer.close()
 
 
 def _call(entry: str) -> int:
@@ -275,6 +311,6 @@ def _call(entry: str) -> int:
 def _forget_forkserver() -> None:
     """multiprocessing's child bootstrap made forkserver this process's default
     start method; a CLI started by the script would have the platform's."""
-    from multiprocessing import context
+    import multiprocessing
 
-    context._default_context._actual_context = None  # type: ignore[attr-defined]
+    multiprocessing.set_start_method(None, force=True)  # (None with force: "not fixed yet", the fresh state)

@@ -1,8 +1,7 @@
 """Command bodies: call the library, print the answer. No logic of their own.
 Imported only after the command line is parsed (campaign.cli), and light
 itself: each command imports what it needs (`api` loads a use case on first
-use), so `jobs --no-sync` never loads pandas, Hydra or submitit (issue 28;
-tests/cli/test_startup_imports.py).
+use), so `jobs --no-sync` never loads pandas, Hydra or submitit (issue 28; tests/cli/test_startup_imports.py).
 """
 
 from __future__ import annotations
@@ -164,13 +163,13 @@ def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     led = ledger(args, create=False)
     if args.watch or args.wait:
         return _watch(args, led, [args.campaign] if args.campaign else [], quiet=args.wait and not args.watch)
-    rep = api.sync(led, args.campaign)
+    rep = api.sync(led, args.campaign, sweep_everywhere=True)  # (its sweep: every folder, docs/results.md)
     for w in rep.warnings:
         print(f"campaign: warning: {w}", file=sys.stderr)
     rows = views.job_rows(led, args.campaign, None, all_attempts=False)
     if args.format == "json":
         write_json({"campaign": args.campaign, "changed": rep.changed, "ingested_rows": rep.ingested_rows,
-                    "counts": rep.counts, "warnings": rep.warnings, "jobs": job_dicts(rows)})
+                    "swept_files": rep.swept, "counts": rep.counts, "warnings": rep.warnings, "jobs": job_dicts(rows)})
         return 0
     if args.format == "csv":
         emit_rows("csv", None, views.JOB_COLUMNS, rows)
@@ -184,7 +183,8 @@ def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             title += f"; first {STATUS_ROWS} of {len(shown)} others"
         rows = shown[:STATUS_ROWS]
     table(title, views.JOB_COLUMNS, rows)
-    print(f"{rep.changed} job(s) changed state, {rep.ingested_rows} result row(s) ingested")
+    print(f"{rep.changed} job(s) changed state, {rep.ingested_rows} result row(s) ingested"
+          + (f", {rep.swept} orphaned result file(s) removed" if rep.swept else ""))
     print_counts(rep.counts)
     _print_preflight(rep.preflight)
     return 0

@@ -197,7 +197,11 @@ def _counts(s: Session, camp_id: int | None) -> dict[str, int]:
     return {state.value: int(count) for state, count in s.execute(stmt)}
 
 
-def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
+def sync(ledger: Ledger, campaign: str | None = None, sweep_everywhere: bool = False) -> SyncReport:
+    """Scheduler states and finished jobs' rows into the ledger, then the
+    orphaned result files swept (campaign.results.store.sweep_orphans: where
+    a writer left a marker; with `sweep_everywhere`, `status`'s, in every
+    campaign's folder), once every write has committed."""
     report = SyncReport(campaign)
     with gc_paused():  # 100,000s of open attempts and states live through this block
         camp_id, pending, camps, statuses, specs = _scheduler_states(ledger, campaign, report)
@@ -224,7 +228,7 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
                                                     if camps[p.campaign_id].backend != "local"])
     report.warnings += shared_warnings
     report.preflight = sync_steps(ledger, camp_id, specs)
-    report.swept = len(sweep_orphans(ledger))  # files of a sync killed between rename and commit
+    report.swept = len(sweep_orphans(ledger, everywhere=sweep_everywhere))  # a sync killed between rename and commit
     with ledger.session() as s:
         report.counts = _counts(s, camp_id)
     return report

@@ -128,42 +128,53 @@ def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
         s.execute(insert(cast(Table, ResultFile.__table__)), pointers)
 
 
-def sweep_orphans(led: Ledger) -> list[Path]:
+def sweep_orphans(led: Ledger, everywhere: bool = False) -> list[Path]:
     """Remove the result files no pointer names (a writer killed between the
     file's rename and its transaction's commit) once they are old enough that
     no writer can still be about to commit them (files.SWEEP_AGE_S), and only
     when this ledger stored their attempts again in another file: a
     campaign's folder is shared by every copy of its ledger, and a file a
-    newer copy points to must survive a sweep through an older one. Only the
-    folders where a writer left a marker or a temporary file are looked
-    through (files.unsettled): a sync that committed leaves neither."""
+    newer copy points to must survive a sweep through an older one. A sync
+    looks only through the folders where a writer left a marker or a
+    temporary file (files.unsettled): one that committed leaves neither.
+    `everywhere` (`status`) looks through every campaign's folders: a release
+    before the markers left its orphans without one. It only reads the ledger."""
     root = led.results_root
     owners: dict[Path, set[int]] = {}
     with led.session() as s:
         for cid, workdir in s.execute(select(Campaign.id, Campaign.workdir)):
             for place in homes(root, cid, workdir):
                 owners.setdefault(place, set()).add(cid)
-    places = [place for place in owners if files.unsettled(place)]
+    places = [place for place in owners
+              if ((place / files.RESULTS).is_dir() if everywhere else files.unsettled(place))]
     if not places:
         return []
+    where: dict[int, list[Path]] = {}  # campaign -> its places looked through
+    for place in places:
+        for cid in owners[place]:
+            where.setdefault(cid, []).append(place)
     with led.session() as s:
-        named = s.execute(select(ResultFile.path, ResultFile.campaign_id)
-                          .where(ResultFile.campaign_id.in_({c for p in places for c in owners[p]})).distinct()).all()
-    referenced = {place / path for path, cid in named for place in places if cid in owners[place]}
-    stored: set[tuple[int | None, str]] | None = None
+        query = select(ResultFile.path, ResultFile.campaign_id).distinct()
+        named = s.execute(query if everywhere else query.where(ResultFile.campaign_id.in_(list(where)))).all()
+    referenced = {files.referenced_path(str(place), path) for path, cid in named for place in where.get(cid, ())}
+    stored: dict[tuple[int | None, str], set[str]] | None = None  # (attempt, job) -> the files holding it
 
     def superseded(path: Path) -> bool:
+        """Every attempt of the file is stored in another file (by name: a
+        file whose own pointer a path comparison missed is never superseded)."""
         nonlocal stored
         if stored is None:  # read once, and only when a sweep finds a candidate
+            stored = {}
             with led.session() as s:
-                stored = {(aid, job or "") for aid, job in s.execute(
-                    select(ResultFile.attempt_id, JobAttempt.job_id).join(JobAttempt,
-                                                                          JobAttempt.id == ResultFile.attempt_id))}
+                for aid, job, named_path in s.execute(
+                        select(ResultFile.attempt_id, JobAttempt.job_id, ResultFile.path)
+                        .join(JobAttempt, JobAttempt.id == ResultFile.attempt_id)):
+                    stored.setdefault((aid, job or ""), set()).add(Path(named_path).name)
         try:
             held = files.attempts_in(path)
         except Exception:  # noqa: BLE001 - not a readable result file of ours: never removed
             return False
-        return bool(held) and all((aid, job or "") in stored for aid, job in held)
+        return bool(held) and all(stored.get((aid, job or ""), set()) - {path.name} for aid, job in held)
 
     return files.sweep(places, referenced, superseded)
 

@@ -18,14 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from campaign.ledger import Ledger
 from campaign.plumbing.states import JobState
 from tests import cli_server
-from tests.cli.conftest import FAKE_ENV
+from tests.cli.conftest import FAKE_ENV, SmallLedger
 from tests.conftest import CAMPAIGN, REPO, run_cli
-from tests.fixtures.ledger_rows import add_attempt
 
 ENTRIES = "tests.fixtures.cli_entries"
+SECOND = JobState.COMPLETED  # small_ledger's job 7302: finished: a sync has nothing to ask
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -51,27 +50,17 @@ def _both(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[sub
     return (run_cli(*args, cwd=cwd, env=env, script=True), run_cli(*args, cwd=cwd, env=env))
 
 
-@pytest.fixture(scope="module")
-def small_ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("server")
-    led = Ledger(work / "ledger.sqlite")
-    add_attempt(led, work / "runs", state=JobState.FAILED, job_id="7301", campaign="forward-delta")
-    add_attempt(led, work / "runs", state=JobState.COMPLETED, job_id="7302", campaign="smoke-local")
-    led.close()
-    return work / "ledger.sqlite"
-
-
 @pytest.mark.parametrize("argv", [["sumbit"], ["status", "--interval", "x"], ["--format", "yaml", "jobs"]])
-def test_bad_input_as_the_script_gives_it(argv: list[str], small_ledger: Path, tmp_path: Path) -> None:
-    script, forked = _both("--ledger", str(small_ledger), *argv, cwd=tmp_path)
+def test_bad_input_as_the_script_gives_it(argv: list[str], small_ledger: SmallLedger, tmp_path: Path) -> None:
+    script, forked = _both("--ledger", str(small_ledger(SECOND)), *argv, cwd=tmp_path)
     assert (forked.returncode, forked.stdout, forked.stderr) == (script.returncode, script.stdout, script.stderr)
     assert forked.returncode == 2 and len(forked.stderr.strip().splitlines()) == 1, forked.stderr
 
 
 @pytest.mark.parametrize("argv", [["jobs", "--no-sync"], ["--format", "json", "jobs", "--no-sync", "--all-attempts"],
                                   ["status", "--help"], ["show", "7301", "--no-sync"]])
-def test_reading_commands_as_the_script_gives_them(argv: list[str], small_ledger: Path, tmp_path: Path) -> None:
-    script, forked = _both("--ledger", str(small_ledger), *argv, cwd=tmp_path)
+def test_reading_commands_as_the_script_gives_them(argv: list[str], small_ledger: SmallLedger, tmp_path: Path) -> None:
+    script, forked = _both("--ledger", str(small_ledger(SECOND)), *argv, cwd=tmp_path)
     assert script.returncode == 0 and script.stdout, script.stderr
     assert (forked.returncode, forked.stdout, forked.stderr) == (script.returncode, script.stdout, script.stderr)
 
@@ -141,16 +130,30 @@ def test_each_run_sees_exactly_the_callers_environment_and_directory(tmp_path: P
     assert seen["tzname"] == ["CST", "CDT"] and seen["umask"] == 0o077
     assert seen["cwd"] == str(first) and seen["argv"] == ["campaign", "a", "--b"]
     assert seen["executable"] == cli_server._script_executable() and seen["stdin"] == "" and seen["stdout_fd"] == 1
-    assert seen["server_threads"] == 1 and not seen["torch"] and seen["preloaded"]
+    assert seen["server_threads"] == 1 and not seen["torch"] and seen["preloaded"] and seen["start_method"] is None
     again = json.loads(_forked("probe", cwd=second).stdout)  # the first run set a variable and left for /
     assert again["env"] == _env() and "CAMPAIGN_ONLY_ONCE" not in again["env"] and again["cwd"] == str(second)
     assert again["tzname"] == list(time.tzname) and again["umask"] == mask
     assert os.environ.get("CAMPAIGN_LEFT_BEHIND") is None and Path.cwd() != Path("/")
 
 
-def test_the_real_cli_reads_its_environment_at_each_call(small_ledger: Path, tmp_path: Path) -> None:
+def test_a_run_is_charged_from_its_servers_figures_asked_again_once_gone(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CPU of a run comes from its server's /proc figures: the server is
+    the process a run sees as its parent; a PID kept of a server that is gone
+    is asked again (multiprocessing starts another), never read as zero."""
+    seen = json.loads(_forked("probe", cwd=tmp_path).stdout)
+    assert cli_server._server_pid(fresh=False) == seen["server"] == cli_server._server_pid(fresh=True)
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # reaped: its PID names no process now
+    monkeypatch.setattr(cli_server, "_pid", gone.pid)
+    cli_server._charge()
+    assert cli_server._pid == seen["server"]
+
+
+def test_the_real_cli_reads_its_environment_at_each_call(small_ledger: SmallLedger, tmp_path: Path) -> None:
     """CAMPAIGN_LEDGER set for one call only: the next call finds no ledger (a default under an empty XDG_DATA_HOME)."""
-    listed = run_cli("jobs", "--no-sync", cwd=tmp_path, env={"CAMPAIGN_LEDGER": str(small_ledger)})
+    listed = run_cli("jobs", "--no-sync", cwd=tmp_path, env={"CAMPAIGN_LEDGER": str(small_ledger(SECOND))})
     assert listed.returncode == 0 and "7301" in listed.stdout, listed.stderr
     xdg = tmp_path / "xdg"
     alone = run_cli("jobs", "--no-sync", cwd=tmp_path, env={"XDG_DATA_HOME": str(xdg)})

@@ -13,25 +13,16 @@ from pathlib import Path
 import pytest
 
 from campaign import __version__
-from campaign.ledger import Ledger
 from campaign.plumbing.states import JobState
-from tests.cli.conftest import FAKE_ENV
+from tests.cli.conftest import FAKE_ENV, SmallLedger
 from tests.conftest import CAMPAIGN, REPO, run_cli
-from tests.fixtures.ledger_rows import add_attempt
+
+SECOND = JobState.RUNNING  # small_ledger's job 7302: its campaign still live
 
 
 def _err(*args: str, cwd: Path, env: dict[str, str] | None = None, script: bool = False) -> tuple[int, str]:
     proc = run_cli(*args, cwd=cwd, env=env, script=script)
     return proc.returncode, proc.stderr
-
-
-@pytest.fixture(scope="module")
-def small_ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("surface")
-    led = Ledger(work / "ledger.sqlite")
-    add_attempt(led, work / "runs", state=JobState.FAILED, job_id="7301", campaign="forward-delta")
-    add_attempt(led, work / "runs", state=JobState.RUNNING, job_id="7302", campaign="smoke-local")
-    return led.path
 
 
 def test_version(tmp_path: Path) -> None:
@@ -70,13 +61,13 @@ def test_did_you_mean(argv: list[str], hint: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("argv", [["jobs", "--no-sync", "--campaign", "smoke-locl"], ["status", "smoke-locl"],
                                   ["cancel", "smoke-locl"]])
-def test_did_you_mean_campaign(argv: list[str], small_ledger: Path, tmp_path: Path) -> None:
-    code, err = _err("--ledger", str(small_ledger), *argv, cwd=tmp_path)
+def test_did_you_mean_campaign(argv: list[str], small_ledger: SmallLedger, tmp_path: Path) -> None:
+    code, err = _err("--ledger", str(small_ledger(SECOND)), *argv, cwd=tmp_path)
     assert code == 2 and "did you mean 'smoke-local'?" in err, err
 
 
-def test_cancel_of_an_unknown_name_says_neither_was_found(small_ledger: Path, tmp_path: Path) -> None:
-    code, err = _err("--ledger", str(small_ledger), "cancel", "nosuch", cwd=tmp_path)
+def test_cancel_of_an_unknown_name_says_neither_was_found(small_ledger: SmallLedger, tmp_path: Path) -> None:
+    code, err = _err("--ledger", str(small_ledger(SECOND)), "cancel", "nosuch", cwd=tmp_path)
     assert code == 2 and "no campaign or job ID named 'nosuch'" in err, err
 
 
@@ -158,8 +149,8 @@ def _bash_complete(line: str, cwd: Path) -> list[str]:
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
-def test_bash_completion(small_ledger: Path, tmp_path: Path) -> None:
-    led = f"campaign --ledger {small_ledger} "
+def test_bash_completion(small_ledger: SmallLedger, tmp_path: Path) -> None:
+    led = f"campaign --ledger {small_ledger(SECOND)} "
     assert _bash_complete("campaign sub", tmp_path) == ["submit"]
     assert "smoke" in _bash_complete("campaign submit experiment=smo", tmp_path)
     assert {"anvil", "delta", "local"} <= set(_bash_complete("campaign submit cluster=", tmp_path))
@@ -171,14 +162,14 @@ def test_bash_completion(small_ledger: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("zsh") is None, reason="no zsh")
-def test_zsh_completion_registers_and_answers(small_ledger: Path, tmp_path: Path) -> None:
+def test_zsh_completion_registers_and_answers(small_ledger: SmallLedger, tmp_path: Path) -> None:
     script = 'autoload -Uz compinit && compinit -u -d "$1/zcompdump"; eval "$(campaign completion zsh)"; ' \
              'print -r -- ${_comps[campaign]}'
     proc = subprocess.run(["zsh", "-f", "-c", script, "zsh", str(tmp_path)], capture_output=True, text=True,
                           cwd=tmp_path, env=_shell_env(), timeout=120, check=False)
     assert proc.returncode == 0 and proc.stdout.strip() == "_python_argcomplete", proc.stderr
     out = tmp_path / "candidates"
-    line = f"campaign --ledger {small_ledger} status smo"
+    line = f"campaign --ledger {small_ledger(SECOND)} status smo"
     env = {**_shell_env(), "_ARGCOMPLETE": "1", "_ARGCOMPLETE_SHELL": "zsh", "COMP_LINE": line,
            "COMP_POINT": str(len(line)), "_ARGCOMPLETE_STDOUT_FILENAME": str(out)}
     subprocess.run([str(CAMPAIGN)], env=env, cwd=tmp_path, capture_output=True, timeout=120, check=False)

@@ -4,6 +4,7 @@ fields the database extracts, with the same Expected as the whole spec gives."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ from campaign import api
 from campaign.commands.sync_specs import expected_for
 from campaign.ledger import JobAttempt, Ledger, Run
 from campaign.plumbing.states import JobState
+from campaign.results import expected as expected_module
 from campaign.results.expected import ANY_VARIANT, Expected
 from tests.conftest import REPO
 from tests.fixtures.ledger_rows import add_attempt, spec_with
@@ -83,20 +85,78 @@ def check_spec_fields(led: Ledger, tmp_path: Path) -> None:
     assert got[aids[0]].n == (99,) and got[aids[1]].n == tuple(specs[1].n)
 
 
-def test_of_spec_reads_only_the_fields_a_sync_extracts(monkeypatch: pytest.MonkeyPatch) -> None:
+EXPECTED_SOURCE = Path(expected_module.__file__ or "").read_text()
+
+
+def spec_reads(source: str) -> tuple[set[str], list[str]]:
+    """What `Expected.of_spec` in `source` (expected.py's text) reads of its
+    spec: the fields named by a literal (`spec["n"]`, `spec.get("d")`),
+    followed into the module's own functions the spec is handed to; and each
+    use that names no field (a computed key, a loop, `**spec`, a method other
+    than get, a hand-off elsewhere), which could read any."""
+    tree = ast.parse(source)
+    parent = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    helpers = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    expected = next(c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "Expected")
+    of_spec = next(f for f in expected.body if isinstance(f, ast.FunctionDef) and f.name == "of_spec")
+    fields: set[str] = set()
+    unknown: list[str] = []
+    todo, seen = [(of_spec, of_spec.args.args[1].arg)], set()
+    while todo:
+        func, name = todo.pop()
+        if (func.name, name) in seen:
+            continue
+        seen.add((func.name, name))
+        for node in ast.walk(func):
+            if not (isinstance(node, ast.Name) and node.id == name):
+                continue
+            up, where = parent[node], f"{func.name} line {node.lineno}"
+            call = parent.get(up)
+            if isinstance(up, ast.Subscript) and up.value is node and isinstance(node.ctx, ast.Load):
+                key = up.slice
+            elif (isinstance(up, ast.Attribute) and up.attr == "get" and isinstance(call, ast.Call)
+                  and call.func is up and call.args):
+                key = call.args[0]
+            elif isinstance(up, ast.Call) and node in up.args and isinstance(up.func, ast.Name) \
+                    and up.func.id in helpers:
+                todo.append((helpers[up.func.id], helpers[up.func.id].args.args[up.args.index(node)].arg))
+                continue
+            else:
+                unknown.append(f"{where}: {ast.unparse(up)}")
+                continue
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                fields.add(key.value)
+            else:
+                unknown.append(f"{where}: {ast.unparse(up)}")
+    return fields, unknown
+
+
+def test_of_spec_reads_only_the_fields_a_sync_extracts() -> None:
     """Expected.SPEC_FIELDS is the one list of what of_spec reads and what a
-    sync extracts: each is a field of a planned run's spec, and a field
-    of_spec reads that the list leaves out fails at once, naming it, instead
-    of arriving as None at sync only."""
+    sync extracts (a field read and not listed would be None at sync only):
+    checked here on of_spec's source, never per call. Each is a field of a
+    planned run's spec, and of_spec reads each."""
     whole = json.loads(json.dumps(spec_with(nodes=2, ranks_per_node=3, check=True).to_json()))
     assert set(Expected.SPEC_FIELDS) <= set(whole)
     full = Expected.of_spec(whole)
     assert full.threads is not None and full.ranks == 6 and full.nodes == 2
-    for left_out in ("threads", "ranks_per_node", "n"):
-        monkeypatch.setattr(Expected, "SPEC_FIELDS", tuple(k for k in full.SPEC_FIELDS if k != left_out))
-        with pytest.raises(KeyError, match=repr(left_out)):
-            Expected.of_spec(whole)
-        monkeypatch.undo()
+    fields, unknown = spec_reads(EXPECTED_SOURCE)
+    assert unknown == [] and fields == set(Expected.SPEC_FIELDS), (unknown, fields)
+
+
+@pytest.mark.parametrize(("old", "new", "found"), [
+    ('spec.get("kernel")', 'spec.get("partition")', "partition"),  # a field the list leaves out
+    ('spec.get("ranks_per_node")', 'spec.get("gpus_per_rank")', "gpus_per_rank"),  # in a helper
+    ('spec["n"]', 'spec[FIELD]', "spec[FIELD]"),  # a key that names no field
+    ("own_shapes = ", "dict(spec)\n        own_shapes = ", "dict(spec)"),  # handed elsewhere
+    ("own_shapes = ", "spec.items()\n        own_shapes = ", "spec.items"),
+    ("own_shapes = ", "[k for k in spec]\n        own_shapes = ", "for k in spec"),
+    ("own_shapes = ", "Fields(spec)\n        own_shapes = ", "Fields(spec)"),  # not one of the module's functions
+])
+def test_a_planted_read_outside_spec_fields_is_found(old: str, new: str, found: str) -> None:
+    assert EXPECTED_SOURCE.count(old) == 1
+    fields, unknown = spec_reads(EXPECTED_SOURCE.replace(old, new))
+    assert found in fields - set(Expected.SPEC_FIELDS) or any(found in u for u in unknown), (fields, unknown)
 
 
 def test_planted_exit_codes_never_stop_a_sync(tmp_path: Path) -> None:
