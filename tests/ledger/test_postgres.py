@@ -144,8 +144,8 @@ def test_parallel_writers_on_postgres(new_pg_ledger: Callable[[], str]) -> None:
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0 and err == "", err
-    assert _scalar(url, "SELECT count(*) FROM result") == 400
-    assert _scalar(url, "SELECT count(DISTINCT source) FROM result") == 4
+    assert _scalar(url, "SELECT count(*) FROM import_file") == 400
+    assert _scalar(url, "SELECT count(DISTINCT path) FROM import_file") == 4
     assert _scalar(url, "SELECT count(*) FROM meta") == 1  # four processes raced to create the schema
 
 

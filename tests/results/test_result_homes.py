@@ -119,8 +119,9 @@ def test_a_sweep_through_an_older_copy_keeps_what_the_newer_one_points_to(tmp_pa
 
 
 def test_the_upgrade_writes_each_campaign_files_where_the_rule_says(tmp_path: Path) -> None:
-    """v11 -> v12 moves the rows to files: into the folder of a campaign that is on this machine,
-    beside the ledger for one that is not; the report reads both."""
+    """v11 -> v13 moves the rows to files: into the folder of a campaign that is on this machine,
+    beside the ledger for one that is not, the rows imported into a campaign (no folder) beside the
+    ledger too, those imported without one to `<stem>.results/imports/`; the report reads them all."""
     import sqlite3
 
     from tests.ledger.make_version_fixtures import FIXTURES
@@ -136,8 +137,10 @@ def test_the_upgrade_writes_each_campaign_files_where_the_rule_says(tmp_path: Pa
     con.close()
     Ledger(path).close()  # the upgrade
     pointers = sql_rows(path, "SELECT campaign_id, path FROM result_file")
-    assert pointers and {cid for cid, _ in pointers} == {ids["smoke-local"], ids["scaling-cpu"]}
-    expected = {here / rel if cid == ids["smoke-local"] else tmp_path / "ledger.results" / f"c{cid}" / rel
+    assert pointers and {cid for cid, _ in pointers} == {ids["smoke-local"], ids["scaling-cpu"], ids["imported-alpha"],
+                                                         None}
+    beside = tmp_path / "ledger.results"
+    expected = {here / rel if cid == ids["smoke-local"] else beside / (f"c{cid}" if cid else "imports") / rel
                 for cid, rel in pointers}
     assert set(tmp_path.rglob("*.parquet")) == expected  # each file where the rule says, and nowhere else
     proc = run_cli("--ledger", str(path), "report", "--json", "--campaign", "smoke-local", "--campaign", "scaling-cpu")
