@@ -5,6 +5,7 @@ item 7). Real processes, a real SQLite file, the installed CLI."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -116,7 +117,8 @@ def test_parallel_cli_imports_with_readers(tmp_path: Path) -> None:
         '  [ -e "$STOP" ] || [ $SECONDS -ge $end ] && break; done; fi\n'
     )
     stop = tmp_path / "writers-done"
-    env = {"CAMPAIGN": str(CAMPAIGN), "LEDGER": str(ledger), "PATH": "/usr/bin:/bin", "STOP": str(stop)}
+    env = {"CAMPAIGN": str(CAMPAIGN), "LEDGER": str(ledger), "PATH": "/usr/bin:/bin", "STOP": str(stop),
+           **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}}  # (a worktree's code, where given)
     run_cli("--ledger", str(ledger), "import", str(_csv(tmp_path / "seed.csv", 999)))  # readers need a ledger
     writers = []
     for w in range(4):
