@@ -109,7 +109,7 @@ def _upgrade_copy(source: Path, tmp_path: Path) -> tuple[Path, Ledger]:
 def test_every_written_version_has_a_fixture() -> None:
     assert {p.stem for p in VERSION_FIXTURES} == set(REVISIONS)
     labels = {_label(p) for p in VERSION_FIXTURES}
-    assert labels == {1, 2, 7, 8, 9, 10, 11, 12} and SCHEMA_VERSION == 13  # 3..6 were never written
+    assert labels == {1, 2, 7, 8, 9, 10, 11, 12, 13} and SCHEMA_VERSION == 13  # 3..6 were never written
 
 
 @pytest.fixture(scope="module")
@@ -235,7 +235,7 @@ def test_local_times_converted_once(fixture: str, shifted: bool, tmp_path: Path,
         [offset] * len(before)
 
 
-@pytest.mark.parametrize("fixture", [p for p in VERSION_FIXTURES if p.stem in ("v10", "v12")],
+@pytest.mark.parametrize("fixture", [p for p in VERSION_FIXTURES if p.stem in ("v10", "v12", "v13")],
                          ids=lambda p: p.stem)
 def test_imports_stay_idempotent_across_the_upgrade(fixture: Path, tmp_path: Path) -> None:
     """v13 moved the imported rows to files and their keys to `import_key`: the same file again is a
