@@ -164,21 +164,21 @@ class ResultFile(Base):
     sha256: Mapped[str] = mapped_column(String(64))
     rows: Mapped[int]
     schema_version: Mapped[int]
+    # v13: an imported file's `import:<path>` (its rows' source: `import --campaign` replaces them); NULL for job rows
+    source: Mapped[str | None] = mapped_column(String(300))
 
 
 class ImportKey(Base):
     """v13: the natural key of each imported row (campaign.results.keys) and the
-    pointer to the file that holds the row. Unique, so that rows already
-    imported from another file are skipped and counted, never doubled; with
-    their campaign and source, so that `import --campaign` replaces a file's
-    earlier rows. The rows themselves live in the files."""
+    pointer of the file that holds the row (whose campaign and source say where
+    the row came from). Unique, so that rows already imported from another file
+    are skipped and counted, never doubled. Only the key: the rows themselves
+    live in the files."""
 
     __tablename__ = "import_key"
-    __table_args__ = (Index("ix_import_key_source", "campaign_id", "source"),)
+    __table_args__ = (Index("ix_import_key_file", "file_id"),)
     id: Mapped[int] = mapped_column(primary_key=True)
     natural_key: Mapped[str] = mapped_column(String(48))
-    campaign_id: Mapped[int | None] = mapped_column(ForeignKey("campaign.id"))
-    source: Mapped[str] = mapped_column(String(300))
     file_id: Mapped[int] = mapped_column(ForeignKey("result_file.id"))
 
 

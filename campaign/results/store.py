@@ -113,11 +113,10 @@ def store_rows(led: Ledger, path: Path, tables: Iterator[list[dict[str, Any]]], 
                     relative = pointer.path if root is not None or cid is not None else str(home / pointer.path)
                     written.append((cid, relative, home / pointer.path))
                     ref = ResultFile(attempt_id=None, campaign_id=cid, path=relative, sha256=pointer.sha256,
-                                     rows=pointer.rows, schema_version=pointer.schema_version)
+                                     rows=pointer.rows, schema_version=pointer.schema_version, source=source)
                     s.add(ref)
                     s.flush()
-                    s.execute(insert(ImportKey), [{"natural_key": r["natural_key"], "campaign_id": cid,
-                                                   "source": source, "file_id": ref.id} for r in fresh])
+                    s.execute(insert(ImportKey), [{"natural_key": r["natural_key"], "file_id": ref.id} for r in fresh])
                 stored, total = stored + len(fresh), total + len(records)
             if total == 0:
                 raise ImportError_(f"{where}: no result rows")
@@ -136,10 +135,10 @@ def store_rows(led: Ledger, path: Path, tables: Iterator[list[dict[str, Any]]], 
 def _forget_source(s: Session, campaign_id: int, source: str) -> None:
     """The rows of `source` imported into the campaign before: their keys and pointers go (their
     files stay: a copy of the ledger may point to them)."""
-    held = select(ImportKey.file_id).where(ImportKey.campaign_id == campaign_id, ImportKey.source == source)
-    old = set(s.scalars(held.distinct()))
-    s.execute(delete(ImportKey).where(ImportKey.campaign_id == campaign_id, ImportKey.source == source))
+    old = list(s.scalars(select(ResultFile.id).where(ResultFile.campaign_id == campaign_id,
+                                                     ResultFile.source == source, ResultFile.attempt_id.is_(None))))
     if old:
+        s.execute(delete(ImportKey).where(ImportKey.file_id.in_(old)))
         s.execute(delete(ResultFile).where(ResultFile.id.in_(old)))
 
 

@@ -65,7 +65,8 @@ def test_reimport_into_a_campaign_replaces_that_files_rows(tmp_path: Path) -> No
     assert proc.returncode == 0 and "imported 24 rows" in proc.stdout, proc.stderr
     assert _times(ledger) == sorted(2.0 * (1 + i) / 1000 for i in range(24))
     assert sql_rows(ledger, "SELECT count(*) FROM result_file") == [(1,)]
-    assert sql_rows(ledger, "SELECT count(*) FROM import_key WHERE campaign_id = ?", cid) == [(24,)]
+    assert sql_rows(ledger, "SELECT count(*) FROM import_key k JOIN result_file f ON f.id = k.file_id "
+                            "WHERE f.campaign_id = ? AND f.source = ?", cid, f"import:{csv.resolve()}") == [(24,)]
     other = _csv(tmp_path / "other.csv", 2.0)  # the same rows from another file: skipped, counted
     proc = run_cli("--ledger", str(ledger), "import", str(other), "--campaign", "paper")
     assert proc.returncode == 0 and "imported 0 rows" in proc.stdout and "24 already in the ledger" in proc.stdout

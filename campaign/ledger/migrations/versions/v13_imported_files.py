@@ -6,9 +6,9 @@ one file per run of consecutive rows of one source and campaign, at most CHUNK r
 every read gives them in their old order. A row imported into a campaign goes where that
 campaign's files go (beside an SQLite ledger: `<stem>.results/c<id>/`), one imported without a
 campaign to `<stem>.results/imports/` (files.import_home). Each row's natural key moves to
-`import_key`, beside the pointer of the file that holds it: imports stay idempotent.
-`result_file.campaign_id` may now be NULL (rows imported without a campaign); `result` is
-dropped. The usual backup is taken before (campaign.ledger.db); a crash leaves the ledger as it
+`import_key`, with the pointer of the file that holds it: imports stay idempotent.
+`result_file.campaign_id` may now be NULL (rows imported without a campaign) and
+`result_file.source` names an imported file's source; `result` is dropped. The usual backup is taken before (campaign.ledger.db); a crash leaves the ledger as it
 was and at worst unreferenced files.
 
 Revision ID: v13
@@ -45,14 +45,15 @@ def upgrade() -> None:
             "import_key",
             sa.Column("id", sa.Integer(), primary_key=True),
             sa.Column("natural_key", sa.String(48), nullable=False),
-            sa.Column("campaign_id", sa.Integer(), sa.ForeignKey("campaign.id"), nullable=True),
-            sa.Column("source", sa.String(300), nullable=False),
             sa.Column("file_id", sa.Integer(), sa.ForeignKey("result_file.id"), nullable=False),
         )
         op.create_index("ux_import_key_natural_key", "import_key", ["natural_key"], unique=True)
-        op.create_index("ix_import_key_source", "import_key", ["campaign_id", "source"])
+        op.create_index("ix_import_key_file", "import_key", ["file_id"])
+    have = {c["name"] for c in sa.inspect(conn).get_columns("result_file")}
     with op.batch_alter_table("result_file") as batch:
         batch.alter_column("campaign_id", existing_type=sa.Integer(), nullable=True)
+        if "source" not in have:
+            batch.add_column(sa.Column("source", sa.String(300), nullable=True))
     if "result" in tables:
         left = conn.execute(sa.text("SELECT count(*) FROM result WHERE attempt_id IS NOT NULL")).scalar()
         if left:  # (v12 moved every job row whose attempt has a run: none is left)
@@ -82,15 +83,15 @@ def _move_rows(conn: Any) -> None:
             [pointer] = write_many([(home, f"i{campaign_id or 0}", block.table())])
             path = pointer.path if root is not None or campaign_id is not None else str(home / pointer.path)
             file_id = conn.execute(sa.text(
-                "INSERT INTO result_file (attempt_id, campaign_id, path, sha256, rows, schema_version) "
-                "VALUES (NULL, :campaign_id, :path, :sha256, :rows, :schema_version) RETURNING id"),
+                "INSERT INTO result_file (attempt_id, campaign_id, path, sha256, rows, schema_version, source) "
+                "VALUES (NULL, :campaign_id, :path, :sha256, :rows, :schema_version, :source) RETURNING id"),
                 {"campaign_id": campaign_id, "path": path, "sha256": pointer.sha256, "rows": pointer.rows,
-                 "schema_version": pointer.schema_version}).scalar_one()
-            keys = [{"natural_key": r[width + 1], "campaign_id": campaign_id, "source": r[0], "file_id": file_id}
+                 "schema_version": pointer.schema_version, "source": _source}).scalar_one()
+            keys = [{"natural_key": r[width + 1], "file_id": file_id}
                     for r in rows if r[width + 1] is not None]  # (rows stored before v3 have none)
             if keys:
-                conn.execute(sa.text("INSERT INTO import_key (natural_key, campaign_id, source, file_id) "
-                                     "VALUES (:natural_key, :campaign_id, :source, :file_id)"), keys)
+                conn.execute(sa.text("INSERT INTO import_key (natural_key, file_id) VALUES (:natural_key, :file_id)"),
+                             keys)
 
 
 def _folder(conn: Any, root: Path | None, campaign_id: int, workdir: str) -> str:
