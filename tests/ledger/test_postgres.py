@@ -166,3 +166,45 @@ def test_sync_spec_fields_on_postgres(new_pg_ledger: Callable[[], str], tmp_path
         check_spec_fields(led, tmp_path)
     finally:
         led.close()
+
+
+def test_imports_on_postgres_are_files_on_the_shared_filesystem(new_pg_ledger: Callable[[], str],
+                                                                tmp_path: Path) -> None:
+    """No folder beside a database: an imported campaign's files go to `runs/<name>` of the folder the
+    import ran in, rows imported without a campaign to `runs/imports` there (absolute pointers); both
+    read back from another folder; a re-import of the same path into the campaign replaces its rows."""
+    url = new_pg_ledger()
+    work, elsewhere = tmp_path / "shared", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    lines = KNOWN.read_text().splitlines()
+    csv = work / "paper.csv"
+    csv.write_text("\n".join(lines) + "\n")
+    for args in (["--campaign", "paper"], []):
+        proc = run_cli("--ledger", url, "import", str(csv), *args, cwd=work)
+        assert proc.returncode == 0 and f"imported {len(lines) - 1} rows" in proc.stdout, proc.stderr
+    pointers = dict(_rows(url, "SELECT coalesce(c.name, ''), f.path FROM result_file f "
+                               "LEFT JOIN campaign c ON c.id = f.campaign_id"))
+    assert (work / "runs" / "paper" / pointers["paper"]).is_file()
+    assert Path(pointers[""]).is_absolute() and Path(pointers[""]).is_relative_to(work / "runs" / files.IMPORTS)
+    rows = json.loads(run_cli("--ledger", url, "results", "--format", "json", cwd=elsewhere).stdout)
+    assert len(rows) == 2 * (len(lines) - 1)
+    head = lines[0].split(",")
+    t = head.index("time_s")
+    csv.write_text("\n".join([lines[0], *(",".join(c if i != t else repr(2 * float(c)) for i, c in
+                                                   enumerate(line.split(","))) for line in lines[1:])]) + "\n")
+    proc = run_cli("--ledger", url, "import", str(csv), "--campaign", "paper", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(run_cli("--ledger", url, "results", "--campaign", "paper", "--format", "json",
+                              cwd=elsewhere).stdout)
+    old = sorted(float(line.split(",")[t]) for line in lines[1:])
+    assert sorted(r["time_s"] for r in rows) == pytest.approx([2 * v for v in old], rel=1e-12)
+
+
+def _rows(url: str, sql: str) -> list[tuple[object, ...]]:
+    eng = create_engine(url)
+    try:
+        with eng.connect() as con:
+            return [tuple(r) for r in con.execute(text(sql))]
+    finally:
+        eng.dispose()
