@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import Table, delete, event, func, insert, select
+from sqlalchemy import Table, delete, event, func, insert, or_, select
 from sqlalchemy.orm import Session
 
 from analysis.columns import RESULT_SCHEMA
@@ -218,17 +218,20 @@ def sweep_orphans(led: Ledger) -> list[Path]:
     folders where a writer left a marker or a temporary file are looked
     through (files.unsettled): a sync that committed leaves neither."""
     root = led.results_root
-    owners: dict[Path, set[int]] = {}
+    owners: dict[Path, set[int | None]] = {}
     with led.session() as s:
         for cid, workdir in s.execute(select(Campaign.id, Campaign.workdir)):
             for place in homes(root, cid, workdir):
                 owners.setdefault(place, set()).add(cid)
+    if root is not None:  # rows imported without a campaign: their folder beside the ledger
+        owners.setdefault(root / files.IMPORTS, set()).add(None)
     places = [place for place in owners if files.unsettled(place)]
     if not places:
         return []
     with led.session() as s:
+        ids = [c for p in places for c in owners[p] if c is not None]
         named = s.execute(select(ResultFile.path, ResultFile.campaign_id)
-                          .where(ResultFile.campaign_id.in_({c for p in places for c in owners[p]})).distinct()).all()
+                          .where(or_(ResultFile.campaign_id.in_(ids), ResultFile.campaign_id.is_(None))).distinct()).all()
     referenced = {place / path for path, cid in named for place in places if cid in owners[place]}
     stored: set[tuple[int | None, str]] | None = None
 

@@ -123,3 +123,25 @@ def test_every_selection_reads_imported_rows(tmp_path: Path) -> None:
         assert set(results_frame(led, all_extras=False)["params"]) == {""}
     finally:
         led.close()
+
+
+def test_status_sweeps_what_a_killed_import_left_beside_the_ledger(tmp_path: Path) -> None:
+    """A killed campaign-less import's temporary file and marker (beside the ledger, in imports/) go once
+    an hour old, as a killed sync's do; the files pointers name stay."""
+    import os
+    import time
+
+    ledger = tmp_path / "ledger.sqlite"
+    assert run_cli("--ledger", str(ledger), "import", str(_csv(tmp_path / "a.csv", 1.0))).returncode == 0
+    folder = tmp_path / "ledger.results" / files.IMPORTS / files.RESULTS
+    kept = sorted(folder.iterdir())
+    left = [folder / ".tmp-999999-i0-0123456789abcdef.parquet", folder / ".writing-999999-00"]
+    for path in left:
+        path.write_bytes(b"half")
+    old = time.time() - files.SWEEP_AGE_S - 10
+    for path in folder.iterdir():
+        os.utime(path, (old, old))
+    proc = run_cli("--ledger", str(ledger), "status")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(folder.iterdir()) == kept
+    assert len(json.loads(run_cli("--ledger", str(ledger), "results", "--format", "json").stdout)) == 24
