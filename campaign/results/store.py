@@ -16,7 +16,7 @@ docs/ledger.md "Imports are idempotent".
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -80,10 +80,7 @@ def store_rows(led: Ledger, path: Path, tables: Iterator[list[dict[str, Any]]], 
     where, source = str(path), f"import:{path.resolve()}"
     print_ = fingerprint(path)
     scope = IMPORT_SCOPE if campaign is None else f"{IMPORT_SCOPE}:{campaign}"
-    root = led.results_root
-    written: list[tuple[int | None, str, Path]] = []  # (campaign id, pointer path, file) of this import
-    marks: list[Path] = []
-    made: list[Path] = []  # folders this import created: removed again if it fails
+    out = _Writes(led.results_root, source, f"i{print_[:12]}")
     try:
         with led.session.begin() as s:
             if campaign is None:
@@ -94,29 +91,16 @@ def store_rows(led: Ledger, path: Path, tables: Iterator[list[dict[str, Any]]], 
             clusters: set[str] = set()
             before = s.scalar(select(func.max(ImportKey.id))) or 0  # keys above it are this import's
             stored = total = 0
-            for number, table in enumerate(tables):
+            for table in tables:
                 records = [{"source": source, **{k: r.get(k) for k in EXPORT_COLUMNS}, "extra": r.get("extra"),
                             "natural_key": natural_key(r, scope, measured=True)} for r in table]
                 clusters.update(str(r["cluster"]) for r in records)
                 if campaign is not None and camp is None:
                     camp = _import_campaign(s, campaign, sorted(clusters))
                     _forget_source(s, camp.id, source)
-                cid = camp.id if camp is not None else None
                 fresh = _fresh(s, records, before, where, total)
                 if fresh:
-                    home = files.write_home(root, camp.id, camp.workdir) if camp else files.import_home(root)
-                    made += [d for d in (home / files.RESULTS, home, *home.parents) if not d.exists()]
-                    values = {k: [r[k] for r in fresh] for k in (*EXPORT_COLUMNS, "source")}
-                    block = LedgerColumns(len(fresh), {**values, "campaign_id": [cid] * len(fresh)},
-                                          extra_rows=[r["extra"] or None for r in fresh])
-                    [pointer] = files.write_many([(home, f"i{print_[:12]}-{number}", block.table())], marks)
-                    relative = pointer.path if root is not None or cid is not None else str(home / pointer.path)
-                    written.append((cid, relative, home / pointer.path))
-                    ref = ResultFile(attempt_id=None, campaign_id=cid, path=relative, sha256=pointer.sha256,
-                                     rows=pointer.rows, schema_version=pointer.schema_version, source=source)
-                    s.add(ref)
-                    s.flush()
-                    s.execute(insert(ImportKey), [{"natural_key": r["natural_key"], "file_id": ref.id} for r in fresh])
+                    out.chunk(s, camp, fresh)
                 stored, total = stored + len(fresh), total + len(records)
             if total == 0:
                 raise ImportError_(f"{where}: no result rows")
@@ -125,11 +109,59 @@ def store_rows(led: Ledger, path: Path, tables: Iterator[list[dict[str, Any]]], 
             if campaign is None:
                 s.add(ImportFile(fingerprint=print_, path=str(path.resolve()), rows=stored, imported_at=now()))
     except BaseException:
-        files.unmark(marks)
-        _remove_unreferenced(led, written, made)
+        out.undo(led)
         raise
-    files.unmark(marks)
+    files.unmark(out.marks)
     return Imported(stored, total - stored)
+
+
+@dataclass
+class _Writes:
+    """The files one import writes, a chunk's new rows each (named `<stem>-<chunk>-<hash>`: the
+    same import again writes the same bytes under the same names), and what undoes them."""
+
+    root: Path | None  # Ledger.results_root
+    source: str
+    stem: str
+    files: list[tuple[int | None, str, Path]] = field(default_factory=list)  # (campaign id, pointer path, file)
+    marks: list[Path] = field(default_factory=list)  # the writers' markers (files.write_many)
+    made: list[Path] = field(default_factory=list)  # folders this import created
+
+    def chunk(self, s: Session, camp: Campaign | None, fresh: list[dict[str, Any]]) -> None:
+        """The rows as one file, its pointer and their keys into the session's transaction."""
+        cid = camp.id if camp is not None else None
+        home = files.write_home(self.root, camp.id, camp.workdir) if camp else files.import_home(self.root)
+        self.made += [d for d in (home / files.RESULTS, home, *home.parents) if not d.exists()]
+        values = {k: [r[k] for r in fresh] for k in (*EXPORT_COLUMNS, "source")}
+        block = LedgerColumns(len(fresh), {**values, "campaign_id": [cid] * len(fresh)},
+                              extra_rows=[r["extra"] or None for r in fresh])
+        [pointer] = files.write_many([(home, f"{self.stem}-{len(self.files)}", block.table())], self.marks)
+        relative = pointer.path if self.root is not None or cid is not None else str(home / pointer.path)
+        self.files.append((cid, relative, home / pointer.path))
+        ref = ResultFile(attempt_id=None, campaign_id=cid, path=relative, sha256=pointer.sha256, rows=pointer.rows,
+                         schema_version=pointer.schema_version, source=self.source)
+        s.add(ref)
+        s.flush()
+        s.execute(insert(ImportKey), [{"natural_key": r["natural_key"], "file_id": ref.id} for r in fresh])
+
+    def undo(self, led: Ledger) -> None:
+        """After a failed import (its transaction rolled back): the files it wrote that no committed
+        pointer names (one of the same name and campaign may: the same rows imported before), then
+        the folders it created."""
+        files.unmark(self.marks)
+        if self.files:
+            with led.session() as s:
+                kept = {(cid, path) for cid, path in s.execute(
+                    select(ResultFile.campaign_id, ResultFile.path).where(ResultFile.path.in_(
+                        [p for _, p, _ in self.files])))}
+            for cid, relative, file in self.files:
+                if (cid, relative) not in kept:
+                    file.unlink(missing_ok=True)
+        for folder in sorted(set(self.made), key=lambda d: len(d.parts), reverse=True):
+            try:
+                folder.rmdir()
+            except OSError:
+                continue
 
 
 def _forget_source(s: Session, campaign_id: int, source: str) -> None:
@@ -156,23 +188,6 @@ def _fresh(s: Session, records: list[dict[str, Any]], before: int, where: str, d
             raise ImportError_(f"{where}: data row {done + k + 1} has the same configuration, n and repeat as an "
                                "earlier row of this file")
     return [r for r in records if r["natural_key"] not in present]
-
-
-def _remove_unreferenced(led: Ledger, written: list[tuple[int | None, str, Path]], made: list[Path]) -> None:
-    """After a failed import: the files it wrote that no committed pointer names (one of the same
-    name and campaign may: the same rows imported before), then the folders it created."""
-    if written:
-        with led.session() as s:
-            kept = {(cid, path) for cid, path in s.execute(
-                select(ResultFile.campaign_id, ResultFile.path).where(ResultFile.path.in_([p for _, p, _ in written])))}
-        for cid, relative, file in written:
-            if (cid, relative) not in kept:
-                file.unlink(missing_ok=True)
-    for folder in sorted(set(made), key=lambda d: len(d.parts), reverse=True):
-        try:
-            folder.rmdir()
-        except OSError:
-            continue
 
 
 @dataclass
