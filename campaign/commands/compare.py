@@ -21,6 +21,8 @@ byte-identical).
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
 import tempfile
 from dataclasses import dataclass, field
@@ -34,7 +36,7 @@ from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
 from campaign.ledger import Campaign, Ledger, Provenance
 from campaign.ledger import queries as q
-from campaign.ledger.db import schema_number
+from campaign.ledger.db import results_root, schema_number
 from campaign.ledger.migrate import sqlite_copy
 from campaign.ledger.models import SCHEMA_VERSION
 from campaign.plumbing.clock import as_utc
@@ -171,6 +173,13 @@ def _schema_version(path: Path) -> int:
     return version
 
 
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # (another filesystem)
+        shutil.copy2(source, target)
+
+
 def open_for_reading(path: Path, tmp: Path) -> Ledger:
     """A ledger file opened without changing it (see the module doc): read-only at this schema
     version; an older one is copied (SQLite's backup, from a read-only connection, so a WAL
@@ -182,6 +191,9 @@ def open_for_reading(path: Path, tmp: Path) -> Ledger:
     version = _schema_version(path)
     if version < SCHEMA_VERSION:
         copy = sqlite_copy(path, tmp / f"{len(list(tmp.iterdir()))}-ledger.sqlite")
+        beside = results_root(path)
+        if beside.is_dir():  # its result files travel with it (linked: they are immutable; the upgrade adds files)
+            shutil.copytree(beside, results_root(copy), copy_function=_link_or_copy)
         return Ledger(copy, create=False)
     return Ledger(path, create=False, read_only=True)
 

@@ -1,4 +1,4 @@
-"""The ledger: every campaign, run and job attempt, the pointers to their result files, and imported rows.
+"""The ledger: every campaign, run and job attempt, and the pointers to the result files (job and imported rows).
 
 Each name is imported from its module on first use (PEP 562 `__getattr__`),
 so that `campaign.ledger.layout` (the standard-library facts of the ledger:
@@ -16,23 +16,22 @@ if TYPE_CHECKING:  # what mypy and readers see; at run time __getattr__ below im
     from campaign.ledger.db import Ledger, default_ledger_path
     from campaign.ledger.models import (
         ATTEMPT_TABLE,
-        RESULT_TABLE,
         RUN_TABLE,
         BuildStep,
         Campaign,
         CampaignClaim,
         CounterRow,
         ImportFile,
+        ImportKey,
         JobAttempt,
         PreflightStep,
         Provenance,
         ResultFile,
-        ResultRow,
         Run,
     )
 
-__all__ = ["ATTEMPT_TABLE", "RESULT_TABLE", "RUN_TABLE", "BuildStep", "Campaign", "CampaignClaim", "CounterRow",
-           "ImportFile", "JobAttempt", "Ledger", "PreflightStep", "Provenance", "ResultFile", "ResultRow", "Run",
+__all__ = ["ATTEMPT_TABLE", "RUN_TABLE", "BuildStep", "Campaign", "CampaignClaim", "CounterRow", "ImportFile",
+           "ImportKey", "JobAttempt", "Ledger", "PreflightStep", "Provenance", "ResultFile", "Run",
            "default_ledger_path"]
 _DB = ("Ledger", "default_ledger_path")
 

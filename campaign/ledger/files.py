@@ -37,6 +37,7 @@ from campaign.ledger.result_schema import COLUMNS, SCHEMA_VERSION, STORED
 from campaign.plumbing.errors import LedgerError
 
 RESULTS = "results"  # the subfolder of a campaign's folder holding its result files
+IMPORTS = "imports"  # beside an SQLite ledger, the stand-in folder of the rows imported without a campaign
 SWEEP_AGE_S = 3600  # an unreferenced file younger than this may be a sync's between rename and commit
 _TMP = ".tmp-"
 _MARK = ".writing-"  # a writer's marker (write_many): its files may lack pointers until it commits
@@ -71,6 +72,22 @@ def write_home(root: Path | None, campaign_id: int, workdir: str) -> Path:
     if root is not None:
         return root / f"c{campaign_id}"
     raise LedgerError(f"campaign {campaign_id} has no folder to keep its result files in")
+
+
+def pointer_homes(root: Path | None, campaign_id: int | None, workdir: str | None) -> list[Path]:
+    """`homes`, and for a pointer of no campaign (rows imported without
+    `--campaign`): `root/imports` beside an SQLite ledger; on PostgreSQL such
+    a pointer's path is absolute (import_home), read from the filesystem root."""
+    if campaign_id is not None:
+        return homes(root, campaign_id, workdir or "")
+    return [root / IMPORTS] if root is not None else [Path("/")]
+
+
+def import_home(root: Path | None) -> Path:
+    """Where a file of rows imported without a campaign goes: `root/imports`
+    beside an SQLite ledger; a PostgreSQL ledger has no beside, so `runs/imports`
+    of the current folder (on the shared filesystem), its pointer's path absolute."""
+    return root / IMPORTS if root is not None else Path.cwd().resolve() / "runs" / IMPORTS
 
 
 def locate(places: Sequence[Path], path: str) -> Path:

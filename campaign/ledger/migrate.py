@@ -18,6 +18,7 @@ stored local times. A migration whose work is done costs a schema look-up.
 from __future__ import annotations
 
 import filecmp
+import json
 import shutil
 import sqlite3
 from datetime import datetime
@@ -124,3 +125,31 @@ def backup_sqlite(path: Path, version: int, journal_mode: str) -> Path:
             target.unlink()
             return plain
     return target
+
+
+def stored_cell(value: Any, number: bool) -> Any:
+    """A cell of the old `result` table as a result file's column takes it (v12, v13: a number
+    SQLite kept as text stays the number the read gave)."""
+    if not number:
+        return value if value is None or isinstance(value, str) else str(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:
+            return float(text)
+        except ValueError:
+            return value
+    return value
+
+
+def extra_object(text: Any) -> dict[str, Any] | None:
+    """The old `result.extra` JSON as the row's extra object (None: none)."""
+    if text is None:
+        return None
+    value = json.loads(text) if isinstance(text, str) else text
+    return value if isinstance(value, dict) and value else None

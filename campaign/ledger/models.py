@@ -148,55 +148,41 @@ class CounterRow(Base):
     kernels: Mapped[str | None]
 
 
-class ResultRow(Base):
-    """One timed repeat at one n. Imported rows have no attempt."""
-
-    __tablename__ = "result"
-    __table_args__ = (Index("ix_result_attempt", "attempt_id"), Index("ix_result_campaign", "campaign_id"))
-    id: Mapped[int] = mapped_column(primary_key=True)
-    attempt_id: Mapped[int | None] = mapped_column(ForeignKey("job_attempt.id"))
-    source: Mapped[str] = mapped_column(String(300))  # "job" or the imported file
-    cluster: Mapped[str] = mapped_column(String(100))
-    partition: Mapped[str] = mapped_column(String(100))
-    kernel: Mapped[str] = mapped_column(String(100))
-    impl: Mapped[str] = mapped_column(String(50))
-    variant: Mapped[str] = mapped_column(String(50))
-    device: Mapped[str] = mapped_column(String(20))
-    dtype: Mapped[str | None] = mapped_column(String(20))
-    threads: Mapped[int]
-    n: Mapped[int]
-    d: Mapped[int | None]
-    repeat: Mapped[int]
-    time_s: Mapped[float]
-    job_id: Mapped[str | None] = mapped_column(String(64))
-    gpu_model: Mapped[str | None] = mapped_column(String(100))
-    flops: Mapped[float | None]
-    bytes: Mapped[float | None]
-    rel_err: Mapped[float | None]
-    extra: Mapped[dict[str, Any] | None]
-    natural_key: Mapped[str | None] = mapped_column(String(48))  # v3: campaign.results.keys; unique; v10: prefixed
-    # Imported rows of a named campaign (`import --campaign`); job rows reach
-    # their campaign through their attempt and leave this NULL.
-    campaign_id: Mapped[int | None] = mapped_column(ForeignKey("campaign.id", name="fk_result_campaign_id"))
-
-
-Index("ux_result_natural_key", ResultRow.natural_key, unique=True)
-
-
 class ResultFile(Base):
     """v12: the pointer to one Parquet file of result rows (campaign.ledger.files):
-    a finished attempt's rows, written once at ingest. `path` is relative to
-    the campaign's result folder; `sha256` the file's bytes, checked at every read."""
+    a finished attempt's rows, written once at ingest, or (v13) a chunk of an
+    imported file's rows (no attempt; the campaign they were imported into, or
+    none). `path` is relative to the campaign's result folder; `sha256` the
+    file's bytes, checked at every read."""
 
     __tablename__ = "result_file"
     __table_args__ = (Index("ix_result_file_attempt", "attempt_id"), Index("ix_result_file_campaign", "campaign_id"))
     id: Mapped[int] = mapped_column(primary_key=True)
     attempt_id: Mapped[int | None] = mapped_column(ForeignKey("job_attempt.id"))
-    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaign.id"))
+    campaign_id: Mapped[int | None] = mapped_column(ForeignKey("campaign.id"))  # v13: NULL, imported without one
     path: Mapped[str] = mapped_column(String(300))
     sha256: Mapped[str] = mapped_column(String(64))
     rows: Mapped[int]
     schema_version: Mapped[int]
+    # v13: an imported file's `import:<path>` (its rows' source: `import --campaign` replaces them); NULL for job rows
+    source: Mapped[str | None] = mapped_column(String(300))
+
+
+class ImportKey(Base):
+    """v13: the natural key of each imported row (campaign.results.keys) and the
+    pointer of the file that holds the row (whose campaign and source say where
+    the row came from). Unique, so that rows already imported from another file
+    are skipped and counted, never doubled. Only the key: the rows themselves
+    live in the files."""
+
+    __tablename__ = "import_key"
+    __table_args__ = (Index("ix_import_key_file", "file_id"),)
+    id: Mapped[int] = mapped_column(primary_key=True)
+    natural_key: Mapped[str] = mapped_column(String(48))
+    file_id: Mapped[int] = mapped_column(ForeignKey("result_file.id"))
+
+
+Index("ux_import_key_natural_key", ImportKey.natural_key, unique=True)
 
 
 class ImportFile(Base):
@@ -272,8 +258,7 @@ class PreflightStep(StepJob, Base):
     result: Mapped[dict[str, Any] | None] = mapped_column(sort_order=1)
 
 
-# The Core tables of the hot bulk paths (submit's and sync's executemany, result inserts), typed once:
+# The Core tables of the hot bulk paths (submit's and sync's executemany), typed once:
 # a mapped class's __table__ is declared as a FromClause.
 RUN_TABLE = cast(Table, Run.__table__)
 ATTEMPT_TABLE = cast(Table, JobAttempt.__table__)
-RESULT_TABLE = cast(Table, ResultRow.__table__)

@@ -1,9 +1,8 @@
-"""A ledger's results as SQL in DuckDB: `result` (every job row of the result
-files, hash-checked, then the imported rows kept in the ledger) beside the
-ledger's other tables (`campaign`, `run`, `job_attempt`, `result_file`, ...)
-as they are at the call. For a user's own queries (docs/results.md) and the tests'
-look at what was stored; the report itself reads through
-campaign.results.scan.
+"""A ledger's results as SQL in DuckDB: `result` (every row of the result
+files, job and imported, hash-checked) beside the ledger's tables
+(`campaign`, `run`, `job_attempt`, `result_file`, ...) as they are at the
+call. For a user's own queries (docs/results.md) and the tests' look at what
+was stored; the report itself reads through campaign.results.scan.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import JSON, Enum, select
 
-from campaign.ledger import Campaign, Ledger, ResultFile, ResultRow, files
+from campaign.ledger import Campaign, Ledger, ResultFile, files, result_schema
 from campaign.ledger.models import Base
 
 
@@ -24,17 +23,13 @@ def connect(led: Ledger) -> Any:
 
     con = duckdb.connect()
     with led.session() as s:
-        for name, table in Base.metadata.tables.items():  # every ledger table but `result`, as it is now
-            if name == "result":
-                continue
+        for name, table in Base.metadata.tables.items():  # every ledger table, as it is now
             rows = s.connection().execute(select(table)).all()
             con.register(f"_{name}", _frame(table, rows))
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}")
         pointers = s.execute(select(ResultFile.campaign_id, Campaign.workdir, ResultFile.path, ResultFile.sha256)
-                             .join(Campaign, Campaign.id == ResultFile.campaign_id).order_by(ResultFile.id)).all()
-        imported = s.connection().execute(select(ResultRow.__table__)).all()
-    con.register("_imported", _frame(ResultRow.__table__, imported))
-    unique = {(files.locate(files.homes(led.results_root, cid, wd), p), h): None for cid, wd, p, h in pointers}
+                             .outerjoin(Campaign, Campaign.id == ResultFile.campaign_id).order_by(ResultFile.id)).all()
+    unique = {(files.locate(files.pointer_homes(led.results_root, cid, wd), p), h): None for cid, wd, p, h in pointers}
     paths = files.verified(list(unique))  # (a file holds the attempts of one ingest batch: read once)
     if paths:
         files_ = con.read_parquet(paths, union_by_name=True)
@@ -42,10 +37,10 @@ def connect(led: Ledger) -> Any:
         mapped = "extras" in files_.columns  # (schema 2): each row's extra object as JSON text, as before
         con.execute("CREATE VIEW _files AS SELECT * " + (
             f"EXCLUDE (extras) REPLACE ({files.EXTRA_SQL} AS extra) " if mapped else "") + "FROM _parquet")
-        con.execute("CREATE VIEW result AS SELECT * FROM _files "
-                    "UNION ALL BY NAME SELECT * EXCLUDE (id, natural_key) FROM _imported")
-    else:
-        con.execute("CREATE VIEW result AS SELECT * EXCLUDE (id, natural_key) FROM _imported")
+        con.execute("CREATE VIEW result AS SELECT * FROM _files")
+    else:  # (no file yet: the columns of one, no row)
+        con.register("_empty", result_schema.arrow_schema().empty_table())
+        con.execute("CREATE VIEW result AS SELECT * EXCLUDE (extras) FROM _empty")
     return con
 
 

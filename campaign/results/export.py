@@ -1,11 +1,10 @@
 """Result rows out of the ledger, as a DataFrame (export, report, advice).
 
-Read column-wise through one SQL statement (campaign.results.query), not as
-ORM objects: a year of campaigns is tens of millions of rows (issue 18). The
-JSON `extra` column is decoded only when the caller wants every extra column;
-the analysis needs just `params` (part of a configuration's identity), which
-the database extracts itself. Job rows come from their attempts' Parquet
-files (campaign.results.scan, through DuckDB), imported rows from the ledger.
+Read column-wise from the result files (campaign.results.scan, through
+DuckDB), job and imported rows alike, never as ORM objects: a year of
+campaigns is tens of millions of rows (issue 18). The JSON `extra` column is
+decoded only when the caller wants every extra column; the analysis needs
+just `params` (part of a configuration's identity), which the read extracts.
 """
 
 from __future__ import annotations
@@ -21,14 +20,7 @@ from campaign.ledger import Ledger
 from campaign.results import scan
 from campaign.results.latest import Superseded, holder
 from campaign.results.latest import find as superseded
-from campaign.results.query import (
-    EXPORT_COLUMNS,
-    PARTIAL_USABLE,
-    RowFilter,
-    read_frame,
-    settled_dtypes,
-    statement,
-)
+from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, settled_dtypes
 
 __all__ = ["EXPORT_COLUMNS", "PARTIAL_USABLE", "RowFilter", "Superseded", "frame_records", "latest_frame",
            "results_frame"]
@@ -71,13 +63,10 @@ def _read(led: Ledger, campaign: str | Sequence[str] | None, cluster: str | None
         if table is not None:
             where = replace(where or RowFilter(), without_runs=table)
         try:
-            from_files = scan.frame(s, campaign, cluster, usable_only, all_extras, where, led.results_root)
-            imported = read_frame(s, statement(campaign, cluster, usable_only, all_extras, where, imported=True))
+            frame = scan.frame(s, campaign, cluster, usable_only, all_extras, where, led.results_root)
         finally:
             if table is not None:
                 table.drop(s.connection())
-    parts = [f for f in (from_files, imported) if len(f)]
-    frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else (parts[0] if parts else from_files)
     if all_extras:
         texts = frame.pop("_extra")
         present = texts.notna() & (texts != "null")  # no extras may be stored as JSON null

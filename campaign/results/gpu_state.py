@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from campaign.ledger import Campaign, ResultRow
+from campaign.ledger import Campaign
 from campaign.results import scan
 from campaign.results.query import RowFilter
 
@@ -39,22 +39,15 @@ KEYS: tuple[tuple[str, str], ...] = (
 def gpu_state_records(s: Session, campaign_ids: Sequence[int], root: Path | None,
                       where: RowFilter | None = None) -> list[dict[str, Any]]:
     """One `{"gpu": {...}}` record per distinct combination of the selection's
-    jobs' GPU state (none when no row recorded any): the job rows from their
-    result files (campaign.results.scan; `root` = Ledger.results_root, where
-    a campaign whose folder is not here keeps them), the imported rows from
-    the table."""
+    jobs' GPU state (none when no row recorded any), from the result files
+    (campaign.results.scan; `root` = Ledger.results_root, where a campaign
+    whose folder is not here keeps them)."""
     if not campaign_ids:
         return []
     ids = list(campaign_ids)
     names = list(s.scalars(select(Campaign.name).where(Campaign.id.in_(ids))))
-    extras: list[Any] = []
-    jobs = scan.frame(s, names, None, False, True, where, root)
-    extras += [json.loads(x) if isinstance(x, str) else x for x in jobs["_extra"].drop_duplicates()]
-    if where is None or (where.since is None and where.until is None and where.commit is None):
-        # imported rows have no job start or commit: a date or commit selection leaves them out
-        cols = [ResultRow.extra[column].as_string().label(key) for column, key in KEYS]
-        stmt = select(*cols).where(ResultRow.attempt_id.is_(None), ResultRow.campaign_id.in_(ids)).distinct()
-        extras += [dict(zip((c for c, _ in KEYS), row)) for row in s.execute(stmt)]
+    rows = scan.frame(s, names, None, False, True, where, root)  # (a date or commit leaves imported rows out)
+    extras = [json.loads(x) if isinstance(x, str) else x for x in rows["_extra"].drop_duplicates()]
     seen: set[tuple[str, ...]] = set()
     for extra in extras:
         if isinstance(extra, dict):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import func, select
 
-from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, ResultFile, ResultRow, Run
+from campaign.ledger import Campaign, JobAttempt, Ledger, Provenance, ResultFile, Run
 from campaign.ledger import queries as q
 from campaign.plumbing.clock import display
 from campaign.plumbing.errors import BadInputError
@@ -77,10 +77,9 @@ def _header(s: object, led: Ledger, scope: Scope, names: list[str]) -> list[str]
 def with_results(led: Ledger) -> list[str]:
     """The campaigns that hold result rows (their jobs' or imported into them),
     oldest first: one indexed look-up per campaign, never a scan of the rows."""
-    by_job = select(ResultFile.id).where(ResultFile.campaign_id == Campaign.id).exists()
-    imported = select(ResultRow.id).where(ResultRow.campaign_id == Campaign.id).exists()
+    stored = select(ResultFile.id).where(ResultFile.campaign_id == Campaign.id).exists()
     with led.session() as s:
-        return list(s.scalars(select(Campaign.name).where(by_job | imported)
+        return list(s.scalars(select(Campaign.name).where(stored)
                               .order_by(Campaign.created_at, Campaign.id)))
 
 

@@ -1,9 +1,7 @@
-"""The read of the result files: the pointers the filters select (in the
-ledger), their files checked against their hashes, the rows through DuckDB
-(campaign.ledger.files.read), each row given its attempt's ledger values.
-
-The frame has the columns of the general read of imported rows
-(campaign.results.query.statement), so that both stack into one.
+"""The one read of result rows, job and imported alike: the pointers the
+filters select (in the ledger), their files checked against their hashes, the
+rows through DuckDB (campaign.ledger.files.read), each row given its
+attempt's ledger values (none for an imported row).
 """
 
 from __future__ import annotations
@@ -53,27 +51,32 @@ def shape(given: dict[str, Any], nodes: Any, per_node: Any) -> dict[str, Any]:
 
 def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: RowFilter | None,
              root: Path | None) -> tuple[list[tuple[Path, str]], list[int], dict[str, list[Any]]]:
-    """The files holding the selected attempts' rows (path, recorded hash;
-    each once, oldest first), the attempts' ids and their ledger values
-    (LEDGER: one list per column, an attempt's value at its id's place)."""
+    """The files holding the selected rows (path, recorded hash; each once,
+    oldest first), the rows' keys (a job file's: its attempts' ids; an
+    imported file's: -1 - its place in the list, `row_keys`) and their ledger
+    values (LEDGER: one list per column, a key's value at its place; NULL for
+    imported rows, whose campaign is the one they were imported into). Imported
+    rows have no job start or commit: a date or commit selection leaves them out."""
     stmt = (select(ResultFile.path, ResultFile.sha256, ResultFile.campaign_id, Campaign.workdir, ResultFile.attempt_id,
                    Campaign.name,
                    type_coerce(JobAttempt.state, String), JobAttempt.alloc_cpus, JobAttempt.overlap,
                    Run.spec["replicate"].as_integer(), Run.spec["nodes"].as_integer(),
                    Run.spec["ranks_per_node"].as_integer(), JobAttempt.attempt)
-            .join(JobAttempt, JobAttempt.id == ResultFile.attempt_id)
+            .outerjoin(JobAttempt, JobAttempt.id == ResultFile.attempt_id)
             .outerjoin(Run, Run.id == JobAttempt.run_id)
-            .join(Campaign, Campaign.id == ResultFile.campaign_id)
+            .outerjoin(Campaign, Campaign.id == ResultFile.campaign_id)
             .order_by(ResultFile.id))
     if campaign:
         stmt = stmt.where(Campaign.name.in_([campaign] if isinstance(campaign, str) else list(campaign)))
     stmt = attempt_filter(stmt, where)
     if where is not None and where.without_runs is not None:
         stmt = stmt.where(or_(JobAttempt.run_id.is_(None), JobAttempt.run_id.not_in(select(where.without_runs.c.run_id))))
-    if usable_only:
-        stmt = stmt.where(JobAttempt.state.in_([state for state in JobState if state.usable] + list(PARTIAL_USABLE)))
-    paths: dict[tuple[int, str], str] = {}
-    places: dict[int, list[Path]] = {}
+    if usable_only:  # rows of CHECK_FAILED / LOST_OUTPUT attempts are not measurements to analyse
+        usable = [state for state in JobState if state.usable] + list(PARTIAL_USABLE)
+        stmt = stmt.where(or_(ResultFile.attempt_id.is_(None), JobAttempt.state.in_(usable)))
+    paths: dict[tuple[int | None, str], str] = {}
+    place: dict[tuple[int | None, str], int] = {}
+    places: dict[int | None, list[Path]] = {}
     ids: list[int] = []
     values: dict[str, list[Any]] = {name: [] for name in LEDGER}
     result = s.connection().execute(stmt)  # Core rows, no ORM entity; transposed in C, a batch at a time
@@ -81,12 +84,26 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
         cols = list(zip(*batch, strict=True))
         for path, digest, campaign_id, workdir in dict.fromkeys(zip(*cols[:4], strict=True)):
             if campaign_id not in places:
-                places[campaign_id] = files.homes(root, campaign_id, workdir)
-            paths.setdefault((campaign_id, path), digest)  # (one file holds a batch's attempts)
-        ids += cols[4]
+                places[campaign_id] = files.pointer_homes(root, campaign_id, workdir)
+            if (campaign_id, path) not in paths:  # (one file holds a batch's attempts)
+                place[campaign_id, path] = len(paths)
+                paths[campaign_id, path] = digest
+        for path, campaign_id, attempt_id in zip(cols[0], cols[2], cols[4], strict=True):
+            # (an imported file has one pointer, no attempt: its rows are keyed by the file's place)
+            ids.append(attempt_id if attempt_id is not None else -1 - place[campaign_id, path])
         for name, column in zip(LEDGER, cols[5:], strict=True):
             values[name] += column
     return [(files.locate(places[cid], path), digest) for (cid, path), digest in paths.items()], ids, values
+
+
+def row_keys(table: Any) -> Any:
+    """Each row's key as `pointers` gives them: its attempt's id, or for an imported row
+    -1 - its file's place (`file_index`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    place = pc.subtract(pa.scalar(-1, pa.int64()), pc.cast(table.column("file_index"), pa.int64()))
+    return pc.coalesce(pc.cast(table.column("attempt_id"), pa.int64()), place).to_numpy(zero_copy_only=False)
 
 
 def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None, usable_only: bool,
@@ -94,7 +111,7 @@ def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None,
     """The selected files' rows as a DataFrame: EXPORT_COLUMNS, source, the
     ledger's columns (the attempt's number too with `attempt`), then `_extra`
     (the JSON text), or `params` and the extra object's ranks and nodes
-    (analysis/columns.py SCALE_COLUMNS), as the general read gives them."""
+    (analysis/columns.py SCALE_COLUMNS)."""
     import numpy as np
     import pandas as pd
     import pyarrow as pa
@@ -109,10 +126,10 @@ def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None,
         return pd.DataFrame(columns=names)
     table = files.read(files.verified(paths), [*columns, "attempt_id"], cluster, from_extra=scale)
     columns += scale
-    # a file holds the rows of one ingest batch: keep the selected attempts' rows, in file order
+    # a file holds the rows of one ingest batch: keep the selected attempts' rows (and the imported ones), in file order
     selected = np.asarray(ids, dtype=np.int64)
     order = np.argsort(selected, kind="stable")
-    found = table.column("attempt_id").to_numpy(zero_copy_only=False).astype(np.int64)
+    found = row_keys(table)
     at = np.clip(np.searchsorted(selected[order], found), 0, max(len(selected) - 1, 0))
     keep = selected[order][at] == found
     if not keep.all():

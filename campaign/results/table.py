@@ -17,10 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
 from analysis.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA, SCALE_COLUMNS
-from campaign.ledger import Campaign, Ledger, ResultRow
+from campaign.ledger import Ledger
 from campaign.ledger import queries as q
 from campaign.ledger.result_schema import MEASURED
 from campaign.plumbing.errors import BadInputError
@@ -52,9 +50,9 @@ def typed(value: Any) -> Any:
 
 
 def result_records(led: Ledger, campaign: str | None = None) -> list[dict[str, Any]]:
-    """The rows in COLUMNS order: the job rows of the selected campaign's
-    result files (campaign.results.scan), then the imported rows. An unknown
-    campaign is a BadInputError."""
+    """The rows in COLUMNS order: the selected campaign's result files (job
+    and imported rows, in the order they were stored: campaign.results.scan).
+    An unknown campaign is a BadInputError."""
     out = []
     with led.session() as s:
         if campaign:
@@ -65,13 +63,6 @@ def result_records(led: Ledger, campaign: str | None = None) -> list[dict[str, A
             raw = rec.pop("_extra")
             rec["extra"] = json.loads(raw) if isinstance(raw, str) else None
             records.append(rec)
-        stmt = (select(*(getattr(ResultRow, c) for c in (*_TEXT, *_NUMBERS)), ResultRow.extra, Campaign.name)
-                .outerjoin(Campaign, Campaign.id == ResultRow.campaign_id).order_by(ResultRow.id))
-        if campaign:
-            stmt = stmt.where(Campaign.name == campaign)
-        for row in s.execute(stmt):
-            rec = dict(zip((*_TEXT, *_NUMBERS, "extra", "campaign"), tuple(row)))
-            records.append(dict(rec, attempt=None, state=None, overlap=None, replicate=None))
     # ranks, nodes: kept in the row's extra object; where the program did not say, its run's planned
     # shape (scan.shape, the rule the analysis reads by too)
     extras = [rec.get("extra") or {} for rec in records]

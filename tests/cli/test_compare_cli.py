@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import run_cli, sql_rows
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL
+from tests.ledger.make_version_fixtures import copy_ledger
 
 FAKE_ENV = {"CAMPAIGN_CONFIG_PATH": str(FAKE_CONF), "CAMPAIGN_FAKE_KERNEL": str(FAKE_KERNEL)}
 COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "device", "threads", "n", "repeat", "time_s",
@@ -92,14 +93,11 @@ def test_unknown_campaign_is_one_line_exit_2(ledger: Path) -> None:
 
 
 def test_import_into_a_named_campaign_is_idempotent(ledger: Path, tmp_path: Path) -> None:
-    copy = tmp_path / "ledger.sqlite"
-    copy.write_bytes(ledger.read_bytes())
+    copy = copy_ledger(ledger, tmp_path / "ledger.sqlite")  # imported rows live in the result folder beside it
     again = run_cli("--ledger", str(copy), "import", str(ledger.parent / "base.csv"), "--campaign", "base")
     assert again.returncode == 0, again.stderr
-    con = sqlite3.connect(copy)
-    counts = dict(con.execute("SELECT c.name, count(*) FROM result r JOIN campaign c ON c.id = r.campaign_id "
-                              "GROUP BY c.name").fetchall())
-    con.close()
+    counts = dict(sql_rows(copy, "SELECT c.name, count(*) FROM result r JOIN campaign c ON c.id = r.campaign_id "
+                                 "GROUP BY c.name"))
     assert counts == {"base": 2 * len(SIZES) * 10, "regressed": 2 * len(SIZES) * 10, "rerun": 2 * len(SIZES) * 10}
 
 

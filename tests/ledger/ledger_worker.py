@@ -1,7 +1,7 @@
 """A separate process hammering one ledger (run by test_concurrency.py).
 
-    python ledger_worker.py write LEDGER WORKER N   N one-row write transactions
-    python ledger_worker.py read  LEDGER SECONDS [STOP]   read all result rows in a loop, for
+    python ledger_worker.py write LEDGER WORKER N   N one-row write transactions (import_file rows)
+    python ledger_worker.py read  LEDGER SECONDS [STOP]   read all those rows in a loop, for
         SECONDS at most, or until the file STOP exists (the writers are done: reading on
         alone proves nothing and costs the suite CPU); at least once either way
 
@@ -14,10 +14,11 @@ import json
 import os
 import sys
 import time
+from datetime import UTC, datetime
 
 from sqlalchemy import func, insert, select
 
-from campaign.ledger import Ledger, ResultRow
+from campaign.ledger import ImportFile, Ledger
 
 
 def write(ledger: str, worker: str, n: int) -> dict[str, float]:
@@ -26,10 +27,8 @@ def write(ledger: str, worker: str, n: int) -> dict[str, float]:
     for i in range(n):
         t0 = time.perf_counter()
         with led.session.begin() as s:
-            s.execute(insert(ResultRow), [{
-                "source": f"worker:{worker}", "cluster": "c", "partition": "p", "kernel": "k", "impl": "i",
-                "variant": "v", "device": "cpu", "threads": 1, "n": i, "repeat": 0, "time_s": 1.0,
-            }])
+            s.execute(insert(ImportFile), [{"fingerprint": f"{worker}-{i}", "path": f"worker:{worker}", "rows": i,
+                                             "imported_at": datetime.now(UTC)}])
         slowest = max(slowest, time.perf_counter() - t0)
     return {"written": n, "slowest_s": slowest}
 
@@ -42,8 +41,8 @@ def read(ledger: str, seconds: float, stop: str | None = None) -> dict[str, floa
     while reads == 0 or (time.monotonic() < end and not (stop and os.path.exists(stop))):
         t0 = time.perf_counter()
         with led.session() as s:
-            s.scalars(select(ResultRow)).all()
-            s.scalar(select(func.count()).select_from(ResultRow))
+            s.scalars(select(ImportFile)).all()
+            s.scalar(select(func.count()).select_from(ImportFile))
         slowest = max(slowest, time.perf_counter() - t0)
         reads += 1
     return {"reads": reads, "slowest_s": slowest}

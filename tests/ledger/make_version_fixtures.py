@@ -55,6 +55,7 @@ REVISIONS: dict[str, tuple[str, str]] = {
     "v10": ("2a40641", "schema 10: natural keys prefixed by attempt id"),
     "v11": ("897f2e8", "schema 11: result blocks"),
     "v12": ("2fd31c8", "schema 12: result rows in Parquet files (in v12.results/: its campaign folders are not here)"),
+    "v13": ("bea273f", "schema 13: imported rows in files too, no row store (in v13.results/, imports/ included)"),
 }
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ledgers"

@@ -5,6 +5,7 @@ item 7). Real processes, a real SQLite file, the installed CLI."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from sqlalchemy import text
 from campaign.ledger import Ledger
 from campaign.ledger.models import SCHEMA_VERSION
 from campaign.plumbing.errors import LedgerError
-from tests.conftest import CAMPAIGN, REPO, run_cli
+from tests.conftest import CAMPAIGN, REPO, run_cli, sql_rows
 from tests.fixtures import KNOWN_CSV
 
 WORKER = Path(__file__).resolve().parent / "ledger_worker.py"
@@ -26,9 +27,10 @@ KNOWN_ROWS = len(KNOWN.read_text().splitlines()) - 1
 
 
 def _count(path: Path, where: str = "1") -> int:
+    """import_file rows (what ledger_worker.py writes)."""
     con = sqlite3.connect(path)
     try:
-        return int(con.execute(f"SELECT count(*) FROM result WHERE {where}").fetchone()[0])
+        return int(con.execute(f"SELECT count(*) FROM import_file WHERE {where}").fetchone()[0])
     finally:
         con.close()
 
@@ -76,7 +78,7 @@ def test_parallel_short_writers_lose_nothing(tmp_path: Path) -> None:
     assert sum(s["written"] for s in stats) == 900
     assert _count(ledger) == 900
     for w in range(6):
-        assert _count(ledger, f"source = 'worker:{w}'") == 150
+        assert _count(ledger, f"path = 'worker:{w}'") == 150
     assert all(r["reads"] > 0 for r in reads)
     assert not Path(f"{ledger}-wal").exists()  # DELETE journal by default, not WAL
     print(f"slowest write {max(s['slowest_s'] for s in stats):.3f} s, "
@@ -115,7 +117,8 @@ def test_parallel_cli_imports_with_readers(tmp_path: Path) -> None:
         '  [ -e "$STOP" ] || [ $SECONDS -ge $end ] && break; done; fi\n'
     )
     stop = tmp_path / "writers-done"
-    env = {"CAMPAIGN": str(CAMPAIGN), "LEDGER": str(ledger), "PATH": "/usr/bin:/bin", "STOP": str(stop)}
+    env = {"CAMPAIGN": str(CAMPAIGN), "LEDGER": str(ledger), "PATH": "/usr/bin:/bin", "STOP": str(stop),
+           **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}}  # (a worktree's code, where given)
     run_cli("--ledger", str(ledger), "import", str(_csv(tmp_path / "seed.csv", 999)))  # readers need a ledger
     writers = []
     for w in range(4):
@@ -131,7 +134,7 @@ def test_parallel_cli_imports_with_readers(tmp_path: Path) -> None:
     for p in readers:
         out, err = p.communicate(timeout=600)
         assert p.returncode == 0 and err == "", err
-    assert _count(ledger) == (4 * files_per_writer + 1) * KNOWN_ROWS
+    assert sql_rows(ledger, "SELECT count(*) FROM result") == [((4 * files_per_writer + 1) * KNOWN_ROWS,)]
     proc = run_cli("--ledger", str(ledger), "results", "--format", "json")
     assert proc.returncode == 0 and proc.stderr == ""
     rows = json.loads(proc.stdout)
@@ -146,9 +149,8 @@ def test_readers_do_not_block_writers_for_long(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.sqlite"
     led = Ledger(ledger)
     with led.session.begin() as s:
-        s.execute(text("INSERT INTO result (source, cluster, partition, kernel, impl, variant, device, threads, n, "
-                       "repeat, time_s) VALUES ('seed', 'c', 'p', 'k', 'i', 'v', 'cpu', 1, :n, 0, 1.0)"),
-                  [{"n": i} for i in range(20_000)])
+        s.execute(text("INSERT INTO import_file (fingerprint, path, rows, imported_at) "
+                       "VALUES (:n, 'seed', 1, '2026-12-01 00:00:00')"), [{"n": str(i)} for i in range(20_000)])
     led.close()
     stop = tmp_path / "writer-done"
     readers = [_spawn("read", str(ledger), "8", str(stop)) for _ in range(2)]
@@ -194,7 +196,7 @@ def test_plain_sessions_read_without_the_write_lock(tmp_path: Path) -> None:
     t0 = time.perf_counter()
     with led.session() as s:
         assert s.get_bind() is led.reader
-        assert s.execute(text("SELECT count(*) FROM result")).scalar() == 0
+        assert s.execute(text("SELECT count(*) FROM import_file")).scalar() == 0
     assert time.perf_counter() - t0 < 1.0
     threading.Timer(1.0, other.execute, args=("COMMIT",)).start()
     t0 = time.perf_counter()

@@ -59,8 +59,11 @@ def test_v1_ledger_is_backed_up_then_upgraded(old_ledger: Path) -> None:
     # the result rows moved to files (v12), every value as v1 stored it (the JSON extra decoded)
     names = [r[1] for r in sql_rows(FIXTURE, "PRAGMA table_info(result)") if r[1] != "id"]
     select = f"SELECT {', '.join(names)} FROM result"
-    decoded = [[json.loads(v) if n == "extra" and isinstance(v, str) else v for n, v in zip(names, row)]
-               for row in (sql_rows(FIXTURE, select.replace("FROM result", "FROM main.result")), result_sql(old_ledger, select))]
+    decoded = [[tuple(json.loads(v) if n == "extra" and isinstance(v, str) else v for n, v in zip(names, row,
+                                                                                                  strict=True))
+                 for row in rows]
+               for rows in (sql_rows(FIXTURE, select.replace("FROM result", "FROM main.result")),
+                            result_sql(old_ledger, select))]
     assert sorted(map(repr, decoded[1])) == sorted(map(repr, decoded[0]))
     assert len(decoded[1]) == len(v1.RESULT_TIMES) + v1.N_IMPORTED
     assert len(after["job_attempt"]) == v1.N_ATTEMPTS

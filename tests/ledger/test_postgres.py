@@ -144,8 +144,8 @@ def test_parallel_writers_on_postgres(new_pg_ledger: Callable[[], str]) -> None:
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0 and err == "", err
-    assert _scalar(url, "SELECT count(*) FROM result") == 400
-    assert _scalar(url, "SELECT count(DISTINCT source) FROM result") == 4
+    assert _scalar(url, "SELECT count(*) FROM import_file") == 400
+    assert _scalar(url, "SELECT count(DISTINCT path) FROM import_file") == 4
     assert _scalar(url, "SELECT count(*) FROM meta") == 1  # four processes raced to create the schema
 
 
@@ -166,3 +166,85 @@ def test_sync_spec_fields_on_postgres(new_pg_ledger: Callable[[], str], tmp_path
         check_spec_fields(led, tmp_path)
     finally:
         led.close()
+
+
+def test_imports_on_postgres_are_files_on_the_shared_filesystem(new_pg_ledger: Callable[[], str],
+                                                                tmp_path: Path) -> None:
+    """No folder beside a database: an imported campaign's files go to `runs/<name>` of the folder the
+    import ran in, rows imported without a campaign to `runs/imports` there (absolute pointers); both
+    read back from another folder; a re-import of the same path into the campaign replaces its rows."""
+    url = new_pg_ledger()
+    work, elsewhere = tmp_path / "shared", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    lines = KNOWN.read_text().splitlines()
+    csv = work / "paper.csv"
+    csv.write_text("\n".join(lines) + "\n")
+    for args in (["--campaign", "paper"], []):
+        proc = run_cli("--ledger", url, "import", str(csv), *args, cwd=work)
+        assert proc.returncode == 0 and f"imported {len(lines) - 1} rows" in proc.stdout, proc.stderr
+    pointers = dict(_rows(url, "SELECT coalesce(c.name, ''), f.path FROM result_file f "
+                               "LEFT JOIN campaign c ON c.id = f.campaign_id"))
+    assert (work / "runs" / "paper" / pointers["paper"]).is_file()
+    assert Path(pointers[""]).is_absolute() and Path(pointers[""]).is_relative_to(work / "runs" / files.IMPORTS)
+    rows = json.loads(run_cli("--ledger", url, "results", "--format", "json", cwd=elsewhere).stdout)
+    assert len(rows) == 2 * (len(lines) - 1)
+    head = lines[0].split(",")
+    t = head.index("time_s")
+    csv.write_text("\n".join([lines[0], *(",".join(c if i != t else repr(2 * float(c)) for i, c in
+                                                   enumerate(line.split(","))) for line in lines[1:])]) + "\n")
+    proc = run_cli("--ledger", url, "import", str(csv), "--campaign", "paper", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(run_cli("--ledger", url, "results", "--campaign", "paper", "--format", "json",
+                              cwd=elsewhere).stdout)
+    old = sorted(float(line.split(",")[t]) for line in lines[1:])
+    assert sorted(r["time_s"] for r in rows) == pytest.approx([2 * v for v in old], rel=1e-12)
+
+
+def _rows(url: str, sql: str) -> list[tuple[object, ...]]:
+    eng = create_engine(url)
+    try:
+        with eng.connect() as con:
+            return [tuple(r) for r in con.execute(text(sql))]
+    finally:
+        eng.dispose()
+
+
+def test_v13_moves_imported_rows_of_a_postgres_ledger_to_the_shared_filesystem(new_pg_ledger: Callable[[], str],
+                                                                               tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ledger labelled 12 with imported rows in `result` (one into a campaign, one without): the
+    upgrade writes them as files under runs/ of the folder it runs in (no folder beside a database),
+    keeps their keys, drops `result`; the rows read back from anywhere, the same import again is skipped."""
+    url = new_pg_ledger()
+    Ledger(url).close()
+    eng = create_engine(url)
+    with eng.begin() as c:
+        c.execute(text(
+            "CREATE TABLE result (id SERIAL PRIMARY KEY, attempt_id INTEGER REFERENCES job_attempt (id), "
+            "source VARCHAR(300) NOT NULL, cluster VARCHAR(100), partition VARCHAR(100), kernel VARCHAR(100), "
+            "impl VARCHAR(50), variant VARCHAR(50), device VARCHAR(20), dtype VARCHAR(20), threads INTEGER, "
+            "n INTEGER, d INTEGER, repeat INTEGER, time_s FLOAT, job_id VARCHAR(64), gpu_model VARCHAR(100), "
+            "flops FLOAT, bytes FLOAT, rel_err FLOAT, extra JSON, natural_key VARCHAR(48), "
+            "campaign_id INTEGER REFERENCES campaign (id))"))
+        c.execute(text("INSERT INTO campaign (name, cluster, experiment, backend, cluster_yaml, python, created_at, "
+                       "workdir) VALUES ('paper', 'alpha', 'import', 'import', 'name: alpha\n', '', now(), '')"))
+        for i, campaign in enumerate((None, 1)):
+            c.execute(text("INSERT INTO result (source, cluster, partition, kernel, impl, variant, device, threads, n, "
+                           "repeat, time_s, extra, natural_key, campaign_id) VALUES ('import:/x.csv', 'alpha', 'cpu', "
+                           "'gemm', 'c', 'naive', 'cpu', 1, 64, :i, :t, CAST(:e AS JSON), :k, :c)"),
+                      {"i": i, "t": 0.5 + i, "e": json.dumps({"note": f"n{i}"}), "k": f"i.key{i}", "c": campaign})
+        c.execute(text("UPDATE meta SET value = '12' WHERE key = 'schema_version'"))
+        c.execute(text("DROP TABLE import_key"))
+    eng.dispose()
+    monkeypatch.chdir(tmp_path)
+    led = Ledger(url)
+    assert led.notes and "upgraded from schema version 12" in led.notes[0]
+    led.close()
+    assert _scalar(url, "SELECT to_regclass('result') IS NULL") is True
+    assert _scalar(url, "SELECT count(*) FROM import_key") == 2
+    assert Path(str(_scalar(url, "SELECT workdir FROM campaign"))) == tmp_path.resolve() / "runs" / "paper"
+    assert len(list((tmp_path / "runs").rglob("*.parquet"))) == 2
+    rows = json.loads(run_cli("--ledger", url, "results", "--format", "json", cwd=tmp_path.parent).stdout)
+    assert sorted((r["time_s"], r["campaign"], r["extra"].get("note")) for r in rows) == \
+        [(0.5, None, "n0"), (1.5, "paper", "n1")]

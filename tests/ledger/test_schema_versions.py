@@ -30,7 +30,7 @@ VERSION_FIXTURES = sorted(FIXTURES.glob("*.sqlite"))
 BENCH_LEDGERS = sorted(
     REPO / p for p in subprocess.run(["git", "-C", str(REPO), "ls-files", "bench"], capture_output=True, text=True,
                                      check=True).stdout.split() if p.endswith((".sqlite", ".db")))
-TABLES = ("campaign", "provenance", "run", "job_attempt")  # and `result`: its rows move to files (v12)
+TABLES = ("campaign", "provenance", "run", "job_attempt")  # and `result`: its rows move to files (v12, v13)
 _ROW = ("attempt_id", "source", "cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n",
         "d", "repeat", "time_s", "job_id", "gpu_model", "flops", "bytes", "rel_err", "campaign_id")
 
@@ -55,16 +55,38 @@ def _table(path: Path, table: str) -> dict[str, list[Any]]:
     return {name: [row[i] for row in rows] for i, name in enumerate(names)}
 
 
-def _result_rows(path: Path, upgraded: bool) -> list[tuple[Any, ...]]:
-    """Every stored result row (the ledger's table before v12; its files and imported rows after),
-    its `extra` decoded, in one order."""
-    if upgraded:
+def _result_rows(path: Path, label: int) -> list[tuple[Any, ...]]:
+    """Every stored result row of a ledger of schema version `label` (the ledger's table before v12;
+    from v12 the job rows in files, the imported rows in the table; from v13 all in files), its
+    `extra` decoded, in one order. An older ledger is read as it is, never upgraded."""
+    if label >= SCHEMA_VERSION:
         rows = result_sql(path, f"SELECT {', '.join(_ROW)}, extra FROM result")
     else:  # an old ledger may lack a column a later version added (NULL in its upgraded rows)
         have = {r[1] for r in _rows(path, "PRAGMA table_info(result)")}
         rows = _rows(path, f"SELECT {', '.join(c if c in have else 'NULL' for c in _ROW)}, extra FROM result")
+        if label >= 12:
+            rows += _v12_job_rows(path)
     out = [(*r[:-1], json.loads(r[-1]) if isinstance(r[-1], str) else r[-1]) for r in rows]
     return sorted(out, key=repr)
+
+
+def _v12_job_rows(path: Path) -> list[tuple[Any, ...]]:
+    """The job rows of a v12 ledger: its result files (beside it: its campaigns' folders are not here)."""
+    import duckdb
+
+    from campaign.ledger import files
+    from campaign.ledger.db import results_root
+
+    pointers = _rows(path, "SELECT f.campaign_id, c.workdir, f.path FROM result_file f "
+                           "JOIN campaign c ON c.id = f.campaign_id ORDER BY f.id")
+    paths = list(dict.fromkeys(str(files.locate(files.homes(results_root(path), cid, workdir), p))
+                               for cid, workdir, p in pointers))
+    con = duckdb.connect()
+    try:
+        return con.execute(f"SELECT {', '.join(_ROW)}, {files.EXTRA_SQL} FROM {files.scan_sql()}",
+                           {"files": paths}).fetchall() if paths else []
+    finally:
+        con.close()
 
 
 def _shape(path: Path) -> dict[str, list[tuple[str, str, bool]]]:
@@ -87,7 +109,7 @@ def _upgrade_copy(source: Path, tmp_path: Path) -> tuple[Path, Ledger]:
 def test_every_written_version_has_a_fixture() -> None:
     assert {p.stem for p in VERSION_FIXTURES} == set(REVISIONS)
     labels = {_label(p) for p in VERSION_FIXTURES}
-    assert labels == {1, 2, 7, 8, 9, 10, 11, 12} and SCHEMA_VERSION == 12  # 3..6 were never written
+    assert labels == {1, 2, 7, 8, 9, 10, 11, 12, 13} and SCHEMA_VERSION == 13  # 3..6 were never written
 
 
 @pytest.fixture(scope="module")
@@ -102,9 +124,9 @@ def test_fixture_upgrades_keeping_every_row(fixture: Path, tmp_path: Path,
                                             new_ledger_shape: dict[str, list[tuple[str, str, bool]]]) -> None:
     label = _label(fixture)
     before = {t: _table(fixture, t) for t in TABLES}
-    rows = _result_rows(fixture, upgraded=label >= 12)  # from 12 its job rows are files
+    rows = _result_rows(fixture, label)
     path, led = _upgrade_copy(fixture, tmp_path)
-    assert _result_rows(path, upgraded=True) == rows  # every result row, its values unchanged, now in files
+    assert _result_rows(path, SCHEMA_VERSION) == rows  # every result row, its values unchanged, now in files
     if label < SCHEMA_VERSION:
         backup = path.with_name(f"ledger.sqlite.v{label}.bak")
         assert backup.read_bytes() == fixture.read_bytes()
@@ -172,10 +194,10 @@ def _medians_by_point(path: Path, campaign_id: int) -> dict[tuple[Any, ...], flo
 @pytest.mark.parametrize("ledger", BENCH_LEDGERS, ids=lambda p: str(p.relative_to(REPO / "bench")))
 def test_bench_ledger_upgrades_and_reports(ledger: Path, tmp_path: Path) -> None:
     before = {t: len(_table(ledger, t)["id"]) for t in TABLES}
-    rows = _result_rows(ledger, upgraded=_label(ledger) >= 12)
+    rows = _result_rows(ledger, _label(ledger))
     path, _ = _upgrade_copy(ledger, tmp_path)
     assert {t: len(_table(path, t)["id"]) for t in TABLES} == before
-    assert _result_rows(path, upgraded=True) == rows
+    assert _result_rows(path, SCHEMA_VERSION) == rows
     assert _rows(path, "PRAGMA integrity_check") == [("ok",)]
     for campaign_id, name in _rows(path, "SELECT id, name FROM campaign ORDER BY id"):
         proc = run_cli("--ledger", str(path), "report", "--json", "--campaign", name)
@@ -211,3 +233,31 @@ def test_local_times_converted_once(fixture: str, shifted: bool, tmp_path: Path,
     offset = timedelta(hours=5) if shifted else timedelta(0)  # June in Chicago: UTC-5
     assert [datetime.fromisoformat(a) - datetime.fromisoformat(b) for a, b in zip(after, before, strict=True)] == \
         [offset] * len(before)
+
+
+@pytest.mark.parametrize("fixture", [p for p in VERSION_FIXTURES if p.stem in ("v10", "v12", "v13")],
+                         ids=lambda p: p.stem)
+def test_imports_stay_idempotent_across_the_upgrade(fixture: Path, tmp_path: Path) -> None:
+    """v13 moved the imported rows to files and their keys to `import_key`: the same file again is a
+    no-op, its rows from another file are skipped and counted, in the campaign-less scope and in an
+    imported campaign; the ledger has no row store left."""
+    from tests.ledger.make_version_fixtures import IMPORTED_N, import_csv
+
+    path = copy_ledger(fixture, tmp_path / "ledger.sqlite")
+    same = tmp_path / "same.csv"
+    same.write_text(import_csv(0.5))  # the bytes the fixture imported
+    proc = run_cli("--ledger", str(path), "import", str(same))
+    assert proc.returncode == 0 and "already imported" in proc.stdout, proc.stderr
+    assert _rows(path, "SELECT name FROM sqlite_master WHERE name = 'result'") == []
+    grown = tmp_path / "grown.csv"
+    grown.write_text(import_csv(0.5) + "alpha,cpu,gemm,torch,naive,cpu,8,99999,0,9.5,64,fp32,imp-new\n")
+    proc = run_cli("--ledger", str(path), "import", str(grown))
+    assert f"imported 1 rows from {grown}, {3 * len(IMPORTED_N)} already in the ledger skipped" in proc.stdout, \
+        proc.stderr
+    into = tmp_path / "alpha.csv"
+    into.write_text(import_csv(0.7))
+    proc = run_cli("--ledger", str(path), "import", str(into), "--campaign", "imported-alpha")
+    assert f"imported 0 rows from {into} into campaign imported-alpha, {3 * len(IMPORTED_N)} already" in proc.stdout
+    rows = json.loads(run_cli("--ledger", str(path), "results", "--format", "json").stdout)
+    imported = [r for r in rows if r["source"] != "job"]
+    assert len(imported) == 2 * 3 * len(IMPORTED_N) + 1

@@ -266,8 +266,9 @@ def filled_ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _ledger_for(kind: str, template: Path, tmp: Path) -> Path:
     path = tmp / "ledger.sqlite"
-    if kind in ("good", "newer"):
+    if kind in ("good", "newer"):  # the ledger with its result files beside it (docs/results.md)
         shutil.copy(template, path)
+        shutil.copytree(template.with_name("ledger.results"), tmp / "ledger.results")
     if kind == "newer":
         con = sqlite3.connect(path)
         with con:
@@ -304,7 +305,7 @@ def test_bad_input_is_one_line_exit_2_and_ledger_untouched(case: Case, filled_le
     args = [a.replace("{tmp}", str(work)) for a in case.args]
     env = {k: v.replace("{tmp}", str(work)) for k, v in case.env}
     env.setdefault("CAMPAIGN_CONFIG_PATH", "")  # only the shipped conf/ unless the case adds a folder
-    before = _snapshot(ledger)
+    before = _snapshot(ledger), _snapshot(work / "ledger.results")  # (its result files: a bad import adds none)
     siblings = sorted(p.name for p in work.iterdir())
 
     proc = run_cli("--ledger", str(ledger), *args, cwd=work, env=env, timeout=120)
@@ -315,6 +316,6 @@ def test_bad_input_is_one_line_exit_2_and_ledger_untouched(case: Case, filled_le
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("campaign"), lines[0]
     assert case.fragment in lines[0], lines[0]
-    assert _snapshot(ledger) == before, "the ledger changed"
+    assert (_snapshot(ledger), _snapshot(work / "ledger.results")) == before, "the ledger changed"
     # no journal, WAL or new ledger left next to it; no job folders made
     assert sorted(p.name for p in work.iterdir()) == siblings

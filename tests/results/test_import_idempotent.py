@@ -6,21 +6,17 @@ ones already imported stores only the new ones."""
 from __future__ import annotations
 
 import shutil
-import sqlite3
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, sql_rows
 from tests.fixtures import KNOWN_CSV
 
 KNOWN_ROWS = len(KNOWN_CSV.read_text().splitlines()) - 1
 
 
 def _count(ledger: Path) -> int:
-    con = sqlite3.connect(ledger)
-    try:
-        return int(con.execute("SELECT count(*) FROM result").fetchone()[0])
-    finally:
-        con.close()
+    """Every stored row, read from the result files (tests/conftest.py: sql_rows)."""
+    return int(sql_rows(ledger, "SELECT count(*) FROM result")[0][0])
 
 
 def test_importing_a_file_twice_leaves_the_row_count_unchanged(tmp_path: Path) -> None:
@@ -55,5 +51,6 @@ def test_ledger_paths_are_never_read_as_urls(tmp_path: Path) -> None:
         folder.mkdir()
         proc = run_cli("--ledger", str(folder / name), "import", str(KNOWN_CSV), cwd=folder)
         assert proc.returncode == 0, proc.stderr
-        assert [p.name for p in folder.iterdir()] == [name]  # this file, and no other
+        # this file, and its result files beside it (named by its stem), nothing else
+        assert sorted(p.name for p in folder.iterdir()) == sorted([name, f"{Path(name).stem}.results"])
         assert _count(folder / name) == KNOWN_ROWS

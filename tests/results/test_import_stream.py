@@ -16,7 +16,7 @@ from campaign.results import import_stream
 from campaign.results.import_stream import import_file
 from campaign.results.reader import read_import_file
 from campaign.results.store import store_import
-from tests.conftest import run_cli
+from tests.conftest import result_sql, run_cli
 
 HEADER = "cluster,partition,kernel,impl,variant,device,threads,n,repeat,time_s,d,dtype,note\n"
 
@@ -33,11 +33,13 @@ def _write(path: Path, lines: list[str]) -> Path:
 
 
 def _rows(path: Path) -> list[tuple[object, ...]]:
-    con = sqlite3.connect(path)
-    try:
-        return con.execute("SELECT * FROM result ORDER BY id").fetchall()
-    finally:
-        con.close()
+    """Every stored row (its result files), in the order stored."""
+    return result_sql(path, "SELECT * FROM result")
+
+
+def _tree(folder: Path) -> list[tuple[str, bytes]]:
+    """Every file under the folder (a ledger's results folder), with its bytes."""
+    return sorted((str(p.relative_to(folder)), p.read_bytes()) for p in folder.rglob("*") if p.is_file())
 
 
 LINES = [_line(i) for i in range(90)]
@@ -82,7 +84,7 @@ def test_a_bad_row_in_any_chunk_leaves_the_ledger_and_says_the_file_line(tmp_pat
     ledger = tmp_path / "ledger.sqlite"
     Ledger(ledger).close()
     import_file(Ledger(ledger), _write(tmp_path / "first.csv", [_line(500)]))  # a ledger with a row in it
-    before = ledger.read_bytes()
+    before, files_before = ledger.read_bytes(), _tree(tmp_path / "ledger.results")
     with pytest.raises(ImportError_) as whole:
         read_import_file(csv)
     led = Ledger(ledger)
@@ -91,7 +93,8 @@ def test_a_bad_row_in_any_chunk_leaves_the_ledger_and_says_the_file_line(tmp_pat
     led.close()
     assert str(streamed.value) == str(whole.value)  # the same message, the file's own line number
     assert ledger.read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv", "first.csv", "ledger.sqlite"]
+    assert _tree(tmp_path / "ledger.results") == files_before  # no file of the failed import left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv", "first.csv", "ledger.results", "ledger.sqlite"]
 
 
 def test_a_row_repeated_across_chunks_is_refused(tmp_path: Path) -> None:
@@ -109,6 +112,7 @@ def test_a_row_repeated_across_chunks_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ImportError_, match="line 93: the same configuration, n and repeat as line 4"):
         import_file(Ledger(ledger), csv, rows=1000)  # inside one chunk: the reader's own message
     assert ledger.read_bytes() == before
+    assert not (tmp_path / "ledger.results").exists()  # the chunks written before the repeat went again
 
 
 def test_a_named_campaign_gets_the_clusters_of_every_chunk(tmp_path: Path) -> None:
@@ -142,4 +146,4 @@ def test_cli_bad_last_row_of_many_chunks(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert f"line {rows + 1}: column kernel is empty" in proc.stderr
     assert ledger.read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.csv", "ledger.sqlite"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.csv", "ledger.sqlite"]  # no results folder either

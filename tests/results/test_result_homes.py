@@ -119,8 +119,9 @@ def test_a_sweep_through_an_older_copy_keeps_what_the_newer_one_points_to(tmp_pa
 
 
 def test_the_upgrade_writes_each_campaign_files_where_the_rule_says(tmp_path: Path) -> None:
-    """v11 -> v12 moves the rows to files: into the folder of a campaign that is on this machine,
-    beside the ledger for one that is not; the report reads both."""
+    """v11 -> v13 moves the rows to files: into the folder of a campaign that is on this machine,
+    beside the ledger for one that is not, the rows imported into a campaign (no folder) beside the
+    ledger too, those imported without one to `<stem>.results/imports/`; the report reads them all."""
     import sqlite3
 
     from tests.ledger.make_version_fixtures import FIXTURES
@@ -136,9 +137,29 @@ def test_the_upgrade_writes_each_campaign_files_where_the_rule_says(tmp_path: Pa
     con.close()
     Ledger(path).close()  # the upgrade
     pointers = sql_rows(path, "SELECT campaign_id, path FROM result_file")
-    assert pointers and {cid for cid, _ in pointers} == {ids["smoke-local"], ids["scaling-cpu"]}
-    expected = {here / rel if cid == ids["smoke-local"] else tmp_path / "ledger.results" / f"c{cid}" / rel
+    assert pointers and {cid for cid, _ in pointers} == {ids["smoke-local"], ids["scaling-cpu"], ids["imported-alpha"],
+                                                         None}
+    beside = tmp_path / "ledger.results"
+    expected = {here / rel if cid == ids["smoke-local"] else beside / (f"c{cid}" if cid else "imports") / rel
                 for cid, rel in pointers}
     assert set(tmp_path.rglob("*.parquet")) == expected  # each file where the rule says, and nowhere else
     proc = run_cli("--ledger", str(path), "report", "--json", "--campaign", "smoke-local", "--campaign", "scaling-cpu")
     assert proc.returncode == 0 and json.loads(proc.stdout)["speedup"], proc.stderr
+
+
+def test_compare_reads_an_older_ledger_with_its_files_beside_it_unchanged(tmp_path: Path) -> None:
+    """`compare ledger=OLD` upgrades a temporary copy of an older ledger: the files beside OLD (its campaign
+    folders are not here) travel with the copy, and neither OLD nor its folder gains a byte."""
+    from tests.ledger.make_version_fixtures import FIXTURES, copy_ledger
+
+    (tmp_path / "old").mkdir()
+    old = copy_ledger(FIXTURES / "v12.sqlite", tmp_path / "old" / "v12.sqlite")
+    mine = copy_ledger(FIXTURES / "v12.sqlite", tmp_path / "ledger.sqlite")
+    before = sorted((p.relative_to(tmp_path / "old"), p.read_bytes()) for p in (tmp_path / "old").rglob("*") if p.is_file())
+    proc = run_cli("--ledger", str(mine), "compare", f"campaign=smoke-local,ledger={old}", "smoke-local",
+                   "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    points = json.loads(proc.stdout)["points"]
+    assert points and all(p["t_base"] == p["t_new"] for p in points)
+    after = sorted((p.relative_to(tmp_path / "old"), p.read_bytes()) for p in (tmp_path / "old").rglob("*") if p.is_file())
+    assert after == before

@@ -27,6 +27,9 @@ depends_on = None
 
 def upgrade() -> None:
     conn = op.get_bind()
+    if "result" not in sa.inspect(conn).get_table_names():  # a ledger of v13's tables labelled older: nothing to key
+        conn.execute(sa.text("UPDATE meta SET value = '10' WHERE key = 'schema_version'"))
+        return
     # SQLite: the table is copied once (batch mode) so that an upgraded ledger declares what a new one does
     width = next((getattr(c["type"], "length", None) for c in sa.inspect(conn).get_columns("result")
                   if c["name"] == "natural_key"), None)

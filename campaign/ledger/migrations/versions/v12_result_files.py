@@ -16,14 +16,13 @@ Revises: v11
 
 from __future__ import annotations
 
-import json
 from itertools import groupby
 from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
 
-from campaign.ledger.migrate import results_root
+from campaign.ledger.migrate import extra_object, results_root, stored_cell
 
 revision = "v12"
 down_revision = "v11"
@@ -56,7 +55,8 @@ def upgrade() -> None:
         conn.execute(sa.text("DROP TRIGGER IF EXISTS result_block_on_delete"))
     if "result_block" in tables:
         op.drop_table("result_block")
-    _move_rows(conn)
+    if "result" in tables:  # (v13 dropped it)
+        _move_rows(conn)
     conn.execute(sa.text("UPDATE meta SET value = '12' WHERE key = 'schema_version'"))
 
 
@@ -76,8 +76,8 @@ def _move_rows(conn: Any) -> None:
     for attempt_id, group in groupby(cursor, key=lambda row: row[0]):
         rows = [tuple(r) for r in group]
         campaign_id = rows[0][width]
-        values = {name: [_plain(r[i], name in _NUMBERS) for r in rows] for i, name in enumerate(_ROW[:-1])}
-        extras = [_extra(r[width - 1]) for r in rows]
+        values = {name: [stored_cell(r[i], name in _NUMBERS) for r in rows] for i, name in enumerate(_ROW[:-1])}
+        extras = [extra_object(r[width - 1]) for r in rows]
         block = LedgerColumns(len(rows), values, extra_rows=extras)
         pending.append((attempt_id, campaign_id, (write_home(root, campaign_id, camps.get(campaign_id) or ""),
                                                   f"a{attempt_id}", block.table())))
@@ -97,32 +97,6 @@ def _write(pending: list[tuple[int, int, Any]], write_many: Any) -> list[dict[st
             "schema_version": p.schema_version} for (a, c, _), p in zip(pending, written, strict=True)]
     pending.clear()
     return out
-
-
-def _plain(value: Any, number: bool) -> Any:
-    """A stored cell as the file's column takes it (a number SQLite kept as text stays the read's number)."""
-    if not number:
-        return value if value is None or isinstance(value, str) else str(value)
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return value
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            return int(text)
-        except ValueError:
-            pass
-        try:
-            return float(text)
-        except ValueError:
-            return value
-    return value
-
-
-def _extra(text: Any) -> dict[str, Any] | None:
-    if text is None:
-        return None
-    value = json.loads(text) if isinstance(text, str) else text
-    return value if isinstance(value, dict) and value else None
 
 
 def downgrade() -> None:

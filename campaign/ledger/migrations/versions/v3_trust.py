@@ -40,11 +40,11 @@ def upgrade() -> None:
     for name, kind in _ATTEMPT_COLUMNS:
         if name not in have:
             op.add_column("job_attempt", sa.Column(name, kind, nullable=True))
-    if "natural_key" not in _columns(conn, "result"):
-        op.add_column("result", sa.Column("natural_key", sa.String(32), nullable=True))
-    if "ux_result_natural_key" not in {i["name"] for i in sa.inspect(conn).get_indexes("result")}:
-        op.create_index("ux_result_natural_key", "result", ["natural_key"], unique=True)
     tables = set(sa.inspect(conn).get_table_names())
+    if "result" in tables and "natural_key" not in _columns(conn, "result"):  # (v13 dropped the table)
+        op.add_column("result", sa.Column("natural_key", sa.String(32), nullable=True))
+    if "result" in tables and "ux_result_natural_key" not in {i["name"] for i in sa.inspect(conn).get_indexes("result")}:
+        op.create_index("ux_result_natural_key", "result", ["natural_key"], unique=True)
     if "import_file" not in tables:
         op.create_table(
             "import_file",

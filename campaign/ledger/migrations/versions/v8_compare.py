@@ -27,7 +27,7 @@ def _columns(conn: sa.Connection, table: str) -> set[str]:
 
 def upgrade() -> None:
     conn = op.get_bind()
-    if "campaign_id" not in _columns(conn, "result"):
+    if "result" in sa.inspect(conn).get_table_names() and "campaign_id" not in _columns(conn, "result"):  # (v13 drops it)
         with op.batch_alter_table("result") as batch:
             batch.add_column(sa.Column("campaign_id", sa.Integer(), nullable=True))
             batch.create_foreign_key("fk_result_campaign_id", "campaign", ["campaign_id"], ["id"])
