@@ -29,6 +29,7 @@ from campaign.ledger import ATTEMPT_TABLE, Campaign, CounterRow, JobAttempt, Led
 from campaign.ledger import queries as q
 from campaign.plumbing.clock import as_utc
 from campaign.plumbing.gc_pause import gc_paused
+from campaign.plumbing.pipeline import overlapped
 from campaign.plumbing.states import OPEN_STATES, JobState
 from campaign.results.columnar import ResultColumns
 from campaign.results.counters import read_counters
@@ -207,17 +208,14 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
             _write(ledger, report, still_open, statuses, _Batch(), camps)
         finished = [p for p in pending if statuses[p.attempt_id].state in _FINISHED]
         del pending, still_open
-    batches = _finished_batches(ledger, finished, statuses)
-    while True:
-        # Each batch read and written with the collector paused: its 100,000 rows' lists are
-        # alive until its INSERT, and the full collections that walked them (with every
-        # finished attempt and state) were ~1 s of CPU per 1,000,000 rows ingested. They run
-        # again between batches, so a sync's memory stays one batch's however long it is.
-        with gc_paused():
-            batch = next(batches, None)
-            if batch is None:
-                break
-            _write(ledger, report, batch.pending, statuses, batch, camps)
+    # Batch k written (its Parquet file made durable, its transaction committed) on one worker thread
+    # while batch k+1's outputs are read and checked here: the two overlap on two cores, in order, two
+    # batches alive at most (campaign.plumbing.pipeline). Each stage runs with the collector paused: a
+    # batch's 100,000 rows' lists are alive until its INSERT, and the full collections that walked them
+    # (with every finished attempt and state) were ~1 s of CPU per 1,000,000 rows ingested. They run
+    # again between batches, so a sync's memory stays bounded by its batches however long it is.
+    overlapped(_finished_batches(ledger, finished, statuses),
+               lambda batch: _write(ledger, report, batch.pending, statuses, batch, camps))
     # attempts timed on a node more busy CPUs shared than it has (campaign.results.shared_nodes): after
     # the writes, the scheduler asked outside any transaction
     _, shared_warnings = flag_shared_nodes(ledger, [p.attempt_id for p in finished
