@@ -272,7 +272,7 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
         batch = _Batch()
         read = classify_stream(((p.output_path, p.expected or Expected(p.expected_n, p.check)) for p in chunk
                                 if statuses[p.attempt_id].state is JobState.COMPLETED),
-                               chars=INGEST_BATCH_ROWS * CSV_CHARS_PER_ROW)
+                               chars=INGEST_BATCH_ROWS * CSV_CHARS_PER_ROW, rows=INGEST_BATCH_ROWS)
         for p in chunk:
             st = statuses[p.attempt_id]
             if st.state is JobState.COMPLETED:

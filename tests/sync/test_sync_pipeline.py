@@ -7,6 +7,7 @@ nothing half-written visible and nothing lost. Real ledgers, real result files, 
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -218,3 +219,88 @@ def test_an_error_making_the_next_item_waits_for_the_one_in_hand_and_yields_to_i
 
     with pytest.raises(OSError, match="disk full"):
         overlapped(items(2), failing)
+
+
+def test_a_pool_of_outputs_ends_where_a_batch_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The outputs judged together (campaign.results.reader.classify_stream's pools) are the batch's:
+    a pool across two batches would leave the second nothing to read while the writer works, then
+    the writer waiting while both are read."""
+    from campaign.results import reader
+
+    facts = build(tmp_path / "ledger.sqlite", tmp_path / "jobs", jobs=JOBS, rows_per_job=ROWS_PER_JOB)
+    monkeypatch.setattr(sync_module, "INGEST_BATCH_ROWS", BATCH_ROWS)
+    judge, pools = reader._judge_pool, []
+
+    def watched(items: Any, texts: Any, outcomes: Any) -> None:
+        pools.append(len(texts))
+        judge(items, texts, outcomes)
+
+    monkeypatch.setattr(reader, "_judge_pool", watched)
+    written: list[int] = []
+    write = sync_module._write
+
+    def counted(ledger: Any, report: Any, pending: list[Any], *rest: Any) -> None:
+        written.append(len(pending))
+        write(ledger, report, pending, *rest)
+
+    monkeypatch.setattr(sync_module, "_write", counted)
+    led = Ledger(tmp_path / "ledger.sqlite")
+    assert api.sync(led).ingested_rows == facts["rows"]
+    assert pools == written == [BATCH_ROWS // ROWS_PER_JOB] * (JOBS * ROWS_PER_JOB // BATCH_ROWS)
+    led.close()
+
+
+# A sync in its own interpreter, every look-up of syncfs (through ctypes) and every open of a result
+# file for writing or syncing counted by an audit hook; argv: ledger
+_SYNCS = """
+import json, sys
+counts = {"syncfs": 0, "result_opens": 0}
+def hook(event, args):
+    if event == "ctypes.dlsym" and "syncfs" in str(args[1]):
+        counts["syncfs"] += 1
+    elif event == "open" and isinstance(args[0], str) and "/results/" in args[0] and args[0].endswith(".parquet"):
+        counts["result_opens"] += 1
+sys.addaudithook(hook)
+from campaign import api
+from campaign.ledger import Ledger
+report = api.sync(Ledger(sys.argv[1]))
+print(json.dumps({**counts, "rows": report.ingested_rows}))
+"""
+
+
+def test_a_batch_is_made_durable_by_fsync_of_its_own_files_not_of_the_whole_filesystem(tmp_path: Path) -> None:
+    """syncfs(2) waits for every dirty page of the filesystem, other users' writes too (1-7 s a sync
+    on a shared machine, BENCHMARKS.md §13i); a batch's one file is fsynced instead."""
+    facts = build(tmp_path / "ledger.sqlite", tmp_path / "jobs", jobs=JOBS, rows_per_job=ROWS_PER_JOB)
+    proc = subprocess.run([sys.executable, "-c", _SYNCS, str(tmp_path / "ledger.sqlite")], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["rows"] == facts["rows"] and got["syncfs"] == 0
+    assert got["result_opens"] >= 2  # written under its temporary name, then opened to be fsynced
+
+
+_MANY = """
+import json, sys
+from pathlib import Path
+import pyarrow as pa
+counts = {"syncfs": 0}
+def hook(event, args):
+    if event == "ctypes.dlsym" and "syncfs" in str(args[1]):
+        counts["syncfs"] += 1
+sys.addaudithook(hook)
+from campaign.ledger import files
+home = Path(sys.argv[1])
+written = files.write_many([(home, f"a{i}", pa.table({"x": [i]})) for i in range(files.SYNCFS_FROM)])
+print(json.dumps({**counts, "files": sorted(p.path for p in written)}))
+"""
+
+
+def test_many_files_at_once_are_made_durable_by_one_syncfs(tmp_path: Path) -> None:
+    """An upgrade writes hundreds of files in one call: one syncfs of their filesystem, not an fsync each."""
+    proc = subprocess.run([sys.executable, "-c", _MANY, str(tmp_path)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["syncfs"] == 1 and len(got["files"]) == files.SYNCFS_FROM
+    assert sorted(f"{files.RESULTS}/{p.name}" for p in (tmp_path / files.RESULTS).glob("*.parquet")) == got["files"]
