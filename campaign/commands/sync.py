@@ -31,7 +31,7 @@ from campaign.plumbing.clock import as_utc
 from campaign.plumbing.gc_pause import gc_paused
 from campaign.plumbing.pipeline import overlapped
 from campaign.plumbing.states import OPEN_STATES, JobState
-from campaign.results.columnar import ResultColumns
+from campaign.results.columnar import ResultColumns, release_unused
 from campaign.results.counters import read_counters
 from campaign.results.overlap import flag_overlaps
 from campaign.results.partial import PARTIAL_STATES, describe, read_partial
@@ -215,7 +215,7 @@ def sync(ledger: Ledger, campaign: str | None = None) -> SyncReport:
     # (with every finished attempt and state) were ~1 s of CPU per 1,000,000 rows ingested. They run
     # again between batches, so a sync's memory stays bounded by its batches however long it is.
     overlapped(_finished_batches(ledger, finished, statuses),
-               lambda batch: _write(ledger, report, batch.pending, statuses, batch, camps))
+               lambda batch: _write(ledger, report, batch.pending, statuses, batch, camps), release_unused)
     # attempts timed on a node more busy CPUs shared than it has (campaign.results.shared_nodes): after
     # the writes, the scheduler asked outside any transaction
     _, shared_warnings = flag_shared_nodes(ledger, [p.attempt_id for p in finished
