@@ -29,10 +29,9 @@ from campaign.plumbing.gc_pause import gc_paused
 T = TypeVar("T")
 
 
-def _paused(consume: Callable[[T], None], held: list[T], settle: Callable[[], None]) -> None:
+def _paused(consume: Callable[[T], None], held: list[T]) -> None:
     with gc_paused():
         consume(held[0])
-    settle()
 
 
 def _nothing() -> None:
@@ -44,10 +43,11 @@ def overlapped(items: Iterator[T], consume: Callable[[T], None], settle: Callabl
     thread, while the next item is made here. Returns once the last is consumed.
 
     An item's last reference is dropped here, on the thread that made it, once
-    it is consumed, and `settle()` then runs on each thread: an allocator with
-    one heap per thread (Arrow's mimalloc) keeps what either thread freed until
-    told, and a sync's peak memory varied by half from run to run without it
-    (41-66 MB for the same ingest, tests/scale/test_scale_small.py)."""
+    it is consumed, and `settle()` then runs here: an allocator with one heap
+    per thread (Arrow's mimalloc) keeps what the other thread freed until its
+    owner collects, and a sync's peak memory varied by half from run to run
+    (41-66 MB for the same ingest, tests/scale/test_scale_small.py; 37-44 MB
+    so, and settling the worker's heap too only cost CPU)."""
     end = object()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="campaign-writer") as worker:
         pending: Future[None] | None = None
@@ -68,4 +68,4 @@ def overlapped(items: Iterator[T], consume: Callable[[T], None], settle: Callabl
             if item is end:
                 return
             held = [cast(T, item)]
-            pending = worker.submit(_paused, consume, held, settle)
+            pending = worker.submit(_paused, consume, held)

@@ -96,9 +96,9 @@ class ResultColumns:
 
 def release_unused() -> None:
     """The Arrow allocator's freed memory of the calling thread handed back
-    (`MemoryPool.release_unused`): a sync frees a batch's buffers on two
-    threads (campaign.plumbing.pipeline), and its peak stays one batch's only
-    if each does this once per batch. Nothing when no Arrow buffer was made."""
+    (`MemoryPool.release_unused`): a sync's reading thread does it once per
+    batch written (campaign.plumbing.pipeline), or its peak memory varies with
+    the timing of the two threads. Nothing when no Arrow buffer was made."""
     arrow = sys.modules.get("pyarrow")
     if arrow is not None:
         arrow.default_memory_pool().release_unused()
