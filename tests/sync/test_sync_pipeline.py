@@ -304,3 +304,18 @@ def test_many_files_at_once_are_made_durable_by_one_syncfs(tmp_path: Path) -> No
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["syncfs"] == 1 and len(got["files"]) == files.SYNCFS_FROM
     assert sorted(f"{files.RESULTS}/{p.name}" for p in (tmp_path / files.RESULTS).glob("*.parquet")) == got["files"]
+
+
+def test_run_specs_are_read_while_the_worker_holds_the_write_lock(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past SPEC_CHUNK finished attempts the reading thread opens a read session for the next chunk's
+    specs while the worker's write transaction (BEGIN IMMEDIATE) may be open: a read beside a writer,
+    never one waiting on the other (the reader closes its session before it waits for the worker)."""
+    facts = build(tmp_path / "ledger.sqlite", tmp_path / "jobs", jobs=JOBS, rows_per_job=ROWS_PER_JOB)
+    monkeypatch.setattr(sync_module, "INGEST_BATCH_ROWS", BATCH_ROWS // 2)
+    monkeypatch.setattr(sync_module, "SPEC_CHUNK", BATCH_ROWS // ROWS_PER_JOB)
+    led = Ledger(tmp_path / "ledger.sqlite")
+    report = api.sync(led)
+    assert report.ingested_rows == facts["rows"] and report.counts == {"COMPLETED": JOBS}
+    assert _visible_whole(tmp_path / "ledger.sqlite") == facts["rows"]
+    led.close()
