@@ -25,7 +25,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analysis.arrow_values import from_list, lit
 from analysis.columns import CONTROL, INT64, TEXT_MAX, Column, column_rule
 
 _INT = r"^[+-]?[0-9]{1,19}$"
@@ -45,7 +44,7 @@ class Checked:
         return not pc.any(self.bad).as_py()
 
     def first_bad(self) -> int | None:
-        index = pc.index(self.bad, lit(True, pa.bool_())).as_py()
+        index = pc.index(self.bad, True).as_py()
         return None if index < 0 else int(index)
 
 
@@ -68,7 +67,7 @@ _FEW_SAMPLE = 1024  # cells sampled to guess whether a column has few distinct c
 
 def _check(name: str, cells: pa.Array, required: bool, judged: bool) -> Checked:
     text = pc.utf8_trim_whitespace(cells)
-    blank = pc.fill_null(pc.equal(text, lit("", pa.string())), lit(True, pa.bool_()))
+    blank = pc.fill_null(pc.equal(text, ""), True)
     col = column_rule(name)
     kind = "text" if col is None else col.kind
     if kind == "int":
@@ -77,25 +76,25 @@ def _check(name: str, cells: pa.Array, required: bool, judged: bool) -> Checked:
     if kind == "float":
         assert col is not None
         return _floats(text, blank, col, required, judged)
-    bad = pc.or_(pc.greater(pc.utf8_length(text), lit(TEXT_MAX, pa.int64())), pc.match_substring_regex(text, CONTROL))
+    bad = pc.or_(pc.greater(pc.utf8_length(text), TEXT_MAX), pc.match_substring_regex(text, CONTROL))
     if required:
         bad = pc.or_(bad, blank)
-    return Checked(pc.if_else(blank, lit(None, pa.string()), text), pc.fill_null(bad, lit(False, pa.bool_())))
+    return Checked(pc.if_else(blank, pa.scalar(None, pa.string()), text), pc.fill_null(bad, False))
 
 
 def _ints(text: pa.Array, blank: pa.Array, minimum: int, required: bool) -> Checked:
     shaped = pc.match_substring_regex(text, _INT)
     bad = pc.and_(pc.invert(shaped), pc.invert(blank))
-    usable = pc.if_else(pc.or_(bad, blank), lit(None, pa.string()), text)
+    usable = pc.if_else(pc.or_(bad, blank), pa.scalar(None, pa.string()), text)
     try:
         values = pc.cast(pc.utf8_ltrim(usable, "+"), pa.int64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # outside int64: those cells one by one
-        values = from_list([_int64(v) for v in usable.to_pylist()], pa.int64())
+        values = pa.array([_int64(v) for v in usable.to_pylist()], pa.int64())
         bad = pc.or_(bad, pc.and_(pc.is_null(values), pc.invert(pc.is_null(usable))))
-    bad = pc.or_(bad, pc.fill_null(pc.less(values, lit(minimum, pa.int64())), lit(False, pa.bool_())))
+    bad = pc.or_(bad, pc.fill_null(pc.less(values, minimum), False))
     if required:
         bad = pc.or_(bad, blank)
-    return Checked(values, pc.fill_null(bad, lit(False, pa.bool_())))
+    return Checked(values, pc.fill_null(bad, False))
 
 
 def _int64(text: str | None) -> int | None:
@@ -127,7 +126,7 @@ def _finite_floats(text: pa.Array, col: Column, judged: bool) -> Checked | None:
         return None
     if judged:
         return Checked(values, pc.is_null(values))  # (none: any number is read)
-    return Checked(values, _negative(values, col))
+    return Checked(values, pc.less_equal(values, 0.0) if col.positive else pc.less(values, 0.0))
 
 
 def _floats_by_shape(text: pa.Array, blank: pa.Array, col: Column, required: bool, judged: bool) -> Checked:
@@ -136,25 +135,19 @@ def _floats_by_shape(text: pa.Array, blank: pa.Array, col: Column, required: boo
     if judged:  # any number: infinities too
         nan = pc.or_(nan, pc.match_substring_regex(text, r"^[+-]?(?i:inf|infinity)$"))
     bad = pc.invert(pc.or_(pc.or_(plain, nan), blank))
-    usable = pc.if_else(pc.or_(bad, blank), lit(None, pa.string()), text)
+    usable = pc.if_else(pc.or_(bad, blank), pa.scalar(None, pa.string()), text)
     values = pc.cast(usable, pa.float64())
     missing = pc.or_(blank, nan) if col.allow_nan else blank
     if not judged:
         finite = pc.is_finite(values)
-        sign = _negative(values, col)
+        sign = pc.less_equal(values, 0.0) if col.positive else pc.less(values, 0.0)
         out_of_range = pc.or_(pc.invert(finite), sign)
-        bad = pc.or_(bad, pc.and_(pc.fill_null(out_of_range, lit(False, pa.bool_())), pc.invert(missing)))
+        bad = pc.or_(bad, pc.and_(pc.fill_null(out_of_range, False), pc.invert(missing)))
         if not col.allow_nan:
             bad = pc.or_(bad, nan)
     if required:
         bad = pc.or_(bad, missing)
-    return Checked(values, pc.fill_null(bad, lit(False, pa.bool_())))
-
-
-def _negative(values: pa.Array, col: Column) -> pa.Array:
-    """Where a measured value breaks its sign rule (time_s positive, the others non-negative)."""
-    zero = lit(0.0, pa.float64())
-    return pc.less_equal(values, zero) if col.positive else pc.less(values, zero)
+    return Checked(values, pc.fill_null(bad, False))
 
 
 def as_text(values: Any, name: str) -> pa.Array:

@@ -74,12 +74,10 @@ class LedgerColumns:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from analysis.arrow_values import from_list, from_numpy, lit
-
         types = {f.name: f.type for f in arrow_schema()}
         length = sum(b.length for b in blocks)
-        block_of_row = from_numpy(np.repeat(np.arange(len(blocks), dtype=np.int64), [b.length for b in blocks]))
-        consts = {k: from_list([b.consts.get(k) for b in blocks], types[k]).take(block_of_row)
+        block_of_row = pa.array(np.repeat(np.arange(len(blocks), dtype=np.int64), [b.length for b in blocks]))
+        consts = {k: pa.array([b.consts.get(k) for b in blocks], types[k]).take(block_of_row)
                   for k in dict.fromkeys(k for b in blocks for k in b.consts)}
         # one chunk per column: a batch joins ~1,000 attempts' slices, and every step after
         # this (and the Parquet writer) pays per chunk (measured: 37 -> 31 ms a 100,000-row write)
@@ -88,7 +86,7 @@ class LedgerColumns:
             if pa.types.is_floating(values[name].type):
                 column = values[name]
                 values = values.set_column(values.column_names.index(name), name,
-                                           pc.if_else(pc.is_nan(column), lit(None, column.type), column))
+                                           pc.if_else(pc.is_nan(column), pa.scalar(None, column.type), column))
         for name, column in consts.items():
             if name == "params":
                 continue
@@ -184,17 +182,15 @@ def _text_maps(extras: Any) -> Any:
     import numpy as np
     import pyarrow as pa
 
-    from analysis.arrow_values import from_list, from_numpy, to_numpy
-
     rows = extras.num_rows
     kind = pa.map_(pa.string(), pa.string())
     if not extras.num_columns:
         return pa.nulls(rows, kind)
     arrays = [extras[k].combine_chunks().cast(pa.string()) for k in extras.column_names]
-    present = np.stack([to_numpy(a.is_valid()) for a in arrays], axis=1)
+    present = np.stack([a.is_valid().to_numpy(zero_copy_only=False) for a in arrays], axis=1)
     row, col = np.nonzero(present)  # row by row, in column order
     counts = present.sum(axis=1)
-    offsets = from_numpy(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32), valid=np.append(counts != 0, True))
-    keys = from_list(extras.column_names, pa.string()).take(from_numpy(col.astype(np.int64)))
-    items = pa.concat_arrays(arrays).take(from_numpy(col.astype(np.int64) * rows + row.astype(np.int64)))
+    offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32), mask=np.append(counts == 0, False))
+    keys = pa.array(extras.column_names, pa.string()).take(pa.array(col))
+    items = pa.concat_arrays(arrays).take(pa.array(col.astype(np.int64) * rows + row))
     return pa.MapArray.from_arrays(offsets, keys, items, type=kind)

@@ -136,14 +136,12 @@ def fast_records(records: list[list[str]], required: tuple[str, ...],
     per-cell reader then decides)."""
     import pyarrow as pa  # (here: the commands that never read a CSV never load it)
 
-    from analysis.arrow_values import from_list
-
     if len(records) < 2 or any(len(cells) != len(records[0]) for cells in records[1:]):
         return None
     header = tuple(c.strip() for c in records[0])
     if not _header_ok(header, required):
         return None
-    whole = [from_list(column, pa.string()) for column in zip(*records[1:])]
+    whole = [pa.array(column, pa.string()) for column in zip(*records[1:])]
     pool = _checked([0], header, whole, [len(records) - 1], required, judged)
     return pool.part(0)
 
@@ -234,7 +232,6 @@ def _checked(members: list[int], header: tuple[str, ...], whole: list[Any], size
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from analysis.arrow_values import from_numpy, lit, to_numpy
     from analysis.rules import check
 
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
@@ -253,9 +250,9 @@ def _checked(members: list[int], header: tuple[str, ...], whole: list[Any], size
         bad[:] = True  # no key: the per-cell reader decides
     elif not _unique_by_n_and_repeat(table, sizes):
         file_index = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
-        keys = table.select(keyed).append_column("__file", from_numpy(file_index))
+        keys = table.select(keyed).append_column("__file", pa.array(file_index))
         counts = keys.group_by([*keyed, "__file"], use_threads=False).aggregate([([], "count_all")])
-        doubled = to_numpy(pc.filter(counts["__file"], pc.greater(counts["count_all"], lit(1, pa.int64()))))
+        doubled = pc.filter(counts["__file"], pc.greater(counts["count_all"], 1)).to_numpy()
         bad[doubled] = True
     return Pool(members, table, starts.tolist(), list(sizes), (~bad).tolist())
 
@@ -267,8 +264,6 @@ def _unique_by_n_and_repeat(table: Any, sizes: list[int]) -> bool:
     import numpy as np
     import pyarrow.compute as pc
 
-    from analysis.arrow_values import to_numpy
-
     if "n" not in table.column_names or "repeat" not in table.column_names or len(sizes) >= 2**15:
         return False
     n, repeat = table["n"], table["repeat"]
@@ -276,6 +271,6 @@ def _unique_by_n_and_repeat(table: Any, sizes: list[int]) -> bool:
             pc.min(repeat).as_py() < 0 or pc.max(repeat).as_py() >= 2**16:
         return False
     of_row = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
-    keys = (of_row << 48) | (to_numpy(n) << 16) | to_numpy(repeat)
+    keys = (of_row << 48) | (n.to_numpy() << 16) | repeat.to_numpy()
     keys.sort()
     return bool((keys[1:] != keys[:-1]).all())

@@ -194,8 +194,6 @@ def settled(table: Any, sizes: list[int], wants: list[Expected]) -> list[bool]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from analysis.arrow_values import from_list, from_numpy, lit, to_numpy
-
     files = len(sizes)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     of_row = np.repeat(np.arange(files, dtype=np.int64), sizes)
@@ -211,14 +209,14 @@ def settled(table: Any, sizes: list[int], wants: list[Expected]) -> list[bool]:
             flagged |= planned
             continue
         try:
-            expected = from_list(own, table[what].type).take(from_numpy(of_row))
+            expected = pa.array(own, table[what].type).take(pa.array(of_row))
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             return [False] * files
-        differs = pc.and_(pc.is_valid(expected), pc.fill_null(pc.not_equal(table[what], expected), lit(True, pa.bool_())))
-        suspect |= to_numpy(differs)
+        differs = pc.and_(pc.is_valid(expected), pc.fill_null(pc.not_equal(table[what], expected), True))
+        suspect |= differs.to_numpy(zero_copy_only=False)
     for name in SCALE_COLUMNS:  # one launch, one world: every row the same count, the planned one
         if name in names:
-            count = to_numpy(pc.fill_null(pc.cast(table[name], pa.int64()), lit(1, pa.int64())))
+            count = pc.fill_null(pc.cast(table[name], pa.int64()), 1).to_numpy()
             low, high = np.minimum.reduceat(count, starts), np.maximum.reduceat(count, starts)
             own = [{"ranks": w.ranks, "nodes": w.nodes}[name] for w in wants]
             planned = np.array([v is not None for v in own])
@@ -240,8 +238,6 @@ def _sweep_flags(table: Any, files: int, of_row: Any, wants: list[Expected], fla
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from analysis.arrow_values import from_list, lit, to_numpy
-
     n = table["n"]
     starts = np.concatenate([[0], np.cumsum(np.bincount(of_row, minlength=files))[:-1]])
     sweeps: dict[tuple[int, ...], list[int]] = {}
@@ -253,10 +249,9 @@ def _sweep_flags(table: Any, files: int, of_row: Any, wants: list[Expected], fla
             continue
         mine = np.zeros(files, dtype=bool)
         mine[members] = True
-        at = pc.index_in(n, value_set=from_list(list(sweep), pa.int64()))
-        there = to_numpy(pc.is_valid(at))
-        stray = ~there & mine[of_row]
-        bits = np.where(there, np.left_shift(1, to_numpy(pc.fill_null(at, lit(0, at.type))).astype(np.int64)), 0)
+        at = pc.index_in(n, value_set=pa.array(sweep, pa.int64())).to_numpy(zero_copy_only=False)
+        stray = np.isnan(at) & mine[of_row]
+        bits = np.where(np.isnan(at), 0, np.left_shift(1, np.nan_to_num(at).astype(np.int64)))
         found = np.bitwise_or.reduceat(bits, starts)
         suspect |= stray
         flagged |= mine & (found != (1 << len(sweep)) - 1)
@@ -269,16 +264,14 @@ def _check_flags(table: Any, of_row: Any, wants: list[Expected]) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from analysis.arrow_values import lit, to_numpy
-
     rows = len(of_row)
     err = table["rel_err"] if "rel_err" in table.column_names else pa.nulls(rows, pa.float64())
     dtype = table["dtype"] if "dtype" in table.column_names else pa.nulls(rows, pa.string())
     kinds = pc.unique(dtype)
     limits = np.array([TOLERANCE.get(k or "fp32", 1e-4) for k in kinds.to_pylist()])
-    tol = limits[to_numpy(pc.index_in(dtype, value_set=kinds)).astype(np.int64)]
-    missing = to_numpy(err.is_null())
-    value = to_numpy(pc.fill_null(err, lit(0.0, pa.float64())))
+    tol = limits[pc.index_in(dtype, value_set=kinds).to_numpy(zero_copy_only=False).astype(np.int64)]
+    missing = err.is_null().to_numpy(zero_copy_only=False)
+    value = pc.fill_null(err, 0.0).to_numpy()
     check = np.array([w.check for w in wants], dtype=bool)[of_row]
     with np.errstate(invalid="ignore"):
         broken = (value < 0) | ((check | np.isinf(value)) & ~(value <= tol))
