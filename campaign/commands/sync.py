@@ -29,8 +29,9 @@ from campaign.ledger import ATTEMPT_TABLE, Campaign, CounterRow, JobAttempt, Led
 from campaign.ledger import queries as q
 from campaign.plumbing.clock import as_utc
 from campaign.plumbing.gc_pause import gc_paused
+from campaign.plumbing.pipeline import overlapped
 from campaign.plumbing.states import OPEN_STATES, JobState
-from campaign.results.columnar import ResultColumns
+from campaign.results.columnar import ResultColumns, release_unused
 from campaign.results.counters import read_counters
 from campaign.results.overlap import flag_overlaps
 from campaign.results.partial import PARTIAL_STATES, describe, read_partial
@@ -211,17 +212,14 @@ def sync(ledger: Ledger, campaign: str | None = None, sweep_everywhere: bool = F
             _write(ledger, report, still_open, statuses, _Batch(), camps)
         finished = [p for p in pending if statuses[p.attempt_id].state in _FINISHED]
         del pending, still_open
-    batches = _finished_batches(ledger, finished, statuses)
-    while True:
-        # Each batch read and written with the collector paused: its 100,000 rows' lists are
-        # alive until its INSERT, and the full collections that walked them (with every
-        # finished attempt and state) were ~1 s of CPU per 1,000,000 rows ingested. They run
-        # again between batches, so a sync's memory stays one batch's however long it is.
-        with gc_paused():
-            batch = next(batches, None)
-            if batch is None:
-                break
-            _write(ledger, report, batch.pending, statuses, batch, camps)
+    # Batch k written (its Parquet file made durable, its transaction committed) on one worker thread
+    # while batch k+1's outputs are read and checked here: the two overlap on two cores, in order, two
+    # batches alive at most (campaign.plumbing.pipeline). Each stage runs with the collector paused: a
+    # batch's 100,000 rows' lists are alive until its INSERT, and the full collections that walked them
+    # (with every finished attempt and state) were ~1 s of CPU per 1,000,000 rows ingested. They run
+    # again between batches, so a sync's memory stays bounded by its batches however long it is.
+    overlapped(_finished_batches(ledger, finished, statuses),
+               lambda batch: _write(ledger, report, batch.pending, statuses, batch, camps), release_unused)
     # attempts timed on a node more busy CPUs shared than it has (campaign.results.shared_nodes): after
     # the writes, the scheduler asked outside any transaction
     _, shared_warnings = flag_shared_nodes(ledger, [p.attempt_id for p in finished
@@ -278,7 +276,7 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
         batch = _Batch()
         read = classify_stream(((p.output_path, p.expected or Expected(p.expected_n, p.check)) for p in chunk
                                 if statuses[p.attempt_id].state is JobState.COMPLETED),
-                               chars=INGEST_BATCH_ROWS * CSV_CHARS_PER_ROW)
+                               chars=INGEST_BATCH_ROWS * CSV_CHARS_PER_ROW, rows=INGEST_BATCH_ROWS)
         for p in chunk:
             st = statuses[p.attempt_id]
             if st.state is JobState.COMPLETED:

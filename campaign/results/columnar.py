@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -91,6 +92,16 @@ class ResultColumns:
         names = [k for k in (rows[0] if rows else {}) if k != "extra"]
         columns = {name: [r.get(name) for r in rows] for name in names}
         return cls(len(rows), columns, extra_rows=[r.get("extra") for r in rows])
+
+
+def release_unused() -> None:
+    """The Arrow allocator's freed memory of the calling thread handed back
+    (`MemoryPool.release_unused`): a sync's reading thread does it once per
+    batch written (campaign.plumbing.pipeline), or its peak memory varies with
+    the timing of the two threads. Nothing when no Arrow buffer was made."""
+    arrow = sys.modules.get("pyarrow")
+    if arrow is not None:
+        arrow.default_memory_pool().release_unused()
 
 
 def extra_columns(names: Sequence[str]) -> list[str]:

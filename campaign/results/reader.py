@@ -203,17 +203,22 @@ def _regular_bytes(path: Path | str) -> bytes | None:
 
 
 def classify_stream(items: Iterable[tuple[Path | str, Expected]], window: int = CLASSIFY_WINDOW,
-                    chars: int = POOL_CHARS) -> Iterator[Outcome]:
+                    chars: int = POOL_CHARS, rows: int | None = None) -> Iterator[Outcome]:
     """`classify_output` of each item, in order. The rules are applied to the
     rows of a pool of CSVs together (columnar.pools): at most `window`
     files or `chars` characters of their text, judged together
     (expected.settled), a file that judgement cannot settle then alone.
     Only one pool's rows are alive at a time, so a caller that bounds its
-    batches (campaign.commands.sync) bounds its memory by choosing `chars`. Never raises."""
+    batches (campaign.commands.sync) bounds its memory by choosing `chars`.
+    `rows`: a pool also ends once its files hold that many rows, where the
+    caller's batches of that many rows end (a sync reads batch k+1 while
+    batch k is written: a pool across two batches would make the second
+    wait for nothing, then stall the writer). Never raises."""
     pool: list[tuple[Path | str, Expected]] = []
     outcomes: list[Outcome | None] = []
     texts: list[tuple[int, str | bytes]] = []
-    held = 0
+    held = lines = 0
+    newline: dict[type, Any] = {bytes: b"\n", str: "\n"}
     for path, want in items:
         try:
             early = _output_text(path)
@@ -224,10 +229,12 @@ def classify_stream(items: Iterable[tuple[Path | str, Expected]], window: int = 
         if not isinstance(early, Outcome):
             texts.append((len(pool) - 1, early))
             held += len(early)
-        if held > chars or len(pool) >= window:
+            if rows is not None:
+                lines += early.count(newline[type(early)]) - 1  # (its header line is not a row)
+        if held > chars or len(pool) >= window or (rows is not None and lines >= rows):
             _judge_pool(pool, texts, outcomes)
             yield from (o for o in outcomes if o is not None)
-            pool, outcomes, texts, held = [], [], [], 0
+            pool, outcomes, texts, held, lines = [], [], [], 0, 0
     if pool:
         _judge_pool(pool, texts, outcomes)
         yield from (o for o in outcomes if o is not None)

@@ -48,3 +48,37 @@ def test_a_failed_batch_turns_the_collector_back_on(tmp_path: Path, monkeypatch:
     with pytest.raises(OSError, match="disk full"):
         api.sync(led)
     assert gc.isenabled()
+
+
+def test_the_collector_stays_paused_until_the_last_thread_leaves_its_pause() -> None:
+    """A sync pauses it on two threads at once (campaign.plumbing.pipeline): the first to
+    leave must not turn it back on under the other's batch."""
+    import threading
+
+    from campaign.plumbing.gc_pause import gc_paused
+
+    entered, leave = threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def other() -> None:
+        with gc_paused():
+            entered.set()
+            leave.wait(timeout=60)
+            seen.append(gc.isenabled())
+
+    assert gc.isenabled()
+    thread = threading.Thread(target=other)
+    with gc_paused():
+        thread.start()
+        assert entered.wait(timeout=60)
+    assert not gc.isenabled()  # this thread left; the other still holds its pause
+    leave.set()
+    thread.join(timeout=60)
+    assert seen == [False] and gc.isenabled()
+    gc.disable()  # turned off by the caller: left off after a pause
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
