@@ -248,8 +248,8 @@ def sweep_orphans(led: Ledger, everywhere: bool = False) -> list[Path]:
         return []
     where: dict[int | None, list[Path]] = {}  # campaign (None: imported without one) -> its places looked through
     for place in places:
-        for cid in owners[place]:
-            where.setdefault(cid, []).append(place)
+        for owner in owners[place]:
+            where.setdefault(owner, []).append(place)
     with led.session() as s:
         query = select(ResultFile.path, ResultFile.campaign_id).distinct()
         ids = [c for c in where if c is not None]
