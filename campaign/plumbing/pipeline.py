@@ -1,7 +1,7 @@
 """Two stages of a long job on two cores: each item made on the calling
 thread while the item before it is consumed on one worker thread (a sync's
 ingest: batch k+1's job files read, parsed and checked while batch k's
-Parquet file is written, made durable and committed; docs/design.md#sync).
+Parquet file is written, made durable and committed; docs/ledger.md, "Result rows live in files").
 
 Why it pays: pyarrow's CSV reader, its compute kernels and its Parquet
 writer (zstd), hashlib, fsync and SQLite's statements all release the GIL,

@@ -224,16 +224,14 @@ def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
 
 
 def sweep_orphans(led: Ledger, everywhere: bool = False) -> list[Path]:
-    """Remove the result files no pointer names (a writer killed between the
-    file's rename and its transaction's commit) once they are old enough that
-    no writer can still be about to commit them (files.SWEEP_AGE_S), and only
-    when this ledger stored their attempts again in another file: a
-    campaign's folder is shared by every copy of its ledger, and a file a
-    newer copy points to must survive a sweep through an older one. A sync
-    looks only through the folders where a writer left a marker or a
-    temporary file (files.unsettled): one that committed leaves neither.
-    `everywhere` (`status`) looks through every campaign's folders: a release
-    before the markers left its orphans without one. It only reads the ledger."""
+    """Remove the result files no pointer names (a writer killed between the file's rename and its
+    transaction's commit) once old enough that no writer can still be about to commit them
+    (files.SWEEP_AGE_S), and only when this ledger stored their attempts again in another file: a
+    campaign's folder is shared by every copy of its ledger, and a file a newer copy points to must
+    survive a sweep through an older one. A sync looks only through the folders where a writer left a
+    marker or a temporary file (files.unsettled): one that committed leaves neither. `everywhere`
+    (`status`) looks through every campaign's folders: a release before the markers left its orphans
+    without one. It only reads the ledger."""
     root = led.results_root
     owners: dict[Path, set[int | None]] = {}
     with led.session() as s:
