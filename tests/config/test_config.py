@@ -87,18 +87,24 @@ def test_plus_into_a_mapping_field_is_allowed() -> None:
     assert cfg.cluster.env["FOO"] == "bar"
 
 
+def _count_calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """OmegaConf.<name> wrapped for this test: each call appends to the list returned, then runs the real one."""
+    calls: list[int] = []
+    real = getattr(OmegaConf, name)
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(OmegaConf, name, staticmethod(counting))
+    return calls
+
+
 def test_the_resolved_yaml_is_rendered_once_when_first_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     """Provenance's YAML is ~10% of a compose's CPU (issue 25) and only a submit
     records it: load_config keeps the composition, resolved_yaml renders it
     once, resolved, with the command line's values."""
-    calls: list[int] = []
-    real = OmegaConf.to_yaml
-
-    def counting(*args: object, **kwargs: object) -> str:
-        calls.append(1)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(OmegaConf, "to_yaml", staticmethod(counting))
+    calls = _count_calls(monkeypatch, "to_yaml")
     cfg = load_config(["cluster=delta", "experiment=forward_scaling", "cluster.account=abc", "experiment.repeats=7"])
     assert calls == []
     text = resolved_yaml(cfg)
@@ -123,14 +129,7 @@ def test_a_stored_cluster_is_parsed_once_per_text(monkeypatch: pytest.MonkeyPatc
     text = cluster_yaml(cluster)
     stored = clusters._parsed.__wrapped__(text)  # the parse itself, uncached
     assert stored.account == cluster.account
-    calls: list[int] = []
-    real = OmegaConf.create
-
-    def counting(*args: object, **kwargs: object) -> object:
-        calls.append(1)
-        return real(*args, **kwargs)  # type: ignore[call-overload]
-
-    monkeypatch.setattr(OmegaConf, "create", staticmethod(counting))
+    calls = _count_calls(monkeypatch, "create")
     first = cluster_from_yaml(text)
     parsing = len(calls)
     assert first == stored and parsing > 0
