@@ -10,22 +10,17 @@ from importlib import import_module
 from pathlib import Path
 
 from campaign.backends.base import Backend
+from campaign.backends.capabilities import BACKENDS
 from campaign.config.schema import ClusterSpec
 from campaign.plumbing.errors import ConfigError
-
-# name -> "module:Class"
-REGISTRY: dict[str, str] = {
-    "local": "campaign.backends.local:LocalBackend",
-    "slurm": "campaign.backends.slurm:SlurmBackend",
-}
 
 
 def get_backend(cluster: ClusterSpec, folder: Path, python: str | None = None) -> Backend:
     """The backend for this cluster; an unknown name lists the known ones."""
-    target = REGISTRY.get(cluster.backend)
-    if target is None:
+    kind = BACKENDS.get(cluster.backend)
+    if kind is None:
         raise ConfigError(f"cluster {cluster.name}: unknown backend {cluster.backend!r}; "
-                          f"known: {', '.join(sorted(REGISTRY))}")
-    module, _, cls = target.partition(":")
+                          f"known: {', '.join(sorted(BACKENDS))}")
+    module, _, cls = kind.target.partition(":")
     backend: Backend = getattr(import_module(module), cls)(cluster, folder, python)
     return backend

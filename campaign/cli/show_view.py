@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from campaign.backends.capabilities import capabilities
 from campaign.job.files import EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE, read_json
 from campaign.plumbing.clock import display, now
 from campaign.plumbing.states import JobState
@@ -134,7 +135,7 @@ def _elapsed(att: AttemptFacts) -> str:
 def _memory(att: AttemptFacts, backend: str) -> str:
     if att.mem_gb is not None:
         return f"memory requested: {att.mem_gb:g} GB"
-    if backend == "local":
+    if capabilities(backend).local:
         return "memory requested: none (local process: no limit)"
     return "memory requested: none given (the partition's default per CPU applies)"
 

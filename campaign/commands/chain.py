@@ -28,6 +28,7 @@ from sqlalchemy import insert, update
 
 from analysis.columns import TOLERANCE
 from campaign.backends.base import Backend, JobRequest
+from campaign.backends.capabilities import capabilities
 from campaign.backends.step import StepRequest
 from campaign.config.load import repo_root
 from campaign.config.schema import BuildSpec, ClusterSpec
@@ -95,7 +96,7 @@ def _build_folder(cluster: ClusterSpec, backend: str, partition: str, key: str, 
     """The keyed folder; on this machine with the default compilers and no
     modules, `make kernels`' own output (an up-to-date make there is a no-op)."""
     part = cluster.partitions[partition]
-    if backend == "local" and cluster.build == BuildSpec() and not (cluster.modules or part.modules):
+    if capabilities(backend).local and cluster.build == BuildSpec() and not (cluster.modules or part.modules):
         return Path(kernel_bin)
     return builds_root / f"{partition}-{key}"
 

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from campaign.backends import get_backend
 from campaign.backends.base import JobRequest
+from campaign.backends.capabilities import capabilities
 from campaign.commands import chain
 from campaign.commands.attempts import (
     Progress,
@@ -261,6 +262,6 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
         for aid, old in batch.previous.items():
             report.submitted.append((new_ids.get(aid) or "?", old or "?"))
             report.changed.append(batch.changed.get(aid, ""))
-        if batch.cluster.backend == "local":
+        if capabilities(batch.cluster.backend).local:
             report.sync = sync(ledger, name)
             report.failed += failed_among(ledger, asked)

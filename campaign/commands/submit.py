@@ -21,6 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from campaign.backends import get_backend
+from campaign.backends.capabilities import capabilities
 from campaign.commands import chain
 from campaign.commands.attempts import (
     ATTEMPT_COLUMNS,
@@ -157,7 +158,7 @@ def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
     with gc_paused():
         cfg, p, name, camp_dir = _prepare(overrides, ledger.path, configs)
     # The local backend's submit runs the jobs and waits for them: the collector stays on there.
-    with gc_paused() if cfg.cluster.backend != "local" else nullcontext():
+    with gc_paused() if not capabilities(cfg.cluster.backend).local else nullcontext():
         return _submit(overrides, ledger, cfg, p, name, camp_dir, force=force, progress=progress,
                        preflight=preflight)
 
@@ -201,7 +202,7 @@ def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, 
         except CampaignError as exc:  # sbatch refused (no SLURM_CONF, a bad account): say so in the ledger
             raise refused(ledger, asked, exc) from None
         report.submitted = [(sub.job_id, labels[sub.attempt_id]) for sub in [*found, *sent]]
-        if cfg.cluster.backend == "local" and (todo or found):
+        if capabilities(cfg.cluster.backend).local and (todo or found):
             report.sync = sync(ledger, name)
             report.failed = failed_among(ledger, asked)
     return report
@@ -310,7 +311,7 @@ def profiler_refusal(cfg: RootConfig, runs: Sequence[RunSpec]) -> str | None:
         if profile == "perf" and not part.profiler.perf_allowed:
             return (f"experiment.profile=perf refused: {where} does not allow perf "
                     f"(set {knob}.perf_allowed=true where the site permits hardware events)")
-        if cluster.backend != "local":
+        if not capabilities(cluster.backend).local:
             if not part.profiler.enabled:
                 return (f"experiment.profile={profile} refused: {where} has no enabled profiler: block "
                         f"({knob}: enabled: true, ncu path or module, sbatch_extra, setup)")

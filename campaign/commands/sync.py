@@ -20,6 +20,7 @@ from sqlalchemy.types import NullType
 
 from campaign.backends import get_backend
 from campaign.backends.base import JobRef, JobStatus
+from campaign.backends.capabilities import capabilities
 from campaign.commands.chain_sync import sync_steps
 from campaign.commands.sync_specs import expected_for
 from campaign.config.clusters import cluster_from_yaml
@@ -223,7 +224,7 @@ def sync(ledger: Ledger, campaign: str | None = None, sweep_everywhere: bool = F
     # attempts timed on a node more busy CPUs shared than it has (campaign.results.shared_nodes): after
     # the writes, the scheduler asked outside any transaction
     _, shared_warnings = flag_shared_nodes(ledger, [p.attempt_id for p in finished
-                                                    if camps[p.campaign_id].backend != "local"])
+                                                    if capabilities(camps[p.campaign_id].backend).has_accounting])
     report.warnings += shared_warnings
     report.preflight = sync_steps(ledger, camp_id, specs)
     report.swept = len(sweep_orphans(ledger, everywhere=sweep_everywhere))  # a sync killed between rename and commit

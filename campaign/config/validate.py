@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from campaign.backends.capabilities import capabilities
 from campaign.config.schema import RootConfig
 from campaign.planning import byob
 from campaign.plumbing.errors import ConfigError
@@ -132,7 +133,7 @@ def _check_cluster(cfg: RootConfig) -> None:
     if c.local_parallel_jobs < 1:
         raise ConfigError(f"cluster.local_parallel_jobs must be >= 1, got {c.local_parallel_jobs}")
     cores = os.cpu_count() or 1
-    if c.backend == "local" and c.local_parallel_jobs > cores:
+    if capabilities(c.backend).local and c.local_parallel_jobs > cores:
         raise ConfigError(f"cluster.local_parallel_jobs={c.local_parallel_jobs} exceeds this machine's {cores} "
                           "cores: timed jobs would share cores and spoil each other's timings")
     if c.preflight_walltime_min < 1:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from campaign.backends.capabilities import capabilities
 from campaign.config.schema import RootConfig
 from campaign.plumbing.errors import BadInputError
 
@@ -37,7 +38,7 @@ def node_local_root(path: Path | str) -> str | None:
 
 def check_node_local(cfg: RootConfig, paths: Iterable[Path | str]) -> None:
     """BadInputError naming the first node-local path, unless allowed or local."""
-    if cfg.cluster.backend == "local" or cfg.cluster.allow_node_local or cfg.campaign.allow_node_local:
+    if capabilities(cfg.cluster.backend).local or cfg.cluster.allow_node_local or cfg.campaign.allow_node_local:
         return
     for path in paths:
         root = node_local_root(path)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from campaign.backends.capabilities import capabilities
 from campaign.config.schema import PartitionSpec, SweepSpec
 from campaign.plumbing.errors import ConfigError
 
@@ -71,7 +72,7 @@ def layouts(part: PartitionSpec, sweep: SweepSpec, index: int, cluster: str, cpu
     if too_many_nodes:
         raise ConfigError(f"{where}.nodes {too_many_nodes} exceed the {part.max_nodes} node(s) a job may span on "
                           f"{here} (cluster.partitions.{part.name}.max_nodes)")
-    if backend != "slurm" and (any(n > 1 for n in sweep.nodes) or any(r > 1 for r in sweep.ranks_per_node)
+    if not capabilities(backend).multi_node and (any(n > 1 for n in sweep.nodes) or any(r > 1 for r in sweep.ranks_per_node)
                                or any(sweep.gpus_per_rank)):
         raise ConfigError(f"{where}: nodes, ranks_per_node and gpus_per_rank need a Slurm cluster; cluster "
                           f"{cluster} (backend {backend}) starts one process per run: pick a Slurm cluster")

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
+from campaign.backends.capabilities import capabilities, names_where
 from campaign.ledger import JobAttempt, Run
 
 MAX_NAMED = 10
@@ -32,11 +33,11 @@ def flag_overlaps(s: Session, finished: list[dict[str, Any]]) -> int:
             continue
         me = s.execute(select(JobAttempt.backend, Run.gpus).join(Run, Run.id == JobAttempt.run_id)
                        .where(JobAttempt.id == values["id"])).first()
-        if me is None or me.backend != "local" or me.gpus:
+        if me is None or not capabilities(me.backend).local or me.gpus:
             continue
         others = list(s.scalars(
             select(JobAttempt.id).join(Run, Run.id == JobAttempt.run_id)
-            .where(JobAttempt.id != values["id"], JobAttempt.backend == "local", Run.gpus == 0,
+            .where(JobAttempt.id != values["id"], JobAttempt.backend.in_(names_where(local=True)), Run.gpus == 0,
                    JobAttempt.node == node, JobAttempt.started_at.is_not(None), JobAttempt.started_at < end,
                    or_(JobAttempt.ended_at.is_(None), and_(JobAttempt.ended_at > start)))
             .order_by(JobAttempt.id).limit(MAX_NAMED + 1)))

@@ -36,6 +36,7 @@ from sqlalchemy import and_, or_, select, update
 
 from campaign.backends import get_backend
 from campaign.backends.base import NodeJob
+from campaign.backends.capabilities import capabilities, names_where
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
@@ -84,7 +85,7 @@ def _targets(ledger: Ledger, attempt_ids: Iterable[int]) -> dict[int, tuple[list
                     .join(Run, Run.id == JobAttempt.run_id).join(Campaign, Campaign.id == Run.campaign_id)
                     .where(JobAttempt.id.in_(ids[i:i + 10_000])))
             for aid, job, node, start, end, cpus, where, threads, part, cid, yaml, backend in s.execute(stmt):
-                if backend == "local" or not (job and node and start and end) or any(c in node for c in ",["):
+                if not capabilities(backend).has_accounting or not (job and node and start and end) or any(c in node for c in ",["):
                     continue  # the local backend has campaign.results.overlap; a multi-node job is not timed on one
                 if cid not in specs:
                     specs[cid] = cluster_from_yaml(yaml)
@@ -105,7 +106,7 @@ def _ledger_holds(ledger: Ledger, nodes: set[str], since: datetime, until: datet
         stmt = (select(JobAttempt.id, JobAttempt.job_id, JobAttempt.node, JobAttempt.started_at, JobAttempt.ended_at,
                        JobAttempt.alloc_cpus, Run.threads)
                 .join(Run, Run.id == JobAttempt.run_id)
-                .where(JobAttempt.backend != "local", JobAttempt.node.in_(sorted(nodes)),
+                .where(JobAttempt.backend.in_(names_where(has_accounting=True)), JobAttempt.node.in_(sorted(nodes)),
                        JobAttempt.started_at.is_not(None), JobAttempt.started_at < until,
                        or_(JobAttempt.ended_at.is_(None), and_(JobAttempt.ended_at > since))))
         for aid, job, node, start, end, cpus, threads in s.execute(stmt):
@@ -125,7 +126,7 @@ def _ledger_jobs(ledger: Ledger, job_ids: list[str]) -> dict[str, tuple[int, int
         for i in range(0, len(job_ids), 10_000):
             stmt = (select(JobAttempt.job_id, JobAttempt.id, JobAttempt.alloc_cpus, Run.threads)
                     .join(Run, Run.id == JobAttempt.run_id)
-                    .where(JobAttempt.backend != "local", JobAttempt.job_id.in_(job_ids[i:i + 10_000])))
+                    .where(JobAttempt.backend.in_(names_where(has_accounting=True)), JobAttempt.job_id.in_(job_ids[i:i + 10_000])))
             for job, aid, cpus, threads in s.execute(stmt):
                 out[str(job)] = (aid, max(threads, cpus or 0))
     return out
