@@ -44,7 +44,7 @@ from campaign.config.load import resolved_yaml
 from campaign.config.validate import check_under
 from campaign.ledger import ATTEMPT_TABLE, RUN_TABLE, Campaign, Ledger, Provenance, Run
 from campaign.ledger import queries as q
-from campaign.planning import provenance
+from campaign.planning import provenance, run_env
 from campaign.planning.charging import Charge, estimate
 from campaign.planning.identity import why_new, with_identity
 from campaign.planning.node_local import check_node_local
@@ -167,11 +167,15 @@ def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, 
     check_node_local(cfg, [camp_dir, ledger.path])
     preflight = preflight and cfg.experiment.preflight
     # With the chain, the build job makes the native programs on the partition.
-    missing = [m for m in missing_programs(p.runs)
+    # a containerised program is the image's: its path means nothing here
+    missing = [m for m in missing_programs([r for r in p.runs if not run_env.containerised(r.identity)])
                if not (preflight and chain.native_program(m, _kernel_bin(cfg)))]
     if missing:
         raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
-    refusal = profiler_refusal(cfg, p.runs)
+    # a missing image or runtime: refused before anything is recorded (runs share a few identities)
+    identities = {id(r.identity): r.identity for r in p.runs}.values()
+    refusal = profiler_refusal(cfg, p.runs) or next(
+        (why for ident in identities if (why := run_env.refusal(ident, cfg.cluster.backend))), None)
     if refusal:
         raise BadInputError(refusal)
     report = SubmitReport(name, len(p.runs), skipped=p.skipped)
