@@ -173,15 +173,19 @@ def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, 
     if missing:
         raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
     # a missing image or runtime: refused before anything is recorded (runs share a few identities)
-    identities = {id(r.identity): r.identity for r in p.runs}.values()
+    shared = {id(r.identity): r for r in p.runs}.values()
     refusal = profiler_refusal(cfg, p.runs) or next(
-        (why for ident in identities if (why := run_env.refusal(ident, cfg.cluster.backend))), None)
+        (why for r in shared if (why := run_env.refusal(r.identity, cfg.cluster.backend))), None)
     if refusal:
         raise BadInputError(refusal)
     report = SubmitReport(name, len(p.runs), skipped=p.skipped)
     # Read before the transaction: it runs `gcc --version`, `nvidia-smi`, hashes binaries.
     # each distinct program once (100,000 runs share a few: a stat per run cost ~0.2 s)
     env = provenance.environment(cfg.cluster.build.cc, cfg.cluster.build.fc, list(dict.fromkeys(r.argv for r in p.runs)))
+    # the image digests, runtime versions and spack.lock hashes the runs carry, per partition: `compare` names a change
+    facts = {r.partition: run_env.run_env_facts(r.identity) for r in shared}
+    if any(facts.values()):
+        env["run_env"] = {part: f for part, f in facts.items() if f}
     with ledger.session.begin() as s:
         camp_id = _get_or_create_campaign(s, cfg, name, camp_dir).id
     # One submit or rerun of a campaign at a time (campaign.commands.claims): a second
