@@ -89,6 +89,9 @@ class ContainerSpec:
     image: str = ""  # a .sif file or docker:// reference, a podman image, a charliecloud image folder
     options: list[str] = field(default_factory=list)  # the runtime's own options, before the image
     gpus: bool = False  # pass the partition's GPUs in (--nv; podman: CDI nvidia.com/gpu=all); GPU partitions only
+    # the image's interpreter for programs the config runs with campaign.python (torch kernels): the
+    # repository is bound and put on PYTHONPATH; "": such programs keep campaign.python's path
+    python: str = ""
 
 
 @dataclass

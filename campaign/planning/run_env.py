@@ -22,6 +22,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from campaign.config.load import repo_root
 from campaign.config.schema import ContainerSpec, ExperimentSpec, PartitionSpec, SpackSpec
 
 # runtime -> the command that runs it
@@ -114,6 +115,7 @@ def identity_items(container: ContainerSpec | None, spack: SpackSpec | None, has
         gpus = container.gpus and has_gpus
         items += [("container.runtime", container.runtime), ("container.image", container.image),
                   ("container.options", json.dumps(list(container.options))), ("container.gpus", str(gpus).lower())]
+        items += [("container.python", container.python)] if container.python else []
         key = f"image:{container.runtime}:{container.image}"
         if key not in cache:
             cache[key] = image_digest(container.runtime, container.image)
@@ -158,10 +160,13 @@ def containerised(identity: Sequence[tuple[str, str]]) -> bool:
     return any(name == "container.runtime" for name, _ in identity)
 
 
-def container_head(identity: Sequence[tuple[str, str]], binds: Sequence[str], env_names: Sequence[str]) -> list[str]:
+def container_head(identity: Sequence[tuple[str, str]], binds: Sequence[str], env_names: Sequence[str],
+                   set_env: dict[str, str] | None = None) -> list[str]:
     """The words in front of a program that start it in the run's container
     (none without one): the runtime, its GPU flags, the job folders bound at
-    their own paths, the configured options, the image."""
+    their own paths, variables set inside (`set_env`), the configured
+    options, the image."""
+    set_env = set_env or {}
     facts = dict(identity)
     runtime = facts.get("container.runtime")
     if runtime is None:
@@ -172,6 +177,8 @@ def container_head(identity: Sequence[tuple[str, str]], binds: Sequence[str], en
         head = [runtime, "exec", *(["--nv"] if gpus else [])]
         for folder in binds:
             head += ["--bind", folder]
+        for name, value in set_env.items():
+            head += ["--env", f"{name}={value}"]
         return [*head, *options, image]
     if runtime == "podman":
         # podman passes no variable of its own accord: the job environment's names, valued from the job's
@@ -180,10 +187,14 @@ def container_head(identity: Sequence[tuple[str, str]], binds: Sequence[str], en
             head += ["--volume", f"{folder}:{folder}"]
         for name in env_names:
             head += ["--env", name]
+        for name, value in set_env.items():
+            head += ["--env", f"{name}={value}"]
         return [*head, *options, image]
     head = ["ch-run"]  # charliecloud: GPU libraries go into the image (ch-fromhost --nvidia), no run flag
     for folder in binds:
         head += ["--bind", f"{folder}:{folder}"]
+    for name, value in set_env.items():
+        head += [f"--set-env={name}={value}"]
     return [*head, *options, image, "--"]
 
 
@@ -201,6 +212,11 @@ def wrap(identity: Sequence[tuple[str, str]], binds: Sequence[str], env_names: S
         spec = json.loads(argv[3])
         spec["wrap"] = head
         return [*argv[:3], json.dumps(spec, sort_keys=True, separators=(",", ":")), *argv[4:]]
+    python = dict(identity).get("container.python")
+    if python and argv and Path(argv[0]).name.startswith("python"):
+        # the image's interpreter runs the repository's module (a torch kernel), bound at its own path
+        root = str(repo_root())
+        return [*container_head(identity, [*binds, root], env_names, {"PYTHONPATH": root}), python, *argv[1:]]
     return [*head, *argv]
 
 
