@@ -108,6 +108,6 @@ def launched_task(part: PartitionSpec, run: RunSpec, python: str, task: JobTask,
     launcher and shim (the launcher outside, one container per rank)."""
     program = run_env.wrap(run.identity, binds, [name for name, _ in task.env], task.argv)
     if not multi_rank(run):
-        return task if len(program) == len(task.argv) else dataclasses.replace(task, argv=tuple(program))
+        return task if program == list(task.argv) else dataclasses.replace(task, argv=tuple(program))
     return dataclasses.replace(task, argv=tuple(launched(part, run, python, task.workdir, program)),
                                ranks=run.ranks, rank_records=rank_records(task.workdir))

@@ -79,6 +79,11 @@ class ChargingSpec:
     source: str = ""  # where the rule comes from (the YAML comment says more)
 
 
+# container.runtime -> the command that runs it (campaign.planning.run_env renders each)
+CONTAINER_RUNTIMES = {"apptainer": "apptainer", "singularity": "singularity", "podman": "podman",
+                      "charliecloud": "ch-run"}
+
+
 @dataclass
 class ContainerSpec:
     """The image a run's program starts in, per rank, inside the launcher

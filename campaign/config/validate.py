@@ -21,9 +21,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from campaign.config.schema import ContainerSpec, RootConfig, SpackSpec
+from campaign.config.schema import CONTAINER_RUNTIMES, ContainerSpec, RootConfig, SpackSpec
 from campaign.planning import byob
-from campaign.planning.run_env import RUNTIMES
 from campaign.plumbing.errors import ConfigError
 
 NAME_MAX = 100  # campaign.name is String(200) in the ledger; runs/<name> must stay a sane path
@@ -123,11 +122,11 @@ def _run_env(container: ContainerSpec, spack: SpackSpec, where: str) -> None:
     and the Spack names are text that reaches an argv or a quoted line."""
     if container.image and not container.runtime:
         raise ConfigError(f"{_safe(where)}.container.image is set but no runtime: set {_safe(where)}.container.runtime "
-                          f"to one of {', '.join(sorted(RUNTIMES))}")
+                          f"to one of {', '.join(sorted(CONTAINER_RUNTIMES))}")
     if container.runtime:
-        if container.runtime not in RUNTIMES:
+        if container.runtime not in CONTAINER_RUNTIMES:
             raise ConfigError(f"{_safe(where)}.container.runtime={str(container.runtime)[:60]!r} is not a container "
-                              f"runtime: use one of {', '.join(sorted(RUNTIMES))}")
+                              f"runtime: use one of {', '.join(sorted(CONTAINER_RUNTIMES))}")
         if not str(container.image).strip():
             raise ConfigError(f"{_safe(where)}.container.image is empty: name the image (a .sif file, an image name)")
         check_text(container.image, f"{where}.container.image", limit=1024)

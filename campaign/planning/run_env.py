@@ -23,10 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from campaign.config.load import repo_root
-from campaign.config.schema import ContainerSpec, ExperimentSpec, PartitionSpec, SpackSpec
+from campaign.config.schema import CONTAINER_RUNTIMES, ContainerSpec, ExperimentSpec, PartitionSpec, SpackSpec
 
-# runtime -> the command that runs it
-RUNTIMES = {"apptainer": "apptainer", "singularity": "singularity", "podman": "podman", "charliecloud": "ch-run"}
 # image references apptainer/singularity pull themselves (no file to hash; a digest only when pinned)
 _REMOTE = ("docker://", "docker-daemon://", "oras://", "library://", "shub://", "https://", "http://")
 ABSENT = "absent"
@@ -87,7 +85,7 @@ def image_digest(runtime: str, image: str) -> str:
 
 def runtime_version(runtime: str) -> str:
     """`<runtime> --version` here, its first line (charliecloud prints it on stderr)."""
-    exe = shutil.which(RUNTIMES[runtime])
+    exe = shutil.which(CONTAINER_RUNTIMES[runtime])
     if exe is None:
         return NOT_HERE
     try:
@@ -144,7 +142,7 @@ def refusal(identity: Sequence[tuple[str, str]], backend: str) -> str | None:
         return None
     runtime = facts.get("container.runtime")
     if runtime is not None and facts.get("container.runtime_version") == NOT_HERE:
-        return f"container runtime {runtime} ({RUNTIMES[runtime]}) is not installed on this machine"
+        return f"container runtime {runtime} ({CONTAINER_RUNTIMES[runtime]}) is not installed on this machine"
     if "spack.env" in facts or "spack.view" in facts:
         return ("the local backend runs no job script, so no Spack environment is activated there: "
                 "run Spack environments on a Slurm cluster")

@@ -1,0 +1,80 @@
+"""A real campaign in a real container: mbw from an image folder made here
+from this machine's files, run by Charliecloud (the distribution's
+charliecloud-runtime), on this machine and on the test Slurm. Changing the
+image changes the runs' keys, and `compare` names the digest that changed."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from campaign import api
+from campaign.ledger import Ledger
+from campaign.results.table import result_records
+from tests.conftest import run_cli
+from tests.fixtures.container_image import folder_image, require_charliecloud
+from tests.slurm.helpers import _all_finished, _name, _overrides, _sync_until
+from tests.slurm_cluster import SlurmCluster
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    require_charliecloud()
+    if shutil.which("mbw") is None:
+        pytest.skip("mbw not installed (make setup installs it)")
+    os.environ.setdefault("USER", getpass.getuser())  # ch-run refuses to start without $USER
+    yield folder_image(tmp_path_factory.mktemp("image") / "mbw", ["mbw"])
+
+
+def _container(image: Path) -> str:
+    return f"experiment.container={{runtime:charliecloud,image:'{image}'}}"
+
+
+def test_a_campaign_runs_in_the_image_and_a_new_image_is_new_runs(image: Path, tmp_path: Path) -> None:
+    ledger_path = tmp_path / "ledger.sqlite"
+    base = ["--ledger", str(ledger_path), "submit", "experiment=byob_mbw", f"campaign.workdir={tmp_path / 'runs'}"]
+    first = run_cli(*base, "campaign.name=img-a", _container(image))
+    assert first.returncode == 0, first.stderr
+    assert "COMPLETED 1" in first.stdout
+    ledger = Ledger(ledger_path, create=False)
+    rows = result_records(ledger, "img-a")
+    assert {r["n"] for r in rows} == {1, 4} and all(r["extra"]["value"] > 0 for r in rows)
+    # the tool ran in the image: the job's argv names ch-run and the image
+    job = rows[0]["job_id"]
+    shown = run_cli("--ledger", str(ledger_path), "show", str(job))
+    assert shown.returncode == 0 and "container.runtime: charliecloud" in shown.stdout
+    assert f'"ch-run","--bind","{tmp_path / "runs"}:{tmp_path / "runs"}","{image}","--"' in shown.stdout
+    old = next(line for line in shown.stdout.splitlines() if "container.digest:" in line).split()[-1]
+
+    (image / "etc" / "motd").write_text("another image\n")  # the image changes under the same path
+    again = run_cli(*base, "campaign.name=img-a", _container(image))
+    assert again.returncode == 0, again.stderr
+    assert "1 new run(s): container.digest" in again.stdout and "COMPLETED 2" in again.stdout
+    second = run_cli(*base, "campaign.name=img-b", _container(image))
+    assert second.returncode == 0, second.stderr
+    diff = run_cli("--ledger", str(ledger_path), "compare", "img-a", "img-b", "--format", "json")
+    assert diff.returncode == 0, diff.stderr
+    changed = {d["key"]: d for d in json.loads(diff.stdout)["provenance"]}
+    digest = changed["environment.run_env.local.container.digest"]
+    assert digest["category"] == "run environment" and old in digest["base"] and old not in digest["new"]
+
+
+@pytest.mark.slurm
+def test_a_campaign_runs_in_the_image_on_slurm(image: Path, slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    name = _name("ctr")
+    rep = api.submit(_overrides(tmp_path, name, "experiment=byob_mbw", _container(image)), ledger)
+    assert rep.submitted, rep
+    done = _sync_until(ledger, name, _all_finished)
+    assert set(done.counts) == {"COMPLETED"}, done.counts
+    rows = result_records(ledger, name)
+    assert {r["n"] for r in rows} == {1, 4} and all(r["job_id"] and r["extra"]["value"] > 0 for r in rows)
+    shown = run_cli("--ledger", str(ledger.path), "show", str(rows[0]["job_id"]))
+    assert shown.returncode == 0 and '"wrap":["ch-run"' in shown.stdout, shown.stdout
+    assert "container.runtime_version: charliecloud" in shown.stdout
