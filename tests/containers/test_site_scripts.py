@@ -20,13 +20,13 @@ from tests.fixtures import GOLDEN
 
 COMMON = ["campaign.workdir=/scratch/golden", "campaign.python=/opt/venv/bin/python",
           "campaign.kernel_bin=/opt/campaign/kernels/build"]
-NGC = "/sw/external/NGC/pytorch_24.07-py3.sif"
+NGC = "/sw/external/NGC/pytorch_22.08-py3.sif"  # in the site's list of NGC images (docs/sites.md#containers)
 MPI_IMAGE = "/anvil/projects/x-abc123/images/mpi_allreduce.sif"
 CASES = {
     "delta_gpuA100x4_apptainer": ["cluster=delta", "cluster.account=bbka-delta-gpu", "experiment=forward_scaling",
                                   "experiment.sweeps.0.partitions=[gpuA100x4]", "experiment.sweeps.0.dtypes=[bf16]",
                                   f"experiment.container={{runtime:apptainer,image:{NGC},gpus:true,python:python3,"
-                                  "options:[--bind,/projects]}"],
+                                  "options:[--bind,/projects/bbka]}"],
     "anvil_wholenode_mpi_apptainer": ["cluster=anvil", "cluster.account=abc123", "experiment=mpi_scaling",
                                       "experiment.sweeps.0.partitions=[wholenode]",
                                       f"experiment.container={{runtime:apptainer,image:{MPI_IMAGE}}}"],
@@ -56,7 +56,7 @@ def test_delta_gpu_runs_start_in_the_image_with_the_gpus(tmp_path: Path) -> None
     for line in runs:
         program = line.split(": ", 1)[1]
         assert program.startswith(f"apptainer exec --nv --bind /scratch/golden --bind <repo> --env PYTHONPATH=<repo> "
-                                  f"--bind /projects {NGC} python3 -m kernels.torch.attention_forward ")
+                                  f"--bind /projects/bbka {NGC} python3 -m kernels.torch.attention_forward ")
     # the preflight runs the program the same way, in the same image
     assert f"preflight on gpuA100x4: attention_forward/torch/naive bf16 gpuA100x4 1gpu: apptainer exec --nv" in text
 
