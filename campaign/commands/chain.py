@@ -95,11 +95,13 @@ class Chain:
 
 
 def _build_folder(cluster: ClusterSpec, backend: str, partition: str, key: str, builds_root: Path,
-                  kernel_bin: str) -> Path:
-    """The keyed folder; on this machine with the default compilers and no
-    modules, `make kernels`' own output (an up-to-date make there is a no-op)."""
+                  kernel_bin: str, contained: bool = False) -> Path:
+    """The keyed folder; on this machine with the default compilers, no
+    modules and no container, `make kernels`' own output (an up-to-date make
+    there is a no-op)."""
     part = cluster.partitions[partition]
-    if backend == "local" and cluster.build == BuildSpec() and not (cluster.modules or part.modules):
+    if (backend == "local" and cluster.build == BuildSpec() and not (cluster.modules or part.modules)
+            and not contained):
         return Path(kernel_bin)
     return builds_root / f"{partition}-{key}"
 
@@ -149,7 +151,8 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
     for partition, group in by_part.items():
         # the image the programs run in is the one they are built in: its digest is part of the build's key
         key = build_key(cluster, partition, src_hash, run_env.run_env_facts(group[0].run.identity))
-        folder = _build_folder(cluster, backend, partition, key, camp_dir.parent / "builds", kernel_bin)
+        folder = _build_folder(cluster, backend, partition, key, camp_dir.parent / "builds", kernel_bin,
+                               run_env.containerised(group[0].run.identity))
         mapped = [_mapped(r, kernel_bin, folder) for r in group]
         programs = tuple(sorted({p for r in group if (p := native_program(r.task.argv[0], kernel_bin))}))
         build = None

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from campaign import api
+from campaign.commands.chain import kernel_sources
 from campaign.ledger import Ledger
 from campaign.results.table import result_records
 from tests.conftest import run_cli
-from tests.fixtures.container_image import folder_image, require_charliecloud
+from tests.fixtures.container_image import folder_image, require_charliecloud, toolchain_image
 from tests.slurm.helpers import _all_finished, _name, _overrides, _sync_until
 from tests.slurm_cluster import SlurmCluster
 
@@ -63,6 +64,32 @@ def test_a_campaign_runs_in_the_image_and_a_new_image_is_new_runs(image: Path, t
     changed = {d["key"]: d for d in json.loads(diff.stdout)["provenance"]}
     digest = changed["environment.run_env.local.container.digest"]
     assert digest["category"] == "run environment" and old in digest["base"] and old not in digest["new"]
+
+
+def test_native_programs_are_built_and_run_in_the_image(image: Path, tmp_path: Path) -> None:
+    """The build job runs make in the image (here one whose /usr is the host's), into a folder keyed
+    by the image; the preflight and the run start the program built there, in the image."""
+    root = toolchain_image(tmp_path / "toolchain", [str(kernel_sources())])
+    ledger = tmp_path / "ledger.sqlite"
+    proc = run_cli("--ledger", str(ledger), "submit", "experiment=forward_scaling", f"campaign.workdir={tmp_path / 'runs'}",
+                   "experiment.sweeps.0.impls=[c]", "experiment.sweeps.0.variants=[naive]",
+                   "experiment.sweeps.0.threads=[1]", "experiment.sweeps.0.n=[64,128]", "experiment.repeats=2",
+                   f"experiment.container={{runtime:charliecloud,image:'{root}',options:[--bind,'/usr:/usr']}}")
+    assert proc.returncode == 0, proc.stderr
+    assert "COMPLETED 1" in proc.stdout
+    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "runs" / "builds").glob("*/build.json")]
+    assert record["ok"] and record["make"][0] == "ch-run" and str(root) in record["make"]
+    rows = result_records(Ledger(ledger, create=False), "forward_scaling-local")
+    assert {r["n"] for r in rows} == {64, 128} and all(r["impl"] == "c" for r in rows)
+
+
+def test_an_image_without_the_program_fails_the_preflight(image: Path, tmp_path: Path) -> None:
+    """Only the node can tell that the program is not in the image: PREFLIGHT_FAILED, the run never starts."""
+    empty = folder_image(tmp_path / "empty", [])
+    proc = run_cli("--ledger", str(tmp_path / "ledger.sqlite"), "submit", "experiment=byob_mbw",
+                   f"campaign.workdir={tmp_path / 'runs'}", _container(empty))
+    assert proc.returncode == 3, proc.stderr
+    assert "PREFLIGHT_FAILED" in proc.stdout and "mbw" in proc.stdout
 
 
 @pytest.mark.slurm

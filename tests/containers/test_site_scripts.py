@@ -58,7 +58,7 @@ def test_delta_gpu_runs_start_in_the_image_with_the_gpus(tmp_path: Path) -> None
         assert program.startswith(f"apptainer exec --nv --bind /scratch/golden --bind <repo> --env PYTHONPATH=<repo> "
                                   f"--bind /projects/bbka {NGC} python3 -m kernels.torch.attention_forward ")
     # the preflight runs the program the same way, in the same image
-    assert f"preflight on gpuA100x4: attention_forward/torch/naive bf16 gpuA100x4 1gpu: apptainer exec --nv" in text
+    assert "preflight on gpuA100x4: attention_forward/torch/naive bf16 gpuA100x4 1gpu: apptainer exec --nv" in text
 
 
 def test_anvil_mpi_ranks_each_start_their_own_container(tmp_path: Path) -> None:
