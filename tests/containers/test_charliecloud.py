@@ -16,6 +16,7 @@ import pytest
 
 from campaign import api
 from campaign.commands.chain import kernel_sources
+from campaign.config.load import repo_root
 from campaign.ledger import Ledger
 from campaign.results.table import result_records
 from tests.conftest import run_cli
@@ -105,3 +106,29 @@ def test_a_campaign_runs_in_the_image_on_slurm(image: Path, slurm_cluster: Slurm
     shown = run_cli("--ledger", str(ledger.path), "show", str(rows[0]["job_id"]))
     assert shown.returncode == 0 and '"wrap":["ch-run"' in shown.stdout, shown.stdout
     assert "container.runtime_version: charliecloud" in shown.stdout
+
+
+@pytest.mark.slurm
+def test_each_mpi_rank_starts_its_own_container_behind_srun(image: Path, slurm_cluster: SlurmCluster,
+                                                             tmp_path: Path) -> None:
+    """mpi_allreduce over 2 nodes: srun --mpi=pmix outside, the rank shim, then ch-run per rank (Apptainer's
+    hybrid model, docs/sites.md#containers); the image binds the host's /usr, so its Open MPI is the host's."""
+    kernel_bin = repo_root() / "kernels" / "build"
+    assert (kernel_bin / "mpi" / "mpi_allreduce").is_file(), "make kernels builds the MPI kernel"
+    root = toolchain_image(tmp_path / "toolchain", [str(kernel_bin)])
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    name = _name("ctr-mpi")
+    container = (f"experiment.container={{runtime:charliecloud,image:'{root}',"
+                 f"options:[--bind,'/usr:/usr',--bind,'{kernel_bin}:{kernel_bin}']}}")
+    rep = api.submit(_overrides(tmp_path, name, "experiment=mpi_scaling", "experiment.sweeps.0.nodes=[2]",
+                                "experiment.sweeps.0.ranks_per_node=[1]", "experiment.sweeps.0.variants=[strong]",
+                                container), ledger)
+    assert rep.submitted, rep
+    done = _sync_until(ledger, name, _all_finished)
+    assert set(done.counts) == {"COMPLETED"}, done.counts
+    rows = result_records(ledger, name)
+    assert rows and all(r["nodes"] == 2 and r["ranks"] == 2 for r in rows)
+    shown = run_cli("--ledger", str(ledger.path), "show", str(rows[0]["job_id"]))
+    launcher, _, rest = next(line for line in shown.stdout.splitlines() if "srun --mpi=pmix" in line).partition(" -- ")
+    assert "ch-run" not in launcher and rest.startswith(f"ch-run --bind {tmp_path / 'runs'}:{tmp_path / 'runs'} ")
+    assert "ranks: 2 on 2 node(s)" in shown.stdout
