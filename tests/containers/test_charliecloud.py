@@ -31,7 +31,8 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     if shutil.which("mbw") is None:
         pytest.skip("mbw not installed (make setup installs it)")
     os.environ.setdefault("USER", getpass.getuser())  # ch-run refuses to start without $USER
-    yield folder_image(tmp_path_factory.mktemp("image") / "mbw", ["mbw"])
+    # a path with a space and a `;`: one word everywhere it goes (argv, JSON, Hydra, show)
+    yield folder_image(tmp_path_factory.mktemp("image") / "mbw image;v1", ["mbw"])
 
 
 def _container(image: Path) -> str:
