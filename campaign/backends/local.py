@@ -71,7 +71,7 @@ class LocalBackend(Backend):
 
     def _task(self, req: JobRequest) -> JobTask:
         """The program inside the run's container, if it has one, with the job folders bound."""
-        argv = run_env.wrap(req.run.identity, (str(self.folder.parent),), [k for k, _ in req.task.env], req.task.argv)
+        argv = run_env.wrap(req.run.identity, (str(self.folder.parent),), req.task.env, req.task.argv)
         return req.task if argv == list(req.task.argv) else replace(req.task, argv=tuple(argv))
 
     def render_step(self, step: StepRequest) -> str:

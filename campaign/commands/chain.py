@@ -131,7 +131,7 @@ def _program_checks(reqs: list[JobRequest], folder: Path, binds: tuple[str, ...]
         run = replace(req.run, n=(min(req.run.n),), repeats=1, warmup=0)
         out = str(folder / f"{i}.csv")
         # in the run's container, as the run starts (campaign.planning.run_env)
-        argv = tuple(run_env.wrap(run.identity, binds, [k for k, _ in req.task.env],
+        argv = tuple(run_env.wrap(run.identity, binds, req.task.env,
                                   (req.task.argv[0], *run.command(out)[1:])))
         torch = argv[0] if "-m" in argv and any(a.startswith("kernels.torch.") for a in argv) else None
         checks.append(ProgramCheck(run.label, argv, req.task.env, out, TOLERANCE.get(run.dtype, TOLERANCE["fp32"]) if run.check else None,
@@ -160,7 +160,7 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
             b = cluster.build
             modules = tuple([*cluster.modules, *cluster.partitions[partition].modules])
             wrap = run_env.container_head(group[0].run.identity, (str(camp_dir.parent), str(src)),
-                                          [k for k, _ in group[0].task.env])
+                                          group[0].task.env)
             task = BuildTask(key, str(src), str(folder), programs, b.cc, b.fc, b.cflags, b.fflags, modules,
                              tuple(wrap))
             one = step_allocation(cluster.partitions[partition], 1, 0)

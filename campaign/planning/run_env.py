@@ -13,6 +13,7 @@ planned with, not in whatever the config says today.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -158,17 +159,25 @@ def containerised(identity: Sequence[tuple[str, str]]) -> bool:
     return any(name == "container.runtime" for name, _ in identity)
 
 
-def container_head(identity: Sequence[tuple[str, str]], binds: Sequence[str], env_names: Sequence[str],
+@functools.lru_cache(maxsize=1024)
+def _container_facts(identity: tuple[tuple[str, str], ...]) -> dict[str, str] | None:
+    """The identity as a dict when it names a container (runs share a few identities: 100,000 runs
+    are wrapped per submit, and a dict per run cost more than the rest of the wrapping)."""
+    facts = dict(identity)
+    return facts if "container.runtime" in facts else None
+
+
+def container_head(identity: Sequence[tuple[str, str]], binds: Sequence[str], env: Sequence[tuple[str, str]],
                    set_env: dict[str, str] | None = None) -> list[str]:
     """The words in front of a program that start it in the run's container
     (none without one): the runtime, its GPU flags, the job folders bound at
     their own paths, variables set inside (`set_env`), the configured
     options, the image."""
     set_env = set_env or {}
-    facts = dict(identity)
-    runtime = facts.get("container.runtime")
-    if runtime is None:
+    facts = _container_facts(tuple(identity))
+    if facts is None:
         return []
+    runtime = facts["container.runtime"]
     image, options = facts["container.image"], list(json.loads(facts.get("container.options", "[]")))
     gpus = facts.get("container.gpus") == "true"
     if runtime in ("apptainer", "singularity"):
@@ -183,7 +192,7 @@ def container_head(identity: Sequence[tuple[str, str]], binds: Sequence[str], en
         head = ["podman", "run", "--rm", "--network=host", *(["--device", "nvidia.com/gpu=all"] if gpus else [])]
         for folder in binds:
             head += ["--volume", f"{folder}:{folder}"]
-        for name in env_names:
+        for name, _ in env:
             head += ["--env", name]
         for name, value in set_env.items():
             head += ["--env", f"{name}={value}"]
@@ -196,25 +205,25 @@ def container_head(identity: Sequence[tuple[str, str]], binds: Sequence[str], en
     return [*head, *options, image, "--"]
 
 
-def wrap(identity: Sequence[tuple[str, str]], binds: Sequence[str], env_names: Sequence[str],
+def wrap(identity: Sequence[tuple[str, str]], binds: Sequence[str], env: Sequence[tuple[str, str]],
          argv: Sequence[str]) -> list[str]:
     """The program's argv inside the run's container (unchanged without one).
     A tool-driven benchmark's driver (campaign.job.fom) stays outside: the
     tool it starts per n and repeat goes in (its spec's `wrap`). A launcher
     goes in front of the whole, one container per rank, as the sites run MPI
     programs in containers (campaign.backends.slurm_launch)."""
-    head = container_head(identity, binds, env_names)
+    head = container_head(identity, binds, env)
     if not head:
         return list(argv)
     if len(argv) > 3 and tuple(argv[1:3]) == ("-m", FOM_DRIVER):
         spec = json.loads(argv[3])
         spec["wrap"] = head
         return [*argv[:3], json.dumps(spec, sort_keys=True, separators=(",", ":")), *argv[4:]]
-    python = dict(identity).get("container.python")
+    python = (_container_facts(tuple(identity)) or {}).get("container.python")
     if python and argv and Path(argv[0]).name.startswith("python"):
         # the image's interpreter runs the repository's module (a torch kernel), bound at its own path
         root = str(repo_root())
-        return [*container_head(identity, [*binds, root], env_names, {"PYTHONPATH": root}), python, *argv[1:]]
+        return [*container_head(identity, [*binds, root], env, {"PYTHONPATH": root}), python, *argv[1:]]
     return [*head, *argv]
 
 

@@ -34,7 +34,7 @@ def test_apptainer_passes_gpus_only_where_the_partition_has_them(tmp_path: Path)
     image = tmp_path / "img.sif"
     image.write_bytes(b"sif bytes")
     spec = ContainerSpec(runtime="apptainer", image=str(image), options=["--bind", "/projects"], gpus=True)
-    on_gpu = run_env.wrap(_identity(spec, gpus=True), BINDS, ["OMP_NUM_THREADS"], ["prog", "--n", "64"])
+    on_gpu = run_env.wrap(_identity(spec, gpus=True), BINDS, [("OMP_NUM_THREADS", "1")], ["prog", "--n", "64"])
     assert on_gpu == ["apptainer", "exec", "--nv", "--bind", "/scratch/runs", "--bind", "/projects", str(image),
                       "prog", "--n", "64"]
     on_cpu = run_env.wrap(_identity(spec, gpus=False), BINDS, [], ["prog"])
@@ -43,7 +43,7 @@ def test_apptainer_passes_gpus_only_where_the_partition_has_them(tmp_path: Path)
 
 def test_podman_names_cdi_gpus_and_passes_the_job_variables() -> None:
     spec = ContainerSpec(runtime="podman", image="localhost/bench:1", gpus=True)
-    argv = run_env.wrap(_identity(spec, gpus=True), BINDS, ["OMP_NUM_THREADS", "OMP_PLACES"], ["prog"])
+    argv = run_env.wrap(_identity(spec, gpus=True), BINDS, [("OMP_NUM_THREADS", "1"), ("OMP_PLACES", "cores")], ["prog"])
     assert argv[:4] == ["podman", "run", "--rm", "--network=host"]
     assert argv[4:6] == ["--device", "nvidia.com/gpu=all"]
     assert "--volume" in argv and "/scratch/runs:/scratch/runs" in argv
