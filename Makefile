@@ -27,6 +27,10 @@ $(STAMP): pyproject.toml
 	  echo "installing likwid, mbw and sysbench (Debian): the bring-your-own-benchmark examples of conf/kernel"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    likwid mbw sysbench >/dev/null) || echo "warning: likwid, mbw or sysbench not installed; their tests skip"; }
+	@command -v ch-run >/dev/null || { \
+	  echo "installing charliecloud-runtime (Debian): ch-run, the container runtime of the container tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    charliecloud-runtime >/dev/null) || echo "warning: charliecloud not installed; its tests fail under make test"; }
 	@command -v mpicc >/dev/null && command -v mpirun >/dev/null || { \
 	  echo "installing Open MPI and PMIx (Debian): the MPI kernel and the multi-node tests (srun --mpi=pmix)"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
@@ -70,7 +74,8 @@ browser:
 # worker), then the `serial` tests alone (they stop Slurm daemons or time wall clocks).
 # Both parts always run; the exit status is the first failure's.
 TEST_WORKERS ?= 4
-TEST_ENV := CAMPAIGN_REQUIRE_SLURM=1 CAMPAIGN_REQUIRE_POSTGRES=1 CAMPAIGN_REQUIRE_CHROMIUM=1
+TEST_ENV := CAMPAIGN_REQUIRE_SLURM=1 CAMPAIGN_REQUIRE_POSTGRES=1 CAMPAIGN_REQUIRE_CHROMIUM=1 \
+            CAMPAIGN_REQUIRE_CHARLIECLOUD=1
 test: setup slurm-up browser
 	@rc=0; alone=0; \
 	$(TEST_ENV) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \

@@ -33,6 +33,9 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("driver", ("environment.driver*", "environment.node.driver*")),
     # what the jobs' GPUs ran at (campaign.results.gpu_state, from the rows' gpu_* columns)
     ("gpu clocks", ("gpu.*",)),
+    # the container image (digest), its runtime's version, the Spack environment (spack.lock hash)
+    ("run environment", ("environment.run_env.*", "config.experiment.container.*", "config.experiment.spack.*",
+                         "config.cluster.partitions.*.container.*", "config.cluster.partitions.*.spack.*")),
     ("job environment", ("config.cluster.env.*", "config.cluster.partitions.*.env.*",
                          "config.cluster.omp_*", "config.cluster.stack_unlimited")),
     ("config", ("config.*",)),

@@ -13,6 +13,7 @@ import shlex
 import signal
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, read_json
 from campaign.job.procs import group_members, stop_group, wait_gone
 from campaign.job.runner import execute
+from campaign.job.task import JobTask
+from campaign.planning import run_env
 from campaign.plumbing.errors import SchedulerError
 from campaign.plumbing.states import JobState
 
@@ -62,9 +65,14 @@ class LocalBackend(Backend):
             lines = [f"# {req.job_name}  ({req.comment})", f"cd {shlex.quote(req.task.workdir)}"]
             if req.task.stack_unlimited:
                 lines.append("ulimit -s unlimited")
-            lines.append(f"env {env} {shlex.join(req.task.argv)}")
+            lines.append(f"env {env} {shlex.join(self._task(req).argv)}")
             scripts.append("\n".join(lines) + "\n")
         return scripts
+
+    def _task(self, req: JobRequest) -> JobTask:
+        """The program inside the run's container, if it has one, with the job folders bound."""
+        argv = run_env.wrap(req.run.identity, (str(self.folder.parent),), req.task.env, req.task.argv)
+        return req.task if argv == list(req.task.argv) else replace(req.task, argv=tuple(argv))
 
     def render_step(self, step: StepRequest) -> str:
         head = f"# {step.kind} step on {step.partition} ({step.job_name}), run here before the jobs"
@@ -119,7 +127,7 @@ class LocalBackend(Backend):
                 req = pending.pop(0)
                 if (Path(req.task.workdir) / CANCEL_FILE).exists():
                     continue  # cancelled while it waited for its turn
-                job = self._executor(req).submit(execute, req.task)  # type: ignore[attr-defined]
+                job = self._executor(req).submit(execute, self._task(req))  # type: ignore[attr-defined]
                 paths = job.paths
                 on_submitted([Submitted(req.attempt_id, str(job.job_id),
                                         stdout_path=str(paths.stdout).replace("%t", "0"),

@@ -39,6 +39,7 @@ from campaign.backends.submitit_adapter import sbatch_script
 from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.job.array_task import task_to_json
 from campaign.job.task import JobTask
+from campaign.planning import run_env
 from campaign.planning.environment import profiler_lines, setup_lines
 from campaign.planning.plan import RunSpec
 from campaign.plumbing.errors import SchedulerError, SubmissionError, one_line
@@ -69,7 +70,8 @@ class SlurmBackend(Backend):
             "nodes": 1,
             "ntasks_per_node": 1,
             "job_name": req.job_name,
-            "setup": self._setup(part, req.task.env, profiled),
+            # the run's Spack environment after the modules (campaign.planning.run_env)
+            "setup": self._setup(part, req.task.env, profiled) + run_env.spack_lines(req.run.identity),
             "array_parallelism": cluster.array_parallelism,
             "stderr_to_stdout": False,
         }
@@ -116,7 +118,8 @@ class SlurmBackend(Backend):
         for req in requests:
             run = req.run
             what = (run.partition, _profiled(run), run.gpus, run.cpus, run.threads, run.exclusive, run.nodes,
-                    run.ranks_per_node, run.gpus_per_rank, req.walltime_min, req.mem_gb, req.job_name, req.task.env, req.depends_on)
+                    run.ranks_per_node, run.gpus_per_rank, req.walltime_min, req.mem_gb, req.job_name, req.task.env, req.depends_on,
+                    id(run.identity))
             sig = sigs.get(what)
             if sig is None:
                 params = self._params(req)
@@ -175,7 +178,9 @@ class SlurmBackend(Backend):
         return slurm_steps.submit_step(self.cluster, self.folder, self.python, step)
 
     def _task(self, req: JobRequest) -> JobTask:
-        return slurm_launch.launched_task(self.cluster.partitions[req.run.partition], req.run, self.python, req.task)
+        # the job folders (runs, builds) bound into a container at their own paths
+        return slurm_launch.launched_task(self.cluster.partitions[req.run.partition], req.run, self.python, req.task,
+                                          (str(self.folder.parent),))
 
     def _write_manifest(self, group: list[JobRequest]) -> str:
         """The array's one payload: every task's JobTask, and the attempts they

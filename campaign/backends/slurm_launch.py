@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from campaign.config.schema import PartitionSpec
 from campaign.job.rank import LAUNCH_HOST_ENV
 from campaign.job.task import JobTask
+from campaign.planning import run_env
 from campaign.planning.plan import RunSpec
 
 # submitit's srun line starts one task on one node: the campaign task that launches the ranks
@@ -99,9 +101,13 @@ def shape_params(part: PartitionSpec, run: RunSpec) -> dict[str, Any]:
     return params
 
 
-def launched_task(part: PartitionSpec, run: RunSpec, python: str, task: JobTask) -> JobTask:
-    """The task as the job runs it: a multi-rank run's program behind its launcher."""
+def launched_task(part: PartitionSpec, run: RunSpec, python: str, task: JobTask, binds: Sequence[str] = ()) -> JobTask:
+    """The task as the job runs it, its final argv made here and only here:
+    the program inside the run's container (campaign.planning.run_env, with
+    `binds` mounted at their own paths), and a multi-rank run's behind its
+    launcher and shim (the launcher outside, one container per rank)."""
+    program = run_env.wrap(run.identity, binds, task.env, task.argv)
     if not multi_rank(run):
-        return task
-    return dataclasses.replace(task, argv=tuple(launched(part, run, python, task.workdir, list(task.argv))),
+        return task if program == list(task.argv) else dataclasses.replace(task, argv=tuple(program))
+    return dataclasses.replace(task, argv=tuple(launched(part, run, python, task.workdir, program)),
                                ranks=run.ranks, rank_records=rank_records(task.workdir))

@@ -67,7 +67,7 @@ def step_params(cluster: ClusterSpec, step: StepRequest) -> dict[str, Any]:
     params: dict[str, Any] = {
         "partition": part.name, "time": step.walltime_min, "nodes": 1, "ntasks_per_node": 1,
         "job_name": step.job_name, "cpus_per_task": max(1, step.cpus), "stderr_to_stdout": False,
-        "setup": fatal_module_lines(setup_lines(cluster, part, dict(step.env))),
+        "setup": fatal_module_lines(setup_lines(cluster, part, dict(step.env))) + list(step.activate),
     }
     if step.gpus:
         params["gpus_per_node"] = step.gpus

@@ -30,6 +30,7 @@ class StepRequest:
     depends_on: str | None = None  # job ID that must end COMPLETED first
     mem_gb: float | None = None  # --mem in GiB (campaign.planning.resources.step_allocation); None: the site's default
     describe: list[str] = field(default_factory=list)  # comment lines for --dry-run
+    activate: list[str] = field(default_factory=list)  # the runs' Spack activation (campaign.planning.run_env)
 
 
 @dataclass

@@ -152,6 +152,17 @@ def _program(att: AttemptFacts, spec: dict[str, Any], start: dict[str, Any] | No
     return shlex.join(program.command(att.output_path)), env
 
 
+def run_env_items(spec: dict[str, Any]) -> dict[str, str]:
+    """The run's container and Spack environment as its identity recorded them
+    (image, digest, runtime version, spack.lock hash: campaign.planning.run_env)."""
+    return {str(k): str(v) for k, v in spec.get("identity") or [] if str(k).startswith(("container.", "spack."))}
+
+
+def run_env_lines(spec: dict[str, Any]) -> list[str]:
+    items = run_env_items(spec)
+    return ["run environment (container, Spack):", *(f"  {k}: {v}" for k, v in items.items())] if items else []
+
+
 def placement_lines(workdir: str) -> list[str]:
     """Where a multi-rank job's ranks ran (exit.json, campaign.job.rank): one line per rank."""
     record = read_json(Path(workdir) / EXIT_FILE) or {}
@@ -237,6 +248,7 @@ def show_text(f: JobFacts) -> str:
         "  " + command,
         "environment (as rendered):",
         *(f"  {k}={shlex.quote(v)}" for k, v in sorted(env.items())),
+        *run_env_lines(spec),
         "kernel stderr (tail):",
         _tail(str(Path(att.workdir) / STDERR_FILE)),
         "job wrapper log (tail):",
@@ -263,6 +275,7 @@ def job_record(f: JobFacts) -> dict[str, Any]:
         "workdir": att.workdir, "results": att.output_path, "stdout": att.stdout_path, "stderr": att.stderr_path,
         "command": list(spec["argv"]),
         "placement": (read_json(Path(att.workdir) / EXIT_FILE) or {}).get("placement"),
+        "run_environment": run_env_items(spec),
         "attempts": [{"attempt": a.attempt, "job_id": a.job_id, "state": a.state.value,
                       "walltime_min": a.walltime_min} for a in f.lineage],
     }

@@ -36,6 +36,7 @@ from campaign.job.build import BuildTask, is_built, read_record, run_build
 from campaign.job.preflight import PreflightTask, ProgramCheck, run_preflight
 from campaign.ledger import BuildStep, Ledger, PreflightStep
 from campaign.ledger.models import JobAttempt
+from campaign.planning import run_env
 from campaign.planning.charging import StepCost
 from campaign.planning.resources import step_allocation
 from campaign.plumbing.clock import now
@@ -60,13 +61,16 @@ def source_hash(src: Path) -> str:
     return h.hexdigest()
 
 
-def build_key(cluster: ClusterSpec, partition: str, src_hash: str) -> str:
-    """Partition + environment (modules, variables, compilers, flags) + sources."""
+def build_key(cluster: ClusterSpec, partition: str, src_hash: str, container: dict[str, str] | None = None) -> str:
+    """Partition + environment (modules, variables, compilers, flags, the
+    container or Spack environment) + sources."""
     part = cluster.partitions[partition]
     b = cluster.build
     blob = {"cluster": cluster.name, "partition": partition, "modules": [*cluster.modules, *part.modules],
             "module_reset": cluster.module_reset, "template": cluster.job_template,
             "env": {**cluster.env, **part.env}, "build": [b.cc, b.fc, b.cflags, b.fflags], "src": src_hash}
+    if container:  # left out when empty: keys of builds made before containers stay the same
+        blob["container"] = container
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:KEY_LENGTH]
 
 
@@ -92,11 +96,13 @@ class Chain:
 
 
 def _build_folder(cluster: ClusterSpec, backend: str, partition: str, key: str, builds_root: Path,
-                  kernel_bin: str) -> Path:
-    """The keyed folder; on this machine with the default compilers and no
-    modules, `make kernels`' own output (an up-to-date make there is a no-op)."""
+                  kernel_bin: str, contained: bool = False) -> Path:
+    """The keyed folder; on this machine with the default compilers, no
+    modules and no container, `make kernels`' own output (an up-to-date make
+    there is a no-op)."""
     part = cluster.partitions[partition]
-    if capabilities(backend).local and cluster.build == BuildSpec() and not (cluster.modules or part.modules):
+    if (capabilities(backend).local and cluster.build == BuildSpec() and not (cluster.modules or part.modules)
+            and not contained):
         return Path(kernel_bin)
     return builds_root / f"{partition}-{key}"
 
@@ -108,7 +114,7 @@ def _mapped(req: JobRequest, kernel_bin: str, folder: Path) -> JobRequest:
     return replace(req, task=replace(req.task, argv=(str(folder / rel), *req.task.argv[1:])))
 
 
-def _program_checks(reqs: list[JobRequest], folder: Path) -> list[ProgramCheck]:
+def _program_checks(reqs: list[JobRequest], folder: Path, binds: tuple[str, ...]) -> list[ProgramCheck]:
     """One check per program (kernel x impl) and dtype and device, with the
     most threads any of its runs uses, at its smallest n. One variant stands
     for the program: a broken module, binary, ISA or stack fails them all, and
@@ -125,7 +131,9 @@ def _program_checks(reqs: list[JobRequest], folder: Path) -> list[ProgramCheck]:
         # output parses (an honest program leaves rel_err empty)
         run = replace(req.run, n=(min(req.run.n),), repeats=1, warmup=0)
         out = str(folder / f"{i}.csv")
-        argv = (req.task.argv[0], *run.command(out)[1:])
+        # in the run's container, as the run starts (campaign.planning.run_env)
+        argv = tuple(run_env.wrap(run.identity, binds, req.task.env,
+                                  (req.task.argv[0], *run.command(out)[1:])))
         torch = argv[0] if "-m" in argv and any(a.startswith("kernels.torch.") for a in argv) else None
         checks.append(ProgramCheck(run.label, argv, req.task.env, out, TOLERANCE.get(run.dtype, TOLERANCE["fp32"]) if run.check else None,
                                    torch, run.device == "cuda"))
@@ -142,28 +150,34 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
         by_part.setdefault(req.run.partition, []).append(req)
     chains = []
     for partition, group in by_part.items():
-        key = build_key(cluster, partition, src_hash)
-        folder = _build_folder(cluster, backend, partition, key, camp_dir.parent / "builds", kernel_bin)
+        # the image the programs run in is the one they are built in: its digest is part of the build's key
+        key = build_key(cluster, partition, src_hash, run_env.run_env_facts(group[0].run.identity))
+        folder = _build_folder(cluster, backend, partition, key, camp_dir.parent / "builds", kernel_bin,
+                               run_env.containerised(group[0].run.identity))
         mapped = [_mapped(r, kernel_bin, folder) for r in group]
         programs = tuple(sorted({p for r in group if (p := native_program(r.task.argv[0], kernel_bin))}))
         build = None
         if programs and not is_built(folder, key, programs):
             b = cluster.build
             modules = tuple([*cluster.modules, *cluster.partitions[partition].modules])
-            task = BuildTask(key, str(src), str(folder), programs, b.cc, b.fc, b.cflags, b.fflags, modules)
+            wrap = run_env.container_head(group[0].run.identity, (str(camp_dir.parent), str(src)),
+                                          group[0].task.env)
+            task = BuildTask(key, str(src), str(folder), programs, b.cc, b.fc, b.cflags, b.fflags, modules,
+                             tuple(wrap))
             one = step_allocation(cluster.partitions[partition], 1, 0)
             build = StepRequest(
                 "build", partition, run_build, task, group[0].task.env, one.cpus, 0,
                 min(BUILD_WALLTIME_MIN, cluster.partitions[partition].max_walltime_min),
                 f"campaign:{camp_name}:build", str(folder), mem_gb=one.mem_gb,
-                describe=[f"build {key} on {partition} into {folder}: make -C <campaign>/kernels CC={b.cc} FC={b.fc} "
-                          f"CFLAGS='{b.cflags}' FFLAGS='{b.fflags}' {' '.join(programs)}"])
+                describe=[f"build {key} on {partition} into {folder}: {' '.join([*wrap, 'make'])} -C <campaign>/kernels "
+                          f"CC={b.cc} FC={b.fc} CFLAGS='{b.cflags}' FFLAGS='{b.fflags}' {' '.join(programs)}"],
+                activate=run_env.spack_lines(group[0].run.identity))
         # named by the first attempt it gates: unique in the ledger, stable in --dry-run
         pre_dir = camp_dir / "preflight" / f"{partition}-a{min(r.attempt_id for r in group)}"
         # a program of several ranks (or an MPI one) starts only through its launcher, in its own job:
         # the preflight, one process per check, leaves it out (docs/design.md#ranks-nodes-and-launchers)
         single = [r for r in mapped if r.run.ranks == 1 and not r.run.gpus_per_rank and not r.run.launched]
-        checks = _program_checks(single, pre_dir)
+        checks = _program_checks(single, pre_dir, (str(camp_dir.parent),))
         widest = max(single or mapped, key=lambda r: (r.run.gpus, r.run.threads))
         part = cluster.partitions[partition]
         pre_task = PreflightTask(str(pre_dir), str(camp_dir), cluster.stack_unlimited, tuple(checks))
@@ -174,7 +188,8 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
             "preflight", partition, run_preflight, pre_task, widest.task.env, alloc.cpus, alloc.gpus,
             min(part.max_walltime_min, cluster.preflight_walltime_min), f"campaign:{camp_name}:preflight",
             str(pre_dir), mem_gb=alloc.mem_gb,
-            describe=[f"preflight on {partition}: {c.label}: {' '.join(c.argv)}" for c in checks])
+            describe=[f"preflight on {partition}: {c.label}: {' '.join(c.argv)}" for c in checks],
+            activate=run_env.spack_lines(widest.run.identity))
         chains.append(Chain(partition, key, folder, build, preflight, mapped))
     return chains
 

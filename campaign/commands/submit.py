@@ -45,7 +45,7 @@ from campaign.config.load import resolved_yaml
 from campaign.config.validate import check_under
 from campaign.ledger import ATTEMPT_TABLE, RUN_TABLE, Campaign, Ledger, Provenance, Run
 from campaign.ledger import queries as q
-from campaign.planning import provenance
+from campaign.planning import provenance, run_env
 from campaign.planning.charging import Charge, estimate
 from campaign.planning.identity import why_new, with_identity
 from campaign.planning.node_local import check_node_local
@@ -168,17 +168,25 @@ def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, 
     check_node_local(cfg, [camp_dir, ledger.path])
     preflight = preflight and cfg.experiment.preflight
     # With the chain, the build job makes the native programs on the partition.
-    missing = [m for m in missing_programs(p.runs)
+    # a containerised program is the image's: its path means nothing here
+    missing = [m for m in missing_programs([r for r in p.runs if not run_env.containerised(r.identity)])
                if not (preflight and chain.native_program(m, _kernel_bin(cfg)))]
     if missing:
         raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
-    refusal = profiler_refusal(cfg, p.runs)
+    # a missing image or runtime: refused before anything is recorded (runs share a few identities)
+    shared = {id(r.identity): r for r in p.runs}.values()
+    refusal = profiler_refusal(cfg, p.runs) or next(
+        (why for r in shared if (why := run_env.refusal(r.identity, cfg.cluster.backend))), None)
     if refusal:
         raise BadInputError(refusal)
     report = SubmitReport(name, len(p.runs), skipped=p.skipped)
     # Read before the transaction: it runs `gcc --version`, `nvidia-smi`, hashes binaries.
     # each distinct program once (100,000 runs share a few: a stat per run cost ~0.2 s)
     env = provenance.environment(cfg.cluster.build.cc, cfg.cluster.build.fc, list(dict.fromkeys(r.argv for r in p.runs)))
+    # the image digests, runtime versions and spack.lock hashes the runs carry, per partition: `compare` names a change
+    facts = {r.partition: run_env.run_env_facts(r.identity) for r in shared}
+    if any(facts.values()):
+        env["run_env"] = {part: f for part, f in facts.items() if f}
     with ledger.session.begin() as s:
         camp_id = _get_or_create_campaign(s, cfg, name, camp_dir).id
     # One submit or rerun of a campaign at a time (campaign.commands.claims): a second

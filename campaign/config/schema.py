@@ -79,6 +79,37 @@ class ChargingSpec:
     source: str = ""  # where the rule comes from (the YAML comment says more)
 
 
+# container.runtime -> the command that runs it (campaign.planning.run_env renders each)
+CONTAINER_RUNTIMES = {"apptainer": "apptainer", "singularity": "singularity", "podman": "podman",
+                      "charliecloud": "ch-run"}
+
+
+@dataclass
+class ContainerSpec:
+    """The image a run's program starts in, per rank, inside the launcher
+    (docs/sites.md#containers). Its digest and the runtime's version are part
+    of the run's identity."""
+
+    runtime: str = ""  # apptainer | singularity | podman | charliecloud; "": no container
+    image: str = ""  # a .sif file or docker:// reference, a podman image, a charliecloud image folder
+    options: list[str] = field(default_factory=list)  # the runtime's own options, before the image
+    gpus: bool = False  # pass the partition's GPUs in (--nv; podman: CDI nvidia.com/gpu=all); GPU partitions only
+    # the image's interpreter for programs the config runs with campaign.python (torch kernels): the
+    # repository is bound and put on PYTHONPATH; "": such programs keep campaign.python's path
+    python: str = ""
+
+
+@dataclass
+class SpackSpec:
+    """A Spack environment activated in the job script before the program
+    (and before the build and preflight); its spack.lock's hash is part of the
+    run's identity."""
+
+    env: str | None = None  # a named environment or an environment folder (spack env activate); None: no Spack
+    view: str | None = None  # or a view's folder: its bin/ and lib/ put first on PATH and LD_LIBRARY_PATH
+    lock: str | None = None  # the spack.lock to hash; None: <env folder>/spack.lock where env is a folder
+
+
 @dataclass
 class PartitionSpec:
     """One partition as users request it; facts feed planning and analysis."""
@@ -120,6 +151,8 @@ class PartitionSpec:
     # how a multi-rank job asks its GPUs: per_task (--gpus-per-task) or per_node (--gpus-per-node, as
     # Delta's job scripts do); the launcher binds one rank to its GPUs either way (--gpus-per-task)
     gpu_request: str = "per_task"
+    container: ContainerSpec = field(default_factory=ContainerSpec)  # the runs' image (an experiment's own wins)
+    spack: SpackSpec = field(default_factory=SpackSpec)  # the runs' Spack environment (an experiment's own wins)
 
     @property
     def cores(self) -> int:
@@ -269,6 +302,8 @@ class ExperimentSpec:
     exclusive: bool = False  # take whole nodes (--exclusive) instead of the cores/GPUs a run needs
     cpus_per_run: int | None = None  # cores allocated to each CPU run; threads above it oversubscribe on purpose
     sweeps: list[SweepSpec] = field(default_factory=list)
+    container: ContainerSpec = field(default_factory=ContainerSpec)  # every run's image, on every partition
+    spack: SpackSpec = field(default_factory=SpackSpec)  # every run's Spack environment
 
 
 @dataclass

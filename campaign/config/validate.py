@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.backends.capabilities import capabilities
-from campaign.config.schema import RootConfig
+from campaign.config.schema import CONTAINER_RUNTIMES, ContainerSpec, RootConfig, SpackSpec
 from campaign.planning import byob
 from campaign.plumbing.errors import ConfigError
 
@@ -118,6 +118,29 @@ def _sbatch_value(value: Any, where: str) -> None:
         raise ConfigError(f"{_safe(where)}={text[:60]!r}: an sbatch option value cannot contain whitespace")
 
 
+def _run_env(container: ContainerSpec, spack: SpackSpec, where: str) -> None:
+    """A container's runtime is one we know how to render; its image, options
+    and the Spack names are text that reaches an argv or a quoted line."""
+    if container.image and not container.runtime:
+        raise ConfigError(f"{_safe(where)}.container.image is set but no runtime: set {_safe(where)}.container.runtime "
+                          f"to one of {', '.join(sorted(CONTAINER_RUNTIMES))}")
+    if container.runtime:
+        if container.runtime not in CONTAINER_RUNTIMES:
+            raise ConfigError(f"{_safe(where)}.container.runtime={str(container.runtime)[:60]!r} is not a container "
+                              f"runtime: use one of {', '.join(sorted(CONTAINER_RUNTIMES))}")
+        if not str(container.image).strip():
+            raise ConfigError(f"{_safe(where)}.container.image is empty: name the image (a .sif file, an image name)")
+        check_text(container.image, f"{where}.container.image", limit=1024)
+        for i, option in enumerate(container.options):
+            check_text(option, f"{where}.container.options[{i}]", limit=1024)
+    if spack.env or spack.view or spack.lock:
+        if bool(spack.env) == bool(spack.view):
+            raise ConfigError(f"{_safe(where)}.spack: set exactly one of env (an environment) and view (a view's folder)")
+        for what in ("env", "view", "lock"):
+            if getattr(spack, what):
+                check_text(getattr(spack, what), f"{where}.spack.{what}", limit=1024)
+
+
 def _check_cluster(cfg: RootConfig) -> None:
     c = cfg.cluster
     check_name(c.name, "cluster.name")
@@ -152,6 +175,7 @@ def _check_cluster(cfg: RootConfig) -> None:
         for i, m in enumerate(part.modules):
             check_text(m, f"{where}.modules[{i}]", limit=200)
         _env(part.env, f"{where}.env")
+        _run_env(part.container, part.spack, where)
         for k, v in part.sbatch_extra.items():
             if not SBATCH_KEY.fullmatch(str(k)) or len(str(k)) > 64:
                 raise ConfigError(f"{_safe(where)}.sbatch_extra: {str(k)[:60]!r} is not an sbatch option name")
@@ -179,6 +203,7 @@ def _check_kernels(cfg: RootConfig) -> None:
 def _check_experiment(cfg: RootConfig) -> None:
     exp = cfg.experiment
     check_name(exp.name, "experiment.name")
+    _run_env(exp.container, exp.spack, "experiment")
     for i, sweep in enumerate(exp.sweeps):
         where = f"experiment.sweeps.{i}"
         check_name(sweep.kernel, f"{where}.kernel")

@@ -52,6 +52,7 @@ class BuildTask:
     cflags: str
     fflags: str
     modules: tuple[str, ...]  # as configured (the batch script loaded them)
+    wrap: tuple[str, ...] = ()  # the runs' container (runtime ... image): make runs in it, as the programs will
 
 
 def _output(argv: list[str], timeout_s: float = 30) -> str | None:
@@ -111,7 +112,7 @@ def run_build(task: BuildTask) -> dict[str, Any]:
 def _build_locked(task: BuildTask, folder: Path) -> dict[str, Any]:
     started = datetime.now(UTC).isoformat()
     targets = [str(folder / p) for p in task.programs]
-    argv = ["make", "-C", task.source, f"BUILD={folder}", f"CC={task.cc}", f"FC={task.fc}",
+    argv = [*task.wrap, "make", "-C", task.source, f"BUILD={folder}", f"CC={task.cc}", f"FC={task.fc}",
             f"CFLAGS={task.cflags}", f"FFLAGS={task.fflags}", *targets]
     with open(folder / LOG, "ab") as log:
         try:

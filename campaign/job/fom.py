@@ -170,7 +170,8 @@ def _read_capped(path: Path) -> str:
 
 def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str) -> tuple[int, str, str, float]:
     """One invocation, its output into `stem`.out/.err in the job folder (kept for `show`)."""
-    argv = [render(a, values) for a in spec["argv"]]
+    # `wrap`: the container the tool starts in (campaign.planning.run_env), its words taken as they are
+    argv = [*spec.get("wrap", ()), *(render(a, values) for a in spec["argv"])]
     env = {**os.environ, **{k: render(v, values) for k, v in spec.get("env", {}).items()}}
     out_path, err_path = cwd / f"{stem}.out", cwd / f"{stem}.err"
     t0 = time.perf_counter()

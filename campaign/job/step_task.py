@@ -25,7 +25,8 @@ def step_to_json(kind: str, task: BuildTask | PreflightTask) -> dict[str, Any]:
 
 
 def _build_task(d: dict[str, Any]) -> BuildTask:
-    return BuildTask(**{**d, "programs": tuple(d["programs"]), "modules": tuple(d["modules"])})
+    return BuildTask(**{**d, "programs": tuple(d["programs"]), "modules": tuple(d["modules"]),
+                         "wrap": tuple(d.get("wrap", ()))})
 
 
 def _preflight_task(d: dict[str, Any]) -> PreflightTask:

@@ -4,7 +4,8 @@ The plan (campaign.planning.plan) knows the experiment; the measurement also dep
 the job environment as rendered (OMP_* variables, extra variables of cluster
 and partition), the modules loaded, the stack limit, and the program itself:
 the content of a C/Fortran binary or script, the interpreter and torch
-versions of a torch kernel. Those go into `RunSpec.identity`, and so into the
+versions of a torch kernel, and the run environment (container image digest
+and runtime version, Spack lock hash: campaign.planning.run_env). Those go into `RunSpec.identity`, and so into the
 run key: resubmitting after any of them changed submits new runs, and
 `submit` says what changed (`why_new`) against the runs already in the ledger.
 """
@@ -24,6 +25,7 @@ from campaign.config.load import repo_root
 from campaign.config.schema import RootConfig
 from campaign.planning.environment import job_env
 from campaign.planning.plan import RunSpec
+from campaign.planning.run_env import identity_items, resolve
 
 _VERSIONS = ("import sys, importlib.metadata as m\n"
              "def v(p):\n    try: return m.version(p)\n    except Exception: return 'none'\n"
@@ -103,6 +105,8 @@ def with_identity(cfg: RootConfig, runs: Iterable[RunSpec]) -> list[RunSpec]:
             items = [(f"env.{k}", v) for k, v in sorted(job_env(cluster, part, run).items())]
             modules = (["(reset)"] if cluster.module_reset else []) + list(cluster.modules) + list(part.modules)
             items += [("modules", " ".join(modules)), ("stack_unlimited", str(cluster.stack_unlimited))]
+            # the image (digest, runtime version) or Spack environment (lock hash) the program runs in
+            items += identity_items(*resolve(cfg.experiment, part), part.gpus > 0, cache)
             seen[where] = tuple(items + program_identity(run.argv, cache))
         out.append(run.evolve(identity=seen[where]))
     return out

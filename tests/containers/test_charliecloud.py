@@ -1,0 +1,135 @@
+"""A real campaign in a real container: mbw from an image folder made here
+from this machine's files, run by Charliecloud (the distribution's
+charliecloud-runtime), on this machine and on the test Slurm. Changing the
+image changes the runs' keys, and `compare` names the digest that changed."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from campaign import api
+from campaign.commands.chain import kernel_sources
+from campaign.config.load import repo_root
+from campaign.ledger import Ledger
+from campaign.results.table import result_records
+from tests.conftest import run_cli
+from tests.fixtures.container_image import folder_image, require_charliecloud, toolchain_image
+from tests.slurm.helpers import _all_finished, _name, _overrides, _sync_until
+from tests.slurm_cluster import SlurmCluster
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    require_charliecloud()
+    if shutil.which("mbw") is None:
+        pytest.skip("mbw not installed (make setup installs it)")
+    os.environ.setdefault("USER", getpass.getuser())  # ch-run refuses to start without $USER
+    # a path with a space and a `;`: one word everywhere it goes (argv, JSON, Hydra, show)
+    yield folder_image(tmp_path_factory.mktemp("image") / "mbw image;v1", ["mbw"])
+
+
+def _container(image: Path) -> str:
+    return f"experiment.container={{runtime:charliecloud,image:'{image}'}}"
+
+
+def test_a_campaign_runs_in_the_image_and_a_new_image_is_new_runs(image: Path, tmp_path: Path) -> None:
+    ledger_path = tmp_path / "ledger.sqlite"
+    base = ["--ledger", str(ledger_path), "submit", "experiment=byob_mbw", f"campaign.workdir={tmp_path / 'runs'}"]
+    first = run_cli(*base, "campaign.name=img-a", _container(image))
+    assert first.returncode == 0, first.stderr
+    assert "COMPLETED 1" in first.stdout
+    ledger = Ledger(ledger_path, create=False)
+    rows = result_records(ledger, "img-a")
+    assert {r["n"] for r in rows} == {1, 4} and all(r["extra"]["value"] > 0 for r in rows)
+    # the tool ran in the image: the job's argv names ch-run and the image
+    job = rows[0]["job_id"]
+    shown = run_cli("--ledger", str(ledger_path), "show", str(job))
+    assert shown.returncode == 0 and "container.runtime: charliecloud" in shown.stdout
+    assert f'"ch-run","--bind","{tmp_path / "runs"}:{tmp_path / "runs"}","{image}","--"' in shown.stdout
+    old = next(line for line in shown.stdout.splitlines() if "container.digest:" in line).split()[-1]
+
+    (image / "etc" / "motd").write_text("another image\n")  # the image changes under the same path
+    again = run_cli(*base, "campaign.name=img-a", _container(image))
+    assert again.returncode == 0, again.stderr
+    assert "1 new run(s): container.digest" in again.stdout and "COMPLETED 2" in again.stdout
+    second = run_cli(*base, "campaign.name=img-b", _container(image))
+    assert second.returncode == 0, second.stderr
+    diff = run_cli("--ledger", str(ledger_path), "compare", "img-a", "img-b", "--format", "json")
+    assert diff.returncode == 0, diff.stderr
+    changed = {d["key"]: d for d in json.loads(diff.stdout)["provenance"]}
+    digest = changed["environment.run_env.local.container.digest"]
+    assert digest["category"] == "run environment" and old in digest["base"] and old not in digest["new"]
+
+
+def test_native_programs_are_built_and_run_in_the_image(image: Path, tmp_path: Path) -> None:
+    """The build job runs make in the image (here one whose /usr is the host's), into a folder keyed
+    by the image; the preflight and the run start the program built there, in the image."""
+    root = toolchain_image(tmp_path / "toolchain", [str(kernel_sources())])
+    ledger = tmp_path / "ledger.sqlite"
+    proc = run_cli("--ledger", str(ledger), "submit", "experiment=forward_scaling", f"campaign.workdir={tmp_path / 'runs'}",
+                   "experiment.sweeps.0.impls=[c]", "experiment.sweeps.0.variants=[naive]",
+                   "experiment.sweeps.0.threads=[1]", "experiment.sweeps.0.n=[64,128]", "experiment.repeats=2",
+                   f"experiment.container={{runtime:charliecloud,image:'{root}',options:[--bind,'/usr:/usr']}}")
+    assert proc.returncode == 0, proc.stderr
+    assert "COMPLETED 1" in proc.stdout
+    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "runs" / "builds").glob("*/build.json")]
+    assert record["ok"] and record["make"][0] == "ch-run" and str(root) in record["make"]
+    rows = result_records(Ledger(ledger, create=False), "forward_scaling-local")
+    assert {r["n"] for r in rows} == {64, 128} and all(r["impl"] == "c" for r in rows)
+
+
+def test_an_image_without_the_program_fails_the_preflight(image: Path, tmp_path: Path) -> None:
+    """Only the node can tell that the program is not in the image: PREFLIGHT_FAILED, the run never starts."""
+    empty = folder_image(tmp_path / "empty", [])
+    proc = run_cli("--ledger", str(tmp_path / "ledger.sqlite"), "submit", "experiment=byob_mbw",
+                   f"campaign.workdir={tmp_path / 'runs'}", _container(empty))
+    assert proc.returncode == 3, proc.stderr
+    assert "PREFLIGHT_FAILED" in proc.stdout and "mbw" in proc.stdout
+
+
+@pytest.mark.slurm
+def test_a_campaign_runs_in_the_image_on_slurm(image: Path, slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    name = _name("ctr")
+    rep = api.submit(_overrides(tmp_path, name, "experiment=byob_mbw", _container(image)), ledger)
+    assert rep.submitted, rep
+    done = _sync_until(ledger, name, _all_finished)
+    assert set(done.counts) == {"COMPLETED"}, done.counts
+    rows = result_records(ledger, name)
+    assert {r["n"] for r in rows} == {1, 4} and all(r["job_id"] and r["extra"]["value"] > 0 for r in rows)
+    shown = run_cli("--ledger", str(ledger.path), "show", str(rows[0]["job_id"]))
+    assert shown.returncode == 0 and '"wrap":["ch-run"' in shown.stdout, shown.stdout
+    assert "container.runtime_version: charliecloud" in shown.stdout
+
+
+@pytest.mark.slurm
+def test_each_mpi_rank_starts_its_own_container_behind_srun(image: Path, slurm_cluster: SlurmCluster,
+                                                             tmp_path: Path) -> None:
+    """mpi_allreduce over 2 nodes: srun --mpi=pmix outside, the rank shim, then ch-run per rank (Apptainer's
+    hybrid model, docs/sites.md#containers); the image binds the host's /usr, so its Open MPI is the host's."""
+    kernel_bin = repo_root() / "kernels" / "build"
+    assert (kernel_bin / "mpi" / "mpi_allreduce").is_file(), "make kernels builds the MPI kernel"
+    root = toolchain_image(tmp_path / "toolchain", [str(kernel_bin)])
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    name = _name("ctr-mpi")
+    container = (f"experiment.container={{runtime:charliecloud,image:'{root}',"
+                 f"options:[--bind,'/usr:/usr',--bind,'{kernel_bin}:{kernel_bin}']}}")
+    rep = api.submit(_overrides(tmp_path, name, "experiment=mpi_scaling", "experiment.sweeps.0.nodes=[2]",
+                                "experiment.sweeps.0.ranks_per_node=[1]", "experiment.sweeps.0.variants=[strong]",
+                                container), ledger)
+    assert rep.submitted, rep
+    done = _sync_until(ledger, name, _all_finished)
+    assert set(done.counts) == {"COMPLETED"}, done.counts
+    rows = result_records(ledger, name)
+    assert rows and all(r["nodes"] == 2 and r["ranks"] == 2 for r in rows)
+    shown = run_cli("--ledger", str(ledger.path), "show", str(rows[0]["job_id"]))
+    launcher, _, rest = next(line for line in shown.stdout.splitlines() if "srun --mpi=pmix" in line).partition(" -- ")
+    assert "ch-run" not in launcher and rest.startswith(f"ch-run --bind {tmp_path / 'runs'}:{tmp_path / 'runs'} ")
+    assert "ranks: 2 on 2 node(s)" in shown.stdout

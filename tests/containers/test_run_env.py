@@ -1,0 +1,165 @@
+"""Run environments as configured, rendered and identified: a container's
+argv per runtime (the launcher outside, the container inside), a Spack
+environment's activation in the job scripts, and what enters the run's key
+(image digest, runtime version, spack.lock hash). Bad input is one line,
+exit 2, and nothing recorded."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from campaign.api import dry_run
+from campaign.config import load_config
+from campaign.config.schema import ContainerSpec, SpackSpec
+from campaign.planning import run_env
+from campaign.planning.identity import with_identity
+from campaign.planning.plan import plan
+from tests.conftest import run_cli
+
+BINDS = ("/scratch/runs",)
+HOSTILE = "/images/a dir/it's;rm -rf.sif"
+
+
+def _identity(container: ContainerSpec | None = None, spack: SpackSpec | None = None,
+              gpus: bool = False) -> list[tuple[str, str]]:
+    return run_env.identity_items(container, spack, gpus, {})
+
+
+def test_apptainer_passes_gpus_only_where_the_partition_has_them(tmp_path: Path) -> None:
+    image = tmp_path / "img.sif"
+    image.write_bytes(b"sif bytes")
+    spec = ContainerSpec(runtime="apptainer", image=str(image), options=["--bind", "/projects"], gpus=True)
+    on_gpu = run_env.wrap(_identity(spec, gpus=True), BINDS, [("OMP_NUM_THREADS", "1")], ["prog", "--n", "64"])
+    assert on_gpu == ["apptainer", "exec", "--nv", "--bind", "/scratch/runs", "--bind", "/projects", str(image),
+                      "prog", "--n", "64"]
+    on_cpu = run_env.wrap(_identity(spec, gpus=False), BINDS, [], ["prog"])
+    assert "--nv" not in on_cpu and on_cpu[-2:] == [str(image), "prog"]
+
+
+def test_podman_names_cdi_gpus_and_passes_the_job_variables() -> None:
+    spec = ContainerSpec(runtime="podman", image="localhost/bench:1", gpus=True)
+    argv = run_env.wrap(_identity(spec, gpus=True), BINDS, [("OMP_NUM_THREADS", "1"), ("OMP_PLACES", "cores")], ["prog"])
+    assert argv[:4] == ["podman", "run", "--rm", "--network=host"]
+    assert argv[4:6] == ["--device", "nvidia.com/gpu=all"]
+    assert "--volume" in argv and "/scratch/runs:/scratch/runs" in argv
+    assert argv[argv.index("OMP_NUM_THREADS") - 1] == "--env" and argv[-2:] == ["localhost/bench:1", "prog"]
+
+
+def test_charliecloud_separates_the_program_and_keeps_hostile_paths_one_word(tmp_path: Path) -> None:
+    spec = ContainerSpec(runtime="charliecloud", image=HOSTILE)
+    argv = run_env.wrap(_identity(spec), BINDS, [], ["/opt/prog", "--out", "/scratch/runs/x.csv"])
+    assert argv == ["ch-run", "--bind", "/scratch/runs:/scratch/runs", HOSTILE, "--", "/opt/prog", "--out",
+                    "/scratch/runs/x.csv"]
+    assert shlex.split(shlex.join(argv)) == argv  # rendered into a script, it reads back as the same words
+
+
+def test_a_tool_driven_benchmark_keeps_its_driver_outside() -> None:
+    """The driver (campaign.job.fom) runs on the host and starts the tool per n and repeat in the image."""
+    spec = ContainerSpec(runtime="charliecloud", image="/img")
+    driver = ["/venv/bin/python", "-m", "campaign.job.fom", json.dumps({"argv": ["mbw", "{n}"]}), "--n", "4"]
+    argv = run_env.wrap(_identity(spec), BINDS, [], driver)
+    assert argv[:3] == driver[:3] and argv[4:] == driver[4:]
+    assert json.loads(argv[3]) == {"argv": ["mbw", "{n}"], "wrap": ["ch-run", "--bind", "/scratch/runs:/scratch/runs",
+                                                                    "/img", "--"]}
+
+
+def test_a_file_image_is_identified_by_its_sha256_and_a_tag_is_unpinned(tmp_path: Path) -> None:
+    import hashlib
+
+    image = tmp_path / "img.sif"
+    image.write_bytes(b"one")
+    facts = dict(_identity(ContainerSpec(runtime="apptainer", image=str(image))))
+    assert facts["container.digest"] == "sha256:" + hashlib.sha256(b"one").hexdigest()
+    pinned = "docker://nvcr.io/nvidia/pytorch@sha256:" + "ab" * 32
+    assert dict(_identity(ContainerSpec(runtime="apptainer", image=pinned)))["container.digest"] == "sha256:" + "ab" * 32
+    tag = dict(_identity(ContainerSpec(runtime="apptainer", image="docker://nvcr.io/nvidia/pytorch:24.07-py3")))
+    assert tag["container.digest"] == "unpinned tag"
+
+
+def test_a_folder_image_digest_follows_its_content(tmp_path: Path) -> None:
+    (tmp_path / "img" / "bin").mkdir(parents=True)
+    (tmp_path / "img" / "bin" / "prog").write_text("v1")
+    spec = ContainerSpec(runtime="charliecloud", image=str(tmp_path / "img"))
+    first = dict(_identity(spec))["container.digest"]
+    assert first == dict(_identity(spec))["container.digest"]
+    (tmp_path / "img" / "bin" / "prog").write_text("v2")
+    assert dict(_identity(spec))["container.digest"] != first
+
+
+def _keys(overrides: list[str]) -> set[str]:
+    cfg = load_config(overrides)
+    return {r.key for r in with_identity(cfg, plan(cfg).runs)}
+
+
+def test_the_image_and_the_spack_lock_are_part_of_the_run_key(tmp_path: Path) -> None:
+    image, lock = tmp_path / "img.sif", tmp_path / "env" / "spack.lock"
+    image.write_bytes(b"one")
+    lock.parent.mkdir()
+    lock.write_text('{"v": 1}')
+    base = ["experiment=byob_mbw"]
+    plain = _keys(base)
+    boxed = [*base, f"experiment.container={{runtime:apptainer,image:'{image}'}}"]
+    spacked = [*base, f"experiment.spack={{env:'{lock.parent}'}}"]
+    first, spack_first = _keys(boxed), _keys(spacked)
+    assert len({frozenset(plain), frozenset(first), frozenset(spack_first)}) == 3
+    image.write_bytes(b"two")
+    lock.write_text('{"v": 2}')
+    assert _keys(boxed).isdisjoint(first) and _keys(spacked).isdisjoint(spack_first)
+
+
+def test_spack_activation_is_rendered_in_every_job_script(tmp_path: Path) -> None:
+    """Arrays, build and preflight all run in the environment; its name is quoted."""
+    report = dry_run(["cluster=localslurm", f"campaign.workdir={tmp_path / 'runs'}", "experiment=byob_mbw",
+                      "experiment.spack.env='bench env;x'", "experiment.spack.lock=/nonexistent/spack.lock"],
+                     tmp_path / "ledger.sqlite")
+    assert len(report.scripts) >= 2  # the preflight and the array
+    for script in report.scripts:
+        assert "campaign_spack=$(spack env activate --sh 'bench env;x') || " in script
+        assert 'eval "$campaign_spack"' in script
+    assert not (tmp_path / "ledger.sqlite").exists()
+
+
+def test_a_spack_view_puts_its_bin_and_lib_first() -> None:
+    lines = run_env.spack_lines(_identity(spack=SpackSpec(view="/sw/views/bench")))
+    assert lines[0] == 'export PATH=/sw/views/bench/bin:"$PATH"'
+    assert lines[1].startswith("export LD_LIBRARY_PATH=/sw/views/bench/lib:/sw/views/bench/lib64")
+
+
+def _no_campaign(ledger: Path) -> bool:
+    if not ledger.exists():
+        return True
+    with sqlite3.connect(ledger) as db:
+        return db.execute("SELECT count(*) FROM campaign").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("experiment.container={runtime:docker,image:x}", "experiment.container.runtime='docker' is not a container runtime"),
+    ("experiment.container.image=/img.sif", "experiment.container.image is set but no runtime"),
+    ("experiment.container={runtime:charliecloud,image:/nonexistent/image}",
+     "container image /nonexistent/image not found (charliecloud)"),
+    ("experiment.spack={env:bench,view:/v}", "experiment.spack: set exactly one of env"),
+])
+def test_bad_run_environments_are_one_line_and_record_nothing(tmp_path: Path, override: str, message: str) -> None:
+    ledger = tmp_path / "ledger.sqlite"
+    proc = run_cli("--ledger", str(ledger), "submit", "experiment=byob_mbw", override)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and message in proc.stderr
+    assert _no_campaign(ledger)
+
+
+def test_a_runtime_missing_where_the_jobs_run_is_refused(tmp_path: Path) -> None:
+    """The local backend runs jobs here: a runtime not installed here is exit 2 at submit (podman is not)."""
+    import shutil
+
+    if shutil.which("podman"):
+        pytest.skip("podman is installed here")
+    ledger = tmp_path / "ledger.sqlite"
+    proc = run_cli("--ledger", str(ledger), "submit", "experiment=byob_mbw",
+                   "experiment.container={runtime:podman,image:localhost/bench}")
+    assert proc.returncode == 2 and "container runtime podman (podman) is not installed on this machine" in proc.stderr
+    assert _no_campaign(ledger)
