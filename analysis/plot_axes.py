@@ -212,7 +212,7 @@ def save_png(rgba: bytes, size: tuple[int, int], path: Path) -> None:
     image = Image.frombuffer("RGBA", size, rgba, "raw", "RGBA", 0, 1)
     flat = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE,
                                          dither=Image.Dither.NONE)
-    flat.save(path, compress_level=9)
+    flat.save(path, compress_level=6)  # 9 costs 7x the CPU (34 ms vs 5 ms a figure) for 12% fewer bytes
 
 
 def several(frame: pd.DataFrame, keys: list[str], column: str) -> np.ndarray:
