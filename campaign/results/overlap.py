@@ -47,13 +47,13 @@ def busy_note(machine: dict[str, Any], threads: int) -> str | None:
     others, cpus = machine.get("others_cpus"), machine.get("cpus")
     if not isinstance(others, int | float) or not isinstance(cpus, int) or cpus < 1:
         return None
-    want = max(int(threads), 1)
-    if others - max(cpus - want, 0) <= BUSY_SHARE * want:
+    want = min(max(int(threads), 1), cpus)  # more threads than CPUs cannot use more than the CPUs
+    if others - (cpus - want) <= BUSY_SHARE * want:
         return None
     loads = [v for v in machine.get("load") or [] if isinstance(v, int | float)]
     load = f" (load average {max(loads):.1f})" if loads else ""
     return (f"busy machine: other processes kept {others:.1f} of its {cpus} CPUs busy while this "
-            f"{want}-thread run was timed{load}")
+            f"{int(threads)}-thread run was timed{load}")
 
 
 def flag_busy(s: Session, finished: list[dict[str, Any]]) -> int:
