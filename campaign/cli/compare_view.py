@@ -66,8 +66,8 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
              str(r[INSUFFICIENT] + r[FEW_REPLICATES]), str(r["verdict"])] for r in c.summary.to_dict("records")]
     lines += _grid([*keys, "points", "geomean", "95% interval", "slower", "faster", "same", "insufficient",
                     "verdict"], rows, markdown)
-    lines.append("the geomean and its interval: of the judged points' own ratios and intervals (a kernel is "
-                 "faster or slower only where its points say so)")
+    lines.append("kernel verdicts: the geomean of the judged points' ratios, its interval the geomean of their own "
+                 "intervals; a kernel is faster or slower only where its points say so")
     left_out = int(c.summary["shared"].sum()) if "shared" in c.summary.columns else 0
     if left_out:
         lines.append(f"{left_out} judged point(s) timed on a shared or busy machine are left out of the summary's "
