@@ -55,8 +55,8 @@ intervals (between replicates where they have them), judged by the point
 rule. The points of one kernel are measured by the same jobs on the same
 machine, so a drift between jobs moves them together: their errors are not
 independent, and a t-interval over the points' log ratios (which shrinks as
-1/sqrt(points)) called two identical reruns "faster" at 0.39x while every
-point was within noise. The averaged interval assumes nothing about that
+1/sqrt(points)) can call an identical rerun faster while every point is
+within noise. The averaged interval assumes nothing about that
 correlation, so the group verdict never contradicts its points: when every
 point's interval holds 1, so does the group's; when every point is faster,
 so is the group; and a group is faster or slower only where one of its

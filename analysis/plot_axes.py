@@ -199,9 +199,8 @@ def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw
 
 def save_png(rgba: bytes, size: tuple[int, int], path: Path) -> None:
     """The drawn pixels as a 256-colour palette PNG: a quarter of the bytes of
-    matplotlib's own PNG, same look, and one encode instead of three (a
-    full-colour PNG written, read back and written again took most of the
-    time of drawing the report's figures).
+    matplotlib's own PNG, same look, encoded once, from the pixels (PNG
+    encoding is the largest single cost of drawing a small report's figures).
 
     Plots are flat colours and antialiased edges, so an exact palette is not
     needed; the committed reports and the inlined HTML stay small. Pillow is

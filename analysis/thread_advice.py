@@ -20,7 +20,8 @@ another thread count (issue 24: "cost of 2 threads ... 1.00x" at sizes where
 no 2-thread run existed). A size where any of the thread counts was timed on a
 shared or busy machine (the results' `overlap` note) states no cost and no
 recommendation: `shared` holds the note, and the text says so instead of a
-number the sharing made (a 2-thread run beside a CPU hog "cost" 2888x).
+number the sharing made (a 2-thread run beside a CPU hog comes out thousands
+of times slower than the 1-thread one).
 """
 
 from __future__ import annotations

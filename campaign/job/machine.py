@@ -2,7 +2,7 @@
 other processes took, the load average and the clock frequency.
 
 Why: a timing taken while something else ran on the same cores measures the
-sharing, not the kernel (a 2-thread run beside a CPU hog came out thousands
+sharing, not the kernel (a 2-thread run beside a CPU hog comes out thousands
 of times slower than the 1-thread one). The load average alone cannot tell:
 it counts our own threads and the minute before the run. So the runner
 samples the busy time of the CPUs this job may use (/proc/stat, per CPU)
