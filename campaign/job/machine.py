@@ -100,6 +100,8 @@ def sample(cpus: list[int]) -> Sample:
 
 def machine_state(cpus: list[int], before: Sample, after: Sample, ranks_own_s: float = 0.0) -> dict[str, Any]:
     """The exit record's `machine`: `cpus` (how many this job could use),
+    `node_cpus` (how many the node has: fewer `cpus` means the scheduler gave
+    the job a slice of a node that other jobs may share),
     `others_cpus` (how many of them, on average, other processes kept busy
     while the kernel ran; None where /proc/stat is unreadable), `own_cpus`,
     `load` (1-minute load average at start and end), `mhz` (at start and end),
@@ -111,5 +113,5 @@ def machine_state(cpus: list[int], before: Sample, after: Sample, ranks_own_s: f
     if before.busy_s is not None and after.busy_s is not None:
         # clock ticks are 10 ms: a short run can read a little under its own time
         others = round(max(after.busy_s - before.busy_s - own, 0.0) / elapsed, 3)
-    return {"cpus": len(cpus), "others_cpus": others, "own_cpus": round(own / elapsed, 3),
+    return {"cpus": len(cpus), "node_cpus": os.cpu_count(), "others_cpus": others, "own_cpus": round(own / elapsed, 3),
             "load": [before.load, after.load], "mhz": [before.mhz, after.mhz], "elapsed_s": round(elapsed, 3)}

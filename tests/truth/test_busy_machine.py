@@ -61,6 +61,7 @@ def test_every_attempt_records_the_machine_and_is_flagged_with_its_load(busy: Pa
     for machine, note, threads in rows:
         state = json.loads(machine)
         assert state["cpus"] == len(os.sched_getaffinity(0)) and state["elapsed_s"] > 0
+        assert state["node_cpus"] == os.cpu_count() and state["load"][0] > 0
         want = min(threads, state["cpus"])
         assert state["others_cpus"] - (state["cpus"] - want) > BUSY_SHARE * want, state
         assert note and note.startswith("busy machine: other processes kept ") and "load average" in note, note
