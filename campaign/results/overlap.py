@@ -33,6 +33,9 @@ from campaign.ledger import JobAttempt, Run
 
 MAX_NAMED = 10
 BUSY_SHARE = 0.25  # of a CPU per thread of the run: other processes' time beyond the free CPUs that flags it
+# /proc/stat counts in clock ticks (USER_HZ, 100 on Linux): each CPU's busy time is off by up to a tick at
+# each end, which over a short run is a large share; only what exceeds that counts
+TICK_S = 0.01
 
 
 def joined_note(note: str) -> Any:
@@ -48,7 +51,9 @@ def busy_note(machine: dict[str, Any], threads: int) -> str | None:
     if not isinstance(others, int | float) or not isinstance(cpus, int) or cpus < 1:
         return None
     want = min(max(int(threads), 1), cpus)  # more threads than CPUs cannot use more than the CPUs
-    if others - (cpus - want) <= BUSY_SHARE * want:
+    elapsed = machine.get("elapsed_s")
+    slack = 2 * TICK_S * cpus / elapsed if isinstance(elapsed, int | float) and elapsed > 0 else float(cpus)
+    if others - slack - (cpus - want) <= BUSY_SHARE * want:
         return None
     loads = [v for v in machine.get("load") or [] if isinstance(v, int | float)]
     load = f" (load average {max(loads):.1f})" if loads else ""

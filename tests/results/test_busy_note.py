@@ -36,6 +36,13 @@ def test_a_high_load_average_alone_flags_nothing() -> None:
     assert busy_note(_machine(0.05, load=40.0), 2) is None
 
 
+def test_a_short_run_is_judged_beyond_the_clock_tick() -> None:
+    """/proc/stat counts 10 ms ticks: over a 0.05 s run 2 CPUs' busy time is off by up to 0.8 CPU."""
+    short = {**_machine(1.0), "elapsed_s": 0.05}
+    assert busy_note(short, 2) is None and busy_note({**short, "others_cpus": 1.9}, 2) is not None
+    assert busy_note({**short, "elapsed_s": None}, 2) is None  # no duration: nothing can be judged
+
+
 def test_no_measurement_no_note() -> None:
     assert busy_note(_machine(None), 1) is None  # /proc/stat unreadable on the node
     assert busy_note({}, 1) is None
