@@ -29,7 +29,8 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from campaign.ledger import JobAttempt, Run
+from campaign.ledger import ATTEMPT_TABLE, JobAttempt, Run
+from campaign.ledger import queries as q
 
 MAX_NAMED = 10
 BUSY_SHARE = 0.25  # of a CPU per thread of the run: other processes' time beyond the free CPUs that flags it
@@ -65,16 +66,18 @@ def flag_busy(s: Session, finished: list[dict[str, Any]]) -> int:
     """`finished`: the updates sync just applied; those with a `machine`
     record get its note when the machine was busy. Returns how many."""
     recorded = {v["id"]: v["machine"] for v in finished if isinstance(v.get("machine"), dict)}
-    flagged = 0
+    notes: list[tuple[str, int]] = []
     for start in range(0, len(recorded), 10_000):
         ids = list(recorded)[start:start + 10_000]
         for aid, threads in s.execute(select(JobAttempt.id, Run.threads).join(Run, Run.id == JobAttempt.run_id)
                                       .where(JobAttempt.id.in_(ids))):
             note = busy_note(recorded[aid], threads)
             if note:
-                s.execute(update(JobAttempt).where(JobAttempt.id == aid).values(overlap=joined_note(note)))
-                flagged += 1
-    return flagged
+                notes.append((note, aid))
+    # the first note an attempt gets (it has just finished; flag_overlaps and shared_nodes add theirs after):
+    # one executemany, as a busy machine flags most of a sync's attempts
+    q.update_many(s, ATTEMPT_TABLE, ["overlap"], notes)
+    return len(notes)
 
 
 def flag_overlaps(s: Session, finished: list[dict[str, Any]]) -> int:
