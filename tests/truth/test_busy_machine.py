@@ -39,7 +39,9 @@ def _campaign(work: Path) -> Path:
 @pytest.fixture(scope="module")
 def busy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     work = tmp_path_factory.mktemp("busy")
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range((os.cpu_count() or 1) + 1)]
+    # busy loops that end with this process too (were it killed before the finally below)
+    hog = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    pass"
+    hogs = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range((os.cpu_count() or 1) + 1)]
     try:
         yield _campaign(work)
     finally:
