@@ -22,6 +22,10 @@ import pytest
 from campaign.results.overlap import BUSY_SHARE
 from tests.conftest import run_cli, sql_rows
 
+# serial: the hogs would slow every other worker's jobs (and flag their campaigns), and the quiet case needs
+# a machine without them; `make test` runs serial tests alone, after the rest
+pytestmark = pytest.mark.serial
+
 SMOKE = ["experiment=smoke", "experiment.sweeps.0.n=[64,128]", "experiment.sweeps.1.n=[1024,4096]",
          "experiment.preflight=false"]
 # what a summary finding states when it compares or fits timings: a ratio, a speedup, an exponent
@@ -97,7 +101,6 @@ def test_advise_gives_no_cost_from_a_busy_machine(busy: Path) -> None:
     assert all(r["recommended"] is None for r in data["ranges"])
 
 
-@pytest.mark.serial  # quiet means no other test's jobs on the machine: `make test` runs these alone
 def test_a_quiet_machine_flags_nothing(tmp_path: Path) -> None:
     ledger = _campaign(tmp_path)
     rows = sql_rows(ledger, "SELECT a.machine, a.overlap FROM job_attempt a")
