@@ -85,6 +85,8 @@ class Flags:
     def __init__(self, results: pd.DataFrame | None, summary: pd.DataFrame) -> None:
         self.keys = group_columns(summary) + ["threads", "n"]
         self.why: dict[tuple[Any, ...], str] = {}
+        # per series (group columns, threads): the first shared-machine reason of any of its points
+        self.series: dict[tuple[Any, ...], str] = {}
         if len(summary) and "repeats" in summary.columns:
             few = summary[summary["repeats"] < MIN_REPEATS]
             for row in few[self.keys + ["repeats"]].itertuples(index=False):
@@ -96,11 +98,15 @@ class Flags:
         shared = flagged_rows(results).to_numpy()
         failed = (results["state"].astype("string").fillna("") == "CHECK_FAILED").to_numpy() \
             if "state" in results.columns else shared & False
-        for mask, reason in ((shared, "timed while another job shared the machine (overlap)"),
-                             (failed, "its job failed the correctness check (CHECK_FAILED)")):
-            rows = results.loc[mask, self.keys].drop_duplicates()
+        if shared.any():  # the note says what shared the machine (another job; the load other processes made)
+            rows = results.loc[shared, self.keys + ["overlap"]].drop_duplicates(self.keys)
             for row in rows.itertuples(index=False):
-                self.why[self._key(row._asdict())] = reason
+                values = row._asdict()
+                key = self._key(values)
+                self.why[key] = f"timed on a shared or busy machine ({values['overlap']})"
+                self.series.setdefault(key[:-1], self.why[key])
+        for row in results.loc[failed, self.keys].drop_duplicates().itertuples(index=False):
+            self.why[self._key(row._asdict())] = "its job failed the correctness check (CHECK_FAILED)"
 
     def _falling(self, summary: pd.DataFrame) -> None:
         """Points whose interval lies over FALLING_FACTOR times above the
@@ -131,6 +137,12 @@ class Flags:
         if not self.why:
             return None
         return self.why.get(self._key(values))
+
+    def series_reason(self, row: Mapping[str, Any] | pd.Series) -> str | None:
+        """Why a finding over the sizes of the series of `row` (its group
+        columns and thread count: a scaling fit) is flagged: one of its points
+        was timed on a shared or busy machine."""
+        return self.series.get(self._key({**dict(row), "n": None})[:-1]) if self.series else None
 
     def any_reason(self, rows: Iterable[tuple[Mapping[str, Any] | pd.Series, dict[str, Any]]]
                    ) -> str | None:

@@ -88,8 +88,9 @@ RESULT_SCHEMA: tuple[Column, ...] = (
     Column("replicate", "int", "which independent job of its configuration (experiment.replicates: 0, 1, ...); "
            "null for imported rows", f"{_INT} or null", where="ledger"),
     Column("state", "text", "the attempt's state (COMPLETED, CHECK_FAILED, ...)", f"{_TXT} or null", where="ledger"),
-    Column("overlap", "text", "set when the row was timed while another timed job ran on the same machine, or on a "
-           "Slurm node with more busy CPUs than it has (the note names the peak, the node's CPUs and the jobs); "
+    Column("overlap", "text", "set when the row was timed while another timed job ran on the same machine, while "
+           "other processes kept the job's CPUs busy (the note names the CPUs they took and the load average), or "
+           "on a Slurm node with more busy CPUs than it has (the note names the peak, the node's CPUs and the jobs); "
            "`report --json` lists such points under `overlap_points`, the report warns with the list, `compare` "
            "marks them", f"{_TXT} or null", where="ledger"),
     Column("source", "text", "\"job\" or the imported file", _TXT),

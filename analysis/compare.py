@@ -46,12 +46,23 @@ WITHIN ("within-run only"), or, below `min_replicates` on a side, is
 `insufficient-replicates`; `replicates_needed` says how many replicates per
 side would make the interval no wider than the threshold.
 
-Summary per kernel and implementation (plus the `by` pair): the geometric
-mean of the point ratios with a 95% t-interval over the points' log ratios
-(the point's own interval when there is one point), the count of points
-per verdict, and a verdict of the group by the same rule on the geometric
-mean. Unrelated noise scatters points both ways and averages out there; a
-real change (a compiler upgrade) moves them together.
+Summary per kernel and implementation (plus the `by` pair): the count of
+points per verdict and the group's verdict from the same model as its points,
+over the points that were judged (not insufficient) and not timed on a
+shared or busy machine (`shared` counts those left out): the geometric mean
+of their ratios, and as its interval the geometric mean of their own
+intervals (between replicates where they have them), judged by the point
+rule. The points of one kernel are measured by the same jobs on the same
+machine, so a drift between jobs moves them together: their errors are not
+independent, and a t-interval over the points' log ratios (which shrinks as
+1/sqrt(points)) can call an identical rerun faster while every point is
+within noise. The averaged interval assumes nothing about that
+correlation, so the group verdict never contradicts its points: when every
+point's interval holds 1, so does the group's; when every point is faster,
+so is the group; and a group is faster or slower only where one of its
+points is (within-noise points can average to an interval off 1: the group
+is then within noise too). With no point left to judge, the verdict says so
+(insufficient-repeats, insufficient-replicates, or `shared-machine`).
 """
 
 from __future__ import annotations
@@ -62,7 +73,6 @@ import numpy as np
 import pandas as pd
 
 from analysis.columns import OPTIONAL_GROUP_COLUMNS
-from analysis.dist import t_quantile
 from analysis.overlap_points import flagged_rows
 from analysis.ratios import DIMENSIONS
 from analysis.replicates import LEVEL, replicates_needed, welch_ratio
@@ -72,6 +82,7 @@ from analysis.summary import ensure_summary, is_summary
 FASTER, SLOWER, NOISE, INSUFFICIENT = "faster", "slower", "within-noise", "insufficient-repeats"
 FEW_REPLICATES = "insufficient-replicates"  # fewer replicates on a side than min_replicates asks
 VERDICTS: tuple[str, ...] = (FASTER, SLOWER, NOISE, INSUFFICIENT, FEW_REPLICATES)
+SHARED = "shared-machine"  # a summary's verdict when every judged point was timed on a shared or busy machine
 BETWEEN, WITHIN = "between-replicates", "within-run only"  # which interval judged a point
 DEFAULT_THRESHOLD = 0.05
 MIN_REPEATS = 4
@@ -275,29 +286,33 @@ def summary_keys(by: str | None) -> list[str]:
 
 
 def summarize_points(points: pd.DataFrame, by: str | None, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
-    """Geometric mean of the ratios with a 95% interval, verdict counts, and
-    the group's own `verdict`: the point rule applied to the geometric mean
-    and its interval (insufficient-repeats when every point is)."""
+    """Per kernel and implementation: the count of points per verdict and the
+    group's `geomean`, interval and `verdict` from its judged points' own
+    ratios and intervals (see the module doc); `shared` counts the judged
+    points left out because either side was timed on a shared or busy machine."""
     keys = summary_keys(by)
-    cols = keys + ["points", "geomean", "geomean_lo", "geomean_hi"] + list(VERDICTS) + ["verdict"]
+    cols = keys + ["points", "geomean", "geomean_lo", "geomean_hi"] + list(VERDICTS) + ["shared", "verdict"]
+    judged = ~points["verdict"].isin([INSUFFICIENT, FEW_REPLICATES]).to_numpy()
+    shared = np.zeros(len(points), dtype=bool)
+    for side in ("base", "new"):
+        if f"overlap_{side}" in points.columns:
+            shared |= points[f"overlap_{side}"].to_numpy(dtype=bool)
+    frame = points.assign(_judged=judged & ~shared, _shared=judged & shared)
     rows = []
-    for key, grp in points.groupby(keys, sort=True, dropna=False):
-        logs = np.log(grp["ratio"].to_numpy(float))
-        k = len(logs)
-        mean = float(logs.mean())
-        if k >= 2:
-            half = float(t_quantile(0.975, k - 1) * logs.std(ddof=1) / np.sqrt(k))
-            lo, hi = np.exp(mean - half), np.exp(mean + half)
-        else:
-            lo, hi = float(grp["ratio_lo"].iloc[0]), float(grp["ratio_hi"].iloc[0])
+    for key, grp in frame.groupby(keys, sort=True, dropna=False):
+        use = grp[grp["_judged"].to_numpy(dtype=bool)] if grp["_judged"].any() else grp
+        logs = np.log(use[["ratio", "ratio_lo", "ratio_hi"]].to_numpy(float))
+        mean, lo, hi = np.exp(logs.mean(axis=0))
         counts = grp["verdict"].value_counts()
+        verdict = verdicts(np.array([mean]), np.array([lo]), np.array([hi]),
+                           np.array([int(grp["_judged"].sum())]), threshold, 1)[0]
+        if verdict in (FASTER, SLOWER) and not (use["verdict"] == verdict).any():
+            verdict = NOISE  # points within noise each way can average off 1: no point says it, nor does the group
+        if not grp["_judged"].any():  # nothing to judge: say why
+            verdict = SHARED if grp["_shared"].any() else FEW_REPLICATES if counts.get(FEW_REPLICATES, 0) \
+                else INSUFFICIENT
         key_values = key if isinstance(key, tuple) else (key,)
-        usable = k - int(counts.get(INSUFFICIENT, 0)) - int(counts.get(FEW_REPLICATES, 0))
-        verdict = verdicts(np.array([np.exp(mean)]), np.array([lo]), np.array([hi]),
-                           np.array([usable]), threshold, 1)[0]
-        if not usable and counts.get(FEW_REPLICATES, 0):
-            verdict = FEW_REPLICATES
-        rows.append([*key_values, k, float(np.exp(mean)), float(lo), float(hi)]
-                    + [int(counts.get(v, 0)) for v in VERDICTS] + [verdict])
-    frame = pd.DataFrame(rows, columns=cols)
-    return frame.astype({c: "int64" for c in ["points", *VERDICTS]})
+        rows.append([*key_values, len(grp), float(mean), float(lo), float(hi)]
+                    + [int(counts.get(v, 0)) for v in VERDICTS] + [int(grp["_shared"].sum()), verdict])
+    out = pd.DataFrame(rows, columns=cols)
+    return out.astype({c: "int64" for c in ["points", *VERDICTS, "shared"]})

@@ -43,16 +43,21 @@ def overview(local: pd.DataFrame) -> str:
     return text
 
 
-def scaling(fits: pd.DataFrame) -> list[Finding]:
-    """Per kernel, the best-determined fit (most sizes, then narrowest interval).
+def scaling(fits: pd.DataFrame, flags: Flags | None = None) -> list[Finding]:
+    """Per kernel, the best-determined fit (most sizes, then narrowest
+    interval) among the series timed on a quiet machine, if any.
 
     Descriptive (no effect size); time falling as n grows is not physical, so
-    a negative exponent is a caveat, never a finding."""
+    a negative exponent is a caveat, never a finding; nor is a fit over a
+    series with a point timed on a shared or busy machine."""
     fits = fits[(fits["points"] >= 2) & np.isfinite(fits["slope"])] if len(fits) else fits
     if fits.empty:
         return []
-    frame = fits.assign(_w=(fits["ci_hi"] - fits["ci_lo"]).fillna(np.inf))
-    frame = frame.sort_values(["kernel", "points", "_w"], ascending=[True, False, True],
+    shared = ([flags.series_reason(row) for _, row in fits.iterrows()] if flags is not None and flags.series
+              else [None] * len(fits))
+    frame = fits.assign(_w=(fits["ci_hi"] - fits["ci_lo"]).fillna(np.inf), _shared=shared,
+                        _busy=[s is not None for s in shared])
+    frame = frame.sort_values(["kernel", "_busy", "points", "_w"], ascending=[True, True, False, True],
                               kind="stable")
     out = []
     for kernel, rows in list(frame.groupby("kernel", sort=True))[:MAX_KERNELS]:
@@ -66,7 +71,8 @@ def scaling(fits: pd.DataFrame) -> list[Finding]:
                 f"{_at(top)} at T={top['threads']}, n = {display.size(top['n_min'])} … "
                 f"{display.size(top['n_max'])}{spread}.")
         why = ("a negative exponent (time falling as n grows) is not physical: noise or "
-               "shared cores" if float(top["slope"]) < 0 else None)
+               "shared cores" if float(top["slope"]) < 0
+               else top["_shared"] if isinstance(top["_shared"], str) else None)
         out.append(Finding(text, None, why))
     return out
 
@@ -221,8 +227,9 @@ def _ratio_text(row: pd.Series) -> str:
             f"n = {display.size(row['n'])}, T = {row['threads']}.")
 
 
-def roofline(roof: pd.DataFrame) -> list[Finding]:
-    """The point closest to its roof, or the fastest without ceilings."""
+def roofline(roof: pd.DataFrame, flags: Flags | None = None) -> list[Finding]:
+    """The point closest to its roof, or the fastest without ceilings (a
+    caveat when that point was timed on a shared or busy machine)."""
     usable = roof[np.isfinite(roof["flops_per_s"])] if len(roof) else roof
     if usable.empty:
         return []
@@ -233,12 +240,14 @@ def roofline(roof: pd.DataFrame) -> list[Finding]:
         return [Finding(f"Closest to the roofline: {_at(top)} reaches "
                         f"{display.percent(top['frac_roof'])} of its roof "
                         f"({display.sig(top['roof_flops'] / scale)} {unit}) at "
-                        f"n = {display.size(top['n'])}, T = {top['threads']}.")]
+                        f"n = {display.size(top['n'])}, T = {top['threads']}.", None,
+                        flags.reason(top) if flags else None)]
     top = usable.loc[usable["flops_per_s"].idxmax()]
     unit, scale = display.rate_unit([top["flops_per_s"]], "FLOP/s")
     return [Finding(f"No ceilings are configured for this cluster, so no fraction of peak: the "
                     f"highest throughput is {display.sig(top['flops_per_s'] / scale)} {unit} "
-                    f"({_at(top)}, n = {display.size(top['n'])}, T = {top['threads']}).")]
+                    f"({_at(top)}, n = {display.size(top['n'])}, T = {top['threads']}).", None,
+                    flags.reason(top) if flags else None)]
 
 
 def jobs(counts: dict[str, int], frame: pd.DataFrame) -> list[Finding]:

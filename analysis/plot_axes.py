@@ -11,6 +11,7 @@ imported inside `pyplot` so that importing `analysis` stays cheap.
 
 from __future__ import annotations
 
+import io
 import math
 import textwrap
 from collections.abc import Callable, Sequence
@@ -184,9 +185,11 @@ def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw
             # Data series (n=..., T=..., kernels) first, then the line-style keys.
             names = sorted(handles, key=lambda k: k.startswith(STYLE_KEYS))
             fig.legend([handles[k] for k in names], names, loc="outside right upper")
-        fig.savefig(path)
+        raw = io.BytesIO()
+        fig.savefig(raw, format="rgba")  # the pixels only: encoded once, as a palette PNG (save_png)
+        size = fig.canvas.get_width_height(physical=True)
         plt.close(fig)
-    shrink_png(path)
+    save_png(raw.getvalue(), size, path)
     left = len(items) - len(shown)
     text = ([f"{left} more {what} not shown (the first {len(shown)} of {len(items)}; cap "
              f"{MAX_PANELS} panels)"] if left else [])
@@ -194,8 +197,10 @@ def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw
     return Figure(path, caption, note, width, height)
 
 
-def shrink_png(path: Path) -> None:
-    """Re-save as a 256-colour palette PNG: a quarter of the bytes, same look.
+def save_png(rgba: bytes, size: tuple[int, int], path: Path) -> None:
+    """The drawn pixels as a 256-colour palette PNG: a quarter of the bytes of
+    matplotlib's own PNG, same look, encoded once, from the pixels (PNG
+    encoding is the largest single cost of drawing a small report's figures).
 
     Plots are flat colours and antialiased edges, so an exact palette is not
     needed; the committed reports and the inlined HTML stay small. Pillow is
@@ -203,10 +208,10 @@ def shrink_png(path: Path) -> None:
     """
     from PIL import Image
 
-    with Image.open(path) as image:
-        flat = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE,
-                                             dither=Image.Dither.NONE)
-    flat.save(path, compress_level=9)
+    image = Image.frombuffer("RGBA", size, rgba, "raw", "RGBA", 0, 1)
+    flat = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE,
+                                         dither=Image.Dither.NONE)
+    flat.save(path, compress_level=6)  # 9 costs 7x the CPU (34 ms vs 5 ms a figure) for 12% fewer bytes
 
 
 def several(frame: pd.DataFrame, keys: list[str], column: str) -> np.ndarray:

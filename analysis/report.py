@@ -169,8 +169,10 @@ def _overlap_warning(results: pd.DataFrame, cluster: str) -> list[Block]:
                   f"{p['rows_flagged']} of {p['rows']} rows; {p['notes'][0]}" for p in points[:MAX_POINTS])
     more = (f" (the first {MAX_POINTS} listed)" if len(points) > MAX_POINTS else "")
     return [Block("p", f"Warning: {int(flagged.sum())} of {len(rows)} result rows were timed while another "
-                       "timed job ran on the same machine, or on a node with more busy CPUs than it has; their "
-                       f"times may be inflated. {len(points)} point(s) affected{more} (see `campaign results`, "
+                       "timed job ran on the same machine, while other processes kept its CPUs busy, or on a "
+                       "node with more busy CPUs than it has; their times may be inflated, so a finding that rests "
+                       f"on them is listed as a caveat, not a finding. {len(points)} point(s) affected{more} "
+                       "(see `campaign results`, "
                        "column overlap):"),
             Block("list", items=items)]
 
@@ -242,8 +244,8 @@ def _analysis(summary: pd.DataFrame, metrics: Mapping[str, pd.DataFrame],
 
     said, caveats = order(findings.threads(m["best_threads"], m["speedup"],
                                            m["doubling_penalty"], local, flags)
-                          + findings.ratios(m["ratios"], flags) + findings.scaling(m["fits"])
-                          + findings.roofline(m["roofline"])
+                          + findings.ratios(m["ratios"], flags) + findings.scaling(m["fits"], flags)
+                          + findings.roofline(m["roofline"], flags)
                           + findings.jobs(jobs_mod.state_counts(jobs), jobs))
     summary_sec = Section("Summary", "summary", [
         Block("p", findings.overview(local)), Block("list", items=tuple(f.text for f in said))]

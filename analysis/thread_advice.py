@@ -17,7 +17,11 @@ some n, else the most threads the configuration measured (`default_measured`
 says which): one thread count per configuration, and at an n where it was not
 measured the cost is NaN and said to be "not measured", never a ratio of
 another thread count (issue 24: "cost of 2 threads ... 1.00x" at sizes where
-no 2-thread run existed).
+no 2-thread run existed). A size where any of the thread counts was timed on a
+shared or busy machine (the results' `overlap` note) states no cost and no
+recommendation: `shared` holds the note, and the text says so instead of a
+number the sharing made (a 2-thread run beside a CPU hog comes out thousands
+of times slower than the 1-thread one).
 """
 
 from __future__ import annotations
@@ -27,11 +31,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.overlap_points import flagged_rows
 from analysis.schema import group_columns
-from analysis.summary import ensure_summary
+from analysis.summary import ensure_summary, is_summary
 
 PER_N_COLUMNS: tuple[str, ...] = ("n", "best_threads", "recommended", "t_recommended", "default_threads",
-                                  "t_default", "default_cost", "default_measured")
+                                  "t_default", "default_cost", "default_measured", "shared")
 RANGE_COLUMNS: tuple[str, ...] = ("n_lo", "n_hi", "recommended", "max_default_cost")
 
 
@@ -69,6 +74,7 @@ def thread_advice(results: pd.DataFrame, default_threads: int | None = None,
     if s.empty:
         raise ValueError("no measurements to advise on")
     keys = group_columns(s)
+    shared = _shared_cells(results, keys)
     rows = []
     for key, config in s.groupby(keys, sort=True, dropna=False):
         # the default is chosen over every n of the configuration, before `n` narrows it: at one size
@@ -78,12 +84,26 @@ def thread_advice(results: pd.DataFrame, default_threads: int | None = None,
         default = int(default_threads) if measured and default_threads is not None else max(present)
         for n_value, cell in config.groupby("n", sort=True):
             if n is None or n_value == n:
-                rows.append({**dict(zip(keys, key, strict=True)), "n": n_value,
-                             **_cell_advice(cell, default, measured, tolerance)})
+                row = {**dict(zip(keys, key, strict=True)), "n": n_value,
+                       **_cell_advice(cell, default, measured, tolerance), "shared": None}
+                note = shared.get(tuple(str(v) for v in (*(key if isinstance(key, tuple) else (key,)), n_value)))
+                if note:  # what the sharing made is no advice
+                    row.update(default_cost=float("nan"), shared=note)
+                rows.append(row)
     if not rows:
         raise ValueError(f"no measurements at n = {n}")
     per_n = pd.DataFrame(rows, columns=keys + list(PER_N_COLUMNS))
     return ThreadAdvice(per_n, _ranges(per_n, keys), default_threads)
+
+
+def _shared_cells(results: pd.DataFrame, keys: list[str]) -> dict[tuple[str, ...], str]:
+    """(group columns, n) as texts -> the first `overlap` note of a row of
+    that size at any thread count; none for a summary, which has no rows."""
+    if is_summary(results) or "overlap" not in results.columns:
+        return {}
+    hit = results[flagged_rows(results).to_numpy()]
+    return {tuple(str(v) for v in (*(row[k] for k in keys), row["n"])): str(row["overlap"])
+            for row in hit.drop_duplicates(keys + ["n"]).to_dict("records")}
 
 
 def _ranges(per_n: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -91,11 +111,13 @@ def _ranges(per_n: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     rows = []
     for key, grp in per_n.groupby(keys, sort=True, dropna=False):
         grp = grp.sort_values("n")
-        change = np.r_[True, grp["recommended"].to_numpy()[1:] != grp["recommended"].to_numpy()[:-1]]
+        advised = np.where(grp["shared"].isna(), grp["recommended"].to_numpy(), -1)  # -1: not advised
+        change = np.r_[True, advised[1:] != advised[:-1]]
         run_id = np.cumsum(change)
         for _, part in grp.groupby(run_id, sort=True):
             rows.append({**dict(zip(keys, key, strict=True)), "n_lo": int(part["n"].min()),
-                         "n_hi": int(part["n"].max()), "recommended": int(part["recommended"].iloc[0]),
+                         "n_hi": int(part["n"].max()),
+                         "recommended": int(part["recommended"].iloc[0]) if part["shared"].isna().all() else None,
                          "max_default_cost": float(part["default_cost"].max())})  # NaN: none measured
     return pd.DataFrame(rows, columns=keys + list(RANGE_COLUMNS))
 
@@ -114,10 +136,15 @@ def format_thread_advice(advice: ThreadAdvice, title: str) -> str:
         mine = ranges[np.logical_and.reduce([ranges[c].astype("str") == str(info[c]) for c in keys])]
         for r in mine.itertuples():
             span = f"n = {r.n_lo}" if r.n_lo == r.n_hi else f"n = {r.n_lo}..{r.n_hi}"
-            lines.append(f"  {span}: {r.recommended} thread{'' if r.recommended == 1 else 's'}")
+            lines.append(f"  {span}: " + ("no advice, timed on a shared or busy machine" if pd.isna(r.recommended)
+                                          else f"{int(r.recommended)} thread{'' if r.recommended == 1 else 's'}"))
         default = grp["default_threads"].iloc[0]
         how = "all cores" if bool(grp["default_measured"].all()) else "most threads measured"
         costs = ", ".join(f"n={int(row.n)}: " + (f"{row.default_cost:.2f}x" if np.isfinite(row.default_cost)
+                                                  else "not judged (shared)" if isinstance(row.shared, str)
                                                   else "not measured") for row in grp.itertuples())
         lines.append(f"  cost of {default} threads ({how}) vs recommended: {costs}")
+        notes = list(dict.fromkeys(str(v) for v in grp["shared"].dropna()))
+        if notes:
+            lines.append(f"  {len(grp['shared'].dropna())} size(s) not judged: {notes[0]}")
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.config.schema import ClusterSpec
@@ -71,6 +72,7 @@ class JobStatus:
     # exit_code is already the kernel's own, from the job's exit record: a backend that read
     # that record to know the state says so, and sync does not read it a second time.
     kernel_code: bool = False
+    machine: dict[str, Any] | None = None  # the exit record's state of the machine (campaign.job.machine)
 
 
 @dataclass

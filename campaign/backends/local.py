@@ -184,7 +184,8 @@ class LocalBackend(Backend):
                 raise ValueError(f"exit code {code} out of range")
             state = JobState.COMPLETED if code == 0 else JobState.FAILED
             return JobStatus(state, code, node, started, _parse_time(end.get("ended")),
-                             None if code == 0 else f"kernel exited with {code}", kernel_code=True)
+                             None if code == 0 else f"kernel exited with {code}", kernel_code=True,
+                             machine=end.get("machine"))
         if start is not None:
             if _pid_alive(int(start.get("pid", -1))):
                 return JobStatus(JobState.RUNNING, node=node, started_at=started)

@@ -59,13 +59,19 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
     diff = provenance_lines(rep.provenance) or ["nothing recorded differs"]
     lines += [f"- {d}" if markdown else f"  {d}" for d in diff]
     lines.append(_section("Summary (NEW/BASE time; > 1 = NEW slower)", markdown))
-    keys = [k for k in c.summary.columns if k not in ("points", "geomean", "geomean_lo", "geomean_hi", "verdict")
-            and k not in VERDICTS]
+    keys = [k for k in c.summary.columns if k not in ("points", "geomean", "geomean_lo", "geomean_hi", "verdict",
+                                                      "shared") and k not in VERDICTS]
     rows = [[*(str(r[k]) for k in keys), str(r["points"]), f"{r['geomean']:.3f}",
              f"[{r['geomean_lo']:.3f}, {r['geomean_hi']:.3f}]", str(r[SLOWER]), str(r[FASTER]), str(r[NOISE]),
              str(r[INSUFFICIENT] + r[FEW_REPLICATES]), str(r["verdict"])] for r in c.summary.to_dict("records")]
     lines += _grid([*keys, "points", "geomean", "95% interval", "slower", "faster", "same", "insufficient",
                     "verdict"], rows, markdown)
+    lines.append("kernel verdicts: the geomean of the judged points' ratios, its interval the geomean of their own "
+                 "intervals; a kernel is faster or slower only where its points say so")
+    left_out = int(c.summary["shared"].sum()) if "shared" in c.summary.columns else 0
+    if left_out:
+        lines.append(f"{left_out} judged point(s) timed on a shared or busy machine are left out of the summary's "
+                     "verdicts")
     counts = c.points["verdict"].value_counts()
     lines.append(_section(f"Points: {len(c.points)} matched, " + ", ".join(
         f"{int(counts.get(v, 0))} {v}" for v in VERDICTS), markdown))
@@ -217,7 +223,8 @@ def _shared_text(points: Any) -> list[str]:
     hit = points[points["overlap_base"] | points["overlap_new"]]
     if not len(hit):
         return []
-    return [f"warning: {len(hit)} matched point(s) were timed on a shared machine (another timed job, or a "
+    return [f"warning: {len(hit)} matched point(s) were timed on a shared machine (another timed job, other "
+            "processes keeping its CPUs busy, or a "
             "node with more busy CPUs than it has): their ratios may be artifacts; `--format json` marks them "
             "(overlap_base, overlap_new)"]
 

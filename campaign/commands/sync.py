@@ -34,7 +34,7 @@ from campaign.plumbing.pipeline import overlapped
 from campaign.plumbing.states import OPEN_STATES, JobState
 from campaign.results.columnar import ResultColumns, release_unused
 from campaign.results.counters import read_counters
-from campaign.results.overlap import flag_overlaps
+from campaign.results.overlap import flag_busy, flag_overlaps
 from campaign.results.partial import PARTIAL_STATES, describe, read_partial
 from campaign.results.reader import Expected, Outcome, classify_stream
 from campaign.results.shared_nodes import flag_shared_nodes
@@ -167,6 +167,8 @@ def _status_values(p: _Pending, st: JobStatus, outcome: Outcome | None) -> dict[
         values["started_at"] = as_utc(st.started_at)
     if st.ended_at is not None:
         values["ended_at"] = as_utc(st.ended_at)
+    if isinstance(st.machine, dict):
+        values["machine"] = st.machine
     return values
 
 
@@ -294,6 +296,7 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
             if not st.kernel_code:  # (the local backend's query already read the exit record)
                 exit_record = read_json(os.path.join(p.ref.workdir, EXIT_FILE))
                 code = exit_record.get("exit_code") if exit_record else None
+                st.machine = exit_record.get("machine") if exit_record else None
                 if isinstance(code, int) and not isinstance(code, bool) and -2**31 <= code < 2**31:
                     st.exit_code = code  # the kernel's own code, not srun's (a planted 10^20 is ignored)
             batch.pending.append(p)
@@ -389,5 +392,6 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
     store_attempt_files(s, rows)
     if counter_rows:
         s.execute(insert(CounterRow), counter_rows)
+    flag_busy(s, [v for v in updates if v["state"].finished])
     flag_overlaps(s, [v for v in updates if v["state"].finished])
     return changed, sum(r.columns.length for r in rows)

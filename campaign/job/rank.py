@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -92,7 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, lambda signum, _frame: proc.send_signal(signum))
     code = proc.wait()
     code = 128 - code if code < 0 else code  # killed by a signal: the shell's 128+N
-    write_json(path, {**record, "exit_code": code})
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)  # the program's CPU time (campaign.job.machine)
+    write_json(path, {**record, "exit_code": code, "cpu_s": round(use.ru_utime + use.ru_stime, 3)})
     return code
 
 

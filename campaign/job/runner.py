@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE, write_json
+from campaign.job.machine import job_cpus, machine_state, sample
 from campaign.job.procs import group_members, signal_group, stop_group, unlimit_stack
 from campaign.job.rank import LAUNCH_HOST_ENV, missing_ranks, read_records
 from campaign.job.task import JobTask
@@ -116,6 +117,12 @@ def _check_ranks(task: JobTask, workdir: Path, record: dict[str, Any]) -> int:
     return code
 
 
+def _ranks_cpu_seconds(folder: Path, host: str) -> float:
+    """CPU seconds of the ranks that ran on this host: a launcher's daemon
+    (slurmstepd, orted) started them, so they are not this process's children."""
+    return sum(float(r.get("cpu_s") or 0.0) for r in read_records(folder).values() if r.get("host") == host)
+
+
 def execute(task: JobTask) -> dict[str, Any]:
     """Run one kernel program; returns its exit record, raises if it failed."""
     workdir = Path(task.workdir)
@@ -143,11 +150,17 @@ def execute(task: JobTask) -> dict[str, Any]:
     # Not checkpointable: let the scheduler end the job at its limit (TIMEOUT)
     # instead of submitit's USR2 handler failing it 90 s early.
     signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+    cpus = job_cpus()
+    before = sample(cpus)
     t0 = time.monotonic()
     code = _run_kernel(task, env, workdir, start)
     record: dict[str, Any] = {"exit_code": code, "ended": _now(), "elapsed_s": time.monotonic() - t0, "host": host}
+    after = sample(cpus)
+    ranks_s = 0.0
     if task.rank_records:
         code = _check_ranks(task, workdir, record)
+        ranks_s = _ranks_cpu_seconds(Path(task.rank_records), host)
+    record["machine"] = machine_state(cpus, before, after, ranks_s)
     if (workdir / CANCEL_FILE).exists():
         record["cancelled"] = True
     write_json(workdir / EXIT_FILE, record)

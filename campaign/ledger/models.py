@@ -130,6 +130,10 @@ class JobAttempt(Base):
     scheduler_cluster: Mapped[str | None] = mapped_column(String(100), default=None)
     alloc_cpus: Mapped[int | None] = mapped_column(default=None)
     alloc_gpus: Mapped[int | None] = mapped_column(default=None)
+    # v14: the machine's state while the kernel ran, from the job's exit record
+    # (campaign.job.machine: other processes' CPUs, load average, clock); a
+    # busy one also puts its note in `overlap` (campaign.results.overlap)
+    machine: Mapped[dict[str, Any] | None] = mapped_column(default=None)
     run: Mapped[Run] = relationship(back_populates="attempts", foreign_keys=[run_id])
 
 

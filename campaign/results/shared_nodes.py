@@ -41,6 +41,7 @@ from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
 from campaign.plumbing.clock import as_utc, now
+from campaign.results.overlap import joined_note
 
 MAX_NAMED = 10
 
@@ -224,5 +225,5 @@ def flag_shared_nodes(ledger: Ledger, attempt_ids: Iterable[int]) -> tuple[int, 
     if notes:
         with ledger.session.begin() as s:
             for aid, note in notes.items():
-                s.execute(update(JobAttempt).where(JobAttempt.id == aid).values(overlap=note))
+                s.execute(update(JobAttempt).where(JobAttempt.id == aid).values(overlap=joined_note(note)))
     return len(notes), warnings

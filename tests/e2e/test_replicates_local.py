@@ -37,6 +37,7 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # the jobs' CPU time (FAKE_CLOCK=cpu), and 3x the work: the verdict must not hang on how busy a
     # 2-core CI machine is while the jobs run (a 1.5x wall-clock slowdown once came out within noise there)
     _submit(work, "base", "+cluster.env.FAKE_CLOCK=cpu")
+    _submit(work, "again", "+cluster.env.FAKE_CLOCK=cpu")  # base run again, as it was
     _submit(work, "slow", "+cluster.env.FAKE_CLOCK=cpu", "+cluster.env.FAKE_SLOWDOWN=3")
     _submit(work, "single", "+cluster.env.FAKE_CLOCK=cpu", "experiment.replicates=1")
     # two builds as one grid axis of one campaign: their replicates interleave round by round
@@ -85,6 +86,27 @@ def test_compare_judges_between_replicates(work: Path) -> None:
         assert p["ratio_lo"] < p["ratio"] < p["ratio_hi"] and p["ci_coverage"] == pytest.approx(0.95)
     assert {p["verdict"] for p in doc["points"]} <= {"slower", "within-noise"}
     assert any(p["verdict"] == "slower" for p in doc["points"])  # 3x the work
+
+
+def test_two_identical_campaigns_kernel_and_points_agree(work: Path) -> None:
+    """The kernel's verdict comes from its points' own (between-replicate) intervals: it says
+    nothing its points do not (tests/analysis/test_compare_agreement.py over many seeds)."""
+    doc = _compare(work, "base", "again")
+    [kernel] = doc["summary"]
+    points = doc["points"]
+    assert kernel["points"] == len(points) and all(p["interval"] == "between-replicates" for p in points)
+    shared = [p["overlap_base"] or p["overlap_new"] for p in points]
+    judged = {p["verdict"] for p, busy in zip(points, shared, strict=True) if not busy}
+    assert kernel["shared"] == sum(shared)
+    if not judged:  # every point timed beside other load: the kernel cannot judge
+        assert kernel["verdict"] == "shared-machine"
+    else:
+        assert kernel["verdict"] not in ("faster", "slower") or kernel["verdict"] in judged, (kernel, judged)
+        assert len(judged) > 1 or kernel["verdict"] in judged, (kernel, judged)
+        lo, hi = kernel["geomean_lo"], kernel["geomean_hi"]
+        assert lo <= kernel["geomean"] <= hi
+    text = run_cli("--ledger", str(work / "l.sqlite"), "compare", "base", "again", cwd=work).stdout
+    assert "a kernel is faster or slower only where its points say so" in text
 
 
 def test_compare_two_builds_of_one_campaign_by_axis(work: Path) -> None:

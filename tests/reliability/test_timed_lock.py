@@ -57,7 +57,8 @@ def test_two_local_submits_at_once_take_turns(tmp_path: Path) -> None:
     (a0, a1), (b0, b1) = [(min(s for s, _ in v), max(e for _, e in v)) for v in spans.values()]
     assert a1 <= b0 or b1 <= a0, spans  # one campaign's timed jobs all ran outside the other's
     con = sqlite3.connect(ledger)
-    assert con.execute("SELECT count(*) FROM job_attempt WHERE overlap IS NOT NULL").fetchone() == (0,)
+    # no attempt timed beside the other campaign's (a busy machine may still be noted: campaign.results.overlap)
+    assert con.execute("SELECT count(*) FROM job_attempt WHERE overlap LIKE '%timed while attempt%'").fetchone() == (0,)
     con.close()
 
 

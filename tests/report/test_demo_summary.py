@@ -45,6 +45,12 @@ def test_demo_leads_with_the_largest_clean_effect(demo_report: Path, tmp_path: P
     assert len(seen) == 1
     said, flagged = seen[0]
     ranked = [f for f in said if f.effect is not None]
+    md = (demo_report.parent / "local.md").read_text()  # the page the user opens says it in that order
+    if not ranked and "while other processes kept its CPUs busy" in md:
+        # timed while the suite's other workers kept both cores busy: every ratio rests on a
+        # flagged point, so none leads; each is a caveat quoting the load (tests/truth/test_busy_machine.py)
+        assert any("busy machine: other processes kept" in (f.reason or "") for f in flagged), flagged
+        return
     assert ranked, said  # the demo compares memopt with naive: there is an effect to lead with
     assert said[0] is ranked[0] and said[0].effect == max(f.effect or 0.0 for f in ranked), said
     assert all(f.reason is None for f in said) and all(f.reason for f in flagged)
@@ -55,7 +61,6 @@ def test_demo_leads_with_the_largest_clean_effect(demo_report: Path, tmp_path: P
         eff = _efficiency(f)
         if eff is not None and eff > SUPERLINEAR:
             assert f.reason and "above 100%" in f.reason, f
-    md = (demo_report.parent / "local.md").read_text()  # the page the user opens says it in that order
     bullets = re.findall(r"^- (.*)$", md[md.index("## Summary"):], re.M)
     assert bullets and bullets[0].replace("\\", "") == said[0].text.replace("\\", "")
 

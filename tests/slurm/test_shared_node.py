@@ -29,6 +29,9 @@ def test_two_oversubscribing_runs_at_once_are_flagged_in_every_view(
     _sync_until(led, name, _all_finished)
     rows = sql_rows(led.path, "SELECT id, started_at, ended_at, overlap FROM job_attempt ORDER BY id")
     (a, a_start, a_end, a_note), (b, b_start, b_end, b_note) = rows
+    # the job side's record of the machine while each kernel ran reached the ledger from Slurm too
+    machines = [json.loads(m) for (m,) in sql_rows(led.path, "SELECT machine FROM job_attempt ORDER BY id")]
+    assert all(m["cpus"] >= 1 and m["others_cpus"] is not None and m["elapsed_s"] > 0 for m in machines), machines
     if not (a_start < b_end and b_start < a_end):
         pytest.skip(f"the shared test cluster ran the two jobs one after the other: {rows}")
     node_cpus = 8 * 16  # conf/cluster/localslurm.yaml, as slurm.conf declares the node
