@@ -23,6 +23,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from campaign.backends.capabilities import capabilities
 from campaign.config.load import repo_root
 from campaign.config.schema import CONTAINER_RUNTIMES, ContainerSpec, ExperimentSpec, PartitionSpec, SpackSpec
 
@@ -139,7 +140,7 @@ def refusal(identity: Sequence[tuple[str, str]], backend: str) -> str | None:
         return f"container image {image} not found ({facts['container.runtime']}): build or pull it first"
     if facts.get("spack.lock") == ABSENT:
         return "spack.lock of the run's Spack environment not found: concretize it (spack concretize) or set spack.lock"
-    if backend != "local":
+    if not capabilities(backend).local:
         return None
     runtime = facts.get("container.runtime")
     if runtime is not None and facts.get("container.runtime_version") == NOT_HERE:
