@@ -230,8 +230,16 @@ def cmd_show(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     facts = ledger_read.show_facts(args.ledger, args.job_id) if args.no_sync else None
     if facts is None:
         from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
+        from campaign.cli.step_show import step_text
 
         led = ledger(args, create=False)
+        step = step_text(led, args.job_id)  # a build or preflight job's ID (its runs may carry it too)
+        if step is not None:
+            if args.format not in (None, "table"):
+                raise BadInputError(f"{args.job_id} is a build or preflight job: `campaign show {args.job_id}` "
+                                    "prints it; --format json|csv is for runs' jobs")
+            print(step)
+            return 0
         if not args.no_sync:
             _refresh(led, views.campaign_of_job(led, args.job_id))
         facts = views.show_facts(led, args.job_id)

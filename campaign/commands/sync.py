@@ -24,7 +24,8 @@ from campaign.commands.chain_sync import sync_steps
 from campaign.commands.sync_specs import expected_for
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
-from campaign.job.files import EXIT_FILE, counters_path, read_json
+from campaign.job.error_line import failure_cause
+from campaign.job.files import EXIT_FILE, STDERR_FILE, counters_path, read_json
 from campaign.ledger import ATTEMPT_TABLE, Campaign, CounterRow, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
 from campaign.plumbing.clock import as_utc
@@ -295,6 +296,8 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
                 code = exit_record.get("exit_code") if exit_record else None
                 if isinstance(code, int) and not isinstance(code, bool) and -2**31 <= code < 2**31:
                     st.exit_code = code  # the kernel's own code, not srun's (a planted 10^20 is ignored)
+            if st.state is JobState.FAILED:  # the cause from the job's own records, for `jobs` and `status`
+                st.reason = failure_cause(st.exit_code, os.path.join(p.ref.workdir, STDERR_FILE), st.reason)
             batch.pending.append(p)
             if batch.rows >= INGEST_BATCH_ROWS:
                 yield batch
