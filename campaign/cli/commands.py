@@ -137,13 +137,31 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     return _exit_for([f for rep in reports for f in rep.failed])
 
 
-def _watch(args: argparse.Namespace, led: Any, campaigns: list[str], quiet: bool = False) -> int:
+def _watch(args: argparse.Namespace, led: Any, campaigns: list[str], quiet: bool = False,
+           silent: bool = False) -> int:
+    """`quiet`: progress on stderr (stdout holds a JSON document); `silent`
+    (`status --wait`): no progress at all, warnings and failures on stderr.
+    Either way stderr names the jobs that ended failed (exit 3)."""
     from campaign.cli.watch import watch  # lazy: SQLAlchemy
 
-    if quiet:  # the exit code only (stdout holds a JSON document)
-        return watch(led, campaigns, sync=api.sync, interval=args.interval, live=False, say=_stderr)
-    live = is_terminal() and not args.quiet
-    return watch(led, campaigns, sync=api.sync, interval=args.interval, live=live)
+    try:
+        if silent:
+            failed = watch(led, campaigns, sync=api.sync, interval=args.interval, live=False, say=_nothing,
+                           warn=_stderr)
+        elif quiet:
+            failed = watch(led, campaigns, sync=api.sync, interval=args.interval, live=False, say=_stderr)
+        else:
+            failed = watch(led, campaigns, sync=api.sync, interval=args.interval,
+                           live=is_terminal() and not args.quiet)
+    except KeyboardInterrupt:  # only the watching stops: the scheduler has the jobs
+        print("campaign: stopped watching; the jobs keep running (`campaign status --watch` watches again, "
+              "`campaign cancel` stops them)", file=sys.stderr)
+        return 130
+    return _exit_for(failed)
+
+
+def _nothing(_line: str) -> None:
+    """`status --wait` says nothing while it waits."""
 
 
 def _print_preflight(lines: list[str]) -> None:
@@ -162,7 +180,7 @@ def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     _check_interval(args)
     led = ledger(args, create=False)
     if args.watch or args.wait:
-        return _watch(args, led, [args.campaign] if args.campaign else [], quiet=args.wait and not args.watch)
+        return _watch(args, led, [args.campaign] if args.campaign else [], silent=args.wait and not args.watch)
     rep = api.sync(led, args.campaign, sweep_everywhere=True)  # (its sweep: every folder, docs/results.md)
     for w in rep.warnings:
         print(f"campaign: warning: {w}", file=sys.stderr)
