@@ -35,7 +35,7 @@ from campaign.plumbing.states import OPEN_STATES, JobState
 from campaign.results.columnar import ResultColumns, release_unused
 from campaign.results.counters import read_counters
 from campaign.results.overlap import flag_overlaps
-from campaign.results.partial import PARTIAL_STATES, describe, read_partial
+from campaign.results.partial import PARTIAL_STATES, complete_despite_stop, describe, read_partial
 from campaign.results.reader import Expected, Outcome, classify_stream
 from campaign.results.shared_nodes import flag_shared_nodes
 from campaign.results.store import AttemptRows, job_columns, store_attempt_files, sweep_orphans
@@ -286,6 +286,9 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
                 if p.profiled:
                     batch.counters[p.attempt_id] = _profile(p, batch.outcomes)
                     batch.rows += len(batch.counters[p.attempt_id])
+            elif done := complete_despite_stop(p.output, p.expected or Expected(p.expected_n, p.check), st.state):
+                batch.outcomes[p.attempt_id] = done  # a TIMEOUT or CANCELLED job that had written every n
+                batch.rows += len(done.table)
             elif st.state in PARTIAL_STATES:  # keep what it finished, remember what it did not
                 partial, missing = read_partial(p.output, p.expected or Expected(p.expected_n, p.check))
                 batch.partials[p.attempt_id] = (partial.table if partial else ResultColumns(0, {}), missing,
