@@ -71,3 +71,15 @@ def test_preflight_failure_names_the_error_and_its_job(fake_env: Path) -> None:
         assert "0-run.err" in shown.stdout  # where the whole stderr is
     bad = run_cli("show", "--format", "json", pre_id)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_show_says_where_the_output_went_when_the_program_wrote_no_stderr(fake_env: Path) -> None:
+    sub = run_cli("submit", "experiment=failures", "experiment.sweeps.0.variants=[ok]", LOCAL,
+                  f"campaign.workdir={fake_env / 'runs'}")
+    assert sub.returncode == 0, sub.stderr
+    (row,) = json.loads(run_cli("jobs", "--format", "json").stdout)
+    shown = run_cli("show", row["job_id"]).stdout
+    tail = shown.split("kernel stderr (tail):\n", 1)[1].splitlines()[0]
+    assert tail.startswith("    (empty: the program wrote nothing to its stderr); the job's other output: "), tail
+    assert "_log.out (" in tail, tail  # the job's stdout, with how many lines it holds
+    assert "exit code: 0" in shown  # finished: its code is shown

@@ -69,6 +69,12 @@ def test_jobs_shows_the_live_pending_reason_not_saccts_stale_one(
         _slurm("scontrol", "release", blocker)
         _until("the blocker running", lambda: _slurm("squeue", "-h", "-j", blocker, "-o", "%T") == "RUNNING")
         assert _until("reason Resources in `campaign jobs`", lambda: reason() == "Resources")
+        (row,) = json.loads(run_cli("--ledger", str(ledger), "jobs", "--no-sync", "--format", "json",
+                                    cwd=tmp_path, env=_env(slurm_cluster)).stdout)
+        shown = run_cli("--ledger", str(ledger), "show", "--no-sync", row["job_id"], cwd=tmp_path,
+                        env=_env(slurm_cluster)).stdout
+        assert "state: PENDING  (Resources)" in shown and "exit code: -" in shown, shown  # (sacct says 0:0)
+        assert "kernel stderr (tail):\n    (none: the job has not started)" in shown, shown
     finally:
         subprocess.run(["scancel", blocker], capture_output=True, timeout=30, check=False)
 
