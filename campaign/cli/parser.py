@@ -161,10 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--all", action="store_true", help="without CAMPAIGN: rerun in every campaign of the ledger")
     s.add_argument("--job", dest="job_id", help="one job ID")
     s.add_argument("--state", action="append", default=[], help="a state to rerun (repeatable)")
-    s.add_argument("--time-factor", type=float, default=1.0,
+    s.add_argument("--time-factor", type=float, default=1.0, metavar="F",
                    help="multiply the walltime of every job rerun, whatever its failure (rounded up to whole "
                         "minutes, at most the partition's maximum)")
-    s.add_argument("--mem-factor", type=float, default=1.0,
+    s.add_argument("--mem-factor", type=float, default=1.0, metavar="F",
                    help="multiply the memory of every job rerun, whatever its failure (at most what a node "
                         "lets a job ask)")
     s.add_argument("--no-preflight", action="store_true", help="resubmit without the build and preflight jobs")
