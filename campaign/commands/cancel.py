@@ -157,7 +157,8 @@ def cancel(ledger: Ledger, target: str) -> list[str]:
                                             want.extra_args, outcome.table)
                         store_attempt_files(s,
                                             [AttemptRows(att.id, run.campaign_id, run.campaign.workdir, table)])
-                    cancelled.append(att.job_id or f"(unsubmitted attempt {att.id})")
+                    cancelled.append(att.job_id or f"(run {att.run.kernel}/{att.run.impl}/{att.run.variant} on "
+                                                    f"{att.run.partition}, never submitted)")
         for st in steps:
             row = _step_row(s, st)
             if not row.state.finished:
