@@ -16,7 +16,7 @@ EXIT_JOBS_FAILED = 3  # the command waited for jobs and at least one ended faile
 
 def exit_for(failed: list[tuple[str, str]]) -> int:
     """0, or 3 with one line naming the waited-for jobs that ended failed
-    (local submit and rerun wait for their jobs; issue 12)."""
+    (local submit and rerun wait for their jobs)."""
     if not failed:
         return 0
     shown = ", ".join(f"{job} {state}" for job, state in failed[:10]) + (" ..." if len(failed) > 10 else "")

@@ -286,14 +286,16 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
                 if p.profiled:
                     batch.counters[p.attempt_id] = _profile(p, batch.outcomes)
                     batch.rows += len(batch.counters[p.attempt_id])
-            elif done := complete_despite_stop(p.output, p.expected or Expected(p.expected_n, p.check), st.state):
-                batch.outcomes[p.attempt_id] = done  # a TIMEOUT or CANCELLED job that had written every n
-                batch.rows += len(done.table)
             elif st.state in PARTIAL_STATES:  # keep what it finished, remember what it did not
-                partial, missing = read_partial(p.output, p.expected or Expected(p.expected_n, p.check))
-                batch.partials[p.attempt_id] = (partial.table if partial else ResultColumns(0, {}), missing,
-                                                partial.reason if partial else None)
-                batch.rows += len(batch.partials[p.attempt_id][0])
+                want = p.expected or Expected(p.expected_n, p.check)
+                if done := complete_despite_stop(p.output, want, st.state):  # it had written every n: COMPLETED
+                    batch.outcomes[p.attempt_id] = done
+                    batch.rows += len(done.table)
+                else:
+                    partial, missing = read_partial(p.output, want)
+                    batch.partials[p.attempt_id] = (partial.table if partial else ResultColumns(0, {}), missing,
+                                                    partial.reason if partial else None)
+                    batch.rows += len(batch.partials[p.attempt_id][0])
             if not st.kernel_code:  # (the local backend's query already read the exit record)
                 exit_record = read_json(os.path.join(p.ref.workdir, EXIT_FILE))
                 code = exit_record.get("exit_code") if exit_record else None
