@@ -133,12 +133,14 @@ def interval(lo: object, hi: object, fmt: str = "{:.2f}") -> str:
 
 
 def size(n: object) -> str:
-    """A problem size n: plain below 10^4, else with K = 1024 or M = 1024^2."""
+    """A problem size n: plain below 10^4, else with K = 1024 or M = 1024^2
+    where that is a whole count under 1024 (64K, 3M); a decimal size stays
+    plain (16000000 beside 1000000, never 15625K)."""
     if not finite(n):
         return ""
     value = int(float(n))  # type: ignore[arg-type]
     for suffix, scale in (("M", 1 << 20), ("K", 1 << 10)):
-        if value >= 10_000 and value % scale == 0:
+        if value >= 10_000 and value % scale == 0 and value // scale < 1024:
             return f"{value // scale}{suffix}"
     return str(value)
 

@@ -228,3 +228,11 @@ def replicates_for(width: float, t1_sq: float, t2_sq: float, repeats: int, *, si
         if float(_quantile(df)) * math.sqrt(sides * var / r) <= target:
             return r
     return MAX_NEEDED
+
+
+def width_at(replicates: int, t1_sq: float, t2_sq: float, repeats: int, *, sides: int = 2) -> float:
+    """The half-width replicates_for solves for, at a given R: what a plan
+    capped at R replicates can resolve (expm1 of t(df) * sqrt(sides * var / R))."""
+    var = max(t2_sq, 0.0) + max(t1_sq, 0.0) / max(repeats, 1)
+    r = max(replicates, 2)
+    return math.expm1(float(_quantile(sides * r - sides)) * math.sqrt(sides * var / r))

@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from campaign.backends import slurm_launch, slurm_nodes, slurm_query, slurm_steps
+from campaign.backends import slurm_launch, slurm_nodes, slurm_query, slurm_reasons, slurm_steps
 from campaign.backends.base import (
     Backend,
     JobRef,
@@ -275,6 +275,7 @@ class SlurmBackend(Backend):
         warnings: list[str] = []
         for where, group in _by_cluster(refs).items():
             infos, more = slurm_query.query_states([r.job_id for r in group], clusters=where)
+            infos = slurm_reasons.live_reasons(infos, clusters=where)  # sacct's pending Reason is stale
             warnings += more
             for ref in group:
                 info = infos.get(ref.job_id)

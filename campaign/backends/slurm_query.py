@@ -231,6 +231,8 @@ def error_line(proc: subprocess.CompletedProcess[str]) -> str:
 def sacct_failure(proc: subprocess.CompletedProcess[str]) -> SchedulerError:
     """One-line error for a failed sacct call (the CLI prints it, exit 1)."""
     message = error_line(proc)
+    if no_config_hint(proc.stderr + proc.stdout):
+        return SchedulerError(message)  # the hint alone: no slurmdbd to check before there is a configuration
     text = (proc.stderr + proc.stdout).lower()
     if _DISABLED_MARK in text:
         return AccountingDisabledError(f"sacct: {message}")
@@ -389,6 +391,9 @@ def max_array_size(env: Mapping[str, str] | None = None, timeout_s: float = 30) 
     are chunked to at most this many tasks (indexes 0..MaxArraySize-1)."""
     proc = run_slurm(["scontrol", "show", "config"], env, timeout_s)
     if proc.returncode != 0:
+        hint = no_config_hint(proc.stderr + proc.stdout)
+        if hint:
+            raise SchedulerError(hint)
         raise SchedulerError(
             f"scontrol show config failed (exit {proc.returncode}): {error_line(proc)}; "
             "is slurmctld running?")

@@ -45,7 +45,7 @@ def no_config_hint(text: str) -> str | None:
 
 
 def failure_text(proc: subprocess.CompletedProcess[str], limit: int = 300) -> str:
-    """A failed Slurm command's output as one line, led by the hint where one applies."""
+    """A failed Slurm command's output as one line, or the hint alone where
+    one applies (Slurm's DNS SRV lines say nothing the hint does not)."""
     text = proc.stderr or proc.stdout or f"exit code {proc.returncode}"
-    hint = no_config_hint(text)
-    return f"{hint} (Slurm said: {one_line(text, limit)})" if hint else one_line(text, limit)
+    return no_config_hint(text) or one_line(text, limit)

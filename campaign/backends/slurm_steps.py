@@ -22,13 +22,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from campaign.backends.slurm_run import run_slurm
+from campaign.backends.slurm_run import failure_text, run_slurm
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.backends.submitit_adapter import sbatch_script
 from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.job.step_task import step_to_json
 from campaign.planning.environment import setup_lines
-from campaign.plumbing.errors import SubmissionError, one_line
+from campaign.plumbing.errors import SubmissionError
 
 
 def dependency_flags(job_id: str) -> dict[str, str]:
@@ -110,5 +110,5 @@ def submit_step(cluster: ClusterSpec, folder: Path, python: str, step: StepReque
     job_id = (proc.stdout.strip().splitlines() or [""])[-1].split(";")[0].strip()
     if proc.returncode != 0 or not job_id.isdigit():
         raise SubmissionError(f"sbatch refused the {step.kind} job on {step.partition}: "
-                              f"{one_line(proc.stderr or proc.stdout) or '(no answer)'}")
+                              f"{failure_text(proc) if proc.stderr or proc.stdout else '(no answer)'}")
     return StepSubmitted(job_id, str(logs / f"{job_id}_0_log.out"), str(logs / f"{job_id}_0_log.err"))

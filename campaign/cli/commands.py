@@ -18,7 +18,6 @@ from campaign import api
 from campaign.cli.output import (
     console,
     emit_rows,
-    is_terminal,
     print_counts,
     progress_printer,
     table,
@@ -26,22 +25,12 @@ from campaign.cli.output import (
     write_json,
 )
 from campaign.cli.plan_view import cmd_plan_repeats
+from campaign.cli.wait_view import EXIT_JOBS_FAILED, exit_for, watch_jobs
 from campaign.plumbing.errors import BadInputError, LedgerError, SchedulerError
 from campaign.plumbing.states import JobState
 
 LedgerFactory = Callable[..., Any]
 STATUS_ROWS = 50  # `status` lists every job up to this many, then only the unfinished/failed ones
-EXIT_JOBS_FAILED = 3  # the command waited for jobs and at least one ended failed (README, exit codes)
-
-
-def _exit_for(failed: list[tuple[str, str]]) -> int:
-    """0, or 3 with one line naming the waited-for jobs that ended failed
-    (local submit and rerun wait for their jobs; issue 12)."""
-    if not failed:
-        return 0
-    shown = ", ".join(f"{job} {state}" for job, state in failed[:10]) + (" ..." if len(failed) > 10 else "")
-    print(f"campaign: {len(failed)} job(s) ended failed: {shown}", file=sys.stderr)
-    return EXIT_JOBS_FAILED
 
 
 def _add_config_dirs(dirs: list[Path]) -> None:
@@ -92,6 +81,8 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             print(f"# campaign {rep.campaign}: {rep.planned} runs, {len(rep.scripts)} job script(s); nothing submitted")
             for line in rep.skipped:
                 print(f"# skipped: {line}")
+            for line in rep.notes:
+                print(f"# note: {line}")
             if rep.charges:
                 from campaign.planning.charging import charge_lines  # lazy: only a dry run estimates
 
@@ -108,11 +99,11 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     if args.format == "json":
         write_json([{"campaign": r.campaign, "planned": r.planned, "existing": r.existing,
                      "submitted": [{"job_id": j, "run": label} for j, label in r.submitted],
-                     "skipped": r.skipped, "recovered": r.recovered, "why_new": r.why_new,
+                     "skipped": r.skipped, "notes": r.notes, "recovered": r.recovered, "why_new": r.why_new,
                      "failed": [{"job_id": j, "state": st} for j, st in r.failed],
                      "counts": r.sync.counts if r.sync is not None else None} for r in reports])
         if args.wait:
-            return _watch(args, led, [r.campaign for r in reports], quiet=True)
+            return watch_jobs(args, led, [r.campaign for r in reports], quiet=True)
         return EXIT_JOBS_FAILED if any(r.failed for r in reports) else 0
     con = console()
     for rep in reports:
@@ -120,6 +111,8 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
                   f"{len(rep.submitted)} submitted (ledger {led.path})")
         for line in rep.skipped:
             con.print(f"  skipped: {line}")
+        for line in rep.notes:
+            print(f"  note: {line}")  # (plain print: a module name is not markup)
         if rep.recovered:
             con.print(f"  {rep.recovered} job(s) of an interrupted submit found in the scheduler and recorded")
         if rep.submitted:
@@ -133,26 +126,13 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
                 con.print(f"  warning: {w}")
             _print_preflight([] if args.wait else rep.sync.preflight)  # --wait: the watch says it, once
     if args.wait:
-        return _watch(args, led, [rep.campaign for rep in reports])
-    return _exit_for([f for rep in reports for f in rep.failed])
-
-
-def _watch(args: argparse.Namespace, led: Any, campaigns: list[str], quiet: bool = False) -> int:
-    from campaign.cli.watch import watch  # lazy: SQLAlchemy
-
-    if quiet:  # the exit code only (stdout holds a JSON document)
-        return watch(led, campaigns, sync=api.sync, interval=args.interval, live=False, say=_stderr)
-    live = is_terminal() and not args.quiet
-    return watch(led, campaigns, sync=api.sync, interval=args.interval, live=live)
+        return watch_jobs(args, led, [rep.campaign for rep in reports])
+    return exit_for([f for rep in reports for f in rep.failed])
 
 
 def _print_preflight(lines: list[str]) -> None:
     for line in lines:  # failed build/preflight chains, with the log tail (plain print: no markup)
         print(line)
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr)
 
 
 def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
@@ -162,7 +142,7 @@ def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     _check_interval(args)
     led = ledger(args, create=False)
     if args.watch or args.wait:
-        return _watch(args, led, [args.campaign] if args.campaign else [], quiet=args.wait and not args.watch)
+        return watch_jobs(args, led, [args.campaign] if args.campaign else [], silent=args.wait and not args.watch)
     rep = api.sync(led, args.campaign, sweep_everywhere=True)  # (its sweep: every folder, docs/results.md)
     for w in rep.warnings:
         print(f"campaign: warning: {w}", file=sys.stderr)
@@ -230,8 +210,16 @@ def cmd_show(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     facts = ledger_read.show_facts(args.ledger, args.job_id) if args.no_sync else None
     if facts is None:
         from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
+        from campaign.cli.step_show import step_text
 
         led = ledger(args, create=False)
+        step = step_text(led, args.job_id)  # a build or preflight job's ID (its runs may carry it too)
+        if step is not None:
+            if args.format not in (None, "table"):
+                raise BadInputError(f"{args.job_id} is a build or preflight job: `campaign show {args.job_id}` "
+                                    "prints it; --format json|csv is for runs' jobs")
+            print(step)
+            return 0
         if not args.no_sync:
             _refresh(led, views.campaign_of_job(led, args.job_id))
         facts = views.show_facts(led, args.job_id)
@@ -259,7 +247,7 @@ def cmd_rerun(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     print_rerun(rep)
     if rep.sync is not None:
         print_counts(rep.sync.counts)
-    return _exit_for(rep.failed)
+    return exit_for(rep.failed)
 
 
 def cmd_cancel(args: argparse.Namespace, ledger: LedgerFactory) -> int:

@@ -131,6 +131,9 @@ def show_facts(ledger: Path | None, job_id: str) -> JobFacts | None:
 
     def query(con: sqlite3.Connection) -> JobFacts | None:
         con.row_factory = sqlite3.Row
+        if con.execute("SELECT 1 FROM preflight_step WHERE job_id = ? UNION ALL "
+                       "SELECT 1 FROM build_step WHERE job_id = ?", (job_id, job_id)).fetchone():
+            return None  # a build or preflight job's ID (its runs may carry it): the ORM path shows the step
         att = con.execute(f"SELECT {_ATTEMPT}, run_id FROM job_attempt WHERE job_id = ? ORDER BY id DESC LIMIT 1",
                           (job_id,)).fetchone()
         if att is None:

@@ -33,7 +33,7 @@ examples:
   campaign status smoke-local --watch                   live progress until every job finished
   campaign jobs --failed --format json                  failed jobs (every failed state) as JSON
   campaign show JOB_ID                                  command, environment, lineage, stderr tail of one job
-  campaign rerun smoke-local --failed --time-factor 2   resubmit failed runs, TIMEOUTs with twice the walltime
+  campaign rerun smoke-local --failed --time-factor 2   resubmit failed runs with twice the walltime
   campaign report --campaign smoke-local --out report/  Markdown + HTML report
   campaign compare BASE NEW --fail-on slower            exit 3 when NEW is slower beyond the threshold
 
@@ -161,9 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--all", action="store_true", help="without CAMPAIGN: rerun in every campaign of the ledger")
     s.add_argument("--job", dest="job_id", help="one job ID")
     s.add_argument("--state", action="append", default=[], help="a state to rerun (repeatable)")
-    s.add_argument("--time-factor", type=float, default=1.0,
-                   help="multiply the walltime of TIMEOUT jobs (rounded up to whole minutes)")
-    s.add_argument("--mem-factor", type=float, default=1.0, help="multiply the memory of OUT_OF_MEMORY jobs")
+    s.add_argument("--time-factor", type=float, default=1.0, metavar="F",
+                   help="multiply the walltime of every job rerun, whatever its failure (rounded up to whole "
+                        "minutes, at most the partition's maximum)")
+    s.add_argument("--mem-factor", type=float, default=1.0, metavar="F",
+                   help="multiply the memory of every job rerun, whatever its failure (at most what a node "
+                        "lets a job ask)")
     s.add_argument("--no-preflight", action="store_true", help="resubmit without the build and preflight jobs")
 
     s = sub.add_parser("cancel", help="cancel a campaign's jobs or one job")

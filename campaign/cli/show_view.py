@@ -122,6 +122,34 @@ def _wrapper_tail(path: str | None, lines: int = 15) -> str:
     return "\n".join("    " + line for line in out[-lines:]) or "    (empty)"
 
 
+def _exit_code(att: AttemptFacts) -> str:
+    """Only a finished job has one: Slurm prints 0:0 for a pending job too."""
+    return str(att.exit_code) if att.exit_code is not None and att.state.finished else "-"
+
+
+def _kernel_stderr(att: AttemptFacts) -> str:
+    """The program's stderr tail; when it wrote none there, where its output went instead."""
+    err = Path(att.workdir) / STDERR_FILE
+    tail = _tail(str(err))
+    if tail.strip() not in ("(empty)", f"(cannot read {err})"):
+        return tail
+    why = "(none: the job has not started)" if not att.state.finished and att.started_at is None \
+        else "(empty: the program wrote nothing to its stderr)"
+    places = [("kernel stdout", str(Path(att.workdir) / STDOUT_FILE)), ("job stderr", att.stderr_path),
+              ("job stdout", att.stdout_path)]
+    elsewhere = [f"{what} {path} ({n} lines)" for what, path in places if path and (n := _lines(path))]
+    return f"    {why}" + (f"; the job's other output: {', '.join(elsewhere)}" if elsewhere else "")
+
+
+def _lines(path: str) -> int:
+    """Non-blank lines of a file (0 when it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            return sum(1 for line in f if line.strip())
+    except OSError:
+        return 0
+
+
 def _elapsed(att: AttemptFacts) -> str:
     if att.started_at is None:
         return f"elapsed: -  walltime: {att.walltime_min} min"
@@ -224,7 +252,7 @@ def show_text(f: JobFacts) -> str:
         f"{_elapsed(att)}  {_memory(att, f.backend)}"
         + (f"  allocated: {att.alloc_cpus} cores, {att.alloc_gpus or 0} GPUs" if att.alloc_cpus else ""),
         f"array: {att.array_job_id or '-'} index {att.array_index if att.array_index is not None else '-'}  "
-        f"node: {att.node or '-'}  exit code: {att.exit_code if att.exit_code is not None else '-'}",
+        f"node: {att.node or '-'}  exit code: {_exit_code(att)}",
         f"submitted {display(att.submitted_at)}  started {display(att.started_at)}  ended {display(att.ended_at)}",
         *placement_lines(att.workdir),
         *chain_lines(f),
@@ -250,7 +278,7 @@ def show_text(f: JobFacts) -> str:
         *(f"  {k}={shlex.quote(v)}" for k, v in sorted(env.items())),
         *run_env_lines(spec),
         "kernel stderr (tail):",
-        _tail(str(Path(att.workdir) / STDERR_FILE)),
+        _kernel_stderr(att),
         "job wrapper log (tail):",
         _wrapper_tail(att.stderr_path),
     ]
@@ -269,7 +297,7 @@ def job_record(f: JobFacts) -> dict[str, Any]:
         "device": f.device, "dtype": f.dtype, "threads": f.threads, "gpus": f.gpus,
         "n": list(spec["n"]), "d": spec["d"], "repeats": spec["repeats"], "warmup": spec["warmup"],
         "check": spec["check"], "attempt": att.attempt, "state": att.state.value, "reason": att.reason,
-        "exit_code": att.exit_code, "node": att.node, "walltime_min": att.walltime_min, "mem_gb": att.mem_gb,
+        "exit_code": att.exit_code if att.state.finished else None, "node": att.node, "walltime_min": att.walltime_min, "mem_gb": att.mem_gb,
         "array_job_id": att.array_job_id, "array_index": att.array_index,
         "submitted_at": iso(att.submitted_at), "started_at": iso(att.started_at), "ended_at": iso(att.ended_at),
         "workdir": att.workdir, "results": att.output_path, "stdout": att.stdout_path, "stderr": att.stderr_path,

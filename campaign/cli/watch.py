@@ -29,7 +29,6 @@ from campaign.ledger import queries as q
 from campaign.plumbing.clock import now
 from campaign.plumbing.states import JobState
 
-EXIT_FAILED = 3  # a waited-for job ended in a failed state
 LIVE_ROWS = 20  # running jobs listed in the live display (a 256-task array would not fit a screen)
 PARTIAL_SUFFIXES = ("", ".partial", ".tmp")  # the kernel's CSV while (or after) it is written
 
@@ -194,6 +193,13 @@ def _change_lines(before: dict[int, JobState], reached: dict[int, int], views: S
     stamp = at.astimezone().strftime("%H:%M:%S")
     lines = []
     for v in views:
+        old = before.get(v.attempt_id)
+        if old is not v.state:  # first the state change, then how far the job got (never `n 4/4` before RUNNING)
+            what = f"{old.value} -> {v.state.value}" if old is not None else v.state.value
+            extra = ""
+            if v.state.finished and _duration(v) is not None:
+                extra = f" after {clock_text(_duration(v) or 0.0)}"
+            lines.append(f"{stamp} {v.campaign} job {v.job_id or '-'} {v.label}: {what}{extra}")
         if v.state is JobState.RUNNING:
             got = n_reached(v.output)
             if got != reached.get(v.attempt_id, 0):
@@ -201,13 +207,6 @@ def _change_lines(before: dict[int, JobState], reached: dict[int, int], views: S
                 elapsed = (at - v.started).total_seconds() if v.started else 0.0
                 lines.append(f"{stamp} {v.campaign} job {v.job_id or '-'} {v.label}: n {got}/{v.n_total} reached, "
                              f"{clock_text(elapsed)} of {clock_text(v.walltime_min * 60)}")
-        old = before.get(v.attempt_id)
-        if old is not v.state:
-            what = f"{old.value} -> {v.state.value}" if old is not None else v.state.value
-            extra = ""
-            if v.state.finished and _duration(v) is not None:
-                extra = f" after {clock_text(_duration(v) or 0.0)}"
-            lines.append(f"{stamp} {v.campaign} job {v.job_id or '-'} {v.label}: {what}{extra}")
     return lines
 
 
@@ -228,8 +227,13 @@ def _say_failed_chains(lines: Sequence[str], told: set[str], say: Callable[[str]
 
 
 def watch(led: Ledger, campaigns: Sequence[str], *, sync: Callable[[Ledger, str | None], Any], interval: float,
-          live: bool, say: Callable[[str], None] = print) -> int:
-    """Sync every `interval` seconds until no job of `campaigns` is open."""
+          live: bool, say: Callable[[str], None] = print,
+          warn: Callable[[str], None] | None = None) -> list[tuple[str, str]]:
+    """Sync every `interval` seconds until no job of `campaigns` is open.
+    Progress goes to `say`, scheduler warnings to `warn` (default: `say`).
+    Returns (job ID, state) of the jobs that ended failed, for the caller's
+    stderr line and exit code 3."""
+    warn = warn or say
     names = list(campaigns)
     before: dict[int, JobState] = {}
     reached: dict[int, int] = {}
@@ -250,7 +254,7 @@ def watch(led: Ledger, campaigns: Sequence[str], *, sync: Callable[[Ledger, str 
                 for w in getattr(report, "warnings", []):
                     if w not in warned:  # once, not every round
                         warned.add(w)
-                        say(f"warning: {w}")
+                        warn(f"warning: {w}")
                 _say_failed_chains(getattr(report, "preflight", []), told, say)
             views = snapshot(led, names)
             chains = open_chain_lines(led, names)
@@ -279,4 +283,5 @@ def watch(led: Ledger, campaigns: Sequence[str], *, sync: Callable[[Ledger, str 
             display.stop()
     counts = Counter(v.state.value for v in views)
     say(f"done: {', '.join(f'{k} {c}' for k, c in sorted(counts.items())) or 'no jobs'}")
-    return EXIT_FAILED if failed(views) else 0
+    # runs one failed build/preflight kept back share its job ID: named once
+    return list(dict.fromkeys((v.job_id or f"(run {v.label}, never submitted)", v.state.value) for v in failed(views)))

@@ -33,7 +33,7 @@ from campaign.plumbing.clock import now
 from campaign.plumbing.errors import BadInputError, did_you_mean
 from campaign.plumbing.states import JobState
 from campaign.results.expected import Expected
-from campaign.results.partial import describe, read_partial
+from campaign.results.partial import complete_despite_stop, describe, read_partial
 from campaign.results.store import AttemptRows, job_columns, store_attempt_files
 
 
@@ -136,6 +136,7 @@ def cancel(ledger: Ledger, target: str) -> list[str]:
         if live:
             get_backend(cluster_from_yaml(cyaml), Path(workdir)).cancel(live)
     partials = {aid: read_partial(Path(out), want) for aid, (out, want) in info.items()}
+    done = {aid: complete_despite_stop(Path(out), want, JobState.CANCELLED) for aid, (out, want) in info.items()}
     cancelled = []
     with ledger.session.begin() as s:
         for _, _, refs in groups.values():
@@ -148,13 +149,16 @@ def cancel(ledger: Ledger, target: str) -> list[str]:
                     note = f"{outcome.reason}; " if outcome is not None and outcome.reason else ""
                     att.reason = f"cancelled by campaign cancel; {note}{describe(want.n, missing)}"
                     att.missing_n = missing
+                    if (complete := done[att.id]) is not None:  # its program had written every n
+                        outcome, att.state, att.reason, att.missing_n = complete, JobState.COMPLETED, complete.reason, None
                     if outcome is not None and outcome.rows:
                         run = att.run
                         table = job_columns(att.id, att.job_id or "", run.campaign.cluster, run.partition,
                                             want.extra_args, outcome.table)
                         store_attempt_files(s,
                                             [AttemptRows(att.id, run.campaign_id, run.campaign.workdir, table)])
-                    cancelled.append(att.job_id or f"(unsubmitted attempt {att.id})")
+                    cancelled.append(att.job_id or f"(run {att.run.kernel}/{att.run.impl}/{att.run.variant} on "
+                                                    f"{att.run.partition}, never submitted)")
         for st in steps:
             row = _step_row(s, st)
             if not row.state.finished:

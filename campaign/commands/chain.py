@@ -244,6 +244,7 @@ def gate(ledger: Ledger, backend: Backend, cluster: str, camp_id: int, kernel_bi
     out: list[JobRequest] = []
     for ch in chains:
         failed: str | None = None
+        gating: str | None = None  # the step job that failed: its ID on the runs it kept back (`show` it)
         dep: str | None = None
         if ch.build is not None:
             sub = backend.submit_step(ch.build)
@@ -252,14 +253,14 @@ def gate(ledger: Ledger, backend: Backend, cluster: str, camp_id: int, kernel_bi
                                                  sub.stderr_path)
             dep = sub.job_id
             if sub.state is not None and sub.state is not JobState.COMPLETED:
-                failed = f"build job {sub.job_id} {sub.state.value}: {sub.reason}"
+                failed, gating = f"build job {sub.job_id} {sub.state.value}: {sub.reason}", sub.job_id
         else:
             build_id = built_info(ledger, ch, cluster, backend)
         if failed is None:
             sub = backend.submit_step(replace(ch.preflight, depends_on=dep))
             pre_state, pre_job, reason, stderr = sub.state or JobState.PENDING, sub.job_id, sub.reason, sub.stderr_path
             if sub.state is not None and sub.state is not JobState.COMPLETED:
-                failed = f"preflight job {sub.job_id} {sub.state.value}: {sub.reason}"
+                failed, gating = f"preflight job {sub.job_id} {sub.state.value}: {sub.reason}", sub.job_id
         else:
             pre_state, pre_job, reason, stderr = JobState.CANCELLED, None, failed, None
         result = read_record_file(Path(ch.preflight.folder)) if pre_state.finished else None
@@ -272,7 +273,7 @@ def gate(ledger: Ledger, backend: Backend, cluster: str, camp_id: int, kernel_bi
                 "created_at": now(), "attempt_ids": ids, "result": result})
             if failed is not None:
                 s.execute(update(JobAttempt), [{"id": i, "state": JobState.PREFLIGHT_FAILED, "reason": failed,
-                                                "backend": backend.name} for i in ids])
+                                                "backend": backend.name, "job_id": gating} for i in ids])
         if failed is None:
             out += [replace(r, depends_on=pre_job if sub.state is None else None) for r in ch.requests]
     return out

@@ -33,6 +33,9 @@ from campaign.ledger import Campaign, JobAttempt, Ledger, Run
 from campaign.plumbing.errors import BadInputError, LedgerError
 
 SHOWN = 5  # the neediest points named
+# Beyond this many jobs per run a plan is not one to follow: the queue waits, the job starts and the
+# machine's drift over the hours it takes cost more than the interval buys; say what is reachable instead.
+PRACTICAL_REPLICATES = 30
 
 
 @dataclass
@@ -53,6 +56,7 @@ class RepeatPlan:
     unreachable: int = 0  # points no replicate count up to the cap reaches
     replicates_90: int = 0  # the replicates that bring 90% of the points within the width
     cap: int = 1000  # analysis.replicates.MAX_NEEDED: "cannot"
+    practical_width: float = 0.0  # the width every point reaches with PRACTICAL_REPLICATES at these repeats
 
     def lines(self) -> list[str]:
         how = "measured from the pilot's jobs" if self.overhead_measured else "as given"
@@ -64,6 +68,10 @@ class RepeatPlan:
                   "more than 10% of the points cannot)"),
                f"  machine time per campaign: {_seconds(self.machine_s)} "
                f"(at the pilot's repeats with 3 replicates: {_seconds(self.pilot_machine_s)})"]
+        if self.replicates > PRACTICAL_REPLICATES:
+            out.append(f"  impractical: {self.replicates} jobs per run ({_seconds(self.machine_s)} of machine time); "
+                       f"{PRACTICAL_REPLICATES} replicates resolve +-{self.practical_width:.1%}: plan for that "
+                       f"(--width {self.practical_width * 100:.1f}%), or quiet the machine first")
         if self.unreachable:
             out.append(f"  {self.unreachable} point(s) do not reach the width with any count up to the cap: "
                        f"their jobs disagree more than the width allows (a noisier machine, or a real drift)")
@@ -84,7 +92,7 @@ def plan_repeats(led_for: Any, pilot: str, *, width: float = 0.05, job_overhead:
     """The plan from the pilot selection (compare's grammar). BadInputError:
     a pilot of one replicate per run (no between-job variance to plan from),
     no usable rows, a width outside (0, 1), a negative overhead."""
-    from analysis.replicates import optimal_repeats, replicates_for, variance_components  # lazy: pandas, scipy
+    from analysis.replicates import optimal_repeats, replicates_for, variance_components, width_at  # lazy: pandas
 
     if not 0 < width < 1:
         raise BadInputError(f"--width must be between 0 and 100%, got {width}")
@@ -132,7 +140,9 @@ def plan_repeats(led_for: Any, pilot: str, *, width: float = 0.05, job_overhead:
     return RepeatPlan(pilot, width, repeats, replicates, overhead, job_overhead is None, len(runs), len(comps),
                       pilot_m, int(comps["replicates"].max()), cost, pilot_cost, neediest,
                       unreachable=sum(1 for r in need if r >= MAX_NEEDED),
-                      replicates_90=int(sorted(need)[max(0, math.ceil(0.9 * len(need)) - 1)]), cap=MAX_NEEDED)
+                      replicates_90=int(sorted(need)[max(0, math.ceil(0.9 * len(need)) - 1)]), cap=MAX_NEEDED,
+                      practical_width=max(width_at(PRACTICAL_REPLICATES, t1, t2, repeats) for t1, t2 in
+                                          zip(comps["t1_sq"].fillna(0).to_numpy(float), comps["t2_sq"].to_numpy(float))))
 
 
 def _label(row: Any) -> str:

@@ -73,6 +73,7 @@ class SubmitReport:
     sync: SyncReport | None = None
     failed: list[tuple[str, str]] = field(default_factory=list)  # waited-for jobs that ended failed (job id, state)
     why_new: list[str] = field(default_factory=list)  # what makes the new runs new (campaign.planning.identity)
+    notes: list[str] = field(default_factory=list)  # settings the backend cannot honour, said, not ignored
 
 
 def _workdir_root(cfg_dir: str | None, ledger_path: Path) -> Path:
@@ -127,9 +128,25 @@ def dry_run(overrides: Sequence[str], ledger_path: Path,
         sent = chain.plan_chains(cfg.cluster, backend.name, name, camp_dir, _kernel_bin(cfg), new) if new else []
         charges = estimate(cfg.cluster, p.runs, arrays, existing, chain.step_costs(sent))
         return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=chain.render(backend, chains),
-                            charges=charges)
+                            charges=charges, notes=unhonoured(cfg, p))
     charges = estimate(cfg.cluster, p.runs, arrays, existing)
-    return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=backend.render(reqs), charges=charges)
+    return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=backend.render(reqs), charges=charges,
+                        notes=unhonoured(cfg, p))
+
+
+def unhonoured(cfg: RootConfig, p: Plan) -> list[str]:
+    """Settings of the cluster that its backend cannot apply to these runs: the
+    local backend starts programs from this process, with no job script to
+    `module load` in."""
+    c = cfg.cluster
+    if c.backend != "local":
+        return []
+    used = {r.partition for r in p.runs}
+    mods = [*c.modules, *(m for k, part in c.partitions.items() if k in used for m in part.modules)]
+    if not mods:
+        return []
+    return [f"the local backend loads no modules ({' '.join(mods)}): the jobs run in this shell's environment, "
+            f"so load them here before submitting (they stay part of each run's recorded identity)"]
 
 
 def _existing_keys(ledger_path: Path, name: str) -> set[str]:
@@ -179,7 +196,7 @@ def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, 
         (why for r in shared if (why := run_env.refusal(r.identity, cfg.cluster.backend))), None)
     if refusal:
         raise BadInputError(refusal)
-    report = SubmitReport(name, len(p.runs), skipped=p.skipped)
+    report = SubmitReport(name, len(p.runs), skipped=p.skipped, notes=unhonoured(cfg, p))
     # Read before the transaction: it runs `gcc --version`, `nvidia-smi`, hashes binaries.
     # each distinct program once (100,000 runs share a few: a stat per run cost ~0.2 s)
     env = provenance.environment(cfg.cluster.build.cc, cfg.cluster.build.fc, list(dict.fromkeys(r.argv for r in p.runs)))

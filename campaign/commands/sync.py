@@ -25,7 +25,8 @@ from campaign.commands.chain_sync import sync_steps
 from campaign.commands.sync_specs import expected_for
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
-from campaign.job.files import EXIT_FILE, counters_path, read_json
+from campaign.job.error_line import failure_cause
+from campaign.job.files import EXIT_FILE, STDERR_FILE, counters_path, read_json
 from campaign.ledger import ATTEMPT_TABLE, Campaign, CounterRow, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
 from campaign.plumbing.clock import as_utc
@@ -35,7 +36,7 @@ from campaign.plumbing.states import OPEN_STATES, JobState
 from campaign.results.columnar import ResultColumns, release_unused
 from campaign.results.counters import read_counters
 from campaign.results.overlap import flag_busy, flag_overlaps
-from campaign.results.partial import PARTIAL_STATES, describe, read_partial
+from campaign.results.partial import PARTIAL_STATES, complete_despite_stop, describe, read_partial
 from campaign.results.reader import Expected, Outcome, classify_stream
 from campaign.results.shared_nodes import flag_shared_nodes
 from campaign.results.store import AttemptRows, job_columns, store_attempt_files, sweep_orphans
@@ -289,16 +290,23 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
                     batch.counters[p.attempt_id] = _profile(p, batch.outcomes)
                     batch.rows += len(batch.counters[p.attempt_id])
             elif st.state in PARTIAL_STATES:  # keep what it finished, remember what it did not
-                partial, missing = read_partial(p.output, p.expected or Expected(p.expected_n, p.check))
-                batch.partials[p.attempt_id] = (partial.table if partial else ResultColumns(0, {}), missing,
-                                                partial.reason if partial else None)
-                batch.rows += len(batch.partials[p.attempt_id][0])
+                want = p.expected or Expected(p.expected_n, p.check)
+                if done := complete_despite_stop(p.output, want, st.state):  # it had written every n: COMPLETED
+                    batch.outcomes[p.attempt_id] = done
+                    batch.rows += len(done.table)
+                else:
+                    partial, missing = read_partial(p.output, want)
+                    batch.partials[p.attempt_id] = (partial.table if partial else ResultColumns(0, {}), missing,
+                                                    partial.reason if partial else None)
+                    batch.rows += len(batch.partials[p.attempt_id][0])
             if not st.kernel_code:  # (the local backend's query already read the exit record)
                 exit_record = read_json(os.path.join(p.ref.workdir, EXIT_FILE))
                 code = exit_record.get("exit_code") if exit_record else None
                 st.machine = exit_record.get("machine") if exit_record else None
                 if isinstance(code, int) and not isinstance(code, bool) and -2**31 <= code < 2**31:
                     st.exit_code = code  # the kernel's own code, not srun's (a planted 10^20 is ignored)
+            if st.state is JobState.FAILED:  # the cause from the job's own records, for `jobs` and `status`
+                st.reason = failure_cause(st.exit_code, os.path.join(p.ref.workdir, STDERR_FILE), st.reason)
             batch.pending.append(p)
             if batch.rows >= INGEST_BATCH_ROWS:
                 yield batch
@@ -313,27 +321,6 @@ def _write(ledger: Ledger, report: SyncReport, pending: list[_Pending], statuses
         changed, rows = _apply(s, pending, statuses, batch.outcomes, camps, batch.counters, batch.partials)
     report.changed += changed
     report.ingested_rows += rows
-
-
-def _write_attempts(s: Session, writes: list[tuple[int, dict[str, Any]]]) -> None:
-    """Set only the columns that changed. Attempts given the same values (the
-    same pending reason, 100,000 at once at scale) share UPDATE ... WHERE id
-    IN statements; the others, one driver executemany per set of columns."""
-    same: dict[tuple[tuple[str, Any], ...], list[int]] = defaultdict(list)
-    by_keys: dict[tuple[str, ...], list[list[Any]]] = defaultdict(list)
-    for aid, diff in writes:
-        items = tuple(sorted(diff.items()))
-        if all(v.__hash__ is not None for _, v in items):  # missing_n is a list: written row by row
-            same[items].append(aid)
-        else:
-            by_keys[tuple(k for k, _ in items)].append([v for _, v in items] + [aid])
-    for items, ids in same.items():
-        if len(ids) > 1:
-            q.update_same(s, ATTEMPT_TABLE, dict(items), ids)
-        else:
-            by_keys[tuple(k for k, _ in items)].append([v for _, v in items] + ids)
-    for keys, group in by_keys.items():
-        q.update_many(s, ATTEMPT_TABLE, keys, group)
 
 
 def _profile(p: _Pending, outcomes: dict[int, Outcome]) -> list[dict[str, Any]]:
@@ -388,7 +375,7 @@ def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
         changed += state != old[0]
         updates.append(values)
         writes.append((p.attempt_id, diff))
-    _write_attempts(s, writes)
+    q.write_changes(s, ATTEMPT_TABLE, writes)
     store_attempt_files(s, rows)
     if counter_rows:
         s.execute(insert(CounterRow), counter_rows)

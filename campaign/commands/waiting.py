@@ -13,17 +13,22 @@ from collections.abc import Iterable
 
 from sqlalchemy import select
 
-from campaign.ledger import JobAttempt, Ledger
+from campaign.ledger import JobAttempt, Ledger, Run
 
 
 def failed_among(ledger: Ledger, attempt_ids: Iterable[int]) -> list[tuple[str, str]]:
-    """(job ID, state) of the given attempts that finished in a failed state."""
+    """(job ID, state) of the given attempts that finished in a failed state;
+    one never sent names its run instead (the ledger's attempt numbers mean
+    nothing to a user). Runs that one failed build or preflight kept back
+    share its job ID and are named once."""
     ids = sorted(set(attempt_ids))
-    out: list[tuple[str, str]] = []
+    out: dict[tuple[str, str], None] = {}
     with ledger.session() as s:
         for i in range(0, len(ids), 10_000):
-            stmt = select(JobAttempt.id, JobAttempt.job_id, JobAttempt.state).where(JobAttempt.id.in_(ids[i:i + 10_000]))
-            for aid, job_id, state in s.execute(stmt.order_by(JobAttempt.id)):
+            stmt = (select(JobAttempt.job_id, JobAttempt.state, Run.kernel, Run.impl, Run.variant, Run.partition)
+                    .join(Run, Run.id == JobAttempt.run_id).where(JobAttempt.id.in_(ids[i:i + 10_000])))
+            for job_id, state, *run in s.execute(stmt.order_by(JobAttempt.id)):
                 if state.finished and not state.usable:  # PROFILE_FAILED: timings count, not a failed run
-                    out.append((job_id or f"(attempt {aid})", state.value))
-    return out
+                    name = job_id or f"(run {'/'.join(run[:3])} on {run[3]}, never submitted)"
+                    out[(name, state.value)] = None
+    return list(out)

@@ -20,7 +20,7 @@ from typing import Any
 
 from campaign.config.groups import GROUPS  # `cluster=NAME` picks a file: not a field value
 from campaign.config.schema import RootConfig
-from campaign.plumbing.errors import ConfigError
+from campaign.plumbing.errors import ConfigError, did_you_mean
 
 
 @cache
@@ -47,10 +47,11 @@ def key_type(key: str) -> Any:
         if dataclasses.is_dataclass(tp):
             hints = _hints(tp)  # type: ignore[arg-type]
             if part not in hints and not seen:
-                raise ConfigError(f"unknown top-level config key(s) {part}; known: {', '.join(hints)}")
+                raise ConfigError(f"unknown top-level config key(s) {part}{did_you_mean(part, list(hints))}; "
+                                  f"known: {', '.join(hints)}")
             if part not in hints:
-                raise ConfigError(f"unknown config key {key!r}: {where} has no {part!r} "
-                                  f"(known: {', '.join(hints)})")
+                raise ConfigError(f"unknown config key {key!r}: {where} has no {part!r}"
+                                  f"{did_you_mean(part, list(hints))} (known: {', '.join(hints)})")
             tp = hints[part]
         elif origin is dict:
             tp = typing.get_args(tp)[1]

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.job.build import machine_facts
+from campaign.job.error_line import file_error_line
 from campaign.job.files import write_json
 from campaign.job.fom import LOST_SUFFIX
 from campaign.job.procs import unlimit_stack
@@ -71,7 +72,8 @@ class PreflightTask:
 
 def _run(argv: list[str], env: dict[str, str], cwd: Path, unlimit: bool, timeout_s: float,
          stem: str) -> tuple[int, str]:
-    """Run one child like the job runner does; returns (exit code, stderr tail)."""
+    """Run one child like the job runner does; returns (exit code, what went
+    wrong: its stderr's error line and the file that holds the rest)."""
     err_path = cwd / f"{stem}.err"
     with open(cwd / f"{stem}.out", "wb") as out, open(err_path, "wb") as err:
         try:
@@ -83,8 +85,8 @@ def _run(argv: list[str], env: dict[str, str], cwd: Path, unlimit: bool, timeout
         except subprocess.TimeoutExpired:
             err.write(f"did not finish within {timeout_s:g} s\n".encode())
             code = 124
-    tail = " | ".join(err_path.read_text(errors="replace").strip().splitlines()[-3:])
-    return code, tail
+    line = file_error_line(err_path)
+    return code, f"{line} (stderr: {err_path})" if line else f"no stderr ({err_path} is empty)"
 
 
 def _csv_problem(path: Path, tolerance: float | None) -> str | None:
@@ -109,9 +111,9 @@ def _csv_problem(path: Path, tolerance: float | None) -> str | None:
 
 
 def _probe(argv: list[str], env: dict[str, str], cwd: Path, unlimit: bool, stem: str) -> dict[str, Any] | str:
-    code, tail = _run(argv, env, cwd, unlimit, 120, stem)
+    code, why = _run(argv, env, cwd, unlimit, 120, stem)
     if code != 0:
-        return f"exit {code}: {tail}"
+        return f"exit {code}: {why}"
     try:
         data = json.loads((cwd / f"{stem}.out").read_text())
     except (OSError, ValueError) as exc:
@@ -146,10 +148,10 @@ def _check_program(i: int, prog: ProgramCheck, task: PreflightTask, folder: Path
             found["torch"] = versions
             if prog.needs_cuda and not versions.get("cuda"):
                 problems.append(f"torch {versions.get('torch')} is a build without CUDA")
-    code, tail = _run(list(prog.argv), env, folder, task.stack_unlimited, task.timeout_s, f"{i}-run")
+    code, why = _run(list(prog.argv), env, folder, task.stack_unlimited, task.timeout_s, f"{i}-run")
     found["exit_code"] = code
     if code != 0:
-        problems.append(f"exited with {code} at the smallest n: {tail}")
+        problems.append(f"exited with {code} at the smallest n: {why}")
     else:
         bad = _csv_problem(Path(prog.out_csv), prog.tolerance)
         if bad:

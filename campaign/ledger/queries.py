@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -237,3 +238,25 @@ def first_attempt_ids(s: Session, campaign_id: int) -> dict[int, int]:
     stmt = (select(JobAttempt.run_id, JobAttempt.id).join(Run, Run.id == JobAttempt.run_id)
             .where(Run.campaign_id == campaign_id, JobAttempt.attempt == 1))
     return {rid: aid for rid, aid in s.execute(stmt)}
+
+
+def write_changes(s: Session, table: Table, writes: Sequence[tuple[int, Mapping[str, Any]]]) -> None:
+    """Set only the columns that changed, `writes` holding (row id, its changed
+    columns). Rows given the same values (the same pending reason, 100,000 at
+    once at scale) share UPDATE ... WHERE id IN statements; the others, one
+    driver executemany per set of columns."""
+    same: dict[tuple[tuple[str, Any], ...], list[int]] = defaultdict(list)
+    by_keys: dict[tuple[str, ...], list[list[Any]]] = defaultdict(list)
+    for aid, diff in writes:
+        items = tuple(sorted(diff.items()))
+        if all(v.__hash__ is not None for _, v in items):  # missing_n is a list: written row by row
+            same[items].append(aid)
+        else:
+            by_keys[tuple(k for k, _ in items)].append([v for _, v in items] + [aid])
+    for items, ids in same.items():
+        if len(ids) > 1:
+            update_same(s, table, dict(items), ids)
+        else:
+            by_keys[tuple(k for k, _ in items)].append([v for _, v in items] + ids)
+    for keys, group in by_keys.items():
+        update_many(s, table, keys, group)

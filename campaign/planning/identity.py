@@ -112,10 +112,32 @@ def with_identity(cfg: RootConfig, runs: Iterable[RunSpec]) -> list[RunSpec]:
     return out
 
 
-def _flat(spec: dict[str, Any]) -> dict[str, str]:
-    flat = {k: repr(v) for k, v in spec.items() if k != "identity"}
-    flat.update({str(k): repr(v) for k, v in spec.get("identity") or []})
+def _flat(spec: dict[str, Any]) -> dict[str, Any]:
+    flat = {k: v for k, v in spec.items() if k != "identity"}
+    flat.update({str(k): v for k, v in spec.get("identity") or []})
     return flat
+
+
+_MISSING = object()
+_VALUE_CHARS = 80  # one changed value in a line; a program hash or a path is cut, not a whole argv
+
+
+def _short(value: Any) -> str:
+    text = "(none)" if value is _MISSING else repr(value)
+    return text if len(text) <= _VALUE_CHARS else text[:_VALUE_CHARS - 3] + "..."
+
+
+def _change(key: str, old: Any, new: Any) -> str:
+    """One key's change; of two lists (argv, n) only the elements that differ,
+    so a changed `--repeats` is `argv[7] '3' -> '5'`, not the whole command twice."""
+    if isinstance(old, list) and isinstance(new, list):
+        if len(old) == len(new):
+            diff = [f"{key}[{i}] {_short(a)} -> {_short(b)}" for i, (a, b) in enumerate(zip(old, new)) if a != b]
+            return ", ".join(diff[:2]) + (f", ... ({len(diff)} elements)" if len(diff) > 2 else "")
+        gone, added = [v for v in old if v not in new], [v for v in new if v not in old]
+        return (f"{key} {len(old)} -> {len(new)} elements"
+                + (f", without {_short(gone)}" if gone else "") + (f", with {_short(added)}" if added else ""))
+    return f"{key} {_short(old)} -> {_short(new)}"
 
 
 def _coordinates(spec: dict[str, Any]) -> str:
@@ -140,8 +162,8 @@ def why_new(fresh: list[RunSpec], existing: list[dict[str, Any]], limit: int = 3
             reasons["environment and program not recorded by the earlier submit"] += 1
             continue
         a, b = _flat(old), _flat(new)
-        changed = [f"{k} {a.get(k, '(none)')} -> {b.get(k, '(none)')}" for k in sorted(set(a) | set(b))
-                   if a.get(k) != b.get(k)]
+        changed = [_change(k, a.get(k, _MISSING), b.get(k, _MISSING)) for k in sorted(set(a) | set(b))
+                   if a.get(k, _MISSING) != b.get(k, _MISSING)]
         text = "; ".join(changed[:limit]) + (f"; ... ({len(changed)} changes)" if len(changed) > limit else "")
         reasons[text or "same parameters (--force)"] += 1
     return [f"{count} new run(s): {text}" for text, count in reasons.most_common()]

@@ -16,11 +16,13 @@ from analysis.columns import KERNEL_COLUMNS
 from campaign.plumbing.errors import ImportError_
 from campaign.plumbing.states import JobState
 from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign
-from campaign.results.reader import Outcome, parse_text
+from campaign.results.reader import Outcome, classify_output, parse_text
 
 # Finished without a result, but possibly with the rows of some n.
 PARTIAL_STATES: frozenset[JobState] = frozenset({JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY})
 TMP_SUFFIX = ".tmp"
+# Stopped by the scheduler or the user, possibly after the program had written everything.
+_STOPPED = frozenset({JobState.TIMEOUT, JobState.CANCELLED})
 
 
 def _complete_lines(path: Path) -> Path | None:
@@ -83,3 +85,18 @@ def read_partial(output: Path, expected: tuple[int, ...] | Expected,
 def describe(expected_n: tuple[int, ...], missing: list[int]) -> str:
     done = [n for n in expected_n if n not in missing]
     return f"finished n = {done or 'none'}; missing n = {missing or 'none'}"
+
+
+def complete_despite_stop(output: Path, expected: Expected, state: JobState) -> Outcome | None:
+    """A TIMEOUT or CANCELLED job whose program had finished: its final file
+    (renamed into place only once every n was measured) holds every n of the
+    run, valid by the same reader as a COMPLETED job's. Such a job is
+    COMPLETED (its reason names the stop); rerunning it would measure nothing
+    new. None for anything less."""
+    if state not in _STOPPED or not output.is_file():
+        return None
+    outcome = classify_output(output, expected)
+    if outcome.state is not JobState.COMPLETED:
+        return None
+    outcome.reason = f"ended {state.value} after writing every n: counted complete"
+    return outcome

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import time
@@ -54,18 +55,36 @@ def test_watch_prints_progress_and_ends_by_itself(tmp_path: Path) -> None:
         watcher = subprocess.Popen([str(CAMPAIGN), "status", "--watch", "--interval", "0.2", "--ledger", str(ledger)],
                                    cwd=tmp_path, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)  # unbuffered: its first line arrives now
+        stopped = subprocess.Popen([str(CAMPAIGN), "status", "--watch", "--interval", "0.2", "--ledger",
+                                    str(ledger)], cwd=tmp_path, env={**env, "PYTHONUNBUFFERED": "1"},
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             first = watcher.stdout.readline() if watcher.stdout else ""  # the watch has read the ledger once
+            assert stopped.stdout is not None and stopped.stdout.readline()  # watching, the jobs open
+            stopped.send_signal(signal.SIGINT)  # Ctrl-C stops the watching, not the jobs
+            _, stopped_err = stopped.communicate(timeout=60)
         finally:
             gate.touch()
-        rest, stderr = watcher.communicate(timeout=120)
+        # read on through the same file object: communicate() reads the pipe underneath it and would lose
+        # what readline() already buffered (the first round's second line)
+        assert watcher.stdout is not None and watcher.stderr is not None
+        rest, stderr = watcher.stdout.read(), watcher.stderr.read()
+        watcher.wait(timeout=120)
         watch = subprocess.CompletedProcess(watcher.args, watcher.returncode, first + rest, stderr)
     finally:
         gate.touch()
         out, err = submit.communicate(timeout=120)
     assert submit.returncode in (0, 3), err
     assert watch.returncode == 3, watch.stderr  # the `fail` variant failed
+    assert stopped.returncode == 130 and "the jobs keep running" in stopped_err, stopped_err
+    assert "ledger holds every job submitted" not in stopped_err
+    fail_id = sqlite3.connect(ledger).execute(
+        "SELECT a.job_id FROM job_attempt a JOIN run r ON r.id = a.run_id WHERE r.variant = 'fail'").fetchone()[0]
+    assert f"1 job(s) ended failed: {fail_id} FAILED" in watch.stderr, watch.stderr
     lines = watch.stdout.splitlines()
+    ok = [line for line in lines if "slow/py/ok" in line]
+    first_n = next(i for i, line in enumerate(ok) if "reached" in line)
+    assert any(line.rstrip().endswith("RUNNING") for line in ok[:first_n]), "\n".join(lines)  # started before any n is reached
     assert lines[0].startswith("campaign watch-local: 2 runs:")
     assert any("slow/py/ok" in line and "n 1/3 reached" in line for line in lines), lines
     assert any("slow/py/ok" in line and line.rstrip().split(": ", 1)[1].startswith("RUNNING -> COMPLETED")
@@ -76,6 +95,9 @@ def test_watch_prints_progress_and_ends_by_itself(tmp_path: Path) -> None:
     # the ledger agrees, and a second watch ends at once with the same verdict
     again = run_cli("--ledger", str(ledger), "status", "--watch", cwd=tmp_path, env=FAKE_ENV, timeout=60)
     assert again.returncode == 3 and again.stdout.splitlines()[-1] == "done: COMPLETED 1, FAILED 1"
+    quiet = run_cli("--ledger", str(ledger), "status", "--wait", cwd=tmp_path, env=FAKE_ENV, timeout=60)
+    assert quiet.returncode == 3 and quiet.stdout == "", quiet.stdout  # --wait is quiet: no progress
+    assert quiet.stderr.splitlines() == [f"campaign: 1 job(s) ended failed: {fail_id} FAILED"], quiet.stderr
 
 
 @pytest.mark.skipif(shutil.which("script") is None, reason="needs script(1) for a terminal")

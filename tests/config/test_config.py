@@ -67,7 +67,7 @@ def test_bad_overrides_are_one_line_config_errors(overrides: list[str], fragment
 @pytest.mark.parametrize(
     ("overrides", "fragment"),
     [
-        (["+experiment.repeat=5"], "unknown config key 'experiment.repeat': experiment has no 'repeat' (known: name"),
+        (["+experiment.repeat=5"], "unknown config key 'experiment.repeat': experiment has no 'repeat'; did you mean 'repeats'"),
         (["+experiment.sweeps.0.foo=1"], "experiment.sweeps.0 has no 'foo'"),
         (["experiment.walltime_min=0.5"], "bad override experiment.walltime_min=0.5: experiment.walltime_min expects "
                                           "an integer (whole number), got '0.5'"),

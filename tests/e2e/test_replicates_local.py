@@ -149,6 +149,17 @@ def test_plan_repeats_from_the_replicated_pilot(work: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "experiment.repeats=" in proc.stdout and "experiment.replicates=" in proc.stdout
     assert "measured from the pilot's jobs" in proc.stdout
+    # a width the pilot's spread cannot reach with a sensible number of jobs: said so, with what is reachable
+    tight = run_cli("--ledger", str(work / "l.sqlite"), "plan-repeats", "base", "--width", "0.01%", cwd=work)
+    assert tight.returncode == 0, tight.stderr
+    (line,) = [ln for ln in tight.stdout.splitlines() if "impractical:" in ln]
+    reachable = float(line.split("(--width ")[1].split("%")[0])
+    again = run_cli("--ledger", str(work / "l.sqlite"), "plan-repeats", "base", "--width", f"{reachable + 0.1}%",
+                    "--format", "json", cwd=work)
+    plan = json.loads(again.stdout)
+    assert plan["replicates"] <= 30, plan  # the width it proposed is reachable within the practical count
+    assert "impractical" not in run_cli("--ledger", str(work / "l.sqlite"), "plan-repeats", "base", "--width",
+                                        f"{reachable + 0.1}%", cwd=work).stdout
     single = run_cli("--ledger", str(work / "l.sqlite"), "plan-repeats", "single", cwd=work)
     assert single.returncode == 2 and "1 replicate per run" in single.stderr
     for bad in (["--width", "0"], ["--job-overhead", "-1"]):

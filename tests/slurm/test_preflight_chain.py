@@ -50,7 +50,9 @@ def _assert_no_task_ran(ledger: Ledger) -> None:
         proc = subprocess.run(["sacct", "-X", "-n", "-P", "-j", ",".join(arrays), "-o",
                                "JobID,State,NodeList,Elapsed"], capture_output=True, text=True, timeout=60, check=True)
         lines = [line.split("|") for line in proc.stdout.splitlines() if line.strip()]
-        if {line[0].split("_")[0] for line in lines} == set(arrays) or time.monotonic() > deadline:
+        # (the ledger gates the runs once the preflight failed: Slurm's cancel of them may still be on its way)
+        if ({line[0].split("_")[0] for line in lines} == set(arrays) and all(line[1] != "PENDING" for line in lines)) \
+                or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     assert lines and {line[0].split("_")[0] for line in lines} == set(arrays), proc.stdout
@@ -165,7 +167,12 @@ def test_crash_at_the_smallest_n_cancels_the_array_and_rerun_after_the_fix_runs_
     proc = run_cli("--ledger", str(led.path), "status", name)
     assert proc.returncode == 0, proc.stderr
     assert f"PREFLIGHT_FAILED {name} partition cpu: preflight job" in proc.stdout
-    assert "exited with 11 at the smallest n" in proc.stdout
+    assert "exited with 11 at the smallest n: crashing on purpose (FAKE_CRASH_FILE exists) (stderr: " in proc.stdout
+    ((pre_id,),) = _db(led, "SELECT job_id FROM preflight_step")
+    shown = run_cli("--ledger", str(led.path), "show", pre_id)  # the ID the failure names
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(f"preflight job {pre_id}  campaign {name}  partition cpu  backend slurm")
+    assert "runs it gated: 2 (PREFLIGHT_FAILED 2)" in shown.stdout and "crashing on purpose" in shown.stdout
     crash.unlink()  # the fix
     again = api.rerun(led, name, failed=True)
     assert len(again.submitted) == 2

@@ -81,6 +81,7 @@ def test_failed_job_exits_3_from_submit_status_wait_and_rerun(tmp_path: Path) ->
     assert proc.returncode == 3, proc.stderr
     assert "COMPLETED 1" in proc.stdout and "FAILED" in proc.stderr
     wait = run_cli("--ledger", str(ledger), "status", "failures-local", "--wait", cwd=tmp_path, env=FAKE_ENV)
-    assert wait.returncode == 3 and "FAILED 1" in wait.stderr, wait.stderr  # the campaign has a failed job
+    assert wait.returncode == 3 and wait.stdout == "", wait.stdout  # the campaign has a failed job; quiet
+    assert wait.stderr.startswith("campaign: 1 job(s) ended failed: ") and wait.stderr.rstrip().endswith(" FAILED")
     rerun = run_cli("--ledger", str(ledger), "rerun", "failures-local", "--failed", cwd=tmp_path, env=FAKE_ENV)
     assert rerun.returncode == 3 and "FAILED" in rerun.stderr  # failed again

@@ -40,3 +40,11 @@ def test_environment_and_program_changes_submit_new_runs_and_say_why(tmp_path: P
     assert "1 new run(s): env.FOO (none) -> 'bar'" in modules
     keys = db(ledger, "SELECT count(DISTINCT key) FROM run")
     assert keys == [(4,)]
+
+    moved = tmp_path / "moved.py"
+    shutil.copyfile(kernel, moved)
+    more = _submit(ledger, tmp_path, "cluster.omp_proc_bind=spread", "+cluster.env.FOO=bar",
+                   env={**env, "CAMPAIGN_FAKE_KERNEL": str(moved)})
+    (line,) = [ln for ln in more.splitlines() if "new run(s):" in ln]
+    # the argv element that changed, never the whole command twice (the interpreter is in both)
+    assert f"argv[1] '{kernel}' -> '{moved}'" in line and "['" not in line, line

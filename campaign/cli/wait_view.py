@@ -1,0 +1,55 @@
+"""How a command that waited for jobs ends: watching them (`status --watch`,
+`status --wait`, `submit --wait`) and exit code 3 with one stderr line naming
+the jobs that ended failed (docs/design.md#cli), whichever path waited."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from campaign import api
+from campaign.cli.output import is_terminal
+
+EXIT_JOBS_FAILED = 3  # the command waited for jobs and at least one ended failed (README, exit codes)
+
+
+def exit_for(failed: list[tuple[str, str]]) -> int:
+    """0, or 3 with one line naming the waited-for jobs that ended failed
+    (local submit and rerun wait for their jobs)."""
+    if not failed:
+        return 0
+    shown = ", ".join(f"{job} {state}" for job, state in failed[:10]) + (" ..." if len(failed) > 10 else "")
+    print(f"campaign: {len(failed)} job(s) ended failed: {shown}", file=sys.stderr)
+    return EXIT_JOBS_FAILED
+
+
+def watch_jobs(args: argparse.Namespace, led: Any, campaigns: list[str], quiet: bool = False,
+               silent: bool = False) -> int:
+    """`quiet`: progress on stderr (stdout holds a JSON document); `silent`
+    (`status --wait`): no progress at all, warnings and failures on stderr.
+    Either way stderr names the jobs that ended failed (exit 3)."""
+    from campaign.cli.watch import watch  # lazy: SQLAlchemy
+
+    try:
+        if silent:
+            failed = watch(led, campaigns, sync=api.sync, interval=args.interval, live=False, say=_nothing,
+                           warn=_stderr)
+        elif quiet:
+            failed = watch(led, campaigns, sync=api.sync, interval=args.interval, live=False, say=_stderr)
+        else:
+            failed = watch(led, campaigns, sync=api.sync, interval=args.interval,
+                           live=is_terminal() and not args.quiet)
+    except KeyboardInterrupt:  # only the watching stops: the scheduler has the jobs
+        print("campaign: stopped watching; the jobs keep running (`campaign status --watch` watches again, "
+              "`campaign cancel` stops them)", file=sys.stderr)
+        return 130
+    return exit_for(failed)
+
+
+def _nothing(_line: str) -> None:
+    """`status --wait` says nothing while it waits."""
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
