@@ -44,13 +44,9 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def plain_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Aligned columns for pipes: no box characters, never an empty field."""
-    return "\n".join(_plain_lines(columns, [rows]))
-
-
 def _plain_lines(columns: Sequence[str], batches: Iterable[Sequence[Sequence[Any]]]) -> Iterable[str]:
-    """plain_table's lines, a batch at a time, widths growing with the widest cell seen."""
+    """Aligned columns for pipes (no box characters, never an empty field), a batch at a time,
+    widths growing with the widest cell seen."""
     widths = [len(c) for c in columns]
     header: list[str] | None = list(columns)
     for batch in batches:

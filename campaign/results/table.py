@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,24 +40,48 @@ _SQL_TYPES = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "object": "
 # the extra object's keys that are columns of their own in the export (ranks, nodes, first_call_s, the figure)
 _PROMOTED = tuple(c.name for c in RESULT_SCHEMA if c.json and c.where == "extra") + ("params",)
 BATCH_ROWS = 65_536  # rows a streamed format holds at once
+# DuckDB's memory for the export (its sort into stored order spills past it, to a temporary folder)
+MEMORY_LIMIT = "1GB"
 
 
 @dataclass
 class Export:
     """A selection of rows as SQL over an open DuckDB connection: what every
-    format writes. `sql` is a SELECT of `columns`, in order."""
+    format writes, once. `sql` is a SELECT of `columns`, in order, each of
+    the DuckDB type `types` names; `source`, another connection the rows are
+    read from, if any."""
 
     con: Any
     sql: str
     columns: list[str]
+    types: dict[str, str]
+    source: Any = None
 
     def close(self) -> None:
         self.con.close()
+        if self.source is not None:
+            self.source.close()
 
 
-def _extra(key: str) -> str:
+@dataclass(frozen=True)
+class _Keys:
+    """What one file's extra objects hold: whether any is JSON text (`extra`), and the keys of its maps
+    (`extras`). A key no row of the file has is NULL without a look per row; a file whose maps hold only
+    keys that are columns of their own (the common case) has `{}` for every row's extra object."""
+
+    json: bool = True
+    keys: frozenset[str] | None = None  # None: not known (every key looked up)
+
+    def has(self, key: str) -> bool:
+        return self.keys is None or key in self.keys
+
+
+def _extra(key: str, found: _Keys) -> str:
     """A key of the row's extra object as text, whichever column of its file holds it."""
-    return f"coalesce(r.extras['{key}'], json_extract_string(r.\"extra\", '$.{key}'))"
+    in_map = f"r.extras['{key}']" if found.has(key) else "NULL"
+    if not found.json:
+        return in_map
+    return f"CASE WHEN r.\"extra\" IS NULL THEN {in_map} ELSE json_extract_string(r.\"extra\", '$.{key}') END"
 
 
 def _number(sql: str, kind: str) -> str:
@@ -66,40 +91,50 @@ def _number(sql: str, kind: str) -> str:
     return f"CAST({finite} AS BIGINT)" if kind == "int" else finite
 
 
-# Each value of the extra object typed as JSON: a text that is an integer or a finite number becomes that
-# number, NaN and infinities null, any other text stays text; values stored as JSON numbers stay as they are.
-_TYPED = ("CASE WHEN json_type(e.value) <> 'VARCHAR' THEN e.value "
-          "WHEN regexp_full_match(trim(e.value->>'$'), '[+-]?[0-9]+') AND TRY_CAST(trim(e.value->>'$') AS BIGINT) "
-          "IS NOT NULL THEN to_json(TRY_CAST(trim(e.value->>'$') AS BIGINT)) "
-          "WHEN TRY_CAST(e.value->>'$' AS DOUBLE) IS NULL THEN e.value "
-          "WHEN isfinite(TRY_CAST(e.value->>'$' AS DOUBLE)) THEN to_json(TRY_CAST(e.value->>'$' AS DOUBLE)) "
-          "ELSE 'null'::JSON END")
-# a row's extra object as a map of JSON values: schema 2 keeps objects of text as the map `extras`, others
-# (and every row of schema 1) as JSON text in `extra`
-_ENTRIES = ("CASE WHEN cardinality(r.extras) > 0 THEN "
-            "map_entries(map_from_entries(list_transform(map_entries(r.extras), "
-            "lambda e: {'key': e.key, 'value': to_json(e.value)}))) "
-            "ELSE map_entries(TRY_CAST(TRY_CAST(r.\"extra\" AS JSON) AS MAP(VARCHAR, JSON))) END")
+def _typed(text: str) -> str:
+    """A text value of the extra object as JSON: an integer or a finite number becomes that number, NaN
+    and infinities null, any other text stays text (what the kernel CSV's cells mean: docs/contracts.md)."""
+    number = f"TRY_CAST({text} AS DOUBLE)"
+    integer = f"TRY_CAST(trim({text}) AS BIGINT)"
+    return (f"CASE WHEN regexp_full_match(trim({text}), '[+-]?[0-9]+') AND {integer} IS NOT NULL "
+            f"THEN to_json({integer}) WHEN {number} IS NULL THEN to_json({text}) "
+            f"WHEN isfinite({number}) THEN to_json({number}) ELSE 'null'::JSON END")
+
+
+# A row's extra object without the keys that are columns of their own, values typed. Schema 2 keeps
+# objects of text as the map `extras` (a map of promoted keys only, the common case, is `{}` at once);
+# other objects (and every row of schema 1) are JSON text in `extra`, whose numbers stay as they are.
 _LEFT = ", ".join(f"'{k}'" for k in _PROMOTED)
-_EXTRA = (f"coalesce(to_json(map_from_entries(list_transform(list_filter({_ENTRIES}, "
-          f"lambda e: e.key NOT IN ({_LEFT})), lambda e: {{'key': e.key, 'value': {_TYPED}}}))), '{{}}'::JSON)")
+_JSON_TEXT = "(e.value->>'$')"
+_FROM_MAP = (f"to_json(map_from_entries(list_transform(list_filter(map_entries(r.extras), "
+             f"lambda e: e.key NOT IN ({_LEFT})), lambda e: {{'key': e.key, 'value': {_typed('e.value')}}})))")
+_FROM_JSON = (f"to_json(map_from_entries(list_transform(list_filter("
+              f"map_entries(TRY_CAST(TRY_CAST(r.\"extra\" AS JSON) AS MAP(VARCHAR, JSON))), "
+              f"lambda e: e.key NOT IN ({_LEFT})), lambda e: {{'key': e.key, 'value': CASE WHEN "
+              f"json_type(e.value) = 'VARCHAR' THEN {_typed(_JSON_TEXT)} ELSE e.value END}})))")
 
 
-def _column_sql(name: str) -> str:
+def _extra_object(found: _Keys) -> str:
+    in_map = "NULL" if found.keys is not None and found.keys <= set(_PROMOTED) else _FROM_MAP
+    in_json = f"WHEN r.\"extra\" IS NOT NULL THEN {_FROM_JSON} " if found.json else ""
+    return f"coalesce(CASE WHEN cardinality(r.extras) > 0 THEN {in_map} {in_json}END, '{{}}'::JSON)"
+
+
+def _column_sql(name: str, found: _Keys) -> str:
     """The SQL of one export column over a file row `r` and its ledger row `k` (scan.LEDGER)."""
     col = BY_NAME[name]
     if name == "extra":
-        return _EXTRA
+        return _extra_object(found)
     if name == "params":
-        return f"coalesce({_extra('params')}, r.params, '')"
+        return f"coalesce({_extra('params', found)}, r.params, '')"
     if name in ("ranks", "nodes"):  # scan.shape's rule: the row's, else its run's planned shape, else 1
         nodes, per_node = (f"k.{p}" for p in scan.PLANNED_SCALE)
         planned = nodes if name == "nodes" else f"{nodes} * {per_node}"
-        return f"coalesce({_number(_extra(name), 'int')}, {planned}, {SCALE_DEFAULT})"
+        return f"coalesce({_number(_extra(name, found), 'int')}, {planned}, {SCALE_DEFAULT})"
     if name == "higher_is_better":
-        return f"TRY_CAST({_number(_extra(name), 'float')} AS BOOLEAN)"
+        return f"TRY_CAST({_number(_extra(name, found), 'float')} AS BOOLEAN)"
     if col.where == "extra":
-        return _number(_extra(name), col.kind) if col.kind in ("int", "float") else _extra(name)
+        return _number(_extra(name, found), col.kind) if col.kind in ("int", "float") else _extra(name, found)
     if name == "replicate":  # replicate 0 is every row of an unreplicated run; imported rows have none
         return "CASE WHEN k.attempt IS NOT NULL THEN coalesce(k.replicate, 0) END"
     if col.where == "ledger":
@@ -110,7 +145,12 @@ def _column_sql(name: str) -> str:
 def results(led: Ledger, campaign: str | None = None) -> Export:
     """Every result row of the campaign (all when None), job and imported, in
     the order they were stored, as EXPORT_COLUMNS. An unknown campaign is a
-    BadInputError; a changed or missing result file a LedgerError (files.verified)."""
+    BadInputError; a changed or missing result file a LedgerError (files.verified).
+
+    Each file is one query (its rows joined to their attempts' ledger rows,
+    sorted back into the file's order: a parallel hash join keeps no order),
+    the files' rows streamed in file order into the writing connection: a
+    sort of one file's rows, never of all of them, and flat memory."""
     import duckdb
     import pyarrow as pa
 
@@ -118,24 +158,36 @@ def results(led: Ledger, campaign: str | None = None) -> Export:
         if campaign:
             q.require_campaign(s, campaign)
         paths, ids, values = scan.pointers(s, campaign, False, None, led.results_root)
-    con = duckdb.connect()
+    names = files.verified(paths)
+    source = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": tempfile.gettempdir()})
     # one ledger row per key (an attempt, or an imported file's place: scan.row_keys), the first pointer's
     first = list({key: i for i, key in reversed(list(enumerate(ids)))}.values())
     ledger = pa.table({"key": pa.array([ids[i] for i in first], pa.int64()),
                        **{name: pa.array([values[name][i] for i in first]) for name in scan.LEDGER}})
-    con.register("_ledger", ledger)
-    # the files' rows, with the typed columns of a result file even where no file has them (older files)
-    empty = arrow_schema().empty_table().append_column("file_index", pa.array([], pa.int64()))
-    con.register("_typed", empty)
-    source = "SELECT * FROM _typed"
-    if paths:
-        con.execute("SET VARIABLE files = ?", [files.verified(paths)])
-        source = ("SELECT *, file_index FROM read_parquet(getvariable('files'), "
-                  f"union_by_name = true, file_row_number = true) UNION ALL BY NAME {source}")
-    select = ", ".join(f'CAST({_column_sql(c)} AS {_SQL_TYPES[BY_NAME[c].kind]}) AS "{c}"' for c in EXPORT_COLUMNS)
-    sql = (f"SELECT {select} FROM ({source}) r JOIN _ledger k "
-           "ON k.key = coalesce(r.attempt_id, -1 - r.file_index) ORDER BY r.file_index, r.file_row_number")
-    return Export(con, sql, list(EXPORT_COLUMNS))
+    source.register("_ledger", ledger)
+    # a file's rows, with the typed columns of a result file even where the file lacks them (older files)
+    source.register("_typed", arrow_schema().empty_table().append_column("file_row_number", pa.array([], pa.int64())))
+    types = {c: _SQL_TYPES[BY_NAME[c].kind] for c in EXPORT_COLUMNS}
+    rows = "(SELECT * FROM read_parquet($file, file_row_number = true) UNION ALL BY NAME SELECT * FROM _typed)"
+
+    def one(found: _Keys, relation: str = rows) -> str:
+        select = ", ".join(f'CAST({_column_sql(c, found)} AS {types[c]}) AS "{c}"' for c in EXPORT_COLUMNS)
+        return (f"SELECT {select} FROM {relation} r JOIN _ledger k "
+                "ON k.key = coalesce(r.attempt_id, -1 - $index) ORDER BY r.file_row_number")
+
+    schema = source.sql(one(_Keys(), "_typed").replace("$index", "0")).to_arrow_table().schema
+    # each file's keys: one pass over its extras column (cheap beside a look per key and row)
+    keys_sql = f"SELECT count(r.\"extra\") > 0, list_distinct(flatten(list(map_keys(r.extras)))) FROM {rows} r"
+
+    def batches() -> Iterator[Any]:
+        for index, name in enumerate(names):
+            [(has_json, keys)] = source.sql(keys_sql, params={"file": name}).fetchall()
+            found = _Keys(bool(has_json), None if keys is None else frozenset(keys))
+            yield from source.sql(one(found), params={"file": name, "index": index}).to_arrow_reader(BATCH_ROWS)
+
+    con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": tempfile.gettempdir()})
+    con.register("_rows", pa.RecordBatchReader.from_batches(schema, batches()))
+    return Export(con, "SELECT * FROM _rows", list(EXPORT_COLUMNS), types, source)
 
 
 def frame_export(frame: Any) -> Export:
@@ -145,13 +197,13 @@ def frame_export(frame: Any) -> Export:
 
     con = duckdb.connect()
     con.register("_frame", pa.Table.from_pandas(frame, preserve_index=False))
-    columns = [str(c) for c in frame.columns]
-    return Export(con, "SELECT * FROM _frame", columns)
+    types = {str(row[0]): str(row[1]) for row in con.sql("DESCRIBE SELECT * FROM _frame").fetchall()}
+    return Export(con, "SELECT * FROM _frame", [str(c) for c in frame.columns], types)
 
 
 def _text(exp: Export) -> str:
     """The export with JSON as its text and doubles finite or NULL: what CSV, Parquet and tables hold."""
-    kinds = _kinds(exp)
+    kinds = exp.types
     parts = []
     for c in exp.columns:
         if kinds[c] == "JSON":
@@ -185,18 +237,14 @@ def write_parquet(exp: Export, path: Path | None) -> int:
 
 
 def write_csv(exp: Export, out: IO[str]) -> None:
-    """RFC 4180 with a plain header, a batch of rows at a time; an empty cell is NULL, text is quoted."""
+    """RFC 4180 with a header, quoted only where a cell needs it (as Python's csv module writes:
+    `cut -d,` and `split(",")` read plain cells), a batch of rows at a time; an empty cell is NULL."""
     import csv
 
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    csv.writer(out, lineterminator="\n").writerow(exp.columns)
-    for batch in _batches(exp.con, _text(exp)):
-        sink = pa.BufferOutputStream()
-        pacsv.write_csv(pa.Table.from_batches([batch]), sink,
-                        pacsv.WriteOptions(include_header=False, quoting_style="needed"))
-        out.write(sink.getvalue().to_pybytes().decode())
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(exp.columns)
+    for batch in rows(exp):
+        writer.writerows(["" if v is None else v for v in r] for r in batch)
 
 
 def write_json(exp: Export, out: IO[str]) -> None:
@@ -214,14 +262,10 @@ def write_json(exp: Export, out: IO[str]) -> None:
 
 def _text_json(exp: Export) -> str:
     """The export with doubles finite or NULL (JSON has no NaN); JSON columns kept as JSON."""
-    kinds = _kinds(exp)
-    parts = [f'CASE WHEN isfinite("{c}") THEN "{c}" END AS "{c}"' if kinds[c] in ("DOUBLE", "FLOAT") else f'"{c}"'
-             for c in exp.columns]
+    kinds = exp.types
+    parts = [f'CASE WHEN isfinite("{c}") THEN "{c}" END AS "{c}"' if kinds[c] in ("DOUBLE", "FLOAT") else
+             f'CAST("{c}" AS JSON) AS "{c}"' if kinds[c] == "JSON" else f'"{c}"' for c in exp.columns]
     return f"SELECT {', '.join(parts)} FROM ({exp.sql})"
-
-
-def _kinds(exp: Export) -> dict[str, str]:
-    return {str(row[0]): str(row[1]) for row in exp.con.sql(f"DESCRIBE {exp.sql}").fetchall()}
 
 
 def rows(exp: Export) -> Iterator[list[list[Any]]]:
