@@ -21,7 +21,8 @@ REQUIRED, OPTIONAL = "required", "optional"
 @dataclass(frozen=True)
 class Column:
     name: str
-    kind: str  # "int", "float", "text" (Arrow int64 / float64 / string), "object" (JSON text) or "map" (of text)
+    kind: str  # "int", "float", "text" (Arrow int64 / float64 / string), "object" (JSON text), "map" (of text)
+    # or "bool" (an exported column only)
     meaning: str
     json: str = ""  # its type in `campaign results` ("" = not one of its columns)
     where: str = "file"  # "file": a column of the result file; "extra": a key of the row's extra object;
@@ -75,6 +76,13 @@ RESULT_SCHEMA: tuple[Column, ...] = (
            positive=True, measured=1),
     Column("first_call_s", "float", "seconds of the first call (context creation, JIT), kept apart from the repeats",
            f"{_NUM} or null", where="extra", unit="s"),
+    Column("metric", "text", "the figure of merit the row measures, for a program that reports one "
+           "(docs/byob.md: one row per figure and repeat); null on rows of time alone", f"{_TXT} or null",
+           where="extra"),
+    Column("value", "float", "the figure's value, in `unit`", f"{_NUM} or null", where="extra"),
+    Column("unit", "text", "the figure's unit, as the program's YAML names it", f"{_TXT} or null", where="extra"),
+    Column("higher_is_better", "bool", "the figure's direction: true for a rate, false for a time",
+           "boolean or null", where="extra"),
     Column("rel_err", "float", "relative error against the float64 reference (with --check)", f"{_NUM} or null",
            kernel=OPTIONAL, imported=OPTIONAL, allow_nan=True, measured=4),
     Column("flops", "float", "floating-point operations, when the row gives them", f"{_NUM} or null",

@@ -8,7 +8,7 @@ Each --tree NAME=PATH puts that checkout first on PYTHONPATH (this checkout
 is "this"); the trees take turns run by run, so a load that comes and goes
 hits them alike, and the table prints their medians side by side. A ledger
 of 100 jobs is made in a temporary folder for `jobs`/`show` (both read it
-with sqlite3, campaign/cli/ledger_read.py). Exits 1 when a median of this
+with sqlite3, campaign/ledger/sqlite_read.py). Exits 1 when a median of this
 checkout is above the limit.
 A benchmark, not a timed test: tests/cli/test_startup_imports.py keeps the
 import graph that makes these fast, and a loaded CI machine cannot fail it.

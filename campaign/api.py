@@ -26,12 +26,15 @@ if TYPE_CHECKING:  # what mypy and readers see; at run time __getattr__ below im
     from campaign.commands.waiting import failed_among
     from campaign.config.load import SEARCH_PATH_ENV, config_dirs, group_options
     from campaign.ledger.db import default_ledger_path
-    from campaign.results.export import frame_records, latest_frame, results_frame
+    from campaign.results.export import latest_frame, results_frame
     from campaign.results.frames import counters_frame
     from campaign.results.import_stream import import_file
     from campaign.results.reader import read_import_file
     from campaign.results.store import import_campaign_name, store_import
-    from campaign.results.table import RESULT_COLUMNS, result_records, write_parquet
+    from campaign.results.table import RESULT_COLUMNS, Export, frame_export
+    from campaign.results.table import emit as emit_export
+    from campaign.results.table import results as results_export
+    from campaign.results.table import rows as export_rows
 
 # name -> (module, attribute): the table __getattr__ imports from
 _WHERE: dict[str, tuple[str, str]] = {
@@ -46,22 +49,25 @@ _WHERE: dict[str, tuple[str, str]] = {
     "prepare_campaigns": ("campaign.commands.multirun", "prepare"),
     **{n: ("campaign.commands.repeat_plan", n) for n in ("RepeatPlan", "plan_repeats")},
     **{n: ("campaign.commands.rerun", n) for n in ("RerunReport", "rerun")},
-    **{n: ("campaign.results.export", n) for n in ("frame_records", "latest_frame", "results_frame")},
+    **{n: ("campaign.results.export", n) for n in ("latest_frame", "results_frame")},
     "read_import_file": ("campaign.results.reader", "read_import_file"),
     **{n: ("campaign.results.store", n) for n in ("import_campaign_name", "store_import")},
     "import_file": ("campaign.results.import_stream", "import_file"),
-    **{n: ("campaign.results.table", n) for n in ("RESULT_COLUMNS", "result_records", "write_parquet")},
+    **{n: ("campaign.results.table", n) for n in ("RESULT_COLUMNS", "Export", "frame_export")},
+    "results_export": ("campaign.results.table", "results"),
+    "emit_export": ("campaign.results.table", "emit"),
+    "export_rows": ("campaign.results.table", "rows"),
     **{n: ("campaign.commands.submit", n) for n in ("SubmitReport", "dry_run", "submit")},
     **{n: ("campaign.commands.sync", n) for n in ("SyncReport", "sync")},
     "failed_among": ("campaign.commands.waiting", "failed_among"),
 }
 
 __all__ = [
-    "CompareReport", "RESULT_COLUMNS", "RepeatPlan", "RerunReport", "SEARCH_PATH_ENV", "SubmitReport", "SyncReport", "cancel",
+    "CompareReport", "Export", "RESULT_COLUMNS", "RepeatPlan", "RerunReport", "SEARCH_PATH_ENV", "SubmitReport", "SyncReport", "cancel",
     "compare", "composed_yaml", "config_dirs", "counters_frame", "default_ledger_path", "dry_run", "dry_run_all",
-    "failed_among", "frame_records", "group_options", "import_campaign_name", "import_file", "latest_frame", "metrics", "parse_selection", "plan_repeats", "prepare_campaigns",
-    "read_import_file", "rerun", "result_records", "results_frame", "shape_advice", "store_import", "submit",
-    "submit_all", "sync", "thread_advice", "write_metrics", "write_parquet", "write_reports",
+    "emit_export", "export_rows", "failed_among", "frame_export", "group_options", "import_campaign_name", "import_file", "latest_frame", "metrics", "parse_selection", "plan_repeats", "prepare_campaigns",
+    "read_import_file", "rerun", "results_export", "results_frame", "shape_advice", "store_import", "submit",
+    "submit_all", "sync", "thread_advice", "write_metrics", "write_reports",
 ]  # == the keys of _WHERE (tests/cli/test_startup_imports.py)
 
 

@@ -94,3 +94,19 @@ def result_sql(ledger: Path, sql: str, *params: object) -> list[tuple]:
             con.close()
     finally:
         led.close()
+
+
+def export_records(led: object, campaign: str | None = None) -> list[dict]:
+    """`campaign results --format json`'s rows, called in this process (campaign.results.table)."""
+    import io
+    import json
+
+    from campaign.results import table
+
+    out = io.StringIO()
+    export = table.results(led, campaign)  # type: ignore[arg-type]
+    try:
+        table.write_json(export, out)
+    finally:
+        export.close()
+    return list(json.loads(out.getvalue()))

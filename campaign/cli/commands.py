@@ -20,6 +20,7 @@ from campaign.cli.output import (
     emit_rows,
     print_counts,
     progress_printer,
+    stream_table,
     table,
     write_csv,
     write_json,
@@ -137,7 +138,7 @@ def _print_preflight(lines: list[str]) -> None:
 
 def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
-    from campaign.cli.ledger_read import job_dicts
+    from campaign.ledger.sqlite_read import job_dicts
 
     _check_interval(args)
     led = ledger(args, create=False)
@@ -152,7 +153,7 @@ def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
                     "swept_files": rep.swept, "counts": rep.counts, "warnings": rep.warnings, "jobs": job_dicts(rows)})
         return 0
     if args.format == "csv":
-        emit_rows("csv", None, views.JOB_COLUMNS, rows)
+        emit_rows("csv", None, views.JOB_COLUMNS, [rows])
         return 0
     title = f"campaign {args.campaign}" if args.campaign else "all campaigns"
     if len(rows) > STATUS_ROWS:  # big campaigns: the jobs that need attention, not 10,000 lines
@@ -183,31 +184,30 @@ def _refresh(led: Any, campaign: str | None) -> None:
 
 
 def cmd_jobs(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    from campaign.cli import ledger_read
+    from campaign.ledger import sqlite_read
 
-    rows = None
-    if args.no_sync:  # an SQLite ledger of this version: read without SQLAlchemy (start-up time)
-        rows = ledger_read.job_rows(args.ledger, args.campaign, args.state, all_attempts=args.all_attempts,
-                                    failed=args.failed)
-    if rows is None:
+    batches = None
+    if args.no_sync:  # an SQLite ledger of this version: read without SQLAlchemy, a page at a time (start-up time)
+        batches = sqlite_read.job_batches(args.ledger, args.campaign, args.state, all_attempts=args.all_attempts,
+                                          failed=args.failed)
+    if batches is None:
         from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
 
         led = ledger(args, create=False)
         if not args.no_sync:
             _refresh(led, args.campaign)
-        rows = views.job_rows(led, args.campaign, args.state, all_attempts=args.all_attempts, failed=args.failed)
-    if args.format == "json":
-        write_json(ledger_read.job_dicts(rows))
-    else:
-        emit_rows(args.format, None, ledger_read.JOB_COLUMNS, rows)
+        batches = iter([views.job_rows(led, args.campaign, args.state, all_attempts=args.all_attempts,
+                                       failed=args.failed)])
+    emit_rows(args.format, None, sqlite_read.JOB_COLUMNS, batches)
     return 0
 
 
 def cmd_show(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    from campaign.cli import ledger_read, show_view
+    from campaign.cli import show_view
+    from campaign.ledger import sqlite_read
 
     # --no-sync on an SQLite ledger of this version: read without SQLAlchemy (start-up time)
-    facts = ledger_read.show_facts(args.ledger, args.job_id) if args.no_sync else None
+    facts = sqlite_read.show_facts(args.ledger, args.job_id) if args.no_sync else None
     if facts is None:
         from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
         from campaign.cli.step_show import step_text
@@ -303,20 +303,20 @@ def _gate_compared_something(args: argparse.Namespace, c: Any) -> None:
 
 
 def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
+    if args.format == "parquet" and args.out is None:  # before the ledger is opened: bad input touches nothing
+        raise BadInputError("results --format parquet writes a file: name it with --out FILE.parquet")
     led = ledger(args, create=False)
     if getattr(args, "counters", False):  # the hardware counters of profiled runs
-        frame = api.counters_frame(led, campaign=args.campaign)
-        columns = [str(c) for c in frame.columns]
-        records = api.frame_records(frame)
+        export = api.frame_export(api.counters_frame(led, campaign=args.campaign))
     else:
-        columns = [name for name, _, _ in api.RESULT_COLUMNS]
-        records = api.result_records(led, campaign=args.campaign)
-    if args.format in ("json", "parquet"):  # parquet: into the named --out file, never to a terminal
-        api.write_parquet(args.out, columns, records) if args.format == "parquet" else write_json(records)
-    elif args.format == "table":
-        table(None, columns, [[r.get(c) for c in columns] for r in records])
-    else:  # csv: the default, for spreadsheets and pandas
-        write_csv(columns, [[r.get(c) for c in columns] for r in records])
+        export = api.results_export(led, campaign=args.campaign)
+    if args.format == "table":
+        try:
+            stream_table(None, export.columns, api.export_rows(export))
+        finally:
+            export.close()
+    else:  # csv: the default, for spreadsheets and pandas; parquet: into the named --out file
+        api.emit_export(export, args.format, args.out)
     return 0
 
 

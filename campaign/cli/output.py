@@ -5,6 +5,12 @@ Into a terminal a table is a rich table; into a pipe or a file it is plain
 text (columns separated by two spaces, "-" for an empty cell, no box
 characters), so `campaign jobs | awk '{print $1}'` gives job IDs. JSON keeps
 numbers as numbers; CSV is RFC 4180 with a header.
+
+Rows come as batches (an iterator of lists of rows) and are printed as they
+come: `campaign jobs | head` shows its first lines before the ledger's last
+row is read. A plain table's columns are as wide as the widest cell seen so
+far, so a later, wider cell widens the lines from its batch on, never the
+ones already printed (fields stay separated by two spaces or more).
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,26 +44,45 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def plain_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Aligned columns for pipes: no box characters, never an empty field."""
-    cells = [list(columns)] + [[_cell(v) or "-" for v in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells)
+def _plain_lines(columns: Sequence[str], batches: Iterable[Sequence[Sequence[Any]]]) -> Iterable[str]:
+    """Aligned columns for pipes (no box characters, never an empty field), a batch at a time,
+    widths growing with the widest cell seen."""
+    widths = [len(c) for c in columns]
+    header: list[str] | None = list(columns)
+    for batch in batches:
+        cells = [[_cell(v) or "-" for v in r] for r in batch]
+        for r in cells:
+            widths = [max(w, len(c)) for w, c in zip(widths, r)]
+        if header is not None:
+            cells.insert(0, header)
+            header = None
+        for r in cells:
+            yield "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+    if header is not None:
+        yield "  ".join(header).rstrip()
 
 
 def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
+    stream_table(title, columns, [rows])
+
+
+def stream_table(title: str | None, columns: list[str], batches: Iterable[Sequence[Sequence[Any]]]) -> None:
+    """A table of rows given a batch at a time: into a pipe, each batch printed as it comes."""
     if not is_terminal():
         if title:
             print(title)
-        print(plain_table(columns, rows))
+        out = sys.stdout
+        for line in _plain_lines(columns, batches):
+            out.write(line + "\n")
         return
     from rich.table import Table  # lazy, as in console()
 
     t = Table(title=title, show_lines=False)
     for c in columns:
         t.add_column(c)
-    for r in rows:
-        t.add_row(*(_cell(v) for v in r))
+    for batch in batches:
+        for r in batch:
+            t.add_row(*(_cell(v) for v in r))
     console().print(t)
 
 
@@ -73,14 +98,25 @@ def write_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         out.writerow([_cell(v) for v in r])
 
 
-def emit_rows(fmt: str | None, title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
-    """Rows in the chosen format (table by default)."""
+def emit_rows(fmt: str | None, title: str | None, columns: list[str],
+              batches: Iterable[Sequence[Sequence[Any]]]) -> None:
+    """Rows, given a batch at a time, in the chosen format (table by default), each batch written as it comes."""
     if fmt == "json":
-        write_json([dict(zip(columns, r)) for r in rows])
+        out = sys.stdout
+        out.write("[")
+        sep = ""
+        for batch in batches:
+            for r in batch:
+                out.write(sep + json.dumps(dict(zip(columns, r)), allow_nan=False, default=str))
+                sep = ", "
+        out.write("]\n")
     elif fmt == "csv":
-        write_csv(columns, rows)
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns)
+        for batch in batches:
+            writer.writerows([_cell(v) for v in r] for r in batch)
     else:
-        table(title, columns, rows)
+        stream_table(title, columns, batches)
 
 
 def progress_printer(quiet: bool = False) -> Callable[[int, int, str], None]:

@@ -1,89 +1,26 @@
 """`campaign show JOB`: what it prints, from plain facts of the ledger.
 
 Why facts and not ORM objects: `show --no-sync` reads an SQLite ledger with
-the standard library (campaign.cli.ledger_read) so that it answers without
-importing SQLAlchemy (issue 28: within 0.3 s); the ORM path
-(campaign.cli.views.show_facts) fills the same dataclasses. One renderer for
-both, and tests/cli/test_ledger_read.py holds the two readers' facts equal.
+the standard library (campaign.ledger.sqlite_read) so that it answers without
+importing SQLAlchemy (within 0.3 s); the ORM path (campaign.cli.views.show_facts)
+fills the same dataclasses (campaign.ledger.facts). One renderer for both, and
+tests/cli/test_ledger_read.py holds the two readers' facts equal.
 """
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from campaign.backends.capabilities import capabilities
 from campaign.job.files import EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE, read_json
+from campaign.ledger.facts import AttemptFacts as AttemptFacts
+from campaign.ledger.facts import JobFacts as JobFacts
+from campaign.ledger.facts import StepFacts as StepFacts
 from campaign.plumbing.clock import display, now
-from campaign.plumbing.states import JobState
-
-
-@dataclass(frozen=True)
-class AttemptFacts:
-    """One job attempt's row (campaign.ledger.models.JobAttempt's columns that `show` prints)."""
-
-    id: int
-    attempt: int
-    previous_id: int | None
-    job_id: str | None
-    state: JobState
-    reason: str | None
-    scheduler_cluster: str | None
-    array_job_id: str | None
-    array_index: int | None
-    node: str | None
-    exit_code: int | None
-    walltime_min: int
-    mem_gb: float | None
-    alloc_cpus: int | None
-    alloc_gpus: int | None
-    n: list[Any] | None
-    missing_n: list[Any] | None
-    submitted_at: datetime | None
-    started_at: datetime | None
-    ended_at: datetime | None
-    workdir: str
-    output_path: str
-    stdout_path: str | None
-    stderr_path: str | None
-
-
-@dataclass(frozen=True)
-class StepFacts:
-    """A build or preflight job (campaign.ledger.models.BuildStep/PreflightStep)."""
-
-    job_id: str | None
-    state: JobState
-    reason: str | None
-    folder: str
-    key: str = ""  # a build's
-    info: dict[str, Any] | None = None  # a build's
-
-
-@dataclass(frozen=True)
-class JobFacts:
-    """Everything `show` and `show --format json|csv` print about a job ID (its newest attempt)."""
-
-    attempt: AttemptFacts
-    campaign: str
-    cluster: str
-    backend: str
-    run_key: str
-    kernel: str
-    impl: str
-    variant: str
-    partition: str
-    device: str
-    dtype: str
-    threads: int
-    gpus: int
-    spec: dict[str, Any]
-    lineage: list[AttemptFacts]
-    preflight: StepFacts | None  # None: submitted without the build/preflight chain
-    build: StepFacts | None
 
 
 def _tail(path: str | None, lines: int = 15) -> str:

@@ -1,6 +1,6 @@
 """Read-only views of the ledger for `jobs`, `status` and `show`, through
 the ORM (any ledger: SQLite or PostgreSQL, migrated on open). The same views
-of an SQLite ledger without SQLAlchemy are campaign.cli.ledger_read's; both
+of an SQLite ledger without SQLAlchemy are campaign.ledger.sqlite_read's; both
 fill what campaign.cli.show_view renders, and run campaign.ledger.layout's SQL
 for the listing."""
 

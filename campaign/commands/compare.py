@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,11 +35,11 @@ from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
 from campaign.ledger import Campaign, Ledger, Provenance
 from campaign.ledger import queries as q
-from campaign.ledger.db import results_root, schema_number
+from campaign.ledger.db import file_schema_version, results_root
 from campaign.ledger.migrate import sqlite_copy
 from campaign.ledger.models import SCHEMA_VERSION
 from campaign.plumbing.clock import as_utc
-from campaign.plumbing.errors import BadInputError, ConfigError, LedgerError, one_line
+from campaign.plumbing.errors import BadInputError, ConfigError, LedgerError
 from campaign.results.export import RowFilter, Superseded, latest_frame
 from campaign.results.gpu_state import gpu_state_records
 from campaign.results.store import IMPORT_BACKEND
@@ -145,34 +144,6 @@ def select_axes(frame: Any, sel: Selection) -> Any:
     return out
 
 
-def _schema_version(path: Path) -> int:
-    """The schema version of a ledger file, read read-only; one clear line for anything that
-    is not a campaign ledger (an empty file, another file, a hostile version)."""
-    try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
-                if "meta" in tables else None
-        finally:
-            con.close()
-    except sqlite3.Error as exc:
-        raise BadInputError(f"ledger {path} is not a campaign ledger (not an SQLite database): "
-                            f"{one_line(exc)}") from None
-    if not tables:
-        raise BadInputError(f"ledger {path} is empty, not a campaign ledger")
-    if row is None:
-        raise BadInputError(f"ledger {path} is not a campaign ledger (no schema version)")
-    version = schema_number(row[0])
-    if version < 1:
-        raise BadInputError(f"ledger {path} has no valid schema version ({one_line(repr(row[0]), 60)}); "
-                            "it was not written by campaign")
-    if version > SCHEMA_VERSION:
-        raise BadInputError(f"ledger {path} has schema version {version}, newer than this campaign "
-                            f"(knows {SCHEMA_VERSION}): upgrade campaign")
-    return version
-
-
 def _link_or_copy(source: str, target: str) -> None:
     try:
         os.link(source, target)
@@ -188,7 +159,7 @@ def open_for_reading(path: Path, tmp: Path) -> Ledger:
         raise BadInputError(f"ledger {path} does not exist" if not path.exists() else f"ledger {path} is not a file")
     if path.stat().st_size == 0:
         raise BadInputError(f"ledger {path} is an empty file, not a campaign ledger")
-    version = _schema_version(path)
+    version = file_schema_version(path)
     if version < SCHEMA_VERSION:
         copy = sqlite_copy(path, tmp / f"{len(list(tmp.iterdir()))}-ledger.sqlite")
         beside = results_root(path)

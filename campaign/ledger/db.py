@@ -30,7 +30,7 @@ from campaign.ledger.layout import LEDGER_ENV as LEDGER_ENV
 from campaign.ledger.layout import SCHEMA_VERSION
 from campaign.ledger.layout import default_ledger_path as default_ledger_path
 from campaign.ledger.models import Base, Meta
-from campaign.plumbing.errors import LedgerError
+from campaign.plumbing.errors import BadInputError, LedgerError, one_line
 
 JOURNAL_ENV = "CAMPAIGN_JOURNAL_MODE"
 JOURNAL_MODES = ("DELETE", "TRUNCATE", "PERSIST", "WAL")
@@ -162,6 +162,34 @@ def schema_number(value: object) -> int:
     if not (text.isascii() and text.isdigit()) or len(text) > 6:
         return -1
     return int(text)
+
+
+def file_schema_version(path: Path) -> int:
+    """The schema version of a ledger file (`compare ledger=PATH`), read read-only; one clear line for anything that
+    is not a campaign ledger (an empty file, another file, a hostile version)."""
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
+                if "meta" in tables else None
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        raise BadInputError(f"ledger {path} is not a campaign ledger (not an SQLite database): "
+                            f"{one_line(exc)}") from None
+    if not tables:
+        raise BadInputError(f"ledger {path} is empty, not a campaign ledger")
+    if row is None:
+        raise BadInputError(f"ledger {path} is not a campaign ledger (no schema version)")
+    version = schema_number(row[0])
+    if version < 1:
+        raise BadInputError(f"ledger {path} has no valid schema version ({one_line(repr(row[0]), 60)}); "
+                            "it was not written by campaign")
+    if version > SCHEMA_VERSION:
+        raise BadInputError(f"ledger {path} has schema version {version}, newer than this campaign "
+                            f"(knows {SCHEMA_VERSION}): upgrade campaign")
+    return version
 
 
 class Ledger:

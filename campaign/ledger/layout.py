@@ -3,10 +3,10 @@ version, where it lives by default, how long to wait for a writer, and the
 SQL of the `jobs` listing.
 
 Why one module: the ORM side (campaign.ledger.db, models, campaign.cli.views)
-and the CLI's sqlite3 reader (campaign.cli.ledger_read, which answers `jobs
---no-sync` and `show --no-sync` without importing SQLAlchemy: issue 28, every
-command that does not sync within 0.3 s) must agree on these facts, so they
-are written once, here, where importing them costs nothing.
+and the standard library's read path (campaign.ledger.sqlite_read, which
+answers `jobs --no-sync` and `show --no-sync` without importing SQLAlchemy:
+every command that does not sync within 0.3 s) must agree on these facts, so
+they are written once, here, where importing them costs nothing.
 """
 
 from __future__ import annotations
@@ -42,28 +42,33 @@ def default_ledger_path() -> Path:
     return Path(data) / "campaign" / "ledger.sqlite"
 
 
-def jobs_statement(campaign_id: int | None, states: list[str], *, latest: bool) -> tuple[str, dict[str, Any]]:
+def jobs_statement(campaign_id: int | None, states: list[str], *, latest: bool,
+                   page: int | None = None) -> tuple[str, dict[str, Any]]:
     """The SQL of the listing and its named parameters (`:name`, which both
     sqlite3 and SQLAlchemy's text() bind): the newest attempt of each run
-    (latest) or every attempt, of one campaign or all, of the given state
-    names or any, in attempt order. For one campaign the newest-attempt
-    subquery reads only that campaign's runs, never every attempt."""
-    sql = _JOB_SELECT
+    (latest: no later attempt of its run, found through the run's attempt
+    index) or every attempt, of one campaign or all, of the given state
+    names or any, in attempt order. With `page`: at most that many rows
+    after the attempt id `:after` (the caller binds it), the last column the
+    attempt's id, so that a listing is read a page at a time, each page one
+    short statement (a reader never holds the file's lock while a pipe waits)."""
+    sql = _JOB_SELECT.replace(" FROM ", ", a.id FROM ", 1) if page is not None else _JOB_SELECT
     params: dict[str, Any] = {}
-    if campaign_id is not None:
-        params["campaign_id"] = campaign_id
-    if latest:
-        inner = "SELECT run_id, max(attempt) AS a FROM job_attempt"
-        if campaign_id is not None:
-            inner += " WHERE run_id IN (SELECT id FROM run WHERE campaign_id = :campaign_id)"
-        sql += f" JOIN ({inner} GROUP BY run_id) n ON a.run_id = n.run_id AND a.attempt = n.a"
     where = []
     if campaign_id is not None:
+        params["campaign_id"] = campaign_id
         where.append("r.campaign_id = :campaign_id")
+    if latest:
+        where.append("NOT EXISTS (SELECT 1 FROM job_attempt b WHERE b.run_id = a.run_id AND b.attempt > a.attempt)")
     if states:
         names = [f"state_{i}" for i in range(len(states))]
         params.update(zip(names, states))
         where.append(f"a.state IN ({', '.join(':' + n for n in names)})")
+    if page is not None:
+        where.append("a.id > :after")
     if where:
         sql += " WHERE " + " AND ".join(where)
-    return sql + " ORDER BY a.id", params
+    sql += " ORDER BY a.id"
+    if page is not None:
+        sql += f" LIMIT {int(page)}"
+    return sql, params

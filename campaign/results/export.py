@@ -10,7 +10,6 @@ just `params` (part of a configuration's identity), which the read extracts.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -22,7 +21,7 @@ from campaign.results.latest import Superseded, holder
 from campaign.results.latest import find as superseded
 from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, settled_dtypes
 
-__all__ = ["EXPORT_COLUMNS", "PARTIAL_USABLE", "RowFilter", "Superseded", "frame_records", "latest_frame",
+__all__ = ["EXPORT_COLUMNS", "PARTIAL_USABLE", "RowFilter", "Superseded", "latest_frame",
            "results_frame"]
 
 
@@ -95,10 +94,3 @@ def _read(led: Ledger, campaign: str | Sequence[str] | None, cluster: str | None
     if frame["alloc_cpus"].isna().all():  # no allocation recorded (local backend, imports, older ledgers)
         frame = frame.drop(columns="alloc_cpus")
     return frame, found
-
-
-def frame_records(frame: Any) -> list[dict[str, Any]]:
-    out = []
-    for rec in frame.to_dict("records"):
-        out.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rec.items()})
-    return out

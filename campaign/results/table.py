@@ -1,125 +1,294 @@
 """`campaign results`: every result row with its campaign and attempt, in one
-fixed column set (README: "results columns"), typed.
+fixed column set (README: "results columns"), typed, written by DuckDB.
 
 Why fixed: scripts read the export by column name; a column set that changes
-with the filter or with the kernels in the ledger breaks them. Columns that
+with the filter or with the kernels in the ledger breaks them. A program's
+figure of merit is the long form `metric, value, unit, higher_is_better`
+(one row per figure, as the program's rows hold it: docs/results.md), typed
+columns that pandas, DuckDB and polars read without parsing JSON; columns
 only some kernels write (l2_flush, backend, ff, ...) travel in `extra`, one
 JSON object per row, with numbers as numbers.
+
+Why DuckDB end to end: the rows are read from the result files and joined to
+the ledger's columns of their attempts in SQL, and written by DuckDB (Parquet
+to a file) or streamed a batch at a time (CSV, JSON, table), so memory stays
+flat however many rows there are: no Python object per row. Every column is
+cast to its type from analysis.columns, so a column empty in every row keeps
+its type in every format.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
-import re
 import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from analysis.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA, SCALE_COLUMNS
-from campaign.ledger import Ledger
+from analysis.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA, SCALE_DEFAULT
+from campaign.ledger import Ledger, files
 from campaign.ledger import queries as q
-from campaign.ledger.result_schema import MEASURED
+from campaign.ledger.result_schema import arrow_schema
 from campaign.plumbing.errors import BadInputError
 from campaign.results import scan
 
 # (name, type in JSON, meaning): analysis.columns' exported columns; the README table is made of them.
 RESULT_COLUMNS: tuple[tuple[str, str, str], ...] = tuple((c.name, c.json, c.meaning) for c in RESULT_SCHEMA if c.json)
-COLUMNS: tuple[str, ...] = EXPORT_COLUMNS
-_TEXT = (*(c for c in MEASURED if BY_NAME[c].kind == "text"), "source")
-_NUMBERS = tuple(c for c in MEASURED if BY_NAME[c].kind != "text")
-_INTS = tuple(c for c in _NUMBERS if BY_NAME[c].kind == "int")
-_INT = re.compile(r"[+-]?\d+")
+_SQL_TYPES = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "object": "JSON", "bool": "BOOLEAN"}
+# the extra object's keys that are columns of their own in the export (ranks, nodes, first_call_s, the figure)
+_PROMOTED = tuple(c.name for c in RESULT_SCHEMA if c.json and c.where == "extra") + ("params",)
+BATCH_ROWS = 65_536  # rows a streamed format holds at once
+# DuckDB's memory for the export (its sort into stored order spills past it, to a temporary folder)
+MEMORY_LIMIT = "1GB"
 
 
-def typed(value: Any) -> Any:
-    """A CSV cell kept as text in the ledger, as the number it is (ints stay
-    ints); NaN and infinities become null so that the output is valid JSON."""
-    if isinstance(value, str):
-        text = value.strip()
-        if _INT.fullmatch(text):
-            return int(text)
-        try:
-            value = float(text)
-        except ValueError:
-            return value
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+@dataclass
+class Export:
+    """A selection of rows as SQL over an open DuckDB connection: what every
+    format writes, once. `sql` is a SELECT of `columns`, in order, each of
+    the DuckDB type `types` names; `source`, another connection the rows are
+    read from, if any."""
+
+    con: Any
+    sql: str
+    columns: list[str]
+    types: dict[str, str]
+    source: Any = None
+
+    def close(self) -> None:
+        self.con.close()
+        if self.source is not None:
+            self.source.close()
 
 
-def result_records(led: Ledger, campaign: str | None = None) -> list[dict[str, Any]]:
-    """The rows in COLUMNS order: the selected campaign's result files (job
-    and imported rows, in the order they were stored: campaign.results.scan).
-    An unknown campaign is a BadInputError."""
-    out = []
+@dataclass(frozen=True)
+class _Keys:
+    """What one file's extra objects hold: whether any is JSON text (`extra`), and the keys of its maps
+    (`extras`). A key no row of the file has is NULL without a look per row; a file whose maps hold only
+    keys that are columns of their own (the common case) has `{}` for every row's extra object."""
+
+    json: bool = True
+    keys: frozenset[str] | None = None  # None: not known (every key looked up)
+
+    def has(self, key: str) -> bool:
+        return self.keys is None or key in self.keys
+
+
+def _extra(key: str, found: _Keys) -> str:
+    """A key of the row's extra object as text, whichever column of its file holds it."""
+    in_map = f"r.extras['{key}']" if found.has(key) else "NULL"
+    if not found.json:
+        return in_map
+    return f"CASE WHEN r.\"extra\" IS NULL THEN {in_map} ELSE json_extract_string(r.\"extra\", '$.{key}') END"
+
+
+def _number(sql: str, kind: str) -> str:
+    """A text or number as a finite number of its kind, else NULL (NaN and infinities are no values)."""
+    as_double = f"TRY_CAST({sql} AS DOUBLE)"
+    finite = f"CASE WHEN isfinite({as_double}) THEN {as_double} END"
+    return f"CAST({finite} AS BIGINT)" if kind == "int" else finite
+
+
+def _typed(text: str) -> str:
+    """A text value of the extra object as JSON: an integer or a finite number becomes that number, NaN
+    and infinities null, any other text stays text (what the kernel CSV's cells mean: docs/contracts.md)."""
+    number = f"TRY_CAST({text} AS DOUBLE)"
+    integer = f"TRY_CAST(trim({text}) AS BIGINT)"
+    return (f"CASE WHEN regexp_full_match(trim({text}), '[+-]?[0-9]+') AND {integer} IS NOT NULL "
+            f"THEN to_json({integer}) WHEN {number} IS NULL THEN to_json({text}) "
+            f"WHEN isfinite({number}) THEN to_json({number}) ELSE 'null'::JSON END")
+
+
+# A row's extra object without the keys that are columns of their own, values typed. Schema 2 keeps
+# objects of text as the map `extras` (a map of promoted keys only, the common case, is `{}` at once);
+# other objects (and every row of schema 1) are JSON text in `extra`, whose numbers stay as they are.
+_LEFT = ", ".join(f"'{k}'" for k in _PROMOTED)
+_JSON_TEXT = "(e.value->>'$')"
+_FROM_MAP = (f"to_json(map_from_entries(list_transform(list_filter(map_entries(r.extras), "
+             f"lambda e: e.key NOT IN ({_LEFT})), lambda e: {{'key': e.key, 'value': {_typed('e.value')}}})))")
+_FROM_JSON = (f"to_json(map_from_entries(list_transform(list_filter("
+              f"map_entries(TRY_CAST(TRY_CAST(r.\"extra\" AS JSON) AS MAP(VARCHAR, JSON))), "
+              f"lambda e: e.key NOT IN ({_LEFT})), lambda e: {{'key': e.key, 'value': CASE WHEN "
+              f"json_type(e.value) = 'VARCHAR' THEN {_typed(_JSON_TEXT)} ELSE e.value END}})))")
+
+
+def _extra_object(found: _Keys) -> str:
+    in_map = "NULL" if found.keys is not None and found.keys <= set(_PROMOTED) else _FROM_MAP
+    in_json = f"WHEN r.\"extra\" IS NOT NULL THEN {_FROM_JSON} " if found.json else ""
+    return f"coalesce(CASE WHEN cardinality(r.extras) > 0 THEN {in_map} {in_json}END, '{{}}'::JSON)"
+
+
+def _column_sql(name: str, found: _Keys) -> str:
+    """The SQL of one export column over a file row `r` and its ledger row `k` (scan.LEDGER)."""
+    col = BY_NAME[name]
+    if name == "extra":
+        return _extra_object(found)
+    if name == "params":
+        return f"coalesce({_extra('params', found)}, r.params, '')"
+    if name in ("ranks", "nodes"):  # scan.shape's rule: the row's, else its run's planned shape, else 1
+        nodes, per_node = (f"k.{p}" for p in scan.PLANNED_SCALE)
+        planned = nodes if name == "nodes" else f"{nodes} * {per_node}"
+        return f"coalesce({_number(_extra(name, found), 'int')}, {planned}, {SCALE_DEFAULT})"
+    if name == "higher_is_better":
+        return f"TRY_CAST({_number(_extra(name, found), 'float')} AS BOOLEAN)"
+    if col.where == "extra":
+        return _number(_extra(name, found), col.kind) if col.kind in ("int", "float") else _extra(name, found)
+    if name == "replicate":  # replicate 0 is every row of an unreplicated run; imported rows have none
+        return "CASE WHEN k.attempt IS NOT NULL THEN coalesce(k.replicate, 0) END"
+    if col.where == "ledger":
+        return f"k.{name}"
+    return _number(f"r.{name}", col.kind) if col.kind == "float" else f"r.{name}"
+
+
+def results(led: Ledger, campaign: str | None = None) -> Export:
+    """Every result row of the campaign (all when None), job and imported, in
+    the order they were stored, as EXPORT_COLUMNS. An unknown campaign is a
+    BadInputError; a changed or missing result file a LedgerError (files.verified).
+
+    Each file is one query (its rows joined to their attempts' ledger rows,
+    sorted back into the file's order: a parallel hash join keeps no order),
+    the files' rows streamed in file order into the writing connection: a
+    sort of one file's rows, never of all of them, and flat memory."""
+    import duckdb
+    import pyarrow as pa
+
     with led.session() as s:
         if campaign:
             q.require_campaign(s, campaign)
-        files = scan.frame(s, campaign, None, False, True, None, led.results_root, attempt=True)
-        records = []
-        for rec in files.to_dict("records"):
-            raw = rec.pop("_extra")
-            rec["extra"] = json.loads(raw) if isinstance(raw, str) else None
-            records.append(rec)
-    # ranks, nodes: kept in the row's extra object; where the program did not say, its run's planned
-    # shape (scan.shape, the rule the analysis reads by too)
-    extras = [rec.get("extra") or {} for rec in records]
-    scale = scan.shape({c: [typed(e.get(c)) for e in extras] for c in SCALE_COLUMNS},
-                       [rec.get(scan.PLANNED_SCALE[0]) for rec in records],
-                       [rec.get(scan.PLANNED_SCALE[1]) for rec in records])
-    for i, rec in enumerate(records):
-        out.append(_record(rec, {c: int(scale[c][i]) for c in SCALE_COLUMNS}))
-    return out
+        paths, ids, values = scan.pointers(s, campaign, False, None, led.results_root)
+    names = files.verified(paths)
+    source = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": tempfile.gettempdir()})
+    # one ledger row per key (an attempt, or an imported file's place: scan.row_keys), the first pointer's
+    first = list({key: i for i, key in reversed(list(enumerate(ids)))}.values())
+    ledger = pa.table({"key": pa.array([ids[i] for i in first], pa.int64()),
+                       **{name: pa.array([values[name][i] for i in first]) for name in scan.LEDGER}})
+    source.register("_ledger", ledger)
+    # a file's rows, with the typed columns of a result file even where the file lacks them (older files)
+    source.register("_typed", arrow_schema().empty_table().append_column("file_row_number", pa.array([], pa.int64())))
+    types = {c: _SQL_TYPES[BY_NAME[c].kind] for c in EXPORT_COLUMNS}
+    rows = "(SELECT * FROM read_parquet($file, file_row_number = true) UNION ALL BY NAME SELECT * FROM _typed)"
+
+    def one(found: _Keys, relation: str = rows) -> str:
+        select = ", ".join(f'CAST({_column_sql(c, found)} AS {types[c]}) AS "{c}"' for c in EXPORT_COLUMNS)
+        return (f"SELECT {select} FROM {relation} r JOIN _ledger k "
+                "ON k.key = coalesce(r.attempt_id, -1 - $index) ORDER BY r.file_row_number")
+
+    schema = source.sql(one(_Keys(), "_typed").replace("$index", "0")).to_arrow_table().schema
+    # each file's keys: one pass over its extras column (cheap beside a look per key and row)
+    keys_sql = f"SELECT count(r.\"extra\") > 0, list_distinct(flatten(list(map_keys(r.extras)))) FROM {rows} r"
+
+    def batches() -> Iterator[Any]:
+        for index, name in enumerate(names):
+            [(has_json, keys)] = source.sql(keys_sql, params={"file": name}).fetchall()
+            found = _Keys(bool(has_json), None if keys is None else frozenset(keys))
+            yield from source.sql(one(found), params={"file": name, "index": index}).to_arrow_reader(BATCH_ROWS)
+
+    con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": tempfile.gettempdir()})
+    con.register("_rows", pa.RecordBatchReader.from_batches(schema, batches()))
+    return Export(con, "SELECT * FROM _rows", list(EXPORT_COLUMNS), types, source)
 
 
-def _record(rec: dict[str, Any], scale: dict[str, int]) -> dict[str, Any]:
-    """One row as the export writes it: numbers typed, params and
-    first_call_s out of `extra`, ranks and nodes as `scale` says (scan.shape)."""
-    extra = {k: typed(v) for k, v in (rec.get("extra") or {}).items()}
-    for name in _NUMBERS:
-        value = typed(rec.get(name))
-        # a file's int column with a missing value reads as floats
-        rec[name] = int(value) if name in _INTS and isinstance(value, float) and value.is_integer() else value
-    for name in ("state", "overlap", "campaign", "attempt", *_TEXT):
-        value = rec.get(name)
-        rec[name] = None if isinstance(value, float) and math.isnan(value) else value
-    if rec["attempt"] is not None:
-        rec["attempt"] = int(rec["attempt"])
-    replicate = rec.get("replicate")
-    rec["replicate"] = None if rec["attempt"] is None else (
-        0 if replicate is None or (isinstance(replicate, float) and math.isnan(replicate)) else int(replicate))
-    for col in SCALE_COLUMNS:
-        extra.pop(col, None)
-        rec[col] = scale[col]
-    rec.update(params=str(extra.pop("params", "") or ""), first_call_s=typed(extra.pop("first_call_s", None)),
-               extra=extra)
-    return {c: rec[c] for c in COLUMNS}
+def frame_export(frame: Any) -> Export:
+    """A DataFrame's rows (the hardware counters' export) as an Export: the same writers."""
+    import duckdb
+    import pyarrow as pa
+
+    con = duckdb.connect()
+    con.register("_frame", pa.Table.from_pandas(frame, preserve_index=False))
+    types = {str(row[0]): str(row[1]) for row in con.sql("DESCRIBE SELECT * FROM _frame").fetchall()}
+    return Export(con, "SELECT * FROM _frame", [str(c) for c in frame.columns], types)
 
 
-def write_parquet(path: Path | None, columns: list[str], records: list[dict[str, Any]]) -> None:
-    """`campaign results --format parquet`: the records as one Parquet file
-    (written whole under a temporary name, then renamed); `extra` as its JSON text."""
+def _text(exp: Export) -> str:
+    """The export with JSON as its text and doubles finite or NULL: what CSV, Parquet and tables hold."""
+    kinds = exp.types
+    parts = []
+    for c in exp.columns:
+        if kinds[c] == "JSON":
+            parts.append(f'CAST("{c}" AS VARCHAR) AS "{c}"')
+        elif kinds[c] in ("DOUBLE", "FLOAT"):
+            parts.append(f'CASE WHEN isfinite("{c}") THEN "{c}" END AS "{c}"')
+        else:
+            parts.append(f'"{c}"')
+    return f"SELECT {', '.join(parts)} FROM ({exp.sql})"
+
+
+def write_parquet(exp: Export, path: Path | None) -> int:
+    """One Parquet file of the export (written whole under a temporary name by
+    DuckDB, then renamed); `extra` as JSON text. Returns the row count."""
     if path is None:
         raise BadInputError("results --format parquet writes a file: name it with --out FILE.parquet")
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    arrays = {}
-    for name in columns:
-        values = [r.get(name) for r in records]
-        if name == "extra":
-            values = [json.dumps(v) if v else None for v in values]
-        try:
-            arrays[name] = pa.array(values)
-        except (pa.ArrowInvalid, pa.ArrowTypeError):  # a column of numbers and texts (an extra's): as texts
-            arrays[name] = pa.array([None if v is None else str(v) for v in values], type=pa.string())
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        pq.write_table(pa.table(arrays), tmp)
+        exp.con.execute("SET VARIABLE out = ?", [str(tmp)])
+        done = exp.con.execute(f"COPY ({_text(exp)}) TO (getvariable('out')) (FORMAT parquet)").fetchone()
         os.replace(tmp, path)
-        print(f"{len(records)} row(s) written to {path}", file=sys.stderr)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise BadInputError(f"results --out {path}: {exc.strerror or exc}") from None
+    except Exception as exc:  # DuckDB's IOException (an unwritable folder): one line, no traceback
+        tmp.unlink(missing_ok=True)
+        if type(exc).__name__ != "IOException":
+            raise
+        raise BadInputError(f"results --out {path}: {str(exc).splitlines()[0]}") from None
+    return int(done[0]) if done else 0
+
+
+def write_csv(exp: Export, out: IO[str]) -> None:
+    """RFC 4180 with a header, quoted only where a cell needs it (as Python's csv module writes:
+    `cut -d,` and `split(",")` read plain cells), a batch of rows at a time; an empty cell is NULL."""
+    import csv
+
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(exp.columns)
+    for batch in rows(exp):
+        writer.writerows(["" if v is None else v for v in r] for r in batch)
+
+
+def write_json(exp: Export, out: IO[str]) -> None:
+    """One JSON array of objects (numbers as numbers, `extra` an object), a batch of rows at a time."""
+    obj = ", ".join(f"'{c}': \"{c}\"" for c in exp.columns)
+    rows = f"SELECT CAST(to_json({{{obj}}}) AS VARCHAR) AS row FROM ({_text_json(exp)})"
+    out.write("[")
+    sep = ""
+    for batch in _batches(exp.con, rows):
+        texts = batch.column(0).to_pylist()
+        out.write(sep + ",\n".join(texts))
+        sep = ",\n" if texts else sep
+    out.write("]\n")
+
+
+def _text_json(exp: Export) -> str:
+    """The export with doubles finite or NULL (JSON has no NaN); JSON columns kept as JSON."""
+    kinds = exp.types
+    parts = [f'CASE WHEN isfinite("{c}") THEN "{c}" END AS "{c}"' if kinds[c] in ("DOUBLE", "FLOAT") else
+             f'CAST("{c}" AS JSON) AS "{c}"' if kinds[c] == "JSON" else f'"{c}"' for c in exp.columns]
+    return f"SELECT {', '.join(parts)} FROM ({exp.sql})"
+
+
+def rows(exp: Export) -> Iterator[list[list[Any]]]:
+    """The rows as lists of values, a batch at a time (the table format)."""
+    for batch in _batches(exp.con, _text(exp)):
+        columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+        yield [list(r) for r in zip(*columns)]
+
+
+def _batches(con: Any, sql: str) -> Iterator[Any]:
+    reader = con.sql(sql).to_arrow_reader(BATCH_ROWS)
+    yield from reader
+
+
+def emit(exp: Export, fmt: str, out: Path | None) -> None:
+    """The export in `fmt` (csv, json; parquet into the file `out`), to stdout but for parquet."""
+    try:
+        if fmt == "parquet":
+            count = write_parquet(exp, out)
+            print(f"{count} row(s) written to {out}", file=sys.stderr)
+        elif fmt == "json":
+            write_json(exp, sys.stdout)
+        else:
+            write_csv(exp, sys.stdout)
+    finally:
+        exp.close()

@@ -57,8 +57,8 @@ def test_the_guide_runs_as_written(tmp_path: Path) -> None:
     assert len(rows) == 4 * 3  # 3 repeats each
     runs = tmp_path / "runs"
     for r in rows:
-        assert r["extra"]["metric"] == "time" and r["extra"]["unit"] == "s"
-        assert r["time_s"] == r["extra"]["value"]  # the program's printed time, not the process's
+        assert r["metric"] == "time" and r["unit"] == "s"
+        assert r["time_s"] == r["value"]  # the program's printed time, not the process's
         assert r["flops"] == 2 * r["n"]
         assert r["params"] == "metric=time"
         assert r["d"] is None  # the sweep sets no d: none passed, none in the labels
@@ -80,8 +80,8 @@ def _run_shipped(tmp_path: Path, program: str, experiment: str, *more: str) -> t
 def _medians(rows: list[dict], metric: str) -> dict[tuple, float]:
     by: dict[tuple, list[float]] = {}
     for r in rows:
-        if r["extra"]["metric"] == metric:
-            by.setdefault((r["variant"], r["threads"], r["n"]), []).append(r["extra"]["value"])
+        if r["metric"] == metric:
+            by.setdefault((r["variant"], r["threads"], r["n"]), []).append(r["value"])
     return {k: sorted(v)[len(v) // 2] for k, v in by.items()}
 
 
@@ -93,10 +93,10 @@ def test_likwid_bench_stream_and_triad_over_threads_and_sizes(tmp_path: Path) ->
     assert all(v > 0 for v in bw.values())
     for r in rows:  # the cost model: iterations x the working set in bytes
         assert r["bytes"] == 200 * r["n"] * 1000
-        assert r["extra"]["unit"] == {"bandwidth": "MB/s", "mflops": "MFLOP/s", "time": "s"}[r["extra"]["metric"]]
+        assert r["unit"] == {"bandwidth": "MB/s", "mflops": "MFLOP/s", "time": "s"}[r["metric"]]
         # likwid's own Time (seconds) is every figure's time_s: bandwidth = bytes / time_s as likwid computes it
-        if r["extra"]["metric"] == "bandwidth":
-            assert r["bytes"] / r["time_s"] / 1e6 == pytest.approx(r["extra"]["value"], rel=0.02)
+        if r["metric"] == "bandwidth":
+            assert r["bytes"] / r["time_s"] / 1e6 == pytest.approx(r["value"], rel=0.02)
     report = run_cli("--ledger", str(ledger), "report", "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
     md = next((tmp_path / "report").glob("*.md")).read_text()
@@ -118,7 +118,7 @@ def test_mbw_bandwidth_vs_array_size(tmp_path: Path) -> None:
     _, rows = _run_shipped(tmp_path, "mbw", "byob_mbw")
     bw = _medians(rows, "bandwidth")
     assert {n for (_, _, n) in bw} == {1, 4} and all(v > 0 for v in bw.values())
-    assert {r["extra"]["unit"] for r in rows if r["extra"]["metric"] == "bandwidth"} == {"MiB/s"}
+    assert {r["unit"] for r in rows if r["metric"] == "bandwidth"} == {"MiB/s"}
     assert all(r["bytes"] == 2 * r["n"] * 2**20 for r in rows)
 
 
@@ -127,7 +127,7 @@ def test_sysbench_cpu_events_per_second_vs_threads(tmp_path: Path) -> None:
     rate = _medians(rows, "events_per_s")
     assert {(t, n) for (_, t, n) in rate} == {(t, n) for t in (1, 2) for n in (200, 400)}
     assert all(v > 0 for v in rate.values())
-    assert all(r["extra"]["higher_is_better"] == 1 for r in rows if r["extra"]["metric"] == "events_per_s")
+    assert all(r["higher_is_better"] == 1 for r in rows if r["metric"] == "events_per_s")
 
 
 BAD_KERNEL = """

@@ -13,7 +13,7 @@ import pytest
 
 from campaign import api
 from campaign.ledger import Ledger
-from campaign.results.table import result_records
+from tests.conftest import export_records
 from tests.slurm.helpers import _all_finished, _name, _overrides, _sync_until
 from tests.slurm_cluster import SlurmCluster
 
@@ -47,13 +47,13 @@ def _rows(campaigns: tuple[Ledger, dict[str, str]], experiment: str) -> list[dic
         pytest.skip(f"{BENCHMARKS[experiment]} not installed (make test installs it)")
     rep = _sync_until(ledger, names[experiment], _all_finished)
     assert set(rep.counts) == {"COMPLETED"}, rep.counts
-    rows = result_records(ledger, names[experiment])
+    rows = export_records(ledger, names[experiment])
     assert rows and all(r["job_id"] and r["partition"] == "cpu" for r in rows)
     return rows
 
 
 def _figures(rows: list[dict]) -> dict[str, tuple[str, int]]:
-    return {r["extra"]["metric"]: (r["extra"]["unit"], r["extra"]["higher_is_better"]) for r in rows}
+    return {r["metric"]: (r["unit"], r["higher_is_better"]) for r in rows}
 
 
 def test_likwid_bench_on_slurm(campaigns: tuple[Ledger, dict[str, str]]) -> None:
@@ -61,13 +61,13 @@ def test_likwid_bench_on_slurm(campaigns: tuple[Ledger, dict[str, str]]) -> None
     assert _figures(rows) == {"bandwidth": ("MB/s", 1), "mflops": ("MFLOP/s", 1), "time": ("s", 0)}
     assert {(r["variant"], r["threads"], r["n"]) for r in rows} == {
         (v, t, n) for v in ("stream", "triad") for t in (1, 2) for n in (64, 256)}
-    assert all(r["bytes"] == 200 * r["n"] * 1000 and r["extra"]["value"] > 0 for r in rows)
+    assert all(r["bytes"] == 200 * r["n"] * 1000 and r["value"] > 0 for r in rows)
 
 
 def test_mbw_on_slurm(campaigns: tuple[Ledger, dict[str, str]]) -> None:
     rows = _rows(campaigns, "byob_mbw")
     assert _figures(rows) == {"bandwidth": ("MiB/s", 1), "time": ("s", 0)}
-    assert {r["n"] for r in rows} == {1, 4} and all(r["extra"]["value"] > 0 for r in rows)
+    assert {r["n"] for r in rows} == {1, 4} and all(r["value"] > 0 for r in rows)
 
 
 def test_sysbench_cpu_on_slurm(campaigns: tuple[Ledger, dict[str, str]]) -> None:

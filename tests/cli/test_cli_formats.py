@@ -94,7 +94,8 @@ def test_results_json_has_the_documented_columns_typed(finished: Finished) -> No
     assert len(rows) == _db(finished, "SELECT count(*) FROM result")[0][0] > 0
     documented = readme_results_columns()
     assert [list(r) for r in rows] == [[c for c, _ in documented]] * len(rows)
-    python_types = {"string": str, "integer": int, "number": (int, float), "object": dict, "null": type(None)}
+    python_types = {"string": str, "integer": int, "number": (int, float), "object": dict, "boolean": bool,
+                    "null": type(None)}
     for row in rows:
         for column, kinds in documented:
             allowed = tuple(t for k in kinds.split(" or ") for t in (python_types[k.strip()],))

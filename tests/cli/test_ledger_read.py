@@ -1,5 +1,5 @@
 """`jobs --no-sync` and `show --no-sync` read an SQLite ledger with the
-standard library (campaign/cli/ledger_read.py) and must print exactly what
+standard library (campaign/ledger/sqlite_read.py) and must print exactly what
 the ORM path prints; for anything it was not written for they step aside
 (None) and the ORM path answers, errors included. The facts both sides share
 (schema version, default path, the jobs SQL) are one module's,
@@ -10,15 +10,23 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from campaign.cli import ledger_read, views
+from campaign.cli import views
 from campaign.ledger import Ledger, layout
+from campaign.ledger import sqlite_read as ledger_read
 from campaign.ledger.db import default_ledger_path
 from campaign.ledger.models import SCHEMA_VERSION
 from tests.cli.conftest import FAKE_ENV
 from tests.conftest import run_cli, sql_rows
+
+
+def job_rows(ledger: Path, campaign: str | None, state: str | None, *, all_attempts: bool) -> list[list[Any]] | None:
+    """The light path's listing, its pages joined (None: it stepped aside)."""
+    batches = ledger_read.job_batches(ledger, campaign, state, all_attempts=all_attempts)
+    return None if batches is None else [row for batch in batches for row in batch]
 
 
 @pytest.fixture(scope="module")
@@ -40,14 +48,29 @@ def rerun_ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("all_attempts", [False, True])
 def test_same_rows_as_the_orm_path(rerun_ledger: Path, campaign: str | None, state: str | None,
                                    all_attempts: bool) -> None:
-    fast = ledger_read.job_rows(rerun_ledger, campaign, state, all_attempts=all_attempts)
+    fast = job_rows(rerun_ledger, campaign, state, all_attempts=all_attempts)
     orm = views.job_rows(Ledger(rerun_ledger, create=False), campaign, state, all_attempts=all_attempts)
     assert fast is not None and fast == orm
 
 
+@pytest.mark.parametrize("all_attempts", [False, True])
+def test_pages_of_one_row_give_the_same_listing(rerun_ledger: Path, all_attempts: bool,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listing a page at a time: pages of one and two rows (each its own
+    statement after the last attempt id) give every row once, in order."""
+    whole = views.job_rows(Ledger(rerun_ledger, create=False), None, None, all_attempts=all_attempts)
+    monkeypatch.setattr(ledger_read, "FIRST_PAGE", 1)
+    monkeypatch.setattr(ledger_read, "LAST_PAGE", 2)
+    batches = ledger_read.job_batches(rerun_ledger, None, None, all_attempts=all_attempts)
+    assert batches is not None
+    pages = list(batches)
+    assert [len(p) for p in pages[:2]] == [1, 2] and len(pages) >= len(whole) // 2
+    assert [row for page in pages for row in page] == whole
+
+
 def test_the_rerun_ledger_has_what_the_comparison_needs(rerun_ledger: Path) -> None:
-    every = ledger_read.job_rows(rerun_ledger, None, None, all_attempts=True)
-    latest = ledger_read.job_rows(rerun_ledger, None, None, all_attempts=False)
+    every = job_rows(rerun_ledger, None, None, all_attempts=True)
+    latest = job_rows(rerun_ledger, None, None, all_attempts=False)
     assert every and latest and len(every) > len(latest)  # reruns: earlier attempts exist
 
 
@@ -64,9 +87,9 @@ def test_hostile_file_names(rerun_ledger: Path, tmp_path: Path) -> None:
     """The file name goes into an sqlite3 URI: ?, #, % and spaces must not change which file is read."""
     odd = tmp_path / "a b?mode=rwc#x%41.sqlite"
     shutil.copy(rerun_ledger, odd)
-    assert ledger_read.job_rows(odd, None, None, all_attempts=True) == \
-        ledger_read.job_rows(rerun_ledger, None, None, all_attempts=True)
-    assert ledger_read.job_rows(tmp_path / "a b", None, None, all_attempts=True) is None  # no such file
+    assert job_rows(odd, None, None, all_attempts=True) == \
+        job_rows(rerun_ledger, None, None, all_attempts=True)
+    assert job_rows(tmp_path / "a b", None, None, all_attempts=True) is None  # no such file
     assert not (tmp_path / "a b").exists()  # read-only: nothing created
 
 
@@ -95,17 +118,17 @@ def test_default_ledger_is_the_ledgers(env: dict[str, str], monkeypatch: pytest.
 
 
 def test_steps_aside_for_what_it_was_not_written_for(rerun_ledger: Path, tmp_path: Path) -> None:
-    assert ledger_read.job_rows(Path("postgresql+psycopg://u@h/db"), None, None, all_attempts=False) is None
-    assert ledger_read.job_rows(tmp_path / "missing.sqlite", None, None, all_attempts=False) is None
-    assert ledger_read.job_rows(rerun_ledger, "nosuch", None, all_attempts=False) is None
-    assert ledger_read.job_rows(rerun_ledger, None, "NOSUCH", all_attempts=False) is None
+    assert job_rows(Path("postgresql+psycopg://u@h/db"), None, None, all_attempts=False) is None
+    assert job_rows(tmp_path / "missing.sqlite", None, None, all_attempts=False) is None
+    assert job_rows(rerun_ledger, "nosuch", None, all_attempts=False) is None
+    assert job_rows(rerun_ledger, None, "NOSUCH", all_attempts=False) is None
     older = tmp_path / "older.sqlite"
     shutil.copy(rerun_ledger, older)
     sql_rows(older, f"UPDATE meta SET value = '{SCHEMA_VERSION - 1}' WHERE key = 'schema_version'")
-    assert ledger_read.job_rows(older, None, None, all_attempts=False) is None
+    assert job_rows(older, None, None, all_attempts=False) is None
     garbage = tmp_path / "garbage.sqlite"
     garbage.write_bytes(b"not a database" * 100)
-    assert ledger_read.job_rows(garbage, None, None, all_attempts=False) is None
+    assert job_rows(garbage, None, None, all_attempts=False) is None
 
 
 def _job_ids(led: Path) -> list[str]:
@@ -168,7 +191,7 @@ def test_a_writer_killed_mid_transaction_is_never_read_half_done(rerun_ledger: P
 
     led = tmp_path / "crashed.sqlite"
     shutil.copy(rerun_ledger, led)
-    committed = ledger_read.job_rows(led, None, None, all_attempts=True)
+    committed = job_rows(led, None, None, all_attempts=True)
     writer = (f"import sqlite3, os\nc = sqlite3.connect({str(led)!r}, isolation_level=None)\n"
               "c.execute('PRAGMA cache_size=1'); c.execute('BEGIN IMMEDIATE')\n"
               "c.execute(\"UPDATE job_attempt SET state = 'FAILED', node = 'half'\")\n"
@@ -176,7 +199,7 @@ def test_a_writer_killed_mid_transaction_is_never_read_half_done(rerun_ledger: P
               "WHERE i < 20000) SELECT i, hex(randomblob(64)) AS b FROM n')\nos._exit(0)\n")
     subprocess.run([sys.executable, "-c", writer], check=True, timeout=60)
     assert Path(f"{led}-journal").exists()  # the crash left a hot journal
-    assert ledger_read.job_rows(led, None, None, all_attempts=True) in (None, committed)
+    assert job_rows(led, None, None, all_attempts=True) in (None, committed)
     proc = run_cli("--ledger", str(led), "jobs", "--no-sync", "--all-attempts", "--format", "json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert [list(r.values()) for r in json.loads(proc.stdout)] == committed

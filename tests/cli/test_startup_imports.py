@@ -77,7 +77,7 @@ def test_answers_without_the_ledger_or_heavy_libraries(argv: list[str], tmp_path
 def test_no_sync_reads_sqlite_without_sqlalchemy(argv: list[str], ledger: Path, tmp_path: Path) -> None:
     code, modules = loaded("--ledger", str(ledger), *argv, cwd=tmp_path)
     assert code == 0
-    assert "sqlite3" in modules  # the probe really read the ledger (campaign/cli/ledger_read.py)
+    assert "sqlite3" in modules  # the probe really read the ledger (campaign/ledger/sqlite_read.py)
     assert not modules & {*HEAVY, *LEDGER_AND_TABLES}, sorted(modules & {*HEAVY, *LEDGER_AND_TABLES})
 
 

@@ -14,7 +14,7 @@ from bench.scale_ledger import build
 from campaign.ledger import Ledger
 from campaign.results.export import results_frame
 from campaign.results.scan import shape
-from campaign.results.table import result_records
+from tests.conftest import export_records
 
 
 def test_the_rule_on_hostile_values() -> None:
@@ -37,7 +37,7 @@ def test_export_and_analysis_read_one_shape(tmp_path: Path) -> None:
         con.execute("UPDATE run SET spec = json_set(spec, '$.nodes', 2, '$.ranks_per_node', 3) WHERE id % 2 = 0")
     led = Ledger(path)
     frame = results_frame(led, all_extras=True)
-    records = result_records(led)
+    records = export_records(led)
     assert len(records) == len(frame) == 60
     by_job = {(r["job_id"], r["ranks"], r["nodes"]) for r in records}
     analysed = set(zip(frame["job_id"], frame["ranks"].tolist(), frame["nodes"].tolist(), strict=True))

@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 
 from campaign import api
-from campaign.cli import ledger_read, views
+from campaign.cli import views
 from campaign.config import load_config
 from campaign.job.files import START_FILE
 from campaign.ledger import Ledger
+from campaign.ledger import sqlite_read as ledger_read
 from tests.conftest import run_cli
 from tests.slurm.helpers import _all_finished, _attempts, _calls, _db, _name, _overrides, _shim, _sync_until
 

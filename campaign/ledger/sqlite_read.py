@@ -1,9 +1,13 @@
 """`jobs --no-sync` and `show --no-sync` on an SQLite ledger through the
-standard library's sqlite3.
+standard library's sqlite3: the ledger's light read path, beside its ORM in
+this package (the only place in campaign/ that imports sqlite3).
 
 Why: these commands only read, yet SQLAlchemy's import alone (~0.25 s on the
 2-core dev VM, more under load) is most of the 0.3 s a command that does not
-sync may take (issue 28; BENCHMARKS.md section 6).
+sync may take (BENCHMARKS.md section 6). The listing comes a page at a time
+(`job_batches`), so `jobs --no-sync | head` prints its first line before the
+last of 200,000 jobs is read; each page is one short statement, so a reader
+whose pipe waits (`| less`) never holds the file's lock against a sync.
 
 The rule that keeps it honest: this reader answers only for a ledger file of
 the schema version it was written for (campaign.ledger.layout, which the ORM
@@ -11,26 +15,31 @@ side uses too), read-only, and returns None for anything else (a URL,
 another version, an unknown campaign, state or job ID, any sqlite3 error or
 value it cannot read), so the caller takes the ORM path, which owns every
 error message, lock and migration. tests/cli/test_ledger_read.py compares its
-rows and show facts with campaign.cli.views' on real ledgers.
+rows and show facts with campaign.cli.views' on real ledgers. Once the first
+page is read the listing is committed to this path: a later page that cannot
+be read is a LedgerError (the rows before it are out already).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from campaign.ledger.layout import BUSY_TIMEOUT_MS, SCHEMA_VERSION, default_ledger_path, jobs_statement
 from campaign.ledger.layout import JOB_COLUMNS as JOB_COLUMNS  # the listing's columns, for the callers
+from campaign.plumbing.errors import LedgerError
 from campaign.plumbing.states import FAILED_STATES, JobState
 
 if TYPE_CHECKING:  # imported by show_facts: `jobs` does not pay for the dataclasses (start-up time)
-    from campaign.cli.show_view import AttemptFacts, JobFacts, StepFacts
+    from campaign.ledger.facts import AttemptFacts, JobFacts, StepFacts
 
 T = TypeVar("T")
+FIRST_PAGE = 200  # rows of the listing's first page (what `| head` waits for); each next page twice as many
+LAST_PAGE = 51_200
 _ATTEMPT = ("id, attempt, previous_id, job_id, state, reason, scheduler_cluster, array_job_id, array_index, node, "
             "exit_code, walltime_min, mem_gb, alloc_cpus, alloc_gpus, n, missing_n, submitted_at, started_at, "
             "ended_at, workdir, output_path, stdout_path, stderr_path")
@@ -43,9 +52,8 @@ def ledger_file(ledger: Path | None) -> Path | None:
     return None if ":" in str(path) else path
 
 
-def _read(ledger: Path | None, query: Callable[[sqlite3.Connection], T | None]) -> T | None:
-    """query(connection) in one read-only transaction of a ledger of this
-    schema version, or None (take the ORM path)."""
+def _connect(ledger: Path | None) -> sqlite3.Connection | None:
+    """A read-only connection to a ledger file of this schema version, or None (take the ORM path)."""
     path = ledger_file(ledger)
     if path is None or not path.is_file():
         return None
@@ -54,10 +62,23 @@ def _read(ledger: Path | None, query: Callable[[sqlite3.Connection], T | None]) 
     except (sqlite3.Error, ValueError):
         return None
     try:
+        version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except sqlite3.Error:
+        version = None
+    if version is None or version[0] != str(SCHEMA_VERSION):
+        con.close()
+        return None
+    return con
+
+
+def _read(ledger: Path | None, query: Callable[[sqlite3.Connection], T | None]) -> T | None:
+    """query(connection) in one read-only transaction of a ledger of this
+    schema version, or None (take the ORM path)."""
+    con = _connect(ledger)
+    if con is None:
+        return None
+    try:
         with con:  # one read transaction: a consistent snapshot
-            version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if version is None or version[0] != str(SCHEMA_VERSION):
-                return None
             return query(con)
     except (sqlite3.Error, ValueError, KeyError, TypeError):  # a value this reader cannot read: the ORM decides
         return None
@@ -65,26 +86,56 @@ def _read(ledger: Path | None, query: Callable[[sqlite3.Connection], T | None]) 
         con.close()
 
 
-def job_rows(ledger: Path | None, campaign: str | None, state: str | None, *,
-             all_attempts: bool, failed: bool = False) -> list[list[Any]] | None:
-    """What views.job_rows returns, or None: take the ORM path."""
+def job_batches(ledger: Path | None, campaign: str | None, state: str | None, *,
+                all_attempts: bool, failed: bool = False) -> Iterator[list[list[Any]]] | None:
+    """The rows views.job_rows returns, a page at a time (the first one read
+    before this returns), or None: take the ORM path."""
     try:
         wanted = [JobState(state.upper()).name] if state else []
     except ValueError:
         return None
     if failed:
         wanted += [st.name for st in FAILED_STATES if st.name not in wanted]
-
-    def query(con: sqlite3.Connection) -> list[list[Any]] | None:
+    con = _connect(ledger)
+    if con is None:
+        return None
+    try:
         camp_id = None
         if campaign is not None:
             found = con.execute("SELECT id FROM campaign WHERE name = ?", (campaign,)).fetchone()
             if found is None:
+                con.close()
                 return None  # the ORM path's error names the close campaigns
             camp_id = found[0]
-        sql, params = jobs_statement(camp_id, wanted, latest=not all_attempts)
-        return [[*row[:9], JobState[row[9]].value, *row[10:]] for row in con.execute(sql, params)]
-    return _read(ledger, query)
+        first, after = _page(con, camp_id, wanted, all_attempts, FIRST_PAGE, 0)
+    except (sqlite3.Error, ValueError, KeyError, TypeError):
+        con.close()
+        return None
+    return _pages(con, camp_id, wanted, all_attempts, first, after)
+
+
+def _page(con: sqlite3.Connection, camp_id: int | None, wanted: list[str], all_attempts: bool, size: int,
+          after: int) -> tuple[list[list[Any]], int | None]:
+    """One page of the listing and the attempt id it ended at (None: the listing is done)."""
+    sql, params = jobs_statement(camp_id, wanted, latest=not all_attempts, page=size)
+    rows = con.execute(sql, {**params, "after": after}).fetchall()
+    out = [[*row[:9], JobState[row[9]].value, *row[10:12]] for row in rows]
+    return out, (rows[-1][12] if len(rows) == size else None)
+
+
+def _pages(con: sqlite3.Connection, camp_id: int | None, wanted: list[str], all_attempts: bool,
+           first: list[list[Any]], after: int | None) -> Iterator[list[list[Any]]]:
+    size = FIRST_PAGE
+    try:
+        yield first
+        while after is not None:
+            size = min(2 * size, LAST_PAGE)
+            page, after = _page(con, camp_id, wanted, all_attempts, size, after)
+            yield page
+    except (sqlite3.Error, ValueError, KeyError) as exc:
+        raise LedgerError(f"the ledger could not be read to the end of the listing: {exc}") from None
+    finally:
+        con.close()
 
 
 def job_dicts(rows: list[list[Any]]) -> list[dict[str, Any]]:
@@ -105,7 +156,7 @@ def _time(text: str | None) -> datetime | None:
 
 
 def _attempt(row: sqlite3.Row) -> AttemptFacts:
-    from campaign.cli.show_view import AttemptFacts
+    from campaign.ledger.facts import AttemptFacts
 
     return AttemptFacts(
         id=row["id"], attempt=row["attempt"], previous_id=row["previous_id"], job_id=row["job_id"],
@@ -119,7 +170,7 @@ def _attempt(row: sqlite3.Row) -> AttemptFacts:
 
 
 def _step(row: sqlite3.Row, key: str = "", info: dict[str, Any] | None = None) -> StepFacts:
-    from campaign.cli.show_view import StepFacts
+    from campaign.ledger.facts import StepFacts
 
     return StepFacts(job_id=row["job_id"], state=JobState[row["state"]], reason=row["reason"], folder=row["folder"],
                      key=key, info=info)
@@ -127,7 +178,7 @@ def _step(row: sqlite3.Row, key: str = "", info: dict[str, Any] | None = None) -
 
 def show_facts(ledger: Path | None, job_id: str) -> JobFacts | None:
     """What views.show_facts returns, or None: take the ORM path (an unknown job ID included)."""
-    from campaign.cli.show_view import JobFacts
+    from campaign.ledger.facts import JobFacts
 
     def query(con: sqlite3.Connection) -> JobFacts | None:
         con.row_factory = sqlite3.Row

@@ -1,0 +1,105 @@
+"""`campaign results` and `jobs --no-sync | head` beside bare DuckDB, in one run.
+
+    PYTHONPATH=$PWD .venv/bin/python bench/bench_export.py --ledger L.sqlite [--repeats 3]
+
+Measures, each in a fresh process, with its peak RSS (getrusage of the child):
+- `results --format parquet --out F` over every row of the ledger;
+- beside it, a bare DuckDB `COPY (SELECT * FROM read_parquet(files)) TO F`
+  over the same result files (the pointers' files, as stored);
+- `jobs --no-sync` into a pipe: seconds to its first line, read by this
+  process from the child's stdout (the child then closed, as `| head` does),
+  and to its last line.
+Medians of --repeats; writes bench/results/export_bench.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+PY = [sys.executable]
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+COPY = """
+import duckdb, sys, json
+files = json.loads(sys.argv[1])
+con = duckdb.connect()
+con.execute("SET VARIABLE files = ?", [files])
+con.execute(f"COPY (SELECT * FROM read_parquet(getvariable('files'), union_by_name = true)) TO '{sys.argv[2]}' (FORMAT parquet)")
+"""
+
+
+def files_of(ledger: Path) -> list[str]:
+    con = sqlite3.connect(ledger)
+    rows = con.execute("SELECT DISTINCT c.workdir || '/' || f.path FROM result_file f "
+                       "JOIN campaign c ON c.id = f.campaign_id ORDER BY f.id").fetchall()
+    con.close()
+    return [r[0] for r in rows]
+
+
+def child(argv: list[str]) -> dict[str, float]:
+    """Wall seconds and peak RSS (MB, this child's own: wait4) of one child process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL, cwd=REPO)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{argv[:4]}... exited {proc.returncode}")
+    return {"s": wall, "peak_mb": usage.ru_maxrss / 1024}
+
+
+def first_line(ledger: Path) -> dict[str, float]:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([*PY, "-m", "campaign", "--ledger", str(ledger), "jobs", "--no-sync"],
+                            stdout=subprocess.PIPE, env=ENV, cwd=REPO)
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    first = time.perf_counter() - t0
+    lines = 1 + sum(1 for _ in proc.stdout)
+    proc.wait()
+    return {"first_s": first, "last_s": time.perf_counter() - t0, "lines": lines}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ledger", type=Path, required=True)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "export_bench.json")
+    args = ap.parse_args()
+    files = files_of(args.ledger)
+    out: dict[str, Any] = {"ledger": str(args.ledger), "files": len(files), "runs": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(args.repeats):  # alternating: the same load on each
+            mine = child([*PY, "-m", "campaign", "--ledger", str(args.ledger), "results", "--format", "parquet",
+                          "--out", f"{tmp}/export.parquet"])
+            bare = child([*PY, "-c", COPY, json.dumps(files), f"{tmp}/copy.parquet"])
+            out["runs"].append({"results_parquet": mine, "duckdb_copy": bare, "jobs_head": first_line(args.ledger)})
+        import pyarrow.parquet as pq
+
+        out["rows_exported"] = pq.ParquetFile(f"{tmp}/export.parquet").metadata.num_rows
+        out["rows_copied"] = pq.ParquetFile(f"{tmp}/copy.parquet").metadata.num_rows
+    for key in ("results_parquet", "duckdb_copy"):
+        out[f"{key}_median_s"] = statistics.median(r[key]["s"] for r in out["runs"])
+    out["jobs_first_line_median_s"] = statistics.median(r["jobs_head"]["first_s"] for r in out["runs"])
+    out["jobs_last_line_median_s"] = statistics.median(r["jobs_head"]["last_s"] for r in out["runs"])
+    out["load_after"] = os.getloadavg()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=1))
+    print(json.dumps({k: v for k, v in out.items() if k != "runs"}, indent=1))
+    for r in out["runs"]:
+        print(json.dumps(r))
+
+
+if __name__ == "__main__":
+    main()
