@@ -139,7 +139,7 @@ def unhonoured(cfg: RootConfig, p: Plan) -> list[str]:
     local backend starts programs from this process, with no job script to
     `module load` in."""
     c = cfg.cluster
-    if c.backend != "local":
+    if not capabilities(c.backend).local:
         return []
     used = {r.partition for r in p.runs}
     mods = [*c.modules, *(m for k, part in c.partitions.items() if k in used for m in part.modules)]
