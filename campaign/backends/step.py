@@ -30,6 +30,9 @@ class StepRequest:
     depends_on: str | None = None  # job ID that must end COMPLETED first
     mem_gb: float | None = None  # --mem in GiB (campaign.planning.resources.step_allocation); None: the site's default
     describe: list[str] = field(default_factory=list)  # comment lines for --dry-run
+    # preflight: (index of a program check, its run at the check's shape) of the programs that start
+    # through the partition's launcher; the backend puts the launcher in front of their argv
+    launched: tuple[tuple[int, Any], ...] = ()
 
 
 @dataclass

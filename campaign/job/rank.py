@@ -8,12 +8,17 @@ each one finished. The backend names the launcher's own variables on the
 command line (the job side knows no scheduler), as array_task's --index-env.
 
     python -m campaign.job.rank --records DIR --rank-env VAR --size-env VAR
-        --local-rank-env VAR [--node-env VAR] [--job-env VAR] -- PROGRAM ARGS...
+        --local-rank-env VAR [--node-env VAR] [--job-env VAR] [--output STEM] -- PROGRAM ARGS...
 
 Each rank writes DIR/rank-<r>.json when it starts (placement) and again,
 with `exit_code`, when its program ended; the runner reads them back
 (campaign.job.runner) to tell a run whose ranks all finished from one where
 some left no record (docs/design.md#ranks-nodes-and-launchers).
+
+With `--output STEM` each rank's program writes its stdout and stderr to
+STEM.rank<r>.out and .err instead of the launcher's merged streams: a
+tool-driven benchmark reads its figures from the rank that writes the
+results (or reduces them over every rank); the others stay as logs.
 """
 
 from __future__ import annotations
@@ -58,6 +63,18 @@ def _cpus() -> list[int]:
         return []
 
 
+def rank_output(stem: str, rank: int, stream: str) -> Path:
+    """Where rank `rank`'s program wrote `stream` (out or err) under `--output STEM`."""
+    return Path(f"{stem}.rank{rank}.{stream}")
+
+
+def _start(program: list[str], env: dict[str, str], stem: str | None, rank: int) -> subprocess.Popen[bytes]:
+    if not stem:
+        return subprocess.Popen(program, env=env)
+    with open(rank_output(stem, rank, "out"), "wb") as out, open(rank_output(stem, rank, "err"), "wb") as err:
+        return subprocess.Popen(program, env=env, stdout=out, stderr=err)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="campaign.job.rank")
     parser.add_argument("--records", type=Path, required=True)
@@ -66,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--local-rank-env", required=True)
     parser.add_argument("--node-env")
     parser.add_argument("--job-env")
+    parser.add_argument("--output")
     parser.add_argument("program", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
@@ -83,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = args.records / f"rank-{rank}.json"
     write_json(path, record)
     try:
-        proc = subprocess.Popen(program, env=env)
+        proc = _start(program, env, args.output, rank)
     except OSError as exc:
         print(f"campaign: rank {rank} cannot start {program[0]}: {exc}", file=sys.stderr)
         write_json(path, {**record, "exit_code": 127})

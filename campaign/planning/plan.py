@@ -69,6 +69,9 @@ class RunSpec:
     ranks_per_node: int = 1
     gpus_per_rank: int = 0
     launched: bool = False  # through the partition's launcher even at one rank (ImplSpec.launched)
+    # a launched tool-driven benchmark: "launch" (each warm-up and repeat its own launch) or "program" (one
+    # launch per n, the program repeats itself); "": one process per job, the program repeats (contract)
+    repeat_by: str = ""
 
     @property
     def alloc_cpus(self) -> int:
@@ -175,7 +178,7 @@ _KEY_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circul
 _NAMES = frozenset(f.name for f in _FIELDS)
 # Fields left out of the key at these values: runs planned before them keep their keys.
 _NEUTRAL: dict[str, Any] = {"exclusive": False, "replicate": 0, "nodes": 1, "ranks_per_node": 1, "gpus_per_rank": 0,
-                             "launched": False}
+                             "launched": False, "repeat_by": ""}
 
 
 @dataclass
@@ -374,6 +377,8 @@ def _expand(
                 cpus=alloc.cpus if alloc.cpus != t else 0, exclusive=alloc.exclusive,
                 nodes=shape.nodes, ranks_per_node=shape.ranks_per_node, gpus_per_rank=shape.gpus_per_rank,
                 launched=impl.launched,
+                repeat_by=kernel.repeat_by if kernel.driven_by == "tool" and (
+                    impl.launched or shape.ranks > 1 or shape.gpus_per_rank) else "",
             )
             runs += [base.evolve(extra_args=extra + profiling) for extra in points]
     return runs

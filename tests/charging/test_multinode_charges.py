@@ -152,11 +152,11 @@ def test_single_rank_runs_keep_their_keys_and_scripts() -> None:
                              "experiment.sweeps.0.partitions=[cpu]"])).runs
     for run in runs:
         data = run.to_json()
-        assert (data["nodes"], data["ranks_per_node"], data["gpus_per_rank"], data["launched"], data["replicate"]) \
-            == (1, 1, 0, False, 0)
+        assert (data["nodes"], data["ranks_per_node"], data["gpus_per_rank"], data["launched"], data["replicate"],
+                data["repeat_by"]) == (1, 1, 0, False, 0, "")
         # the key as an older release hashed it: without the new fields
         blob = {k: v for k, v in data.items()
-                if k not in ("nodes", "ranks_per_node", "gpus_per_rank", "launched", "replicate")}
+                if k not in ("nodes", "ranks_per_node", "gpus_per_rank", "launched", "replicate", "repeat_by")}
         if not blob["identity"]:
             del blob["identity"]
         if blob["cpus"] in (0, blob["threads"]):
