@@ -106,7 +106,9 @@ class Output:
     ranks: tuple[tuple[str, str], ...] = ()
 
     def stream(self, source: str, rank: int) -> str:
-        out, err = self.ranks[rank] if self.ranks else (self.stdout, self.stderr)
+        # every run has the result rank (checked at compose time); the preflight's one-node launch
+        # may have fewer ranks, and checks the last one's output then
+        out, err = self.ranks[min(rank, len(self.ranks) - 1)] if self.ranks else (self.stdout, self.stderr)
         return out if source == "stdout" else err
 
     def failure(self) -> str:
