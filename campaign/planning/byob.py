@@ -207,6 +207,13 @@ def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
                                   "sweep's grid or args")
 
 
+def repeat_by(kernel: KernelSpec, launched: bool) -> str:
+    """What a run records of its launches (RunSpec.repeat_by): a launched
+    tool-driven benchmark's `repeat_by`; "" for one launch (or process) per
+    job, as a contract program or a process that is not launched has."""
+    return kernel.repeat_by if launched and kernel.driven_by == "tool" else ""
+
+
 def tool_argv(python: str, kernel: KernelSpec, impl: str) -> tuple[str, ...]:
     """The driver's command in the program's place: the declaration as one JSON argument."""
     spec: dict[str, Any] = {

@@ -69,9 +69,7 @@ class RunSpec:
     ranks_per_node: int = 1
     gpus_per_rank: int = 0
     launched: bool = False  # through the partition's launcher even at one rank (ImplSpec.launched)
-    # a launched tool-driven benchmark: "launch" (each warm-up and repeat its own launch) or "program" (one
-    # launch per n, the program repeats itself); "": one process per job, the program repeats (contract)
-    repeat_by: str = ""
+    repeat_by: str = ""  # launched tool-driven: launch (one per repeat) | program (one per n); "": one per job
 
     @property
     def alloc_cpus(self) -> int:
@@ -377,8 +375,7 @@ def _expand(
                 cpus=alloc.cpus if alloc.cpus != t else 0, exclusive=alloc.exclusive,
                 nodes=shape.nodes, ranks_per_node=shape.ranks_per_node, gpus_per_rank=shape.gpus_per_rank,
                 launched=impl.launched,
-                repeat_by=kernel.repeat_by if kernel.driven_by == "tool" and (
-                    impl.launched or shape.ranks > 1 or shape.gpus_per_rank) else "",
+                repeat_by=byob.repeat_by(kernel, impl.launched or shape.ranks > 1 or shape.gpus_per_rank > 0),
             )
             runs += [base.evolve(extra_args=extra + profiling) for extra in points]
     return runs
