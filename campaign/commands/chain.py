@@ -28,6 +28,7 @@ from sqlalchemy import insert, update
 
 from analysis.columns import TOLERANCE
 from campaign.backends.base import Backend, JobRequest
+from campaign.backends.slurm_launch import multi_rank
 from campaign.backends.step import StepRequest
 from campaign.config.load import repo_root
 from campaign.config.schema import BuildSpec, ClusterSpec
@@ -108,17 +109,12 @@ def _mapped(req: JobRequest, kernel_bin: str, folder: Path) -> JobRequest:
     return replace(req, task=replace(req.task, argv=(str(folder / rel), *req.task.argv[1:])))
 
 
-def _launched(run: RunSpec) -> bool:
-    """A run that starts through the partition's launcher (slurm_launch.multi_rank on Slurm)."""
-    return run.ranks > 1 or run.gpus_per_rank > 0 or run.launched
-
-
 def _smaller(a: RunSpec, b: RunSpec) -> bool:
     """The preflight's shape for a program: single-process runs by their most
     threads; launched ones by the fewest ranks per node, then threads."""
-    if _launched(a) != _launched(b):
-        return not _launched(a)  # a program run both ways is checked bare (cheaper), as before
-    if _launched(a):
+    if multi_rank(a) != multi_rank(b):
+        return not multi_rank(a)  # a program run both ways is checked bare (cheaper), as before
+    if multi_rank(a):
         return (a.ranks_per_node, a.threads) < (b.ranks_per_node, b.threads)
     return a.threads > b.threads
 
@@ -188,15 +184,15 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
         # the cores of the widest check: its threads, times its ranks on the one node, and the GPUs of
         # those ranks (one, where a program runs bare) (not the runs' walltime: it runs each program
         # once at its smallest n)
-        alloc = step_allocation(part, max(r.ranks_per_node * r.alloc_cpus if _launched(r) else r.threads
+        alloc = step_allocation(part, max(r.ranks_per_node * r.alloc_cpus if multi_rank(r) else r.threads
                                           for _, r in checked),
-                                max(r.gpus if _launched(r) else min(r.gpus, 1) for _, r in checked))
+                                max(r.gpus if multi_rank(r) else min(r.gpus, 1) for _, r in checked))
         preflight = StepRequest(
             "preflight", partition, run_preflight, pre_task, widest.task.env, alloc.cpus, alloc.gpus,
             min(part.max_walltime_min, cluster.preflight_walltime_min), f"campaign:{camp_name}:preflight",
             str(pre_dir), mem_gb=alloc.mem_gb,
             describe=[f"preflight on {partition}: {c.label}: {' '.join(c.argv)}" for c in checks],
-            launched=tuple((i, r) for i, (_, r) in enumerate(checked) if _launched(r)))
+            launched=tuple((i, r) for i, (_, r) in enumerate(checked) if multi_rank(r)))
         chains.append(Chain(partition, key, folder, build, preflight, mapped))
     return chains
 
