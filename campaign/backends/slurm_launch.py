@@ -95,7 +95,8 @@ def launched(part: PartitionSpec, run: RunSpec, python: str, workdir: str, progr
     shim += ["--job-env", names[4]]
     if _driver(program):
         return [*program, OPTION, Launch((*launcher_argv(part, run), *shim), records, run.ranks).to_json()]
-    return launcher_argv(part, run) + shim + ["--"] + list(program)
+    # one writer per launch: rank 0's --out is the results file, the other ranks' go beside it
+    return launcher_argv(part, run) + shim + ["--writer-rank", "0", "--"] + list(program)
 
 
 def shape_params(part: PartitionSpec, run: RunSpec) -> dict[str, Any]:
