@@ -172,10 +172,13 @@ class SlurmBackend(Backend):
         return scripts
 
     def render_step(self, step: StepRequest) -> str:
-        return slurm_steps.render_step(self.cluster, self.folder, self.python, step)
+        return slurm_steps.render_step(self.cluster, self.folder, self.python, self._step(step))
 
     def submit_step(self, step: StepRequest) -> StepSubmitted:
-        return slurm_steps.submit_step(self.cluster, self.folder, self.python, step)
+        return slurm_steps.submit_step(self.cluster, self.folder, self.python, self._step(step))
+
+    def _step(self, step: StepRequest) -> StepRequest:
+        return slurm_launch.launched_step(self.cluster.partitions[step.partition], self.python, step)
 
     def _task(self, req: JobRequest) -> JobTask:
         # the job folders (runs, builds) bound into a container at their own paths

@@ -19,16 +19,24 @@ Each rank runs through campaign.job.rank, which sets torch.distributed's
 variables from the launcher's and records the rank's placement; the
 partition's `launcher_args` (binding options) follow the launcher's own
 (docs/design.md#ranks-nodes-and-launchers). Everything is an argument list.
+
+A tool-driven benchmark's driver (campaign.job.fom) is not launched itself:
+it gets the launcher and the shim as its `--launch` option and starts the
+program through them once per repeat (an MPI program initialises MPI once
+per launch), reading the figures from one rank's output.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from campaign.backends.step import StepRequest
 from campaign.config.schema import PartitionSpec
+from campaign.job.fom_launch import OPTION, Launch
 from campaign.job.rank import LAUNCH_HOST_ENV
 from campaign.job.task import JobTask
 from campaign.planning import run_env
@@ -71,15 +79,26 @@ def launcher_argv(part: PartitionSpec, run: RunSpec) -> list[str]:
     return argv + ["--overlap", "--kill-on-bad-exit=1", *part.launcher_args]
 
 
+def _driver(program: list[str]) -> bool:
+    """The tool-driven benchmark driver in a program's place (campaign.planning.byob.tool_argv)."""
+    return program[1:3] == ["-m", "campaign.job.fom"]
+
+
 def launched(part: PartitionSpec, run: RunSpec, python: str, workdir: str, program: list[str]) -> list[str]:
-    """The whole argv of a multi-rank run: launcher, shim, program."""
+    """The whole argv of a launched run: launcher, shim, program; or the
+    driver of a tool-driven benchmark with the launcher and shim as its
+    --launch option (it launches the program once per invocation)."""
     names = _MPIRUN_VARS if part.launcher == "mpirun" else _SRUN_VARS
-    shim = [python, "-m", "campaign.job.rank", "--records", rank_records(workdir),
+    records = rank_records(workdir)
+    shim = [python, "-m", "campaign.job.rank", "--records", records,
             "--rank-env", names[0], "--size-env", names[1], "--local-rank-env", names[2]]
     if names[3]:
         shim += ["--node-env", names[3]]
-    shim += ["--job-env", names[4], "--"]
-    return launcher_argv(part, run) + shim + list(program)
+    shim += ["--job-env", names[4]]
+    if _driver(program):
+        return [*program, OPTION, Launch((*launcher_argv(part, run), *shim), records, run.ranks).to_json()]
+    # one writer per launch: rank 0's --out is the results file, the other ranks' go beside it
+    return launcher_argv(part, run) + shim + ["--writer-rank", "0", "--"] + list(program)
 
 
 def shape_params(part: PartitionSpec, run: RunSpec) -> dict[str, Any]:
@@ -111,3 +130,18 @@ def launched_task(part: PartitionSpec, run: RunSpec, python: str, task: JobTask,
         return task if program == list(task.argv) else dataclasses.replace(task, argv=tuple(program))
     return dataclasses.replace(task, argv=tuple(launched(part, run, python, task.workdir, program)),
                                ranks=run.ranks, rank_records=rank_records(task.workdir))
+
+
+def launched_step(part: PartitionSpec, python: str, step: StepRequest) -> StepRequest:
+    """A preflight whose launched programs start through the launcher, as their runs do, each
+    with its ranks' records in a folder of its own."""
+    if not step.launched:
+        return step
+    programs = list(step.task.programs)
+    describe = list(step.describe)
+    for i, run in step.launched:
+        argv = launched(part, run, python, os.path.join(step.folder, f"{i}-launch"), list(programs[i].argv))
+        programs[i] = dataclasses.replace(programs[i], argv=tuple(argv))
+        if i < len(describe):
+            describe[i] = f"{describe[i].split(': ', 1)[0]}: {programs[i].label}: {shlex.join(argv)}"
+    return dataclasses.replace(step, task=dataclasses.replace(step.task, programs=tuple(programs)), describe=describe)

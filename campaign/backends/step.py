@@ -31,6 +31,9 @@ class StepRequest:
     mem_gb: float | None = None  # --mem in GiB (campaign.planning.resources.step_allocation); None: the site's default
     describe: list[str] = field(default_factory=list)  # comment lines for --dry-run
     activate: list[str] = field(default_factory=list)  # the runs' Spack activation (campaign.planning.run_env)
+    # preflight: (index of a program check, its run at the check's shape) of the programs that start
+    # through the partition's launcher; the backend puts the launcher in front of their argv
+    launched: tuple[tuple[int, Any], ...] = ()
 
 
 @dataclass

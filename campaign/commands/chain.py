@@ -29,6 +29,7 @@ from sqlalchemy import insert, update
 from analysis.columns import TOLERANCE
 from campaign.backends.base import Backend, JobRequest
 from campaign.backends.capabilities import capabilities
+from campaign.backends.slurm_launch import multi_rank
 from campaign.backends.step import StepRequest
 from campaign.config.load import repo_root
 from campaign.config.schema import BuildSpec, ClusterSpec
@@ -38,6 +39,7 @@ from campaign.ledger import BuildStep, Ledger, PreflightStep
 from campaign.ledger.models import JobAttempt
 from campaign.planning import run_env
 from campaign.planning.charging import StepCost
+from campaign.planning.plan import RunSpec
 from campaign.planning.resources import step_allocation
 from campaign.plumbing.clock import now
 from campaign.plumbing.states import JobState
@@ -114,29 +116,42 @@ def _mapped(req: JobRequest, kernel_bin: str, folder: Path) -> JobRequest:
     return replace(req, task=replace(req.task, argv=(str(folder / rel), *req.task.argv[1:])))
 
 
-def _program_checks(reqs: list[JobRequest], folder: Path, binds: tuple[str, ...]) -> list[ProgramCheck]:
-    """One check per program (kernel x impl) and dtype and device, with the
-    most threads any of its runs uses, at its smallest n. One variant stands
-    for the program: a broken module, binary, ISA or stack fails them all, and
-    each check costs a process start (seconds for torch)."""
+def _smaller(a: RunSpec, b: RunSpec) -> bool:
+    """The preflight's shape for a program: single-process runs by their most
+    threads; launched ones by the fewest ranks per node, then threads."""
+    if multi_rank(a) != multi_rank(b):
+        return not multi_rank(a)  # a program run both ways is checked bare (cheaper), as before
+    if multi_rank(a):
+        return (a.ranks_per_node, a.threads) < (b.ranks_per_node, b.threads)
+    return a.threads > b.threads
+
+
+def _program_checks(reqs: list[JobRequest], folder: Path,
+                    binds: tuple[str, ...]) -> list[tuple[ProgramCheck, RunSpec]]:
+    """One check per program (kernel x impl) and dtype and device, at its
+    smallest n, with the run shape it runs at: the most threads any of its
+    runs uses, or, through the launcher, one node and the fewest ranks. One
+    variant stands for the program: a broken module, binary, ISA or stack
+    fails them all, and each check costs a process start (seconds for torch)."""
     best: dict[tuple[str, ...], JobRequest] = {}
     for req in reqs:
         r = req.run
         ident = (r.kernel, r.impl, r.dtype, r.device)
-        if ident not in best or r.threads > best[ident].run.threads:
+        if ident not in best or _smaller(r, best[ident].run):
             best[ident] = req
     checks = []
     for i, req in enumerate(best.values()):
         # the run's own check setting: with check: false it passes when the program exits 0 and its
         # output parses (an honest program leaves rel_err empty)
-        run = replace(req.run, n=(min(req.run.n),), repeats=1, warmup=0)
+        run = req.run.evolve(n=(min(req.run.n),), repeats=1, warmup=0, nodes=1)
         out = str(folder / f"{i}.csv")
         # in the run's container, as the run starts (campaign.planning.run_env)
         argv = tuple(run_env.wrap(run.identity, binds, req.task.env,
                                   (req.task.argv[0], *run.command(out)[1:])))
         torch = argv[0] if "-m" in argv and any(a.startswith("kernels.torch.") for a in argv) else None
-        checks.append(ProgramCheck(run.label, argv, req.task.env, out, TOLERANCE.get(run.dtype, TOLERANCE["fp32"]) if run.check else None,
-                                   torch, run.device == "cuda"))
+        checks.append((ProgramCheck(run.label, argv, req.task.env, out,
+                                    TOLERANCE.get(run.dtype, TOLERANCE["fp32"]) if run.check else None,
+                                    torch, run.device == "cuda"), run))
     return checks
 
 
@@ -174,22 +189,27 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
                 activate=run_env.spack_lines(group[0].run.identity))
         # named by the first attempt it gates: unique in the ledger, stable in --dry-run
         pre_dir = camp_dir / "preflight" / f"{partition}-a{min(r.attempt_id for r in group)}"
-        # a program of several ranks (or an MPI one) starts only through its launcher, in its own job:
-        # the preflight, one process per check, leaves it out (docs/design.md#ranks-nodes-and-launchers)
-        single = [r for r in mapped if r.run.ranks == 1 and not r.run.gpus_per_rank and not r.run.launched]
-        checks = _program_checks(single, pre_dir, (str(camp_dir.parent),))
-        widest = max(single or mapped, key=lambda r: (r.run.gpus, r.run.threads))
+        # a program of several ranks (or an MPI one) is checked through the launcher (the backend
+        # puts it in front: StepRequest.launched) at one node and its fewest ranks
+        # (docs/design.md#ranks-nodes-and-launchers)
+        checked = _program_checks(mapped, pre_dir, (str(camp_dir.parent),))
+        checks = [c for c, _ in checked]
+        widest = max(mapped, key=lambda r: (r.run.gpus, r.run.threads))
         part = cluster.partitions[partition]
         pre_task = PreflightTask(str(pre_dir), str(camp_dir), cluster.stack_unlimited, tuple(checks))
-        # the most threads it checks (not the runs' walltime: it runs each program once at its smallest n)
-        # (none to check, every run multi-rank: one core, or one GPU's share, for the environment's checks)
-        alloc = step_allocation(part, max((r.run.threads for r in single), default=1), min(widest.run.gpus, 1))
+        # the cores of the widest check: its threads, times its ranks on the one node, and the GPUs of
+        # those ranks (one, where a program runs bare) (not the runs' walltime: it runs each program
+        # once at its smallest n)
+        alloc = step_allocation(part, max(r.ranks_per_node * r.alloc_cpus if multi_rank(r) else r.threads
+                                          for _, r in checked),
+                                max(r.gpus if multi_rank(r) else min(r.gpus, 1) for _, r in checked))
         preflight = StepRequest(
             "preflight", partition, run_preflight, pre_task, widest.task.env, alloc.cpus, alloc.gpus,
             min(part.max_walltime_min, cluster.preflight_walltime_min), f"campaign:{camp_name}:preflight",
             str(pre_dir), mem_gb=alloc.mem_gb,
             describe=[f"preflight on {partition}: {c.label}: {' '.join(c.argv)}" for c in checks],
-            activate=run_env.spack_lines(widest.run.identity))
+            activate=run_env.spack_lines(widest.run.identity),
+            launched=tuple((i, r) for i, (_, r) in enumerate(checked) if multi_rank(r)))
         chains.append(Chain(partition, key, folder, build, preflight, mapped))
     return chains
 

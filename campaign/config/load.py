@@ -7,6 +7,7 @@ takes `RootConfig` dataclasses (docs/style.md#types-and-data).
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -96,6 +97,9 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
         merging = _merge_failure(exc, overrides)
         if merging:
             raise ConfigError(merging) from None
+        scalar = _scalar_for_list(exc)
+        if scalar:
+            raise ConfigError(scalar) from None
         override = getattr(exc, "override", None)  # hydra's OverrideParseException names it
         if override:
             raise ConfigError(f"bad override {override!r}: {_one_line(exc)}") from None
@@ -187,6 +191,19 @@ def _merge_failure(exc: BaseException, overrides: Sequence[str]) -> str | None:
     named = words[0] if words else ""
     item = next((o for o in overrides if o.lstrip("+~") == named.lstrip("+~")), named)
     return schema_overrides.explain(item) if item else None
+
+
+def _scalar_for_list(exc: BaseException) -> str | None:
+    """OmegaConf's "AnyNode is not a ListConfig" for a YAML file that gives one
+    value where the schema wants a list (`gpus_per_rank: 1` in a sweep)."""
+    text = " ".join(str(exc).split())
+    found = re.search(r"^(?:In '([^']+)': )?.*is not a ListConfig, list or tuple.*full_key: (\S+)", text)
+    if found is None:
+        return None
+    where, key = found.group(1), found.group(2)
+    name = key.rsplit(".", 1)[-1]
+    return (f"{where + ': ' if where else ''}{key} must be a list, e.g. {name}: [1] (a single value goes in "
+            "brackets)")
 
 
 def _one_line(exc: BaseException) -> str:

@@ -227,6 +227,8 @@ class FigureSpec:
     source: str = "stdout"  # stdout | stderr | file:<path in the job folder, placeholders allowed>
     unit: str = ""  # s, ms, us, ns (a time) or a rate: GB/s, MiB/s, events/s, GFLOP/s ...
     higher_is_better: bool = False  # rates: true; times: false
+    # launched programs: max | min | sum | mean of the figure over every rank's output; None: the result rank's
+    reduce: str | None = None
 
 
 @dataclass
@@ -252,6 +254,10 @@ class KernelSpec:
     env: dict[str, str] = field(default_factory=dict)  # tool: the program's environment (placeholders allowed)
     figures: list[FigureSpec] = field(default_factory=list)  # tool: at least one
     sanity: list[SanitySpec] = field(default_factory=list)  # tool: CHECK_FAILED when one fails
+    # tool: launch (each warm-up and repeat is its own invocation, its own launch for an MPI program) |
+    # program (the program repeats itself: one invocation per n, {repeats} and {warmup} in its argv)
+    repeat_by: str = "launch"
+    result_rank: int = 0  # tool, launched: the rank whose output the figures are read from
     flops: str | None = None  # cost model: arithmetic of the swept parameters, e.g. "2*n"
     bytes: str | None = None  # e.g. "3*8*n"
     write_bytes: str | None = None  # the written part of bytes (compared with DRAM write counters)

@@ -19,6 +19,12 @@ LOST_OUTPUT with that reason; a sanity pattern that fails leaves `F.check`
 (campaign.results.reader reads both). A program that exits non-zero makes
 this module exit with its code (FAILED, its stderr tail in ours).
 
+Each repeat is one invocation, unless the declaration says `repeat_by:
+program` (the program repeats itself: one invocation per n, `{repeats}` and
+`{warmup}` in its arguments, each figure's last `repeats` matches one per
+repeat). A launched benchmark (an MPI program) gets the launcher through
+`--launch` and starts each invocation through it (campaign.job.fom_launch).
+
 Standard library only (docs/design.md#layering: the job side).
 """
 
@@ -33,10 +39,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from campaign.job import expr
+from campaign.job.fom_launch import OPTION, Launch, reduce
+from campaign.job.rank import rank_output
 
 LOST_SUFFIX = ".lost"
 CHECK_SUFFIX = ".check"
@@ -47,7 +56,7 @@ TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 COLUMNS = ("kernel", "impl", "variant", "device", "dtype", "n", "d", "threads", "repeat", "time_s",
            "metric", "value", "unit", "higher_is_better", "flops", "bytes")
 # Contract options that are not program parameters of their own.
-_CONTRACT = {"n", "d", "threads", "repeats", "warmup", "device", "dtype", "variant", "out"}
+_CONTRACT = {"n", "d", "threads", "repeats", "warmup", "device", "dtype", "variant", "out", OPTION[2:]}
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)\}")
 
 
@@ -87,11 +96,30 @@ def parse_args(argv: Sequence[str]) -> tuple[dict[str, Any], dict[str, str], boo
     return contract, opts, check
 
 
-def _source_text(source: str, stdout: str, stderr: str, values: dict[str, str], cwd: Path) -> str:
-    if source == "stdout":
-        return stdout
-    if source == "stderr":
-        return stderr
+@dataclass(frozen=True)
+class Output:
+    """What one invocation printed: its process's streams (launched: the
+    launcher's merged ones) and, launched, each rank's own (stdout, stderr)."""
+
+    stdout: str
+    stderr: str
+    ranks: tuple[tuple[str, str], ...] = ()
+
+    def stream(self, source: str, rank: int) -> str:
+        # every run has the result rank (checked at compose time); the preflight's one-node launch
+        # may have fewer ranks, and checks the last one's output then
+        out, err = self.ranks[min(rank, len(self.ranks) - 1)] if self.ranks else (self.stdout, self.stderr)
+        return out if source == "stdout" else err
+
+    def failure(self) -> str:
+        """The error lines of a failed invocation: the launcher's, then the first rank's that has any."""
+        own = [err for _, err in self.ranks if err.strip()][:1]
+        return "\n".join([self.stderr, *own])
+
+
+def _source_text(source: str, output: Output, values: dict[str, str], cwd: Path, rank: int) -> str:
+    if source in ("stdout", "stderr"):
+        return output.stream(source, rank)
     path = (cwd / render(source.removeprefix("file:"), values)).resolve()
     if not path.is_relative_to(cwd.resolve()):  # a figure is read from the job's own folder only
         return ""
@@ -105,39 +133,57 @@ def _tail(text: str) -> str:
     return " | ".join(text.strip().splitlines()[-TAIL_LINES:]) or "(empty)"
 
 
-def read_figure(fig: dict[str, Any], text: str) -> float:
-    """The figure's value in `text`: the last match of its regex (group
-    `value`, else the first group, else the whole match) or the last JSON line
-    holding its key. Lost when nothing matches or the match is no number."""
-    found: str | None = None
+def _matches(fig: dict[str, Any], text: str) -> list[str]:
     if fig.get("regex"):
-        matches = list(re.finditer(fig["regex"], text, re.MULTILINE))
-        if matches:
-            m = matches[-1]
-            found = m.group("value") if "value" in m.re.groupindex else (m.group(1) if m.re.groups else m.group(0))
-        what = f"pattern {fig['regex']!r}"
-    else:
-        for line in text.splitlines():
-            line = line.strip()
-            if line.startswith("{"):
-                try:
-                    obj = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(obj, dict) and fig["json"] in obj:
-                    found = str(obj[fig["json"]])
-        what = f"JSON key {fig['json']!r}"
-    if found is None:
+        return [m.group("value") if "value" in m.re.groupindex else (m.group(1) if m.re.groups else m.group(0))
+                for m in re.finditer(fig["regex"], text, re.MULTILINE)]
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and fig["json"] in obj:
+                found.append(str(obj[fig["json"]]))
+    return found
+
+
+def read_figure(fig: dict[str, Any], text: str, count: int = 1) -> list[float]:
+    """The figure's values in `text`: its last `count` matches (a regex's
+    group `value`, else its first group, else the whole match; or the JSON
+    lines holding its key), in order. Lost when fewer match or a match is no
+    number."""
+    what = f"pattern {fig['regex']!r}" if fig.get("regex") else f"JSON key {fig['json']!r}"
+    found = _matches(fig, text)[-count:]
+    if not found:
         raise Lost(f"figure {fig['name']}: {what} matched nothing in {fig.get('source', 'stdout')}; "
                    f"last lines: {_tail(text)}")
-    try:
-        value = float(found.strip())
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
-        raise Lost(f"figure {fig['name']}: {what} matched {found[:80]!r}, not a finite number; "
-                   f"last lines: {_tail(text)}")
-    return value
+    if len(found) < count:
+        raise Lost(f"figure {fig['name']}: {what} matched {len(found)} time(s) in {fig.get('source', 'stdout')}, "
+                   f"not once per repeat ({count}); last lines: {_tail(text)}")
+    values = []
+    for text_value in found:
+        try:
+            value = float(text_value.strip())
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise Lost(f"figure {fig['name']}: {what} matched {text_value[:80]!r}, not a finite number; "
+                       f"last lines: {_tail(text)}")
+        values.append(value)
+    return values
+
+
+def _figure(fig: dict[str, Any], output: Output, values: dict[str, str], cwd: Path, count: int,
+            rank: int) -> list[float]:
+    """A figure's values per repeat: the result rank's, or reduced over every rank as declared."""
+    source = fig.get("source", "stdout")
+    if not (fig.get("reduce") and output.ranks and source in ("stdout", "stderr")):
+        return read_figure(fig, _source_text(source, output, values, cwd, rank), count)
+    per_rank = [read_figure(fig, output.stream(source, r), count) for r in range(len(output.ranks))]
+    return [reduce([v[i] for v in per_rank], fig["reduce"]) for i in range(count)]
 
 
 def sanity_problem(rule: dict[str, Any], text: str) -> str | None:
@@ -168,20 +214,32 @@ def _read_capped(path: Path) -> str:
         return ""
 
 
-def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str) -> tuple[int, str, str, float]:
-    """One invocation, its output into `stem`.out/.err in the job folder (kept for `show`)."""
-    # `wrap`: the container the tool starts in (campaign.planning.run_env), its words taken as they are
+def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str,
+              launch: Launch | None) -> tuple[int, Output, float]:
+    """One invocation (through the launcher when launched), its output into
+    `stem`.out/.err in the job folder (kept for `show`), each rank's beside."""
+    # `wrap`: the container the tool starts in (campaign.planning.run_env), its words taken as they are;
+    # the launcher, when launched, goes outside it (one container per rank)
     argv = [*spec.get("wrap", ()), *(render(a, values) for a in spec["argv"])]
     env = {**os.environ, **{k: render(v, values) for k, v in spec.get("env", {}).items()}}
     out_path, err_path = cwd / f"{stem}.out", cwd / f"{stem}.err"
+    if launch is not None:
+        launch.clear()
+        argv = launch.command(cwd / stem, argv)
     t0 = time.perf_counter()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         try:
             code = subprocess.run(argv, stdout=out, stderr=err, env=env, cwd=cwd, check=False).returncode
         except OSError as exc:
-            return 127, "", f"cannot start {argv[0]}: {exc}", 0.0
+            return 127, Output("", f"cannot start {argv[0]}: {exc}"), 0.0
     elapsed = time.perf_counter() - t0
-    return code, _read_capped(out_path), _read_capped(err_path), elapsed
+    ranks = tuple((_read_capped(rank_output(str(cwd / stem), r, "out")), _read_capped(rank_output(str(cwd / stem), r, "err")))
+                  for r in range(launch.ranks)) if launch is not None else ()
+    stderr = _read_capped(err_path)
+    missing = launch.missing() if launch is not None and code == 0 else None
+    if missing:  # the launcher returned 0, but not every rank ran to its end
+        stderr, code = f"{stderr}campaign: {missing}\n", 1
+    return code, Output(_read_capped(out_path), stderr, ranks), elapsed
 
 
 def time_of(found: list[tuple[dict[str, Any], float]], elapsed: float) -> float:
@@ -247,8 +305,12 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
     out = Path(contract["out"])
     ns = [int(v) for v in contract["n"].split(",")]
     repeats, warmup = int(contract.get("repeats", 1)), int(contract.get("warmup", 0))
+    launch = Launch.from_json(contract[OPTION[2:]]) if contract.get(OPTION[2:]) else None
+    rank = int(spec.get("result_rank", 0))
+    by_program = spec.get("repeat_by") == "program"
     base = {"d": contract.get("d", ""), "threads": contract.get("threads", "1"), "dtype": contract.get("dtype", ""),
-            "variant": contract.get("variant", ""), "device": contract.get("device", "cpu"), **params}
+            "variant": contract.get("variant", ""), "device": contract.get("device", "cpu"),
+            "repeats": str(repeats), "warmup": str(warmup), **params}
     base.update({k.replace("-", "_"): v for k, v in params.items()})
     sources = {f.get("source", "stdout") for f in spec["figures"]} | {s.get("source", "stdout")
                                                                       for s in spec.get("sanity", [])}
@@ -259,26 +321,30 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
         writer.writeheader()
         for n in ns:
             rows: list[dict[str, Any]] = []
-            for r in range(-warmup, repeats):
+            # (first repeat, repeats) of each invocation: one per warm-up and repeat, or one per n
+            calls = [(0, repeats)] if by_program else [(r, 1) for r in range(-warmup, repeats)]
+            for r, count in calls:
                 values = {**base, "n": str(n), "repeat": str(max(r, 0))}
-                code, stdout, stderr, elapsed = _run_once(spec, values, cwd,
-                                                          f"fom-n{n}-{'w' if r < 0 else 'r'}{abs(r)}")
+                stem = f"fom-n{n}" if by_program else f"fom-n{n}-{'w' if r < 0 else 'r'}{abs(r)}"
+                code, output, elapsed = _run_once(spec, values, cwd, stem, launch)
                 if code != 0:
-                    print(f"campaign.job.fom: {spec['argv'][0]} exited with {code} at n={n}: {_tail(stderr)}",
-                          file=sys.stderr)
+                    print(f"campaign.job.fom: {spec['argv'][0]} exited with {code} at n={n}: "
+                          f"{_tail(output.failure())}", file=sys.stderr)
                     return code
                 if r < 0:
                     continue
-                texts = {s: _source_text(s, stdout, stderr, values, cwd) for s in sources}
+                texts = {s: _source_text(s, output, values, cwd, rank) for s in sources}
                 try:
-                    found = [(fig, read_figure(fig, texts[fig.get("source", "stdout")])) for fig in spec["figures"]]
+                    found = [(fig, _figure(fig, output, values, cwd, count, rank)) for fig in spec["figures"]]
                 except Lost as exc:
                     _verdict(out.with_name(out.name + LOST_SUFFIX), f"n={n} repeat={r}: {exc}")
                     print(f"campaign.job.fom: {exc}", file=sys.stderr)
                     return 0
                 problems += [f"n={n} repeat={r}: {p}" for rule in spec.get("sanity", [])
                              if (p := sanity_problem(rule, texts[rule.get("source", "stdout")]))]
-                rows += _rows(spec, base, n, r, found, elapsed, values)
+                for i in range(count):  # the program's own repeats share the invocation's wall time
+                    rows += _rows(spec, base, n, r + i, [(fig, v[i]) for fig, v in found], elapsed / count,
+                                  {**values, "repeat": str(r + i)})
             writer.writerows(rows)
             f.flush()
     if problems:

@@ -8,12 +8,23 @@ each one finished. The backend names the launcher's own variables on the
 command line (the job side knows no scheduler), as array_task's --index-env.
 
     python -m campaign.job.rank --records DIR --rank-env VAR --size-env VAR
-        --local-rank-env VAR [--node-env VAR] [--job-env VAR] -- PROGRAM ARGS...
+        --local-rank-env VAR [--node-env VAR] [--job-env VAR] [--output STEM] [--writer-rank R]
+        -- PROGRAM ARGS...
 
 Each rank writes DIR/rank-<r>.json when it starts (placement) and again,
 with `exit_code`, when its program ended; the runner reads them back
 (campaign.job.runner) to tell a run whose ranks all finished from one where
 some left no record (docs/design.md#ranks-nodes-and-launchers).
+
+With `--output STEM` each rank's program writes its stdout and stderr to
+STEM.rank<r>.out and .err instead of the launcher's merged streams: a
+tool-driven benchmark reads its figures from the rank that writes the
+results (or reduces them over every rank); the others stay as logs.
+
+With `--writer-rank R` one writer per launch holds for a contract program
+too: every other rank's `--out FILE` becomes FILE.rank<r> (a program that
+writes from every rank leaves one results file, the others beside it as
+logs, instead of racing on FILE.tmp).
 """
 
 from __future__ import annotations
@@ -59,6 +70,27 @@ def _cpus() -> list[int]:
         return []
 
 
+def not_the_writer(program: list[str], rank: int) -> list[str]:
+    """The program's argv for a rank that does not write the results: its `--out FILE` is FILE.rank<r>."""
+    out = list(program)
+    for i, word in enumerate(out[:-1]):
+        if word == "--out":
+            out[i + 1] = f"{out[i + 1]}.rank{rank}"
+    return out
+
+
+def rank_output(stem: str, rank: int, stream: str) -> Path:
+    """Where rank `rank`'s program wrote `stream` (out or err) under `--output STEM`."""
+    return Path(f"{stem}.rank{rank}.{stream}")
+
+
+def _start(program: list[str], env: dict[str, str], stem: str | None, rank: int) -> subprocess.Popen[bytes]:
+    if not stem:
+        return subprocess.Popen(program, env=env)
+    with open(rank_output(stem, rank, "out"), "wb") as out, open(rank_output(stem, rank, "err"), "wb") as err:
+        return subprocess.Popen(program, env=env, stdout=out, stderr=err)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="campaign.job.rank")
     parser.add_argument("--records", type=Path, required=True)
@@ -67,12 +99,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--local-rank-env", required=True)
     parser.add_argument("--node-env")
     parser.add_argument("--job-env")
+    parser.add_argument("--output")
+    parser.add_argument("--writer-rank", type=int)
     parser.add_argument("program", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not program:
         parser.error("no program after --")
     rank = _int_env(args.rank_env, 0)
+    if args.writer_rank is not None and rank != args.writer_rank:
+        program = not_the_writer(program, rank)
     world = _int_env(args.size_env, 1)
     local = _int_env(args.local_rank_env, 0)
     env = rank_env(dict(os.environ), rank, world, local, _int_env(args.job_env, 0))
@@ -84,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = args.records / f"rank-{rank}.json"
     write_json(path, record)
     try:
-        proc = subprocess.Popen(program, env=env)
+        proc = _start(program, env, args.output, rank)
     except OSError as exc:
         print(f"campaign: rank {rank} cannot start {program[0]}: {exc}", file=sys.stderr)
         write_json(path, {**record, "exit_code": 127})

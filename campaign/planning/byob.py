@@ -21,12 +21,14 @@ from typing import Any
 from campaign.config.schema import KernelSpec, SweepSpec
 from campaign.job import expr
 from campaign.job.fom import placeholders
+from campaign.job.fom_launch import REDUCTIONS
 from campaign.plumbing.errors import ConfigError
 
 DRIVERS = ("program", "tool")
+REPEAT_BY = ("launch", "program")
 SOURCES = ("stdout", "stderr")
 # What every run has, whatever its sweep: the contract's own parameters.
-BUILTIN_PARAMS = ("n", "threads", "d", "dtype", "variant", "device", "repeat")
+BUILTIN_PARAMS = ("n", "threads", "d", "dtype", "variant", "device", "repeat", "repeats", "warmup")
 DEFAULT_D = 64  # a contract program's --d when the sweep sets none
 
 
@@ -100,10 +102,15 @@ def check_kernel(key: str, kernel: KernelSpec) -> None:
     for name in kernel.cost_params:
         if not name.isidentifier() or name in COST_NAMES:
             raise ConfigError(f"{where}.cost_params.{name}: not a parameter name an expression can read")
+    if kernel.repeat_by not in REPEAT_BY:
+        raise ConfigError(f"{where}.repeat_by={kernel.repeat_by!r} is not one of {', '.join(REPEAT_BY)}")
+    if isinstance(kernel.result_rank, bool) or not isinstance(kernel.result_rank, int) or kernel.result_rank < 0:
+        raise ConfigError(f"{where}.result_rank={kernel.result_rank!r}: the rank whose output holds the figures, "
+                          "a whole number >= 0")
     if kernel.driven_by == "program":
-        if kernel.figures or kernel.sanity or kernel.env:
-            raise ConfigError(f"{where}: figures, sanity and env need driven_by: tool (a program-driven kernel "
-                              "writes the contract CSV)")
+        if kernel.figures or kernel.sanity or kernel.env or kernel.repeat_by != "launch" or kernel.result_rank:
+            raise ConfigError(f"{where}: figures, sanity, env, repeat_by and result_rank need driven_by: tool (a "
+                              "program-driven kernel repeats itself and writes the contract CSV from rank 0)")
         return
     if not kernel.figures:
         raise ConfigError(f"{where}.figures is empty: a tool-driven benchmark needs at least one figure of merit")
@@ -123,6 +130,9 @@ def check_kernel(key: str, kernel: KernelSpec) -> None:
         if fig.regex is not None:
             _regex(fig.regex, at)
         _source(fig.source, at)
+        if fig.reduce is not None and (fig.reduce not in REDUCTIONS or fig.source.startswith("file:")):
+            raise ConfigError(f"{at}.reduce={fig.reduce!r}: one of {', '.join(REDUCTIONS)}, over the ranks' "
+                              "stdout or stderr (a file is read once)")
     for i, rule in enumerate(kernel.sanity):
         at = f"{where}.sanity[{i}]"
         _regex(rule.regex, at)
@@ -181,6 +191,11 @@ def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
                                   f"gives it the value {str(bad)[:40]!r}, not a number")
     if kernel.driven_by != "tool":
         return
+    whole = all(isinstance(v, int) for v in (*sweep.nodes, *sweep.ranks_per_node))  # else the layouts refuse them
+    fewest = min(sweep.nodes) * min(sweep.ranks_per_node) if whole and sweep.nodes and sweep.ranks_per_node else 1
+    if kernel.result_rank >= fewest:
+        raise ConfigError(f"{where}.result_rank={kernel.result_rank}: experiment.sweeps.{index} has runs of "
+                          f"{fewest} rank(s) (ranks are numbered from 0)")
     templates = [(f"impls.{i}.argv[{j}]", a) for i, impl in kernel.impls.items() for j, a in enumerate(impl.argv)]
     templates += [(f"env.{k}", v) for k, v in kernel.env.items()]
     templates += [(f"figures[{i}].source", f.source) for i, f in enumerate(kernel.figures)]
@@ -192,17 +207,26 @@ def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
                                   "sweep's grid or args")
 
 
+def repeat_by(kernel: KernelSpec, launched: bool) -> str:
+    """What a run records of its launches (RunSpec.repeat_by): a launched
+    tool-driven benchmark's `repeat_by`; "" for one launch (or process) per
+    job, as a contract program or a process that is not launched has."""
+    return kernel.repeat_by if launched and kernel.driven_by == "tool" else ""
+
+
 def tool_argv(python: str, kernel: KernelSpec, impl: str) -> tuple[str, ...]:
     """The driver's command in the program's place: the declaration as one JSON argument."""
     spec: dict[str, Any] = {
         "kernel": kernel.name, "impl": impl, "argv": list(kernel.impls[impl].argv), "env": dict(kernel.env),
         "figures": [{"name": f.name, "regex": f.regex, "json": f.json, "source": f.source, "unit": f.unit,
-                     "higher_is_better": f.higher_is_better} for f in kernel.figures],
+                     "higher_is_better": f.higher_is_better, **({"reduce": f.reduce} if f.reduce else {})}
+                    for f in kernel.figures],
         "sanity": [{"regex": s.regex, "source": s.source, "expect": s.expect} for s in kernel.sanity],
         "flops": kernel.flops, "bytes": kernel.bytes,
     }
     # only when declared: the runs of a declaration without them keep their keys
     extra = {"write_bytes": kernel.write_bytes, "element_bytes": dict(kernel.element_bytes),
-             "cost_params": dict(kernel.cost_params)}
+             "cost_params": dict(kernel.cost_params), "result_rank": kernel.result_rank,
+             "repeat_by": kernel.repeat_by if kernel.repeat_by != "launch" else None}
     spec.update({k: v for k, v in extra.items() if v})
     return (python, "-m", "campaign.job.fom", json.dumps(spec, sort_keys=True, separators=(",", ":")))

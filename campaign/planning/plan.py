@@ -69,6 +69,7 @@ class RunSpec:
     ranks_per_node: int = 1
     gpus_per_rank: int = 0
     launched: bool = False  # through the partition's launcher even at one rank (ImplSpec.launched)
+    repeat_by: str = ""  # launched tool-driven: launch (one per repeat) | program (one per n); "": one per job
 
     @property
     def alloc_cpus(self) -> int:
@@ -175,7 +176,7 @@ _KEY_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circul
 _NAMES = frozenset(f.name for f in _FIELDS)
 # Fields left out of the key at these values: runs planned before them keep their keys.
 _NEUTRAL: dict[str, Any] = {"exclusive": False, "replicate": 0, "nodes": 1, "ranks_per_node": 1, "gpus_per_rank": 0,
-                             "launched": False}
+                             "launched": False, "repeat_by": ""}
 
 
 @dataclass
@@ -374,6 +375,7 @@ def _expand(
                 cpus=alloc.cpus if alloc.cpus != t else 0, exclusive=alloc.exclusive,
                 nodes=shape.nodes, ranks_per_node=shape.ranks_per_node, gpus_per_rank=shape.gpus_per_rank,
                 launched=impl.launched,
+                repeat_by=byob.repeat_by(kernel, impl.launched or shape.ranks > 1 or shape.gpus_per_rank > 0),
             )
             runs += [base.evolve(extra_args=extra + profiling) for extra in points]
     return runs

@@ -32,6 +32,11 @@ def _kernel(**more: object) -> KernelSpec:
     ({"bytes": "n.real"}, "kernels.mine.bytes='n.real'"),
     ({"figures": [FigureSpec(name="t", regex="a", unit="GB/s\nX")]}, "figures[0].unit="),
     ({"driven_by": "program"}, "need driven_by: tool"),
+    ({"repeat_by": "n"}, "kernels.mine.repeat_by='n' is not one of launch, program"),
+    ({"result_rank": -1}, "kernels.mine.result_rank=-1: the rank whose output"),
+    ({"driven_by": "program", "figures": [], "repeat_by": "program"}, "repeat_by and result_rank need driven_by"),
+    ({"figures": [FigureSpec(name="t", regex="a", reduce="median")]}, "figures[0].reduce='median': one of max"),
+    ({"figures": [FigureSpec(name="t", regex="a", reduce="sum", source="file:x")]}, "(a file is read once)"),
 ])
 def test_bad_declarations_name_their_key(more: dict, named: str) -> None:
     with pytest.raises(ConfigError, match=None) as err:
@@ -62,3 +67,19 @@ def test_sizes_may_be_written_in_exponent_notation(values: list, sizes: tuple) -
 def test_sizes_that_are_no_positive_integers_are_refused(bad: list) -> None:
     with pytest.raises(ConfigError, match="experiment.sweeps.0.n"):
         byob.sizes(bad, "experiment.sweeps.0")
+
+
+def test_the_result_rank_must_exist_in_every_run_of_the_sweep() -> None:
+    sweep = SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1], nodes=[1, 2], ranks_per_node=[2])
+    byob.check_sweep(_kernel(result_rank=1), sweep, 0)
+    with pytest.raises(ConfigError, match=r"kernels.mine.result_rank=2: experiment.sweeps.4 has runs of 2 rank\(s\)"):
+        byob.check_sweep(_kernel(result_rank=2), sweep, 4)
+
+
+def test_the_declaration_reaches_the_driver_only_where_it_differs_from_the_defaults() -> None:
+    """A declaration without the new keys keeps its driver argv (and its runs their keys)."""
+    plain = byob.tool_argv("py", _kernel(), "py")[-1]
+    assert "repeat_by" not in plain and "result_rank" not in plain and "reduce" not in plain
+    spec = byob.tool_argv("py", _kernel(repeat_by="program", result_rank=1, figures=[
+        FigureSpec(name="t", regex="a", reduce="max")]), "py")[-1]
+    assert '"repeat_by":"program"' in spec and '"result_rank":1' in spec and '"reduce":"max"' in spec

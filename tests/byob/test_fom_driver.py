@@ -5,9 +5,12 @@ quoting the line; the program's exit code is the job's."""
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
 from pathlib import Path
+
+import pytest
 
 from campaign.job import fom
 from campaign.plumbing.states import JobState
@@ -125,3 +128,79 @@ def test_each_n_is_flushed_to_the_tmp_file_as_it_finishes(tmp_path: Path) -> Non
     assert rc == 9 and not out.exists()
     lines = (tmp_path / "results.csv.tmp").read_text().splitlines()
     assert lines[0].startswith("kernel,") and {line.split(",")[5] for line in lines[1:]} == {"10"}
+
+
+PRINTS_REPEATS = ("import sys; n,r=int(sys.argv[1]),int(sys.argv[2]); print('setup'); "
+                  "[print(f'time: {(n+i)/1000:.6f} s') for i in range(r)]")
+
+
+def test_a_program_that_repeats_itself_is_invoked_once_per_n(tmp_path: Path) -> None:
+    """repeat_by: program: one invocation per n with {repeats}; its last `repeats` matches are the
+    repeats, in order; fewer matches than repeats is LOST_OUTPUT saying so."""
+    spec = _spec(PRINTS_REPEATS, repeat_by="program")
+    spec["argv"] = [sys.executable, "-c", PRINTS_REPEATS, "{n}", "{repeats}"]
+    code, out = _run(tmp_path, spec, repeats=3)
+    assert code == 0
+    outcome = classify_output(out, _expected((10, 20)))
+    assert outcome.state == JobState.COMPLETED, outcome.reason
+    assert [(r["n"], r["repeat"], r["time_s"]) for r in outcome.rows] == \
+        [(n, i, (n + i) / 1000) for n in (10, 20) for i in range(3)]
+    assert sorted(p.name for p in tmp_path.glob("fom-*.out")) == ["fom-n10.out", "fom-n20.out"]
+    short = dict(spec, argv=[sys.executable, "-c", PRINTS_REPEATS, "{n}", "2"])  # prints 2 of the 3 repeats
+    (tmp_path / "short").mkdir()
+    code, out = _run(tmp_path / "short", short, repeats=3)
+    assert code == 0 and not out.exists()
+    assert "matched 2 time(s) in stdout, not once per repeat (3)" in out.with_name(out.name + ".lost").read_text()
+
+
+# A stand-in launcher for the unit test (the real srun is exercised in tests/slurm/test_mpi_launch_real.py):
+# starts the rest of its argv as FAKE_SIZE ranks, FAKE_RANK each, and returns the worst exit code.
+FAKE_LAUNCHER = ("import os,subprocess,sys; size=int(sys.argv[1]); started=int(sys.argv[2]); "
+                 "ps=[subprocess.Popen(sys.argv[3:], env={**os.environ,'FAKE_RANK':str(r),'FAKE_SIZE':str(size)}) "
+                 "for r in range(started)]; sys.exit(max(p.wait() for p in ps))")
+PRINTS_RANK = ("import os; r=int(os.environ['FAKE_RANK']); print(f'time: {0.001*(r+1):.6f} s'); "
+               "print(f'work: {r+1}')")
+
+
+def _launched(tmp_path: Path, ranks: int, started: int, **more: object) -> tuple[int, Path]:
+    from campaign.job.fom_launch import Launch
+
+    records = tmp_path / "ranks"
+    launch = Launch((sys.executable, "-c", FAKE_LAUNCHER, str(ranks), str(started), sys.executable, "-m",
+                     "campaign.job.rank", "--records", str(records), "--rank-env", "FAKE_RANK", "--size-env",
+                     "FAKE_SIZE", "--local-rank-env", "FAKE_RANK"), str(records), ranks)
+    figures = [{"name": "time", "regex": r"time: (\S+) s", "source": "stdout", "unit": "s"},
+               {"name": "work", "regex": r"work: (\d+)", "source": "stdout", "higher_is_better": True},
+               {"name": "work_max", "regex": r"work: (\d+)", "source": "stdout", "reduce": "max"},
+               {"name": "work_mean", "regex": r"work: (\d+)", "source": "stdout", "reduce": "mean"}]
+    spec = _spec(PRINTS_RANK, figures=figures, argv=[sys.executable, "-c", PRINTS_RANK], env={}, flops=None, **more)
+    out = tmp_path / "results.csv"
+    args = ["--n", "8", "--threads", "1", "--repeats", "2", "--warmup", "0", "--out", str(out),
+            "--launch", launch.to_json()]
+    contract, params, _ = fom.parse_args(args)
+    return fom.measure(spec, contract, params, tmp_path), out
+
+
+def test_a_launched_program_one_launch_per_repeat_figures_of_one_rank_or_reduced(tmp_path: Path) -> None:
+    """Each repeat is its own launch; each rank's output is a file of its own; a figure is the
+    result rank's (0 unless declared) or reduced over the ranks as declared."""
+    code, out = _launched(tmp_path, 3, 3)
+    assert code == 0
+    with open(out) as f:
+        rows = list(csv.DictReader(f))
+    value = {(r["repeat"], r["metric"]): float(r["value"]) for r in rows}
+    assert value == {(rep, m): v for rep in ("0", "1") for m, v in
+                     (("time", 0.001), ("work", 1.0), ("work_max", 3.0), ("work_mean", 2.0))}
+    assert {float(r["time_s"]) for r in rows} == {0.001}  # rank 0's own timing
+    assert sorted(p.name for p in tmp_path.glob("fom-n8-r1.rank*.out")) == [f"fom-n8-r1.rank{r}.out" for r in range(3)]
+    (tmp_path / "rank2").mkdir()
+    code, out = _launched(tmp_path / "rank2", 3, 3, result_rank=2)
+    assert code == 0
+    with open(out) as f:
+        assert {r["value"] for r in csv.DictReader(f) if r["metric"] == "work"} == {"3.0"}
+
+
+def test_a_launch_that_ran_fewer_ranks_fails_naming_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _launched(tmp_path, 3, 1)  # the launcher returned 0 but started one rank of three
+    assert code == 1 and not out.exists()
+    assert "ranks [1, 2] of 3 left no finished record" in capsys.readouterr().err

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import shlex
 from pathlib import Path
@@ -152,11 +153,11 @@ def test_single_rank_runs_keep_their_keys_and_scripts() -> None:
                              "experiment.sweeps.0.partitions=[cpu]"])).runs
     for run in runs:
         data = run.to_json()
-        assert (data["nodes"], data["ranks_per_node"], data["gpus_per_rank"], data["launched"], data["replicate"]) \
-            == (1, 1, 0, False, 0)
+        assert (data["nodes"], data["ranks_per_node"], data["gpus_per_rank"], data["launched"], data["replicate"],
+                data["repeat_by"]) == (1, 1, 0, False, 0, "")
         # the key as an older release hashed it: without the new fields
         blob = {k: v for k, v in data.items()
-                if k not in ("nodes", "ranks_per_node", "gpus_per_rank", "launched", "replicate")}
+                if k not in ("nodes", "ranks_per_node", "gpus_per_rank", "launched", "replicate", "repeat_by")}
         if not blob["identity"]:
             del blob["identity"]
         if blob["cpus"] in (0, blob["threads"]):
@@ -180,3 +181,25 @@ def test_a_launched_single_rank_gpu_run_asks_its_gpu_in_the_step_too(tmp_path: P
     argv = shlex.split(launch.split(": ", 1)[1])
     assert argv[:6] == ["srun", "--mpi=pmix", "--nodes=1", "--ntasks=1", "--ntasks-per-node=1", "--cpus-per-task=16"]
     assert "--gpus-per-task=1" in argv[:argv.index("-m")]
+
+
+def test_a_single_value_for_a_rank_list_in_a_yaml_is_one_clear_line(tmp_path: Path) -> None:
+    """`gpus_per_rank: 1` (no brackets) in an experiment YAML: one line naming the key and the
+    fix, exit 2, nothing written (OmegaConf's own message names neither)."""
+    (tmp_path / "conf" / "experiment").mkdir(parents=True)
+    (tmp_path / "conf" / "experiment" / "gpu_ranks.yaml").write_text(
+        "name: gpu_ranks\nrepeats: 1\nsweeps:\n  - kernel: decode\n    impls: [torch]\n    variants: [naive]\n"
+        "    partitions: [gpuA100x4]\n    ranks_per_node: [4]\n    gpus_per_rank: 1\n    n: [64]\n")
+    ledger = tmp_path / "l.sqlite"
+    env = {**os.environ, "CAMPAIGN_CONFIG_PATH": str(tmp_path / "conf")}
+    proc = run_cli("--ledger", str(ledger), "submit", "cluster=delta", "cluster.account=bbka-delta-gpu",
+                   "experiment=gpu_ranks", "--dry-run", env=env)
+    assert proc.returncode == 2 and not ledger.exists()
+    assert proc.stderr.strip().splitlines() == [
+        "campaign: error: experiment/gpu_ranks: gpus_per_rank must be a list, e.g. gpus_per_rank: [1] "
+        "(a single value goes in brackets)"]
+    path = tmp_path / "conf" / "experiment" / "gpu_ranks.yaml"
+    path.write_text(path.read_text().replace("gpus_per_rank: 1", "gpus_per_rank: [1]"))
+    fixed = run_cli("--ledger", str(ledger), "submit", "cluster=delta", "cluster.account=bbka-delta-gpu",
+                    "experiment=gpu_ranks", "--dry-run", env=env)
+    assert fixed.returncode == 0, fixed.stderr

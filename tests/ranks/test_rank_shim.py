@@ -77,3 +77,23 @@ def test_a_torn_record_counts_as_missing(tmp_path: Path) -> None:
 def test_ranks_on_the_local_backend_are_refused() -> None:
     with pytest.raises(ConfigError, match="need a Slurm cluster"):
         plan(load_config(["experiment=smoke", "experiment.sweeps.0.ranks_per_node=[2]"]))
+
+
+WRITES_OUT = "import os, sys; open(sys.argv[sys.argv.index('--out') + 1], 'w').write(os.environ['RANK'])"
+
+
+def test_one_writer_per_launch_the_other_ranks_out_beside_it(tmp_path: Path) -> None:
+    """A program that writes its --out from every rank (no rank check of its own): with
+    --writer-rank 0 rank 0 writes the results file, every other rank FILE.rank<r>, no race."""
+    out = tmp_path / "results.csv"
+    for rank in range(3):
+        argv = [sys.executable, "-m", "campaign.job.rank", "--records", str(tmp_path / "ranks"), "--rank-env",
+                "L_RANK", "--size-env", "L_SIZE", "--local-rank-env", "L_RANK", "--writer-rank", "0", "--",
+                sys.executable, "-c", WRITES_OUT, "--n", "8", "--out", str(out)]
+        env = {k: v for k, v in os.environ.items() if k != "RANK"}
+        proc = subprocess.run(argv, env={**env, "L_RANK": str(rank), "L_SIZE": "3"}, capture_output=True,
+                              text=True, timeout=60, check=False)
+        assert proc.returncode == 0, proc.stderr
+    assert out.read_text() == "0"
+    assert [(tmp_path / f"results.csv.rank{r}").read_text() for r in (1, 2)] == ["1", "2"]
+    assert not (tmp_path / "results.csv.rank0").exists()

@@ -165,16 +165,18 @@ def test_every_request_is_one_the_site_accepts(name: str, dry_runs: DryRun) -> N
         if "mem" in req:  # never 0: --mem=0 asks the whole node's memory
             assert 0 < int(req["mem"].rstrip("M")) * 2**20 <= _usable_gb(part) * 1e9
         threads = [int(t) for t in re.findall(r"--threads (\d+)", script)]
-        if "preflight=" in req.get("comment", "") and threads:  # none: every run is multi-rank
-            checked_threads = max(threads)
+        if "preflight=" in req.get("comment", ""):
+            # a multi-rank program is checked through its launcher on one node, at its fewest ranks
+            launched = re.findall(r"^# preflight on .* srun --mpi=\S+ --nodes=(\d+) --ntasks=(\d+)", script, re.M)
+            assert all(nodes == "1" for nodes, _ in launched)
+            checked_threads = max(threads) * max([int(ranks) for _, ranks in launched] or [1])
             assert int(req["time"]) == min(cfg.cluster.preflight_walltime_min, part.max_walltime_min)
             if not part.gpus and not part.whole_node:
                 assert cpus == checked_threads
-    # the preflight checks every program a run starts as one process (runs of several ranks start
-    # only through their launcher: docs/design.md#ranks-nodes-and-launchers)
-    single = [c for c in CASES[name] if c.startswith(("experiment.sweeps.0.nodes=", "experiment.sweeps.0.ranks_"
-                                                      "per_node=", "experiment.sweeps.0.gpus_per_rank="))]
-    assert bool(checked_threads) == (not single)
+            multi = [c for c in CASES[name] if c.startswith(("experiment.sweeps.0.nodes=", "experiment.sweeps.0."
+                                                             "ranks_per_node=", "experiment.sweeps.0.gpus_per_rank="))]
+            assert bool(launched) == bool(multi)
+    assert checked_threads  # every case's programs are checked, multi-rank ones too
 
 
 def test_a_memory_request_above_the_node_is_refused_at_plan_time(tmp_path: Path) -> None:

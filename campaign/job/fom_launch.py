@@ -1,0 +1,74 @@
+"""A tool-driven benchmark started through the partition's launcher.
+
+An MPI program can call `MPI_Init` once per launch: the second invocation
+inside one `srun` step aborts. So when a tool-driven benchmark is launched
+(`launched: true`, or several ranks), the driver (campaign.job.fom) is not
+itself launched: it runs once, on the job's first node, and starts the
+launcher for every invocation (each repeat, or each n where the program
+repeats itself). The backend hands it the launcher's argv and the per-rank
+shim (campaign.job.rank) as `--launch JSON`; the driver adds where the
+ranks' outputs go and the program.
+
+One writer per launch: only the driver writes the CSV. Each rank's stdout
+and stderr go to files of their own (`<stem>.rank<r>.out/.err`); the
+figures are read from the rank the declaration names (`result_rank`, 0 by
+default) or reduced over every rank (`reduce: max|min|sum|mean`); the other
+ranks' files stay as logs in the job folder.
+
+Standard library only (docs/design.md#layering: the job side).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from campaign.job.rank import missing_ranks, read_records
+
+OPTION = "--launch"  # the driver's option that carries the launch (a JSON object)
+REDUCTIONS = ("max", "min", "sum", "mean")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """The launcher and shim of one run, as the backend built them for its shape."""
+
+    argv: tuple[str, ...]  # launcher, its options, then the shim and its options (no program)
+    records: str  # the shim's --records folder: rank-<r>.json per rank
+    ranks: int  # ranks every launch must start
+
+    def to_json(self) -> str:
+        return json.dumps({"argv": list(self.argv), "records": self.records, "ranks": self.ranks})
+
+    @classmethod
+    def from_json(cls, text: str) -> Launch:
+        data = json.loads(text)
+        return cls(tuple(str(a) for a in data["argv"]), str(data["records"]), int(data["ranks"]))
+
+    def command(self, stem: Path, program: list[str]) -> list[str]:
+        """The argv of one invocation: each rank's output to `stem`.rank<r>.out/.err."""
+        return [*self.argv, "--output", str(stem), "--", *program]
+
+    def clear(self) -> None:
+        """Forget the previous launch's rank records (each launch must leave its own)."""
+        folder = Path(self.records)
+        for path in folder.glob("rank-*.json") if folder.is_dir() else []:
+            path.unlink(missing_ok=True)
+
+    def missing(self) -> str | None:
+        """Why the launch that returned 0 did not run every rank to its end, or None."""
+        missing = missing_ranks(read_records(Path(self.records)), self.ranks)
+        if not missing:
+            return None
+        return f"ranks {missing} of {self.ranks} left no finished record in {self.records}"
+
+
+def reduce(values: list[float], how: str) -> float:
+    """One figure over the ranks."""
+    if how == "max":
+        return max(values)
+    if how == "min":
+        return min(values)
+    total = sum(values)
+    return total if how == "sum" else total / len(values)
