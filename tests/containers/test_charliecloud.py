@@ -18,8 +18,7 @@ from campaign import api
 from campaign.commands.chain import kernel_sources
 from campaign.config.load import repo_root
 from campaign.ledger import Ledger
-from campaign.results.table import result_records
-from tests.conftest import run_cli
+from tests.conftest import export_records, run_cli
 from tests.fixtures.container_image import folder_image, require_charliecloud, toolchain_image
 from tests.slurm.helpers import _all_finished, _name, _overrides, _sync_until
 from tests.slurm_cluster import SlurmCluster
@@ -46,8 +45,8 @@ def test_a_campaign_runs_in_the_image_and_a_new_image_is_new_runs(image: Path, t
     assert first.returncode == 0, first.stderr
     assert "COMPLETED 1" in first.stdout
     ledger = Ledger(ledger_path, create=False)
-    rows = result_records(ledger, "img-a")
-    assert {r["n"] for r in rows} == {1, 4} and all(r["extra"]["value"] > 0 for r in rows)
+    rows = export_records(ledger, "img-a")
+    assert {r["n"] for r in rows} == {1, 4} and all(r["value"] > 0 for r in rows)
     # the tool ran in the image: the job's argv names ch-run and the image
     job = rows[0]["job_id"]
     shown = run_cli("--ledger", str(ledger_path), "show", str(job))
@@ -81,7 +80,7 @@ def test_native_programs_are_built_and_run_in_the_image(image: Path, tmp_path: P
     assert "COMPLETED 1" in proc.stdout
     (record,) = [json.loads(p.read_text()) for p in (tmp_path / "runs" / "builds").glob("*/build.json")]
     assert record["ok"] and record["make"][0] == "ch-run" and str(root) in record["make"]
-    rows = result_records(Ledger(ledger, create=False), "forward_scaling-local")
+    rows = export_records(Ledger(ledger, create=False), "forward_scaling-local")
     assert {r["n"] for r in rows} == {64, 128} and all(r["impl"] == "c" for r in rows)
 
 
@@ -102,8 +101,8 @@ def test_a_campaign_runs_in_the_image_on_slurm(image: Path, slurm_cluster: Slurm
     assert rep.submitted, rep
     done = _sync_until(ledger, name, _all_finished)
     assert set(done.counts) == {"COMPLETED"}, done.counts
-    rows = result_records(ledger, name)
-    assert {r["n"] for r in rows} == {1, 4} and all(r["job_id"] and r["extra"]["value"] > 0 for r in rows)
+    rows = export_records(ledger, name)
+    assert {r["n"] for r in rows} == {1, 4} and all(r["job_id"] and r["value"] > 0 for r in rows)
     shown = run_cli("--ledger", str(ledger.path), "show", str(rows[0]["job_id"]))
     assert shown.returncode == 0 and '"wrap":["ch-run"' in shown.stdout, shown.stdout
     assert "container.runtime_version: charliecloud" in shown.stdout
@@ -127,7 +126,7 @@ def test_each_mpi_rank_starts_its_own_container_behind_srun(image: Path, slurm_c
     assert rep.submitted, rep
     done = _sync_until(ledger, name, _all_finished)
     assert set(done.counts) == {"COMPLETED"}, done.counts
-    rows = result_records(ledger, name)
+    rows = export_records(ledger, name)
     assert rows and all(r["nodes"] == 2 and r["ranks"] == 2 for r in rows)
     shown = run_cli("--ledger", str(ledger.path), "show", str(rows[0]["job_id"]))
     launcher, _, rest = next(line for line in shown.stdout.splitlines() if "srun --mpi=pmix" in line).partition(" -- ")

@@ -139,7 +139,7 @@ def test_tool_driven_mpi_program_one_launch_per_repeat_one_writer(
         spec, folder = specs[att["id"]], Path(att["workdir"])
         ranks = spec["nodes"] * spec["ranks_per_node"]
         mine = [r for r in rows if r["job_id"] == att["job_id"]]
-        value = {(r["n"], r["repeat"], r["extra"]["metric"]): r["extra"]["value"] for r in mine}
+        value = {(r["n"], r["repeat"], r["metric"]): r["value"] for r in mine}
         if spec["kernel"] == "mpi_tool":
             assert spec["repeat_by"] == "launch"
             assert sorted(value) == sorted((64, rep, m) for rep in range(3) for m in ("time", "work", "work_sum"))
