@@ -41,7 +41,7 @@ from campaign.plumbing.clock import now
 from campaign.plumbing.states import JobState
 
 KEY_LENGTH = 16
-NATIVE = ("c", "fortran")  # kernels/<lang>/ sources -> <build folder>/<lang>/<kernel>
+NATIVE = ("c", "fortran", "mpi")  # kernels/<lang>/ sources -> <build folder>/<lang>/<kernel> (mpi: with mpicc)
 BUILD_WALLTIME_MIN = 30
 
 
@@ -65,7 +65,8 @@ def build_key(cluster: ClusterSpec, partition: str, src_hash: str) -> str:
     b = cluster.build
     blob = {"cluster": cluster.name, "partition": partition, "modules": [*cluster.modules, *part.modules],
             "module_reset": cluster.module_reset, "template": cluster.job_template,
-            "env": {**cluster.env, **part.env}, "build": [b.cc, b.fc, b.cflags, b.fflags], "src": src_hash}
+            "env": {**cluster.env, **part.env}, "build": [b.cc, b.fc, b.mpicc, b.cflags, b.fflags],
+            "src": src_hash}
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:KEY_LENGTH]
 
 
@@ -149,14 +150,15 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
         if programs and not is_built(folder, key, programs):
             b = cluster.build
             modules = tuple([*cluster.modules, *cluster.partitions[partition].modules])
-            task = BuildTask(key, str(src), str(folder), programs, b.cc, b.fc, b.cflags, b.fflags, modules)
+            task = BuildTask(key, str(src), str(folder), programs, b.cc, b.fc, b.cflags, b.fflags, modules, b.mpicc)
             one = step_allocation(cluster.partitions[partition], 1, 0)
             build = StepRequest(
                 "build", partition, run_build, task, group[0].task.env, one.cpus, 0,
                 min(BUILD_WALLTIME_MIN, cluster.partitions[partition].max_walltime_min),
                 f"campaign:{camp_name}:build", str(folder), mem_gb=one.mem_gb,
                 describe=[f"build {key} on {partition} into {folder}: make -C <campaign>/kernels CC={b.cc} FC={b.fc} "
-                          f"CFLAGS='{b.cflags}' FFLAGS='{b.fflags}' {' '.join(programs)}"])
+                          + (f"MPICC={b.mpicc} " if any(p.startswith("mpi/") for p in programs) else "")
+                          + f"CFLAGS='{b.cflags}' FFLAGS='{b.fflags}' {' '.join(programs)}"])
         # named by the first attempt it gates: unique in the ledger, stable in --dry-run
         pre_dir = camp_dir / "preflight" / f"{partition}-a{min(r.attempt_id for r in group)}"
         # a program of several ranks (or an MPI one) starts only through its launcher, in its own job:

@@ -29,6 +29,7 @@ import json
 import math
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -37,6 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from campaign.job import expr
+from campaign.job.template import render, script_argv, shape_values, write_inputs
+
+MODULE = "campaign.job.fom"  # what the planner puts in a tool-driven program's place
+# The run's shape (campaign.planning.plan.RunSpec.command gives them to this driver only)
+SHAPE_OPTIONS = ("nodes", "ranks-per-node", "gpus")
 
 LOST_SUFFIX = ".lost"
 CHECK_SUFFIX = ".check"
@@ -47,24 +53,11 @@ TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 COLUMNS = ("kernel", "impl", "variant", "device", "dtype", "n", "d", "threads", "repeat", "time_s",
            "metric", "value", "unit", "higher_is_better", "flops", "bytes")
 # Contract options that are not program parameters of their own.
-_CONTRACT = {"n", "d", "threads", "repeats", "warmup", "device", "dtype", "variant", "out"}
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)\}")
+_CONTRACT = {"n", "d", "threads", "repeats", "warmup", "device", "dtype", "variant", "out", *SHAPE_OPTIONS}
 
 
 class Lost(Exception):
     """A figure whose pattern matched nothing: the reason for LOST_OUTPUT."""
-
-
-def placeholders(text: str) -> list[str]:
-    """The `{name}` placeholders of one template string (`{{` is a literal brace)."""
-    return _PLACEHOLDER.findall(text.replace("{{", "").replace("}}", ""))
-
-
-def render(text: str, values: dict[str, str]) -> str:
-    """`text` with each `{name}` replaced by its value (never a format spec or
-    attribute: only plain names are placeholders)."""
-    out = _PLACEHOLDER.sub(lambda m: values[m.group(1)], text.replace("{{", "\x00").replace("}}", "\x01"))
-    return out.replace("\x00", "{").replace("\x01", "}")
 
 
 def parse_args(argv: Sequence[str]) -> tuple[dict[str, Any], dict[str, str], bool]:
@@ -169,8 +162,11 @@ def _read_capped(path: Path) -> str:
 
 
 def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str) -> tuple[int, str, str, float]:
-    """One invocation, its output into `stem`.out/.err in the job folder (kept for `show`)."""
-    argv = [render(a, values) for a in spec["argv"]]
+    """One invocation, its input files written first, its output into
+    `stem`.out/.err in the job folder (kept for `show`)."""
+    write_inputs(spec.get("inputs", {}), values, cwd)
+    argv = script_argv(spec["script"], values, spec["kernel"]) if spec.get("script") else \
+        [render(a, values) for a in spec["argv"]]
     env = {**os.environ, **{k: render(v, values) for k, v in spec.get("env", {}).items()}}
     out_path, err_path = cwd / f"{stem}.out", cwd / f"{stem}.err"
     t0 = time.perf_counter()
@@ -181,6 +177,11 @@ def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str
             return 127, "", f"cannot start {argv[0]}: {exc}", 0.0
     elapsed = time.perf_counter() - t0
     return code, _read_capped(out_path), _read_capped(err_path), elapsed
+
+
+def program_name(spec: dict[str, Any]) -> str:
+    """How an error names the program: its argv[0], or its script's kernel."""
+    return f"the script of {spec['kernel']}" if spec.get("script") else str(spec["argv"][0])
 
 
 def time_of(found: list[tuple[dict[str, Any], float]], elapsed: float) -> float:
@@ -237,6 +238,34 @@ def _rows(spec: dict[str, Any], base: dict[str, str], n: int, r: int, found: lis
              "bytes": repr(cost["bytes"]) if "bytes" in cost else ""} for fig, value in found]
 
 
+def point_values(contract: dict[str, Any], params: dict[str, str]) -> dict[str, str]:
+    """The placeholders every invocation of the run shares (n and repeat come per invocation)."""
+    shape = shape_values(int(contract.get("nodes", 1)), int(contract.get("ranks-per-node", 1)),
+                         int(contract.get("gpus", 0)))
+    base = {"d": contract.get("d", ""), "threads": contract.get("threads", "1"), "dtype": contract.get("dtype", ""),
+            "variant": contract.get("variant", ""), "device": contract.get("device", "cpu"), **shape, **params}
+    base.update({k.replace("-", "_"): v for k, v in params.items()})
+    return base
+
+
+def preview(argv: Sequence[str]) -> list[str]:
+    """What the first invocation of a run of this driver gets (first n, repeat
+    0): the program's argv and each input file, as rendered; [] for a command
+    that is not this driver (the dry run shows it under the run's command)."""
+    at = next((i for i in range(len(argv) - 1) if argv[i] == "-m" and argv[i + 1] == MODULE), None)
+    if at is None or at + 2 >= len(argv):
+        return []
+    spec = json.loads(argv[at + 2])
+    contract, params, _check = parse_args(argv[at + 3:])
+    values = {**point_values(contract, params), "n": contract["n"].split(",")[0], "repeat": "0"}
+    program = script_argv(spec["script"], values, spec["kernel"]) if spec.get("script") else \
+        [render(a, values) for a in spec["argv"]]
+    lines = [f"argv at n={values['n']}, repeat 0: {shlex.join(program)}"]
+    for name, text in sorted(spec.get("inputs", {}).items()):
+        lines += [f"input file {name}:", *(f"  {line}" for line in render(text, values).splitlines())]
+    return lines
+
+
 def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, str], cwd: Path) -> int:
     """Every n x (warm-ups + repeats); the exit code. As the contract asks, the
     CSV is `F.tmp` while it runs, each n's rows appended and flushed when that n
@@ -246,9 +275,7 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
     out = Path(contract["out"])
     ns = [int(v) for v in contract["n"].split(",")]
     repeats, warmup = int(contract.get("repeats", 1)), int(contract.get("warmup", 0))
-    base = {"d": contract.get("d", ""), "threads": contract.get("threads", "1"), "dtype": contract.get("dtype", ""),
-            "variant": contract.get("variant", ""), "device": contract.get("device", "cpu"), **params}
-    base.update({k.replace("-", "_"): v for k, v in params.items()})
+    base = point_values(contract, params)
     sources = {f.get("source", "stdout") for f in spec["figures"]} | {s.get("source", "stdout")
                                                                       for s in spec.get("sanity", [])}
     problems: list[str] = []
@@ -263,7 +290,7 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
                 code, stdout, stderr, elapsed = _run_once(spec, values, cwd,
                                                           f"fom-n{n}-{'w' if r < 0 else 'r'}{abs(r)}")
                 if code != 0:
-                    print(f"campaign.job.fom: {spec['argv'][0]} exited with {code} at n={n}: {_tail(stderr)}",
+                    print(f"campaign.job.fom: {program_name(spec)} exited with {code} at n={n}: {_tail(stderr)}",
                           file=sys.stderr)
                     return code
                 if r < 0:

@@ -22,6 +22,8 @@ from typing import Any
 
 from campaign.config.load import repo_root
 from campaign.config.schema import RootConfig
+from campaign.job.template import template_hash
+from campaign.planning.byob import is_tool
 from campaign.planning.environment import job_env
 from campaign.planning.plan import RunSpec
 
@@ -73,6 +75,9 @@ def program_identity(argv: tuple[str, ...], cache: dict[str, str]) -> list[tuple
     if not argv:
         return []
     items: list[tuple[str, str]] = []
+    if is_tool(argv):  # the input files it renders per run: an edited template says so in why_new
+        spec = json.loads(argv[3]) if len(argv) > 3 else {}
+        items += [(f"input.{name}", template_hash(text)) for name, text in sorted(spec.get("inputs", {}).items())]
     if Path(argv[0]).name.startswith("python"):
         items.append(("program.interpreter", _interpreter(argv[0], cache)))
         args = list(argv[1:])

@@ -3,6 +3,9 @@ mistake is one ConfigError naming the key, before anything is planned."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from campaign.config.schema import FigureSpec, ImplSpec, KernelSpec, SanitySpec, SweepSpec
@@ -32,6 +35,10 @@ def _kernel(**more: object) -> KernelSpec:
     ({"bytes": "n.real"}, "kernels.mine.bytes='n.real'"),
     ({"figures": [FigureSpec(name="t", regex="a", unit="GB/s\nX")]}, "figures[0].unit="),
     ({"driven_by": "program"}, "need driven_by: tool"),
+    ({"driven_by": "program", "inputs": {"in.txt": "x"}}, "inputs and script need driven_by: tool"),
+    ({"inputs": {"../in.txt": "x"}}, "kernels.mine.inputs: '../in.txt' is not an input file name"),
+    ({"inputs": {"results.csv": "x"}}, "kernels.mine.inputs: 'results.csv' is not an input file name"),
+    ({"input_templates": {"in.txt": "/nonexistent/in.tmpl"}}, "kernels.mine.input_templates.in.txt='/nonexistent"),
 ])
 def test_bad_declarations_name_their_key(more: dict, named: str) -> None:
     with pytest.raises(ConfigError, match=None) as err:
@@ -51,6 +58,29 @@ def test_placeholders_and_expressions_name_swept_parameters_only() -> None:
     named = SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1], grid={"block": [4, "big"]})
     with pytest.raises(ConfigError, match="kernels.mine.flops='n\\*block' reads block, .* value 'big', not a number"):
         byob.check_sweep(_kernel(flops="n*block"), named, 0)
+
+
+def test_the_runs_shape_is_a_placeholder_of_every_template() -> None:
+    sweep = SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1], nodes=[1, 2])
+    shape = "{nodes} {ranks} {ranks_per_node} {gpus} {grid_p} {grid_q}"
+    byob.check_sweep(_kernel(impls={"py": ImplSpec(script=f"prog {shape}\nmore {{n}}", variants=["v"])},
+                             env={"S": shape}, inputs={"in.txt": f"P={{grid_p}}\n{shape}\n"}), sweep, 0)
+    with pytest.raises(ConfigError, match=r"kernels.mine.inputs.in.txt: placeholder \{grid_r\} is not a swept"):
+        byob.check_sweep(_kernel(inputs={"in.txt": "P={grid_p}\nR={grid_r}\n"}), sweep, 0)
+    with pytest.raises(ConfigError, match=r"kernels.mine.impls.py.script: placeholder \{np\}"):
+        byob.check_sweep(_kernel(impls={"py": ImplSpec(script="mpirun -np {np} x", variants=["v"])}), sweep, 0)
+    shadow = SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1], grid={"nodes": [1, 2]})
+    with pytest.raises(ConfigError, match="'nodes' is the run's own shape"):
+        byob.check_sweep(_kernel(), shadow, 0)
+
+
+def test_a_template_file_is_read_once_into_the_declaration(tmp_path: Path) -> None:
+    (tmp_path / "in.tmpl").write_text("P={grid_p} Q={grid_q}\n")
+    kernel = _kernel(input_templates={"in.txt": str(tmp_path / "in.tmpl")})
+    byob.check_kernel("mine", kernel)
+    assert kernel.inputs == {"in.txt": "P={grid_p} Q={grid_q}\n"} and not kernel.input_templates
+    spec = json.loads(byob.tool_argv("python3", kernel, "py")[3])
+    assert spec["inputs"] == kernel.inputs  # travels with the run: part of its key
 
 
 @pytest.mark.parametrize("values,sizes", [([1000000], (1000000,)), (["1e6", 2e3, 5], (1000000, 2000, 5))])

@@ -50,6 +50,10 @@ CASES = {
                               "experiment.sweeps.0.partitions=[wholenode]", "experiment.sweeps.0.impls=[c]",
                               "experiment.sweeps.0.threads=[16]", "experiment.sweeps.0.nodes=[4]",
                               "experiment.sweeps.0.ranks_per_node=[8]"],
+    # issue 37: the shipped MPI experiment on each site's own multi-node CPU partition (no partition named),
+    # its program built there with the site's MPI module, launched by a bare srun as the sites' scripts do
+    "delta_mpi_scaling": ["cluster=delta", "cluster.partitions.cpu.account=bbka-delta-cpu", "experiment=mpi_scaling"],
+    "anvil_mpi_scaling": ["cluster=anvil", "cluster.account=abc123", "experiment=mpi_scaling"],
     "anvil_gpu_ranks": ["cluster=anvil", "cluster.partitions.gpu.account=abc123-gpu", "experiment=forward_scaling",
                         "experiment.sweeps.0.partitions=[gpu]", "experiment.sweeps.0.dtypes=[bf16]",
                         "experiment.sweeps.0.nodes=[2]", "experiment.sweeps.0.ranks_per_node=[4]",
