@@ -72,7 +72,7 @@ def write_inputs(inputs: dict[str, str], values: dict[str, str], folder: Path) -
     written stays in the attempt folder; the template is in the run's key."""
     for name, template in sorted(inputs.items()):
         path = folder / name
-        tmp = path.with_name(f".{name}.tmp")
+        tmp = path.with_name(f".{name}.{os.getpid()}.tmp")  # two writers of one folder never share a temp file
         tmp.write_text(render(template, values))
         os.replace(tmp, path)
 
