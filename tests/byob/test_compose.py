@@ -4,6 +4,7 @@ mistake is one ConfigError naming the key, before anything is planned."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from campaign.config.schema import FigureSpec, ImplSpec, KernelSpec, SanitySpec, SweepSpec
 from campaign.planning import byob
 from campaign.plumbing.errors import ConfigError
+from tests.conftest import REPO
 
 
 def _kernel(**more: object) -> KernelSpec:
@@ -92,3 +94,12 @@ def test_sizes_may_be_written_in_exponent_notation(values: list, sizes: tuple) -
 def test_sizes_that_are_no_positive_integers_are_refused(bad: list) -> None:
     with pytest.raises(ConfigError, match="experiment.sweeps.0.n"):
         byob.sizes(bad, "experiment.sweeps.0")
+
+
+def test_the_guides_mpi_example_is_what_ships() -> None:
+    """docs/byob.md's MPI section shows the shipped hpcc kernel and sweep verbatim
+    (tests/byob/test_byob_mpi_slurm.py runs them on the test Slurm)."""
+    blocks = re.findall(r"<!-- mpi-file: (\S+) -->\n```\w*\n(.*?)```", (REPO / "docs" / "byob.md").read_text(), re.S)
+    assert [rel for rel, _ in blocks] == ["conf/kernel/hpcc.yaml", "conf/experiment/byob_hpcc.yaml"]
+    for rel, body in blocks:
+        assert body == (REPO / rel).read_text(), rel
