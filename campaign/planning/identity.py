@@ -119,6 +119,12 @@ def _flat(spec: dict[str, Any]) -> dict[str, str]:
     return flat
 
 
+def _short(text: str, limit: int = 60) -> str:
+    """A changed value as a reason shows it: a tool-driven program's argv holds its whole
+    declaration (input templates included), named by its own items (input.<name>) as well."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def _coordinates(spec: dict[str, Any]) -> str:
     return repr([spec.get(c) if c != "extra_args" else [list(p) for p in spec.get(c) or []] for c in COORDINATES])
 
@@ -141,7 +147,7 @@ def why_new(fresh: list[RunSpec], existing: list[dict[str, Any]], limit: int = 3
             reasons["environment and program not recorded by the earlier submit"] += 1
             continue
         a, b = _flat(old), _flat(new)
-        changed = [f"{k} {a.get(k, '(none)')} -> {b.get(k, '(none)')}" for k in sorted(set(a) | set(b))
+        changed = [f"{k} {_short(a.get(k, '(none)'))} -> {_short(b.get(k, '(none)'))}" for k in sorted(set(a) | set(b))
                    if a.get(k) != b.get(k)]
         text = "; ".join(changed[:limit]) + (f"; ... ({len(changed)} changes)" if len(changed) > limit else "")
         reasons[text or "same parameters (--force)"] += 1

@@ -207,7 +207,7 @@ def default_partition(cluster: ClusterSpec, device: str, multinode: bool = False
     """The partition a sweep naming none gets for `device`: the configured default (a CPU sweep over
     several nodes: the multi-node one), else the first partition of that device (never all of them)."""
     which = "gpu" if device != "cpu" else "multinode" if multinode and cluster.default_multinode_partition else "cpu"
-    name = getattr(cluster, f"default_{which}_partition")
+    name = {"gpu": cluster.default_gpu_partition, "cpu": cluster.default_cpu_partition}.get(which, cluster.default_multinode_partition)
     if name:
         if name not in cluster.partitions:
             raise ConfigError(f"cluster.default_{which}_partition={name!r}: "

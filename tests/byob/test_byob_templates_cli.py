@@ -6,6 +6,7 @@ the ledger untouched."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,11 @@ def test_a_multi_line_script_with_an_input_file_runs_per_size_and_repeat(tmp_pat
     runs = [text for folder, text in written if folder == "attempt-1"]
     assert len(runs) == 2 and all(text == "size=30\n{not a placeholder}\n" for text in runs)  # the last n's
     assert ("local-a1", "size=10\n{not a placeholder}\n") in written  # the preflight's, at the smallest n
+    # an edited template is a new measurement, and submit says which file changed
+    (tmp_path / "conf" / "kernel" / "scripted.yaml").write_text(KERNEL.replace("    size={n}\n", "    size={n}\n\n"))
+    proc = run_cli("--ledger", str(ledger), "submit", "experiment=scripted_sweep", cwd=tmp_path, env=env)
+    assert proc.returncode == 0 and "0 already in the ledger, 2 submitted" in proc.stdout, proc.stdout + proc.stderr
+    assert re.search(r"2 new run\(s\): .*input\.params\.txt 'sha256:\w+' -> 'sha256:\w+'", proc.stdout), proc.stdout
 
 
 @pytest.mark.parametrize("bad,named", [
@@ -80,3 +86,21 @@ def test_a_bad_input_template_is_one_line_and_exit_2_at_submit(tmp_path: Path, b
         assert named in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not ledger.exists() or sql_rows(ledger, "SELECT count(*) FROM job_attempt") == [(0,)]
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_dry_run_shows_each_runs_input_file_and_argv_as_rendered(tmp_path: Path) -> None:
+    """byob_hpcc on the test Slurm's configuration: per node count, hpccinf.txt's
+    N, P and Q as the run will get them, nothing written."""
+    from campaign import api
+
+    rep = api.dry_run(["cluster=localslurm", "experiment=byob_hpcc", f"campaign.workdir={tmp_path / 'runs'}"],
+                      tmp_path / "ledger.sqlite")
+    arrays = [s for s in rep.scripts if "# runs in this" in s]
+    grids = {}
+    for script in arrays:
+        nodes = int(re.search(r"^#SBATCH --nodes=(\d+)$", script, re.MULTILINE).group(1))  # type: ignore[union-attr]
+        assert "#       argv at n=400, repeat 0: hpcc\n#       input file hpccinf.txt:\n" in script
+        lines = [line.removeprefix("#         ") for line in script.splitlines() if line.startswith("#         ")]
+        grids[nodes] = (lines[5].split()[0], lines[10].split()[0], lines[11].split()[0])
+    assert grids == {1: ("400", "1", "1"), 2: ("400", "1", "2"), 4: ("400", "2", "2")}
+    assert not (tmp_path / "ledger.sqlite").exists() and not (tmp_path / "runs").exists()
