@@ -22,6 +22,7 @@ from typing import Any
 from campaign.config.groups import config_dirs
 from campaign.config.schema import KernelSpec, SweepSpec
 from campaign.job import expr
+from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE
 from campaign.job.fom import MODULE
 from campaign.job.template import INPUT_NAME, SHAPE_PARAMS, placeholders
 from campaign.plumbing.errors import ConfigError
@@ -30,6 +31,8 @@ DRIVERS = ("program", "tool")
 SOURCES = ("stdout", "stderr")
 # What every run has, whatever its sweep: the contract's own parameters and its shape.
 BUILTIN_PARAMS = ("n", "threads", "d", "dtype", "variant", "device", "repeat", *SHAPE_PARAMS)
+# what the job itself writes in the attempt folder (its CSV, verdicts and the driver's outputs by prefix)
+JOB_FILES = (START_FILE, EXIT_FILE, STDOUT_FILE, STDERR_FILE, CANCEL_FILE, "ranks")
 DEFAULT_D = 64  # a contract program's --d when the sweep sets none
 
 
@@ -141,9 +144,9 @@ def _inputs(kernel: KernelSpec, where: str) -> None:
     is read here, once, into `inputs` (its text travels with the run and its
     hash is in the run's identity, so an edited template is a new run)."""
     for name in [*kernel.inputs, *kernel.input_templates]:
-        if not INPUT_NAME.fullmatch(name) or name in ("results.csv", "kernel.out", "kernel.err"):
+        if not INPUT_NAME.fullmatch(name) or name in JOB_FILES or name.startswith(("results.csv", "fom-")):
             raise ConfigError(f"{where}.inputs: {name[:60]!r} is not an input file name: a plain file name in the "
-                              "attempt folder (letters, digits, . _ + -; no folder)")
+                              "attempt folder (letters, digits, . _ + -; no folder), none of the job's own files")
     for name, given in kernel.input_templates.items():
         if name in kernel.inputs:
             raise ConfigError(f"{where}.input_templates.{name}: also in {where}.inputs; give it once")

@@ -40,6 +40,8 @@ def _kernel(**more: object) -> KernelSpec:
     ({"driven_by": "program", "inputs": {"in.txt": "x"}}, "inputs and script need driven_by: tool"),
     ({"inputs": {"../in.txt": "x"}}, "kernels.mine.inputs: '../in.txt' is not an input file name"),
     ({"inputs": {"results.csv": "x"}}, "kernels.mine.inputs: 'results.csv' is not an input file name"),
+    ({"inputs": {"exit.json": "x"}}, "kernels.mine.inputs: 'exit.json' is not an input file name"),
+    ({"inputs": {"fom-n1-r0.out": "x"}}, "kernels.mine.inputs: 'fom-n1-r0.out' is not an input file name"),
     ({"input_templates": {"in.txt": "/nonexistent/in.tmpl"}}, "kernels.mine.input_templates.in.txt='/nonexistent"),
 ])
 def test_bad_declarations_name_their_key(more: dict, named: str) -> None:
