@@ -46,8 +46,8 @@ def hpcc(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) 
             pass
 
 
-def _finished(ledger: Ledger, name: str) -> list[dict]:
-    rep = _sync_until(ledger, name, _all_finished)
+def _finished(ledger: Ledger, name: str, deadline_s: float = 300) -> list[dict]:
+    rep = _sync_until(ledger, name, _all_finished, deadline_s)
     assert set(rep.counts) == {"COMPLETED"}, rep.counts
     return result_records(ledger, name)
 
@@ -81,10 +81,12 @@ def test_hpcc_at_one_node_renders_its_input_and_reads_its_figures(hpcc: tuple[Le
 
 
 @pytest.mark.xfail(strict=True, reason="needs one launch per repeat and one result writer per launch "
-                                       "(docs/design.md#ranks-nodes-and-launchers, the launch model of issue 37)")
+                                       "(docs/design.md#ranks-nodes-and-launchers, the launch model of issue 37) "
+                                       "and figures of merit kept apart per node count in the report")
 def test_hpcc_over_nodes_1_2_4_three_repeats_one_writer_each(hpcc: tuple[Ledger, dict[str, str]]) -> None:
     ledger, names = hpcc
-    rows = _finished(ledger, names["full"])
+    # hpcc's tests over TCP between four "nodes" on two cores: minutes for the 4-node run (289 s seen)
+    rows = _finished(ledger, names["full"], deadline_s=900)
     folders = _folders(ledger, names["full"])
     assert set(folders) == {1, 2, 4}
     for nodes, folder in folders.items():
