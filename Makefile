@@ -23,10 +23,11 @@ $(STAMP): pyproject.toml
 	@command -v gfortran >/dev/null || { echo "installing gfortran (Debian)"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gfortran >/dev/null) \
 	  || echo "warning: gfortran not installed; Fortran kernels will be skipped"; }
-	@command -v likwid-bench >/dev/null && command -v mbw >/dev/null && command -v sysbench >/dev/null || { \
-	  echo "installing likwid, mbw and sysbench (Debian): the bring-your-own-benchmark examples of conf/kernel"; \
+	@command -v likwid-bench >/dev/null && command -v mbw >/dev/null && command -v sysbench >/dev/null \
+	  && command -v hpcc >/dev/null || { \
+	  echo "installing likwid, mbw, sysbench and hpcc (Debian): the bring-your-own-benchmark examples of conf/kernel"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-	    likwid mbw sysbench >/dev/null) || echo "warning: likwid, mbw or sysbench not installed; their tests skip"; }
+	    likwid mbw sysbench hpcc >/dev/null) || echo "warning: likwid, mbw, sysbench or hpcc not installed; their tests skip"; }
 	@command -v ch-run >/dev/null || { \
 	  echo "installing charliecloud-runtime (Debian): ch-run, the container runtime of the container tests"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \

@@ -37,6 +37,7 @@ from campaign.backends.slurm_run import failure_text, run_slurm
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.backends.submitit_adapter import sbatch_script
 from campaign.config.schema import ClusterSpec, PartitionSpec
+from campaign.job import fom
 from campaign.job.array_task import task_to_json
 from campaign.job.task import JobTask
 from campaign.planning import run_env
@@ -167,7 +168,8 @@ class SlurmBackend(Backend):
         scripts = []
         for params, group in self._groups(requests, max_array):
             text = self._script(params, group, "<manifest>")
-            runs = "\n".join(f"#   [{i}] {r.run.label}: {shlex.join(self._task(r).argv)}" for i, r in enumerate(group))
+            runs = "\n".join(f"#   [{i}] {r.run.label}: {shlex.join(argv)}" + "".join(f"\n#       {line}" for line in fom.preview(argv))
+                             for i, r in enumerate(group) for argv in [self._task(r).argv])
             scripts.append(text + f"# runs in this {'array' if len(group) > 1 else 'job'}:\n{runs}\n")
         return scripts
 

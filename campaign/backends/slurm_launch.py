@@ -70,7 +70,8 @@ def launcher_argv(part: PartitionSpec, run: RunSpec) -> list[str]:
         for name in (LAUNCH_HOST_ENV, "OMP_NUM_THREADS"):  # mpirun passes on only what -x names
             argv += ["-x", name]
         return argv + list(part.launcher_args)
-    argv = ["srun", f"--mpi={part.mpi}", f"--nodes={run.nodes}", f"--ntasks={run.ranks}",
+    # mpi: default leaves the plugin to the site's MpiDefault (its own scripts run a bare srun)
+    argv = ["srun", *([f"--mpi={part.mpi}"] if part.mpi != "default" else []), f"--nodes={run.nodes}", f"--ntasks={run.ranks}",
             f"--ntasks-per-node={run.ranks_per_node}", f"--cpus-per-task={run.alloc_cpus}"]
     # a step gets no GPU it does not ask for: a launched single-rank GPU run asks its one GPU
     per_rank = run.gpus_per_rank or (run.gpus // run.ranks_per_node if run.gpus else 0)

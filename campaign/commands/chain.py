@@ -45,7 +45,7 @@ from campaign.plumbing.clock import now
 from campaign.plumbing.states import JobState
 
 KEY_LENGTH = 16
-NATIVE = ("c", "fortran")  # kernels/<lang>/ sources -> <build folder>/<lang>/<kernel>
+NATIVE = ("c", "fortran", "mpi")  # kernels/<lang>/ sources -> <build folder>/<lang>/<kernel> (mpi: with mpicc)
 BUILD_WALLTIME_MIN = 30
 
 
@@ -70,7 +70,8 @@ def build_key(cluster: ClusterSpec, partition: str, src_hash: str, container: di
     b = cluster.build
     blob = {"cluster": cluster.name, "partition": partition, "modules": [*cluster.modules, *part.modules],
             "module_reset": cluster.module_reset, "template": cluster.job_template,
-            "env": {**cluster.env, **part.env}, "build": [b.cc, b.fc, b.cflags, b.fflags], "src": src_hash}
+            "env": {**cluster.env, **part.env}, "build": [b.cc, b.fc, b.mpicc, b.cflags, b.fflags],
+            "src": src_hash}
     if container:  # left out when empty: keys of builds made before containers stay the same
         blob["container"] = container
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:KEY_LENGTH]
@@ -178,14 +179,16 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
             wrap = run_env.container_head(group[0].run.identity, (str(camp_dir.parent), str(src)),
                                           group[0].task.env)
             task = BuildTask(key, str(src), str(folder), programs, b.cc, b.fc, b.cflags, b.fflags, modules,
-                             tuple(wrap))
+                             tuple(wrap), b.mpicc)
             one = step_allocation(cluster.partitions[partition], 1, 0)
             build = StepRequest(
                 "build", partition, run_build, task, group[0].task.env, one.cpus, 0,
                 min(BUILD_WALLTIME_MIN, cluster.partitions[partition].max_walltime_min),
                 f"campaign:{camp_name}:build", str(folder), mem_gb=one.mem_gb,
                 describe=[f"build {key} on {partition} into {folder}: {' '.join([*wrap, 'make'])} -C <campaign>/kernels "
-                          f"CC={b.cc} FC={b.fc} CFLAGS='{b.cflags}' FFLAGS='{b.fflags}' {' '.join(programs)}"],
+                          f"CC={b.cc} FC={b.fc} "
+                          + (f"MPICC={b.mpicc} " if any(p.startswith("mpi/") for p in programs) else "")
+                          + f"CFLAGS='{b.cflags}' FFLAGS='{b.fflags}' {' '.join(programs)}"],
                 activate=run_env.spack_lines(group[0].run.identity))
         # named by the first attempt it gates: unique in the ledger, stable in --dry-run
         pre_dir = camp_dir / "preflight" / f"{partition}-a{min(r.attempt_id for r in group)}"

@@ -146,7 +146,7 @@ class PartitionSpec:
     # multi-rank runs (docs/design.md#ranks-nodes-and-launchers)
     max_nodes: int = 1  # nodes one job may span (the site's per-job limit for this partition)
     launcher: str = "srun"  # srun (srun --mpi=<mpi>) | mpirun: how a run of more than one rank starts
-    mpi: str = "pmix"  # srun's --mpi plugin
+    mpi: str = "pmix"  # srun's --mpi plugin; default: no --mpi (the site's MpiDefault, as its own scripts run srun)
     launcher_args: list[str] = field(default_factory=list)  # binding options, e.g. [--cpu-bind=cores]
     # how a multi-rank job asks its GPUs: per_task (--gpus-per-task) or per_node (--gpus-per-node, as
     # Delta's job scripts do); the launcher binds one rank to its GPUs either way (--gpus-per-task)
@@ -169,6 +169,7 @@ class BuildSpec:
 
     cc: str = "gcc"
     fc: str = "gfortran"
+    mpicc: str = "mpicc"  # the MPI wrapper compiler of kernels/mpi, found through the partition's MPI modules
     cflags: str = "-O3 -fopenmp"
     fflags: str = "-O3 -fopenmp"
 
@@ -199,6 +200,8 @@ class ClusterSpec:
     clusters: str | None = None  # Slurm cluster(s) jobs go to (sbatch -M); None = the local one
     default_cpu_partition: str | None = None  # sweeps naming no partition; None = the first CPU partition
     default_gpu_partition: str | None = None  # None = the first GPU partition
+    # CPU sweeps naming no partition whose nodes go above 1 (MPI programs over nodes); None = default_cpu_partition
+    default_multinode_partition: str | None = None
     allow_node_local: bool = False  # accept a workdir/ledger on /tmp or /dev/shm with Slurm (test clusters)
     partitions: dict[str, PartitionSpec] = field(default_factory=dict)
 
@@ -207,7 +210,9 @@ class ClusterSpec:
 class ImplSpec:
     """How to start one implementation of a kernel, and what it supports."""
 
-    argv: list[str] = MISSING  # program and fixed leading arguments
+    argv: list[str] = field(default_factory=list)  # program and fixed leading arguments (or `script`)
+    # driven_by: tool: a bash script run under `bash -eu` instead of argv (placeholders shell-quoted)
+    script: str | None = None
     variants: list[str] = MISSING
     devices: list[str] = field(default_factory=lambda: ["cpu"])
     dtypes: list[str] = field(default_factory=lambda: ["fp32"])
@@ -252,6 +257,10 @@ class KernelSpec:
     # tool: campaign runs impls.*.argv once per n and repeat, placeholders filled, figures read by pattern
     driven_by: str = "program"
     env: dict[str, str] = field(default_factory=dict)  # tool: the program's environment (placeholders allowed)
+    # tool: input files rendered into the attempt folder before each invocation: file name -> template
+    # text, or (input_templates) file name -> template file (absolute, or in a config folder)
+    inputs: dict[str, str] = field(default_factory=dict)
+    input_templates: dict[str, str] = field(default_factory=dict)
     figures: list[FigureSpec] = field(default_factory=list)  # tool: at least one
     sanity: list[SanitySpec] = field(default_factory=list)  # tool: CHECK_FAILED when one fails
     # tool: launch (each warm-up and repeat is its own invocation, its own launch for an MPI program) |

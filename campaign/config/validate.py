@@ -35,6 +35,8 @@ ARG_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 PYTHON = re.compile(r"(/[A-Za-z0-9._+/-]+|[A-Za-z0-9._+-]+)")
 TEXT_MAX = 4096
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_LINE_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # all but tab and newline
+TEMPLATE_MAX = 65536  # an input file's template travels in the run's command line
 
 
 def _safe(where: str) -> str:
@@ -63,6 +65,18 @@ def check_text(value: object, where: str, limit: int = TEXT_MAX) -> str:
     if bad:
         raise ConfigError(f"{_safe(where)} contains the control character {bad.group()!r}; "
                           "newlines, tabs and NUL cannot reach a job script")
+    return text
+
+
+def check_lines(value: object, where: str, limit: int = TEXT_MAX) -> str:
+    """Multi-line text that never reaches a batch script as text (a script run
+    by `bash -c`, an input file's template): lines and tabs, no other control character."""
+    text = str(value)
+    if len(text) > limit:
+        raise ConfigError(f"{_safe(where)} is {len(text)} characters long; at most {limit} are allowed")
+    bad = _LINE_CONTROL.search(text)
+    if bad:
+        raise ConfigError(f"{_safe(where)} contains the control character {bad.group()!r}; only newlines and tabs")
     return text
 
 
@@ -192,12 +206,17 @@ def _check_kernels(cfg: RootConfig) -> None:
             _names(impl.variants, f"{where}.impls.{iname}.variants")
             _names(impl.dtypes, f"{where}.impls.{iname}.dtypes")
             _names(impl.devices, f"{where}.impls.{iname}.devices")
-            if not impl.argv:
-                raise ConfigError(f"{_safe(where)}.impls.{iname}.argv is empty: name the program")
+            if bool(impl.argv) == (impl.script is not None):
+                raise ConfigError(f"{_safe(where)}.impls.{iname}: give argv (the program and its arguments) or "
+                                  "script (bash lines), one of them")
             for i, a in enumerate(impl.argv):
                 check_text(a, f"{where}.impls.{iname}.argv[{i}]")
+            if impl.script is not None:
+                check_lines(impl.script, f"{where}.impls.{iname}.script")
         byob.check_kernel(kname, kernel)  # figures, sanity patterns, cost expressions
         _env(kernel.env, f"{where}.env")
+        for name, text in kernel.inputs.items():
+            check_lines(text, f"{where}.inputs.{name}", limit=TEMPLATE_MAX)
 
 
 def _check_experiment(cfg: RootConfig) -> None:

@@ -53,6 +53,7 @@ class BuildTask:
     fflags: str
     modules: tuple[str, ...]  # as configured (the batch script loaded them)
     wrap: tuple[str, ...] = ()  # the runs' container (runtime ... image): make runs in it, as the programs will
+    mpicc: str = "mpicc"  # MPI programs (mpi/<program>): the wrapper compiler the MPI modules put on PATH
 
 
 def _output(argv: list[str], timeout_s: float = 30) -> str | None:
@@ -113,6 +114,7 @@ def _build_locked(task: BuildTask, folder: Path) -> dict[str, Any]:
     started = datetime.now(UTC).isoformat()
     targets = [str(folder / p) for p in task.programs]
     argv = [*task.wrap, "make", "-C", task.source, f"BUILD={folder}", f"CC={task.cc}", f"FC={task.fc}",
+            f"MPICC={task.mpicc}",
             f"CFLAGS={task.cflags}", f"FFLAGS={task.fflags}", *targets]
     with open(folder / LOG, "ab") as log:
         try:
@@ -129,8 +131,10 @@ def _build_locked(task: BuildTask, folder: Path) -> dict[str, Any]:
             **({"cc": task.cc, "cc_version": _first_line(_output([task.cc, "--version"]))} if "c" in langs else {}),
             **({"fc": task.fc, "fc_version": _first_line(_output([task.fc, "--version"]))}
                if "fortran" in langs else {}),
+            **({"mpicc": task.mpicc, "mpicc_version": _first_line(_output([task.mpicc, "--version"]))}
+               if "mpi" in langs else {}),
         },
-        "flags": {**({"cflags": task.cflags} if "c" in langs else {}),
+        "flags": {**({"cflags": task.cflags} if langs & {"c", "mpi"} else {}),
                   **({"fflags": task.fflags} if "fortran" in langs else {})},
         "modules": list(task.modules), "make": argv, **machine_facts(),
     }

@@ -35,6 +35,7 @@ import json
 import math
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -46,6 +47,11 @@ from typing import Any
 from campaign.job import expr
 from campaign.job.fom_launch import OPTION, Launch, reduce
 from campaign.job.rank import rank_output
+from campaign.job.template import render, script_argv, shape_values, write_inputs
+
+MODULE = "campaign.job.fom"  # what the planner puts in a tool-driven program's place
+# The run's shape (campaign.planning.plan.RunSpec.command gives them to this driver only)
+SHAPE_OPTIONS = ("nodes", "ranks-per-node", "gpus")
 
 LOST_SUFFIX = ".lost"
 CHECK_SUFFIX = ".check"
@@ -56,24 +62,12 @@ TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 COLUMNS = ("kernel", "impl", "variant", "device", "dtype", "n", "d", "threads", "repeat", "time_s",
            "metric", "value", "unit", "higher_is_better", "flops", "bytes")
 # Contract options that are not program parameters of their own.
-_CONTRACT = {"n", "d", "threads", "repeats", "warmup", "device", "dtype", "variant", "out", OPTION[2:]}
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)\}")
+_CONTRACT = {"n", "d", "threads", "repeats", "warmup", "device", "dtype", "variant", "out", OPTION[2:],
+             *SHAPE_OPTIONS}
 
 
 class Lost(Exception):
     """A figure whose pattern matched nothing: the reason for LOST_OUTPUT."""
-
-
-def placeholders(text: str) -> list[str]:
-    """The `{name}` placeholders of one template string (`{{` is a literal brace)."""
-    return _PLACEHOLDER.findall(text.replace("{{", "").replace("}}", ""))
-
-
-def render(text: str, values: dict[str, str]) -> str:
-    """`text` with each `{name}` replaced by its value (never a format spec or
-    attribute: only plain names are placeholders)."""
-    out = _PLACEHOLDER.sub(lambda m: values[m.group(1)], text.replace("{{", "\x00").replace("}}", "\x01"))
-    return out.replace("\x00", "{").replace("\x01", "}")
 
 
 def parse_args(argv: Sequence[str]) -> tuple[dict[str, Any], dict[str, str], bool]:
@@ -216,11 +210,15 @@ def _read_capped(path: Path) -> str:
 
 def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str,
               launch: Launch | None) -> tuple[int, Output, float]:
-    """One invocation (through the launcher when launched), its output into
-    `stem`.out/.err in the job folder (kept for `show`), each rank's beside."""
+    """One invocation (through the launcher when launched), its input files
+    written first, its output into `stem`.out/.err in the job folder (kept
+    for `show`), each rank's beside."""
+    write_inputs(spec.get("inputs", {}), values, cwd)
+    program = script_argv(spec["script"], values, spec["kernel"]) if spec.get("script") else \
+        [render(a, values) for a in spec["argv"]]
     # `wrap`: the container the tool starts in (campaign.planning.run_env), its words taken as they are;
     # the launcher, when launched, goes outside it (one container per rank)
-    argv = [*spec.get("wrap", ()), *(render(a, values) for a in spec["argv"])]
+    argv = [*spec.get("wrap", ()), *program]
     env = {**os.environ, **{k: render(v, values) for k, v in spec.get("env", {}).items()}}
     out_path, err_path = cwd / f"{stem}.out", cwd / f"{stem}.err"
     if launch is not None:
@@ -240,6 +238,11 @@ def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str
     if missing:  # the launcher returned 0, but not every rank ran to its end
         stderr, code = f"{stderr}campaign: {missing}\n", 1
     return code, Output(_read_capped(out_path), stderr, ranks), elapsed
+
+
+def program_name(spec: dict[str, Any]) -> str:
+    """How an error names the program: its argv[0], or its script's kernel."""
+    return f"the script of {spec['kernel']}" if spec.get("script") else str(spec["argv"][0])
 
 
 def time_of(found: list[tuple[dict[str, Any], float]], elapsed: float) -> float:
@@ -296,6 +299,34 @@ def _rows(spec: dict[str, Any], base: dict[str, str], n: int, r: int, found: lis
              "bytes": repr(cost["bytes"]) if "bytes" in cost else ""} for fig, value in found]
 
 
+def point_values(contract: dict[str, Any], params: dict[str, str]) -> dict[str, str]:
+    """The placeholders every invocation of the run shares (n and repeat come per invocation)."""
+    shape = shape_values(int(contract.get("nodes", 1)), int(contract.get("ranks-per-node", 1)),
+                         int(contract.get("gpus", 0)))
+    base = {"d": contract.get("d", ""), "threads": contract.get("threads", "1"), "dtype": contract.get("dtype", ""),
+            "variant": contract.get("variant", ""), "device": contract.get("device", "cpu"), **shape, **params}
+    base.update({k.replace("-", "_"): v for k, v in params.items()})
+    return base
+
+
+def preview(argv: Sequence[str]) -> list[str]:
+    """What the first invocation of a run of this driver gets (first n, repeat
+    0): the program's argv and each input file, as rendered; [] for a command
+    that is not this driver (the dry run shows it under the run's command)."""
+    at = next((i for i in range(len(argv) - 1) if argv[i] == "-m" and argv[i + 1] == MODULE), None)
+    if at is None or at + 2 >= len(argv):
+        return []
+    spec = json.loads(argv[at + 2])
+    contract, params, _check = parse_args(argv[at + 3:])
+    values = {**point_values(contract, params), "n": contract["n"].split(",")[0], "repeat": "0"}
+    program = script_argv(spec["script"], values, spec["kernel"]) if spec.get("script") else \
+        [render(a, values) for a in spec["argv"]]
+    lines = [f"argv at n={values['n']}, repeat 0: {shlex.join(program)}"]
+    for name, text in sorted(spec.get("inputs", {}).items()):
+        lines += [f"input file {name}:", *(f"  {line}" for line in render(text, values).splitlines())]
+    return lines
+
+
 def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, str], cwd: Path) -> int:
     """Every n x (warm-ups + repeats); the exit code. As the contract asks, the
     CSV is `F.tmp` while it runs, each n's rows appended and flushed when that n
@@ -308,10 +339,7 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
     launch = Launch.from_json(contract[OPTION[2:]]) if contract.get(OPTION[2:]) else None
     rank = int(spec.get("result_rank", 0))
     by_program = spec.get("repeat_by") == "program"
-    base = {"d": contract.get("d", ""), "threads": contract.get("threads", "1"), "dtype": contract.get("dtype", ""),
-            "variant": contract.get("variant", ""), "device": contract.get("device", "cpu"),
-            "repeats": str(repeats), "warmup": str(warmup), **params}
-    base.update({k.replace("-", "_"): v for k, v in params.items()})
+    base = {**point_values(contract, params), "repeats": str(repeats), "warmup": str(warmup)}
     sources = {f.get("source", "stdout") for f in spec["figures"]} | {s.get("source", "stdout")
                                                                       for s in spec.get("sanity", [])}
     problems: list[str] = []
@@ -328,7 +356,7 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
                 stem = f"fom-n{n}" if by_program else f"fom-n{n}-{'w' if r < 0 else 'r'}{abs(r)}"
                 code, output, elapsed = _run_once(spec, values, cwd, stem, launch)
                 if code != 0:
-                    print(f"campaign.job.fom: {spec['argv'][0]} exited with {code} at n={n}: "
+                    print(f"campaign.job.fom: {program_name(spec)} exited with {code} at n={n}: "
                           f"{_tail(output.failure())}", file=sys.stderr)
                     return code
                 if r < 0:

@@ -16,19 +16,25 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 from typing import Any
 
+from campaign.config.groups import config_dirs
 from campaign.config.schema import KernelSpec, SweepSpec
 from campaign.job import expr
-from campaign.job.fom import placeholders
+from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE
+from campaign.job.fom import MODULE
 from campaign.job.fom_launch import REDUCTIONS
+from campaign.job.template import INPUT_NAME, SHAPE_PARAMS, placeholders
 from campaign.plumbing.errors import ConfigError
 
 DRIVERS = ("program", "tool")
 REPEAT_BY = ("launch", "program")
 SOURCES = ("stdout", "stderr")
-# What every run has, whatever its sweep: the contract's own parameters.
-BUILTIN_PARAMS = ("n", "threads", "d", "dtype", "variant", "device", "repeat", "repeats", "warmup")
+# What every run has, whatever its sweep: the contract's own parameters and its shape.
+BUILTIN_PARAMS = ("n", "threads", "d", "dtype", "variant", "device", "repeat", "repeats", "warmup", *SHAPE_PARAMS)
+# what the job itself writes in the attempt folder (its CSV, verdicts and the driver's outputs by prefix)
+JOB_FILES = (START_FILE, EXIT_FILE, STDOUT_FILE, STDERR_FILE, CANCEL_FILE, "ranks")
 DEFAULT_D = 64  # a contract program's --d when the sweep sets none
 
 
@@ -107,11 +113,15 @@ def check_kernel(key: str, kernel: KernelSpec) -> None:
     if isinstance(kernel.result_rank, bool) or not isinstance(kernel.result_rank, int) or kernel.result_rank < 0:
         raise ConfigError(f"{where}.result_rank={kernel.result_rank!r}: the rank whose output holds the figures, "
                           "a whole number >= 0")
+    scripted = [i for i, impl in kernel.impls.items() if impl.script is not None]
     if kernel.driven_by == "program":
-        if kernel.figures or kernel.sanity or kernel.env or kernel.repeat_by != "launch" or kernel.result_rank:
-            raise ConfigError(f"{where}: figures, sanity, env, repeat_by and result_rank need driven_by: tool (a "
-                              "program-driven kernel repeats itself and writes the contract CSV from rank 0)")
+        if (kernel.figures or kernel.sanity or kernel.env or kernel.inputs or kernel.input_templates or scripted
+                or kernel.repeat_by != "launch" or kernel.result_rank):
+            raise ConfigError(f"{where}: figures, sanity, env, inputs, script, repeat_by and result_rank need "
+                              "driven_by: tool (a program-driven kernel repeats itself and writes the contract "
+                              "CSV from rank 0)")
         return
+    _inputs(kernel, where)
     if not kernel.figures:
         raise ConfigError(f"{where}.figures is empty: a tool-driven benchmark needs at least one figure of merit")
     names = set()
@@ -139,6 +149,30 @@ def check_kernel(key: str, kernel: KernelSpec) -> None:
         _source(rule.source, at)
         if rule.expect not in ("match", "absent"):
             raise ConfigError(f"{at}.expect={rule.expect!r}: use match or absent")
+
+
+def _inputs(kernel: KernelSpec, where: str) -> None:
+    """Input file names are plain files of the attempt folder; a template file
+    is read here, once, into `inputs` (its text travels with the run and its
+    hash is in the run's identity, so an edited template is a new run)."""
+    for name in [*kernel.inputs, *kernel.input_templates]:
+        if not INPUT_NAME.fullmatch(name) or name in JOB_FILES or name.startswith(("results.csv", "fom-")):
+            raise ConfigError(f"{where}.inputs: {name[:60]!r} is not an input file name: a plain file name in the "
+                              "attempt folder (letters, digits, . _ + -; no folder), none of the job's own files")
+    for name, given in kernel.input_templates.items():
+        if name in kernel.inputs:
+            raise ConfigError(f"{where}.input_templates.{name}: also in {where}.inputs; give it once")
+        path = Path(given).expanduser()
+        found = [path] if path.is_absolute() else [base / path for base in [Path.cwd(), *config_dirs()]]
+        hit = next((p for p in found if p.is_file()), None)
+        if hit is None:
+            raise ConfigError(f"{where}.input_templates.{name}={given[:80]!r}: no such file (absolute, or relative "
+                              "to this folder or a config folder)")
+        try:
+            kernel.inputs[name] = hit.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{where}.input_templates.{name}: cannot read {hit}: {exc}") from None
+    kernel.input_templates = {}
 
 
 COST_KEYS = ("flops", "bytes", "write_bytes")
@@ -173,6 +207,10 @@ def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
     """Placeholders and expressions name only what the sweep has."""
     known = swept(sweep)
     where = f"kernels.{kernel.name}"
+    shadowing = sorted({*sweep.args, *sweep.grid} & {*SHAPE_PARAMS, "ranks-per-node"})
+    if shadowing and kernel.driven_by == "tool":
+        raise ConfigError(f"experiment.sweeps.{index}: {shadowing[0]!r} is the run's own shape, not an argument to "
+                          "sweep: use the sweep's nodes, ranks_per_node and gpus_per_rank lists")
     numeric = known - {"dtype", "variant", "device"} | ({"d"} if kernel.driven_by == "program" else set())
     numeric |= {*kernel.cost_params} | ({"element_bytes"} if kernel.element_bytes else set())
     for what, text in cost_expressions(kernel):
@@ -197,7 +235,9 @@ def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
         raise ConfigError(f"{where}.result_rank={kernel.result_rank}: experiment.sweeps.{index} has runs of "
                           f"{fewest} rank(s) (ranks are numbered from 0)")
     templates = [(f"impls.{i}.argv[{j}]", a) for i, impl in kernel.impls.items() for j, a in enumerate(impl.argv)]
+    templates += [(f"impls.{i}.script", impl.script) for i, impl in kernel.impls.items() if impl.script]
     templates += [(f"env.{k}", v) for k, v in kernel.env.items()]
+    templates += [(f"inputs.{k}", v) for k, v in kernel.inputs.items()]
     templates += [(f"figures[{i}].source", f.source) for i, f in enumerate(kernel.figures)]
     for at, text in templates:
         for name in placeholders(str(text)):
@@ -227,6 +267,12 @@ def tool_argv(python: str, kernel: KernelSpec, impl: str) -> tuple[str, ...]:
     # only when declared: the runs of a declaration without them keep their keys
     extra = {"write_bytes": kernel.write_bytes, "element_bytes": dict(kernel.element_bytes),
              "cost_params": dict(kernel.cost_params), "result_rank": kernel.result_rank,
-             "repeat_by": kernel.repeat_by if kernel.repeat_by != "launch" else None}
+             "repeat_by": kernel.repeat_by if kernel.repeat_by != "launch" else None,
+             "script": kernel.impls[impl].script, "inputs": dict(kernel.inputs)}
     spec.update({k: v for k, v in extra.items() if v})
-    return (python, "-m", "campaign.job.fom", json.dumps(spec, sort_keys=True, separators=(",", ":")))
+    return (python, "-m", MODULE, json.dumps(spec, sort_keys=True, separators=(",", ":")))
+
+
+def is_tool(argv: tuple[str, ...]) -> bool:
+    """A run's program is the tool driver (it takes the run's shape as options)."""
+    return argv[1:3] == ("-m", MODULE)

@@ -23,6 +23,8 @@ from typing import Any
 
 from campaign.config.load import repo_root
 from campaign.config.schema import RootConfig
+from campaign.job.template import template_hash
+from campaign.planning.byob import is_tool
 from campaign.planning.environment import job_env
 from campaign.planning.plan import RunSpec
 from campaign.planning.run_env import identity_items, resolve
@@ -75,6 +77,9 @@ def program_identity(argv: tuple[str, ...], cache: dict[str, str]) -> list[tuple
     if not argv:
         return []
     items: list[tuple[str, str]] = []
+    if is_tool(argv):  # the input files it renders per run: an edited template says so in why_new
+        spec = json.loads(argv[3]) if len(argv) > 3 else {}
+        items += [(f"input.{name}", template_hash(text)) for name, text in sorted(spec.get("inputs", {}).items())]
     if Path(argv[0]).name.startswith("python"):
         items.append(("program.interpreter", _interpreter(argv[0], cache)))
         args = list(argv[1:])
@@ -123,6 +128,8 @@ _VALUE_CHARS = 80  # one changed value in a line; a program hash or a path is cu
 
 
 def _short(value: Any) -> str:
+    """A changed value as a reason shows it: a tool-driven program's argv holds its whole
+    declaration (input templates included), named by its own items (input.<name>) as well."""
     text = "(none)" if value is _MISSING else repr(value)
     return text if len(text) <= _VALUE_CHARS else text[:_VALUE_CHARS - 3] + "..."
 

@@ -113,6 +113,8 @@ class RunSpec:
                                   self.dtype, self.variant, self.check))
         for key, value in self.extra_args:
             args += [f"--{key}", value]
+        if byob.is_tool(self.argv):  # the driver fills {nodes}, {ranks}, {gpus}, {grid_p} ... (docs/byob.md)
+            args += ["--nodes", str(self.nodes), "--ranks-per-node", str(self.ranks_per_node), "--gpus", str(self.gpus * self.nodes)]
         return args + ["--out", out_csv]
 
     def to_json(self) -> dict[str, Any]:
@@ -202,13 +204,14 @@ def _grid_points(sweep: SweepSpec) -> Iterator[tuple[tuple[str, str], ...]]:
         yield fixed + tuple((k, _arg_text(v)) for k, v in zip(keys, combo))
 
 
-def default_partition(cluster: ClusterSpec, device: str) -> PartitionSpec | None:
-    """The partition a sweep naming none gets for `device`: the configured
-    default, else the first partition of that device (never all of them)."""
-    name = cluster.default_cpu_partition if device == "cpu" else cluster.default_gpu_partition
+def default_partition(cluster: ClusterSpec, device: str, multinode: bool = False) -> PartitionSpec | None:
+    """The partition a sweep naming none gets for `device`: the configured default (a CPU sweep over
+    several nodes: the multi-node one), else the first partition of that device (never all of them)."""
+    which = "gpu" if device != "cpu" else "multinode" if multinode and cluster.default_multinode_partition else "cpu"
+    name = {"gpu": cluster.default_gpu_partition, "cpu": cluster.default_cpu_partition}.get(which, cluster.default_multinode_partition)
     if name:
         if name not in cluster.partitions:
-            raise ConfigError(f"cluster.default_{device if device == 'cpu' else 'gpu'}_partition={name!r}: "
+            raise ConfigError(f"cluster.default_{which}_partition={name!r}: "
                               f"cluster {cluster.name} has no such partition; known: {', '.join(cluster.partitions)}")
         return cluster.partitions[name]
     return next((p for p in cluster.partitions.values() if p.device == device), None)
@@ -225,7 +228,7 @@ def _partitions(cluster: ClusterSpec, sweep: SweepSpec, kernel: KernelSpec | Non
     if not sweep.partitions and kernel is not None:
         found = []
         for device in _sweep_devices(sweep, kernel):
-            part = default_partition(cluster, device)
+            part = default_partition(cluster, device, multinode=max(sweep.nodes, default=1) > 1)
             if part is None:
                 raise ConfigError(f"cluster {cluster.name} has no {device} partition for {sweep.kernel}; "
                                   f"name one in experiment.sweeps.N.partitions")

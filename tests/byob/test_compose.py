@@ -3,11 +3,16 @@ mistake is one ConfigError naming the key, before anything is planned."""
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 
 from campaign.config.schema import FigureSpec, ImplSpec, KernelSpec, SanitySpec, SweepSpec
 from campaign.planning import byob
 from campaign.plumbing.errors import ConfigError
+from tests.conftest import REPO
 
 
 def _kernel(**more: object) -> KernelSpec:
@@ -37,6 +42,12 @@ def _kernel(**more: object) -> KernelSpec:
     ({"driven_by": "program", "figures": [], "repeat_by": "program"}, "repeat_by and result_rank need driven_by"),
     ({"figures": [FigureSpec(name="t", regex="a", reduce="median")]}, "figures[0].reduce='median': one of max"),
     ({"figures": [FigureSpec(name="t", regex="a", reduce="sum", source="file:x")]}, "(a file is read once)"),
+    ({"driven_by": "program", "inputs": {"in.txt": "x"}}, "inputs, script, repeat_by and result_rank need driven_by: tool"),
+    ({"inputs": {"../in.txt": "x"}}, "kernels.mine.inputs: '../in.txt' is not an input file name"),
+    ({"inputs": {"results.csv": "x"}}, "kernels.mine.inputs: 'results.csv' is not an input file name"),
+    ({"inputs": {"exit.json": "x"}}, "kernels.mine.inputs: 'exit.json' is not an input file name"),
+    ({"inputs": {"fom-n1-r0.out": "x"}}, "kernels.mine.inputs: 'fom-n1-r0.out' is not an input file name"),
+    ({"input_templates": {"in.txt": "/nonexistent/in.tmpl"}}, "kernels.mine.input_templates.in.txt='/nonexistent"),
 ])
 def test_bad_declarations_name_their_key(more: dict, named: str) -> None:
     with pytest.raises(ConfigError, match=None) as err:
@@ -56,6 +67,29 @@ def test_placeholders_and_expressions_name_swept_parameters_only() -> None:
     named = SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1], grid={"block": [4, "big"]})
     with pytest.raises(ConfigError, match="kernels.mine.flops='n\\*block' reads block, .* value 'big', not a number"):
         byob.check_sweep(_kernel(flops="n*block"), named, 0)
+
+
+def test_the_runs_shape_is_a_placeholder_of_every_template() -> None:
+    sweep = SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1], nodes=[1, 2])
+    shape = "{nodes} {ranks} {ranks_per_node} {gpus} {grid_p} {grid_q}"
+    byob.check_sweep(_kernel(impls={"py": ImplSpec(script=f"prog {shape}\nmore {{n}}", variants=["v"])},
+                             env={"S": shape}, inputs={"in.txt": f"P={{grid_p}}\n{shape}\n"}), sweep, 0)
+    with pytest.raises(ConfigError, match=r"kernels.mine.inputs.in.txt: placeholder \{grid_r\} is not a swept"):
+        byob.check_sweep(_kernel(inputs={"in.txt": "P={grid_p}\nR={grid_r}\n"}), sweep, 0)
+    with pytest.raises(ConfigError, match=r"kernels.mine.impls.py.script: placeholder \{np\}"):
+        byob.check_sweep(_kernel(impls={"py": ImplSpec(script="mpirun -np {np} x", variants=["v"])}), sweep, 0)
+    shadow = SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1], grid={"nodes": [1, 2]})
+    with pytest.raises(ConfigError, match="'nodes' is the run's own shape"):
+        byob.check_sweep(_kernel(), shadow, 0)
+
+
+def test_a_template_file_is_read_once_into_the_declaration(tmp_path: Path) -> None:
+    (tmp_path / "in.tmpl").write_text("P={grid_p} Q={grid_q}\n")
+    kernel = _kernel(input_templates={"in.txt": str(tmp_path / "in.tmpl")})
+    byob.check_kernel("mine", kernel)
+    assert kernel.inputs == {"in.txt": "P={grid_p} Q={grid_q}\n"} and not kernel.input_templates
+    spec = json.loads(byob.tool_argv("python3", kernel, "py")[3])
+    assert spec["inputs"] == kernel.inputs  # travels with the run: part of its key
 
 
 @pytest.mark.parametrize("values,sizes", [([1000000], (1000000,)), (["1e6", 2e3, 5], (1000000, 2000, 5))])
@@ -83,3 +117,12 @@ def test_the_declaration_reaches_the_driver_only_where_it_differs_from_the_defau
     spec = byob.tool_argv("py", _kernel(repeat_by="program", result_rank=1, figures=[
         FigureSpec(name="t", regex="a", reduce="max")]), "py")[-1]
     assert '"repeat_by":"program"' in spec and '"result_rank":1' in spec and '"reduce":"max"' in spec
+
+
+def test_the_guides_mpi_example_is_what_ships() -> None:
+    """docs/byob.md's MPI section shows the shipped hpcc kernel and sweep verbatim
+    (tests/byob/test_byob_mpi_slurm.py runs them on the test Slurm)."""
+    blocks = re.findall(r"<!-- mpi-file: (\S+) -->\n```\w*\n(.*?)```", (REPO / "docs" / "byob.md").read_text(), re.S)
+    assert [rel for rel, _ in blocks] == ["conf/kernel/hpcc.yaml", "conf/experiment/byob_hpcc.yaml"]
+    for rel, body in blocks:
+        assert body == (REPO / rel).read_text(), rel

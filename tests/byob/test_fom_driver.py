@@ -99,11 +99,6 @@ def test_a_failing_program_fails_the_job_with_its_code(tmp_path: Path, capsys: o
     assert rc == 3 and not out.exists()
 
 
-def test_placeholders_are_plain_names_only() -> None:
-    assert fom.placeholders("-w S0:{n}kB:{threads} {{literal}} {0} {a.b}") == ["n", "threads"]
-    assert fom.render("{n}:{{x}}", {"n": "5"}) == "5:{x}"
-
-
 def test_a_figure_that_is_no_finite_number_is_lost(tmp_path: Path) -> None:
     rc, out = _run(tmp_path, _spec("print('time: nan s')"), n="10", repeats=1)
     outcome = classify_output(out, _expected((10,)))

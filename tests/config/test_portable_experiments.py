@@ -59,8 +59,12 @@ def test_no_experiment_names_a_partition_a_cluster_lacks(cluster: str, experimen
         return
     assert runs
     defaults = {cfg.cluster.default_cpu_partition, cfg.cluster.default_gpu_partition} - {None}
+    # a CPU sweep over several nodes goes to the cluster's multi-node partition where it names one
+    multinode = {cfg.cluster.default_multinode_partition} - {None}
     if defaults:  # each run on a default partition of its device
-        assert {r.partition for r in runs} <= defaults, (experiment, cluster)
+        assert {r.partition for r in runs} <= defaults | multinode, (experiment, cluster)
+    if multinode:
+        assert {r.partition for r in runs if r.nodes > 1} <= multinode, (experiment, cluster)
 
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)

@@ -63,10 +63,12 @@ def test_delta_gpu_runs_start_in_the_image_with_the_gpus(tmp_path: Path) -> None
 
 def test_anvil_mpi_ranks_each_start_their_own_container(tmp_path: Path) -> None:
     text = _scripts("anvil_wholenode_mpi_apptainer", tmp_path / "ledger.sqlite")
-    multi = [line for line in text.splitlines() if line.startswith("#   [") and "srun --mpi=pmix" in line]
+    # Anvil's MPI partition launches with a bare srun (mpi: default, docs/sites.md)
+    multi = [line for line in text.splitlines() if line.startswith("#   [") and re.search(r"\bsrun (--mpi=\S+ )?--nodes", line)]
     assert multi
     for line in multi:
         launcher, _, rest = line.partition(" -- ")
         assert "apptainer" not in launcher  # the launcher outside ...
-        assert rest.startswith(f"apptainer exec --bind /scratch/golden {MPI_IMAGE} "
-                               "/opt/campaign/kernels/build/mpi/mpi_allreduce ")  # ... the container inside, per rank
+        # ... the container inside, per rank, running the program the build job built on the partition
+        assert rest.startswith(f"apptainer exec --bind /scratch/golden {MPI_IMAGE} /scratch/golden/builds/wholenode-")
+        assert rest.split()[5].endswith("/mpi/mpi_allreduce")

@@ -16,6 +16,7 @@ import pytest
 from campaign import api
 from campaign.commands.chain import build_key, native_program, source_hash
 from campaign.config import load_config
+from campaign.job.build import BuildFailed, BuildTask, read_record, run_build
 from campaign.job.files import START_FILE
 from campaign.job.preflight import PreflightTask, ProgramCheck
 from campaign.ledger import Ledger
@@ -111,6 +112,30 @@ def test_build_key_follows_partition_environment_and_sources(tmp_path: Path) -> 
     assert native_program("/opt/k/build/c/decode", "/opt/k/build") == "c/decode"
     assert native_program("/opt/k/build/fortran/decode", "/opt/k/build") == "fortran/decode"
     assert native_program(sys.executable, "/opt/k/build") is None
+    assert native_program("/opt/k/build/mpi/mpi_allreduce", "/opt/k/build") == "mpi/mpi_allreduce"
+    cluster.build.mpicc = "cc"  # Cray's wrapper: another compiler, another folder
+    assert build_key(cluster, "cpu", h) != base
+
+
+def test_the_build_job_builds_mpi_programs_with_the_mpi_wrapper(tmp_path: Path) -> None:
+    """kernels/mpi as the build job builds it on a partition: with cluster.build.mpicc
+    (found on PATH after the partition's modules), its version in build.json; a
+    wrapper that is not there fails the build (and so the arrays behind it)."""
+    if shutil.which("mpicc") is None:
+        pytest.skip("mpicc not installed (make test installs openmpi)")
+    programs = ("mpi/mpi_allreduce",)
+    task = BuildTask("k1", str(REPO / "kernels"), str(tmp_path / "b1"), programs, "gcc", "gfortran",
+                     "-O2 -fopenmp", "-O2", ("gcc", "openmpi"), mpicc="mpicc")
+    record = run_build(task)
+    mpicc = subprocess.run(["mpicc", "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
+    assert record["ok"] and (tmp_path / "b1" / "mpi" / "mpi_allreduce").is_file()
+    assert record["compilers"] == {"mpicc": "mpicc", "mpicc_version": mpicc} and "MPICC=mpicc" in record["make"]
+    assert record["flags"] == {"cflags": "-O2 -fopenmp"} and record["modules"] == ["gcc", "openmpi"]
+    missing = BuildTask("k2", str(REPO / "kernels"), str(tmp_path / "b2"), programs, "gcc", "gfortran",
+                        "-O2", "-O2", (), mpicc="no-such-mpicc")
+    with pytest.raises(BuildFailed, match="make exited with"):
+        run_build(missing)
+    assert read_record(tmp_path / "b2")["ok"] is False  # type: ignore[index]
 
 
 def test_preflight_job_finds_an_8mb_stack(tmp_path: Path) -> None:

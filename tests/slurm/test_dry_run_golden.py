@@ -50,6 +50,10 @@ CASES = {
                               "experiment.sweeps.0.partitions=[wholenode]", "experiment.sweeps.0.impls=[c]",
                               "experiment.sweeps.0.threads=[16]", "experiment.sweeps.0.nodes=[4]",
                               "experiment.sweeps.0.ranks_per_node=[8]"],
+    # issue 37: the shipped MPI experiment on each site's own multi-node CPU partition (no partition named),
+    # its program built there with the site's MPI module, launched by a bare srun as the sites' scripts do
+    "delta_mpi_scaling": ["cluster=delta", "cluster.partitions.cpu.account=bbka-delta-cpu", "experiment=mpi_scaling"],
+    "anvil_mpi_scaling": ["cluster=anvil", "cluster.account=abc123", "experiment=mpi_scaling"],
     "anvil_gpu_ranks": ["cluster=anvil", "cluster.partitions.gpu.account=abc123-gpu", "experiment=forward_scaling",
                         "experiment.sweeps.0.partitions=[gpu]", "experiment.sweeps.0.dtypes=[bf16]",
                         "experiment.sweeps.0.nodes=[2]", "experiment.sweeps.0.ranks_per_node=[4]",
@@ -167,14 +171,16 @@ def test_every_request_is_one_the_site_accepts(name: str, dry_runs: DryRun) -> N
         threads = [int(t) for t in re.findall(r"--threads (\d+)", script)]
         if "preflight=" in req.get("comment", ""):
             # a multi-rank program is checked through its launcher on one node, at its fewest ranks
-            launched = re.findall(r"^# preflight on .* srun --mpi=\S+ --nodes=(\d+) --ntasks=(\d+)", script, re.M)
+            launched = re.findall(r"^# preflight on .* srun (?:--mpi=\S+ )?--nodes=(\d+) --ntasks=(\d+)", script, re.M)
             assert all(nodes == "1" for nodes, _ in launched)
             checked_threads = max(threads) * max([int(ranks) for _, ranks in launched] or [1])
             assert int(req["time"]) == min(cfg.cluster.preflight_walltime_min, part.max_walltime_min)
             if not part.gpus and not part.whole_node:
                 assert cpus == checked_threads
+            # multi-rank sweeps, or an experiment of MPI programs (launched: true at every shape)
             multi = [c for c in CASES[name] if c.startswith(("experiment.sweeps.0.nodes=", "experiment.sweeps.0."
-                                                             "ranks_per_node=", "experiment.sweeps.0.gpus_per_rank="))]
+                                                             "ranks_per_node=", "experiment.sweeps.0.gpus_per_rank="))
+                     or c == "experiment=mpi_scaling"]
             assert bool(launched) == bool(multi)
     assert checked_threads  # every case's programs are checked, multi-rank ones too
 

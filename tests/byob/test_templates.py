@@ -1,0 +1,112 @@
+"""A tool-driven program's templates at one point of the run
+(campaign.job.template through campaign.job.fom, on real child programs):
+the run's shape in argv, env, a multi-line script under `bash -eu` and input
+files rendered into the attempt folder before each invocation."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from campaign.job import fom, template
+from campaign.plumbing.states import JobState
+from campaign.results.expected import Expected
+from campaign.results.reader import classify_output
+
+
+def test_placeholders_are_plain_names_only() -> None:
+    assert template.placeholders("-w S0:{n}kB:{threads} {{literal}} {0} {a.b}") == ["n", "threads"]
+    assert template.render("{n}:{{x}}", {"n": "5"}) == "5:{x}"
+    assert template.render("echo {v}", {"v": "a b;rm -rf /"}, quote=True) == "echo 'a b;rm -rf /'"
+
+
+@pytest.mark.parametrize("ranks", range(1, 65))
+def test_the_process_grid_is_the_squarest_factorisation(ranks: int) -> None:
+    p, q = template.process_grid(ranks)
+    assert p * q == ranks and p <= q
+    # no divisor of ranks lies between p and sqrt(ranks): nothing squarer exists
+    assert not [d for d in range(p + 1, math.isqrt(ranks) + 1) if ranks % d == 0]
+
+
+def _run(tmp_path: Path, spec: dict, shape: list[str], repeats: int = 1) -> tuple[int, Path]:
+    out = tmp_path / "results.csv"
+    args = ["--n", "10", "--threads", "3", "--repeats", str(repeats), "--warmup", "0", "--device", "cpu",
+            "--dtype", "fp32", "--variant", "plain", *shape, "--out", str(out)]
+    contract, params, _ = fom.parse_args(args)
+    return fom.measure(spec, contract, params, tmp_path), out
+
+
+def _expected() -> Expected:
+    return Expected((10,), False, kernel="mine", dtype="fp32", impl="py", variant="plain", device="cpu", d=None,
+                    threads=3)
+
+
+# prints the shape it was given in argv and env, and the input file's text, as one JSON line
+ECHO = ("import json,os,sys; print(json.dumps({'argv': sys.argv[1:], 'env': os.environ['SHAPE'], "
+        "'input': open('grid.dat').read(), 'value': 1}))")
+
+
+def _spec(**more: object) -> dict:
+    spec = {"kernel": "mine", "impl": "py", "argv": [sys.executable, "-c", ECHO, "{nodes}", "{ranks}",
+                                                     "{ranks_per_node}", "{gpus}", "{grid_p}x{grid_q}"],
+            "env": {"SHAPE": "{ranks}={grid_p}*{grid_q}"}, "sanity": [], "flops": None, "bytes": None,
+            "inputs": {"grid.dat": "P={grid_p}\nQ={grid_q}\nN={n} repeat {repeat}\n{{literal}}\n"},
+            "figures": [{"name": "value", "json": "value", "source": "stdout", "unit": "", "higher_is_better": True}]}
+    spec.update(more)
+    return spec
+
+
+@pytest.mark.parametrize(("nodes", "per_node", "gpus", "grid"), [(1, 1, 0, "1x1"), (2, 3, 4, "2x3"), (4, 2, 0, "2x4"),
+                                                                   (3, 1, 0, "1x3")])
+def test_the_runs_shape_reaches_argv_env_and_input_files(tmp_path: Path, nodes: int, per_node: int, gpus: int,
+                                                         grid: str) -> None:
+    shape = ["--nodes", str(nodes), "--ranks-per-node", str(per_node), "--gpus", str(gpus)]
+    code, out = _run(tmp_path, _spec(), shape, repeats=2)
+    assert code == 0 and classify_output(out, _expected()).state == JobState.COMPLETED
+    ranks = nodes * per_node
+    p, q = grid.split("x")
+    seen = json.loads((tmp_path / "fom-n10-r1.out").read_text())
+    assert seen["argv"] == [str(nodes), str(ranks), str(per_node), str(gpus), grid]
+    assert seen["env"] == f"{ranks}={p}*{q}"
+    assert seen["input"] == f"P={p}\nQ={q}\nN=10 repeat 1\n{{literal}}\n"  # rendered per repeat, before it ran
+    assert (tmp_path / "grid.dat").read_text() == seen["input"]  # left in the attempt folder
+
+
+def test_a_run_without_shape_options_is_one_rank(tmp_path: Path) -> None:
+    code, _ = _run(tmp_path, _spec(), [])
+    seen = json.loads((tmp_path / "fom-n10-r0.out").read_text())
+    assert code == 0 and seen["argv"] == ["1", "1", "1", "0", "1x1"]
+
+
+def test_a_multi_line_script_runs_under_bash_eu(tmp_path: Path) -> None:
+    script = ("value={ranks}\n"
+              "label={variant}\n"
+              "echo \"{{\\\"value\\\": $((value * 10))}}\"\n"
+              "echo \"$label\" > label.txt\n")
+    spec = _spec(argv=[], script=script, inputs={})
+    code, out = _run(tmp_path, spec, ["--nodes", "2", "--ranks-per-node", "2"])
+    assert code == 0, (tmp_path / "fom-n10-r0.err").read_text()
+    rows = classify_output(out, _expected()).rows
+    assert [float(r["extra"]["value"]) for r in rows] == [40.0]
+    assert (tmp_path / "label.txt").read_text() == "plain\n"
+
+
+def test_a_failing_line_or_an_unset_variable_ends_the_script(tmp_path: Path) -> None:
+    for script, code in (("false\necho '{{\"value\": 1}}'\n", 1), ("echo $UNSET_IN_TEST\necho '{{\"value\": 1}}'\n", 1),
+                         ("exit 7\n", 7)):
+        got, out = _run(tmp_path, _spec(argv=[], script=script, inputs={}), [])
+        assert got == code and not out.exists()
+
+
+def test_a_hostile_value_stays_one_word_in_a_script(tmp_path: Path) -> None:
+    spec = _spec(argv=[], inputs={}, script="printf '%s\\n' {tag} > tag.txt\necho '{{\"value\": 1}}'\n")
+    out = tmp_path / "results.csv"
+    args = ["--n", "10", "--threads", "1", "--repeats", "1", "--variant", "plain", "--tag", "x; touch pwned $(id)",
+            "--out", str(out)]
+    contract, params, _ = fom.parse_args(args)
+    assert fom.measure(spec, contract, params, tmp_path) == 0
+    assert (tmp_path / "tag.txt").read_text() == "x; touch pwned $(id)\n" and not (tmp_path / "pwned").exists()
