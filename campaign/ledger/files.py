@@ -270,15 +270,21 @@ def unsettled(place: Path) -> bool:
         return False
 
 
-def sweep(places: Sequence[Path], referenced: set[str], superseded: Callable[[Path], bool],
+def is_temporary(path: Path) -> bool:
+    """A writer's file not yet renamed into place (write_many)."""
+    return path.name.startswith(_TMP)
+
+
+def sweep(places: Sequence[Path], referenced: set[str], removable: Callable[[Path], bool],
           older_than_s: float = SWEEP_AGE_S) -> list[Path]:
     """Remove, from each place's `results/`, the leftover temporary files and
     the result files no pointer names (`referenced`: each pointed-to file's
-    path as `referenced_path` writes it) that `superseded` says this ledger
-    holds elsewhere (a sync killed between the rename and its commit, whose
+    path as `referenced_path` writes it) that `removable` says lose nothing
+    (campaign.results.sweep: every row held by a verified file of this
+    ledger, e.g. a sync killed between the rename and its commit, whose
     attempts a later sync stored again), once older than `older_than_s`. A
     campaign's folder may be shared by copies of the ledger: a file another
-    copy points to is never superseded here. The markers of writers gone
+    copy points to is never removable here. The markers of writers gone
     that long go too, once nothing younger is left to decide. Returns what
     was removed. (Paths as strings: `status` looks through every folder, and
     100,000 Path objects made and hashed were ~2 s of its look.)"""
@@ -301,7 +307,7 @@ def sweep(places: Sequence[Path], referenced: set[str], superseded: Callable[[Pa
                 if path.stat().st_mtime >= cutoff:
                     undecided = True
                     continue
-                if not (path.name.startswith(_TMP) or superseded(path)):
+                if not removable(path):
                     continue
                 path.unlink()
                 removed.append(path)
@@ -321,10 +327,3 @@ def referenced_path(place: str, pointer: str) -> str:
     to the pointer's relative path, normalised as a Path would have it."""
     return os.path.join(place, os.path.normpath(pointer))
 
-
-def attempts_in(path: Path) -> set[tuple[int, str]]:
-    """The (attempt id, job id) pairs of a result file's rows."""
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(path, columns=["attempt_id", "job_id"])
-    return set(zip(table.column("attempt_id").to_pylist(), table.column("job_id").to_pylist()))

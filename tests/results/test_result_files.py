@@ -23,7 +23,7 @@ from campaign.plumbing.errors import LedgerError
 from campaign.plumbing.states import JobState
 from campaign.results.export import results_frame
 from campaign.results.reader import Outcome
-from campaign.results.store import sweep_orphans
+from campaign.results.sweep import sweep_orphans
 from tests.conftest import run_cli
 from tests.fixtures.ledger_rows import add_attempt
 
