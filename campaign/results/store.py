@@ -213,14 +213,33 @@ def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
     batches = [(write_home(root, cid, workdir), f"a{items[0].attempt_id}",
                 LedgerColumns.joined([item.columns for item in items]).table()) for (cid, workdir), items in by_campaign.items()]
     marks: list[Path] = []
-    written = files.write_many(batches, marks)
-    if marks:  # they go once the pointers are in (a rollback or a crash leaves them: the folder is swept)
-        event.listen(s, "after_commit", lambda _: files.unmark(marks), once=True)
+    created: list[Path] = []
+    written = files.write_many(batches, marks, created)
+    if marks:  # they go once the pointers are in (a crash leaves them: the folder is swept)
+        _settle(s, marks, created)
     pointers = [{"attempt_id": item.attempt_id, "campaign_id": item.campaign_id, "path": p.path, "sha256": p.sha256,
                  "rows": item.columns.length, "schema_version": p.schema_version}
                 for items, p in zip(by_campaign.values(), written, strict=True) for item in items]
     if pointers:  # (the table, not the ORM class: one plain executemany, 10,000 pointers a sync)
         s.execute(insert(cast(Table, ResultFile.__table__)), pointers)
+
+
+def _settle(s: Session, marks: list[Path], created: list[Path]) -> None:
+    """At the transaction's end: a commit keeps the files (their markers go), a rollback (a full
+    disk at the commit, a failed insert) removes the files it made and their markers at once."""
+    done = False
+
+    def committed(_: Session) -> None:
+        nonlocal done
+        done = True
+        files.unmark(marks)
+
+    def rolled_back(_: Session) -> None:
+        if not done:
+            files.remove([*created, *marks])
+
+    event.listen(s, "after_commit", committed, once=True)
+    event.listen(s, "after_rollback", rolled_back, once=True)
 
 
 def import_campaign_name(name: str) -> str:
