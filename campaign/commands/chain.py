@@ -86,8 +86,10 @@ class Chain:
     key: str
     folder: Path  # the build folder the runs' native programs come from
     build: StepRequest | None
-    preflight: StepRequest
+    preflight: StepRequest | None  # None: not run (`skipped` says why), the runs behind the build alone
     requests: list[JobRequest]
+    skipped: str = ""
+    folder_pre: str = ""  # the preflight's folder (its record, or where a skipped one would have run)
 
 
 def _build_folder(cluster: ClusterSpec, backend: str, partition: str, key: str, builds_root: Path,
@@ -107,19 +109,25 @@ def _mapped(req: JobRequest, kernel_bin: str, folder: Path) -> JobRequest:
     return replace(req, task=replace(req.task, argv=(str(folder / rel), *req.task.argv[1:])))
 
 
-def _program_checks(reqs: list[JobRequest], folder: Path) -> list[ProgramCheck]:
-    """One check per program (kernel x impl) and dtype and device, with the
-    most threads any of its runs uses, at its smallest n. One variant stands
+def _smallest(reqs: list[JobRequest]) -> list[JobRequest]:
+    """The run that stands for each program (kernel x impl) and dtype and
+    device in its check: the one of fewest threads, run at its smallest n
+    (what the preflight job asks follows: docs/sites.md). One variant stands
     for the program: a broken module, binary, ISA or stack fails them all, and
     each check costs a process start (seconds for torch)."""
     best: dict[tuple[str, ...], JobRequest] = {}
     for req in reqs:
         r = req.run
         ident = (r.kernel, r.impl, r.dtype, r.device)
-        if ident not in best or r.threads > best[ident].run.threads:
+        if ident not in best or r.threads < best[ident].run.threads:
             best[ident] = req
+    return list(best.values())
+
+
+def _program_checks(chosen: list[JobRequest], folder: Path) -> list[ProgramCheck]:
+    """One check per chosen run (_smallest): its program once, at its smallest n."""
     checks = []
-    for i, req in enumerate(best.values()):
+    for i, req in enumerate(chosen):
         # the run's own check setting: with check: false it passes when the program exits 0 and its
         # output parses (an honest program leaves rel_err empty)
         run = replace(req.run, n=(min(req.run.n),), repeats=1, warmup=0)
@@ -162,20 +170,39 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
         # a program of several ranks (or an MPI one) starts only through its launcher, in its own job:
         # the preflight, one process per check, leaves it out (docs/design.md#ranks-nodes-and-launchers)
         single = [r for r in mapped if r.run.ranks == 1 and not r.run.gpus_per_rank and not r.run.launched]
-        checks = _program_checks(single, pre_dir)
-        widest = max(single or mapped, key=lambda r: (r.run.gpus, r.run.threads))
-        part = cluster.partitions[partition]
-        pre_task = PreflightTask(str(pre_dir), str(camp_dir), cluster.stack_unlimited, tuple(checks))
-        # the most threads it checks (not the runs' walltime: it runs each program once at its smallest n)
-        # (none to check, every run multi-rank: one core, or one GPU's share, for the environment's checks)
-        alloc = step_allocation(part, max((r.run.threads for r in single), default=1), min(widest.run.gpus, 1))
-        preflight = StepRequest(
-            "preflight", partition, run_preflight, pre_task, widest.task.env, alloc.cpus, alloc.gpus,
-            min(part.max_walltime_min, cluster.preflight_walltime_min), f"campaign:{camp_name}:preflight",
-            str(pre_dir), mem_gb=alloc.mem_gb,
-            describe=[f"preflight on {partition}: {c.label}: {' '.join(c.argv)}" for c in checks])
-        chains.append(Chain(partition, key, folder, build, preflight, mapped))
+        chosen = _smallest(single)
+        checks = _program_checks(chosen, pre_dir)
+        skipped = preflight_skipped(mapped, checks)
+        preflight = None if skipped else _preflight(cluster, partition, camp_name, camp_dir, pre_dir, checks, chosen)
+        chains.append(Chain(partition, key, folder, build, preflight, mapped, skipped, str(pre_dir)))
     return chains
+
+
+def preflight_skipped(runs: list[JobRequest], checks: list[ProgramCheck]) -> str:
+    """Why a partition's preflight job is not run ("" when it is): one that checks no program (every
+    run starts through a launcher, which it does not run) would hold the arrays for nothing, and the
+    one run of a chain is its own check (a preflight would run that program again at its smallest n
+    and double a one-run campaign's cost)."""
+    if not checks:
+        return "no program it can check: every run starts through a launcher"
+    if len(runs) == 1:
+        return "the partition's one run is its own check"
+    return ""
+
+
+def _preflight(cluster: ClusterSpec, partition: str, camp_name: str, camp_dir: Path, pre_dir: Path,
+               checks: list[ProgramCheck], chosen: list[JobRequest]) -> StepRequest:
+    """The preflight job: what its checks run, at their smallest shape, asks (the most threads of a
+    check, their memory share or one GPU's share), for minutes, not the runs' walltime."""
+    part = cluster.partitions[partition]
+    widest = max(chosen, key=lambda r: (r.run.gpus, r.run.threads))
+    alloc = step_allocation(part, max(r.run.threads for r in chosen), min(widest.run.gpus, 1))
+    pre_task = PreflightTask(str(pre_dir), str(camp_dir), cluster.stack_unlimited, tuple(checks))
+    return StepRequest(
+        "preflight", partition, run_preflight, pre_task, widest.task.env, alloc.cpus, alloc.gpus,
+        min(part.max_walltime_min, cluster.preflight_walltime_min), f"campaign:{camp_name}:preflight",
+        str(pre_dir), mem_gb=alloc.mem_gb,
+        describe=[f"preflight on {partition}: {c.label}: {' '.join(c.argv)}" for c in checks])
 
 
 def step_costs(chains: list[Chain]) -> list[StepCost]:
@@ -192,8 +219,13 @@ def render(backend: Backend, chains: list[Chain]) -> list[str]:
         if ch.build is not None:
             scripts.append(backend.render_step(ch.build))
         dep = f"<build:{ch.partition}>" if ch.build is not None else None
-        scripts.append(backend.render_step(replace(ch.preflight, depends_on=dep)))
-        scripts += backend.render([replace(r, depends_on=f"<preflight:{ch.partition}>") for r in ch.requests])
+        if ch.preflight is not None:
+            scripts.append(backend.render_step(replace(ch.preflight, depends_on=dep)))
+            dep = f"<preflight:{ch.partition}>"
+        arrays = backend.render([replace(r, depends_on=dep) for r in ch.requests])
+        if ch.preflight is None and arrays:  # said where the preflight would be: under the runs it would hold
+            arrays[0] += f"# preflight on {ch.partition}: not run ({ch.skipped})\n"
+        scripts += arrays
     return scripts
 
 
@@ -228,37 +260,43 @@ def gate(ledger: Ledger, backend: Backend, cluster: str, camp_id: int, kernel_bi
     out: list[JobRequest] = []
     for ch in chains:
         failed: str | None = None
-        dep: str | None = None
+        dep: str | None = None  # the job the runs wait on, while it has not ended
         if ch.build is not None:
             sub = backend.submit_step(ch.build)
             state = sub.state or JobState.PENDING
             build_id: int | None = _record_build(ledger, cluster, backend, ch, sub.job_id, state, sub.reason,
                                                  sub.stderr_path)
-            dep = sub.job_id
+            dep = sub.job_id if sub.state is None else None
             if sub.state is not None and sub.state is not JobState.COMPLETED:
                 failed = f"build job {sub.job_id} {sub.state.value}: {sub.reason}"
         else:
             build_id = built_info(ledger, ch, cluster, backend)
-        if failed is None:
+        pre_job: str | None = None
+        reason: str | None
+        stderr: str | None
+        if failed is None and ch.preflight is None:  # recorded, not run: the runs wait on the build alone
+            pre_state, reason, stderr = JobState.COMPLETED, f"not run: {ch.skipped}", None
+        elif failed is None and ch.preflight is not None:
             sub = backend.submit_step(replace(ch.preflight, depends_on=dep))
             pre_state, pre_job, reason, stderr = sub.state or JobState.PENDING, sub.job_id, sub.reason, sub.stderr_path
+            dep = sub.job_id if sub.state is None else None
             if sub.state is not None and sub.state is not JobState.COMPLETED:
                 failed = f"preflight job {sub.job_id} {sub.state.value}: {sub.reason}"
         else:
-            pre_state, pre_job, reason, stderr = JobState.CANCELLED, None, failed, None
-        result = read_record_file(Path(ch.preflight.folder)) if pre_state.finished else None
+            pre_state, reason, stderr = JobState.CANCELLED, failed, None
+        result = read_record_file(Path(ch.folder_pre)) if pre_state.finished and pre_job else None
         ids = [r.attempt_id for r in ch.requests]
         with ledger.session.begin() as s:
             s.execute(insert(PreflightStep), {
                 "campaign_id": camp_id, "partition": ch.partition, "build_id": build_id, "build_key": ch.key,
-                "kernel_bin": kernel_bin, "folder": ch.preflight.folder, "backend": backend.name,
+                "kernel_bin": kernel_bin, "folder": ch.folder_pre, "backend": backend.name,
                 "job_id": pre_job, "state": pre_state, "reason": reason, "stderr_path": stderr,
                 "created_at": now(), "attempt_ids": ids, "result": result})
             if failed is not None:
                 s.execute(update(JobAttempt), [{"id": i, "state": JobState.PREFLIGHT_FAILED, "reason": failed,
                                                 "backend": backend.name} for i in ids])
         if failed is None:
-            out += [replace(r, depends_on=pre_job if sub.state is None else None) for r in ch.requests]
+            out += [replace(r, depends_on=dep) for r in ch.requests]
     return out
 
 

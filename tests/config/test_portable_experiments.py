@@ -59,6 +59,8 @@ def test_no_experiment_names_a_partition_a_cluster_lacks(cluster: str, experimen
         return
     assert runs
     defaults = {cfg.cluster.default_cpu_partition, cfg.cluster.default_gpu_partition} - {None}
+    # (a default partition's runs that fill a node go to the partition it names for them)
+    defaults |= {p.whole_node_partition for name, p in cfg.cluster.partitions.items() if name in defaults} - {None}
     if defaults:  # each run on a default partition of its device
         assert {r.partition for r in runs} <= defaults, (experiment, cluster)
 
