@@ -112,3 +112,19 @@ def test_a_full_campaign_folder_at_submit_is_exit_1_and_the_runs_not_submitted(t
     line = _one_line(full[1])
     assert full[0] == 1 and f"writing {runs}/" in line and "no space left (0 B free there now)" in line, line
     assert jobs[0] == 0 and "NOT_SUBMITTED" in (tmp_path / "out" / "1.out").read_text()
+
+
+def test_a_full_campaign_folder_at_ingest_is_exit_1_and_the_next_status_ingests(tmp_path: Path) -> None:
+    """`status` ingesting finished jobs into a full campaign folder: exit 1 naming the result file and
+    the bytes it needed, nothing left in results/; with room again the same rows go in, once."""
+    ledger, runs = tmp_path / "ledger.sqlite", tmp_path / "full" / "runs"
+    build = (f"{shlex.quote(sys.executable)} -c 'from pathlib import Path; from bench.finished_jobs import build; "
+             f"build(Path(\"{ledger}\"), Path(\"{runs}\"), jobs=3, rows_per_job=5)'")
+    [full, again] = _in_namespace(tmp_path, [
+        f"cd {shlex.quote(str(REPO))} && {build} && cd - >/dev/null", FILL,
+        ["--ledger", str(ledger), "status"], f"ls -A {runs / 'results'} >left", "rm full/fill",
+        ["--ledger", str(ledger), "status"]], size="1m")
+    line = _one_line(full[1])
+    assert full[0] == 1 and f"writing {runs}/results/" in line and "B needed" in line, line
+    assert (tmp_path / "left").read_text() == ""  # its temporary file and marker went at once
+    assert again[0] == 0 and "15 result row(s) ingested" in (tmp_path / "out" / "1.out").read_text(), again[1]

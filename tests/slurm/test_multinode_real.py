@@ -55,8 +55,9 @@ def test_nodes_by_ranks_campaign_runs_end_to_end(mpi_kernel: Path, tmp_path: Pat
     Slurm placed it, and rank 0's rows reach the ledger with the job's ID."""
     led, name = Ledger(tmp_path / "l.sqlite"), _name("mpi")
     cancel_at_end(led, name)
-    # behind the partition's preflight job, which leaves the MPI program out (started bare inside a
-    # Slurm step it would fail in MPI_Init and cancel every run)
+    # with the chain: the preflight leaves the MPI program out (started bare inside a Slurm step it
+    # would fail in MPI_Init and cancel every run), so with nothing to check no preflight job holds
+    # the arrays; they wait on the build alone
     # a strong series (n is the whole problem) and a weak one (n per rank), for the report's scaling section
     rep = api.submit(_overrides(tmp_path, name, "experiment=slurm_mpi", "experiment.preflight=true",
                                 "experiment.sweeps.0.variants=[strong,weak]"), led)
