@@ -172,13 +172,13 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
         single = [r for r in mapped if r.run.ranks == 1 and not r.run.gpus_per_rank and not r.run.launched]
         chosen = _smallest(single)
         checks = _program_checks(chosen, pre_dir)
-        skipped = preflight_skipped(mapped, checks)
+        skipped = _preflight_skipped(mapped, checks)
         preflight = None if skipped else _preflight(cluster, partition, camp_name, camp_dir, pre_dir, checks, chosen)
         chains.append(Chain(partition, key, folder, build, preflight, mapped, skipped, str(pre_dir)))
     return chains
 
 
-def preflight_skipped(runs: list[JobRequest], checks: list[ProgramCheck]) -> str:
+def _preflight_skipped(runs: list[JobRequest], checks: list[ProgramCheck]) -> str:
     """Why a partition's preflight job is not run ("" when it is): one that checks no program (every
     run starts through a launcher, which it does not run) would hold the arrays for nothing, and the
     one run of a chain is its own check (a preflight would run that program again at its smallest n

@@ -147,14 +147,13 @@ def write_many(items: Sequence[tuple[Path, str, Any]], marks: list[Path] | None 
                 with open(tmp, "wb") as f:
                     f.write(data)
             pointers.append(Pointer(f"{RESULTS}/{name}", digest, table.num_rows))
-        for folder in list(folders)[:1]:  # an fsync or a rename may meet the full disk too (its folder named)
-            with writing(folder):
-                _durable([tmp for tmp, _ in staged])
-                for tmp, final in staged:
-                    if not final.exists():  # (one there already has these bytes: a copy of the ledger may use it)
-                        made.append(final)
-                    os.replace(tmp, final)
-                _durable(sorted(folders))
+        with writing(next(iter(folders), Path.cwd())):  # an fsync or a rename may meet the full disk too
+            _durable([tmp for tmp, _ in staged])
+            for tmp, final in staged:
+                if not final.exists():  # (one there already has these bytes: a copy of the ledger may use it)
+                    made.append(final)
+                os.replace(tmp, final)
+            _durable(sorted(folders))
     except BaseException:
         remove([*(tmp for tmp, _ in staged), *made, *folders.values()])
         raise
