@@ -1,5 +1,5 @@
 """What `status`'s look through every campaign folder for orphaned result
-files costs (issue 26, item 2: campaign.results.store.sweep_orphans with
+files costs (issue 26, item 2: campaign.results.sweep.sweep_orphans with
 everywhere=True), beside the marker-only sweep every other sync makes, on a
 big results folder: FILES result files with POINTERS pointers, in one
 campaign's folder or spread over 100 campaigns'. The files are empty (a
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from campaign.ledger import Ledger, files
-from campaign.results.store import sweep_orphans
+from campaign.results.sweep import sweep_orphans
 
 STAMP = "2026-12-01 00:00:00.000000"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import cli_server, cpu_time, parallel
+from tests import cli_server, cpu_time, parallel, skips
 from tests.parallel import _own_timed_lock  # noqa: F401  (autouse, every test folder)
 from tests.slurm_cluster import (  # noqa: F401  (fixtures for every test folder)
     SlurmCluster,
@@ -30,6 +30,7 @@ CLI_MODE_ENV = "CAMPAIGN_TEST_CLI"  # "script": every run_cli through the instal
 def pytest_configure(config: pytest.Config) -> None:
     parallel.configure(config)
     cpu_time.register(config)
+    skips.register(config)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)  # around xdist's own hook, which reads the xdist_group marks

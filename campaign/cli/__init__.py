@@ -7,13 +7,13 @@ failure, 2 bad input); a traceback only with CAMPAIGN_DEBUG=1.
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from campaign.cli.parser import parse
+from campaign.plumbing import storage
 from campaign.plumbing.errors import CampaignError, LedgerError, one_line
 
 
@@ -35,41 +35,57 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return commands.dispatch(args, _ledger)
     except CampaignError as exc:
-        if os.environ.get("CAMPAIGN_DEBUG"):
-            raise
-        print(f"campaign: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return _error(exc)
     except BrokenPipeError:  # `campaign results | head`
         sys.stderr.close()
         return 0
     except OSError as exc:  # e.g. `report --json > file` on a full disk: the machine's failure, one line
-        if os.environ.get("CAMPAIGN_DEBUG") or exc.errno not in _DISK_ERRORS:
-            return _internal(exc)
-        where = f" {exc.filename}" if exc.filename else ""
-        print(f"campaign: error: writing{where} failed: {exc.strerror}", file=sys.stderr)
+        if os.environ.get("CAMPAIGN_DEBUG") or not storage.is_storage(exc):
+            return _internal(exc, args)
+        if exc.filename:
+            return _error(storage.from_os_error(exc, exc.filename))
+        print(f"campaign: error: a write failed: {exc.strerror}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("campaign: interrupted; the ledger holds every job submitted so far", file=sys.stderr)
         return 130
     except Exception as exc:  # never a traceback for users; CAMPAIGN_DEBUG=1 shows it
-        return _internal(exc)
+        return _internal(exc, args)
 
 
-_DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG)
+def _error(exc: CampaignError) -> int:
+    if os.environ.get("CAMPAIGN_DEBUG"):
+        raise exc
+    print(f"campaign: error: {exc}", file=sys.stderr)
+    return exc.exit_code
 
 
-def _internal(exc: Exception) -> int:
+def _internal(exc: Exception, args: argparse.Namespace) -> int:
     if os.environ.get("CAMPAIGN_DEBUG"):
         raise exc
     from sqlalchemy.exc import SQLAlchemyError  # lazy: start-up time, as above
 
     if isinstance(exc, SQLAlchemyError):
+        full = _ledger_storage(getattr(exc, "orig", exc), args)
+        if full is not None:
+            return _error(full)
         err: CampaignError = LedgerError(f"ledger: {one_line(getattr(exc, 'orig', exc), 10_000)}")
         print(f"campaign: error: {err}", file=sys.stderr)
         return err.exit_code
     print(f"campaign: internal error: {type(exc).__name__}: {one_line(exc)} "
           f"(set CAMPAIGN_DEBUG=1 for the traceback)", file=sys.stderr)
     return 1
+
+
+def _ledger_storage(exc: BaseException, args: argparse.Namespace) -> CampaignError | None:
+    """A full disk or read-only filesystem under an SQLite ledger: the ledger's path, not "bad input"."""
+    from campaign.ledger import default_ledger_path  # lazy: start-up time, as above
+    from campaign.ledger.db import sqlite_path
+
+    path = sqlite_path(args.ledger or default_ledger_path())
+    if path is None:
+        return None
+    return storage.sqlite_storage(exc, path, path.stat().st_size if path.is_file() else None)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from campaign.ledger.facts import AttemptFacts as AttemptFacts
 from campaign.ledger.facts import JobFacts as JobFacts
 from campaign.ledger.facts import StepFacts as StepFacts
 from campaign.plumbing.clock import display, now
+from campaign.plumbing.states import JobState
 
 
 def _tail(path: str | None, lines: int = 15) -> str:
@@ -149,8 +150,11 @@ def chain_lines(f: JobFacts) -> list[str]:
     step = f.preflight
     if step is None:
         return ["preflight: none (submitted without the build/preflight chain)"]
-    out = [f"preflight: job {step.job_id or '-'} {step.state.value}" + (f" ({step.reason})" if step.reason else "")
-           + f"  folder {step.folder}"]
+    if not step.job_id and step.state is JobState.COMPLETED:  # skipped on purpose (campaign.commands.chain)
+        out = [f"preflight: {step.reason or 'not run'}"]
+    else:
+        out = [f"preflight: job {step.job_id or '-'} {step.state.value}" + (f" ({step.reason})" if step.reason else "")
+               + f"  folder {step.folder}"]
     build = f.build
     if build is None:
         return out + ["build: none (no C/Fortran programs)"]

@@ -14,6 +14,7 @@ from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.ledger import Campaign, Ledger
+from campaign.plumbing import storage
 from campaign.plumbing.errors import BadInputError, CampaignError, ConfigError
 from campaign.results import points
 from campaign.results.costs import cost_models
@@ -188,8 +189,8 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
 
 
 # The folder named cannot take files: the user's choice (exit 2). Anything else (a full
-# disk, a quota, an I/O error) is the machine's: an operational failure (exit 1).
-_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EEXIST, errno.EISDIR, errno.ENOENT,
+# disk, a quota, a read-only filesystem, an I/O error) is the machine's: an operational failure (exit 1).
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST, errno.EISDIR, errno.ENOENT,
                  errno.ENAMETOOLONG)
 
 
@@ -199,6 +200,8 @@ def _unwritable(out: Path, exc: OSError) -> CampaignError:
     what = exc.strerror or type(exc).__name__
     if exc.errno in _NOT_WRITABLE:
         return BadInputError(f"report --out {out}: cannot write{where}: {what}; name a folder you can write to")
+    if storage.is_storage(exc):
+        return storage.storage_error(exc.filename or out, exc.errno == errno.EROFS, what=" (report --out)")
     return CampaignError(f"report --out {out}: writing{where} failed: {what}; the report there is incomplete "
                          f"(free space or choose another --out, then run report again)")
 

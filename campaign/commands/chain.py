@@ -94,8 +94,10 @@ class Chain:
     key: str
     folder: Path  # the build folder the runs' native programs come from
     build: StepRequest | None
-    preflight: StepRequest
+    preflight: StepRequest | None  # None: not run (`skipped` says why), the runs behind the build alone
     requests: list[JobRequest]
+    skipped: str = ""
+    folder_pre: str = ""  # the preflight's folder (its record, or where a skipped one would have run)
 
 
 def _build_folder(cluster: ClusterSpec, backend: str, partition: str, key: str, builds_root: Path,
@@ -118,30 +120,36 @@ def _mapped(req: JobRequest, kernel_bin: str, folder: Path) -> JobRequest:
 
 
 def _smaller(a: RunSpec, b: RunSpec) -> bool:
-    """The preflight's shape for a program: single-process runs by their most
-    threads; launched ones by the fewest ranks per node, then threads."""
+    """The preflight's shape for a program, its smallest: single-process runs
+    by their fewest threads; launched ones by the fewest ranks per node, then
+    threads (what the preflight job asks follows: docs/sites.md)."""
     if multi_rank(a) != multi_rank(b):
-        return not multi_rank(a)  # a program run both ways is checked bare (cheaper), as before
+        return not multi_rank(a)  # a program run both ways is checked bare (cheaper)
     if multi_rank(a):
         return (a.ranks_per_node, a.threads) < (b.ranks_per_node, b.threads)
-    return a.threads > b.threads
+    return a.threads < b.threads
 
 
-def _program_checks(reqs: list[JobRequest], folder: Path,
-                    binds: tuple[str, ...]) -> list[tuple[ProgramCheck, RunSpec]]:
-    """One check per program (kernel x impl) and dtype and device, at its
-    smallest n, with the run shape it runs at: the most threads any of its
-    runs uses, or, through the launcher, one node and the fewest ranks. One
-    variant stands for the program: a broken module, binary, ISA or stack
-    fails them all, and each check costs a process start (seconds for torch)."""
+def _smallest(reqs: list[JobRequest]) -> list[JobRequest]:
+    """The run that stands for each program (kernel x impl) and dtype and
+    device in its check (_smaller), run at its smallest n. One variant stands
+    for the program: a broken module, binary, ISA or stack fails them all, and
+    each check costs a process start (seconds for torch)."""
     best: dict[tuple[str, ...], JobRequest] = {}
     for req in reqs:
         r = req.run
         ident = (r.kernel, r.impl, r.dtype, r.device)
         if ident not in best or _smaller(r, best[ident].run):
             best[ident] = req
+    return list(best.values())
+
+
+def _program_checks(chosen: list[JobRequest], folder: Path,
+                    binds: tuple[str, ...]) -> list[tuple[ProgramCheck, RunSpec]]:
+    """One check per chosen run (_smallest): its program once, at its smallest n and on one node
+    (through the launcher where the run starts through it), with that run."""
     checks = []
-    for i, req in enumerate(best.values()):
+    for i, req in enumerate(chosen):
         # the run's own check setting: with check: false it passes when the program exits 0 and its
         # output parses (an honest program leaves rel_err empty)
         run = req.run.evolve(n=(min(req.run.n),), repeats=1, warmup=0, nodes=1)
@@ -195,26 +203,44 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
         # a program of several ranks (or an MPI one) is checked through the launcher (the backend
         # puts it in front: StepRequest.launched) at one node and its fewest ranks
         # (docs/design.md#ranks-nodes-and-launchers)
-        checked = _program_checks(mapped, pre_dir, (str(camp_dir.parent),))
-        checks = [c for c, _ in checked]
-        widest = max(mapped, key=lambda r: (r.run.gpus, r.run.threads))
-        part = cluster.partitions[partition]
-        pre_task = PreflightTask(str(pre_dir), str(camp_dir), cluster.stack_unlimited, tuple(checks))
-        # the cores of the widest check: its threads, times its ranks on the one node, and the GPUs of
-        # those ranks (one, where a program runs bare) (not the runs' walltime: it runs each program
-        # once at its smallest n)
-        alloc = step_allocation(part, max(r.ranks_per_node * r.alloc_cpus if multi_rank(r) else r.threads
-                                          for _, r in checked),
-                                max(r.gpus if multi_rank(r) else min(r.gpus, 1) for _, r in checked))
-        preflight = StepRequest(
-            "preflight", partition, run_preflight, pre_task, widest.task.env, alloc.cpus, alloc.gpus,
-            min(part.max_walltime_min, cluster.preflight_walltime_min), f"campaign:{camp_name}:preflight",
-            str(pre_dir), mem_gb=alloc.mem_gb,
-            describe=[f"preflight on {partition}: {c.label}: {' '.join(c.argv)}" for c in checks],
-            activate=run_env.spack_lines(widest.run.identity),
-            launched=tuple((i, r) for i, (_, r) in enumerate(checked) if multi_rank(r)))
-        chains.append(Chain(partition, key, folder, build, preflight, mapped))
+        checked = _program_checks(_smallest(mapped), pre_dir, (str(camp_dir.parent),))
+        skipped = _preflight_skipped(mapped, checked)
+        preflight = None if skipped else _preflight(cluster, partition, camp_name, camp_dir, pre_dir, checked)
+        chains.append(Chain(partition, key, folder, build, preflight, mapped, skipped, str(pre_dir)))
     return chains
+
+
+def _preflight_skipped(runs: list[JobRequest], checked: list[tuple[ProgramCheck, RunSpec]]) -> str:
+    """Why a partition's preflight job is not run ("" when it is): one that checks no program would
+    hold the arrays for nothing, and the one run of a chain is its own check (a preflight would run
+    that program again at its smallest n and double a one-run campaign's cost)."""
+    if not checked:
+        return "no program to check"
+    if len(runs) == 1:
+        return "the partition's one run is its own check"
+    return ""
+
+
+def _preflight(cluster: ClusterSpec, partition: str, camp_name: str, camp_dir: Path, pre_dir: Path,
+               checked: list[tuple[ProgramCheck, RunSpec]]) -> StepRequest:
+    """The preflight job: what its checks run, at their smallest shape, asks (the cores of the widest
+    check: its threads, times its ranks on the one node; the GPUs of those ranks, or one GPU's share
+    where a program runs bare), for minutes, not the runs' walltime."""
+    part = cluster.partitions[partition]
+    checks = [c for c, _ in checked]
+    widest = max((r for _, r in checked), key=lambda r: (r.gpus, r.threads))
+    alloc = step_allocation(part, max(r.ranks_per_node * r.alloc_cpus if multi_rank(r) else r.threads
+                                      for _, r in checked),
+                            max(r.gpus if multi_rank(r) else min(r.gpus, 1) for _, r in checked))
+    pre_task = PreflightTask(str(pre_dir), str(camp_dir), cluster.stack_unlimited, tuple(checks))
+    env = next(c.env for c, r in checked if r is widest)
+    return StepRequest(
+        "preflight", partition, run_preflight, pre_task, env, alloc.cpus, alloc.gpus,
+        min(part.max_walltime_min, cluster.preflight_walltime_min), f"campaign:{camp_name}:preflight",
+        str(pre_dir), mem_gb=alloc.mem_gb,
+        describe=[f"preflight on {partition}: {c.label}: {' '.join(c.argv)}" for c in checks],
+        activate=run_env.spack_lines(widest.identity),
+        launched=tuple((i, r) for i, (_, r) in enumerate(checked) if multi_rank(r)))
 
 
 def step_costs(chains: list[Chain]) -> list[StepCost]:
@@ -231,8 +257,13 @@ def render(backend: Backend, chains: list[Chain]) -> list[str]:
         if ch.build is not None:
             scripts.append(backend.render_step(ch.build))
         dep = f"<build:{ch.partition}>" if ch.build is not None else None
-        scripts.append(backend.render_step(replace(ch.preflight, depends_on=dep)))
-        scripts += backend.render([replace(r, depends_on=f"<preflight:{ch.partition}>") for r in ch.requests])
+        if ch.preflight is not None:
+            scripts.append(backend.render_step(replace(ch.preflight, depends_on=dep)))
+            dep = f"<preflight:{ch.partition}>"
+        arrays = backend.render([replace(r, depends_on=dep) for r in ch.requests])
+        if ch.preflight is None and arrays:  # said where the preflight would be: under the runs it would hold
+            arrays[0] += f"# preflight on {ch.partition}: not run ({ch.skipped})\n"
+        scripts += arrays
     return scripts
 
 
@@ -268,37 +299,43 @@ def gate(ledger: Ledger, backend: Backend, cluster: str, camp_id: int, kernel_bi
     for ch in chains:
         failed: str | None = None
         gating: str | None = None  # the step job that failed: its ID on the runs it kept back (`show` it)
-        dep: str | None = None
+        dep: str | None = None  # the job the runs wait on, while it has not ended
         if ch.build is not None:
             sub = backend.submit_step(ch.build)
             state = sub.state or JobState.PENDING
             build_id: int | None = _record_build(ledger, cluster, backend, ch, sub.job_id, state, sub.reason,
                                                  sub.stderr_path)
-            dep = sub.job_id
+            dep = sub.job_id if sub.state is None else None
             if sub.state is not None and sub.state is not JobState.COMPLETED:
                 failed, gating = f"build job {sub.job_id} {sub.state.value}: {sub.reason}", sub.job_id
         else:
             build_id = built_info(ledger, ch, cluster, backend)
-        if failed is None:
+        pre_job: str | None = None
+        reason: str | None
+        stderr: str | None
+        if failed is None and ch.preflight is None:  # recorded, not run: the runs wait on the build alone
+            pre_state, reason, stderr = JobState.COMPLETED, f"not run: {ch.skipped}", None
+        elif failed is None and ch.preflight is not None:
             sub = backend.submit_step(replace(ch.preflight, depends_on=dep))
             pre_state, pre_job, reason, stderr = sub.state or JobState.PENDING, sub.job_id, sub.reason, sub.stderr_path
+            dep = sub.job_id if sub.state is None else None
             if sub.state is not None and sub.state is not JobState.COMPLETED:
                 failed, gating = f"preflight job {sub.job_id} {sub.state.value}: {sub.reason}", sub.job_id
         else:
-            pre_state, pre_job, reason, stderr = JobState.CANCELLED, None, failed, None
-        result = read_record_file(Path(ch.preflight.folder)) if pre_state.finished else None
+            pre_state, reason, stderr = JobState.CANCELLED, failed, None
+        result = read_record_file(Path(ch.folder_pre)) if pre_state.finished and pre_job else None
         ids = [r.attempt_id for r in ch.requests]
         with ledger.session.begin() as s:
             s.execute(insert(PreflightStep), {
                 "campaign_id": camp_id, "partition": ch.partition, "build_id": build_id, "build_key": ch.key,
-                "kernel_bin": kernel_bin, "folder": ch.preflight.folder, "backend": backend.name,
+                "kernel_bin": kernel_bin, "folder": ch.folder_pre, "backend": backend.name,
                 "job_id": pre_job, "state": pre_state, "reason": reason, "stderr_path": stderr,
                 "created_at": now(), "attempt_ids": ids, "result": result})
             if failed is not None:
                 s.execute(update(JobAttempt), [{"id": i, "state": JobState.PREFLIGHT_FAILED, "reason": failed,
                                                 "backend": backend.name, "job_id": gating} for i in ids])
         if failed is None:
-            out += [replace(r, depends_on=pre_job if sub.state is None else None) for r in ch.requests]
+            out += [replace(r, depends_on=dep) for r in ch.requests]
     return out
 
 

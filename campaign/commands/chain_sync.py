@@ -144,6 +144,14 @@ def _still_gated(s: Session, step: PreflightStep) -> bool:
     return False
 
 
+def _failed(s: Session, step: PreflightStep) -> bool:
+    """The chain failed: its preflight job, or the build a preflight not run left the runs behind."""
+    if step.state.finished and step.state is not JobState.COMPLETED:
+        return True
+    build = s.get(BuildStep, step.build_id) if step.job_id is None and step.build_id is not None else None
+    return build is not None and build.state.finished and build.state is not JobState.COMPLETED
+
+
 def _cancelled(step: PreflightStep) -> bool:
     return step.state is JobState.CANCELLED and step.reason == USER_CANCELLED
 
@@ -155,7 +163,7 @@ def _gate_failed(s: Session, camp_id: int | None) -> list[str]:
     latest: dict[tuple[str, str], PreflightStep] = {}
     for step, name in s.execute(stmt.order_by(PreflightStep.id)):
         latest[(name, step.partition)] = step
-        if not step.state.finished or step.state is JobState.COMPLETED:
+        if not _failed(s, step):
             continue
         if _cancelled(step):  # stopped by the user: runs still open behind it were stopped with it
             new, gated = JobState.CANCELLED, OPEN_STATES
@@ -169,8 +177,7 @@ def _gate_failed(s: Session, camp_id: int | None) -> list[str]:
                       .values(state=new, reason=why[:500]))
     lines = []
     for (name, partition), step in latest.items():
-        if (step.state.finished and step.state is not JobState.COMPLETED and not _cancelled(step)
-                and _still_gated(s, step)):
+        if _failed(s, step) and not _cancelled(step) and _still_gated(s, step):
             why, tail = _why(s, step)
             lines.append(f"PREFLIGHT_FAILED {name} partition {partition}: {why}")
             lines += [f"    {line}" for line in tail]

@@ -40,6 +40,7 @@ from campaign.ledger import Campaign, JobAttempt, Ledger, PreflightStep
 from campaign.ledger import queries as q
 from campaign.planning.plan import RunSpec
 from campaign.planning.resources import mem_from_site_gb, share_memory, usable_memory
+from campaign.plumbing import storage
 from campaign.plumbing.clock import now
 from campaign.plumbing.errors import BadInputError, CampaignError
 from campaign.plumbing.states import FAILED_STATES, JobState
@@ -250,12 +251,14 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
         backend = get_backend(batch.cluster, Path(batch.workdir), batch.python)
         asked = [r.attempt_id for r in batch.requests]  # a run its failed build/preflight kept back counts too
         try:
-            reqs, found = recover_orphans(ledger, backend, batch.requests, batch.resumed)
-            kernel_bin = _chained(ledger, batch.campaign_id) if preflight else None
-            if kernel_bin is not None and reqs:  # submitted with its chain: rerun resubmits the chain (issue 19)
-                chains = chain.plan_chains(batch.cluster, backend.name, name, Path(batch.workdir), kernel_bin, reqs)
-                reqs = chain.gate(ledger, backend, batch.cluster.name, batch.campaign_id, kernel_bin, chains)
-            sent = [*found, *submit_requests(ledger, backend, reqs, progress)]
+            with storage.writing(batch.workdir):  # job folders, scripts: a full disk names the campaign's folder
+                reqs, found = recover_orphans(ledger, backend, batch.requests, batch.resumed)
+                kernel_bin = _chained(ledger, batch.campaign_id) if preflight else None
+                if kernel_bin is not None and reqs:  # submitted with its chain: rerun resubmits the chain (issue 19)
+                    chains = chain.plan_chains(batch.cluster, backend.name, name, Path(batch.workdir), kernel_bin,
+                                               reqs)
+                    reqs = chain.gate(ledger, backend, batch.cluster.name, batch.campaign_id, kernel_bin, chains)
+                sent = [*found, *submit_requests(ledger, backend, reqs, progress)]
         except CampaignError as exc:  # sbatch refused: the ledger says so (attempts.refused)
             raise refused(ledger, asked, exc) from None
         new_ids = {sub.attempt_id: sub.job_id for sub in sent}

@@ -50,6 +50,7 @@ from campaign.planning.charging import Charge, estimate
 from campaign.planning.identity import why_new, with_identity
 from campaign.planning.node_local import check_node_local
 from campaign.planning.plan import Plan, RunSpec, campaign_name, missing_programs, plan
+from campaign.plumbing import storage
 from campaign.plumbing.clock import now
 from campaign.plumbing.errors import BadInputError, CampaignError, ConfigError
 from campaign.plumbing.gc_pause import gc_paused
@@ -218,12 +219,13 @@ def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, 
         backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
         asked = [r.attempt_id for r in reqs]  # a run its failed build/preflight kept back counts too
         try:
-            reqs, found = recover_orphans(ledger, backend, reqs, resumed)
-            report.recovered = len(found)
-            if preflight and reqs:
-                chains = chain.plan_chains(cfg.cluster, backend.name, name, camp_dir, _kernel_bin(cfg), reqs)
-                reqs = chain.gate(ledger, backend, cfg.cluster.name, camp_id, _kernel_bin(cfg), chains)
-            sent = submit_requests(ledger, backend, reqs, progress)
+            with storage.writing(camp_dir):  # job folders, scripts: a full disk names the campaign's folder
+                reqs, found = recover_orphans(ledger, backend, reqs, resumed)
+                report.recovered = len(found)
+                if preflight and reqs:
+                    chains = chain.plan_chains(cfg.cluster, backend.name, name, camp_dir, _kernel_bin(cfg), reqs)
+                    reqs = chain.gate(ledger, backend, cfg.cluster.name, camp_id, _kernel_bin(cfg), chains)
+                sent = submit_requests(ledger, backend, reqs, progress)
         except CampaignError as exc:  # sbatch refused (no SLURM_CONF, a bad account): say so in the ledger
             raise refused(ledger, asked, exc) from None
         report.submitted = [(sub.job_id, labels[sub.attempt_id]) for sub in [*found, *sent]]

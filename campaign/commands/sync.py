@@ -39,7 +39,8 @@ from campaign.results.overlap import flag_busy, flag_overlaps
 from campaign.results.partial import PARTIAL_STATES, complete_despite_stop, describe, read_partial
 from campaign.results.reader import Expected, Outcome, classify_stream
 from campaign.results.shared_nodes import flag_shared_nodes
-from campaign.results.store import AttemptRows, job_columns, store_attempt_files, sweep_orphans
+from campaign.results.store import AttemptRows, job_columns, store_attempt_files
+from campaign.results.sweep import sweep_orphans
 
 # Result rows per write transaction (and so, with the parsed rows behind
 # them, the bound on a sync's memory): ~250 MB at most.
@@ -204,7 +205,7 @@ def _counts(s: Session, camp_id: int | None) -> dict[str, int]:
 
 def sync(ledger: Ledger, campaign: str | None = None, sweep_everywhere: bool = False) -> SyncReport:
     """Scheduler states and finished jobs' rows into the ledger, then the
-    orphaned result files swept (campaign.results.store.sweep_orphans: where
+    orphaned result files swept (campaign.results.sweep.sweep_orphans: where
     a writer left a marker; with `sweep_everywhere`, `status`'s, in every
     campaign's folder), once every write has committed."""
     report = SyncReport(campaign)

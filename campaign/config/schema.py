@@ -131,6 +131,9 @@ class PartitionSpec:
     qos: str | None = None
     requires_account: bool = False  # site rejects jobs without --account
     whole_node: bool = False  # jobs must take the whole node (Anvil `wholenode`)
+    # where a sweep naming no partition sends its runs whose cores fill a node of this one (a whole_node
+    # partition of the same nodes: Anvil `shared` -> `wholenode`); None: they stay here
+    whole_node_partition: str | None = None
     mem_gb: float | None = None  # --mem per job when no per-core/per-GPU rule is set; None = site default
     mem_per_core_gb: float | None = None  # memory asked per allocated core, GB = 1e9 bytes (CPU partitions)
     mem_per_gpu_gb: float | None = None  # memory asked per GPU, GB = 1e9 bytes (GPU partitions)

@@ -30,7 +30,8 @@ from campaign.ledger.layout import LEDGER_ENV as LEDGER_ENV
 from campaign.ledger.layout import SCHEMA_VERSION
 from campaign.ledger.layout import default_ledger_path as default_ledger_path
 from campaign.ledger.models import Base, Meta
-from campaign.plumbing.errors import BadInputError, LedgerError, one_line
+from campaign.plumbing.errors import BadInputError, CampaignError, LedgerError, one_line
+from campaign.plumbing.storage import sqlite_storage
 
 JOURNAL_ENV = "CAMPAIGN_JOURNAL_MODE"
 JOURNAL_MODES = ("DELETE", "TRUNCATE", "PERSIST", "WAL")
@@ -69,6 +70,11 @@ def session_results_root(s: Any) -> Path | None:
     """results_root of the ledger a session writes to (None on PostgreSQL)."""
     url = s.get_bind().url
     return results_root(Path(url.database)) if url.get_backend_name() == "sqlite" and url.database else None
+
+
+def sqlite_path(location: Path | str) -> Path | None:
+    """The SQLite file a ledger location names, or None for a database URL."""
+    return None if ledger_url(location) is not None else _sqlite_file(location)
 
 
 def _sqlite_file(location: Path | str) -> Path:
@@ -299,7 +305,11 @@ class Ledger:
         if version < SCHEMA_VERSION:
             self._upgrade(version)
 
-    def _open_error(self, exc: DatabaseError) -> LedgerError:
+    def _open_error(self, exc: DatabaseError) -> CampaignError:
+        full = None if self.url is not None else sqlite_storage(
+            getattr(exc, "orig", exc), self.path, self.path.stat().st_size if self.path.is_file() else None)
+        if full is not None:  # a full disk or read-only filesystem: the machine's, not the user's input
+            return full
         msg = " ".join(str(getattr(exc, "orig", exc)).split())
         if self.url is None and ("not a database" in msg or "encrypted" in msg):
             return LedgerError(f"{self.path} is not a campaign ledger (not an SQLite database): {msg}")

@@ -35,6 +35,7 @@ from typing import Any
 
 from campaign.ledger.result_schema import COLUMNS, SCHEMA_VERSION, STORED
 from campaign.plumbing.errors import LedgerError
+from campaign.plumbing.storage import writing
 
 RESULTS = "results"  # the subfolder of a campaign's folder holding its result files
 IMPORTS = "imports"  # beside an SQLite ledger, the stand-in folder of the rows imported without a campaign
@@ -108,7 +109,8 @@ _STATISTICS = [c.name for c in COLUMNS if c.key or c.name in ("attempt_id", "cam
 _DICTIONARY = [c.name for c in COLUMNS if c.kind != "float"]
 
 
-def write_many(items: Sequence[tuple[Path, str, Any]], marks: list[Path] | None = None) -> list[Pointer]:
+def write_many(items: Sequence[tuple[Path, str, Any]], marks: list[Path] | None = None,
+               created: list[Path] | None = None) -> list[Pointer]:
     """Each table as the immutable file `home/results/<stem>-<hash>.parquet`
     (pointer path `results/<stem>-<hash>.parquet`): written whole under a
     temporary name, made durable, renamed, the renames made durable: an
@@ -116,35 +118,59 @@ def write_many(items: Sequence[tuple[Path, str, Any]], marks: list[Path] | None 
     files or more to one filesystem (an upgrade), one syncfs(2) of it. Each folder written
     first gets a marker (`sweep` looks only where one is); `marks` collects
     them for the caller to `unmark` once its pointers are committed (else
-    they stay, and the folder is swept until they are old)."""
+    they stay, and the folder is swept until they are old); `created` the
+    files it made (not one already there with the same bytes), for the
+    caller to remove if its transaction fails. A failure here removes at
+    once what it wrote; a full disk or read-only folder is a StorageError
+    naming the file and the bytes it needed."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    staged, pointers = [], []
+    staged: list[tuple[Path, Path]] = []
+    pointers, made = [], []
     folders: dict[Path, Path] = {}
-    for home, stem, table in items:
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, compression="zstd", write_statistics=_STATISTICS, use_dictionary=_DICTIONARY)
-        data = sink.getvalue().to_pybytes()
-        digest = hashlib.sha256(data).hexdigest()
-        name = f"{stem}-{digest[:16]}.parquet"
-        folder = home / RESULTS
-        if folder not in folders:
-            folder.mkdir(parents=True, exist_ok=True)
-            folders[folder] = folder / f"{_MARK}{os.getpid()}-{secrets.token_hex(8)}"
-            folders[folder].touch()
-        tmp = folder / f"{_TMP}{os.getpid()}-{name}"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        staged.append((tmp, folder / name))
-        pointers.append(Pointer(f"{RESULTS}/{name}", digest, table.num_rows))
+    try:
+        for home, stem, table in items:
+            sink = pa.BufferOutputStream()
+            pq.write_table(table, sink, compression="zstd", write_statistics=_STATISTICS, use_dictionary=_DICTIONARY)
+            data = sink.getvalue().to_pybytes()
+            digest = hashlib.sha256(data).hexdigest()
+            name = f"{stem}-{digest[:16]}.parquet"
+            folder = home / RESULTS
+            tmp = folder / f"{_TMP}{os.getpid()}-{name}"
+            with writing(tmp, len(data)):
+                if folder not in folders:
+                    folder.mkdir(parents=True, exist_ok=True)
+                    folders[folder] = folder / f"{_MARK}{os.getpid()}-{secrets.token_hex(8)}"
+                    folders[folder].touch()
+                staged.append((tmp, folder / name))
+                with open(tmp, "wb") as f:
+                    f.write(data)
+            pointers.append(Pointer(f"{RESULTS}/{name}", digest, table.num_rows))
+        with writing(next(iter(folders), Path.cwd())):  # an fsync or a rename may meet the full disk too
+            _durable([tmp for tmp, _ in staged])
+            for tmp, final in staged:
+                if not final.exists():  # (one there already has these bytes: a copy of the ledger may use it)
+                    made.append(final)
+                os.replace(tmp, final)
+            _durable(sorted(folders))
+    except BaseException:
+        remove([*(tmp for tmp, _ in staged), *made, *folders.values()])
+        raise
     if marks is not None:
         marks += folders.values()
-    _durable([tmp for tmp, _ in staged])
-    for tmp, final in staged:
-        os.replace(tmp, final)
-    _durable(sorted(folders))
+    if created is not None:
+        created += made
     return pointers
+
+
+def remove(paths: Sequence[Path]) -> None:
+    """Files a failed write wrote (write_many, a rolled-back ingest), at once: the disk they filled is free again."""
+    for path in paths:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            continue
 
 
 def unmark(marks: Sequence[Path]) -> None:
@@ -270,15 +296,21 @@ def unsettled(place: Path) -> bool:
         return False
 
 
-def sweep(places: Sequence[Path], referenced: set[str], superseded: Callable[[Path], bool],
+def is_temporary(path: Path) -> bool:
+    """A writer's file not yet renamed into place (write_many)."""
+    return path.name.startswith(_TMP)
+
+
+def sweep(places: Sequence[Path], referenced: set[str], removable: Callable[[Path], bool],
           older_than_s: float = SWEEP_AGE_S) -> list[Path]:
     """Remove, from each place's `results/`, the leftover temporary files and
     the result files no pointer names (`referenced`: each pointed-to file's
-    path as `referenced_path` writes it) that `superseded` says this ledger
-    holds elsewhere (a sync killed between the rename and its commit, whose
+    path as `referenced_path` writes it) that `removable` says lose nothing
+    (campaign.results.sweep: every row held by a verified file of this
+    ledger, e.g. a sync killed between the rename and its commit, whose
     attempts a later sync stored again), once older than `older_than_s`. A
     campaign's folder may be shared by copies of the ledger: a file another
-    copy points to is never superseded here. The markers of writers gone
+    copy points to is never removable here. The markers of writers gone
     that long go too, once nothing younger is left to decide. Returns what
     was removed. (Paths as strings: `status` looks through every folder, and
     100,000 Path objects made and hashed were ~2 s of its look.)"""
@@ -301,7 +333,7 @@ def sweep(places: Sequence[Path], referenced: set[str], superseded: Callable[[Pa
                 if path.stat().st_mtime >= cutoff:
                     undecided = True
                     continue
-                if not (path.name.startswith(_TMP) or superseded(path)):
+                if not removable(path):
                     continue
                 path.unlink()
                 removed.append(path)
@@ -321,10 +353,3 @@ def referenced_path(place: str, pointer: str) -> str:
     to the pointer's relative path, normalised as a Path would have it."""
     return os.path.join(place, os.path.normpath(pointer))
 
-
-def attempts_in(path: Path) -> set[tuple[int, str]]:
-    """The (attempt id, job id) pairs of a result file's rows."""
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(path, columns=["attempt_id", "job_id"])
-    return set(zip(table.column("attempt_id").to_pylist(), table.column("job_id").to_pylist()))

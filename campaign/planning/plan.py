@@ -14,7 +14,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
@@ -30,7 +30,7 @@ from campaign.planning import byob
 from campaign.planning.profiling import PROFILER_DEVICE, profile_args, profile_of
 from campaign.planning.ranks import layouts
 from campaign.planning.replicates import check_replicates, interleave
-from campaign.planning.resources import allocate, check_memory, node_cpus
+from campaign.planning.resources import allocate, by_fill, check_memory, node_cpus
 from campaign.plumbing.errors import ConfigError
 
 KEY_LENGTH = 16
@@ -309,10 +309,9 @@ def plan(cfg: RootConfig) -> Plan:
             raise ConfigError(f"unknown kernel {sweep.kernel!r}; known: {', '.join(sorted(cfg.kernels))}")
         kernel = cfg.kernels[sweep.kernel]
         _check_sweep(sweep, kernel, index)
-        parts = _partitions(cfg.cluster, sweep, kernel)
-        for part in parts:
-            _check_partition(cfg, part, sweep.threads, index)
-            runs += _expand(cfg, sweep, kernel, part, skipped, index)
+        for part, threads in by_fill(cfg.cluster, exp, sweep, _partitions(cfg.cluster, sweep, kernel)):
+            _check_partition(cfg, part, threads, index)
+            runs += _expand(cfg, replace(sweep, threads=threads), kernel, part, skipped, index)
     # Equal fields, equal key: dedup on the fields' own hash, no JSON per run
     # (with_identity changes every key anyway; dict keeps the first's order).
     unique = list(dict.fromkeys(runs))

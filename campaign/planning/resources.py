@@ -16,6 +16,9 @@ partition's policy, never a per-partition constant:
   request above the nodes' RealMemory is never scheduled, so the nominal
   memory of the node is not a request (docs/sites.md#memory-a-job-may-ask);
 - one GPU per GPU run, with the partition's `cpus_per_gpu` cores;
+- a run whose cores fill a node goes, when its sweep names no partition, to
+  the partition the default one names for that (`whole_node_partition`:
+  Anvil's 128-core runs belong on `wholenode`, not `shared`);
 - a run of several ranks (campaign.planning.ranks) asks this per rank (cores) and
   per node (GPUs, memory: Slurm's --mem is per node), so a node of a
   multi-node job is billed like a single-node job of the same shape.
@@ -26,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from campaign.config.schema import ExperimentSpec, PartitionSpec
+from campaign.config.schema import ClusterSpec, ExperimentSpec, PartitionSpec, SweepSpec
 from campaign.plumbing.errors import ConfigError
 
 MIB = 2**20
@@ -140,3 +143,24 @@ def check_memory(part: PartitionSpec, exp: ExperimentSpec) -> None:
         refusal = memory_refusal(part, mem, f"{what}={mem:g}" if mem is not None else what)
         if refusal:
             raise ConfigError(refusal)
+
+
+def by_fill(cluster: ClusterSpec, exp: ExperimentSpec, sweep: SweepSpec,
+            parts: list[PartitionSpec]) -> list[tuple[PartitionSpec, list[int]]]:
+    """The sweep's partitions, each with the thread counts it runs: on a partition that names a
+    `whole_node_partition`, a sweep naming no partition sends the counts whose cores (threads, or
+    `experiment.cpus_per_run`) fill a node there. Named partitions are taken as named."""
+    out: list[tuple[PartitionSpec, list[int]]] = []
+    for part in parts:
+        target = part.whole_node_partition
+        if sweep.partitions or target is None:
+            out.append((part, list(sweep.threads)))
+            continue
+        whole = cluster.partitions.get(target)
+        if whole is None or not whole.whole_node or whole.device != part.device:
+            raise ConfigError(f"cluster.partitions.{part.name}.whole_node_partition={target!r} must name a "
+                              f"whole_node {part.device} partition of cluster {cluster.name}")
+        fill = [t for t in sweep.threads if (exp.cpus_per_run or t) >= node_cpus(part)]
+        rest = [t for t in sweep.threads if t not in fill]
+        out += [(p, threads) for p, threads in ((part, rest), (whole, fill)) if threads]
+    return out

@@ -31,6 +31,14 @@ class LedgerError(CampaignError):
     exit_code = 2
 
 
+class StorageError(CampaignError):
+    """The machine refused a write: a full disk, a quota, a read-only
+    filesystem (campaign.plumbing.storage). Exit 1: free space or make the
+    place writable, then run the command again."""
+
+    exit_code = 1
+
+
 class SchedulerError(CampaignError):
     """The scheduler failed or is unreachable (sbatch/sacct/scancel). Exit 1."""
 

@@ -20,16 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import Table, delete, event, func, insert, or_, select
+from sqlalchemy import Table, delete, event, func, insert, select
 from sqlalchemy.orm import Session
 
 from analysis.columns import RESULT_SCHEMA
 from campaign.config.clusters import cluster_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.config.validate import check_name
-from campaign.ledger import Campaign, ImportFile, ImportKey, JobAttempt, Ledger, ResultFile, files
+from campaign.ledger import Campaign, ImportFile, ImportKey, Ledger, ResultFile, files
 from campaign.ledger.db import session_results_root
-from campaign.ledger.files import homes, write_home
+from campaign.ledger.files import write_home
 from campaign.ledger.result_schema import LedgerColumns
 from campaign.plumbing.clock import now
 from campaign.plumbing.errors import BadInputError, ConfigError, ImportError_
@@ -213,9 +213,10 @@ def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
     batches = [(write_home(root, cid, workdir), f"a{items[0].attempt_id}",
                 LedgerColumns.joined([item.columns for item in items]).table()) for (cid, workdir), items in by_campaign.items()]
     marks: list[Path] = []
-    written = files.write_many(batches, marks)
-    if marks:  # they go once the pointers are in (a rollback or a crash leaves them: the folder is swept)
-        event.listen(s, "after_commit", lambda _: files.unmark(marks), once=True)
+    created: list[Path] = []
+    written = files.write_many(batches, marks, created)
+    if marks:  # they go once the pointers are in (a crash leaves them: the folder is swept)
+        _settle(s, marks, created)
     pointers = [{"attempt_id": item.attempt_id, "campaign_id": item.campaign_id, "path": p.path, "sha256": p.sha256,
                  "rows": item.columns.length, "schema_version": p.schema_version}
                 for items, p in zip(by_campaign.values(), written, strict=True) for item in items]
@@ -223,57 +224,22 @@ def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
         s.execute(insert(cast(Table, ResultFile.__table__)), pointers)
 
 
-def sweep_orphans(led: Ledger, everywhere: bool = False) -> list[Path]:
-    """Remove the result files no pointer names (a writer killed between the file's rename and its
-    transaction's commit) once old enough that no writer can still be about to commit them
-    (files.SWEEP_AGE_S), and only when this ledger stored their attempts again in another file: a
-    campaign's folder is shared by every copy of its ledger, and a file a newer copy points to must
-    survive a sweep through an older one. A sync looks only through the folders where a writer left a
-    marker or a temporary file (files.unsettled): one that committed leaves neither. `everywhere`
-    (`status`) looks through every campaign's folders: a release before the markers left its orphans
-    without one. It only reads the ledger."""
-    root = led.results_root
-    owners: dict[Path, set[int | None]] = {}
-    with led.session() as s:
-        for cid, workdir in s.execute(select(Campaign.id, Campaign.workdir)):
-            for place in homes(root, cid, workdir):
-                owners.setdefault(place, set()).add(cid)
-    if root is not None:  # rows imported without a campaign: their folder beside the ledger
-        owners.setdefault(root / files.IMPORTS, set()).add(None)
-    places = [place for place in owners
-              if ((place / files.RESULTS).is_dir() if everywhere else files.unsettled(place))]
-    if not places:
-        return []
-    where: dict[int | None, list[Path]] = {}  # campaign (None: imported without one) -> its places looked through
-    for place in places:
-        for owner in owners[place]:
-            where.setdefault(owner, []).append(place)
-    with led.session() as s:
-        query = select(ResultFile.path, ResultFile.campaign_id).distinct()
-        ids = [c for c in where if c is not None]
-        named = s.execute(query if everywhere else query.where(
-            or_(ResultFile.campaign_id.in_(ids), ResultFile.campaign_id.is_(None)))).all()
-    referenced = {files.referenced_path(str(place), path) for path, cid in named for place in where.get(cid, ())}
-    stored: dict[tuple[int | None, str], set[str]] | None = None  # (attempt, job) -> the files holding it
+def _settle(s: Session, marks: list[Path], created: list[Path]) -> None:
+    """At the transaction's end: a commit keeps the files (their markers go), a rollback (a full
+    disk at the commit, a failed insert) removes the files it made and their markers at once."""
+    done = False
 
-    def superseded(path: Path) -> bool:
-        """Every attempt of the file is stored in another file (by name: a
-        file whose own pointer a path comparison missed is never superseded)."""
-        nonlocal stored
-        if stored is None:  # read once, and only when a sweep finds a candidate
-            stored = {}
-            with led.session() as s:
-                for aid, job, named_path in s.execute(
-                        select(ResultFile.attempt_id, JobAttempt.job_id, ResultFile.path)
-                        .join(JobAttempt, JobAttempt.id == ResultFile.attempt_id)):
-                    stored.setdefault((aid, job or ""), set()).add(Path(named_path).name)
-        try:
-            held = files.attempts_in(path)
-        except Exception:  # noqa: BLE001 - not a readable result file of ours: never removed
-            return False
-        return bool(held) and all(stored.get((aid, job or ""), set()) - {path.name} for aid, job in held)
+    def committed(_: Session) -> None:
+        nonlocal done
+        done = True
+        files.unmark(marks)
 
-    return files.sweep(places, referenced, superseded)
+    def rolled_back(_: Session) -> None:
+        if not done:
+            files.remove([*created, *marks])
+
+    event.listen(s, "after_commit", committed, once=True)
+    event.listen(s, "after_rollback", rolled_back, once=True)
 
 
 def import_campaign_name(name: str) -> str:

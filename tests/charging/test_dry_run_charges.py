@@ -91,15 +91,30 @@ def test_cpu_run_su_follows_the_site_rule(cluster: str, partition: str, threads:
     assert got[partition]["runs"] == 1 and got[partition]["arrays"] == 1
     assert got[partition]["su"] == pytest.approx(want, abs=0.005)
     assert got[partition]["ch"] == pytest.approx(cores * WALLTIME_MIN / 60, abs=0.005)
-    # the build (1 core, or the node where the partition demands it) and the preflight (the cores of
-    # the most threads it checks) at their own walltimes, on lines of their own, in the total
-    minutes = min(part.max_walltime_min, 10)
-    assert got[f"{partition} preflight"]["ch"] == pytest.approx(cores * minutes / 60, abs=0.005)
-    assert got[f"{partition} preflight"]["su"] == pytest.approx(expected_su(part, threads, minutes), abs=0.005)
+    # the build (1 core, or the node where the partition demands it) at its own walltime, on a line
+    # of its own, in the total; no preflight: the one run is its own check (it would double the cost)
+    assert f"{partition} preflight" not in got
     assert got[f"{partition} build"]["su"] == pytest.approx(expected_su(part, 1, BUILD_MIN), abs=0.005)
+    assert got["total"]["su"] == pytest.approx(got[partition]["su"] + got[f"{partition} build"]["su"], abs=0.015)
+    assert got["total"]["runs"] == 1
+
+
+@pytest.mark.parametrize(("cluster", "partition"), CPU_CASES)
+@pytest.mark.parametrize("smallest", [1, 16])
+def test_the_preflight_asks_its_smallest_shape(cluster: str, partition: str, smallest: int, tmp_path: Path) -> None:
+    """A thread sweep up to a whole node: the preflight runs each program once at its fewest threads and
+    asks that (its cores and their memory share; the node where the partition demands it), not the
+    128 cores and a node's memory of the widest run."""
+    extra = [f"experiment.sweeps.0.partitions=[{partition}]", f"experiment.sweeps.0.threads=[{smallest},128]"]
+    part = load_config([f"cluster={cluster}", *COMMON, *extra]).cluster.partitions[partition]
+    got = _dry_run(cluster, extra, tmp_path)
+    minutes = min(part.max_walltime_min, 10)
+    cores = part.cores if part.whole_node else smallest
+    assert got[partition]["runs"] == 2
+    assert got[f"{partition} preflight"]["ch"] == pytest.approx(cores * minutes / 60, abs=0.005)
+    assert got[f"{partition} preflight"]["su"] == pytest.approx(expected_su(part, smallest, minutes), abs=0.005)
     steps = got[f"{partition} preflight"]["su"] + got[f"{partition} build"]["su"]
     assert got["total"]["su"] == pytest.approx(got[partition]["su"] + steps, abs=0.015)
-    assert got["total"]["runs"] == 1
 
 
 @pytest.mark.parametrize(("cluster", "partition"), GPU_CASES)

@@ -61,6 +61,8 @@ def test_no_experiment_names_a_partition_a_cluster_lacks(cluster: str, experimen
     defaults = {cfg.cluster.default_cpu_partition, cfg.cluster.default_gpu_partition} - {None}
     # a CPU sweep over several nodes goes to the cluster's multi-node partition where it names one
     multinode = {cfg.cluster.default_multinode_partition} - {None}
+    # (a default partition's runs that fill a node go to the partition it names for them)
+    defaults |= {p.whole_node_partition for name, p in cfg.cluster.partitions.items() if name in defaults} - {None}
     if defaults:  # each run on a default partition of its device
         assert {r.partition for r in runs} <= defaults | multinode, (experiment, cluster)
     if multinode:

@@ -38,12 +38,13 @@ def test_bad_request_limits_are_one_line_exit_2(override: str, named: str, tmp_p
 
 
 def test_preflight_walltime_is_configurable_and_capped_at_the_partition(tmp_path: Path) -> None:
-    proc = run_cli("--ledger", str(tmp_path / "l.sqlite"), *BASE, "cluster.preflight_walltime_min=7")
+    two = [*BASE, "experiment.sweeps.0.threads=[1,2]"]  # two runs: a preflight (one run is its own check)
+    proc = run_cli("--ledger", str(tmp_path / "l.sqlite"), *two, "cluster.preflight_walltime_min=7")
     assert proc.returncode == 0, proc.stderr
     scripts = proc.stdout.split("# ---- job script")
     preflight = next(s for s in scripts if "preflight=cpu" in s)
     assert "#SBATCH --time=7\n" in preflight
-    proc = run_cli("--ledger", str(tmp_path / "l.sqlite"), *BASE, "cluster.preflight_walltime_min=100000")
+    proc = run_cli("--ledger", str(tmp_path / "l.sqlite"), *two, "cluster.preflight_walltime_min=100000")
     assert proc.returncode == 0, proc.stderr
     preflight = next(s for s in proc.stdout.split("# ---- job script") if "preflight=cpu" in s)
     limit = load_config(["cluster=delta"]).cluster.partitions["cpu"].max_walltime_min

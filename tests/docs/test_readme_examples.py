@@ -13,7 +13,7 @@ import shlex
 import pytest
 
 from analysis.compare import MIN_REPEATS
-from campaign.cli.parser import build_parser
+from campaign.cli.parser import build_parser, parse
 from campaign.commands.multirun import compose
 from campaign.planning.plan import campaign_name, plan
 from tests.conftest import REPO
@@ -50,14 +50,24 @@ def test_the_block_has_examples() -> None:
 
 @pytest.mark.parametrize("argv", campaign_lines(), ids=lambda a: " ".join(a)[:60])
 def test_every_example_parses(argv: list[str]) -> None:
-    build_parser().parse_known_args(argv[1:])  # a usage error is SystemExit: the test fails
+    parse(argv[1:])  # the CLI's own parse: a misspelt option is SystemExit, the test fails
+
+
+@pytest.mark.parametrize("misspelt", [["status", "--wacth"], ["submit", "experiment=smoke", "--dryrun"],
+                                      ["compare", "a", "b", "--fail-onn", "slower"]])
+def test_a_misspelt_option_in_an_example_fails_the_parse(misspelt: list[str]) -> None:
+    """What the examples go through: a misspelt option is an error there, as at the prompt (a
+    parse that kept unknown arguments aside would let the README drift from the CLI)."""
+    build_parser().parse_known_args(misspelt)  # the lenient parse takes it: the check below must not
+    with pytest.raises(SystemExit):
+        parse(misspelt)
 
 
 def _made_campaigns() -> dict[str, int]:
     """Campaign name -> repeats, for every submit line of the block."""
     made: dict[str, int] = {}
     for argv in campaign_lines():
-        args, _ = build_parser().parse_known_args(argv[1:])
+        args = parse(argv[1:])
         if args.cmd == "submit":
             for _member, cfg in compose(args.overrides):
                 assert plan(cfg).runs, argv  # plans as written (accounts, partitions, threads)
@@ -67,7 +77,7 @@ def _made_campaigns() -> dict[str, int]:
 
 def test_compares_of_named_campaigns_can_give_a_verdict() -> None:
     made = _made_campaigns()
-    compares = [build_parser().parse_known_args(a[1:])[0] for a in campaign_lines() if a[1] == "compare"]
+    compares = [parse(a[1:]) for a in campaign_lines() if a[1] == "compare"]
     named = [(c.base, c.new) for c in compares if "=" not in c.base + c.new]
     assert named, "no compare of two campaign names in the examples"
     for base, new in named:
@@ -94,6 +104,6 @@ def test_help_examples_parse_and_plan(text: str) -> None:
     commands = [shlex.split(line) for line in lines]
     assert len(commands) >= 5 and all(c[0] == "campaign" for c in commands)
     for argv in commands:
-        args, _ = build_parser().parse_known_args(argv[1:])
+        args = parse(argv[1:])
         if args.cmd == "submit" and not (args.info or args.cfg):  # composes and plans (accounts, partitions, threads)
             assert all(plan(cfg).runs for _member, cfg in compose(args.overrides)), argv

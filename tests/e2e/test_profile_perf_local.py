@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import run_cli, sql_rows
 
-pytestmark = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed")
+pytestmark = pytest.mark.skipif(shutil.which("perf") is None, reason="perf not installed (make setup installs linux-perf)")
 
 N_FORWARD, N_DECODE, REPEATS = [64, 128], [1024], 2
 SMALL = ["cluster=local", "experiment=smoke", "experiment.profile=perf",

@@ -26,7 +26,7 @@ from campaign.plumbing.states import JobState
 from campaign.results import duck
 from campaign.results.export import results_frame
 from campaign.results.reader import Expected, classify_output, classify_stream
-from campaign.results.store import sweep_orphans
+from campaign.results.sweep import sweep_orphans
 
 HEADER = "kernel,impl,variant,device,dtype,n,d,threads,repeat,time_s,rel_err"
 HOSTILE = ["back\\slash", "tab\\t and \\u0041 as text", "\u00e9\u6f22\u5b57 \U0001f600", "1e999", "nan", "-inf",

@@ -23,7 +23,7 @@ from sqlalchemy import event
 from bench.finished_jobs import build
 from campaign.commands.sync import sync
 from campaign.ledger import Ledger, files
-from campaign.results.store import sweep_orphans
+from campaign.results.sweep import sweep_orphans
 from tests.conftest import run_cli
 from tests.fixtures.ledger_rows import SPEC
 

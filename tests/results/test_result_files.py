@@ -23,7 +23,7 @@ from campaign.plumbing.errors import LedgerError
 from campaign.plumbing.states import JobState
 from campaign.results.export import results_frame
 from campaign.results.reader import Outcome
-from campaign.results.store import sweep_orphans
+from campaign.results.sweep import sweep_orphans
 from tests.conftest import run_cli
 from tests.fixtures.ledger_rows import add_attempt
 
@@ -72,13 +72,13 @@ def test_a_finished_attempt_is_one_parquet_file_and_its_pointer(tmp_path: Path) 
     assert set(frame["first_call_s"]) == {"0.002"}  # the extra columns travel in the file's JSON
 
 
-def test_a_crash_before_the_commit_leaves_nothing_visible_and_status_sweeps_the_file(tmp_path: Path) -> None:
+def test_a_failed_commit_removes_its_file_and_status_sweeps_what_a_kill_left(tmp_path: Path) -> None:
     led = Ledger(tmp_path / "ledger.sqlite")
     aid = add_attempt(led, _folder(tmp_path))
     with pytest.raises(RuntimeError):
         _finish(led, aid, fail=True)
-    orphans = list((tmp_path / "runs").rglob("*.parquet"))
-    assert len(orphans) == 1  # written, fsynced, renamed: and no pointer names it
+    # written, fsynced, renamed, then the transaction failed: the file and its marker went at the rollback
+    assert list((tmp_path / "runs" / files.RESULTS).iterdir()) == []
     assert _pointers(led) == [] and len(results_frame(led)) == 0
     _finish(led, aid)  # the attempt synced again after the crash: its rows once
     assert len(results_frame(led)) == 2 and len(_pointers(led)) == 1

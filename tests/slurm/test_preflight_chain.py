@@ -252,3 +252,35 @@ def test_a_cancel_killed_after_scancel_leaves_no_failed_chain(
     rep = _sync_until(led, name, _all_finished, deadline_s=120)
     assert rep.counts == {"CANCELLED": 2} and not rep.preflight, (rep.counts, rep.preflight)
     assert _db(led, "SELECT state FROM preflight_step") == [("CANCELLED",)]
+
+
+def test_a_one_run_campaign_has_no_preflight_and_its_build_still_gates_it(tmp_path: Path) -> None:
+    """One run is its own check: no preflight job (it would run that program again and double the
+    cost); the run waits on the build job alone, and a failed build still gates it (PREFLIGHT_FAILED,
+    never started). Fixed, the same campaign runs through with no preflight job either."""
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    name = _name("pfone")
+    base = _overrides(tmp_path, name, "experiment=preflight_native", "experiment.sweeps.0.variants=[naive]")
+    try:
+        rep = api.submit([*base, f"cluster.modules=[{MISSING_MODULE}]"], ledger)
+        assert len(rep.submitted) == 1
+        failed = _sync_until(ledger, name, _gated)
+        assert failed.counts == {"PREFLIGHT_FAILED": 1}
+        assert any("build job" in line for line in failed.preflight), failed.preflight
+        [gated] = _attempts(ledger)
+        assert not (Path(gated["workdir"]) / START_FILE).exists()  # never started
+        rep = api.submit(base, ledger)
+        assert len(rep.submitted) == 1
+        # modules are part of the run's identity: a new run, the gated one stays as it was
+        assert _sync_until(ledger, name, _all_finished).counts == {"COMPLETED": 1, "PREFLIGHT_FAILED": 1}
+    except BaseException:
+        api.cancel(ledger, name)
+        raise
+    steps = _db(ledger, "SELECT job_id, state, reason FROM preflight_step ORDER BY id")
+    assert steps == [(None, "COMPLETED", "not run: the partition's one run is its own check")] * 2
+    proc = subprocess.run(["sacct", "-X", "-n", "-P", "--name", f"campaign:{name}:preflight", "-o", "JobID"],
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert proc.stdout.strip() == ""  # no preflight job ever reached Slurm
+    [done] = [a for a in _attempts(ledger) if a["state"] == "COMPLETED"]
+    show = run_cli("--ledger", str(ledger.path), "show", done["job_id"])
+    assert show.returncode == 0 and "preflight: not run: the partition's one run is its own check" in show.stdout

@@ -19,6 +19,7 @@ from tests.slurm.helpers import _all_finished, _attempts, _calls, _name, _overri
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("fake_kernel_env")]
 
 
+@pytest.mark.serial  # it bounds the sync's wall time: alone, where no other worker's load disturbs it
 def test_sync_of_many_jobs_uses_batched_sacct(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                               cancel_at_end: Callable[[Ledger, str], None]) -> None:
     """24 jobs held back (--begin a year ahead: sbatch's --hold takes no value,
