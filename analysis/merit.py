@@ -226,7 +226,8 @@ def timing_rows(results: pd.DataFrame) -> pd.DataFrame:
         if kernel not in chosen or (is_time and not chosen[kernel].startswith("\0")):
             chosen[kernel] = ("\0" + metric) if is_time else metric
     keep = np.array([not f or ("\0" + m) == chosen.get(k) or m == chosen.get(k)
-                     for f, k, m in zip(fom, results["kernel"].astype(str), results["metric"].astype(str))])
+                     for f, k, m in zip(fom, results["kernel"].astype(str), results["metric"].astype(str))],
+                    dtype=bool)
     out = results[keep].copy()
     out["params"] = [",".join(p for p in str(text).split(",") if p and not p.startswith("metric="))
                      for text in out["params"]]
@@ -269,3 +270,31 @@ def _plain(value: object) -> object:
     if value is None or value is pd.NA or (isinstance(value, float) and not np.isfinite(value)):
         return None
     return value.item() if isinstance(value, np.generic) else value
+
+
+MAX_FINDINGS = 6
+
+
+def figure_findings(results: pd.DataFrame, cluster: str) -> list[str]:
+    """The summary's lines on the figures: per figure and axis, the largest
+    speedup in the figure's direction, and every efficiency above
+    metric_scaling.SUPERLINEAR said as a flag, not as a result."""
+    rows = results[(results["cluster"].astype(str) == cluster).to_numpy()]
+    scale = metric_scaling.all_scaling(figure_frame(rows))
+    out: list[str] = []
+    for (metric, axis, higher), part in scale.groupby(["metric", "axis", "higher_is_better"], sort=True):
+        part = part[part[axis].to_numpy(float) != part["base"].to_numpy(float)]
+        if not len(part):
+            continue
+        top = part.loc[part["speedup"].idxmax()]
+        way = "higher" if higher else "lower"
+        out.append(f"{metric} ({way} is better): largest speedup over {axis} {display.ratio(top['speedup'])} "
+                   f"at {int(top[axis])} {axis} against {int(top['base'])} (efficiency "
+                   f"{display.percent(top['efficiency'])}) for {_label(top)}"
+                   + (f" at n = {display.size(top['n'])}" if display.finite(top["n"]) else "") + ".")
+        for _, r in part[part["superlinear"]].iterrows():
+            out.append(f"Flagged: {metric} efficiency {display.percent(r['efficiency'])} above "
+                       f"{display.percent(metric_scaling.SUPERLINEAR)} at {int(r[axis])} {axis} for {_label(r)}: "
+                       "more than the added resources can give, which on a shared or small machine means the "
+                       f"{int(r['base'])}-{axis} point was slowed, not that {metric} scales superlinearly.")
+    return out[:MAX_FINDINGS]

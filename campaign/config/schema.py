@@ -218,6 +218,9 @@ class KernelSpec:
     driven_by: str = "program"
     env: dict[str, str] = field(default_factory=dict)  # tool: the program's environment (placeholders allowed)
     figures: list[FigureSpec] = field(default_factory=list)  # tool: at least one
+    # tool: the program runs for a set time (sysbench --time=5): its time measures the setting, so the
+    # analysis judges it on its other figures only
+    fixed_duration: bool = False
     sanity: list[SanitySpec] = field(default_factory=list)  # tool: CHECK_FAILED when one fails
     flops: str | None = None  # cost model: arithmetic of the swept parameters, e.g. "2*n"
     bytes: str | None = None  # e.g. "3*8*n"
@@ -243,7 +246,9 @@ class SweepSpec:
     # GPUs per rank: [] = none on CPU partitions, the job's one GPU on GPU partitions (single rank)
     gpus_per_rank: list[int] = field(default_factory=list)
     dtypes: list[str] = field(default_factory=lambda: ["fp32"])
-    n: list[Any] = MISSING  # sizes; integers may be written 1e6 (campaign.planning.plan reads them)
+    # sizes; integers may be written 1e6 (campaign.planning.plan reads them). None: a tool-driven program
+    # whose argv and env read no {n} has no problem size; it runs once per repeat (its rows say n = 1)
+    n: list[Any] | None = None
     d: int | None = None  # None: 64 for contract programs (their --d); a tool-driven benchmark gets none
     args: dict[str, Any] = field(default_factory=dict)
     grid: dict[str, list[Any]] = field(default_factory=dict)

@@ -55,6 +55,23 @@ def sizes(values: list[Any], where: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+NO_SIZE = (1,)  # the one point of a program without a problem size
+
+
+def sizes_of(kernel: KernelSpec, sweep: SweepSpec, where: str) -> tuple[int, ...]:
+    """The sweep's sizes; a tool-driven program that reads no {n} may leave
+    them out (it has none, and runs once per repeat at NO_SIZE)."""
+    if sweep.n is not None:
+        return sizes(sweep.n, where)
+    texts = [a for impl in kernel.impls.values() for a in impl.argv] + list(kernel.env.values())
+    texts += [f.source for f in kernel.figures]
+    if kernel.driven_by == "tool" and not any("n" in placeholders(str(t)) for t in texts):
+        return NO_SIZE
+    reads = "its argv reads {n}" if kernel.driven_by == "tool" else "a contract program loops over --n"
+    raise ConfigError(f"{where}.n is missing: kernel {kernel.name} takes a problem size ({reads}); give the "
+                      "sizes, e.g. n: [1000], or drop {n} from a tool-driven program that has none")
+
+
 def check_d(sweep: SweepSpec, where: str) -> None:
     if sweep.d is not None and (isinstance(sweep.d, bool) or sweep.d <= 0):
         raise ConfigError(f"{where}.d must be positive, got {sweep.d}")
@@ -101,9 +118,9 @@ def check_kernel(key: str, kernel: KernelSpec) -> None:
         if not name.isidentifier() or name in COST_NAMES:
             raise ConfigError(f"{where}.cost_params.{name}: not a parameter name an expression can read")
     if kernel.driven_by == "program":
-        if kernel.figures or kernel.sanity or kernel.env:
-            raise ConfigError(f"{where}: figures, sanity and env need driven_by: tool (a program-driven kernel "
-                              "writes the contract CSV)")
+        if kernel.figures or kernel.sanity or kernel.env or kernel.fixed_duration:
+            raise ConfigError(f"{where}: figures, sanity, env and fixed_duration need driven_by: tool (a "
+                              "program-driven kernel writes the contract CSV)")
         return
     if not kernel.figures:
         raise ConfigError(f"{where}.figures is empty: a tool-driven benchmark needs at least one figure of merit")
@@ -203,6 +220,6 @@ def tool_argv(python: str, kernel: KernelSpec, impl: str) -> tuple[str, ...]:
     }
     # only when declared: the runs of a declaration without them keep their keys
     extra = {"write_bytes": kernel.write_bytes, "element_bytes": dict(kernel.element_bytes),
-             "cost_params": dict(kernel.cost_params)}
+             "cost_params": dict(kernel.cost_params), "fixed_duration": kernel.fixed_duration}
     spec.update({k: v for k, v in extra.items() if v})
     return (python, "-m", "campaign.job.fom", json.dumps(spec, sort_keys=True, separators=(",", ":")))

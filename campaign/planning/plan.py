@@ -242,7 +242,7 @@ def _partitions(cluster: ClusterSpec, sweep: SweepSpec, kernel: KernelSpec | Non
 
 def _check_sweep(sweep: SweepSpec, kernel: KernelSpec, index: int) -> None:
     where = f"experiment.sweeps.{index}"
-    sweep.n = list(byob.sizes(sweep.n, where))  # 1e6 is an integer size
+    sweep.n = list(byob.sizes_of(kernel, sweep, where))  # 1e6 is an integer size
     byob.check_d(sweep, where)
     if not sweep.threads or any(t <= 0 for t in sweep.threads):
         raise ConfigError(f"{where}.threads must be positive thread counts, got {sweep.threads}")
