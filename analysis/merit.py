@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import display, metric_scaling
-from analysis.metric_frame import TIME, fixed_duration, metric_frame
+from analysis.metric_frame import DIMENSIONS, TIME, VALUE_COLUMNS, fixed_duration, metric_frame
 from analysis.blocks import Figure, Table
 from analysis.plot_axes import Axes, Handles, finite_range, log_axis, palette, panels, pick, size_axis
 
@@ -252,7 +252,7 @@ def figure_frame(results: pd.DataFrame) -> pd.DataFrame:
     """The metric frame of the rows' figures of merit (their time_s, which a
     `time` figure already says, left out); empty without figures."""
     if not has_figures(results):
-        return metric_frame(results.iloc[:0])
+        return pd.DataFrame(columns=[*DIMENSIONS, "repeat", "replicate", *VALUE_COLUMNS])
     frame = metric_frame(results[results["metric"].notna().to_numpy()])
     return frame[frame["metric"] != TIME].reset_index(drop=True)
 
@@ -260,6 +260,8 @@ def figure_frame(results: pd.DataFrame) -> pd.DataFrame:
 def scaling_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
     """`report --json` key figure_scaling: each figure's speedup and efficiency
     over threads, ranks and nodes (analysis/metric_scaling.py; [] without figures)."""
+    if not has_figures(results):
+        return []
     rows = results if cluster is None else results[(results["cluster"].astype(str) == cluster).to_numpy()]
     scale = metric_scaling.all_scaling(figure_frame(rows))
     return [{k: _plain(v) for k, v in rec.items()} for rec in scale.to_dict("records")]
