@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from analysis import display, metric_scaling
-from analysis.metric_frame import DIMENSIONS, TIME, VALUE_COLUMNS, fixed_duration, metric_frame
 from analysis.blocks import Figure, Table
+from analysis.metric_frame import DIMENSIONS, TIME, VALUE_COLUMNS, fixed_duration, metric_frame
 from analysis.plot_axes import Axes, Handles, finite_range, log_axis, palette, panels, pick, size_axis
 
 FOM_COLUMNS = ("metric", "value", "unit", "higher_is_better")

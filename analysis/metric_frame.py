@@ -1,5 +1,5 @@
 """The long-form metric frame: one row per measured value of one run, any
-metric, with the run's dimensions beside it (docs/results.md#metrics).
+metric, with the run's dimensions beside it (docs/design.md#metrics).
 
 Why one frame: a program's figure of merit (events/s, GB/s) and the time of
 a repeat are the same kind of data, a value in a unit with a direction

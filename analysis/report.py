@@ -142,10 +142,10 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
     if merit:
         plot = bandwidth_plot(results, partitions, cluster, out / f"{slug}-bandwidth.png")
         figures += [plot] if plot is not None else []
-        said = tuple(figure_findings(results, cluster))
-        if said:  # the figures' scaling joins the summary's findings
+        lines = tuple(figure_findings(results, cluster))
+        if lines:  # the figures' scaling joins the summary's findings
             sections[0] = Section(sections[0].title, sections[0].anchor,
-                                  [*sections[0].blocks[:2], Block("list", items=said), *sections[0].blocks[2:]])
+                                  [*sections[0].blocks[:2], Block("list", items=lines), *sections[0].blocks[2:]])
         sections.insert(max(1, len(sections) - 1), Section(MERIT_TITLE, anchor(MERIT_TITLE), [
             Block("p", MERIT_INTRO), *_tables(merit), *([Block("figure", figure=plot)] if plot else [])]))
     sections.append(_jobs_section(mine_jobs))

@@ -368,7 +368,7 @@ def _expand(
                 cluster=cfg.cluster.name, partition=part.name, kernel=kernel.name,
                 impl=impl_name, variant=variant, device=device, dtype=dtype,
                 threads=t, gpus=alloc.gpus,
-                n=tuple(sweep.n), d=byob.d_of(sweep, kernel), repeats=exp.repeats, warmup=exp.warmup,
+                n=tuple(sweep.n or ()), d=byob.d_of(sweep, kernel), repeats=exp.repeats, warmup=exp.warmup,
                 check=exp.check, walltime_min=exp.walltime_min,
                 mem_gb=alloc.mem_gb, argv=argv, extra_args=profiling,
                 cpus=alloc.cpus if alloc.cpus != t else 0, exclusive=alloc.exclusive,
