@@ -111,6 +111,22 @@ def _scaling_tables(frame: pd.DataFrame) -> list[Table]:
     return out
 
 
+def _exponent_tables(frame: pd.DataFrame) -> list[Table]:
+    """The fitted exponent of each figure over n (none for a program without sizes)."""
+    fits = metric_scaling.exponents(frame)
+    out = []
+    for (metric, higher), part in fits.groupby(["metric", "higher_is_better"], sort=True):
+        rows = pd.DataFrame({
+            "configuration": [_label(r) for _, r in part.iterrows()],
+            "at": [_axes_text(pd.concat([r, pd.Series({"axis": ""})])) for _, r in part.iterrows()],
+            "n range": [f"{display.size(a)} … {display.size(b)}" for a, b in zip(part["n_min"], part["n_max"])],
+            "sizes": part["sizes"].astype(str).to_numpy(),
+            "exponent k": [f"{k:.3f}" for k in part["exponent"]]})
+        out.append(Table(f"Fitted exponent k of {metric} ∝ n^k ({'higher' if higher else 'lower'} is better)",
+                         rows, "Least-squares slope of log value on log n over the sizes measured."))
+    return out
+
+
 def _ceilings(partitions: pd.DataFrame | None) -> dict[tuple[str, str], float]:
     ceilings: dict[tuple[str, str], float] = {}
     if partitions is not None and len(partitions) and "mem_bw" in partitions.columns:
@@ -203,7 +219,8 @@ def merit_tables(results: pd.DataFrame, partitions: pd.DataFrame | None, cluster
     med = medians(mine)
     out = [_value_table(part, str(metric), str(unit), bool(higher)) for (metric, unit, higher), part in
            med.groupby(["metric", "unit", "higher_is_better"], sort=True)]
-    out += _scaling_tables(figure_frame(mine))
+    frame = figure_frame(mine)
+    out += _scaling_tables(frame) + _exponent_tables(frame)
     bandwidth = _bandwidth_table(med, partitions)
     return out + ([bandwidth] if bandwidth is not None else [])
 
@@ -255,6 +272,16 @@ def figure_frame(results: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=[*DIMENSIONS, "repeat", "replicate", *VALUE_COLUMNS])
     frame = metric_frame(results[results["metric"].notna().to_numpy()])
     return frame[frame["metric"] != TIME].reset_index(drop=True)
+
+
+def exponents_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
+    """`report --json` key figure_exponents: each figure's fitted exponent over n
+    (analysis/metric_scaling.py; [] without figures or without two sizes)."""
+    if not has_figures(results):
+        return []
+    rows = results if cluster is None else results[(results["cluster"].astype(str) == cluster).to_numpy()]
+    fits = metric_scaling.exponents(figure_frame(rows))
+    return [{k: _plain(v) for k, v in rec.items()} for rec in fits.to_dict("records")]
 
 
 def scaling_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:

@@ -90,3 +90,29 @@ def all_scaling(frame: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=[*present(med, DIMENSIONS), *POINT_COLUMNS, *COLUMNS])
     return pd.concat(parts, ignore_index=True)
 
+
+
+EXPONENT_COLUMNS = ("n_min", "n_max", "sizes", "exponent")
+
+
+def exponents(frame: pd.DataFrame) -> pd.DataFrame:
+    """Least-squares slope k of log v on log n, v ∝ n^k, per series of every
+    dimension but n measured at two or more sizes (a program without a size
+    has none). Its sign reads in the metric's direction: a rate that falls
+    with n (k < 0) is a cost that grows."""
+    med = medians(frame) if "repeats" not in frame.columns else frame
+    key = [c for c in present(med, DIMENSIONS) if c != "n"] + list(POINT_COLUMNS)
+    med = med[pd.to_numeric(med["n"], errors="coerce").gt(0) & med["value"].gt(0)] if len(med) else med
+    if not len(med):
+        return pd.DataFrame(columns=[*key, *EXPONENT_COLUMNS])
+    codes, _ = group_codes(med, key)
+    x, y = np.log(med["n"].to_numpy(float)), np.log(med["value"].to_numpy(float))
+    count = np.bincount(codes)
+    x_c = x - (np.bincount(codes, weights=x) / count)[codes]
+    y_c = y - (np.bincount(codes, weights=y) / count)[codes]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = np.bincount(codes, weights=x_c * y_c) / np.bincount(codes, weights=x_c * x_c)
+    out = med.assign(_series=codes).groupby("_series", sort=True).agg(
+        **{c: (c, "first") for c in key}, n_min=("n", "min"), n_max=("n", "max"), sizes=("n", "nunique"))
+    out["exponent"] = slope[out.index.to_numpy()]
+    return out[out["sizes"] >= 2].reset_index(drop=True)[[*key, *EXPONENT_COLUMNS]]

@@ -94,7 +94,7 @@ def _with_rank_times(led: Ledger, campaign: str | Sequence[str] | None, results:
 def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None,
             all_campaigns: bool = False) -> dict[str, Any]:
     """Metrics of one campaign (the latest by default; report_scope)."""
-    from analysis.merit import figures_json, scaling_json, timing_rows  # lazy, as above
+    from analysis.merit import exponents_json, figures_json, scaling_json, timing_rows  # lazy, as above
     from analysis.metrics import metrics_json
 
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
@@ -102,6 +102,7 @@ def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence
     out: dict[str, Any] = dict(metrics_json(timing_rows(results), facts, cluster=cluster))
     out["figures_of_merit"] = figures_json(results, cluster)
     out["figure_scaling"] = scaling_json(results, cluster)
+    out["figure_exponents"] = exponents_json(results, cluster)
     out["counters"] = counters_json(led, results, cluster=cluster, campaign=scope.campaigns)
     out["overlap_points"] = _overlap_points(results, cluster)
     out["scope"] = _scope_json(scope)
@@ -144,12 +145,12 @@ def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
                   keys: Sequence[str] | None = None) -> None:
     """`report --json`: api.metrics' object streamed to `out` (only `keys`,
     default all), written as it is converted, never held as one string."""
-    from analysis.merit import figures_json, scaling_json, timing_rows  # lazy, as above
+    from analysis.merit import exponents_json, figures_json, scaling_json, timing_rows  # lazy, as above
     from analysis.metrics_stream import check_keys, write_metrics_json
 
     try:
         chosen = check_keys(keys, ("counters", "overlap_points", "scope", "figures_of_merit",
-                                          "figure_scaling"))  # before the ledger is read: a typo fails at once
+                                          "figure_scaling", "figure_exponents"))  # before the ledger is read: a typo fails at once
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
@@ -157,6 +158,7 @@ def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
     write_metrics_json(timing_rows(results), facts, out, cluster=cluster, keys=chosen, tail={
         "figures_of_merit": lambda: figures_json(results, cluster),
         "figure_scaling": lambda: scaling_json(results, cluster),
+        "figure_exponents": lambda: exponents_json(results, cluster),
         "counters": lambda: counters_json(led, results, cluster=cluster, campaign=scope.campaigns),
         "overlap_points": lambda: _overlap_points(results, cluster),
         "scope": lambda: _scope_json(scope)})

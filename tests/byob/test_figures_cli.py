@@ -89,6 +89,7 @@ def test_fixed_duration_rate_is_judged_on_its_figure(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["speedup"] == [] and doc["fits"] == [] and doc["best_threads"] == []
+    assert doc["figure_exponents"] == []  # no sizes: no exponent over n
     assert {r["metric"] for r in doc["figures_of_merit"]} == {"rate"}
     scaled = {(r["params"], r["threads"]): r for r in doc["figure_scaling"]}
     assert set(scaled) == {(f"mode={m}", t) for m in "ab" for t in (1, 2)}
