@@ -327,3 +327,30 @@ def figure_findings(results: pd.DataFrame, cluster: str) -> list[str]:
                        "more than the added resources can give, which on a shared or small machine means the "
                        f"{int(r['base'])}-{axis} point was slowed, not that {metric} scales superlinearly.")
     return out[:MAX_FINDINGS]
+
+
+def advice_rows(results: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, object] | None]:
+    """The rows thread advice reads, and the figure it is judged on (None: time).
+
+    Advice picks the thread count of least cost, read from `time_s`. A
+    fixed-duration program's time is its setting, so its first figure that is
+    not a time becomes the cost: the value where lower is better, 1/value
+    where higher is (the fewest threads within the tolerance of the best rate
+    is then the fewest within the tolerance of the least 1/rate). Other rows:
+    one figure per run (timing_rows)."""
+    fixed = fixed_duration(results).to_numpy() if has_figures(results) else np.zeros(len(results), dtype=bool)
+    if not fixed.any():
+        return timing_rows(results), None
+    frame = figure_frame(results[fixed])
+    if not len(frame):
+        return results.iloc[:0], None
+    metric = str(frame["metric"].iloc[0])
+    chosen = results[fixed & (results["metric"].astype(str) == metric).to_numpy()].copy()
+    value = pd.to_numeric(chosen["value"], errors="coerce").to_numpy(float)
+    higher = bool(frame["higher_is_better"].iloc[0])
+    with np.errstate(divide="ignore"):
+        chosen["time_s"] = 1.0 / value if higher else value
+    chosen["params"] = [",".join(p for p in str(t).split(",") if p and not p.startswith("metric="))
+                        for t in chosen["params"]]
+    return chosen, {"metric": metric, "unit": str(frame["unit"].iloc[0]), "higher_is_better": higher,
+                    "cost": "1/value" if higher else "value"}

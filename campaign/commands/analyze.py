@@ -270,6 +270,7 @@ def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: 
     text or (`as_json`) one object. One campaign, the latest by default, as
     `report` (report_scope: pooling campaigns moved medians), and of each
     configuration only its latest identity (campaign.results.latest)."""
+    from analysis.merit import advice_rows
     from analysis.metrics import to_records
     from analysis.thread_advice import format_thread_advice
     from analysis.thread_advice import thread_advice as advise  # lazy: pandas
@@ -287,6 +288,12 @@ def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: 
         if value not in present:
             raise BadInputError(f"no results for {col} {value!r} on {cluster}; measured: {', '.join(present)}")
         results = results[results[col] == value]
+    judged = None
+    if "params" in results.columns and results["params"].str.contains("metric=", regex=False).any():
+        # figures of merit (docs/byob.md): a fixed-duration program is advised on its figure, not its time
+        rich, _ = latest_frame(led, campaign=scope.campaigns, cluster=cluster, usable_only=True, all_extras=True)
+        rich = rich[(rich["partition"] == partition) & (rich["kernel"] == kernel)]
+        results, judged = advice_rows(rich)
     spec = _cluster_specs(led, {cluster}).get(cluster)
     part = spec.partitions.get(partition) if spec is not None else None
     cores = part.cores if part is not None else None
@@ -295,9 +302,12 @@ def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: 
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
     title = f"{kernel} on {cluster}/{partition} ({cores if cores else 'unknown'} cores)"
+    if judged is not None:
+        title += (f", judged on {judged['metric']} [{judged['unit']}] "
+                  f"({'higher' if judged['higher_is_better'] else 'lower'} is better; its set time says nothing)")
     if as_json:
         return {"title": title, "cluster": cluster, "partition": partition, "kernel": kernel, "cores": cores,
-                "per_n": to_records(advice.per_n), "ranges": to_records(advice.ranges),
+                "per_n": to_records(advice.per_n), "ranges": to_records(advice.ranges), "judged_on": judged,
                 "scope": _scope_json(scope) | {"superseded": left.records}}
     text = format_thread_advice(advice, title).split("\n")
     return "\n".join([text[0], *(f"- {line}" for line in scope.lines), *text[1:]])

@@ -99,6 +99,13 @@ def test_fixed_duration_rate_is_judged_on_its_figure(tmp_path: Path) -> None:
     assert top["speedup"] == pytest.approx(4.0) and top["efficiency"] == pytest.approx(2.0)
     assert top["superlinear"] is True and scaled[("mode=a", 1)]["superlinear"] is False
 
+    proc = run_cli("--ledger", str(ledger), "advise", "threads", "--cluster", "local", "--partition", "local",
+                   "--kernel", "myrate", "--format", "json", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    advice = json.loads(proc.stdout)
+    assert advice["judged_on"] == {"metric": "rate", "unit": "events/s", "higher_is_better": True, "cost": "1/value"}
+    assert {(r["params"], r["recommended"]) for r in advice["ranges"]} == {("mode=a", 2), ("mode=b", 2)}
+
 
 def test_compare_calls_a_drop_of_a_rate_worse(tmp_path: Path) -> None:
     env = _setup(tmp_path)
