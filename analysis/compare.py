@@ -73,6 +73,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.columns import OPTIONAL_GROUP_COLUMNS
+from analysis.metric_frame import TIME_UNITS, fixed_duration
 from analysis.overlap_points import flagged_rows
 from analysis.ratios import DIMENSIONS
 from analysis.replicates import LEVEL, replicates_needed, welch_ratio
@@ -81,8 +82,10 @@ from analysis.summary import ensure_summary, is_summary
 
 FASTER, SLOWER, NOISE, INSUFFICIENT = "faster", "slower", "within-noise", "insufficient-repeats"
 FEW_REPLICATES = "insufficient-replicates"  # fewer replicates on a side than min_replicates asks
+BETTER, WORSE = "better", "worse"  # a figure of merit's verdicts: its direction, not a time's
 VERDICTS: tuple[str, ...] = (FASTER, SLOWER, NOISE, INSUFFICIENT, FEW_REPLICATES)
 SHARED = "shared-machine"  # a summary's verdict when every judged point was timed on a shared or busy machine
+FIGURE_VERDICTS = {SLOWER: WORSE, FASTER: BETTER}
 BETWEEN, WITHIN = "between-replicates", "within-run only"  # which interval judged a point
 DEFAULT_THRESHOLD = 0.05
 MIN_REPEATS = 4
@@ -115,8 +118,8 @@ class Comparison:
 
     @property
     def slower(self) -> pd.DataFrame:
-        """Points slower beyond the threshold (what `--fail-on slower` fails on)."""
-        return self.points[self.points["verdict"] == SLOWER]
+        """Points slower, or a figure worse, beyond the threshold (what `--fail-on slower` fails on)."""
+        return self.points[self.points["verdict"].isin([SLOWER, WORSE])]
 
 
 def varied_columns(by: str | None) -> list[str]:
@@ -168,7 +171,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, by: str | None = None,
         raise ValueError(f"min_replicates must be a whole number >= 1, got {min_replicates!r}")
     if is_summary(base) != is_summary(new):
         raise ValueError("compare both raw results or both summaries")
-    raw_b, raw_n = _aligned(base, new)
+    raw_b, raw_n = _aligned(_figures_as_values(base), _figures_as_values(new))
     sb, sn = ensure_summary(raw_b), ensure_summary(raw_n)
     match = [c for c in group_columns(sb) if c not in varied] + ["threads", "n"]
     sb, sn = _with_replicates(sb), _with_replicates(sn)
@@ -178,6 +181,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, by: str | None = None,
     both = merged[merged["_merge"] == "both"].reset_index(drop=True)
     points = _points(both, match, varied, threshold, min_repeats)
     _judge_replicates(points, both, threshold, min_replicates)
+    _orient(points, _directions(raw_b, raw_n))
     keys = _texts(points, match)  # a point timed on a shared machine on either side (issue 24)
     for side, raw in (("base", raw_b), ("new", raw_n)):
         flagged = _flagged_keys(raw, match)
@@ -286,12 +290,16 @@ def summary_keys(by: str | None) -> list[str]:
 
 
 def summarize_points(points: pd.DataFrame, by: str | None, threshold: float = DEFAULT_THRESHOLD) -> pd.DataFrame:
-    """Per kernel and implementation: the count of points per verdict and the
-    group's `geomean`, interval and `verdict` from its judged points' own
-    ratios and intervals (see the module doc); `shared` counts the judged
-    points left out because either side was timed on a shared or busy machine."""
-    keys = summary_keys(by)
-    cols = keys + ["points", "geomean", "geomean_lo", "geomean_hi"] + list(VERDICTS) + ["shared", "verdict"]
+    """Per kernel and implementation (and metric, where the points carry
+    figures of merit: never one geomean over a time and a rate): the count of
+    points per verdict and the group's `geomean`, interval and `verdict` from
+    its judged points' own ratios and intervals (see the module doc); `shared`
+    counts the judged points left out because either side was timed on a
+    shared or busy machine."""
+    figures = "metric" in points.columns
+    keys = summary_keys(by) + (["metric"] if figures else [])
+    names = list(VERDICTS) + ([BETTER, WORSE] if figures else [])
+    cols = keys + ["points", "geomean", "geomean_lo", "geomean_hi"] + names + ["shared", "verdict"]
     judged = ~points["verdict"].isin([INSUFFICIENT, FEW_REPLICATES]).to_numpy()
     shared = np.zeros(len(points), dtype=bool)
     for side in ("base", "new"):
@@ -306,13 +314,67 @@ def summarize_points(points: pd.DataFrame, by: str | None, threshold: float = DE
         counts = grp["verdict"].value_counts()
         verdict = verdicts(np.array([mean]), np.array([lo]), np.array([hi]),
                            np.array([int(grp["_judged"].sum())]), threshold, 1)[0]
-        if verdict in (FASTER, SLOWER) and not (use["verdict"] == verdict).any():
+        if verdict in (FASTER, SLOWER) and not use["verdict"].isin([verdict, FIGURE_VERDICTS[verdict]]).any():
             verdict = NOISE  # points within noise each way can average off 1: no point says it, nor does the group
         if not grp["_judged"].any():  # nothing to judge: say why
             verdict = SHARED if grp["_shared"].any() else FEW_REPLICATES if counts.get(FEW_REPLICATES, 0) \
                 else INSUFFICIENT
         key_values = key if isinstance(key, tuple) else (key,)
+        if figures and key_values[-1] != "time_s":  # the ratio is oriented: > 1 is worse
+            verdict = FIGURE_VERDICTS.get(verdict, verdict)
         rows.append([*key_values, len(grp), float(mean), float(lo), float(hi)]
-                    + [int(counts.get(v, 0)) for v in VERDICTS] + [int(grp["_shared"].sum()), verdict])
+                    + [int(counts.get(v, 0)) for v in names] + [int(grp["_shared"].sum()), verdict])
     out = pd.DataFrame(rows, columns=cols)
-    return out.astype({c: "int64" for c in ["points", *VERDICTS, "shared"]})
+    return out.astype({c: "int64" for c in ["points", *names, "shared"]})
+
+
+def _figures_as_values(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows of figures of merit (docs/byob.md) compared on the figure's value,
+    not on the run's time_s they share; a fixed-duration program's time
+    figures left out (their value is the set time). Other rows unchanged."""
+    if is_summary(frame) or "metric" not in frame.columns or "value" not in frame.columns:
+        return frame
+    fig = frame["metric"].notna().to_numpy()
+    value = pd.to_numeric(frame["value"], errors="coerce").to_numpy(float)
+    out = frame.assign(time_s=np.where(fig, value, frame["time_s"].to_numpy(float)))
+    time_unit = frame["unit"].isin(TIME_UNITS).to_numpy() & ~_higher(frame)
+    return out[~(fig & time_unit & fixed_duration(frame).to_numpy())].reset_index(drop=True)
+
+
+def _higher(frame: pd.DataFrame) -> np.ndarray:
+    return pd.to_numeric(frame["higher_is_better"], errors="coerce").fillna(0).to_numpy() != 0
+
+
+def _directions(*frames: pd.DataFrame) -> dict[tuple[str, str], bool]:
+    """(kernel, metric) -> higher is better, from the raw rows' figures."""
+    out: dict[tuple[str, str], bool] = {}
+    for frame in frames:
+        if is_summary(frame) or "metric" not in frame.columns or "higher_is_better" not in frame.columns:
+            continue
+        fig = frame[frame["metric"].notna().to_numpy()]
+        for kernel, metric, higher in zip(fig["kernel"].astype(str), fig["metric"].astype(str), _higher(fig)):
+            out[(kernel, metric)] = bool(higher)
+    return out
+
+
+def _orient(points: pd.DataFrame, directions: dict[tuple[str, str], bool]) -> None:
+    """Each point's metric and direction; a higher-is-better figure's ratio
+    turned into BASE/NEW (so > 1 is worse, as a time's NEW/BASE) and its
+    verdicts said as better/worse. Without figures the points are unchanged."""
+    if not directions:
+        return
+    params = points["params"] if "params" in points.columns else pd.Series("", index=points.index)
+    metric = [next((p[7:] for p in str(text).split(",") if p.startswith("metric=")), "time_s") for text in params]
+    points["metric"] = metric
+    higher = np.array([directions.get((str(k), m), False) for k, m in zip(points["kernel"], metric)], dtype=bool)
+    points["higher_is_better"] = higher
+    ratio, lo, hi = (points[c].to_numpy(float) for c in ("ratio", "ratio_lo", "ratio_hi"))
+    with np.errstate(divide="ignore"):
+        points["ratio"] = np.where(higher, 1.0 / ratio, ratio)
+        points["ratio_lo"] = np.where(higher, 1.0 / hi, lo)
+        points["ratio_hi"] = np.where(higher, 1.0 / lo, hi)
+    figure = np.array([m != "time_s" for m in metric], dtype=bool)
+    # judged on NEW/BASE of the value: for a rate a ratio below 1 ("faster") is a drop, so worse
+    rising = {SLOWER: BETTER, FASTER: WORSE}
+    points["verdict"] = [(rising if h else FIGURE_VERDICTS).get(v, v) if f else v
+                         for v, f, h in zip(points["verdict"], figure, higher)]

@@ -18,15 +18,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import display
+from analysis import display, metric_scaling
 from analysis.blocks import Figure, Table
+from analysis.metric_frame import DIMENSIONS, TIME, VALUE_COLUMNS, fixed_duration, metric_frame
 from analysis.plot_axes import Axes, Handles, finite_range, log_axis, palette, panels, pick, size_axis
 
 FOM_COLUMNS = ("metric", "value", "unit", "higher_is_better")
 TITLE = "Figures of merit"
 INTRO = ("What each benchmark reported about itself, read from its output by the patterns of its YAML: "
-         "medians over repeats in the figure's own unit. Speedup is in the figure's direction: "
-         "v(T)/v(T0) for rates (higher is better), t(T0)/t(T) for times, T0 the fewest threads measured.")
+         "medians over repeats in the figure's own unit, one point per nodes, ranks, threads, n and "
+         "arguments (never pooled). Speedup over threads, ranks and nodes is in the figure's direction: "
+         "v/v(base) for rates (higher is better), t(base)/t for times, the base the fewest measured. "
+         "A fixed-duration program (kernel YAML `fixed_duration`) is judged on these figures only.")
 
 
 def _params(text: object) -> str:
@@ -44,15 +47,20 @@ def has_figures(results: pd.DataFrame) -> bool:
 
 
 def medians(results: pd.DataFrame) -> pd.DataFrame:
-    """Median value (and time_s, bytes) per configuration, figure, threads and n."""
+    """Median value (and time_s, bytes) per configuration, figure, nodes, ranks, threads and n."""
     rows = results[results["metric"].notna()].copy()
+    rows["unit"] = rows["unit"].fillna("").astype(str)
+    time_figure = rows["unit"].isin(["s", "ms", "us", "ns"]) & (pd.to_numeric(rows["higher_is_better"],
+                                                                             errors="coerce").fillna(0) == 0)
+    rows = rows[~(fixed_duration(rows) & time_figure)].copy()  # a set duration measures nothing
     rows["value"] = pd.to_numeric(rows["value"], errors="coerce")
     rows["higher_is_better"] = pd.to_numeric(rows["higher_is_better"], errors="coerce").fillna(0).astype(bool)
-    rows["unit"] = rows["unit"].fillna("").astype(str)
     rows["label"] = rows.apply(_label, axis=1) if len(rows) else pd.Series(dtype=str)
     if "bytes" not in rows.columns:
         rows["bytes"] = np.nan
-    keys = ["cluster", "partition", "label", "metric", "unit", "higher_is_better", "threads", "n"]
+    for col in ("nodes", "ranks"):  # a point of 2 nodes is never pooled with one of 1
+        rows[col] = pd.to_numeric(rows[col], errors="coerce").fillna(1).astype("int64") if col in rows else 1
+    keys = ["cluster", "partition", "label", "metric", "unit", "higher_is_better", "nodes", "ranks", "threads", "n"]
     return (rows.groupby(keys, dropna=False, sort=True)
             .agg(value=("value", "median"), time_s=("time_s", "median"), bytes=("bytes", "median"),
                  repeats=("value", "size"))
@@ -60,7 +68,9 @@ def medians(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def _value_table(part: pd.DataFrame, metric: str, unit: str, higher: bool) -> Table:
-    wide = part.pivot_table(index=["label", "threads"], columns="n", values="value", aggfunc="first")
+    index = ["label", *(c for c in ("nodes", "ranks") if part[c].nunique() > 1), "threads"]
+    wide = part.assign(n=part["n"].astype(object).where(part["n"].notna(), "–")).pivot_table(
+        index=index, columns="n", values="value", aggfunc="first")
     shown = wide.map(display.sig).reset_index().rename(columns={"label": "configuration"})
     shown.columns = [str(c) for c in shown.columns]
     direction = "higher is better" if higher else "lower is better"
@@ -68,22 +78,53 @@ def _value_table(part: pd.DataFrame, metric: str, unit: str, higher: bool) -> Ta
                  "Median over repeats of the figure the program printed; columns are n.")
 
 
-def _speedup_table(part: pd.DataFrame, metric: str, higher: bool) -> Table | None:
-    rows = []
-    for (label, n), cell in part.groupby(["label", "n"], sort=True):
-        if cell["threads"].nunique() < 2:
-            continue
-        cell = cell.sort_values("threads")
-        base = cell.iloc[0]
-        for _, r in cell.iloc[1:].iterrows():
-            ratio = r["value"] / base["value"] if higher else base["value"] / r["value"]
-            rows.append({"configuration": label, "n": str(n), "T0": str(int(base["threads"])),
-                         "T": str(int(r["threads"])), "speedup": display.ratio(ratio),
-                         "efficiency": display.percent(ratio * base["threads"] / r["threads"])})
-    if not rows:
-        return None
-    return Table(f"Speedup of {metric} over T0 threads ({'v(T)/v(T0)' if higher else 't(T0)/t(T)'})",
-                 pd.DataFrame(rows), "Efficiency = speedup x T0 / T.")
+def _axes_text(row: pd.Series) -> str:
+    """The point's other axes (threads, nodes, ranks) as one text, e.g. "T=2 N=1 R=2"."""
+    return " ".join(f"{k}={int(row[c])}" for k, c in (("T", "threads"), ("N", "nodes"), ("R", "ranks"))
+                    if c in row.index and c != row["axis"])
+
+
+def _scaling_tables(frame: pd.DataFrame) -> list[Table]:
+    """Speedup and efficiency of each figure over threads, ranks and nodes, in its direction."""
+    scale = metric_scaling.all_scaling(frame)
+    out: list[Table] = []
+    for (metric, axis, higher), part in scale.groupby(["metric", "axis", "higher_is_better"], sort=True):
+        part = part.reset_index(drop=True)
+        rows = pd.DataFrame({
+            "configuration": [_label(r) for _, r in part.iterrows()],
+            "n": [display.size(v) if display.finite(v) else "–" for v in part["n"]],
+            "at": [_axes_text(r) for _, r in part.iterrows()],
+            "scaling": part["scaling"].to_numpy(),
+            f"{axis} base": part["base"].astype(str).to_numpy(),
+            axis: part[axis].astype(int).astype(str).to_numpy(),
+            "median": [display.sig(v) for v in part["value"]],
+            "speedup": [display.ratio(v) for v in part["speedup"]],
+            "efficiency": [display.percent(e) + (" †" if s else "") for e, s in
+                           zip(part["efficiency"], part["superlinear"])]})
+        formula = "v/v(base)" if higher else "t(base)/t"
+        note = (f"Speedup {formula} in the figure's direction ({'higher' if higher else 'lower'} is better); "
+                f"efficiency = speedup x base / {axis}"
+                + ("" if higher else " (weak scaling: t(base)/t)") + ". "
+                f"† efficiency above {display.percent(metric_scaling.SUPERLINEAR)}: more than the added "
+                f"{axis} can give; on a shared or small machine the base point was slowed.")
+        out.append(Table(f"Scaling of {metric} over {axis}", rows, note))
+    return out
+
+
+def _exponent_tables(frame: pd.DataFrame) -> list[Table]:
+    """The fitted exponent of each figure over n (none for a program without sizes)."""
+    fits = metric_scaling.exponents(frame)
+    out = []
+    for (metric, higher), part in fits.groupby(["metric", "higher_is_better"], sort=True):
+        rows = pd.DataFrame({
+            "configuration": [_label(r) for _, r in part.iterrows()],
+            "at": [_axes_text(pd.concat([r, pd.Series({"axis": ""})])) for _, r in part.iterrows()],
+            "n range": [f"{display.size(a)} … {display.size(b)}" for a, b in zip(part["n_min"], part["n_max"])],
+            "sizes": part["sizes"].astype(str).to_numpy(),
+            "exponent k": [f"{k:.3f}" for k in part["exponent"]]})
+        out.append(Table(f"Fitted exponent k of {metric} ∝ n^k ({'higher' if higher else 'lower'} is better)",
+                         rows, "Least-squares slope of log value on log n over the sizes measured."))
+    return out
 
 
 def _ceilings(partitions: pd.DataFrame | None) -> dict[tuple[str, str], float]:
@@ -176,12 +217,10 @@ def merit_tables(results: pd.DataFrame, partitions: pd.DataFrame | None, cluster
         return []
     mine = results[results["cluster"].astype(str) == cluster]
     med = medians(mine)
-    out: list[Table] = []
-    for (metric, unit, higher), part in med.groupby(["metric", "unit", "higher_is_better"], sort=True):
-        out.append(_value_table(part, str(metric), str(unit), bool(higher)))
-        speed = _speedup_table(part, str(metric), bool(higher))
-        if speed is not None:
-            out.append(speed)
+    out = [_value_table(part, str(metric), str(unit), bool(higher)) for (metric, unit, higher), part in
+           med.groupby(["metric", "unit", "higher_is_better"], sort=True)]
+    frame = figure_frame(mine)
+    out += _scaling_tables(frame) + _exponent_tables(frame)
     bandwidth = _bandwidth_table(med, partitions)
     return out + ([bandwidth] if bandwidth is not None else [])
 
@@ -191,9 +230,11 @@ def timing_rows(results: pd.DataFrame) -> pd.DataFrame:
     figure of a run shares its time_s (the program's own time figure, else
     the invocation's wall time: campaign.job.fom), so the time sections would
     repeat each configuration once per figure. Kept: per kernel, its time
-    figure (lower is better), else its first; `metric=` leaves params."""
+    figure (lower is better), else its first; `metric=` leaves params. A
+    fixed-duration program's rows are left out: its time is its setting."""
     if not has_figures(results):
         return results
+    results = results[~fixed_duration(results).to_numpy()]  # judged on its figures, never its set time
     fom = results["metric"].notna()
     rows = results[fom]
     lower = pd.to_numeric(rows["higher_is_better"], errors="coerce").fillna(0) == 0
@@ -202,7 +243,8 @@ def timing_rows(results: pd.DataFrame) -> pd.DataFrame:
         if kernel not in chosen or (is_time and not chosen[kernel].startswith("\0")):
             chosen[kernel] = ("\0" + metric) if is_time else metric
     keep = np.array([not f or ("\0" + m) == chosen.get(k) or m == chosen.get(k)
-                     for f, k, m in zip(fom, results["kernel"].astype(str), results["metric"].astype(str))])
+                     for f, k, m in zip(fom, results["kernel"].astype(str), results["metric"].astype(str))],
+                    dtype=bool)
     out = results[keep].copy()
     out["params"] = [",".join(p for p in str(text).split(",") if p and not p.startswith("metric="))
                      for text in out["params"]]
@@ -221,3 +263,94 @@ def figures_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, o
         out.append({k: (None if isinstance(v, float) and not np.isfinite(v) else
                         v.item() if isinstance(v, np.generic) else v) for k, v in rec.items()})
     return out
+
+
+def figure_frame(results: pd.DataFrame) -> pd.DataFrame:
+    """The metric frame of the rows' figures of merit (their time_s, which a
+    `time` figure already says, left out); empty without figures."""
+    if not has_figures(results):
+        return pd.DataFrame(columns=[*DIMENSIONS, "repeat", "replicate", *VALUE_COLUMNS])
+    frame = metric_frame(results[results["metric"].notna().to_numpy()])
+    return frame[frame["metric"] != TIME].reset_index(drop=True)
+
+
+def exponents_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
+    """`report --json` key figure_exponents: each figure's fitted exponent over n
+    (analysis/metric_scaling.py; [] without figures or without two sizes)."""
+    if not has_figures(results):
+        return []
+    rows = results if cluster is None else results[(results["cluster"].astype(str) == cluster).to_numpy()]
+    fits = metric_scaling.exponents(figure_frame(rows))
+    return [{k: _plain(v) for k, v in rec.items()} for rec in fits.to_dict("records")]
+
+
+def scaling_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
+    """`report --json` key figure_scaling: each figure's speedup and efficiency
+    over threads, ranks and nodes (analysis/metric_scaling.py; [] without figures)."""
+    if not has_figures(results):
+        return []
+    rows = results if cluster is None else results[(results["cluster"].astype(str) == cluster).to_numpy()]
+    scale = metric_scaling.all_scaling(figure_frame(rows))
+    return [{k: _plain(v) for k, v in rec.items()} for rec in scale.to_dict("records")]
+
+
+def _plain(value: object) -> object:
+    """A JSON value: numpy scalars unboxed, NaN/NA as null."""
+    if value is None or value is pd.NA or (isinstance(value, float) and not np.isfinite(value)):
+        return None
+    return value.item() if isinstance(value, np.generic) else value
+
+
+MAX_FINDINGS = 6
+
+
+def figure_findings(results: pd.DataFrame, cluster: str) -> list[str]:
+    """The summary's lines on the figures: per figure and axis, the largest
+    speedup in the figure's direction, and every efficiency above
+    metric_scaling.SUPERLINEAR said as a flag, not as a result."""
+    rows = results[(results["cluster"].astype(str) == cluster).to_numpy()]
+    scale = metric_scaling.all_scaling(figure_frame(rows))
+    out: list[str] = []
+    for (metric, axis, higher), part in scale.groupby(["metric", "axis", "higher_is_better"], sort=True):
+        part = part[part[axis].to_numpy(float) != part["base"].to_numpy(float)]
+        if not len(part):
+            continue
+        top = part.loc[part["speedup"].idxmax()]
+        way = "higher" if higher else "lower"
+        out.append(f"{metric} ({way} is better): largest speedup over {axis} {display.ratio(top['speedup'])} "
+                   f"at {int(top[axis])} {axis} against {int(top['base'])} (efficiency "
+                   f"{display.percent(top['efficiency'])}) for {_label(top)}"
+                   + (f" at n = {display.size(top['n'])}" if display.finite(top["n"]) else "") + ".")
+        for _, r in part[part["superlinear"]].iterrows():
+            out.append(f"Flagged: {metric} efficiency {display.percent(r['efficiency'])} above "
+                       f"{display.percent(metric_scaling.SUPERLINEAR)} at {int(r[axis])} {axis} for {_label(r)}: "
+                       "more than the added resources can give, which on a shared or small machine means the "
+                       f"{int(r['base'])}-{axis} point was slowed, not that {metric} scales superlinearly.")
+    return out[:MAX_FINDINGS]
+
+
+def advice_rows(results: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, object] | None]:
+    """The rows thread advice reads, and the figure it is judged on (None: time).
+
+    Advice picks the thread count of least cost, read from `time_s`. A
+    fixed-duration program's time is its setting, so its first figure that is
+    not a time becomes the cost: the value where lower is better, 1/value
+    where higher is (the fewest threads within the tolerance of the best rate
+    is then the fewest within the tolerance of the least 1/rate). Other rows:
+    one figure per run (timing_rows)."""
+    fixed = fixed_duration(results).to_numpy() if has_figures(results) else np.zeros(len(results), dtype=bool)
+    if not fixed.any():
+        return timing_rows(results), None
+    frame = figure_frame(results[fixed])
+    if not len(frame):
+        return results.iloc[:0], None
+    metric = str(frame["metric"].iloc[0])
+    chosen = results[fixed & (results["metric"].astype(str) == metric).to_numpy()].copy()
+    value = pd.to_numeric(chosen["value"], errors="coerce").to_numpy(float)
+    higher = bool(frame["higher_is_better"].iloc[0])
+    with np.errstate(divide="ignore"):
+        chosen["time_s"] = 1.0 / value if higher else value
+    chosen["params"] = [",".join(p for p in str(t).split(",") if p and not p.startswith("metric="))
+                        for t in chosen["params"]]
+    return chosen, {"metric": metric, "unit": str(frame["unit"].iloc[0]), "higher_is_better": higher,
+                    "cost": "1/value" if higher else "value"}

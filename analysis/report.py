@@ -31,7 +31,7 @@ from analysis.cost_model import CostModel
 from analysis.html import to_html
 from analysis.merit import INTRO as MERIT_INTRO
 from analysis.merit import TITLE as MERIT_TITLE
-from analysis.merit import bandwidth_plot, merit_tables, timing_rows
+from analysis.merit import bandwidth_plot, figure_findings, merit_tables, timing_rows
 from analysis.metrics import all_metrics, filter_cluster
 from analysis.overlap_points import flagged_rows, overlap_points
 from analysis.penalties import facts_columns
@@ -115,7 +115,8 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
     mine_jobs = jobs_mod.for_cluster(jobs, cluster)
     figures: list[Figure] = []
     timing = timing_rows(results)  # one figure of merit per run: they share its time
-    if len(results) and (results["cluster"].astype("str") == cluster).any():
+    mine_rows = bool(len(results)) and bool((results["cluster"].astype("str") == cluster).any())
+    if len(timing) and (timing["cluster"].astype("str") == cluster).any():
         summary = ensure_summary(timing)
         frames = dict(metrics) if metrics is not None else cluster_metrics(summary, partitions,
                                                                            cluster)
@@ -129,16 +130,24 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
         ranks = None if is_summary(results) else rank_section(mine)
         if ranks is not None:
             sections.insert(2, ranks)  # after "Scaling with n"
-        merit = merit_tables(results, partitions, cluster)  # a benchmark's own figures (docs/byob.md)
-        if merit:
-            plot = bandwidth_plot(results, partitions, cluster, out / f"{slug}-bandwidth.png")
-            figures += [plot] if plot is not None else []
-            sections.insert(len(sections) - 1, Section(MERIT_TITLE, anchor(MERIT_TITLE), [
-                Block("p", MERIT_INTRO), *_tables(merit), *([Block("figure", figure=plot)] if plot else [])]))
+    elif mine_rows:  # only fixed-duration programs: nothing timed to judge, their figures below
+        said = [f.text for f in findings.jobs(jobs_mod.state_counts(mine_jobs), mine_jobs)]
+        sections = [Section("Summary", "summary", [Block("p", FIXED_ONLY)]
+                            + ([Block("list", items=tuple(said))] if said else []))]
     else:
         said = [f.text for f in findings.jobs(jobs_mod.state_counts(mine_jobs), mine_jobs)]
         sections = [Section("Summary", "summary", [Block("p", f"No results for cluster {cluster}.")]
                             + ([Block("list", items=tuple(said))] if said else []))]
+    merit = merit_tables(results, partitions, cluster) if mine_rows else []  # a benchmark's own figures
+    if merit:
+        plot = bandwidth_plot(results, partitions, cluster, out / f"{slug}-bandwidth.png")
+        figures += [plot] if plot is not None else []
+        lines = tuple(figure_findings(results, cluster))
+        if lines:  # the figures' scaling joins the summary's findings
+            sections[0] = Section(sections[0].title, sections[0].anchor,
+                                  [*sections[0].blocks[:2], Block("list", items=lines), *sections[0].blocks[2:]])
+        sections.insert(max(1, len(sections) - 1), Section(MERIT_TITLE, anchor(MERIT_TITLE), [
+            Block("p", MERIT_INTRO), *_tables(merit), *([Block("figure", figure=plot)] if plot else [])]))
     sections.append(_jobs_section(mine_jobs))
     blocks = [Block("h1", heading), Block("meta", pairs=_header(cluster, context, mine_jobs)),
               *_build_blocks(builds, cluster)]
@@ -178,6 +187,8 @@ def _overlap_warning(results: pd.DataFrame, cluster: str) -> list[Block]:
 
 
 MAX_POINTS = 20
+FIXED_ONLY = ("Every result here is a fixed-duration program's (kernel YAML `fixed_duration`): it runs for a set "
+              "time, so it is judged on its figures of merit (below), never on its time.")
 
 
 def cluster_metrics(summary: pd.DataFrame, partitions: pd.DataFrame | None,

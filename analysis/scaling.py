@@ -77,7 +77,7 @@ def fitted_exponents(df: pd.DataFrame, n_min: float | None = None,
         dof = points - 2
         stderr = np.where(dof > 0, np.sqrt(resid / np.where(dof > 0, dof, 1) / sxx), np.nan)
         half = t_quantile(0.975, np.where(dof > 0, dof, 1)) * stderr
-    firsts = np.flatnonzero(np.r_[True, series[1:] != series[:-1]])
+    firsts = np.flatnonzero(np.r_[True, series[1:] != series[:-1]])[:len(series)]  # none without rows
     out = summary.iloc[firsts][group_columns(summary) + ["threads"]].reset_index(drop=True)
     out["slope"] = slope
     out["stderr"] = stderr

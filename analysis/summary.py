@@ -65,7 +65,7 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     times = results["time_s"].to_numpy(dtype=float)
     order = np.lexsort((times, codes))
     counts = np.bincount(codes)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)[:len(counts)]  # none: no rows
     keep = cell_cols + [c for c in ("flops", "bytes", ALLOC_COLUMN) if c in results.columns]
     points = results.iloc[order[starts]][keep].reset_index(drop=True)
     return add_between(add_cost_columns(with_order_statistics(points, times[order], counts)), results)

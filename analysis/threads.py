@@ -78,7 +78,7 @@ def best_threads(df: pd.DataFrame) -> pd.DataFrame:
 def _first_per_cell(order: np.ndarray, gid: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Row positions of the first row of each (gid, n) cell in `order`."""
     g, nn = gid[order], n[order]
-    first = np.r_[True, (g[1:] != g[:-1]) | (nn[1:] != nn[:-1])]
+    first = np.r_[True, (g[1:] != g[:-1]) | (nn[1:] != nn[:-1])][:len(order)]  # none without rows
     return order[first]
 
 

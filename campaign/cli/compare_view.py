@@ -12,7 +12,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from analysis.compare import BETWEEN, FASTER, FEW_REPLICATES, INSUFFICIENT, NOISE, SLOWER, VERDICTS, varied_columns
+from analysis.compare import (
+    BETTER,
+    BETWEEN,
+    FASTER,
+    FEW_REPLICATES,
+    INSUFFICIENT,
+    NOISE,
+    SLOWER,
+    VERDICTS,
+    WORSE,
+    varied_columns,
+)
 from analysis.metrics import to_records
 from analysis.provenance_diff import Difference
 from analysis.ratios import DIMENSIONS
@@ -58,29 +69,34 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
     lines.append(_section("Provenance that differs", markdown))
     diff = provenance_lines(rep.provenance) or ["nothing recorded differs"]
     lines += [f"- {d}" if markdown else f"  {d}" for d in diff]
-    lines.append(_section("Summary (NEW/BASE time; > 1 = NEW slower)", markdown))
+    figures = "metric" in c.summary.columns  # figures of merit: a ratio oriented so that > 1 is worse
+    lines.append(_section("Summary (NEW/BASE time, BASE/NEW for a higher-is-better figure; > 1 = NEW worse)"
+                          if figures else "Summary (NEW/BASE time; > 1 = NEW slower)", markdown))
+    names = [*VERDICTS, BETTER, WORSE]
     keys = [k for k in c.summary.columns if k not in ("points", "geomean", "geomean_lo", "geomean_hi", "verdict",
-                                                      "shared") and k not in VERDICTS]
+                                                      "shared") and k not in names]
     rows = [[*(str(r[k]) for k in keys), str(r["points"]), f"{r['geomean']:.3f}",
-             f"[{r['geomean_lo']:.3f}, {r['geomean_hi']:.3f}]", str(r[SLOWER]), str(r[FASTER]), str(r[NOISE]),
+             f"[{r['geomean_lo']:.3f}, {r['geomean_hi']:.3f}]", str(r[SLOWER] + r.get(WORSE, 0)),
+             str(r[FASTER] + r.get(BETTER, 0)), str(r[NOISE]),
              str(r[INSUFFICIENT] + r[FEW_REPLICATES]), str(r["verdict"])] for r in c.summary.to_dict("records")]
-    lines += _grid([*keys, "points", "geomean", "95% interval", "slower", "faster", "same", "insufficient",
-                    "verdict"], rows, markdown)
+    lines += _grid([*keys, "points", "geomean", "95% interval", "slower/worse" if figures else "slower",
+                    "faster/better" if figures else "faster", "same", "insufficient", "verdict"], rows, markdown)
     lines.append("kernel verdicts: the geomean of the judged points' ratios, its interval the geomean of their own "
-                 "intervals; a kernel is faster or slower only where its points say so")
+                 "intervals; a kernel is faster or slower (better or worse) only where its points say so")
     left_out = int(c.summary["shared"].sum()) if "shared" in c.summary.columns else 0
     if left_out:
         lines.append(f"{left_out} judged point(s) timed on a shared or busy machine are left out of the summary's "
                      "verdicts")
     counts = c.points["verdict"].value_counts()
     lines.append(_section(f"Points: {len(c.points)} matched, " + ", ".join(
-        f"{int(counts.get(v, 0))} {v}" for v in VERDICTS), markdown))
+        f"{int(counts.get(v, 0))} {v}" for v in (names if figures else VERDICTS)), markdown))
     hint = by_hint(c)
     if hint:
         lines.append(f"hint: {hint}")
     lines += replicate_lines(c)
     listed = c.points[c.points["verdict"] != NOISE].copy()
-    listed["_order"] = listed["verdict"].map({SLOWER: 0, FASTER: 1, INSUFFICIENT: 2, FEW_REPLICATES: 3})
+    listed["_order"] = listed["verdict"].map({SLOWER: 0, WORSE: 0, FASTER: 1, BETTER: 1, INSUFFICIENT: 2,
+                                              FEW_REPLICATES: 3})
     listed = listed.sort_values(["_order", "ratio"], ascending=[True, False], kind="stable")
     rows = [[_config(r, varied), str(r["threads"]), str(r["n"]), f"{r['t_base']:.4g}", f"{r['t_new']:.4g}",
              f"{r['ratio']:.3f}", f"[{r['ratio_lo']:.3f}, {r['ratio_hi']:.3f}]",

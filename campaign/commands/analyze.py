@@ -95,13 +95,15 @@ def _with_rank_times(led: Ledger, campaign: str | Sequence[str] | None, results:
 def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None,
             all_campaigns: bool = False) -> dict[str, Any]:
     """Metrics of one campaign (the latest by default; report_scope)."""
-    from analysis.merit import figures_json, timing_rows  # lazy, as above
+    from analysis.merit import exponents_json, figures_json, scaling_json, timing_rows  # lazy, as above
     from analysis.metrics import metrics_json
 
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
     results, facts = _inputs(led, cluster, scope)
     out: dict[str, Any] = dict(metrics_json(timing_rows(results), facts, cluster=cluster))
     out["figures_of_merit"] = figures_json(results, cluster)
+    out["figure_scaling"] = scaling_json(results, cluster)
+    out["figure_exponents"] = exponents_json(results, cluster)
     out["counters"] = counters_json(led, results, cluster=cluster, campaign=scope.campaigns)
     out["overlap_points"] = _overlap_points(results, cluster)
     out["scope"] = _scope_json(scope)
@@ -144,17 +146,20 @@ def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
                   keys: Sequence[str] | None = None) -> None:
     """`report --json`: api.metrics' object streamed to `out` (only `keys`,
     default all), written as it is converted, never held as one string."""
-    from analysis.merit import figures_json, timing_rows  # lazy, as above
+    from analysis.merit import exponents_json, figures_json, scaling_json, timing_rows  # lazy, as above
     from analysis.metrics_stream import check_keys, write_metrics_json
 
     try:
-        chosen = check_keys(keys, ("counters", "overlap_points", "scope", "figures_of_merit"))  # before the ledger is read: a typo fails at once
+        chosen = check_keys(keys, ("counters", "overlap_points", "scope", "figures_of_merit",
+                                          "figure_scaling", "figure_exponents"))  # before the ledger is read: a typo fails at once
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
     results, facts = _inputs(led, cluster, scope)
     write_metrics_json(timing_rows(results), facts, out, cluster=cluster, keys=chosen, tail={
         "figures_of_merit": lambda: figures_json(results, cluster),
+        "figure_scaling": lambda: scaling_json(results, cluster),
+        "figure_exponents": lambda: exponents_json(results, cluster),
         "counters": lambda: counters_json(led, results, cluster=cluster, campaign=scope.campaigns),
         "overlap_points": lambda: _overlap_points(results, cluster),
         "scope": lambda: _scope_json(scope)})
@@ -268,6 +273,7 @@ def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: 
     text or (`as_json`) one object. One campaign, the latest by default, as
     `report` (report_scope: pooling campaigns moved medians), and of each
     configuration only its latest identity (campaign.results.latest)."""
+    from analysis.merit import advice_rows
     from analysis.metrics import to_records
     from analysis.thread_advice import format_thread_advice
     from analysis.thread_advice import thread_advice as advise  # lazy: pandas
@@ -285,6 +291,12 @@ def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: 
         if value not in present:
             raise BadInputError(f"no results for {col} {value!r} on {cluster}; measured: {', '.join(present)}")
         results = results[results[col] == value]
+    judged = None
+    if "params" in results.columns and results["params"].str.contains("metric=", regex=False).any():
+        # figures of merit (docs/byob.md): a fixed-duration program is advised on its figure, not its time
+        rich, _ = latest_frame(led, campaign=scope.campaigns, cluster=cluster, usable_only=True, all_extras=True)
+        rich = rich[(rich["partition"] == partition) & (rich["kernel"] == kernel)]
+        results, judged = advice_rows(rich)
     spec = _cluster_specs(led, {cluster}).get(cluster)
     part = spec.partitions.get(partition) if spec is not None else None
     cores = part.cores if part is not None else None
@@ -293,9 +305,12 @@ def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: 
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
     title = f"{kernel} on {cluster}/{partition} ({cores if cores else 'unknown'} cores)"
+    if judged is not None:
+        title += (f", judged on {judged['metric']} [{judged['unit']}] "
+                  f"({'higher' if judged['higher_is_better'] else 'lower'} is better; its set time says nothing)")
     if as_json:
         return {"title": title, "cluster": cluster, "partition": partition, "kernel": kernel, "cores": cores,
-                "per_n": to_records(advice.per_n), "ranges": to_records(advice.ranges),
+                "per_n": to_records(advice.per_n), "ranges": to_records(advice.ranges), "judged_on": judged,
                 "scope": _scope_json(scope) | {"superseded": left.records}}
     text = format_thread_advice(advice, title).split("\n")
     return "\n".join([text[0], *(f"- {line}" for line in scope.lines), *text[1:]])

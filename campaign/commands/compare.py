@@ -187,6 +187,10 @@ def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[
         gpu_records = gpu_state_records(s, [c.id for c in camps], led.results_root, where)  # clocks the jobs ran at
     frame, left = latest_frame(led, campaign=sel.campaign, cluster=sel.cluster, usable_only=True, all_extras=False,
                                where=where)
+    if "params" in frame.columns and frame["params"].str.contains("metric=", regex=False).any():
+        # figures of merit (docs/byob.md): compared on their value and direction, extra columns
+        frame, left = latest_frame(led, campaign=sel.campaign, cluster=sel.cluster, usable_only=True,
+                                   all_extras=True, where=where)
     frame = select_axes(frame, sel)
     if frame.empty:
         raise BadInputError(f"selection {sel.text!r} has no usable results")

@@ -265,6 +265,9 @@ class KernelSpec:
     inputs: dict[str, str] = field(default_factory=dict)
     input_templates: dict[str, str] = field(default_factory=dict)
     figures: list[FigureSpec] = field(default_factory=list)  # tool: at least one
+    # tool: the program runs for a set time (sysbench --time=5): its time measures the setting, so the
+    # analysis judges it on its other figures only
+    fixed_duration: bool = False
     sanity: list[SanitySpec] = field(default_factory=list)  # tool: CHECK_FAILED when one fails
     # tool: launch (each warm-up and repeat is its own invocation, its own launch for an MPI program) |
     # program (the program repeats itself: one invocation per n, {repeats} and {warmup} in its argv)
@@ -294,7 +297,9 @@ class SweepSpec:
     # GPUs per rank: [] = none on CPU partitions, the job's one GPU on GPU partitions (single rank)
     gpus_per_rank: list[int] = field(default_factory=list)
     dtypes: list[str] = field(default_factory=lambda: ["fp32"])
-    n: list[Any] = MISSING  # sizes; integers may be written 1e6 (campaign.planning.plan reads them)
+    # sizes; integers may be written 1e6 (campaign.planning.plan reads them). None: a tool-driven program
+    # whose argv and env read no {n} has no problem size; it runs once per repeat (its rows say n = 1)
+    n: list[Any] | None = None
     d: int | None = None  # None: 64 for contract programs (their --d); a tool-driven benchmark gets none
     args: dict[str, Any] = field(default_factory=dict)
     grid: dict[str, list[Any]] = field(default_factory=dict)

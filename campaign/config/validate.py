@@ -226,7 +226,11 @@ def _check_experiment(cfg: RootConfig) -> None:
     for i, sweep in enumerate(exp.sweeps):
         where = f"experiment.sweeps.{i}"
         check_name(sweep.kernel, f"{where}.kernel")
-        byob.sizes(sweep.n, where)  # integers, 1e6 allowed: refused at compose time as a wrong type was
+        kernel = cfg.kernels.get(sweep.kernel)
+        if kernel is not None:  # integers, 1e6 allowed, or none for a program without a size
+            byob.sizes_of(kernel, sweep, where)
+        elif sweep.n is not None:
+            byob.sizes(sweep.n, where)
         for what in ("impls", "variants", "dtypes"):
             values = getattr(sweep, what)
             if not values:

@@ -291,7 +291,8 @@ def _rows(spec: dict[str, Any], base: dict[str, str], n: int, r: int, found: lis
     """The CSV rows of one repeat: one per figure, sharing time_s and the cost model."""
     cost = _cost(spec, values)
     seconds = repr(time_of(found, elapsed))
-    return [{"kernel": spec["kernel"], "impl": spec["impl"], "variant": base["variant"], "device": base["device"],
+    fixed = {"fixed_duration": 1} if spec.get("fixed_duration") else {}
+    return [fixed | {"kernel": spec["kernel"], "impl": spec["impl"], "variant": base["variant"], "device": base["device"],
              "dtype": base["dtype"], "n": n, "d": base["d"], "threads": base["threads"], "repeat": r,
              "time_s": seconds, "metric": fig["name"], "value": repr(value), "unit": fig.get("unit", ""),
              "higher_is_better": int(bool(fig.get("higher_is_better", False))),
@@ -345,7 +346,9 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
     problems: list[str] = []
     tmp = out.with_name(out.name + ".tmp")
     with open(tmp, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+        # a fixed-duration program's rows say so (an extra column): the analysis never judges its time
+        columns = COLUMNS + (("fixed_duration",) if spec.get("fixed_duration") else ())
+        writer = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
         for n in ns:
             rows: list[dict[str, Any]] = []

@@ -63,6 +63,23 @@ def sizes(values: list[Any], where: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+NO_SIZE = (1,)  # the one point of a program without a problem size
+
+
+def sizes_of(kernel: KernelSpec, sweep: SweepSpec, where: str) -> tuple[int, ...]:
+    """The sweep's sizes; a tool-driven program that reads no {n} may leave
+    them out (it has none, and runs once per repeat at NO_SIZE)."""
+    if sweep.n is not None:
+        return sizes(sweep.n, where)
+    texts = [a for impl in kernel.impls.values() for a in impl.argv] + list(kernel.env.values())
+    texts += [f.source for f in kernel.figures]
+    if kernel.driven_by == "tool" and not any("n" in placeholders(str(t)) for t in texts):
+        return NO_SIZE
+    reads = "its argv reads {n}" if kernel.driven_by == "tool" else "a contract program loops over --n"
+    raise ConfigError(f"{where}.n is missing: kernel {kernel.name} takes a problem size ({reads}); give the "
+                      "sizes, e.g. n: [1000], or drop {n} from a tool-driven program that has none")
+
+
 def check_d(sweep: SweepSpec, where: str) -> None:
     if sweep.d is not None and (isinstance(sweep.d, bool) or sweep.d <= 0):
         raise ConfigError(f"{where}.d must be positive, got {sweep.d}")
@@ -116,10 +133,10 @@ def check_kernel(key: str, kernel: KernelSpec) -> None:
     scripted = [i for i, impl in kernel.impls.items() if impl.script is not None]
     if kernel.driven_by == "program":
         if (kernel.figures or kernel.sanity or kernel.env or kernel.inputs or kernel.input_templates or scripted
-                or kernel.repeat_by != "launch" or kernel.result_rank):
-            raise ConfigError(f"{where}: figures, sanity, env, inputs, script, repeat_by and result_rank need "
-                              "driven_by: tool (a program-driven kernel repeats itself and writes the contract "
-                              "CSV from rank 0)")
+                or kernel.repeat_by != "launch" or kernel.result_rank or kernel.fixed_duration):
+            raise ConfigError(f"{where}: figures, sanity, env, inputs, script, repeat_by, result_rank and "
+                              "fixed_duration need driven_by: tool (a program-driven kernel repeats itself and "
+                              "writes the contract CSV from rank 0)")
         return
     _inputs(kernel, where)
     if not kernel.figures:
@@ -268,7 +285,8 @@ def tool_argv(python: str, kernel: KernelSpec, impl: str) -> tuple[str, ...]:
     extra = {"write_bytes": kernel.write_bytes, "element_bytes": dict(kernel.element_bytes),
              "cost_params": dict(kernel.cost_params), "result_rank": kernel.result_rank,
              "repeat_by": kernel.repeat_by if kernel.repeat_by != "launch" else None,
-             "script": kernel.impls[impl].script, "inputs": dict(kernel.inputs)}
+             "script": kernel.impls[impl].script, "inputs": dict(kernel.inputs),
+             "fixed_duration": kernel.fixed_duration}
     spec.update({k: v for k, v in extra.items() if v})
     return (python, "-m", MODULE, json.dumps(spec, sort_keys=True, separators=(",", ":")))
 

@@ -19,7 +19,6 @@ from functools import cached_property
 from typing import Any
 
 from campaign.config.schema import (
-    ClusterSpec,
     ExperimentSpec,
     KernelSpec,
     PartitionSpec,
@@ -27,6 +26,7 @@ from campaign.config.schema import (
     SweepSpec,
 )
 from campaign.planning import byob
+from campaign.planning.partition_choice import sweep_partitions
 from campaign.planning.profiling import PROFILER_DEVICE, profile_args, profile_of
 from campaign.planning.ranks import layouts
 from campaign.planning.replicates import check_replicates, interleave
@@ -204,49 +204,9 @@ def _grid_points(sweep: SweepSpec) -> Iterator[tuple[tuple[str, str], ...]]:
         yield fixed + tuple((k, _arg_text(v)) for k, v in zip(keys, combo))
 
 
-def default_partition(cluster: ClusterSpec, device: str, multinode: bool = False) -> PartitionSpec | None:
-    """The partition a sweep naming none gets for `device`: the configured default (a CPU sweep over
-    several nodes: the multi-node one), else the first partition of that device (never all of them)."""
-    which = "gpu" if device != "cpu" else "multinode" if multinode and cluster.default_multinode_partition else "cpu"
-    name = {"gpu": cluster.default_gpu_partition, "cpu": cluster.default_cpu_partition}.get(which, cluster.default_multinode_partition)
-    if name:
-        if name not in cluster.partitions:
-            raise ConfigError(f"cluster.default_{which}_partition={name!r}: "
-                              f"cluster {cluster.name} has no such partition; known: {', '.join(cluster.partitions)}")
-        return cluster.partitions[name]
-    return next((p for p in cluster.partitions.values() if p.device == device), None)
-
-
-def _sweep_devices(sweep: SweepSpec, kernel: KernelSpec) -> list[str]:
-    if sweep.devices:
-        return list(sweep.devices)
-    offered = {d for i in sweep.impls if i in kernel.impls for d in kernel.impls[i].devices}
-    return ["cpu"] if "cpu" in offered or not offered else ["cuda"]
-
-
-def _partitions(cluster: ClusterSpec, sweep: SweepSpec, kernel: KernelSpec | None = None) -> list[PartitionSpec]:
-    if not sweep.partitions and kernel is not None:
-        found = []
-        for device in _sweep_devices(sweep, kernel):
-            part = default_partition(cluster, device, multinode=max(sweep.nodes, default=1) > 1)
-            if part is None:
-                raise ConfigError(f"cluster {cluster.name} has no {device} partition for {sweep.kernel}; "
-                                  f"name one in experiment.sweeps.N.partitions")
-            found.append(part)
-        return found
-    names = sweep.partitions or list(cluster.partitions)
-    out = []
-    for name in names:
-        if name not in cluster.partitions:
-            known = ", ".join(cluster.partitions)
-            raise ConfigError(f"cluster {cluster.name} has no partition {name!r}; known: {known}")
-        out.append(cluster.partitions[name])
-    return out
-
-
 def _check_sweep(sweep: SweepSpec, kernel: KernelSpec, index: int) -> None:
     where = f"experiment.sweeps.{index}"
-    sweep.n = list(byob.sizes(sweep.n, where))  # 1e6 is an integer size
+    sweep.n = list(byob.sizes_of(kernel, sweep, where))  # 1e6 is an integer size
     byob.check_d(sweep, where)
     if not sweep.threads or any(t <= 0 for t in sweep.threads):
         raise ConfigError(f"{where}.threads must be positive thread counts, got {sweep.threads}")
@@ -309,7 +269,7 @@ def plan(cfg: RootConfig) -> Plan:
             raise ConfigError(f"unknown kernel {sweep.kernel!r}; known: {', '.join(sorted(cfg.kernels))}")
         kernel = cfg.kernels[sweep.kernel]
         _check_sweep(sweep, kernel, index)
-        for part, threads in by_fill(cfg.cluster, exp, sweep, _partitions(cfg.cluster, sweep, kernel)):
+        for part, threads in by_fill(cfg.cluster, exp, sweep, sweep_partitions(cfg.cluster, sweep, kernel)):
             _check_partition(cfg, part, threads, index)
             runs += _expand(cfg, replace(sweep, threads=threads), kernel, part, skipped, index)
     # Equal fields, equal key: dedup on the fields' own hash, no JSON per run
@@ -371,7 +331,7 @@ def _expand(
                 cluster=cfg.cluster.name, partition=part.name, kernel=kernel.name,
                 impl=impl_name, variant=variant, device=device, dtype=dtype,
                 threads=t, gpus=alloc.gpus,
-                n=tuple(sweep.n), d=byob.d_of(sweep, kernel), repeats=exp.repeats, warmup=exp.warmup,
+                n=tuple(sweep.n or ()), d=byob.d_of(sweep, kernel), repeats=exp.repeats, warmup=exp.warmup,
                 check=exp.check, walltime_min=exp.walltime_min,
                 mem_gb=alloc.mem_gb, argv=argv, extra_args=profiling,
                 cpus=alloc.cpus if alloc.cpus != t else 0, exclusive=alloc.exclusive,

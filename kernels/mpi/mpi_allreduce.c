@@ -39,6 +39,7 @@ typedef struct {
     int nn;
     long d, repeats, warmup;
     int threads, variant, check;
+    int figure;        /* --figure 1: each row also carries a figure of merit (docs/contracts.md#figures-of-merit) */
     unsigned seed;
     const char *out;
 } args_t;
@@ -105,6 +106,7 @@ static void parse(int argc, char **argv, args_t *a)
         else if (!strcmp(k, "--threads")) { if (parse_long(v, 1, &x) || x > 4096) usage("--threads: '%s' is not a positive integer", v); a->threads = (int)x; }
         else if (!strcmp(k, "--repeats")) { if (parse_long(v, 1, &a->repeats)) usage("--repeats: '%s' is not a positive integer", v); }
         else if (!strcmp(k, "--warmup")) { if (parse_long(v, 0, &a->warmup)) usage("--warmup: '%s' is not a non-negative integer", v); }
+        else if (!strcmp(k, "--figure")) { if (parse_long(v, 0, &x) || x > 1) usage("--figure: '%s' is not 0 or 1", v); a->figure = (int)x; }
         else if (!strcmp(k, "--seed")) { if (parse_long(v, 0, &x) || x > 4294967295L) usage("--seed: '%s' is not a 32-bit seed", v); a->seed = (unsigned)x; }
         else if (!strcmp(k, "--device")) { if (strcmp(v, "cpu")) usage("--device: '%s' is not supported (cpu only)", v); }
         else if (!strcmp(k, "--dtype")) { if (strcmp(v, "fp32")) usage("--dtype: '%s' is not supported (fp32 only)", v); }
@@ -294,7 +296,8 @@ int main(int argc, char **argv)
         f = fopen(tmp, "w");
         if (!f) { perror(tmp); MPI_Abort(MPI_COMM_WORLD, 1); }
         fprintf(f, "kernel,impl,variant,device,dtype,n,d,threads,repeat,time_s,first_call_s,rel_err,gpu_model,"
-                   "omp_proc_bind,omp_places,l2_flush,backend,ranks,nodes,compute_s,comm_s,msg_bytes\n");
+                   "omp_proc_bind,omp_places,l2_flush,backend,ranks,nodes,compute_s,comm_s,msg_bytes%s\n",
+                a.figure ? ",metric,value,unit,higher_is_better" : "");
         fflush(f);
     }
     for (int in = 0; in < a.nn; in++) {
@@ -350,8 +353,14 @@ int main(int argc, char **argv)
                 csv_field(f, bind);
                 fputc(',', f);
                 csv_field(f, places);
-                fprintf(f, ",0,,%d,%d,%s,%.9e,%ld\n", size, nodes, comp_text, worst[2],
+                fprintf(f, ",0,,%d,%d,%s,%.9e,%ld", size, nodes, comp_text, worst[2],
                         (long)(sizeof(float) * (size_t)s.msg));
+                if (a.figure && a.variant >= V_STRONG)  /* multiply-adds of all ranks per second: the whole problem */
+                    fprintf(f, ",updates_per_s,%.9e,updates/s,1",
+                            (double)n * (double)a.d * (a.variant == V_WEAK ? size : 1) / worst[0]);
+                else if (a.figure)  /* bytes each rank's message carries per second of the collective */
+                    fprintf(f, ",bytes_per_s,%.9e,B/s,1", (double)sizeof(float) * (double)s.msg / worst[0]);
+                fputc('\n', f);
             }
         }
         if (world_rank == 0) fflush(f);

@@ -106,7 +106,7 @@ def test_two_identical_campaigns_kernel_and_points_agree(work: Path) -> None:
         lo, hi = kernel["geomean_lo"], kernel["geomean_hi"]
         assert lo <= kernel["geomean"] <= hi
     text = run_cli("--ledger", str(work / "l.sqlite"), "compare", "base", "again", cwd=work).stdout
-    assert "a kernel is faster or slower only where its points say so" in text
+    assert "a kernel is faster or slower (better or worse) only where its points say so" in text
 
 
 def test_compare_two_builds_of_one_campaign_by_axis(work: Path) -> None:

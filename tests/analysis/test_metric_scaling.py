@@ -1,0 +1,66 @@
+"""analysis/metric_frame.py and analysis/metric_scaling.py against numbers
+computed by hand: every metric in its own direction, no point pooled."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from analysis import metric_scaling
+from analysis.metric_frame import metric_frame
+
+
+def _rows(points: list[dict]) -> pd.DataFrame:
+    base = {"cluster": "c", "partition": "p", "kernel": "k", "impl": "i", "variant": "strong", "device": "cpu",
+            "dtype": "fp32", "params": "", "threads": 1, "n": 100, "repeat": 0, "time_s": 1.0}
+    return pd.DataFrame([{**base, **p} for p in points])
+
+
+def test_time_rows_become_the_time_metric_and_figures_keep_their_direction() -> None:
+    rows = _rows([{"metric": "rate", "value": "10", "unit": "GB/s", "higher_is_better": "1", "params": "metric=rate"},
+                  {"metric": None, "value": None, "unit": None, "higher_is_better": None, "kernel": "other"}])
+    frame = metric_frame(rows)
+    assert list(frame["metric"]) == ["rate", "time_s"] and list(frame["higher_is_better"]) == [True, False]
+    assert list(frame["value"]) == [10.0, 1.0] and list(frame["params"]) == ["", ""]
+    assert list(frame["nodes"]) == [1, 1] and list(frame["ranks"]) == [1, 1]
+
+
+def test_fixed_duration_drops_its_time_figures_only() -> None:
+    fig = {"fixed_duration": "1"}
+    rows = _rows([{**fig, "metric": "rate", "value": "5", "unit": "ev/s", "higher_is_better": "1"},
+                  {**fig, "metric": "ran", "value": "5", "unit": "s", "higher_is_better": "0"}])
+    assert list(metric_frame(rows)["metric"]) == ["rate"]
+
+
+def test_speedup_and_efficiency_over_nodes_in_each_direction() -> None:
+    rate = [{"nodes": m, "ranks": 2 * m, "metric": "rate", "value": v, "unit": "u/s", "higher_is_better": "1",
+             "repeat": r} for m, v in ((1, 100.0), (2, 150.0), (4, 500.0)) for r in range(3)]
+    time = [{"nodes": m, "ranks": 2 * m, "metric": "t", "value": v, "unit": "s", "higher_is_better": "0",
+             "repeat": r} for m, v in ((1, 8.0), (2, 5.0), (4, 4.0)) for r in range(3)]
+    scale = metric_scaling.scaling(metric_frame(_rows(rate + time)), "nodes")
+    got = {(r["metric"], r["nodes"]): r for r in scale.to_dict("records")}
+    assert got[("rate", 2)]["speedup"] == pytest.approx(1.5) and got[("rate", 2)]["efficiency"] == pytest.approx(0.75)
+    assert got[("rate", 4)]["speedup"] == pytest.approx(5.0) and got[("rate", 4)]["superlinear"]
+    assert got[("t", 2)]["speedup"] == pytest.approx(8 / 5) and got[("t", 4)]["efficiency"] == pytest.approx(0.5)
+    assert all(r["base"] == 1 and r["ranks"] == 2 * r["nodes"] and r["repeats"] == 3 for r in got.values())
+    assert metric_scaling.scaling(metric_frame(_rows(rate)), "ranks").empty  # ranks never vary at fixed nodes
+
+
+def test_weak_time_has_a_constant_ideal_and_a_rate_never_pools_threads() -> None:
+    weak = [{"variant": "weak", "ranks": p, "metric": "t", "value": v, "unit": "s", "higher_is_better": "0"}
+            for p, v in ((1, 2.0), (4, 2.5))]
+    row = metric_scaling.scaling(metric_frame(_rows(weak)), "ranks").iloc[1]
+    assert row["scaling"] == "weak" and row["efficiency"] == pytest.approx(0.8)
+    assert row["speedup"] == pytest.approx(0.8 * 4)
+    two = [{"threads": t, "metric": "r", "value": v, "unit": "u", "higher_is_better": "1"}
+           for t, v in ((1, 1.0), (2, 3.0))]
+    med = metric_scaling.medians(metric_frame(_rows(two)))
+    assert list(med["value"]) == [1.0, 3.0]  # one median per thread count
+
+
+def test_exponent_over_n_in_the_metric_own_terms() -> None:
+    rows = [{"n": n, "metric": "r", "value": 1e6 / n, "unit": "u/s", "higher_is_better": "1"} for n in (10, 100, 1000)]
+    rows += [{"n": n, "metric": "t", "value": 1e-6 * n * n, "unit": "s", "higher_is_better": "0"} for n in (10, 100)]
+    fits = {r["metric"]: r for r in metric_scaling.exponents(metric_frame(_rows(rows))).to_dict("records")}
+    assert fits["r"]["exponent"] == pytest.approx(-1.0) and fits["r"]["sizes"] == 3
+    assert fits["t"]["exponent"] == pytest.approx(2.0) and (fits["t"]["n_min"], fits["t"]["n_max"]) == (10, 100)
