@@ -80,9 +80,6 @@ def test_hpcc_at_one_node_renders_its_input_and_reads_its_figures(hpcc: tuple[Le
     assert [r["extra"]["value"] for r in rows if r["extra"]["metric"] == "HPL_Tflops"] == [tflops]
 
 
-@pytest.mark.xfail(strict=True, reason="needs one launch per repeat and one result writer per launch "
-                                       "(docs/design.md#ranks-nodes-and-launchers, the launch model of issue 37) "
-                                       "and figures of merit kept apart per node count in the report")
 def test_hpcc_over_nodes_1_2_4_three_repeats_one_writer_each(hpcc: tuple[Ledger, dict[str, str]]) -> None:
     ledger, names = hpcc
     # hpcc's tests over TCP between four "nodes" on two cores: minutes for the 4-node run (289 s seen)
