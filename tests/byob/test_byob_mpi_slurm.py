@@ -16,8 +16,7 @@ import pytest
 
 from campaign import api
 from campaign.ledger import Ledger
-from campaign.results.table import result_records
-from tests.conftest import run_cli
+from tests.conftest import export_records, run_cli
 from tests.slurm.helpers import _all_finished, _db, _name, _overrides, _sync_until
 from tests.slurm_cluster import SlurmCluster
 
@@ -49,7 +48,7 @@ def hpcc(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) 
 def _finished(ledger: Ledger, name: str, deadline_s: float = 300) -> list[dict]:
     rep = _sync_until(ledger, name, _all_finished, deadline_s)
     assert set(rep.counts) == {"COMPLETED"}, rep.counts
-    return result_records(ledger, name)
+    return export_records(ledger, name)
 
 
 def _folders(ledger: Ledger, name: str) -> dict[int, Path]:
@@ -68,7 +67,7 @@ def _grid(folder: Path) -> tuple[int, int, int]:
 def test_hpcc_at_one_node_renders_its_input_and_reads_its_figures(hpcc: tuple[Ledger, dict[str, str]]) -> None:
     ledger, names = hpcc
     rows = _finished(ledger, names["today"])
-    figures = {r["extra"]["metric"]: (r["extra"]["unit"], r["extra"]["higher_is_better"]) for r in rows}
+    figures = {r["metric"]: (r["extra"]["unit"], r["extra"]["higher_is_better"]) for r in rows}
     assert figures == {"HPL_Tflops": ("TFLOP/s", 1), "HPL_time": ("s", 0), "StarSTREAM_Triad": ("GB/s", 1),
                        "MPIRandomAccess_GUPs": ("GUP/s", 1)}
     assert all(r["job_id"] and r["partition"] == "multi" and r["n"] == 400 for r in rows)
@@ -77,7 +76,7 @@ def test_hpcc_at_one_node_renders_its_input_and_reads_its_figures(hpcc: tuple[Le
     assert _grid(folder) == (400, 1, 1)  # rendered before the launch: one rank, a 1 x 1 grid
     out = (folder / "hpccoutf.txt").read_text()
     tflops = float(re.findall(r"^HPL_Tflops=(\S+)$", out, re.MULTILINE)[-1])
-    assert [r["extra"]["value"] for r in rows if r["extra"]["metric"] == "HPL_Tflops"] == [tflops]
+    assert [r["value"] for r in rows if r["metric"] == "HPL_Tflops"] == [tflops]
 
 
 def test_hpcc_over_nodes_1_2_4_three_repeats_one_writer_each(hpcc: tuple[Ledger, dict[str, str]]) -> None:
@@ -93,7 +92,7 @@ def test_hpcc_over_nodes_1_2_4_three_repeats_one_writer_each(hpcc: tuple[Ledger,
         assert worlds == [str(nodes)] * 3
     per_job: dict[str, list[int]] = {}
     for r in rows:
-        if r["extra"]["metric"] == "HPL_Tflops":
+        if r["metric"] == "HPL_Tflops":
             per_job.setdefault(r["job_id"], []).append(r["repeat"])
     assert len(per_job) == 3 and all(sorted(reps) == [0, 1, 2] for reps in per_job.values())  # one writer each
     proc = run_cli("--ledger", str(ledger.path), "report", "--json", "--campaign", names["full"])
