@@ -67,7 +67,7 @@ def _grid(folder: Path) -> tuple[int, int, int]:
 def test_hpcc_at_one_node_renders_its_input_and_reads_its_figures(hpcc: tuple[Ledger, dict[str, str]]) -> None:
     ledger, names = hpcc
     rows = _finished(ledger, names["today"])
-    figures = {r["metric"]: (r["extra"]["unit"], r["extra"]["higher_is_better"]) for r in rows}
+    figures = {r["metric"]: (r["unit"], r["higher_is_better"]) for r in rows}
     assert figures == {"HPL_Tflops": ("TFLOP/s", 1), "HPL_time": ("s", 0), "StarSTREAM_Triad": ("GB/s", 1),
                        "MPIRandomAccess_GUPs": ("GUP/s", 1)}
     assert all(r["job_id"] and r["partition"] == "multi" and r["n"] == 400 for r in rows)
