@@ -58,7 +58,7 @@ def test_a_multi_line_script_with_an_input_file_runs_per_size_and_repeat(tmp_pat
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = run_cli("--ledger", str(ledger), "results", "--format", "json", cwd=tmp_path, env=env)
     rows = json.loads(proc.stdout)
-    assert sorted((r["threads"], r["n"], r["repeat"], r["extra"]["value"]) for r in rows) == sorted(
+    assert sorted((r["threads"], r["n"], r["repeat"], r["value"]) for r in rows) == sorted(
         (t, n, rep, float(n * t)) for t in (1, 2) for n in (10, 30) for rep in (0, 1))
     assert {r["state"] for r in rows} == {"COMPLETED"}  # the sanity pattern matched: shape placeholders filled
     written = [(p.parent.name, p.read_text()) for p in (tmp_path / "runs").rglob("params.txt")]
