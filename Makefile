@@ -92,8 +92,8 @@ test-unit: setup
 	$(BIN)/python -m pytest -q tests -m "not slurm"
 
 lint: $(STAMP)
-	$(BIN)/ruff check campaign analysis kernels tests bench
-	$(BIN)/mypy campaign analysis
+	$(BIN)/ruff check campaign analysis resultschema kernels tests bench
+	$(BIN)/mypy campaign analysis resultschema
 	$(BIN)/vulture
 
 bench: setup slurm-up

@@ -2,7 +2,7 @@
 
 This package never imports `campaign` (the dependency points one way:
 campaign -> analysis). The names below are loaded on first use, so that
-`analysis.columns` (the schema, no pandas) can be read cheaply. `ratios` and
+`resultschema.columns` (the schema, no pandas) can be read cheaply. `ratios` and
 `roofline` are both modules and functions: import those functions from
 their modules (`from analysis.ratios import ratios`).
 """

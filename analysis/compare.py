@@ -2,7 +2,7 @@
 a noise-aware verdict per point, and a summary per kernel and implementation.
 
 A point is one (configuration, threads, n): every group column of
-analysis/columns.py plus `threads` and `n`. With `by` (one of
+resultschema/columns.py plus `threads` and `n`. With `by` (one of
 analysis.ratios.DIMENSIONS) that dimension is allowed to differ between the
 two sides and is left out of the match (`cluster` also frees `partition`),
 so a campaign on one cluster can be compared with one on another; the
@@ -72,13 +72,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.columns import OPTIONAL_GROUP_COLUMNS
 from analysis.metric_frame import TIME_UNITS, fixed_duration
 from analysis.overlap_points import flagged_rows
 from analysis.ratios import DIMENSIONS
 from analysis.replicates import LEVEL, replicates_needed, welch_ratio
 from analysis.schema import group_columns
 from analysis.summary import ensure_summary, is_summary
+from resultschema.columns import OPTIONAL_GROUP_COLUMNS
 
 FASTER, SLOWER, NOISE, INSUFFICIENT = "faster", "slower", "within-noise", "insufficient-repeats"
 FEW_REPLICATES = "insufficient-replicates"  # fewer replicates on a side than min_replicates asks

@@ -102,8 +102,9 @@ def threads(best: pd.DataFrame, speedup: pd.DataFrame, penalty: pd.DataFrame,
                      f"{worst['max_threads']} threads ({noise})")
             if noise == "outside noise":
                 size = effect(worst["max_thread_penalty"])
-                why = flags.any_reason([(worst, {"threads": worst["best_threads"]}),
-                                        (worst, {"threads": worst["max_threads"]})])
+            # a ratio timed on a busy machine is a caveat, inside the noise or not
+            why = flags.any_reason([(worst, {"threads": worst["best_threads"]}),
+                                    (worst, {"threads": worst["max_threads"]})])
         out.append(Finding(text + ".", size, why))
     more = speedup[speedup["threads"] > 1] if len(speedup) else speedup
     if len(more):
@@ -130,8 +131,11 @@ def threads(best: pd.DataFrame, speedup: pd.DataFrame, penalty: pd.DataFrame,
         elif len(shown):
             out.append(Finding("Thread-doubling penalties above 1 rest on single repeats only: "
                                "none is claimed."))
-        else:
-            out.append(Finding("No thread doubling made a kernel slower beyond the noise."))
+        else:  # a claim about every doubling: a caveat when any of them was timed on a busy machine
+            busy = (flags.any_reason([(row, {}), (row, {"threads": row["threads_half"]})])
+                    for _, row in penalty.iterrows())
+            out.append(Finding("No thread doubling made a kernel slower beyond the noise.", None,
+                               next((why for why in busy if why), None)))
     return out
 
 

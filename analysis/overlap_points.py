@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.metric_frame import strip_metric
 from analysis.schema import group_columns
 
 MAX_NOTES = 3
@@ -34,6 +35,8 @@ def overlap_points(results: pd.DataFrame) -> list[dict[str, Any]]:
         return []
     keys = [c for c in group_columns(results) if c in results.columns] + ["threads", "n"]
     frame = results[keys].copy()
+    if "params" in frame.columns:  # a point is its run's: one record over all of its figures
+        frame["params"] = strip_metric(frame["params"]).to_numpy()
     frame["_flag"] = flagged.to_numpy()
     frame["_note"] = results["overlap"].astype("string").fillna("").to_numpy()
     out: list[dict[str, Any]] = []

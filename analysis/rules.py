@@ -1,7 +1,7 @@
 """The one rule set of result values (issue 26 item 4), applied to a whole
 column at once with pyarrow.compute: what `campaign import` takes from a CSV,
 what sync takes from a kernel's CSV and what the analysis takes as input
-(analysis.schema) are all judged here, by the rules of analysis.columns.
+(analysis.schema) are all judged here, by the rules of resultschema.columns.
 
 A column arrives as the text of its cells (a CSV's, or a DataFrame's cells
 written as text) and leaves typed, with a mask of the cells that break a
@@ -25,7 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analysis.columns import CONTROL, INT64, TEXT_MAX, Column, column_rule
+from resultschema.columns import CONTROL, INT64, TEXT_MAX, Column, column_rule
 
 _INT = r"^[+-]?[0-9]{1,19}$"
 _FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"

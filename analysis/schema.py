@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.columns import (
+from analysis.rules import as_text, check
+from resultschema.columns import (
     BASE_GROUP_COLUMNS,
     BY_NAME,
     OPTIONAL_COLUMNS,
@@ -20,7 +21,6 @@ from analysis.columns import (
     REQUIRED_COLUMNS,
     RULE_COLUMNS,
 )
-from analysis.rules import as_text, check
 
 __all__ = ["BASE_GROUP_COLUMNS", "OPTIONAL_COLUMNS", "OPTIONAL_GROUP_COLUMNS", "REQUIRED_COLUMNS",
            "SchemaError", "group_columns", "validate_results"]

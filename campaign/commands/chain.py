@@ -26,7 +26,6 @@ from pathlib import Path
 
 from sqlalchemy import insert, update
 
-from analysis.columns import TOLERANCE
 from campaign.backends.base import Backend, JobRequest
 from campaign.backends.capabilities import capabilities
 from campaign.backends.slurm_launch import multi_rank
@@ -43,6 +42,7 @@ from campaign.planning.plan import RunSpec
 from campaign.planning.resources import step_allocation
 from campaign.plumbing.clock import now
 from campaign.plumbing.states import JobState
+from resultschema.columns import TOLERANCE
 
 KEY_LENGTH = 16
 NATIVE = ("c", "fortran", "mpi")  # kernels/<lang>/ sources -> <build folder>/<lang>/<kernel> (mpi: with mpicc)

@@ -48,6 +48,7 @@ from campaign.job import expr
 from campaign.job.fom_launch import OPTION, Launch, reduce
 from campaign.job.rank import rank_output
 from campaign.job.template import render, script_argv, shape_values, write_inputs
+from resultschema.columns import TOOL_COLUMNS
 
 MODULE = "campaign.job.fom"  # what the planner puts in a tool-driven program's place
 # The run's shape (campaign.planning.plan.RunSpec.command gives them to this driver only)
@@ -59,8 +60,7 @@ TAIL_LINES = 5
 MAX_OUTPUT = 64 * 2**20  # bytes of a program's stdout/stderr the patterns read (its last ones)
 # Units a lower-is-better figure may be in to be the row's time_s (seconds per unit).
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-COLUMNS = ("kernel", "impl", "variant", "device", "dtype", "n", "d", "threads", "repeat", "time_s",
-           "metric", "value", "unit", "higher_is_better", "flops", "bytes")
+COLUMNS = TOOL_COLUMNS  # the contract CSV's columns this driver writes (resultschema.columns)
 # Contract options that are not program parameters of their own.
 _CONTRACT = {"n", "d", "threads", "repeats", "warmup", "device", "dtype", "variant", "out", OPTION[2:],
              *SHAPE_OPTIONS}

@@ -1,6 +1,6 @@
 """The stored result row: the columns of every attempt's Parquet file
 (campaign.ledger.files), in file order, with their Arrow type, all derived
-from the one definition, analysis.columns.RESULT_SCHEMA; and a batch's rows
+from the one definition, resultschema.columns.RESULT_SCHEMA; and a batch's rows
 in that schema (`LedgerColumns`: Arrow columns from the CSV reader to the
 Parquet writer, the extra objects of text as one MAP column).
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.columns import BY_NAME, RESULT_SCHEMA, STORED_COLUMNS, Column
+from resultschema.columns import BY_NAME, RESULT_SCHEMA, STORED_COLUMNS, Column
 
 SCHEMA_VERSION = 2  # of the Parquet files; recorded in each pointer (ledger: result_file.schema_version).
 # 2: the extra objects of text as the MAP column `extras` (1: every one JSON text in `extra`)

@@ -1,7 +1,7 @@
 """The result CSV's rules one cell at a time: the slow path that names the
 first bad line and its reason, for a file the whole-column rules
 (analysis.rules, through campaign.results.columnar) did not accept. The
-rules are analysis.columns' (`Column.kind`, `minimum`, `positive`,
+rules are resultschema.columns' (`Column.kind`, `minimum`, `positive`,
 `allow_nan`), the same ones the vectorised path applies.
 
 Integers are plain ASCII digits inside int64, floats plain decimal or
@@ -16,9 +16,9 @@ import math
 import re
 from typing import Any
 
-from analysis.columns import CONTROL as CONTROL_CLASS
-from analysis.columns import INT64, RESULT_SCHEMA, TEXT_MAX, column_rule
 from campaign.plumbing.errors import ImportError_
+from resultschema.columns import CONTROL as CONTROL_CLASS
+from resultschema.columns import INT64, RESULT_SCHEMA, TEXT_MAX, column_rule
 
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")

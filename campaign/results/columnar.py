@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from analysis.columns import CONTROL, KEY_COLUMNS, RULE_COLUMNS, SCALE_COLUMNS
 from campaign.results.keys import MEASURED_EXTRAS
+from resultschema.columns import CONTROL, KEY_COLUMNS, RULE_COLUMNS, SCALE_COLUMNS
 
 _RULES, _EXTRA_NAMES = frozenset(RULE_COLUMNS), frozenset(SCALE_COLUMNS)  # (sets: looked up per file)
 

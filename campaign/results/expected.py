@@ -26,8 +26,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from analysis.columns import SCALE_COLUMNS, TOLERANCE
 from campaign.results.columnar import ResultColumns
+from resultschema.columns import SCALE_COLUMNS, TOLERANCE
 
 # A planned variant that names no single variant: the program sweeps shapes of
 # its own (gemm_shapes) and writes each row's variant (the GEMM's name) and d

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from analysis.columns import OPTIONAL_COLUMNS, SCALE_COLUMNS, SCALE_DEFAULT
 from campaign.ledger import Ledger
 from campaign.results import scan
 from campaign.results.latest import Superseded, holder
 from campaign.results.latest import find as superseded
 from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, settled_dtypes
+from resultschema.columns import OPTIONAL_COLUMNS, SCALE_COLUMNS, SCALE_DEFAULT
 
 __all__ = ["EXPORT_COLUMNS", "PARTIAL_USABLE", "RowFilter", "Superseded", "latest_frame",
            "results_frame"]

@@ -9,11 +9,11 @@ from typing import Any
 
 from sqlalchemy import String, select, type_coerce
 
-from analysis.columns import PARTITION_COLUMNS
 from campaign.config.schema import ClusterSpec
 from campaign.ledger import BuildStep, Campaign, CounterRow, JobAttempt, Ledger, PreflightStep, Run
 from campaign.planning.plan import RunSpec
 from campaign.plumbing.states import JobState
+from resultschema.columns import PARTITION_COLUMNS
 
 JOB_FRAME_COLUMNS = ["cluster", "campaign", "job_id", "array_index", "attempt", "state", "node",
                      "submitted", "started", "ended", "walltime_min", "run"]

@@ -19,11 +19,11 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from analysis.columns import REQUIRED_COLUMNS
 from campaign.ledger import Ledger
 from campaign.plumbing.errors import ImportError_
 from campaign.results.reader import MAX_BYTES, parse_columns
 from campaign.results.store import Imported, import_campaign_name, store_rows
+from resultschema.columns import REQUIRED_COLUMNS
 
 CHUNK_ROWS = 50_000
 

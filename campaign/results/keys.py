@@ -16,7 +16,7 @@ import hashlib
 import json
 from typing import Any
 
-from analysis.columns import KEY_COLUMNS, MEASURED_COLUMNS
+from resultschema.columns import KEY_COLUMNS, MEASURED_COLUMNS
 
 MEASURED_EXTRAS = frozenset({"first_call_s", "value"})  # measured values (a figure of merit's `value`): not part of a row's identity
 IMPORT_SCOPE = "import"

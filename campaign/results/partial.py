@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.columns import KERNEL_COLUMNS
 from campaign.plumbing.errors import ImportError_
 from campaign.plumbing.states import JobState
 from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign
 from campaign.results.reader import Outcome, classify_output, parse_text
+from resultschema.columns import KERNEL_COLUMNS
 
 # Finished without a result, but possibly with the rows of some n.
 PARTIAL_STATES: frozenset[JobState] = frozenset({JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY})

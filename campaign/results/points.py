@@ -20,12 +20,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from analysis.columns import BASE_GROUP_COLUMNS, OPTIONAL_GROUP_COLUMNS, SCALE_COLUMNS
 from campaign.ledger import Ledger, files
 from campaign.results import scan
 from campaign.results.latest import Superseded, holder
 from campaign.results.latest import find as superseded
 from campaign.results.query import RowFilter
+from resultschema.columns import BASE_GROUP_COLUMNS, OPTIONAL_GROUP_COLUMNS, SCALE_COLUMNS
 
 # a point's key as the row read makes it (campaign.results.export._read: params "" where none)
 _KEY = [*BASE_GROUP_COLUMNS, *(c for c in OPTIONAL_GROUP_COLUMNS if c not in SCALE_COLUMNS), "threads", "n"]

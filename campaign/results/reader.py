@@ -1,5 +1,5 @@
 """The one strict reader of result CSVs: `campaign import` files and the CSVs
-jobs leave behind go through the same column rules (analysis/columns.py).
+jobs leave behind go through the same column rules (resultschema/columns.py).
 
 Nothing is taken unchecked (issue 11): integers are plain digits inside int64,
 floats are plain decimal or exponent notation and finite (`1_000`, `inf`,
@@ -28,7 +28,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.columns import KERNEL_COLUMNS, REQUIRED_COLUMNS, RULE_COLUMNS, SCALE_COLUMNS
 from campaign.job.files import read_all
 from campaign.job.fom import CHECK_SUFFIX, LOST_SUFFIX
 from campaign.plumbing.errors import ImportError_, one_line
@@ -37,6 +36,7 @@ from campaign.results.cells import CONTROL, cell, check_row, scale_cell
 from campaign.results.columnar import ResultColumns, fast_records, pools
 from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign, settled
 from campaign.results.keys import natural_key
+from resultschema.columns import KERNEL_COLUMNS, REQUIRED_COLUMNS, RULE_COLUMNS, SCALE_COLUMNS
 
 MAX_BYTES = 512 * 2**20  # a results CSV above 512 MiB is not a result file
 CLASSIFY_WINDOW = 2000  # finished outputs whose rules are applied together (classify_stream)

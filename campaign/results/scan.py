@@ -13,10 +13,10 @@ from typing import Any
 from sqlalchemy import String, or_, select, type_coerce
 from sqlalchemy.orm import Session
 
-from analysis.columns import SCALE_COLUMNS, SCALE_DEFAULT
 from campaign.ledger import Campaign, JobAttempt, ResultFile, Run, files
 from campaign.plumbing.states import JobState
 from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, attempt_filter
+from resultschema.columns import SCALE_COLUMNS, SCALE_DEFAULT
 
 # what the ledger adds to each row: its campaign's name, its attempt's facts, its run's replicate
 # (campaign.planning.replicates; null for a run planned before replicates: replicate 0) and the nodes and ranks
@@ -111,7 +111,7 @@ def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None,
     """The selected files' rows as a DataFrame: EXPORT_COLUMNS, source, the
     ledger's columns (the attempt's number too with `attempt`), then `_extra`
     (the JSON text), or `params` and the extra object's ranks and nodes
-    (analysis/columns.py SCALE_COLUMNS)."""
+    (resultschema/columns.py SCALE_COLUMNS)."""
     import numpy as np
     import pandas as pd
     import pyarrow as pa

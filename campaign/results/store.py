@@ -23,7 +23,6 @@ from typing import Any, cast
 from sqlalchemy import Table, delete, event, func, insert, select
 from sqlalchemy.orm import Session
 
-from analysis.columns import RESULT_SCHEMA
 from campaign.config.clusters import cluster_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.config.validate import check_name
@@ -36,6 +35,7 @@ from campaign.plumbing.errors import BadInputError, ConfigError, ImportError_
 from campaign.results.columnar import ResultColumns, extra_columns
 from campaign.results.export import EXPORT_COLUMNS
 from campaign.results.keys import IMPORT_SCOPE, natural_key
+from resultschema.columns import RESULT_SCHEMA
 
 IMPORT_BACKEND = "import"  # Campaign.backend of a campaign made by `import --campaign`
 _CHUNK = 500  # keys per IN (...) query

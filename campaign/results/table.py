@@ -13,7 +13,7 @@ Why DuckDB end to end: the rows are read from the result files and joined to
 the ledger's columns of their attempts in SQL, and written by DuckDB (Parquet
 to a file) or streamed a batch at a time (CSV, JSON, table), so memory stays
 flat however many rows there are: no Python object per row. Every column is
-cast to its type from analysis.columns, so a column empty in every row keeps
+cast to its type from resultschema.columns, so a column empty in every row keeps
 its type in every format.
 """
 
@@ -27,14 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from analysis.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA, SCALE_DEFAULT
 from campaign.ledger import Ledger, files
 from campaign.ledger import queries as q
 from campaign.ledger.result_schema import arrow_schema
 from campaign.plumbing.errors import BadInputError
 from campaign.results import scan
+from resultschema.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA, SCALE_DEFAULT
 
-# (name, type in JSON, meaning): analysis.columns' exported columns; the README table is made of them.
+# (name, type in JSON, meaning): resultschema.columns' exported columns; the README table is made of them.
 RESULT_COLUMNS: tuple[tuple[str, str, str], ...] = tuple((c.name, c.json, c.meaning) for c in RESULT_SCHEMA if c.json)
 _SQL_TYPES = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "object": "JSON", "bool": "BOOLEAN"}
 # the extra object's keys that are columns of their own in the export (ranks, nodes, first_call_s, the figure)

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pytest
 
 from analysis import rules
-from analysis.columns import column_rule
+from resultschema.columns import column_rule
 
 # cells around the edges of both readers: signs, dots, exponents, and what
 # other float syntaxes allow (hex, `_`, Fortran `d`, inner spaces, unicode digits)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("campaign", "analysis", "kernels")
+PACKAGES = ("campaign", "analysis", "kernels", "resultschema")
 # The use cases and what sits above them: backends and the job side must not reach up.
 UPPER = ("campaign.api", "campaign.cli", "campaign.commands", "campaign.results")
 SLURM_COMMANDS = ("sacct", "squeue", "scancel", "scontrol", "sbatch", "sinfo")
@@ -127,8 +127,17 @@ def test_job_side_needs_only_the_standard_library() -> None:
     for path in (REPO / "campaign" / "job").rglob("*.py"):
         for name in _raw_imports(path):
             top = name.split(".")[0]
-            ours = name.startswith("campaign.job") or top == "__future__"
+            # the result model is the standard library's kind: nothing but stdlib below it
+            ours = name.startswith(("campaign.job", "resultschema")) or top == "__future__"
             assert ours or top in sys.stdlib_module_names, f"{path.name} imports {name}"
+
+
+def test_the_result_model_sits_below_everything() -> None:
+    """resultschema imports only the standard library: campaign, analysis and the job side all read it."""
+    for path in (REPO / "resultschema").rglob("*.py"):
+        for name in _raw_imports(path):
+            top = name.split(".")[0]
+            assert top in ("resultschema", "__future__") or top in sys.stdlib_module_names, f"{path.name} imports {name}"
 
 
 def test_backends_and_lower_layers_never_reach_up(graph: dict[str, set[str]]) -> None:

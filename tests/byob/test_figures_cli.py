@@ -104,7 +104,10 @@ def test_fixed_duration_rate_is_judged_on_its_figure(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     advice = json.loads(proc.stdout)
     assert advice["judged_on"] == {"metric": "rate", "unit": "events/s", "higher_is_better": True, "cost": "1/value"}
-    assert {(r["params"], r["recommended"]) for r in advice["ranges"]} == {("mode=a", 2), ("mode=b", 2)}
+    # 2 threads, unless the sizes were timed on a busy machine (a loaded test machine): then no advice at all
+    shared = {r["params"] for r in advice["per_n"] if r["shared"]}
+    assert {(r["params"], r["recommended"]) for r in advice["ranges"]} == {
+        (m, None if m in shared else 2) for m in ("mode=a", "mode=b")}
 
 
 def test_compare_calls_a_drop_of_a_rate_worse(tmp_path: Path) -> None:

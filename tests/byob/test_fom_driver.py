@@ -122,7 +122,8 @@ def test_each_n_is_flushed_to_the_tmp_file_as_it_finishes(tmp_path: Path) -> Non
     rc, out = _run(tmp_path, _spec(code))
     assert rc == 9 and not out.exists()
     lines = (tmp_path / "results.csv.tmp").read_text().splitlines()
-    assert lines[0].startswith("kernel,") and {line.split(",")[5] for line in lines[1:]} == {"10"}
+    at = lines[0].split(",").index("n")
+    assert lines[0].startswith("kernel,") and {line.split(",")[at] for line in lines[1:]} == {"10"}
 
 
 PRINTS_REPEATS = ("import sys; n,r=int(sys.argv[1]),int(sys.argv[2]); print('setup'); "

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.columns import OPTIONAL_COLUMNS
 from campaign.cli import main
+from resultschema.columns import OPTIONAL_COLUMNS
 from tests.conftest import run_cli
 
 REQUIRED = ["cluster", "partition", "kernel", "impl", "variant", "device", "threads", "n", "repeat", "time_s"]

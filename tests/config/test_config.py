@@ -28,7 +28,7 @@ def test_overrides_reach_typed_fields() -> None:
     cpu = cfg.cluster.partitions["cpu"]
     assert (cpu.sockets, cpu.cores_per_socket, cpu.numa_domains, cpu.cores) == (2, 64, 8, 128)
     assert cpu.account == "abc-delta-cpu"
-    assert set(cfg.cluster.partitions) == {"cpu", "gpuA100x4", "gpuH200x8", "gpuMI100x8"}
+    assert set(cfg.cluster.partitions) == {"cpu", "gpuA40x4", "gpuA100x4", "gpuA100x8", "gpuH200x8", "gpuMI100x8"}
     assert cfg.cluster.partitions["gpuA100x4"].gpus == 4
 
 

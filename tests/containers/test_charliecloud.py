@@ -87,8 +87,9 @@ def test_native_programs_are_built_and_run_in_the_image(image: Path, tmp_path: P
 def test_an_image_without_the_program_fails_the_preflight(image: Path, tmp_path: Path) -> None:
     """Only the node can tell that the program is not in the image: PREFLIGHT_FAILED, the run never starts."""
     empty = folder_image(tmp_path / "empty", [])
+    # two runs: a partition's one run is its own check, with no preflight job
     proc = run_cli("--ledger", str(tmp_path / "ledger.sqlite"), "submit", "experiment=byob_mbw",
-                   f"campaign.workdir={tmp_path / 'runs'}", _container(empty))
+                   "experiment.sweeps.0.threads=[1,2]", f"campaign.workdir={tmp_path / 'runs'}", _container(empty))
     assert proc.returncode == 3, proc.stderr
     assert "PREFLIGHT_FAILED" in proc.stdout and "mbw" in proc.stdout
 
@@ -120,9 +121,11 @@ def test_each_mpi_rank_starts_its_own_container_behind_srun(image: Path, slurm_c
     name = _name("ctr-mpi")
     container = (f"experiment.container={{runtime:charliecloud,image:'{root}',"
                  f"options:[--bind,'/usr:/usr',--bind,'{kernel_bin}:{kernel_bin}']}}")
+    # the build job builds the MPI program in the image: Debian's mpicc is a link through /etc/alternatives,
+    # which the image does not have, so the wrapper is named by its own file
     rep = api.submit(_overrides(tmp_path, name, "experiment=mpi_scaling", "experiment.sweeps.0.nodes=[2]",
                                 "experiment.sweeps.0.ranks_per_node=[1]", "experiment.sweeps.0.variants=[strong]",
-                                container), ledger)
+                                "cluster.build.mpicc=mpicc.openmpi", container), ledger)
     assert rep.submitted, rep
     done = _sync_until(ledger, name, _all_finished)
     assert set(done.counts) == {"COMPLETED"}, done.counts

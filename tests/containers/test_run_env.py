@@ -114,7 +114,9 @@ def test_the_image_and_the_spack_lock_are_part_of_the_run_key(tmp_path: Path) ->
 
 def test_spack_activation_is_rendered_in_every_job_script(tmp_path: Path) -> None:
     """Arrays, build and preflight all run in the environment; its name is quoted."""
+    # two runs: a partition's one run is its own check, with no preflight job
     report = dry_run(["cluster=localslurm", f"campaign.workdir={tmp_path / 'runs'}", "experiment=byob_mbw",
+                      "experiment.sweeps.0.threads=[1,2]",
                       "experiment.spack.env='bench env;x'", "experiment.spack.lock=/nonexistent/spack.lock"],
                      tmp_path / "ledger.sqlite")
     assert len(report.scripts) >= 2  # the preflight and the array

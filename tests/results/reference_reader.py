@@ -10,10 +10,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from analysis.columns import KERNEL_COLUMNS, TOLERANCE
 from campaign.plumbing.errors import ImportError_, one_line
 from campaign.plumbing.states import JobState
 from campaign.results.reader import Expected, _read_text, parse_rows
+from resultschema.columns import KERNEL_COLUMNS, TOLERANCE
 
 Classified = tuple[JobState, str | None, list[dict[str, Any]]]
 

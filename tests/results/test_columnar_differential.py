@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from analysis.columns import KERNEL_COLUMNS
 from campaign.plumbing.errors import ImportError_
 from campaign.plumbing.states import JobState
 from campaign.results import reader
 from campaign.results.reader import Expected, classify_output, classify_stream, parse_rows, parse_text
+from resultschema.columns import KERNEL_COLUMNS
 from tests.results import reference_reader as ref
 from tests.results.test_strict_reader import BAD, GOOD, WANT
 

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analysis.columns import BY_NAME, EXPORT_COLUMNS
 from campaign.ledger import Ledger
+from resultschema.columns import BY_NAME, EXPORT_COLUMNS
 from tests.conftest import run_cli
 
 HEAD = "cluster,partition,kernel,impl,variant,device,threads,n,repeat,time_s"

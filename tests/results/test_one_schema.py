@@ -1,4 +1,4 @@
-"""Issue 26 item 5: one definition of the result columns (analysis.columns
+"""Issue 26 item 5: one definition of the result columns (resultschema.columns
 RESULT_SCHEMA). The Arrow schema, the kernel CSV contract, the import
 columns, `campaign results`' columns and the docs' tables are derived from
 it, and no module of campaign/ or analysis/ writes a second list of result
@@ -12,9 +12,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from analysis import columns as schema
 from campaign.ledger.result_schema import arrow_schema
 from campaign.results.table import RESULT_COLUMNS
+from resultschema import columns as schema
 
 REPO = Path(__file__).resolve().parents[2]
 NAMES = frozenset(c.name for c in schema.RESULT_SCHEMA)
@@ -45,10 +45,10 @@ def test_no_second_list_of_result_column_names() -> None:
     for pkg in ("campaign", "analysis"):
         for path in sorted((REPO / pkg).rglob("*.py")):
             rel = path.relative_to(REPO).as_posix()
-            if rel == "analysis/columns.py" or rel.startswith(FROZEN) or "build" in path.parts:
+            if rel == "resultschema/columns.py" or rel.startswith(FROZEN) or "build" in path.parts:
                 continue
             offenders += [f"{rel}:{line}: {names}" for line, names in hand_lists(path.read_text())]
-    assert not offenders, "result column names listed outside analysis/columns.py:\n" + "\n".join(offenders)
+    assert not offenders, "result column names listed outside resultschema/columns.py:\n" + "\n".join(offenders)
 
 
 @pytest.mark.parametrize("source", [
@@ -82,7 +82,7 @@ def test_the_csv_contracts_and_export_are_the_definition() -> None:
 
 @pytest.mark.parametrize("doc", sorted(schema.doc_tables()))
 def test_the_docs_tables_are_the_definition(doc: str) -> None:
-    assert schema.doc_tables()[doc] in (REPO / doc).read_text(), f"regenerate {doc}'s table from analysis.columns"
+    assert schema.doc_tables()[doc] in (REPO / doc).read_text(), f"regenerate {doc}'s table from resultschema.columns"
 
 
 def test_an_optional_column_empty_in_every_row_is_absent(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""`ranks` and `nodes` (analysis/columns.py SCALE_COLUMNS): optional integers
+"""`ranks` and `nodes` (resultschema/columns.py SCALE_COLUMNS): optional integers
 >= 1, default 1, kept in the row's extra object. Both readers refuse the same
 bad cells with the same line; a job's rows are one launch (one ranks, one
 nodes, the planned ranks); the export and the analysis frame read them as

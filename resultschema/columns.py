@@ -34,6 +34,7 @@ class Column:
     positive: bool = False  # floats: > 0 (else >= 0)
     allow_nan: bool = False  # floats: a blank cell or "nan" is a missing value
     key: bool = False  # part of a row's natural key (configuration, n, repeat)
+    tool: bool = False  # a column the tool driver (campaign.job.fom) writes into a tool-driven program's CSV
     # Positions, where an order is older than this table and must not change:
     measured: int = 0  # in an imported row's natural key (a hash: reordering would change every key)
     group: int = 0  # among the columns identifying a configuration (1-6 always, more when present)
@@ -53,42 +54,42 @@ RESULT_SCHEMA: tuple[Column, ...] = (
     Column("cluster", "text", "cluster name (a job's: its run's, never the file's)", _TXT, imported=REQUIRED,
            key=True, group=1),
     Column("partition", "text", "partition name (a job's: its run's)", _TXT, imported=REQUIRED, key=True, group=2),
-    Column("kernel", "text", "kernel family", _TXT, kernel=REQUIRED, imported=REQUIRED, key=True, group=3),
+    Column("kernel", "text", "kernel family", _TXT, kernel=REQUIRED, imported=REQUIRED, key=True, group=3, tool=True),
     Column("impl", "text", "implementation (c, fortran, torch, ...)", _TXT, kernel=REQUIRED, imported=REQUIRED,
-           key=True, group=4),
+           key=True, group=4, tool=True),
     Column("variant", "text", "kernel variant (naive, memopt, ...)", _TXT, kernel=REQUIRED, imported=REQUIRED,
-           key=True, group=5),
-    Column("device", "text", "cpu or cuda", _TXT, kernel=REQUIRED, imported=REQUIRED, key=True, group=6),
+           key=True, group=5, tool=True),
+    Column("device", "text", "cpu or cuda", _TXT, kernel=REQUIRED, imported=REQUIRED, key=True, group=6, tool=True),
     Column("dtype", "text", "fp32, bf16, fp16", f"{_TXT} or null", kernel=REQUIRED, imported=OPTIONAL, key=True,
-           group=7),
+           group=7, tool=True),
     Column("params", "text", "the run's extra program arguments, e.g. a=32,h=2560 (\"\" = none)", _TXT, group=9),
-    Column("threads", "int", "OpenMP/torch threads", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=1, key=True),
+    Column("threads", "int", "OpenMP/torch threads", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=1, key=True, tool=True),
     Column("ranks", "int", "MPI/torch ranks of the run in all (1: one process; kept in the row's extra object)",
            _INT, where="extra", kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=10),
     Column("nodes", "int", "distinct hosts the ranks ran on (1 where the row does not say)", _INT, where="extra",
            kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=11),
     Column("n", "int", "problem size (sequence length)", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=1,
-           key=True),
+           key=True, tool=True),
     Column("d", "int", "head dimension", f"{_INT} or null", kernel=OPTIONAL, imported=OPTIONAL, minimum=1, key=True,
-           group=8),
-    Column("repeat", "int", "timed repeat, from 0", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=0, key=True),
+           group=8, tool=True),
+    Column("repeat", "int", "timed repeat, from 0", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=0, key=True, tool=True),
     Column("time_s", "float", "seconds of this repeat", _NUM, kernel=REQUIRED, imported=REQUIRED, unit="s",
-           positive=True, measured=1),
+           positive=True, measured=1, tool=True),
     Column("first_call_s", "float", "seconds of the first call (context creation, JIT), kept apart from the repeats",
            f"{_NUM} or null", where="extra", unit="s"),
     Column("metric", "text", "the figure of merit the row measures, for a program that reports one "
            "(docs/byob.md: one row per figure and repeat); null on rows of time alone", f"{_TXT} or null",
-           where="extra"),
-    Column("value", "float", "the figure's value, in `unit`", f"{_NUM} or null", where="extra"),
-    Column("unit", "text", "the figure's unit, as the program's YAML names it", f"{_TXT} or null", where="extra"),
+           where="extra", tool=True),
+    Column("value", "float", "the figure's value, in `unit`", f"{_NUM} or null", where="extra", tool=True),
+    Column("unit", "text", "the figure's unit, as the program's YAML names it", f"{_TXT} or null", where="extra", tool=True),
     Column("higher_is_better", "bool", "the figure's direction: true for a rate, false for a time",
-           "boolean or null", where="extra"),
+           "boolean or null", where="extra", tool=True),
     Column("rel_err", "float", "relative error against the float64 reference (with --check)", f"{_NUM} or null",
            kernel=OPTIONAL, imported=OPTIONAL, allow_nan=True, measured=4),
     Column("flops", "float", "floating-point operations, when the row gives them", f"{_NUM} or null",
-           kernel=OPTIONAL, imported=OPTIONAL, unit="FLOP", allow_nan=True, measured=2),
+           kernel=OPTIONAL, imported=OPTIONAL, unit="FLOP", allow_nan=True, measured=2, tool=True),
     Column("bytes", "float", "bytes moved, when the row gives them", f"{_NUM} or null", kernel=OPTIONAL,
-           imported=OPTIONAL, unit="B", allow_nan=True, measured=3),
+           imported=OPTIONAL, unit="B", allow_nan=True, measured=3, tool=True),
     Column("gpu_model", "text", "GPU name on cuda rows", f"{_TXT} or null", kernel=OPTIONAL, imported=OPTIONAL),
     Column("job_id", "text", "scheduler job ID that produced the row", f"{_TXT} or null", kernel=OPTIONAL,
            imported=OPTIONAL, key=True),
@@ -157,6 +158,7 @@ def markdown(columns: tuple[str, ...], titles: dict[str, str]) -> str:
 
 
 KERNEL_CSV = _names(lambda c: bool(c.kernel))  # the kernel CSV contract's own columns
+TOOL_COLUMNS = _names(lambda c: c.tool)  # what the tool driver writes, in schema order
 
 
 def doc_tables() -> dict[str, str]:
