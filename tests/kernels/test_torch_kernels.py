@@ -14,8 +14,10 @@ import math
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import TypeVar
 
 import pytest
 import torch
@@ -24,7 +26,14 @@ from kernels.torch import harness, reference
 
 REPO = Path(__file__).resolve().parents[2]
 HAS_CUDA = torch.cuda.is_available()
-needs_cuda = pytest.mark.skipif(not HAS_CUDA, reason="CUDA not available to torch")
+T = TypeVar("T", bound=Callable[..., object])
+_skip_without_gpu = pytest.mark.skipif(not HAS_CUDA, reason="CUDA not available to torch")
+
+
+def needs_cuda(test: T) -> T:
+    """Marked `cuda` (the one skip `make test` allows on a machine without a GPU, tests/skips.py)
+    and skipped where torch sees none."""
+    return pytest.mark.cuda(_skip_without_gpu(test))
 
 # (module, variant, backend the CSV must show on the CPU)
 KERNELS: list[tuple[str, str, str]] = [
