@@ -124,6 +124,9 @@ def test_compare_calls_a_drop_of_a_rate_worse(tmp_path: Path) -> None:
     assert len(points) == 4 and {p["metric"] for p in points} == {"rate"}  # the set time is not compared
     assert {p["verdict"] for p in points} == {"worse"}
     assert all(p["higher_is_better"] and p["ratio"] == pytest.approx(1.25) for p in points)
+    if all(r["shared"] == r["points"] for r in doc["summary"]):  # timed on a busy machine: no kernel verdict
+        assert {r["verdict"] for r in doc["summary"]} == {"shared-machine"}
+        return
     assert {r["verdict"] for r in doc["summary"]} == {"worse"}
     proc = run_cli("compare", sel + str(base), sel + str(new), "--fail-on", "slower", cwd=tmp_path, env=env)
     assert proc.returncode == 3, proc.stdout + proc.stderr

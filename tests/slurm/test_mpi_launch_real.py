@@ -65,20 +65,23 @@ def _completed(led: Path, name: str, proc: subprocess.CompletedProcess[str], env
     """Every run's latest attempt once all completed; jobs failed by Open MPI's loopback
     transport are rerun (up to twice), any other failure fails the test."""
     for _ in range(3):
-        if proc.returncode == 0:
-            break
         every = _attempts(Ledger(led))
         superseded = {a["previous_id"] for a in every}
         failed = [a for a in every if a["id"] not in superseded and a["state"] != "COMPLETED"]
-        assert proc.returncode == 3 and failed, proc.stdout[-2000:] + proc.stderr[-2000:]
+        if not failed:
+            break
+        assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
         for att in failed:
             err = (Path(att["workdir"]) / "kernel.err").read_text(errors="replace")
             assert att["state"] == "FAILED" and any(m in err for m in OMPI_TRANSPORT), (att, err[-2000:])
-        proc = run_cli("--ledger", str(led), "rerun", name, "--failed", "--wait", env=env)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        rerun = run_cli("--ledger", str(led), "rerun", name, "--failed", env=env)
+        assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
+        proc = run_cli("--ledger", str(led), "status", name, "--wait", env=env)
     every = _attempts(Ledger(led))
     superseded = {a["previous_id"] for a in every}
-    return [a for a in every if a["id"] not in superseded]
+    latest = [a for a in every if a["id"] not in superseded]
+    assert {a["state"] for a in latest} == {"COMPLETED"}, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return latest
 
 
 def _specs(led: Path) -> dict[int, dict]:
