@@ -90,7 +90,9 @@ def test_nodes_by_ranks_campaign_runs_end_to_end(mpi_kernel: Path, tmp_path: Pat
     _report_scales_over_nodes(led, name, attempts, specs)
 
 
-OMPI_TRANSPORT = "Open MPI failed to TCP connect to a peer MPI process"
+# what Open MPI's loopback TCP says when it fails between the "nodes" of this one machine: a connect that
+# never happens, or a rank's crash that its own signal handler reports
+OMPI_TRANSPORT = ("Open MPI failed to TCP connect to a peer MPI process", "*** Process received signal ***")
 
 
 def _latest_after_transport_reruns(led: Ledger, name: str, tries: int = 2) -> list[dict]:
@@ -102,8 +104,8 @@ def _latest_after_transport_reruns(led: Ledger, name: str, tries: int = 2) -> li
         every = _attempts(led)
         superseded = {a["previous_id"] for a in every}
         latest = [a for a in every if a["id"] not in superseded]
-        transport = [a for a in latest if a["state"] == "FAILED"
-                     and OMPI_TRANSPORT in (Path(a["workdir"]) / "kernel.err").read_text(errors="replace")]
+        transport = [a for a in latest if a["state"] == "FAILED" and any(
+            m in (Path(a["workdir"]) / "kernel.err").read_text(errors="replace") for m in OMPI_TRANSPORT)]
         if not transport:
             return latest
         rep = api.rerun(led, name, failed=True)
