@@ -1,4 +1,4 @@
-"""Which findings lead the summary and which are caveats (issue 28).
+"""Which findings lead the summary and which are caveats.
 
 A summary is read top-down and its first line is believed. On a shared
 machine the biggest raw numbers are often artifacts (a 1591× ratio from two

@@ -182,7 +182,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, by: str | None = None,
     points = _points(both, match, varied, threshold, min_repeats)
     _judge_replicates(points, both, threshold, min_replicates)
     _orient(points, _directions(raw_b, raw_n))
-    keys = _texts(points, match)  # a point timed on a shared machine on either side (issue 24)
+    keys = _texts(points, match)  # a point timed on a shared machine on either side
     for side, raw in (("base", raw_b), ("new", raw_n)):
         flagged = _flagged_keys(raw, match)
         points[f"overlap_{side}"] = [k in flagged for k in keys]

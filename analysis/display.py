@@ -105,7 +105,7 @@ def seconds_tick(value: object) -> str:
 
 def ratio_tick(value: object) -> str:
     """A ratio tick label: '0.5×', '2×', and below 0.1 a fraction, '1/100×'
-    (never '0.001×': a reader counts zeros badly; issue 28)."""
+    (never '0.001×': a reader counts zeros badly)."""
     if not finite(value):
         return ""
     if 0 < float(value) < 0.1:  # type: ignore[arg-type]

@@ -1,7 +1,7 @@
 """The measured points whose rows were timed while the machine was shared
 (the results' `overlap` note: another timed job on a local machine,
 campaign/results/overlap.py; more busy CPUs than a Slurm node has,
-campaign/results/shared_nodes.py). Every view names them (issue 24, item 6): a
+campaign/results/shared_nodes.py). Every view names them: a
 median taken from such rows may be an artifact of the sharing, not of the
 kernel.
 """

@@ -163,8 +163,8 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
 
 def _overlap_warning(results: pd.DataFrame, cluster: str) -> list[Block]:
     """Rows timed while the machine was shared (the ledger's `overlap` note:
-    another timed job on the same machine, issue 11, or more busy CPUs than a
-    Slurm node has, issue 24) are said up front, with the points they make:
+    another timed job on the same machine, or more busy CPUs than a
+    Slurm node has) are said up front, with the points they make:
     their times may be inflated."""
     if "overlap" not in results.columns or not len(results):
         return []

@@ -1,4 +1,4 @@
-"""The one rule set of result values (issue 26 item 4), applied to a whole
+"""The one rule set of result values, applied to a whole
 column at once with pyarrow.compute: what `campaign import` takes from a CSV,
 what sync takes from a kernel's CSV and what the analysis takes as input
 (analysis.schema) are all judged here, by the rules of resultschema.columns.

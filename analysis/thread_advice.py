@@ -16,7 +16,7 @@ default is the partition's core count if the configuration measured it at
 some n, else the most threads the configuration measured (`default_measured`
 says which): one thread count per configuration, and at an n where it was not
 measured the cost is NaN and said to be "not measured", never a ratio of
-another thread count (issue 24: "cost of 2 threads ... 1.00x" at sizes where
+another thread count ("cost of 2 threads ... 1.00x" at sizes where
 no 2-thread run existed). A size where any of the thread counts was timed on a
 shared or busy machine (the results' `overlap` note) states no cost and no
 recommendation: `shared` holds the note, and the text says so instead of a

@@ -4,7 +4,7 @@ on top of the layering in docs/design.md).
 
 Each name is imported from its module on first use (PEP 562 `__getattr__`):
 `api.sync` loads the sync use case, not pandas and matplotlib with the report,
-so a command pays only for what it calls (issue 28: every command that does
+so a command pays only for what it calls (every command that does
 not sync answers within 0.3 s; tests/cli/test_startup_imports.py keeps it).
 """
 

@@ -1,4 +1,4 @@
-"""The one definition of a result row's columns (issue 26 item 5): name,
+"""The one definition of a result row's columns: name,
 type, where the value lives, whether a kernel's CSV and an imported CSV must
 carry it, its unit, meaning and value rule.
 

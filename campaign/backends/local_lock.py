@@ -1,4 +1,4 @@
-"""The machine-wide lock of timed CPU work on the local backend (issue 11:
+"""The machine-wide lock of timed CPU work on the local backend (without it,
 two local submits at once overlapped and both campaigns' medians came out 2x
 slower, without a word).
 

@@ -89,7 +89,7 @@ class SlurmBackend(Backend):
         if clusters:
             extra["clusters"] = clusters
         params["additional_parameters"] = {**extra, **dict(part.sbatch_extra)}
-        if req.depends_on:  # behind the partition's preflight job (issue 19)
+        if req.depends_on:  # behind the partition's preflight job
             params["additional_parameters"].update(slurm_steps.dependency_flags(req.depends_on))
         if profiled and part.profiler.enabled:  # e.g. a constraint for nodes with counters enabled
             params["additional_parameters"].update(dict(part.profiler.sbatch_extra))

@@ -1,4 +1,4 @@
-"""Heterogeneous jobs in sacct and squeue output (issue 24, item 9).
+"""Heterogeneous jobs in sacct and squeue output.
 
 Why a module: a heterogeneous job is one job ID for sbatch (its leader) but
 several lines for sacct and squeue (``1853+0``, ``1853+1``, steps

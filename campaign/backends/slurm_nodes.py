@@ -1,6 +1,6 @@
 """Who else held a node's CPUs: the jobs sacct shows on some nodes over a
 time window, of every user it lets us see (the shared-node check of
-campaign/results/overlap.py, issue 24, item 6). Slurm's words stay here; the rest of
+campaign/results/overlap.py). Slurm's words stay here; the rest of
 the code sees `NodeJob`s.
 """
 

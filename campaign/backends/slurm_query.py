@@ -157,7 +157,7 @@ def _resolve(rec: _Record) -> SlurmJobInfo:
 def _pending_reason(state: JobState, reason: str, state_text: str) -> str | None:
     """Slurm's Reason is why a job waits; sacct keeps printing the last one
     (``Dependency``) after the job ran and ended, so it is passed on only
-    while the job is pending (issue 24: ``OUT_OF_MEMORY (Dependency)``)."""
+    while the job is pending (``OUT_OF_MEMORY (Dependency)``)."""
     if state is not JobState.PENDING:
         return None
     return _opt(reason) or held_reason(state_text)

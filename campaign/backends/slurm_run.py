@@ -35,7 +35,7 @@ def run_slurm(argv: Sequence[str], env: Mapping[str, str] | None = None,
 
 
 def no_config_hint(text: str) -> str | None:
-    """What to do when Slurm found no slurm.conf (issue 28): its own words
+    """What to do when Slurm found no slurm.conf: its own words
     ("DNS SRV lookup failed", "Could not establish a configuration source")
     name neither the variable nor the file."""
     if not any(marker in text for marker in _NO_CONFIG):

@@ -3,7 +3,7 @@
 The arrays of a partition are submitted at once behind its preflight job
 with `--dependency=afterok:<preflight>` and `--kill-on-invalid-dep=yes`: the
 user does not wait, and when the build or the preflight fails Slurm cancels
-the arrays before any task starts (issue 19). The preflight waits on the
+the arrays before any task starts. The preflight waits on the
 build the same way.
 
 A module that does not exist must fail the step, not only print an error:

@@ -1,4 +1,4 @@
-"""Build and preflight jobs as a backend sees them (issue 19).
+"""Build and preflight jobs as a backend sees them.
 
 A step is one job that is not a run: the build job or the preflight job of a
 partition. Backends submit it like a run (same partition, account, job

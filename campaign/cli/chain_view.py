@@ -1,9 +1,9 @@
-"""The build and preflight behind jobs (issue 19), for `show` and `status --watch`.
+"""The build and preflight behind jobs, for `show` and `status --watch`.
 
 The compilers and flags a native kernel was built with on that partition are
 part of what the job measured, so `show` prints them next to the job. While
 a chain is still open, its runs are only PENDING behind it: `status --watch`
-names the step they wait for, its state and Slurm's reason (issue 28).
+names the step they wait for, its state and Slurm's reason.
 """
 
 from __future__ import annotations

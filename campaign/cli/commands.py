@@ -1,7 +1,7 @@
 """Command bodies: call the library, print the answer. No logic of their own.
 Imported only after the command line is parsed (campaign.cli), and light
 itself: each command imports what it needs (`api` loads a use case on first
-use), so `jobs --no-sync` never loads pandas, Hydra or submitit (issue 28; tests/cli/test_startup_imports.py).
+use), so `jobs --no-sync` never loads pandas, Hydra or submitit (tests/cli/test_startup_imports.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What `campaign rerun` prints: each resubmitted run with what changed, and
-why runs that look failed were not taken (issue 28)."""
+why runs that look failed were not taken."""
 
 from __future__ import annotations
 

@@ -146,7 +146,7 @@ def placement_lines(workdir: str) -> list[str]:
 
 def chain_lines(f: JobFacts) -> list[str]:
     """The build and preflight behind the job: the compilers and flags a native
-    kernel was built with are part of what the job measured (issue 19)."""
+    kernel was built with are part of what the job measured."""
     step = f.preflight
     if step is None:
         return ["preflight: none (submitted without the build/preflight chain)"]

@@ -200,7 +200,7 @@ _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST, errno.E
 
 
 def _unwritable(out: Path, exc: OSError) -> CampaignError:
-    """One line for a report that could not be written (issue 24: `internal error: OSError`)."""
+    """One line for a report that could not be written (`internal error: OSError`)."""
     where = f" {exc.filename}" if exc.filename else ""
     what = exc.strerror or type(exc).__name__
     if exc.errno in _NOT_WRITABLE:

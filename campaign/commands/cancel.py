@@ -44,7 +44,7 @@ def _leave_marker(workdir: Path) -> None:
 
 def _attempts_of(s: Any, target: str) -> list[JobAttempt]:
     """The attempts of job ID `target`; neither a campaign nor a job ID: one
-    line that says both were looked for (issue 28), with close campaign names."""
+    line that says both were looked for, with close campaign names."""
     try:
         return q.attempts_by_job_id(s, target)
     except BadInputError:

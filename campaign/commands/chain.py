@@ -1,4 +1,4 @@
-"""The chain in front of a campaign's arrays: build, preflight, then the runs (issue 19).
+"""The chain in front of a campaign's arrays: build, preflight, then the runs.
 
 Per partition (and its job environment) a **build job** builds the C and
 Fortran programs the runs need, on that partition, with its modules,

@@ -1,4 +1,4 @@
-"""`campaign status` for the build and preflight jobs (issue 19).
+"""`campaign status` for the build and preflight jobs.
 
 Their states come from the backend like the runs' states; a finished build's
 `build.json` becomes the partition's build provenance in the ledger, a

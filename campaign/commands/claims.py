@@ -1,4 +1,4 @@
-"""One process at a time submits or reruns a campaign (issue 11: the same
+"""One process at a time submits or reruns a campaign (the same
 `submit` started twice ran every job twice).
 
 A claim is a row in `campaign_claim`, taken in one short BEGIN IMMEDIATE

@@ -254,7 +254,7 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
             with storage.writing(batch.workdir):  # job folders, scripts: a full disk names the campaign's folder
                 reqs, found = recover_orphans(ledger, backend, batch.requests, batch.resumed)
                 kernel_bin = _chained(ledger, batch.campaign_id) if preflight else None
-                if kernel_bin is not None and reqs:  # submitted with its chain: rerun resubmits the chain (issue 19)
+                if kernel_bin is not None and reqs:  # submitted with its chain: rerun resubmits the chain
                     chains = chain.plan_chains(batch.cluster, backend.name, name, Path(batch.workdir), kernel_bin,
                                                reqs)
                     reqs = chain.gate(ledger, backend, batch.cluster.name, batch.campaign_id, kernel_bin, chains)

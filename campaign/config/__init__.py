@@ -2,7 +2,7 @@
 
 The names below are imported on first use (PEP 562 `__getattr__`), so that
 `campaign.config.groups` (which config names exist) answers a typo or a TAB
-without loading OmegaConf and the schemas (issue 28).
+without loading OmegaConf and the schemas.
 """
 
 from __future__ import annotations

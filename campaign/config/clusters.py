@@ -18,7 +18,7 @@ def cluster_yaml(cluster: ClusterSpec) -> str:
 def cluster_from_yaml(text: str) -> ClusterSpec:
     """The stored cluster, parsed once per text and process: `status --watch`
     and `submit --wait` sync every few seconds, and each sync asked OmegaConf
-    again for the same campaign's cluster (~0.1-0.2 s of CPU each, issue 25).
+    again for the same campaign's cluster (~0.1-0.2 s of CPU each).
     Each caller gets its own copy, so none can change another's."""
     return copy.deepcopy(_parsed(text))
 
@@ -28,7 +28,7 @@ def _parsed(text: str) -> ClusterSpec:
     stored = OmegaConf.create(text)
     parts = stored.get("partitions") if isinstance(stored, DictConfig) else None
     # A partition recorded with `profiler: null` (the profiler block was
-    # optional when issue 15's H200 campaign was submitted) has no profiler:
+    # optional in older cluster configs) has no profiler:
     # the default, disabled block.
     for part in (parts.values() if isinstance(parts, DictConfig) else ()):
         if isinstance(part, DictConfig) and "profiler" in part and part.get("profiler") is None:

@@ -1,6 +1,6 @@
 """Where configs are found and which names a group offers (`cluster=`,
 `experiment=`, `kernel`): only the standard library, so a misspelt name is
-answered, and completed, without loading Hydra or OmegaConf (issue 28)."""
+answered, and completed, without loading Hydra or OmegaConf."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Hydra lets `+key=value` add a key that the schema does not have (and suggests
 it after a typo), and reports a wrong type as "Error merging override" with no
-reason. Both made mistakes silent or opaque (issue 12: `+experiment.repeat=5`
+reason. Both made mistakes silent or opaque (`+experiment.repeat=5`
 was accepted and did nothing; `walltime_min=0.5` failed without saying why).
 Here every override key is walked through the dataclasses of
 campaign.config.schema: an unknown key is refused even with `+`, and a
@@ -95,7 +95,7 @@ def check(overrides: Sequence[str]) -> None:
 def _into_plain_dict(key: str) -> bool:
     """Whether setting `key` writes into a dict of plain values (`grid`, `env`,
     `args`, `sbatch_extra`): Hydra's struct mode refuses new keys there without
-    `+`, although the schema has the field (issue 28)."""
+    `+`, although the schema has the field."""
     tp: Any = RootConfig
     for part in key.split("."):
         tp, _ = _strip_optional(tp)

@@ -12,7 +12,7 @@ from typing import Any
 
 # OmegaConf's marker of a required value (omegaconf.MISSING is this string; a
 # test checks they agree): the schemas are read by `show` and `jobs`, which
-# must not load OmegaConf (issue 28, start-up time).
+# must not load OmegaConf (start-up time).
 MISSING: Any = "???"
 
 
@@ -318,7 +318,7 @@ class ExperimentSpec:
     check: bool = True
     walltime_min: int = 30
     mem_gb: float | None = None
-    # build + preflight jobs gate the runs (issue 19); false for experiments
+    # build + preflight jobs gate the runs; false for experiments
     # whose programs fail on purpose (the failure-class tests)
     preflight: bool = True
     profile: str = "none"  # none | ncu | perf: counters of one extra call per n (docs/contracts.md)

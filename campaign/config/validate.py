@@ -1,5 +1,5 @@
 """Compose-time validation of every config value that reaches a batch script,
-a command line or a path (issue 11, "no value reaching a shell or a path").
+a command line or a path ("no value reaching a shell or a path").
 
 The rule, in one place: a value that *names* something (campaign, cluster,
 partition, kernel, implementation, variant, dtype, template, account, QoS,

@@ -6,7 +6,7 @@ into a folder keyed by partition + environment + source hash, and leaves
 `build.json` there: what was built, the compiler versions and flags, `lscpu`,
 `numactl --hardware` and the loaded modules. The campaign side reads that
 record into the ledger's build provenance, and a folder whose record says it
-holds every needed program is not built again (issue 19). Two campaigns that
+holds every needed program is not built again. Two campaigns that
 need the same key at the same moment send two build jobs to one folder: each
 build holds an exclusive lock on the folder while it runs `make`, and the one
 that waited finds the programs built and only returns that record, so the

@@ -145,7 +145,7 @@ def execute(task: JobTask) -> dict[str, Any]:
              "env": dict(task.env), "scheduler": scheduler}
     if not _claim_start(workdir / START_FILE, start):
         # Another job of this very attempt started first (a recovered submit
-        # sent it again): never run a kernel twice in one folder (issue 11).
+        # sent it again): never run a kernel twice in one folder.
         return {"duplicate": True, "host": start["host"]}
     # Not checkpointable: let the scheduler end the job at its limit (TIMEOUT)
     # instead of submitit's USR2 handler failing it 90 s early.

@@ -1,4 +1,4 @@
-"""Entry point of a build or preflight job on the node (issue 19).
+"""Entry point of a build or preflight job on the node.
 
     python -m campaign.job.step_task STEP.json
 

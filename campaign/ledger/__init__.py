@@ -3,7 +3,7 @@
 Each name is imported from its module on first use (PEP 562 `__getattr__`),
 so that `campaign.ledger.layout` (the standard-library facts of the ledger:
 schema version, default path, the jobs SQL) can be imported without loading
-SQLAlchemy (issue 28: `jobs --no-sync` and `show --no-sync` read the file
+SQLAlchemy (`jobs --no-sync` and `show --no-sync` read the file
 with sqlite3; tests/cli/test_startup_imports.py keeps it).
 """
 

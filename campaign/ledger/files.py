@@ -1,5 +1,5 @@
 """Result rows in files: each finished attempt's rows written once as an
-immutable Parquet file, read back through DuckDB (issue 26).
+immutable Parquet file, read back through DuckDB.
 
 The ledger keeps only a pointer per file (`result_file`: the path relative to
 the campaign's folder, the SHA-256 of its bytes, its row count, the schema

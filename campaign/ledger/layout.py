@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-# v1 had no campaign.python; v3..v7: one per change of that round (v7: build_step and preflight_step,
-# issue 19); v8: compare; v9: claim heartbeat; v10: ordered natural keys; v11: result blocks;
+# v1 had no campaign.python; v3..v7: one per change of that round (v7: build_step and preflight_step);
+# v8: compare; v9: claim heartbeat; v10: ordered natural keys; v11: result blocks;
 # v12: result files; v13: imported rows in files too, the row store dropped; v14: the machine's
 # state per attempt (see migrations/versions)
 SCHEMA_VERSION = 14

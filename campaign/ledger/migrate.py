@@ -6,7 +6,7 @@ reads only that row, without importing Alembic); each migration updates it,
 and `alembic_version` is stamped alongside so that Alembic's own tools agree.
 Revision `vN` is schema version N.
 
-The label does not say which tables a ledger has (issue 24): versions 3..7 were reserved at once
+The label does not say which tables a ledger has: versions 3..7 were reserved at once
 (SCHEMA_VERSION went from 2 to 7 while each migration was still a no-op), so every branch of that
 round wrote ledgers labelled 7 with only its own changes, and the compare branch wrote 8 without
 any of 3..7. An upgrade therefore replays the whole chain from v1: every migration checks what is

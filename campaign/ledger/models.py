@@ -233,7 +233,7 @@ class StepJob:
 
 
 class BuildStep(StepJob, Base):
-    """One build job (issue 19): the kernels of one partition + environment +
+    """One build job: the kernels of one partition + environment +
     source hash (`key`). `info` is its provenance, read from the node's
     build.json: compilers and versions, flags, lscpu, numactl, modules."""
 

@@ -58,7 +58,7 @@ def one_line(text: object, limit: int = 300) -> str:
 
 def did_you_mean(word: str, known: list[str] | tuple[str, ...] | set[str]) -> str:
     """`; did you mean 'smoke'?` when a known name is close to `word` (difflib),
-    else "": the hint a typo deserves instead of a list to read (issue 28)."""
+    else "": the hint a typo deserves instead of a list to read."""
     import difflib  # lazy: only an error pays for it
 
     by_lower = {name.lower(): name for name in sorted(known, reverse=True)}  # case never hides a match

@@ -4,14 +4,14 @@ rows the run's own, and did its check pass (docs/contracts.md#kernel-csv-columns
 Why a module: the analysis groups rows by every coordinate they carry
 (kernel, impl, variant, device, dtype, d, threads, the run's extra
 arguments), so a row that disagrees with the run that produced it would be
-counted as a measurement of a configuration that never ran (issue 24: a
+counted as a measurement of a configuration that never ran (a
 1-thread run whose file also held 2-thread rows was COMPLETED with both
 stored). Every planned coordinate the rows carry is compared; a mismatch
 is LOST_OUTPUT with the reason and none of the file is stored, the same
 rule as for a stray n. Finished and stopped (partial) jobs are held to the
 same rule.
 
-rel_err (issue 24, item 9): a job's rel_err cell is read as any number, so
+rel_err: a job's rel_err cell is read as any number, so
 that a bad check is never mistaken for a bad file (which dropped its rows as
 LOST_OUTPUT). It is then judged: NaN and infinity are above every tolerance,
 a negative value is no error magnitude (a broken check), a blank cell under
@@ -75,7 +75,7 @@ class Expected:
 
 
 def _planned_ranks(spec: dict[str, Any]) -> int | None:
-    """nodes x ranks_per_node of a spec that plans ranks (issue 29), else None (not checked)."""
+    """nodes x ranks_per_node of a spec that plans ranks, else None (not checked)."""
     nodes, per_node = _int(spec.get("nodes")), _int(spec.get("ranks_per_node"))
     return nodes * per_node if nodes is not None and per_node is not None else None
 

@@ -2,7 +2,7 @@
 
 Read column-wise from the result files (campaign.results.scan, through
 DuckDB), job and imported rows alike, never as ORM objects: a year of
-campaigns is tens of millions of rows (issue 18). The JSON `extra` column is
+campaigns is tens of millions of rows. The JSON `extra` column is
 decoded only when the caller wants every extra column; the analysis needs
 just `params` (part of a configuration's identity), which the read extracts.
 """
@@ -43,7 +43,7 @@ def latest_frame(led: Ledger, *, campaign: str | Sequence[str] | None = None, cl
     (campaign.results.latest), and what was left out: what every view that
     pools rows (report, compare, advise) reads. An optional column (d, dtype,
     job_id, gpu_model, flops, bytes, rel_err) empty in every row is dropped:
-    it is then absent, as in a CSV that never had it, everywhere (issue 24:
+    it is then absent, as in a CSV that never had it, everywhere (once
     an all-NULL dtype of objects met a float one in a merge)."""
     frame, found = _read(led, campaign, cluster, usable_only, all_extras, where, latest=True)
     empty = [c for c in OPTIONAL_COLUMNS if c in frame.columns and frame[c].isna().all()]

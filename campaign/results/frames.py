@@ -38,7 +38,7 @@ def jobs_frame(led: Ledger, campaign: str | None = None) -> Any:
 
     Columns, not ORM objects, and of the run's spec only what its label
     reads: loading 200,000 attempts with their runs and campaigns, and
-    decoding every full spec, was 34 s of a 57 s report (issue 18)."""
+    decoding every full spec, was 34 s of a 57 s report."""
     import pandas as pd  # lazy, as above
 
     spec = Run.spec
@@ -83,7 +83,7 @@ BUILD_FRAME_COLUMNS = ["cluster", "partition", "build_key", "host", "cc", "cflag
 def builds_frame(led: Ledger, campaign: str | None = None) -> Any:
     """The completed kernel builds behind the campaigns' runs, one row per
     (cluster, partition, key): compiler versions and flags as the build job
-    recorded them on the node (issue 19)."""
+    recorded them on the node."""
     import pandas as pd  # lazy, as above
 
     stmt = (select(BuildStep).join(PreflightStep, PreflightStep.build_id == BuildStep.id)

@@ -1,5 +1,5 @@
 """The GPU clocks and throttle reasons a selection's jobs ran at, as
-provenance records for `campaign compare` (issue 30).
+provenance records for `campaign compare`.
 
 The torch kernel programs write them into every CUDA row (kernels/torch/
 gpu_state.py: `gpu_sm_mhz`, `gpu_mem_mhz`, `gpu_throttle`, sampled per n by

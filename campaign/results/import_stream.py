@@ -1,4 +1,4 @@
-"""`campaign import FILE.csv` at flat memory (issue 24): the file is read in chunks of rows, each
+"""`campaign import FILE.csv` at flat memory: the file is read in chunks of rows, each
 chunk checked by the one strict reader (campaign.results.reader) and stored as one result file,
 all in one transaction: a bad row anywhere, the last included, rolls everything back, removes
 the files written and leaves the ledger and its results folder as they were. A chunk holds

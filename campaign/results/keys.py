@@ -1,4 +1,4 @@
-"""Natural keys of result rows (issue 11: imports are idempotent, no row is
+"""Natural keys of result rows (imports are idempotent, no row is
 counted twice in a median).
 
 A row is one (configuration, n, repeat) of one source: the key hashes the

@@ -1,5 +1,5 @@
 """One program per configuration: the runs of an older identity are left out
-of the analysis, counted and named (issue 24).
+of the analysis, counted and named.
 
 A run's identity (campaign.planning.identity) is its program's content, the
 interpreter and torch versions, the modules, the stack limit and the job

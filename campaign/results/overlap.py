@@ -1,5 +1,5 @@
 """Flag results whose timing overlapped another timed job on the same machine
-(issue 11: "timings contaminated without a word"), or other processes on the
+("timings contaminated without a word"), or other processes on the
 CPUs the job could use.
 
 The local backend's machine-wide lock keeps campaigns apart; what can still

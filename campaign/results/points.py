@@ -1,6 +1,6 @@
 """The report's summary (one row per measured point: medians over repeats,
 their intervals, replicates) aggregated by DuckDB over the result files, so
-that `report` over ten million rows never holds them in pandas (issue 26).
+that `report` over ten million rows never holds them in pandas.
 
 DuckDB groups the rows by point and replicate, sorts each group's times and
 indexes them as the row path does (the median 0.5 * (x_a + x_b), the interval

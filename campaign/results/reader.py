@@ -1,7 +1,7 @@
 """The one strict reader of result CSVs: `campaign import` files and the CSVs
 jobs leave behind go through the same column rules (resultschema/columns.py).
 
-Nothing is taken unchecked (issue 11): integers are plain digits inside int64,
+Nothing is taken unchecked: integers are plain digits inside int64,
 floats are plain decimal or exponent notation and finite (`1_000`, `inf`,
 `0x10` are refused), text cells hold no control character (a newline inside a
 quoted name, a NUL byte), a header names each column once, no two rows share

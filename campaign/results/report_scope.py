@@ -1,6 +1,6 @@
 """Which campaigns a report covers, and the header that says so.
 
-Pooling campaigns silently mixed repeats and moved medians (issue 12: 0.101 s
+Pooling campaigns silently mixed repeats and moved medians (0.101 s
 became 0.0835 s at n=2048 when another campaign's runs were added). So a
 report covers ONE campaign by default, the latest; `--campaign` names one or
 several; `--all` pools every campaign on purpose, and the header says which
@@ -84,7 +84,7 @@ def with_results(led: Ledger) -> list[str]:
 
 
 def no_results(led: Ledger, campaigns: Sequence[str] | None) -> BadInputError:
-    """The error of a report with nothing to show (issue 28): which campaign
+    """The error of a report with nothing to show: which campaign
     was empty, and how to choose one that is not (--campaign, --all)."""
     if not campaigns:
         return BadInputError("no usable results in the ledger: run `campaign status` after jobs complete, "

@@ -1,5 +1,5 @@
 """Flag scheduler attempts timed on a node that more busy CPUs shared than it
-has (issue 24, item 6: on a shared Slurm node the report's first lines were
+has (on a shared Slurm node the report's first lines were
 artifacts, "c is 1591x slower than fortran").
 
 The local backend's `overlap` note (campaign/results/overlap.py) names any other

@@ -3,7 +3,7 @@ finished job's CSV (read by campaign.results.reader, stored here). Either way
 the rows are immutable Parquet files (campaign.ledger.files) and the ledger
 holds their pointers (`result_file`), committed with what they belong to.
 
-Imports are idempotent (issue 11): the file's SHA-256 is recorded in the
+Imports are idempotent: the file's SHA-256 is recorded in the
 transaction that stores its rows, so the same file again (after a kill past
 the commit, or under another name) is a no-op that says so; every imported
 row's natural key (campaign.results.keys) is kept in `import_key` (unique),

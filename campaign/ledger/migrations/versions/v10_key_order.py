@@ -1,4 +1,4 @@
-"""Schema version 10 (issue 18, ingest at scale): natural keys start with their scope.
+"""Schema version 10 (ingest at scale): natural keys start with their scope.
 
 A result row's natural key was a 32-hex-digit hash; the unique index over it took the rows of one
 sync at random places of a 10-million-entry B-tree, which cost more than half of SQLite's INSERT

@@ -1,4 +1,4 @@
-"""Schema version 11 (issue 18): result blocks, retired by v12 (issue 26).
+"""Schema version 11: result blocks, retired by v12.
 
 v11 added `result_block` (each attempt's numbers packed beside its rows) and
 two SQLite triggers; v12 moves the rows into Parquet files and drops both, so

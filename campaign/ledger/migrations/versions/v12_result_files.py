@@ -1,4 +1,4 @@
-"""Schema version 12 (issue 26): result rows in Parquet files, the ledger keeps pointers.
+"""Schema version 12: result rows in Parquet files, the ledger keeps pointers.
 
 `result_file` is created; every job attempt's rows move out of `result` into one
 Parquet file per attempt (campaign.ledger.files: in `results/` of the campaign's

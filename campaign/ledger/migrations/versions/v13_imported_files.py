@@ -1,4 +1,4 @@
-"""Schema version 13 (issue 26): imported rows in Parquet files too; the row store goes.
+"""Schema version 13: imported rows in Parquet files too; the row store goes.
 
 Every row left in `result` (the imported rows: v12 moved the job rows) moves, once, into
 Parquet files written as job rows' are (campaign.ledger.files), in the order they were stored:

@@ -1,4 +1,4 @@
-"""Schema version 3 (issue 11): attempt owners, import fingerprints, result
+"""Schema version 3: attempt owners, import fingerprints, result
 natural keys, campaign claims.
 
 - job_attempt.owner_host/owner_pid/owner_start: the process that recorded an

@@ -1,4 +1,4 @@
-"""Schema version 4 (issue 12): one clock. started/ended become UTC like every other time.
+"""Schema version 4: one clock. started/ended become UTC like every other time.
 
 Until v4 `campaign status` stored a job's started_at/ended_at as naive *local*
 time (the way Slurm prints them) while submitted/created/cancelled times were

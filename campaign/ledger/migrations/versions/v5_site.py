@@ -1,4 +1,4 @@
-"""Schema version 5 (issue 10): the scheduler cluster that holds each job
+"""Schema version 5: the scheduler cluster that holds each job
 (multi-cluster sites: `Submitted batch job N on cluster X`) and the allocation
 recorded with each attempt (cores and GPUs; memory was already mem_gb), so the
 analysis judges oversubscription from what the job had, not from the node.

@@ -1,4 +1,4 @@
-"""Schema version 6 (issue 15): hardware counters per attempt, n and metric.
+"""Schema version 6: hardware counters per attempt, n and metric.
 
 A new table `counter` (attempt_id, n, metric, value, unit, kernels): what
 `--profile ncu` measured for one extra call per n, ingested by `status`.

@@ -1,4 +1,4 @@
-"""Schema version 7 (issue 19): build and preflight jobs and their provenance.
+"""Schema version 7: build and preflight jobs and their provenance.
 
 Two new tables: `build_step` (one build job of a partition + environment +
 source hash, with the node's compilers, flags, lscpu, numactl and modules)

@@ -1,4 +1,4 @@
-"""Schema version 8 (issue 16, compare): `result.campaign_id`, so that
+"""Schema version 8 (compare): `result.campaign_id`, so that
 `campaign import FILE.csv --campaign NAME` puts external results into a named
 campaign that `compare` selects like any other; `provenance.environment`, the
 toolchain facts a provenance diff shows (compilers, kernel binary hashes,

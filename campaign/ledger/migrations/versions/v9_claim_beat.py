@@ -1,4 +1,4 @@
-"""Schema version 9 (issue 11, a claim held from another host): `campaign_claim.beat_at`, the
+"""Schema version 9 (a claim held from another host): `campaign_claim.beat_at`, the
 holder's heartbeat. A claim whose process ran on another host cannot be probed by PID from here;
 without a heartbeat a submit killed on a login node blocked that campaign on every other node
 forever. Nullable: a claim written before v9 has none (its taken_at stands in).
