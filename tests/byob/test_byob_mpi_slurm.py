@@ -17,7 +17,7 @@ import pytest
 from campaign import api
 from campaign.ledger import Ledger
 from tests.conftest import export_records, run_cli
-from tests.slurm.helpers import _all_finished, _db, _name, _overrides, _sync_until
+from tests.slurm.helpers import _db, _name, _overrides, latest_after_transport_reruns, latest_attempts
 from tests.slurm_cluster import SlurmCluster
 
 pytestmark = [pytest.mark.slurm]
@@ -46,16 +46,19 @@ def hpcc(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) 
 
 
 def _finished(ledger: Ledger, name: str, deadline_s: float = 300) -> list[dict]:
-    rep = _sync_until(ledger, name, _all_finished, deadline_s)
-    assert set(rep.counts) == {"COMPLETED"}, rep.counts
+    """The campaign's exported rows once every run's latest attempt completed (jobs that Open
+    MPI's loopback transport failed are rerun)."""
+    latest = latest_after_transport_reruns(ledger, name, deadline_s=deadline_s)
+    assert {a["state"] for a in latest} == {"COMPLETED"}, latest
     return export_records(ledger, name)
 
 
 def _folders(ledger: Ledger, name: str) -> dict[int, Path]:
-    """Each run's attempt folder by its node count."""
-    rows = _db(ledger, "SELECT r.spec, a.workdir FROM job_attempt a JOIN run r ON r.id = a.run_id "
+    """Each run's latest attempt folder by its node count."""
+    latest = {a["id"]: Path(a["workdir"]) for a in latest_attempts(ledger, name)}
+    rows = _db(ledger, "SELECT a.id, r.spec FROM job_attempt a JOIN run r ON r.id = a.run_id "
                        "JOIN campaign c ON c.id = r.campaign_id WHERE c.name = ?", name)
-    return {json.loads(spec).get("nodes", 1): Path(workdir) for spec, workdir in rows}
+    return {json.loads(spec).get("nodes", 1): latest[aid] for aid, spec in rows if aid in latest}
 
 
 def _grid(folder: Path) -> tuple[int, int, int]:

@@ -40,13 +40,15 @@ def _db(ledger: Ledger, sql: str, *params: object) -> list[tuple]:
     return sql_rows(ledger.path, sql, *params)
 
 
-def _attempts(ledger: Ledger) -> list[dict]:
+def _attempts(ledger: Ledger, name: str | None = None) -> list[dict]:
+    """Every attempt in the ledger, or of the campaign named."""
     cols = ("id", "variant", "partition", "threads", "attempt", "previous_id", "job_id", "array_job_id",
             "array_index", "state", "walltime_min", "mem_gb", "workdir", "started_at", "ended_at")
     sql = ("SELECT a.id, r.variant, r.partition, r.threads, a.attempt, a.previous_id, a.job_id, a.array_job_id, "
            "a.array_index, a.state, a.walltime_min, a.mem_gb, a.workdir, a.started_at, a.ended_at "
-           "FROM job_attempt a JOIN run r ON r.id = a.run_id ORDER BY a.id")
-    return [dict(zip(cols, row, strict=True)) for row in _db(ledger, sql)]
+           "FROM job_attempt a JOIN run r ON r.id = a.run_id JOIN campaign c ON c.id = r.campaign_id "
+           "WHERE ? IS NULL OR c.name = ? ORDER BY a.id")
+    return [dict(zip(cols, row, strict=True)) for row in _db(ledger, sql, name, name)]
 
 
 def _squeue() -> str:
@@ -88,6 +90,44 @@ def _until_jobs_end(job_ids: list[str], ended: dict[str, str] | None, deadline: 
 
 def _all_finished(counts: dict[str, int]) -> bool:
     return bool(counts) and not UNFINISHED & set(counts)
+
+
+# What Open MPI's loopback TCP says when it fails between the "nodes" of this one machine under
+# load: a connect that never happens, or a rank's crash that its own signal handler reports. A
+# user reruns such a job; a rerun that fails again fails the test, so a program's own crash
+# cannot pass for it.
+OMPI_TRANSPORT = ("Open MPI failed to TCP connect to a peer MPI process", "*** Process received signal ***")
+
+
+def transport_failed(att: dict) -> bool:
+    """A FAILED attempt whose error logs (the kernel's, or a launched program's ranks') carry
+    Open MPI's transport failure."""
+    if att["state"] != "FAILED" or not att["workdir"]:
+        return False
+    logs = sorted(Path(att["workdir"]).rglob("*.err"))
+    return any(m in log.read_text(errors="replace") for log in logs for m in OMPI_TRANSPORT)
+
+
+def latest_attempts(ledger: Ledger, name: str | None = None) -> list[dict]:
+    """Each run's latest attempt (of one campaign where named)."""
+    every = _attempts(ledger, name)
+    superseded = {a["previous_id"] for a in every}
+    return [a for a in every if a["id"] not in superseded]
+
+
+def latest_after_transport_reruns(ledger: Ledger, name: str, tries: int = 2,
+                                  deadline_s: float = DONE_DEADLINE_S) -> list[dict]:
+    """Each run's latest attempt once all finished, after `rerun --failed` (up to `tries` times)
+    of the jobs that Open MPI's transport failed; any other failure is left for the test."""
+    _sync_until(ledger, name, _all_finished, deadline_s)
+    for _ in range(tries):
+        transport = [a for a in latest_attempts(ledger, name) if transport_failed(a)]
+        if not transport:
+            break
+        rep = api.rerun(ledger, name, failed=True)
+        assert len(rep.submitted) == len(transport), rep.submitted
+        _sync_until(ledger, name, _all_finished, deadline_s)
+    return latest_attempts(ledger, name)
 
 
 def _shim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str) -> Path:

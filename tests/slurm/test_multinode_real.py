@@ -19,7 +19,15 @@ from campaign import api
 from campaign.ledger import Ledger
 from tests.conftest import REPO, run_cli
 from tests.fixtures import FAKE_CONF
-from tests.slurm.helpers import _all_finished, _attempts, _db, _name, _overrides, _sync_until
+from tests.slurm.helpers import (
+    _all_finished,
+    _attempts,
+    _db,
+    _name,
+    _overrides,
+    _sync_until,
+    latest_after_transport_reruns,
+)
 from tests.slurm_cluster import SlurmCluster
 
 pytestmark = pytest.mark.slurm
@@ -61,8 +69,7 @@ def test_nodes_by_ranks_campaign_runs_end_to_end(mpi_kernel: Path, tmp_path: Pat
     rep = api.submit(_overrides(tmp_path, name, "experiment=slurm_mpi", "experiment.preflight=true",
                                 "experiment.sweeps.0.variants=[strong,weak]"), led)
     assert len(rep.submitted) == 12
-    _sync_until(led, name, _all_finished)
-    attempts, specs = _latest_after_transport_reruns(led, name), _specs(led)
+    attempts, specs = latest_after_transport_reruns(led, name), _specs(led)
     shapes = sorted((specs[a["id"]]["nodes"], specs[a["id"]]["ranks_per_node"]) for a in attempts)
     assert shapes == sorted((n, r) for n in (1, 2, 4) for r in (1, 2) for _ in range(2))
     frame = api.results_frame(led, campaign=name)
@@ -88,30 +95,6 @@ def test_nodes_by_ranks_campaign_runs_end_to_end(mpi_kernel: Path, tmp_path: Pat
     assert len(placement) == 8 and len({p["node"] for p in placement}) == 4
     assert "ranks: 8 on 4 node(s)" in run_cli("--ledger", str(led.path), "show", widest["job_id"]).stdout
     _report_scales_over_nodes(led, name, attempts, specs)
-
-
-# what Open MPI's loopback TCP says when it fails between the "nodes" of this one machine: a connect that
-# never happens, or a rank's crash that its own signal handler reports
-OMPI_TRANSPORT = ("Open MPI failed to TCP connect to a peer MPI process", "*** Process received signal ***")
-
-
-def _latest_after_transport_reruns(led: Ledger, name: str, tries: int = 2) -> list[dict]:
-    """Each run's latest attempt, after `rerun --failed` of the jobs that Open MPI's TCP transport
-    failed: between the "nodes" of this one machine it now and then cannot connect over loopback
-    under load (then a rank crashes and the step is cancelled; seen in CI-like runs). That is the
-    kind of failure a user reruns; any other failure is left for the test to report."""
-    for _ in range(tries + 1):
-        every = _attempts(led)
-        superseded = {a["previous_id"] for a in every}
-        latest = [a for a in every if a["id"] not in superseded]
-        transport = [a for a in latest if a["state"] == "FAILED" and any(
-            m in (Path(a["workdir"]) / "kernel.err").read_text(errors="replace") for m in OMPI_TRANSPORT)]
-        if not transport:
-            return latest
-        rep = api.rerun(led, name, failed=True)
-        assert len(rep.submitted) == len(transport), rep.submitted
-        _sync_until(led, name, _all_finished)
-    return latest
 
 
 def _report_scales_over_nodes(led: Ledger, name: str, attempts: list[dict], specs: dict[int, dict]) -> None:
