@@ -2,11 +2,18 @@
 
 Readable at the size the page shows them: figures are drawn at 144 dpi with
 10 pt text and shown at their physical size (width in inches × 96 CSS px), so
-10 pt on paper is 10 pt on screen. Constrained layout keeps tick labels and
-axis labels inside the figure; legends sit outside the data (one per figure,
-right of the panels, or below a panel when its lines are its own). Log axes
-carry plain labels ("1 ms", "4K", "2×"), never "5×10^0". matplotlib is
-imported inside `pyplot` so that importing `analysis` stays cheap.
+10 pt on paper is 10 pt on screen. Legends sit outside the data (one per
+figure, right of the panels, or below a panel when its lines are its own).
+Log axes carry plain labels ("1 ms", "4K", "2×"), never "5×10^0".
+
+The margins are fixed, in inches (analysis/plot_margins.py): every label
+here is short and of one font size, so room for the longest tick label and
+an axis label is known beforehand. Only the legends, whose text comes from
+the data, are measured. Constrained layout measured every text of the
+figure twice before the one draw (a third of the CPU of drawing the smoke
+report's six figures; BENCHMARKS.md 13n), and pyplot is not used at all (a
+Figure on the Agg canvas: no figure manager, no backend switching).
+matplotlib is imported only when a figure is drawn.
 """
 
 from __future__ import annotations
@@ -23,12 +30,13 @@ import pandas as pd
 
 from analysis import display
 from analysis.blocks import Figure
+from analysis.plot_margins import arrange, new_figure
 
 MAX_PANELS = 12
 MAX_LINES = 8
 DPI = 144
-PANEL_W, PANEL_H, LEGEND_W = 4.0, 3.2, 1.9
-RC = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "xtick.labelsize": 10,
+PANEL_W, PANEL_H = 4.0, 3.2
+RC: dict[Any, Any] = {"font.size": 10, "axes.titlesize": 10, "axes.titley": 1.0, "axes.labelsize": 10, "xtick.labelsize": 10,
       "ytick.labelsize": 10, "legend.fontsize": 10, "figure.dpi": DPI, "savefig.dpi": DPI,
       "axes.grid": True, "grid.alpha": 0.3, "lines.linewidth": 1.6, "lines.markersize": 4}
 COLOURBAR = "_colourbar"  # handles key: draw one shared colour bar for this image
@@ -36,16 +44,6 @@ STYLE_KEYS = ("ideal", "efficiency", "NUMA", "physical", "T > ", "roof", "T*")
 Axes = Any  # matplotlib.axes.Axes, imported lazily
 Handles = dict[str, Any]  # legend label -> artist
 Draw = Callable[[Axes, pd.DataFrame, Handles], str]
-
-
-def pyplot() -> Any:
-    """matplotlib.pyplot on the Agg backend (imported here: it costs ~0.5 s)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def pick(values: Sequence[Any], limit: int) -> list[Any]:
@@ -59,8 +57,9 @@ def pick(values: Sequence[Any], limit: int) -> list[Any]:
 
 def palette(values: Sequence[Any]) -> dict[Any, Any]:
     """A fixed colour per value, so one legend serves every panel."""
-    plt = pyplot()
-    cmap = plt.get_cmap("tab10" if len(values) <= 10 else "viridis")
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10" if len(values) <= 10 else "viridis"]
     n = max(len(values), 1)
     return {v: cmap(i if len(values) <= 10 else i / max(n - 1, 1)) for i, v in
             enumerate(values)}
@@ -153,7 +152,8 @@ def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw
     """
     if not items:
         return None
-    plt = pyplot()
+    from matplotlib import rc_context
+
     shown = items[:MAX_PANELS]
     cols = min(3, len(shown))
     rows = math.ceil(len(shown) / cols)
@@ -161,11 +161,9 @@ def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw
     # Two panels get room for a right-hand axis and labels without crowding.
     panel_w, panel_h = ((6.4, 4.4) if len(shown) == 1 else (5.2, 3.8) if len(shown) == 2
                         else (PANEL_W, PANEL_H))
-    width = panel_w * cols + (LEGEND_W if figure_legend else 0.0)
-    height = panel_h * rows + (0.0 if figure_legend else 0.8 * rows)
-    with plt.rc_context(RC):
-        fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False,
-                                 layout="constrained")
+    with rc_context(RC):
+        fig = new_figure(panel_w * cols, panel_h * rows)  # sized by arrange() once drawn
+        axes = fig.subplots(rows, cols, squeeze=False)
         notes: set[str] = set()
         handles: Handles = {}
         for ax, (label, frame) in zip(axes.flat, shown, strict=False):
@@ -176,25 +174,25 @@ def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw
         for ax in list(axes.flat)[len(shown):]:
             ax.set_visible(False)
         scale = handles.pop(COLOURBAR, None)  # an image whose colour scale all panels share
-        if scale is not None:
-            bar = fig.colorbar(scale, ax=axes.ravel().tolist(), location="bottom", shrink=0.4,
-                               aspect=30, pad=0.02)
-            bar.set_ticks([0, 1, 2, 3], labels=["1× (T*)", "2×", "4×", "≥ 8×"])
-            bar.set_label("t(T, n) / t(T*, n)")
+        legend = None
         if figure_legend and handles:
             # Data series (n=..., T=..., kernels) first, then the line-style keys.
             names = sorted(handles, key=lambda k: k.startswith(STYLE_KEYS))
-            fig.legend([handles[k] for k in names], names, loc="outside right upper")
+            legend = fig.legend([handles[k] for k in names], names, loc="upper left")
+        layout = arrange(fig, axes, panel_w, panel_h, legend, scale is not None)
+        if scale is not None and layout.bar is not None:
+            bar = fig.colorbar(scale, cax=fig.add_axes(layout.bar), orientation="horizontal")
+            bar.set_ticks([0, 1, 2, 3], labels=["1× (T*)", "2×", "4×", "≥ 8×"])
+            bar.set_label("t(T, n) / t(T*, n)")
         raw = io.BytesIO()
         fig.savefig(raw, format="rgba")  # the pixels only: encoded once, as a palette PNG (save_png)
         size = fig.canvas.get_width_height(physical=True)
-        plt.close(fig)
     save_png(raw.getvalue(), size, path)
     left = len(items) - len(shown)
     text = ([f"{left} more {what} not shown (the first {len(shown)} of {len(items)}; cap "
              f"{MAX_PANELS} panels)"] if left else [])
     note = "; ".join(text + sorted(notes) + ([extra_note] if extra_note else []))
-    return Figure(path, caption, note, width, height)
+    return Figure(path, caption, note, layout.width, layout.height)
 
 
 def save_png(rgba: bytes, size: tuple[int, int], path: Path) -> None:

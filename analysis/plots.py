@@ -36,6 +36,7 @@ from analysis.plot_axes import (
     short_labels,
     size_axis,
 )
+from analysis.plot_margins import legend_below
 from analysis.report_tables import labels
 from analysis.schema import group_columns
 
@@ -246,7 +247,7 @@ def ratio_lines(ratios: pd.DataFrame, path: Path) -> Figure | None:
             "ratio_lo", shown["ratio"]), shown.get("ratio_hi", shown["ratio"])))
         ax.set_xlabel("n")
         ax.set_ylabel("t(a)/t(b)")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncols=1, frameon=False)
+        legend_below(ax, ncols=1, frameon=False)
         return f"lines per panel capped at 6 of {count}" if len(chosen) < count else ""
     return panels(path, "Ratios t(a)/t(b) vs n (above 1: a is slower); error bars span "
                   "[lo(a)/hi(b), hi(a)/lo(b)] from the two 95% intervals; white markers = "

@@ -22,11 +22,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import findings, plots
+from analysis import findings
 from analysis import report_jobs as jobs_mod
-from analysis import report_tables as tables
 from analysis.blocks import Block, Figure, Section, Table
-from analysis.caveats import Flags, order
+from analysis.caveats import Flags
 from analysis.cost_model import CostModel
 from analysis.html import to_html
 from analysis.merit import INTRO as MERIT_INTRO
@@ -34,10 +33,10 @@ from analysis.merit import TITLE as MERIT_TITLE
 from analysis.merit import bandwidth_plot, figure_findings, merit_tables, timing_rows
 from analysis.metrics import all_metrics, filter_cluster
 from analysis.overlap_points import flagged_rows, overlap_points
-from analysis.penalties import facts_columns
 from analysis.rank_report import rank_section
 from analysis.ratios import ratios
 from analysis.report_md import to_markdown
+from analysis.report_sections import analysis_sections, anchor, table_blocks
 from analysis.summary import ensure_summary, is_summary
 
 __all__ = ["Block", "ReportContext", "ReportFiles", "render_report", "to_html", "to_markdown"]
@@ -82,11 +81,6 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "cluster"
 
 
-def anchor(title: str) -> str:
-    """GitHub's heading anchor, so the Markdown contents links work there too."""
-    return re.sub(r"[^a-z0-9 _-]", "", title.lower()).replace(" ", "-")
-
-
 def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
                   jobs: pd.DataFrame | None, out_dir: Path | str, cluster: str,
                   title: str | None = None, context: ReportContext | None = None,
@@ -122,7 +116,7 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
                                                                            cluster)
         flags = Flags(None if is_summary(timing) else timing[
             (timing["cluster"].astype("str") == cluster).to_numpy()], summary)
-        sections = _analysis(summary, frames, partitions, mine_jobs, cluster, out / slug,
+        sections = analysis_sections(summary, frames, partitions, mine_jobs, cluster, out / slug,
                              figures, flags)
         mine = results[(results["cluster"].astype("str") == cluster).to_numpy()]
         if counters is not None and len(counters):
@@ -147,7 +141,7 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
             sections[0] = Section(sections[0].title, sections[0].anchor,
                                   [*sections[0].blocks[:2], Block("list", items=lines), *sections[0].blocks[2:]])
         sections.insert(max(1, len(sections) - 1), Section(MERIT_TITLE, anchor(MERIT_TITLE), [
-            Block("p", MERIT_INTRO), *_tables(merit), *([Block("figure", figure=plot)] if plot else [])]))
+            Block("p", MERIT_INTRO), *table_blocks(merit), *([Block("figure", figure=plot)] if plot else [])]))
     sections.append(_jobs_section(mine_jobs))
     blocks = [Block("h1", heading), Block("meta", pairs=_header(cluster, context, mine_jobs)),
               *_build_blocks(builds, cluster)]
@@ -230,90 +224,6 @@ def _header(cluster: str, context: ReportContext | None,
         pairs.append(("jobs ran", span))
     pairs.append(("rendered", datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")))
     return tuple(pairs)
-
-
-def _tables(items: list[Table]) -> list[Block]:
-    return [Block("table", table=t) for t in items]
-
-
-def _analysis(summary: pd.DataFrame, metrics: Mapping[str, pd.DataFrame],
-              partitions: pd.DataFrame | None, jobs: pd.DataFrame, cluster: str,
-              stem: Path, figures: list[Figure], flags: Flags) -> list[Section]:
-    """The summary and every analysis section that has data."""
-    m = filter_cluster(dict(metrics), cluster)
-    local = summary[summary["cluster"].astype("str") == cluster].reset_index(drop=True)
-    facts = facts_columns(partitions, ["cores", "numa_domains"])
-
-    def fig(made: Figure | None) -> list[Block]:
-        if made is None:
-            return []
-        figures.append(made)
-        return [Block("figure", figure=made)]
-
-    def path(name: str) -> Path:
-        return stem.with_name(f"{stem.name}-{name}.png")
-
-    said, caveats = order(findings.threads(m["best_threads"], m["speedup"],
-                                           m["doubling_penalty"], local, flags)
-                          + findings.ratios(m["ratios"], flags) + findings.scaling(m["fits"], flags)
-                          + findings.roofline(m["roofline"], flags)
-                          + findings.jobs(jobs_mod.state_counts(jobs), jobs))
-    summary_sec = Section("Summary", "summary", [
-        Block("p", findings.overview(local)), Block("list", items=tuple(f.text for f in said))]
-        + ([Block("h3", "Caveats"), Block("p", CAVEATS),
-            Block("list", items=tuple(f"{f.text} Why a caveat: {f.reason}." for f in caveats))]
-           if caveats else []))
-    scaling = Section("Scaling with n", anchor("Scaling with n"),
-                      fig(plots.time_vs_n(local, path("time")))
-                      + _tables(tables.fit_table(m["fits"]))
-                      + _tables(tables.median_tables(local))
-                      + _tables(tables.exponent_tables(m["exponents"])))
-    threads = Section("Threads", "threads")
-    speed = tables.speedup_tables(m["speedup"], local)
-    if speed:
-        threads.blocks.extend(fig(plots.speedup_efficiency(m["speedup"], path("speedup")))
-                              + _tables(speed))
-    best = tables.best_thread_tables(m["best_threads"], local)
-    if best:
-        threads.blocks.extend(_tables(best) + fig(plots.best_thread_map(local,
-                                                                        path("best-threads"))))
-    if len(m["doubling_penalty"]):
-        threads.blocks.extend(fig(plots.doubling_penalties(m["doubling_penalty"], facts,
-                                                           path("doubling")))
-                              + _tables(tables.penalty_table(m["doubling_penalty"], local)))
-    threads.blocks.extend(_tables(tables.crossover_table(m["crossovers"], local)))
-    ratio_blocks = fig(plots.ratio_lines(m["ratios"], path("ratios"))) + _tables(
-        tables.ratio_tables(m["ratios"]))
-    roof = fig(plots.roofline_plot(m["roofline"], path("roofline"))) + _tables(
-        tables.roofline_table(m["roofline"]))
-    return [summary_sec, scaling, threads,
-            Section("Comparisons", "comparisons", ratio_blocks),
-            Section("Roofline", "roofline", roof),
-            Section("How to read this report", anchor("How to read this report"),
-                    [Block("list", items=NOTATION)])]
-
-
-CAVEATS = ("Not findings: these numbers rest on a flagged point (timed while the machine was "
-           "shared, too few repeats, a failed check) or are not physical, so they may be "
-           "artifacts; each says why.")
-
-NOTATION = (
-    "Every number is built on medians over repeats; a configuration is one kernel, "
-    "implementation, variant, dtype, d, partition, device and extra arguments.",
-    "Intervals of a median are distribution-free 95% order-statistic intervals; with fewer "
-    "than 6 repeats they are [min, max] (coverage 1 − 2^(1−m), e.g. 75% at 3 repeats).",
-    "A point measured in 2 or more replicates (independent jobs: experiment.replicates) is the "
-    "geometric mean of its replicate medians, with a 95% t-interval over them: the spread "
-    "between jobs, which repeats inside one job cannot show.",
-    f"{tables.NOISE} within noise: the two intervals compared overlap, so the data do not "
-    "show a difference; it is never stated as one.",
-    f"{tables.SINGLE} single repeat: no interval exists, so nothing built on it is claimed "
-    "as a difference.",
-    "Sizes: K = 1024, M = 1024²; each table names its time unit in its caption; × marks a "
-    "ratio, % a fraction.",
-    "Tables on the HTML page sort by a click on their header; the JSON output "
-    "(`campaign report --json`) has every row and all digits.",
-)
 
 
 def _counters_section(counters: pd.DataFrame, results: pd.DataFrame,

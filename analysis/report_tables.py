@@ -2,7 +2,7 @@
 
 A sweep reads best with one column per n, but a campaign mixes sweeps (GPU
 attention up to 32K, decode up to 1M), so a single wide table is mostly
-empty. `_split` therefore gives one table per set of columns that rows share:
+empty. `split_tables` therefore gives one table per set of columns that rows share:
 every column of every table is filled. Numbers are display strings from
 analysis/display.py (one unit per table, in its caption); each table's note
 explains its notation. The JSON output keeps the long form with all digits.
@@ -49,7 +49,7 @@ def labels(frame: pd.DataFrame) -> pd.Series:
     return label
 
 
-def _split(long: pd.DataFrame, index: list[str], column: str, caption: str, note: str,
+def split_tables(long: pd.DataFrame, index: list[str], column: str, caption: str, note: str,
            fmt: Formatter, header: Callable[[object], str] = display.size,
            span_name: str = "n") -> list[Table]:
     """One table per set of `column` values that rows of `index` share.
@@ -111,12 +111,12 @@ def _labelled(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _head(frame: pd.DataFrame) -> pd.DataFrame:
+def table_head(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows a table shows (formatting only those keeps big reports fast)."""
     return frame.head(MAX_TABLE_ROWS)
 
 
-def _marks(noise: pd.Series | np.ndarray, single: pd.Series | np.ndarray) -> np.ndarray:
+def marks(noise: pd.Series | np.ndarray, single: pd.Series | np.ndarray) -> np.ndarray:
     """'‡' for a single repeat (no interval), else '~' within noise, else ''."""
     single = np.asarray(single, dtype=bool)
     return np.where(single, SINGLE, np.where(np.asarray(noise, dtype=bool), NOISE, ""))
@@ -142,7 +142,7 @@ def _times(rows: pd.DataFrame) -> tuple[str, list[str]]:
     return display.times(rows["_v"])
 
 
-def _keys(frame: pd.DataFrame) -> list[str]:
+def group_keys(frame: pd.DataFrame) -> list[str]:
     return [c for c in group_columns(frame) if c in frame.columns]
 
 
@@ -154,7 +154,7 @@ def median_tables(summary: pd.DataFrame) -> list[Table]:
     """Median time per (group, threads) and n, one unit per table."""
     frame = summary.assign(_v=summary["median_s"],
                            _m=np.where(summary["single_repeat"], SINGLE, ""))
-    return _split(frame, _keys(frame) + ["threads"], "n", "Median time per n", (
+    return split_tables(frame, group_keys(frame) + ["threads"], "n", "Median time per n", (
         f"Median over repeats at T threads. {SINGLE} = a single repeat (no interval)."),
         _times)
 
@@ -166,7 +166,7 @@ def fit_table(fits: pd.DataFrame) -> list[Table]:
     if fits.empty:
         return []
     total = len(fits)
-    fits = _head(fits)
+    fits = table_head(fits)
     two = fits["points"] <= 2
     text = [f"{display.sig(s)} {display.interval(lo, hi)}".strip() if not t
             else f"{display.sig(s)} (2 sizes: no interval)"
@@ -194,27 +194,9 @@ def exponent_tables(exponents: pd.DataFrame) -> list[Table]:
     def header(i: object) -> str:
         lo, hi = pairs[int(i)]  # type: ignore[call-overload]
         return f"{display.size(lo)}→{display.size(hi)}"
-    return _split(frame, _keys(frame) + ["threads"], "pair", "Local exponent between consecutive "
+    return split_tables(frame, group_keys(frame) + ["threads"], "pair", "Local exponent between consecutive "
                   "sizes", "Column n_lo→n_hi: log(t(n_hi)/t(n_lo)) / log(n_hi/n_lo).",
                   _numbers, header=header, span_name="sizes")
-
-
-def speedup_tables(speedup: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
-    """Speedup and efficiency at every (group, n) and thread count T > 1."""
-    more = speedup[speedup["threads"] > 1]
-    if more.empty:
-        return []
-    single = (repeats_at(summary, more, "threads") <= 1)
-    frame = more.assign(_m=np.where(single, SINGLE, ""))
-
-    def cells(rows: pd.DataFrame) -> tuple[str, list[str]]:
-        return "", [f"{display.ratio(s)} ({display.percent(e)})" for s, e in
-                    zip(rows["speedup"], rows["efficiency"], strict=True)]
-    return _split(frame, _keys(frame) + ["n"], "threads",
-                    "Speedup (efficiency) by thread count T", (
-                        "S× (E%): speedup S = t(1)/t(T) and efficiency E = S/T, from medians. "
-                        f"{SINGLE} = a single repeat at T."),
-                    cells, header=lambda t: f"T={t}", span_name="")
 
 
 def several_threads(best: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
@@ -227,102 +209,17 @@ def several_threads(best: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     return merged[merged["_k"] > 1].drop(columns="_k").reset_index(drop=True)
 
 
-def best_thread_tables(best: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
-    """T*(n) and the max-thread penalty, for (group, n) cells with several T."""
-    best = several_threads(best, summary)
-    if best.empty:
-        return []
-    single = ((repeats_at(summary, best, "best_threads") <= 1)
-              | (repeats_at(summary, best, "max_threads") <= 1))
-    frame = best.assign(_mark=_marks(best["penalty_within_noise"], single), _m="")
-
-    def cells(rows: pd.DataFrame) -> tuple[str, list[str]]:
-        return "", [f"{t} ({display.ratio(p)}{m})" for t, p, m in zip(
-            rows["best_threads"], rows["max_thread_penalty"], rows["_mark"], strict=True)]
-    return _split(frame, _keys(frame), "n", "Best thread count T*(n)", (
-        "Cell: T* (t(Tmax)/t(T*)) — the fastest thread count and how much slower the "
-        f"largest measured thread count is. {NOTE_MARKS}"), cells)
-
-
-def _boundary(frame: pd.DataFrame) -> list[str]:
-    out = []
-    for numa, cores, missing in zip(frame["crosses_numa"], frame["crosses_cores"],
-                                    frame["facts_missing"], strict=True):
-        words = [w for w, f in (("NUMA domain", numa), ("physical cores", cores)) if f]
-        out.append("unknown (no partition facts)" if missing else ", ".join(words))
-    return out
-
-
-def penalty_table(penalty: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
-    """Doubling penalties above 1: shown ones first, worst first; single repeats after."""
-    if penalty.empty:
-        return []
-    single = ((repeats_at(summary, penalty, "threads") <= 1)
-              | (repeats_at(summary, penalty, "threads_half") <= 1))
-    frame = penalty.assign(_single=single)
-    frame = frame[(frame["penalty"] > 1.0) & (~frame["within_noise"].astype(bool) | single)]
-    if frame.empty:
-        return []
-    frame = frame.sort_values(["_single", "penalty"], ascending=[True, False], kind="stable")
-    total = len(frame)
-    frame = _head(frame)
-    table = pd.DataFrame({
-        "group": labels(frame), "n": [display.size(n) for n in frame["n"]],
-        "T/2 → T": [f"{h} → {t}" for h, t in zip(frame["threads_half"], frame["threads"],
-                                                 strict=True)],
-        "t(T)/t(T/2)": [display.ratio(p) for p in frame["penalty"]],
-        "boundary crossed": _boundary(frame),
-        "evidence": np.where(frame["_single"], "single repeat", "outside noise")})
-    return [Table("Thread-doubling penalties above 1 (doubling made it slower)",
-                  table.reset_index(drop=True), (
-                      "t(T)/t(T/2) > 1 means the doubled thread count is slower. Boundary: "
-                      "going from T/2 to T threads crosses a NUMA domain or the physical core "
-                      "count of the node. Penalties within noise are not listed; "
-                      "single-repeat ones are listed last and claim nothing."),
-                  total_rows=total)]
-
-
-def crossover_table(crossovers: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
-    """Pairs of thread counts where the larger one starts winning after losing."""
-    done = crossovers[crossovers["crossed"].astype(bool)] if len(crossovers) else crossovers
-    if done.empty:
-        return []
-    always = int(done["n_before"].isna().sum())
-    done = done[done["n_before"].notna()]
-    if done.empty:
-        return []
-    total = len(done)
-    done = _head(done)
-    probe = done.assign(n=done["n_at"])
-    single = ((repeats_at(summary, probe, "threads_a") <= 1)
-              | (repeats_at(summary, probe, "threads_b") <= 1))
-    table = pd.DataFrame({
-        "group": labels(done),
-        "T_a → T_b": [f"{a} → {b}" for a, b in zip(done["threads_a"], done["threads_b"],
-                                                   strict=True)],
-        "T_b faster from": [f"{display.size(b)} < n ≤ {display.size(a)}" for b, a in
-                            zip(done["n_before"], done["n_at"], strict=True)],
-        "evidence at that n": np.where(single, "single repeat", np.where(
-            done["within_noise"].astype(bool), "within noise", "outside noise"))})
-    note = ("The first measured n at which T_b threads beat T_a after losing at the "
-            "previous common size; the crossover lies between the two.")
-    if always:
-        note += f" {always} pairs where T_b is faster already at the first size are not listed."
-    return [Table("Crossovers: where more threads start to win", table.reset_index(drop=True),
-                  note, total_rows=total)]
-
-
 def ratio_tables(ratios: pd.DataFrame) -> list[Table]:
     """Each comparison at every matched n, one column per n."""
     if ratios.empty:
         return []
     single = (ratios["single_repeat"] if "single_repeat" in ratios
               else pd.Series(False, index=ratios.index))
-    frame = ratios.assign(_v=ratios["ratio"], _m=_marks(ratios["within_noise"], single))
+    frame = ratios.assign(_v=ratios["ratio"], _m=marks(ratios["within_noise"], single))
     frame["b"] = np.where(frame["dimension"] == "cluster",
                           frame["b"].astype("str") + ":" + frame["partition_b"].astype("str"),
                           frame["b"].astype("str"))
-    return _split(frame, ["dimension", "a", "b"] + _keys(frame) + ["threads"], "n",
+    return split_tables(frame, ["dimension", "a", "b"] + group_keys(frame) + ["threads"], "n",
                   "Ratios t(a)/t(b) per n", (
                       "Above 1: a is slower than b (by that factor); below 1: a is faster. "
                       f"The group is the a side's configuration. {NOTE_MARKS}"), _ratios)
@@ -341,7 +238,7 @@ def roofline_table(roof: pd.DataFrame) -> list[Table]:
                                                 kind="stable")
     best = order.groupby(group_columns(usable), dropna=False, sort=True).head(1)
     total = len(best)
-    best = _head(best.sort_values(group_columns(usable), kind="stable"))
+    best = table_head(best.sort_values(group_columns(usable), kind="stable"))
     best = best.assign(group=labels(best))
     fl_unit, fl_scale = display.rate_unit(best["flops_per_s"], "FLOP/s")
     by_unit, by_scale = display.rate_unit(best["bytes_per_s"], "B/s")

@@ -16,6 +16,7 @@ from campaign.config.schema import ClusterSpec
 from campaign.ledger import Campaign, Ledger
 from campaign.plumbing import storage
 from campaign.plumbing.errors import BadInputError, CampaignError, ConfigError
+from campaign.plumbing.gc_pause import gc_paused
 from campaign.results import points
 from campaign.results.costs import cost_models
 from campaign.results.export import latest_frame, results_frame
@@ -145,7 +146,14 @@ def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
                   campaign: str | Sequence[str] | None = None, all_campaigns: bool = False,
                   keys: Sequence[str] | None = None) -> None:
     """`report --json`: api.metrics' object streamed to `out` (only `keys`,
-    default all), written as it is converted, never held as one string."""
+    default all), written as it is converted, never held as one string.
+    The cyclic collector is paused throughout (see write_reports)."""
+    with gc_paused():
+        _write_metrics(led, out, cluster, campaign, all_campaigns, keys)
+
+
+def _write_metrics(led: Ledger, out: TextIO, cluster: str | None, campaign: str | Sequence[str] | None,
+                   all_campaigns: bool, keys: Sequence[str] | None) -> None:
     from analysis.merit import exponents_json, figures_json, scaling_json, timing_rows  # lazy, as above
     from analysis.metrics_stream import check_keys, write_metrics_json
 
@@ -168,13 +176,21 @@ def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
 def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None,
                   all_campaigns: bool = False) -> list[Path]:
     """Reports of one campaign (the latest by default), `campaign` several, or
-    `all_campaigns` pooled; the header names what was covered."""
-    from analysis.report import render_report  # lazy: matplotlib
+    `all_campaigns` pooled; the header names what was covered.
 
-    scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
-    results, facts = _inputs(led, cluster, scope)
-    jobs = jobs_frame(led, None)
-    builds = builds_frame(led, None)
+    The cyclic collector is paused while the inputs are read and while each
+    cluster's report is drawn (campaign.plumbing.gc_pause), and runs between
+    clusters: the libraries imported on the way (pandas, matplotlib, scipy)
+    and a figure's artists are many long-lived objects that every full
+    collection walked again, ~0.3 of the 2.6 CPU seconds of the smoke
+    campaign's `report --out` (BENCHMARKS.md 13n)."""
+    with gc_paused():
+        from analysis.report import render_report  # lazy: matplotlib
+
+        scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
+        results, facts = _inputs(led, cluster, scope)
+        jobs = jobs_frame(led, None)
+        builds = builds_frame(led, None)
     if scope.campaigns is not None:
         jobs = jobs[jobs["campaign"].isin(scope.campaigns)]
     clusters = [cluster] if cluster else sorted(_clusters(results))
@@ -183,9 +199,10 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     for name in clusters:
         counters = _counters(led, name, scope.campaigns)
         try:
-            files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}",
-                                  builds=builds, counters=counters if len(counters) else None,
-                                  cost_models=models)
+            with gc_paused():
+                files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}",
+                                      builds=builds, counters=counters if len(counters) else None,
+                                      cost_models=models)
             _add_header(files, scope.lines)
         except OSError as exc:
             raise _unwritable(out, exc) from None

@@ -11,9 +11,10 @@ import io
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 from PIL import Image
 
-from analysis.plot_axes import DPI, RC, pyplot
+from analysis.plot_axes import DPI, RC
 from tests.conftest import run_cli
 from tests.fixtures import KNOWN_CSV
 
@@ -41,7 +42,7 @@ def test_each_figure_is_the_palette_image_of_the_drawn_pixels(tmp_path: Path, dr
     assert len(figures) == len(files.plots) and files.plots
     for fig, path in zip(figures, files.plots, strict=True):
         raw = io.BytesIO()
-        with pyplot().rc_context(RC):  # as panels() drew it
+        with matplotlib.rc_context(RC):  # as panels() drew it
             fig.savefig(raw, format="rgba")
         pixels = Image.frombuffer("RGBA", fig.canvas.get_width_height(physical=True), raw.getvalue(),
                                   "raw", "RGBA", 0, 1).convert("RGB")
