@@ -43,18 +43,12 @@ from analysis.schema import group_columns
 MAX_POINTS = 500  # roofline points per kernel and panel
 
 __all__ = ["MAX_LINES", "MAX_PANELS", "Figure", "best_thread_map", "doubling_penalties",
-           "group_label", "ratio_lines", "roofline_plot", "speedup_efficiency", "time_vs_n"]
-
-
-def group_label(row: pd.Series | dict[str, Any], with_cluster: bool = False) -> str:
-    """Short readable name of a group: kernel/impl/variant, dtype, d, partition."""
-    frame = pd.DataFrame([dict(row)])
-    text = str(labels(frame).iloc[0])
-    return f"{row['cluster']}:{text}" if with_cluster else text
+           "ratio_lines", "roofline_plot", "speedup_efficiency", "time_vs_n"]
 
 
 def _by_group(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    return grouped(frame, [c for c in group_columns(frame) if c in frame.columns], group_label)
+    return grouped(frame, [c for c in group_columns(frame) if c in frame.columns],
+                   lambda firsts: labels(firsts).tolist())
 
 
 def _several(frame: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -217,7 +211,8 @@ def ratio_lines(ratios: pd.DataFrame, path: Path) -> Figure | None:
     if ratios.empty:
         return None
     items = grouped(ratios, ["dimension", "a", "b"],
-                    lambda row: f"{row['dimension']}: {row['a']} / {row['b']}")
+                    lambda firsts: [f"{d}: {a} / {b}" for d, a, b in
+                                    zip(firsts["dimension"], firsts["a"], firsts["b"], strict=True)])
     keys = [c for c in group_columns(ratios) if c in ratios.columns] + ["threads"]
 
     def draw(ax: Axes, rows: pd.DataFrame, handles: Handles) -> str:
@@ -226,8 +221,8 @@ def ratio_lines(ratios: pd.DataFrame, path: Path) -> Figure | None:
         codes, count = group_codes(rows, keys)  # one line per configuration and T
         chosen = pick(list(range(count)), 6)
         parts = [rows[codes == code].sort_values("n") for code in chosen]
-        names = short_labels([f"{group_label(p.iloc[0])} T={p['threads'].iloc[0]}"
-                              for p in parts])
+        firsts = labels(pd.concat([p.iloc[:1] for p in parts])).tolist()
+        names = short_labels([f"{name} T={p['threads'].iloc[0]}" for name, p in zip(firsts, parts, strict=True)])
         for part, name in zip(parts, names, strict=True):
             ratio = part["ratio"].to_numpy(dtype=float)
             lo = part.get("ratio_lo", part["ratio"]).to_numpy(dtype=float)
@@ -267,7 +262,7 @@ def roofline_plot(roof: pd.DataFrame, path: Path) -> Figure | None:
     usable = usable.sort_values("flops_per_s", ascending=False, kind="stable").drop_duplicates(
         keys)
     items = grouped(usable, ["cluster", "partition"],
-                    lambda row: f"{row['cluster']}:{row['partition']}")
+                    lambda firsts: [f"{c}:{p}" for c, p in zip(firsts["cluster"], firsts["partition"], strict=True)])
     kernels = sorted(usable["kernel"].astype("str").unique().tolist())
     colours = palette(kernels)
     roofs_drawn: list[bool] = []

@@ -16,6 +16,7 @@ import pytest
 
 from analysis import caveats as caveats_mod
 from analysis import report as report_mod
+from analysis import report_sections as sections_mod
 from analysis.caveats import Finding
 from analysis.findings import SUPERLINEAR
 from tests.analysis.conftest import make_rows
@@ -40,7 +41,7 @@ def test_demo_leads_with_the_largest_clean_effect(demo_report: Path, tmp_path: P
         said, flagged = caveats_mod.order(found)
         seen.append((said, flagged))
         return said, flagged
-    monkeypatch.setattr(report_mod, "order", keep)
+    monkeypatch.setattr(sections_mod, "order", keep)
     write_reports(Ledger(demo_report.parent.parent / "ledger.sqlite", create=False), tmp_path)
     assert len(seen) == 1
     said, flagged = seen[0]

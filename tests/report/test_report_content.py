@@ -116,7 +116,7 @@ def test_sections_without_data_are_left_out(tmp_path: Path) -> None:
 
 def test_panel_cap_counts_groups_without_splitting_them(tmp_path: Path) -> None:
     many = pd.concat([make_rows({(1, 64): 1.0, (1, 128): 2.0}, d=d) for d in range(1, 40)])
-    items = plot_axes.grouped(summarize(many), ["d"], lambda row: str(row["d"]))
+    items = plot_axes.grouped(summarize(many), ["d"], lambda firsts: [str(d) for d in firsts["d"]])
     assert len(items) == 39 and sum(len(rows) > 0 for _, rows in items) == plot_axes.MAX_PANELS
 
 
