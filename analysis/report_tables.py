@@ -67,7 +67,6 @@ def split_tables(long: pd.DataFrame, index: list[str], column: str, caption: str
     gid, count = group_codes(long, index)
     if len(values) > 62:  # more columns than bits: one table with all of them
         masks = np.ones(count, dtype=np.int64)
-        codes = np.zeros_like(codes)
     else:
         masks = np.zeros(count, dtype=np.int64)
         np.bitwise_or.at(masks, gid, np.left_shift(np.int64(1), codes.astype(np.int64)))
@@ -81,17 +80,23 @@ def split_tables(long: pd.DataFrame, index: list[str], column: str, caption: str
     for mask in order:
         members = np.flatnonzero(masks == mask)
         shown = members[:MAX_TABLE_ROWS]
-        part = long[np.isin(gid, shown)]
+        taken = np.isin(gid, shown)
+        part = long[taken]
         unit, texts = fmt(part)
-        part = part.assign(_t=[t + m if t else "" for t, m in zip(texts, part["_m"], strict=True)],
-                           _g=gid[np.isin(gid, shown)])
-        cols = [v for i, v in enumerate(values) if len(values) > 62 or int(mask) >> i & 1]
-        wide = part.pivot_table(index="_g", columns=column, values="_t", aggfunc="first")
-        wide = wide.reindex(columns=cols).fillna("")
-        heads = part.drop_duplicates("_g").set_index("_g").loc[wide.index, index]
+        cells = np.array([t + m if t else "" for t, m in zip(texts, part["_m"], strict=True)], dtype=object)
+        # the cell of each (row, column value): a table per group id, the first row's text where several
+        # rows share a cell (assigned last to first, so the first stays)
+        groups, at = np.unique(gid[taken], return_inverse=True)
+        where = codes[taken]
+        valid = where >= 0  # (a missing value of `column` has no column)
+        grid = np.full((len(groups), len(values)), "", dtype=object)
+        grid[at[valid][::-1], where[valid][::-1]] = cells[valid][::-1]
+        picked = [i for i in range(len(values)) if len(values) > 62 or int(mask) >> i & 1]
+        cols = [values[i] for i in picked]
+        heads = part.assign(_g=gid[taken]).drop_duplicates("_g").set_index("_g").loc[groups, index]
         frame = _labelled(heads).reset_index(drop=True)
-        for value in cols:
-            frame[header(value)] = wide[value].to_numpy()
+        for i, value in zip(picked, cols, strict=True):
+            frame[header(value)] = grid[:, i]
         name = f"{span_name} " if span_name else ""
         span = ("" if len(order) == 1 else f" — {name}{header(cols[0])}" if len(cols) == 1
                 else f" — {name}{header(cols[0])} … {header(cols[-1])}")
