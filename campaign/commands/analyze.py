@@ -48,13 +48,16 @@ def _clusters(results: Any) -> set[str]:
     return set(results["cluster"].unique().tolist())
 
 
-def _inputs(led: Ledger, cluster: str | None, scope: Scope) -> tuple[Any, Any]:
+def _inputs(led: Ledger, cluster: str | None, scope: Scope) -> tuple[Any, Any, Any]:
     """The rows the report aggregates: the latest identity of each
-    configuration only; what was left out joins the scope's header lines."""
+    configuration only; what was left out joins the scope's header lines.
+    Also the partition facts, and the cost models the rows were costed by
+    (read once: every kernel YAML on the config path, and each recorded config)."""
     from analysis.cost_model import add_cost_columns  # lazy: pulls in pandas
 
     campaign = scope.campaigns
-    made = None if profiled(led, campaign) else points.summary(led, campaign, cost_models(led))
+    models = cost_models(led)
+    made = None if profiled(led, campaign) else points.summary(led, campaign, models)
     if made is not None:  # the medians aggregated by DuckDB over the files: no row in pandas
         results, left = made
     else:
@@ -70,9 +73,9 @@ def _inputs(led: Ledger, cluster: str | None, scope: Scope) -> tuple[Any, Any]:
     if cluster and cluster not in clusters:
         raise BadInputError(f"no results for cluster {cluster!r}; clusters: {', '.join(sorted(clusters))}")
     if made is None:
-        results = add_cost_columns(_with_rank_times(led, campaign, results), cost_models(led))
+        results = add_cost_columns(_with_rank_times(led, campaign, results), models)
     facts = partition_facts_frame(_cluster_specs(led, clusters))
-    return results, facts
+    return results, facts, models
 
 
 RANK_TIMES = ("compute_s", "comm_s")  # multi-rank programs' own split of a repeat (docs/contracts.md)
@@ -100,12 +103,12 @@ def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence
     from analysis.metrics import metrics_json
 
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
-    results, facts = _inputs(led, cluster, scope)
+    results, facts, models = _inputs(led, cluster, scope)
     out: dict[str, Any] = dict(metrics_json(timing_rows(results), facts, cluster=cluster))
     out["figures_of_merit"] = figures_json(results, cluster)
     out["figure_scaling"] = scaling_json(results, cluster)
     out["figure_exponents"] = exponents_json(results, cluster)
-    out["counters"] = counters_json(led, results, cluster=cluster, campaign=scope.campaigns)
+    out["counters"] = counters_json(led, results, models, cluster=cluster, campaign=scope.campaigns)
     out["overlap_points"] = _overlap_points(results, cluster)
     out["scope"] = _scope_json(scope)
     return out
@@ -132,14 +135,15 @@ def _counters(led: Ledger, cluster: str | None, campaign: str | Sequence[str] | 
     return frame
 
 
-def counters_json(led: Ledger, results: Any, *, cluster: str | None = None,
+def counters_json(led: Ledger, results: Any, models: Any, *, cluster: str | None = None,
                   campaign: str | Sequence[str] | None = None) -> dict[str, Any]:
     """`report --json` key `counters`: measured vs predicted, variant ratios,
-    profile failures (empty lists when nothing was profiled)."""
+    profile failures (empty lists when nothing was profiled); `models`: the
+    cost models the results were costed by (_inputs)."""
     from analysis.counters_report import counters_json as to_json  # lazy: pandas
 
-    frame = _counters(led, cluster, campaign)  # the cost models (~0.3 s of YAML) only where something was profiled
-    return to_json(frame, results, cost_models(led) if len(frame) else None)
+    frame = _counters(led, cluster, campaign)
+    return to_json(frame, results, models if len(frame) else None)
 
 
 def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
@@ -163,12 +167,12 @@ def _write_metrics(led: Ledger, out: TextIO, cluster: str | None, campaign: str 
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
-    results, facts = _inputs(led, cluster, scope)
+    results, facts, models = _inputs(led, cluster, scope)
     write_metrics_json(timing_rows(results), facts, out, cluster=cluster, keys=chosen, tail={
         "figures_of_merit": lambda: figures_json(results, cluster),
         "figure_scaling": lambda: scaling_json(results, cluster),
         "figure_exponents": lambda: exponents_json(results, cluster),
-        "counters": lambda: counters_json(led, results, cluster=cluster, campaign=scope.campaigns),
+        "counters": lambda: counters_json(led, results, models, cluster=cluster, campaign=scope.campaigns),
         "overlap_points": lambda: _overlap_points(results, cluster),
         "scope": lambda: _scope_json(scope)})
 
@@ -188,13 +192,12 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
         from analysis.report import render_report  # lazy: matplotlib
 
         scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
-        results, facts = _inputs(led, cluster, scope)
+        results, facts, models = _inputs(led, cluster, scope)
         jobs = jobs_frame(led, None)
         builds = builds_frame(led, None)
     if scope.campaigns is not None:
         jobs = jobs[jobs["campaign"].isin(scope.campaigns)]
     clusters = [cluster] if cluster else sorted(_clusters(results))
-    models = cost_models(led)  # the counters section's predicted bytes, as the results' counts
     written: list[Path] = []
     for name in clusters:
         counters = _counters(led, name, scope.campaigns)
