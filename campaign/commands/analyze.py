@@ -186,8 +186,8 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     cluster's report is drawn (campaign.plumbing.gc_pause), and runs between
     clusters: the libraries imported on the way (pandas, matplotlib, scipy)
     and a figure's artists are many long-lived objects that every full
-    collection walked again, ~0.3 of the 2.6 CPU seconds of the smoke
-    campaign's `report --out` (BENCHMARKS.md 13n)."""
+    collection walked again (a sixth of the CPU of the smoke campaign's
+    `report --out`, BENCHMARKS.md 13n)."""
     with gc_paused():
         from analysis.report import render_report  # lazy: matplotlib
 
