@@ -27,26 +27,48 @@ Formatter = Callable[[pd.DataFrame], tuple[str, list[str]]]
 
 
 def labels(frame: pd.DataFrame) -> pd.Series:
-    """Vectorised group label: kernel/impl/variant [dtype] [d=..] partition [device]."""
-    label = (frame["kernel"].astype("str") + "/" + frame["impl"].astype("str") + "/"
-             + frame["variant"].astype("str"))
-    if "dtype" in frame.columns:
-        label = label + (" " + frame["dtype"].astype("str")).fillna("")
+    """Group label: kernel/impl/variant [dtype] [d=..] partition [device] [params] [×R ranks on N nodes].
+
+    Each column is converted once (astype("str"): text, or NaN where missing), then the labels are
+    joined row by row: tables and figures label at most a page of rows, and a dozen pandas string
+    operations cost more than the joins (~5 ms a call whatever the rows). A missing kernel, impl,
+    variant, partition or device gives a missing label, as pandas' string addition does."""
+    n = len(frame)
+    kernel, impl, variant, partition, device = (_texts(frame[c]) for c in
+                                                ("kernel", "impl", "variant", "partition", "device"))
+    dtype = _texts(frame["dtype"]) if "dtype" in frame.columns else None
+    d_text = None
     if "d" in frame.columns:
         d = pd.to_numeric(frame["d"], errors="coerce")
-        label = label + (" d=" + d.astype("Int64").astype("str")).where(d.notna(), "")
-    label = label + " " + frame["partition"].astype("str")
-    device = frame["device"].astype("str")
-    label = label + (" " + device).where(device != "cpu", "")
-    if "params" in frame.columns:  # extra program args make a different configuration
-        params = frame["params"].fillna("").astype("str")
-        label = label + (" [" + params + "]").where(params != "", "")
+        d_text = d.astype("Int64").astype("str").where(d.notna(), None).tolist()
+    params = frame["params"].fillna("").astype("str").tolist() if "params" in frame.columns else None
+    scale = None
     if "ranks" in frame.columns:  # a multi-rank point: its total ranks and nodes are part of what ran
-        ranks = pd.to_numeric(frame["ranks"], errors="coerce").fillna(1).astype("int64").astype("str")
-        nodes = pd.to_numeric(frame.get("nodes", 1), errors="coerce")
-        label = label + " ×" + ranks + " ranks" + (" on " + pd.Series(nodes, index=frame.index).fillna(1)
-                                                   .astype("int64").astype("str") + " nodes")
-    return label
+        ranks = pd.to_numeric(frame["ranks"], errors="coerce").fillna(1).astype("int64").tolist()
+        nodes = pd.Series(pd.to_numeric(frame.get("nodes", 1), errors="coerce"), index=frame.index)
+        scale = [f" ×{r} ranks on {k} nodes" for r, k in zip(ranks, nodes.fillna(1).astype("int64").tolist(),
+                                                              strict=True)]
+    out: list[str | float] = []
+    for i in range(n):
+        parts = (kernel[i], impl[i], variant[i], partition[i], device[i])
+        if not all(isinstance(p, str) for p in parts):
+            out.append(np.nan)
+            continue
+        label = f"{kernel[i]}/{impl[i]}/{variant[i]}"
+        if dtype is not None and isinstance(dtype[i], str):
+            label += f" {dtype[i]}"
+        if d_text is not None and isinstance(d_text[i], str):
+            label += f" d={d_text[i]}"
+        label += f" {partition[i]}" + ("" if device[i] == "cpu" else f" {device[i]}")
+        if params is not None and params[i] != "":  # extra program args make a different configuration
+            label += f" [{params[i]}]"
+        out.append(label + (scale[i] if scale is not None else ""))
+    return pd.Series(out, index=frame.index, dtype="str")
+
+
+def _texts(column: pd.Series) -> list[str | float]:
+    """The column as pandas' astype("str") makes it: text per value, NaN where missing."""
+    return column.astype("str").tolist()
 
 
 def split_tables(long: pd.DataFrame, index: list[str], column: str, caption: str, note: str,
