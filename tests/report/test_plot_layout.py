@@ -2,7 +2,9 @@
 tick labels are plain (no '0.062×'), no two labels overlap. Checked on
 matplotlib's own objects (texts' window extents from the figure's renderer)
 as each figure is saved, for a campaign with a single thread doubling and a
-128-thread Delta-shaped import (through `campaign import`, cluster delta)."""
+128-thread Delta-shaped import (through `campaign import`, cluster delta);
+and every label and legend lies inside the figure (its margins are fixed,
+its legends measured: analysis/plot_margins.py)."""
 
 from __future__ import annotations
 
@@ -75,6 +77,15 @@ def check(fig: Any) -> None:
     for (a, box_a), (b, box_b) in itertools.combinations(boxes, 2):
         small_a, small_b = box_a.expanded(0.95, 0.9), box_b.expanded(0.95, 0.9)
         assert not small_a.overlaps(small_b), f"labels overlap: {a!r} and {b!r}"
+    # the fixed margins (analysis/plot_margins.py) hold every label, and the measured legends fit whole
+    page = fig.bbox
+    for text, box in boxes:
+        assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1 and page.y0 - 1 <= box.y0 and box.y1 <= page.y1 + 1, \
+            f"label outside the figure: {text!r} at {box.bounds} of {page.bounds}"
+    for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]:
+        box = legend.get_window_extent(renderer)
+        assert page.x0 - 1 <= box.x0 and box.x1 <= page.x1 + 1 and page.y0 - 1 <= box.y0, \
+            f"legend outside the figure: {box.bounds} of {page.bounds}"
 
 
 def test_single_doubling_figures(tmp_path: Path, drawn: list[Any]) -> None:
