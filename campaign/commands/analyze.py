@@ -105,9 +105,9 @@ def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence
     out["figures_of_merit"] = figures_json(results, cluster)
     out["figure_scaling"] = scaling_json(results, cluster)
     out["figure_exponents"] = exponents_json(results, cluster)
+    out["builds"] = _builds_json(led, cluster, scope)
     out["counters"] = counters_json(led, results, cluster=cluster, campaign=scope.campaigns)
     out["overlap_points"] = _overlap_points(results, cluster)
-    out["builds"] = _builds_json(led, cluster, scope)
     out["scope"] = _scope_json(scope)
     return out
 
@@ -169,9 +169,9 @@ def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
         "figures_of_merit": lambda: figures_json(results, cluster),
         "figure_scaling": lambda: scaling_json(results, cluster),
         "figure_exponents": lambda: exponents_json(results, cluster),
+        "builds": lambda: _builds_json(led, cluster, scope),
         "counters": lambda: counters_json(led, results, cluster=cluster, campaign=scope.campaigns),
         "overlap_points": lambda: _overlap_points(results, cluster),
-        "builds": lambda: _builds_json(led, cluster, scope),
         "scope": lambda: _scope_json(scope)})
 
 
