@@ -20,7 +20,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
+from sqlalchemy.orm import aliased
 
 from campaign.ledger import BuildStep, Campaign, JobAttempt, Ledger, PreflightStep, Provenance, Run
 from campaign.planning.programs import KEY, program_word
@@ -41,7 +42,11 @@ def program_builds_frame(led: Ledger, campaigns: Sequence[str] | None = None) ->
     import pandas as pd  # lazy: the commands that never analyse do not load pandas
 
     argv = Run.spec["argv"].as_string()
-    stmt = (select(Campaign.id, Campaign.cluster, Run.partition, Run.kernel, Run.impl, argv, JobAttempt.provenance_id)
+    # a rerun's attempt records no provenance of its own: it runs the program of its run's submit
+    first = aliased(JobAttempt)
+    submitted = select(first.provenance_id).where(first.run_id == JobAttempt.run_id, first.attempt == 1)
+    provenance = func.coalesce(JobAttempt.provenance_id, submitted.scalar_subquery())
+    stmt = (select(Campaign.id, Campaign.cluster, Run.partition, Run.kernel, Run.impl, argv, provenance)
             .join(Run, Run.id == JobAttempt.run_id).join(Campaign)
             .where(JobAttempt.state.in_([s for s in JobState if s.usable])).distinct())
     steps = (select(PreflightStep.campaign_id, PreflightStep.partition, BuildStep.key, BuildStep.info)

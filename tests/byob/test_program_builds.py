@@ -62,6 +62,13 @@ def test_ours_with_compiler_and_flags_the_users_by_sha256(tmp_path: Path) -> Non
     assert table[3].startswith(f"| local | user_bench | mine | user_bench | user binary {sha[:12]} |  |  |")
     assert len(table) == 4
     assert f"user binary {sha[:12]}" in (out / "local.html").read_text()
+    # a rerun's attempt runs the program of its run's submit: the same row, not a second one
+    [(job,)] = sql_rows(ledger, "SELECT a.job_id FROM job_attempt a JOIN run r ON r.id = a.run_id "
+                                "WHERE r.kernel = 'user_bench'")
+    proc = run_cli("--ledger", str(ledger), "rerun", "--job", job, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sql_rows(ledger, "SELECT count(*) FROM job_attempt WHERE state = 'COMPLETED'") == [(3,)]
+    assert _builds(ledger, "both", env) == builds
 
 
 def test_a_rebuilt_user_binary_is_a_new_hash_and_a_binaries_difference(tmp_path: Path) -> None:
