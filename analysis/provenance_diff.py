@@ -27,7 +27,7 @@ CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
                  "config.cluster.partitions.*.modules", "environment.modules*")),
     ("compilers", ("environment.compilers.*",)),
     ("build flags", ("config.cluster.build.*", "environment.build.*")),
-    ("binaries", ("environment.binaries.*",)),
+    ("binaries", ("environment.binaries.*", "environment.programs.*")),  # the user's programs: campaign/planning/programs.py
     ("libraries", ("packages.*", "environment.libraries.*")),
     ("node", ("hostname", "environment.node.*", "gpu_model", "config.cluster.partitions.*.gpu_model")),
     ("driver", ("environment.driver*", "environment.node.driver*")),

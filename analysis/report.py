@@ -25,6 +25,7 @@ import pandas as pd
 from analysis import findings
 from analysis import report_jobs as jobs_mod
 from analysis.blocks import Block, Figure, Section, Table
+from analysis.builds import builds_blocks
 from analysis.caveats import Flags
 from analysis.cost_model import CostModel
 from analysis.html import to_html
@@ -66,17 +67,6 @@ class ReportContext:
     date_range: tuple[object, object] | None = None
 
 
-def _build_blocks(builds: pd.DataFrame | None, cluster: str) -> list[Block]:
-    if builds is None or len(builds) == 0:
-        return []
-    table = builds[builds["cluster"].astype("str") == cluster] if "cluster" in builds.columns else builds
-    if len(table) == 0:
-        return []
-    frame = table.drop(columns=["cluster"], errors="ignore").fillna("").astype(str).reset_index(drop=True)
-    return [Block("table", table=Table("Kernel builds per partition (compilers and flags on the node)", frame,
-                                       max_rows=None))]
-
-
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "cluster"
 
@@ -97,9 +87,10 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
     without recomputing them. `counters` (this cluster's hardware counters,
     as campaign's counters frame) adds the "Measured vs predicted" section,
     against `cost_models` (the kernels' declared models; None: the shipped ones).
-    `builds`, one row per partition's kernel build (compilers and flags as
-    seen on the node), follows the header: a Fortran-vs-C ratio means little
-    if the two were built for different ISAs. A cluster without results still
+    `builds`, one row per partition and program (ours: compilers and flags as
+    seen on the node; a user's: its sha256; analysis/builds.py), follows the
+    header: a Fortran-vs-C ratio means little if the two were built for
+    different ISAs. A cluster without results still
     gets a report.
     """
     out = Path(out_dir)
@@ -144,7 +135,7 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
             Block("p", MERIT_INTRO), *table_blocks(merit), *([Block("figure", figure=plot)] if plot else [])]))
     sections.append(_jobs_section(mine_jobs))
     blocks = [Block("h1", heading), Block("meta", pairs=_header(cluster, context, mine_jobs)),
-              *_build_blocks(builds, cluster)]
+              *builds_blocks(builds, cluster)]
     blocks += _overlap_warning(results, cluster)
     for section in sections:
         if section.blocks:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -111,3 +112,27 @@ def export_records(led: object, campaign: str | None = None) -> list[dict]:
     finally:
         export.close()
     return list(json.loads(out.getvalue()))
+
+
+MPI_SOURCES = REPO / "tests" / "fixtures" / "mpi"
+MPI_PROGRAMS = ("mpi_tool", "mpi_kernel")  # test-only MPI programs: kernel/mpi_tool.yaml, kernel/mpi_fake.yaml
+
+
+@pytest.fixture(scope="session")
+def mpi_programs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the test-only MPI programs (tests/fixtures/mpi/<name>.c), each built once
+    with mpicc, after the shipped MPI kernel (make -C kernels mpi). Without mpicc: skipped, or
+    failed where the Slurm tests are required (CAMPAIGN_REQUIRE_SLURM=1)."""
+    request.getfixturevalue("slurm_cluster")  # (its programs run there: without the cluster, nothing is built)
+    mpicc = shutil.which("mpicc")
+    if mpicc is None:
+        if os.environ.get("CAMPAIGN_REQUIRE_SLURM") == "1":
+            pytest.fail("mpicc missing (Open MPI): the MPI tests need it")
+        pytest.skip("mpicc missing (apt-get install openmpi-bin libopenmpi-dev)")
+    make = subprocess.run(["make", "-C", str(REPO / "kernels"), "mpi"], capture_output=True, text=True, check=False)
+    assert make.returncode == 0, make.stderr
+    folder = tmp_path_factory.mktemp("mpi")
+    for name in MPI_PROGRAMS:
+        subprocess.run([mpicc, "-O1", "-o", str(folder / name), str(MPI_SOURCES / f"{name}.c")], check=True,
+                       timeout=120)
+    return folder

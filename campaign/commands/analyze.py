@@ -20,7 +20,8 @@ from campaign.plumbing.gc_pause import gc_paused
 from campaign.results import points
 from campaign.results.costs import cost_models
 from campaign.results.export import latest_frame, results_frame
-from campaign.results.frames import builds_frame, counters_frame, jobs_frame, partition_facts_frame, profiled
+from campaign.results.frames import counters_frame, jobs_frame, partition_facts_frame, profiled
+from campaign.results.program_builds import program_builds_frame
 from campaign.results.report_scope import Scope, no_results, resolve
 from campaign.results.store import IMPORT_BACKEND
 
@@ -108,6 +109,7 @@ def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence
     out["figures_of_merit"] = figures_json(results, cluster)
     out["figure_scaling"] = scaling_json(results, cluster)
     out["figure_exponents"] = exponents_json(results, cluster)
+    out["builds"] = _builds_json(led, cluster, scope)
     out["counters"] = counters_json(led, results, models, cluster=cluster, campaign=scope.campaigns)
     out["overlap_points"] = _overlap_points(results, cluster)
     out["scope"] = _scope_json(scope)
@@ -121,6 +123,13 @@ def _overlap_points(results: Any, cluster: str | None) -> list[dict[str, Any]]:
     if cluster and len(results):
         results = results[(results["cluster"].astype("str") == cluster).to_numpy()]
     return overlap_points(results)
+
+
+def _builds_json(led: Ledger, cluster: str | None, scope: Scope) -> list[dict[str, Any]]:
+    """`report --json` key `builds`: what built each program (analysis/builds.py)."""
+    from analysis.builds import builds_json  # lazy: pandas
+
+    return builds_json(program_builds_frame(led, scope.campaigns), cluster)
 
 
 def _scope_json(scope: Scope) -> dict[str, Any]:
@@ -163,7 +172,7 @@ def _write_metrics(led: Ledger, out: TextIO, cluster: str | None, campaign: str 
 
     try:
         chosen = check_keys(keys, ("counters", "overlap_points", "scope", "figures_of_merit",
-                                          "figure_scaling", "figure_exponents"))  # before the ledger is read: a typo fails at once
+                                          "figure_scaling", "figure_exponents", "builds"))  # before the ledger is read: a typo fails at once
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
@@ -172,6 +181,7 @@ def _write_metrics(led: Ledger, out: TextIO, cluster: str | None, campaign: str 
         "figures_of_merit": lambda: figures_json(results, cluster),
         "figure_scaling": lambda: scaling_json(results, cluster),
         "figure_exponents": lambda: exponents_json(results, cluster),
+        "builds": lambda: _builds_json(led, cluster, scope),
         "counters": lambda: counters_json(led, results, models, cluster=cluster, campaign=scope.campaigns),
         "overlap_points": lambda: _overlap_points(results, cluster),
         "scope": lambda: _scope_json(scope)})
@@ -194,7 +204,7 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
         scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
         results, facts, models = _inputs(led, cluster, scope)
         jobs = jobs_frame(led, None)
-        builds = builds_frame(led, None)
+        builds = program_builds_frame(led, scope.campaigns)
     if scope.campaigns is not None:
         jobs = jobs[jobs["campaign"].isin(scope.campaigns)]
     clusters = [cluster] if cluster else sorted(_clusters(results))

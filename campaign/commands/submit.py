@@ -45,7 +45,7 @@ from campaign.config.load import resolved_yaml
 from campaign.config.validate import check_under
 from campaign.ledger import ATTEMPT_TABLE, RUN_TABLE, Campaign, Ledger, Provenance, Run
 from campaign.ledger import queries as q
-from campaign.planning import provenance, run_env
+from campaign.planning import programs, provenance, run_env
 from campaign.planning.charging import Charge, estimate
 from campaign.planning.identity import why_new, with_identity
 from campaign.planning.node_local import check_node_local
@@ -201,6 +201,8 @@ def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, 
     # Read before the transaction: it runs `gcc --version`, `nvidia-smi`, hashes binaries.
     # each distinct program once (100,000 runs share a few: a stat per run cost ~0.2 s)
     env = provenance.environment(cfg.cluster.build.cc, cfg.cluster.build.fc, list(dict.fromkeys(r.argv for r in p.runs)))
+    # the user's programs (not built by the build job): real path and sha256, for the report's builds table
+    env[programs.KEY] = programs.record(p.runs, lambda argv0: chain.native_program(argv0, _kernel_bin(cfg)))
     # the image digests, runtime versions and spack.lock hashes the runs carry, per partition: `compare` names a change
     facts = {r.partition: run_env.run_env_facts(r.identity) for r in shared}
     if any(facts.values()):

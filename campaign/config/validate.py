@@ -56,27 +56,18 @@ def check_name(value: object, where: str, limit: int = NAME_MAX) -> str:
     return text
 
 
-def check_text(value: object, where: str, limit: int = TEXT_MAX) -> str:
-    """Free text that reaches a script or a command: no control characters."""
+def check_text(value: object, where: str, limit: int = TEXT_MAX, *, lines: bool = False) -> str:
+    """Free text that reaches a script or a command: no control characters.
+    With `lines`, multi-line text that never reaches a batch script as text (a
+    script run by `bash -c`, an input file's template): newlines and tabs
+    allowed, no other control character."""
     text = str(value)
     if len(text) > limit:
         raise ConfigError(f"{_safe(where)} is {len(text)} characters long; at most {limit} are allowed")
-    bad = _CONTROL.search(text)
+    bad = (_LINE_CONTROL if lines else _CONTROL).search(text)
     if bad:
-        raise ConfigError(f"{_safe(where)} contains the control character {bad.group()!r}; "
-                          "newlines, tabs and NUL cannot reach a job script")
-    return text
-
-
-def check_lines(value: object, where: str, limit: int = TEXT_MAX) -> str:
-    """Multi-line text that never reaches a batch script as text (a script run
-    by `bash -c`, an input file's template): lines and tabs, no other control character."""
-    text = str(value)
-    if len(text) > limit:
-        raise ConfigError(f"{_safe(where)} is {len(text)} characters long; at most {limit} are allowed")
-    bad = _LINE_CONTROL.search(text)
-    if bad:
-        raise ConfigError(f"{_safe(where)} contains the control character {bad.group()!r}; only newlines and tabs")
+        allowed = "only newlines and tabs" if lines else "newlines, tabs and NUL cannot reach a job script"
+        raise ConfigError(f"{_safe(where)} contains the control character {bad.group()!r}; {allowed}")
     return text
 
 
@@ -212,11 +203,11 @@ def _check_kernels(cfg: RootConfig) -> None:
             for i, a in enumerate(impl.argv):
                 check_text(a, f"{where}.impls.{iname}.argv[{i}]")
             if impl.script is not None:
-                check_lines(impl.script, f"{where}.impls.{iname}.script")
+                check_text(impl.script, f"{where}.impls.{iname}.script", lines=True)
         byob.check_kernel(kname, kernel)  # figures, sanity patterns, cost expressions
         _env(kernel.env, f"{where}.env")
         for name, text in kernel.inputs.items():
-            check_lines(text, f"{where}.inputs.{name}", limit=TEMPLATE_MAX)
+            check_text(text, f"{where}.inputs.{name}", limit=TEMPLATE_MAX, lines=True)
 
 
 def _check_experiment(cfg: RootConfig) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.config.load import repo_root
+from campaign.planning.programs import file_sha256
 
 PACKAGES = ("campaign", "submitit", "hydra-core", "omegaconf", "sqlalchemy", "pandas", "torch", "numpy")
 
@@ -109,11 +110,8 @@ def _cpu_model() -> str | None:
 
 
 def _sha256(path: str) -> str | None:
-    try:
-        with open(path, "rb") as fh:
-            return hashlib.file_digest(fh, "sha256").hexdigest()[:16]
-    except OSError:
-        return None
+    digest = file_sha256(path)
+    return digest[:16] if digest else None
 
 
 def _program_files(argvs: Iterable[tuple[str, ...]], root: str) -> set[str]:

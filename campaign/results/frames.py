@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import String, select, type_coerce
 
 from campaign.config.schema import ClusterSpec
-from campaign.ledger import BuildStep, Campaign, CounterRow, JobAttempt, Ledger, PreflightStep, Run
+from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, Run
 from campaign.planning.plan import RunSpec
 from campaign.plumbing.states import JobState
 from resultschema.columns import PARTITION_COLUMNS
@@ -77,34 +77,6 @@ def _label(*fields: Any) -> str:
                    extra_args=_pairs(extra_args)).label
 
 
-BUILD_FRAME_COLUMNS = ["cluster", "partition", "build_key", "host", "cc", "cflags", "fc", "fflags", "modules"]
-
-
-def builds_frame(led: Ledger, campaign: str | None = None) -> Any:
-    """The completed kernel builds behind the campaigns' runs, one row per
-    (cluster, partition, key): compiler versions and flags as the build job
-    recorded them on the node."""
-    import pandas as pd  # lazy, as above
-
-    stmt = (select(BuildStep).join(PreflightStep, PreflightStep.build_id == BuildStep.id)
-            .join(Campaign, Campaign.id == PreflightStep.campaign_id).order_by(BuildStep.id))
-    if campaign:
-        stmt = stmt.where(Campaign.name == campaign)
-    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
-    with led.session() as s:
-        for build in s.scalars(stmt):
-            info = build.info or {}
-            if not info.get("ok"):
-                continue
-            comp, flags = info.get("compilers") or {}, info.get("flags") or {}
-            rows[(build.cluster, build.partition, build.key)] = {
-                "cluster": build.cluster, "partition": build.partition, "build_key": build.key,
-                "host": info.get("host"),
-                "cc": comp.get("cc_version") or comp.get("cc"), "cflags": flags.get("cflags"),
-                "fc": comp.get("fc_version") or comp.get("fc"), "fflags": flags.get("fflags"),
-                "modules": " ".join(info.get("modules") or []) or None,
-            }
-    return pd.DataFrame(list(rows.values()), columns=BUILD_FRAME_COLUMNS)
 COUNTER_FRAME_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "dtype", "n", "d", "params",
                          "metric", "value", "unit", "kernels", "error", "attempt_id"]
 

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from campaign import api
 from campaign.ledger import Ledger
-from tests.conftest import export_records, run_cli
-from tests.slurm.helpers import _db, _name, _overrides, latest_after_transport_reruns, latest_attempts
+from tests.conftest import run_cli
+from tests.slurm.helpers import completed_rows, latest_attempts, run_specs, submitted_together
 from tests.slurm_cluster import SlurmCluster
 
 pytestmark = [pytest.mark.slurm]
@@ -31,34 +30,15 @@ def hpcc(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) 
         tuple[Ledger, dict[str, str]]]:
     if shutil.which("hpcc") is None:
         pytest.skip("hpcc not installed (make test installs it: apt hpcc)")
-    work = tmp_path_factory.mktemp("byob-mpi")
-    ledger = Ledger(work / "ledger.sqlite")
-    names = {"today": _name("hpcc1"), "full": _name("hpcc")}  # submitted together: their waits overlap
-    for key, extra in (("today", TODAY), ("full", ())):
-        rep = api.submit(_overrides(work, names[key], "experiment=byob_hpcc", *extra), ledger)
-        assert rep.submitted, rep
-    yield ledger, names
-    for name in names.values():
-        try:
-            api.cancel(ledger, name)
-        except Exception:  # noqa: BLE001 - best effort cleanup
-            pass
-
-
-def _finished(ledger: Ledger, name: str, deadline_s: float = 300) -> list[dict]:
-    """The campaign's exported rows once every run's latest attempt completed (jobs that Open
-    MPI's loopback transport failed are rerun)."""
-    latest = latest_after_transport_reruns(ledger, name, deadline_s=deadline_s)
-    assert {a["state"] for a in latest} == {"COMPLETED"}, latest
-    return export_records(ledger, name)
+    with submitted_together(tmp_path_factory.mktemp("byob-mpi"), {
+            "today": ("hpcc1", ("experiment=byob_hpcc", *TODAY)), "full": ("hpcc", ("experiment=byob_hpcc",))}) as made:
+        yield made
 
 
 def _folders(ledger: Ledger, name: str) -> dict[int, Path]:
     """Each run's latest attempt folder by its node count."""
-    latest = {a["id"]: Path(a["workdir"]) for a in latest_attempts(ledger, name)}
-    rows = _db(ledger, "SELECT a.id, r.spec FROM job_attempt a JOIN run r ON r.id = a.run_id "
-                       "JOIN campaign c ON c.id = r.campaign_id WHERE c.name = ?", name)
-    return {json.loads(spec).get("nodes", 1): latest[aid] for aid, spec in rows if aid in latest}
+    specs = run_specs(ledger, name)
+    return {specs[a["id"]].get("nodes", 1): Path(a["workdir"]) for a in latest_attempts(ledger, name)}
 
 
 def _grid(folder: Path) -> tuple[int, int, int]:
@@ -69,7 +49,7 @@ def _grid(folder: Path) -> tuple[int, int, int]:
 
 def test_hpcc_at_one_node_renders_its_input_and_reads_its_figures(hpcc: tuple[Ledger, dict[str, str]]) -> None:
     ledger, names = hpcc
-    rows = _finished(ledger, names["today"])
+    rows = completed_rows(ledger, names["today"])
     figures = {r["metric"]: (r["unit"], r["higher_is_better"]) for r in rows}
     assert figures == {"HPL_Tflops": ("TFLOP/s", 1), "HPL_time": ("s", 0), "StarSTREAM_Triad": ("GB/s", 1),
                        "MPIRandomAccess_GUPs": ("GUP/s", 1)}
@@ -85,7 +65,7 @@ def test_hpcc_at_one_node_renders_its_input_and_reads_its_figures(hpcc: tuple[Le
 def test_hpcc_over_nodes_1_2_4_three_repeats_one_writer_each(hpcc: tuple[Ledger, dict[str, str]]) -> None:
     ledger, names = hpcc
     # hpcc's tests over TCP between four "nodes" on two cores: minutes for the 4-node run (289 s seen)
-    rows = _finished(ledger, names["full"], deadline_s=900)
+    rows = completed_rows(ledger, names["full"], deadline_s=900)
     folders = _folders(ledger, names["full"])
     assert set(folders) == {1, 2, 4}
     for nodes, folder in folders.items():

@@ -11,10 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from campaign import api
 from campaign.ledger import Ledger
-from tests.conftest import export_records
-from tests.slurm.helpers import _all_finished, _name, _overrides, _sync_until
+from tests.slurm.helpers import completed_rows, submitted_together
 from tests.slurm_cluster import SlurmCluster
 
 pytestmark = [pytest.mark.slurm]
@@ -24,30 +22,17 @@ BENCHMARKS = {"byob_likwid": "likwid-bench", "byob_mbw": "mbw", "byob_sysbench":
 @pytest.fixture(scope="module")
 def campaigns(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         tuple[Ledger, dict[str, str]]]:
-    work = tmp_path_factory.mktemp("byob")
-    ledger = Ledger(work / "ledger.sqlite")
-    names = {}
-    for experiment, program in BENCHMARKS.items():
-        if shutil.which(program) is None:
-            continue
-        names[experiment] = _name(experiment.removeprefix("byob_"))
-        rep = api.submit(_overrides(work, names[experiment], f"experiment={experiment}"), ledger)
-        assert rep.submitted, rep
-    yield ledger, names
-    for name in names.values():
-        try:
-            api.cancel(ledger, name)
-        except Exception:  # noqa: BLE001 - best effort cleanup
-            pass
+    wanted = {experiment: (experiment.removeprefix("byob_"), (f"experiment={experiment}",))
+              for experiment, program in BENCHMARKS.items() if shutil.which(program) is not None}
+    with submitted_together(tmp_path_factory.mktemp("byob"), wanted) as made:
+        yield made
 
 
 def _rows(campaigns: tuple[Ledger, dict[str, str]], experiment: str) -> list[dict]:
     ledger, names = campaigns
     if experiment not in names:
         pytest.skip(f"{BENCHMARKS[experiment]} not installed (make test installs it)")
-    rep = _sync_until(ledger, names[experiment], _all_finished)
-    assert set(rep.counts) == {"COMPLETED"}, rep.counts
-    rows = export_records(ledger, names[experiment])
+    rows = completed_rows(ledger, names[experiment])
     assert rows and all(r["job_id"] and r["partition"] == "cpu" for r in rows)
     return rows
 

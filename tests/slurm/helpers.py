@@ -3,12 +3,14 @@ reads, waiting for states, and a recording shim around a Slurm command."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -148,3 +150,41 @@ def _shim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str) -> Path
 
 def _calls(log: Path) -> list[str]:
     return log.read_text().splitlines()
+
+
+def run_specs(ledger: Ledger, name: str | None = None) -> dict[int, dict]:
+    """Attempt id -> its run's spec (of one campaign where named)."""
+    rows = _db(ledger, "SELECT a.id, r.spec FROM job_attempt a JOIN run r ON r.id = a.run_id "
+                       "JOIN campaign c ON c.id = r.campaign_id WHERE ? IS NULL OR c.name = ?", name, name)
+    return {aid: json.loads(spec) if isinstance(spec, str) else spec for aid, spec in rows}
+
+
+@contextmanager
+def submitted_together(work: Path, campaigns: dict[str, tuple[str, tuple[str, ...]]]) -> Iterator[
+        tuple[Ledger, dict[str, str]]]:
+    """Campaigns submitted into one ledger in `work` before any is waited on (their waits overlap),
+    given as key -> (kind of its unique name, overrides); yields the ledger and key -> campaign
+    name, and cancels what is left of them at the end, pass or fail (the cluster is shared)."""
+    ledger = Ledger(work / "ledger.sqlite")
+    names = {key: _name(kind) for key, (kind, _) in campaigns.items()}
+    try:
+        for key, (_, extra) in campaigns.items():
+            rep = api.submit(_overrides(work, names[key], *extra), ledger)
+            assert rep.submitted, rep
+        yield ledger, names
+    finally:
+        for name in names.values():
+            try:
+                api.cancel(ledger, name)
+            except Exception:  # noqa: BLE001 - best effort cleanup
+                pass
+
+
+def completed_rows(ledger: Ledger, name: str, deadline_s: float = DONE_DEADLINE_S) -> list[dict]:
+    """The campaign's exported rows once every run's latest attempt completed (jobs that Open
+    MPI's loopback transport failed are rerun; any other failure fails the test)."""
+    from tests.conftest import export_records
+
+    latest = latest_after_transport_reruns(ledger, name, deadline_s=deadline_s)
+    assert {a["state"] for a in latest} == {"COMPLETED"}, latest
+    return export_records(ledger, name)

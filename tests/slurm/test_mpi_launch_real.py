@@ -9,37 +9,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from campaign.ledger import Ledger
-from tests.conftest import REPO, run_cli
-from tests.slurm.helpers import _attempts, _db, _name, transport_failed
-from tests.slurm_cluster import SlurmCluster
+from tests.conftest import run_cli
+from tests.slurm.helpers import _attempts, _db, _name, latest_attempts, run_specs, transport_failed
 
-pytestmark = pytest.mark.slurm
-SOURCES = Path(__file__).resolve().parents[1] / "fixtures" / "mpi"
-
-
-@pytest.fixture(scope="module")
-def mpi_programs(slurm_cluster: SlurmCluster, fake_kernel_env: None,
-                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The shipped MPI kernel (make), the test-only MPI programs (mpicc), their configs on the path."""
-    mpicc = shutil.which("mpicc")
-    if mpicc is None:
-        if os.environ.get("CAMPAIGN_REQUIRE_SLURM") == "1":
-            pytest.fail("mpicc missing (Open MPI): the MPI tests need it")
-        pytest.skip("mpicc missing (apt-get install openmpi-bin libopenmpi-dev)")
-    make = subprocess.run(["make", "-C", str(REPO / "kernels"), "mpi"], capture_output=True, text=True, check=False)
-    assert make.returncode == 0, make.stderr
-    folder = tmp_path_factory.mktemp("mpi")
-    for name in ("mpi_tool", "mpi_kernel"):
-        subprocess.run([mpicc, "-O1", "-o", str(folder / name), str(SOURCES / f"{name}.c")], check=True, timeout=120)
-    yield folder
+# the programs from tests/conftest.py's mpi_programs, their configs through fake_kernel_env
+pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("fake_kernel_env")]
 
 
 def _env(programs: Path | None) -> dict[str, str]:
@@ -60,9 +41,7 @@ def _completed(led: Path, name: str, proc: subprocess.CompletedProcess[str], env
     """Every run's latest attempt once all completed; jobs failed by Open MPI's loopback
     transport are rerun (up to twice), any other failure fails the test."""
     for _ in range(3):
-        every = _attempts(Ledger(led))
-        superseded = {a["previous_id"] for a in every}
-        failed = [a for a in every if a["id"] not in superseded and a["state"] != "COMPLETED"]
+        failed = [a for a in latest_attempts(Ledger(led)) if a["state"] != "COMPLETED"]
         if not failed:
             break
         assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -71,16 +50,9 @@ def _completed(led: Path, name: str, proc: subprocess.CompletedProcess[str], env
         rerun = run_cli("--ledger", str(led), "rerun", name, "--failed", env=env)
         assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
         proc = run_cli("--ledger", str(led), "status", name, "--wait", env=env)
-    every = _attempts(Ledger(led))
-    superseded = {a["previous_id"] for a in every}
-    latest = [a for a in every if a["id"] not in superseded]
+    latest = latest_attempts(Ledger(led))
     assert {a["state"] for a in latest} == {"COMPLETED"}, proc.stdout[-2000:] + proc.stderr[-2000:]
     return latest
-
-
-def _specs(led: Path) -> dict[int, dict]:
-    rows = _db(Ledger(led), "SELECT a.id, r.spec FROM job_attempt a JOIN run r ON r.id = a.run_id")
-    return {aid: json.loads(spec) if isinstance(spec, str) else spec for aid, spec in rows}
 
 
 def _preflight(led: Path) -> dict:
@@ -102,7 +74,7 @@ def test_mpi_scaling_completes_behind_its_preflight(mpi_programs: Path, tmp_path
     led, name, env = tmp_path / "l.sqlite", _name("mpi-scaling"), _env(mpi_programs)
     cancel_at_end(Ledger(led), name)
     latest = _completed(led, name, _submit_wait(led, tmp_path / "runs", name, env, "experiment=mpi_scaling"), env)
-    specs = _specs(led)
+    specs = run_specs(Ledger(led))
     shapes = sorted((specs[a["id"]]["nodes"], specs[a["id"]]["ranks_per_node"]) for a in latest)
     assert shapes == sorted((n, r) for n in (1, 2, 4) for r in (1, 2) for _ in ("strong", "weak"))
     for att in latest:
@@ -131,7 +103,7 @@ def test_tool_driven_mpi_program_one_launch_per_repeat_one_writer(
     led, name, env = tmp_path / "l.sqlite", _name("mpi-tool"), _env(mpi_programs)
     cancel_at_end(Ledger(led), name)
     latest = _completed(led, name, _submit_wait(led, tmp_path / "runs", name, env, "experiment=slurm_mpi_tool"), env)
-    specs = _specs(led)
+    specs = run_specs(Ledger(led))
     assert len(latest) == 5 and _preflight(led)["ok"]
     proc = run_cli("--ledger", str(led), "results", "--campaign", name, "--format", "json")
     assert proc.returncode == 0, proc.stderr

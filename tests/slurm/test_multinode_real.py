@@ -1,13 +1,12 @@
 """Multi-node, multi-rank runs on the real test Slurm (issue 29): partition
 `multi` of .ci/slurm-up.sh (nodes n1..n4 on this machine), an MPI program
 of the kernel contract (tests/fixtures/mpi/mpi_kernel.c, built here with
-mpicc) launched through `srun --mpi=pmix` by campaign.job.rank."""
+mpicc by tests/conftest.py's mpi_programs) launched through `srun --mpi=pmix` by campaign.job.rank."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -18,43 +17,26 @@ import pytest
 from campaign import api
 from campaign.ledger import Ledger
 from tests.conftest import REPO, run_cli
-from tests.fixtures import FAKE_CONF
 from tests.slurm.helpers import (
     _all_finished,
     _attempts,
-    _db,
     _name,
     _overrides,
     _sync_until,
     latest_after_transport_reruns,
+    run_specs,
 )
-from tests.slurm_cluster import SlurmCluster
 
 pytestmark = pytest.mark.slurm
-SOURCE = Path(__file__).resolve().parents[1] / "fixtures" / "mpi" / "mpi_kernel.c"
 
 
 @pytest.fixture(scope="module")
-def mpi_kernel(slurm_cluster: SlurmCluster, fake_kernel_env: None,
-               tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The MPI program, built once; its configs found through CAMPAIGN_CONFIG_PATH."""
-    mpicc = shutil.which("mpicc")
-    if mpicc is None:
-        if os.environ.get("CAMPAIGN_REQUIRE_SLURM") == "1":
-            pytest.fail("mpicc missing (Open MPI): the multi-node tests need it")
-        pytest.skip("mpicc missing (apt-get install openmpi-bin libopenmpi-dev)")
-    binary = tmp_path_factory.mktemp("mpi") / "mpi_kernel"
-    subprocess.run([mpicc, "-O1", "-o", str(binary), str(SOURCE)], check=True, timeout=120)
+def mpi_kernel(mpi_programs: Path, fake_kernel_env: None) -> Iterator[Path]:
+    """The MPI program (tests/conftest.py's mpi_programs), named to its config
+    (kernel/mpi_fake.yaml, found through fake_kernel_env's CAMPAIGN_CONFIG_PATH)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CAMPAIGN_MPI_KERNEL", str(binary))
-        mp.setenv("CAMPAIGN_CONFIG_PATH", str(FAKE_CONF))
-        yield binary
-
-
-def _specs(ledger: Ledger) -> dict[int, dict]:
-    """Attempt id -> its run's spec."""
-    rows = _db(ledger, "SELECT a.id, r.spec FROM job_attempt a JOIN run r ON r.id = a.run_id")
-    return {aid: json.loads(spec) if isinstance(spec, str) else spec for aid, spec in rows}
+        mp.setenv("CAMPAIGN_MPI_KERNEL", str(mpi_programs / "mpi_kernel"))
+        yield mpi_programs / "mpi_kernel"
 
 
 def test_nodes_by_ranks_campaign_runs_end_to_end(mpi_kernel: Path, tmp_path: Path,
@@ -69,7 +51,7 @@ def test_nodes_by_ranks_campaign_runs_end_to_end(mpi_kernel: Path, tmp_path: Pat
     rep = api.submit(_overrides(tmp_path, name, "experiment=slurm_mpi", "experiment.preflight=true",
                                 "experiment.sweeps.0.variants=[strong,weak]"), led)
     assert len(rep.submitted) == 12
-    attempts, specs = latest_after_transport_reruns(led, name), _specs(led)
+    attempts, specs = latest_after_transport_reruns(led, name), run_specs(led)
     shapes = sorted((specs[a["id"]]["nodes"], specs[a["id"]]["ranks_per_node"]) for a in attempts)
     assert shapes == sorted((n, r) for n in (1, 2, 4) for r in (1, 2) for _ in range(2))
     frame = api.results_frame(led, campaign=name)
