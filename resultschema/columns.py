@@ -22,7 +22,7 @@ REQUIRED, OPTIONAL = "required", "optional"
 class Column:
     name: str
     kind: str  # "int", "float", "text" (Arrow int64 / float64 / string), "object" (JSON text), "map" (of text)
-    # or "bool" (an exported column only)
+    # or "bool" (Arrow bool)
     meaning: str
     json: str = ""  # its type in `campaign results` ("" = not one of its columns)
     where: str = "file"  # "file": a column of the result file; "extra": a key of the row's extra object;
@@ -35,9 +35,15 @@ class Column:
     allow_nan: bool = False  # floats: a blank cell or "nan" is a missing value
     key: bool = False  # part of a row's natural key (configuration, n, repeat)
     tool: bool = False  # a column the tool driver (campaign.job.fom) writes into a tool-driven program's CSV
+    # A file column that a program's CSV gives as one of its extra columns (text, or checked as a number
+    # and kept as text by the reader): typed into its own column when the rows are stored
+    # (campaign.ledger.result_schema), read out of the extra object of a file of an older schema.
+    lifted: bool = False
+    shape: bool = False  # the run's shape (nodes, ranks, gpus): filled from its spec where the row does not say
     # Positions, where an order is older than this table and must not change:
     measured: int = 0  # in an imported row's natural key (a hash: reordering would change every key)
     group: int = 0  # among the columns identifying a configuration (1-6 always, more when present)
+    dimension: int = 0  # among a run's dimensions, in the order a point is named (analysis.metric_frame)
 
     @property
     def rule(self) -> bool:
@@ -52,26 +58,29 @@ RESULT_SCHEMA: tuple[Column, ...] = (
     Column("campaign", "text", "the campaign of the attempt, or the one the rows were imported into "
            "(`import --campaign`); null for other imported rows", json=f"{_TXT} or null", where="ledger"),
     Column("cluster", "text", "cluster name (a job's: its run's, never the file's)", _TXT, imported=REQUIRED,
-           key=True, group=1),
-    Column("partition", "text", "partition name (a job's: its run's)", _TXT, imported=REQUIRED, key=True, group=2),
-    Column("kernel", "text", "kernel family", _TXT, kernel=REQUIRED, imported=REQUIRED, key=True, group=3, tool=True),
+           key=True, group=1, dimension=1),
+    Column("partition", "text", "partition name (a job's: its run's)", _TXT, imported=REQUIRED, key=True, group=2, dimension=2),
+    Column("kernel", "text", "kernel family", _TXT, kernel=REQUIRED, imported=REQUIRED, key=True, group=3, tool=True, dimension=3),
     Column("impl", "text", "implementation (c, fortran, torch, ...)", _TXT, kernel=REQUIRED, imported=REQUIRED,
-           key=True, group=4, tool=True),
+           key=True, group=4, tool=True, dimension=4),
     Column("variant", "text", "kernel variant (naive, memopt, ...)", _TXT, kernel=REQUIRED, imported=REQUIRED,
-           key=True, group=5, tool=True),
-    Column("device", "text", "cpu or cuda", _TXT, kernel=REQUIRED, imported=REQUIRED, key=True, group=6, tool=True),
+           key=True, group=5, tool=True, dimension=5),
+    Column("device", "text", "cpu or cuda", _TXT, kernel=REQUIRED, imported=REQUIRED, key=True, group=6, tool=True, dimension=7),
     Column("dtype", "text", "fp32, bf16, fp16", f"{_TXT} or null", kernel=REQUIRED, imported=OPTIONAL, key=True,
-           group=7, tool=True),
-    Column("params", "text", "the run's extra program arguments, e.g. a=32,h=2560 (\"\" = none)", _TXT, group=9),
-    Column("threads", "int", "OpenMP/torch threads", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=1, key=True, tool=True),
-    Column("ranks", "int", "MPI/torch ranks of the run in all (1: one process; kept in the row's extra object)",
-           _INT, where="extra", kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=10),
-    Column("nodes", "int", "distinct hosts the ranks ran on (1 where the row does not say)", _INT, where="extra",
-           kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=11),
-    Column("n", "int", "problem size (sequence length)", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=1,
-           key=True, tool=True),
+           group=7, tool=True, dimension=6),
+    Column("params", "text", "the run's extra program arguments, e.g. a=32,h=2560 (\"\" = none)", _TXT, group=9, dimension=9),
+    Column("threads", "int", "OpenMP/torch threads", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=1, key=True, tool=True, dimension=13),
+    Column("ranks", "int", "MPI/torch ranks of the run in all: the row's, else its run's planned ranks, else 1",
+           _INT, kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=10, lifted=True, shape=True, dimension=11),
+    Column("nodes", "int", "distinct hosts the ranks ran on: the row's, else its run's planned nodes, else 1", _INT,
+           kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=11, lifted=True, shape=True, dimension=10),
+    Column("gpus", "int", "GPUs per node the run asked for (its `gpus`; 0 on a CPU run); null for imported rows "
+           "and rows stored before the column", f"{_INT} or null", lifted=True, shape=True, dimension=12),
+    Column("n", "int", "problem size (sequence length); null for a program without one", f"{_INT} or null",
+           kernel=REQUIRED, imported=REQUIRED, minimum=1,
+           key=True, tool=True, dimension=14),
     Column("d", "int", "head dimension", f"{_INT} or null", kernel=OPTIONAL, imported=OPTIONAL, minimum=1, key=True,
-           group=8, tool=True),
+           group=8, tool=True, dimension=8),
     Column("repeat", "int", "timed repeat, from 0", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=0, key=True, tool=True),
     Column("time_s", "float", "seconds of this repeat", _NUM, kernel=REQUIRED, imported=REQUIRED, unit="s",
            positive=True, measured=1, tool=True),
@@ -79,11 +88,12 @@ RESULT_SCHEMA: tuple[Column, ...] = (
            f"{_NUM} or null", where="extra", unit="s"),
     Column("metric", "text", "the figure of merit the row measures, for a program that reports one "
            "(docs/byob.md: one row per figure and repeat); null on rows of time alone", f"{_TXT} or null",
-           where="extra", tool=True),
-    Column("value", "float", "the figure's value, in `unit`", f"{_NUM} or null", where="extra", tool=True),
-    Column("unit", "text", "the figure's unit, as the program's YAML names it", f"{_TXT} or null", where="extra", tool=True),
+           tool=True, lifted=True),
+    Column("value", "float", "the figure's value, in `unit`", f"{_NUM} or null", tool=True, lifted=True),
+    Column("unit", "text", "the figure's unit, as the program's YAML names it", f"{_TXT} or null", tool=True,
+           lifted=True),
     Column("higher_is_better", "bool", "the figure's direction: true for a rate, false for a time",
-           "boolean or null", where="extra", tool=True),
+           "boolean or null", tool=True, lifted=True),
     Column("rel_err", "float", "relative error against the float64 reference (with --check)", f"{_NUM} or null",
            kernel=OPTIONAL, imported=OPTIONAL, allow_nan=True, measured=4),
     Column("flops", "float", "floating-point operations, when the row gives them", f"{_NUM} or null",
@@ -105,7 +115,7 @@ RESULT_SCHEMA: tuple[Column, ...] = (
     Column("source", "text", "\"job\" or the imported file", _TXT),
     Column("extra", "object", "every other column of the row, as one JSON object (params included; numbers "
            "typed in `campaign results`)", "object"),
-    Column("extras", "map", "in a result file (schema 2): the extra object of a row whose values are all text, "
+    Column("extras", "map", "in a result file (schema 2 on): the extra object of a row whose values are all text, "
            "as a map of text (read as `extra`, which then holds only the other rows' objects)"),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in RESULT_SCHEMA}
@@ -129,11 +139,15 @@ REQUIRED_COLUMNS = _names(lambda c: c.imported == REQUIRED)  # what an imported 
 OPTIONAL_COLUMNS = _names(lambda c: c.imported == OPTIONAL and c.where == "file")
 KERNEL_COLUMNS = _names(lambda c: c.kernel == REQUIRED)  # what a kernel program's CSV must carry
 RULE_COLUMNS = _names(lambda c: c.rule)  # a CSV cell typed and checked (the rest is kept as text in `extra`)
-SCALE_COLUMNS = _names(lambda c: c.rule and c.where == "extra")  # ranks, nodes: checked, kept in `extra`
-SCALE_DEFAULT = 1
+SCALE_COLUMNS = _names(lambda c: c.rule and c.shape)  # ranks, nodes: checked in the CSV, one world per launch
+SHAPE_COLUMNS = _names(lambda c: c.shape)  # ranks, nodes, gpus: the row's, else its run's spec
+SCALE_DEFAULT = 1  # ranks and nodes of a row that does not say, of no run that does (imported rows)
+LIFTED_COLUMNS = _names(lambda c: c.lifted)  # file columns a CSV gives among its extra columns
 STORED_COLUMNS = _names(lambda c: c.where == "file")  # a result file's columns, in file order
 EXPORT_COLUMNS = _names(lambda c: bool(c.json))  # `campaign results`, in this order
 KEY_COLUMNS = _names(lambda c: c.key)
+# a run's dimensions (every one tells points apart: analysis.metric_frame), in the order a point is named
+DIMENSIONS = tuple(c.name for c in sorted((c for c in RESULT_SCHEMA if c.dimension), key=lambda c: c.dimension))
 MEASURED_COLUMNS = tuple(c.name for c in sorted((c for c in RESULT_SCHEMA if c.measured), key=lambda c: c.measured))
 _GROUPS = tuple(c.name for c in sorted((c for c in RESULT_SCHEMA if c.group), key=lambda c: c.group))
 BASE_GROUP_COLUMNS = _GROUPS[:6]  # one measured configuration; `threads` and `n` are its swept axes

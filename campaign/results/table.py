@@ -29,16 +29,17 @@ from typing import IO, Any
 
 from campaign.ledger import Ledger, files
 from campaign.ledger import queries as q
-from campaign.ledger.result_schema import arrow_schema
+from campaign.ledger.result_schema import SCHEMA_VERSION, arrow_schema
 from campaign.plumbing.errors import BadInputError
 from campaign.results import scan
-from resultschema.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA, SCALE_DEFAULT
+from resultschema.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA, SCALE_COLUMNS, SCALE_DEFAULT
 
 # (name, type in JSON, meaning): resultschema.columns' exported columns; the README table is made of them.
 RESULT_COLUMNS: tuple[tuple[str, str, str], ...] = tuple((c.name, c.json, c.meaning) for c in RESULT_SCHEMA if c.json)
 _SQL_TYPES = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "object": "JSON", "bool": "BOOLEAN"}
-# the extra object's keys that are columns of their own in the export (ranks, nodes, first_call_s, the figure)
-_PROMOTED = tuple(c.name for c in RESULT_SCHEMA if c.json and c.where == "extra") + ("params",)
+# the extra object's keys that are columns of their own in the export (first_call_s; in a file of an older
+# schema ranks, nodes and the figure too)
+_PROMOTED = tuple(c.name for c in RESULT_SCHEMA if (c.json and c.where == "extra") or c.lifted) + ("params",)
 BATCH_ROWS = 65_536  # rows a streamed format holds at once
 # DuckDB's memory for the export (its sort into stored order spills past it, to a temporary folder)
 MEMORY_LIMIT = "1GB"
@@ -127,12 +128,10 @@ def _column_sql(name: str, found: _Keys) -> str:
         return _extra_object(found)
     if name == "params":
         return f"coalesce({_extra('params', found)}, r.params, '')"
-    if name in ("ranks", "nodes"):  # scan.shape's rule: the row's, else its run's planned shape, else 1
+    if name in SCALE_COLUMNS:  # scan.shape's rule: the row's (every row of schema 3), else its run's planned shape
         nodes, per_node = (f"k.{p}" for p in scan.PLANNED_SCALE)
         planned = nodes if name == "nodes" else f"{nodes} * {per_node}"
-        return f"coalesce({_number(_extra(name, found), 'int')}, {planned}, {SCALE_DEFAULT})"
-    if name == "higher_is_better":
-        return f"TRY_CAST({_number(_extra(name, found), 'float')} AS BOOLEAN)"
+        return f"coalesce(r.{name}, {planned}, {SCALE_DEFAULT})"
     if col.where == "extra":
         return _number(_extra(name, found), col.kind) if col.kind in ("int", "float") else _extra(name, found)
     if name == "replicate":  # replicate 0 is every row of an unreplicated run; imported rows have none
@@ -165,29 +164,40 @@ def results(led: Ledger, campaign: str | None = None) -> Export:
     ledger = pa.table({"key": pa.array([ids[i] for i in first], pa.int64()),
                        **{name: pa.array([values[name][i] for i in first]) for name in scan.LEDGER}})
     source.register("_ledger", ledger)
-    # a file's rows, with the typed columns of a result file even where the file lacks them (older files)
-    source.register("_typed", arrow_schema().empty_table().append_column("file_row_number", pa.array([], pa.int64())))
     types = {c: _SQL_TYPES[BY_NAME[c].kind] for c in EXPORT_COLUMNS}
-    rows = "(SELECT * FROM read_parquet($file, file_row_number = true) UNION ALL BY NAME SELECT * FROM _typed)"
+    # a file's rows in the current schema (files.scan_sql: an older file's mapped onto it)
+    rows = {current: files.scan_sql("file_row_number", current) for current in (False, True)}
 
-    def one(found: _Keys, relation: str = rows) -> str:
+    def one(found: _Keys, relation: str = rows[False]) -> str:
         select = ", ".join(f'CAST({_column_sql(c, found)} AS {types[c]}) AS "{c}"' for c in EXPORT_COLUMNS)
         return (f"SELECT {select} FROM {relation} r JOIN _ledger k "
                 "ON k.key = coalesce(r.attempt_id, -1 - $index) ORDER BY r.file_row_number")
 
+    # (no file: the columns' types from a relation of none)
+    source.register("_typed", arrow_schema().empty_table().append_column("file_row_number", pa.array([], pa.int64())))
     schema = source.sql(one(_Keys(), "_typed").replace("$index", "0")).to_arrow_table().schema
     # each file's keys: one pass over its extras column (cheap beside a look per key and row)
-    keys_sql = f"SELECT count(r.\"extra\") > 0, list_distinct(flatten(list(map_keys(r.extras)))) FROM {rows} r"
+    keys_sql = f"SELECT count(r.\"extra\") > 0, list_distinct(flatten(list(map_keys(r.extras)))) FROM {rows[True]} r"
 
     def batches() -> Iterator[Any]:
         for index, name in enumerate(names):
-            [(has_json, keys)] = source.sql(keys_sql, params={"file": name}).fetchall()
+            [(has_json, keys)] = source.sql(keys_sql, params={"files": [name]}).fetchall()
             found = _Keys(bool(has_json), None if keys is None else frozenset(keys))
-            yield from source.sql(one(found), params={"file": name, "index": index}).to_arrow_reader(BATCH_ROWS)
+            relation = rows[_current(name)]
+            yield from source.sql(one(found, relation), params={"files": [name], "index": index}
+                                  ).to_arrow_reader(BATCH_ROWS)
 
     con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": tempfile.gettempdir()})
     con.register("_rows", pa.RecordBatchReader.from_batches(schema, batches()))
     return Export(con, "SELECT * FROM _rows", list(EXPORT_COLUMNS), types, source)
+
+
+def _current(path: str) -> bool:
+    """The file is of the current schema (its footer says so): nothing of it to map (files.scan_sql)."""
+    import pyarrow.parquet as pq
+
+    found = (pq.read_schema(path).metadata or {}).get(b"campaign.ledger.result_schema", b"0")
+    return int(found) >= SCHEMA_VERSION
 
 
 def frame_export(frame: Any) -> Export:

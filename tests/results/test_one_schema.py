@@ -66,7 +66,7 @@ def test_a_view_choosing_a_few_columns_is_not_a_schema_list() -> None:
 
 def test_the_arrow_schema_is_the_definition() -> None:
     kinds = {"int": pa.int64(), "float": pa.float64(), "text": pa.string(), "object": pa.string(),
-             "map": pa.map_(pa.string(), pa.string())}
+             "bool": pa.bool_(), "map": pa.map_(pa.string(), pa.string())}
     want = [(c.name, kinds[c.kind]) for c in schema.RESULT_SCHEMA if c.where == "file"]
     assert [(f.name, f.type) for f in arrow_schema()] == want
 
