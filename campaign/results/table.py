@@ -32,6 +32,7 @@ from campaign.ledger import queries as q
 from campaign.ledger.result_schema import SCHEMA_VERSION, arrow_schema
 from campaign.plumbing.errors import BadInputError
 from campaign.results import scan
+from campaign.results.grid import grid
 from resultschema.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA, SCALE_COLUMNS, SCALE_DEFAULT
 
 # (name, type in JSON, meaning): resultschema.columns' exported columns; the README table is made of them.
@@ -143,7 +144,8 @@ def _column_sql(name: str, found: _Keys) -> str:
 
 def results(led: Ledger, campaign: str | None = None) -> Export:
     """Every result row of the campaign (all when None), job and imported, in
-    the order they were stored, as EXPORT_COLUMNS. An unknown campaign is a
+    the order they were stored, as EXPORT_COLUMNS, then a typed column per
+    grid parameter of the rows' params (campaign.results.grid). An unknown campaign is a
     BadInputError; a changed or missing result file a LedgerError (files.verified).
 
     Each file is one query (its rows joined to their attempts' ledger rows,
@@ -167,29 +169,39 @@ def results(led: Ledger, campaign: str | None = None) -> Export:
     types = {c: _SQL_TYPES[BY_NAME[c].kind] for c in EXPORT_COLUMNS}
     # a file's rows in the current schema (files.scan_sql: an older file's mapped onto it)
     rows = {current: files.scan_sql("file_row_number", current) for current in (False, True)}
+    # each file's keys (one pass over its extras column: cheap beside a look per key and row) and params texts
+    look = (f"SELECT count(r.\"extra\") > 0, list_distinct(flatten(list(map_keys(r.extras)))), "
+            f"list_distinct(list({_column_sql('params', _Keys())})) FROM {rows[False]} r")
+    found: list[tuple[_Keys, bool]] = []
+    texts: list[str] = []
+    for name in names:
+        [(has_json, keys, params)] = source.sql(look, params={"files": [name]}).fetchall()
+        found.append((_Keys(bool(has_json), None if keys is None else frozenset(keys)), _current(name)))
+        texts += params or []
+    made = grid(texts, EXPORT_COLUMNS)
+    columns = [*EXPORT_COLUMNS, *(column for column, _ in made.columns.values())]
+    types.update(made.columns.values())
+    source.register("_grid", made.table())
+    join = "LEFT JOIN _grid g ON g.params = {params}" if made.columns else ""
 
     def one(found: _Keys, relation: str = rows[False]) -> str:
-        select = ", ".join(f'CAST({_column_sql(c, found)} AS {types[c]}) AS "{c}"' for c in EXPORT_COLUMNS)
-        return (f"SELECT {select} FROM {relation} r JOIN _ledger k "
-                "ON k.key = coalesce(r.attempt_id, -1 - $index) ORDER BY r.file_row_number")
+        select = ", ".join([*(f'CAST({_column_sql(c, found)} AS {types[c]}) AS "{c}"' for c in EXPORT_COLUMNS),
+                            *(f'g."{column}"' for column, _ in made.columns.values())])
+        return (f"SELECT {select} FROM {relation} r JOIN _ledger k ON k.key = coalesce(r.attempt_id, -1 - $index) "
+                f"{join.format(params=_column_sql('params', found))} ORDER BY r.file_row_number")
 
     # (no file: the columns' types from a relation of none)
     source.register("_typed", arrow_schema().empty_table().append_column("file_row_number", pa.array([], pa.int64())))
     schema = source.sql(one(_Keys(), "_typed").replace("$index", "0")).to_arrow_table().schema
-    # each file's keys: one pass over its extras column (cheap beside a look per key and row)
-    keys_sql = f"SELECT count(r.\"extra\") > 0, list_distinct(flatten(list(map_keys(r.extras)))) FROM {rows[True]} r"
 
     def batches() -> Iterator[Any]:
-        for index, name in enumerate(names):
-            [(has_json, keys)] = source.sql(keys_sql, params={"files": [name]}).fetchall()
-            found = _Keys(bool(has_json), None if keys is None else frozenset(keys))
-            relation = rows[_current(name)]
-            yield from source.sql(one(found, relation), params={"files": [name], "index": index}
+        for index, (name, (keys, current)) in enumerate(zip(names, found, strict=True)):
+            yield from source.sql(one(keys, rows[current]), params={"files": [name], "index": index}
                                   ).to_arrow_reader(BATCH_ROWS)
 
     con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": tempfile.gettempdir()})
     con.register("_rows", pa.RecordBatchReader.from_batches(schema, batches()))
-    return Export(con, "SELECT * FROM _rows", list(EXPORT_COLUMNS), types, source)
+    return Export(con, "SELECT * FROM _rows", columns, types, source)
 
 
 def _current(path: str) -> bool:
