@@ -6,7 +6,7 @@ Everything else is derived from `RESULT_SCHEMA`: the Arrow schema of the
 result files (campaign.ledger.result_schema), the kernel CSV contract and the
 import columns (analysis.rules checks both), the natural key
 (campaign.results.keys), `campaign results`' fixed columns and the tables of
-README.md, docs/results.md and docs/contracts.md (tests/docs check them).
+README.md, docs/results.md and docs/contracts.md (resultschema.doc_tables makes them; tests check them).
 Adding a result column is one `Column(...)` line here. Kept free of pandas
 and pyarrow: `status` and the job side read it without their import cost.
 """
@@ -43,7 +43,6 @@ class Column:
     # Positions, where an order is older than this table and must not change:
     measured: int = 0  # in an imported row's natural key (a hash: reordering would change every key)
     group: int = 0  # among the columns identifying a configuration (1-6 always, more when present)
-    dimension: int = 0  # among a run's dimensions, in the order a point is named (analysis.metric_frame)
 
     @property
     def rule(self) -> bool:
@@ -58,29 +57,29 @@ RESULT_SCHEMA: tuple[Column, ...] = (
     Column("campaign", "text", "the campaign of the attempt, or the one the rows were imported into "
            "(`import --campaign`); null for other imported rows", json=f"{_TXT} or null", where="ledger"),
     Column("cluster", "text", "cluster name (a job's: its run's, never the file's)", _TXT, imported=REQUIRED,
-           key=True, group=1, dimension=1),
-    Column("partition", "text", "partition name (a job's: its run's)", _TXT, imported=REQUIRED, key=True, group=2, dimension=2),
-    Column("kernel", "text", "kernel family", _TXT, kernel=REQUIRED, imported=REQUIRED, key=True, group=3, tool=True, dimension=3),
+           key=True, group=1),
+    Column("partition", "text", "partition name (a job's: its run's)", _TXT, imported=REQUIRED, key=True, group=2),
+    Column("kernel", "text", "kernel family", _TXT, kernel=REQUIRED, imported=REQUIRED, key=True, group=3, tool=True),
     Column("impl", "text", "implementation (c, fortran, torch, ...)", _TXT, kernel=REQUIRED, imported=REQUIRED,
-           key=True, group=4, tool=True, dimension=4),
+           key=True, group=4, tool=True),
     Column("variant", "text", "kernel variant (naive, memopt, ...)", _TXT, kernel=REQUIRED, imported=REQUIRED,
-           key=True, group=5, tool=True, dimension=5),
-    Column("device", "text", "cpu or cuda", _TXT, kernel=REQUIRED, imported=REQUIRED, key=True, group=6, tool=True, dimension=7),
+           key=True, group=5, tool=True),
+    Column("device", "text", "cpu or cuda", _TXT, kernel=REQUIRED, imported=REQUIRED, key=True, group=6, tool=True),
     Column("dtype", "text", "fp32, bf16, fp16", f"{_TXT} or null", kernel=REQUIRED, imported=OPTIONAL, key=True,
-           group=7, tool=True, dimension=6),
-    Column("params", "text", "the run's extra program arguments, e.g. a=32,h=2560 (\"\" = none)", _TXT, group=9, dimension=9),
-    Column("threads", "int", "OpenMP/torch threads", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=1, key=True, tool=True, dimension=13),
+           group=7, tool=True),
+    Column("params", "text", "the run's extra program arguments, e.g. a=32,h=2560 (\"\" = none)", _TXT, group=9),
+    Column("threads", "int", "OpenMP/torch threads", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=1, key=True, tool=True),
     Column("ranks", "int", "MPI/torch ranks of the run in all: the row's, else its run's planned ranks, else 1",
-           _INT, kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=10, lifted=True, shape=True, dimension=11),
+           _INT, kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=10, lifted=True, shape=True),
     Column("nodes", "int", "distinct hosts the ranks ran on: the row's, else its run's planned nodes, else 1", _INT,
-           kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=11, lifted=True, shape=True, dimension=10),
+           kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=11, lifted=True, shape=True),
     Column("gpus", "int", "GPUs per node the run asked for (its `gpus`; 0 on a CPU run); null for imported rows "
-           "and rows stored before the column", f"{_INT} or null", lifted=True, shape=True, dimension=12),
+           "and rows stored before the column", f"{_INT} or null", lifted=True, shape=True),
     Column("n", "int", "problem size (sequence length); null for a program without one", f"{_INT} or null",
            kernel=REQUIRED, imported=REQUIRED, minimum=1,
-           key=True, tool=True, dimension=14),
+           key=True, tool=True),
     Column("d", "int", "head dimension", f"{_INT} or null", kernel=OPTIONAL, imported=OPTIONAL, minimum=1, key=True,
-           group=8, tool=True, dimension=8),
+           group=8, tool=True),
     Column("repeat", "int", "timed repeat, from 0", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=0, key=True, tool=True),
     Column("time_s", "float", "seconds of this repeat", _NUM, kernel=REQUIRED, imported=REQUIRED, unit="s",
            positive=True, measured=1, tool=True),
@@ -147,7 +146,8 @@ STORED_COLUMNS = _names(lambda c: c.where == "file")  # a result file's columns,
 EXPORT_COLUMNS = _names(lambda c: bool(c.json))  # `campaign results`, in this order
 KEY_COLUMNS = _names(lambda c: c.key)
 # a run's dimensions (every one tells points apart: analysis.metric_frame), in the order a point is named
-DIMENSIONS = tuple(c.name for c in sorted((c for c in RESULT_SCHEMA if c.dimension), key=lambda c: c.dimension))
+DIMENSIONS = ("cluster", "partition", "kernel", "impl", "variant", "dtype", "device", "d", "params", "nodes", "ranks",
+              "gpus", "threads", "n")
 MEASURED_COLUMNS = tuple(c.name for c in sorted((c for c in RESULT_SCHEMA if c.measured), key=lambda c: c.measured))
 _GROUPS = tuple(c.name for c in sorted((c for c in RESULT_SCHEMA if c.group), key=lambda c: c.group))
 BASE_GROUP_COLUMNS = _GROUPS[:6]  # one measured configuration; `threads` and `n` are its swept axes
@@ -162,22 +162,5 @@ PARTITION_COLUMNS: tuple[str, ...] = (
 TOLERANCE: dict[str, float] = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 2e-2, "fp64": 1e-10}
 
 
-def markdown(columns: tuple[str, ...], titles: dict[str, str]) -> str:
-    """A docs table of these columns, one field of Column per title (README.md,
-    docs/results.md and docs/contracts.md hold tables made by `doc_tables`)."""
-    lines = ["| column | " + " | ".join(titles) + " |", "|" + "---|" * (len(titles) + 1)]
-    lines += ["| " + " | ".join([f"`{name}`", *(str(getattr(BY_NAME[name], f)) for f in titles.values())]) + " |"
-              for name in columns]
-    return "\n".join(lines)
-
-
 KERNEL_CSV = _names(lambda c: bool(c.kernel))  # the kernel CSV contract's own columns
 TOOL_COLUMNS = _names(lambda c: c.tool)  # what the tool driver writes, in schema order
-
-
-def doc_tables() -> dict[str, str]:
-    """Each docs file's column table, as that file holds it."""
-    return {"README.md": markdown(EXPORT_COLUMNS, {"type": "json", "meaning": "meaning"}),
-            "docs/results.md": markdown(STORED_COLUMNS, {"type": "kind", "unit": "unit", "meaning": "meaning"}),
-            "docs/contracts.md": markdown(KERNEL_CSV, {"in the CSV": "kernel", "type": "kind", "unit": "unit",
-                                                       "meaning": "meaning"})}

@@ -29,7 +29,7 @@ from resultschema.columns import (
 SCHEMA_VERSION = 3  # of the Parquet files; recorded in each pointer (ledger: result_file.schema_version).
 # 3: ranks, nodes, gpus and the figure (metric, value, unit, higher_is_better) typed columns of their own
 # (LIFTED_COLUMNS), ranks/nodes/gpus filled from the run's spec (2 and 1: text in the extra object, read
-# through campaign.ledger.files.scan_sql); 2: the extra objects of text as the MAP column `extras` (1: every
+# through campaign.ledger.file_scan.scan_sql); 2: the extra objects of text as the MAP column `extras` (1: every
 # one JSON text in `extra`)
 COLUMNS: tuple[Column, ...] = tuple(c for c in RESULT_SCHEMA if c.where == "file")
 STORED: tuple[str, ...] = STORED_COLUMNS

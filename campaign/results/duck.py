@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import JSON, Enum, select
 
-from campaign.ledger import Campaign, Ledger, ResultFile, files, result_schema
+from campaign.ledger import Campaign, Ledger, ResultFile, file_scan, files, result_schema
 from campaign.ledger.models import Base
 
 
@@ -35,9 +35,9 @@ def connect(led: Ledger) -> Any:
         con.register("_empty", result_schema.arrow_schema().empty_table())
     # (a view takes no parameters: the paths as an SQL list of text)
     listed = "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
-    relation = files.scan_sql().replace("$files", listed) if paths else "(SELECT *, NULL::BIGINT AS file_index FROM _empty)"
-    # each row's extra object as JSON text, whichever column of its file holds it (files.EXTRA_SQL)
-    con.execute(f"CREATE VIEW result AS SELECT * EXCLUDE (extras, file_index) REPLACE ({files.EXTRA_SQL} AS extra) FROM {relation}")
+    relation = file_scan.scan_sql().replace("$files", listed) if paths else "(SELECT *, NULL::BIGINT AS file_index FROM _empty)"
+    # each row's extra object as JSON text, whichever column of its file holds it (file_scan.EXTRA_SQL)
+    con.execute(f"CREATE VIEW result AS SELECT * EXCLUDE (extras, file_index) REPLACE ({file_scan.EXTRA_SQL} AS extra) FROM {relation}")
     return con
 
 

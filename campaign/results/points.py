@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from campaign.ledger import Ledger, files
+from campaign.ledger import Ledger, file_scan, files
 from campaign.results import scan
 from campaign.results.latest import Superseded, holder
 from campaign.results.latest import find as superseded
@@ -34,7 +34,7 @@ _EXPR = {"params": "coalesce(f.params, '')"}
 # taken from a point's fastest repeat, as summarize does
 _FIRST = "{'flops': f.flops, 'bytes': f.bytes, 'alloc_cpus': a.alloc_cpus}"
 _HUGE = 1e300  # times above it take the row path (see _aggregate)
-# a row of more than one rank or node (the typed columns, an older file's mapped by files.scan_sql: a row
+# a row of more than one rank or node (the typed columns, an older file's mapped by file_scan.scan_sql: a row
 # that says 1 is one of the row path's too), or of a figure of merit
 _NAMES_SCALE = " OR ".join(f"coalesce(f.{k}, 1) <> 1" for k in SCALE_COLUMNS)
 _ROW_BY_ROW = f"f.params LIKE '%metric=%' OR f.metric IS NOT NULL OR {_NAMES_SCALE}"
@@ -88,7 +88,7 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
                    max(f.t) AS top, bool_or({_ROW_BY_ROW}) AS row_by_row
             FROM (SELECT *, coalesce(time_s, 'NaN'::DOUBLE) AS t,
                          (coalesce(time_s, 'NaN'::DOUBLE), file_index, file_row_number) AS o
-                  FROM {files.scan_sql("file_index, file_row_number")}) f
+                  FROM {file_scan.scan_sql("file_index, file_row_number")}) f
                  JOIN attempts a USING (attempt_id)
             GROUP BY ALL""", {"files": paths})
         # (beyond HUGE, 0.5 * (a + b) overflows where the row path's arithmetic might not: the row path)

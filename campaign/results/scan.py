@@ -1,6 +1,6 @@
 """The one read of result rows, job and imported alike: the pointers the
 filters select (in the ledger), their files checked against their hashes, the
-rows through DuckDB (campaign.ledger.files.read), each row given its
+rows through DuckDB (campaign.ledger.file_scan.read), each row given its
 attempt's ledger values (none for an imported row).
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import String, or_, select, type_coerce
 from sqlalchemy.orm import Session
 
-from campaign.ledger import Campaign, JobAttempt, ResultFile, Run, files
+from campaign.ledger import Campaign, JobAttempt, ResultFile, Run, file_scan, files
 from campaign.plumbing.states import JobState
 from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, attempt_filter
 from resultschema.columns import LIFTED_COLUMNS, SCALE_COLUMNS, SCALE_DEFAULT
@@ -126,7 +126,7 @@ def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None,
     names = [*EXPORT_COLUMNS, "gpus", "source", *ledger, *(("_extra" if n == "extra" else n) for n in last)]
     if not paths:
         return pd.DataFrame(columns=names)
-    table = files.read(files.verified(paths), [*columns, "attempt_id"], cluster)
+    table = file_scan.read(files.verified(paths), [*columns, "attempt_id"], cluster)
     # a file holds the rows of one ingest batch: keep the selected attempts' rows (and the imported ones), in file order
     selected = np.asarray(ids, dtype=np.int64)
     order = np.argsort(selected, kind="stable")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from campaign.ledger import Ledger, files
+from campaign.ledger import Ledger, file_scan, files
 from campaign.ledger import queries as q
 from campaign.ledger.result_schema import SCHEMA_VERSION, arrow_schema
 from campaign.plumbing.errors import BadInputError
@@ -167,8 +167,8 @@ def results(led: Ledger, campaign: str | None = None) -> Export:
                        **{name: pa.array([values[name][i] for i in first]) for name in scan.LEDGER}})
     source.register("_ledger", ledger)
     types = {c: _SQL_TYPES[BY_NAME[c].kind] for c in EXPORT_COLUMNS}
-    # a file's rows in the current schema (files.scan_sql: an older file's mapped onto it)
-    rows = {current: files.scan_sql("file_row_number", current) for current in (False, True)}
+    # a file's rows in the current schema (file_scan.scan_sql: an older file's mapped onto it)
+    rows = {current: file_scan.scan_sql("file_row_number", current) for current in (False, True)}
     # each file's keys (one pass over its extras column: cheap beside a look per key and row) and params texts
     look = (f"SELECT count(r.\"extra\") > 0, list_distinct(flatten(list(map_keys(r.extras)))), "
             f"list_distinct(list({_column_sql('params', _Keys())})) FROM {rows[False]} r")
@@ -205,7 +205,7 @@ def results(led: Ledger, campaign: str | None = None) -> Export:
 
 
 def _current(path: str) -> bool:
-    """The file is of the current schema (its footer says so): nothing of it to map (files.scan_sql)."""
+    """The file is of the current schema (its footer says so): nothing of it to map (file_scan.scan_sql)."""
     import pyarrow.parquet as pq
 
     found = (pq.read_schema(path).metadata or {}).get(b"campaign.ledger.result_schema", b"0")

@@ -20,7 +20,7 @@ from sqlalchemy import select
 
 from bench.finished_jobs import build
 from campaign import api
-from campaign.ledger import Ledger, ResultFile, files
+from campaign.ledger import Ledger, ResultFile, file_scan, files
 from campaign.ledger.result_schema import LedgerColumns
 from campaign.plumbing.states import JobState
 from campaign.results import duck
@@ -83,7 +83,7 @@ def test_extra_objects_round_trip_whatever_their_values(tmp_path: Path) -> None:
                                LedgerColumns(4, {"n": [1, 2, 3, 4]}, extra_rows=dicts)]):
         path = tmp_path / f"{n}.parquet"
         pq.write_table(block.table(), path)
-        read = files.read([str(path)], ["n", "extra"]).to_pylist()
+        read = file_scan.read([str(path)], ["n", "extra"]).to_pylist()
         objects = [json.loads(r["extra"]) if r["extra"] else None for r in read]
         assert repr(objects) == repr(block.extra_dicts())  # (NaN compared by its repr)
         if n == 0:

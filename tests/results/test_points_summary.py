@@ -122,7 +122,7 @@ def _plant_extra(path: Path, extra: dict[str, str] | str, schema: int) -> None:
 def test_rows_of_several_ranks_take_the_row_path(tmp_path: Path, key: str, schema: int) -> None:
     """A row of an older file naming its own ranks or nodes, in the MAP column
     `extras` (schema 2) or in the JSON text `extra` (schema 1), is read as
-    such (files.scan_sql): more than one takes the row path (the points path
+    such (file_scan.scan_sql): more than one takes the row path (the points path
     pools by the group columns only); one gives the row path's numbers."""
     path = tmp_path / "ledger.sqlite"
     _hostile(path)

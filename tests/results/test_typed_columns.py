@@ -2,7 +2,7 @@
 are typed columns of the file (resultschema.columns LIFTED_COLUMNS), typed
 when the rows are stored whichever form the extra object came in; a file of
 schema 1 or 2 (the same values as text in its extra object) is read onto the
-same columns by the one scan (files.scan_sql); grid parameters are typed
+same columns by the one scan (file_scan.scan_sql); grid parameters are typed
 columns of `campaign results`."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from campaign.ledger import Ledger, files
+from campaign.ledger import Ledger, file_scan
 from campaign.ledger.result_schema import SCHEMA_VERSION, LedgerColumns
 from campaign.results import grid
 from resultschema.columns import LIFTED_COLUMNS
@@ -46,7 +46,7 @@ def test_lifted_columns_are_typed_whatever_form_the_extra_object_came_in(tmp_pat
         assert got == WANT, kind  # NaN is no value; a row that says no shape: 1 rank on 1 node
         path = tmp_path / f"{kind}.parquet"
         pq.write_table(table, path)
-        read = files.read([str(path)], ["n", "extra", *LIFTED_COLUMNS]).to_pylist()
+        read = file_scan.read([str(path)], ["n", "extra", *LIFTED_COLUMNS]).to_pylist()
         assert [json.loads(r["extra"]) if r["extra"] else None for r in read] == [{"note": "x"}, None, None]
 
 
@@ -78,7 +78,7 @@ def test_an_older_file_reads_onto_the_same_columns(tmp_path: Path) -> None:
         _older(table, schema, paths[-1])
     current = tmp_path / "v3.parquet"
     pq.write_table(table, current)
-    read = files.read([str(p) for p in (*paths, current)], list(WANT))
+    read = file_scan.read([str(p) for p in (*paths, current)], list(WANT))
     for k, want in WANT.items():
         assert read[k].to_pylist() == want * 3, k
     assert read.schema.field("value").type == pa.float64() and read.schema.field("ranks").type == pa.int64()
