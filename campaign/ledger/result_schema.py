@@ -31,6 +31,9 @@ SCHEMA_VERSION = 3  # of the Parquet files; recorded in each pointer (ledger: re
 # (LIFTED_COLUMNS), ranks/nodes/gpus filled from the run's spec (2 and 1: text in the extra object, read
 # through campaign.ledger.file_scan.scan_sql); 2: the extra objects of text as the MAP column `extras` (1: every
 # one JSON text in `extra`)
+# a file's footer says what its rows' extra objects hold (the MAP's keys; any JSON text), so a reader
+# that looks a key up in each row (campaign results) knows without a pass over the file
+EXTRA_KEYS, EXTRA_JSON = "campaign.ledger.extra_keys", "campaign.ledger.extra_json"
 COLUMNS: tuple[Column, ...] = tuple(c for c in RESULT_SCHEMA if c.where == "file")
 STORED: tuple[str, ...] = STORED_COLUMNS
 # the measured columns (what `campaign results` and the analysis read of each row)
@@ -142,7 +145,11 @@ class LedgerColumns:
             if "params" in whole.extras.column_names:
                 cols["params"] = whole.extras["params"]
         schema = arrow_schema()
-        return pa.table([cols.get(f.name, pa.nulls(n, f.type)) for f in schema], schema=schema)
+        keys = [] if whole.extra_rows is not None else list(whole.extras.column_names)
+        has_json = whole.extra_rows is not None and any(whole.extra_rows)
+        footer = {**schema.metadata, EXTRA_KEYS.encode(): json.dumps(keys).encode(),
+                  EXTRA_JSON.encode(): b"1" if has_json else b"0"}
+        return pa.table([cols.get(f.name, pa.nulls(n, f.type)) for f in schema], schema=schema.with_metadata(footer))
 
 
 _ROWS = "__rows"  # the column of a table of none (it keeps the row count)

@@ -19,6 +19,7 @@ its type in every format.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -29,11 +30,12 @@ from typing import IO, Any
 
 from campaign.ledger import Ledger, file_scan, files
 from campaign.ledger import queries as q
-from campaign.ledger.result_schema import SCHEMA_VERSION, arrow_schema
+from campaign.ledger.result_schema import EXTRA_JSON, EXTRA_KEYS, SCHEMA_VERSION, arrow_schema
 from campaign.plumbing.errors import BadInputError
 from campaign.results import scan
+from campaign.results.attach import KEY, Attach
 from campaign.results.grid import grid
-from resultschema.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA, SCALE_COLUMNS, SCALE_DEFAULT
+from resultschema.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA
 
 # (name, type in JSON, meaning): resultschema.columns' exported columns; the README table is made of them.
 RESULT_COLUMNS: tuple[tuple[str, str, str], ...] = tuple((c.name, c.json, c.meaning) for c in RESULT_SCHEMA if c.json)
@@ -42,7 +44,7 @@ _SQL_TYPES = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "object": "
 # schema ranks, nodes and the figure too)
 _PROMOTED = tuple(c.name for c in RESULT_SCHEMA if (c.json and c.where == "extra") or c.lifted) + ("params",)
 BATCH_ROWS = 65_536  # rows a streamed format holds at once
-# DuckDB's memory for the export (its sort into stored order spills past it, to a temporary folder)
+# DuckDB's memory for the export (past it, DuckDB spills to a temporary folder)
 MEMORY_LIMIT = "1GB"
 
 
@@ -73,6 +75,7 @@ class _Keys:
 
     json: bool = True
     keys: frozenset[str] | None = None  # None: not known (every key looked up)
+    current: bool = False  # a file of the current schema: its `params` column is the row's params
 
     def has(self, key: str) -> bool:
         return self.keys is None or key in self.keys
@@ -123,22 +126,14 @@ def _extra_object(found: _Keys) -> str:
 
 
 def _column_sql(name: str, found: _Keys) -> str:
-    """The SQL of one export column over a file row `r` and its ledger row `k` (scan.LEDGER)."""
+    """The SQL of one export column a file row `r` gives (the ledger's: campaign.results.attach)."""
     col = BY_NAME[name]
     if name == "extra":
         return _extra_object(found)
     if name == "params":
-        return f"coalesce({_extra('params', found)}, r.params, '')"
-    if name in SCALE_COLUMNS:  # scan.shape's rule: the row's (every row of schema 3), else its run's planned shape
-        nodes, per_node = (f"k.{p}" for p in scan.PLANNED_SCALE)
-        planned = nodes if name == "nodes" else f"{nodes} * {per_node}"
-        return f"coalesce(r.{name}, {planned}, {SCALE_DEFAULT})"
+        return "coalesce(r.params, '')" if found.current else f"coalesce({_extra('params', found)}, r.params, '')"
     if col.where == "extra":
         return _number(_extra(name, found), col.kind) if col.kind in ("int", "float") else _extra(name, found)
-    if name == "replicate":  # replicate 0 is every row of an unreplicated run; imported rows have none
-        return "CASE WHEN k.attempt IS NOT NULL THEN coalesce(k.replicate, 0) END"
-    if col.where == "ledger":
-        return f"k.{name}"
     return _number(f"r.{name}", col.kind) if col.kind == "float" else f"r.{name}"
 
 
@@ -148,10 +143,10 @@ def results(led: Ledger, campaign: str | None = None) -> Export:
     grid parameter of the rows' params (campaign.results.grid). An unknown campaign is a
     BadInputError; a changed or missing result file a LedgerError (files.verified).
 
-    Each file is one query (its rows joined to their attempts' ledger rows,
-    sorted back into the file's order: a parallel hash join keeps no order),
-    the files' rows streamed in file order into the writing connection: a
-    sort of one file's rows, never of all of them, and flat memory."""
+    Each file is one scan, its rows streamed in their stored order, each batch
+    given its attempts' ledger columns and its grid columns in Arrow
+    (campaign.results.attach), into the writing connection: no sort, flat
+    memory."""
     import duckdb
     import pyarrow as pa
 
@@ -161,55 +156,53 @@ def results(led: Ledger, campaign: str | None = None) -> Export:
         paths, ids, values = scan.pointers(s, campaign, False, None, led.results_root)
     names = files.verified(paths)
     source = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": tempfile.gettempdir()})
-    # one ledger row per key (an attempt, or an imported file's place: scan.row_keys), the first pointer's
-    first = list({key: i for i, key in reversed(list(enumerate(ids)))}.values())
-    ledger = pa.table({"key": pa.array([ids[i] for i in first], pa.int64()),
-                       **{name: pa.array([values[name][i] for i in first]) for name in scan.LEDGER}})
-    source.register("_ledger", ledger)
     types = {c: _SQL_TYPES[BY_NAME[c].kind] for c in EXPORT_COLUMNS}
+    own = [c for c in EXPORT_COLUMNS if BY_NAME[c].where != "ledger"]  # the rest: the ledger's (attach)
     # a file's rows in the current schema (file_scan.scan_sql: an older file's mapped onto it)
-    rows = {current: file_scan.scan_sql("file_row_number", current) for current in (False, True)}
-    # each file's keys (one pass over its extras column: cheap beside a look per key and row) and params texts
-    look = (f"SELECT count(r.\"extra\") > 0, list_distinct(flatten(list(map_keys(r.extras)))), "
-            f"list_distinct(list({_column_sql('params', _Keys())})) FROM {rows[False]} r")
-    found: list[tuple[_Keys, bool]] = []
-    texts: list[str] = []
-    for name in names:
-        [(has_json, keys, params)] = source.sql(look, params={"files": [name]}).fetchall()
-        found.append((_Keys(bool(has_json), None if keys is None else frozenset(keys)), _current(name)))
-        texts += params or []
+    rows = {current: file_scan.scan_sql("file_index", current) for current in (False, True)}
+    found = [_keys(source, name, rows[False]) for name in names]
+    texts = [t for name, keys in zip(names, found, strict=True) for (t,) in source.sql(
+        f"SELECT DISTINCT {_column_sql('params', keys)} FROM {rows[keys.current]} r", params={"files": [name]}
+    ).fetchall()]
     made = grid(texts, EXPORT_COLUMNS)
     columns = [*EXPORT_COLUMNS, *(column for column, _ in made.columns.values())]
     types.update(made.columns.values())
-    source.register("_grid", made.table())
-    join = "LEFT JOIN _grid g ON g.params = {params}" if made.columns else ""
 
-    def one(found: _Keys, relation: str = rows[False]) -> str:
-        select = ", ".join([*(f'CAST({_column_sql(c, found)} AS {types[c]}) AS "{c}"' for c in EXPORT_COLUMNS),
-                            *(f'g."{column}"' for column, _ in made.columns.values())])
-        return (f"SELECT {select} FROM {relation} r JOIN _ledger k ON k.key = coalesce(r.attempt_id, -1 - $index) "
-                f"{join.format(params=_column_sql('params', found))} ORDER BY r.file_row_number")
+    def one(found: _Keys, relation: str) -> str:
+        select = [f'CAST({_column_sql(c, found)} AS {types[c]}) AS "{c}"' for c in own]
+        return f"SELECT {', '.join(select)}, coalesce(r.attempt_id, -1 - $index) AS {KEY} FROM {relation} r"
 
     # (no file: the columns' types from a relation of none)
-    source.register("_typed", arrow_schema().empty_table().append_column("file_row_number", pa.array([], pa.int64())))
-    schema = source.sql(one(_Keys(), "_typed").replace("$index", "0")).to_arrow_table().schema
+    source.register("_typed", arrow_schema().empty_table().append_column("file_index", pa.array([], pa.int64())))
+    mine = source.sql(one(_Keys(), "_typed").replace("$index", "0")).to_arrow_table().schema
+    attach = Attach.make(ids, values, made.table())
+    theirs = {f.name: f for f in attach.fields([c for c in EXPORT_COLUMNS if c not in own])}
+    schema = pa.schema([mine.field(c) if c in own else theirs[c] for c in EXPORT_COLUMNS] + list(attach.grid.schema))
 
     def batches() -> Iterator[Any]:
-        for index, (name, (keys, current)) in enumerate(zip(names, found, strict=True)):
-            yield from source.sql(one(keys, rows[current]), params={"files": [name], "index": index}
-                                  ).to_arrow_reader(BATCH_ROWS)
+        for index, (name, keys) in enumerate(zip(names, found, strict=True)):
+            # (no ORDER BY: a scan keeps the file's order, DuckDB's preserve_insertion_order)
+            for batch in source.sql(one(keys, rows[keys.current]), params={"files": [name], "index": index}
+                                    ).to_arrow_reader(BATCH_ROWS):
+                yield attach.batch(batch, columns, schema)
 
     con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": tempfile.gettempdir()})
     con.register("_rows", pa.RecordBatchReader.from_batches(schema, batches()))
     return Export(con, "SELECT * FROM _rows", columns, types, source)
 
 
-def _current(path: str) -> bool:
-    """The file is of the current schema (its footer says so): nothing of it to map (file_scan.scan_sql)."""
+def _keys(con: Any, path: str, relation: str) -> _Keys:
+    """What a file's extra objects hold: its footer says so from schema 3 on (LedgerColumns.table),
+    else one pass over the file's extras column (cheap beside a look per key and row)."""
     import pyarrow.parquet as pq
 
-    found = (pq.read_schema(path).metadata or {}).get(b"campaign.ledger.result_schema", b"0")
-    return int(found) >= SCHEMA_VERSION
+    meta = pq.read_schema(path).metadata or {}
+    said, has_json = meta.get(EXTRA_KEYS.encode()), meta.get(EXTRA_JSON.encode())
+    if int(meta.get(b"campaign.ledger.result_schema", b"0")) >= SCHEMA_VERSION and said is not None:
+        return _Keys(has_json == b"1", frozenset(json.loads(said)), current=True)
+    look = f"SELECT count(r.\"extra\") > 0, list_distinct(flatten(list(map_keys(r.extras)))) FROM {relation} r"
+    [(has_json, keys)] = con.sql(look, params={"files": [path]}).fetchall()
+    return _Keys(bool(has_json), None if keys is None else frozenset(keys))
 
 
 def frame_export(frame: Any) -> Export:
