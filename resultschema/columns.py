@@ -139,7 +139,6 @@ OPTIONAL_COLUMNS = _names(lambda c: c.imported == OPTIONAL and c.where == "file"
 KERNEL_COLUMNS = _names(lambda c: c.kernel == REQUIRED)  # what a kernel program's CSV must carry
 RULE_COLUMNS = _names(lambda c: c.rule)  # a CSV cell typed and checked (the rest is kept as text in `extra`)
 SCALE_COLUMNS = _names(lambda c: c.rule and c.shape)  # ranks, nodes: checked in the CSV, one world per launch
-SHAPE_COLUMNS = _names(lambda c: c.shape)  # ranks, nodes, gpus: the row's, else its run's spec
 SCALE_DEFAULT = 1  # ranks and nodes of a row that does not say, of no run that does (imported rows)
 LIFTED_COLUMNS = _names(lambda c: c.lifted)  # file columns a CSV gives among its extra columns
 STORED_COLUMNS = _names(lambda c: c.where == "file")  # a result file's columns, in file order

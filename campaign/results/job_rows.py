@@ -63,7 +63,7 @@ def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
 
 
 def planned_shapes(s: Session, attempt_ids: list[int]) -> dict[int, dict[str, int | None]]:
-    """Each attempt's run's shape as its spec planned it (SHAPE_COLUMNS: srun under --nodes N
+    """Each attempt's run's shape as its spec planned it (the `shape` columns: srun under --nodes N
     --ntasks-per-node R runs exactly N nodes and N x R ranks; `gpus` per node): what a row that
     does not say ran on. A spec planned before shapes has none (its rows: 1 rank on 1 node)."""
     spec = Run.spec
