@@ -51,9 +51,9 @@ class Attach:
 
         return [pa.field(c, getattr(pa, _ARROW[BY_NAME[c].kind])()) for c in ledger_columns]
 
-    def batch(self, rows: Any, columns: list[str], schema: Any) -> Any:
+    def batch(self, rows: Any, schema: Any) -> Any:
         """The batch of a file's rows (its own columns, KEY and `params`) as `schema`'s batch:
-        `columns` in order, the ledger's where the rows have none, then the grid's."""
+        in its order, the ledger's columns where the rows have none, then the grid's."""
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc

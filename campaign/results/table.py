@@ -1,18 +1,22 @@
 """`campaign results`: every result row with its campaign and attempt, in one
-fixed column set (README: "results columns"), typed, written by DuckDB.
+fixed column set (README: "results columns"), typed, written by DuckDB, then a
+typed column per grid parameter of the rows (campaign.results.grid).
 
 Why fixed: scripts read the export by column name; a column set that changes
-with the filter or with the kernels in the ledger breaks them. A program's
+with the filter or with the kernels in the ledger breaks them (the grid
+columns follow the runs' own grids: a script that sweeps `block` reads
+`block`). A program's
 figure of merit is the long form `metric, value, unit, higher_is_better`
 (one row per figure, as the program's rows hold it: docs/results.md), typed
 columns that pandas, DuckDB and polars read without parsing JSON; columns
 only some kernels write (l2_flush, backend, ff, ...) travel in `extra`, one
 JSON object per row, with numbers as numbers.
 
-Why DuckDB end to end: the rows are read from the result files and joined to
-the ledger's columns of their attempts in SQL, and written by DuckDB (Parquet
-to a file) or streamed a batch at a time (CSV, JSON, table), so memory stays
-flat however many rows there are: no Python object per row. Every column is
+Why DuckDB and Arrow end to end: the rows are read from the result files by
+DuckDB, given the ledger's columns of their attempts in Arrow a batch at a time
+(campaign.results.attach), and written by DuckDB (Parquet to a file) or
+streamed a batch at a time (CSV, JSON, table), so memory stays flat however
+many rows there are: no Python object per row. Every column is
 cast to its type from resultschema.columns, so a column empty in every row keeps
 its type in every format.
 """
@@ -184,7 +188,7 @@ def results(led: Ledger, campaign: str | None = None) -> Export:
             # (no ORDER BY: a scan keeps the file's order, DuckDB's preserve_insertion_order)
             for batch in source.sql(one(keys, rows[keys.current]), params={"files": [name], "index": index}
                                     ).to_arrow_reader(BATCH_ROWS):
-                yield attach.batch(batch, columns, schema)
+                yield attach.batch(batch, schema)
 
     con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": tempfile.gettempdir()})
     con.register("_rows", pa.RecordBatchReader.from_batches(schema, batches()))
