@@ -25,11 +25,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.frames import present
+from resultschema.columns import DIMENSIONS, SCALE_COLUMNS, SCALE_DEFAULT
 
-# A run's dimensions, in the order a point is named: every one tells points apart (never pooled).
-DIMENSIONS = ("cluster", "partition", "kernel", "impl", "variant", "dtype", "device", "d", "params",
-              "nodes", "ranks", "gpus", "threads", "n")
-SCALE_DEFAULTS = {"nodes": 1, "ranks": 1}  # a row that does not say ran on one node, one rank
+# A run's dimensions (resultschema.columns), in the order a point is named: every one tells points apart.
+SCALE_DEFAULTS = dict.fromkeys(SCALE_COLUMNS, SCALE_DEFAULT)  # a row that does not say ran on one node, one rank
 TIME = "time_s"
 VALUE_COLUMNS = ("metric", "value", "unit", "higher_is_better")
 FIXED = "fixed_duration"  # the row's extra key a fixed-duration program's rows carry (campaign.job.fom)

@@ -48,7 +48,8 @@ def files_of(ledger: Path) -> list[str]:
 
 
 def child(argv: list[str]) -> dict[str, float]:
-    """Wall seconds and peak RSS (MB, this child's own: wait4) of one child process."""
+    """Wall seconds, CPU seconds (user + system, every thread) and peak RSS (MB) of one child
+    process, its own (wait4): on a shared machine the CPU seconds are what the load does not change."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL, cwd=REPO)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -56,7 +57,7 @@ def child(argv: list[str]) -> dict[str, float]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
         raise SystemExit(f"{argv[:4]}... exited {proc.returncode}")
-    return {"s": wall, "peak_mb": usage.ru_maxrss / 1024}
+    return {"s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024}
 
 
 def first_line(ledger: Path) -> dict[str, float]:
@@ -91,6 +92,9 @@ def main() -> None:
         out["rows_copied"] = pq.ParquetFile(f"{tmp}/copy.parquet").metadata.num_rows
     for key in ("results_parquet", "duckdb_copy"):
         out[f"{key}_median_s"] = statistics.median(r[key]["s"] for r in out["runs"])
+        out[f"{key}_median_cpu_s"] = statistics.median(r[key]["cpu_s"] for r in out["runs"])
+        out[f"{key}_peak_mb"] = max(r[key]["peak_mb"] for r in out["runs"])
+    out["ratio_median"] = statistics.median(r["results_parquet"]["s"] / r["duckdb_copy"]["s"] for r in out["runs"])
     out["jobs_first_line_median_s"] = statistics.median(r["jobs_head"]["first_s"] for r in out["runs"])
     out["jobs_last_line_median_s"] = statistics.median(r["jobs_head"]["last_s"] for r in out["runs"])
     out["load_after"] = os.getloadavg()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from campaign.ledger import Ledger
@@ -18,7 +19,10 @@ from campaign.ledger.result_schema import LedgerColumns
 from campaign.planning.plan import RunSpec
 
 
-def build(path: Path, *, campaigns: int, runs: int, rows_per_attempt: int, seed: int = 0) -> dict[str, int]:
+def build(path: Path, *, campaigns: int, runs: int, rows_per_attempt: int, seed: int = 0,
+          shape: Callable[[int], tuple[int, int]] | None = None) -> dict[str, int]:
+    """`shape`: each run's (nodes, ranks per node) by its id (default one rank on one node), as its spec
+    plans it and its rows record it (the sync fills them from the spec)."""
     led = Ledger(path)
     led.close()
     rng = random.Random(seed)
@@ -41,10 +45,12 @@ def build(path: Path, *, campaigns: int, runs: int, rows_per_attempt: int, seed:
             attempt_id += 1
             threads = 1 + r % 16
             variant = ("naive", "memopt")[r % 2]
+            nodes, per_node = shape(run_id) if shape else (1, 1)
             spec = RunSpec(cluster="local", partition="cpu", kernel="attention_forward", impl="c", variant=variant,
                            device="cpu", dtype="fp32", threads=threads, gpus=0, n=tuple(sizes), d=64,
                            repeats=repeats, warmup=0, check=False, walltime_min=10, mem_gb=None,
-                           argv=("attention_forward_c",), extra_args=(("tag", str(r // 32)),)).to_json()
+                           argv=("attention_forward_c",), extra_args=(("tag", str(r // 32)),), nodes=nodes,
+                           ranks_per_node=per_node).to_json()
             run_rows.append((run_id, c, f"{run_id:016x}", "attention_forward", "c", variant, "cpu", "cpu", "fp32",
                              threads, 0, json.dumps(spec), "2026-12-01 00:00:00"))
             att_rows.append((attempt_id, run_id, 1, "local", f"{attempt_id}", "COMPLETED", f"/tmp/a{attempt_id}",
@@ -57,7 +63,8 @@ def build(path: Path, *, campaigns: int, runs: int, rows_per_attempt: int, seed:
                       "repeat": list(range(repeats)) * len(sizes), "job_id": [str(attempt_id)] * length,
                       "time_s": [1e-6 * n * (1 + 0.01 * rng.random()) / threads for n in sizes for _ in range(repeats)]}
             extras = {"params": [f"tag={r // 32}"] * length, "first_call_s": ["0.1"] * length}
-            tables.append(LedgerColumns(length, values, extras))
+            tables.append(LedgerColumns(length, values, extras,
+                                        consts={"nodes": nodes, "ranks": nodes * per_node, "gpus": 0}))
         # one file per campaign of 100,000-row ingest batches, as sync writes them
         res_rows = []
         for start in range(0, len(tables), max(1, 100_000 // max(1, tables[0].length))):

@@ -6,7 +6,7 @@ Everything else is derived from `RESULT_SCHEMA`: the Arrow schema of the
 result files (campaign.ledger.result_schema), the kernel CSV contract and the
 import columns (analysis.rules checks both), the natural key
 (campaign.results.keys), `campaign results`' fixed columns and the tables of
-README.md, docs/results.md and docs/contracts.md (tests/docs check them).
+README.md, docs/results.md and docs/contracts.md (resultschema.doc_tables makes them; tests check them).
 Adding a result column is one `Column(...)` line here. Kept free of pandas
 and pyarrow: `status` and the job side read it without their import cost.
 """
@@ -22,7 +22,7 @@ REQUIRED, OPTIONAL = "required", "optional"
 class Column:
     name: str
     kind: str  # "int", "float", "text" (Arrow int64 / float64 / string), "object" (JSON text), "map" (of text)
-    # or "bool" (an exported column only)
+    # or "bool" (Arrow bool)
     meaning: str
     json: str = ""  # its type in `campaign results` ("" = not one of its columns)
     where: str = "file"  # "file": a column of the result file; "extra": a key of the row's extra object;
@@ -35,6 +35,11 @@ class Column:
     allow_nan: bool = False  # floats: a blank cell or "nan" is a missing value
     key: bool = False  # part of a row's natural key (configuration, n, repeat)
     tool: bool = False  # a column the tool driver (campaign.job.fom) writes into a tool-driven program's CSV
+    # A file column that a program's CSV gives as one of its extra columns (text, or checked as a number
+    # and kept as text by the reader): typed into its own column when the rows are stored
+    # (campaign.ledger.result_schema), read out of the extra object of a file of an older schema.
+    lifted: bool = False
+    shape: bool = False  # the run's shape (nodes, ranks, gpus): filled from its spec where the row does not say
     # Positions, where an order is older than this table and must not change:
     measured: int = 0  # in an imported row's natural key (a hash: reordering would change every key)
     group: int = 0  # among the columns identifying a configuration (1-6 always, more when present)
@@ -64,11 +69,14 @@ RESULT_SCHEMA: tuple[Column, ...] = (
            group=7, tool=True),
     Column("params", "text", "the run's extra program arguments, e.g. a=32,h=2560 (\"\" = none)", _TXT, group=9),
     Column("threads", "int", "OpenMP/torch threads", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=1, key=True, tool=True),
-    Column("ranks", "int", "MPI/torch ranks of the run in all (1: one process; kept in the row's extra object)",
-           _INT, where="extra", kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=10),
-    Column("nodes", "int", "distinct hosts the ranks ran on (1 where the row does not say)", _INT, where="extra",
-           kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=11),
-    Column("n", "int", "problem size (sequence length)", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=1,
+    Column("ranks", "int", "MPI/torch ranks of the run in all: the row's, else its run's planned ranks, else 1",
+           _INT, kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=10, lifted=True, shape=True),
+    Column("nodes", "int", "distinct hosts the ranks ran on: the row's, else its run's planned nodes, else 1", _INT,
+           kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=11, lifted=True, shape=True),
+    Column("gpus", "int", "GPUs per node the run asked for (its `gpus`; 0 on a CPU run); null for imported rows "
+           "and rows stored before the column", f"{_INT} or null", lifted=True, shape=True),
+    Column("n", "int", "problem size (sequence length); null for a program without one", f"{_INT} or null",
+           kernel=REQUIRED, imported=REQUIRED, minimum=1,
            key=True, tool=True),
     Column("d", "int", "head dimension", f"{_INT} or null", kernel=OPTIONAL, imported=OPTIONAL, minimum=1, key=True,
            group=8, tool=True),
@@ -79,11 +87,12 @@ RESULT_SCHEMA: tuple[Column, ...] = (
            f"{_NUM} or null", where="extra", unit="s"),
     Column("metric", "text", "the figure of merit the row measures, for a program that reports one "
            "(docs/byob.md: one row per figure and repeat); null on rows of time alone", f"{_TXT} or null",
-           where="extra", tool=True),
-    Column("value", "float", "the figure's value, in `unit`", f"{_NUM} or null", where="extra", tool=True),
-    Column("unit", "text", "the figure's unit, as the program's YAML names it", f"{_TXT} or null", where="extra", tool=True),
+           tool=True, lifted=True),
+    Column("value", "float", "the figure's value, in `unit`", f"{_NUM} or null", tool=True, lifted=True),
+    Column("unit", "text", "the figure's unit, as the program's YAML names it", f"{_TXT} or null", tool=True,
+           lifted=True),
     Column("higher_is_better", "bool", "the figure's direction: true for a rate, false for a time",
-           "boolean or null", where="extra", tool=True),
+           "boolean or null", tool=True, lifted=True),
     Column("rel_err", "float", "relative error against the float64 reference (with --check)", f"{_NUM} or null",
            kernel=OPTIONAL, imported=OPTIONAL, allow_nan=True, measured=4),
     Column("flops", "float", "floating-point operations, when the row gives them", f"{_NUM} or null",
@@ -105,7 +114,7 @@ RESULT_SCHEMA: tuple[Column, ...] = (
     Column("source", "text", "\"job\" or the imported file", _TXT),
     Column("extra", "object", "every other column of the row, as one JSON object (params included; numbers "
            "typed in `campaign results`)", "object"),
-    Column("extras", "map", "in a result file (schema 2): the extra object of a row whose values are all text, "
+    Column("extras", "map", "in a result file (schema 2 on): the extra object of a row whose values are all text, "
            "as a map of text (read as `extra`, which then holds only the other rows' objects)"),
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in RESULT_SCHEMA}
@@ -129,11 +138,15 @@ REQUIRED_COLUMNS = _names(lambda c: c.imported == REQUIRED)  # what an imported 
 OPTIONAL_COLUMNS = _names(lambda c: c.imported == OPTIONAL and c.where == "file")
 KERNEL_COLUMNS = _names(lambda c: c.kernel == REQUIRED)  # what a kernel program's CSV must carry
 RULE_COLUMNS = _names(lambda c: c.rule)  # a CSV cell typed and checked (the rest is kept as text in `extra`)
-SCALE_COLUMNS = _names(lambda c: c.rule and c.where == "extra")  # ranks, nodes: checked, kept in `extra`
-SCALE_DEFAULT = 1
+SCALE_COLUMNS = _names(lambda c: c.rule and c.shape)  # ranks, nodes: checked in the CSV, one world per launch
+SCALE_DEFAULT = 1  # ranks and nodes of a row that does not say, of no run that does (imported rows)
+LIFTED_COLUMNS = _names(lambda c: c.lifted)  # file columns a CSV gives among its extra columns
 STORED_COLUMNS = _names(lambda c: c.where == "file")  # a result file's columns, in file order
 EXPORT_COLUMNS = _names(lambda c: bool(c.json))  # `campaign results`, in this order
 KEY_COLUMNS = _names(lambda c: c.key)
+# a run's dimensions (every one tells points apart: analysis.metric_frame), in the order a point is named
+DIMENSIONS = ("cluster", "partition", "kernel", "impl", "variant", "dtype", "device", "d", "params", "nodes", "ranks",
+              "gpus", "threads", "n")
 MEASURED_COLUMNS = tuple(c.name for c in sorted((c for c in RESULT_SCHEMA if c.measured), key=lambda c: c.measured))
 _GROUPS = tuple(c.name for c in sorted((c for c in RESULT_SCHEMA if c.group), key=lambda c: c.group))
 BASE_GROUP_COLUMNS = _GROUPS[:6]  # one measured configuration; `threads` and `n` are its swept axes
@@ -148,22 +161,5 @@ PARTITION_COLUMNS: tuple[str, ...] = (
 TOLERANCE: dict[str, float] = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 2e-2, "fp64": 1e-10}
 
 
-def markdown(columns: tuple[str, ...], titles: dict[str, str]) -> str:
-    """A docs table of these columns, one field of Column per title (README.md,
-    docs/results.md and docs/contracts.md hold tables made by `doc_tables`)."""
-    lines = ["| column | " + " | ".join(titles) + " |", "|" + "---|" * (len(titles) + 1)]
-    lines += ["| " + " | ".join([f"`{name}`", *(str(getattr(BY_NAME[name], f)) for f in titles.values())]) + " |"
-              for name in columns]
-    return "\n".join(lines)
-
-
 KERNEL_CSV = _names(lambda c: bool(c.kernel))  # the kernel CSV contract's own columns
 TOOL_COLUMNS = _names(lambda c: c.tool)  # what the tool driver writes, in schema order
-
-
-def doc_tables() -> dict[str, str]:
-    """Each docs file's column table, as that file holds it."""
-    return {"README.md": markdown(EXPORT_COLUMNS, {"type": "json", "meaning": "meaning"}),
-            "docs/results.md": markdown(STORED_COLUMNS, {"type": "kind", "unit": "unit", "meaning": "meaning"}),
-            "docs/contracts.md": markdown(KERNEL_CSV, {"in the CSV": "kernel", "type": "kind", "unit": "unit",
-                                                       "meaning": "meaning"})}

@@ -1,5 +1,5 @@
 """Result rows in files: each finished attempt's rows written once as an
-immutable Parquet file, read back through DuckDB.
+immutable Parquet file, read back through DuckDB (campaign.ledger.file_scan).
 
 The ledger keeps only a pointer per file (`result_file`: the path relative to
 the campaign's folder, the SHA-256 of its bytes, its row count, the schema
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaign.ledger.result_schema import COLUMNS, SCHEMA_VERSION, STORED
+from campaign.ledger.result_schema import COLUMNS, SCHEMA_VERSION
 from campaign.plumbing.errors import LedgerError
 from campaign.plumbing.storage import writing
 
@@ -245,45 +245,6 @@ def verified(paths: Sequence[tuple[Path, str]]) -> list[str]:
                               f"written; restore it from a backup")
         out.append(str(path))
     return out
-
-
-def read(paths: Sequence[str], columns: Sequence[str], cluster: str | None = None,
-         from_extra: Sequence[str] = ()) -> Any:
-    """The rows of these files, in file order then row order, as an Arrow
-    table of `columns` plus `file_index` (the position of its file in
-    `paths`); `cluster` is pushed down into the scan. `from_extra`: keys of
-    the row's extra object read as text columns of their own (NULL where absent)."""
-    import duckdb
-
-    present = [c for c in columns if c in STORED]
-    keys = [k for k in from_extra if k.isidentifier()]  # names of ours (SQL text is built from them)
-    select = ", ".join([*(f'{EXTRA_SQL} AS "extra"' if c == "extra" else f'"{c}"' for c in present),
-                        *(f"coalesce(extras['{k}'], json_extract_string(\"extra\", '$.{k}')) AS \"{k}\""
-                          for k in keys), "file_index"])
-    where = " WHERE cluster = $cluster" if cluster else ""
-    con = duckdb.connect()
-    try:
-        params: dict[str, Any] = {"files": list(paths)}
-        if cluster:
-            params["cluster"] = cluster
-        return con.sql(f"SELECT {select} FROM {scan_sql()}{where}", params=params).to_arrow_table()
-    finally:
-        con.close()
-
-
-_MAP_SQL = "MAP(VARCHAR, VARCHAR)"
-
-
-def scan_sql(virtual: str = "file_index") -> str:
-    """The rows of the files `$files` as one relation for DuckDB, with the
-    `virtual` columns of the scan: by name (a file written before a column was
-    added lacks it: NULL), and with `extras` (schema 2) and `extra` present
-    even where no file has them (the empty second part of the union), so
-    EXTRA_SQL reads a row's extra object from files of either schema."""
-    return (f"(SELECT *, {virtual} FROM read_parquet($files, union_by_name = true) "
-            f"UNION ALL BY NAME SELECT NULL::{_MAP_SQL} AS extras, NULL::VARCHAR AS \"extra\" WHERE false)")
-# a row's extra object as JSON text, whichever column of a file holds it
-EXTRA_SQL = "coalesce(CASE WHEN cardinality(extras) > 0 THEN to_json(extras)::VARCHAR END, \"extra\")"
 
 
 def unsettled(place: Path) -> bool:

@@ -16,15 +16,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from resultschema.columns import BY_NAME, RESULT_SCHEMA, STORED_COLUMNS, Column
+from resultschema.columns import (
+    BY_NAME,
+    LIFTED_COLUMNS,
+    RESULT_SCHEMA,
+    SCALE_COLUMNS,
+    SCALE_DEFAULT,
+    STORED_COLUMNS,
+    Column,
+)
 
-SCHEMA_VERSION = 2  # of the Parquet files; recorded in each pointer (ledger: result_file.schema_version).
-# 2: the extra objects of text as the MAP column `extras` (1: every one JSON text in `extra`)
+SCHEMA_VERSION = 3  # of the Parquet files; recorded in each pointer (ledger: result_file.schema_version).
+# 3: ranks, nodes, gpus and the figure (metric, value, unit, higher_is_better) typed columns of their own
+# (LIFTED_COLUMNS), ranks/nodes/gpus filled from the run's spec (2 and 1: text in the extra object, read
+# through campaign.ledger.file_scan.scan_sql); 2: the extra objects of text as the MAP column `extras` (1: every
+# one JSON text in `extra`)
+# a file's footer says what its rows' extra objects hold (the MAP's keys; any JSON text), so a reader
+# that looks a key up in each row (campaign results) knows without a pass over the file
+EXTRA_KEYS, EXTRA_JSON = "campaign.ledger.extra_keys", "campaign.ledger.extra_json"
 COLUMNS: tuple[Column, ...] = tuple(c for c in RESULT_SCHEMA if c.where == "file")
 STORED: tuple[str, ...] = STORED_COLUMNS
 # the measured columns (what `campaign results` and the analysis read of each row)
 MEASURED: tuple[str, ...] = tuple(c for c in STORED if BY_NAME[c].rule)
-_ARROW = {"int": "int64", "float": "float64", "text": "string", "object": "string"}
+_ARROW = {"int": "int64", "float": "float64", "text": "string", "object": "string", "bool": "bool_"}
 
 
 def arrow_schema() -> Any:
@@ -87,6 +101,11 @@ class LedgerColumns:
                 column = values[name]
                 values = values.set_column(values.column_names.index(name), name,
                                            pc.if_else(pc.is_nan(column), pa.scalar(None, column.type), column))
+        texts = [b.extras if b.extra_rows is None else _by_key(b.extra_rows) for b in blocks]
+        textual = all(_textual(t) for t in texts)
+        rows = None if textual else [e for b in blocks for e in b.extra_dicts()]
+        extras = _concat([_table(t, b.length, {}) for t, b in zip(texts, blocks)]).combine_chunks() if textual else None
+        values, extras, rows = _lift(values, extras, rows, types)
         for name, column in consts.items():
             if name == "params":
                 continue
@@ -94,10 +113,14 @@ class LedgerColumns:
             merged = pc.coalesce(values[name], column) if have else column
             values = values.set_column(values.column_names.index(name), name, merged) if have else \
                 values.append_column(name, merged)
-        texts = [b.extras if b.extra_rows is None else _by_key(b.extra_rows) for b in blocks]
-        if not all(_textual(t) for t in texts):
-            return LedgerColumns(length, values, extra_rows=[e for b in blocks for e in b.extra_dicts()], whole=True)
-        extras = _concat([_table(t, b.length, {}) for t, b in zip(texts, blocks)]).combine_chunks()
+        for name in SCALE_COLUMNS:  # ranks, nodes of a row that does not say, of no run that does: 1
+            have = name in values.column_names
+            merged = pc.coalesce(values[name], pa.scalar(SCALE_DEFAULT, pa.int64())) if have else \
+                pa.array(np.full(length, SCALE_DEFAULT, dtype=np.int64))
+            values = values.set_column(values.column_names.index(name), name, merged) if have else \
+                values.append_column(name, merged)
+        if rows is not None:
+            return LedgerColumns(length, values, extra_rows=rows, whole=True)
         if "params" in consts:
             own = extras["params"] if "params" in extras.column_names else None
             merged = consts["params"] if own is None else pc.coalesce(own, consts["params"])
@@ -122,10 +145,77 @@ class LedgerColumns:
             if "params" in whole.extras.column_names:
                 cols["params"] = whole.extras["params"]
         schema = arrow_schema()
-        return pa.table([cols.get(f.name, pa.nulls(n, f.type)) for f in schema], schema=schema)
+        keys = [] if whole.extra_rows is not None else list(whole.extras.column_names)
+        has_json = whole.extra_rows is not None and any(whole.extra_rows)
+        footer = {**schema.metadata, EXTRA_KEYS.encode(): json.dumps(keys).encode(),
+                  EXTRA_JSON.encode(): b"1" if has_json else b"0"}
+        return pa.table([cols.get(f.name, pa.nulls(n, f.type)) for f in schema], schema=schema.with_metadata(footer))
 
 
 _ROWS = "__rows"  # the column of a table of none (it keeps the row count)
+
+
+def _lift(values: Any, extras: Any, rows: list[dict[str, Any] | None] | None,
+          types: dict[str, Any]) -> tuple[Any, Any, list[dict[str, Any] | None] | None]:
+    """The LIFTED_COLUMNS out of the rows' extra objects (a table of text, or each row's dict) into
+    typed columns of `values` (a value the row's own column has wins); a cell that is no value of
+    its type (text where a number goes, NaN) is NULL, as the export read it out of the extra object."""
+    import pyarrow.compute as pc
+
+    for name in LIFTED_COLUMNS:
+        if rows is not None:
+            if not any(row and name in row for row in rows):
+                continue
+            cells = [None if not row else row.get(name) for row in rows]
+            rows = [({k: v for k, v in row.items() if k != name} or None) if row else row for row in rows]
+            lifted = _typed([None if c is None else _text(c) for c in cells], BY_NAME[name].kind, types[name])
+        elif extras is not None and name in extras.column_names:
+            lifted = _typed(extras[name].combine_chunks(), BY_NAME[name].kind, types[name])
+            extras = extras.drop_columns([name])
+        else:
+            continue
+        if name in values.column_names:
+            at = values.column_names.index(name)
+            values = values.set_column(at, name, pc.coalesce(values[name].cast(types[name]), lifted))
+        else:
+            values = values.append_column(name, lifted)
+    return values, extras, rows
+
+
+def _text(value: Any) -> str:
+    """A Python value of an extra object as the CSV cell it stands for (a bool as 1/0, as campaign.job.fom writes)."""
+    return str(int(value)) if isinstance(value, bool) else str(value)
+
+
+def _typed(cells: Any, kind: str, arrow_type: Any) -> Any:
+    """Text cells as an Arrow array of `kind`: text as it is; numbers finite or NULL; a bool the
+    number's being non-zero (1/0 as campaign.job.fom writes a direction)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = cells if isinstance(cells, pa.Array) else pa.array(cells, pa.string())
+    text = text.cast(pa.string())
+    if kind == "text":
+        return text
+    try:
+        number = pc.cast(text, pa.float64())
+    except pa.ArrowInvalid:  # a cell of other text (or spaces): one at a time
+        number = pa.array([_float(c) for c in text.to_pylist()], pa.float64())
+    finite = pc.if_else(pc.is_finite(number), number, pa.scalar(None, pa.float64()))
+    if kind == "bool":
+        return pc.not_equal(finite, 0.0)
+    if kind == "int":
+        whole = pc.round(finite)
+        fits = pc.and_(pc.greater_equal(whole, -(2.0**63)), pc.less(whole, 2.0**63))
+        return pc.if_else(fits, whole, pa.scalar(None, pa.float64())).cast(arrow_type)
+    return finite
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        return None if text is None else float(text.strip())
+    except ValueError:
+        return None
 
 
 def _columns(table: Any) -> dict[str, Any]:

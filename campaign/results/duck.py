@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import JSON, Enum, select
 
-from campaign.ledger import Campaign, Ledger, ResultFile, files, result_schema
+from campaign.ledger import Campaign, Ledger, ResultFile, file_scan, files, result_schema
 from campaign.ledger.models import Base
 
 
@@ -31,16 +31,13 @@ def connect(led: Ledger) -> Any:
                              .outerjoin(Campaign, Campaign.id == ResultFile.campaign_id).order_by(ResultFile.id)).all()
     unique = {(files.locate(files.pointer_homes(led.results_root, cid, wd), p), h): None for cid, wd, p, h in pointers}
     paths = files.verified(list(unique))  # (a file holds the attempts of one ingest batch: read once)
-    if paths:
-        files_ = con.read_parquet(paths, union_by_name=True)
-        files_.create_view("_parquet")  # (a view takes no parameters)
-        mapped = "extras" in files_.columns  # (schema 2): each row's extra object as JSON text, as before
-        con.execute("CREATE VIEW _files AS SELECT * " + (
-            f"EXCLUDE (extras) REPLACE ({files.EXTRA_SQL} AS extra) " if mapped else "") + "FROM _parquet")
-        con.execute("CREATE VIEW result AS SELECT * FROM _files")
-    else:  # (no file yet: the columns of one, no row)
+    if not paths:  # (no file yet: the columns of one, no row)
         con.register("_empty", result_schema.arrow_schema().empty_table())
-        con.execute("CREATE VIEW result AS SELECT * EXCLUDE (extras) FROM _empty")
+    # (a view takes no parameters: the paths as an SQL list of text)
+    listed = "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
+    relation = file_scan.scan_sql().replace("$files", listed) if paths else "(SELECT *, NULL::BIGINT AS file_index FROM _empty)"
+    # each row's extra object as JSON text, whichever column of its file holds it (file_scan.EXTRA_SQL)
+    con.execute(f"CREATE VIEW result AS SELECT * EXCLUDE (extras, file_index) REPLACE ({file_scan.EXTRA_SQL} AS extra) FROM {relation}")
     return con
 
 

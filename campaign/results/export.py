@@ -47,8 +47,9 @@ def latest_frame(led: Ledger, *, campaign: str | Sequence[str] | None = None, cl
     an all-NULL dtype of objects met a float one in a merge)."""
     frame, found = _read(led, campaign, cluster, usable_only, all_extras, where, latest=True)
     empty = [c for c in OPTIONAL_COLUMNS if c in frame.columns and frame[c].isna().all()]
-    # ranks/nodes of 1 in every row: single-process runs, as before the columns existed
+    # ranks/nodes of 1 in every row: single-process runs, as before the columns existed; no GPU in any row
     empty += [c for c in SCALE_COLUMNS if (frame[c] == SCALE_DEFAULT).all()]
+    empty += [c for c in ("gpus",) if c in frame.columns and not (frame[c].fillna(0) > 0).any()]
     return (frame.drop(columns=empty) if empty else frame), found
 
 
@@ -66,6 +67,8 @@ def _read(led: Ledger, campaign: str | Sequence[str] | None, cluster: str | None
         finally:
             if table is not None:
                 table.drop(s.connection())
+    # a figure no row has is absent, as a key no row's extra object had (gpus: recorded from schema 3 on)
+    frame = frame.drop(columns=[c for c in (*scan.FIGURE_COLUMNS, "gpus") if c in frame and frame[c].isna().all()])
     if all_extras:
         texts = frame.pop("_extra")
         present = texts.notna() & (texts != "null")  # no extras may be stored as JSON null
@@ -84,7 +87,7 @@ def _read(led: Ledger, campaign: str | Sequence[str] | None, cluster: str | None
     frame["params"] = frame["params"].fillna("").astype(str) if "params" in frame else ""
     for col in ("campaign", "state"):
         frame[col] = frame[col].fillna("")
-    # ranks, nodes: the row's, else its run's planned shape, else 1 (scan.shape)
+    # ranks, nodes: the row's (every row of a file of schema 3), else its run's planned shape, else 1 (scan.shape)
     planned = [frame.pop(c).to_numpy() for c in scan.PLANNED_SCALE]
     given = {c: frame[c].to_numpy() for c in SCALE_COLUMNS if c in frame}
     frame = frame.assign(**scan.shape(given, *planned))

@@ -11,7 +11,8 @@ and differs in the last place). The summary columns are then
 analysis.summary.with_statistics's and the replicate interval
 analysis.replicates.between_medians's, as from rows. Only selections that
 need nothing row by row take this path (`summary` says None otherwise): no
-imported rows, no figures of merit, no multi-rank rows, no overlap notes.
+imported rows, no figures of merit, no rows of more than one rank or node, no
+overlap notes.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from campaign.ledger import Ledger, files
+from campaign.ledger import Ledger, file_scan, files
 from campaign.results import scan
 from campaign.results.latest import Superseded, holder
 from campaign.results.latest import find as superseded
@@ -33,12 +34,10 @@ _EXPR = {"params": "coalesce(f.params, '')"}
 # taken from a point's fastest repeat, as summarize does
 _FIRST = "{'flops': f.flops, 'bytes': f.bytes, 'alloc_cpus': a.alloc_cpus}"
 _HUGE = 1e300  # times above it take the row path (see _aggregate)
-# a row naming its own ranks or nodes: a key of its extra object, in files of either schema (files.scan_sql:
-# the MAP `extras` of schema 2, the JSON text `extra` of schema 1), never the text anywhere in a value (text
-# that is no JSON names no key, and is no reason for an error)
-_NAMES_SCALE = " OR ".join(f"coalesce(map_contains(f.extras, '{k}') OR CASE WHEN json_valid(f.extra) "
-                           f"THEN json_exists(f.extra, '$.{k}') END, false)" for k in ("ranks", "nodes"))
-_ROW_BY_ROW = f"f.params LIKE '%metric=%' OR {_NAMES_SCALE}"
+# a row of more than one rank or node (the typed columns, an older file's mapped by file_scan.scan_sql: a row
+# that says 1 is one of the row path's too), or of a figure of merit
+_NAMES_SCALE = " OR ".join(f"coalesce(f.{k}, 1) <> 1" for k in SCALE_COLUMNS)
+_ROW_BY_ROW = f"f.params LIKE '%metric=%' OR f.metric IS NOT NULL OR {_NAMES_SCALE}"
 
 
 def summary(led: Ledger, campaign: str | Sequence[str] | None, models: Any) -> tuple[Any, Superseded] | None:
@@ -89,7 +88,7 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
                    max(f.t) AS top, bool_or({_ROW_BY_ROW}) AS row_by_row
             FROM (SELECT *, coalesce(time_s, 'NaN'::DOUBLE) AS t,
                          (coalesce(time_s, 'NaN'::DOUBLE), file_index, file_row_number) AS o
-                  FROM {files.scan_sql("file_index, file_row_number")}) f
+                  FROM {file_scan.scan_sql("file_index, file_row_number")}) f
                  JOIN attempts a USING (attempt_id)
             GROUP BY ALL""", {"files": paths})
         # (beyond HUGE, 0.5 * (a + b) overflows where the row path's arithmetic might not: the row path)

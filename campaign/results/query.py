@@ -21,7 +21,8 @@ from campaign.plumbing.states import JobState
 
 EXPORT_COLUMNS = list(MEASURED)  # the stored measured columns (campaign.ledger.result_schema), in file order
 # Columns that hold numbers (or nothing): one dtype whichever read made the frame (settled_dtypes)
-NUMERIC_COLUMNS = ("threads", "n", "d", "repeat", "time_s", "flops", "bytes", "rel_err", "alloc_cpus", "replicate")
+NUMERIC_COLUMNS = ("threads", "n", "d", "repeat", "time_s", "flops", "bytes", "rel_err", "alloc_cpus", "replicate",
+                   "ranks", "nodes", "gpus", "value")
 # Rows of these attempts are measurements too: the finished n of a job stopped
 # by its walltime, a cancel or its memory limit (campaign.results.partial).
 PARTIAL_USABLE = (JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY)

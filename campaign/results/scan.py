@@ -1,6 +1,6 @@
 """The one read of result rows, job and imported alike: the pointers the
 filters select (in the ledger), their files checked against their hashes, the
-rows through DuckDB (campaign.ledger.files.read), each row given its
+rows through DuckDB (campaign.ledger.file_scan.read), each row given its
 attempt's ledger values (none for an imported row).
 """
 
@@ -13,10 +13,13 @@ from typing import Any
 from sqlalchemy import String, or_, select, type_coerce
 from sqlalchemy.orm import Session
 
-from campaign.ledger import Campaign, JobAttempt, ResultFile, Run, files
+from campaign.ledger import Campaign, JobAttempt, ResultFile, Run, file_scan, files
 from campaign.plumbing.states import JobState
 from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, attempt_filter
-from resultschema.columns import SCALE_COLUMNS, SCALE_DEFAULT
+from resultschema.columns import LIFTED_COLUMNS, SCALE_COLUMNS, SCALE_DEFAULT
+
+# the figure of merit's columns (a file column of a figure-printing program's rows; NULL on the others)
+FIGURE_COLUMNS = tuple(c for c in LIFTED_COLUMNS if c not in (*SCALE_COLUMNS, "gpus"))
 
 # what the ledger adds to each row: its campaign's name, its attempt's facts, its run's replicate
 # (campaign.planning.replicates; null for a run planned before replicates: replicate 0) and the nodes and ranks
@@ -108,24 +111,22 @@ def row_keys(table: Any) -> Any:
 
 def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None, usable_only: bool,
           all_extras: bool, where: RowFilter | None, root: Path | None, attempt: bool = False) -> Any:
-    """The selected files' rows as a DataFrame: EXPORT_COLUMNS, source, the
-    ledger's columns (the attempt's number too with `attempt`), then `_extra`
-    (the JSON text), or `params` and the extra object's ranks and nodes
-    (resultschema/columns.py SCALE_COLUMNS)."""
+    """The selected files' rows as a DataFrame: EXPORT_COLUMNS (ranks and
+    nodes among them), gpus, source, the ledger's columns (the attempt's
+    number too with `attempt`), then `_extra` (the JSON text) and the
+    figure's columns (FIGURE_COLUMNS), or `params`."""
     import numpy as np
     import pandas as pd
     import pyarrow as pa
 
     paths, ids, values = pointers(s, campaign, usable_only, where, root)
-    last = "extra" if all_extras else "params"
-    columns = [*EXPORT_COLUMNS, "source", last]
+    last = ["extra", *FIGURE_COLUMNS] if all_extras else ["params"]
+    columns = [*EXPORT_COLUMNS, "gpus", "source", *last]
     ledger = LEDGER if attempt else LEDGER[:-1]
-    scale = [] if all_extras else list(SCALE_COLUMNS)
-    names = [*EXPORT_COLUMNS, "source", *ledger, "_extra" if all_extras else "params", *scale]
+    names = [*EXPORT_COLUMNS, "gpus", "source", *ledger, *(("_extra" if n == "extra" else n) for n in last)]
     if not paths:
         return pd.DataFrame(columns=names)
-    table = files.read(files.verified(paths), [*columns, "attempt_id"], cluster, from_extra=scale)
-    columns += scale
+    table = file_scan.read(files.verified(paths), [*columns, "attempt_id"], cluster)
     # a file holds the rows of one ingest batch: keep the selected attempts' rows (and the imported ones), in file order
     selected = np.asarray(ids, dtype=np.int64)
     order = np.argsort(selected, kind="stable")
@@ -136,10 +137,9 @@ def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None,
         table = table.filter(keep)
     index = pa.array(order[at[keep]])
     out: dict[str, Any] = {}
-    for name in columns:  # (a column no file has yet: NULL)
-        out[name] = table.column(name) if name in table.column_names else pa.nulls(table.num_rows)
+    for name in columns:
+        out[name] = table.column(name)
     for name in ledger:  # each attempt's value, taken for its rows (in Arrow: no Python object per row)
         out[name] = pa.array(values[name]).take(index)
     whole = pa.table(out).rename_columns([("_extra" if n == "extra" else n) for n in out])
     return whole.to_pandas(split_blocks=True, self_destruct=True)[names]
-

@@ -1,24 +1,29 @@
 """`campaign results`: every result row with its campaign and attempt, in one
-fixed column set (README: "results columns"), typed, written by DuckDB.
+fixed column set (README: "results columns"), typed, written by DuckDB, then a
+typed column per grid parameter of the rows (campaign.results.grid).
 
 Why fixed: scripts read the export by column name; a column set that changes
-with the filter or with the kernels in the ledger breaks them. A program's
+with the filter or with the kernels in the ledger breaks them (the grid
+columns follow the runs' own grids: a script that sweeps `block` reads
+`block`). A program's
 figure of merit is the long form `metric, value, unit, higher_is_better`
 (one row per figure, as the program's rows hold it: docs/results.md), typed
 columns that pandas, DuckDB and polars read without parsing JSON; columns
 only some kernels write (l2_flush, backend, ff, ...) travel in `extra`, one
 JSON object per row, with numbers as numbers.
 
-Why DuckDB end to end: the rows are read from the result files and joined to
-the ledger's columns of their attempts in SQL, and written by DuckDB (Parquet
-to a file) or streamed a batch at a time (CSV, JSON, table), so memory stays
-flat however many rows there are: no Python object per row. Every column is
+Why DuckDB and Arrow end to end: the rows are read from the result files by
+DuckDB, given the ledger's columns of their attempts in Arrow a batch at a time
+(campaign.results.attach), and written by DuckDB (Parquet to a file) or
+streamed a batch at a time (CSV, JSON, table), so memory stays flat however
+many rows there are: no Python object per row. Every column is
 cast to its type from resultschema.columns, so a column empty in every row keeps
 its type in every format.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -27,20 +32,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from campaign.ledger import Ledger, files
+from campaign.ledger import Ledger, file_scan, files
 from campaign.ledger import queries as q
-from campaign.ledger.result_schema import arrow_schema
+from campaign.ledger.result_schema import EXTRA_JSON, EXTRA_KEYS, SCHEMA_VERSION, arrow_schema
 from campaign.plumbing.errors import BadInputError
 from campaign.results import scan
-from resultschema.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA, SCALE_DEFAULT
+from campaign.results.attach import KEY, Attach
+from campaign.results.grid import grid
+from resultschema.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA
 
 # (name, type in JSON, meaning): resultschema.columns' exported columns; the README table is made of them.
 RESULT_COLUMNS: tuple[tuple[str, str, str], ...] = tuple((c.name, c.json, c.meaning) for c in RESULT_SCHEMA if c.json)
 _SQL_TYPES = {"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR", "object": "JSON", "bool": "BOOLEAN"}
-# the extra object's keys that are columns of their own in the export (ranks, nodes, first_call_s, the figure)
-_PROMOTED = tuple(c.name for c in RESULT_SCHEMA if c.json and c.where == "extra") + ("params",)
+# the extra object's keys that are columns of their own in the export (first_call_s; in a file of an older
+# schema ranks, nodes and the figure too)
+_PROMOTED = tuple(c.name for c in RESULT_SCHEMA if (c.json and c.where == "extra") or c.lifted) + ("params",)
 BATCH_ROWS = 65_536  # rows a streamed format holds at once
-# DuckDB's memory for the export (its sort into stored order spills past it, to a temporary folder)
+# DuckDB's memory for the export (past it, DuckDB spills to a temporary folder)
 MEMORY_LIMIT = "1GB"
 
 
@@ -71,6 +79,7 @@ class _Keys:
 
     json: bool = True
     keys: frozenset[str] | None = None  # None: not known (every key looked up)
+    current: bool = False  # a file of the current schema: its `params` column is the row's params
 
     def has(self, key: str) -> bool:
         return self.keys is None or key in self.keys
@@ -121,36 +130,27 @@ def _extra_object(found: _Keys) -> str:
 
 
 def _column_sql(name: str, found: _Keys) -> str:
-    """The SQL of one export column over a file row `r` and its ledger row `k` (scan.LEDGER)."""
+    """The SQL of one export column a file row `r` gives (the ledger's: campaign.results.attach)."""
     col = BY_NAME[name]
     if name == "extra":
         return _extra_object(found)
     if name == "params":
-        return f"coalesce({_extra('params', found)}, r.params, '')"
-    if name in ("ranks", "nodes"):  # scan.shape's rule: the row's, else its run's planned shape, else 1
-        nodes, per_node = (f"k.{p}" for p in scan.PLANNED_SCALE)
-        planned = nodes if name == "nodes" else f"{nodes} * {per_node}"
-        return f"coalesce({_number(_extra(name, found), 'int')}, {planned}, {SCALE_DEFAULT})"
-    if name == "higher_is_better":
-        return f"TRY_CAST({_number(_extra(name, found), 'float')} AS BOOLEAN)"
+        return "coalesce(r.params, '')" if found.current else f"coalesce({_extra('params', found)}, r.params, '')"
     if col.where == "extra":
         return _number(_extra(name, found), col.kind) if col.kind in ("int", "float") else _extra(name, found)
-    if name == "replicate":  # replicate 0 is every row of an unreplicated run; imported rows have none
-        return "CASE WHEN k.attempt IS NOT NULL THEN coalesce(k.replicate, 0) END"
-    if col.where == "ledger":
-        return f"k.{name}"
     return _number(f"r.{name}", col.kind) if col.kind == "float" else f"r.{name}"
 
 
 def results(led: Ledger, campaign: str | None = None) -> Export:
     """Every result row of the campaign (all when None), job and imported, in
-    the order they were stored, as EXPORT_COLUMNS. An unknown campaign is a
+    the order they were stored, as EXPORT_COLUMNS, then a typed column per
+    grid parameter of the rows' params (campaign.results.grid). An unknown campaign is a
     BadInputError; a changed or missing result file a LedgerError (files.verified).
 
-    Each file is one query (its rows joined to their attempts' ledger rows,
-    sorted back into the file's order: a parallel hash join keeps no order),
-    the files' rows streamed in file order into the writing connection: a
-    sort of one file's rows, never of all of them, and flat memory."""
+    Each file is one scan, its rows streamed in their stored order, each batch
+    given its attempts' ledger columns and its grid columns in Arrow
+    (campaign.results.attach), into the writing connection: no sort, flat
+    memory."""
     import duckdb
     import pyarrow as pa
 
@@ -160,34 +160,53 @@ def results(led: Ledger, campaign: str | None = None) -> Export:
         paths, ids, values = scan.pointers(s, campaign, False, None, led.results_root)
     names = files.verified(paths)
     source = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": tempfile.gettempdir()})
-    # one ledger row per key (an attempt, or an imported file's place: scan.row_keys), the first pointer's
-    first = list({key: i for i, key in reversed(list(enumerate(ids)))}.values())
-    ledger = pa.table({"key": pa.array([ids[i] for i in first], pa.int64()),
-                       **{name: pa.array([values[name][i] for i in first]) for name in scan.LEDGER}})
-    source.register("_ledger", ledger)
-    # a file's rows, with the typed columns of a result file even where the file lacks them (older files)
-    source.register("_typed", arrow_schema().empty_table().append_column("file_row_number", pa.array([], pa.int64())))
     types = {c: _SQL_TYPES[BY_NAME[c].kind] for c in EXPORT_COLUMNS}
-    rows = "(SELECT * FROM read_parquet($file, file_row_number = true) UNION ALL BY NAME SELECT * FROM _typed)"
+    own = [c for c in EXPORT_COLUMNS if BY_NAME[c].where != "ledger"]  # the rest: the ledger's (attach)
+    # a file's rows in the current schema (file_scan.scan_sql: an older file's mapped onto it)
+    rows = {current: file_scan.scan_sql("file_index", current) for current in (False, True)}
+    found = [_keys(source, name, rows[False]) for name in names]
+    texts = [t for name, keys in zip(names, found, strict=True) for (t,) in source.sql(
+        f"SELECT DISTINCT {_column_sql('params', keys)} FROM {rows[keys.current]} r", params={"files": [name]}
+    ).fetchall()]
+    made = grid(texts, EXPORT_COLUMNS)
+    columns = [*EXPORT_COLUMNS, *(column for column, _ in made.columns.values())]
+    types.update(made.columns.values())
 
-    def one(found: _Keys, relation: str = rows) -> str:
-        select = ", ".join(f'CAST({_column_sql(c, found)} AS {types[c]}) AS "{c}"' for c in EXPORT_COLUMNS)
-        return (f"SELECT {select} FROM {relation} r JOIN _ledger k "
-                "ON k.key = coalesce(r.attempt_id, -1 - $index) ORDER BY r.file_row_number")
+    def one(found: _Keys, relation: str) -> str:
+        select = [f'CAST({_column_sql(c, found)} AS {types[c]}) AS "{c}"' for c in own]
+        return f"SELECT {', '.join(select)}, coalesce(r.attempt_id, -1 - $index) AS {KEY} FROM {relation} r"
 
-    schema = source.sql(one(_Keys(), "_typed").replace("$index", "0")).to_arrow_table().schema
-    # each file's keys: one pass over its extras column (cheap beside a look per key and row)
-    keys_sql = f"SELECT count(r.\"extra\") > 0, list_distinct(flatten(list(map_keys(r.extras)))) FROM {rows} r"
+    # (no file: the columns' types from a relation of none)
+    source.register("_typed", arrow_schema().empty_table().append_column("file_index", pa.array([], pa.int64())))
+    mine = source.sql(one(_Keys(), "_typed").replace("$index", "0")).to_arrow_table().schema
+    attach = Attach.make(ids, values, made.table())
+    theirs = {f.name: f for f in attach.fields([c for c in EXPORT_COLUMNS if c not in own])}
+    schema = pa.schema([mine.field(c) if c in own else theirs[c] for c in EXPORT_COLUMNS] + list(attach.grid.schema))
 
     def batches() -> Iterator[Any]:
-        for index, name in enumerate(names):
-            [(has_json, keys)] = source.sql(keys_sql, params={"file": name}).fetchall()
-            found = _Keys(bool(has_json), None if keys is None else frozenset(keys))
-            yield from source.sql(one(found), params={"file": name, "index": index}).to_arrow_reader(BATCH_ROWS)
+        for index, (name, keys) in enumerate(zip(names, found, strict=True)):
+            # (no ORDER BY: a scan keeps the file's order, DuckDB's preserve_insertion_order)
+            for batch in source.sql(one(keys, rows[keys.current]), params={"files": [name], "index": index}
+                                    ).to_arrow_reader(BATCH_ROWS):
+                yield attach.batch(batch, schema)
 
     con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": tempfile.gettempdir()})
     con.register("_rows", pa.RecordBatchReader.from_batches(schema, batches()))
-    return Export(con, "SELECT * FROM _rows", list(EXPORT_COLUMNS), types, source)
+    return Export(con, "SELECT * FROM _rows", columns, types, source)
+
+
+def _keys(con: Any, path: str, relation: str) -> _Keys:
+    """What a file's extra objects hold: its footer says so from schema 3 on (LedgerColumns.table),
+    else one pass over the file's extras column (cheap beside a look per key and row)."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(path).metadata or {}
+    said, has_json = meta.get(EXTRA_KEYS.encode()), meta.get(EXTRA_JSON.encode())
+    if int(meta.get(b"campaign.ledger.result_schema", b"0")) >= SCHEMA_VERSION and said is not None:
+        return _Keys(has_json == b"1", frozenset(json.loads(said)), current=True)
+    look = f"SELECT count(r.\"extra\") > 0, list_distinct(flatten(list(map_keys(r.extras)))) FROM {relation} r"
+    [(has_json, keys)] = con.sql(look, params={"files": [path]}).fetchall()
+    return _Keys(bool(has_json), None if keys is None else frozenset(keys))
 
 
 def frame_export(frame: Any) -> Export:

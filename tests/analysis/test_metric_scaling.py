@@ -64,3 +64,24 @@ def test_exponent_over_n_in_the_metric_own_terms() -> None:
     fits = {r["metric"]: r for r in metric_scaling.exponents(metric_frame(_rows(rows))).to_dict("records")}
     assert fits["r"]["exponent"] == pytest.approx(-1.0) and fits["r"]["sizes"] == 3
     assert fits["t"]["exponent"] == pytest.approx(2.0) and (fits["t"]["n_min"], fits["t"]["n_max"]) == (10, 100)
+
+
+@pytest.mark.parametrize("typed", [False, True])
+def test_a_program_without_a_size_scales_over_threads_and_has_no_exponent(typed: bool) -> None:
+    """A row of no problem size (n NULL: typed columns of a result file, or a
+    frame of objects) keeps its other axes: speedup over threads and ranks;
+    no exponent over n, and no fake size in any series."""
+    points = [{"n": None, "threads": t, "ranks": rk, "metric": "rate", "value": v * rk, "unit": "ev/s",
+               "higher_is_better": True if typed else "1", "repeat": r}
+              for t, v in ((1, 10.0), (2, 19.0), (4, 36.0)) for rk in (1, 2) for r in range(3)]
+    rows = _rows(points)
+    if typed:
+        rows = rows.astype({"n": "Int64", "value": "float64", "higher_is_better": "boolean"})
+    frame = metric_frame(rows)
+    assert frame["n"].isna().all()
+    over = metric_scaling.scaling(frame, "threads")
+    assert sorted(over.loc[over["ranks"] == 1, "speedup"].round(6)) == [1.0, 1.9, 3.6]
+    assert over["n"].isna().all()
+    ranks = metric_scaling.scaling(frame, "ranks")
+    assert set(ranks["speedup"].round(6)) == {1.0, 2.0}
+    assert metric_scaling.exponents(frame).empty

@@ -77,7 +77,7 @@ def _v12_job_rows(path: Path) -> list[tuple[Any, ...]]:
     """The job rows of a v12 ledger: its result files (beside it: its campaigns' folders are not here)."""
     import duckdb
 
-    from campaign.ledger import files
+    from campaign.ledger import file_scan, files
     from campaign.ledger.db import results_root
 
     pointers = _rows(path, "SELECT f.campaign_id, c.workdir, f.path FROM result_file f "
@@ -86,7 +86,7 @@ def _v12_job_rows(path: Path) -> list[tuple[Any, ...]]:
                                for cid, workdir, p in pointers))
     con = duckdb.connect()
     try:
-        return con.execute(f"SELECT {', '.join(_ROW)}, {files.EXTRA_SQL} FROM {files.scan_sql()}",
+        return con.execute(f"SELECT {', '.join(_ROW)}, {file_scan.EXTRA_SQL} FROM {file_scan.scan_sql()}",
                            {"files": paths}).fetchall() if paths else []
     finally:
         con.close()

@@ -1,11 +1,11 @@
 """The rule "a row's ranks and nodes, else its run's planned shape, else 1"
-is one helper (campaign.results.scan.shape) that the analysis read
-(results_frame) and the export (`campaign results`) both apply: the same rows
-give the same ranks and nodes through both."""
+is applied once at ingest for a file of schema 3 (its rows record the shape)
+and, for the rows of an older file, by one helper (campaign.results.scan.shape)
+that the analysis read (results_frame) and the export (`campaign results`)
+both apply: the same rows give the same ranks and nodes through both."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -32,9 +32,8 @@ def test_the_rule_on_hostile_values() -> None:
 
 def test_export_and_analysis_read_one_shape(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite"
-    build(path, campaigns=1, runs=6, rows_per_attempt=10)
-    with sqlite3.connect(path) as con:  # half the runs planned 2 nodes x 3 ranks; their rows do not say
-        con.execute("UPDATE run SET spec = json_set(spec, '$.nodes', 2, '$.ranks_per_node', 3) WHERE id % 2 = 0")
+    # half the runs planned 2 nodes x 3 ranks (their rows record it, as the sync fills it from the spec)
+    build(path, campaigns=1, runs=6, rows_per_attempt=10, shape=lambda run: (2, 3) if run % 2 == 0 else (1, 1))
     led = Ledger(path)
     frame = results_frame(led, all_extras=True)
     records = export_records(led)

@@ -25,6 +25,7 @@ from campaign.ledger import Ledger, files
 from campaign.results import points
 from campaign.results.costs import cost_models
 from campaign.results.export import latest_frame
+from resultschema.columns import LIFTED_COLUMNS
 
 
 def _hostile(path: Path, wild: bool = False, constant: bool = False) -> None:
@@ -101,7 +102,10 @@ def _plant_extra(path: Path, extra: dict[str, str] | str, schema: int) -> None:
                                    "JOIN campaign c ON c.id = f.campaign_id LIMIT 1").fetchone()
         where = Path(workdir) / rel
         table = pq.read_table(where)
-        table = table.drop_columns([c for c in ("extras", "extra") if c in table.column_names])
+        # a file of that schema: no typed column of the figure or shape (LIFTED_COLUMNS), its version in the footer
+        gone = ("extras", "extra", *LIFTED_COLUMNS)
+        table = table.drop_columns([c for c in gone if c in table.column_names])
+        table = table.replace_schema_metadata({"campaign.ledger.result_schema": str(schema)})
         if schema == 2:
             assert isinstance(extra, dict)
             column = pa.array([list(extra.items())] * table.num_rows, pa.map_(pa.string(), pa.string()))
@@ -115,15 +119,22 @@ def _plant_extra(path: Path, extra: dict[str, str] | str, schema: int) -> None:
 
 @pytest.mark.parametrize("schema", [1, 2])
 @pytest.mark.parametrize("key", ["ranks", "nodes"])
-def test_rows_naming_their_ranks_take_the_row_path(tmp_path: Path, key: str, schema: int) -> None:
-    """A row naming its own ranks or nodes, in the MAP column `extras`
-    (schema 2) or in the JSON text `extra` (schema 1), is seen as such (the
-    points path pools by the group columns only)."""
+def test_rows_of_several_ranks_take_the_row_path(tmp_path: Path, key: str, schema: int) -> None:
+    """A row of an older file naming its own ranks or nodes, in the MAP column
+    `extras` (schema 2) or in the JSON text `extra` (schema 1), is read as
+    such (file_scan.scan_sql): more than one takes the row path (the points path
+    pools by the group columns only); one gives the row path's numbers."""
     path = tmp_path / "ledger.sqlite"
     _hostile(path)
     led = Ledger(path)
     assert points.summary(led, None, cost_models(led)) is not None
     _plant_extra(path, {key: "1"}, schema)
+    made = points.summary(led, None, cost_models(led))
+    assert made is not None
+    rows, _ = latest_frame(led)
+    expected = summarize(timing_rows(add_cost_columns(rows, cost_models(led))))
+    pd.testing.assert_frame_equal(made[0], expected, check_exact=True)
+    _plant_extra(path, {key: "2"}, schema)
     assert points.summary(led, None, cost_models(led)) is None
 
 

@@ -17,7 +17,7 @@ from sqlalchemy import select
 
 from campaign.backends.base import JobStatus
 from campaign.commands.sync import _apply, _collect
-from campaign.ledger import Ledger, ResultFile, files
+from campaign.ledger import Ledger, ResultFile, file_scan, files
 from campaign.ledger.result_schema import SCHEMA_VERSION, STORED
 from campaign.plumbing.errors import LedgerError
 from campaign.plumbing.states import JobState
@@ -122,7 +122,7 @@ def test_a_file_written_before_a_column_was_added_reads_it_as_null(tmp_path: Pat
     pq.write_table(__import__("pyarrow").table({"n": [1], "time_s": [0.5]}), old)
     new = tmp_path / "new.parquet"
     pq.write_table(__import__("pyarrow").table({"n": [2], "time_s": [0.25], "gpu_model": ["H200"]}), new)
-    got = files.read([str(old), str(new)], ["n", "time_s", "gpu_model"]).to_pydict()
+    got = file_scan.read([str(old), str(new)], ["n", "time_s", "gpu_model"]).to_pydict()
     assert got == {"n": [1, 2], "time_s": [0.5, 0.25], "gpu_model": [None, "H200"], "file_index": [0, 1]}
 
 
@@ -157,5 +157,5 @@ def test_a_result_file_keeps_statistics_where_a_read_selects_rows(tmp_path: Path
         assert stats[name] is not None and stats[name].has_min_max, name
     assert stats["time_s"] is None or not stats["time_s"].has_min_max
     cluster = pq.read_table(path, columns=["cluster"]).column("cluster")[0].as_py()
-    assert files.read([str(path)], ["time_s"], cluster=cluster).column("time_s").to_pylist() == [1e-3, 2e-3]
-    assert files.read([str(path)], ["time_s"], cluster=f"not-{cluster}").num_rows == 0
+    assert file_scan.read([str(path)], ["time_s"], cluster=cluster).column("time_s").to_pylist() == [1e-3, 2e-3]
+    assert file_scan.read([str(path)], ["time_s"], cluster=f"not-{cluster}").num_rows == 0
