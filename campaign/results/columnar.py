@@ -1,23 +1,27 @@
-"""A result CSV read column by column: the strict reader's fast path.
+"""The one validator of result CSVs: a CSV's cells read as Arrow columns and
+judged by the one rule set (analysis.rules, pyarrow.compute over whole
+columns), the texts of one header (a sync's batch of finished jobs) as one
+table. A file either passes, and its rows stay Arrow up to the Parquet
+writer, or it is refused with the reason of its first bad line: its line
+number, the column, the cell and the rule it broke, taken from the same
+masks that refused it (`Pool.refusals`).
 
-Each column's cells go to the one rule set (analysis.rules, pyarrow.compute
-over the whole column); a file whose every column passes is taken as typed
-Arrow columns, and stays Arrow up to the Parquet writer. This path only
-*accepts*: a file it cannot prove valid (a bad cell, a blank line, a quoted
-cell, a duplicate natural key, ...) answers None and the caller runs the
-per-cell reference (campaign.results.cells), which names the first bad line
-and its reason.
+Plain texts (no quotes, carriage returns or NUL bytes, a final newline) are
+read by pyarrow's CSV reader; any other text by the csv module, whose
+records (quoted cells, CRLF, blank lines) then take the same column rules.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from campaign.plumbing.errors import one_line
 from campaign.results.keys import MEASURED_EXTRAS
 from resultschema.columns import CONTROL, KEY_COLUMNS, RULE_COLUMNS, SCALE_COLUMNS
 
@@ -31,7 +35,7 @@ class ResultColumns:
     header order; the other columns as `extras` (header order, None where
     the cell was blank) or, for rows built from dicts, `extra_rows` (each
     row's dict, or None). The Python columns of an Arrow table are made on
-    first use (the per-file judging of a file the pooled checks flagged)."""
+    first use (an import's rows, which its store takes as dicts)."""
 
     def __init__(self, length: int, columns: dict[str, list[Any]] | None = None,
                  extras: dict[str, list[str | None]] | None = None,
@@ -109,68 +113,60 @@ def extra_columns(names: Sequence[str]) -> list[str]:
     return [k for k in names if k in _EXTRA_NAMES or k not in _RULES]
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why a text was refused: on which of its lines (None: the whole file) and what is wrong."""
+
+    line: int | None
+    what: str
+
+    def message(self, where: str) -> str:
+        return f"{where}: {self.what}" if self.line is None else f"{where} line {self.line}: {self.what}"
+
+
 @dataclass
 class Pool:
-    """Files of one header read as one Arrow table (`table`, the checked
+    """Texts of one header read as one Arrow table (`table`, the checked
     columns; `starts`: where each member's rows begin, `sizes`: how many).
-    `members`: the positions of the files in the caller's list; `accepted`:
-    which passed every rule (the others go to the per-cell reader)."""
+    `members`: the positions of the texts in the caller's list; `refusals`:
+    per member, None where it passed every rule, else why not. A text
+    refused before its cells were read (its header, its lines) is a pool of
+    its own without a table."""
 
     members: list[int]
     table: Any
     starts: list[int]
     sizes: list[int]
-    accepted: list[bool]
+    refusals: list[Refusal | None]
 
     def part(self, k: int) -> ResultColumns | None:
-        """The k-th member's rows, or None where the rules refused them."""
-        if not self.accepted[k]:
+        """The k-th member's rows, or None where it was refused."""
+        if self.refusals[k] is not None:
             return None
         return ResultColumns(self.sizes[k], arrow=self.table.slice(self.starts[k], self.sizes[k]))
 
 
-def fast_records(records: list[list[str]], required: tuple[str, ...],
-                 judged: frozenset[str] = frozenset()) -> ResultColumns | None:
-    """The csv module's records of a file (one with quoted cells or carriage
-    returns) as columns when every column passes its rules, else None (the
-    per-cell reader then decides)."""
-    import pyarrow as pa  # (here: the commands that never read a CSV never load it)
-
-    if len(records) < 2 or any(len(cells) != len(records[0]) for cells in records[1:]):
-        return None
-    header = tuple(c.strip() for c in records[0])
-    if not _header_ok(header, required):
-        return None
-    whole = [pa.array(column, pa.string()) for column in zip(*records[1:])]
-    pool = _checked([0], header, whole, [len(records) - 1], required, judged)
-    return pool.part(0)
-
-
-def pools(texts: Sequence[str | bytes], required: tuple[str, ...], judged: frozenset[str] = frozenset()) -> list[Pool]:
-    """Many whole CSV texts (a sync's batch): the texts of one header line
-    are read as one table by pyarrow's CSV reader and their rules applied
-    together (`_checked`). Only plain texts take part (no quotes, carriage
-    returns or NUL bytes, a final newline, a header and a row at least); a
-    text of a pool the reader refuses (a line of other width, a blank line)
-    is read alone. The texts left out belong to the per-cell reader."""
-    by_header: dict[str, list[tuple[int, int, int]]] = {}  # header line -> (file, body start, rows)
+def read(texts: Sequence[str | bytes], required: tuple[str, ...], judged: frozenset[str] = frozenset()) -> list[Pool]:
+    """Whole CSV texts (bytes: ASCII as read), each as a member of one pool.
+    `judged`: float columns read as any number (their values judged by the
+    caller: a job's rel_err). The plain texts of one header line are read by
+    pyarrow's CSV reader as one table and their rules applied together; a
+    text that reader refuses (a line of other width, a blank line) and any
+    text that is not plain is read alone by the csv module."""
+    by_header: dict[str, list[tuple[int, int, int]]] = {}  # header line -> (text, body start, rows)
+    alone: list[int] = []
     for i, text in enumerate(texts):
-        if len(text) > csv.field_size_limit():
-            continue
-        if isinstance(text, bytes):  # an ASCII job CSV as read, never decoded (reader.classify_stream)
-            if b'"' in text or b"\r" in text or b"\x00" in text or not text.endswith(b"\n"):
-                continue
-            start, rows, line = text.find(b"\n"), text.count(b"\n") - 1, text[:text.find(b"\n")].decode("ascii")
+        found = _plain(text)
+        if found is None:
+            alone.append(i)
         else:
-            if '"' in text or "\r" in text or "\x00" in text or not text.endswith("\n"):
-                continue
-            start, rows, line = text.find("\n"), text.count("\n") - 1, text[:text.find("\n")]
-        if rows >= 1:
-            by_header.setdefault(line, []).append((i, start + 1, rows))
+            by_header.setdefault(found[0], []).append((i, *found[1:]))
     out = []
     for line, members in by_header.items():
         header = tuple(c.strip() for c in line.split(","))
-        if not _header_ok(header, required):
+        refused = _header_refusal(header, required)
+        if refused is not None:
+            out += [Pool([i], None, [0], [0], [refused]) for i, _, _ in members]
             continue
         groups = [members]
         while groups:
@@ -178,11 +174,32 @@ def pools(texts: Sequence[str | bytes], required: tuple[str, ...], judged: froze
             whole = _read([_body(texts[i], start) for i, start, _ in group], len(header),
                           sum(n for _, _, n in group))
             if whole is not None:
-                out.append(_checked([i for i, _, _ in group], header, whole, [n for _, _, n in group], required,
-                                    judged))
+                out.append(_checked([i for i, _, _ in group], header, whole, [n for _, _, n in group], None,
+                                    required, judged))
             elif len(group) > 1:  # one text of them is not plain: each alone
                 groups += [[m] for m in group]
+            else:
+                alone.append(group[0][0])
+    for i in sorted(alone):
+        text = texts[i]
+        out.append(_records(i, text.decode("ascii") if isinstance(text, bytes) else text, required, judged))
     return out
+
+
+def _plain(text: str | bytes) -> tuple[str, int, int] | None:
+    """(header line, where the body starts, rows) of a text pyarrow's reader may take, else None
+    (its reader would take a blank line for a row of empty cells, which the csv module skips)."""
+    if isinstance(text, bytes):  # an ASCII job CSV as read, never decoded (reader.classify_stream)
+        if b'"' in text or b"\r" in text or b"\x00" in text or b"\n\n" in text or not text.endswith(b"\n"):
+            return None
+        start, rows = text.find(b"\n"), text.count(b"\n") - 1
+        line = text[:start].decode("ascii")
+    else:
+        if '"' in text or "\r" in text or "\x00" in text or "\n\n" in text or not text.endswith("\n"):
+            return None
+        start, rows = text.find("\n"), text.count("\n") - 1
+        line = text[:start]
+    return (line, start + 1, rows) if rows >= 1 and line.strip() else None
 
 
 def _body(text: str | bytes, start: int) -> Any:
@@ -216,18 +233,62 @@ def _read(bodies: list[Any], width: int, lines: int) -> list[Any] | None:
     return [table[c].combine_chunks() for c in names]
 
 
-def _header_ok(header: tuple[str, ...], required: tuple[str, ...]) -> bool:
-    return (len(header) >= 2 and len(set(header)) == len(header) and "" not in header
-            and not re.search(CONTROL, "".join(header)) and all(c in header for c in required))
+def _records(i: int, text: str, required: tuple[str, ...], judged: frozenset[str]) -> Pool:
+    """A text that is not plain, read by the csv module (quoted cells, CRLF,
+    blank lines, no final newline) and judged by the same column rules; its
+    lines refused before that (no header, a record of another width) are
+    named here. Each record's line is the file line it starts on."""
+    import pyarrow as pa
+
+    def refused(line: int | None, what: str) -> Pool:
+        return Pool([i], None, [0], [0], [Refusal(line, what)])
+
+    if "\x00" in text:
+        return refused(None, f"contains a NUL byte (offset {text.index(chr(0))})")
+    try:
+        records = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+    except csv.Error as exc:
+        return refused(None, f"not a readable CSV: {one_line(exc)}")
+    if not records or not any(c.strip() for c in records[0]):
+        return refused(None, "empty file (no header)")
+    header = tuple(c.strip() for c in records[0])
+    head = _header_refusal(header, required)
+    if head is not None:
+        return Pool([i], None, [0], [0], [head])
+    rows, lines = [], []
+    line = 2 + sum(c.count("\n") for c in records[0])
+    for cells in records[1:]:
+        if cells and not (len(cells) == 1 and not cells[0].strip()):  # (a blank line)
+            if len(cells) != len(header):
+                return refused(line, f"{len(cells)} fields, the header has {len(header)}")
+            rows.append(cells)
+            lines.append(line)
+        line += 1 + sum(c.count("\n") for c in cells)
+    whole = [pa.array(column, pa.string()) for column in zip(*rows)] if rows else \
+        [pa.array([], pa.string()) for _ in header]
+    return _checked([i], header, whole, [len(rows)], [lines], required, judged)
+
+
+def _header_refusal(header: tuple[str, ...], required: tuple[str, ...]) -> Refusal | None:
+    seen: set[str] = set()
+    for name in header:
+        if name == "" or re.search(CONTROL, name):
+            return Refusal(1, "empty or unprintable column name")
+        if name in seen:
+            return Refusal(1, f"column {name} appears twice")
+        seen.add(name)
+    missing = [c for c in required if c not in seen]
+    return Refusal(None, f"missing column(s) {', '.join(missing)}") if missing else None
 
 
 def _checked(members: list[int], header: tuple[str, ...], whole: list[Any], sizes: list[int],
-             required: tuple[str, ...], judged: frozenset[str]) -> Pool:
-    """The rows of several files of one header, as Arrow string columns
-    (`whole`, the files' rows one after the other, `sizes` rows each): each
-    rule applied once per column of all their rows (a sync reads thousands
-    of 100-row files: per file, the calls would cost more than the rows).
-    A file with a bad cell or a duplicate natural key is not accepted."""
+             lines: list[list[int]] | None, required: tuple[str, ...], judged: frozenset[str]) -> Pool:
+    """The rows of several texts of one header, as Arrow string columns
+    (`whole`, the texts' rows one after the other, `sizes` rows each;
+    `lines`: each row's file line, where not its row index + 2): each rule
+    applied once per column of all their rows (a sync reads thousands of
+    100-row files: per file, the calls would cost more than the rows). A
+    text with a bad cell or a repeated natural key is refused with its first."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -236,25 +297,63 @@ def _checked(members: list[int], header: tuple[str, ...], whole: list[Any], size
 
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     bad = np.zeros(len(sizes), dtype=bool)
-    columns = []
+    checks, columns = [], []
     for name, cells in zip(header, whole):
         checked = check(name, cells, name in required, name in judged)
-        if not checked.ok:
+        if not checked.ok and len(cells):
             bad |= np.logical_or.reduceat(checked.bad.to_numpy(zero_copy_only=False), starts)
+        checks.append(checked)
         columns.append(pc.cast(checked.values, pa.string()) if name in SCALE_COLUMNS else checked.values)
     # checked as integers, ranks/nodes are kept in the row's extra object as the number's text
     table = pa.table(columns, names=list(header))
-    keyed = [c for c in header if c in KEY_COLUMNS or
-             ((c not in RULE_COLUMNS or c in SCALE_COLUMNS) and c not in MEASURED_EXTRAS)]
+    keyed = _keyed(header)
+    repeated = np.zeros(len(sizes), dtype=bool)
     if not keyed:
-        bad[:] = True  # no key: the per-cell reader decides
-    elif not _unique_by_n_and_repeat(table, sizes):
+        repeated[:] = np.array(sizes) > 1  # no key column: every row has the same (empty) key
+    elif table.num_rows and not _unique_by_n_and_repeat(table, sizes):
         file_index = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
         keys = table.select(keyed).append_column("__file", pa.array(file_index))
         counts = keys.group_by([*keyed, "__file"], use_threads=False).aggregate([([], "count_all")])
-        doubled = pc.filter(counts["__file"], pc.greater(counts["count_all"], 1)).to_numpy()
-        bad[doubled] = True
-    return Pool(members, table, starts.tolist(), list(sizes), (~bad).tolist())
+        repeated[pc.filter(counts["__file"], pc.greater(counts["count_all"], 1)).to_numpy()] = True
+    refusals: list[Refusal | None] = [None] * len(sizes)
+    for k in np.flatnonzero(bad | repeated):
+        at = (lines[k].__getitem__ if lines is not None else lambda row: row + 2)
+        start, size = int(starts[k]), sizes[k]
+        refusals[k] = _first_bad_cell(header, whole, checks, start, size, at) if bad[k] else \
+            _first_repeat(table.slice(start, size), keyed, at)
+    return Pool(members, table, starts.tolist(), list(sizes), refusals)
+
+
+def _keyed(header: tuple[str, ...]) -> list[str]:
+    """The columns of a row's natural key (campaign.results.keys): the key columns and every extra
+    column that is not itself a measurement."""
+    return [c for c in header if c in KEY_COLUMNS or
+            ((c not in RULE_COLUMNS or c in SCALE_COLUMNS) and c not in MEASURED_EXTRAS)]
+
+
+def _first_bad_cell(header: tuple[str, ...], whole: list[Any], checks: list[Any], start: int, size: int,
+                    at: Any) -> Refusal:
+    """The refusal of a text's first bad row (its first bad column), from the columns' masks."""
+    import pyarrow.compute as pc
+
+    first = {j: pc.index(checked.bad.slice(start, size), True).as_py() for j, checked in enumerate(checks)}
+    row, j = min((row, j) for j, row in first.items() if row >= 0)
+    explained = checks[j].explain(start + row, whole[j][start + row].as_py())
+    return Refusal(at(row), f"column {header[j]} {explained}")
+
+
+def _first_repeat(rows: Any, keyed: list[str], at: Any) -> Refusal:
+    """The refusal of a text whose rows repeat a natural key: the first row that repeats an
+    earlier one, and that one's line (one code per distinct key, numpy's unique over the codes)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    codes = np.stack([pc.dictionary_encode(rows[c], null_encoding="encode").combine_chunks().indices.to_numpy()
+                      for c in keyed], axis=1) if keyed else np.zeros((rows.num_rows, 1), dtype=np.int64)
+    _, first, inverse = np.unique(codes, axis=0, return_index=True, return_inverse=True)
+    earlier = first[inverse.reshape(-1)]
+    row = int(np.flatnonzero(earlier != np.arange(rows.num_rows))[0])
+    return Refusal(at(row), f"the same configuration, n and repeat as line {at(int(earlier[row]))}")
 
 
 def _unique_by_n_and_repeat(table: Any, sizes: list[int]) -> bool:
