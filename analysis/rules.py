@@ -151,6 +151,8 @@ def _ints(text: pa.Array, blank: pa.Array, minimum: int, required: bool) -> Chec
 
 
 def _int64(text: str) -> int | None:
+    if len(text.lstrip("+-").lstrip("0")) > _LONG_DIGITS:  # (and int() of thousands of digits is refused)
+        return None
     value = int(text)
     return value if INT64[0] <= value <= INT64[1] else None
 

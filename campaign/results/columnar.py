@@ -237,7 +237,7 @@ def _records(i: int, text: str, required: tuple[str, ...], judged: frozenset[str
     """A text that is not plain, read by the csv module (quoted cells, CRLF,
     blank lines, no final newline) and judged by the same column rules; its
     lines refused before that (no header, a record of another width) are
-    named here. Each record's line is the file line it starts on."""
+    named here, after any bad row above them. A record's line is the file line it starts on."""
     import pyarrow as pa
 
     def refused(line: int | None, what: str) -> Pool:
@@ -255,18 +255,22 @@ def _records(i: int, text: str, required: tuple[str, ...], judged: frozenset[str
     head = _header_refusal(header, required)
     if head is not None:
         return Pool([i], None, [0], [0], [head])
-    rows, lines = [], []
+    rows, lines, short = [], [], None
     line = 2 + sum(c.count("\n") for c in records[0])
     for cells in records[1:]:
         if cells and not (len(cells) == 1 and not cells[0].strip()):  # (a blank line)
             if len(cells) != len(header):
-                return refused(line, f"{len(cells)} fields, the header has {len(header)}")
+                short = Refusal(line, f"{len(cells)} fields, the header has {len(header)}")
+                break
             rows.append(cells)
             lines.append(line)
         line += 1 + sum(c.count("\n") for c in cells)
     whole = [pa.array(column, pa.string()) for column in zip(*rows)] if rows else \
         [pa.array([], pa.string()) for _ in header]
-    return _checked([i], header, whole, [len(rows)], [lines], required, judged)
+    pool = _checked([i], header, whole, [len(rows)], [lines], required, judged)
+    if short is not None and pool.refusals[0] is None:  # the rows above the short one are fine: it is the first
+        return Pool([i], None, [0], [0], [short])
+    return pool
 
 
 def _header_refusal(header: tuple[str, ...], required: tuple[str, ...]) -> Refusal | None:
@@ -319,8 +323,12 @@ def _checked(members: list[int], header: tuple[str, ...], whole: list[Any], size
     for k in np.flatnonzero(bad | repeated):
         at = (lines[k].__getitem__ if lines is not None else lambda row: row + 2)
         start, size = int(starts[k]), sizes[k]
-        refusals[k] = _first_bad_cell(header, whole, checks, start, size, at) if bad[k] else \
-            _first_repeat(table.slice(start, size), keyed, at)
+        cell = _first_bad_cell(header, whole, checks, start, size) if bad[k] else None
+        again = _first_repeat(table.slice(start, size), keyed) if repeated[k] else None
+        if again is not None and (cell is None or again[0] < cell[0]):  # (rows above a bad cell are good)
+            refusals[k] = Refusal(at(again[0]), f"the same configuration, n and repeat as line {at(again[1])}")
+        elif cell is not None:
+            refusals[k] = Refusal(at(cell[0]), cell[1])
     return Pool(members, table, starts.tolist(), list(sizes), refusals)
 
 
@@ -331,20 +339,21 @@ def _keyed(header: tuple[str, ...]) -> list[str]:
             ((c not in RULE_COLUMNS or c in SCALE_COLUMNS) and c not in MEASURED_EXTRAS)]
 
 
-def _first_bad_cell(header: tuple[str, ...], whole: list[Any], checks: list[Any], start: int, size: int,
-                    at: Any) -> Refusal:
-    """The refusal of a text's first bad row (its first bad column), from the columns' masks."""
+def _first_bad_cell(header: tuple[str, ...], whole: list[Any], checks: list[Any], start: int,
+                    size: int) -> tuple[int, str] | None:
+    """A text's first bad row (within the text) and what is wrong with its first bad cell, from the masks."""
     import pyarrow.compute as pc
 
     first = {j: pc.index(checked.bad.slice(start, size), True).as_py() for j, checked in enumerate(checks)}
-    row, j = min((row, j) for j, row in first.items() if row >= 0)
-    explained = checks[j].explain(start + row, whole[j][start + row].as_py())
-    return Refusal(at(row), f"column {header[j]} {explained}")
+    row, j = min(((row, j) for j, row in first.items() if row >= 0), default=(-1, -1))
+    if row < 0:
+        return None
+    return row, f"column {header[j]} {checks[j].explain(start + row, whole[j][start + row].as_py())}"
 
 
-def _first_repeat(rows: Any, keyed: list[str], at: Any) -> Refusal:
-    """The refusal of a text whose rows repeat a natural key: the first row that repeats an
-    earlier one, and that one's line (one code per distinct key, numpy's unique over the codes)."""
+def _first_repeat(rows: Any, keyed: list[str]) -> tuple[int, int] | None:
+    """A text's first row that repeats the natural key of an earlier row, and that row (one code
+    per distinct key, numpy's unique over the codes), or None."""
     import numpy as np
     import pyarrow.compute as pc
 
@@ -352,8 +361,8 @@ def _first_repeat(rows: Any, keyed: list[str], at: Any) -> Refusal:
                       for c in keyed], axis=1) if keyed else np.zeros((rows.num_rows, 1), dtype=np.int64)
     _, first, inverse = np.unique(codes, axis=0, return_index=True, return_inverse=True)
     earlier = first[inverse.reshape(-1)]
-    row = int(np.flatnonzero(earlier != np.arange(rows.num_rows))[0])
-    return Refusal(at(row), f"the same configuration, n and repeat as line {at(int(earlier[row]))}")
+    again = np.flatnonzero(earlier != np.arange(rows.num_rows))
+    return (int(again[0]), int(earlier[again[0]])) if len(again) else None
 
 
 def _unique_by_n_and_repeat(table: Any, sizes: list[int]) -> bool:

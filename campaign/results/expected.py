@@ -165,13 +165,14 @@ def _foreign(table: Any, files: _Files, wants: list[Expected]) -> list[str | Non
         if name in names:
             count = pc.fill_null(pc.cast(table[name], pa.int64()), 1).to_numpy()
             low, high = np.minimum.reduceat(count, files.starts), np.maximum.reduceat(count, files.starts)
-            for f, want in enumerate(wants):
-                planned = {"ranks": want.ranks, "nodes": want.nodes}[name]
-                if out[f] is None and low[f] != high[f]:
-                    found = sorted(set(count[files.starts[f]:files.starts[f] + files.sizes[f]].tolist()))
-                    out[f] = f"output mixes {name} {found[:4]}: one run is one launch"
-                elif out[f] is None and planned is not None and low[f] != planned:
-                    out[f] = f"output is for {name} {low[f]}, the run's is {planned}"
+            own_count = [{"ranks": w.ranks, "nodes": w.nodes}[name] for w in wants]
+            other = np.array([v is not None for v in own_count]) & (low != np.array([v or 0 for v in own_count]))
+            for k in np.flatnonzero((low != high) | other):
+                if out[k] is None and low[k] != high[k]:
+                    found = sorted(set(count[files.starts[k]:files.starts[k] + files.sizes[k]].tolist()))
+                    out[k] = f"output mixes {name} {found[:4]}: one run is one launch"
+                elif out[k] is None:
+                    out[k] = f"output is for {name} {low[k]}, the run's is {own_count[k]}"
     _arguments(table, files, wants, out)
     return out
 
@@ -230,7 +231,7 @@ def _sweep(table: Any, files: _Files, wants: list[Expected]) -> tuple[list[tuple
     for f in np.flatnonzero(files.first(~own) >= 0):
         start, size = int(files.starts[f]), int(files.sizes[f])
         outside = n.slice(start, size).filter(pa.array(~own[start:start + size]))
-        stray[f] = tuple(sorted(set(outside.to_pylist())))[:5]
+        stray[f] = tuple(sorted(set(outside.drop_null().to_pylist())))[:5]
     lacking = member[sweep_of, :-1] & ~found[:, :-1]
     missing: list[tuple[int, ...]] = [()] * len(wants)
     for f in np.flatnonzero(lacking.any(axis=1)):
