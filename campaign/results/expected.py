@@ -111,35 +111,50 @@ def judge(table: Any, sizes: list[int], wants: list[Expected]) -> list[Verdict]:
     reason described from its first row the mask holds."""
     import numpy as np
 
-    files = _Files(np.asarray(sizes, dtype=np.int64), table.num_rows)
-    foreign = _foreign(table, files, wants) if table.num_rows else [None] * len(sizes)
-    stray, missing = _sweep(table, files, wants)
-    failed = _check(table, files, wants)
+    files = _Files(np.asarray(sizes, dtype=np.int64), table.num_rows, wants)
+    foreign = _foreign(table, files) if table.num_rows else [None] * len(sizes)
+    stray, missing = _sweep(table, files)
+    failed = _check(table, files)
     return [Verdict(*found) for found in zip(foreign, stray, missing, failed)]
 
 
 class _Files:
-    """Where each file's rows are in the pooled table, and per-file reductions of a row mask."""
+    """Where each file's rows are in the pooled table, its run (`runs`: the
+    distinct Expected objects, a sync's files share a few; `run_of`: each
+    file's, `run_of_row`: each row's), and per-file reductions of a row mask."""
 
-    def __init__(self, sizes: Any, rows: int) -> None:
+    def __init__(self, sizes: Any, rows: int, wants: list[Expected]) -> None:
         import numpy as np
 
         self.sizes, self.rows = sizes, rows
         self.starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         self.of_row = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+        index: dict[int, int] = {}
+        self.runs: list[Expected] = []
+        for want in wants:
+            if index.setdefault(id(want), len(self.runs)) == len(self.runs):
+                self.runs.append(want)
+        self.run_of = np.array([index[id(w)] for w in wants], dtype=np.int64)
+        self.run_of_row = self.run_of[self.of_row]
+
+    def of_runs(self, values: list[Any]) -> Any:
+        """A value per run as a value per file."""
+        import numpy as np
+
+        return np.array(values)[self.run_of]
 
     def first(self, mask: Any) -> Any:
         """Each file's first row (its index in the table) where `mask` is set, -1 where none is."""
         import numpy as np
 
-        if not self.rows:
+        if not self.rows or not mask.any():  # (most masks of a sync: no row breaks the rule)
             return np.full(len(self.sizes), -1, dtype=np.int64)
         at = np.where(mask, np.arange(self.rows), self.rows)
         first = np.minimum.reduceat(at, np.minimum(self.starts, self.rows - 1))
         return np.where((first < self.starts + self.sizes) & (self.sizes > 0), first, -1)
 
 
-def _foreign(table: Any, files: _Files, wants: list[Expected]) -> list[str | None]:
+def _foreign(table: Any, files: _Files) -> list[str | None]:
     """Why each file's rows are not its run's: the first planned coordinate
     that a row contradicts (a column empty in every row of a file is absent),
     then its ranks and nodes (one launch), then the run's extra arguments."""
@@ -147,37 +162,38 @@ def _foreign(table: Any, files: _Files, wants: list[Expected]) -> list[str | Non
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    out: list[str | None] = [None] * len(wants)
+    out: list[str | None] = [None] * len(files.sizes)
     names = set(table.column_names)
     for what in _COORDINATES:
-        own = [getattr(w, what) for w in wants]
+        own = [getattr(run, what) for run in files.runs]
         if what not in names or all(v is None for v in own):
             continue
         column = table[what]
-        present = np.add.reduceat(column.is_valid().to_numpy(zero_copy_only=False), files.starts) > 0
-        expected = pa.array(own, column.type).take(pa.array(files.of_row))
+        present = np.add.reduceat(column.is_valid().to_numpy(zero_copy_only=False), files.starts) > 0 \
+            if column.null_count else True
+        expected = pa.array(own, column.type).take(pa.array(files.run_of_row))
         first = files.first(pc.fill_null(pc.not_equal(column, expected), True).to_numpy(zero_copy_only=False))
-        planned = np.array([v is not None for v in own]) & present  # (a column empty in a file: absent)
+        planned = files.of_runs([v is not None for v in own]) & present  # (a column empty in a file: absent)
         for f in np.flatnonzero((first >= 0) & planned):
             if out[f] is None:
-                out[f] = f"output is for {what} {column[int(first[f])].as_py()!r}, the run's is {own[f]!r}"
+                out[f] = f"output is for {what} {column[int(first[f])].as_py()!r}, the run's is {own[files.run_of[f]]!r}"
     for name in SCALE_COLUMNS:  # one launch has one world: rows of several are not one run's (a blank cell is 1)
         if name in names:
             count = pc.fill_null(pc.cast(table[name], pa.int64()), 1).to_numpy()
             low, high = np.minimum.reduceat(count, files.starts), np.maximum.reduceat(count, files.starts)
-            own_count = [{"ranks": w.ranks, "nodes": w.nodes}[name] for w in wants]
-            other = np.array([v is not None for v in own_count]) & (low != np.array([v or 0 for v in own_count]))
+            own_count = [{"ranks": run.ranks, "nodes": run.nodes}[name] for run in files.runs]
+            other = files.of_runs([v is not None for v in own_count]) & (low != files.of_runs([v or 0 for v in own_count]))
             for k in np.flatnonzero((low != high) | other):
                 if out[k] is None and low[k] != high[k]:
                     found = sorted(set(count[files.starts[k]:files.starts[k] + files.sizes[k]].tolist()))
                     out[k] = f"output mixes {name} {found[:4]}: one run is one launch"
                 elif out[k] is None:
-                    out[k] = f"output is for {name} {low[k]}, the run's is {own_count[k]}"
-    _arguments(table, files, wants, out)
+                    out[k] = f"output is for {name} {low[k]}, the run's is {own_count[files.run_of[k]]}"
+    _arguments(table, files, out)
     return out
 
 
-def _arguments(table: Any, files: _Files, wants: list[Expected], out: list[str | None]) -> None:
+def _arguments(table: Any, files: _Files, out: list[str | None]) -> None:
     """The rows of a column named like one of the run's arguments (`--a 32`: a
     column `a`) hold its value, as a number where it reads as one. A list
     argument sweeps inside the program, and a column the program does not
@@ -185,29 +201,28 @@ def _arguments(table: Any, files: _Files, wants: list[Expected], out: list[str |
     import numpy as np
     import pyarrow.compute as pc
 
-    from campaign.results.columnar import extra_columns
+    from campaign.results.result_columns import extra_columns
 
     extras = set(extra_columns(table.column_names))
-    by_argument: dict[tuple[str, str, str], list[int]] = {}  # (column, argument, value) -> its files
-    for f, want in enumerate(wants):
-        for name, value in want.extra_args:
+    by_argument: dict[tuple[str, str, str], list[int]] = {}  # (column, argument, value) -> its runs
+    for k, run in enumerate(files.runs):
+        for name, value in run.extra_args:
             column = name if name in extras else name.replace("-", "_")
             if column in extras and "," not in value:
-                by_argument.setdefault((column, name, value), []).append(f)
-    for (column, name, value), members in by_argument.items():
+                by_argument.setdefault((column, name, value), []).append(k)
+    for (column, name, value), runs in by_argument.items():
         encoded = pc.dictionary_encode(table[column]).combine_chunks()
         own = _number(value)
         differs = np.array([_number(v) != own for v in encoded.dictionary.to_pylist()] + [False])
         codes = pc.fill_null(encoded.indices, len(encoded.dictionary)).to_numpy()  # a blank cell: not checked
-        mine = np.zeros(len(wants), dtype=bool)
-        mine[members] = True
+        mine = np.isin(files.run_of, runs)
         first = files.first(differs[codes] & mine[files.of_row])
-        for f in members:
-            if first[f] >= 0 and out[f] is None:
+        for f in np.flatnonzero(mine & (first >= 0)):
+            if out[f] is None:
                 out[f] = f"output is for {name} {table[column][int(first[f])].as_py()!r}, the run's is {value!r}"
 
 
-def _sweep(table: Any, files: _Files, wants: list[Expected]) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+def _sweep(table: Any, files: _Files) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
     """Each file's n outside its run's sweep (sorted, the first five) and the
     n of the sweep it lacks: each row's n looked up once among every n of
     the pool's sweeps, then in its own file's sweep (a table of sweeps x n),
@@ -217,7 +232,7 @@ def _sweep(table: Any, files: _Files, wants: list[Expected]) -> tuple[list[tuple
     import pyarrow.compute as pc
 
     sweeps: dict[tuple[int, ...], int] = {}
-    sweep_of = np.array([sweeps.setdefault(tuple(sorted(set(w.n))), len(sweeps)) for w in wants], dtype=np.int64)
+    sweep_of = files.of_runs([sweeps.setdefault(tuple(sorted(set(run.n))), len(sweeps)) for run in files.runs])
     every = np.array(sorted({v for sweep in sweeps for v in sweep}), dtype=np.int64)
     member = np.zeros((len(sweeps), len(every) + 1), dtype=bool)  # the last column: an n of no sweep
     for sweep, k in sweeps.items():
@@ -225,21 +240,21 @@ def _sweep(table: Any, files: _Files, wants: list[Expected]) -> tuple[list[tuple
     n = table["n"]
     code = pc.fill_null(pc.index_in(n, value_set=pa.array(every, pa.int64())), len(every)).to_numpy()
     own = member[sweep_of[files.of_row], code]
-    found = np.zeros((len(wants), len(every) + 1), dtype=bool)
+    found = np.zeros((len(files.sizes), len(every) + 1), dtype=bool)
     found[files.of_row[own], code[own]] = True
-    stray: list[tuple[int, ...]] = [()] * len(wants)
+    stray: list[tuple[int, ...]] = [()] * len(files.sizes)
     for f in np.flatnonzero(files.first(~own) >= 0):
         start, size = int(files.starts[f]), int(files.sizes[f])
         outside = n.slice(start, size).filter(pa.array(~own[start:start + size]))
         stray[f] = tuple(sorted(set(outside.drop_null().to_pylist())))[:5]
     lacking = member[sweep_of, :-1] & ~found[:, :-1]
-    missing: list[tuple[int, ...]] = [()] * len(wants)
+    missing: list[tuple[int, ...]] = [()] * len(files.sizes)
     for f in np.flatnonzero(lacking.any(axis=1)):
         missing[f] = tuple(every[lacking[f]].tolist())
     return stray, missing
 
 
-def _check(table: Any, files: _Files, wants: list[Expected]) -> list[str | None]:
+def _check(table: Any, files: _Files) -> list[str | None]:
     """Why each file's rows fail their check (CHECK_FAILED), from its first
     row that fails: under --check every row needs a rel_err within its
     dtype's tolerance (NaN and inf are above it); with or without it, a
@@ -256,11 +271,11 @@ def _check(table: Any, files: _Files, wants: list[Expected]) -> list[str | None]
     tol = limits[pc.index_in(dtype, value_set=kinds).to_numpy(zero_copy_only=False).astype(np.int64)]
     absent = err.is_null().to_numpy(zero_copy_only=False)
     value = pc.fill_null(err, 0.0).to_numpy()
-    check = np.array([w.check for w in wants], dtype=bool)[files.of_row]
+    check = np.array([run.check for run in files.runs], dtype=bool)[files.run_of_row]
     with np.errstate(invalid="ignore"):
         broken = (value < 0) | ((check | np.isinf(value)) & ~(value <= tol))
     first = files.first((absent & check) | (~absent & broken))
-    out: list[str | None] = [None] * len(wants)
+    out: list[str | None] = [None] * len(files.sizes)
     for f in np.flatnonzero(first >= 0):
         row = int(first[f])
         n, kind = table["n"][row].as_py(), dtype[row].as_py()

@@ -15,9 +15,9 @@ from typing import Any
 
 from campaign.plumbing.errors import ImportError_
 from campaign.plumbing.states import JobState
-from campaign.results.columnar import ResultColumns
 from campaign.results.expected import JUDGED_COLUMNS, Expected, judge
 from campaign.results.reader import Outcome, classify_output, parse_columns
+from campaign.results.result_columns import ResultColumns
 from resultschema.columns import KERNEL_COLUMNS
 
 # Finished without a result, but possibly with the rows of some n.

@@ -30,8 +30,9 @@ from campaign.job.files import read_all
 from campaign.job.fom import CHECK_SUFFIX, LOST_SUFFIX
 from campaign.plumbing.errors import ImportError_, one_line
 from campaign.plumbing.states import JobState
-from campaign.results.columnar import Pool, ResultColumns, read
+from campaign.results.columnar import Pool, read
 from campaign.results.expected import JUDGED_COLUMNS, Expected, Verdict, judge
+from campaign.results.result_columns import ResultColumns
 from resultschema.columns import KERNEL_COLUMNS, REQUIRED_COLUMNS
 
 MAX_BYTES = 512 * 2**20  # a results CSV above 512 MiB is not a result file

@@ -32,9 +32,9 @@ from campaign.ledger.files import write_home
 from campaign.ledger.result_schema import LedgerColumns
 from campaign.plumbing.clock import now
 from campaign.plumbing.errors import BadInputError, ConfigError, ImportError_
-from campaign.results.columnar import ResultColumns, extra_columns
 from campaign.results.export import EXPORT_COLUMNS
 from campaign.results.keys import IMPORT_SCOPE, natural_key
+from campaign.results.result_columns import ResultColumns, extra_columns
 from resultschema.columns import RESULT_SCHEMA
 
 IMPORT_BACKEND = "import"  # Campaign.backend of a campaign made by `import --campaign`
