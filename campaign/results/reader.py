@@ -30,7 +30,7 @@ from campaign.job.files import read_all
 from campaign.job.fom import CHECK_SUFFIX, LOST_SUFFIX
 from campaign.plumbing.errors import ImportError_, one_line
 from campaign.plumbing.states import JobState
-from campaign.results.columnar import Pool, read
+from campaign.results.columnar import Pool, Refusal, read
 from campaign.results.expected import JUDGED_COLUMNS, Expected, Verdict, judge
 from campaign.results.result_columns import ResultColumns
 from resultschema.columns import KERNEL_COLUMNS, REQUIRED_COLUMNS
@@ -137,9 +137,9 @@ def _regular_bytes(path: Path | str) -> bytes | None:
 def classify_stream(items: Iterable[tuple[Path | str, Expected]], window: int = CLASSIFY_WINDOW,
                     chars: int = POOL_CHARS, rows: int | None = None) -> Iterator[Outcome]:
     """`classify_output` of each item, in order. The rules are applied to the
-    rows of a pool of CSVs together (columnar.pools): at most `window`
-    files or `chars` characters of their text, judged together
-    (expected.settled), a file that judgement cannot settle then alone.
+    rows of a pool of CSVs together (columnar.read): at most `window`
+    files or `chars` characters of their text, then judged together against
+    their runs (expected.judge).
     Only one pool's rows are alive at a time, so a caller that bounds its
     batches (campaign.commands.sync) bounds its memory by choosing `chars`.
     `rows`: a pool also ends once its files hold that many rows, where the
@@ -177,14 +177,27 @@ def _judge_pool(items: Sequence[tuple[Path | str, Expected]], texts: list[tuple[
     """Each text's outcome: the texts read and checked together
     (campaign.results.columnar.read), each pool's files then judged together
     against their runs (campaign.results.expected.judge)."""
-    for pool in read([text for _, text in texts], KERNEL_COLUMNS, JUDGED_COLUMNS):
+    try:
+        pools = read([text for _, text in texts], KERNEL_COLUMNS, JUDGED_COLUMNS)
+    except Exception:  # the promise: one bad file never stops a sync (each then read alone)
+        pools = [_alone(k, text) for k, (_, text) in enumerate(texts)]
+    for pool in pools:
         members = [texts[m][0] for m in pool.members]
         try:
             found = _pool_outcomes(pool, [items[i] for i in members])
-        except Exception as exc:  # the promise: one bad file never stops a sync
+        except Exception as exc:
             found = [Outcome(JobState.LOST_OUTPUT, reason=f"unreadable output: {one_line(exc, 200)}")] * len(members)
         for i, outcome in zip(members, found):
             outcomes[i] = outcome
+
+
+def _alone(k: int, text: str | bytes) -> Pool:
+    """The k-th text read alone; a reader's exception as its refusal."""
+    try:
+        [pool] = read([text], KERNEL_COLUMNS, JUDGED_COLUMNS)
+        return Pool([k], pool.table, pool.starts, pool.sizes, pool.refusals)
+    except Exception as exc:
+        return Pool([k], None, [0], [0], [Refusal(None, one_line(exc, 200))])
 
 
 def _pool_outcomes(pool: Pool, items: list[tuple[Path | str, Expected]]) -> list[Outcome]:
@@ -193,10 +206,10 @@ def _pool_outcomes(pool: Pool, items: list[tuple[Path | str, Expected]]) -> list
     out = []
     for k, (path, _) in enumerate(items):
         refused, table = pool.refusals[k], pool.part(k)
-        if refused is not None or table is None:
-            where = os.path.basename(path)
-            out.append(Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {one_line(refused.message(where) if refused else where, 200)}"))
-        elif not len(table):
+        if refused is not None:
+            reason = one_line(refused.message(os.path.basename(path)), 200)
+            out.append(Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {reason}"))
+        elif table is None or not len(table):
             out.append(Outcome(JobState.LOST_OUTPUT, reason="output has no rows"))
         else:
             out.append(_outcome(path, table, verdicts[k]))
