@@ -69,7 +69,7 @@ def read(texts: Sequence[str | bytes], required: tuple[str, ...], judged: frozen
     by_header: dict[str, list[tuple[int, int, int]]] = {}  # header line -> (text, body start, rows)
     alone: list[int] = []
     for i, text in enumerate(texts):
-        found = _plain(text)
+        found = _plain(text, scan_blank=not required)
         if found is None:
             alone.append(i)
         else:
@@ -86,9 +86,15 @@ def read(texts: Sequence[str | bytes], required: tuple[str, ...], judged: frozen
             group = groups.pop()
             whole = _read([_body(texts[i], start) for i, start, _ in group], len(header),
                           sum(n for _, _, n in group))
-            if whole is not None:
-                out.append(_checked([i for i, _, _ in group], header, whole, [n for _, _, n in group], None,
-                                    required, judged))
+            pool = None if whole is None else \
+                _checked([i for i, _, _ in group], header, whole, [n for _, _, n in group], None, required, judged)
+            blank = [] if pool is None else [m for m, refused in zip(group, pool.refusals)
+                                             if refused is not None and _blank_line(texts[m[0]])]
+            if pool is not None and not blank:
+                out.append(pool)
+            elif blank:  # read as a row of empty cells, which the csv module skips: those alone
+                alone += [i for i, _, _ in blank]
+                groups += [[m for m in group if m not in blank]] if len(blank) < len(group) else []
             elif len(group) > 1:  # one text of them is not plain: each alone
                 groups += [[m] for m in group]
             else:
@@ -99,20 +105,28 @@ def read(texts: Sequence[str | bytes], required: tuple[str, ...], judged: frozen
     return out
 
 
-def _plain(text: str | bytes) -> tuple[str, int, int] | None:
-    """(header line, where the body starts, rows) of a text pyarrow's reader may take, else None
-    (its reader would take a blank line for a row of empty cells, which the csv module skips)."""
+def _plain(text: str | bytes, scan_blank: bool) -> tuple[str, int, int] | None:
+    """(header line, where the body starts, rows) of a text pyarrow's reader may take, else None.
+    Its reader takes a blank line for a row of empty cells, which the csv module skips: such a row
+    breaks every required column, so a text is looked through for one only where it was refused
+    (read) or where no column is required (`scan_blank`)."""
+    if scan_blank and _blank_line(text):
+        return None
     if isinstance(text, bytes):  # an ASCII job CSV as read, never decoded (reader.classify_stream)
-        if b'"' in text or b"\r" in text or b"\x00" in text or b"\n\n" in text or not text.endswith(b"\n"):
+        if b'"' in text or b"\r" in text or b"\x00" in text or not text.endswith(b"\n"):
             return None
         start, rows = text.find(b"\n"), text.count(b"\n") - 1
         line = text[:start].decode("ascii")
     else:
-        if '"' in text or "\r" in text or "\x00" in text or "\n\n" in text or not text.endswith("\n"):
+        if '"' in text or "\r" in text or "\x00" in text or not text.endswith("\n"):
             return None
         start, rows = text.find("\n"), text.count("\n") - 1
         line = text[:start]
     return (line, start + 1, rows) if rows >= 1 and line.strip() else None
+
+
+def _blank_line(text: str | bytes) -> bool:
+    return (b"\n\n" if isinstance(text, bytes) else "\n\n") in text  # type: ignore[operator]
 
 
 def _body(text: str | bytes, start: int) -> Any:
