@@ -12,6 +12,7 @@ import random
 import sqlite3
 from pathlib import Path
 
+import campaign.backends  # noqa: F401  (before campaign.planning.plan, which alone is a circular import)
 from campaign.ledger import Ledger
 from campaign.ledger.files import write_many
 from campaign.ledger.result_schema import LedgerColumns
