@@ -4,10 +4,11 @@ what sync takes from a kernel's CSV and what the analysis takes as input
 (analysis.schema) are all judged here, by the rules of resultschema.columns.
 
 A column arrives as the text of its cells (a CSV's, or a DataFrame's cells
-written as text) and leaves typed, with a mask of the cells that break a
-rule. The callers only use the masks to find the FIRST bad row; the CSV
-readers then let the per-cell reference (campaign.results.cells) name that
-line and its reason, so a refusal reads as it always did.
+written as text) and leaves typed, with one mask per rule of the cells that
+break it. The masks decide (a cell is bad where any is set) and they explain:
+a reader refusing a file takes the first bad row from them and names the rule
+that row's cell broke (`Checked.explain`), so the reason is never worked out
+by a second reading of the cell.
 
 Rules: text is stripped, holds no control character and at most TEXT_MAX
 characters, blank is a missing value; an integer is plain ASCII digits
@@ -19,7 +20,8 @@ value. An optional column empty in every row is absent (its callers drop it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -27,25 +29,74 @@ import pyarrow.compute as pc
 
 from resultschema.columns import CONTROL, INT64, TEXT_MAX, Column, column_rule
 
-_INT = r"^[+-]?[0-9]{1,19}$"
+_INT = r"^[+-]?[0-9]+$"
 _FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _NAN = r"^[+-]?[nN][aA][nN]$"
+_INF = r"^[+-]?(?i:inf|infinity)$"
+_LONG_DIGITS = 19  # an integer of this many significant digits or more may be outside int64: read in Python
+SHOWN = 40  # characters of a bad cell quoted in a refusal
+
+# The rules a cell can break, as a refusal says them ({value}: the cell as written, quoted).
+NOT_INTEGER = "is not an integer: {value}"
+OUT_OF_INT64 = "is outside the 64-bit integer range: {value}"
+NOT_NUMBER = "is not a number: {value}"
+EMPTY = "is empty"
+NAN_MISSING = "has no value: {value}"
+TOO_LONG = f"is longer than {TEXT_MAX} characters: {{value}}"
+CONTROL_CHAR = "contains a control character: {value}"
 
 
 @dataclass
 class Checked:
-    """One column judged: its typed values (null = missing) and where a rule is broken."""
+    """One column judged: its typed values (null = missing) and, per rule
+    broken, the mask of its cells that break it (in the order the rules are
+    judged). `indices`: the masks are over the column's distinct cells
+    (a dictionary), these map each row to its cell."""
 
     values: pa.Array
-    bad: pa.Array  # bool, one per row
+    broken: list[tuple[str, pa.Array]] = field(default_factory=list)
+    indices: pa.Array | None = None
+
+    @cached_property
+    def bad(self) -> pa.Array:
+        """bool, one per row: the cell breaks a rule."""
+        if not self.broken:
+            return pa.repeat(False, len(self.values))
+        bad = self.broken[0][1]
+        for _, mask in self.broken[1:]:
+            bad = pc.or_(bad, mask)
+        return bad if self.indices is None else bad.take(self.indices)
 
     @property
     def ok(self) -> bool:
-        return not pc.any(self.bad).as_py()
+        return not self.broken or not pc.any(self.bad).as_py()
 
     def first_bad(self) -> int | None:
+        if not self.broken:
+            return None
         index = pc.index(self.bad, True).as_py()
         return None if index < 0 else int(index)
+
+    def rule_at(self, row: int) -> str | None:
+        """The first rule the cell of `row` breaks (a template of {value}), or None."""
+        at = row if self.indices is None else self.indices[row].as_py()
+        return next((rule for rule, mask in self.broken if mask[at].as_py()), None)
+
+    def explain(self, row: int, cell: str | None) -> str | None:
+        """What is wrong with the cell of `row` (its text as written: `cell`), or None."""
+        rule = self.rule_at(row)
+        return None if rule is None else rule.format(value=shown(cell or ""))
+
+
+def shown(cell: str) -> str:
+    """A cell as a refusal quotes it: stripped, cut to SHOWN characters, with its length where cut."""
+    text = cell.strip()
+    return repr(text) if len(text) <= SHOWN else f"{text[:SHOWN]!r}... ({len(text)} characters)"
+
+
+def _rules(*pairs: tuple[str, Any]) -> list[tuple[str, pa.Array]]:
+    """The (rule, mask) pairs of a column, nulls as False, the pairs of no cell left out."""
+    return [(rule, pc.fill_null(mask, False)) for rule, mask in pairs if mask is not None]
 
 
 def check(name: str, cells: pa.Array, required: bool = False, judged: bool = False) -> Checked:
@@ -58,7 +109,7 @@ def check(name: str, cells: pa.Array, required: bool = False, judged: bool = Fal
         encoded = cells.dictionary_encode()
         if len(encoded.dictionary) * 4 <= len(cells):
             few = _check(name, encoded.dictionary, required, judged)
-            return Checked(few.values.take(encoded.indices), few.bad.take(encoded.indices))
+            return Checked(few.values.take(encoded.indices), few.broken, encoded.indices)
     return _check(name, cells, required, judged)
 
 
@@ -76,29 +127,31 @@ def _check(name: str, cells: pa.Array, required: bool, judged: bool) -> Checked:
     if kind == "float":
         assert col is not None
         return _floats(text, blank, col, required, judged)
-    bad = pc.or_(pc.greater(pc.utf8_length(text), TEXT_MAX), pc.match_substring_regex(text, CONTROL))
-    if required:
-        bad = pc.or_(bad, blank)
-    return Checked(pc.if_else(blank, pa.scalar(None, pa.string()), text), pc.fill_null(bad, False))
+    too_long = pc.greater(pc.utf8_length(text), TEXT_MAX)
+    control = pc.match_substring_regex(text, CONTROL)
+    return Checked(pc.if_else(blank, pa.scalar(None, pa.string()), text),
+                   _rules((TOO_LONG, too_long), (CONTROL_CHAR, control), (EMPTY, blank if required else None)))
 
 
 def _ints(text: pa.Array, blank: pa.Array, minimum: int, required: bool) -> Checked:
-    shaped = pc.match_substring_regex(text, _INT)
-    bad = pc.and_(pc.invert(shaped), pc.invert(blank))
-    usable = pc.if_else(pc.or_(bad, blank), pa.scalar(None, pa.string()), text)
-    try:
-        values = pc.cast(pc.utf8_ltrim(usable, "+"), pa.int64())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # outside int64: those cells one by one
-        values = pa.array([_int64(v) for v in usable.to_pylist()], pa.int64())
-        bad = pc.or_(bad, pc.and_(pc.is_null(values), pc.invert(pc.is_null(usable))))
-    bad = pc.or_(bad, pc.fill_null(pc.less(values, minimum), False))
-    if required:
-        bad = pc.or_(bad, blank)
-    return Checked(values, pc.fill_null(bad, False))
+    not_int = pc.and_(pc.invert(pc.match_substring_regex(text, _INT)), pc.invert(blank))
+    usable = pc.invert(pc.or_(not_int, blank))
+    long = pc.and_(usable, pc.greater_equal(pc.utf8_length(pc.utf8_ltrim(text, "+-0")), _LONG_DIGITS))
+    short = pc.if_else(pc.and_(usable, pc.invert(long)), pc.utf8_ltrim(text, "+"), pa.scalar(None, pa.string()))
+    values = pc.cast(short, pa.int64())  # at most 18 significant digits: inside int64
+    out_of_range = None
+    if pc.any(long).as_py():  # near or past int64's limits: those few cells read exactly
+        read = [_int64(v) for v in pc.filter(text, long).to_pylist()]
+        values = pc.replace_with_mask(values, long, pa.array(read, pa.int64()))
+        out_of_range = pc.and_(long, pc.is_null(values))
+    need = "positive" if minimum == 1 else f">= {minimum}"
+    return Checked(values, _rules((NOT_INTEGER, not_int), (OUT_OF_INT64, out_of_range),
+                                  (f"must be {need}, got {{value}}", pc.less(values, minimum)),
+                                  (EMPTY, blank if required else None)))
 
 
-def _int64(text: str | None) -> int | None:
-    if text is None:
+def _int64(text: str) -> int | None:
+    if len(text.lstrip("+-").lstrip("0")) > _LONG_DIGITS:  # (and int() of thousands of digits is refused)
         return None
     value = int(text)
     return value if INT64[0] <= value <= INT64[1] else None
@@ -112,12 +165,16 @@ def _floats(text: pa.Array, blank: pa.Array, col: Column, required: bool, judged
     return _floats_by_shape(text, blank, col, required, judged)
 
 
+def _range_rule(col: Column) -> str:
+    return f"must be a {'positive' if col.positive else 'non-negative'} finite number, got {{value}}"
+
+
 def _finite_floats(text: pa.Array, col: Column, judged: bool) -> Checked | None:
     """The cells as numbers where Arrow's cast reads every one as a finite
     float, else None. The cast reads what _FLOAT describes and nothing more
     (no hex, `_`, `d` exponent or inner space; tests/analysis/test_rules_floats.py
-    holds the two to each other), so a cell it reads is plain; only its
-    range is left to judge. Against both patterns: a third of the cost."""
+    holds the cast to the pattern), so a cell it reads is plain; only its
+    range is left to judge. Against the pattern: a third of the cost."""
     try:
         values = pc.cast(text, pa.float64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -125,29 +182,27 @@ def _finite_floats(text: pa.Array, col: Column, judged: bool) -> Checked | None:
     if not pc.all(pc.is_finite(values)).as_py():  # inf or nan: the patterns tell which is allowed
         return None
     if judged:
-        return Checked(values, pc.is_null(values))  # (none: any number is read)
-    return Checked(values, pc.less_equal(values, 0.0) if col.positive else pc.less(values, 0.0))
+        return Checked(values)  # any number is read
+    sign = pc.less_equal(values, 0.0) if col.positive else pc.less(values, 0.0)
+    return Checked(values, _rules((_range_rule(col), sign)))
 
 
 def _floats_by_shape(text: pa.Array, blank: pa.Array, col: Column, required: bool, judged: bool) -> Checked:
     nan = pc.match_substring_regex(text, _NAN)
+    infinite = pc.match_substring_regex(text, _INF)  # a number, out of range unless judged
     plain = pc.match_substring_regex(text, _FLOAT)
-    if judged:  # any number: infinities too
-        nan = pc.or_(nan, pc.match_substring_regex(text, r"^[+-]?(?i:inf|infinity)$"))
-    bad = pc.invert(pc.or_(pc.or_(plain, nan), blank))
-    usable = pc.if_else(pc.or_(bad, blank), pa.scalar(None, pa.string()), text)
+    not_number = pc.invert(pc.or_(pc.or_(plain, pc.or_(nan, infinite)), blank))
+    usable = pc.if_else(pc.or_(not_number, blank), pa.scalar(None, pa.string()), text)
     values = pc.cast(usable, pa.float64())
-    missing = pc.or_(blank, nan) if col.allow_nan else blank
+    out_of_range = None
     if not judged:
-        finite = pc.is_finite(values)
         sign = pc.less_equal(values, 0.0) if col.positive else pc.less(values, 0.0)
-        out_of_range = pc.or_(pc.invert(finite), sign)
-        bad = pc.or_(bad, pc.and_(pc.fill_null(out_of_range, False), pc.invert(missing)))
-        if not col.allow_nan:
-            bad = pc.or_(bad, nan)
-    if required:
-        bad = pc.or_(bad, missing)
-    return Checked(values, pc.fill_null(bad, False))
+        out_of_range = pc.or_(pc.invert(pc.is_finite(values)), sign)
+        if col.allow_nan:  # a nan is a missing value here, not a number out of range
+            out_of_range = pc.and_(out_of_range, pc.invert(nan))
+    missing = nan if required and col.allow_nan else None
+    return Checked(values, _rules((NOT_NUMBER, not_number), (_range_rule(col), out_of_range),
+                                  (EMPTY, blank if required else None), (NAN_MISSING, missing)))
 
 
 def as_text(values: Any, name: str) -> pa.Array:

@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+import campaign.backends  # noqa: F401  (before campaign.planning.plan, which alone is a circular import)
 from campaign.ledger import Ledger
 from campaign.ledger.files import write_many
 from campaign.ledger.result_schema import LedgerColumns

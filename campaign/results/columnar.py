@@ -1,188 +1,132 @@
-"""A result CSV read column by column: the strict reader's fast path.
+"""The one validator of result CSVs: a CSV's cells read as Arrow columns and
+judged by the one rule set (analysis.rules, pyarrow.compute over whole
+columns), the texts of one header (a sync's batch of finished jobs) as one
+table. A file either passes, and its rows stay Arrow up to the Parquet
+writer, or it is refused with the reason of its first bad line: its line
+number, the column, the cell and the rule it broke, taken from the same
+masks that refused it (`Pool.refusals`).
 
-Each column's cells go to the one rule set (analysis.rules, pyarrow.compute
-over the whole column); a file whose every column passes is taken as typed
-Arrow columns, and stays Arrow up to the Parquet writer. This path only
-*accepts*: a file it cannot prove valid (a bad cell, a blank line, a quoted
-cell, a duplicate natural key, ...) answers None and the caller runs the
-per-cell reference (campaign.results.cells), which names the first bad line
-and its reason.
+Plain texts (no quotes, carriage returns or NUL bytes, a final newline) are
+read by pyarrow's CSV reader; any other text by the csv module, whose
+records (quoted cells, CRLF, blank lines) then take the same column rules.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from campaign.plumbing.errors import one_line
 from campaign.results.keys import MEASURED_EXTRAS
+from campaign.results.result_columns import ResultColumns
 from resultschema.columns import CONTROL, KEY_COLUMNS, RULE_COLUMNS, SCALE_COLUMNS
 
-_RULES, _EXTRA_NAMES = frozenset(RULE_COLUMNS), frozenset(SCALE_COLUMNS)  # (sets: looked up per file)
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why a text was refused: on which of its lines (None: the whole file) and what is wrong."""
 
-class ResultColumns:
-    """Typed rows of one result CSV. Either an Arrow table (`arrow`: the
-    file's columns in header order, the rule columns typed, the others, and
-    ranks/nodes, as text) or Python columns: `columns`, the rule columns in
-    header order; the other columns as `extras` (header order, None where
-    the cell was blank) or, for rows built from dicts, `extra_rows` (each
-    row's dict, or None). The Python columns of an Arrow table are made on
-    first use (the per-file judging of a file the pooled checks flagged)."""
+    line: int | None
+    what: str
 
-    def __init__(self, length: int, columns: dict[str, list[Any]] | None = None,
-                 extras: dict[str, list[str | None]] | None = None,
-                 extra_rows: list[dict[str, str] | None] | None = None, arrow: Any = None) -> None:
-        self.length, self.arrow, self.extra_rows = length, arrow, extra_rows
-        self._columns, self._extras = columns, extras
-
-    def __len__(self) -> int:
-        return self.length
-
-    def _lists(self) -> None:
-        if self._columns is None:
-            names = self.arrow.column_names if self.arrow is not None else []
-            self._columns = {k: self.arrow[k].to_pylist() for k in names if k in RULE_COLUMNS and k not in SCALE_COLUMNS}
-            self._extras = {k: self.arrow[k].to_pylist() for k in names if k not in self._columns}
-
-    @property
-    def columns(self) -> dict[str, list[Any]]:
-        self._lists()
-        assert self._columns is not None
-        return self._columns
-
-    @property
-    def extras(self) -> dict[str, list[str | None]] | None:
-        self._lists()
-        return self._extras
-
-    def extra_names(self) -> list[str]:
-        """The extra columns' names (or every key of the rows' extra dicts)."""
-        if self.arrow is not None:
-            return extra_columns(self.arrow.column_names)
-        if self.extras is not None:
-            return list(self.extras)
-        return list(dict.fromkeys(k for row in self.extra_rows or () if row for k in row))
-
-    def extra_dicts(self) -> list[dict[str, str] | None]:
-        if self.extra_rows is not None:
-            return self.extra_rows
-        extras = self.extras or {}
-        out: list[dict[str, str] | None] = []
-        for i in range(self.length):
-            row = {name: values[i] for name, values in extras.items() if values[i] is not None}
-            out.append(row or None)  # type: ignore[arg-type]  # the None cells are left out
-        return out
-
-    def rows(self) -> list[dict[str, Any]]:
-        """Row dicts as the per-cell reader makes them (known columns, then "extra")."""
-        names = list(self.columns)
-        rows = [dict(zip(names, cells)) for cells in zip(*self.columns.values())] if names else \
-            [{} for _ in range(self.length)]
-        for row, extra in zip(rows, self.extra_dicts()):
-            row["extra"] = extra
-        return rows
-
-    @classmethod
-    def from_rows(cls, rows: Sequence[dict[str, Any]]) -> ResultColumns:
-        """Columns of row dicts (every row with the first row's known columns)."""
-        names = [k for k in (rows[0] if rows else {}) if k != "extra"]
-        columns = {name: [r.get(name) for r in rows] for name in names}
-        return cls(len(rows), columns, extra_rows=[r.get("extra") for r in rows])
-
-
-def release_unused() -> None:
-    """The Arrow allocator's freed memory of the calling thread handed back
-    (`MemoryPool.release_unused`): a sync's reading thread does it once per
-    batch written (campaign.plumbing.pipeline), or its peak memory varies with
-    the timing of the two threads. Nothing when no Arrow buffer was made."""
-    arrow = sys.modules.get("pyarrow")
-    if arrow is not None:
-        arrow.default_memory_pool().release_unused()
-
-
-def extra_columns(names: Sequence[str]) -> list[str]:
-    """Which of a CSV's columns go to the row's extra object (not a rule column, or ranks/nodes)."""
-    return [k for k in names if k in _EXTRA_NAMES or k not in _RULES]
+    def message(self, where: str) -> str:
+        return f"{where}: {self.what}" if self.line is None else f"{where} line {self.line}: {self.what}"
 
 
 @dataclass
 class Pool:
-    """Files of one header read as one Arrow table (`table`, the checked
+    """Texts of one header read as one Arrow table (`table`, the checked
     columns; `starts`: where each member's rows begin, `sizes`: how many).
-    `members`: the positions of the files in the caller's list; `accepted`:
-    which passed every rule (the others go to the per-cell reader)."""
+    `members`: the positions of the texts in the caller's list; `refusals`:
+    per member, None where it passed every rule, else why not. A text
+    refused before its cells were read (its header, its lines) is a pool of
+    its own without a table."""
 
     members: list[int]
     table: Any
     starts: list[int]
     sizes: list[int]
-    accepted: list[bool]
+    refusals: list[Refusal | None]
 
     def part(self, k: int) -> ResultColumns | None:
-        """The k-th member's rows, or None where the rules refused them."""
-        if not self.accepted[k]:
+        """The k-th member's rows, or None where it was refused."""
+        if self.refusals[k] is not None:
             return None
         return ResultColumns(self.sizes[k], arrow=self.table.slice(self.starts[k], self.sizes[k]))
 
 
-def fast_records(records: list[list[str]], required: tuple[str, ...],
-                 judged: frozenset[str] = frozenset()) -> ResultColumns | None:
-    """The csv module's records of a file (one with quoted cells or carriage
-    returns) as columns when every column passes its rules, else None (the
-    per-cell reader then decides)."""
-    import pyarrow as pa  # (here: the commands that never read a CSV never load it)
-
-    if len(records) < 2 or any(len(cells) != len(records[0]) for cells in records[1:]):
-        return None
-    header = tuple(c.strip() for c in records[0])
-    if not _header_ok(header, required):
-        return None
-    whole = [pa.array(column, pa.string()) for column in zip(*records[1:])]
-    pool = _checked([0], header, whole, [len(records) - 1], required, judged)
-    return pool.part(0)
-
-
-def pools(texts: Sequence[str | bytes], required: tuple[str, ...], judged: frozenset[str] = frozenset()) -> list[Pool]:
-    """Many whole CSV texts (a sync's batch): the texts of one header line
-    are read as one table by pyarrow's CSV reader and their rules applied
-    together (`_checked`). Only plain texts take part (no quotes, carriage
-    returns or NUL bytes, a final newline, a header and a row at least); a
-    text of a pool the reader refuses (a line of other width, a blank line)
-    is read alone. The texts left out belong to the per-cell reader."""
-    by_header: dict[str, list[tuple[int, int, int]]] = {}  # header line -> (file, body start, rows)
+def read(texts: Sequence[str | bytes], required: tuple[str, ...], judged: frozenset[str] = frozenset()) -> list[Pool]:
+    """Whole CSV texts (bytes: ASCII as read), each as a member of one pool.
+    `judged`: float columns read as any number (their values judged by the
+    caller: a job's rel_err). The plain texts of one header line are read by
+    pyarrow's CSV reader as one table and their rules applied together; a
+    text that reader refuses (a line of other width, a blank line) and any
+    text that is not plain is read alone by the csv module."""
+    by_header: dict[str, list[tuple[int, int, int]]] = {}  # header line -> (text, body start, rows)
+    alone: list[int] = []
     for i, text in enumerate(texts):
-        if len(text) > csv.field_size_limit():
-            continue
-        if isinstance(text, bytes):  # an ASCII job CSV as read, never decoded (reader.classify_stream)
-            if b'"' in text or b"\r" in text or b"\x00" in text or not text.endswith(b"\n"):
-                continue
-            start, rows, line = text.find(b"\n"), text.count(b"\n") - 1, text[:text.find(b"\n")].decode("ascii")
+        found = _plain(text, scan_blank=not required)
+        if found is None:
+            alone.append(i)
         else:
-            if '"' in text or "\r" in text or "\x00" in text or not text.endswith("\n"):
-                continue
-            start, rows, line = text.find("\n"), text.count("\n") - 1, text[:text.find("\n")]
-        if rows >= 1:
-            by_header.setdefault(line, []).append((i, start + 1, rows))
+            by_header.setdefault(found[0], []).append((i, *found[1:]))
     out = []
     for line, members in by_header.items():
         header = tuple(c.strip() for c in line.split(","))
-        if not _header_ok(header, required):
+        refused = _header_refusal(header, required)
+        if refused is not None:
+            out += [Pool([i], None, [0], [0], [refused]) for i, _, _ in members]
             continue
         groups = [members]
         while groups:
             group = groups.pop()
             whole = _read([_body(texts[i], start) for i, start, _ in group], len(header),
                           sum(n for _, _, n in group))
-            if whole is not None:
-                out.append(_checked([i for i, _, _ in group], header, whole, [n for _, _, n in group], required,
-                                    judged))
+            pool = None if whole is None else \
+                _checked([i for i, _, _ in group], header, whole, [n for _, _, n in group], None, required, judged)
+            blank = [] if pool is None else [m for m, refused in zip(group, pool.refusals)
+                                             if refused is not None and _blank_line(texts[m[0]])]
+            if pool is not None and not blank:
+                out.append(pool)
+            elif blank:  # read as a row of empty cells, which the csv module skips: those alone
+                alone += [i for i, _, _ in blank]
+                groups += [[m for m in group if m not in blank]] if len(blank) < len(group) else []
             elif len(group) > 1:  # one text of them is not plain: each alone
                 groups += [[m] for m in group]
+            else:
+                alone.append(group[0][0])
+    for i in sorted(alone):
+        text = texts[i]
+        out.append(_records(i, text.decode("ascii") if isinstance(text, bytes) else text, required, judged))
     return out
+
+
+def _plain(text: str | bytes, scan_blank: bool) -> tuple[str, int, int] | None:
+    """(header line, where the body starts, rows) of a text pyarrow's reader may take, else None.
+    Its reader takes a blank line for a row of empty cells, which the csv module skips: such a row
+    breaks every required column, so a text is looked through for one only where it was refused
+    (read) or where no column is required (`scan_blank`)."""
+    if scan_blank and _blank_line(text):
+        return None
+    if isinstance(text, bytes):  # an ASCII job CSV as read, never decoded (reader.classify_stream)
+        if b'"' in text or b"\r" in text or b"\x00" in text or not text.endswith(b"\n"):
+            return None
+        start, rows = text.find(b"\n"), text.count(b"\n") - 1
+        line = text[:start].decode("ascii")
+    else:
+        if '"' in text or "\r" in text or "\x00" in text or not text.endswith("\n"):
+            return None
+        start, rows = text.find("\n"), text.count("\n") - 1
+        line = text[:start]
+    return (line, start + 1, rows) if rows >= 1 and line.strip() else None
+
+
+def _blank_line(text: str | bytes) -> bool:
+    return (b"\n\n" if isinstance(text, bytes) else "\n\n") in text  # type: ignore[operator]
 
 
 def _body(text: str | bytes, start: int) -> Any:
@@ -216,18 +160,66 @@ def _read(bodies: list[Any], width: int, lines: int) -> list[Any] | None:
     return [table[c].combine_chunks() for c in names]
 
 
-def _header_ok(header: tuple[str, ...], required: tuple[str, ...]) -> bool:
-    return (len(header) >= 2 and len(set(header)) == len(header) and "" not in header
-            and not re.search(CONTROL, "".join(header)) and all(c in header for c in required))
+def _records(i: int, text: str, required: tuple[str, ...], judged: frozenset[str]) -> Pool:
+    """A text that is not plain, read by the csv module (quoted cells, CRLF,
+    blank lines, no final newline) and judged by the same column rules; its
+    lines refused before that (no header, a record of another width) are
+    named here, after any bad row above them. A record's line is the file line it starts on."""
+    import pyarrow as pa
+
+    def refused(line: int | None, what: str) -> Pool:
+        return Pool([i], None, [0], [0], [Refusal(line, what)])
+
+    if "\x00" in text:
+        return refused(None, f"contains a NUL byte (offset {text.index(chr(0))})")
+    try:
+        records = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+    except csv.Error as exc:
+        return refused(None, f"not a readable CSV: {one_line(exc)}")
+    if not records or not any(c.strip() for c in records[0]):
+        return refused(None, "empty file (no header)")
+    header = tuple(c.strip() for c in records[0])
+    head = _header_refusal(header, required)
+    if head is not None:
+        return Pool([i], None, [0], [0], [head])
+    rows, lines, short = [], [], None
+    line = 2 + sum(c.count("\n") for c in records[0])
+    for cells in records[1:]:
+        if cells and not (len(cells) == 1 and not cells[0].strip()):  # (a blank line)
+            if len(cells) != len(header):
+                short = Refusal(line, f"{len(cells)} fields, the header has {len(header)}")
+                break
+            rows.append(cells)
+            lines.append(line)
+        line += 1 + sum(c.count("\n") for c in cells)
+    whole = [pa.array(column, pa.string()) for column in zip(*rows)] if rows else \
+        [pa.array([], pa.string()) for _ in header]
+    pool = _checked([i], header, whole, [len(rows)], [lines], required, judged)
+    if short is not None and pool.refusals[0] is None:  # the rows above the short one are fine: it is the first
+        return Pool([i], None, [0], [0], [short])
+    return pool
+
+
+def _header_refusal(header: tuple[str, ...], required: tuple[str, ...]) -> Refusal | None:
+    seen: set[str] = set()
+    for name in header:
+        if name == "" or re.search(CONTROL, name):
+            return Refusal(1, "empty or unprintable column name")
+        if name in seen:
+            return Refusal(1, f"column {name} appears twice")
+        seen.add(name)
+    missing = [c for c in required if c not in seen]
+    return Refusal(None, f"missing column(s) {', '.join(missing)}") if missing else None
 
 
 def _checked(members: list[int], header: tuple[str, ...], whole: list[Any], sizes: list[int],
-             required: tuple[str, ...], judged: frozenset[str]) -> Pool:
-    """The rows of several files of one header, as Arrow string columns
-    (`whole`, the files' rows one after the other, `sizes` rows each): each
-    rule applied once per column of all their rows (a sync reads thousands
-    of 100-row files: per file, the calls would cost more than the rows).
-    A file with a bad cell or a duplicate natural key is not accepted."""
+             lines: list[list[int]] | None, required: tuple[str, ...], judged: frozenset[str]) -> Pool:
+    """The rows of several texts of one header, as Arrow string columns
+    (`whole`, the texts' rows one after the other, `sizes` rows each;
+    `lines`: each row's file line, where not its row index + 2): each rule
+    applied once per column of all their rows (a sync reads thousands of
+    100-row files: per file, the calls would cost more than the rows). A
+    text with a bad cell or a repeated natural key is refused with its first."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -236,25 +228,68 @@ def _checked(members: list[int], header: tuple[str, ...], whole: list[Any], size
 
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     bad = np.zeros(len(sizes), dtype=bool)
-    columns = []
+    checks, columns = [], []
     for name, cells in zip(header, whole):
         checked = check(name, cells, name in required, name in judged)
-        if not checked.ok:
+        if not checked.ok and len(cells):
             bad |= np.logical_or.reduceat(checked.bad.to_numpy(zero_copy_only=False), starts)
+        checks.append(checked)
         columns.append(pc.cast(checked.values, pa.string()) if name in SCALE_COLUMNS else checked.values)
     # checked as integers, ranks/nodes are kept in the row's extra object as the number's text
     table = pa.table(columns, names=list(header))
-    keyed = [c for c in header if c in KEY_COLUMNS or
-             ((c not in RULE_COLUMNS or c in SCALE_COLUMNS) and c not in MEASURED_EXTRAS)]
+    keyed = _keyed(header)
+    repeated = np.zeros(len(sizes), dtype=bool)
     if not keyed:
-        bad[:] = True  # no key: the per-cell reader decides
-    elif not _unique_by_n_and_repeat(table, sizes):
+        repeated[:] = np.array(sizes) > 1  # no key column: every row has the same (empty) key
+    elif table.num_rows and not _unique_by_n_and_repeat(table, sizes):
         file_index = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
         keys = table.select(keyed).append_column("__file", pa.array(file_index))
         counts = keys.group_by([*keyed, "__file"], use_threads=False).aggregate([([], "count_all")])
-        doubled = pc.filter(counts["__file"], pc.greater(counts["count_all"], 1)).to_numpy()
-        bad[doubled] = True
-    return Pool(members, table, starts.tolist(), list(sizes), (~bad).tolist())
+        repeated[pc.filter(counts["__file"], pc.greater(counts["count_all"], 1)).to_numpy()] = True
+    refusals: list[Refusal | None] = [None] * len(sizes)
+    for k in np.flatnonzero(bad | repeated):
+        at = (lines[k].__getitem__ if lines is not None else lambda row: row + 2)
+        start, size = int(starts[k]), sizes[k]
+        cell = _first_bad_cell(header, whole, checks, start, size) if bad[k] else None
+        again = _first_repeat(table.slice(start, size), keyed) if repeated[k] else None
+        if again is not None and (cell is None or again[0] < cell[0]):  # (rows above a bad cell are good)
+            refusals[k] = Refusal(at(again[0]), f"the same configuration, n and repeat as line {at(again[1])}")
+        elif cell is not None:
+            refusals[k] = Refusal(at(cell[0]), cell[1])
+    return Pool(members, table, starts.tolist(), list(sizes), refusals)
+
+
+def _keyed(header: tuple[str, ...]) -> list[str]:
+    """The columns of a row's natural key (campaign.results.keys): the key columns and every extra
+    column that is not itself a measurement."""
+    return [c for c in header if c in KEY_COLUMNS or
+            ((c not in RULE_COLUMNS or c in SCALE_COLUMNS) and c not in MEASURED_EXTRAS)]
+
+
+def _first_bad_cell(header: tuple[str, ...], whole: list[Any], checks: list[Any], start: int,
+                    size: int) -> tuple[int, str] | None:
+    """A text's first bad row (within the text) and what is wrong with its first bad cell, from the masks."""
+    import pyarrow.compute as pc
+
+    first = {j: pc.index(checked.bad.slice(start, size), True).as_py() for j, checked in enumerate(checks)}
+    row, j = min(((row, j) for j, row in first.items() if row >= 0), default=(-1, -1))
+    if row < 0:
+        return None
+    return row, f"column {header[j]} {checks[j].explain(start + row, whole[j][start + row].as_py())}"
+
+
+def _first_repeat(rows: Any, keyed: list[str]) -> tuple[int, int] | None:
+    """A text's first row that repeats the natural key of an earlier row, and that row (one code
+    per distinct key, numpy's unique over the codes), or None."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    codes = np.stack([pc.dictionary_encode(rows[c], null_encoding="encode").combine_chunks().indices.to_numpy()
+                      for c in keyed], axis=1) if keyed else np.zeros((rows.num_rows, 1), dtype=np.int64)
+    _, first, inverse = np.unique(codes, axis=0, return_index=True, return_inverse=True)
+    earlier = first[inverse.reshape(-1)]
+    again = np.flatnonzero(earlier != np.arange(rows.num_rows))
+    return (int(again[0]), int(earlier[again[0]])) if len(again) else None
 
 
 def _unique_by_n_and_repeat(table: Any, sizes: list[int]) -> bool:

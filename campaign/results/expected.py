@@ -21,12 +21,9 @@ views leave CHECK_FAILED rows out of every median). Imports stay strict.
 
 from __future__ import annotations
 
-import math
-import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from campaign.results.columnar import ResultColumns
 from resultschema.columns import SCALE_COLUMNS, TOLERANCE
 
 # A planned variant that names no single variant: the program sweeps shapes of
@@ -91,168 +88,201 @@ def _number(text: str) -> float | str:
         return text.strip()
 
 
-def foreign(table: ResultColumns, want: Expected) -> str | None:
-    """Why these rows are not the run's own (the first coordinate that
-    differs, with the file's and the run's values), or None."""
-    cols = table.columns
-    planned: tuple[tuple[str, Any], ...] = (
-        ("kernel", want.kernel), ("impl", want.impl), ("variant", want.variant), ("device", want.device),
-        ("dtype", want.dtype), ("d", want.d), ("threads", want.threads))
-    for what, own in planned:
-        if own is None:
-            continue
-        if what not in cols or cols[what].count(None) == len(cols[what]):  # (empty in every row: absent)
-            if what in ("kernel", "dtype"):
-                raise KeyError(what)  # a required column of a kernel's CSV; classify_output reports it
-            continue
-        values = cols[what]
-        if values.count(own) != len(values):
-            other = next(v for v in values if v != own)
-            return f"output is for {what} {other!r}, the run's is {own!r}"
-    extras = _extra_columns(table)
-    for name in SCALE_COLUMNS:  # one launch has one world: rows of several are not one run's (a blank cell is 1)
-        found = {int(v) if v is not None else 1 for v in extras.get(name, ())}
-        if len(found) > 1:
-            return f"output mixes {name} {sorted(found)[:4]}: one run is one launch"
-        own_count = {"ranks": want.ranks, "nodes": want.nodes}[name]
-        if found and own_count is not None and found != {own_count}:
-            return f"output is for {name} {found.pop()}, the run's is {own_count}"
-    for name, value in want.extra_args:
-        column = extras.get(name, extras.get(name.replace("-", "_")))
-        if column is None or "," in value:
-            continue  # a list argument sweeps inside the program; a column it does not write is not checked
-        own_value = _number(value)
-        bad = next((v for v in column if v is not None and _number(v) != own_value), None)
-        if bad is not None:
-            return f"output is for {name} {bad!r}, the run's is {value!r}"
-    return None
+@dataclass(frozen=True)
+class Verdict:
+    """One file judged against its run: why its rows are not the run's own
+    (`foreign`), its n outside the sweep (`stray`, the first five), the n of
+    the sweep it lacks (`missing`), why its check failed (`failed`)."""
+
+    foreign: str | None = None
+    stray: tuple[int, ...] = ()
+    missing: tuple[int, ...] = ()
+    failed: str | None = None
 
 
-def _extra_columns(table: ResultColumns) -> dict[str, list[str | None]]:
-    if table.extras is not None:
-        return table.extras
-    rows = table.extra_rows or []
-    names = {k for row in rows if row for k in row}
-    return {k: [(row or {}).get(k) for row in rows] for k in names}
+_COORDINATES = ("kernel", "impl", "variant", "device", "dtype", "d", "threads")
 
 
-def check_failure(table: ResultColumns, want: Expected) -> str | None:
-    """Why the rows fail their check (CHECK_FAILED), or None. Under --check
-    every row needs a rel_err within its dtype's tolerance (NaN and inf are
-    above it); with or without it, a negative or infinite rel_err (no valid
-    result of any check) fails."""
-    cols = table.columns
-    ns = cols["n"]
-    errs = cols.get("rel_err") or [None] * len(table)
-    dtypes = cols.get("dtype") or [None] * len(table)
-    kinds = set(dtypes)
-    if len(kinds) == 1:  # every row within its limit (a NaN or an infinity is not): none fails
-        limit = TOLERANCE.get(kinds.pop() or "fp32", 1e-4) if want.check else sys.float_info.max
-        if all(0 <= e <= limit if e is not None else not want.check for e in errs):
-            return None
-    for i, (err, dtype) in enumerate(zip(errs, dtypes)):
-        if err is None:
-            if want.check:
-                return f"rel_err missing at n={ns[i]} although the run checks results"
-            continue
-        tol = TOLERANCE.get(dtype or "fp32", 1e-4)
-        if err < 0:
-            return f"rel_err {err:.3g} at n={ns[i]} is negative: not an error magnitude (the check is broken)"
-        if (want.check or math.isinf(err)) and not err <= tol:  # NaN and inf are above every tolerance
-            return f"rel_err {err:.3g} > {tol:g} at n={ns[i]} ({dtype})"
-    return None
+def judge(table: Any, sizes: list[int], wants: list[Expected]) -> list[Verdict]:
+    """Each file of a table (`table`: the rows of files one after the other,
+    `sizes` rows each, as campaign.results.columnar reads them) judged
+    against what its run expected (`wants`): every rule a mask over all the
+    rows at once (a sync judges thousands of files together), each file's
+    reason described from its first row the mask holds."""
+    import numpy as np
+
+    files = _Files(np.asarray(sizes, dtype=np.int64), table.num_rows, wants)
+    foreign = _foreign(table, files) if table.num_rows else [None] * len(sizes)
+    stray, missing = _sweep(table, files)
+    failed = _check(table, files)
+    return [Verdict(*found) for found in zip(foreign, stray, missing, failed)]
 
 
-def settled(table: Any, sizes: list[int], wants: list[Expected]) -> list[bool]:
-    """The files of a pooled table (`table`: their rows one after the other,
-    `sizes` rows each; campaign.results.columnar.Pool) whose rows are surely
-    their run's own, all of its n and within its check: what `foreign`,
-    the n-sweep and `check_failure` would accept, decided over the whole
-    table at once. False is "judge it alone" (those functions then name
-    the reason), never a verdict."""
+class _Files:
+    """Where each file's rows are in the pooled table, its run (`runs`: the
+    distinct Expected objects, a sync's files share a few; `run_of`: each
+    file's, `run_of_row`: each row's), and per-file reductions of a row mask."""
+
+    def __init__(self, sizes: Any, rows: int, wants: list[Expected]) -> None:
+        import numpy as np
+
+        self.sizes, self.rows = sizes, rows
+        self.starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self.of_row = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+        index: dict[int, int] = {}
+        self.runs: list[Expected] = []
+        for want in wants:
+            if index.setdefault(id(want), len(self.runs)) == len(self.runs):
+                self.runs.append(want)
+        self.run_of = np.array([index[id(w)] for w in wants], dtype=np.int64)
+        self.run_of_row = self.run_of[self.of_row]
+
+    def of_runs(self, values: list[Any]) -> Any:
+        """A value per run as a value per file."""
+        import numpy as np
+
+        return np.array(values)[self.run_of]
+
+    def first(self, mask: Any) -> Any:
+        """Each file's first row (its index in the table) where `mask` is set, -1 where none is."""
+        import numpy as np
+
+        if not self.rows or not mask.any():  # (most masks of a sync: no row breaks the rule)
+            return np.full(len(self.sizes), -1, dtype=np.int64)
+        at = np.where(mask, np.arange(self.rows), self.rows)
+        first = np.minimum.reduceat(at, np.minimum(self.starts, self.rows - 1))
+        return np.where((first < self.starts + self.sizes) & (self.sizes > 0), first, -1)
+
+
+def _foreign(table: Any, files: _Files) -> list[str | None]:
+    """Why each file's rows are not its run's: the first planned coordinate
+    that a row contradicts (a column empty in every row of a file is absent),
+    then its ranks and nodes (one launch), then the run's extra arguments."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    files = len(sizes)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    of_row = np.repeat(np.arange(files, dtype=np.int64), sizes)
+    out: list[str | None] = [None] * len(files.sizes)
     names = set(table.column_names)
-    flagged = np.zeros(files, dtype=bool)
-    suspect = np.zeros(len(of_row), dtype=bool)
-    for what in ("kernel", "impl", "variant", "device", "dtype", "d", "threads"):
-        own = [getattr(w, what) for w in wants]
-        planned = np.array([v is not None for v in own])
-        if not planned.any():
+    for what in _COORDINATES:
+        own = [getattr(run, what) for run in files.runs]
+        if what not in names or all(v is None for v in own):
             continue
-        if what not in names:
-            flagged |= planned
-            continue
-        try:
-            expected = pa.array(own, table[what].type).take(pa.array(of_row))
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            return [False] * files
-        differs = pc.and_(pc.is_valid(expected), pc.fill_null(pc.not_equal(table[what], expected), True))
-        suspect |= differs.to_numpy(zero_copy_only=False)
-    for name in SCALE_COLUMNS:  # one launch, one world: every row the same count, the planned one
+        column = table[what]
+        present = np.add.reduceat(column.is_valid().to_numpy(zero_copy_only=False), files.starts) > 0 \
+            if column.null_count else True
+        expected = pa.array(own, column.type).take(pa.array(files.run_of_row))
+        first = files.first(pc.fill_null(pc.not_equal(column, expected), True).to_numpy(zero_copy_only=False))
+        planned = files.of_runs([v is not None for v in own]) & present  # (a column empty in a file: absent)
+        for f in np.flatnonzero((first >= 0) & planned):
+            if out[f] is None:
+                out[f] = f"output is for {what} {column[int(first[f])].as_py()!r}, the run's is {own[files.run_of[f]]!r}"
+    for name in SCALE_COLUMNS:  # one launch has one world: rows of several are not one run's (a blank cell is 1)
         if name in names:
             count = pc.fill_null(pc.cast(table[name], pa.int64()), 1).to_numpy()
-            low, high = np.minimum.reduceat(count, starts), np.maximum.reduceat(count, starts)
-            own = [{"ranks": w.ranks, "nodes": w.nodes}[name] for w in wants]
-            planned = np.array([v is not None for v in own])
-            flagged |= (low != high) | (planned & (low != np.array([v or 0 for v in own])))
-    for f, want in enumerate(wants):  # a column named like a run's argument: compared alone
-        flagged[f] |= any("," not in value and (name in names or name.replace("-", "_") in names)
-                          for name, value in want.extra_args)
-    _sweep_flags(table, files, of_row, wants, flagged, suspect)
-    suspect |= _check_flags(table, of_row, wants)
-    flagged |= np.logical_or.reduceat(suspect, starts)
-    return (~flagged).tolist()
+            low, high = np.minimum.reduceat(count, files.starts), np.maximum.reduceat(count, files.starts)
+            own_count = [{"ranks": run.ranks, "nodes": run.nodes}[name] for run in files.runs]
+            other = files.of_runs([v is not None for v in own_count]) & (low != files.of_runs([v or 0 for v in own_count]))
+            for k in np.flatnonzero((low != high) | other):
+                if out[k] is None and low[k] != high[k]:
+                    found = sorted(set(count[files.starts[k]:files.starts[k] + files.sizes[k]].tolist()))
+                    out[k] = f"output mixes {name} {found[:4]}: one run is one launch"
+                elif out[k] is None:
+                    out[k] = f"output is for {name} {low[k]}, the run's is {own_count[files.run_of[k]]}"
+    _arguments(table, files, out)
+    return out
 
 
-def _sweep_flags(table: Any, files: int, of_row: Any, wants: list[Expected], flagged: Any, suspect: Any) -> None:
-    """Files with an n outside the run's sweep, or lacking one of it: per
-    sweep (the files of a pool share a few), each row's n looked up in it
-    and each file's found n kept as bits of one integer."""
+def _arguments(table: Any, files: _Files, out: list[str | None]) -> None:
+    """The rows of a column named like one of the run's arguments (`--a 32`: a
+    column `a`) hold its value, as a number where it reads as one. A list
+    argument sweeps inside the program, and a column the program does not
+    write is not checked. Judged per distinct cell (a column's dictionary)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from campaign.results.result_columns import extra_columns
+
+    extras = set(extra_columns(table.column_names))
+    by_argument: dict[tuple[str, str, str], list[int]] = {}  # (column, argument, value) -> its runs
+    for k, run in enumerate(files.runs):
+        for name, value in run.extra_args:
+            column = name if name in extras else name.replace("-", "_")
+            if column in extras and "," not in value:
+                by_argument.setdefault((column, name, value), []).append(k)
+    for (column, name, value), runs in by_argument.items():
+        encoded = pc.dictionary_encode(table[column]).combine_chunks()
+        own = _number(value)
+        differs = np.array([_number(v) != own for v in encoded.dictionary.to_pylist()] + [False])
+        codes = pc.fill_null(encoded.indices, len(encoded.dictionary)).to_numpy()  # a blank cell: not checked
+        mine = np.isin(files.run_of, runs)
+        first = files.first(differs[codes] & mine[files.of_row])
+        for f in np.flatnonzero(mine & (first >= 0)):
+            if out[f] is None:
+                out[f] = f"output is for {name} {table[column][int(first[f])].as_py()!r}, the run's is {value!r}"
+
+
+def _sweep(table: Any, files: _Files) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    """Each file's n outside its run's sweep (sorted, the first five) and the
+    n of the sweep it lacks: each row's n looked up once among every n of
+    the pool's sweeps, then in its own file's sweep (a table of sweeps x n),
+    the n each file holds marked in a table of files x n."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    sweeps: dict[tuple[int, ...], int] = {}
+    sweep_of = files.of_runs([sweeps.setdefault(tuple(sorted(set(run.n))), len(sweeps)) for run in files.runs])
+    every = np.array(sorted({v for sweep in sweeps for v in sweep}), dtype=np.int64)
+    member = np.zeros((len(sweeps), len(every) + 1), dtype=bool)  # the last column: an n of no sweep
+    for sweep, k in sweeps.items():
+        member[k, np.searchsorted(every, np.array(sweep, dtype=np.int64))] = True
     n = table["n"]
-    starts = np.concatenate([[0], np.cumsum(np.bincount(of_row, minlength=files))[:-1]])
-    sweeps: dict[tuple[int, ...], list[int]] = {}
-    for f, want in enumerate(wants):
-        sweeps.setdefault(tuple(sorted(set(want.n))), []).append(f)
-    for sweep, members in sweeps.items():
-        if len(sweep) > 62 or len(sweeps) > 64:
-            flagged[members] = True  # judged alone
-            continue
-        mine = np.zeros(files, dtype=bool)
-        mine[members] = True
-        at = pc.index_in(n, value_set=pa.array(sweep, pa.int64())).to_numpy(zero_copy_only=False)
-        stray = np.isnan(at) & mine[of_row]
-        bits = np.where(np.isnan(at), 0, np.left_shift(1, np.nan_to_num(at).astype(np.int64)))
-        found = np.bitwise_or.reduceat(bits, starts)
-        suspect |= stray
-        flagged |= mine & (found != (1 << len(sweep)) - 1)
+    code = pc.fill_null(pc.index_in(n, value_set=pa.array(every, pa.int64())), len(every)).to_numpy()
+    own = member[sweep_of[files.of_row], code]
+    found = np.zeros((len(files.sizes), len(every) + 1), dtype=bool)
+    found[files.of_row[own], code[own]] = True
+    stray: list[tuple[int, ...]] = [()] * len(files.sizes)
+    for f in np.flatnonzero(files.first(~own) >= 0):
+        start, size = int(files.starts[f]), int(files.sizes[f])
+        outside = n.slice(start, size).filter(pa.array(~own[start:start + size]))
+        stray[f] = tuple(sorted(set(outside.drop_null().to_pylist())))[:5]
+    lacking = member[sweep_of, :-1] & ~found[:, :-1]
+    missing: list[tuple[int, ...]] = [()] * len(files.sizes)
+    for f in np.flatnonzero(lacking.any(axis=1)):
+        missing[f] = tuple(every[lacking[f]].tolist())
+    return stray, missing
 
 
-def _check_flags(table: Any, of_row: Any, wants: list[Expected]) -> Any:
-    """Rows `check_failure` would name: rel_err missing under --check,
-    negative, or (under --check, or infinite) not within its dtype's tolerance."""
+def _check(table: Any, files: _Files) -> list[str | None]:
+    """Why each file's rows fail their check (CHECK_FAILED), from its first
+    row that fails: under --check every row needs a rel_err within its
+    dtype's tolerance (NaN and inf are above it); with or without it, a
+    negative or infinite rel_err (no valid result of any check) fails."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    rows = len(of_row)
+    rows = table.num_rows
     err = table["rel_err"] if "rel_err" in table.column_names else pa.nulls(rows, pa.float64())
     dtype = table["dtype"] if "dtype" in table.column_names else pa.nulls(rows, pa.string())
     kinds = pc.unique(dtype)
     limits = np.array([TOLERANCE.get(k or "fp32", 1e-4) for k in kinds.to_pylist()])
     tol = limits[pc.index_in(dtype, value_set=kinds).to_numpy(zero_copy_only=False).astype(np.int64)]
-    missing = err.is_null().to_numpy(zero_copy_only=False)
+    absent = err.is_null().to_numpy(zero_copy_only=False)
     value = pc.fill_null(err, 0.0).to_numpy()
-    check = np.array([w.check for w in wants], dtype=bool)[of_row]
+    check = np.array([run.check for run in files.runs], dtype=bool)[files.run_of_row]
     with np.errstate(invalid="ignore"):
         broken = (value < 0) | ((check | np.isinf(value)) & ~(value <= tol))
-    return (missing & check) | (~missing & broken)
+    first = files.first((absent & check) | (~absent & broken))
+    out: list[str | None] = [None] * len(files.sizes)
+    for f in np.flatnonzero(first >= 0):
+        row = int(first[f])
+        n, kind = table["n"][row].as_py(), dtype[row].as_py()
+        if absent[row]:
+            out[f] = f"rel_err missing at n={n} although the run checks results"
+        elif value[row] < 0:
+            out[f] = f"rel_err {value[row]:.3g} at n={n} is negative: not an error magnitude (the check is broken)"
+        else:  # NaN and inf are above every tolerance
+            out[f] = f"rel_err {value[row]:.3g} > {tol[row]:g} at n={n} ({kind})"
+    return out

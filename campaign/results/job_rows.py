@@ -19,7 +19,7 @@ from campaign.ledger import JobAttempt, ResultFile, Run, files
 from campaign.ledger.db import session_results_root
 from campaign.ledger.files import write_home
 from campaign.ledger.result_schema import LedgerColumns
-from campaign.results.columnar import ResultColumns, extra_columns
+from campaign.results.result_columns import ResultColumns, extra_columns
 from resultschema.columns import RESULT_SCHEMA
 
 _CHUNK = 500  # attempt ids per IN (...) query

@@ -11,11 +11,13 @@ those (docs/design.md, "Rerun").
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from campaign.plumbing.errors import ImportError_
 from campaign.plumbing.states import JobState
-from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign
-from campaign.results.reader import Outcome, classify_output, parse_text
+from campaign.results.expected import JUDGED_COLUMNS, Expected, judge
+from campaign.results.reader import Outcome, classify_output, parse_columns
+from campaign.results.result_columns import ResultColumns
 from resultschema.columns import KERNEL_COLUMNS
 
 # Finished without a result, but possibly with the rows of some n.
@@ -53,33 +55,40 @@ def read_partial(output: Path, expected: tuple[int, ...] | Expected,
     source = output if output.is_file() else _complete_lines(output.with_name(output.name + TMP_SUFFIX))
     if source is None:
         return None, list(expected_n)
+    import pyarrow as pa  # (here: `status` without a stopped job never loads it)
+    import pyarrow.compute as pc
+
     try:  # the one strict reader (campaign.results.reader), without the whole-sweep checks
-        rows = parse_text(source.read_text(encoding="utf-8"), KERNEL_COLUMNS, source.name, JUDGED_COLUMNS)
+        table = parse_columns(source.read_text(encoding="utf-8"), KERNEL_COLUMNS, source.name, JUDGED_COLUMNS)
     except (ImportError_, OSError, UnicodeDecodeError):  # unparsable: keep nothing, rerun everything
         return None, list(expected_n)
-    if not rows:
+    rows = table.arrow
+    if not len(table):
         return None, list(expected_n)
-    outcome = Outcome(JobState.LOST_OUTPUT, rows)
-    try:
-        not_own = foreign(outcome.table, want)
-    except KeyError as exc:
-        not_own = f"output has no {exc.args[0]} column"
-    if not_own is not None:
-        return Outcome(JobState.LOST_OUTPUT, reason=f"{not_own}; nothing of the file stored"), list(expected_n)
-    counts: dict[int, int] = {}
-    for r in rows:
-        counts[r["n"]] = counts.get(r["n"], 0) + 1
-    if counts:  # the last n may have been cut between its rows
-        last = rows[-1]["n"]
-        if len(counts) > 1 and counts[last] < max(counts.values()):
-            rows = [r for r in rows if r["n"] != last]
-            del counts[last]
-    outcome.rows = [r for r in rows if r["n"] in set(expected_n)]
-    failed = check_failure(outcome.table, want) if outcome.rows and want.check else None
-    if failed is not None:
-        return Outcome(JobState.LOST_OUTPUT, reason=f"{failed}; none of its rows kept"), list(expected_n)
-    missing = [n for n in expected_n if n not in counts]
-    return outcome, missing
+    [verdict] = judge(rows, [len(table)], [want])  # the one judgement: only its coordinates count here
+    if verdict.foreign is not None:
+        return Outcome(JobState.LOST_OUTPUT, reason=f"{verdict.foreign}; nothing of the file stored"), list(expected_n)
+    rows = _finished(rows)
+    rows = rows.filter(pc.is_in(rows["n"], value_set=pa.array(expected_n, pa.int64())))
+    if len(rows) and want.check:
+        [verdict] = judge(rows, [len(rows)], [want])
+        if verdict.failed is not None:
+            return Outcome(JobState.LOST_OUTPUT, reason=f"{verdict.failed}; none of its rows kept"), list(expected_n)
+    done = set(pc.unique(rows["n"]).to_pylist())
+    return Outcome(JobState.LOST_OUTPUT, ResultColumns(len(rows), arrow=rows)), [n for n in expected_n if n not in done]
+
+
+def _finished(rows: Any) -> Any:
+    """The rows without the last n where it has fewer rows than another n: the stop may have cut
+    the program between that n's rows."""
+    import pyarrow.compute as pc
+
+    found = pc.value_counts(rows["n"])
+    counts = dict(zip(found.field("values").to_pylist(), found.field("counts").to_pylist()))
+    last = rows["n"][-1].as_py()
+    if len(counts) > 1 and counts[last] < max(counts.values()):
+        return rows.filter(pc.not_equal(rows["n"], last))
+    return rows
 
 
 def describe(expected_n: tuple[int, ...], missing: list[int]) -> str:

@@ -20,8 +20,6 @@ from syncing.
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
@@ -32,11 +30,10 @@ from campaign.job.files import read_all
 from campaign.job.fom import CHECK_SUFFIX, LOST_SUFFIX
 from campaign.plumbing.errors import ImportError_, one_line
 from campaign.plumbing.states import JobState
-from campaign.results.cells import CONTROL, cell, check_row, scale_cell
-from campaign.results.columnar import ResultColumns, fast_records, pools
-from campaign.results.expected import JUDGED_COLUMNS, Expected, check_failure, foreign, settled
-from campaign.results.keys import natural_key
-from resultschema.columns import KERNEL_COLUMNS, REQUIRED_COLUMNS, RULE_COLUMNS, SCALE_COLUMNS
+from campaign.results.columnar import Pool, Refusal, read
+from campaign.results.expected import JUDGED_COLUMNS, Expected, Verdict, judge
+from campaign.results.result_columns import ResultColumns
+from resultschema.columns import KERNEL_COLUMNS, REQUIRED_COLUMNS
 
 MAX_BYTES = 512 * 2**20  # a results CSV above 512 MiB is not a result file
 CLASSIFY_WINDOW = 2000  # finished outputs whose rules are applied together (classify_stream)
@@ -65,87 +62,25 @@ class Outcome:
         return f"Outcome(state={self.state!r}, rows={len(self.table)}, reason={self.reason!r})"
 
 
-def _records(text: str, where: str) -> list[list[str]]:
-    if "\x00" in text:
-        raise ImportError_(f"{where}: contains a NUL byte (offset {text.index(chr(0))})")
-    try:
-        return list(csv.reader(io.StringIO(text, newline=""), strict=True))
-    except csv.Error as exc:
-        raise ImportError_(f"{where}: not a readable CSV: {one_line(exc)}") from None
-
-
 def parse_columns(text: str, required: tuple[str, ...], where: str,
                   judged: frozenset[str] = frozenset()) -> ResultColumns:
-    """Typed columns of a whole CSV text: the rule set over whole columns
-    (campaign.results.columnar, analysis.rules) where every column passes,
-    else the per-cell reference (`parse_rows`), whose first bad cell raises
-    ImportError_ with its line and column. `judged`: float columns read as any number (their
-    values judged by the caller: a job's rel_err)."""
-    table = next((pool.part(0) for pool in pools([text], required, judged)), None)
-    if table is None:  # quoted cells, carriage returns, no final newline, or a bad cell
-        table = fast_records(_records(text, where), required, judged)
-    return table if table is not None else ResultColumns.from_rows(parse_rows(text, required, where, judged))
+    """Typed columns of a whole CSV text (the one validator,
+    campaign.results.columnar), or ImportError_ naming its first bad line,
+    column, cell and the rule it broke. `judged`: float columns read as any
+    number (their values judged by the caller: a job's rel_err)."""
+    [pool] = read([text], required, judged)
+    refused = pool.refusals[0]
+    if refused is not None:
+        raise ImportError_(refused.message(where))
+    table = pool.part(0)
+    assert table is not None
+    return table
 
 
 def parse_text(text: str, required: tuple[str, ...], where: str,
                judged: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """Typed row dicts of a whole CSV text (`parse_columns`, as rows)."""
     return parse_columns(text, required, where, judged).rows()
-
-
-def parse_rows(text: str, required: tuple[str, ...], where: str,
-               judged: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
-    """The per-cell reference reader: typed row dicts, or ImportError_ naming
-    the first bad cell by file line number and column."""
-    records = _records(text, where)
-    if not records or not any(c.strip() for c in records[0]):
-        raise ImportError_(f"{where}: empty file (no header)")
-    header = [c.strip() for c in records[0]]
-    seen: set[str] = set()
-    for name in header:
-        if name == "" or CONTROL.search(name):
-            raise ImportError_(f"{where} line 1: empty or unprintable column name")
-        if name in seen:
-            raise ImportError_(f"{where} line 1: column {name} appears twice")
-        seen.add(name)
-    missing = [c for c in required if c not in seen]
-    if missing:
-        raise ImportError_(f"{where}: missing column(s) {', '.join(missing)}")
-    known = [c for c in header if c in RULE_COLUMNS and c not in SCALE_COLUMNS]
-    out: list[dict[str, Any]] = []
-    keys: dict[str, int] = {}
-    line = 1
-    for cells in records[1:]:
-        line += 1 + sum(c.count("\n") for c in cells)
-        if not cells or (len(cells) == 1 and not cells[0].strip()):
-            continue  # a blank line
-        if len(cells) != len(header):
-            raise ImportError_(f"{where} line {line}: {len(cells)} fields, the header has {len(header)}")
-        rec = dict(zip(header, cells))
-        row: dict[str, Any] = {}
-        for col in known:
-            try:
-                row[col] = cell(rec[col], col)
-            except ValueError as exc:
-                raise ImportError_(f"{where} line {line}: column {col}: {exc}") from None
-        for col in required:
-            if row.get(col) is None:
-                raise ImportError_(f"{where} line {line}: column {col} is empty")
-        check_row(row, f"{where} line {line}", judged)
-        extra: dict[str, str] = {}
-        for col in header:
-            if col not in row and rec[col].strip() != "":
-                try:
-                    extra[col] = scale_cell(rec[col], col) if col in SCALE_COLUMNS else cell(rec[col], "extra")
-                except ValueError as exc:
-                    raise ImportError_(f"{where} line {line}: column {col}: {exc}") from None
-        row["extra"] = extra or None
-        key = natural_key(row)
-        if key in keys:
-            raise ImportError_(f"{where} line {line}: the same configuration, n and repeat as line {keys[key]}")
-        keys[key] = line
-        out.append(row)
-    return out
 
 
 def _read_text(path: Path, where: str) -> str:
@@ -176,10 +111,7 @@ def classify_output(path: Path, expected_n: tuple[int, ...] | Expected, check: b
     """Read a finished job's CSV and decide COMPLETED / LOST_OUTPUT / CHECK_FAILED.
     Never raises: anything wrong with the file is LOST_OUTPUT with the reason."""
     want = expected_n if isinstance(expected_n, Expected) else Expected(tuple(expected_n), check)
-    try:
-        return _classify(path, want)
-    except Exception as exc:  # the promise: one bad file never stops a sync
-        return Outcome(JobState.LOST_OUTPUT, reason=f"unreadable output: {one_line(exc, 200)}")
+    return next(classify_stream([(path, want)]))
 
 
 def _regular_bytes(path: Path | str) -> bytes | None:
@@ -205,9 +137,9 @@ def _regular_bytes(path: Path | str) -> bytes | None:
 def classify_stream(items: Iterable[tuple[Path | str, Expected]], window: int = CLASSIFY_WINDOW,
                     chars: int = POOL_CHARS, rows: int | None = None) -> Iterator[Outcome]:
     """`classify_output` of each item, in order. The rules are applied to the
-    rows of a pool of CSVs together (columnar.pools): at most `window`
-    files or `chars` characters of their text, judged together
-    (expected.settled), a file that judgement cannot settle then alone.
+    rows of a pool of CSVs together (columnar.read): at most `window`
+    files or `chars` characters of their text, then judged together against
+    their runs (expected.judge).
     Only one pool's rows are alive at a time, so a caller that bounds its
     batches (campaign.commands.sync) bounds its memory by choosing `chars`.
     `rows`: a pool also ends once its files hold that many rows, where the
@@ -242,21 +174,46 @@ def classify_stream(items: Iterable[tuple[Path | str, Expected]], window: int = 
 
 def _judge_pool(items: Sequence[tuple[Path | str, Expected]], texts: list[tuple[int, str | bytes]],
                 outcomes: list[Outcome | None]) -> None:
-    """Each text's outcome: a file the rules accepted and the pooled
-    judgement settled (campaign.results.expected.settled) keeps its Arrow
-    rows; any other is judged alone."""
-    found: dict[int, tuple[ResultColumns | None, bool]] = {}
-    for pool in pools([text for _, text in texts], KERNEL_COLUMNS, JUDGED_COLUMNS):
+    """Each text's outcome: the texts read and checked together
+    (campaign.results.columnar.read), each pool's files then judged together
+    against their runs (campaign.results.expected.judge)."""
+    try:
+        pools = read([text for _, text in texts], KERNEL_COLUMNS, JUDGED_COLUMNS)
+    except Exception:  # the promise: one bad file never stops a sync (each then read alone)
+        pools = [_alone(k, text) for k, (_, text) in enumerate(texts)]
+    for pool in pools:
         members = [texts[m][0] for m in pool.members]
-        own = settled(pool.table, pool.sizes, [items[i][1] for i in members])
-        found.update((i, (pool.part(k), own[k])) for k, i in enumerate(members))
-    for i, text in texts:
-        path, want = items[i]
-        table, fine = found.get(i, (None, False))
         try:
-            outcomes[i] = _outcome(path, want, text, table, fine and table is not None)
+            found = _pool_outcomes(pool, [items[i] for i in members])
         except Exception as exc:
-            outcomes[i] = Outcome(JobState.LOST_OUTPUT, reason=f"unreadable output: {one_line(exc, 200)}")
+            found = [Outcome(JobState.LOST_OUTPUT, reason=f"unreadable output: {one_line(exc, 200)}")] * len(members)
+        for i, outcome in zip(members, found):
+            outcomes[i] = outcome
+
+
+def _alone(k: int, text: str | bytes) -> Pool:
+    """The k-th text read alone; a reader's exception as its refusal."""
+    try:
+        [pool] = read([text], KERNEL_COLUMNS, JUDGED_COLUMNS)
+        return Pool([k], pool.table, pool.starts, pool.sizes, pool.refusals)
+    except Exception as exc:
+        return Pool([k], None, [0], [0], [Refusal(None, one_line(exc, 200))])
+
+
+def _pool_outcomes(pool: Pool, items: list[tuple[Path | str, Expected]]) -> list[Outcome]:
+    judged = pool.table is not None and pool.table.num_rows and any(r is None for r in pool.refusals)
+    verdicts = judge(pool.table, pool.sizes, [want for _, want in items]) if judged else [Verdict()] * len(items)
+    out = []
+    for k, (path, _) in enumerate(items):
+        refused, table = pool.refusals[k], pool.part(k)
+        if refused is not None:
+            reason = one_line(refused.message(os.path.basename(path)), 200)
+            out.append(Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {reason}"))
+        elif table is None or not len(table):
+            out.append(Outcome(JobState.LOST_OUTPUT, reason="output has no rows"))
+        else:
+            out.append(_outcome(path, table, verdicts[k]))
+    return out
 
 
 def _output_text(where: Path | str) -> str | bytes | Outcome:
@@ -290,45 +247,20 @@ def _whole(text: str, name: str) -> str:
     return text
 
 
-def _classify(path: Path, want: Expected) -> Outcome:
-    text = _output_text(path)
-    return text if isinstance(text, Outcome) else _outcome(path, want, text, None)
-
-
-def _outcome(path: Path | str, want: Expected, text: str | bytes, table: ResultColumns | None,
-             fine: bool = False) -> Outcome:
-    """The outcome of a job's CSV text (`table`: its rows, when the rules
-    already accepted them; `fine`: they are the run's own, its whole sweep
-    and within its check; bytes: an ASCII text, decoded only if read alone)."""
-    try:
-        if table is None:
-            text = text.decode("ascii") if isinstance(text, bytes) else text
-            table = parse_columns(text, KERNEL_COLUMNS, os.path.basename(path), JUDGED_COLUMNS)
-    except ImportError_ as exc:
-        return Outcome(JobState.LOST_OUTPUT, reason=f"unparsable output: {one_line(exc, 200)}")
-    if not len(table):
-        return Outcome(JobState.LOST_OUTPUT, reason="output has no rows")
-    judged = Outcome(JobState.COMPLETED, table) if fine else _judge(table, want)
-    sanity = _verdict(path, CHECK_SUFFIX) if judged.state == JobState.COMPLETED else None
-    return Outcome(JobState.CHECK_FAILED, judged.table, reason=sanity) if sanity else judged
-
-
-def _judge(table: ResultColumns, want: Expected) -> Outcome:
-    """The run's own rows, all of its n, and (with --check) within tolerance."""
-    not_own = foreign(table, want)
-    if not_own is not None:
-        return Outcome(JobState.LOST_OUTPUT, reason=f"{not_own}; nothing of the file stored")
-    found = set(table.columns["n"])
-    stray = sorted(found - set(want.n))
-    if stray:
-        return Outcome(JobState.LOST_OUTPUT, reason=f"output has n = {stray[:5]}, not in the run's sweep")
-    missing = sorted(set(want.n) - found)
-    if missing:
-        return Outcome(JobState.LOST_OUTPUT, table, reason=f"output lacks n = {missing}")
-    failed = check_failure(table, want)
-    if failed is not None:
-        return Outcome(JobState.CHECK_FAILED, table, reason=failed)
-    return Outcome(JobState.COMPLETED, table)
+def _outcome(path: Path | str, table: ResultColumns, verdict: Verdict) -> Outcome:
+    """The outcome of a job's rows as judged: not the run's own, not its
+    whole sweep, its check failed (with the `.check` verdict the tool driver
+    left beside the CSV), or COMPLETED."""
+    if verdict.foreign is not None:
+        return Outcome(JobState.LOST_OUTPUT, reason=f"{verdict.foreign}; nothing of the file stored")
+    if verdict.stray:
+        return Outcome(JobState.LOST_OUTPUT, reason=f"output has n = {list(verdict.stray)}, not in the run's sweep")
+    if verdict.missing:
+        return Outcome(JobState.LOST_OUTPUT, table, reason=f"output lacks n = {list(verdict.missing)}")
+    if verdict.failed is not None:
+        return Outcome(JobState.CHECK_FAILED, table, reason=verdict.failed)
+    sanity = _verdict(path, CHECK_SUFFIX)
+    return Outcome(JobState.CHECK_FAILED, table, reason=sanity) if sanity else Outcome(JobState.COMPLETED, table)
 
 
 def _verdict(path: Path | str, suffix: str) -> str | None:
