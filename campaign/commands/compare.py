@@ -40,6 +40,7 @@ from campaign.ledger.migrate import sqlite_copy
 from campaign.ledger.models import SCHEMA_VERSION
 from campaign.plumbing.clock import as_utc
 from campaign.plumbing.errors import BadInputError, ConfigError, LedgerError
+from campaign.results import grid
 from campaign.results.export import RowFilter, Superseded, latest_frame
 from campaign.results.gpu_state import gpu_state_records
 from campaign.results.store import IMPORT_BACKEND
@@ -111,26 +112,13 @@ def parse_selection(text: str) -> Selection:
     )
 
 
-def _params(text: Any) -> list[tuple[str, str]]:
-    """A `params` text (`key=value,...`, campaign.results.store.params_text) as pairs; a
-    part without `=` belongs to the previous value (a list argument such as `--a 20,32`)."""
-    pairs: list[tuple[str, str]] = []
-    for part in str(text or "").split(","):
-        key, sep, value = part.partition("=")
-        if sep or not pairs:
-            pairs.append((key, value))
-        else:
-            pairs[-1] = (pairs[-1][0], f"{pairs[-1][1]},{part}")
-    return [p for p in pairs if p[0]]
-
-
 def select_axes(frame: Any, sel: Selection) -> Any:
     """The rows of `frame` whose params have every (NAME, VALUE) of `sel.axes`, with those
     arguments taken out of `params` (so the other side's value matches); one clear line
     when none does."""
     if not sel.axes or frame.empty:
         return frame
-    pairs = frame["params"].map(_params) if "params" in frame else None
+    pairs = frame["params"].map(grid.pairs) if "params" in frame else None
     if pairs is None:
         raise BadInputError(f"selection {sel.text!r}: the results have no grid arguments (params)")
     names = {name for name, _ in sel.axes}
