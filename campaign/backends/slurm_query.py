@@ -171,6 +171,13 @@ def where_clusters(clusters: str | None) -> list[str]:
     return ["-M", clusters] if clusters else []
 
 
+def single_cluster(clusters: str | None) -> str | None:
+    """The cluster a job must be on when exactly one was asked for."""
+    if clusters and "," not in clusters:
+        return clusters.strip()
+    return None
+
+
 def query_sacct(
     job_ids: Sequence[str], *, chunk: int = 1000,
     env: Mapping[str, str] | None = None, timeout_s: float = 60, clusters: str | None = None,
