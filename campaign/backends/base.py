@@ -18,7 +18,7 @@ from typing import Any
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.config.schema import ClusterSpec
 from campaign.job.task import JobTask
-from campaign.planning.plan import RunSpec
+from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.states import JobState
 
 

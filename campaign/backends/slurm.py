@@ -48,7 +48,7 @@ from campaign.job.array_task import task_to_json
 from campaign.job.task import JobTask
 from campaign.planning import run_env
 from campaign.planning.environment import profiler_lines, setup_lines
-from campaign.planning.plan import RunSpec
+from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.errors import SchedulerError, SubmissionError, one_line
 
 DEFAULT_MAX_ARRAY = 1001

@@ -38,8 +38,8 @@ from campaign.ledger import BuildStep, Ledger, PreflightStep
 from campaign.ledger.models import JobAttempt
 from campaign.planning import run_env
 from campaign.planning.charging import StepCost
-from campaign.planning.plan import RunSpec
 from campaign.planning.resources import step_allocation
+from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.clock import now
 from campaign.plumbing.states import JobState
 from resultschema.columns import TOLERANCE

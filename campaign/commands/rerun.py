@@ -38,8 +38,8 @@ from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.ledger import Campaign, JobAttempt, Ledger, PreflightStep
 from campaign.ledger import queries as q
-from campaign.planning.plan import RunSpec
 from campaign.planning.resources import mem_from_site_gb, share_memory, usable_memory
+from campaign.planning.run_spec import RunSpec
 from campaign.plumbing import storage
 from campaign.plumbing.clock import now
 from campaign.plumbing.errors import BadInputError, CampaignError

@@ -49,7 +49,8 @@ from campaign.planning import provenance, run_env
 from campaign.planning.charging import Charge, estimate
 from campaign.planning.identity import why_new, with_identity
 from campaign.planning.node_local import check_node_local
-from campaign.planning.plan import Plan, RunSpec, campaign_name, missing_programs, plan
+from campaign.planning.plan import Plan, campaign_name, missing_programs, plan
+from campaign.planning.run_spec import RunSpec
 from campaign.plumbing import storage
 from campaign.plumbing.clock import now
 from campaign.plumbing.errors import BadInputError, CampaignError, ConfigError

@@ -51,7 +51,7 @@ from campaign.job.template import render, script_argv, shape_values, write_input
 from resultschema.columns import TOOL_COLUMNS
 
 MODULE = "campaign.job.fom"  # what the planner puts in a tool-driven program's place
-# The run's shape (campaign.planning.plan.RunSpec.command gives them to this driver only)
+# The run's shape (campaign.planning.run_spec.RunSpec.command gives them to this driver only)
 SHAPE_OPTIONS = ("nodes", "ranks-per-node", "gpus")
 
 LOST_SUFFIX = ".lost"
