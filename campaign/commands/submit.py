@@ -27,6 +27,7 @@ from campaign.commands.attempts import (
     refused,
     submit_requests,
 )
+from campaign.commands.chain_gate import gate
 from campaign.commands.claims import claimed, notice
 from campaign.commands.submit_record import get_or_create_campaign, record_provenance, record_runs, refuse_imported
 from campaign.commands.sync import SyncReport, sync
@@ -210,7 +211,7 @@ def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, 
                 report.recovered = len(found)
                 if preflight and reqs:
                     chains = chain.plan_chains(cfg.cluster, backend.name, name, camp_dir, _kernel_bin(cfg), reqs)
-                    reqs = chain.gate(ledger, backend, cfg.cluster.name, camp_id, _kernel_bin(cfg), chains)
+                    reqs = gate(ledger, backend, cfg.cluster.name, camp_id, _kernel_bin(cfg), chains)
                 sent = submit_requests(ledger, backend, reqs, progress)
         except CampaignError as exc:  # sbatch refused (no SLURM_CONF, a bad account): say so in the ledger
             raise refused(ledger, asked, exc) from None
