@@ -188,7 +188,7 @@ def cmd_compare(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 def _gate_compared_something(args: argparse.Namespace, c: Any) -> None:
     """A regression gate that compared nothing must not pass (exit 2, one line): no
     point in common, or none with enough repeats on both sides for a verdict."""
-    from analysis.compare import FEW_REPLICATES, INSUFFICIENT  # lazy: pandas, scipy
+    from analysis.verdicts import FEW_REPLICATES, INSUFFICIENT  # lazy: pandas, scipy
     if not args.fail_on:
         return
     if not len(c.points):
