@@ -36,6 +36,7 @@ def logs_folder(folder: Path, manifest: str) -> Path:
 
 
 def manifest_path(folder: Path, manifest: str) -> Path:
+    """Where the array's manifest is written (campaign.job.array_task reads it on the node)."""
     return folder / "manifests" / f"{manifest}.json"
 
 
