@@ -9,6 +9,7 @@ and `higher_is_better` (docs/contracts.md#figures-of-merit); rows without
 them (the shipped kernels) give no table here. Where the cost model gave
 `bytes`, the bandwidth bytes / time_s is shown against `mem_bw` of the
 partition when the partition declares it.
+The same figures in `report --json`: analysis/merit_json.py.
 """
 
 from __future__ import annotations
@@ -251,20 +252,6 @@ def timing_rows(results: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def figures_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
-    """`report --json` key figures_of_merit: the medians, one record per
-    configuration, figure, threads and n ([] without figures of merit)."""
-    if not has_figures(results):
-        return []
-    rows = results if cluster is None else results[results["cluster"].astype(str) == cluster]
-    med = medians(rows)
-    out = []
-    for rec in med.to_dict("records"):
-        out.append({k: (None if isinstance(v, float) and not np.isfinite(v) else
-                        v.item() if isinstance(v, np.generic) else v) for k, v in rec.items()})
-    return out
-
-
 def figure_frame(results: pd.DataFrame) -> pd.DataFrame:
     """The metric frame of the rows' figures of merit (their time_s, which a
     `time` figure already says, left out); empty without figures."""
@@ -272,33 +259,6 @@ def figure_frame(results: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=[*DIMENSIONS, "repeat", "replicate", *VALUE_COLUMNS])
     frame = metric_frame(results[results["metric"].notna().to_numpy()])
     return frame[frame["metric"] != TIME].reset_index(drop=True)
-
-
-def exponents_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
-    """`report --json` key figure_exponents: each figure's fitted exponent over n
-    (analysis/metric_scaling.py; [] without figures or without two sizes)."""
-    if not has_figures(results):
-        return []
-    rows = results if cluster is None else results[(results["cluster"].astype(str) == cluster).to_numpy()]
-    fits = metric_scaling.exponents(figure_frame(rows))
-    return [{k: _plain(v) for k, v in rec.items()} for rec in fits.to_dict("records")]
-
-
-def scaling_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
-    """`report --json` key figure_scaling: each figure's speedup and efficiency
-    over threads, ranks and nodes (analysis/metric_scaling.py; [] without figures)."""
-    if not has_figures(results):
-        return []
-    rows = results if cluster is None else results[(results["cluster"].astype(str) == cluster).to_numpy()]
-    scale = metric_scaling.all_scaling(figure_frame(rows))
-    return [{k: _plain(v) for k, v in rec.items()} for rec in scale.to_dict("records")]
-
-
-def _plain(value: object) -> object:
-    """A JSON value: numpy scalars unboxed, NaN/NA as null."""
-    if value is None or value is pd.NA or (isinstance(value, float) and not np.isfinite(value)):
-        return None
-    return value.item() if isinstance(value, np.generic) else value
 
 
 MAX_FINDINGS = 6
@@ -327,30 +287,3 @@ def figure_findings(results: pd.DataFrame, cluster: str) -> list[str]:
                        "more than the added resources can give, which on a shared or small machine means the "
                        f"{int(r['base'])}-{axis} point was slowed, not that {metric} scales superlinearly.")
     return out[:MAX_FINDINGS]
-
-
-def advice_rows(results: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, object] | None]:
-    """The rows thread advice reads, and the figure it is judged on (None: time).
-
-    Advice picks the thread count of least cost, read from `time_s`. A
-    fixed-duration program's time is its setting, so its first figure that is
-    not a time becomes the cost: the value where lower is better, 1/value
-    where higher is (the fewest threads within the tolerance of the best rate
-    is then the fewest within the tolerance of the least 1/rate). Other rows:
-    one figure per run (timing_rows)."""
-    fixed = fixed_duration(results).to_numpy() if has_figures(results) else np.zeros(len(results), dtype=bool)
-    if not fixed.any():
-        return timing_rows(results), None
-    frame = figure_frame(results[fixed])
-    if not len(frame):
-        return results.iloc[:0], None
-    metric = str(frame["metric"].iloc[0])
-    chosen = results[fixed & (results["metric"].astype(str) == metric).to_numpy()].copy()
-    value = pd.to_numeric(chosen["value"], errors="coerce").to_numpy(float)
-    higher = bool(frame["higher_is_better"].iloc[0])
-    with np.errstate(divide="ignore"):
-        chosen["time_s"] = 1.0 / value if higher else value
-    chosen["params"] = [",".join(p for p in str(t).split(",") if p and not p.startswith("metric="))
-                        for t in chosen["params"]]
-    return chosen, {"metric": metric, "unit": str(frame["unit"].iloc[0]), "higher_is_better": higher,
-                    "cost": "1/value" if higher else "value"}

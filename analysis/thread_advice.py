@@ -22,6 +22,9 @@ shared or busy machine (the results' `overlap` note) states no cost and no
 recommendation: `shared` holds the note, and the text says so instead of a
 number the sharing made (a 2-thread run beside a CPU hog comes out thousands
 of times slower than the 1-thread one).
+
+The rows advice reads (advice_rows): one figure per run, and for a
+fixed-duration program the figure of merit it is judged on instead of its time.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.merit import figure_frame, has_figures, timing_rows
+from analysis.metric_frame import fixed_duration
 from analysis.overlap_points import flagged_rows
 from analysis.schema import group_columns
 from analysis.summary import ensure_summary, is_summary
@@ -148,3 +153,30 @@ def format_thread_advice(advice: ThreadAdvice, title: str) -> str:
         if notes:
             lines.append(f"  {len(grp['shared'].dropna())} size(s) not judged: {notes[0]}")
     return "\n".join(lines)
+
+
+def advice_rows(results: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, object] | None]:
+    """The rows thread advice reads, and the figure it is judged on (None: time).
+
+    Advice picks the thread count of least cost, read from `time_s`. A
+    fixed-duration program's time is its setting, so its first figure that is
+    not a time becomes the cost: the value where lower is better, 1/value
+    where higher is (the fewest threads within the tolerance of the best rate
+    is then the fewest within the tolerance of the least 1/rate). Other rows:
+    one figure per run (timing_rows)."""
+    fixed = fixed_duration(results).to_numpy() if has_figures(results) else np.zeros(len(results), dtype=bool)
+    if not fixed.any():
+        return timing_rows(results), None
+    frame = figure_frame(results[fixed])
+    if not len(frame):
+        return results.iloc[:0], None
+    metric = str(frame["metric"].iloc[0])
+    chosen = results[fixed & (results["metric"].astype(str) == metric).to_numpy()].copy()
+    value = pd.to_numeric(chosen["value"], errors="coerce").to_numpy(float)
+    higher = bool(frame["higher_is_better"].iloc[0])
+    with np.errstate(divide="ignore"):
+        chosen["time_s"] = 1.0 / value if higher else value
+    chosen["params"] = [",".join(p for p in str(t).split(",") if p and not p.startswith("metric="))
+                        for t in chosen["params"]]
+    return chosen, {"metric": metric, "unit": str(frame["unit"].iloc[0]), "higher_is_better": higher,
+                    "cost": "1/value" if higher else "value"}

@@ -82,7 +82,7 @@ def rates(points: list[dict[str, Any]], threshold: float | None = None) -> dict[
     from the same ratios and intervals, at `threshold`."""
     import numpy as np
 
-    from analysis.compare import verdicts
+    from analysis.verdicts import verdicts
 
     judged = [p for p in points if p["verdict"] != "insufficient-repeats"]
     if threshold is not None and judged:

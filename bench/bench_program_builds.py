@@ -16,11 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-import campaign.backends  # noqa: F401  (before planning.plan: importing plan first is an import cycle)
 from bench.scale_ledger import build
 from campaign.ledger import Ledger
-from campaign.planning.plan import RunSpec
 from campaign.planning.programs import record
+from campaign.planning.run_spec import RunSpec
 from campaign.results.program_builds import program_builds_frame
 
 REPEATS = 3

@@ -62,7 +62,7 @@ def _log_medians(frame: pd.DataFrame) -> pd.DataFrame:
 def paired(base: pd.DataFrame, new: pd.DataFrame, threshold: float) -> pd.DataFrame:
     """Per point: NEW/BASE paired by replicate (round), a t-interval on the R log differences
     (R - 1 degrees of freedom, 95%) and the verdict by compare's rule."""
-    from analysis.compare import verdicts
+    from analysis.verdicts import verdicts
 
     both = _log_medians(base).merge(_log_medians(new), on=["params", "n", "replicate"], suffixes=("_b", "_n"))
     both["d"] = both["lm_n"] - both["lm_b"]
@@ -145,8 +145,8 @@ def power(sd: float, replicates: int, effect: float = 0.10, threshold: float = 0
     welch_ratio and analysis.compare.verdicts) on `draws` simulated points, seeded. Not the
     noncentral t with 2R - 2 degrees of freedom: Welch's estimated df is smaller when the two
     sample spreads differ, and that model overstated the power (0.60 against 0.49 at sd 4%, R 3)."""
-    from analysis.compare import SLOWER, verdicts
     from analysis.replicates import welch_ratio
+    from analysis.verdicts import SLOWER, verdicts
 
     rng = np.random.default_rng(seed)
     base = rng.normal(0.0, sd, (draws, replicates))

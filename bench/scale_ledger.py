@@ -17,7 +17,7 @@ import campaign.backends  # noqa: F401  (before campaign.planning.plan, which al
 from campaign.ledger import Ledger
 from campaign.ledger.files import write_many
 from campaign.ledger.result_schema import LedgerColumns
-from campaign.planning.plan import RunSpec
+from campaign.planning.run_spec import RunSpec
 
 
 def build(path: Path, *, campaigns: int, runs: int, rows_per_attempt: int, seed: int = 0,

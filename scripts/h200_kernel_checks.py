@@ -18,7 +18,10 @@ tests cannot cost the numbers):
    (target 90%), plus an exploratory chunked matrix-vector formulation;
 4. naive vs fused: attention_forward naive vs memopt, and
    attention_forward naive + attention_backward naive vs attention_fwdbwd fused;
-5. pytest -k cuda on tests/kernels/test_torch_kernels.py (bf16 and fp32 --check).
+5. pytest -k cuda on tests/kernels/test_torch_kernels_cuda.py (bf16 and fp32 --check).
+
+What the sections share is scripts/h200_measure.py; the decode sections (and
+the split-K grid) are scripts/h200_decode_checks.py.
 
 Outputs under --out: harness_rows.csv (every harness row, with a `section`
 column), results.json (everything else), pytest_cuda.txt, summary.txt.
@@ -27,112 +30,33 @@ column), results.json (everything else), pytest_cuda.txt, summary.txt.
 from __future__ import annotations
 
 import argparse
-import csv
-import functools
-import json
-import math
-import os
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from statistics import median
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import h200_measure as measure
+import torch
+from h200_decode_checks import decode, splitk_grid
+from h200_measure import REPO, RESULTS, T0, bench, case_for, harness_median, run_program, save, say
 
-import torch  # noqa: E402
-
-from kernels.torch import attention_backward as attn_bwd  # noqa: E402
-from kernels.torch import attention_forward as attn_fwd  # noqa: E402
-from kernels.torch import attention_fwdbwd as attn_fb  # noqa: E402
-from kernels.torch import decode as decode_k  # noqa: E402
-from kernels.torch import harness  # noqa: E402
-
-DEVICE = "cuda"  # "cpu" only for --smoke on a machine without a GPU
-RESULTS: dict[str, Any] = {}
-ROWS: list[dict[str, str]] = []
-LINES: list[str] = []
-T0 = time.monotonic()
-
-
-def say(line: str) -> None:
-    print(line, flush=True)
-    LINES.append(line)
-
-
-def bench(fn: Callable[[], object]) -> float:
-    """Median seconds by triton.testing.do_bench (it clears a 256 MB cache
-    before every call and times with CUDA events)."""
-    if DEVICE != "cuda":  # --smoke on the CPU: a plain median, no triton
-        times = []
-        for _ in range(5):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-        return median(times)
-    from triton.testing import do_bench
-
-    return float(do_bench(fn, warmup=25, rep=200, return_mode="median")) * 1e-3
-
-
-def save(out: Path) -> None:
-    (out / "results.json").write_text(json.dumps(RESULTS, indent=1, default=str))
-    if ROWS:
-        cols = ["section", *harness.CSV_COLUMNS]
-        with (out / "harness_rows.csv").open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
-            w.writeheader()
-            w.writerows(ROWS)
-    (out / "summary.txt").write_text("\n".join(LINES) + "\n")
-
-
-def run_program(section: str, main: Callable[[Sequence[str]], int], argv: list[str]) -> list[dict[str, str]]:
-    """Run a kernel program in-process exactly as `python -m` would; keep its rows."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "rows.csv")
-        try:
-            code = main([*argv, "--out", path])
-        except SystemExit as exc:  # a usage error: report it, keep the script going
-            say(f"  [{section}] usage error {exc.code} for {' '.join(argv)}")
-            return []
-        with open(path, newline="") as fh:
-            rows = list(csv.DictReader(fh))
-    if code != 0:
-        say(f"  [{section}] exit {code} for {' '.join(argv)}")
-    for r in rows:
-        r["section"] = section
-    ROWS.extend(rows)
-    return rows
-
-
-def harness_median(rows: list[dict[str, str]], n: int) -> tuple[float, str]:
-    sel = [r for r in rows if int(r["n"]) == n]
-    return median(float(r["time_s"]) for r in sel), sel[0]["rel_err"]
-
-
-def case_for(spec: harness.KernelSpec, n: int, d: int, variant: str, **extra: Any) -> harness.Case:
-    """The very case the harness times, for do_bench (same inputs, same call)."""
-    args = argparse.Namespace(**{"sdpa_backend": "auto", "ff": None, **extra})
-    ctx = harness.CaseContext(n=n, d=d, variant=variant, device=torch.device(DEVICE),
-                              dtype=torch.bfloat16, args=args, seed=0)
-    return spec.build(ctx)
-
+from kernels.torch import attention_backward as attn_bwd
+from kernels.torch import attention_forward as attn_fwd
+from kernels.torch import attention_fwdbwd as attn_fb
 
 # --------------------------------------------------------------------------- sections
 
 
 def ceilings() -> None:
-    m = 8192 if DEVICE == "cuda" else 512
-    elems = 2**30 // 2 if DEVICE == "cuda" else 2**24  # 1 GiB of bf16 on the GPU
-    gen = torch.Generator(device=DEVICE).manual_seed(0)
-    a = torch.randn(m, m, device=DEVICE, dtype=torch.bfloat16, generator=gen)
-    b = torch.randn(m, m, device=DEVICE, dtype=torch.bfloat16, generator=gen)
+    m = 8192 if measure.DEVICE == "cuda" else 512
+    elems = 2**30 // 2 if measure.DEVICE == "cuda" else 2**24  # 1 GiB of bf16 on the GPU
+    gen = torch.Generator(device=measure.DEVICE).manual_seed(0)
+    a = torch.randn(m, m, device=measure.DEVICE, dtype=torch.bfloat16, generator=gen)
+    b = torch.randn(m, m, device=measure.DEVICE, dtype=torch.bfloat16, generator=gen)
     t_gemm = bench(lambda: torch.mm(a, b))
-    src = torch.randn(elems, device=DEVICE, dtype=torch.bfloat16, generator=gen)
+    src = torch.randn(elems, device=measure.DEVICE, dtype=torch.bfloat16, generator=gen)
     dst = torch.empty_like(src)
     t_copy = bench(lambda: dst.copy_(src))
     t_read = bench(lambda: torch.amax(src))
@@ -153,7 +77,7 @@ def attention_memopt(sizes: list[int]) -> None:
         try:
             rows = run_program("attn_memopt", attn_fwd.main, [
                 "--n", ",".join(map(str, sizes)), "--d", "128", "--variant", "memopt",
-                "--sdpa-backend", backend, "--dtype", "bf16", "--device", DEVICE,
+                "--sdpa-backend", backend, "--dtype", "bf16", "--device", measure.DEVICE,
                 "--repeats", "20", "--warmup", "5", "--check"])
         except Exception as exc:  # a backend may refuse these shapes
             say(f"  attention memopt {backend}: {type(exc).__name__}: {exc}")
@@ -175,98 +99,6 @@ def attention_memopt(sizes: list[int]) -> None:
         RESULTS["attention_memopt"] = out
 
 
-def _decode_chunked(n: int, d: int) -> Callable[[], torch.Tensor]:
-    """Exploratory: scores by one matrix-vector product, then the P V reduction
-    split into 256 independent chunks (a batched GEMV) and summed."""
-    gen = torch.Generator().manual_seed(1)
-    q = torch.randn(d, generator=gen).to(DEVICE, torch.bfloat16)
-    k = torch.randn(n, d, generator=gen).to(DEVICE, torch.bfloat16)
-    v = torch.randn(n, d, generator=gen).to(DEVICE, torch.bfloat16)
-    chunks = 256 if n % 256 == 0 else 1
-
-    def run() -> torch.Tensor:
-        p = torch.softmax(torch.mv(k, q) * (1 / math.sqrt(d)), dim=0)
-        part = torch.bmm(p.view(chunks, 1, -1), v.view(chunks, -1, d))
-        return part.sum(dim=0, dtype=torch.float32)
-
-    return run
-
-
-def decode(sizes: list[int]) -> None:
-    copy_bw = RESULTS["ceilings"]["copy_bw_TBps"]
-    out: list[dict[str, Any]] = []
-    configs = [("splitk", "auto"), ("naive", "auto"), ("sdpa", "flash"), ("sdpa", "cudnn")]
-    # sdpa/efficient ran at 0.02 TB/s on the first H200 call (35 ms at n = 2^20): dropped
-    shapes = [(n, 128) for n in sizes] + [(sizes[-1], 64)]
-    for variant, backend in configs:
-        for d in sorted({d for _, d in shapes}, reverse=True):
-            ns = [n for n, dd in shapes if dd == d]
-            try:
-                rows = run_program("decode", decode_k.main, [
-                    "--n", ",".join(map(str, ns)), "--d", str(d), "--variant", variant,
-                    "--sdpa-backend", backend, "--dtype", "bf16", "--device", DEVICE,
-                    "--repeats", "20", "--warmup", "5", "--check", "--l2-flush"])
-            except Exception as exc:
-                say(f"  decode {variant}/{backend} d={d}: {type(exc).__name__}: {exc}")
-                continue
-            for n in ns:
-                if not any(int(r["n"]) == n for r in rows):
-                    continue
-                t_h, err = harness_median(rows, n)
-                t_b = bench(case_for(decode_k.SPEC, n, d, variant, sdpa_backend=backend).run)
-                nbytes = 2 * n * d * 2
-                rec = {"variant": variant, "backend": backend, "n": n, "d": d, "harness_s": t_h,
-                       "do_bench_s": t_b, "bw_TBps_harness": nbytes / t_h / 1e12,
-                       "bw_TBps_do_bench": nbytes / t_b / 1e12,
-                       "frac_copy_bw": nbytes / t_b / 1e12 / copy_bw, "rel_err": err}
-                out.append(rec)
-                say(f"decode {variant}/{backend:9s} n={n:8d} d={d:3d}: harness {t_h*1e6:8.1f} us "
-                    f"({rec['bw_TBps_harness']:.2f} TB/s), do_bench {t_b*1e6:8.1f} us "
-                    f"({rec['bw_TBps_do_bench']:.2f} TB/s) = {rec['frac_copy_bw']*100:.0f}% of copy; "
-                    f"rel_err {err}")
-    for n, d in shapes:
-        t_b = bench(_decode_chunked(n, d))
-        nbytes = 2 * n * d * 2
-        out.append({"variant": "chunked-explore", "n": n, "d": d, "do_bench_s": t_b,
-                    "bw_TBps_do_bench": nbytes / t_b / 1e12,
-                    "frac_copy_bw": nbytes / t_b / 1e12 / copy_bw})
-        say(f"decode chunked-explore  n={n:8d} d={d:3d}: do_bench {t_b*1e6:8.1f} us "
-            f"({nbytes / t_b / 1e12:.2f} TB/s) = {nbytes / t_b / 1e12 / copy_bw * 100:.0f}% of copy")
-    RESULTS["decode"] = out
-
-
-def splitk_grid(n: int, d: int) -> None:
-    """do_bench over the split-K decode kernel's knobs around the defaults."""
-    copy_bw = RESULTS["ceilings"]["copy_bw_TBps"]
-    q, k, v = _decode_inputs(n, d)
-    out: list[dict[str, Any]] = []
-    for block_n in (32, 64, 128):
-        for per_sm in (2, 4, 8, 16):
-            for warps in (4, 8):
-                plan = decode_k.splitk_plan(n, d, torch.device(DEVICE), block_n, per_sm, warps)
-                try:
-                    t = bench(functools.partial(decode_k.decode_splitk, q, k, v, plan))
-                except Exception as exc:
-                    say(f"  splitk {plan}: {type(exc).__name__}: {exc}")
-                    continue
-                bw = 2 * n * d * 2 / t / 1e12
-                out.append({"block_n": block_n, "per_sm": per_sm, "warps": warps,
-                            "splits": plan.splits, "do_bench_s": t, "bw_TBps": bw,
-                            "frac_copy_bw": bw / copy_bw})
-    out.sort(key=lambda r: r["do_bench_s"])
-    RESULTS["splitk_grid"] = {"n": n, "d": d, "configs": out}
-    for r in out[:5]:
-        say(f"splitk grid n={n} d={d} block_n={r['block_n']:3d} per_sm={r['per_sm']:2d} "
-            f"warps={r['warps']} splits={r['splits']:5d}: {r['do_bench_s']*1e6:.1f} us "
-            f"{r['bw_TBps']:.2f} TB/s = {r['frac_copy_bw']*100:.0f}% of copy")
-
-
-def _decode_inputs(n: int, d: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    gen = torch.Generator(device=DEVICE).manual_seed(2)
-    return tuple(torch.randn(*shape, device=DEVICE, generator=gen).to(torch.bfloat16)  # type: ignore[return-value]
-                 for shape in ((1, d), (n, d), (n, d)))
-
-
 def timing_check(n: int) -> None:
     """Harness vs do_bench twice each on attention memopt/cudnn (the first call
     saw the harness 10% under do_bench at n = 32768): noise, or clocks?"""
@@ -275,11 +107,11 @@ def timing_check(n: int) -> None:
     for i in range(2):
         rows = run_program("timing_check", attn_fwd.main, [
             "--n", str(n), "--d", "128", "--variant", "memopt", "--sdpa-backend", "cudnn",
-            "--dtype", "bf16", "--device", DEVICE, "--repeats", "20", "--warmup", "5"])
+            "--dtype", "bf16", "--device", measure.DEVICE, "--repeats", "20", "--warmup", "5"])
         t_h = harness_median(rows, n)[0]
         t_b = bench(case.run)
         t_short = t_b
-        if DEVICE == "cuda":
+        if measure.DEVICE == "cuda":
             from triton.testing import do_bench
 
             t_short = float(do_bench(case.run, warmup=5, rep=20, return_mode="median")) * 1e-3
@@ -290,7 +122,7 @@ def timing_check(n: int) -> None:
 
 
 def naive_vs_fused(sizes: list[int]) -> None:
-    common = ["--n", ",".join(map(str, sizes)), "--d", "128", "--dtype", "bf16", "--device", DEVICE,
+    common = ["--n", ",".join(map(str, sizes)), "--d", "128", "--dtype", "bf16", "--device", measure.DEVICE,
               "--repeats", "10", "--warmup", "3", "--check"]
     fwd_naive = run_program("naive_vs_fused", attn_fwd.main, [*common, "--variant", "naive"])
     fwd_memopt = run_program("naive_vs_fused", attn_fwd.main, [*common, "--variant", "memopt"])
@@ -319,7 +151,7 @@ def naive_vs_fused(sizes: list[int]) -> None:
 
 def cuda_tests(out: Path, timeout_s: float) -> None:
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "cuda",
-           "tests/kernels/test_torch_kernels.py"]
+           "tests/kernels/test_torch_kernels_cuda.py"]
     try:
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True,
                               timeout=max(30.0, timeout_s), check=False)
@@ -346,19 +178,18 @@ def main() -> int:
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    global DEVICE
     if not torch.cuda.is_available():
         if not args.smoke:
             print("error: no CUDA device (use --smoke to exercise the script on a CPU)",
                   file=sys.stderr)
             return 1
-        DEVICE = "cpu"
+        measure.DEVICE = "cpu"
     else:
         props = torch.cuda.get_device_properties(0)
         RESULTS["device"] = {"name": torch.cuda.get_device_name(0), "torch": torch.__version__,
                              "sms": props.multi_processor_count,
                              "l2_bytes": getattr(props, "L2_cache_size", None)}
-    say(f"device: {RESULTS.get('device', DEVICE)}")
+    say(f"device: {RESULTS.get('device', measure.DEVICE)}")
     small = args.smoke
     sections: list[tuple[str, Callable[[], None]]] = [
         ("ceilings", ceilings),
@@ -381,7 +212,7 @@ def main() -> int:
             RESULTS.setdefault("failed_sections", []).append(f"{name}: {exc!r}")
         RESULTS.setdefault("section_seconds", {})[name] = time.monotonic() - t
         save(out)
-        if DEVICE == "cuda":
+        if measure.DEVICE == "cuda":
             torch.cuda.empty_cache()
     if "tests" in wanted:
         cuda_tests(out, args.budget_s - (time.monotonic() - T0))

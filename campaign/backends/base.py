@@ -13,15 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.config.schema import ClusterSpec
 from campaign.job.task import JobTask
+from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.states import JobState
-
-if TYPE_CHECKING:  # planning imports backends.capabilities, which runs this package's __init__
-    from campaign.planning.plan import RunSpec
 
 
 @dataclass

@@ -6,23 +6,27 @@ cluster's MaxArraySize. Before each sbatch a manifest (array index → attempt)
 (the array's one payload: every task's program, environment and folder) is
 written next to the jobs, and the job name/comment name the campaign and
 manifest, so jobs whose submitter died can be found and attached again.
-Only this module and slurm_query know submitit's keywords and Slurm's words.
+Only this module and its slurm_* helpers know submitit's keywords and Slurm's words.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import time
-import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from campaign.backends import slurm_launch, slurm_nodes, slurm_query, slurm_reasons, slurm_steps
+from campaign.backends import (
+    slurm_cancel,
+    slurm_launch,
+    slurm_nodes,
+    slurm_query,
+    slurm_reasons,
+    slurm_steps,
+)
 from campaign.backends.base import (
     Backend,
     JobRef,
@@ -33,6 +37,8 @@ from campaign.backends.base import (
     QueryResult,
     Submitted,
 )
+from campaign.backends.slurm_manifest import log_paths, logs_folder, manifest_path, recorded, write_manifest
+from campaign.backends.slurm_manifest import recover as recover_from_manifests
 from campaign.backends.slurm_run import failure_text, run_slurm
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.backends.submitit_adapter import sbatch_script
@@ -42,14 +48,10 @@ from campaign.job.array_task import task_to_json
 from campaign.job.task import JobTask
 from campaign.planning import run_env
 from campaign.planning.environment import profiler_lines, setup_lines
-from campaign.planning.plan import RunSpec
+from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.errors import SchedulerError, SubmissionError, one_line
 
 DEFAULT_MAX_ARRAY = 1001
-# Slurm's variables kept in job.json (array task, job id, CPUs actually given).
-_RECORDED_ENV = ("SLURM_",)
-# compact, made once (json.dumps with arguments builds an encoder per call); no circular check on plain data
-_MANIFEST_JSON = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
 
 class SlurmBackend(Backend):
@@ -135,14 +137,6 @@ class SlurmBackend(Backend):
                 out.append((params, reqs[i:i + size]))
         return out
 
-    def _logs(self, manifest: str) -> Path:
-        """One folder per array (or single job), made before sbatch: Slurm
-        does not create the folder of --output itself."""
-        return self.folder / "slurm" / manifest
-
-    def _manifest_path(self, manifest: str) -> Path:
-        return self.folder / "manifests" / f"{manifest}.json"
-
     def _script(self, params: dict[str, Any], group: list[JobRequest], manifest: str) -> str:
         # The manifest id in the job name lets a later submit find jobs whose
         # IDs never reached the ledger (sacct keeps names, not comments, by default).
@@ -150,10 +144,10 @@ class SlurmBackend(Backend):
         # squeue/sacct tell runs apart; each array task prints its run label.
         named = {**params, "job_name": f"{job_name(params['job_name'], group)}:{manifest}",
                  "comment": f"{job_comment(params['job_name'], group)} manifest={manifest}"}
-        command = [self.python, "-u", "-m", "campaign.job.array_task", str(self._manifest_path(manifest))]
+        command = [self.python, "-u", "-m", "campaign.job.array_task", str(manifest_path(self.folder, manifest))]
         if len(group) > 1:
             command += ["--index-env", "SLURM_ARRAY_TASK_ID"]
-        return sbatch_script(named, shlex.join(command), self._logs(manifest), len(group))
+        return sbatch_script(named, shlex.join(command), logs_folder(self.folder, manifest), len(group))
 
     def batches(self, requests: Sequence[JobRequest]) -> list[list[JobRequest]]:
         max_array = self.cluster.max_array_size or DEFAULT_MAX_ARRAY
@@ -190,30 +184,23 @@ class SlurmBackend(Backend):
     def _write_manifest(self, group: list[JobRequest]) -> str:
         """The array's one payload: every task's JobTask, and the attempts they
         belong to (crash recovery reads it), written atomically before sbatch."""
-        ident = uuid.uuid4().hex[:16]
-        path = self._manifest_path(ident)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._logs(ident).mkdir(parents=True, exist_ok=True)
         data = {"attempts": [r.attempt_id for r in group], "runs": [r.run.key for r in group],
                 "array": len(group) > 1, "job_name": job_name(group[0].job_name, group),
                 "clusters": self._clusters(group[0].run.partition),
-                "tasks": [_recorded(task_to_json(self._task(r))) for r in group]}
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(_MANIFEST_JSON.encode(data))
-        os.replace(tmp, path)
-        return ident
+                "tasks": [recorded(task_to_json(self._task(r))) for r in group]}
+        return write_manifest(self.folder, data)
 
     def submit(self, requests: Sequence[JobRequest], on_submitted: OnSubmitted) -> None:
         for params, group in self._groups(requests, self._max_array()):
             manifest = self._write_manifest(group)
-            script = self._logs(manifest) / "job.sbatch"
+            script = logs_folder(self.folder, manifest) / "job.sbatch"
             script.write_text(self._script(params, group, manifest))
             proc = run_slurm(["sbatch", "--parsable", str(script)])
             if proc.returncode != 0:
                 raise SubmissionError(f"sbatch refused {len(group)} job(s) on {params['partition']}: "
                                       f"{failure_text(proc)}")
             base, where = _parse_sbatch(proc.stdout)
-            where = where or _single(self._clusters(group[0].run.partition))
+            where = where or slurm_query.single_cluster(self._clusters(group[0].run.partition))
             on_submitted(self._submitted(group, manifest, base, where, params))
 
     def _submitted(self, group: list[JobRequest], manifest: str, base: str, where: str | None = None,
@@ -221,58 +208,14 @@ class SlurmBackend(Backend):
         array = len(group) > 1
         cpus = params["cpus_per_task"] if params else None
         gpus = params.get("gpus_per_node", 0) if params else None
-        folder = str(self._logs(manifest))
+        folder = str(logs_folder(self.folder, manifest))
         subs = []
         for index, req in enumerate(group):
             job_id = f"{base}_{index}" if array else base
-            out, err = _log_paths(folder, job_id)
+            out, err = log_paths(folder, job_id)
             subs.append(Submitted(req.attempt_id, job_id, base if array else None, index if array else None, out, err,
                                   cluster=where, cpus=cpus, gpus=gpus))
         return subs
-
-    def _paths(self, manifest: str, job_id: str) -> tuple[str, str]:
-        return _log_paths(str(self._logs(manifest)), job_id)
-
-    def _find_by_name(self, name: str, since: float, clusters: str | None = None) -> str | None:
-        """Base job ID of the job or array named `name`, from squeue then sacct."""
-        start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since - 3600))
-        where = ["-M", clusters] if clusters else []
-        for argv in (["squeue", *where, "-h", "-r", f"--name={name}", "-o", "%i"],
-                     ["sacct", *where, "-X", "-n", "-P", f"--name={name}", "-S", start, "-o", "JobID"]):
-            proc = run_slurm(argv)
-            if proc.returncode != 0:
-                raise SchedulerError(f"{argv[0]} failed while looking for orphaned jobs: "
-                                     f"{one_line(proc.stderr, 200)}")
-            for line in proc.stdout.split():
-                return line.split("_")[0]
-        return None
-
-    def recover(self, requests: Sequence[JobRequest]) -> list[Submitted]:
-        """Jobs that reached Slurm although the ledger never got their IDs (the
-        submitter died between sbatch and the ledger write): found by the
-        manifest written before sbatch and the job name that carries it."""
-        wanted = {r.attempt_id for r in requests}
-        found: list[Submitted] = []
-        for path in sorted((self.folder / "manifests").glob("*.json")):
-            try:
-                data = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            attempts = [int(a) for a in data.get("attempts", [])]
-            if not wanted & set(attempts):
-                continue
-            clusters = data.get("clusters")
-            base = self._find_by_name(f"{data['job_name']}:{path.stem}", path.stat().st_mtime, clusters)
-            if base is None:
-                continue
-            array = bool(data.get("array"))
-            for index, aid in enumerate(attempts):
-                if aid in wanted:
-                    job_id = f"{base}_{index}" if array else base
-                    out, err = self._paths(path.stem, job_id)
-                    found.append(Submitted(aid, job_id, base if array else None, index if array else None, out, err,
-                                           cluster=_single(clusters)))
-        return found
 
     def query(self, refs: Sequence[JobRef]) -> QueryResult:
         """One batched query per Slurm cluster holding jobs (-M for any but the local one)."""
@@ -299,57 +242,16 @@ class SlurmBackend(Backend):
         except SchedulerError as exc:
             return [], [f"shared-node check saw only this ledger's jobs: {one_line(exc)}"]
 
-    def cancel(self, refs: Sequence[JobRef]) -> None:
-        """scancel (with -M for jobs on another cluster), then wait until
-        squeue no longer lists the jobs: the ledger says CANCELLED only once
-        they stopped (Slurm signals every process of the job, the kernel's own
-        process group included)."""
-        groups = _by_cluster([r for r in refs if r.job_id])
-        for where, group in groups.items():
-            ids = [r.job_id for r in group]
-            flag = ["-M", where] if where else []
-            for i in range(0, len(ids), 1000):
-                proc = run_slurm(["scancel", *flag, *ids[i:i + 1000]])
-                if proc.returncode != 0:
-                    raise SchedulerError(f"scancel failed: {one_line(proc.stderr)}")
-        deadline = time.monotonic() + self.cancel_wait_s
-        for where, group in groups.items():
-            left = [r.job_id for r in group]
-            while left:
-                left = [j for i in range(0, len(left), 1000) for j in self._listed(left[i:i + 1000], where)]
-                if not left:
-                    break
-                if time.monotonic() > deadline:
-                    raise SchedulerError(f"scancel sent, but {len(left)} job(s) still stopping after "
-                                         f"{self.cancel_wait_s:.0f} s (e.g. {left[0]}); `campaign status` "
-                                         f"records them later")
-                time.sleep(1.0)
 
-    def _listed(self, ids: list[str], where: str | None = None) -> list[str]:
-        """The IDs squeue still lists (in any state but gone)."""
-        flag = ["-M", where] if where else []
-        proc = run_slurm(["squeue", *flag, "-h", "-r", "-o", "%i", "-j", ",".join(ids)])
-        if proc.returncode != 0:  # "Invalid job id specified": all of them are gone
-            return []
-        shown = set(proc.stdout.split())
-        return [j for j in ids if j in shown]
+    def cancel(self, refs: Sequence[JobRef]) -> None:
+        slurm_cancel.cancel_and_wait(_by_cluster([r for r in refs if r.job_id]), self.cancel_wait_s)
+
+    def recover(self, requests: Sequence[JobRequest]) -> list[Submitted]:
+        return recover_from_manifests(self.folder, requests)
 
 
 def _profiled(run: RunSpec) -> bool:
     return dict(run.extra_args).get("profile", "none") != "none"
-
-
-def _log_paths(folder: str, job_id: str) -> tuple[str, str]:
-    """A task's stdout/stderr files (submitit's %A_%a_%t_log names, the task
-    already known) as strings: pathlib per task cost seconds at 100,000."""
-    stem = f"{folder}{job_id}_0_log" if not folder or folder.endswith("/") else f"{folder}/{job_id}_0_log"
-    return f"{stem}.out", f"{stem}.err"  # os.path.join's result for a job ID (never absolute), without its cost
-
-
-def _recorded(task: dict[str, Any]) -> dict[str, Any]:
-    """A task's manifest entry with Slurm's variables kept in job.json."""
-    task["record_env_prefixes"] = list(_RECORDED_ENV)
-    return task
 
 
 def _parse_sbatch(stdout: str) -> tuple[str, str | None]:
@@ -364,13 +266,6 @@ def _parse_sbatch(stdout: str) -> tuple[str, str | None]:
             raise SubmissionError(f"sbatch answered without a job ID: {one_line(stdout) or '(nothing)'}")
         return match[1], slurm_query.parse_submitted_cluster(first)
     return job_id, where.strip() or None
-
-
-def _single(clusters: str | None) -> str | None:
-    """The cluster a job must be on when exactly one was asked for."""
-    if clusters and "," not in clusters:
-        return clusters.strip()
-    return None
 
 
 def _by_cluster(refs: Sequence[JobRef]) -> dict[str | None, list[JobRef]]:

@@ -16,7 +16,7 @@ from campaign.plumbing.states import JobState
 
 
 class _Info(Protocol):
-    """What is joined of each component (slurm_query.SlurmJobInfo)."""
+    """What is joined of each component (slurm_fields.SlurmJobInfo)."""
 
     @property
     def state(self) -> JobState: ...

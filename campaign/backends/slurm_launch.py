@@ -40,7 +40,7 @@ from campaign.job.fom_launch import OPTION, Launch
 from campaign.job.rank import LAUNCH_HOST_ENV
 from campaign.job.task import JobTask
 from campaign.planning import run_env
-from campaign.planning.plan import RunSpec
+from campaign.planning.run_spec import RunSpec
 
 # submitit's srun line starts one task on one node: the campaign task that launches the ranks
 OUTER_SRUN_ARGS = ("--nodes=1", "--ntasks=1")

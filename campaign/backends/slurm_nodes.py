@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from campaign.backends.base import NodeJob
-from campaign.backends.slurm_query import parse_time, sacct_failure, where_clusters
+from campaign.backends.slurm_fields import parse_time
+from campaign.backends.slurm_query import sacct_failure, where_clusters
 from campaign.backends.slurm_run import run_slurm
 
 NODE_FIELDS = ("JobID", "NodeList", "AllocCPUS", "Start", "End")

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from campaign.backends.slurm_query import SlurmJobInfo, where_clusters
+from campaign.backends.slurm_fields import SlurmJobInfo
+from campaign.backends.slurm_query import where_clusters
 from campaign.backends.slurm_run import run_slurm
 from campaign.plumbing.states import JobState
 

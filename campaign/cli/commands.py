@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,9 +15,9 @@ from typing import Any
 
 from campaign import api
 from campaign.cli.output import (
-    console,
     emit_rows,
     print_counts,
+    print_preflight,
     progress_printer,
     stream_table,
     table,
@@ -26,7 +25,8 @@ from campaign.cli.output import (
     write_json,
 )
 from campaign.cli.plan_view import cmd_plan_repeats
-from campaign.cli.wait_view import EXIT_JOBS_FAILED, exit_for, watch_jobs
+from campaign.cli.submit_view import cmd_submit
+from campaign.cli.wait_view import check_interval, exit_for, watch_jobs
 from campaign.plumbing.errors import BadInputError, LedgerError, SchedulerError
 from campaign.plumbing.states import JobState
 
@@ -34,113 +34,11 @@ LedgerFactory = Callable[..., Any]
 STATUS_ROWS = 50  # `status` lists every job up to this many, then only the unfinished/failed ones
 
 
-def _add_config_dirs(dirs: list[Path]) -> None:
-    """--config-dir: the same as putting the folders first on $CAMPAIGN_CONFIG_PATH."""
-    for d in dirs:
-        if not d.is_dir():
-            raise BadInputError(f"--config-dir {d}: not a folder")
-    if dirs:
-        old = [p for p in os.environ.get(api.SEARCH_PATH_ENV, "").split(":") if p]
-        os.environ[api.SEARCH_PATH_ENV] = ":".join([str(d.resolve()) for d in dirs] + old)
-
-
-def _print_info() -> None:
-    dirs = api.config_dirs()
-    print("config search path (first match wins):")
-    for i, d in enumerate(dirs, 1):
-        print(f"  {i}. {d}  ({'shipped' if d == dirs[-1] else '--config-dir / $' + api.SEARCH_PATH_ENV})")
-    for group in ("cluster", "experiment", "kernel"):
-        print(f"{group}: {', '.join(api.group_options(group)) or '(none)'}")
-
-
-def _check_interval(args: argparse.Namespace) -> None:
-    """Before anything is submitted or synced: bad input touches nothing."""
-    interval = getattr(args, "interval", 5.0)
-    if not interval > 0 or interval == float("inf"):
-        raise BadInputError(f"--interval must be a positive number of seconds, got {interval}")
-
-
-def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
-    _check_interval(args)
-    _add_config_dirs(args.config_dir)
-    if args.info:
-        _print_info()
-        return 0
-    from campaign.config.groups import check_choices
-
-    check_choices(args.overrides)  # `experiment=smok`: one line with the close names, before Hydra loads
-    if args.cfg:
-        sys.stdout.write(api.composed_yaml(args.overrides))
-        return 0
-    if args.dry_run:
-        reports = api.dry_run_all(args.overrides, args.ledger or api.default_ledger_path(),
-                                  preflight=not args.no_preflight)
-        for rep in reports:
-            for i, script in enumerate(rep.scripts):
-                print(f"# ---- job script {i + 1}/{len(rep.scripts)} ----")
-                print(script, end="" if script.endswith("\n") else "\n")
-            print(f"# campaign {rep.campaign}: {rep.planned} runs, {len(rep.scripts)} job script(s); nothing submitted")
-            for line in rep.skipped:
-                print(f"# skipped: {line}")
-            for line in rep.notes:
-                print(f"# note: {line}")
-            if rep.charges:
-                from campaign.planning.charging import charge_lines  # lazy: only a dry run estimates
-
-                print("# estimate (requested walltime; the site may bill less if jobs end early):")
-                for line in charge_lines(rep.charges):
-                    print(f"#   {line}")
-        return 0
-    # bad input (node-local paths included) fails here, before the ledger is opened
-    groups = api.prepare_campaigns(args.overrides, args.ledger or api.default_ledger_path())
-    led = ledger(args)
-    quiet = args.quiet or args.format == "json"  # JSON: nothing but the document on stdout
-    reports = api.submit_all(args.overrides, groups, led, force=args.force, progress=progress_printer(quiet),
-                             preflight=not args.no_preflight)
-    if args.format == "json":
-        write_json([{"campaign": r.campaign, "planned": r.planned, "existing": r.existing,
-                     "submitted": [{"job_id": j, "run": label} for j, label in r.submitted],
-                     "skipped": r.skipped, "notes": r.notes, "recovered": r.recovered, "why_new": r.why_new,
-                     "failed": [{"job_id": j, "state": st} for j, st in r.failed],
-                     "counts": r.sync.counts if r.sync is not None else None} for r in reports])
-        if args.wait:
-            return watch_jobs(args, led, [r.campaign for r in reports], quiet=True)
-        return EXIT_JOBS_FAILED if any(r.failed for r in reports) else 0
-    con = console()
-    for rep in reports:
-        con.print(f"campaign {rep.campaign}: {rep.planned} runs planned, {rep.existing} already in the ledger, "
-                  f"{len(rep.submitted)} submitted (ledger {led.path})")
-        for line in rep.skipped:
-            con.print(f"  skipped: {line}")
-        for line in rep.notes:
-            print(f"  note: {line}")  # (plain print: a module name is not markup)
-        if rep.recovered:
-            con.print(f"  {rep.recovered} job(s) of an interrupted submit found in the scheduler and recorded")
-        if rep.submitted:
-            ids = [j for j, _ in rep.submitted]
-            con.print(f"  job IDs: {ids[0]} … {ids[-1]}" if len(ids) > 2 else f"  job IDs: {', '.join(ids)}")
-        for line in rep.why_new:
-            con.print(f"  {line}")
-        if rep.sync is not None:
-            print_counts(rep.sync.counts)
-            for w in rep.sync.warnings:
-                con.print(f"  warning: {w}")
-            _print_preflight([] if args.wait else rep.sync.preflight)  # --wait: the watch says it, once
-    if args.wait:
-        return watch_jobs(args, led, [rep.campaign for rep in reports])
-    return exit_for([f for rep in reports for f in rep.failed])
-
-
-def _print_preflight(lines: list[str]) -> None:
-    for line in lines:  # failed build/preflight chains, with the log tail (plain print: no markup)
-        print(line)
-
-
 def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
     from campaign.ledger.sqlite_read import job_dicts
 
-    _check_interval(args)
+    check_interval(args)
     led = ledger(args, create=False)
     if args.watch or args.wait:
         return watch_jobs(args, led, [args.campaign] if args.campaign else [], silent=args.wait and not args.watch)
@@ -167,7 +65,7 @@ def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     print(f"{rep.changed} job(s) changed state, {rep.ingested_rows} result row(s) ingested"
           + (f", {rep.swept} orphaned result file(s) removed" if rep.swept else ""))
     print_counts(rep.counts)
-    _print_preflight(rep.preflight)
+    print_preflight(rep.preflight)
     return 0
 
 
@@ -290,7 +188,7 @@ def cmd_compare(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 def _gate_compared_something(args: argparse.Namespace, c: Any) -> None:
     """A regression gate that compared nothing must not pass (exit 2, one line): no
     point in common, or none with enough repeats on both sides for a verdict."""
-    from analysis.compare import FEW_REPLICATES, INSUFFICIENT  # lazy: pandas, scipy
+    from analysis.verdicts import FEW_REPLICATES, INSUFFICIENT  # lazy: pandas, scipy
     if not args.fail_on:
         return
     if not len(c.points):

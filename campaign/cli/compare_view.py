@@ -12,22 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from analysis.compare import (
-    BETTER,
-    BETWEEN,
-    FASTER,
-    FEW_REPLICATES,
-    INSUFFICIENT,
-    NOISE,
-    SLOWER,
-    VERDICTS,
-    WORSE,
-    varied_columns,
-)
+from analysis.compare import varied_columns
 from analysis.metrics import to_records
 from analysis.provenance_diff import Difference
 from analysis.ratios import DIMENSIONS
 from analysis.references import outside
+from analysis.verdicts import BETTER, BETWEEN, FASTER, FEW_REPLICATES, INSUFFICIENT, NOISE, SLOWER, VERDICTS, WORSE
 from campaign.commands.compare import CompareReport
 
 MAX_ROWS = 50  # per listed section; the rest is counted

@@ -139,3 +139,8 @@ def counts_text(counts: dict[str, int]) -> str:
 
 def print_counts(counts: dict[str, int]) -> None:
     console().print(f"  runs by state: {counts_text(counts)}")
+
+
+def print_preflight(lines: list[str]) -> None:
+    for line in lines:  # failed build/preflight chains, with the log tail (plain print: no markup)
+        print(line)

@@ -108,7 +108,7 @@ def _memory(att: AttemptFacts, backend: str) -> str:
 
 def _program(att: AttemptFacts, spec: dict[str, Any], start: dict[str, Any] | None) -> tuple[str, dict[str, str]]:
     """The command and environment as the job ran them (job.json), else as planned."""
-    from campaign.planning.plan import RunSpec  # lazy: only a job without job.json needs the plan's objects
+    from campaign.planning.run_spec import RunSpec  # lazy: only a job without job.json needs the plan's objects
 
     if start and isinstance(start.get("argv"), list):
         return shlex.join(str(a) for a in start["argv"]), {str(k): str(v) for k, v in (start.get("env") or {}).items()}
@@ -171,7 +171,7 @@ def chain_lines(f: JobFacts) -> list[str]:
 
 
 def show_text(f: JobFacts) -> str:
-    from campaign.planning.plan import RunSpec  # lazy: the plan's objects, for the run's label
+    from campaign.planning.run_spec import RunSpec  # lazy: the plan's objects, for the run's label
 
     att, spec = f.attempt, f.spec
     start = read_json(Path(att.workdir) / START_FILE)

@@ -1,6 +1,7 @@
 """How a command that waited for jobs ends: watching them (`status --watch`,
 `status --wait`, `submit --wait`) and exit code 3 with one stderr line naming
-the jobs that ended failed (docs/design.md#cli), whichever path waited."""
+the jobs that ended failed (docs/design.md#cli), whichever path waited; and
+the --interval they sync at, checked before anything is submitted."""
 
 from __future__ import annotations
 
@@ -10,8 +11,16 @@ from typing import Any
 
 from campaign import api
 from campaign.cli.output import is_terminal
+from campaign.plumbing.errors import BadInputError
 
 EXIT_JOBS_FAILED = 3  # the command waited for jobs and at least one ended failed (README, exit codes)
+
+
+def check_interval(args: argparse.Namespace) -> None:
+    """--interval, before anything is submitted or synced: bad input touches nothing."""
+    interval = getattr(args, "interval", 5.0)
+    if not interval > 0 or interval == float("inf"):
+        raise BadInputError(f"--interval must be a positive number of seconds, got {interval}")
 
 
 def exit_for(failed: list[tuple[str, str]]) -> int:

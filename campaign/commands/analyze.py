@@ -100,7 +100,8 @@ def _with_rank_times(led: Ledger, campaign: str | Sequence[str] | None, results:
 def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None,
             all_campaigns: bool = False) -> dict[str, Any]:
     """Metrics of one campaign (the latest by default; report_scope)."""
-    from analysis.merit import exponents_json, figures_json, scaling_json, timing_rows  # lazy, as above
+    from analysis.merit import timing_rows  # lazy, as above
+    from analysis.merit_json import exponents_json, figures_json, scaling_json
     from analysis.metrics import metrics_json
 
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
@@ -167,7 +168,8 @@ def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
 
 def _write_metrics(led: Ledger, out: TextIO, cluster: str | None, campaign: str | Sequence[str] | None,
                    all_campaigns: bool, keys: Sequence[str] | None) -> None:
-    from analysis.merit import exponents_json, figures_json, scaling_json, timing_rows  # lazy, as above
+    from analysis.merit import timing_rows  # lazy, as above
+    from analysis.merit_json import exponents_json, figures_json, scaling_json
     from analysis.metrics_stream import check_keys, write_metrics_json
 
     try:
@@ -303,9 +305,8 @@ def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: 
     text or (`as_json`) one object. One campaign, the latest by default, as
     `report` (report_scope: pooling campaigns moved medians), and of each
     configuration only its latest identity (campaign.results.latest)."""
-    from analysis.merit import advice_rows
     from analysis.metrics import to_records
-    from analysis.thread_advice import format_thread_advice
+    from analysis.thread_advice import advice_rows, format_thread_advice
     from analysis.thread_advice import thread_advice as advise  # lazy: pandas
 
     scope = resolve(led, list(campaign), all_campaigns)

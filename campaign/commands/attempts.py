@@ -22,7 +22,7 @@ from campaign.job.task import JobTask
 from campaign.ledger import ATTEMPT_TABLE, JobAttempt, Ledger
 from campaign.ledger import queries as q
 from campaign.planning.environment import job_env
-from campaign.planning.plan import RunSpec
+from campaign.planning.run_spec import RunSpec
 from campaign.plumbing import owner
 from campaign.plumbing.clock import now
 from campaign.plumbing.errors import CampaignError, one_line

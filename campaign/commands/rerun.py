@@ -31,6 +31,7 @@ from campaign.commands.attempts import (
     reopen_unsubmitted,
     submit_requests,
 )
+from campaign.commands.chain_gate import gate
 from campaign.commands.claims import claimed, notice
 from campaign.commands.sync import SyncReport, sync
 from campaign.commands.waiting import failed_among
@@ -38,8 +39,8 @@ from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.ledger import Campaign, JobAttempt, Ledger, PreflightStep
 from campaign.ledger import queries as q
-from campaign.planning.plan import RunSpec
 from campaign.planning.resources import mem_from_site_gb, share_memory, usable_memory
+from campaign.planning.run_spec import RunSpec
 from campaign.plumbing import storage
 from campaign.plumbing.clock import now
 from campaign.plumbing.errors import BadInputError, CampaignError
@@ -257,7 +258,7 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
                 if kernel_bin is not None and reqs:  # submitted with its chain: rerun resubmits the chain
                     chains = chain.plan_chains(batch.cluster, backend.name, name, Path(batch.workdir), kernel_bin,
                                                reqs)
-                    reqs = chain.gate(ledger, backend, batch.cluster.name, batch.campaign_id, kernel_bin, chains)
+                    reqs = gate(ledger, backend, batch.cluster.name, batch.campaign_id, kernel_bin, chains)
                 sent = [*found, *submit_requests(ledger, backend, reqs, progress)]
         except CampaignError as exc:  # sbatch refused: the ledger says so (attempts.refused)
             raise refused(ledger, asked, exc) from None

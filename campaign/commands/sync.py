@@ -10,24 +10,22 @@ import os
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, insert, select, type_coerce
+from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
-from sqlalchemy.types import NullType
 
 from campaign.backends import get_backend
-from campaign.backends.base import JobRef, JobStatus
+from campaign.backends.base import JobStatus
 from campaign.backends.capabilities import capabilities
 from campaign.commands.chain_sync import sync_steps
-from campaign.commands.sync_specs import expected_for
+from campaign.commands.sync_pending import SEEN, CampaignInfo, Pending, collect, load_specs, partitions
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.job.error_line import failure_cause
 from campaign.job.files import EXIT_FILE, STDERR_FILE, counters_path, read_json
-from campaign.ledger import ATTEMPT_TABLE, Campaign, CounterRow, JobAttempt, Ledger, Run
+from campaign.ledger import ATTEMPT_TABLE, CounterRow, JobAttempt, Ledger
 from campaign.ledger import queries as q
 from campaign.plumbing.clock import as_utc
 from campaign.plumbing.gc_pause import gc_paused
@@ -60,103 +58,12 @@ class SyncReport:
     swept: int = 0  # unreferenced result files removed (campaign.ledger.files.sweep)
 
 
-@dataclass(slots=True)
-class _Pending:
-    """An unfinished attempt as the ledger has it, read in one query. The run's
-    spec (expected n, check, extra arguments) is read only once the attempt
-    has finished: a 100,000-job sync must not decode 100,000 JSON specs."""
-
-    attempt_id: int
-    run_id: int
-    campaign_id: int
-    ref: JobRef
-    output_path: str  # a str, not a Path per open attempt (a 100,000-job sync holds them all); `output` makes one
-    seen: tuple[Any, ...]  # the _SEEN columns as the driver returned them (q.stored_rows)
-    partition: str = ""  # the run's, read by _partitions for attempts whose rows are stored
-    change: dict[str, Any] | None = None  # an open status's columns that differ from `seen` (_changed)
-    expected_n: tuple[int, ...] = ()
-    check: bool = False
-    extra_args: tuple[tuple[str, str], ...] = ()
-    expected: Expected | None = None  # the run's own coordinates: output of another is LOST_OUTPUT
-
-    @property
-    def output(self) -> Path:
-        return Path(self.output_path)
-
-    @property
-    def profiled(self) -> bool:
-        return any(k == "profile" and v != "none" for k, v in self.extra_args)
-
-
-@dataclass(frozen=True)
-class _CampaignInfo:
-    backend: str
-    cluster_yaml: str
-    workdir: str
-    cluster: str
-
-
-# What a sync compares before it writes, read without result processors: 100,000
-# open attempts' states and times decoded by SQLAlchemy cost ~2 s of a sync.
-_SEEN = ("state", "reason", "exit_code", "node", "started_at", "ended_at")
-_AT = {name: i for i, name in enumerate(_SEEN)}
+_AT = {name: i for i, name in enumerate(SEEN)}
 _OPEN = frozenset(s.value for s in OPEN_STATES)  # as stored: JobState names (== their values)
 _FINISHED = frozenset(s for s in JobState if s.finished)
 
 
-def _raw(name: str) -> Any:
-    return type_coerce(ATTEMPT_TABLE.c[name], NullType())
-
-
-def _collect(s: Session, campaign: str | None) -> tuple[int | None, list[_Pending], dict[int, _CampaignInfo]]:
-    camp_id = q.require_campaign(s, campaign).id if campaign else None
-    # No join with run (its rows hold the specs: reading them cost ~0.5 s per
-    # 100,000 open attempts); the campaign's run ids come from its covering
-    # index, a run's partition only once its rows are stored (_partitions).
-    stmt = (select(JobAttempt.id, JobAttempt.run_id, JobAttempt.job_id, JobAttempt.workdir, _raw("submitted_at"),
-                   JobAttempt.walltime_min, JobAttempt.output_path, JobAttempt.scheduler_cluster, *map(_raw, _SEEN))
-            .where(JobAttempt.job_id.is_not(None), JobAttempt.state.in_(OPEN_STATES)))
-    conn = s.connection()
-    if camp_id is not None:
-        stmt = stmt.where(JobAttempt.run_id.in_(select(Run.id).where(Run.campaign_id == camp_id)))
-        campaign_of: dict[int, int] = defaultdict(lambda: camp_id)
-    else:
-        campaign_of = {rid: cid for rid, cid in conn.execute(select(Run.id, Run.campaign_id))}
-    instants: dict[Any, Any] = {}  # submitted_at: one stamp per sbatch answer, converted once
-    out = []
-    for row in sorted(conn.execute(stmt).all(), key=itemgetter(0)):  # attempt order (ORDER BY: a temporary B-tree)
-        aid, run_id, job_id, workdir, submitted, walltime, output, where = row[:8]
-        if submitted not in instants:
-            instants[submitted] = q.stored_instant(submitted)
-        # the scheduler cluster holding the job (multi-cluster sites) travels with its ID
-        ref = JobRef(aid, str(job_id), workdir, instants[submitted], walltime, where)
-        out.append(_Pending(aid, run_id, campaign_of[run_id], ref, output, tuple(row[8:])))
-    camps = {cid: _CampaignInfo(*info) for cid, *info in s.execute(
-        select(Campaign.id, Campaign.backend, Campaign.cluster_yaml, Campaign.workdir, Campaign.cluster)
-        .where(Campaign.id.in_({p.campaign_id for p in out})))}
-    return camp_id, out, camps
-
-
-def _partitions(s: Session, items: list[_Pending]) -> None:
-    """Each attempt's run partition (what its result rows record)."""
-    ids = sorted({p.run_id for p in items})
-    found: dict[int, str] = {}
-    for i in range(0, len(ids), 10_000):
-        found.update((rid, part) for rid, part in s.execute(select(Run.id, Run.partition)
-                                                             .where(Run.id.in_(ids[i:i + 10_000]))))
-    for p in items:
-        p.partition = found[p.run_id]
-
-
-def _load_specs(s: Session, items: list[_Pending]) -> None:
-    """What ingesting a finished attempt's output needs from its run."""
-    found = expected_for(s, [(p.attempt_id, p.run_id) for p in items])
-    for p in items:
-        want = found[p.attempt_id]
-        p.expected_n, p.check, p.extra_args, p.expected = want.n, want.check, want.extra_args, want
-
-
-def _status_values(p: _Pending, st: JobStatus, outcome: Outcome | None) -> dict[str, Any]:
+def _status_values(p: Pending, st: JobStatus, outcome: Outcome | None) -> dict[str, Any]:
     """The columns this status (and output) would set on the attempt (the
     others as they are: a status without a node keeps the stored node)."""
     state, reason = (outcome.state, outcome.reason) if outcome is not None else (st.state, st.reason)
@@ -175,8 +82,8 @@ def _status_values(p: _Pending, st: JobStatus, outcome: Outcome | None) -> dict[
 
 
 def _diff(stored: tuple[Any, ...], values: dict[str, Any]) -> dict[str, Any]:
-    """The columns of `values` that differ from the stored _SEEN row: what a
-    write must set (a column not in _SEEN, missing_n, is stored as NULL here)."""
+    """The columns of `values` that differ from the stored SEEN row: what a
+    write must set (a column not in SEEN, missing_n, is stored as NULL here)."""
     out = {}
     for k, v in values.items():
         old = stored[_AT[k]] if k in _AT else None
@@ -185,7 +92,7 @@ def _diff(stored: tuple[Any, ...], values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _unchanged(p: _Pending, st: JobStatus) -> bool:
+def _unchanged(p: Pending, st: JobStatus) -> bool:
     """Still open and nothing new: most attempts of a big campaign, most
     syncs. Keeps what differs (p.change) for the write."""
     if st.state in _FINISHED:
@@ -238,12 +145,12 @@ def sync(ledger: Ledger, campaign: str | None = None, sweep_everywhere: bool = F
 
 
 def _scheduler_states(ledger: Ledger, campaign: str | None, report: SyncReport) -> tuple[
-        int | None, list[_Pending], dict[int, _CampaignInfo], dict[int, JobStatus], dict[int, ClusterSpec]]:
+        int | None, list[Pending], dict[int, CampaignInfo], dict[int, JobStatus], dict[int, ClusterSpec]]:
     """The open attempts and what their backends say of them (one query per
     backend), with each queried campaign's cluster parsed once."""
     with ledger.session() as s:
-        camp_id, pending, camps = _collect(s, campaign)
-    by_backend: dict[str, list[_Pending]] = defaultdict(list)
+        camp_id, pending, camps = collect(s, campaign)
+    by_backend: dict[str, list[Pending]] = defaultdict(list)
     for p in pending:
         by_backend[camps[p.campaign_id].backend].append(p)
     statuses: dict[int, JobStatus] = {}
@@ -261,14 +168,14 @@ def _scheduler_states(ledger: Ledger, campaign: str | None, report: SyncReport) 
 class _Batch:
     """Finished attempts whose outputs were read, written in one transaction."""
 
-    pending: list[_Pending] = field(default_factory=list)
+    pending: list[Pending] = field(default_factory=list)
     outcomes: dict[int, Outcome] = field(default_factory=dict)
     counters: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     partials: dict[int, tuple[ResultColumns, list[int], str | None]] = field(default_factory=dict)
     rows: int = 0
 
 
-def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[int, JobStatus]) -> Iterator[_Batch]:
+def _finished_batches(ledger: Ledger, finished: list[Pending], statuses: dict[int, JobStatus]) -> Iterator[_Batch]:
     """Finished attempts with their outputs read, in batches of at most
     INGEST_BATCH_ROWS result rows (one attempt's rows are never split): the
     memory of a sync stays the same however many jobs finished, and each
@@ -277,7 +184,7 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
     for start in range(0, len(finished), SPEC_CHUNK):
         chunk = finished[start:start + SPEC_CHUNK]
         with ledger.session() as s:
-            _load_specs(s, chunk)
+            load_specs(s, chunk)
         batch = _Batch()
         read = classify_stream(((p.output_path, p.expected or Expected(p.expected_n, p.check)) for p in chunk
                                 if statuses[p.attempt_id].state is JobState.COMPLETED),
@@ -316,15 +223,15 @@ def _finished_batches(ledger: Ledger, finished: list[_Pending], statuses: dict[i
             yield batch
 
 
-def _write(ledger: Ledger, report: SyncReport, pending: list[_Pending], statuses: dict[int, JobStatus],
-           batch: _Batch, camps: dict[int, _CampaignInfo]) -> None:
+def _write(ledger: Ledger, report: SyncReport, pending: list[Pending], statuses: dict[int, JobStatus],
+           batch: _Batch, camps: dict[int, CampaignInfo]) -> None:
     with ledger.session.begin() as s:
         changed, rows = _apply(s, pending, statuses, batch.outcomes, camps, batch.counters, batch.partials)
     report.changed += changed
     report.ingested_rows += rows
 
 
-def _profile(p: _Pending, outcomes: dict[int, Outcome]) -> list[dict[str, Any]]:
+def _profile(p: Pending, outcomes: dict[int, Outcome]) -> list[dict[str, Any]]:
     """The counter rows of a profiled attempt; a completed one whose profile
     failed for some n becomes PROFILE_FAILED (its timings still count)."""
     found = read_counters(counters_path(p.output))
@@ -335,16 +242,16 @@ def _profile(p: _Pending, outcomes: dict[int, Outcome]) -> list[dict[str, Any]]:
     return [dict(r, attempt_id=p.attempt_id) for r in found.rows]
 
 
-def _apply(s: Session, pending: list[_Pending], statuses: dict[int, JobStatus],
-           outcomes: dict[int, Outcome], camps: dict[int, _CampaignInfo],
+def _apply(s: Session, pending: list[Pending], statuses: dict[int, JobStatus],
+           outcomes: dict[int, Outcome], camps: dict[int, CampaignInfo],
            counters: dict[int, list[dict[str, Any]]] | None = None,
            partials: dict[int, tuple[ResultColumns, list[int], str | None]] | None = None) -> tuple[int, int]:
     partials = partials or {}
-    _partitions(s, [p for p in pending if not p.partition and (p.attempt_id in outcomes or p.attempt_id in partials)])
+    partitions(s, [p for p in pending if not p.partition and (p.attempt_id in outcomes or p.attempt_id in partials)])
     ids = [p.attempt_id for p in pending if p.attempt_id in statuses]
     # Re-read inside the write transaction: another terminal may have
     # cancelled some of these jobs since we looked.
-    current = {aid: row for aid, row in q.stored_rows(s, ATTEMPT_TABLE, _SEEN, ids).items() if row[0] in _OPEN}
+    current = {aid: row for aid, row in q.stored_rows(s, ATTEMPT_TABLE, SEEN, ids).items() if row[0] in _OPEN}
     updates: list[dict[str, Any]] = []
     writes: list[tuple[int, dict[str, Any]]] = []  # (attempt id, the columns that change)
     rows: list[AttemptRows] = []

@@ -24,6 +24,7 @@ program` (the program repeats itself: one invocation per n, `{repeats}` and
 `{warmup}` in its arguments, each figure's last `repeats` matches one per
 repeat). A launched benchmark (an MPI program) gets the launcher through
 `--launch` and starts each invocation through it (campaign.job.fom_launch).
+The figures and sanity patterns are read by campaign.job.fom_read.
 
 Standard library only (docs/design.md#layering: the job side).
 """
@@ -32,31 +33,28 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import os
-import re
 import shlex
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from campaign.job import expr
-from campaign.job.fom_launch import OPTION, Launch, reduce
+from campaign.job.fom_launch import OPTION, Launch
+from campaign.job.fom_read import Lost, Output, figure_values, sanity_problem, source_text, tail
 from campaign.job.rank import rank_output
 from campaign.job.template import render, script_argv, shape_values, write_inputs
 from resultschema.columns import TOOL_COLUMNS
 
 MODULE = "campaign.job.fom"  # what the planner puts in a tool-driven program's place
-# The run's shape (campaign.planning.plan.RunSpec.command gives them to this driver only)
+# The run's shape (campaign.planning.run_spec.RunSpec.command gives them to this driver only)
 SHAPE_OPTIONS = ("nodes", "ranks-per-node", "gpus")
 
 LOST_SUFFIX = ".lost"
 CHECK_SUFFIX = ".check"
-TAIL_LINES = 5
 MAX_OUTPUT = 64 * 2**20  # bytes of a program's stdout/stderr the patterns read (its last ones)
 # Units a lower-is-better figure may be in to be the row's time_s (seconds per unit).
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
@@ -64,10 +62,6 @@ COLUMNS = TOOL_COLUMNS  # the contract CSV's columns this driver writes (results
 # Contract options that are not program parameters of their own.
 _CONTRACT = {"n", "d", "threads", "repeats", "warmup", "device", "dtype", "variant", "out", OPTION[2:],
              *SHAPE_OPTIONS}
-
-
-class Lost(Exception):
-    """A figure whose pattern matched nothing: the reason for LOST_OUTPUT."""
 
 
 def parse_args(argv: Sequence[str]) -> tuple[dict[str, Any], dict[str, str], bool]:
@@ -88,112 +82,6 @@ def parse_args(argv: Sequence[str]) -> tuple[dict[str, Any], dict[str, str], boo
         i += 2
     contract = {k: opts.pop(k) for k in list(opts) if k in _CONTRACT}
     return contract, opts, check
-
-
-@dataclass(frozen=True)
-class Output:
-    """What one invocation printed: its process's streams (launched: the
-    launcher's merged ones) and, launched, each rank's own (stdout, stderr)."""
-
-    stdout: str
-    stderr: str
-    ranks: tuple[tuple[str, str], ...] = ()
-
-    def stream(self, source: str, rank: int) -> str:
-        # every run has the result rank (checked at compose time); the preflight's one-node launch
-        # may have fewer ranks, and checks the last one's output then
-        out, err = self.ranks[min(rank, len(self.ranks) - 1)] if self.ranks else (self.stdout, self.stderr)
-        return out if source == "stdout" else err
-
-    def failure(self) -> str:
-        """The error lines of a failed invocation: the launcher's, then the first rank's that has any."""
-        own = [err for _, err in self.ranks if err.strip()][:1]
-        return "\n".join([self.stderr, *own])
-
-
-def _source_text(source: str, output: Output, values: dict[str, str], cwd: Path, rank: int) -> str:
-    if source in ("stdout", "stderr"):
-        return output.stream(source, rank)
-    path = (cwd / render(source.removeprefix("file:"), values)).resolve()
-    if not path.is_relative_to(cwd.resolve()):  # a figure is read from the job's own folder only
-        return ""
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
-
-
-def _tail(text: str) -> str:
-    return " | ".join(text.strip().splitlines()[-TAIL_LINES:]) or "(empty)"
-
-
-def _matches(fig: dict[str, Any], text: str) -> list[str]:
-    if fig.get("regex"):
-        return [m.group("value") if "value" in m.re.groupindex else (m.group(1) if m.re.groups else m.group(0))
-                for m in re.finditer(fig["regex"], text, re.MULTILINE)]
-    found = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(obj, dict) and fig["json"] in obj:
-                found.append(str(obj[fig["json"]]))
-    return found
-
-
-def read_figure(fig: dict[str, Any], text: str, count: int = 1) -> list[float]:
-    """The figure's values in `text`: its last `count` matches (a regex's
-    group `value`, else its first group, else the whole match; or the JSON
-    lines holding its key), in order. Lost when fewer match or a match is no
-    number."""
-    what = f"pattern {fig['regex']!r}" if fig.get("regex") else f"JSON key {fig['json']!r}"
-    found = _matches(fig, text)[-count:]
-    if not found:
-        raise Lost(f"figure {fig['name']}: {what} matched nothing in {fig.get('source', 'stdout')}; "
-                   f"last lines: {_tail(text)}")
-    if len(found) < count:
-        raise Lost(f"figure {fig['name']}: {what} matched {len(found)} time(s) in {fig.get('source', 'stdout')}, "
-                   f"not once per repeat ({count}); last lines: {_tail(text)}")
-    values = []
-    for text_value in found:
-        try:
-            value = float(text_value.strip())
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value):
-            raise Lost(f"figure {fig['name']}: {what} matched {text_value[:80]!r}, not a finite number; "
-                       f"last lines: {_tail(text)}")
-        values.append(value)
-    return values
-
-
-def _figure(fig: dict[str, Any], output: Output, values: dict[str, str], cwd: Path, count: int,
-            rank: int) -> list[float]:
-    """A figure's values per repeat: the result rank's, or reduced over every rank as declared."""
-    source = fig.get("source", "stdout")
-    if not (fig.get("reduce") and output.ranks and source in ("stdout", "stderr")):
-        return read_figure(fig, _source_text(source, output, values, cwd, rank), count)
-    per_rank = [read_figure(fig, output.stream(source, r), count) for r in range(len(output.ranks))]
-    return [reduce([v[i] for v in per_rank], fig["reduce"]) for i in range(count)]
-
-
-def sanity_problem(rule: dict[str, Any], text: str) -> str | None:
-    """Why the output fails a sanity rule (the line quoted), or None."""
-    m = re.search(rule["regex"], text, re.MULTILINE)
-    if rule.get("expect", "match") == "match":
-        if m is None:
-            return f"sanity pattern {rule['regex']!r} must match {rule.get('source', 'stdout')} but matched " \
-                   f"nothing; last lines: {_tail(text)}"
-        return None
-    if m is not None:
-        start = text.rfind("\n", 0, m.start()) + 1
-        end = text.find("\n", m.end())
-        line = text[start:end if end >= 0 else len(text)].strip()
-        return f"sanity pattern {rule['regex']!r} must not match {rule.get('source', 'stdout')}: line {line!r}"
-    return None
 
 
 def _read_capped(path: Path) -> str:
@@ -360,13 +248,13 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
                 code, output, elapsed = _run_once(spec, values, cwd, stem, launch)
                 if code != 0:
                     print(f"campaign.job.fom: {program_name(spec)} exited with {code} at n={n}: "
-                          f"{_tail(output.failure())}", file=sys.stderr)
+                          f"{tail(output.failure())}", file=sys.stderr)
                     return code
                 if r < 0:
                     continue
-                texts = {s: _source_text(s, output, values, cwd, rank) for s in sources}
+                texts = {s: source_text(s, output, values, cwd, rank) for s in sources}
                 try:
-                    found = [(fig, _figure(fig, output, values, cwd, count, rank)) for fig in spec["figures"]]
+                    found = [(fig, figure_values(fig, output, values, cwd, count, rank)) for fig in spec["figures"]]
                 except Lost as exc:
                     _verdict(out.with_name(out.name + LOST_SUFFIX), f"n={n} repeat={r}: {exc}")
                     print(f"campaign.job.fom: {exc}", file=sys.stderr)

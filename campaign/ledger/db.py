@@ -4,18 +4,13 @@ A ledger is an SQLite file (the default) or, for a team sharing one ledger
 across login nodes, a PostgreSQL database given as a URL
 (`postgresql+psycopg://user:pw@host/db`). See docs/ledger.md.
 
-SQLite is opened with a busy timeout and foreign keys on, in rollback-journal
-mode (DELETE) by default: WAL needs shared memory that network filesystems
-(NFS, Lustre — where HPC home and project folders live) do not provide, so it
-is opt-in (CAMPAIGN_JOURNAL_MODE=WAL) for ledgers on a local disk only.
-Every transaction starts with BEGIN IMMEDIATE (SQLite) or takes one
-ledger-wide advisory lock (PostgreSQL): writers queue instead of failing, and
+How its connections lock (pragmas, BEGIN IMMEDIATE, PostgreSQL's advisory
+lock) is campaign.ledger.transactions; writers queue instead of failing, and
 callers keep transactions short (never across sbatch or sacct).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from pathlib import Path
@@ -30,15 +25,19 @@ from campaign.ledger.layout import LEDGER_ENV as LEDGER_ENV
 from campaign.ledger.layout import SCHEMA_VERSION
 from campaign.ledger.layout import default_ledger_path as default_ledger_path
 from campaign.ledger.models import Base, Meta
+from campaign.ledger.transactions import (
+    READ_OPTION,
+    LedgerSession,
+    journal_mode,
+    on_begin,
+    on_begin_pg,
+    on_connect,
+    on_connect_read_only,
+)
 from campaign.plumbing.errors import BadInputError, CampaignError, LedgerError, one_line
 from campaign.plumbing.storage import sqlite_storage
 
-JOURNAL_ENV = "CAMPAIGN_JOURNAL_MODE"
-JOURNAL_MODES = ("DELETE", "TRUNCATE", "PERSIST", "WAL")
-# pg_advisory_xact_lock key of the ledger-wide transaction lock ("campaign" in ASCII).
-PG_LOCK_KEY = 0x63616D706169676E
 # A URL as pathlib leaves it: Path("postgresql+psycopg://h/db") is "postgresql+psycopg:/h/db".
-READ_OPTION = "campaign_read_only"
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _COLLAPSED_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):/(?!/)")
 
@@ -83,75 +82,6 @@ def _sqlite_file(location: Path | str) -> Path:
         if text.lower().startswith(prefix):
             return Path(text[len(prefix) - 1:]) if prefix == "sqlite:/" else Path(text[len(prefix):])
     return Path(location)
-
-
-def journal_mode() -> str:
-    mode = os.environ.get(JOURNAL_ENV, "DELETE").upper()
-    if mode not in JOURNAL_MODES:
-        raise LedgerError(f"{JOURNAL_ENV}={mode!r} is not one of {', '.join(JOURNAL_MODES)} (default DELETE)")
-    return mode
-
-
-def _on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
-    # Let SQLAlchemy's BEGIN come from our begin event (pysqlite's own handling
-    # would start transactions lazily, too late to take the write lock).
-    dbapi_conn.isolation_level = None
-    cur = dbapi_conn.cursor()
-    cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    cur.execute("PRAGMA foreign_keys = ON")
-    cur.execute(f"PRAGMA journal_mode = {journal_mode()}")
-    cur.close()
-
-
-def _on_connect_read_only(dbapi_conn: sqlite3.Connection, _record: object) -> None:
-    # No journal_mode pragma: setting it writes the file's header (a WAL ledger would be changed).
-    dbapi_conn.isolation_level = None
-    dbapi_conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-
-
-def _reading(conn: Connection) -> bool:
-    return bool(conn.get_execution_options().get(READ_OPTION))
-
-
-def _on_begin(conn: Connection) -> None:
-    # BEGIN IMMEDIATE: a writer takes the lock at the start of its short
-    # transaction and waits (busy timeout) for it, instead of failing when a
-    # deferred read transaction tries to upgrade to a write ("database is
-    # locked", which SQLite returns at once to avoid a deadlock).
-    # Read-only sessions BEGIN DEFERRED: they only take SHARED locks, so they
-    # neither queue behind one another nor starve a writer, whose PENDING lock
-    # at commit keeps new readers out until it is done.
-    conn.exec_driver_sql("BEGIN" if _reading(conn) else "BEGIN IMMEDIATE")
-
-
-def _on_begin_pg(conn: Connection) -> None:
-    # The same discipline on PostgreSQL: one ledger-wide lock per write
-    # transaction, released at commit/rollback. Writers queue (lock_timeout
-    # bounds the wait) and never fail with serialization errors that callers
-    # would have to retry; READ COMMITTED is then enough. Readers take no lock.
-    if not _reading(conn):
-        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({PG_LOCK_KEY})")
-
-
-class LedgerSession(Session):
-    """A session whose transactions are read-only unless begun explicitly.
-
-    The ledger's convention (docs/style.md#ledger-and-transactions): writes happen in
-    `with ledger.session.begin() as s:` and take the write lock at BEGIN;
-    `with ledger.session() as s:` only reads, in a deferred transaction that
-    takes no write lock. Writing in a plain session still works, but may be
-    refused at once with "database is locked" when another writer is active."""
-
-    _ledger_write = False
-
-    def begin(self, nested: bool = False) -> Any:
-        self._ledger_write = True
-        return super().begin(nested=nested)
-
-    def get_bind(self, *args: Any, **kw: Any) -> Any:
-        if self._ledger_write:
-            return self.info["ledger_write_bind"]
-        return super().get_bind(*args, **kw)
 
 
 def _mask(url: str) -> str:
@@ -242,8 +172,8 @@ class Ledger:
         # URL.create keeps the path literal: in an f-string URL "led?mode=ro.sqlite" became a query
         # and "a%41b.sqlite" was decoded to another file.
         self.engine: Engine = create_engine(URL.create("sqlite", database=str(self.path)))
-        event.listen(self.engine, "connect", _on_connect)
-        event.listen(self.engine, "begin", _on_begin)
+        event.listen(self.engine, "connect", on_connect)
+        event.listen(self.engine, "begin", on_begin)
 
     def _open_read_only(self, path: Path) -> None:
         self.path = path
@@ -255,7 +185,7 @@ class Ledger:
         uri = f"{path.resolve().as_uri()}?mode=ro"  # as_uri escapes ?, # and % in the name
         self.engine = create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True,
                                                                                  check_same_thread=False))
-        event.listen(self.engine, "connect", _on_connect_read_only)
+        event.listen(self.engine, "connect", on_connect_read_only)
         event.listen(self.engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN"))
 
     def _open_url(self, url: str) -> None:
@@ -282,7 +212,7 @@ class Ledger:
         except ImportError as exc:
             raise LedgerError(f"ledger URL {self.location} needs the PostgreSQL driver: pip install "
                               f"'psycopg[binary]' ({exc})") from None
-        event.listen(self.engine, "begin", _on_begin_pg)
+        event.listen(self.engine, "begin", on_begin_pg)
 
     # -- version ---------------------------------------------------------------
     def _check_or_create(self) -> None:

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from campaign.config.schema import ChargingSpec, ClusterSpec, PartitionSpec
-from campaign.planning.plan import RunSpec
 from campaign.planning.resources import mem_site_gb, node_cpus
+from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.errors import ConfigError
 
 MODELS = ("none", "cores", "memory_or_cores", "whole_node", "per_gpu")

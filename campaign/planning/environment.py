@@ -10,7 +10,7 @@ from pathlib import Path
 
 from campaign.config.load import repo_root
 from campaign.config.schema import ClusterSpec, PartitionSpec, ProfilerSpec
-from campaign.planning.plan import RunSpec
+from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.errors import ConfigError
 
 

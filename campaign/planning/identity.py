@@ -26,8 +26,8 @@ from campaign.config.schema import RootConfig
 from campaign.job.template import template_hash
 from campaign.planning.byob import is_tool
 from campaign.planning.environment import job_env
-from campaign.planning.plan import RunSpec
 from campaign.planning.run_env import identity_items, resolve
+from campaign.planning.run_spec import RunSpec
 
 _VERSIONS = ("import sys, importlib.metadata as m\n"
              "def v(p):\n    try: return m.version(p)\n    except Exception: return 'none'\n"

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.planning.byob import is_tool
-from campaign.planning.plan import RunSpec
+from campaign.planning.run_spec import RunSpec
 
 OURS_PACKAGE = "kernels."  # `python -m kernels.torch.X`: our torch programs (nothing to build)
 KEY = "programs"  # the provenance environment's key (one entry per user program, by its word)

@@ -60,7 +60,7 @@ class Expected:
 
     @classmethod
     def of_spec(cls, spec: dict[str, Any], n: tuple[int, ...] | None = None) -> Expected:
-        """From a run's stored spec (`run.spec`, plan.RunSpec as JSON), read
+        """From a run's stored spec (`run.spec`, run_spec.RunSpec as JSON), read
         through SPEC_FIELDS only: a sync hands it just those fields."""
         own_shapes = spec.get("variant") == ANY_VARIANT
         ranks = _planned_ranks(spec)

@@ -11,7 +11,7 @@ from sqlalchemy import String, select, type_coerce
 
 from campaign.config.schema import ClusterSpec
 from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, Run
-from campaign.planning.plan import RunSpec
+from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.states import JobState
 from resultschema.columns import PARTITION_COLUMNS
 

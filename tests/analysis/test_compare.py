@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.compare import FASTER, INSUFFICIENT, NOISE, SLOWER, compare
+from analysis.compare import compare
+from analysis.verdicts import FASTER, INSUFFICIENT, NOISE, SLOWER
 
 RowMaker = Callable[..., pd.DataFrame]
 SIZES = (1024, 2048, 4096, 8192)

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.compare import FASTER, FEW_REPLICATES, INSUFFICIENT, NOISE, SHARED, SLOWER, compare
+from analysis.compare import compare
+from analysis.verdicts import FASTER, FEW_REPLICATES, INSUFFICIENT, NOISE, SHARED, SLOWER
 from tests.analysis.conftest import KEY
 
 SIZES = (64, 128, 256, 512)

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select
 
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
-from campaign.planning.plan import RunSpec
+from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.states import JobState
 from campaign.results.frames import JOB_FRAME_COLUMNS, jobs_frame
 from tests.fixtures.ledger_rows import add_attempt, spec_with

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.compare import BETWEEN, FEW_REPLICATES, NOISE, SLOWER, WITHIN, compare
+from analysis.compare import compare
 from analysis.replicates import (
     MAX_REPEATS,
     between,
@@ -22,6 +22,7 @@ from analysis.replicates import (
     variance_components,
 )
 from analysis.summary import summarize
+from analysis.verdicts import BETWEEN, FEW_REPLICATES, NOISE, SLOWER, WITHIN
 from tests.analysis.conftest import KEY
 
 POINTS = 400  # distinct n per simulated campaign

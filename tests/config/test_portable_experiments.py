@@ -14,7 +14,8 @@ import pytest
 
 from campaign.config.load import group_options, load_config
 from campaign.config.schema import RootConfig
-from campaign.planning.plan import RunSpec, plan
+from campaign.planning.plan import plan
+from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.errors import ConfigError
 
 CLUSTERS = group_options("cluster")

@@ -97,9 +97,9 @@ def test_the_test_slurm_is_reached_by_sourcing_its_env() -> None:
 def test_help_examples_parse_and_plan(text: str) -> None:
     """`campaign --help` and `submit --help` end with examples: each parses, and
     each submit composes and plans as written."""
-    from campaign.cli import parser
+    from campaign.cli import help_text
 
-    examples = getattr(parser, text).split("examples:")[1].split("shell completion")[0]
+    examples = getattr(help_text, text).split("examples:")[1].split("shell completion")[0]
     lines = [line.split("  ")[1] for line in examples.splitlines() if line.startswith("  campaign ")]
     commands = [shlex.split(line) for line in lines]
     assert len(commands) >= 5 and all(c[0] == "campaign" for c in commands)

@@ -1,83 +1,25 @@
 """Torch kernel programs against their contract (docs/contracts.md).
 
-CPU tests run everywhere. CUDA tests (names contain `cuda`) skip cleanly where
-torch sees no GPU; on the H200 they run with `pytest -k cuda`
-(scripts/h200_kernel_checks.py does that).
+CPU tests, which run everywhere; the CUDA ones are test_torch_kernels_cuda.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import importlib
 import math
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
-from typing import TypeVar
 
 import pytest
 import torch
 
 from kernels.torch import harness, reference
+from tests.kernels.torch_programs import HAS_CUDA, KERNELS, TOL, kernel_module, read_csv, run_kernel
 
 REPO = Path(__file__).resolve().parents[2]
-HAS_CUDA = torch.cuda.is_available()
-T = TypeVar("T", bound=Callable[..., object])
-_skip_without_gpu = pytest.mark.skipif(not HAS_CUDA, reason="CUDA not available to torch")
-
-
-def needs_cuda(test: T) -> T:
-    """Marked `cuda` (the one skip `make test` allows on a machine without a GPU, tests/skips.py)
-    and skipped where torch sees none."""
-    return pytest.mark.cuda(_skip_without_gpu(test))
-
-# (module, variant, backend the CSV must show on the CPU)
-KERNELS: list[tuple[str, str, str]] = [
-    ("attention_forward", "naive", ""),
-    ("attention_forward", "memopt", "flash"),
-    ("attention_backward", "naive", ""),
-    ("attention_fwdbwd", "fused", "flash"),
-    ("decode", "naive", ""),
-    ("decode", "sdpa", "flash"),
-    ("block_forward", "eager", ""),
-    ("block_forward", "compiled", "inductor"),
-    ("mlp_backward", "naive", ""),
-]
-TOL = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 2e-2}
-
-
-def kernel_module(name: str) -> ModuleType:
-    return importlib.import_module(f"kernels.torch.{name}")
-
-
-def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    with path.open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        rows = list(reader)
-        return list(reader.fieldnames or []), rows
-
-
-def run_kernel(name: str, tmp_path: Path, *args: str) -> tuple[int, list[str], list[dict[str, str]]]:
-    """In-process main(): the same code path as `python -m`, without paying
-    torch's import for every case."""
-    out = tmp_path / f"{name}.csv"
-    code = kernel_module(name).main([*args, "--out", str(out)])
-    header, rows = read_csv(out) if out.exists() else ([], [])
-    return code, header, rows
-
-
-@pytest.fixture(autouse=True)
-def _restore_threads() -> object:
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
-
-
-# --------------------------------------------------------------------------- CPU
+pytestmark = pytest.mark.usefixtures("torch_threads_restored")
 
 
 @pytest.mark.parametrize(("name", "variant", "backend"), KERNELS, ids=lambda x: str(x))
@@ -287,89 +229,8 @@ def test_python_m_bad_arg_exit_2() -> None:
     assert "usage:" in proc.stderr and "Traceback" not in proc.stderr
 
 
-# --------------------------------------------------------------------------- CUDA
-
-CUDA_BACKENDS = {"memopt": {"bf16": "flash", "fp32": "efficient"},
-                 "fused": {"bf16": "flash", "fp32": "efficient"},
-                 "sdpa": {"bf16": "flash", "fp32": "efficient"},
-                 "compiled": {"bf16": "inductor", "fp32": "inductor"}}
-
-
-@needs_cuda
-@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
-@pytest.mark.parametrize(("name", "variant", "backend"), KERNELS, ids=lambda x: str(x))
-def test_cuda_check(tmp_path: Path, name: str, variant: str, backend: str, dtype: str) -> None:
-    sizes = "100" if variant == "compiled" else "64,100,256"  # compiles are slow
-    code, _, rows = run_kernel(name, tmp_path, "--n", sizes, "--variant", variant, "--dtype", dtype,
-                               "--device", "cuda", "--check", "--repeats", "2", "--l2-flush")
-    assert code == 0
-    assert len(rows) == 2 * len(sizes.split(","))
-    for r in rows:
-        assert r["device"] == "cuda" and r["gpu_model"] == torch.cuda.get_device_name()
-        assert r["backend"] == CUDA_BACKENDS.get(variant, {}).get(dtype, "")
-        assert r["l2_flush"] == "1"
-        assert float(r["time_s"]) > 0
-        err = float(r["rel_err"])
-        assert math.isfinite(err) and err <= TOL[dtype], (r["n"], err)
-
-
 def test_splitk_on_cpu_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exc:
         kernel_module("decode").main(["--n", "64", "--variant", "splitk",
                                       "--out", str(tmp_path / "x.csv")])
     assert exc.value.code == 2
-
-
-@needs_cuda
-@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
-@pytest.mark.parametrize("d", [64, 128])
-def test_cuda_decode_splitk(tmp_path: Path, dtype: str, d: int) -> None:
-    # 1000 and 70001 are not multiples of any tile: the masked tail is exercised
-    code, _, rows = run_kernel("decode", tmp_path, "--n", "64,1000,70001", "--d", str(d),
-                               "--variant", "splitk", "--dtype", dtype, "--device", "cuda",
-                               "--check", "--repeats", "2")
-    assert code == 0 and len(rows) == 6
-    for r in rows:
-        assert r["backend"] == "triton"
-        err = float(r["rel_err"])
-        assert math.isfinite(err) and err <= TOL[dtype], (r["n"], err)
-
-
-@needs_cuda
-def test_cuda_cudnn_backend_runs(tmp_path: Path) -> None:
-    code, _, rows = run_kernel("attention_forward", tmp_path, "--n", "1024", "--d", "128",
-                               "--variant", "memopt", "--sdpa-backend", "cudnn", "--dtype", "bf16",
-                               "--device", "cuda", "--check", "--repeats", "2")
-    assert code == 0 and rows[0]["backend"] == "cudnn"
-    assert float(rows[0]["rel_err"]) <= TOL["bf16"]
-
-
-@needs_cuda
-def test_cuda_short_calls_batched(tmp_path: Path) -> None:
-    """Issue 30: a call of a few us is timed in a back-to-back batch lasting
-    about the target (time_s per call, `calls` per repeat), a call of 100 us
-    or more one per repeat, and --batch-target-us 0 keeps the single launch;
-    every CUDA row carries the GPU's clocks and throttle reasons."""
-    from kernels.torch import batching
-
-    short = ["--n", "1024", "--d", "128", "--variant", "sdpa", "--dtype", "bf16", "--device", "cuda",
-             "--repeats", "3"]
-    code, header, rows = run_kernel("decode", tmp_path, *short)
-    assert code == 0 and header == list(harness.CSV_COLUMNS + harness.CUDA_COLUMNS)
-    for r in rows:
-        calls, t = int(r["calls"]), float(r["time_s"])
-        assert 1 < calls <= batching.MAX_CALLS and 0 < t < batching.BELOW_S
-        assert calls * t >= 0.5 * batching.TARGET_S  # the timed batch lasted about the target
-        assert r["gpu_sm_mhz"].isdigit() and int(r["gpu_sm_mhz"]) > 0, r
-        assert r["gpu_mem_mhz"].isdigit() and r["gpu_throttle"], r
-    batched = sorted(float(r["time_s"]) for r in rows)[1]
-    code, _, rows = run_kernel("decode", tmp_path, *short, "--batch-target-us", "0")
-    assert code == 0 and {r["calls"] for r in rows} == {"1"}
-    single = sorted(float(r["time_s"]) for r in rows)[1]
-    # the batch times the GPU, not the host's launch rate: a pinned-SDPA call costs the host
-    # several times its GPU time, so a batch the GPU reached before it was queued would be slower
-    assert batched <= 1.25 * single, (batched, single)
-    code, _, rows = run_kernel("attention_forward", tmp_path, "--n", "8192", "--d", "128", "--variant", "naive",
-                               "--dtype", "fp32", "--device", "cuda", "--repeats", "2")
-    assert code == 0 and {r["calls"] for r in rows} == {"1"}
-    assert min(float(r["time_s"]) for r in rows) >= batching.BELOW_S

@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy import event
 
 from campaign.cli.views import job_rows, show_job
-from campaign.commands.sync import _collect, _counts
+from campaign.commands.sync import _counts
+from campaign.commands.sync_pending import collect
 from campaign.ledger import Ledger
 from campaign.ledger import queries as q
 from tests.fixtures.ledger_rows import add_attempt, spec_with
@@ -62,7 +63,7 @@ def _full_scans(path: Path, statements: list[tuple[str, object]]) -> list[str]:
 def _status_reads(led: Ledger) -> None:
     with led.session() as s:
         camp = q.require_campaign(s, "unit")
-        _collect(s, "unit")
+        collect(s, "unit")
         _counts(s, camp.id)
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from campaign.config import load_config
-from campaign.planning.plan import RunSpec, plan
+from campaign.planning.plan import plan
+from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.errors import ConfigError
 from tests.conftest import run_cli
 

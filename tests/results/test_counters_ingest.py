@@ -18,7 +18,8 @@ from analysis import cost_model
 from analysis.counters import measured_vs_predicted
 from analysis.counters_report import counters_json, counters_tables
 from campaign.backends.base import JobStatus
-from campaign.commands.sync import _apply, _collect, _load_specs, _profile
+from campaign.commands.sync import _apply, _profile
+from campaign.commands.sync_pending import collect, load_specs
 from campaign.job.files import counters_path
 from campaign.ledger import CounterRow, JobAttempt, Ledger
 from campaign.plumbing.states import JobState
@@ -75,9 +76,9 @@ def sync_one(led: Ledger, tmp_path: Path, counters: list[dict[str, str]],
                      n=ns, d=128, gpus=1, extra_args=(("profile", "ncu"),))
     aid = add_attempt(led, tmp_path / "runs", spec=spec, job_id="7")
     with led.session() as s:
-        _, pending, camps = _collect(s, "unit")
+        _, pending, camps = collect(s, "unit")
         (p,) = [x for x in pending if x.attempt_id == aid]
-        _load_specs(s, [p])
+        load_specs(s, [p])
     write_job_output(Path(p.ref.workdir), counters, ns)
     assert p.profiled
     outcomes = {aid: classify_output(p.output, p.expected_n, p.check)}

@@ -16,7 +16,8 @@ import pytest
 from sqlalchemy import select
 
 from campaign.backends.base import JobStatus
-from campaign.commands.sync import _apply, _collect
+from campaign.commands.sync import _apply
+from campaign.commands.sync_pending import collect
 from campaign.ledger import Ledger, ResultFile, file_scan, files
 from campaign.ledger.result_schema import SCHEMA_VERSION, STORED
 from campaign.plumbing.errors import LedgerError
@@ -35,7 +36,7 @@ DONE = JobStatus(JobState.COMPLETED, exit_code=0, node="n1", started_at=datetime
 def _finish(led: Ledger, aid: int, fail: bool = False) -> None:
     """Sync one COMPLETED attempt with two rows; `fail`: the transaction dies after the file was written."""
     with led.session() as s:
-        _, pending, camps = _collect(s, "unit")
+        _, pending, camps = collect(s, "unit")
     outcome = Outcome(JobState.COMPLETED, [ROW, {**ROW, "repeat": 1, "time_s": 2e-3}])
     with led.session.begin() as s:
         _apply(s, pending, {aid: DONE}, {aid: outcome}, camps)

@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from campaign.backends.base import JobStatus
-from campaign.commands.sync import _apply, _collect
+from campaign.commands.sync import _apply
+from campaign.commands.sync_pending import collect
 from campaign.ledger import Ledger, files
 from campaign.plumbing.states import JobState
 from campaign.results.reader import Outcome
@@ -34,7 +35,7 @@ def _row(threads: int, n: int, repeat: int) -> dict[str, object]:
 def _finish(led: Ledger, aid: int, threads: int) -> None:
     """Sync one attempt as COMPLETED with two n x two repeats (what sync stores, in one transaction)."""
     with led.session() as s:
-        _, pending, camps = _collect(s, "unit")
+        _, pending, camps = collect(s, "unit")
     rows = [_row(threads, n, r) for n in (64, 128) for r in range(2)]
     with led.session.begin() as s:
         _apply(s, pending, {aid: DONE}, {aid: Outcome(JobState.COMPLETED, rows)}, camps)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from campaign.backends import slurm_fields
 from campaign.backends import slurm_query as sq
 from campaign.plumbing.errors import BadInputError, SchedulerError
 from campaign.plumbing.states import JobState
@@ -174,29 +175,29 @@ def test_malformed_sacct_line_is_an_error() -> None:
      ("0-6:3", [0, 3, 6]), ("7", [7])],
 )
 def test_expand_array_spec(spec: str, expected: list[int]) -> None:
-    assert sq.expand_array_spec(spec) == expected
+    assert slurm_fields.expand_array_spec(spec) == expected
 
 
 def test_expand_job_id() -> None:
-    assert sq.expand_job_id("9_[0-2]") == ["9_0", "9_1", "9_2"]
-    assert sq.expand_job_id("9_2") == ["9_2"]
-    assert sq.expand_job_id("9") == ["9"]
+    assert slurm_fields.expand_job_id("9_[0-2]") == ["9_0", "9_1", "9_2"]
+    assert slurm_fields.expand_job_id("9_2") == ["9_2"]
+    assert slurm_fields.expand_job_id("9") == ["9"]
 
 
 def test_parse_exit_code_and_time() -> None:
-    assert sq.parse_exit_code("3:0") == (3, 0)
-    assert sq.parse_exit_code("0:125") == (0, 125)
-    assert sq.parse_exit_code("") == (None, None)
-    assert sq.parse_time("Unknown") is None
-    assert sq.parse_time("None") is None
-    assert sq.parse_time("2026-11-30T08:15:01") == datetime(2026, 11, 30, 8, 15, 1)
+    assert slurm_fields.parse_exit_code("3:0") == (3, 0)
+    assert slurm_fields.parse_exit_code("0:125") == (0, 125)
+    assert slurm_fields.parse_exit_code("") == (None, None)
+    assert slurm_fields.parse_time("Unknown") is None
+    assert slurm_fields.parse_time("None") is None
+    assert slurm_fields.parse_time("2026-11-30T08:15:01") == datetime(2026, 11, 30, 8, 15, 1)
 
 
 def test_validate_job_ids() -> None:
-    assert sq.validate_job_ids(["5", " 8_2", "5"]) == ["5", "8_2"]
+    assert slurm_fields.validate_job_ids(["5", " 8_2", "5"]) == ["5", "8_2"]
     for bad in ["abc", "8_[1-2]", "5.batch", "", "5;rm"]:
         with pytest.raises(BadInputError):
-            sq.validate_job_ids([bad])
+            slurm_fields.validate_job_ids([bad])
 
 
 def test_parse_squeue() -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from campaign.backends import slurm_fields
 from campaign.backends import slurm_query as sq
 from campaign.plumbing.errors import SchedulerError
 from campaign.plumbing.states import JobState
@@ -48,7 +49,7 @@ class Submitted:
 
 def wait_until(
     cluster: SlurmCluster, ids: list[str], expected: Mapping[str, JobState], deadline_s: float,
-) -> dict[str, sq.SlurmJobInfo]:
+) -> dict[str, slurm_fields.SlurmJobInfo]:
     """Poll query_states (one call per round) until every id shows its expected state."""
     end = time.monotonic() + deadline_s
     while True:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from campaign.backends import slurm_fields
 from campaign.backends import slurm_query as sq
 from campaign.plumbing.states import JobState
 from tests.slurm_cluster import SlurmCluster
@@ -28,7 +29,7 @@ def test_a_held_then_cancelled_hetjob_is_answered_under_its_leader(slurm_cluster
     assert proc.returncode == 0, proc.stderr
     leader = proc.stdout.strip().split(";")[0]
     try:
-        got: dict[str, sq.SlurmJobInfo] = {}
+        got: dict[str, slurm_fields.SlurmJobInfo] = {}
         for _ in range(30):  # the records reach slurmdbd a moment after sbatch
             got, _warnings = sq.query_states([leader], env=slurm_cluster.env)
             if leader in got:

@@ -9,7 +9,8 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from campaign.backends.base import JobStatus
-from campaign.commands.sync import _apply, _collect, _unchanged
+from campaign.commands.sync import _apply, _unchanged
+from campaign.commands.sync_pending import collect
 from campaign.ledger import JobAttempt, Ledger, ResultFile
 from campaign.plumbing.states import JobState
 from campaign.results.reader import Outcome
@@ -32,14 +33,14 @@ def test_running_then_completed_with_rows(tmp_path: Path) -> None:
     led = Ledger(tmp_path / "ledger.sqlite")
     aid = add_attempt(led, tmp_path / "runs")
     with led.session() as s:
-        _, pending, camps = _collect(s, "unit")
+        _, pending, camps = collect(s, "unit")
     start = datetime(2026, 12, 1, 12, 1, tzinfo=UTC)
     with led.session.begin() as s:
         changed, rows = _apply(s, pending, {aid: JobStatus(JobState.RUNNING, node="n1", started_at=start)}, {}, camps)
     assert (changed, rows) == (1, 0)
     assert _state(led, aid).state is JobState.RUNNING and _state(led, aid).node == "n1"
     with led.session() as s:
-        _, pending, camps = _collect(s, "unit")
+        _, pending, camps = collect(s, "unit")
     done = JobStatus(JobState.COMPLETED, exit_code=0, node="n1", started_at=start)
     outcome = Outcome(JobState.COMPLETED, [ROW, {**ROW, "repeat": 1}])
     with led.session.begin() as s:
@@ -56,7 +57,7 @@ def test_outcome_overrides_the_scheduler_state(tmp_path: Path) -> None:
     led = Ledger(tmp_path / "ledger.sqlite")
     aid = add_attempt(led, tmp_path / "runs")
     with led.session() as s:
-        _, pending, camps = _collect(s, "unit")
+        _, pending, camps = collect(s, "unit")
     lost = Outcome(JobState.LOST_OUTPUT, reason="no output file results.csv")
     with led.session.begin() as s:
         _apply(s, pending, {aid: JobStatus(JobState.COMPLETED, exit_code=0)}, {aid: lost}, camps)
@@ -68,7 +69,7 @@ def test_unchanged_open_attempt_is_skipped_before_any_write(tmp_path: Path) -> N
     led = Ledger(tmp_path / "ledger.sqlite")
     aid = add_attempt(led, tmp_path / "runs")
     with led.session() as s:
-        _, pending, _ = _collect(s, "unit")
+        _, pending, _ = collect(s, "unit")
     assert _unchanged(pending[0], JobStatus(JobState.PENDING))
     assert not _unchanged(pending[0], JobStatus(JobState.RUNNING))
     assert not _unchanged(pending[0], JobStatus(JobState.PENDING, reason="Priority"))
@@ -83,7 +84,7 @@ def test_unchanged_state_writes_nothing(tmp_path: Path) -> None:
     before = (tmp_path / "ledger.sqlite").read_bytes()
     led = Ledger(tmp_path / "ledger.sqlite")
     with led.session() as s:
-        _, pending, camps = _collect(s, "unit")
+        _, pending, camps = collect(s, "unit")
     with led.session.begin() as s:
         changed, rows = _apply(s, pending, {aid: JobStatus(JobState.PENDING)}, {}, camps)
     led.close()
@@ -96,7 +97,7 @@ def test_attempt_finished_meanwhile_is_left_alone(tmp_path: Path) -> None:
     led = Ledger(tmp_path / "ledger.sqlite")
     aid = add_attempt(led, tmp_path / "runs")
     with led.session() as s:
-        _, pending, camps = _collect(s, "unit")
+        _, pending, camps = collect(s, "unit")
     with led.session.begin() as s:
         att = s.get(JobAttempt, aid)
         assert att is not None

@@ -10,7 +10,8 @@ from pathlib import Path
 from sqlalchemy import event
 
 from campaign.backends.base import JobStatus
-from campaign.commands.sync import _apply, _collect, _unchanged
+from campaign.commands.sync import _apply, _unchanged
+from campaign.commands.sync_pending import collect
 from campaign.ledger import ATTEMPT_TABLE, RUN_TABLE, JobAttempt, Ledger
 from campaign.ledger import queries as q
 from campaign.ledger.queries import _processors
@@ -33,7 +34,7 @@ def test_same_reason_is_one_statement_and_only_the_changed_column(tmp_path: Path
     led = Ledger(tmp_path / "ledger.sqlite")
     ids = _attempts(led, tmp_path / "runs", 5)
     with led.session() as s:
-        _, pending, camps = _collect(s, "unit")
+        _, pending, camps = collect(s, "unit")
     statuses = {aid: JobStatus(JobState.PENDING, reason="BeginTime") for aid in ids}
     assert not any(_unchanged(p, statuses[p.attempt_id]) for p in pending)
     sql = _updates(led)
@@ -51,11 +52,11 @@ def test_started_time_compares_as_an_instant(tmp_path: Path) -> None:
     (aid,) = _attempts(led, tmp_path / "runs", 1)
     start = datetime(2026, 12, 1, 12, 1, 2, 345, tzinfo=UTC)
     with led.session() as s:
-        _, pending, camps = _collect(s, "unit")
+        _, pending, camps = collect(s, "unit")
     with led.session.begin() as s:
         assert _apply(s, pending, {aid: JobStatus(JobState.RUNNING, node="n1", started_at=start)}, {}, camps) == (1, 0)
     with led.session() as s:
-        _, pending, _ = _collect(s, "unit")
+        _, pending, _ = collect(s, "unit")
     assert isinstance(pending[0].seen[4], str)  # the driver's own value, no result processor
     elsewhere = start.astimezone(timezone(timedelta(hours=5)))
     assert _unchanged(pending[0], JobStatus(JobState.RUNNING, node="n1", started_at=elsewhere))

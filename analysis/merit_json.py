@@ -1,0 +1,54 @@
+"""The figures of merit in `report --json`: the medians (figures_of_merit),
+each figure's exponent over n (figure_exponents) and its speedup over
+threads, ranks and nodes (figure_scaling), as plain JSON values.
+The report's tables of the same figures are analysis/merit.py's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis import metric_scaling
+from analysis.merit import figure_frame, has_figures, medians
+
+
+def figures_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
+    """`report --json` key figures_of_merit: the medians, one record per
+    configuration, figure, threads and n ([] without figures of merit)."""
+    if not has_figures(results):
+        return []
+    rows = results if cluster is None else results[results["cluster"].astype(str) == cluster]
+    med = medians(rows)
+    out = []
+    for rec in med.to_dict("records"):
+        out.append({k: (None if isinstance(v, float) and not np.isfinite(v) else
+                        v.item() if isinstance(v, np.generic) else v) for k, v in rec.items()})
+    return out
+
+
+def exponents_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
+    """`report --json` key figure_exponents: each figure's fitted exponent over n
+    (analysis/metric_scaling.py; [] without figures or without two sizes)."""
+    if not has_figures(results):
+        return []
+    rows = results if cluster is None else results[(results["cluster"].astype(str) == cluster).to_numpy()]
+    fits = metric_scaling.exponents(figure_frame(rows))
+    return [{k: _plain(v) for k, v in rec.items()} for rec in fits.to_dict("records")]
+
+
+def scaling_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
+    """`report --json` key figure_scaling: each figure's speedup and efficiency
+    over threads, ranks and nodes (analysis/metric_scaling.py; [] without figures)."""
+    if not has_figures(results):
+        return []
+    rows = results if cluster is None else results[(results["cluster"].astype(str) == cluster).to_numpy()]
+    scale = metric_scaling.all_scaling(figure_frame(rows))
+    return [{k: _plain(v) for k, v in rec.items()} for rec in scale.to_dict("records")]
+
+
+def _plain(value: object) -> object:
+    """A JSON value: numpy scalars unboxed, NaN/NA as null."""
+    if value is None or value is pd.NA or (isinstance(value, float) and not np.isfinite(value)):
+        return None
+    return value.item() if isinstance(value, np.generic) else value

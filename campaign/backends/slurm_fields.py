@@ -1,0 +1,111 @@
+"""One field of Slurm's text as our value: timestamps, exit codes, array
+specs and job IDs, a pending job's reason, and SlurmJobInfo, the job as
+Slurm last reported it, that sacct, squeue and the node query fill alike.
+
+Slurm spells "no value" several ways (``Unknown``, ``None``, ``(null)``,
+``N/A``); every reader of its text goes through these parsers, so each
+spelling is known in one place.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from campaign.backends.slurm_states import held_reason
+from campaign.plumbing.errors import BadInputError
+from campaign.plumbing.states import JobState
+
+_JOB_ID_RE = re.compile(r"^\d+(?:_\d+)?$")
+# a pending array's tasks; SLURM_BITSTR_LEN may cut the list short with "..." (and the bracket)
+_ARRAY_RANGE_RE = re.compile(r"^(?P<base>\d+)_\[(?P<spec>[^\]]*)\]?$")
+_EMPTY = {"", "None", "none", "Unknown", "N/A", "(null)", "None assigned"}
+
+
+@dataclass(frozen=True)
+class SlurmJobInfo:
+    """One job (or array task) as Slurm last reported it."""
+
+    job_id: str  # "1234", or "1234_5" for an array task (ArrayJobID_TaskID, as sacct prints)
+    state: JobState  # OOM seen on a step wins over FAILED on the job line
+    exit_code: int | None  # exit status of the batch script; None when Slurm gave none
+    signal: int | None  # signal number of "exit:signal" (0 = none); Slurm uses 125 for OOM
+    node: str | None  # NodeList, None before the job got a node
+    start: datetime | None  # local time, as Slurm prints it (naive)
+    end: datetime | None  # None while the job has not ended
+    reason: str | None  # Slurm's Reason while PENDING (e.g. JobHeldUser, Dependency), else None
+
+
+def optional(text: str) -> str | None:
+    """A field's text, or None for any of Slurm's spellings of no value."""
+    text = text.strip()
+    return None if text in _EMPTY else text
+
+
+def parse_time(text: str) -> datetime | None:
+    """Slurm's ISO timestamps; ``Unknown``/``None``/empty give None."""
+    value = optional(text)
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def parse_exit_code(text: str) -> tuple[int | None, int | None]:
+    """``"3:0"`` -> (3, 0). Anything else -> (None, None)."""
+    code, sep, sig = text.strip().partition(":")
+    if not sep or not code.isdigit() or not sig.isdigit():
+        return None, None
+    return int(code), int(sig)
+
+
+def expand_array_spec(spec: str) -> list[int]:
+    """Task indexes of an array spec as Slurm prints it: ``3-9``, ``1,4-6``,
+    ``0-9:2`` (step) and ``1-3%1`` (throttle, ignored)."""
+    spec = spec.split("%", 1)[0]
+    parts = [p for p in spec.split(",") if p]
+    if spec.endswith("..."):
+        # cut by SLURM_BITSTR_LEN: the last element may be cut mid-number; keep
+        # only the tasks listed in full (the others keep their last known state)
+        parts = parts[:-1]
+    out: list[int] = []
+    for part in parts:
+        rng, _, step_text = part.partition(":")
+        lo_text, dash, hi_text = rng.partition("-")
+        lo = int(lo_text)
+        hi = int(hi_text) if dash else lo
+        out.extend(range(lo, hi + 1, int(step_text) if step_text else 1))
+    return out
+
+
+def expand_job_id(job_id: str) -> list[str]:
+    """``"9_[0-2]"`` -> ``["9_0", "9_1", "9_2"]``; any other id -> ``[job_id]``."""
+    match = _ARRAY_RANGE_RE.match(job_id)
+    if match is None:
+        return [job_id]
+    return [f"{match['base']}_{i}" for i in expand_array_spec(match["spec"])]
+
+
+def validate_job_ids(job_ids: Iterable[str]) -> list[str]:
+    """Deduplicated ids in first-seen order; a malformed id is bad input (sacct
+    would reject the whole batch with ``Bad job/step specified``)."""
+    seen: dict[str, None] = {}
+    for raw in job_ids:
+        job_id = str(raw).strip()
+        if not _JOB_ID_RE.match(job_id):
+            raise BadInputError(f"not a Slurm job id: {raw!r} (expected 1234 or 1234_5)")
+        seen.setdefault(job_id, None)
+    return list(seen)
+
+
+def pending_reason(state: JobState, reason: str, state_text: str) -> str | None:
+    """Slurm's Reason is why a job waits; sacct keeps printing the last one
+    (``Dependency``) after the job ran and ended, so it is passed on only
+    while the job is pending (``OUT_OF_MEMORY (Dependency)``)."""
+    if state is not JobState.PENDING:
+        return None
+    return optional(reason) or held_reason(state_text)

@@ -1,0 +1,108 @@
+"""The array's manifest on disk: where it and the array's logs live, written
+atomically before sbatch, and read back to find jobs that reached Slurm
+although the ledger never got their IDs (the submitter died between sbatch
+and the ledger write).
+
+A manifest (array index → attempt; every task's program, environment and
+folder) is the array's one payload; the job name carries its id, so the jobs
+can be found by name and attached again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from campaign.backends.base import JobRequest, Submitted
+from campaign.backends.slurm_query import single_cluster
+from campaign.backends.slurm_run import run_slurm
+from campaign.plumbing.errors import SchedulerError, one_line
+
+# Slurm's variables kept in job.json (array task, job id, CPUs actually given).
+_RECORDED_ENV = ("SLURM_",)
+# compact, made once (json.dumps with arguments builds an encoder per call); no circular check on plain data
+_MANIFEST_JSON = json.JSONEncoder(separators=(",", ":"), check_circular=False)
+
+
+def logs_folder(folder: Path, manifest: str) -> Path:
+    """One folder per array (or single job), made before sbatch: Slurm
+    does not create the folder of --output itself."""
+    return folder / "slurm" / manifest
+
+
+def manifest_path(folder: Path, manifest: str) -> Path:
+    """Where the array's manifest is written (campaign.job.array_task reads it on the node)."""
+    return folder / "manifests" / f"{manifest}.json"
+
+
+def log_paths(folder: str, job_id: str) -> tuple[str, str]:
+    """A task's stdout/stderr files (submitit's %A_%a_%t_log names, the task
+    already known) as strings: pathlib per task cost seconds at 100,000."""
+    stem = f"{folder}{job_id}_0_log" if not folder or folder.endswith("/") else f"{folder}/{job_id}_0_log"
+    return f"{stem}.out", f"{stem}.err"  # os.path.join's result for a job ID (never absolute), without its cost
+
+
+def recorded(task: dict[str, Any]) -> dict[str, Any]:
+    """A task's manifest entry with Slurm's variables kept in job.json."""
+    task["record_env_prefixes"] = list(_RECORDED_ENV)
+    return task
+
+
+def write_manifest(folder: Path, data: dict[str, Any]) -> str:
+    """Write the manifest atomically (temp file, rename) and make its log folder; its new id."""
+    ident = uuid.uuid4().hex[:16]
+    path = manifest_path(folder, ident)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    logs_folder(folder, ident).mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(_MANIFEST_JSON.encode(data))
+    os.replace(tmp, path)
+    return ident
+
+
+def recover(folder: Path, requests: Sequence[JobRequest]) -> list[Submitted]:
+    """Jobs that reached Slurm although the ledger never got their IDs (the
+    submitter died between sbatch and the ledger write): found by the
+    manifest written before sbatch and the job name that carries it."""
+    wanted = {r.attempt_id for r in requests}
+    found: list[Submitted] = []
+    for path in sorted((folder / "manifests").glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        attempts = [int(a) for a in data.get("attempts", [])]
+        if not wanted & set(attempts):
+            continue
+        clusters = data.get("clusters")
+        base = _find_by_name(f"{data['job_name']}:{path.stem}", path.stat().st_mtime, clusters)
+        if base is None:
+            continue
+        array = bool(data.get("array"))
+        for index, aid in enumerate(attempts):
+            if aid in wanted:
+                job_id = f"{base}_{index}" if array else base
+                out, err = log_paths(str(logs_folder(folder, path.stem)), job_id)
+                found.append(Submitted(aid, job_id, base if array else None, index if array else None, out, err,
+                                       cluster=single_cluster(clusters)))
+    return found
+
+
+def _find_by_name(name: str, since: float, clusters: str | None = None) -> str | None:
+    """Base job ID of the job or array named `name`, from squeue then sacct."""
+    start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since - 3600))
+    where = ["-M", clusters] if clusters else []
+    for argv in (["squeue", *where, "-h", "-r", f"--name={name}", "-o", "%i"],
+                 ["sacct", *where, "-X", "-n", "-P", f"--name={name}", "-S", start, "-o", "JobID"]):
+        proc = run_slurm(argv)
+        if proc.returncode != 0:
+            raise SchedulerError(f"{argv[0]} failed while looking for orphaned jobs: "
+                                 f"{one_line(proc.stderr, 200)}")
+        for line in proc.stdout.split():
+            return line.split("_")[0]
+    return None

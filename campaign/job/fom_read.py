@@ -1,0 +1,136 @@
+"""Figures of merit and sanity patterns read from what a tool-driven program
+printed (campaign.job.fom runs it): each figure by regex or JSON key, from
+stdout, stderr or a file of the job's folder, per repeat, of the result rank
+or reduced over every rank.
+
+A figure that cannot be read is `Lost` (LOST_OUTPUT, its reason quoting the
+output's last lines); a sanity rule that fails names the line that broke it.
+
+Standard library only (docs/design.md#layering: the job side).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from campaign.job.fom_launch import reduce
+from campaign.job.template import render
+
+TAIL_LINES = 5
+
+
+class Lost(Exception):
+    """A figure whose pattern matched nothing: the reason for LOST_OUTPUT."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """What one invocation printed: its process's streams (launched: the
+    launcher's merged ones) and, launched, each rank's own (stdout, stderr)."""
+
+    stdout: str
+    stderr: str
+    ranks: tuple[tuple[str, str], ...] = ()
+
+    def stream(self, source: str, rank: int) -> str:
+        # every run has the result rank (checked at compose time); the preflight's one-node launch
+        # may have fewer ranks, and checks the last one's output then
+        out, err = self.ranks[min(rank, len(self.ranks) - 1)] if self.ranks else (self.stdout, self.stderr)
+        return out if source == "stdout" else err
+
+    def failure(self) -> str:
+        """The error lines of a failed invocation: the launcher's, then the first rank's that has any."""
+        own = [err for _, err in self.ranks if err.strip()][:1]
+        return "\n".join([self.stderr, *own])
+
+
+def source_text(source: str, output: Output, values: dict[str, str], cwd: Path, rank: int) -> str:
+    """The text a figure or rule reads: a stream of the invocation, or a file inside the job folder ("" if absent)."""
+    if source in ("stdout", "stderr"):
+        return output.stream(source, rank)
+    path = (cwd / render(source.removeprefix("file:"), values)).resolve()
+    if not path.is_relative_to(cwd.resolve()):  # a figure is read from the job's own folder only
+        return ""
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def tail(text: str) -> str:
+    """The last lines of an output, on one line: what a reason quotes."""
+    return " | ".join(text.strip().splitlines()[-TAIL_LINES:]) or "(empty)"
+
+
+def _matches(fig: dict[str, Any], text: str) -> list[str]:
+    if fig.get("regex"):
+        return [m.group("value") if "value" in m.re.groupindex else (m.group(1) if m.re.groups else m.group(0))
+                for m in re.finditer(fig["regex"], text, re.MULTILINE)]
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and fig["json"] in obj:
+                found.append(str(obj[fig["json"]]))
+    return found
+
+
+def readfigure_values(fig: dict[str, Any], text: str, count: int = 1) -> list[float]:
+    """The figure's values in `text`: its last `count` matches (a regex's
+    group `value`, else its first group, else the whole match; or the JSON
+    lines holding its key), in order. Lost when fewer match or a match is no
+    number."""
+    what = f"pattern {fig['regex']!r}" if fig.get("regex") else f"JSON key {fig['json']!r}"
+    found = _matches(fig, text)[-count:]
+    if not found:
+        raise Lost(f"figure {fig['name']}: {what} matched nothing in {fig.get('source', 'stdout')}; "
+                   f"last lines: {tail(text)}")
+    if len(found) < count:
+        raise Lost(f"figure {fig['name']}: {what} matched {len(found)} time(s) in {fig.get('source', 'stdout')}, "
+                   f"not once per repeat ({count}); last lines: {tail(text)}")
+    values = []
+    for text_value in found:
+        try:
+            value = float(text_value.strip())
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise Lost(f"figure {fig['name']}: {what} matched {text_value[:80]!r}, not a finite number; "
+                       f"last lines: {tail(text)}")
+        values.append(value)
+    return values
+
+
+def figure_values(fig: dict[str, Any], output: Output, values: dict[str, str], cwd: Path, count: int,
+            rank: int) -> list[float]:
+    """A figure's values per repeat: the result rank's, or reduced over every rank as declared."""
+    source = fig.get("source", "stdout")
+    if not (fig.get("reduce") and output.ranks and source in ("stdout", "stderr")):
+        return readfigure_values(fig, source_text(source, output, values, cwd, rank), count)
+    per_rank = [readfigure_values(fig, output.stream(source, r), count) for r in range(len(output.ranks))]
+    return [reduce([v[i] for v in per_rank], fig["reduce"]) for i in range(count)]
+
+
+def sanity_problem(rule: dict[str, Any], text: str) -> str | None:
+    """Why the output fails a sanity rule (the line quoted), or None."""
+    m = re.search(rule["regex"], text, re.MULTILINE)
+    if rule.get("expect", "match") == "match":
+        if m is None:
+            return f"sanity pattern {rule['regex']!r} must match {rule.get('source', 'stdout')} but matched " \
+                   f"nothing; last lines: {tail(text)}"
+        return None
+    if m is not None:
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        line = text[start:end if end >= 0 else len(text)].strip()
+        return f"sanity pattern {rule['regex']!r} must not match {rule.get('source', 'stdout')}: line {line!r}"
+    return None
