@@ -14,7 +14,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what mypy and readers see; at run time __getattr__ below imports on demand
-    from campaign.commands.analyze import metrics, shape_advice, thread_advice, write_metrics, write_reports
+    from campaign.commands.advice import shape_advice, thread_advice
+    from campaign.commands.analyze import metrics, write_metrics, write_reports
     from campaign.commands.cancel import cancel
     from campaign.commands.compare import CompareReport, compare, parse_selection
     from campaign.commands.multirun import composed_yaml, dry_run_all, submit_all
@@ -38,8 +39,8 @@ if TYPE_CHECKING:  # what mypy and readers see; at run time __getattr__ below im
 
 # name -> (module, attribute): the table __getattr__ imports from
 _WHERE: dict[str, tuple[str, str]] = {
-    **{n: ("campaign.commands.analyze", n) for n in ("metrics", "shape_advice", "thread_advice", "write_metrics",
-                                            "write_reports")},
+    **{n: ("campaign.commands.analyze", n) for n in ("metrics", "write_metrics", "write_reports")},
+    **{n: ("campaign.commands.advice", n) for n in ("shape_advice", "thread_advice")},
     "cancel": ("campaign.commands.cancel", "cancel"),
     **{n: ("campaign.commands.compare", n) for n in ("CompareReport", "compare", "parse_selection")},
     **{n: ("campaign.config.load", n) for n in ("SEARCH_PATH_ENV", "config_dirs", "group_options")},

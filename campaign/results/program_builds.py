@@ -66,7 +66,8 @@ def program_builds_frame(led: Ledger, campaigns: Sequence[str] | None = None) ->
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
     for camp_id, cluster, partition, kernel, impl, argv_text, prov_id in runs:
         where = {"cluster": cluster, "partition": partition, "kernel": kernel, "impl": impl}
-        for row in _program_rows(tuple(json.loads(argv_text)), builds.get((camp_id, partition), {}),
+        # (a run spec of an older ledger may hold no argv: its program is not recorded)
+        for row in _program_rows(tuple(json.loads(argv_text)) if argv_text else (), builds.get((camp_id, partition), {}),
                                  recorded.get(prov_id)):
             row = where | row
             rows.setdefault(tuple(row.get(c) for c in COLUMNS), row)
@@ -79,6 +80,8 @@ def _program_rows(argv: tuple[str, ...], builds: dict[str, dict[str, Any]],
                   programs: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The rows of one program: each build of its partition that lists it (ours), else the
     user's program the provenance recorded, else ours unbuilt (or not recorded, an old ledger)."""
+    if not argv:
+        return [{"program": "-", "build": NOT_RECORDED}]
     found = [_ours(rel, key, info) for key, info in builds.items()
              for rel in info.get("programs") or () if argv and argv[0].endswith(f"/{rel}")]
     if found:
