@@ -8,6 +8,7 @@ run's spec where the program's CSV does not say them.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
@@ -15,10 +16,13 @@ from typing import Any, cast
 from sqlalchemy import Table, event, insert, select
 from sqlalchemy.orm import Session
 
+from campaign.job.fom import MODULE
+from campaign.job.template import placeholders
 from campaign.ledger import JobAttempt, ResultFile, Run, files
 from campaign.ledger.db import session_results_root
 from campaign.ledger.files import write_home
 from campaign.ledger.result_schema import LedgerColumns
+from campaign.planning.byob import NO_SIZE
 from campaign.results.result_columns import ResultColumns, extra_columns
 from resultschema.columns import RESULT_SCHEMA
 
@@ -45,8 +49,9 @@ def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
     by_campaign: dict[tuple[int, str], list[AttemptRows]] = {}
     for item in attempts:
         if item.columns.length:
-            planned = {**shapes.get(item.attempt_id, {}), **item.columns.consts}
-            item = replace(item, columns=replace(item.columns, consts=planned))
+            shape = shapes.get(item.attempt_id, {})
+            columns = _without_size(item.columns) if shape.pop("unsized", None) else item.columns
+            item = replace(item, columns=replace(columns, consts={**shape, **columns.consts}))
             by_campaign.setdefault((item.campaign_id, item.workdir), []).append(item)
     batches = [(write_home(root, cid, workdir), f"a{items[0].attempt_id}",
                 LedgerColumns.joined([item.columns for item in items]).table()) for (cid, workdir), items in by_campaign.items()]
@@ -65,17 +70,49 @@ def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
 def planned_shapes(s: Session, attempt_ids: list[int]) -> dict[int, dict[str, int | None]]:
     """Each attempt's run's shape as its spec planned it (the `shape` columns: srun under --nodes N
     --ntasks-per-node R runs exactly N nodes and N x R ranks; `gpus` per node): what a row that
-    does not say ran on. A spec planned before shapes has none (its rows: 1 rank on 1 node)."""
+    does not say ran on. A spec planned before shapes has none (its rows: 1 rank on 1 node).
+    `unsized` marks a program without a problem size (`unsized`): its rows get no n."""
     spec = Run.spec
     out: dict[int, dict[str, int | None]] = {}
     for i in range(0, len(attempt_ids), _CHUNK):
         stmt = (select(JobAttempt.id, spec["nodes"].as_integer(), spec["ranks_per_node"].as_integer(),
-                       spec["gpus"].as_integer())
+                       spec["gpus"].as_integer(), spec[("n", 0)].as_integer(), spec[("n", 1)].as_integer(),
+                       spec[("argv", 2)].as_string(), spec[("argv", 3)].as_string())
                 .join(Run, Run.id == JobAttempt.run_id).where(JobAttempt.id.in_(attempt_ids[i:i + _CHUNK])))
-        for attempt_id, nodes, per_node, gpus in s.execute(stmt):
+        for attempt_id, nodes, per_node, gpus, first_n, second_n, module, driven in s.execute(stmt):
             ranks = nodes * per_node if nodes is not None and per_node is not None else None
             out[attempt_id] = {"nodes": nodes, "ranks": ranks, "gpus": gpus}
+            if (first_n, second_n) == (NO_SIZE[0], None) and module == MODULE and unsized(driven):
+                out[attempt_id]["unsized"] = 1
     return out
+
+
+def unsized(driver_spec: str | None) -> bool:
+    """The tool driver's spec (campaign.planning.byob.tool_argv) runs a program that reads no {n}
+    (its argv, environment, figure sources, script or input files): it has no problem size, and
+    the n=1 it ran at (byob.NO_SIZE, the size axis' one point) is no size."""
+    try:
+        spec = json.loads(driver_spec or "")
+    except ValueError:
+        return False
+    if not isinstance(spec, dict):
+        return False
+    texts = [*spec.get("argv", []), *dict(spec.get("env") or {}).values(), spec.get("script") or "",
+             *dict(spec.get("inputs") or {}).values(), *(f.get("source", "") for f in spec.get("figures", []))]
+    return not any("n" in placeholders(str(t)) for t in texts)
+
+
+def _without_size(columns: LedgerColumns) -> LedgerColumns:
+    """The rows with n NULL (a program without a problem size: `unsized`)."""
+    import pyarrow as pa
+
+    values = columns.values
+    if isinstance(values, dict):
+        return replace(columns, values={**values, "n": [None] * columns.length})
+    if "n" not in values.column_names:
+        return columns
+    return replace(columns, values=values.set_column(values.column_names.index("n"), "n",
+                                                     pa.nulls(columns.length, pa.int64())))
 
 
 def _settle(s: Session, marks: list[Path], created: list[Path]) -> None:
