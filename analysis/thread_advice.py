@@ -87,11 +87,11 @@ def thread_advice(results: pd.DataFrame, default_threads: int | None = None,
         present = set(config["threads"].astype(int).tolist())
         measured = default_threads is not None and default_threads in present
         default = int(default_threads) if measured and default_threads is not None else max(present)
-        for n_value, cell in config.groupby("n", sort=True):
+        for n_value, cell in config.groupby("n", sort=True, dropna=False):  # NULL n: a program without a size
             if n is None or n_value == n:
                 row = {**dict(zip(keys, key, strict=True)), "n": n_value,
                        **_cell_advice(cell, default, measured, tolerance), "shared": None}
-                note = shared.get(tuple(str(v) for v in (*(key if isinstance(key, tuple) else (key,)), n_value)))
+                note = shared.get(_cell_key((*(key if isinstance(key, tuple) else (key,)), n_value)))
                 if note:  # what the sharing made is no advice
                     row.update(default_cost=float("nan"), shared=note)
                 rows.append(row)
@@ -107,21 +107,30 @@ def _shared_cells(results: pd.DataFrame, keys: list[str]) -> dict[tuple[str, ...
     if is_summary(results) or "overlap" not in results.columns:
         return {}
     hit = results[flagged_rows(results).to_numpy()]
-    return {tuple(str(v) for v in (*(row[k] for k in keys), row["n"])): str(row["overlap"])
+    return {_cell_key((*(row[k] for k in keys), row["n"])): str(row["overlap"])
             for row in hit.drop_duplicates(keys + ["n"]).to_dict("records")}
 
 
+def _cell_key(values: tuple[object, ...]) -> tuple[str, ...]:
+    """A cell's values as texts, every missing value one text (a NULL n reads as NaN from a
+    groupby and as NA or None from the rows: the same cell)."""
+    return tuple("" if pd.isna(v) else str(v) for v in values)  # type: ignore[call-overload]
+
+
 def _ranges(per_n: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Consecutive n with one recommendation -> (n_lo, n_hi, threads)."""
+    """Consecutive n with one recommendation -> (n_lo, n_hi, threads). The rows of a
+    program without a problem size (NULL n) are a range of their own, n_lo = n_hi = None: all n."""
     rows = []
     for key, grp in per_n.groupby(keys, sort=True, dropna=False):
-        grp = grp.sort_values("n")
+        grp = grp.sort_values("n", na_position="last")
         advised = np.where(grp["shared"].isna(), grp["recommended"].to_numpy(), -1)  # -1: not advised
-        change = np.r_[True, advised[1:] != advised[:-1]]
+        unsized = grp["n"].isna().to_numpy()
+        change = np.r_[True, (advised[1:] != advised[:-1]) | (unsized[1:] != unsized[:-1])]
         run_id = np.cumsum(change)
         for _, part in grp.groupby(run_id, sort=True):
-            rows.append({**dict(zip(keys, key, strict=True)), "n_lo": int(part["n"].min()),
-                         "n_hi": int(part["n"].max()),
+            sized = part["n"].notna().all()
+            rows.append({**dict(zip(keys, key, strict=True)), "n_lo": int(part["n"].min()) if sized else None,
+                         "n_hi": int(part["n"].max()) if sized else None,
                          "recommended": int(part["recommended"].iloc[0]) if part["shared"].isna().all() else None,
                          "max_default_cost": float(part["default_cost"].max())})  # NaN: none measured
     return pd.DataFrame(rows, columns=keys + list(RANGE_COLUMNS))
@@ -140,12 +149,13 @@ def format_thread_advice(advice: ThreadAdvice, title: str) -> str:
         ranges = advice.ranges
         mine = ranges[np.logical_and.reduce([ranges[c].astype("str") == str(info[c]) for c in keys])]
         for r in mine.itertuples():
-            span = f"n = {r.n_lo}" if r.n_lo == r.n_hi else f"n = {r.n_lo}..{r.n_hi}"
+            span = ("n = all" if pd.isna(r.n_lo) else f"n = {int(r.n_lo)}" if r.n_lo == r.n_hi
+                    else f"n = {int(r.n_lo)}..{int(r.n_hi)}")
             lines.append(f"  {span}: " + ("no advice, timed on a shared or busy machine" if pd.isna(r.recommended)
                                           else f"{int(r.recommended)} thread{'' if r.recommended == 1 else 's'}"))
         default = grp["default_threads"].iloc[0]
         how = "all cores" if bool(grp["default_measured"].all()) else "most threads measured"
-        costs = ", ".join(f"n={int(row.n)}: " + (f"{row.default_cost:.2f}x" if np.isfinite(row.default_cost)
+        costs = ", ".join(f"n={'all' if pd.isna(row.n) else int(row.n)}: " + (f"{row.default_cost:.2f}x" if np.isfinite(row.default_cost)
                                                   else "not judged (shared)" if isinstance(row.shared, str)
                                                   else "not measured") for row in grp.itertuples())
         lines.append(f"  cost of {default} threads ({how}) vs recommended: {costs}")
