@@ -18,7 +18,7 @@ import pandas as pd
 
 from analysis import display
 from analysis.caveats import Finding, Flags, effect
-from analysis.report_tables import labels, repeats_at, several_threads
+from analysis.report_tables import labels, repeats_at, several_threads, size_text
 from analysis.schema import group_columns
 
 MAX_KERNELS = 6
@@ -96,7 +96,7 @@ def threads(best: pd.DataFrame, speedup: pd.DataFrame, penalty: pd.DataFrame,
                           or (repeats_at(summary, cell, "max_threads") <= 1).any())
             noise = ("single repeat, no claim" if single else "within noise"
                      if bool(worst["penalty_within_noise"]) else "outside noise")
-            text += (f"; the worst case is {_at(worst)} at n = {display.size(worst['n'])}, "
+            text += (f"; the worst case is {_at(worst)} at n = {size_text(worst['n'])}, "
                      f"fastest at T* = {worst['best_threads']} and "
                      f"{display.ratio(worst['max_thread_penalty'])} slower at "
                      f"{worst['max_threads']} threads ({noise})")
@@ -126,7 +126,7 @@ def threads(best: pd.DataFrame, speedup: pd.DataFrame, penalty: pd.DataFrame,
             out.append(Finding(
                 f"Worst thread doubling: {top['threads_half']} → {top['threads']} threads is "
                 f"{display.ratio(top['penalty'])} slower for {_at(top)} at "
-                f"n = {display.size(top['n'])} (outside noise{cross}).", effect(top["penalty"]),
+                f"n = {size_text(top['n'])} (outside noise{cross}).", effect(top["penalty"]),
                 flags.any_reason([(top, {}), (top, {"threads": top["threads_half"]})])))
         elif len(shown):
             out.append(Finding("Thread-doubling penalties above 1 rest on single repeats only: "
@@ -160,7 +160,7 @@ def _speedups(ranked: pd.DataFrame, flags: Flags) -> list[Finding]:
         out.append(Finding(f"Largest speedup: {display.ratio(top['speedup'])} at "
                            f"{top['threads']} threads (efficiency "
                            f"{display.percent(top['efficiency'])}) for {_at(top)} at "
-                           f"n = {display.size(top['n'])}.", effect(top["speedup"]), why))
+                           f"n = {size_text(top['n'])}.", effect(top["speedup"]), why))
         if why is None or float(top["speedup"]) < 1:  # below 1: none further down is above it
             break
     return out
@@ -228,7 +228,7 @@ def _ratio_text(row: pd.Series) -> str:
     bounds = display.interval(row.get("ratio_lo"), row.get("ratio_hi"), "{:.3g}")
     return (f"{row['dimension']} {a} vs {b}: {verdict} (t(a)/t(b) = {display.sig(r)}"
             + (f", bounds {bounds}" if bounds else "") + f") for {_at(row)} at "
-            f"n = {display.size(row['n'])}, T = {row['threads']}.")
+            f"n = {size_text(row['n'])}, T = {row['threads']}.")
 
 
 def roofline(roof: pd.DataFrame, flags: Flags | None = None) -> list[Finding]:
@@ -244,13 +244,13 @@ def roofline(roof: pd.DataFrame, flags: Flags | None = None) -> list[Finding]:
         return [Finding(f"Closest to the roofline: {_at(top)} reaches "
                         f"{display.percent(top['frac_roof'])} of its roof "
                         f"({display.sig(top['roof_flops'] / scale)} {unit}) at "
-                        f"n = {display.size(top['n'])}, T = {top['threads']}.", None,
+                        f"n = {size_text(top['n'])}, T = {top['threads']}.", None,
                         flags.reason(top) if flags else None)]
     top = usable.loc[usable["flops_per_s"].idxmax()]
     unit, scale = display.rate_unit([top["flops_per_s"]], "FLOP/s")
     return [Finding(f"No ceilings are configured for this cluster, so no fraction of peak: the "
                     f"highest throughput is {display.sig(top['flops_per_s'] / scale)} {unit} "
-                    f"({_at(top)}, n = {display.size(top['n'])}, T = {top['threads']}).", None,
+                    f"({_at(top)}, n = {size_text(top['n'])}, T = {top['threads']}).", None,
                     flags.reason(top) if flags else None)]
 
 

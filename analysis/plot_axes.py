@@ -219,7 +219,7 @@ def several(frame: pd.DataFrame, keys: list[str], column: str) -> np.ndarray:
     if frame.empty:
         return np.zeros(0, dtype=bool)
     codes, count = group_codes(frame, keys)
-    values, _ = pd.factorize(frame[column], sort=False)
+    values, _ = pd.factorize(frame[column], sort=False, use_na_sentinel=False)  # a NULL n: one value
     pairs = np.unique(codes.astype(np.int64) * (int(values.max()) + 1) + values)
     distinct = np.bincount(pairs // (int(values.max()) + 1), minlength=count)
     return distinct[codes] > 1

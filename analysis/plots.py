@@ -57,19 +57,29 @@ def _several(frame: pd.DataFrame, column: str) -> pd.DataFrame:
     return frame[several(frame, keys, column)] if len(frame) else frame
 
 
+def _values(column: pd.Series) -> list[Any]:
+    """A column's distinct values in order; a missing one (the NULL n of a program without a
+    problem size) last, as None, so that it keys a colour and a line like any other."""
+    return sorted(column.dropna().unique().tolist()) + ([None] if column.isna().any() else [])
+
+
+def _at(frame: pd.DataFrame, by: str, value: Any) -> pd.DataFrame:
+    return frame[frame[by].isna().to_numpy()] if value is None else frame[(frame[by] == value).fillna(False).to_numpy()]
+
+
 def _lines(ax: Axes, frame: pd.DataFrame, by: str, x: str, y: str, colours: dict[Any, Any],
            handles: Handles, name: str, band: tuple[str, str] | None = None,
            style: str = "-") -> str:
     """One line per value of `by` (capped at MAX_LINES), optional interval band."""
-    values = sorted(frame[by].dropna().unique().tolist())
+    values = _values(frame[by])
     chosen = pick(values, MAX_LINES)
     for value in chosen:
-        part = frame[frame[by] == value].sort_values(x)
+        part = _at(frame, by, value).sort_values(x)
         (line,) = ax.plot(part[x], part[y], style, marker="o", color=colours.get(value))
         if band is not None and len(part) > 1:
             ax.fill_between(part[x], part[band[0]], part[band[1]], color=line.get_color(),
                             alpha=0.2, linewidth=0)
-        handles.setdefault(f"{name}{display.size(value) if by == 'n' else value}", line)
+        handles.setdefault("no n" if value is None else f"{name}{display.size(value) if by == 'n' else value}", line)
     return f"lines per panel capped at {MAX_LINES} {by} values" if len(chosen) < len(values) else ""
 
 
@@ -99,7 +109,7 @@ def time_vs_n(summary: pd.DataFrame, path: Path) -> Figure | None:
 def speedup_efficiency(speedup: pd.DataFrame, path: Path) -> Figure | None:
     """Speedup (solid, left axis) and efficiency (dashed, right axis) vs threads."""
     several = _several(speedup, "threads")
-    colours = palette(sorted(several["n"].unique().tolist())) if len(several) else {}
+    colours = palette(_values(several["n"])) if len(several) else {}
 
     def draw(ax: Axes, frame: pd.DataFrame, handles: Handles) -> str:
         note = _lines(ax, frame, "n", "threads", "speedup", colours, handles, "n=")
@@ -107,8 +117,8 @@ def speedup_efficiency(speedup: pd.DataFrame, path: Path) -> Figure | None:
         (ideal,) = ax.plot([1, top], [1, top], color="grey", linestyle=":")
         handles.setdefault("ideal speedup (dotted)", ideal)
         twin = ax.twinx()
-        for n in pick(sorted(frame["n"].unique().tolist()), MAX_LINES):
-            part = frame[frame["n"] == n].sort_values("threads")
+        for n in pick(_values(frame["n"]), MAX_LINES):
+            part = _at(frame, "n", n).sort_values("threads")
             (eff,) = twin.plot(part["threads"], 100 * part["efficiency"], linestyle="--",
                                color=colours.get(n), linewidth=1.0)
             handles.setdefault("efficiency (dashed, right)", eff)
@@ -136,14 +146,14 @@ def best_thread_map(summary: pd.DataFrame, path: Path) -> Figure | None:
     several = _several(summary, "threads")
 
     def draw(ax: Axes, frame: pd.DataFrame, handles: Handles) -> str:
-        grid = frame.pivot_table(index="threads", columns="n", values="median_s")
+        grid = frame.pivot_table(index="threads", columns="n", values="median_s", dropna=False)  # NULL n: a column
         rel = (grid / grid.min(axis=0)).to_numpy(dtype=float)
         image = ax.imshow(np.log2(rel), aspect="auto", origin="lower", cmap="viridis_r",
                           vmin=0, vmax=3)
         handles.setdefault(COLOURBAR, image)
         cols = list(range(len(grid.columns)))
         shown = pick(cols, 6)
-        ax.set_xticks(shown, [display.size(grid.columns[i]) for i in shown])
+        ax.set_xticks(shown, [display.size(grid.columns[i]) or "no n" for i in shown])
         ax.set_yticks(range(len(grid.index)), [str(i) for i in grid.index])
         best = np.nanargmin(np.where(np.isnan(rel), np.inf, rel), axis=0)
         box = ax.scatter(cols, best, marker="s", facecolors="none", edgecolors="red", s=90,
@@ -162,7 +172,7 @@ def best_thread_map(summary: pd.DataFrame, path: Path) -> Figure | None:
 def doubling_penalties(penalty: pd.DataFrame, facts: pd.DataFrame, path: Path) -> Figure | None:
     """t(T)/t(T/2) vs T; dashed lines at NUMA boundaries, red at the core count."""
     keyed = facts.set_index(["cluster", "partition"]) if len(facts) else facts
-    colours = palette(sorted(penalty["n"].unique().tolist())) if len(penalty) else {}
+    colours = palette(_values(penalty["n"])) if len(penalty) else {}
 
     def draw(ax: Axes, frame: pd.DataFrame, handles: Handles) -> str:
         note = _lines(ax, frame, "n", "threads", "penalty", colours, handles, "n=")

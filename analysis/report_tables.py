@@ -24,6 +24,12 @@ MAX_PARTS = 6  # split tables per question; more column sets are merged into one
 NOISE = "~"
 SINGLE = "‡"
 Formatter = Callable[[pd.DataFrame], tuple[str, list[str]]]
+NO_SIZE = "–"  # the n of a program without a problem size (NULL), as every table shows it
+
+
+def size_text(n: object) -> str:
+    """A problem size as a table shows it (display.size); a NULL n is NO_SIZE."""
+    return display.size(n) if display.finite(n) else NO_SIZE
 
 
 def labels(frame: pd.DataFrame) -> pd.Series:
@@ -72,7 +78,7 @@ def _texts(column: pd.Series) -> list[str | float]:
 
 
 def split_tables(long: pd.DataFrame, index: list[str], column: str, caption: str, note: str,
-           fmt: Formatter, header: Callable[[object], str] = display.size,
+           fmt: Formatter, header: Callable[[object], str] = size_text,
            span_name: str = "n") -> list[Table]:
     """One table per set of `column` values that rows of `index` share.
 
@@ -85,7 +91,8 @@ def split_tables(long: pd.DataFrame, index: list[str], column: str, caption: str
     """
     if long.empty:
         return []
-    codes, values = pd.factorize(long[column], sort=True)
+    # a missing value (the NULL n of a program without a problem size) is a column of its own, last
+    codes, values = pd.factorize(long[column], sort=True, use_na_sentinel=False)
     gid, count = group_codes(long, index)
     if len(values) > 62:  # more columns than bits: one table with all of them
         masks = np.ones(count, dtype=np.int64)
@@ -110,13 +117,14 @@ def split_tables(long: pd.DataFrame, index: list[str], column: str, caption: str
         # rows share a cell (assigned last to first, so the first stays)
         groups, at = np.unique(gid[taken], return_inverse=True)
         where = codes[taken]
-        valid = where >= 0  # (a missing value of `column` has no column)
         grid = np.full((len(groups), len(values)), "", dtype=object)
-        grid[at[valid][::-1], where[valid][::-1]] = cells[valid][::-1]
+        grid[at[::-1], where[::-1]] = cells[::-1]
         picked = [i for i in range(len(values)) if len(values) > 62 or int(mask) >> i & 1]
         cols = [values[i] for i in picked]
         heads = part.assign(_g=gid[taken]).drop_duplicates("_g").set_index("_g").loc[groups, index]
         frame = _labelled(heads).reset_index(drop=True)
+        if "n" in frame.columns and frame["n"].isna().any():
+            frame["n"] = frame["n"].astype(object).where(frame["n"].notna(), NO_SIZE)
         for i, value in zip(picked, cols, strict=True):
             frame[header(value)] = grid[:, i]
         name = f"{span_name} " if span_name else ""
@@ -270,7 +278,7 @@ def roofline_table(roof: pd.DataFrame) -> list[Table]:
     fl_unit, fl_scale = display.rate_unit(best["flops_per_s"], "FLOP/s")
     by_unit, by_scale = display.rate_unit(best["bytes_per_s"], "B/s")
     table = pd.DataFrame({
-        "group": best["group"], "n": [display.size(n) for n in best["n"]],
+        "group": best["group"], "n": [size_text(n) for n in best["n"]],
         "threads": best["threads"],
         f"achieved [{fl_unit}]": [display.sig(v / fl_scale) for v in best["flops_per_s"]],
         f"traffic [{by_unit}]": [display.sig(v / by_scale) for v in best["bytes_per_s"]],

@@ -4,6 +4,8 @@ power law with its 95% interval (docs/design.md#metrics).
 Both work per (group, threads) series of medians sorted by n. A local exponent
 near 1 where a fit over the whole range says 2 is exactly the kind of masked
 scaling (cold start, cache regimes) the papers ran into, so both are reported.
+A program without a problem size (NULL n) has no exponent over n: its points
+are left out of both.
 """
 
 from __future__ import annotations
@@ -15,6 +17,11 @@ from analysis.dist import t_quantile
 from analysis.frames import group_codes
 from analysis.schema import group_columns
 from analysis.summary import ensure_summary
+
+
+def _sized(summary: pd.DataFrame) -> pd.DataFrame:
+    """The points that have a problem size."""
+    return summary[summary["n"].notna().to_numpy()]
 
 
 def _series(summary: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
@@ -31,7 +38,7 @@ def local_exponents(df: pd.DataFrame) -> pd.DataFrame:
     Input: results or their summary. Output: group columns, `threads`, `n_lo`,
     `n_hi`, `t_lo`, `t_hi` (medians, s) and `exponent`; one row per pair.
     """
-    summary, series = _series(ensure_summary(df))
+    summary, series = _series(_sized(ensure_summary(df)))
     same = series[1:] == series[:-1]
     hi = np.flatnonzero(same) + 1
     lo = hi - 1
@@ -56,7 +63,7 @@ def fitted_exponents(df: pd.DataFrame, n_min: float | None = None,
     Output: group columns, `threads`, `slope`, `stderr`, `ci_lo`, `ci_hi`,
     `n_min`, `n_max`, `points`.
     """
-    summary = ensure_summary(df)
+    summary = _sized(ensure_summary(df))
     mask = np.ones(len(summary), dtype=bool)
     if n_min is not None:
         mask &= summary["n"].to_numpy() >= n_min

@@ -18,6 +18,7 @@ from analysis.report_tables import (
     marks,
     repeats_at,
     several_threads,
+    size_text,
     split_tables,
     table_head,
 )
@@ -83,7 +84,7 @@ def penalty_table(penalty: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
     total = len(frame)
     frame = table_head(frame)
     table = pd.DataFrame({
-        "group": labels(frame), "n": [display.size(n) for n in frame["n"]],
+        "group": labels(frame), "n": [size_text(n) for n in frame["n"]],
         "T/2 → T": [f"{h} → {t}" for h, t in zip(frame["threads_half"], frame["threads"],
                                                  strict=True)],
         "t(T)/t(T/2)": [display.ratio(p) for p in frame["penalty"]],

@@ -58,7 +58,8 @@ def best_threads(df: pd.DataFrame) -> pd.DataFrame:
     `max_thread_penalty`, `penalty_within_noise`.
     """
     s = _with_gid(df)
-    gid, n, thr = s["_gid"].to_numpy(), s["n"].to_numpy(), s["threads"].to_numpy()
+    n, _ = group_codes(s, ["n"])  # a code per size: a NULL n (no problem size) is one cell, not one per row
+    gid, thr = s["_gid"].to_numpy(), s["threads"].to_numpy()
     t = s["median_s"].to_numpy()
     by_time = np.lexsort((thr, t, n, gid))
     by_thr = np.lexsort((-thr, n, gid))
@@ -90,9 +91,11 @@ def crossovers(df: pd.DataFrame) -> pd.DataFrame:
     already faster at the first n; both NaN when b never wins (`crossed` False).
     `within_noise` says the two intervals overlap at `n_at`.
     Output: group columns, `threads_a`, `threads_b`, `crossed`, `n_before`,
-    `n_at`, `within_noise`.
+    `n_at`, `within_noise`. A program without a problem size (NULL n) has no
+    sizes to cross at: its rows are left out.
     """
     s = _with_gid(df)
+    s = s[s["n"].notna()]
     cols = _CELL + ["threads", "median_s", "ci_lo_s", "ci_hi_s"]
     pairs = s[cols].merge(s[cols], on=_CELL, suffixes=("_a", "_b"))
     pairs = pairs[pairs["threads_a"] < pairs["threads_b"]]
