@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from analysis.compare import varied_columns
+from analysis.display import finite
 from analysis.metrics import to_records
 from analysis.provenance_diff import Difference
 from analysis.ratios import DIMENSIONS
@@ -88,7 +89,7 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
     listed["_order"] = listed["verdict"].map({SLOWER: 0, WORSE: 0, FASTER: 1, BETTER: 1, INSUFFICIENT: 2,
                                               FEW_REPLICATES: 3})
     listed = listed.sort_values(["_order", "ratio"], ascending=[True, False], kind="stable")
-    rows = [[_config(r, varied), str(r["threads"]), str(r["n"]), f"{r['t_base']:.4g}", f"{r['t_new']:.4g}",
+    rows = [[_config(r, varied), str(r["threads"]), _size(r["n"]), f"{r['t_base']:.4g}", f"{r['t_new']:.4g}",
              f"{r['ratio']:.3f}", f"[{r['ratio_lo']:.3f}, {r['ratio_hi']:.3f}]",
              f"{r['repeats_base']}/{r['repeats_new']}", f"{r['replicates_base']}/{r['replicates_new']}",
              _verdict(r) + _shared(r)]
@@ -101,7 +102,7 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
     for side, frame in (("BASE", c.base_only), ("NEW", c.new_only)):
         if len(frame):
             lines.append(_section(f"Only in {side}: {len(frame)} point(s)", markdown))
-            shown = [f"{_config(r, [])} threads={r['threads']} n={r['n']}" for r in frame.head(MAX_ROWS).to_dict("records")]
+            shown = [f"{_config(r, [])} threads={r['threads']} n={_size(r['n'])}" for r in frame.head(MAX_ROWS).to_dict("records")]
             lines += [f"- {t}" if markdown else f"  {t}" for t in shown]
     lines += _shared_text(c.points)
     lines += _references_text(rep, markdown)
@@ -266,3 +267,8 @@ def as_json(rep: CompareReport) -> dict[str, Any]:
     if rep.references is not None:
         out["references"] = to_records(rep.references)
     return out
+
+
+def _size(n: object) -> str:
+    """A point's n; "-" for a NULL n (a program without a problem size), as `results` shows it."""
+    return str(n) if finite(n) else "-"
