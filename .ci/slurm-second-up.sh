@@ -46,7 +46,11 @@ via_first() { timeout 10 env SLURM_CONF="$LAB/etc/slurm.conf" squeue -h -M "$CLU
 trap 'echo "slurm-second-up: ERROR: line $LINENO failed (exit $?): $BASH_COMMAND" >&2' ERR
 
 [ "$(id -u)" = 0 ] || die "must run as root (slurmd runs jobs as root, like the first cluster)"
-bash "$HERE/slurm-up.sh" >/dev/null || die "the first cluster (slurm-up.sh) is not up"
+# the first cluster is started only where its slurmctld does not answer: a running one (a test suite's
+# jobs on it) is never restarted from here
+if ! timeout 10 env SLURM_CONF="$LAB/etc/slurm.conf" scontrol ping 2>/dev/null | grep -q 'is UP'; then
+  bash "$HERE/slurm-up.sh" >/dev/null || die "the first cluster (slurm-up.sh) is not up"
+fi
 
 if [ -f "$LAB2/etc/slurm.conf" ] && our_pid_alive slurmctld && our_pid_alive slurmd && ctld2_up \
    && node2_usable && via_first; then

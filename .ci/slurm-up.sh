@@ -50,13 +50,14 @@ source "$HERE/slurm-lib.sh"
 ctld_up()   { timeout 5 scontrol ping 2>/dev/null | grep -q 'is UP'; }
 node_state() { timeout 5 sinfo -h -n "$NODE" -o %T 2>/dev/null | head -1; }
 node_idle() { [ "$(node_state)" = idle ]; }
-node_usable() { case "$(node_state)" in idle|mixed|allocated|completing) return 0 ;; *) return 1 ;; esac; }
+# (planned: backfill holds the node for a pending job; a busy test cluster shows it often)
+node_usable() { case "$(node_state)" in idle|mixed|allocated|completing|planned) return 0 ;; *) return 1 ;; esac; }
 # every node of partition multi answers (idle, or running jobs); none down or unknown
 multi_usable() {
   local states
   states=$(timeout 5 sinfo -h -p multi -N -o %T 2>/dev/null | sort -u) || return 1
   [ "$(timeout 5 sinfo -h -p multi -N -o %N 2>/dev/null | sort -u | wc -l)" = "${#MULTI_NODES[@]}" ] || return 1
-  ! grep -qvE '^(idle|mixed|allocated|completing)$' <<<"$states"
+  ! grep -qvE '^(idle|mixed|allocated|completing|planned)$' <<<"$states"
 }
 dbd_up()    { timeout 5 sacctmgr -n show cluster >/dev/null 2>&1; }
 sacct_ok()  { timeout 10 sacct -n -X -j 1 -o JobID >/dev/null 2>&1; }
@@ -81,11 +82,18 @@ recorded_alive() {  # every daemon slurm-up recorded still runs (slurmctld keeps
 # a cluster started from an older one is restarted, not reused.
 CONF_REV=4
 conf_current() { [ "$(cat "$LAB/etc/conf.rev" 2>/dev/null)" = "$CONF_REV" ]; }
-if [ -f "$SLURM_CONF" ] && conf_current && recorded_alive && ctld_up && node_usable && multi_usable && dbd_up; then
-  log "cluster in $LAB is already up (node $(node_state)); nothing to do ($(since "$T_ALL") s)"
-  log "export SLURM_CONF=$SLURM_CONF   (or: source $LAB/env.sh)"
-  exit 0
-fi
+alive_current() { [ -f "$SLURM_CONF" ] && conf_current && recorded_alive && ctld_up; }
+# A cluster whose daemons all run is never restarted on one look: a node in passing state or a
+# sacctmgr slow under load would otherwise restart it under the jobs of a running test suite.
+for try in 1 2 3 4 5 6; do
+  if alive_current && node_usable && multi_usable && dbd_up; then
+    log "cluster in $LAB is already up (node $(node_state)); nothing to do ($(since "$T_ALL") s)"
+    log "export SLURM_CONF=$SLURM_CONF   (or: source $LAB/env.sh)"
+    exit 0
+  fi
+  alive_current || break
+  sleep 5
+done
 # half up (some daemons of an earlier run alive) or started from an older configuration:
 # stop them all, then start cleanly
 for name in munged mariadbd slurmdbd slurmctld slurmd "${MULTI_NODES[@]/#/slurmd@}"; do

@@ -69,7 +69,9 @@ def _is_up(env: dict[str, str]) -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     states = node.stdout.split()
-    if not ("is UP" in ping.stdout and bool(states) and states[0] in {"idle", "mixed", "allocated"}):
+    # (the node states slurm-up.sh calls usable: completing and planned pass while the suite runs)
+    if not ("is UP" in ping.stdout and bool(states) and states[0] in {"idle", "mixed", "allocated", "completing",
+                                                                        "planned"}):
         return False
     # the multi-node partition of slurm-up.sh (issue 29): a cluster started by an older slurm-up.sh
     # lacks it, and slurm-up.sh restarts such a cluster from the current configuration
