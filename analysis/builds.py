@@ -37,7 +37,7 @@ def builds_blocks(builds: pd.DataFrame | None, cluster: str) -> list[Block]:
     table = _mine(builds, cluster)
     if not len(table):
         return []
-    frame = table[[c for c in SHOWN if c in table.columns]].fillna("").astype(str).reset_index(drop=True)
+    frame = table[[c for c in SHOWN if c in table.columns]].astype(object).fillna("").astype(str).reset_index(drop=True)
     frame = frame[[c for c in frame.columns if (frame[c] != "").any()]]
     return [Block("table", table=Table(CAPTION, frame, max_rows=None))]
 

@@ -61,8 +61,8 @@ def program_builds_frame(led: Ledger, campaigns: Sequence[str] | None = None) ->
             if info and info.get("ok"):
                 builds.setdefault((camp_id, partition), {})[key] = info
         ids = sorted({r[-1] for r in runs if r[-1] is not None})
-        recorded: dict[int, Any] = dict(s.execute(select(Provenance.id, Provenance.environment[KEY])
-                                                  .where(Provenance.id.in_(ids))).tuples().all()) if ids else {}
+        recorded: dict[int, Any] = {prov_id: programs for prov_id, programs in s.execute(
+            select(Provenance.id, Provenance.environment[KEY]).where(Provenance.id.in_(ids)))} if ids else {}
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
     for camp_id, cluster, partition, kernel, impl, argv_text, prov_id in runs:
         where = {"cluster": cluster, "partition": partition, "kernel": kernel, "impl": impl}

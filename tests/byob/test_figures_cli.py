@@ -64,6 +64,17 @@ def _submit(cwd: Path, ledger: Path, env: dict[str, str]) -> None:
     assert {s for (s,) in sql_rows(ledger, "SELECT state FROM job_attempt")} == {"COMPLETED"}
 
 
+def two_rate_campaigns(tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
+    """The environment and two ledgers of the rate sweep: the second run after the program's rate
+    dropped (its printed base 1000 -> 800), so a compare has a worse figure to find."""
+    env = _setup(tmp_path)
+    base, new = tmp_path / "b" / "ledger.sqlite", tmp_path / "n" / "ledger.sqlite"
+    _submit(base.parent, base, env)
+    (tmp_path / "bin" / "base").write_text("800\n")
+    _submit(new.parent, new, env)
+    return env, base, new
+
+
 def test_fixed_duration_rate_is_judged_on_its_figure(tmp_path: Path) -> None:
     env = _setup(tmp_path)
     ledger = tmp_path / "ledger.sqlite"
@@ -111,11 +122,7 @@ def test_fixed_duration_rate_is_judged_on_its_figure(tmp_path: Path) -> None:
 
 
 def test_compare_calls_a_drop_of_a_rate_worse(tmp_path: Path) -> None:
-    env = _setup(tmp_path)
-    base, new = tmp_path / "b" / "ledger.sqlite", tmp_path / "n" / "ledger.sqlite"
-    _submit(base.parent, base, env)
-    (tmp_path / "bin" / "base").write_text("800\n")
-    _submit(new.parent, new, env)
+    env, base, new = two_rate_campaigns(tmp_path)
     sel = "campaign=myrate_sweep-local,ledger="
     proc = run_cli("compare", sel + str(base), sel + str(new), "--format", "json", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr

@@ -17,7 +17,7 @@ import pandas as pd
 from analysis.thread_advice import format_thread_advice, thread_advice
 from analysis.threads import best_threads, crossovers
 from campaign.results.job_rows import unsized
-from tests.byob.test_figures_cli import _setup, _submit
+from tests.byob.test_figures_cli import two_rate_campaigns
 from tests.conftest import run_cli
 
 # Time shrinks with the threads (a sleep: no CPU, so a loaded machine changes it little), and a rate.
@@ -101,11 +101,7 @@ def test_a_time_judged_program_without_a_size_keeps_its_rows_everywhere(tmp_path
 
 def test_a_fixed_duration_program_without_a_size_is_advised_and_compared(tmp_path: Path) -> None:
     """test_figures_cli's rate program: advice over "all" n, compare's points with n shown as "-"."""
-    env = _setup(tmp_path)
-    base, new = tmp_path / "b" / "ledger.sqlite", tmp_path / "n" / "ledger.sqlite"
-    _submit(base.parent, base, env)
-    (tmp_path / "bin" / "base").write_text("800\n")
-    _submit(new.parent, new, env)
+    env, base, new = two_rate_campaigns(tmp_path)
     proc = run_cli("--ledger", str(base), "results", "--format", "json", cwd=tmp_path, env=env)
     assert {r["n"] for r in json.loads(proc.stdout)} == {None}
     proc = run_cli("--ledger", str(base), "advise", "threads", "--cluster", "local", "--partition", "local",
