@@ -1,5 +1,5 @@
 """What the CLI server (tests/cli_server.py) imports once, in its forkserver,
-before it forks a CLI run (issue 25): every module of campaign/ and analysis/
+before it forks a CLI run: every module of campaign/ and analysis/
 and the heavy libraries their commands import, so that a run pays neither the
 interpreter's start nor the imports (0.35-0.8 s of CPU each, ~700 runs).
 

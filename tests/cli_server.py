@@ -1,4 +1,4 @@
-"""The `campaign` CLI for tests without an interpreter start per call (issue 25).
+"""The `campaign` CLI for tests without an interpreter start per call.
 
 A light CLI call (status, report, compare) cost ~1 CPU s, of which 0.35-0.8 s
 were Python's start and the imports (SQLAlchemy, pandas, pyarrow, DuckDB,

@@ -49,8 +49,8 @@ def ledger_path(tmp_path: Path) -> Path:
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
             timeout: float = 600, script: bool = False) -> subprocess.CompletedProcess[str]:
     """The `campaign` CLI as a user runs it: by default its main() in a fresh
-    process forked from a server that has its imports done (tests/cli_server.py,
-    issue 25); the installed console script itself with `script=True`, with
+    process forked from a server that has its imports done (tests/cli_server.py:
+    no interpreter start per call); the installed console script itself with `script=True`, with
     CAMPAIGN_TEST_CLI=script (the whole suite), or when `env` sets a variable
     only an interpreter start reads (PYTHON*, the locale)."""
     full_env = dict(os.environ)

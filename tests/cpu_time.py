@@ -1,4 +1,4 @@
-"""Where the suite's CPU goes, per test (issue 25): opt-in with
+"""Where the suite's CPU goes, per test: opt-in with
 CAMPAIGN_TEST_CPU=path.json.
 
 `make test` is CPU-bound on a 2-core machine, so wall-clock durations mislead

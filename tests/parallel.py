@@ -15,7 +15,7 @@ Why each rule:
   the modules in LONGEST_WAITS, whose campaigns run into Slurm's 1-minute
   minimum walltime (TIMEOUT) and then rerun: 1.5-3.5 minutes each, mostly
   asleep, so they are the suite's critical path wherever they start late
-  (issue 25: measured with tests/cpu_time.py, they started 2-3 minutes into
+  (measured with tests/cpu_time.py, they started 2-3 minutes into
   the run behind short Slurm tests).
 - `serial` tests break the shared test cluster for everyone (daemons stopped,
   the node set DOWN) or assert wall-clock bounds that other workers would

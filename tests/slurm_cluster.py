@@ -73,7 +73,7 @@ def _is_up(env: dict[str, str]) -> bool:
     if not ("is UP" in ping.stdout and bool(states) and states[0] in {"idle", "mixed", "allocated", "completing",
                                                                         "planned"}):
         return False
-    # the multi-node partition of slurm-up.sh (issue 29): a cluster started by an older slurm-up.sh
+    # the multi-node partition of slurm-up.sh: a cluster started by an older slurm-up.sh
     # lacks it, and slurm-up.sh restarts such a cluster from the current configuration
     try:
         multi = subprocess.run(["sinfo", "-h", "-p", MULTI_PARTITION, "-o", "%D"], env=full,

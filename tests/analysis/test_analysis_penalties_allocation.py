@@ -1,5 +1,5 @@
 """Oversubscription on purpose: the penalty flags judge the allocation recorded
-with each attempt (`alloc_cpus`), not only the node (issue 10; the validation
+with each attempt (`alloc_cpus`), not only the node (the validation
 paper ran 64 threads on 32 allocated Anvil cores)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""bench/compare_power.py: the pieces issue 30's power measurement rests on (the fake
+"""bench/compare_power.py: the pieces the replicated compare's power measurement rests on (the fake
 kernel's slowdown axis, the split of one interleaved campaign into sides, the
 round-paired and round-adjusted comparisons, the power of the tool's rule)."""
 

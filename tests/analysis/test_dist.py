@@ -1,6 +1,6 @@
 """analysis/dist.py: the t quantile and the sign-test rank give scipy.stats'
-numbers, and no `campaign report` pays for importing scipy.stats (issue 25:
-~0.5 CPU s per CLI run)."""
+numbers, and no `campaign report` pays for importing scipy.stats (~0.5
+CPU s per CLI run)."""
 
 from __future__ import annotations
 

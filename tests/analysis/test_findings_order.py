@@ -1,5 +1,5 @@
 """The summary leads with the largest effect outside the noise; flagged
-numbers (shared machine, non-physical) go to Caveats with their reason (issue 28)."""
+numbers (shared machine, non-physical) go to Caveats with their reason."""
 
 from __future__ import annotations
 

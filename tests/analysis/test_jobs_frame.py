@@ -1,6 +1,7 @@
 """jobs_frame reads columns, not ORM objects, and labels a run from the spec
-fields its label reads (issue 18): the frame must be the one built from
-whole attempts, runs, campaigns and RunSpec.from_json."""
+fields its label reads (whole objects were most of a big report's time): the
+frame must be the one built from whole attempts, runs, campaigns and
+RunSpec.from_json."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from tests.fixtures.ledger_rows import add_attempt, spec_with
 
 
 def _whole_objects(led: Ledger, campaign: str | None) -> pd.DataFrame:
-    """jobs_frame before issue 18."""
+    """jobs_frame as built from whole ORM objects: the reference the column read must equal."""
     stmt = select(JobAttempt, Run, Campaign).join(Run, Run.id == JobAttempt.run_id).join(Campaign)
     if campaign:
         stmt = stmt.where(Campaign.name == campaign)

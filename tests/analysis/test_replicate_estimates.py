@@ -64,7 +64,7 @@ def test_summary_takes_the_replicate_interval_and_keeps_the_within_run_one_for_o
 
 
 def test_identical_campaigns_with_drift_between_jobs_rarely_differ() -> None:
-    """The failure of issue 30: jobs drift (5%) while repeats agree (0.5%). Judged within runs,
+    """The failure replicates exist for: jobs drift (5%) while repeats agree (0.5%). Judged within runs,
     identical campaigns differ at most points; judged between replicates, at <= 5%."""
     kw = dict(replicates=3, repeats=5, between_sd=0.05, within_sd=0.005)
     base, new = campaign(3, **kw), campaign(4, **kw)

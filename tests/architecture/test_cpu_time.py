@@ -1,4 +1,4 @@
-"""tests/cpu_time.py, the per-test CPU recorder (issue 25): a test's own CPU
+"""tests/cpu_time.py, the per-test CPU recorder: a test's own CPU
 and its children's land on that test, in a real pytest run, and so does the
 CPU of CLI runs forked from tests/cli_server.py's server (no children of
 pytest); sacct's TotalCPU formats parse."""

@@ -1,4 +1,4 @@
-"""tests/parallel.py's start order under xdist (issue 25): the Slurm modules
+"""tests/parallel.py's start order under xdist: the Slurm modules
 that wait longest (TIMEOUT at the 1-minute minimum walltime, then a rerun) go
 out before every other test, the other Slurm tests next, the rest after; each
 module keeps its own order. Checked on a real collection by pytest in a

@@ -1,5 +1,5 @@
-"""No code of ours reads a private attribute of a standard-library module
-(issue 25 review): a name with a leading underscore is the module's own and
+"""No code of ours reads a private attribute of a standard-library module:
+a name with a leading underscore is the module's own and
 changes or goes in any Python release without notice, so a tool, or the
 tests' CLI server (tests/cli_server.py), that leans on one breaks on an
 upgrade with nothing in the changelog. Found statically: every attribute

@@ -1,4 +1,4 @@
-"""Slurm without a configuration (issue 28): sbatch and scontrol then ask DNS
+"""Slurm without a configuration: sbatch and scontrol then ask DNS
 for the controller and print "DNS SRV lookup failed", naming neither the
 variable nor the file. campaign says to set SLURM_CONF, and how to reach the
 test Slurm. The outputs are Slurm's own, recorded on the dev machine with

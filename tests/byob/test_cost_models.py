@@ -1,4 +1,4 @@
-"""One cost-model mechanism (issue 27): every kernel, shipped or a user's,
+"""One cost-model mechanism: every kernel, shipped or a user's,
 declares its FLOPs and bytes in its YAML; analysis/cost_model.py only
 evaluates what is declared, and the report finds the declaration in the
 ledger (as recorded at submit time), else on the config path."""

@@ -1,4 +1,4 @@
-"""Multi-node and multi-GPU dry runs on Delta and Anvil (issue 29): the
+"""Multi-node and multi-GPU dry runs on Delta and Anvil: the
 script asks the shape the way the sites' batch examples do (--nodes,
 --ntasks-per-node, --cpus-per-task, --gpus-per-task, --mem per node),
 launches the ranks with srun and the partition's binding options, and the

@@ -1,6 +1,6 @@
 """`advise threads` reads one campaign (the latest by default, as `report`),
-prints only measured comparisons, and honours `--format json` (issue 24,
-item 2). Real imported campaigns on a real SQLite ledger, through the CLI."""
+prints only measured comparisons, and honours `--format json`.
+Real imported campaigns on a real SQLite ledger, through the CLI."""
 
 from __future__ import annotations
 

@@ -136,7 +136,7 @@ def test_unknown_campaign_is_exit_2(finished: Finished, command: list[str]) -> N
 
 @pytest.mark.parametrize("sync", [["--no-sync"], []])  # the sqlite3 fast path and the ORM path agree
 def test_jobs_failed_lists_every_failed_state(finished: Finished, sync: list[str]) -> None:
-    """Issue 28: `jobs --state FAILED` misses TIMEOUT, OUT_OF_MEMORY, CHECK_FAILED, ...;
+    """`jobs --state FAILED` misses TIMEOUT, OUT_OF_MEMORY, CHECK_FAILED, ...;
     `jobs --failed` lists what `rerun --failed` takes (campaign.plumbing.states.FAILED_STATES)."""
     from campaign.plumbing.states import FAILED_STATES
 

@@ -1,5 +1,5 @@
-"""tests/cli_server.py, the CLI forked from a server with its imports done
-(issue 25): a run gives what the installed console script gives (stdout,
+"""tests/cli_server.py, the CLI forked from a server with its imports done:
+a run gives what the installed console script gives (stdout,
 stderr, exit code) for real commands, sees exactly the caller's environment
 and directory whatever the run before it did, ends as an interpreter ends
 (threads joined, atexit, SystemExit), and times out, crashes and is killed

@@ -168,7 +168,7 @@ def test_a_bad_interval_is_exit_2_before_anything(tmp_path: Path, value: str) ->
 
 
 def test_eta_never_claims_done_while_jobs_run() -> None:
-    """Issue 28: `ETA 0:00` while 4 jobs still ran (they had passed the finished jobs' mean)."""
+    """`ETA 0:00` was shown while 4 jobs still ran (they had passed the finished jobs' mean)."""
     from campaign.cli.watch import eta_text
 
     t0 = datetime(2026, 1, 1, tzinfo=UTC)

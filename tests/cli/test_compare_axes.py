@@ -1,4 +1,4 @@
-"""`axis.NAME=VALUE` in a compare selection (issue 30): one build of a campaign that
+"""`axis.NAME=VALUE` in a compare selection: one build of a campaign that
 sweeps builds as a grid axis, the axis then left out of the match. The CLI end to end
 is tests/e2e/test_replicates_local.py::test_compare_two_builds_of_one_campaign_by_axis."""
 

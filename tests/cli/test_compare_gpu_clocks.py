@@ -1,5 +1,5 @@
-"""GPU clocks and throttle reasons in `campaign compare`'s provenance diff
-(issue 30): the jobs' rows carry them (kernels/torch/gpu_state.py), the
+"""GPU clocks and throttle reasons in `campaign compare`'s provenance diff:
+the jobs' rows carry them (kernels/torch/gpu_state.py), the
 ledger keeps them, compare shows what differs under "gpu clocks".
 
 Real CLI, real local-backend jobs and SQLite ledger; the kernel is the fake

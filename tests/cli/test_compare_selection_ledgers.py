@@ -1,4 +1,4 @@
-"""`compare`'s `ledger=` selection only reads, and its dates are local time (issue 24, item 9),
+"""`compare`'s `ledger=` selection only reads, and its dates are local time,
 through the real CLI on real SQLite files."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Imported campaigns stay imported, and their names can be selected (issue 24, item 9): `submit`
+"""Imported campaigns stay imported, and their names can be selected: `submit`
 into an imported campaign is refused, and `import --campaign` takes only a name that compare,
 report and results can select. Real CLI, real SQLite ledger, the local backend's fake kernel."""
 

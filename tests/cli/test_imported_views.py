@@ -1,5 +1,5 @@
 """Imported campaigns in `results` and `compare`, and `report --out` where it
-cannot write (issue 24, item 9): real SQLite ledgers, the installed CLI."""
+cannot write: real SQLite ledgers, the installed CLI."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """An optional column absent from an imported CSV, or empty in every row,
-behaves the same in every view (issue 24, item 3: `report --out` crashed on
+behaves the same in every view (`report --out` once crashed on
 `dtype` with "You are trying to merge on object and float64 columns").
 
 Each optional column is left out in turn (and, separately, kept with every

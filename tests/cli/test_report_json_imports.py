@@ -1,5 +1,5 @@
 """`report --json` (api.metrics) loads no plotting and no statistics library
-it does not use (issue 26: of the latest campaign's 3 s, ~3 s were imports,
+it does not use (of the latest campaign's 3 s, ~3 s were imports,
 scipy.stats 2.1 s of them). Kept by the import graph, not by a clock: the
 command runs in a fresh interpreter through the CLI's own `main` over a real
 small ledger (bench/scale_ledger's store: the DuckDB points path), and the

@@ -1,4 +1,4 @@
-"""Commands that do not sync answer at once (issue 28: <= 0.3 s on the 2-core
+"""Commands that do not sync answer at once (goal: <= 0.3 s on the 2-core
 dev machine): the heavy libraries load only when a command needs them.
 
 Kept by the import graph, not by a clock (a loaded CI machine must not fail

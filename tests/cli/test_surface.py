@@ -1,4 +1,4 @@
-"""What a new user meets first (issue 28), through the real CLI: --version,
+"""What a new user meets first, through the real CLI: --version,
 --help with examples, "did you mean" for commands, options, config names and
 campaigns, shell completion in a real bash (and zsh's registration), and
 errors that name the real problem instead of contradicting themselves."""

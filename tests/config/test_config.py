@@ -76,7 +76,7 @@ def test_bad_overrides_are_one_line_config_errors(overrides: list[str], fragment
     ],
 )
 def test_unknown_keys_refused_even_with_plus_and_type_errors_name_the_type(overrides: list[str], fragment: str) -> None:
-    """Issue 12: Hydra's own `+` suggestion must not add a key the schema lacks."""
+    """Hydra's own `+` suggestion must not add a key the schema lacks."""
     with pytest.raises(ConfigError) as err:
         load_config(overrides)
     assert fragment in str(err.value) and "\n" not in str(err.value)
@@ -101,7 +101,7 @@ def _count_calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
 
 
 def test_the_resolved_yaml_is_rendered_once_when_first_asked(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Provenance's YAML is ~10% of a compose's CPU (issue 25) and only a submit
+    """Provenance's YAML is ~10% of a compose's CPU and only a submit
     records it: load_config keeps the composition, resolved_yaml renders it
     once, resolved, with the command line's values."""
     calls = _count_calls(monkeypatch, "to_yaml")

@@ -1,5 +1,5 @@
 """The shipped experiments run on every shipped cluster that has the hardware
-they need (issue 28: `cluster=anvil experiment=forward_scaling` failed with
+they need (`cluster=anvil experiment=forward_scaling` once failed with
 "no partition 'cpu'" because the experiments named Delta's partition). They
 name no partition, so the README's rule applies: the cluster's default CPU
 partition, or its default GPU one for a sweep that says `devices: [cuda]`.
@@ -28,7 +28,7 @@ Planned = Callable[[str, str], tuple[RootConfig, list[RunSpec]]]
 
 @pytest.fixture(scope="module")
 def planned() -> Planned:
-    """Each (cluster, experiment) composed and planned once (issue 25: a Hydra
+    """Each (cluster, experiment) composed and planned once (a Hydra
     compose is ~0.3 s of CPU, and the Delta ones serve both tests); a refusal
     is kept and raised again to every test that asks."""
     done: dict[tuple[str, str], tuple[RootConfig, list[RunSpec]] | ConfigError] = {}

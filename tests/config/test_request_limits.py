@@ -1,4 +1,4 @@
-"""Hostile values of the request limits (issue 24): the memory a node lets a job ask and the
+"""Hostile values of the request limits: the memory a node lets a job ask and the
 preflight's walltime are refused at compose/plan time with one line and exit 2, before
 anything is rendered or submitted."""
 

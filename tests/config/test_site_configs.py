@@ -1,4 +1,4 @@
-"""Site configs and site paths (issue 10): a cluster file in
+"""Site configs and site paths: a cluster file in
 CAMPAIGN_CONFIG_PATH replaces the shipped one of the same name, and a Slurm
 campaign whose ledger or job folders would live on node-local /tmp or
 /dev/shm is refused in one line unless explicitly allowed."""

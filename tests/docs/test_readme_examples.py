@@ -1,4 +1,4 @@
-"""The README's example block is what a new user copies (issue 28): every
+"""The README's example block is what a new user copies: every
 `campaign` line in it parses with the CLI's own parser, every submit line
 composes, and every `compare` of two campaign names compares campaigns that
 earlier example lines make, with enough repeats for a verdict (the old

@@ -1,4 +1,4 @@
-"""The README's "Examples:" block runs as written (issue 28): every line, in
+"""The README's "Examples:" block runs as written: every line, in
 order, in one bash shell, against the local backend and the real test
 Slurm, with a fresh ledger ($CAMPAIGN_LEDGER, which the README documents) in
 a fresh folder. Each line must exit 0, except where the README itself says

@@ -98,7 +98,7 @@ def test_report_has_medians_exponents_and_job_table(smoke: tuple[Path, Path]) ->
 def test_failure_classes_on_the_local_backend(tmp_path: Path) -> None:
     ledger = tmp_path / "l.sqlite"
     proc = run_cli("--ledger", str(ledger), "submit", "experiment=failures", cwd=tmp_path, env=FAKE_ENV)
-    assert proc.returncode == 3, proc.stderr  # it waited for jobs and 4 of them failed (issue 12)
+    assert proc.returncode == 3, proc.stderr  # it waited for jobs and 4 of them failed
     assert "4 job(s) ended failed" in proc.stderr
     got = dict(_db(ledger, "SELECT r.variant, a.state FROM job_attempt a JOIN run r ON r.id = a.run_id"))
     assert got == {"ok": "COMPLETED", "exit3": "FAILED", "nooutput": "LOST_OUTPUT",

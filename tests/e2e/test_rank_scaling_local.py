@@ -5,8 +5,8 @@ ledger (with the job IDs they ran under), then `campaign report --json` and
 the Markdown report: strong and weak scaling per point with its job IDs, a
 serial fraction with an interval around it, communication against compute.
 
-(Submitting them through `campaign submit` needs the rank dimensions and the
-launcher of issue 29's other half; this test covers the programs, the result
+(Submitting them through `campaign submit` and srun is
+tests/slurm/test_multinode_real.py's part; this test covers the programs, the result
 columns, the analysis and the report on the real CLI.)"""
 
 from __future__ import annotations

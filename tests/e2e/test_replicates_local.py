@@ -1,4 +1,4 @@
-"""Replicates end to end on cluster=local (issue 30): the installed CLI, real
+"""Replicates end to end on cluster=local: the installed CLI, real
 processes, a real SQLite ledger. A campaign of 3 replicates per run, another
 of one, a slowed one; compare judges between replicates, or says it cannot;
 failed replicates rerun; raising replicates adds only the new ones;

@@ -1,4 +1,4 @@
-"""Batch sizing of short GPU calls (kernels/torch/batching.py, issue 30) and
+"""Batch sizing of short GPU calls (kernels/torch/batching.py) and
 the timing pieces around it, on the CPU (no GPU here: the GPU half of the
 rule is tests/kernels/test_torch_kernels.py::test_cuda_short_calls_batched,
 run on the H200).

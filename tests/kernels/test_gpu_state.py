@@ -1,5 +1,5 @@
-"""GPU clocks and throttle reasons per point (kernels/torch/gpu_state.py,
-issue 30), on the CPU: the nvidia-smi parsing, the reason bits, and the NVML
+"""GPU clocks and throttle reasons per point (kernels/torch/gpu_state.py),
+on the CPU: the nvidia-smi parsing, the reason bits, and the NVML
 path against a stand-in of pynvml's functions (no GPU here; on the H200 the
 real NVML is read by tests/kernels/test_torch_kernels.py::test_cuda_short_calls_batched)."""
 

@@ -1,4 +1,4 @@
-"""Issue 12: every kernel program appends each n's rows to FILE.tmp as soon as
+"""Every kernel program appends each n's rows to FILE.tmp as soon as
 they are measured; a kernel killed mid-sweep leaves the finished n there (and
 no FILE), a finished one renames FILE.tmp to FILE."""
 

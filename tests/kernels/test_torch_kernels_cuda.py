@@ -69,7 +69,7 @@ def test_cuda_cudnn_backend_runs(tmp_path: Path) -> None:
 
 @needs_cuda
 def test_cuda_short_calls_batched(tmp_path: Path) -> None:
-    """Issue 30: a call of a few us is timed in a back-to-back batch lasting
+    """A call of a few us is timed in a back-to-back batch lasting
     about the target (time_s per call, `calls` per repeat), a call of 100 us
     or more one per repeat, and --batch-target-us 0 keeps the single launch;
     every CUDA row carries the GPU's clocks and throttle reasons."""

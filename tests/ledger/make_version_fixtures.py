@@ -1,5 +1,5 @@
 """Write tests/fixtures/ledgers/*.sqlite: one small real ledger per schema version this project
-ever wrote, each made by THAT revision's own code (issue 24, item 4).
+ever wrote, each made by THAT revision's own code (an upgrade must be tested on what was really written).
 
 Versions 3..6 were never written: commit 8f3738b reserved 3..7 as no-op migrations and moved
 SCHEMA_VERSION from 2 straight to 7, so the branches of that round all wrote ledgers labelled 7,

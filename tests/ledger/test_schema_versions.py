@@ -1,4 +1,4 @@
-"""Every schema version this project ever wrote upgrades to head and reports (issue 24, item 4).
+"""Every schema version this project ever wrote upgrades to head and reports.
 
 tests/fixtures/ledgers/ holds one real ledger per version and per shape that was written, each
 made by that revision's own code (tests/ledger/make_version_fixtures.py says how). Each is

@@ -1,4 +1,4 @@
-"""experiment.replicates: each run planned R times as its own run (issue 30),
+"""experiment.replicates: each run planned R times as its own run,
 in a shuffled, interleaved order, with the keys of an unreplicated plan kept."""
 
 from __future__ import annotations

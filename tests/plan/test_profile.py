@@ -1,4 +1,4 @@
-"""experiment.profile (issue 15): what the plan asks the program for, what a
+"""experiment.profile: what the plan asks the program for, what a
 partition's profiler block adds to a Slurm job, and the one-line refusal at
 submit where the profiler cannot work."""
 

@@ -1,4 +1,4 @@
-"""What each run asks of a partition (campaign.planning.resources; issue 10): cores =
+"""What each run asks of a partition (campaign.planning.resources): cores =
 threads unless the whole node is needed or asked for, memory in proportion,
 one default partition per device, oversubscription only on purpose."""
 

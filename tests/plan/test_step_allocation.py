@@ -1,4 +1,4 @@
-"""What the build and preflight jobs ask (campaign.planning.resources.step_allocation, issue 24):
+"""What the build and preflight jobs ask (campaign.planning.resources.step_allocation):
 the cores of the most threads they run, within the node, the whole node only where the
 partition demands it, one GPU's share on GPU partitions; memory by the partition's rule,
 never above what a node lets a job ask."""

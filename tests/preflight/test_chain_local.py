@@ -1,5 +1,5 @@
 """The build/preflight chain without a scheduler, its key, its dry run, and
-the job side's checks (issue 19). The real-Slurm half is
+the job side's checks. The real-Slurm half is
 tests/slurm/test_preflight_chain.py."""
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def test_preflight_job_finds_an_8mb_stack(tmp_path: Path) -> None:
 
 
 def test_cli_exit_3_when_every_run_failed_preflight_and_status_forgets_it_after_a_success(tmp_path: Path) -> None:
-    """Issue 24, item 7: a local `submit` whose every run ends
+    """A local `submit` whose every run ends
     PREFLIGHT_FAILED exits 3 (README, exit codes), the failure's problem is
     printed once, not three times; after the runs succeed (here submitted
     again without the chain) `status` shows the current state only."""

@@ -1,5 +1,5 @@
-"""A preflight job asks minutes (cluster.preflight_walltime_min), not the runs' walltime
-(issue 24): when it runs past them, `status` says which knob to raise."""
+"""A preflight job asks minutes (cluster.preflight_walltime_min), not the runs' walltime:
+when it runs past them, `status` says which knob to raise."""
 
 from __future__ import annotations
 

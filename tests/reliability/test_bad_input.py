@@ -150,7 +150,7 @@ CASES: dict[str, Case] = {
     "warmup-negative": Case(("submit", "experiment.warmup=-1"), "warmup >= 0"),
     "no-sweeps": Case(("submit", "experiment.sweeps=[]"), "has no sweeps"),
     "dry-run-unknown-cluster": Case(("submit", "--dry-run", "cluster=mars"), "unknown cluster 'mars'"),
-    # ---- issue 11: values that would reach a script, a command or a path
+    # ---- values that would reach a script, a command or a path
     "campaign-name-traversal": Case(("submit", "campaign.name=../../../escaped"), "is not a valid name"),
     "campaign-name-absolute": Case(("submit", "campaign.name=/tmp/escaped"), "is not a valid name"),
     "campaign-name-newline": Case(("submit", "campaign.name='a\nb'"), "campaign.name"),

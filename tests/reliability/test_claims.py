@@ -1,4 +1,4 @@
-"""Crash recovery touches only what a gone process left (issue 11, items 3-4):
+"""Crash recovery touches only what a gone process left:
 a campaign claim or an unconfirmed attempt of a live process is waited for or
 left alone; once that process is gone (host + PID + start time), it is taken
 over. The holder here is a real process (`sleep`), killed for real."""

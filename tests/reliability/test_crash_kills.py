@@ -1,5 +1,5 @@
 """SIGKILL `submit`, `rerun`, `status` and `import` at random points, then run
-the same command again (issue 11, "Done when"): every run is executed once
+the same command again: every run is executed once
 per attempt, no attempt is left without a job ID or unfinished, no result row
 is doubled. Also: two identical submits and two identical reruns started
 together execute each job once. Local backend, fake kernel (fast), real CLI.

@@ -1,5 +1,5 @@
 """Hostile values in every config field that reaches a batch script, a command
-line or a path (issue 11): each is either refused at compose time with one
+line or a path: each is either refused at compose time with one
 line (ConfigError), or rendered so that the Slurm batch script passes
 `bash -n` and, run with a recording `srun` (and `module`) first on PATH,
 executes no injected command and hands srun its arguments literally.

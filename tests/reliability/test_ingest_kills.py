@@ -1,5 +1,5 @@
 """SIGKILL `campaign status` at random moments of an ingest that writes result
-files (issue 26, "Done when"): after every kill, every result a read can see is
+files: after every kill, every result a read can see is
 whole (each pointer's file present and matching its hash), every attempt marked
 done has its rows and no other attempt has any; the next `status` stores the
 rest, each row once; the files the kills left unreferenced are never read and

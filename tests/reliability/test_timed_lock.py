@@ -1,4 +1,4 @@
-"""Timed work never overlaps without a word (issue 11, item 7): two local
+"""Timed work never overlaps without a word: two local
 submits at once run one after the other (the second says it waits), and
 results measured while another timed job ran (parallel jobs the user asked
 for) are flagged in the ledger and in `results`."""

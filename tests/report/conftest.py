@@ -66,7 +66,7 @@ def report_page(name: str, demo: Path, fresh: dict[str, Path]) -> Path:
     kind = name.split("-", 1)[1]
     if name.startswith("fresh-"):
         return fresh[kind]
-    if kind in ("shapes", "counters"):  # model shapes; hardware counters (issue 15)
+    if kind in ("shapes", "counters"):  # model shapes; hardware counters
         return H200.parent / kind / "report" / "h200node.html"
     return H200 / kind / "report" / "h200node.html"
 

@@ -1,4 +1,4 @@
-"""The report's figures in headless Chromium (issue 28): each figure has ink
+"""The report's figures in headless Chromium: each figure has ink
 (no blank image), and no figure overlaps another figure or any text of the
 page (captions, paragraphs, tables), for the demo campaign and a 128-thread
 Delta-shaped import. Inside each figure, empty panels and overlapping labels

@@ -1,4 +1,4 @@
-"""The report's figures measured in headless Chromium (issue 28): every panel
+"""The report's figures measured in headless Chromium: every panel
 has data inside it, tick labels are plain (no '0.062×'), no two labels
 overlap as the browser lays out their text, and no data point sits on a
 vertical reference line (the old doubling plot drew the physical-cores line

@@ -1,4 +1,4 @@
-"""The demo's report leads with what is true (issue 28): on the real demo
+"""The demo's report leads with what is true: on the real demo
 campaign (smoke on the local backend, timed on this shared 2-core machine),
 the first finding is the largest effect among the findings free of flags,
 and a superlinear speedup (efficiency above 100%, e.g. '3.78× at 2 threads

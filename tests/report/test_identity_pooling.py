@@ -1,4 +1,4 @@
-"""A rebuilt program is never pooled with its old build (issue 24, item 1).
+"""A rebuilt program is never pooled with its old build.
 
 A real local campaign of the fake kernel, submitted three times through the
 CLI: build A at 1 and 2 threads, build B (the program file changed: its times

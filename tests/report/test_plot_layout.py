@@ -1,4 +1,4 @@
-"""The figures hold up (issue 28): no panel is empty when its table has data,
+"""The figures hold up: no panel is empty when its table has data,
 tick labels are plain (no '0.062×'), no two labels overlap. Checked on
 matplotlib's own objects (texts' window extents from the figure's renderer)
 as each figure is saved, for a campaign with a single thread doubling and a

@@ -1,4 +1,4 @@
-"""`rerun --time-factor/--mem-factor` apply whatever the failure (issue 24),
+"""`rerun --time-factor/--mem-factor` apply whatever the failure,
 never past the partition's limits, and the output says what changed
 (campaign/commands/rerun.py)."""
 
@@ -43,7 +43,7 @@ def test_walltime_grows_by_at_least_a_minute() -> None:
 @pytest.mark.parametrize("state", [JobState.OUT_OF_MEMORY, JobState.TIMEOUT, JobState.FAILED, JobState.CANCELLED,
                                    JobState.LOST_OUTPUT, JobState.PREFLIGHT_FAILED])
 def test_factors_apply_whatever_the_failure(state: JobState) -> None:
-    """Issue 24: `rerun --time-factor 3` on an OUT_OF_MEMORY job kept its 1-minute walltime.
+    """`rerun --time-factor 3` on an OUT_OF_MEMORY job once kept its 1-minute walltime.
     The factors the user asked for apply to every attempt rerun."""
     assert _scale(state, 1, 0.5, 3.0, 1.0) == (3, 0.5)
     assert _scale(state, 10, 4.0, 1.0, 1.5) == (10, 6.0)
@@ -65,7 +65,7 @@ def test_what_changed_is_said() -> None:
     assert said == f"walltime 1 -> 3 min; memory {0.1 * 1024:.0f} MiB -> {0.4 * 1024:.0f} MiB"
     _, _, said = _scaled(_attempt(JobState.TIMEOUT, 100, None), SPEC, PART, 2.0, 1.0)
     assert said == f"walltime 100 -> {PART.max_walltime_min} min (partition p's maximum)"
-    # nothing asked: the line still says what the new attempt gets (issue 28)
+    # nothing asked: the line still says what the new attempt gets
     assert _scaled(_attempt(JobState.FAILED, 10, None), SPEC, PART, 1.0, 1.0)[2] == \
         "unchanged: walltime 10 min, memory the site's share"
     assert _scaled(_attempt(JobState.FAILED, 10, 0.5), SPEC, PART, 1.0, 1.0)[2] == \
@@ -99,6 +99,6 @@ def test_factors_below_one_are_bad_input(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("walltime", "factor"), [(1, 2.5), (3, 1.5), (7, 1.1)])
 def test_time_factor_rounds_up_to_whole_minutes(walltime: int, factor: float) -> None:
-    """Issue 12: 2.5 x 1 min was 2 min (round half to even); a factor never gives less than asked."""
+    """2.5 x 1 min must not be 2 min (round half to even); a factor never gives less than asked."""
     scaled, _ = _scale(JobState.TIMEOUT, walltime, None, factor, 1.0)
     assert scaled >= walltime * factor and scaled - walltime * factor < 1

@@ -1,5 +1,5 @@
 """A profiled attempt's counters CSV into the ledger, and out again into the
-report's "Measured vs predicted" section and `report --json` (issue 15).
+report's "Measured vs predicted" section and `report --json`.
 
 The counters CSV is the real one a job of the H200 campaign left
 (tests/fixtures/ncu/); its timings are that campaign's committed results.

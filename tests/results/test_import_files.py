@@ -1,4 +1,4 @@
-"""Imported rows are result files (issue 26): `campaign import` writes each chunk's new rows with
+"""Imported rows are result files: `campaign import` writes each chunk's new rows with
 the job rows' writer and schema, beside the SQLite ledger (`<stem>.results/imports/`, or
 `<stem>.results/c<id>/` for `--campaign`), the pointers and natural keys in the ledger; the
 ledger has no row store; every read (results, report, the DuckDB view) takes the files; a

@@ -1,4 +1,4 @@
-"""Imports are idempotent (issue 11, item 5): the same file twice, the same
+"""Imports are idempotent: the same file twice, the same
 content under another name, or the same import again after a kill past the
 commit leaves the row count unchanged and says so; a file that adds rows to
 ones already imported stores only the new ones."""
@@ -45,7 +45,7 @@ def test_importing_a_file_twice_leaves_the_row_count_unchanged(tmp_path: Path) -
 
 
 def test_ledger_paths_are_never_read_as_urls(tmp_path: Path) -> None:
-    """`--ledger 'led?mode=ro.sqlite'` and `a%41b.sqlite` are file names (issue 11, item 8)."""
+    """`--ledger 'led?mode=ro.sqlite'` and `a%41b.sqlite` are file names, never URIs."""
     for name in ("led?mode=ro.sqlite", "a%41b.sqlite", "a#b&c=d.sqlite"):
         folder = tmp_path / f"f{len(list(tmp_path.iterdir()))}"
         folder.mkdir()

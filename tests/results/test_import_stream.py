@@ -1,4 +1,4 @@
-"""`campaign import` reads in chunks (issue 24, item 9): the same rows, bytes and messages as the
+"""`campaign import` reads in chunks (memory must not grow with the file): the same rows, bytes and messages as the
 whole-file reader, a bad row in any chunk (the last included) leaves the ledger as it was, and a
 row repeated across chunks is refused like one repeated inside a chunk. Real SQLite ledgers; the
 chunk size is made small so that a small file spans many chunks."""

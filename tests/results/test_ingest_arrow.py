@@ -1,4 +1,4 @@
-"""Ingest kept in Arrow (issue 26, s26i): a sync's CSVs are checked and
+"""Ingest kept in Arrow: a sync's CSVs are checked and
 judged as whole pooled columns and their rows reach the Parquet writer as
 Arrow; the files the pooled judgement cannot settle are judged alone, with
 the same verdicts and reasons. Extra columns of text are stored as a MAP

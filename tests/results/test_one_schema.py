@@ -1,4 +1,4 @@
-"""Issue 26 item 5: one definition of the result columns (resultschema.columns
+"""One definition of the result columns (resultschema.columns
 RESULT_SCHEMA). The Arrow schema, the kernel CSV contract, the import
 columns, `campaign results`' columns and the docs' tables are derived from
 it, and no module of campaign/ or analysis/ writes a second list of result

@@ -1,5 +1,5 @@
-"""`status` sweeps orphaned result files in every campaign folder (issue 26,
-item 2), those a release before the writers' markers left too: a file no
+"""`status` sweeps orphaned result files in every campaign folder,
+those a release before the writers' markers left too: a file no
 pointer names, older than files.SWEEP_AGE_S (a younger one may be a writer's
 between rename and commit), whose attempts this ledger stored in another
 file. Only `status`, after its sync: never on bad input, never from a

@@ -1,5 +1,5 @@
-"""A job's rows must be its run's own (issue 24, item 5) and a broken check
-is CHECK_FAILED with its rows kept (item 9), through the real CLI on the
+"""A job's rows must be its run's own and a broken check
+is CHECK_FAILED with its rows kept, through the real CLI on the
 local backend: submit, the jobs run, `status` ingests."""
 
 from __future__ import annotations

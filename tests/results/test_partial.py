@@ -40,7 +40,7 @@ def test_a_final_file_is_read_whole(tmp_path: Path) -> None:
 
 
 def test_a_stopped_jobs_rows_of_another_thread_count_or_a_failed_check_are_not_kept(tmp_path: Path) -> None:
-    """Issue 24 (items 5, 9): a TIMEOUT/CANCELLED/OOM job's finished n count
+    """A TIMEOUT/CANCELLED/OOM job's finished n count
     in the medians, so rows that are not its run's own, or whose check
     failed, are none of them: every n stays missing and the reason says why."""
     out = tmp_path / "results.csv"

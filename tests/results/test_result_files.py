@@ -1,5 +1,5 @@
 """Result rows as one immutable Parquet file per finished attempt, the ledger
-holding its pointer (issue 26: campaign.ledger.files): written before the
+holding its pointer (campaign.ledger.files): written before the
 transaction that marks the attempt done and visible only once it commits; a
 changed file is refused by name; an unreferenced one is never read and is
 swept by `status` once old enough."""

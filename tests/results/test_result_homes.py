@@ -1,4 +1,4 @@
-"""Where result files live (issue 26, docs/results.md "Where the files are"): a
+"""Where result files live (docs/results.md "Where the files are"): a
 pointer is relative to its campaign's folder, so a copied or renamed ledger
 reads the same numbers; a ledger whose campaign folders are not on this
 machine keeps its files beside it, in `<ledger stem>.results/c<id>/`; a file

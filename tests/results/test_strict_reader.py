@@ -1,4 +1,4 @@
-"""The one strict reader on job output (issue 11, item 6): every bad file is
+"""The one strict reader on job output: every bad file is
 LOST_OUTPUT (or CHECK_FAILED) with its reason, never an exception, and a bad
 file in one job does not stop the others from syncing."""
 
@@ -28,7 +28,7 @@ GOOD = HEADER + _row(64) + _row(128)
 BAD: dict[str, tuple[str | bytes, JobState, str]] = {
     "threads-10^20": (HEADER + _row(64, threads="1" + "0" * 20) + _row(128), JobState.LOST_OUTPUT, "64-bit"),
     "last-row-cut-mid-number": (GOOD[:-3], JobState.LOST_OUTPUT, "cut off"),
-    # rel_err is judged, not refused (issue 24, item 9): a bad check is CHECK_FAILED with its rows kept
+    # rel_err is judged, not refused: a bad check is CHECK_FAILED with its rows kept
     "rel-err-negative": (HEADER + _row(64, rel_err="-0.5") + _row(128), JobState.CHECK_FAILED, "negative"),
     "rel-err-inf": (HEADER + _row(64, rel_err="inf") + _row(128), JobState.CHECK_FAILED, "rel_err inf >"),
     "rel-err-minus-inf": (HEADER + _row(64, rel_err="-inf") + _row(128), JobState.CHECK_FAILED, "negative"),
@@ -37,7 +37,7 @@ BAD: dict[str, tuple[str | bytes, JobState, str]] = {
     "rel-err-too-big": (HEADER + _row(64, rel_err="0.5") + _row(128), JobState.CHECK_FAILED, "rel_err"),
     "another-dtype": (HEADER + _row(64, dtype="fp16") + _row(128, dtype="fp16"), JobState.LOST_OUTPUT, "dtype"),
     "another-kernel": (HEADER + _row(64, kernel="gemm") + _row(128, kernel="gemm"), JobState.LOST_OUTPUT, "kernel"),
-    # every planned coordinate the rows carry (issue 24, item 5)
+    # every planned coordinate the rows carry must be the run's own
     "threads-1-and-2": (GOOD + _row(64, threads="2") + _row(128, threads="2"), JobState.LOST_OUTPUT,
                         "threads 2, the run's is 1"),
     "another-d": (HEADER + _row(64, d="128") + _row(128), JobState.LOST_OUTPUT, "d 128, the run's is 64"),

@@ -1,6 +1,6 @@
 """The superseded-identity lookup (campaign.results.latest.find) groups the
 runs in the database: one row per configuration and identity text reaches
-Python, not one per run (issue 26: 200,000 runs cost ~1.5 s row by row), and
+Python, not one per run (200,000 runs cost ~1.5 s row by row), and
 the runs it names are still exactly the older builds' (identity texts that
 differ only in OMP_NUM_THREADS are one build; interleaved run ids; several
 configurations). Real SQLite ledger."""

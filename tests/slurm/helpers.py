@@ -75,7 +75,7 @@ def _until_jobs_end(job_ids: list[str], ended: dict[str, str] | None, deadline: 
     """The jobs that ended, with their states as accounting has them, once that
     differs from `ended` (or the deadline passed): a test that checks the CLI
     whenever a job ends starts it a few times per campaign, not once a second
-    (issue 25: a fresh CLI is ~1 s of CPU, an sacct call a few milliseconds).
+    (a fresh CLI is ~1 s of CPU, an sacct call a few milliseconds).
     Jobs that only start are no news: nothing a status shows depends on them."""
     from campaign.backends import slurm_query as sq
     from campaign.plumbing.errors import SchedulerError

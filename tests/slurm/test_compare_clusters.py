@@ -1,4 +1,4 @@
-"""Issue 28: `compare` of the same sweep on two clusters (here the local
+"""`compare` of the same sweep on two clusters (here the local
 backend and the test Slurm) matched 0 points and listed the same labels under
 "only in BASE" and "only in NEW", without a word about `--by cluster`; its
 provenance diff listed every differing config key. Now it names `--by

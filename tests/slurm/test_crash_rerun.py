@@ -1,4 +1,4 @@
-"""A few kills on the real Slurm (issue 11, items 3-4): SIGKILL `rerun` at
+"""A few kills on the real Slurm: SIGKILL `rerun` at
 random points, run it again; every failed run got exactly one new attempt,
 each attempt has its job ID and ran once. Then two identical reruns at once:
 still one new attempt per run."""

@@ -35,7 +35,7 @@ CASES = {
                         "experiment.sweeps.0.dtypes=[bf16]"],
     "delta_gpuH200x8": ["cluster=delta", "cluster.account=bbka-delta-gpu", "experiment=decode_scaling",
                         "experiment.sweeps.0.partitions=[gpuH200x8]", "experiment.sweeps.0.dtypes=[fp32,bf16]"],
-    # issue 29: multi-node MPI shapes and one rank per GPU, launched through srun (--mpi=pmix)
+    # multi-node MPI shapes and one rank per GPU, launched through srun (--mpi=pmix)
     "delta_cpu_nodes": ["cluster=delta", "cluster.partitions.cpu.account=bbka-delta-cpu", "experiment=decode_scaling",
                         "experiment.sweeps.0.impls=[fortran]", "experiment.sweeps.0.threads=[16]",
                         "experiment.sweeps.0.nodes=[2,4]", "experiment.sweeps.0.ranks_per_node=[8]"],
@@ -50,7 +50,7 @@ CASES = {
                               "experiment.sweeps.0.partitions=[wholenode]", "experiment.sweeps.0.impls=[c]",
                               "experiment.sweeps.0.threads=[16]", "experiment.sweeps.0.nodes=[4]",
                               "experiment.sweeps.0.ranks_per_node=[8]"],
-    # issue 37: the shipped MPI experiment on each site's own multi-node CPU partition (no partition named),
+    # the shipped MPI experiment on each site's own multi-node CPU partition (no partition named),
     # its program built there with the site's MPI module, launched by a bare srun as the sites' scripts do
     "delta_mpi_scaling": ["cluster=delta", "cluster.partitions.cpu.account=bbka-delta-cpu", "experiment=mpi_scaling"],
     "anvil_mpi_scaling": ["cluster=anvil", "cluster.account=abc123", "experiment=mpi_scaling"],
@@ -69,7 +69,7 @@ DryRun = Callable[[str], tuple[RootConfig, SubmitReport, Path]]
 
 @pytest.fixture(scope="module")
 def dry_runs(tmp_path_factory: pytest.TempPathFactory) -> DryRun:
-    """Each case's config and dry run, made once (issue 25: three tests read
+    """Each case's config and dry run, made once (three tests read
     them; a compose and a dry run are ~0.5 s of CPU each), with the ledger
     path the dry run was given (it must stay unwritten)."""
     done: dict[str, tuple[RootConfig, SubmitReport, Path]] = {}
@@ -126,7 +126,7 @@ def test_golden_requests_are_minimal(name: str, dry_runs: DryRun) -> None:
         threads = {int(t) for t in re.findall(r"--threads (\d+)", script)}
         assert len(threads) == 1
         cpus = int(req["cpus-per-task"])
-        per_node = int(req["ntasks-per-node"])  # ranks per node (issue 29): --mem is per node
+        per_node = int(req["ntasks-per-node"])  # ranks per node: --mem is per node
         if part.gpus:
             gpus = int(req.get("gpus-per-node") or per_node * int(req["gpus-per-task"]))
             assert gpus == (per_node if per_node > 1 else 1) and cpus == part.cpus_per_gpu

@@ -1,4 +1,4 @@
-"""Multi-node, multi-rank runs on the real test Slurm (issue 29): partition
+"""Multi-node, multi-rank runs on the real test Slurm: partition
 `multi` of .ci/slurm-up.sh (nodes n1..n4 on this machine), an MPI program
 of the kernel contract (tests/fixtures/mpi/mpi_kernel.c, built here with
 mpicc by tests/conftest.py's mpi_programs) launched through `srun --mpi=pmix` by campaign.job.rank."""

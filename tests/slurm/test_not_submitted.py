@@ -1,4 +1,4 @@
-"""A submission the scheduler refuses (issue 24, item 7): its runs are
+"""A submission the scheduler refuses: its runs are
 NOT_SUBMITTED with sbatch's error and how to send them again, never PENDING
 without a job ID for ever; sending them again works and runs no job twice.
 Against the real test Slurm, through the CLI a user runs."""

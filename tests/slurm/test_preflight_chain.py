@@ -1,4 +1,4 @@
-"""The build/preflight chain on the real test Slurm (issue 19).
+"""The build/preflight chain on the real test Slurm.
 
 A campaign whose module list names a module that does not exist, or whose
 program crashes at the smallest n, ends with its array cancelled by Slurm
@@ -108,7 +108,7 @@ def test_missing_module_fails_the_build_and_slurm_cancels_the_array(module_story
 
 
 def test_the_fixed_campaign_runs_through_and_show_names_compiler_and_flags(module_story: ModuleStory) -> None:
-    # Modules are part of a run's identity (issue 12): the fixed submit makes new
+    # Modules are part of a run's identity: the fixed submit makes new
     # runs, which run through; the two runs gated under the broken module list
     # stay PREFLIGHT_FAILED (they never ran; `rerun` would retry them as they were).
     assert module_story.fixed_counts == {"COMPLETED": 2, "PREFLIGHT_FAILED": 2}
@@ -179,7 +179,7 @@ def test_crash_at_the_smallest_n_cancels_the_array_and_rerun_after_the_fix_runs_
     assert len(again.submitted) == 2
     assert _sync_until(led, name, _all_finished).counts == {"COMPLETED": 2}
     assert [s for (s,) in _db(led, "SELECT state FROM preflight_step ORDER BY id")] == ["FAILED", "COMPLETED"]
-    # the array waited on its preflight (Reason=Dependency): no reason of a pending state outlives it (issue 24)
+    # the array waited on its preflight (Reason=Dependency): no reason of a pending state outlives it
     assert _db(led, "SELECT state, reason FROM job_attempt WHERE state = 'COMPLETED' AND reason IS NOT NULL") == []
     done = _db(led, "SELECT job_id FROM job_attempt WHERE state = 'COMPLETED'")[0][0]
     shown = run_cli("--ledger", str(led.path), "show", done)
@@ -188,7 +188,7 @@ def test_crash_at_the_smallest_n_cancels_the_array_and_rerun_after_the_fix_runs_
 
 def test_cancel_campaign_cancels_its_build_and_preflight_jobs(
         tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]) -> None:
-    """Issue 24: `cancel CAMPAIGN` left the preflight job to run to COMPLETED (charged on a
+    """`cancel CAMPAIGN` once left the preflight job to run to COMPLETED (charged on a
     site). Held jobs (a fresh build folder: a build job too) cancelled through the CLI: Slurm's
     accounting shows the build and the preflight CANCELLED, the ledger too, and a later
     `status` keeps the runs CANCELLED (stopped on purpose), not PREFLIGHT_FAILED."""

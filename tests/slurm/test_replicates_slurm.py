@@ -1,4 +1,4 @@
-"""Replicates on the real test Slurm (issue 30): R = 3 replicates of 2 runs go
+"""Replicates on the real test Slurm: R = 3 replicates of 2 runs go
 out as ONE array whose tasks follow the interleaved order (replicate r of
 every run before replicate r + 1, never two of one run back to back), each
 task its own run and job; sync stores every replicate's rows and compare

@@ -1,4 +1,4 @@
-"""Requests a site accepts, on the real test Slurm (issue 24).
+"""Requests a site accepts, on the real test Slurm.
 
 The test node declares RealMemory=512000 MB (.ci/slurm-up.sh). A partition
 whose nominal memory is above that (as a site's hardware table can be:

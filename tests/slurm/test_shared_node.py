@@ -1,5 +1,5 @@
 """Attempts timed on a Slurm node that more busy CPUs shared than it has are
-flagged (issue 24, item 6), against the real test Slurm: two 96-thread runs
+flagged, against the real test Slurm: two 96-thread runs
 on one CPU each, at once, on its 128-CPU node; every view says so."""
 
 from __future__ import annotations

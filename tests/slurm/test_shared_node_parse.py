@@ -1,4 +1,4 @@
-"""The shared-node check on another site's sacct text (issue 24, item 6):
+"""The shared-node check on another site's sacct text:
 `sacct -a -X -P -n -N ... -o JobID,NodeList,AllocCPUS,Start,End` with
 hostlists, array tasks, heterogeneous components, a job that never started
 and one still running; the busy CPUs of a node at each instant of a timing."""

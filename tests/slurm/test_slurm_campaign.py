@@ -147,7 +147,7 @@ def test_smoke_on_localslurm_via_cli_completes_and_status_shows_job_ids(
     assert proc.returncode == 0, proc.stderr
     led = Ledger(ledger_path)
     cancel_at_end(led, name)
-    # no partition named: the cluster's default CPU partition only, never all of them (issue 10)
+    # no partition named: the cluster's default CPU partition only, never all of them
     assert "5 runs planned, 0 already in the ledger, 5 submitted" in proc.stdout, proc.stdout
     env = {"COLUMNS": "250"}  # rich would squeeze the table in a pipe
     deadline = time.monotonic() + DONE_DEADLINE_S
@@ -228,7 +228,7 @@ def test_failure_classes_and_rerun_lineage(failures: Failures) -> None:
     oom = _one(first, "oom", "cpu")
     assert oom["state"] == ("OUT_OF_MEMORY" if failures.cgroup else "COMPLETED")
 
-    # --failed leaves CANCELLED alone (stopped on purpose); it is rerun only when asked (issue 12)
+    # --failed leaves CANCELLED alone (stopped on purpose); it is rerun only when asked
     rep = api.rerun(led, name, failed=True, states=["CANCELLED"], time_factor=2, mem_factor=4)
     limits = {k: p.max_walltime_min for k, p in load_config(["cluster=localslurm"]).cluster.partitions.items()}
     failed_first = [r for r in first if r["state"] != "COMPLETED"]
@@ -238,7 +238,7 @@ def test_failure_classes_and_rerun_lineage(failures: Failures) -> None:
         new = _one(rows, old["variant"], old["partition"], attempt=2)
         assert new["previous_id"] == old["id"]
         assert new["job_id"] and new["job_id"] != old["job_id"]
-        # the factors apply whatever the failure (issue 24: an OUT_OF_MEMORY job kept its 1-minute
+        # the factors apply whatever the failure (an OUT_OF_MEMORY job once kept its 1-minute
         # walltime), capped at the partition maximum: `short` allows 1 minute
         assert new["walltime_min"] == min(2 * old["walltime_min"], limits[old["partition"]])
         assert new["mem_gb"] == pytest.approx(4 * old["mem_gb"])

@@ -66,13 +66,13 @@ def test_fields_of_one_record() -> None:
     assert held.job_id == "9_4"
     assert held.node is None and held.start is None
     assert held.end == datetime(2026, 11, 30, 8, 15, 11)
-    assert held.reason is None  # cancelled while held: a pending reason does not outlive PENDING (issue 24)
+    assert held.reason is None  # cancelled while held: a pending reason does not outlive PENDING
     timeout = got["3"]
     assert timeout.end == datetime(2026, 11, 30, 8, 16, 20)
 
 
 def test_heterogeneous_job_components_are_matched_to_their_leader() -> None:
-    """Issue 24 (item 9): sacct of a site prints a hetjob as LEADER+K lines
+    """sacct of a site prints a hetjob as LEADER+K lines
     (steps LEADER+K.batch), never under the id sbatch answered. The leader
     gets one record: a failed component's state (its OOM step wins), while
     any component runs the running state, every node, first start, last end."""
@@ -99,7 +99,7 @@ def test_heterogeneous_job_of_the_test_cluster() -> None:
 
 
 def test_a_pending_reason_does_not_outlive_pending() -> None:
-    """Issue 24 (item 7): sacct keeps printing the last pending reason after
+    """sacct keeps printing the last pending reason after
     the job ran; `show` printed `OUT_OF_MEMORY (Dependency; ...)`."""
     text = ("20|OUT_OF_MEMORY|0:125|localhost|2026-11-30T08:15:01|2026-11-30T08:15:09|Dependency\n"
             "21|RUNNING|0:0|localhost|2026-11-30T08:15:01|Unknown|Dependency\n"
@@ -211,7 +211,7 @@ def test_parse_squeue() -> None:
     assert by_name["7"][2].state is JobState.OUT_OF_MEMORY
     assert by_name["3"][2].state is JobState.TIMEOUT
     assert by_name["9_7"][2].node is None
-    assert by_name["9_7"][2].reason is None  # CANCELLED: its pending reason is not passed on (issue 24)
+    assert by_name["9_7"][2].reason is None  # CANCELLED: its pending reason is not passed on
 
 
 def test_error_classification() -> None:

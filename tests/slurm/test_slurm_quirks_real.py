@@ -1,7 +1,7 @@
-"""Two sacct quirks on the real test Slurm (issue 24). A heterogeneous job (item 9): sacct lists
+"""Two sacct quirks on the real test Slurm. A heterogeneous job: sacct lists
 it only as LEADER+0, LEADER+1, ...; query_states answers for the id sbatch
 printed, while held and after it was cancelled. A job that waited on another
-(item 7) runs with sacct's Reason still `Dependency`."""
+runs with sacct's Reason still `Dependency`."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_a_held_then_cancelled_hetjob_is_answered_under_its_leader(slurm_cluster
 
 
 def test_a_pending_reason_does_not_outlive_pending_on_the_real_cluster(slurm_cluster: SlurmCluster) -> None:
-    """Issue 24 (item 7): a job that waited on another runs with sacct's
+    """A job that waited on another runs with sacct's
     Reason still `Dependency` (Slurm 22.05); `status` must not carry it past
     PENDING (`show` printed `RUNNING (Dependency)`)."""
     env = slurm_cluster.full_env()

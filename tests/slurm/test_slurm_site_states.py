@@ -1,4 +1,4 @@
-"""Slurm spellings and answers seen on production sites (issue 10), parsed
+"""Slurm spellings and answers seen on production sites, parsed
 without a cluster: held states, squeue's exit:signal since 23.02, pending
 array ranges cut by SLURM_BITSTR_LEN, and sbatch's "on cluster X"."""
 

@@ -1,4 +1,4 @@
-"""Issue 12 on the real test Slurm: cancel returns once the kernel and the
+"""On the real test Slurm, cancel returns once the kernel and the
 child it started are gone; a TIMEOUT keeps the rows of the n it finished and a
 rerun runs only the missing n."""
 

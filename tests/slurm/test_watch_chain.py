@@ -1,4 +1,4 @@
-"""Issue 28 on the real test Slurm: `submit --wait` while the build/preflight
+"""On the real test Slurm, `submit --wait` while the build/preflight
 chain holds the runs shows the step they wait on, its state and Slurm's
 reason (not only "PENDING 2"); when the chain fails, the cause (the failing
 `module load` line) is printed, once, as `status` prints it.

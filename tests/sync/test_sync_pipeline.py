@@ -1,6 +1,6 @@
 """A sync writes ingest batch k (its Parquet file made durable, its transaction committed) on one
-worker thread while batch k+1 is read and checked on the calling one (campaign.plumbing.pipeline,
-issue 26: the two overlap on two cores). What the serial loop promised still holds: the batches
+worker thread while batch k+1 is read and checked on the calling one (campaign.plumbing.pipeline:
+the two overlap on two cores). What the serial loop promised still holds: the batches
 commit one at a time in their order, a writer's error reaches the user as the serial sync's one
 line and exit code with nothing of its batch stored, and a kill while the worker writes leaves
 nothing half-written visible and nothing lost. Real ledgers, real result files, the real CLI."""

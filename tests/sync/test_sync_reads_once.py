@@ -1,4 +1,4 @@
-"""A sync's per-job costs (issue 26, ingest round 2): each finished job's
+"""A sync's per-job costs: each finished job's
 files are opened once per sync, and the run specs are judged from the few
 fields the database extracts, with the same Expected as the whole spec gives."""
 

@@ -1,4 +1,4 @@
-"""Issue 12 on the local backend: cancel stops the whole process tree of a
+"""On the local backend, cancel stops the whole process tree of a
 running kernel and only then says CANCELLED; the n it finished are kept and a
 rerun runs only the missing ones; a waiting command exits 3 after a failure."""
 
@@ -49,18 +49,18 @@ def test_cancel_stops_the_tree_keeps_finished_n_and_rerun_runs_the_rest(tmp_path
     # --failed leaves CANCELLED alone; rerun without a campaign needs --all
     none = run_cli("--ledger", str(ledger), "rerun", NAME, "--failed", cwd=tmp_path, env=FAKE_ENV)
     assert none.returncode == 0 and "0 run(s) resubmitted" in none.stdout, none.stderr
-    # ... and says so, with the flag that takes them (issue 28)
+    # ... and says so, with the flag that takes them
     assert "not rerun: 1 CANCELLED (to rerun them too: --state CANCELLED)" in none.stdout, none.stdout
     bare = run_cli("--ledger", str(ledger), "rerun", "--state", "CANCELLED", cwd=tmp_path, env=FAKE_ENV)
     assert bare.returncode == 2 and "--all" in bare.stderr
     again = run_cli("--ledger", str(ledger), "rerun", NAME, "--state", "CANCELLED", cwd=tmp_path, env=FAKE_ENV)
     assert again.returncode == 0, again.stderr
-    # each rerun line says what the new attempt gets: the same limits, only the missing n (issue 28)
+    # each rerun line says what the new attempt gets: the same limits, only the missing n
     (line,) = [x for x in again.stdout.splitlines() if x.startswith("rerun: ")]
     assert "unchanged: walltime" in line and f"only the missing n {', '.join(map(str, eval(missing)))}" in line, \
         line  # noqa: S307
     assert "not rerun" not in again.stdout
-    # the live view counts the n this attempt was asked to run, not the run's (issue 28)
+    # the live view counts the n this attempt was asked to run, not the run's
     (view,) = snapshot(Ledger(ledger), [NAME])
     assert view.n_total == len(eval(missing)) < len(ALL_N)  # noqa: S307
     rows = db(ledger, "SELECT attempt, state, n FROM job_attempt ORDER BY attempt")

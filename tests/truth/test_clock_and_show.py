@@ -1,4 +1,4 @@
-"""Issue 12: one clock (UTC in the ledger, local time with offset on display,
+"""One clock (UTC in the ledger, local time with offset on display,
 old local started/ended migrated) and a `show` that tells the whole truth."""
 
 from __future__ import annotations

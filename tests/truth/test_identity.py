@@ -1,4 +1,4 @@
-"""Issue 12: a run's identity includes the rendered environment and the
+"""A run's identity includes the rendered environment and the
 program's content; changing either submits new runs, and submit says why."""
 
 from __future__ import annotations

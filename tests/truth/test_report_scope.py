@@ -1,4 +1,4 @@
-"""Issue 12: `report` covers one campaign by default (the latest, named in the
+"""`report` covers one campaign by default (the latest, named in the
 header), `--campaign` takes several, `--all` pools on purpose and says so."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def test_report_scopes_to_the_latest_campaign_and_names_it(tmp_path: Path) -> No
     assert "Covers: campaign second (the latest; 1 other campaign(s)" in latest and f"Ledger: {ledger}" in latest
     assert jobs["second"] in latest and jobs["first"] not in latest
     assert "Provenance: commit" in latest
-    # The dates once, in one format (issue 28): the report's own UTC "jobs ran" line, no scope "Dates:".
+    # The dates once, in one format: the report's own UTC "jobs ran" line, no scope "Dates:".
     assert "Dates: " not in latest and latest.count("**jobs ran:**") == 1 and " UTC … " in latest
     both = report("--campaign", "first", "--campaign", "second")
     assert "Covers: campaign(s) first, second" in both and jobs["first"] in both and jobs["second"] in both
