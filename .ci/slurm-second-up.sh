@@ -1,7 +1,7 @@
 #!/bin/bash
 # slurm-second-up.sh -- start a SECOND Slurm cluster next to the test cluster of
 # .ci/slurm-up.sh, registered in the same slurmdbd, for the multi-cluster tests
-# (`sbatch -M`, `sacct -M`, `squeue -M`, `scancel -M`; issue 10).
+# (`sbatch -M`, `sacct -M`, `squeue -M`, `scancel -M`).
 #
 # Why a second cluster: a site like Delta or a federation answers
 # "Submitted batch job N on cluster X", and a job ID is only meaningful with

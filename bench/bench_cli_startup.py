@@ -1,4 +1,4 @@
-"""Time the commands that do not sync, as a user's shell runs them (issue 28:
+"""Time the commands that do not sync, as a user's shell runs them (goal:
 each within 0.3 s on the 2-core dev machine): `--help`, `--version`, a
 misspelt command, `submit experiment=smok`, `jobs --no-sync`, `show JOB --no-sync`.
 

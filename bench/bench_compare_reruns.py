@@ -19,7 +19,7 @@ stationary noise; the rate between runs adds the drift of the machine.
 
     python bench/bench_compare_reruns.py [--runs 4] [--threshold 0.05] [--out DIR]
 
-With `--replicates R` (issue 30) it measures the replicated method instead:
+With `--replicates R` it measures the replicated method instead:
 each campaign submitted with experiment.replicates=R (R independent jobs per
 run, interleaved), BASE and an identical NEW of compare_noise and of the fake
 kernel's `spin` variant (real timings of fixed work), and a third `spin`
@@ -155,7 +155,7 @@ def slowed(ledger: Path, a: str, b: str, threshold: float) -> dict[str, Any]:
 
 
 def replicated(args: argparse.Namespace) -> None:
-    """Issue 30's measurement: R replicates per side (see the module doc)."""
+    """The replicated method's measurement: R replicates per side (see the module doc)."""
     fake = REPO / "tests" / "fixtures"
     os.environ["CAMPAIGN_CONFIG_PATH"] = str(fake / "fake_conf")
     os.environ["CAMPAIGN_FAKE_KERNEL"] = str(fake / "fake_kernel.py")
@@ -233,11 +233,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=4)
     ap.add_argument("--threshold", type=float, default=0.05)
-    ap.add_argument("--replicates", type=int, default=0, help="issue 30: R replicates per side (see the doc)")
+    ap.add_argument("--replicates", type=int, default=0, help="R replicates per side (see the doc)")
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                     help="the spin kernel's clock: wall, or its thread's CPU time (a node held alone, emulated)")
     ap.add_argument("--interleave", action="store_true",
-                    help="issue 30: base and slowed spin builds in one campaign, interleaved (with --replicates)")
+                    help="base and slowed spin builds in one campaign, interleaved (with --replicates)")
     ap.add_argument("--repeats", type=int, default=0, help="--interleave: repeats per job (default: the experiment's 5)")
     ap.add_argument("--tags", type=int, default=6, help="--interleave: distinct runs per build (1-12)")
     ap.add_argument("--reanalyse", type=Path, help="an interleaved NAME.json: recompute it from NAME-ledger.sqlite")

@@ -1,4 +1,4 @@
-"""Short GPU kernels: batch timing vs one launch per repeat, two fresh runs each (issue 30).
+"""Short GPU kernels: batch timing vs one launch per repeat, two fresh runs each.
 
     python3 bench/bench_gpu_batch.py --out DIR            # on a CUDA machine (the lent H200)
     python3 bench/bench_gpu_batch.py --out DIR --smoke    # CPU, tiny: checks the script only
@@ -12,7 +12,7 @@ anew) that runs the kernel program's main() for every (variant, dtype), so
 what one run does the other repeats from scratch, like two campaigns.
 Modes: `batch` (the default: calls under 100 us timed in back-to-back
 batches of ~500 us, --batch-target-us 500) and `single` (--batch-target-us 0:
-one event pair around one call, the timing before issue 30). Order
+one event pair around one call, the timing without batches). Order
 batch, single, batch, single: drift of the machine in time hits both modes.
 
 Each mode's run 1 is compared with its run 2 by analysis.compare (the rule

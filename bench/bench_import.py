@@ -1,4 +1,4 @@
-"""Time and peak memory of `campaign import` of a large CSV (issue 24, item 9: imports stream).
+"""Time and peak memory of `campaign import` of a large CSV (imports stream: memory must not grow with it).
 
 Writes a deterministic CSV of ROWS rows (one configuration per 1,000 rows, 10 repeats per n),
 then runs the installed CLI on a fresh ledger, each case in its own process, and prints its wall

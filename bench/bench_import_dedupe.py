@@ -1,4 +1,4 @@
-"""Dedupe of imported rows' natural keys (issue 26): a keys-only SQLite table vs a DuckDB anti-join
+"""Dedupe of imported rows' natural keys: a keys-only SQLite table vs a DuckDB anti-join
 over the imported files' key column. P keys already imported (files of 50k), then a 1M-row import
 (20 chunks of 50k, half of its keys already present). Not a test: run by hand, results in
 BENCHMARKS.md 13i.

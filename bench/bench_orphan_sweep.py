@@ -1,5 +1,5 @@
 """What `status`'s look through every campaign folder for orphaned result
-files costs (issue 26, item 2: campaign.results.sweep.sweep_orphans with
+files costs (campaign.results.sweep.sweep_orphans with
 everywhere=True), beside the marker-only sweep every other sync makes, on a
 big results folder: FILES result files with POINTERS pointers, in one
 campaign's folder or spread over 100 campaigns'. The files are empty (a

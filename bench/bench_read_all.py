@@ -1,4 +1,4 @@
-"""Metrics and the HTML report over every row of a big ledger (issue 18),
+"""Metrics and the HTML report over every row of a big ledger,
 this tree beside an older revision's, alternating, each run in a fresh
 process. Run:
     .venv/bin/python bench/bench_read_all.py [--rows 10000000] [--attempts 200000]

@@ -7,7 +7,7 @@ Prints the median wall time over the runs of each phase — medians over repeats
 (everything, as `campaign report` calls it), as wall and CPU seconds (on a
 shared login node the CPU time is what the work costs). The figures are drawn from the
 summary and capped at 12 panels, so the render phase should not grow with the
-row count. Goal (issue 18): HTML over 10 million rows in <= 60 s.
+row count. Goal: HTML over 10 million rows in <= 60 s.
 
 With --ledger PATH (e.g. one from bench/scale_ledger.py) it times the ledger
 path instead, as `campaign report --all` runs it: results_frame (the read),

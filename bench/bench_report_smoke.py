@@ -10,7 +10,7 @@ untimed (an upgrade, the first imports' byte-code), then the trees take turns
 run by run, so a load that comes and goes hits them alike; the table prints
 their medians side by side, wall and CPU seconds (user + system of the
 command: on a shared 2-core machine the CPU time is what the work costs).
-Targets (issue 38): `report --out` <= 1.5 s, `report --json` <= 0.8 s.
+Targets: `report --out` <= 1.5 s, `report --json` <= 0.8 s.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The tensor-parallel GEMM (kernels/torch/tp_gemm.py) on the ranks a machine has:
-one rank per GPU over NCCL, and CPU ranks 1, 2, 4 over gloo (issue 29; BENCHMARKS.md).
+one rank per GPU over NCCL, and CPU ranks 1, 2, 4 over gloo (BENCHMARKS.md).
 
 Run (on the GPU machine; only torch needed there):
     python3 bench/bench_tp_gemm.py run --out DIR [--gpu-n 1024,4096,16384] [--gpu-d 8192]

@@ -1,4 +1,4 @@
-"""Where the power of a replicated `compare` goes (issue 30), for
+"""Where the power of a replicated `compare` goes, for
 bench/bench_compare_reruns.py --interleave.
 
 One campaign holds both sides: the fake kernel's `spin` variant with the grid

@@ -1,6 +1,6 @@
 """Between-replicate spread of one R = 2 campaign on the lent H200, by size class.
 
-Issue 30's H200 check wants two fresh R = 2 campaigns judged by `campaign
+The H200 check of replicates wants two fresh R = 2 campaigns judged by `campaign
 compare`; scripts/h200_replicates.sh runs both, but the session's device time
 ran out during the second (see BENCHMARKS.md). What the first campaign alone
 shows: how far replicate 1 of each point lies from replicate 0 (independent

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 15's counters campaign on the lent H200 machine, through campaign's
+# The hardware counters campaign on the lent H200 machine, through campaign's
 # local backend (cluster=h200node): experiment h200_counters profiles one extra
 # call per n under Nsight Compute after the timed repeats; `submit` runs the
 # jobs and ingests results and counters into the ledger. Packs the ledger,

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One short device call before the counters campaign (issue 15): which runtime
+# One short device call before the counters campaign: which runtime
 # and ncu the lent H200 machine has, which of kernels/torch/ncu.py's metrics
 # its ncu knows (gh100), and real `--profile ncu` output (counters CSVs and the
 # raw ncu CSVs behind them, for tests/fixtures/ncu/). Everything is packed

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 30's H200 check: two fresh campaigns of experiment h200_gpu_replicates (the
+# The H200 check of replicates: two fresh campaigns of experiment h200_gpu_replicates (the
 # h200_gpu kernels that span every size class, R = 2 independent interleaved jobs per
 # run) on the lent machine through the local backend (cluster=h200node); the two
 # ledgers come back in $OUT for `campaign compare` by size class

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The kernel, shapes and plan tests on the lent H200 machine (issue 25): the 24
+# The kernel, shapes and plan tests on the lent H200 machine: the 24
 # CUDA tests that skip on a CPU-only machine run there.
 #
 # Run there from the repository root (python3 3.12 + torch 2.11, pandas,

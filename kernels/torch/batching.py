@@ -1,4 +1,4 @@
-"""Batch timing of short GPU calls (issue 30): how many back-to-back calls
+"""Batch timing of short GPU calls: how many back-to-back calls
 one CUDA-event pair times, and the timing of such a batch.
 
 Why: one event pair around one call of a kernel under ~100 us times the
@@ -36,7 +36,7 @@ TARGET_S = 500e-6
 # before the GPU reaches it (kernels/torch/timing.py: the spin).
 MAX_CALLS = 256
 # Single calls timed before deciding whether to batch at all; the fastest
-# counts. Measured on the H200 (BENCHMARKS.md, issue 30): with one probe, one
+# counts. Measured on the H200 (BENCHMARKS.md): with one probe, one
 # slow first call (16 us kernels timed at >= 100 us) left 18 of 84 runs of
 # points unbatched in one of two runs, and those were 10 of the 10 points
 # the two runs disagreed on.

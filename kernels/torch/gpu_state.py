@@ -1,4 +1,4 @@
-"""GPU clocks and throttle reasons while a point was timed (issue 30).
+"""GPU clocks and throttle reasons while a point was timed.
 
 Why: a GPU that lowered its clocks (power cap, heat, a clock lock set by the
 site) makes every kernel slower at once, and the repeats of one run cannot

@@ -1,8 +1,8 @@
 """How the torch kernel programs time a call (docs/design.md#kernel-program-contract).
 
-Split from harness.py (which re-exports `measure`, `Measurement`, `Flusher`)
-when GPU batch timing came (issue 30): the rules of one timed repeat live
-here, the program around them (arguments, CSV, sweep) in harness.py.
+A module apart from harness.py (which re-exports `measure`, `Measurement`,
+`Flusher`), one concept each: the rules of one timed repeat live here, the
+program around them (arguments, CSV, sweep) in harness.py.
 
 - The first call is timed apart (wall clock, host work such as compilation
   included), then W untimed warm-ups.
