@@ -103,7 +103,7 @@ bench: setup slurm-up
 	$(BIN)/python bench/bench_compare_reruns.py
 	$(MAKE) bench-scale SCALE_RUNS=10000 SCALE_ROWS=1000000 SCALE_ATTEMPTS=20000 SCALE_INGEST=100000
 
-# Issue "Scale": 100k held runs on the test Slurm (its MaxJobCount must exceed
+# Scale: 100k held runs on the test Slurm (its MaxJobCount must exceed
 # SCALE_RUNS), ingest, metrics/HTML over a synthetic ledger, jobs/show/status reads; the read of
 # every row, metrics and HTML (READ_BASELINE=REV runs that revision beside this tree).
 SCALE_RUNS     ?= 100000

@@ -1,5 +1,5 @@
 """Scale: a 100,000-run campaign on the test Slurm and a ledger of 10 million
-result rows (issue "Scale"). Run: `make bench-scale` or
+result rows. Run: `make bench-scale` or
     .venv/bin/python bench/bench_scale.py [--runs 100000] [--rows 10000000] [--repeats 3]
 
 Measured, each a median of --repeats, each beside its baseline in the same run:

@@ -1,4 +1,4 @@
-"""Scale, the ledger side (issue "Scale"): ingest of finished jobs' CSVs,
+"""Scale, the ledger side: ingest of finished jobs' CSVs,
 metrics / `report --json` / HTML over a big synthetic ledger, and the ledger
 reads of `jobs`, `show`, `status`. Run: `make bench-scale` or
     .venv/bin/python bench/bench_scale_ledger.py [--rows 10000000] [--attempts 200000]

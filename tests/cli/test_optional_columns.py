@@ -6,7 +6,7 @@ Each optional column is left out in turn (and, separately, kept with every
 cell empty); each file is imported into its own campaign of one real SQLite
 ledger, and every view runs on it through the CLI's own entry point (in this
 process: 28 campaigns x 7 views as subprocesses would take minutes). One real
-subprocess run covers the issue's own case.
+subprocess run covers the case that crashed.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def test_every_view_reads_a_campaign_without_the_column(name: str, ledger: Path,
 
 
 def test_report_out_without_dtype_as_a_user_runs_it(tmp_path: Path) -> None:
-    """The issue's case, as a subprocess: no dtype column, then `report --out DIR`."""
+    """The case that crashed, as a subprocess: no dtype column, then `report --out DIR`."""
     led = tmp_path / "ledger.sqlite"
     path = _write(tmp_path / "paper.csv", [c for c in REQUIRED + list(OPTIONAL_COLUMNS) if c != "dtype"])
     assert run_cli("--ledger", str(led), "import", str(path)).returncode == 0

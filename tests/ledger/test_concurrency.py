@@ -1,6 +1,5 @@
 """Several `campaign` processes on one ledger at once: no "database is
-locked", no lost write (issue "The ledger never loses or duplicates a job",
-item 7). Real processes, a real SQLite file, the installed CLI."""
+locked", no lost write. Real processes, a real SQLite file, the installed CLI."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Older ledgers are backed up byte for byte, then upgraded in place (issue
-"The ledger never loses or duplicates a job", item 6)."""
+"""Older ledgers are backed up byte for byte, then upgraded in place, so
+that a failed upgrade never loses a job."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Bad input never touches the ledger (issue "The ledger never loses or
-duplicates a job", item 3).
+"""Bad input never touches the ledger.
 
 Every case runs the installed CLI against a ledger that already holds data
 (tests/fixtures/known_results.csv imported) and asserts the contract of docs/design.md#cli:

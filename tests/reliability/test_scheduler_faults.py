@@ -1,5 +1,5 @@
-"""Scheduler faults on the real single-node Slurm (issue "The ledger never
-loses or duplicates a job", item 4).
+"""Scheduler faults on the real single-node Slurm: the ledger never
+loses or duplicates a job.
 
 Each test submits one fake-kernel job that sleeps (experiment fault_sleep in
 tests/fixtures/reliability_conf), breaks the cluster under it — a daemon stopped, the

@@ -3,7 +3,7 @@ has data inside it, tick labels are plain (no '0.062×'), no two labels
 overlap as the browser lays out their text, and no data point sits on a
 vertical reference line (the old doubling plot drew the physical-cores line
 through the points at T = cores). For the demo campaign (threads 1 and 2: a
-single doubling), the issue's single-doubling campaign (5.16×) and a
+single doubling), a single-doubling campaign 5.16× slower and a
 128-thread Delta-shaped import.
 
 Each figure the report saves is saved again as SVG with its text kept as
@@ -167,7 +167,7 @@ def _demo_figures(folder: Path, demo_report: Path) -> None:
 
 
 def _single_doubling_figures(folder: Path) -> None:
-    """The issue's case: threads 1 and 2 only, doubling 5.16× slower (its table lists it)."""
+    """A reported case: threads 1 and 2 only, doubling 5.16× slower (its table lists it)."""
     import pandas as pd
 
     from analysis.report import render_report

@@ -87,7 +87,7 @@ def test_the_docs_tables_are_the_definition(doc: str) -> None:
 
 
 def test_an_optional_column_empty_in_every_row_is_absent(tmp_path: Path) -> None:
-    """Item 4: a job's CSV whose `d` column is blank in every row reads as one
+    """A job's CSV whose `d` column is blank in every row reads as one
     without the column (the run's planned d is not contradicted), and so does
     an analysis input whose optional columns hold nothing."""
     from analysis.schema import validate_results

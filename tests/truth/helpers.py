@@ -1,4 +1,5 @@
-"""Shared by the issue-12 tests: ledger reads and waiting for a running fake kernel."""
+"""Shared by the tests of what the ledger and the CLI tell (tests/truth/, tests/slurm/test_truth_slurm.py):
+ledger reads and waiting for a running fake kernel."""
 
 from __future__ import annotations
 
