@@ -80,7 +80,7 @@ def test_an_issue_reference_is_found(text: str) -> None:
     'for q in ("\'", "&#x27;", "&#39;")',
     'echo "${#runs[@]} runs, $# arguments"',
     "# 1 rank per GPU",
-    "docs/design.md#job-states and README.md#exit-codes",
+    "docs/design.md#job-states and docs/design.md#layout",
     "python -c 'print(1)'  # 2 cores",
 ])
 def test_a_legitimate_word_is_not_flagged(text: str) -> None:
