@@ -114,8 +114,8 @@ def _attempt_values(run_id: int, key: str, number: int, previous_id: int | None,
 def orphaned(att: JobAttempt) -> bool:
     """Recorded, never confirmed by the scheduler, and its recording process is
     gone (or is this one): crash recovery may take it. An attempt another live
-    process is still submitting is never touched (a second submit took
-    the first one's attempts for leftovers and ran every job twice). Callers
+    process is still submitting is never touched (else a second submit takes
+    the first one's attempts for leftovers and runs every job twice). Callers
     hold the campaign's claim (campaign.commands.claims), so an owner on another host
     cannot still be submitting it."""
     if att.job_id is not None:

@@ -186,7 +186,7 @@ def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, 
         raise BadInputError(refusal)
     report = SubmitReport(name, len(p.runs), skipped=p.skipped, notes=unhonoured(cfg, p))
     # Read before the transaction: it runs `gcc --version`, `nvidia-smi`, hashes binaries.
-    # each distinct program once (100,000 runs share a few: a stat per run cost ~0.2 s)
+    # each distinct program once (100,000 runs share a few: a stat per run costs ~0.2 s)
     env = provenance.environment(cfg.cluster.build.cc, cfg.cluster.build.fc, list(dict.fromkeys(r.argv for r in p.runs)))
     # the user's programs (not built by the build job): real path and sha256, for the report's builds table
     env[programs.KEY] = programs.record(p.runs, lambda argv0: chain.native_program(argv0, _kernel_bin(cfg)))

@@ -128,7 +128,7 @@ def sync(ledger: Ledger, campaign: str | None = None, sweep_everywhere: bool = F
     # while batch k+1's outputs are read and checked here: the two overlap on two cores, in order, two
     # batches alive at most (campaign.plumbing.pipeline). Each stage runs with the collector paused: a
     # batch's 100,000 rows' lists are alive until its INSERT, and the full collections that walked them
-    # (with every finished attempt and state) were ~1 s of CPU per 1,000,000 rows ingested. They run
+    # (with every finished attempt and state) cost ~1 s of CPU per 1,000,000 rows ingested. They run
     # again between batches, so a sync's memory stays bounded by its batches however long it is.
     overlapped(_finished_batches(ledger, finished, statuses),
                lambda batch: _write(ledger, report, batch.pending, statuses, batch, camps), release_unused)

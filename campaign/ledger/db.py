@@ -169,8 +169,8 @@ class Ledger:
         elif self.path.is_dir():
             raise LedgerError(f"ledger path {self.path} is a folder, not a file")
         journal_mode()  # a bad CAMPAIGN_JOURNAL_MODE is one clear error, before any connection
-        # URL.create keeps the path literal: in an f-string URL "led?mode=ro.sqlite" became a query
-        # and "a%41b.sqlite" was decoded to another file.
+        # URL.create keeps the path literal: in an f-string URL "led?mode=ro.sqlite" becomes a query
+        # and "a%41b.sqlite" is decoded to another file.
         self.engine: Engine = create_engine(URL.create("sqlite", database=str(self.path)))
         event.listen(self.engine, "connect", on_connect)
         event.listen(self.engine, "begin", on_begin)

@@ -274,7 +274,7 @@ def sweep(places: Sequence[Path], referenced: set[str], removable: Callable[[Pat
     copy points to is never removable here. The markers of writers gone
     that long go too, once nothing younger is left to decide. Returns what
     was removed. (Paths as strings: `status` looks through every folder, and
-    100,000 Path objects made and hashed were ~2 s of its look.)"""
+    a Path made and hashed per entry is most of its look, BENCHMARKS.md 13i.)"""
     cutoff = time.time() - older_than_s
     removed = []
     for place in places:

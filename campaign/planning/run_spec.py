@@ -104,7 +104,7 @@ class RunSpec:
 
     def to_json(self) -> dict[str, Any]:
         # Not dataclasses.asdict: it deep-copies every tuple (4x slower at
-        # 100,000 runs); json.dumps writes tuples as lists either way, so keys
+        # 100,000 runs, BENCHMARKS.md section 2); json.dumps writes tuples as lists either way, so keys
         # and stored specs are byte-identical to what asdict gave.
         data = self.__dict__.copy()  # the fields in declaration order (__init__ and evolve keep it), + cached key
         data.pop("key", None)

@@ -38,7 +38,8 @@ def jobs_frame(led: Ledger, campaign: str | None = None) -> Any:
 
     Columns, not ORM objects, and of the run's spec only what its label
     reads: loading 200,000 attempts with their runs and campaigns, and
-    decoding every full spec, was 34 s of a 57 s report."""
+    decoding every full spec, costs most of a big report (BENCHMARKS.md
+    section 9c)."""
     import pandas as pd  # lazy, as above
 
     spec = Run.spec
@@ -69,7 +70,8 @@ def _label(*fields: Any) -> str:
     """RunSpec.label of a spec from the fields the label reads (the others
     take neutral values; tests/analysis/test_jobs_frame.py holds it to the
     label of the whole spec). Cached: a campaign's attempts share a few
-    thousand labels (a RunSpec per attempt was 2 s of a report of 40,000)."""
+    thousand labels (a RunSpec per attempt costs 2 s at 40,000 attempts,
+    BENCHMARKS.md 13e)."""
     partition, kernel, impl, variant, dtype, threads, gpus, cpus, extra_args = fields
     return RunSpec(cluster="", partition=partition, kernel=kernel, impl=impl, variant=variant, device="",
                    dtype=dtype, threads=threads, gpus=gpus, n=(), d=0, repeats=0, warmup=0, check=False,

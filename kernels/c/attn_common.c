@@ -23,7 +23,7 @@ void pack_tiles(const float *restrict x, float *restrict out, long n, long d)
 /* Register-blocked micro-kernels: MR = 4 query rows x NR = 2 vectors of
  * columns, i.e. 8 vector accumulators, streaming the reduction dimension.
  * With GCC/Clang vector types the accumulators are registers by construction
- * (gcc spilled them to the stack when they were arrays, 3x slower); other
+ * (as arrays, gcc spills them to the stack: 3x slower); other
  * compilers get the same loops on arrays. */
 #define MR 4
 
