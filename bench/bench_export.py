@@ -125,18 +125,18 @@ def main() -> None:
     files = files_of(args.ledger)
     out: dict[str, Any] = {"ledger": str(args.ledger), "files": len(files), "runs": []}
     with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(args.repeats):  # alternating: the same load on each
-            mine = child([*PY, "-m", "campaign", "--ledger", str(args.ledger), "results", "--format", "parquet",
-                          "--out", f"{tmp}/export.parquet"])
-            bare = child([*PY, "-c", COPY, json.dumps(files), f"{tmp}/copy.parquet"])
-            run = {"results_parquet": mine, "duckdb_copy": bare, "jobs_head": first_line(args.ledger)}
-            if args.baseline:
-                run["results_parquet_base"] = child(
-                    [*PY, "-m", "campaign", "--ledger", str(args.ledger), "results", "--format", "parquet",
-                     "--out", f"{tmp}/export_base.parquet"], args.baseline)
-                run["read"] = child([*PY, "-c", READ, str(args.ledger), f"{tmp}/read.pickle"])
-                run["read_base"] = child([*PY, "-c", READ, str(args.ledger), f"{tmp}/read_base.pickle"],
-                                         args.baseline)
+        for i in range(args.repeats):  # alternating: the same load on each
+            run: dict[str, Any] = {}
+            export = [*PY, "-m", "campaign", "--ledger", str(args.ledger), "results", "--format", "parquet", "--out"]
+            trees = [(REPO, ""), (args.baseline, "_base")] if args.baseline else [(REPO, "")]
+            trees = trees[:: 1 if i % 2 == 0 else -1]  # which tree goes first turns each repeat (page cache, load)
+            for tree, suffix in trees:
+                run[f"results_parquet{suffix}"] = child([*export, f"{tmp}/export{suffix}.parquet"], tree)
+                if suffix == "":
+                    run["duckdb_copy"] = child([*PY, "-c", COPY, json.dumps(files), f"{tmp}/copy.parquet"])
+                    run["jobs_head"] = first_line(args.ledger)
+            for tree, suffix in trees if args.baseline else []:  # the analysis read
+                run[f"read{suffix}"] = child([*PY, "-c", READ, str(args.ledger), f"{tmp}/read{suffix}.pickle"], tree)
             out["runs"].append(run)
         import pyarrow.parquet as pq
 
