@@ -14,10 +14,10 @@ attempts' is a hash look-up in C that keeps the rows' order, and an Index
 builds its hash table once and keeps it, so the export's batches share one.
 pyarrow's `index_in` builds its table again on every call and a numpy
 `searchsorted` needs the keys sorted and costs log n a row: over 1M rows of
-200,000 attempts, the look-up took 19 ms by the Index, 38 ms by `index_in`
-(78 ms in the export's 65,536-row batches) and 31 ms by `searchsorted`; with
-20,000 attempts the Index and `index_in` were even (4 ms) and `searchsorted`
-16 ms (CPU, BENCHMARKS.md section 17).
+200,000 attempts, the look-up took 18 ms by the Index, 31 ms by `index_in`
+(56 ms in the export's 65,536-row batches) and 31 ms by `searchsorted`; with
+20,000 attempts the Index and `index_in` were even (4 ms; `index_in` 6 ms in
+batches) and `searchsorted` 15 ms (CPU, BENCHMARKS.md section 17).
 """
 
 from __future__ import annotations
