@@ -145,11 +145,14 @@ def placement_lines(workdir: str) -> list[str]:
 
 
 def chain_lines(f: JobFacts) -> list[str]:
-    """The build and preflight behind the job: the compilers and flags a native
-    kernel was built with are part of what the job measured."""
+    """The build and preflight behind the job, and what built its program: the
+    compilers and flags of one of our native kernels (the partition's build
+    job), the real path and sha256 of a user's program (recorded at submit),
+    one rule for both with the report's builds table
+    (campaign.planning.program_origin)."""
     step = f.preflight
     if step is None:
-        return ["preflight: none (submitted without the build/preflight chain)"]
+        return ["preflight: none (submitted without the build/preflight chain)", *_program_lines(f, None)]
     if not step.job_id and step.state is JobState.COMPLETED:  # skipped on purpose (campaign.commands.chain)
         out = [f"preflight: {step.reason or 'not run'}"]
     else:
@@ -157,17 +160,35 @@ def chain_lines(f: JobFacts) -> list[str]:
                + f"  folder {step.folder}"]
     build = f.build
     if build is None:
-        return out + ["build: none (no C/Fortran programs)"]
+        return out + ["build: none (no C/Fortran programs)", *_program_lines(f, None)]
     out.append(f"build: key {build.key}  job {build.job_id or '-'} {build.state.value}  folder {build.folder}")
-    info = build.info or {}
-    comp, flags = info.get("compilers") or {}, info.get("flags") or {}
-    if "cc" in comp:
-        out.append(f"  C:       {comp.get('cc_version') or comp['cc']}  flags {flags.get('cflags', '')}")
-    if "fc" in comp:
-        out.append(f"  Fortran: {comp.get('fc_version') or comp['fc']}  flags {flags.get('fflags', '')}")
-    if info:
-        out.append(f"  on {info.get('host') or '?'}, modules: {' '.join(info.get('modules') or []) or 'none'}")
-    return out
+    return out + _program_lines(f, build)
+
+
+def _program_lines(f: JobFacts, build: StepFacts | None) -> list[str]:
+    """Ours built by the build job: its compilers, flags, host and modules. Else one line: the
+    user's program by its real path and sha256, ours with nothing built, or not recorded."""
+    from campaign.planning.program_origin import NOT_RECORDED, OURS, SHORT_SHA, program_rows
+    from campaign.planning.programs import KEY
+
+    info = (build.info or {}) if build is not None else {}
+    programs = f.environment.get(KEY) if f.environment else None  # None: a ledger from before the record
+    [row, *_] = program_rows(tuple(f.spec.get("argv") or ()), {build.key: info} if build and info else {}, programs)
+    if row.get("build_key") is not None:  # one of our native kernels
+        comp, flags = info.get("compilers") or {}, info.get("flags") or {}
+        out = []
+        if "cc" in comp:
+            out.append(f"  C:       {comp.get('cc_version') or comp['cc']}  flags {flags.get('cflags', '')}")
+        if "fc" in comp:
+            out.append(f"  Fortran: {comp.get('fc_version') or comp['fc']}  flags {flags.get('fflags', '')}")
+        return out + [f"  on {info.get('host') or '?'}, modules: {' '.join(info.get('modules') or []) or 'none'}"]
+    if row["build"] == OURS:
+        return [f"program: {row['program']}  ours (no build job built it)"]
+    if row["build"] == NOT_RECORDED:
+        return [f"program: {row['program']}  not recorded"]
+    if row.get("sha256"):
+        return [f"program: {row.get('path') or row['program']}  {row['kind']} sha256 {row['sha256'][:SHORT_SHA]}"]
+    return [f"program: {row['program']}  {row['build']}"]
 
 
 def show_text(f: JobFacts) -> str:

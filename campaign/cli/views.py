@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
 
 from campaign.cli import show_view
 from campaign.cli.chain_view import chain_steps
 from campaign.cli.show_view import AttemptFacts, JobFacts
-from campaign.ledger import JobAttempt, Ledger
+from campaign.ledger import JobAttempt, Ledger, Provenance
 from campaign.ledger import queries as q
 from campaign.ledger.layout import JOB_COLUMNS as JOB_COLUMNS  # the listing's columns, for the callers
 from campaign.ledger.layout import jobs_statement
@@ -59,7 +60,17 @@ def show_facts(led: Ledger, job_id: str) -> JobFacts:
             attempt=attempt_facts(att), campaign=run.campaign.name, cluster=run.campaign.cluster,
             backend=run.campaign.backend, run_key=run.key, kernel=run.kernel, impl=run.impl, variant=run.variant,
             partition=run.partition, device=run.device, dtype=run.dtype, threads=run.threads, gpus=run.gpus,
-            spec=run.spec, lineage=[attempt_facts(a) for a in q.lineage(s, att)], preflight=preflight, build=build)
+            spec=run.spec, lineage=[attempt_facts(a) for a in q.lineage(s, att)], preflight=preflight, build=build,
+            environment=_submit_environment(s, att))
+
+
+def _submit_environment(s: Session, att: JobAttempt) -> dict[str, Any] | None:
+    """The provenance environment of the submit that made the attempt: a rerun's attempt records
+    none of its own and runs the program of its run's first attempt (as the report's builds table reads it)."""
+    first = select(JobAttempt.provenance_id).where(JobAttempt.run_id == att.run_id, JobAttempt.attempt == 1)
+    prov_id = att.provenance_id if att.provenance_id is not None else s.scalar(first)
+    prov = s.get(Provenance, prov_id) if prov_id is not None else None
+    return prov.environment if prov is not None else None
 
 
 def show_job(led: Ledger, job_id: str) -> str:

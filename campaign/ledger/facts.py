@@ -76,3 +76,6 @@ class JobFacts:
     lineage: list[AttemptFacts]
     preflight: StepFacts | None  # None: submitted without the build/preflight chain
     build: StepFacts | None
+    # the submit's provenance environment (a rerun's attempt: its run's first attempt's), where the user's
+    # programs are recorded (campaign.planning.programs); None where the ledger holds none
+    environment: dict[str, Any] | None

@@ -185,8 +185,8 @@ def show_facts(ledger: Path | None, job_id: str) -> JobFacts | None:
         if con.execute("SELECT 1 FROM preflight_step WHERE job_id = ? UNION ALL "
                        "SELECT 1 FROM build_step WHERE job_id = ?", (job_id, job_id)).fetchone():
             return None  # a build or preflight job's ID (its runs may carry it): the ORM path shows the step
-        att = con.execute(f"SELECT {_ATTEMPT}, run_id FROM job_attempt WHERE job_id = ? ORDER BY id DESC LIMIT 1",
-                          (job_id,)).fetchone()
+        att = con.execute(f"SELECT {_ATTEMPT}, run_id, provenance_id FROM job_attempt WHERE job_id = ? "
+                          "ORDER BY id DESC LIMIT 1", (job_id,)).fetchone()
         if att is None:
             return None  # the ORM path's error says what to do
         run = con.execute("SELECT r.*, c.name AS campaign_name, c.cluster, c.backend FROM run r "
@@ -202,10 +202,13 @@ def show_facts(ledger: Path | None, job_id: str) -> JobFacts | None:
                     b = con.execute("SELECT * FROM build_step WHERE id = ?", (step["build_id"],)).fetchone()
                     build = None if b is None else _step(b, b["key"], _json(b["info"]))
                 break
+        # the submit's provenance: a rerun's attempt runs the program of its run's first attempt (views.show_facts)
+        env = con.execute("SELECT environment FROM provenance WHERE id = coalesce(?, (SELECT provenance_id FROM "
+                          "job_attempt WHERE run_id = ? AND attempt = 1))", (att["provenance_id"], att["run_id"])).fetchone()
         return JobFacts(
             attempt=_attempt(att), campaign=run["campaign_name"], cluster=run["cluster"], backend=run["backend"],
             run_key=run["key"], kernel=run["kernel"], impl=run["impl"], variant=run["variant"],
             partition=run["partition"], device=run["device"], dtype=run["dtype"], threads=run["threads"],
             gpus=run["gpus"], spec=_json(run["spec"]), lineage=[_attempt(a) for a in lineage],
-            preflight=preflight, build=build)
+            preflight=preflight, build=build, environment=None if env is None else _json(env["environment"]))
     return _read(ledger, query)

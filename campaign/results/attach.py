@@ -1,14 +1,11 @@
 """`campaign results`: each streamed batch of a result file's rows given its
 attempt's ledger columns and its grid columns, in Arrow, in the file's order.
 
-Why not a join in SQL: DuckDB's parallel hash join keeps no order, so each
-file's rows had to be sorted back into stored order after it, a sort of every
-exported column (BENCHMARKS.md section 14: the export was 3.5x a bare COPY).
-The file's rows stream in their order from a plain scan, and what each row
-takes from the ledger is one look-up of its key among the selected attempts'
-(a sorted array: numpy's searchsorted) and an Arrow `take`, as the report's
-read does (campaign.results.scan.frame). Rows of attempts not selected are
-left out, as an inner join leaves them.
+The file's rows stream in their order from a plain scan; what each row
+takes from the ledger comes from the one join of the ledger's columns to
+result rows (campaign.results.ledger_join, which says why not in SQL), the
+report's read's (campaign.results.scan.frame) too. Rows of attempts not
+selected are left out, as an inner join leaves them.
 """
 
 from __future__ import annotations
@@ -17,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from campaign.results import scan
+from campaign.results.ledger_join import LedgerJoin
 from resultschema.columns import BY_NAME, SCALE_COLUMNS, SCALE_DEFAULT
 
 KEY = "__key"  # the row's key among the ledger's (scan.row_keys: its attempt, else -1 - its file's place)
@@ -25,26 +23,18 @@ _ARROW = {"int": "int64", "float": "float64", "text": "string", "bool": "bool_"}
 
 @dataclass
 class Attach:
-    """The selected attempts' ledger columns, sorted by key, and the grid's
-    columns by params text; `fields`, the Arrow fields of what is attached."""
+    """The selected attempts' ledger columns (`join`) and the grid's columns
+    by params text; `fields`, the Arrow fields of what is attached."""
 
-    keys: Any  # sorted int64 keys (numpy)
-    ledger: dict[str, Any]  # scan.LEDGER columns, Arrow, in the order of `keys`
+    join: LedgerJoin  # scan.LEDGER's columns by key
     texts: Any  # the grid's params texts (Arrow), its columns in `grid`
     grid: Any  # an Arrow table: one row per text
 
     @staticmethod
     def make(ids: list[int], values: dict[str, list[Any]], grid: Any) -> Attach:
-        """From scan.pointers' keys and ledger values (a key's first pointer's) and the Grid's table."""
-        import numpy as np
-        import pyarrow as pa
-
-        first = list({key: i for i, key in reversed(list(enumerate(ids)))}.values())
-        keys = np.asarray([ids[i] for i in first], dtype=np.int64)
-        order = np.argsort(keys, kind="stable")
-        pick = pa.array(np.asarray(first, dtype=np.int64)[order])
-        ledger = {name: pa.array(values[name]).take(pick) for name in scan.LEDGER}
-        return Attach(keys[order], ledger, grid["params"], grid.drop_columns(["params"]))
+        """From scan.pointers' keys and ledger values and the Grid's table."""
+        return Attach(LedgerJoin.of(ids, {name: values[name] for name in scan.LEDGER}), grid["params"],
+                      grid.drop_columns(["params"]))
 
     def fields(self, ledger_columns: list[str]) -> list[Any]:
         import pyarrow as pa
@@ -54,17 +44,10 @@ class Attach:
     def batch(self, rows: Any, schema: Any) -> Any:
         """The batch of a file's rows (its own columns, KEY and `params`) as `schema`'s batch:
         in its order, the ledger's columns where the rows have none, then the grid's."""
-        import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        key = rows.column(KEY).to_numpy(zero_copy_only=False)
-        at = np.clip(np.searchsorted(self.keys, key), 0, max(len(self.keys) - 1, 0))
-        found = self.keys[at] == key if len(self.keys) else np.zeros(len(key), dtype=bool)
-        if not found.all():  # rows of attempts not selected
-            rows, at = rows.filter(pa.array(found)), at[found]
-        take = pa.array(at)
-        ledger = {name: column.take(take) for name, column in self.ledger.items()}
+        rows, ledger = self.join.join(rows, rows.column(KEY))
         out = []
         for field in schema:
             name = field.name

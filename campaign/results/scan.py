@@ -1,7 +1,8 @@
 """The one read of result rows, job and imported alike: the pointers the
 filters select (in the ledger), their files checked against their hashes, the
 rows through DuckDB (campaign.ledger.file_scan.read), each row given its
-attempt's ledger values (none for an imported row).
+attempt's ledger values (none for an imported row) by the one join
+(campaign.results.ledger_join).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from campaign.ledger import Campaign, JobAttempt, ResultFile, Run, file_scan, files
 from campaign.plumbing.states import JobState
+from campaign.results.ledger_join import LedgerJoin
 from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, attempt_filter
 from resultschema.columns import LIFTED_COLUMNS, SCALE_COLUMNS, SCALE_DEFAULT
 
@@ -115,7 +117,6 @@ def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None,
     nodes among them), gpus, source, the ledger's columns (the attempt's
     number too with `attempt`), then `_extra` (the JSON text) and the
     figure's columns (FIGURE_COLUMNS), or `params`."""
-    import numpy as np
     import pandas as pd
     import pyarrow as pa
 
@@ -128,18 +129,8 @@ def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None,
         return pd.DataFrame(columns=names)
     table = file_scan.read(files.verified(paths), [*columns, "attempt_id"], cluster)
     # a file holds the rows of one ingest batch: keep the selected attempts' rows (and the imported ones), in file order
-    selected = np.asarray(ids, dtype=np.int64)
-    order = np.argsort(selected, kind="stable")
-    found = row_keys(table)
-    at = np.clip(np.searchsorted(selected[order], found), 0, max(len(selected) - 1, 0))
-    keep = selected[order][at] == found
-    if not keep.all():
-        table = table.filter(keep)
-    index = pa.array(order[at[keep]])
-    out: dict[str, Any] = {}
-    for name in columns:
-        out[name] = table.column(name)
-    for name in ledger:  # each attempt's value, taken for its rows (in Arrow: no Python object per row)
-        out[name] = pa.array(values[name]).take(index)
+    table, joined = LedgerJoin.of(ids, {name: values[name] for name in ledger}).join(table, row_keys(table))
+    out: dict[str, Any] = {name: table.column(name) for name in columns}
+    out.update(joined)  # each attempt's value, taken for its rows (in Arrow: no Python object per row)
     whole = pa.table(out).rename_columns([("_extra" if n == "extra" else n) for n in out])
     return whole.to_pandas(split_blocks=True, self_destruct=True)[names]

@@ -12,8 +12,8 @@ import subprocess
 from pathlib import Path
 
 from campaign.config import load_config
+from campaign.planning.program_origin import program_rows
 from campaign.planning.programs import program_word, resolve
-from campaign.results.program_builds import _program_rows
 from tests.conftest import run_cli, sql_rows
 from tests.fixtures import user_bench
 
@@ -110,9 +110,9 @@ def test_resolve_follows_path_and_links(tmp_path: Path) -> None:
 def test_rows_without_a_record_say_so_never_guess() -> None:
     build = {"k1": {"ok": True, "programs": ["fortran/decode"], "compilers": {"fc": "gfortran", "fc_version": "GNU 12"},
                     "flags": {"cflags": "-O2", "fflags": "-O3"}, "modules": ["gcc"], "host": "n1"}}
-    [ours] = _program_rows(("/k/build/fortran/decode",), build, None)
+    [ours] = program_rows(("/k/build/fortran/decode",), build, None)
     assert (ours["build"], ours["compiler"], ours["flags"], ours["modules"]) == ("ours", "GNU 12", "-O3", "gcc")
-    assert _program_rows(("/opt/x",), {}, None) == [{"program": "/opt/x", "build": "not recorded"}]  # an old ledger
-    assert _program_rows(("/k/bin/c/decode",), {}, {}) == [{"program": "/k/bin/c/decode", "build": "ours"}]
-    [gone] = _program_rows(("/opt/x",), {}, {"/opt/x": {"kind": "binary", "path": None, "sha256": None}})
+    assert program_rows(("/opt/x",), {}, None) == [{"program": "/opt/x", "build": "not recorded"}]  # an old ledger
+    assert program_rows(("/k/bin/c/decode",), {}, {}) == [{"program": "/k/bin/c/decode", "build": "ours"}]
+    [gone] = program_rows(("/opt/x",), {}, {"/opt/x": {"kind": "binary", "path": None, "sha256": None}})
     assert gone["build"] == "user binary (not found when submitted)"
