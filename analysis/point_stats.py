@@ -61,49 +61,63 @@ def _names(cols: Sequence[str]) -> str:
     return ", ".join(f'"{c}"' for c in cols)
 
 
-def group(con: Any, source: str, cols: Sequence[str], first: str, checks: str = "",
-          params: dict[str, Any] | None = None) -> None:
-    """The rows of `source` grouped per point and replicate into the temp
-    table `reps` (its times sorted, `m`, the measured `k`, the fastest
-    row's `o` and `first`); `checks`: more aggregates over the rows, for the
-    caller to read from `reps`."""
+def reps_sql(source: str, cols: Sequence[str], first: str, checks: str = "") -> str:
+    """The rows of `source` per point and replicate (the relation `reps` of
+    `finish`): the times sorted, `m`, the measured `k`, the fastest row's
+    `o` and `first`; `checks`: more aggregates over the rows, for the caller."""
     extra = f", {checks}" if checks else ""
-    con.execute(f"""
-        CREATE TEMP TABLE reps AS
+    return f"""
         SELECT {_names(cols)}, rep, list_sort(list(t)) AS times, count(*)::BIGINT AS m,
                count(*) FILTER (NOT isnan(t))::BIGINT AS k, min((t, o)) AS o, arg_min({first}, (t, o)) AS first
                {extra}
-        FROM {source} GROUP BY ALL""", params or {})
+        FROM {source} GROUP BY ALL"""
 
 
-def finish(con: Any, cols: Sequence[str], replicates: bool | None = None, moments: bool = False) -> PointStats:
-    """The statistics of the points grouped by `group` (on `con`). `replicates`:
-    the per-replicate medians always (True), or only where the rows hold two
-    replicate keys or more (None)."""
+def _with(ctes: list[str]) -> str:
+    return f"WITH {', '.join(ctes)} " if ctes else ""
+
+
+def finish(con: Any, cols: Sequence[str], keys: int, *, counts: Sequence[int] | None = None,
+           replicates: bool | None = None, moments: bool = False, grouped: str | None = None) -> PointStats:
+    """The statistics of the points of `reps` (a table of `con`, or `grouped`:
+    reps_sql's text, run here) over `keys` replicate keys in all. `counts`:
+    the points' numbers of rows where known (else asked of the points).
+    `replicates`: the per-replicate medians always (True), or only where the
+    rows hold two replicate keys or more (None). Each statement a relation
+    fewer where it can: a 60-row frame pays DuckDB's ~1 ms per statement."""
     import pyarrow as pa
 
     names = _names(cols)
-    (keys,), = con.sql("SELECT count(DISTINCT rep) FROM reps").fetchall()
+    want_reps = bool(replicates or (replicates is None and keys >= 2))
+    if grouped is not None and want_reps:  # read twice below: made once
+        con.execute(f"CREATE TEMP TABLE reps AS {grouped}")
+        grouped = None
+    ctes = [] if grouped is None else [f"reps AS ({grouped})"]
     if keys >= 2:  # a point's times: its replicates' lists merged; its fastest row: theirs, fastest
-        con.execute(f"CREATE TEMP TABLE pts AS SELECT {names}, list_sort(flatten(list(times))) AS t, "
-                    f"sum(m)::BIGINT AS m, arg_min(first, o) AS first FROM reps GROUP BY ALL")
+        pts = (f"SELECT {names}, list_sort(flatten(list(times))) AS t, sum(m)::BIGINT AS m, "
+               f"arg_min(first, o) AS first FROM reps GROUP BY ALL")
     else:  # one replicate key: each point is one group of reps, its list sorted already
-        con.execute(f"CREATE TEMP TABLE pts AS SELECT {names}, times AS t, m, first FROM reps")
-    counts = [m for (m,) in con.sql("SELECT DISTINCT m FROM pts").fetchall()]
+        pts = f"SELECT {names}, times AS t, m, first FROM reps"
+    if counts is None:
+        con.execute(f"CREATE TEMP TABLE pts AS {_with(ctes)}{pts}")
+        ctes = []
+        counts = [m for (m,) in con.sql("SELECT DISTINCT m FROM pts").fetchall()]
+    else:
+        ctes.append(f"pts AS ({pts})")
     con.register("ranks", pa.table({"m": pa.array(counts, pa.int64()),
-                                    "r": pa.array([rank_and_coverage(m)[0] for m in counts], pa.int64())}))
-    points = con.sql(f"""
+                                    "r": pa.array([rank_and_coverage(int(m))[0] for m in counts], pa.int64())}))
+    points = con.sql(f"""{_with(ctes)}
         SELECT {names}, (t[(m - 1) // 2 + 1] + t[m // 2 + 1]) * 0.5 AS median_s, t[r] AS lo, t[m - r + 1] AS hi,
                m, first
         FROM pts JOIN ranks USING (m) ORDER BY {names}""").to_arrow_table()
-    if not (replicates or (replicates is None and keys >= 2)):
+    if not want_reps:
         return PointStats(points, None)
     logs = "list_transform(list_filter(times, lambda x: x > 0 AND NOT isnan(x)), lambda x: ln(x))"
     more = (f", coalesce(list_aggregate({logs}, 'avg'), 'NaN'::DOUBLE) AS log_mean, "
             f"coalesce(list_aggregate({logs}, 'var_samp'), 'NaN'::DOUBLE) AS log_var") if moments else ""
     reps = con.sql(f"""
         SELECT {names}, rep, CASE WHEN k = 0 THEN 'NaN'::DOUBLE WHEN k % 2 = 1 THEN times[k // 2 + 1]
-                             ELSE (times[k // 2] + times[k // 2 + 1]) / 2 END AS median_s, m AS repeats {more}
+                                  ELSE (times[k // 2] + times[k // 2 + 1]) / 2 END AS median_s, m AS repeats {more}
         FROM reps ORDER BY {names}, rep""").to_arrow_table()
     return PointStats(points, reps)
 
@@ -146,13 +160,14 @@ def of_frame(results: pd.DataFrame, replicates: bool | None = None, moments: boo
     import pyarrow as pa
 
     codes, _ = group_codes(results, point_columns(results))
+    rep = replicate_codes(results)
     times = results["time_s"].to_numpy(dtype=float, na_value=np.nan)
-    rows = pa.table({"p": pa.array(codes, pa.int64()), "rep": pa.array(replicate_codes(results), pa.int64()),
+    rows = pa.table({"p": pa.array(codes, pa.int64()), "rep": pa.array(rep, pa.int64()),
                      "t": pa.array(times, pa.float64()), "o": pa.array(np.arange(len(results)), pa.int64())})
     con = cursor()
     try:
         con.register("rows", rows)
-        group(con, "rows", ["p"], "o")
-        return finish(con, ["p"], replicates, moments)
+        return finish(con, ["p"], len(np.unique(rep)), counts=np.unique(np.bincount(codes)).tolist(),
+                      replicates=replicates, moments=moments, grouped=reps_sql("rows", ["p"], "o"))
     finally:
         con.close()

@@ -59,7 +59,7 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
     import pyarrow.compute as pc
 
     from analysis.cost_model import add_cost_columns
-    from analysis.point_stats import cursor, finish, group
+    from analysis.point_stats import cursor, finish, reps_sql
     from analysis.replicates import add_between, between_medians
     from analysis.summary import with_statistics
 
@@ -73,12 +73,13 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
     con = cursor()
     try:
         con.register("attempts", attempts)
-        group(con, rows, _KEY, _FIRST, "bool_or(row_by_row) AS row_by_row, count(alloc_cpus) AS n_alloc",
-              {"files": paths})
-        (row_by_row, n_alloc, n_rows), = con.sql("SELECT bool_or(row_by_row), sum(n_alloc), sum(m) FROM reps").fetchall()
+        checks = "bool_or(row_by_row) AS row_by_row, count(alloc_cpus) AS n_alloc"
+        con.execute(f"CREATE TEMP TABLE reps AS {reps_sql(rows, _KEY, _FIRST, checks)}", {"files": paths})
+        (row_by_row, n_alloc, n_rows, keys), = con.sql(
+            "SELECT bool_or(row_by_row), sum(n_alloc), sum(m), count(DISTINCT rep) FROM reps").fetchall()
         if row_by_row:
             return None
-        stats = finish(con, _KEY)
+        stats = finish(con, _KEY, keys)
     finally:
         con.close()
     made = stats.points
