@@ -62,15 +62,18 @@ def replicate_medians(results: pd.DataFrame) -> pd.DataFrame:
     its mean log time `log_mean`, its log variance `log_var` (ddof 1; NaN for
     one repeat) and its `repeats`, from analysis.point_stats's SQL. Rows
     without a `replicate` column are one replicate (0); see replicate_codes."""
-    return _replicates(results, of_frame(results, replicates=True, moments=True))
+    return _replicates(results, of_frame(results, replicates=True, moments=True)).drop(columns="_point")
 
 
 def _replicates(results: pd.DataFrame, stats: PointStats) -> pd.DataFrame:
     """`stats.reps` with each point's columns (its fastest row's values) and
-    the replicate's code as `replicate`."""
+    the replicate's code as `replicate`, the point's row in `stats.points` as `_point`."""
+    reps = stats.reps
+    assert reps is not None  # (asked for: of_frame(replicates=True))
     keys = results[point_columns(results)].iloc[stats.points.column("first").to_numpy()]
-    out = replicate_frame(keys.reset_index(drop=True), stats.reps)
-    out.insert(len(keys.columns), REPLICATE, stats.reps.column("rep").to_numpy())
+    out = replicate_frame(keys.reset_index(drop=True), reps)
+    out.insert(len(keys.columns), REPLICATE, reps.column("rep").to_numpy())
+    out["_point"] = reps.column("p").to_numpy()
     return out
 
 
@@ -191,7 +194,8 @@ def variance_components(results: pd.DataFrame) -> pd.DataFrame:
     `replicates`, mean `repeats` per replicate, and `median_s` (the pooled
     median time of one repeat: the summary's median of its rows pooled)."""
     stats = of_frame(results, replicates=True, moments=True)
-    grouped = _replicates(results, stats).groupby(stats.reps.column("p").to_numpy(), sort=True)  # point order
+    reps = _replicates(results, stats)
+    grouped = reps.groupby(reps.pop("_point").to_numpy(), sort=True)  # in point order
     out = results[point_columns(results)].iloc[stats.points.column("first").to_numpy()].reset_index(drop=True)
     out["replicates"] = grouped.size().to_numpy().astype("int64")
     out["repeats"] = grouped["repeats"].mean().to_numpy()
