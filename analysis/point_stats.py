@@ -23,6 +23,7 @@ differs from the mean of the two middle values).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -122,7 +123,8 @@ def finish(con: Any, cols: Sequence[str], keys: int, *, counts: Sequence[int] | 
     return PointStats(points, reps)
 
 
-_DATABASE: list[Any] = []
+# by process: a forked child must not use its parent's database, whose threads a fork does not copy
+_DATABASE: dict[int, Any] = {}
 
 
 def cursor() -> Any:
@@ -131,9 +133,10 @@ def cursor() -> Any:
     60-row frame is a few ms)."""
     import duckdb
 
-    if not _DATABASE:
-        _DATABASE.append(duckdb.connect())
-    return _DATABASE[0].cursor()
+    pid = os.getpid()
+    if pid not in _DATABASE:
+        _DATABASE[pid] = duckdb.connect()
+    return _DATABASE[pid].cursor()
 
 
 def replicate_codes(results: pd.DataFrame) -> np.ndarray:

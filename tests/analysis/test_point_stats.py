@@ -139,3 +139,25 @@ def test_output_is_sorted_by_the_key_columns_then_threads_then_n() -> None:
 def test_an_empty_frame_has_an_empty_summary() -> None:
     s = summarize(make_rows({(1, 64): [1.0]}).iloc[:0])
     assert s.empty and {"median_s", "ci_lo_s", "ci_hi_s", "repeats", "replicates"} <= set(s.columns)
+
+
+def test_a_forked_child_summarises_with_a_database_of_its_own() -> None:
+    """The frames share one DuckDB database per process; a fork copies it
+    without its threads, so the child must open its own (else it waits on
+    threads that do not exist)."""
+    import os
+    import signal
+    import time
+
+    rows = make_rows({(1, 64): [3.0, 1.0, 2.0]})
+    assert summarize(rows).iloc[0]["median_s"] == 2.0  # the parent's database exists
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        os._exit(0 if summarize(rows).iloc[0]["median_s"] == 2.0 else 3)
+    deadline = time.monotonic() + 120
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert done[0] == pid and os.waitstatus_to_exitcode(done[1]) == 0
