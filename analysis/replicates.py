@@ -39,15 +39,15 @@ t(R) * sqrt((T2^2 + T1^2 / m*) / R) <= width.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from analysis.dist import t_quantile
 from analysis.frames import group_codes
-from analysis.schema import group_columns
+from analysis.point_stats import REPLICATE, PointStats, of_frame, point_columns, replicate_codes
 
-REPLICATE = "replicate"
 LEVEL = 0.95
 MAX_NEEDED = 1000  # replicates beyond this are reported as this (the machine is too noisy to plan)
 MAX_REPEATS = 100  # repeats per job planned at most (replicates showing no spread of their own ask for "many")
@@ -57,41 +57,35 @@ def _quantile(df: np.ndarray | float) -> np.ndarray:
     return t_quantile(0.5 + LEVEL / 2, df)
 
 
-def point_columns(results: pd.DataFrame) -> list[str]:
-    """A point: the group key, threads and n (as analysis/summary.py)."""
-    return group_columns(results) + ["threads", "n"]
-
-
-def replicate_keys(results: pd.DataFrame) -> np.ndarray:
-    """Which independent job set each row belongs to: the replicate number within
-    its campaign (replicate 0 of two campaigns pooled in one report are two jobs,
-    not one). Rows without a `replicate` column are replicate 0."""
-    number = results[REPLICATE].to_numpy() if REPLICATE in results else np.zeros(len(results), dtype="int64")
-    if "campaign" not in results or results["campaign"].nunique(dropna=False) <= 1:
-        return np.asarray(number)
-    codes, _ = group_codes(pd.DataFrame({"c": results["campaign"].astype(str).to_numpy(), "r": number}), ["c", "r"])
-    return codes
-
-
 def replicate_medians(results: pd.DataFrame) -> pd.DataFrame:
     """One row per (point, replicate): the replicate's median time `median_s`,
     its mean log time `log_mean`, its log variance `log_var` (ddof 1; NaN for
-    one repeat) and its `repeats`. Rows without a `replicate` column are one
-    replicate (0); see replicate_keys."""
-    cols = point_columns(results)
-    frame = results[cols + ["time_s"]].copy()
-    frame[REPLICATE] = replicate_keys(results)
-    times = frame["time_s"].to_numpy(dtype=float)
-    frame["_log"] = np.log(times, out=np.full_like(times, np.nan), where=times > 0)
-    grouped = frame.groupby(cols + [REPLICATE], sort=True, dropna=False)
-    out = grouped["time_s"].median().rename("median_s").to_frame()
-    out["log_mean"] = grouped["_log"].mean()
-    out["log_var"] = grouped["_log"].var(ddof=1)
-    out["repeats"] = grouped["time_s"].size().astype("int64")
-    return out.reset_index()
+    one repeat) and its `repeats`, from analysis.point_stats's SQL. Rows
+    without a `replicate` column are one replicate (0); see replicate_codes."""
+    return _replicates(results, of_frame(results, replicates=True, moments=True)).drop(columns="_point")
 
 
-_BETWEEN = ("replicates", "center_s", "replicate_log_sd", "lo_s", "hi_s")
+def _replicates(results: pd.DataFrame, stats: PointStats) -> pd.DataFrame:
+    """`stats.reps` with each point's columns (its fastest row's values) and
+    the replicate's code as `replicate`, the point's row in `stats.points` as `_point`."""
+    reps = stats.reps
+    assert reps is not None  # (asked for: of_frame(replicates=True))
+    keys = results[point_columns(results)].iloc[stats.points.column("first").to_numpy()]
+    out = replicate_frame(keys.reset_index(drop=True), reps)
+    out.insert(len(keys.columns), REPLICATE, reps.column("rep").to_numpy())
+    out["_point"] = reps.column("p").to_numpy()
+    return out
+
+
+def replicate_frame(keys: pd.DataFrame, reps: Any) -> pd.DataFrame:
+    """The per-replicate rows of analysis.point_stats (`reps`, whose `p` is
+    the point's row in `keys`) with the point's columns from `keys`, and their
+    `median_s`, `repeats` (and `log_mean`, `log_var` where made)."""
+    out = keys.iloc[reps.column("p").to_numpy()].reset_index(drop=True)
+    for name in ("median_s", "log_mean", "log_var", "repeats"):
+        if name in reps.column_names:
+            out[name] = reps.column(name).to_numpy()
+    return out
 
 
 def between(results: pd.DataFrame) -> pd.DataFrame:
@@ -100,6 +94,9 @@ def between(results: pd.DataFrame) -> pd.DataFrame:
     (NaN below two replicates), and the t-interval `lo_s`, `hi_s`
     (NaN below two replicates)."""
     return between_medians(replicate_medians(results), point_columns(results))
+
+
+_BETWEEN = ("replicates", "center_s", "replicate_log_sd", "lo_s", "hi_s")
 
 
 def between_medians(reps: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
@@ -128,7 +125,7 @@ def add_between(summary: pd.DataFrame, results: pd.DataFrame, found: pd.DataFram
     `found`: between() of the rows, when made elsewhere (from aggregates;
     `results` is then not read)."""
     if found is None:
-        if REPLICATE not in results or not len(results) or len(np.unique(replicate_keys(results))) < 2:
+        if REPLICATE not in results or not len(results) or len(np.unique(replicate_codes(results))) < 2:
             found = None
         else:
             found = between(results)
@@ -195,17 +192,18 @@ def variance_components(results: pd.DataFrame) -> pd.DataFrame:
     `t1_sq` (repeats within a replicate: the mean within-replicate variance),
     `t2_sq` (replicates: S2^2 - t1_sq / m, at least 0), the pilot's
     `replicates`, mean `repeats` per replicate, and `median_s` (the pooled
-    median time of one repeat)."""
-    reps = replicate_medians(results)
-    cols = point_columns(results)
-    grouped = reps.groupby(cols, sort=True, dropna=False)
-    out = grouped.size().rename("replicates").astype("int64").to_frame()
-    out["repeats"] = grouped["repeats"].mean()
-    out["t1_sq"] = grouped["log_var"].mean()
-    s2 = grouped["log_mean"].var(ddof=1)
-    out["t2_sq"] = np.maximum(s2 - out["t1_sq"].fillna(0) / out["repeats"], 0.0)
-    out["median_s"] = results.groupby(cols, sort=True, dropna=False)["time_s"].median()
-    return out.reset_index()
+    median time of one repeat: the summary's median of its rows pooled)."""
+    stats = of_frame(results, replicates=True, moments=True)
+    reps = _replicates(results, stats)
+    grouped = reps.groupby(reps.pop("_point").to_numpy(), sort=True)  # in point order
+    out = results[point_columns(results)].iloc[stats.points.column("first").to_numpy()].reset_index(drop=True)
+    out["replicates"] = grouped.size().to_numpy().astype("int64")
+    out["repeats"] = grouped["repeats"].mean().to_numpy()
+    out["t1_sq"] = grouped["log_var"].mean().to_numpy()
+    s2 = grouped["log_mean"].var(ddof=1).to_numpy()
+    out["t2_sq"] = np.maximum(s2 - np.nan_to_num(out["t1_sq"].to_numpy()) / out["repeats"].to_numpy(), 0.0)
+    out["median_s"] = stats.points.column("median_s").to_numpy()
+    return out
 
 
 def optimal_repeats(c1: float, c2: float, t1_sq: float, t2_sq: float) -> int:

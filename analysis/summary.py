@@ -17,27 +17,18 @@ is flagged `single_repeat`.
 
 from __future__ import annotations
 
-from functools import cache
-
 import numpy as np
 import pandas as pd
 
 from analysis.cost_model import add_cost_columns
-from analysis.dist import sign_test_rank
-from analysis.frames import group_codes
-from analysis.replicates import add_between
-from analysis.schema import group_columns
+from analysis.point_stats import of_frame, point_columns, rank_and_coverage
+from analysis.replicates import add_between, between_medians, replicate_frame
+
+__all__ = ["ALLOC_COLUMN", "ensure_summary", "is_summary", "rank_and_coverage", "summarize", "with_statistics"]
 
 # Optional: the cores allocated to the job that measured a row (campaign
 # records it with each attempt); threads above it oversubscribe on purpose.
 ALLOC_COLUMN = "alloc_cpus"
-
-
-@cache
-def rank_and_coverage(m: int) -> tuple[int, float]:
-    """Order-statistic rank r (1-based) of the interval and its exact coverage."""
-    best, coverage = sign_test_rank(m, 0.05)
-    return best, max(coverage, 0.0)
 
 
 def is_summary(df: pd.DataFrame) -> bool:
@@ -58,46 +49,26 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     confidence level), `repeats`, `single_repeat`, `flops`, `bytes` (from the
     rows if given, else the cost model), `replicates` and `replicate_log_sd`
     (a point of >= 2 replicates takes its estimate and interval over them:
-    analysis/replicates.py). Sorted by the key columns, threads, n.
+    analysis/replicates.py). Sorted by the key columns, threads, n. The order
+    statistics are analysis.point_stats's SQL over the rows; the key columns
+    and flops, bytes, allocation are the fastest repeat's (ties: the earlier row).
     """
-    cell_cols = group_columns(results) + ["threads", "n"]
-    codes, _ = group_codes(results, cell_cols)
-    times = results["time_s"].to_numpy(dtype=float)
-    order = np.lexsort((times, codes))
-    counts = np.bincount(codes)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)[:len(counts)]  # none: no rows
-    keep = cell_cols + [c for c in ("flops", "bytes", ALLOC_COLUMN) if c in results.columns]
-    points = results.iloc[order[starts]][keep].reset_index(drop=True)
-    return add_between(add_cost_columns(with_order_statistics(points, times[order], counts)), results)
-
-
-def with_order_statistics(points: pd.DataFrame, sorted_t: np.ndarray, counts: np.ndarray) -> pd.DataFrame:
-    """`points` (one row per point, the fastest repeat's) with the median,
-    its interval and coverage, `repeats` and `single_repeat`, from each
-    point's times sorted (`sorted_t`, the points' runs of `counts` one after
-    another)."""
-    counts = np.asarray(counts, dtype=np.int64)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
-    ranks = interval_ranks(counts)
-    return with_statistics(points, 0.5 * (sorted_t[starts + (counts - 1) // 2] + sorted_t[starts + counts // 2]),
-                           sorted_t[starts + ranks - 1], sorted_t[starts + counts - ranks], counts)
-
-
-def interval_ranks(counts: np.ndarray) -> np.ndarray:
-    """The interval's order-statistic rank r (1-based) of each count of repeats."""
-    ranks = np.empty_like(counts)
-    for m in np.unique(counts):
-        ranks[counts == m] = rank_and_coverage(int(m))[0]
-    return ranks
+    cols = point_columns(results)
+    stats = of_frame(results)
+    keep = cols + [c for c in ("flops", "bytes", ALLOC_COLUMN) if c in results.columns]
+    points = results.iloc[stats.points.column("first").to_numpy()][keep].reset_index(drop=True)
+    median, lo, hi, m = (stats.points.column(c).to_numpy() for c in ("median_s", "lo", "hi", "m"))
+    found = None if stats.reps is None else between_medians(replicate_frame(points[cols], stats.reps), cols)
+    return add_between(add_cost_columns(with_statistics(points, median, lo, hi, m)), results, found)
 
 
 def with_statistics(points: pd.DataFrame, median: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                     counts: np.ndarray) -> pd.DataFrame:
     """`points` with the median `0.5 * (x_((m+1)//2) + x_(m//2+1))` of its m
-    repeats, the interval [x_(r), x_(m-r+1)] of interval_ranks, its coverage,
-    `repeats` and `single_repeat`: the one set of summary columns, whether
-    the order statistics were taken here or by DuckDB over the result files
-    (campaign.results.points)."""
+    repeats, the interval [x_(r), x_(m-r+1)] (r: rank_and_coverage), its
+    coverage, `repeats` and `single_repeat`: the one set of summary columns,
+    whether the rows were a DataFrame or the result files
+    (campaign.results.points); the order statistics are analysis.point_stats's."""
     counts = np.asarray(counts, dtype=np.int64)
     coverage = np.empty(len(counts), dtype=float)
     for m in np.unique(counts):

@@ -1,12 +1,14 @@
 """Metrics and the HTML report over every row of a big ledger,
 this tree beside an older revision's, alternating, each run in a fresh
-process. Run:
+process, with the engine's own pace beside them. Run:
     .venv/bin/python bench/bench_read_all.py [--rows 10000000] [--attempts 200000]
         [--ledger PATH] [--baseline-rev REV] [--baseline-ledger PATH] [--repeats 3] [--html]
 
 Per run, in this order: `api.metrics` of the latest campaign (what `report
 --json` computes), with --html its `api.write_reports`, `api.metrics(all_campaigns=True)`
-(what `report --json --all` computes), with --html `api.write_reports(all_campaigns=True)`,
+(what `report --json --all` computes), `bare_median` (a bare DuckDB group-by median of
+time_s per point over the same Parquet files: the floor `metrics` is measured against,
+`metrics_all_over_bare` the ratio), with --html `api.write_reports(all_campaigns=True)`,
 then the plain read of every result row (`results_frame`); wall and CPU
 seconds, the peak RSS after each phase (`peak_rss_after_mb`) and at the end. The ledger is bench/scale_ledger.py's (built
 once, not timed; --ledger reuses one). A revision older than schema v11 (result
@@ -35,7 +37,7 @@ from bench.scale_ledger import build as build_ledger  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "read_all_bench.json"
 PROBE = """
-import json, resource, sys, time
+import json, resource, sqlite3, sys, time
 from pathlib import Path
 from campaign import api
 from campaign.ledger import Ledger
@@ -57,6 +59,24 @@ if html:
     timed("html_latest", lambda: api.write_reports(led, Path(sys.argv[3]) / "latest"))
 timed("metrics_all", lambda: api.metrics(led, all_campaigns=True))
 peak("metrics_all")
+def bare_median():
+    # every result file of the ledger (its campaign's folder, else beside the ledger), one median per point
+    import duckdb
+    from resultschema.columns import BASE_GROUP_COLUMNS, OPTIONAL_GROUP_COLUMNS, SCALE_COLUMNS
+    path = Path(sys.argv[1])
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+        pointers = con.execute("SELECT DISTINCT c.id, c.workdir, f.path FROM result_file f "
+                               "JOIN campaign c ON c.id = f.campaign_id").fetchall()
+    files = []
+    for cid, workdir, rel in pointers:
+        home = Path(workdir) / rel
+        files.append(str(home if home.exists() else path.with_suffix(".results") / f"c{cid}" / rel))
+    keys = [*BASE_GROUP_COLUMNS, *(c for c in OPTIONAL_GROUP_COLUMNS if c not in SCALE_COLUMNS), "threads", "n"]
+    names = ", ".join(f'"{c}"' for c in keys)
+    duckdb.sql(f"SELECT {names}, median(time_s) FROM read_parquet($files, union_by_name = true) GROUP BY ALL",
+               params={"files": files}).fetchall()
+timed("bare_median", bare_median)
+out["metrics_all_over_bare"] = {k: out["metrics_all"][k] / out["bare_median"][k] for k in ("wall_s", "cpu_s")}
 if html:
     timed("html_all", lambda: api.write_reports(led, Path(sys.argv[3]), all_campaigns=True))
     peak("html_all")
@@ -117,12 +137,12 @@ def main() -> None:
             runs[name].append(once(tree, ledgers[name], args.html, work))
             print(f"bench_read_all: {name} {i}: {json.dumps(runs[name][-1])}", file=sys.stderr, flush=True)
             load.append(os.getloadavg())
-    phases = [k for k in runs["new"][0] if not k.startswith("peak_rss")]
+    phases = [k for k in runs["new"][0] if not k.startswith("peak_rss") and k != "metrics_all_over_bare"]
     result: dict[str, Any] = {"command": " ".join(sys.argv), "load_avg": load, "baseline_rev": args.baseline_rev,
                               "ledgers": {k: str(v) for k, v in ledgers.items()}, "runs": runs}
     for name in trees:
         result[name] = {p: {k: statistics.median(r[p][k] for r in runs[name]) for k in ("wall_s", "cpu_s")}
-                        for p in phases} | {"peak_rss_mb": max(r["peak_rss_mb"] for r in runs[name]),
+                        for p in [*phases, "metrics_all_over_bare"]} | {"peak_rss_mb": max(r["peak_rss_mb"] for r in runs[name]),
                                             "peak_rss_after_mb": {k: max(r["peak_rss_after_mb"][k] for r in runs[name])
                                                                   for k in runs[name][0]["peak_rss_after_mb"]}}
     if args.baseline_rev:

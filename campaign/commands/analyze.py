@@ -58,7 +58,7 @@ def _inputs(led: Ledger, cluster: str | None, scope: Scope) -> tuple[Any, Any, A
     campaign = scope.campaigns
     models = cost_models(led)
     made = None if profiled(led, campaign) else points.summary(led, campaign, models)
-    if made is not None:  # the medians aggregated by DuckDB over the files: no row in pandas
+    if made is not None:  # the summary's SQL run over the files: no row in pandas (else summarize runs it over the rows)
         results, left = made
     else:
         results, left = latest_frame(led, campaign=campaign, usable_only=True, all_extras=False)

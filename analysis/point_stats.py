@@ -1,0 +1,176 @@
+"""The order statistics of every measured point, as one SQL text that DuckDB
+runs over whichever relation holds the rows: a DataFrame of rows
+(analysis.summary.summarize, analysis.replicates.replicate_medians) or the
+result files joined to their attempts (campaign.results.points: the report
+over a ledger, which never holds the rows in pandas). One text, so that a
+point's median cannot depend on where its rows were read from.
+
+The relation gives each row its point (the `cols`), its replicate key `rep`
+(one independent job set: analysis.replicates), its time `t` (NaN where
+none: sorted after every time) and its order `o` (ties of `t` go to the
+smaller `o`: the earlier row). Per point, from its m times sorted:
+- the median 0.5 * (x_((m+1)//2) + x_(m//2+1)) and the interval
+  [x_(r), x_(m-r+1)], r from analysis.summary.rank_and_coverage;
+- `first`: what the caller keeps of its fastest row (ties: the earlier row).
+Per replicate: its median over the times it measured (NaN skipped: the
+middle value, or the mean of the two middle ones), its repeats and, where
+asked, the mean and sample variance of the logs of its positive times.
+
+Why lists sorted per group and not DuckDB's `median`: the interval's ranks
+depend on each point's count, and `median` interpolates (its last bit
+differs from the mean of the two middle values).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.dist import sign_test_rank
+from analysis.frames import group_codes
+from analysis.schema import group_columns
+
+REPLICATE = "replicate"
+
+
+@cache
+def rank_and_coverage(m: int) -> tuple[int, float]:
+    """Order-statistic rank r (1-based) of the interval and its exact coverage."""
+    best, coverage = sign_test_rank(m, 0.05)
+    return best, max(coverage, 0.0)
+
+
+@dataclass(frozen=True)
+class PointStats:
+    """`points`: per point, in the order of its columns (NULLs last): the
+    point's columns, `median_s`, `lo`, `hi`, `m` (repeats), `first`.
+    `reps`: per point and replicate, in that order: the point's columns,
+    `rep`, `median_s`, `repeats` (and `log_mean`, `log_var` where asked); None
+    where not asked for and the rows hold one replicate key."""
+
+    points: Any
+    reps: Any | None
+
+
+def _names(cols: Sequence[str]) -> str:
+    return ", ".join(f'"{c}"' for c in cols)
+
+
+def reps_sql(source: str, cols: Sequence[str], first: str, checks: str = "") -> str:
+    """The rows of `source` per point and replicate (the relation `reps` of
+    `finish`): the times sorted, `m`, the measured `k`, the fastest row's
+    `o` and `first`; `checks`: more aggregates over the rows, for the caller."""
+    extra = f", {checks}" if checks else ""
+    return f"""
+        SELECT {_names(cols)}, rep, list_sort(list(t)) AS times, count(*)::BIGINT AS m,
+               count(*) FILTER (NOT isnan(t))::BIGINT AS k, min((t, o)) AS o, arg_min({first}, (t, o)) AS first
+               {extra}
+        FROM {source} GROUP BY ALL"""
+
+
+def _with(ctes: list[str]) -> str:
+    return f"WITH {', '.join(ctes)} " if ctes else ""
+
+
+def finish(con: Any, cols: Sequence[str], keys: int, *, counts: Sequence[int] | None = None,
+           replicates: bool | None = None, moments: bool = False, grouped: str | None = None) -> PointStats:
+    """The statistics of the points of `reps` (a table of `con`, or `grouped`:
+    reps_sql's text, run here) over `keys` replicate keys in all. `counts`:
+    the points' numbers of rows where known (else asked of the points).
+    `replicates`: the per-replicate medians always (True), or only where the
+    rows hold two replicate keys or more (None). Each statement a relation
+    fewer where it can: a 60-row frame pays DuckDB's ~1 ms per statement."""
+    import pyarrow as pa
+
+    names = _names(cols)
+    want_reps = bool(replicates or (replicates is None and keys >= 2))
+    if grouped is not None and want_reps:  # read twice below: made once
+        con.execute(f"CREATE TEMP TABLE reps AS {grouped}")
+        grouped = None
+    ctes = [] if grouped is None else [f"reps AS ({grouped})"]
+    if keys >= 2:  # a point's times: its replicates' lists merged; its fastest row: theirs, fastest
+        pts = (f"SELECT {names}, list_sort(flatten(list(times))) AS t, sum(m)::BIGINT AS m, "
+               f"arg_min(first, o) AS first FROM reps GROUP BY ALL")
+    else:  # one replicate key: each point is one group of reps, its list sorted already
+        pts = f"SELECT {names}, times AS t, m, first FROM reps"
+    if counts is None:
+        con.execute(f"CREATE TEMP TABLE pts AS {_with(ctes)}{pts}")
+        ctes = []
+        counts = [m for (m,) in con.sql("SELECT DISTINCT m FROM pts").fetchall()]
+    else:
+        ctes.append(f"pts AS ({pts})")
+    con.register("ranks", pa.table({"m": pa.array(counts, pa.int64()),
+                                    "r": pa.array([rank_and_coverage(int(m))[0] for m in counts], pa.int64())}))
+    points = con.sql(f"""{_with(ctes)}
+        SELECT {names}, (t[(m - 1) // 2 + 1] + t[m // 2 + 1]) * 0.5 AS median_s, t[r] AS lo, t[m - r + 1] AS hi,
+               m, first
+        FROM pts JOIN ranks USING (m) ORDER BY {names}""").to_arrow_table()
+    if not want_reps:
+        return PointStats(points, None)
+    logs = "list_transform(list_filter(times, lambda x: x > 0 AND NOT isnan(x)), lambda x: ln(x))"
+    more = (f", coalesce(list_aggregate({logs}, 'avg'), 'NaN'::DOUBLE) AS log_mean, "
+            f"coalesce(list_aggregate({logs}, 'var_samp'), 'NaN'::DOUBLE) AS log_var") if moments else ""
+    reps = con.sql(f"""
+        SELECT {names}, rep, CASE WHEN k = 0 THEN 'NaN'::DOUBLE WHEN k % 2 = 1 THEN times[k // 2 + 1]
+                                  ELSE (times[k // 2] + times[k // 2 + 1]) / 2 END AS median_s, m AS repeats {more}
+        FROM reps ORDER BY {names}, rep""").to_arrow_table()
+    return PointStats(points, reps)
+
+
+# by process: a forked child must not use its parent's database, whose threads a fork does not copy
+_DATABASE: dict[int, Any] = {}
+
+
+def cursor() -> Any:
+    """A connection of its own to one in-memory database kept for the process
+    (a fresh database costs ~12 ms, a cursor of one nothing: the summary of a
+    60-row frame is a few ms)."""
+    import duckdb
+
+    pid = os.getpid()
+    if pid not in _DATABASE:
+        _DATABASE[pid] = duckdb.connect()
+    return _DATABASE[pid].cursor()
+
+
+def replicate_codes(results: pd.DataFrame) -> np.ndarray:
+    """Which independent job set each row belongs to, as dense codes in the
+    order of the keys: the replicate number within its campaign (replicate 0
+    of two campaigns pooled in one report are two jobs, not one). Rows
+    without a `replicate` column are replicate 0."""
+    number = results[REPLICATE].to_numpy() if REPLICATE in results else np.zeros(len(results), dtype="int64")
+    keys = pd.DataFrame({"r": number})
+    if "campaign" in results and results["campaign"].nunique(dropna=False) > 1:
+        keys.insert(0, "c", results["campaign"].astype(str).to_numpy())
+    return group_codes(keys, list(keys.columns))[0]
+
+
+def point_columns(results: pd.DataFrame) -> list[str]:
+    """A point: the group key, threads and n."""
+    return group_columns(results) + ["threads", "n"]
+
+
+def of_frame(results: pd.DataFrame, replicates: bool | None = None, moments: bool = False) -> PointStats:
+    """`finish` over a DataFrame of rows: each point is its columns' dense
+    code `p` (analysis.frames.group_codes: missing values a value of their
+    own, sorted last) and `first` its fastest row's position in `results`."""
+    import pyarrow as pa
+
+    codes, _ = group_codes(results, point_columns(results))
+    rep = replicate_codes(results)
+    times = results["time_s"].to_numpy(dtype=float, na_value=np.nan)
+    rows = pa.table({"p": pa.array(codes, pa.int64()), "rep": pa.array(rep, pa.int64()),
+                     "t": pa.array(times, pa.float64()), "o": pa.array(np.arange(len(results)), pa.int64())})
+    con = cursor()
+    try:
+        con.register("rows", rows)
+        return finish(con, ["p"], len(np.unique(rep)), counts=np.unique(np.bincount(codes)).tolist(),
+                      replicates=replicates, moments=moments, grouped=reps_sql("rows", ["p"], "o"))
+    finally:
+        con.close()
