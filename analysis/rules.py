@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -201,12 +200,10 @@ def _read(text: pa.Array) -> tuple[pa.Array, pa.Array | None]:
         return _cast(text), None
     except pa.ArrowInvalid:
         pass
-    encoded = text.dictionary_encode()  # (a column's bad cells are often one text repeated: n/a, -, ERROR)
+    distinct = pc.unique(text)  # (a column's bad cells are often one text repeated: n/a, -, ERROR)
     at: list[int] = []
-    _unread(encoded.dictionary, 0, at)
-    bad = np.zeros(len(encoded.dictionary), dtype=bool)
-    bad[at] = True
-    unread = pc.fill_null(pa.array(bad).take(encoded.indices), False)
+    _unread(distinct, 0, at)
+    unread = pc.fill_null(pc.is_in(text, value_set=distinct.take(pa.array(at, pa.int64()))), False)
     return _cast(pc.if_else(unread, pa.scalar(None, pa.string()), text)), unread
 
 
