@@ -13,7 +13,8 @@ by a second reading of the cell.
 Rules: text is stripped, holds no control character and at most TEXT_MAX
 characters, blank is a missing value; an integer is plain ASCII digits
 inside int64 and at least its column's minimum; a float is plain decimal or
-exponent notation, finite, positive (time_s) or non-negative, a blank or
+exponent notation, as Arrow's cast to float64 reads it (the one reading of a
+float cell, `_floats`), finite, positive (time_s) or non-negative, a blank or
 "nan" missing where the column allows it; a required column has no missing
 value. An optional column empty in every row is absent (its callers drop it).
 """
@@ -30,9 +31,6 @@ import pyarrow.compute as pc
 from resultschema.columns import CONTROL, INT64, TEXT_MAX, Column, column_rule
 
 _INT = r"^[+-]?[0-9]+$"
-_FLOAT = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
-_NAN = r"^[+-]?[nN][aA][nN]$"
-_INF = r"^[+-]?(?i:inf|infinity)$"
 _LONG_DIGITS = 19  # an integer of this many significant digits or more may be outside int64: read in Python
 SHOWN = 40  # characters of a bad cell quoted in a refusal
 
@@ -158,42 +156,24 @@ def _int64(text: str) -> int | None:
 
 
 def _floats(text: pa.Array, blank: pa.Array, col: Column, required: bool, judged: bool) -> Checked:
-    if not pc.any(blank).as_py():  # a measured column, every cell a number (most): one cast, no pattern
-        quick = _finite_floats(text, col, judged)
-        if quick is not None:
-            return quick
-    return _floats_by_shape(text, blank, col, required, judged)
-
-
-def _range_rule(col: Column) -> str:
-    return f"must be a {'positive' if col.positive else 'non-negative'} finite number, got {{value}}"
-
-
-def _finite_floats(text: pa.Array, col: Column, judged: bool) -> Checked | None:
-    """The cells as numbers where Arrow's cast reads every one as a finite
-    float, else None. The cast reads what _FLOAT describes and nothing more
-    (no hex, `_`, `d` exponent or inner space; tests/analysis/test_rules_floats.py
-    holds the cast to the pattern), so a cell it reads is plain; only its
-    range is left to judge. Against the pattern: a third of the cost."""
-    try:
-        values = pc.cast(text, pa.float64())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-    if not pc.all(pc.is_finite(values)).as_py():  # inf or nan: the patterns tell which is allowed
-        return None
-    if judged:
-        return Checked(values)  # any number is read
-    sign = pc.less_equal(values, 0.0) if col.positive else pc.less(values, 0.0)
-    return Checked(values, _rules((_range_rule(col), sign)))
-
-
-def _floats_by_shape(text: pa.Array, blank: pa.Array, col: Column, required: bool, judged: bool) -> Checked:
-    nan = pc.match_substring_regex(text, _NAN)
-    infinite = pc.match_substring_regex(text, _INF)  # a number, out of range unless judged
-    plain = pc.match_substring_regex(text, _FLOAT)
-    not_number = pc.invert(pc.or_(pc.or_(plain, pc.or_(nan, infinite)), blank))
-    usable = pc.if_else(pc.or_(not_number, blank), pa.scalar(None, pa.string()), text)
-    values = pc.cast(usable, pa.float64())
+    """A float cell is what Arrow's cast of text to float64 reads: decimal or
+    exponent notation with an optional sign, or inf, infinity, nan (any case,
+    signed); not hex, `_`, a `d` exponent, an inner space or a non-ASCII digit.
+    That one cast (`_read`) is the only reader of a float cell: the values
+    come from it, nan and inf are told by the value it gives, and the cells
+    it cannot read are found by the same cast over slices. Matching every
+    cell against patterns beside the cast, to tell the same, cost three times
+    the cast over a column of numbers."""
+    if pc.any(blank).as_py():
+        text = pc.if_else(blank, pa.scalar(None, pa.string()), text)
+    values, unread = _read(text)
+    nan = pc.is_nan(values)
+    if pc.any(nan).as_py():  # the cast also reads C's NaN with a payload, nan(...): not a number here
+        payload = pc.fill_null(pc.and_(nan, pc.invert(pc.ends_with(text, "nan", ignore_case=True))), False)
+        if pc.any(payload).as_py():
+            unread = payload if unread is None else pc.or_(unread, payload)
+            values = pc.if_else(payload, pa.scalar(None, pa.float64()), values)
+            nan = pc.is_nan(values)
     out_of_range = None
     if not judged:
         sign = pc.less_equal(values, 0.0) if col.positive else pc.less(values, 0.0)
@@ -201,8 +181,51 @@ def _floats_by_shape(text: pa.Array, blank: pa.Array, col: Column, required: boo
         if col.allow_nan:  # a nan is a missing value here, not a number out of range
             out_of_range = pc.and_(out_of_range, pc.invert(nan))
     missing = nan if required and col.allow_nan else None
-    return Checked(values, _rules((NOT_NUMBER, not_number), (_range_rule(col), out_of_range),
+    return Checked(values, _rules((NOT_NUMBER, unread), (_range_rule(col), out_of_range),
                                   (EMPTY, blank if required else None), (NAN_MISSING, missing)))
+
+
+def _range_rule(col: Column) -> str:
+    return f"must be a {'positive' if col.positive else 'non-negative'} finite number, got {{value}}"
+
+
+def _read(text: pa.Array) -> tuple[pa.Array, pa.Array | None]:
+    """The cells as float64 (null: a null cell or one the cast cannot read)
+    and the mask of the cells it cannot read (None: it reads them all). The
+    cast names no cell when it fails, so the column's distinct cells are then
+    cast again in slices down to the failing ones (`_unread`): only a refused
+    column pays that, about one cast of a slice per distinct cell it holds
+    where most of its cells fail, fewer where few do."""
+    try:
+        return _cast(text), None
+    except pa.ArrowInvalid:
+        pass
+    distinct = pc.unique(text)  # (a column's bad cells are often one text repeated: n/a, -, ERROR)
+    at: list[int] = []
+    _unread(distinct, 0, at)
+    unread = pc.fill_null(pc.is_in(text, value_set=distinct.take(pa.array(at, pa.int64()))), False)
+    return _cast(pc.if_else(unread, pa.scalar(None, pa.string()), text)), unread
+
+
+def _cast(text: pa.Array) -> pa.Array:
+    """The one reading of float cells; raises ArrowInvalid where a cell is not one."""
+    return pc.cast(text, pa.float64())
+
+
+_SPLIT = 8  # slices a failing slice is cast in
+
+
+def _unread(text: pa.Array, offset: int, at: list[int]) -> None:
+    """Appends to `at` the positions (`offset` + i) of the cells of this slice that `_cast` cannot read."""
+    try:
+        _cast(text)
+    except pa.ArrowInvalid:
+        if len(text) == 1:
+            at.append(offset)
+            return
+        step = -(-len(text) // _SPLIT)
+        for start in range(0, len(text), step):
+            _unread(text.slice(start, step), offset + start, at)
 
 
 def as_text(values: Any, name: str) -> pa.Array:

@@ -6,11 +6,15 @@ rows are judged against their run by one function (campaign.results.expected
 beside the columnar one, a per-file judgement beside the pooled one) is how
 two paths drift: found statically, a module or function of the old twins'
 names, a module that applies the rules or reads CSV records beside the
-reader, or a second top-level judgement in expected.py."""
+reader, or a second top-level judgement in expected.py. A float cell has one
+reading too, Arrow's cast (analysis/rules.py `_cast`): a regular expression
+of float or nan/inf cells, or a second cast of text to float64 in the rules,
+is a second definition of a valid float beside it."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,7 +22,7 @@ ROOTS = ("campaign", "analysis", "resultschema")
 # The names the twins went by: the per-cell reference reader and its cell rules, the pooled pre-check
 # and the per-file judgement it sent files to.
 TWINS = frozenset({"parse_rows", "check_row", "scale_cell", "fast_records", "settled", "foreign",
-                   "check_failure", "_judge", "_classify"})
+                   "check_failure", "_judge", "_classify", "_finite_floats", "_floats_by_shape"})
 RULES_USERS = {"campaign/results/columnar.py", "analysis/schema.py"}  # schema: a DataFrame handed to the analysis
 CSV_READERS = {"campaign/results/columnar.py", "campaign/results/counters.py",  # counters: a profiler's own CSV
                "campaign/job/preflight.py", "campaign/cli/watch.py"}
@@ -56,3 +60,29 @@ def test_expected_has_one_judgement() -> None:
     tree = ast.parse((REPO / "campaign/results/expected.py").read_text(encoding="utf-8"))
     public = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
     assert public == ["judge"], public
+
+
+def _float_pattern(text: str) -> bool:
+    """`text`, as a regular expression, takes float cells (or the words nan, inf) as a whole and not other words."""
+    try:
+        rx = re.compile(text)
+        takes = all(rx.fullmatch(c) for c in ("1.5e-3", "1e5", ".5", "-2.5E+10")) or \
+            any(all(rx.fullmatch(c) for c in words) for words in (("nan", "-NaN"), ("inf", "-Infinity")))
+        return bool(takes) and not rx.fullmatch("x") and not rx.fullmatch("name")
+    except (re.error, RecursionError, OverflowError):
+        return False
+
+
+def test_a_float_cell_has_one_reading() -> None:
+    """No pattern of float cells anywhere (the rules once matched every cell against three beside the
+    cast, kept equal to it by tests), and one cast of text to float64 in the rules, in `_cast`."""
+    assert _float_pattern(r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$")  # (the test finds the old ones)
+    assert _float_pattern(r"^[+-]?[nN][aA][nN]$") and _float_pattern(r"^[+-]?(?i:inf|infinity)$")
+    patterns = [f"{path}:{node.lineno} {node.value!r}" for path, tree in _modules().items() for node in ast.walk(tree)
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and _float_pattern(node.value)]
+    assert not patterns, f"a pattern of float cells beside the cast that reads them: {patterns}"
+    tree = ast.parse((REPO / "analysis/rules.py").read_text(encoding="utf-8"))
+    casts = [f"{fn.name}:{node.lineno}" for fn in tree.body if isinstance(fn, ast.FunctionDef)
+             for node in ast.walk(fn) if isinstance(node, ast.Call) and ast.unparse(node.func) in ("pc.cast", "cast")
+             and "float64" in ast.unparse(node)]
+    assert [c.split(":")[0] for c in casts] == ["_cast"], f"float64 casts in analysis/rules.py: {casts}"
