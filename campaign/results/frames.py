@@ -4,10 +4,11 @@ not the ledger). Results themselves come from campaign.results.export."""
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import String, select, type_coerce
+from sqlalchemy import String, cast, select, type_coerce
 
 from campaign.config.schema import ClusterSpec
 from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, Run
@@ -39,7 +40,10 @@ def jobs_frame(led: Ledger, campaign: str | None = None) -> Any:
     Columns, not ORM objects, and of the run's spec only what its label
     reads: loading 200,000 attempts with their runs and campaigns, and
     decoding every full spec, costs most of a big report (BENCHMARKS.md
-    section 9c)."""
+    section 9c). One Core statement on the session's connection (the ORM's
+    row loading cost as much again), with `extra_args` read as JSON text and
+    decoded once per distinct text: a campaign's attempts share a few
+    (BENCHMARKS.md section 19)."""
     import pandas as pd  # lazy, as above
 
     spec = Run.spec
@@ -47,17 +51,25 @@ def jobs_frame(led: Ledger, campaign: str | None = None) -> Any:
                    type_coerce(JobAttempt.state, String), JobAttempt.node, JobAttempt.submitted_at,
                    JobAttempt.started_at, JobAttempt.ended_at, JobAttempt.walltime_min,
                    *(spec[k].as_string() for k in _LABEL_TEXT), *(spec[k].as_integer() for k in _LABEL_INT),
-                   spec["extra_args"])
+                   cast(spec["extra_args"], String))
             .join(Run, Run.id == JobAttempt.run_id).join(Campaign))
     if campaign:
         stmt = stmt.where(Campaign.name == campaign)
     with led.session() as s:
-        rows = [(*r[:11], _label(*r[11:-1], _pairs(r[-1]))) for r in s.execute(stmt.order_by(JobAttempt.id))]
+        result = s.connection().execute(stmt.order_by(JobAttempt.id))
+        rows = [(*r[:11], _label(*r[11:-1], _pairs_text(r[-1]))) for r in result]
     return pd.DataFrame(rows, columns=JOB_FRAME_COLUMNS)
 
 
 _LABEL_TEXT = ("partition", "kernel", "impl", "variant", "dtype")
 _LABEL_INT = ("threads", "gpus", "cpus")
+
+
+@functools.lru_cache(maxsize=65536)
+def _pairs_text(extra_args: str | None) -> tuple[tuple[str, str], ...]:
+    """_pairs of a spec's extra_args as the ledger's JSON text (SQL NULL, or
+    the text 'null', where a spec has none)."""
+    return _pairs(json.loads(extra_args) if extra_args is not None else None)
 
 
 def _pairs(extra_args: Any) -> tuple[tuple[str, str], ...]:
