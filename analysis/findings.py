@@ -132,10 +132,8 @@ def threads(best: pd.DataFrame, speedup: pd.DataFrame, penalty: pd.DataFrame,
             out.append(Finding("Thread-doubling penalties above 1 rest on single repeats only: "
                                "none is claimed."))
         else:  # a claim about every doubling: a caveat when any of them was timed on a busy machine
-            busy = (flags.any_reason([(row, {}), (row, {"threads": row["threads_half"]})])
-                    for _, row in penalty.iterrows())
             out.append(Finding("No thread doubling made a kernel slower beyond the noise.", None,
-                               next((why for why in busy if why), None)))
+                               flags.first_reason(penalty, {}, {"threads": "threads_half"})))
     return out
 
 

@@ -74,6 +74,9 @@ def jobs_table(jobs: pd.DataFrame, naive_zone: timezone | None = None) -> Table:
                     else True)
     sort = ["_ok"] + (["started"] if "started" in frame else [])
     frame = frame.sort_values(sort, kind="stable", na_position="last").reset_index(drop=True)
+    has_elapsed = _elapsed_s(frame).notna().any()
+    # only the rows shown are formatted (a campaign of 200,000 attempts shows 500; JSON has them all)
+    total, frame = len(frame), frame.head(MAX_JOB_ROWS)
     elapsed = _elapsed_s(frame)
     cols: dict[str, list[str]] = {}
     for name, header in (("job_id", "job ID"), ("state", "state"), ("node", "node")):
@@ -81,7 +84,7 @@ def jobs_table(jobs: pd.DataFrame, naive_zone: timezone | None = None) -> Table:
             cols[header] = ["" if pd.isna(v) else str(v) for v in frame[name]]
     if "started" in frame:
         cols["started"] = [display.when(v, naive_zone) for v in frame["started"]]
-    if elapsed.notna().any():
+    if has_elapsed:
         cols["elapsed / walltime" if "walltime_min" in frame else "elapsed"] = (
             _versus_walltime(elapsed, frame))
     for name in ("run", "campaign"):
@@ -93,7 +96,7 @@ def jobs_table(jobs: pd.DataFrame, naive_zone: timezone | None = None) -> Table:
                f"UTC{_offset(zone)})" if "started" in frame else "") + ".")
     if "walltime_min" in frame:
         note += " Elapsed / walltime: time from start to end against the requested limit."
-    return Table(f"{len(frame)} job attempts", pd.DataFrame(cols), note, max_rows=MAX_JOB_ROWS)
+    return Table(f"{total} job attempts", pd.DataFrame(cols), note, max_rows=MAX_JOB_ROWS, total_rows=total)
 
 
 def _offset(zone: timezone) -> str:

@@ -4,10 +4,11 @@ not the ledger). Results themselves come from campaign.results.export."""
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import String, select, type_coerce
+from sqlalchemy import String, cast, select, type_coerce
 
 from campaign.config.schema import ClusterSpec
 from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, Run
@@ -39,25 +40,36 @@ def jobs_frame(led: Ledger, campaign: str | None = None) -> Any:
     Columns, not ORM objects, and of the run's spec only what its label
     reads: loading 200,000 attempts with their runs and campaigns, and
     decoding every full spec, costs most of a big report (BENCHMARKS.md
-    section 9c)."""
+    section 9c). One Core statement on the session's connection (the ORM's
+    row loading cost as much again), with `extra_args` read as JSON text and
+    decoded once per distinct text: a campaign's attempts share a few
+    (BENCHMARKS.md section 19)."""
     import pandas as pd  # lazy, as above
 
     spec = Run.spec
     stmt = (select(Campaign.cluster, Campaign.name, JobAttempt.job_id, JobAttempt.array_index, JobAttempt.attempt,
                    type_coerce(JobAttempt.state, String), JobAttempt.node, JobAttempt.submitted_at,
                    JobAttempt.started_at, JobAttempt.ended_at, JobAttempt.walltime_min,
-                   *(spec[k].as_string() for k in _LABEL_TEXT), *(spec[k].as_integer() for k in _LABEL_INT),
-                   spec["extra_args"])
+                   Run.partition, Run.kernel, Run.impl, Run.variant, Run.dtype, Run.threads, Run.gpus,
+                   *(spec[k].as_integer() for k in _LABEL_INT), cast(spec["extra_args"], String))
             .join(Run, Run.id == JobAttempt.run_id).join(Campaign))
     if campaign:
         stmt = stmt.where(Campaign.name == campaign)
     with led.session() as s:
-        rows = [(*r[:11], _label(*r[11:-1], _pairs(r[-1]))) for r in s.execute(stmt.order_by(JobAttempt.id))]
+        result = s.connection().execute(stmt.order_by(JobAttempt.id))
+        rows = [(*r[:11], _label(*r[11:-1], _pairs_text(r[-1]))) for r in result]
     return pd.DataFrame(rows, columns=JOB_FRAME_COLUMNS)
 
 
-_LABEL_TEXT = ("partition", "kernel", "impl", "variant", "dtype")
-_LABEL_INT = ("threads", "gpus", "cpus")
+# what the label reads beyond the run's own columns (a spec of an older ledger may lack any: neutral)
+_LABEL_INT = ("cpus", "nodes", "ranks_per_node", "gpus_per_rank", "replicate")
+
+
+@functools.lru_cache(maxsize=65536)
+def _pairs_text(extra_args: str | None) -> tuple[tuple[str, str], ...]:
+    """_pairs of a spec's extra_args as the ledger's JSON text (SQL NULL, or
+    the text 'null', where a spec has none)."""
+    return _pairs(json.loads(extra_args) if extra_args is not None else None)
 
 
 def _pairs(extra_args: Any) -> tuple[tuple[str, str], ...]:
@@ -72,11 +84,12 @@ def _label(*fields: Any) -> str:
     label of the whole spec). Cached: a campaign's attempts share a few
     thousand labels (a RunSpec per attempt costs 2 s at 40,000 attempts,
     BENCHMARKS.md 13e)."""
-    partition, kernel, impl, variant, dtype, threads, gpus, cpus, extra_args = fields
+    partition, kernel, impl, variant, dtype, threads, gpus, cpus, nodes, per_node, gpus_per_rank, replicate, extra = fields
     return RunSpec(cluster="", partition=partition, kernel=kernel, impl=impl, variant=variant, device="",
                    dtype=dtype, threads=threads, gpus=gpus, n=(), d=0, repeats=0, warmup=0, check=False,
-                   walltime_min=0, mem_gb=None, argv=(), cpus=cpus or 0,
-                   extra_args=_pairs(extra_args)).label
+                   walltime_min=0, mem_gb=None, argv=(), cpus=cpus or 0, nodes=nodes or 1,
+                   ranks_per_node=per_node or 1, gpus_per_rank=gpus_per_rank or 0, replicate=replicate or 0,
+                   extra_args=_pairs(extra)).label
 
 
 COUNTER_FRAME_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "dtype", "n", "d", "params",

@@ -41,6 +41,9 @@ def _fill(led: Ledger, tmp_path: Path) -> None:
     add_attempt(led, tmp_path, state=JobState.COMPLETED, campaign="a")
     add_attempt(led, tmp_path, state=JobState.TIMEOUT, campaign="a",
                 spec=spec_with(threads=4, cpus=8, extra_args=(("tag", "1"), ("m", "x y"))))
+    add_attempt(led, tmp_path, state=JobState.COMPLETED, campaign="a",  # a multi-rank run's shape, a replicate
+                spec=spec_with(nodes=2, ranks_per_node=4, replicate=1))
+    add_attempt(led, tmp_path, state=JobState.COMPLETED, campaign="a", spec=spec_with(nodes=1, gpus_per_rank=1, gpus=1))
     gpu = add_attempt(led, tmp_path, state=JobState.RUNNING, campaign="b", job_id=None,
                       spec=spec_with(gpus=2, device="cuda", dtype="bf16", variant="memopt"))
     with led.session.begin() as s:
@@ -62,4 +65,5 @@ def test_frame_is_the_whole_object_frame(tmp_path: Path, campaign: str | None) -
     assert list(new.dtypes) == list(old.dtypes)
     pd.testing.assert_frame_equal(new, old, check_exact=True)
     assert campaign in ("none", "b") or any("/8c tag=1 m=x y" in label for label in new["run"])
+    assert campaign in ("none", "b") or any(label.endswith("2n x 4r x 2t replicate=1") for label in new["run"])
     led.close()

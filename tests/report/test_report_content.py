@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -86,6 +86,27 @@ def test_jobs_appendix_times_elapsed_and_missing_columns() -> None:
     assert table.loc[1, "elapsed / walltime"] == "90.0 s / 10 min (15%)"
     naive = jobs_table(pd.DataFrame(dict(job_id=["1"], started=[datetime(2026, 1, 1)]))).frame
     assert list(naive.columns) == ["job ID", "started"] and naive.iloc[0, 1].endswith(" UTC")
+
+
+def test_a_long_jobs_table_formats_the_rows_it_shows_and_counts_the_rest() -> None:
+    from analysis.blocks import capped
+    from analysis.report_jobs import MAX_JOB_ROWS
+
+    start = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
+    count = MAX_JOB_ROWS + 120
+    # one failed job at the end, and only the last job (not shown: it sorts last) has an end time
+    jobs = pd.DataFrame(dict(job_id=[str(i) for i in range(count)],
+                             state=["COMPLETED"] * (count - 1) + ["FAILED"],
+                             started=[start + timedelta(minutes=i) for i in range(count)],
+                             ended=[None] * (count - 2) + [start + timedelta(hours=20), None],
+                             walltime_min=[10] * count))
+    table = jobs_table(jobs)
+    shown, note = capped(table)
+    assert table.caption == f"{count} job attempts" and len(shown) == MAX_JOB_ROWS
+    assert shown.iloc[0]["job ID"] == str(count - 1)  # the failed job first
+    assert note.startswith(f"120 more rows not shown (first {MAX_JOB_ROWS} of {count}")
+    # the elapsed column is there because a job beyond the shown rows has one
+    assert "elapsed / walltime" in shown.columns and set(shown["elapsed / walltime"]) == {""}
 
 
 def test_report_header_notation_and_no_raw_values(tmp_path: Path) -> None:
