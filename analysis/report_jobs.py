@@ -74,10 +74,10 @@ def jobs_table(jobs: pd.DataFrame, naive_zone: timezone | None = None) -> Table:
                     else True)
     sort = ["_ok"] + (["started"] if "started" in frame else [])
     frame = frame.sort_values(sort, kind="stable", na_position="last").reset_index(drop=True)
-    has_elapsed = _elapsed_s(frame).notna().any()
-    # only the rows shown are formatted (a campaign of 200,000 attempts shows 500; JSON has them all)
-    total, frame = len(frame), frame.head(MAX_JOB_ROWS)
     elapsed = _elapsed_s(frame)
+    has_elapsed = elapsed.notna().any()
+    # only the rows shown are formatted (a campaign of 200,000 attempts shows 500; JSON has them all)
+    total, frame, elapsed = len(frame), frame.head(MAX_JOB_ROWS), elapsed.head(MAX_JOB_ROWS)
     cols: dict[str, list[str]] = {}
     for name, header in (("job_id", "job ID"), ("state", "state"), ("node", "node")):
         if name in frame:
