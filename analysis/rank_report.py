@@ -10,7 +10,7 @@ import pandas as pd
 
 from analysis import display, rank_scaling
 from analysis.blocks import Block, Section, Table
-from analysis.report_tables import labels
+from analysis.report_tables import labels, size_text
 
 TITLE = "Scaling over ranks and nodes"
 INTRO = ("Points of one configuration (kernel, implementation, variant, dtype, d, partition, threads per rank, n) "
@@ -24,7 +24,7 @@ INTRO = ("Points of one configuration (kernel, implementation, variant, dtype, d
 
 def _head(frame: pd.DataFrame) -> dict[str, object]:
     return {"configuration": labels(frame.drop(columns=list(rank_scaling.SCALE), errors="ignore")).to_numpy(), "threads": frame["threads"].to_numpy(),
-            "n": [display.size(v) for v in frame["n"]]}
+            "n": [size_text(v) for v in frame["n"]]}
 
 
 def _scaling_table(frame: pd.DataFrame, caption: str, cols: tuple[tuple[str, str], ...]) -> Table:

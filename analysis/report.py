@@ -38,6 +38,7 @@ from analysis.rank_report import rank_section
 from analysis.ratios import ratios
 from analysis.report_md import to_markdown
 from analysis.report_sections import analysis_sections, anchor, table_blocks
+from analysis.report_tables import labels, size_text
 from analysis.summary import ensure_summary, is_summary
 
 __all__ = ["Block", "ReportContext", "ReportFiles", "render_report", "to_html", "to_markdown"]
@@ -112,7 +113,10 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
         mine = results[(results["cluster"].astype("str") == cluster).to_numpy()]
         if counters is not None and len(counters):
             sections.insert(len(sections) - 1, _counters_section(counters, mine, cost_models))
-        ranks = None if is_summary(results) else rank_section(mine)
+        # the time rows, one per invocation, as report --json's strong_scaling reads them: every figure of a run
+        # shares its time, so the raw rows would repeat each point once per figure
+        ranks = None if is_summary(results) else rank_section(
+            timing[(timing["cluster"].astype("str") == cluster).to_numpy()])
         if ranks is not None:
             sections.insert(2, ranks)  # after "Scaling with n"
     elif mine_rows:  # only fixed-duration programs: nothing timed to judge, their figures below
@@ -158,9 +162,13 @@ def _overlap_warning(results: pd.DataFrame, cluster: str) -> list[Block]:
     if not flagged.any():
         return []
     points = overlap_points(rows)
-    items = tuple(f"{p['kernel']}/{p['impl']}/{p['variant']}{' ' + p['params'] if p.get('params') else ''} "
-                  f"{p['partition']} threads {p['threads']} n {p['n']}: "
-                  f"{p['rows_flagged']} of {p['rows']} rows; {p['notes'][0]}" for p in points[:MAX_POINTS])
+    shown = pd.DataFrame(points[:MAX_POINTS])
+    if not any(c in shown.columns and (pd.to_numeric(shown[c], errors="coerce").fillna(1) != 1).any()
+               for c in ("ranks", "nodes")):  # one rank on one node: said by no label of this report
+        shown = shown.drop(columns=["ranks", "nodes"], errors="ignore")
+    items = tuple(f"{label} threads {p['threads']} n {size_text(p['n'])}: "
+                  f"{p['rows_flagged']} of {p['rows']} rows; {p['notes'][0]}"
+                  for label, p in zip(labels(shown), points[:MAX_POINTS], strict=True))
     more = (f" (the first {MAX_POINTS} listed)" if len(points) > MAX_POINTS else "")
     return [Block("p", f"Warning: {int(flagged.sum())} of {len(rows)} result rows were timed while another "
                        "timed job ran on the same machine, while other processes kept its CPUs busy, or on a "

@@ -26,6 +26,7 @@ from sqlalchemy import func, select
 from campaign.cli.chain_view import open_chain_lines
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
+from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.clock import now
 from campaign.plumbing.states import JobState
 
@@ -70,11 +71,20 @@ def snapshot(led: Ledger, campaigns: Sequence[str]) -> list[JobView]:
         out = []
         for (aid, job_id, state, started, ended, wall, output, only, kernel, impl, variant, threads, gpus, dtype,
              spec, name) in s.execute(stmt):
-            where = f"{gpus}gpu" if gpus else f"{threads}t"
             asked = only or spec.get("n") or []  # a rerun of the missing n runs only those (attempt.n)
-            out.append(JobView(aid, job_id, name, f"{kernel}/{impl}/{variant} {dtype} {where}", state,
+            out.append(JobView(aid, job_id, name, _label(spec, kernel, impl, variant, dtype, threads, gpus), state,
                                _aware(started), _aware(ended), wall, len(asked), output))
         return out
+
+
+def _label(spec: dict[str, Any], kernel: str, impl: str, variant: str, dtype: str, threads: int, gpus: int) -> str:
+    """The run's label as `show` and the report's jobs table give it (partition, nodes x ranks, grid values:
+    two runs of one kernel that differ only there must not read alike); a spec of an older ledger that
+    lacks a field the run record needs: its kernel, dtype and threads or GPUs."""
+    try:
+        return RunSpec.from_json(spec).label
+    except (TypeError, KeyError, ValueError):
+        return f"{kernel}/{impl}/{variant} {dtype} " + (f"{gpus}gpu" if gpus else f"{threads}t")
 
 
 def n_reached(output: str) -> int:

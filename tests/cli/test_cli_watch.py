@@ -200,3 +200,21 @@ def test_live_display_shows_chain_lines_verbatim() -> None:
     Console(file=buf, width=200, color_system=None).print(
         _render([_view(JobState.PENDING, None, None)], t0, [line]))
     assert line in buf.getvalue()
+
+
+def test_progress_labels_tell_apart_runs_that_differ_in_shape_or_grid_value(tmp_path: Path) -> None:
+    """Two runs of one kernel that differ only in their nodes, ranks or a grid value get
+    different labels in the progress lines (the run's label, as `show` prints it)."""
+    from campaign.cli.watch import snapshot
+    from campaign.ledger import Ledger
+    from tests.fixtures.ledger_rows import SPEC, add_attempt
+
+    led = Ledger(tmp_path / "l.sqlite")
+    shapes = [SPEC.evolve(nodes=1, ranks_per_node=1, extra_args=(("msg", "1024"),)),
+              SPEC.evolve(nodes=1, ranks_per_node=1, extra_args=(("msg", "65536"),)),
+              SPEC.evolve(nodes=2, ranks_per_node=4, extra_args=(("msg", "1024"),))]
+    for i, spec in enumerate(shapes):
+        add_attempt(led, tmp_path, spec=spec, job_id=str(100 + i))
+    labels = [v.label for v in snapshot(led, [])]
+    assert labels == [spec.label for spec in shapes] and len(set(labels)) == 3
+    assert "msg=65536" in labels[1] and "2n x 4r" in labels[2]

@@ -1,0 +1,58 @@
+"""A multi-rank program with several figures of merit: every figure of a run
+shares its time, so the report's "Scaling over ranks and nodes" tables take
+one time row per invocation (as `report --json`'s strong_scaling does), never
+one per figure; and the busy-machine warning names each point with its shape."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.merit import timing_rows
+from analysis.rank_scaling import strong_scaling
+from analysis.report import render_report
+
+
+def _rows(overlap: str = "") -> pd.DataFrame:
+    rows = []
+    for nodes, t in ((1, 4.0), (2, 2.5)):
+        for repeat in range(3):
+            time = t + 0.1 * repeat
+            for metric, value, unit, higher in (("rate", 100 / time, "MB/s", True), ("seconds", time, "s", False)):
+                rows.append({"cluster": "c", "partition": "multi", "kernel": "ring", "impl": "mpi",
+                             "variant": "plain", "device": "cpu", "dtype": "fp32",
+                             "params": f"msg=64,metric={metric}", "threads": 1, "ranks": nodes, "nodes": nodes,
+                             "n": None, "repeat": repeat, "time_s": time, "metric": metric, "value": value,
+                             "unit": unit, "higher_is_better": higher, "overlap": overlap})
+    return pd.DataFrame(rows).astype({"n": "Int64"})  # no problem size: NULL, as the typed result columns give it
+
+
+def _table(markdown: str, caption: str) -> list[str]:
+    """The body rows of the table under `caption`."""
+    lines = markdown.splitlines()
+    out = []
+    for line in lines[lines.index(f"**{caption}**") + 4:]:  # caption, blank, header, rule
+        if not line.startswith("|"):
+            break
+        out.append(line)
+    return out
+
+
+def test_strong_scaling_table_has_one_row_per_point_not_per_figure(tmp_path: Path) -> None:
+    results = _rows()
+    made = render_report(results, None, None, tmp_path, "c")
+    text = made.markdown.read_text()
+    rows = _table(text, "Strong scaling over total ranks and nodes")
+    expected = strong_scaling(timing_rows(results))
+    assert len(expected) == 2 and len(rows) == len(expected)
+    assert not any("metric=" in row for row in rows)
+    assert all(row.startswith("| ring/mpi/plain fp32 multi [msg=64] | 1 | – |") for row in rows)
+    assert "| 2 | 2 | 2.60 s |" in rows[1]  # the 2-node point's median time
+
+
+def test_busy_warning_names_each_point_with_its_ranks_and_nodes(tmp_path: Path) -> None:
+    text = render_report(_rows("busy machine: load 3"), None, None, tmp_path, "c").markdown.read_text()
+    items = [line for line in text.splitlines() if line.startswith("- ring/")]
+    assert items == [f"- ring/mpi/plain fp32 multi [msg=64] ×{k} ranks on {k} nodes threads 1 n –: "
+                     "6 of 6 rows; busy machine: load 3" for k in (1, 2)]
