@@ -21,7 +21,7 @@ import pandas as pd
 
 from analysis import display, metric_scaling
 from analysis.blocks import Figure, Table
-from analysis.metric_frame import DIMENSIONS, TIME, VALUE_COLUMNS, fixed_duration, metric_frame
+from analysis.metric_frame import DIMENSIONS, TIME, VALUE_COLUMNS, fixed_duration, metric_frame, strip_metric
 from analysis.plot_axes import Axes, Handles, finite_range, log_axis, palette, panels, pick, size_axis
 
 FOM_COLUMNS = ("metric", "value", "unit", "higher_is_better")
@@ -247,8 +247,7 @@ def timing_rows(results: pd.DataFrame) -> pd.DataFrame:
                      for f, k, m in zip(fom, results["kernel"].astype(str), results["metric"].astype(str))],
                     dtype=bool)
     out = results[keep].copy()
-    out["params"] = [",".join(p for p in str(text).split(",") if p and not p.startswith("metric="))
-                     for text in out["params"]]
+    out["params"] = strip_metric(out["params"]).to_numpy()
     return out
 
 

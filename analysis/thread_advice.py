@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.merit import figure_frame, has_figures, timing_rows
-from analysis.metric_frame import fixed_duration
+from analysis.metric_frame import fixed_duration, strip_metric
 from analysis.overlap_points import flagged_rows
 from analysis.schema import group_columns
 from analysis.summary import ensure_summary, is_summary
@@ -186,7 +186,6 @@ def advice_rows(results: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, object] 
     higher = bool(frame["higher_is_better"].iloc[0])
     with np.errstate(divide="ignore"):
         chosen["time_s"] = 1.0 / value if higher else value
-    chosen["params"] = [",".join(p for p in str(t).split(",") if p and not p.startswith("metric="))
-                        for t in chosen["params"]]
+    chosen["params"] = strip_metric(chosen["params"]).to_numpy()
     return chosen, {"metric": metric, "unit": str(frame["unit"].iloc[0]), "higher_is_better": higher,
                     "cost": "1/value" if higher else "value"}
