@@ -249,11 +249,16 @@ def _figures_as_values(frame: pd.DataFrame) -> pd.DataFrame:
     fig = frame["metric"].notna().to_numpy()
     value = pd.to_numeric(frame["value"], errors="coerce").to_numpy(float)
     out = frame.assign(time_s=np.where(fig, value, frame["time_s"].to_numpy(float)))
-    time_unit = frame["unit"].isin(TIME_UNITS).to_numpy() & ~_higher(frame)
+    unit = frame["unit"] if "unit" in frame.columns else pd.Series(None, index=frame.index, dtype=object)
+    time_unit = unit.isin(TIME_UNITS).to_numpy() & ~_higher(frame)
     return out[~(fig & time_unit & fixed_duration(frame).to_numpy())].reset_index(drop=True)
 
 
 def _higher(frame: pd.DataFrame) -> np.ndarray:
+    """Each row's direction; lower is better where the rows say none (no column: a figure
+    imported without its direction), as a kernel YAML's `higher_is_better` defaults."""
+    if "higher_is_better" not in frame.columns:
+        return np.zeros(len(frame), dtype=bool)
     return pd.to_numeric(frame["higher_is_better"], errors="coerce").fillna(0).to_numpy() != 0
 
 
@@ -261,7 +266,7 @@ def _directions(*frames: pd.DataFrame) -> dict[tuple[str, str], bool]:
     """(kernel, metric) -> higher is better, from the raw rows' figures."""
     out: dict[tuple[str, str], bool] = {}
     for frame in frames:
-        if is_summary(frame) or "metric" not in frame.columns or "higher_is_better" not in frame.columns:
+        if is_summary(frame) or "metric" not in frame.columns:  # (no direction said: lower is better, _higher)
             continue
         fig = frame[frame["metric"].notna().to_numpy()]
         for kernel, metric, higher in zip(fig["kernel"].astype(str), fig["metric"].astype(str), _higher(fig)):

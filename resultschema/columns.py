@@ -122,6 +122,10 @@ BY_NAME: dict[str, Column] = {c.name: c for c in RESULT_SCHEMA}
 TEXT_MAX = 200
 CONTROL = "[\x00-\x1f\x7f]"  # no text cell holds one
 INT64 = (-(2**63), 2**63 - 1)
+# A bool cell (a figure's direction) as text: these words, any case, else a number (true where not 0, as
+# campaign.job.fom writes 1/0); `results --format csv` writes True/False, JSON true/false.
+TRUE_WORDS = ("true", "yes")
+FALSE_WORDS = ("false", "no")
 
 
 def column_rule(name: str) -> Column | None:

@@ -37,11 +37,20 @@ def _grid(columns: Sequence[str], rows: list[list[str]], markdown: bool) -> list
 
 
 def _config(row: dict[str, Any], varied: list[str]) -> str:
-    """A point's configuration in one cell: kernel impl/variant/dtype[params]."""
+    """A point's configuration in one cell: kernel impl/variant/dtype[/params] and, for a run of
+    more than one rank or node, its nodes and total ranks (points of one configuration at 1, 2 and
+    4 nodes must not read alike). The figure's own `metric=` pair leaves params: the metric has a
+    column of its own."""
     parts = [(f"d={row[c]}" if c == "d" else str(row[c])) for c in _LABELS
              if c in row and c not in varied and str(row[c]) not in ("", "nan", "<NA>", "None")]
+    if "params" in row and "params" not in varied and str(row["params"]) in parts:
+        bare = ",".join(p for p in str(row["params"]).split(",") if p and not p.startswith("metric="))
+        parts = [p for p in parts if p != str(row["params"])] + ([bare] if bare else [])
     for c in varied:
         parts.append(f"{row[c + '_base']}->{row[c + '_new']}")
+    ranks, nodes = (row.get(c) for c in ("ranks", "nodes"))
+    if finite(ranks) and finite(nodes) and (int(ranks), int(nodes)) != (1, 1):  # one word, as the rest
+        parts += [f"nodes={int(nodes)}", f"ranks={int(ranks)}"]
     return f"{row['kernel']} " + "/".join(parts)
 
 
@@ -89,14 +98,16 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
     listed["_order"] = listed["verdict"].map({SLOWER: 0, WORSE: 0, FASTER: 1, BETTER: 1, INSUFFICIENT: 2,
                                               FEW_REPLICATES: 3})
     listed = listed.sort_values(["_order", "ratio"], ascending=[True, False], kind="stable")
-    rows = [[_config(r, varied), str(r["threads"]), _size(r["n"]), f"{r['t_base']:.4g}", f"{r['t_new']:.4g}",
+    rows = [[_config(r, varied), *(_metric(r) if figures else []), str(r["threads"]), _size(r["n"]),
+             f"{r['t_base']:.4g}", f"{r['t_new']:.4g}",
              f"{r['ratio']:.3f}", f"[{r['ratio_lo']:.3f}, {r['ratio_hi']:.3f}]",
              f"{r['repeats_base']}/{r['repeats_new']}", f"{r['replicates_base']}/{r['replicates_new']}",
              _verdict(r) + _shared(r)]
             for r in listed.head(MAX_ROWS).to_dict("records")]
-    if rows:
-        lines += _grid(["configuration", "threads", "n", "base s", "new s", "ratio", "interval", "repeats",
-                        "replicates", "verdict"], rows, markdown)
+    if rows:  # with figures a point's values are in its metric's unit, not seconds
+        lines += _grid(["configuration", *(["metric", "better"] if figures else []), "threads", "n",
+                        "base" if figures else "base s", "new" if figures else "new s", "ratio", "interval",
+                        "repeats", "replicates", "verdict"], rows, markdown)
     if len(listed) > MAX_ROWS:
         lines.append(f"... and {len(listed) - MAX_ROWS} more (see --format json)")
     for side, frame in (("BASE", c.base_only), ("NEW", c.new_only)):
@@ -267,6 +278,15 @@ def as_json(rep: CompareReport) -> dict[str, Any]:
     if rep.references is not None:
         out["references"] = to_records(rep.references)
     return out
+
+
+def _metric(row: dict[str, Any]) -> list[str]:
+    """A point's metric and which way is better (one word each: the text table splits on blanks);
+    the run's time where the point has no figure."""
+    metric = row.get("metric")
+    if not isinstance(metric, str) or not metric:
+        return ["time_s", "lower"]
+    return [metric, "higher" if row.get("higher_is_better") in (True, 1) else "lower"]
 
 
 def _size(n: object) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from campaign.ledger.result_schema import COLUMNS, STORED
+from resultschema.columns import FALSE_WORDS, TRUE_WORDS
 
 
 def read(paths: Sequence[str], columns: Sequence[str], cluster: str | None = None) -> Any:
@@ -52,12 +53,17 @@ def extra_text(key: str, row: str = "") -> str:
 
 def typed_sql(text: str, kind: str) -> str:
     """A text as a value of its column's kind: numbers finite or NULL (NaN and infinities are no
-    values), a direction true where its number is not 0, as result_schema types a lifted cell."""
+    values), a direction true for a true word (TRUE_WORDS) or a number not 0, as result_schema types a
+    lifted cell."""
     if kind == "text":
         return text
     number = f"TRY_CAST({text} AS DOUBLE)"
     finite = f"CASE WHEN isfinite({number}) THEN {number} END"
-    return {"int": f"TRY_CAST(round({finite}) AS BIGINT)", "bool": f"({finite} <> 0)"}.get(kind, finite)
+    word = f"lower(trim({text}))"
+    words = " ".join([*(f"WHEN {word} = '{w}' THEN true" for w in TRUE_WORDS),
+                      *(f"WHEN {word} = '{w}' THEN false" for w in FALSE_WORDS)])
+    return {"int": f"TRY_CAST(round({finite}) AS BIGINT)",
+            "bool": f"(CASE {words} ELSE {finite} <> 0 END)"}.get(kind, finite)
 
 
 def _lifted_sql(name: str, kind: str) -> str:

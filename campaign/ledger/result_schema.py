@@ -18,11 +18,13 @@ from typing import Any
 
 from resultschema.columns import (
     BY_NAME,
+    FALSE_WORDS,
     LIFTED_COLUMNS,
     RESULT_SCHEMA,
     SCALE_COLUMNS,
     SCALE_DEFAULT,
     STORED_COLUMNS,
+    TRUE_WORDS,
     Column,
 )
 
@@ -202,8 +204,12 @@ def _typed(cells: Any, kind: str, arrow_type: Any) -> Any:
     except pa.ArrowInvalid:  # a cell of other text (or spaces): one at a time
         number = pa.array([_float(c) for c in text.to_pylist()], pa.float64())
     finite = pc.if_else(pc.is_finite(number), number, pa.scalar(None, pa.float64()))
-    if kind == "bool":
-        return pc.not_equal(finite, 0.0)
+    if kind == "bool":  # a word as CSV and JSON writers spell it (`results --format csv`: True), else a number
+        word = pc.utf8_lower(pc.utf8_trim_whitespace(text))
+        said = pc.if_else(pc.is_in(word, value_set=pa.array(TRUE_WORDS)), pa.scalar(True),
+                          pc.if_else(pc.is_in(word, value_set=pa.array(FALSE_WORDS)), pa.scalar(False),
+                                     pa.scalar(None, pa.bool_())))
+        return pc.coalesce(said, pc.not_equal(finite, 0.0))
     if kind == "int":
         whole = pc.round(finite)
         fits = pc.and_(pc.greater_equal(whole, -(2.0**63)), pc.less(whole, 2.0**63))

@@ -118,7 +118,8 @@ def test_a_fixed_duration_program_without_a_size_is_advised_and_compared(tmp_pat
     assert {p["verdict"] for p in points} == {"worse"}
     proc = run_cli("compare", sel + str(base), sel + str(new), cwd=tmp_path, env=env)
     listed = [line.split() for line in proc.stdout.splitlines() if line.startswith("myrate sh/")]
-    assert len(listed) == 4 and {row[3] for row in listed} == {"-"}  # configuration, threads, n
+    # configuration (two words), metric, which way is better, threads, n
+    assert len(listed) == 4 and {(row[2], row[3], row[5]) for row in listed} == {("rate", "higher", "-")}
 
 
 def _summary(rows: list[tuple[str, object, int, float]]) -> pd.DataFrame:
