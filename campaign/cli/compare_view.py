@@ -48,9 +48,11 @@ def _config(row: dict[str, Any], varied: list[str]) -> str:
         parts = [p for p in parts if p != str(row["params"])] + ([bare] if bare else [])
     for c in varied:
         parts.append(f"{row[c + '_base']}->{row[c + '_new']}")
-    ranks, nodes = (row.get(c) for c in ("ranks", "nodes"))
-    if finite(ranks) and finite(nodes) and (int(ranks), int(nodes)) != (1, 1):  # one word, as the rest
-        parts += [f"nodes={int(nodes)}", f"ranks={int(ranks)}"]
+    ranks, nodes = row.get("ranks"), row.get("nodes")
+    if finite(ranks) and finite(nodes):
+        shape = int(nodes), int(ranks)  # type: ignore[arg-type]  # (finite: numbers)
+        if shape != (1, 1):  # one word, as the rest
+            parts += [f"nodes={shape[0]}", f"ranks={shape[1]}"]
     return f"{row['kernel']} " + "/".join(parts)
 
 
