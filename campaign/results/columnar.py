@@ -59,10 +59,12 @@ class Pool:
         return ResultColumns(self.sizes[k], arrow=self.table.slice(self.starts[k], self.sizes[k]))
 
 
-def read(texts: Sequence[str | bytes], required: tuple[str, ...], judged: frozenset[str] = frozenset()) -> list[Pool]:
+def read(texts: Sequence[str | bytes], required: tuple[str, ...], judged: frozenset[str] = frozenset(),
+         nullable: frozenset[str] = frozenset()) -> list[Pool]:
     """Whole CSV texts (bytes: ASCII as read), each as a member of one pool.
     `judged`: float columns read as any number (their values judged by the
-    caller: a job's rel_err). The plain texts of one header line are read by
+    caller: a job's rel_err). `nullable`: required columns whose empty cell
+    is a null value, not a missing one (an import's n: NULLABLE_COLUMNS). The plain texts of one header line are read by
     pyarrow's CSV reader as one table and their rules applied together; a
     text that reader refuses (a line of other width, a blank line) and any
     text that is not plain is read alone by the csv module."""
@@ -87,7 +89,8 @@ def read(texts: Sequence[str | bytes], required: tuple[str, ...], judged: frozen
             whole = _read([_body(texts[i], start) for i, start, _ in group], len(header),
                           sum(n for _, _, n in group))
             pool = None if whole is None else \
-                _checked([i for i, _, _ in group], header, whole, [n for _, _, n in group], None, required, judged)
+                _checked([i for i, _, _ in group], header, whole, [n for _, _, n in group], None, required, judged,
+                         nullable)
             blank = [] if pool is None else [m for m, refused in zip(group, pool.refusals)
                                              if refused is not None and _blank_line(texts[m[0]])]
             if pool is not None and not blank:
@@ -101,7 +104,8 @@ def read(texts: Sequence[str | bytes], required: tuple[str, ...], judged: frozen
                 alone.append(group[0][0])
     for i in sorted(alone):
         text = texts[i]
-        out.append(_records(i, text.decode("ascii") if isinstance(text, bytes) else text, required, judged))
+        out.append(_records(i, text.decode("ascii") if isinstance(text, bytes) else text, required, judged,
+                            nullable))
     return out
 
 
@@ -160,7 +164,8 @@ def _read(bodies: list[Any], width: int, lines: int) -> list[Any] | None:
     return [table[c].combine_chunks() for c in names]
 
 
-def _records(i: int, text: str, required: tuple[str, ...], judged: frozenset[str]) -> Pool:
+def _records(i: int, text: str, required: tuple[str, ...], judged: frozenset[str],
+             nullable: frozenset[str]) -> Pool:
     """A text that is not plain, read by the csv module (quoted cells, CRLF,
     blank lines, no final newline) and judged by the same column rules; its
     lines refused before that (no header, a record of another width) are
@@ -194,7 +199,7 @@ def _records(i: int, text: str, required: tuple[str, ...], judged: frozenset[str
         line += 1 + sum(c.count("\n") for c in cells)
     whole = [pa.array(column, pa.string()) for column in zip(*rows)] if rows else \
         [pa.array([], pa.string()) for _ in header]
-    pool = _checked([i], header, whole, [len(rows)], [lines], required, judged)
+    pool = _checked([i], header, whole, [len(rows)], [lines], required, judged, nullable)
     if short is not None and pool.refusals[0] is None:  # the rows above the short one are fine: it is the first
         return Pool([i], None, [0], [0], [short])
     return pool
@@ -213,7 +218,8 @@ def _header_refusal(header: tuple[str, ...], required: tuple[str, ...]) -> Refus
 
 
 def _checked(members: list[int], header: tuple[str, ...], whole: list[Any], sizes: list[int],
-             lines: list[list[int]] | None, required: tuple[str, ...], judged: frozenset[str]) -> Pool:
+             lines: list[list[int]] | None, required: tuple[str, ...], judged: frozenset[str],
+             nullable: frozenset[str]) -> Pool:
     """The rows of several texts of one header, as Arrow string columns
     (`whole`, the texts' rows one after the other, `sizes` rows each;
     `lines`: each row's file line, where not its row index + 2): each rule
@@ -230,7 +236,7 @@ def _checked(members: list[int], header: tuple[str, ...], whole: list[Any], size
     bad = np.zeros(len(sizes), dtype=bool)
     checks, columns = [], []
     for name, cells in zip(header, whole):
-        checked = check(name, cells, name in required, name in judged)
+        checked = check(name, cells, name in required and name not in nullable, name in judged)
         if not checked.ok and len(cells):
             bad |= np.logical_or.reduceat(checked.bad.to_numpy(zero_copy_only=False), starts)
         checks.append(checked)

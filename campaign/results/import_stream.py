@@ -21,7 +21,7 @@ from typing import Any
 
 from campaign.ledger import Ledger
 from campaign.plumbing.errors import ImportError_
-from campaign.results.reader import MAX_BYTES, parse_columns
+from campaign.results.reader import IMPORT_NULLABLE, MAX_BYTES, parse_columns
 from campaign.results.store import Imported, import_campaign_name, store_rows
 from resultschema.columns import REQUIRED_COLUMNS
 
@@ -89,7 +89,7 @@ def _tables(path: Path, rows: int) -> Iterator[list[dict[str, Any]]]:
     where = str(path)
     for first, text in chunks(path, rows):
         try:
-            table = parse_columns(text, REQUIRED_COLUMNS, where)
+            table = parse_columns(text, REQUIRED_COLUMNS, where, nullable=IMPORT_NULLABLE)
         except ImportError_ as exc:
             raise ImportError_(_file_lines(str(exc), where, first)) from None
         yield table.rows()

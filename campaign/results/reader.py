@@ -33,7 +33,10 @@ from campaign.plumbing.states import JobState
 from campaign.results.columnar import Pool, Refusal, read
 from campaign.results.expected import JUDGED_COLUMNS, Expected, Verdict, judge
 from campaign.results.result_columns import ResultColumns
-from resultschema.columns import KERNEL_COLUMNS, REQUIRED_COLUMNS
+from resultschema.columns import KERNEL_COLUMNS, NULLABLE_COLUMNS, REQUIRED_COLUMNS
+
+# an imported row may have no problem size, as `results` exports the rows of a program that has none (n empty)
+IMPORT_NULLABLE = frozenset(NULLABLE_COLUMNS)
 
 MAX_BYTES = 512 * 2**20  # a results CSV above 512 MiB is not a result file
 CLASSIFY_WINDOW = 2000  # finished outputs whose rules are applied together (classify_stream)
@@ -63,12 +66,12 @@ class Outcome:
 
 
 def parse_columns(text: str, required: tuple[str, ...], where: str,
-                  judged: frozenset[str] = frozenset()) -> ResultColumns:
+                  judged: frozenset[str] = frozenset(), nullable: frozenset[str] = frozenset()) -> ResultColumns:
     """Typed columns of a whole CSV text (the one validator,
     campaign.results.columnar), or ImportError_ naming its first bad line,
     column, cell and the rule it broke. `judged`: float columns read as any
     number (their values judged by the caller: a job's rel_err)."""
-    [pool] = read([text], required, judged)
+    [pool] = read([text], required, judged, nullable)
     refused = pool.refusals[0]
     if refused is not None:
         raise ImportError_(refused.message(where))
@@ -101,7 +104,7 @@ def read_import_file(path: Path) -> list[dict[str, Any]]:
     """All rows of an external results CSV, or an error naming the first bad line."""
     if not path.is_file():
         raise ImportError_(f"{path}: no such file")
-    rows = parse_text(_read_text(path, str(path)), REQUIRED_COLUMNS, str(path))
+    rows = parse_columns(_read_text(path, str(path)), REQUIRED_COLUMNS, str(path), nullable=IMPORT_NULLABLE).rows()
     if not rows:
         raise ImportError_(f"{path}: no result rows")
     return rows

@@ -10,7 +10,7 @@ import pytest
 from analysis.provenance_diff import provenance_diff
 from analysis.references import check_references, outside
 from analysis.thread_advice import format_thread_advice, thread_advice
-from campaign.cli.compare_view import provenance_lines
+from campaign.cli.compare_provenance import provenance_lines
 
 RowMaker = Callable[..., pd.DataFrame]
 

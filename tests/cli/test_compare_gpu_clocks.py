@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from analysis.provenance_diff import category, provenance_diff
-from campaign.cli.compare_view import provenance_lines
+from campaign.cli.compare_provenance import provenance_lines
 from tests.conftest import run_cli
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL
 

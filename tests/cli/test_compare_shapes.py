@@ -1,4 +1,4 @@
-"""`compare` as text of a multi-node program's figure of merit: each point names
+"""Imported figures of merit and `compare`: as text each point of a multi-node program names
 its nodes and ranks (the 1-, 2- and 4-node points of one configuration must not
 read alike), its metric and which way is better, and its values are not
 labelled seconds. Real SQLite ledgers filled by `import`, the installed CLI."""
@@ -62,13 +62,27 @@ def test_an_exported_figure_keeps_its_direction_when_imported_again(tmp_path: Pa
     assert len(rows) == 18 and {(r["metric"], r["higher_is_better"]) for r in rows} == {("bw", True)}
 
 
+def _edited(source: Path, target: Path, column: str, cell: str | None, rows: set[int] | None = None) -> Path:
+    """`source` with `column` dropped (cell None) or its cell set to `cell` (in data rows `rows`, 1-based;
+    all where None)."""
+    with source.open(newline="") as fh:
+        records = list(csv.reader(fh))
+    at = records[0].index(column)
+    out = []
+    for k, record in enumerate(records):
+        if cell is None:
+            out.append(record[:at] + record[at + 1:])
+        else:
+            out.append([cell if i == at and k and (rows is None or k in rows) else c for i, c in enumerate(record)])
+    with target.open("w", newline="") as fh:
+        csv.writer(fh).writerows(out)
+    return target
+
+
 def test_a_figure_imported_without_a_direction_is_compared_as_lower_is_better(tmp_path: Path) -> None:
     led = tmp_path / "ledger.sqlite"
     for name, slower_at in (("base", 0), ("new", 2)):
-        lines = _write(tmp_path / f"{name}.csv", slower_at).read_text().splitlines()
-        drop = lines[0].split(",").index("higher_is_better")
-        (tmp_path / f"{name}.csv").write_text("\n".join(
-            ",".join(c for i, c in enumerate(line.split(",")) if i != drop) for line in lines) + "\n")
+        _edited(_write(tmp_path / f"{name}.csv", slower_at), tmp_path / f"{name}.csv", "higher_is_better", None)
         assert run_cli("--ledger", str(led), "import", str(tmp_path / f"{name}.csv"), "--campaign",
                        name).returncode == 0
     proc = run_cli("--ledger", str(led), "compare", "base", "new", "--format", "json")
@@ -76,3 +90,23 @@ def test_a_figure_imported_without_a_direction_is_compared_as_lower_is_better(tm
     points = json.loads(proc.stdout)["points"]
     assert {(p["nodes"], p["metric"], p["higher_is_better"], p["verdict"]) for p in points} == {
         (1, "bw", False, "within-noise"), (2, "bw", False, "better"), (4, "bw", False, "within-noise")}
+
+
+def test_rows_without_a_size_export_and_import_again(tmp_path: Path) -> None:
+    """A program without a problem size has n empty in `results --format csv`; that file
+    imports again (n null, not "column n is empty") and compares with the rows it came from.
+    The import's other required columns still refuse an empty cell."""
+    led = tmp_path / "ledger.sqlite"
+    _edited(_write(tmp_path / "sized.csv", 0), tmp_path / "unsized.csv", "n", "")
+    assert run_cli("--ledger", str(led), "import", str(tmp_path / "unsized.csv"), "--campaign", "u").returncode == 0
+    exported = run_cli("--ledger", str(led), "results", "--format", "csv")
+    (tmp_path / "exported.csv").write_text(exported.stdout)
+    proc = run_cli("--ledger", str(led), "import", str(tmp_path / "exported.csv"), "--campaign", "again")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(run_cli("--ledger", str(led), "results", "--campaign", "again", "--format", "json").stdout)
+    assert len(rows) == 18 and {r["n"] for r in rows} == {None}
+    points = json.loads(run_cli("--ledger", str(led), "compare", "u", "again", "--format", "json").stdout)["points"]
+    assert sorted((p["nodes"], p["n"], p["ratio"]) for p in points) == [(1, None, 1.0), (2, None, 1.0), (4, None, 1.0)]
+    _edited(tmp_path / "sized.csv", tmp_path / "bad.csv", "threads", "", {2})
+    proc = run_cli("--ledger", str(led), "import", str(tmp_path / "bad.csv"), "--campaign", "bad")
+    assert proc.returncode == 2 and "line 3: column threads is empty" in proc.stderr, proc.stderr

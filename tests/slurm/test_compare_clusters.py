@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign.cli.compare_view import PROVENANCE_PER_CATEGORY
+from campaign.cli.compare_provenance import PROVENANCE_PER_CATEGORY
 from campaign.ledger import Ledger
 from tests.conftest import run_cli
 from tests.slurm.helpers import _name, _overrides
