@@ -17,6 +17,7 @@ from typing import Any
 
 from campaign.backends.capabilities import capabilities
 from campaign.job.files import EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE, read_json
+from campaign.job.problem_size import run_unsized
 from campaign.ledger.facts import AttemptFacts as AttemptFacts
 from campaign.ledger.facts import JobFacts as JobFacts
 from campaign.ledger.facts import StepFacts as StepFacts
@@ -197,7 +198,8 @@ def show_text(f: JobFacts) -> str:
     att, spec = f.attempt, f.spec
     start = read_json(Path(att.workdir) / START_FILE)
     command, env = _program(att, spec, start)
-    n_line = f"n: {', '.join(str(v) for v in spec['n'])}"
+    n_line = ("n: none (the program reads no {n}: no problem size)" if run_unsized(spec["argv"], spec["n"])
+              else f"n: {', '.join(str(v) for v in spec['n'])}")
     if att.n:
         n_line += f"  (this attempt: {', '.join(str(v) for v in att.n)})"
     if att.missing_n:

@@ -45,11 +45,12 @@ from typing import Any
 from campaign.job import expr
 from campaign.job.fom_launch import OPTION, Launch
 from campaign.job.fom_read import Lost, Output, figure_values, sanity_problem, source_text, tail
+from campaign.job.problem_size import DRIVER
 from campaign.job.rank import rank_output
 from campaign.job.template import render, script_argv, shape_values, write_inputs
 from resultschema.columns import TOOL_COLUMNS
 
-MODULE = "campaign.job.fom"  # what the planner puts in a tool-driven program's place
+MODULE = DRIVER  # what the planner puts in a tool-driven program's place (this module)
 # The run's shape (campaign.planning.run_spec.RunSpec.command gives them to this driver only)
 SHAPE_OPTIONS = ("nodes", "ranks-per-node", "gpus")
 

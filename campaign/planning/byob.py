@@ -25,6 +25,7 @@ from campaign.job import expr
 from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE
 from campaign.job.fom import MODULE
 from campaign.job.fom_launch import REDUCTIONS
+from campaign.job.problem_size import NO_SIZE
 from campaign.job.template import INPUT_NAME, SHAPE_PARAMS, placeholders
 from campaign.plumbing.errors import ConfigError
 
@@ -63,7 +64,6 @@ def sizes(values: list[Any], where: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-NO_SIZE = (1,)  # the one point of a program without a problem size
 
 
 def sizes_of(kernel: KernelSpec, sweep: SweepSpec, where: str) -> tuple[int, ...]:

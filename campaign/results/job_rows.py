@@ -8,7 +8,6 @@ run's spec where the program's CSV does not say them.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
@@ -17,12 +16,11 @@ from sqlalchemy import Table, event, insert, select
 from sqlalchemy.orm import Session
 
 from campaign.job.fom import MODULE
-from campaign.job.template import placeholders
+from campaign.job.problem_size import NO_SIZE, unsized
 from campaign.ledger import JobAttempt, ResultFile, Run, files
 from campaign.ledger.db import session_results_root
 from campaign.ledger.files import write_home
 from campaign.ledger.result_schema import LedgerColumns
-from campaign.planning.byob import NO_SIZE
 from campaign.results.result_columns import ResultColumns, extra_columns
 from resultschema.columns import RESULT_SCHEMA
 
@@ -85,21 +83,6 @@ def planned_shapes(s: Session, attempt_ids: list[int]) -> dict[int, dict[str, in
             if (first_n, second_n) == (NO_SIZE[0], None) and module == MODULE and unsized(driven):
                 out[attempt_id]["unsized"] = 1
     return out
-
-
-def unsized(driver_spec: str | None) -> bool:
-    """The tool driver's spec (campaign.planning.byob.tool_argv) runs a program that reads no {n}
-    (its argv, environment, figure sources, script or input files): it has no problem size, and
-    the n=1 it ran at (byob.NO_SIZE, the size axis' one point) is no size."""
-    try:
-        spec = json.loads(driver_spec or "")
-    except ValueError:
-        return False
-    if not isinstance(spec, dict):
-        return False
-    texts = [*spec.get("argv", []), *dict(spec.get("env") or {}).values(), spec.get("script") or "",
-             *dict(spec.get("inputs") or {}).values(), *(f.get("source", "") for f in spec.get("figures", []))]
-    return not any("n" in placeholders(str(t)) for t in texts)
 
 
 def _without_size(columns: LedgerColumns) -> LedgerColumns:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from analysis.thread_advice import format_thread_advice, thread_advice
 from analysis.threads import best_threads, crossovers
-from campaign.results.job_rows import unsized
+from campaign.job.problem_size import unsized
 from tests.byob.test_figures_cli import two_rate_campaigns
 from tests.conftest import run_cli
 
@@ -97,6 +97,12 @@ def test_a_time_judged_program_without_a_size_keeps_its_rows_everywhere(tmp_path
     assert proc.returncode == 0, proc.stderr
     spans = [line.split(":")[0].strip() for line in proc.stdout.splitlines() if line.strip().startswith("n = ")]
     assert spans == ["n = all"]
+
+    job = json.loads(run_cli(*cli, "jobs", "--format", "json", cwd=tmp_path, env=env).stdout)[0]["job_id"]
+    for sync in ((), ("--no-sync",)):  # the ORM path and the light one: the same words
+        proc = run_cli(*cli, "show", *sync, job, cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert "n: none (the program reads no {n}: no problem size)" in proc.stdout.splitlines()[4], proc.stdout
 
 
 def test_a_fixed_duration_program_without_a_size_is_advised_and_compared(tmp_path: Path) -> None:
