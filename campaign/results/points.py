@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from campaign.ledger import Ledger, file_scan, files
+from campaign.ledger.result_schema import SCHEMA_VERSION
 from campaign.results import scan
 from campaign.results.latest import Superseded, holder
 from campaign.results.latest import find as superseded
@@ -66,12 +67,14 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
     attempts = pa.table({"attempt_id": pa.array(ids, pa.int64()), "rep": _replicate_codes(ledger),
                          "alloc_cpus": pa.array(ledger["alloc_cpus"], pa.float64())})
     key = ", ".join(f'{_EXPR.get(c, f"f.{c}")} AS "{c}"' for c in _KEY)
+    # files all of the current schema: nothing to map (the row-by-row check would decode every row's extras)
+    current = min(ledger[scan.SCHEMA]) >= SCHEMA_VERSION
     # each row: its point, replicate, time (NaN where none) and place (file, then row: one integer, which
     # compares faster than a pair), what its fastest repeat gives
     rows = f"""(SELECT {key}, a.rep, coalesce(f.time_s, 'NaN'::DOUBLE) AS t,
                        (f.file_index::BIGINT << 32) + f.file_row_number AS o,
                        f.flops, f.bytes, a.alloc_cpus, {_ROW_BY_ROW} AS row_by_row
-                FROM {file_scan.scan_sql("file_index, file_row_number")} f JOIN attempts a USING (attempt_id))"""
+                FROM {file_scan.scan_sql("file_index, file_row_number", current)} f JOIN attempts a USING (attempt_id))"""
     con = cursor()
     try:
         con.register("attempts", attempts)
