@@ -65,11 +65,13 @@ def _names(cols: Sequence[str]) -> str:
 def reps_sql(source: str, cols: Sequence[str], first: str, checks: str = "") -> str:
     """The rows of `source` per point and replicate (the relation `reps` of
     `finish`): the times sorted, `m`, the measured `k`, the fastest row's
-    `o` and `first`; `checks`: more aggregates over the rows, for the caller."""
+    `t`, `o` and `first` as one struct, `fastest` (one aggregate: its order is
+    that of (t, o), and o is unique); `checks`: more aggregates over the rows,
+    for the caller."""
     extra = f", {checks}" if checks else ""
     return f"""
         SELECT {_names(cols)}, rep, list_sort(list(t)) AS times, count(*)::BIGINT AS m,
-               count(*) FILTER (NOT isnan(t))::BIGINT AS k, min((t, o)) AS o, arg_min({first}, (t, o)) AS first
+               count(*) FILTER (NOT isnan(t))::BIGINT AS k, min({{'t': t, 'o': o, 'first': {first}}}) AS fastest
                {extra}
         FROM {source} GROUP BY ALL"""
 
@@ -94,9 +96,9 @@ def finish(con: Any, cols: Sequence[str], reps: str, keys: int, counts: Sequence
     want_reps = wants_reps(keys, replicates)
     if keys >= 2:  # a point's times: its replicates' lists merged; its fastest row: theirs, fastest
         pts = (f"SELECT {names}, list_sort(flatten(list(times))) AS t, sum(m)::BIGINT AS m, "
-               f"arg_min(first, o) AS first FROM {reps} GROUP BY ALL")
+               f"struct_extract(min(fastest), 'first') AS first FROM {reps} GROUP BY ALL")
     else:  # one replicate key: each point is one group of reps, its list sorted already
-        pts = f"SELECT {names}, times AS t, m, first FROM {reps}"
+        pts = f"SELECT {names}, times AS t, m, struct_extract(fastest, 'first') AS first FROM {reps}"
     stats = f"""SELECT {names}, (t[(m - 1) // 2 + 1] + t[m // 2 + 1]) * 0.5 AS median_s, t[r] AS lo,
                        t[m - r + 1] AS hi, m, first
                 FROM pts JOIN ranks USING (m)"""
