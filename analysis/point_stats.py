@@ -50,9 +50,9 @@ def rank_and_coverage(m: int) -> tuple[int, float]:
 class PointStats:
     """`points`: per point, in the order of its columns (NULLs last): the
     point's columns, `median_s`, `lo`, `hi`, `m` (repeats), `first`.
-    `reps`: per point and replicate, in that order: the point's columns,
-    `rep`, `median_s`, `repeats` (and `log_mean`, `log_var` where asked); None
-    where not asked for and the rows hold one replicate key."""
+    `reps`: per point and replicate, in that order: `p` (the point's row in
+    `points`), `rep`, `median_s`, `repeats` (and `log_mean`, `log_var` where
+    asked); None where not asked for and the rows hold one replicate key."""
 
     points: Any
     reps: Any | None
@@ -65,62 +65,68 @@ def _names(cols: Sequence[str]) -> str:
 def reps_sql(source: str, cols: Sequence[str], first: str, checks: str = "") -> str:
     """The rows of `source` per point and replicate (the relation `reps` of
     `finish`): the times sorted, `m`, the measured `k`, the fastest row's
-    `o` and `first`; `checks`: more aggregates over the rows, for the caller."""
+    `t`, `o` and `first` as one struct, `fastest` (one aggregate: its order is
+    that of (t, o), and o is unique); `checks`: more aggregates over the rows,
+    for the caller."""
     extra = f", {checks}" if checks else ""
     return f"""
         SELECT {_names(cols)}, rep, list_sort(list(t)) AS times, count(*)::BIGINT AS m,
-               count(*) FILTER (NOT isnan(t))::BIGINT AS k, min((t, o)) AS o, arg_min({first}, (t, o)) AS first
+               count(*) FILTER (NOT isnan(t))::BIGINT AS k, min({{'t': t, 'o': o, 'first': {first}}}) AS fastest
                {extra}
         FROM {source} GROUP BY ALL"""
 
 
-def _with(ctes: list[str]) -> str:
-    return f"WITH {', '.join(ctes)} " if ctes else ""
+def wants_reps(keys: int, replicates: bool | None) -> bool:
+    """Whether `finish` makes the per-replicate medians: always (True), or only
+    where the rows hold two replicate keys or more (None)."""
+    return bool(replicates or (replicates is None and keys >= 2))
 
 
-def finish(con: Any, cols: Sequence[str], keys: int, *, counts: Sequence[int] | None = None,
-           replicates: bool | None = None, moments: bool = False, grouped: str | None = None) -> PointStats:
-    """The statistics of the points of `reps` (a table of `con`, or `grouped`:
-    reps_sql's text, run here) over `keys` replicate keys in all. `counts`:
-    the points' numbers of rows where known (else asked of the points).
-    `replicates`: the per-replicate medians always (True), or only where the
-    rows hold two replicate keys or more (None). Each statement a relation
-    fewer where it can: a 60-row frame pays DuckDB's ~1 ms per statement."""
-    import pyarrow as pa
-
+def finish(con: Any, cols: Sequence[str], reps: str, keys: int, counts: Sequence[int] | None = None, *,
+           replicates: bool | None = None, moments: bool = False) -> PointStats:
+    """The statistics of the points of `reps` (reps_sql's relation: a table of
+    `con`, or its statement in parentheses) over `keys` replicate keys in all.
+    `counts`: the points' numbers of rows where known (else asked of the
+    points). `replicates`: see wants_reps. Two shapes: where the replicate
+    medians are wanted (`reps` then a table: read twice) or the counts are
+    unknown, the points are a table numbered in their order, which numbers the
+    replicates' rows (`p`: a join on one integer, not on the point's columns);
+    else one statement (a 60-row frame pays DuckDB's ~1 ms per statement)."""
     names = _names(cols)
-    want_reps = bool(replicates or (replicates is None and keys >= 2))
-    if grouped is not None and want_reps:  # read twice below: made once
-        con.execute(f"CREATE TEMP TABLE reps AS {grouped}")
-        grouped = None
-    ctes = [] if grouped is None else [f"reps AS ({grouped})"]
+    want_reps = wants_reps(keys, replicates)
     if keys >= 2:  # a point's times: its replicates' lists merged; its fastest row: theirs, fastest
         pts = (f"SELECT {names}, list_sort(flatten(list(times))) AS t, sum(m)::BIGINT AS m, "
-               f"arg_min(first, o) AS first FROM reps GROUP BY ALL")
+               f"struct_extract(min(fastest), 'first') AS first FROM {reps} GROUP BY ALL")
     else:  # one replicate key: each point is one group of reps, its list sorted already
-        pts = f"SELECT {names}, times AS t, m, first FROM reps"
-    if counts is None:
-        con.execute(f"CREATE TEMP TABLE pts AS {_with(ctes)}{pts}")
-        ctes = []
-        counts = [m for (m,) in con.sql("SELECT DISTINCT m FROM pts").fetchall()]
-    else:
-        ctes.append(f"pts AS ({pts})")
-    con.register("ranks", pa.table({"m": pa.array(counts, pa.int64()),
-                                    "r": pa.array([rank_and_coverage(int(m))[0] for m in counts], pa.int64())}))
-    points = con.sql(f"""{_with(ctes)}
-        SELECT {names}, (t[(m - 1) // 2 + 1] + t[m // 2 + 1]) * 0.5 AS median_s, t[r] AS lo, t[m - r + 1] AS hi,
-               m, first
-        FROM pts JOIN ranks USING (m) ORDER BY {names}""").to_arrow_table()
+        pts = f"SELECT {names}, times AS t, m, struct_extract(fastest, 'first') AS first FROM {reps}"
+    stats = f"""SELECT {names}, (t[(m - 1) // 2 + 1] + t[m // 2 + 1]) * 0.5 AS median_s, t[r] AS lo,
+                       t[m - r + 1] AS hi, m, first
+                FROM pts JOIN ranks USING (m)"""
+    if counts is not None and not want_reps:
+        _ranks(con, counts)
+        return PointStats(con.sql(f"WITH pts AS ({pts}) {stats} ORDER BY {names}").to_arrow_table(), None)
+    con.execute(f"CREATE TEMP TABLE pts AS SELECT *, row_number() OVER (ORDER BY {names}) - 1 AS p FROM ({pts})")
+    _ranks(con, [m for (m,) in con.sql("SELECT DISTINCT m FROM pts").fetchall()] if counts is None else counts)
+    points = con.sql(f"{stats} ORDER BY p").to_arrow_table()
     if not want_reps:
         return PointStats(points, None)
-    logs = "list_transform(list_filter(times, lambda x: x > 0 AND NOT isnan(x)), lambda x: ln(x))"
+    logs = "list_transform(list_filter(r.times, lambda x: x > 0 AND NOT isnan(x)), lambda x: ln(x))"
     more = (f", coalesce(list_aggregate({logs}, 'avg'), 'NaN'::DOUBLE) AS log_mean, "
             f"coalesce(list_aggregate({logs}, 'var_samp'), 'NaN'::DOUBLE) AS log_var") if moments else ""
-    reps = con.sql(f"""
-        SELECT {names}, rep, CASE WHEN k = 0 THEN 'NaN'::DOUBLE WHEN k % 2 = 1 THEN times[k // 2 + 1]
-                                  ELSE (times[k // 2] + times[k // 2 + 1]) / 2 END AS median_s, m AS repeats {more}
-        FROM reps ORDER BY {names}, rep""").to_arrow_table()
-    return PointStats(points, reps)
+    same = " AND ".join(f'r."{c}" IS NOT DISTINCT FROM pts."{c}"' for c in cols)  # (a NULL key is a value)
+    made = con.sql(f"""
+        SELECT p, rep, CASE WHEN k = 0 THEN 'NaN'::DOUBLE WHEN k % 2 = 1 THEN r.times[k // 2 + 1]
+                            ELSE (r.times[k // 2] + r.times[k // 2 + 1]) / 2 END AS median_s, r.m AS repeats {more}
+        FROM {reps} r JOIN pts ON {same} ORDER BY p, rep""").to_arrow_table()
+    return PointStats(points, made)
+
+
+def _ranks(con: Any, counts: Sequence[int]) -> None:
+    """The table `ranks`: each count m of repeats and its interval's rank r."""
+    import pyarrow as pa
+
+    con.register("ranks", pa.table({"m": pa.array(counts, pa.int64()),
+                                    "r": pa.array([rank_and_coverage(int(m))[0] for m in counts], pa.int64())}))
 
 
 # by process: a forked child must not use its parent's database, whose threads a fork does not copy
@@ -158,19 +164,26 @@ def point_columns(results: pd.DataFrame) -> list[str]:
 
 def of_frame(results: pd.DataFrame, replicates: bool | None = None, moments: bool = False) -> PointStats:
     """`finish` over a DataFrame of rows: each point is its columns' dense
-    code `p` (analysis.frames.group_codes: missing values a value of their
+    code `code` (analysis.frames.group_codes: missing values a value of their
     own, sorted last) and `first` its fastest row's position in `results`."""
     import pyarrow as pa
 
     codes, _ = group_codes(results, point_columns(results))
     rep = replicate_codes(results)
     times = results["time_s"].to_numpy(dtype=float, na_value=np.nan)
-    rows = pa.table({"p": pa.array(codes, pa.int64()), "rep": pa.array(rep, pa.int64()),
+    rows = pa.table({"code": pa.array(codes, pa.int64()), "rep": pa.array(rep, pa.int64()),
                      "t": pa.array(times, pa.float64()), "o": pa.array(np.arange(len(results)), pa.int64())})
+    keys = len(np.unique(rep))
+    grouped = reps_sql("rows", ["code"], "o")
     con = cursor()
     try:
         con.register("rows", rows)
-        return finish(con, ["p"], len(np.unique(rep)), counts=np.unique(np.bincount(codes)).tolist(),
-                      replicates=replicates, moments=moments, grouped=reps_sql("rows", ["p"], "o"))
+        if wants_reps(keys, replicates):  # read twice by finish: made once
+            con.execute(f"CREATE TEMP TABLE reps AS {grouped}")
+            grouped = "reps"
+        else:
+            grouped = f"({grouped})"
+        return finish(con, ["code"], grouped, keys, np.unique(np.bincount(codes)).tolist(),
+                      replicates=replicates, moments=moments)
     finally:
         con.close()

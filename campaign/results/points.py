@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from campaign.ledger import Ledger, file_scan, files
+from campaign.ledger.result_schema import SCHEMA_VERSION
 from campaign.results import scan
 from campaign.results.latest import Superseded, holder
 from campaign.results.latest import find as superseded
@@ -60,18 +61,20 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
 
     from analysis.cost_model import add_cost_columns
     from analysis.point_stats import cursor, finish, reps_sql
-    from analysis.replicates import add_between, between_medians
+    from analysis.replicates import add_between
     from analysis.summary import with_statistics
 
     attempts = pa.table({"attempt_id": pa.array(ids, pa.int64()), "rep": _replicate_codes(ledger),
                          "alloc_cpus": pa.array(ledger["alloc_cpus"], pa.float64())})
     key = ", ".join(f'{_EXPR.get(c, f"f.{c}")} AS "{c}"' for c in _KEY)
+    # files all of the current schema: nothing to map (the row-by-row check would decode every row's extras)
+    current = min(ledger[scan.SCHEMA]) >= SCHEMA_VERSION
     # each row: its point, replicate, time (NaN where none) and place (file, then row: one integer, which
     # compares faster than a pair), what its fastest repeat gives
     rows = f"""(SELECT {key}, a.rep, coalesce(f.time_s, 'NaN'::DOUBLE) AS t,
                        (f.file_index::BIGINT << 32) + f.file_row_number AS o,
                        f.flops, f.bytes, a.alloc_cpus, {_ROW_BY_ROW} AS row_by_row
-                FROM {file_scan.scan_sql("file_index, file_row_number")} f JOIN attempts a USING (attempt_id))"""
+                FROM {file_scan.scan_sql("file_index, file_row_number", current)} f JOIN attempts a USING (attempt_id))"""
     con = cursor()
     try:
         con.register("attempts", attempts)
@@ -81,7 +84,7 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
             "SELECT bool_or(row_by_row), sum(n_alloc), sum(m), count(DISTINCT rep) FROM reps").fetchall()
         if row_by_row:
             return None
-        stats = finish(con, _KEY, keys)
+        stats = finish(con, _KEY, "reps", keys)
     finally:
         con.close()
     made = stats.points
@@ -95,11 +98,23 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
     if n_alloc:  # the allocation where recorded; whole numbers where every row has one
         alloc = pc.struct_field(first, "alloc_cpus").to_numpy(zero_copy_only=False).astype(float)
         frame["alloc_cpus"] = alloc if n_alloc < n_rows else alloc.astype("int64")
-    cols = [c for c in _KEY if c in frame.columns]
-    found = None if stats.reps is None else between_medians(stats.reps.select([*cols, "median_s"]).to_pandas(), cols)
+    found = None if stats.reps is None else _between(stats.reps, frame[[c for c in _KEY if c in frame.columns]])
     median, lo, hi, m = (made.column(c).to_numpy() for c in ("median_s", "lo", "hi", "m"))
     frame = add_cost_columns(frame, models)
     return add_between(add_cost_columns(with_statistics(frame, median, lo, hi, m)), frame, found)
+
+
+def _between(reps: Any, keys: Any) -> Any:
+    """analysis.replicates.between_medians of the replicates' medians, grouped
+    by their point's row `p` (one integer, not the point's columns), with the
+    point's columns from `keys` (the points' frame: every point has a replicate)."""
+    from analysis.replicates import between_medians
+
+    found = between_medians(reps.select(["p", "median_s"]).to_pandas(), ["p"])
+    out = keys.iloc[found.pop("p").to_numpy()].reset_index(drop=True)
+    for name in found.columns:
+        out[name] = found[name].to_numpy()
+    return out
 
 
 def _replicate_codes(ledger: dict[str, Any]) -> Any:

@@ -28,6 +28,8 @@ FIGURE_COLUMNS = tuple(c for c in LIFTED_COLUMNS if c not in (*SCALE_COLUMNS, "g
 # per node its run asked Slurm for (PLANNED_SCALE: what a program that does not say ran on)
 PLANNED_SCALE = ("planned_nodes", "planned_ranks_per_node")
 LEDGER = ("campaign", "state", "alloc_cpus", "overlap", "replicate", *PLANNED_SCALE, "attempt")
+# `pointers` gives each key's file's schema version too (campaign.ledger.result_schema.SCHEMA_VERSION)
+SCHEMA = "schema_version"
 
 
 def shape(given: dict[str, Any], nodes: Any, per_node: Any) -> dict[str, Any]:
@@ -60,13 +62,15 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
     oldest first), the rows' keys (a job file's: its attempts' ids; an
     imported file's: -1 - its place in the list, `row_keys`) and their ledger
     values (LEDGER: one list per column, a key's value at its place; NULL for
-    imported rows, whose campaign is the one they were imported into). Imported
+    imported rows, whose campaign is the one they were imported into) and its
+    file's schema version (SCHEMA: a reader of files all of the current schema
+    maps nothing, file_scan.scan_sql). Imported
     rows have no job start or commit: a date or commit selection leaves them out."""
     stmt = (select(ResultFile.path, ResultFile.sha256, ResultFile.campaign_id, Campaign.workdir, ResultFile.attempt_id,
                    Campaign.name,
                    type_coerce(JobAttempt.state, String), JobAttempt.alloc_cpus, JobAttempt.overlap,
                    Run.spec["replicate"].as_integer(), Run.spec["nodes"].as_integer(),
-                   Run.spec["ranks_per_node"].as_integer(), JobAttempt.attempt)
+                   Run.spec["ranks_per_node"].as_integer(), JobAttempt.attempt, ResultFile.schema_version)
             .outerjoin(JobAttempt, JobAttempt.id == ResultFile.attempt_id)
             .outerjoin(Run, Run.id == JobAttempt.run_id)
             .outerjoin(Campaign, Campaign.id == ResultFile.campaign_id)
@@ -83,7 +87,7 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
     place: dict[tuple[int | None, str], int] = {}
     places: dict[int | None, list[Path]] = {}
     ids: list[int] = []
-    values: dict[str, list[Any]] = {name: [] for name in LEDGER}
+    values: dict[str, list[Any]] = {name: [] for name in (*LEDGER, SCHEMA)}
     result = s.connection().execute(stmt)  # Core rows, no ORM entity; transposed in C, a batch at a time
     while batch := result.fetchmany(100_000):
         cols = list(zip(*batch, strict=True))
@@ -96,7 +100,7 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
         for path, campaign_id, attempt_id in zip(cols[0], cols[2], cols[4], strict=True):
             # (an imported file has one pointer, no attempt: its rows are keyed by the file's place)
             ids.append(attempt_id if attempt_id is not None else -1 - place[campaign_id, path])
-        for name, column in zip(LEDGER, cols[5:], strict=True):
+        for name, column in zip((*LEDGER, SCHEMA), cols[5:], strict=True):
             values[name] += column
     return [(files.locate(places[cid], path), digest) for (cid, path), digest in paths.items()], ids, values
 

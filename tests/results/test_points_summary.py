@@ -31,12 +31,13 @@ from campaign.results.export import latest_frame
 from resultschema.columns import LIFTED_COLUMNS
 
 
-def _hostile(path: Path, wild: bool = False, constant: bool = False) -> None:
+def _hostile(path: Path, wild: bool = False, constant: bool = False, nulls: bool = False) -> None:
     """bench/scale_ledger's store, its files rewritten: rows dropped so that
     points have 1..5 repeats, times rounded to make ties, huge and tiny
     times (`wild`: inf and NaN, which ingest refuses), flops given in some
     rows, the allocation recorded for some attempts (`constant`: flops in
-    every row, one value per n, and every attempt's allocation)."""
+    every row, one value per n, and every attempt's allocation; `nulls`: no d
+    in every third attempt's rows, a point key of its own)."""
     build(path, campaigns=3, runs=6, rows_per_attempt=20)
     with sqlite3.connect(path) as con:
         rows = con.execute("SELECT DISTINCT f.path, c.workdir FROM result_file f JOIN campaign c ON c.id = f.campaign_id")
@@ -55,19 +56,24 @@ def _hostile(path: Path, wild: bool = False, constant: bool = False) -> None:
             flops = n * 1e3 if constant else np.where(np.arange(len(times)) % 3 == 0, 1e9, np.nan)
             table = table.set_column(table.schema.get_field_index("time_s"), "time_s", pa.array(times))
             table = table.set_column(table.schema.get_field_index("flops"), "flops", pa.array(flops))
+            if nulls:
+                d = pa.array(table.column("d").to_numpy(zero_copy_only=False).astype(float), mask=attempt[keep] % 3 == 0)
+                table = table.set_column(table.schema.get_field_index("d"), "d", d.cast(pa.int64()))
             pq.write_table(table, where)
             con.execute("UPDATE result_file SET sha256 = ? WHERE path = ?", (files.sha256(where), rel))
         con.execute(f"UPDATE job_attempt SET alloc_cpus = 4 WHERE id % {1 if constant else 3} = 0")
         con.execute("UPDATE run SET spec = json_set(spec, '$.replicate', id % 2)")
 
 
-@pytest.mark.parametrize(("campaign", "constant", "one"), [(None, False, False), ("scale-2", False, False),
-                                                       (None, True, False), ("scale-2", False, True)])
+@pytest.mark.parametrize(("campaign", "constant", "one", "nulls"),
+                         [(None, False, False, False), ("scale-2", False, False, False), (None, True, False, False),
+                          ("scale-2", False, True, False), (None, False, False, True)])
 def test_the_files_relation_gives_the_frames_summary(tmp_path: Path, campaign: str | None, constant: bool,
-                                                     one: bool) -> None:
-    """`one`: a single campaign and replicate (each point one group: its list taken as it is)."""
+                                                     one: bool, nulls: bool) -> None:
+    """`one`: a single campaign and replicate (each point one group: its list taken as it is); `nulls`: points
+    without d (a NULL key: the replicates' medians still find their point)."""
     path = tmp_path / "ledger.sqlite"
-    _hostile(path, constant=constant)
+    _hostile(path, constant=constant, nulls=nulls)
     if one:
         with sqlite3.connect(path) as con:
             con.execute("UPDATE run SET spec = json_set(spec, '$.replicate', 0)")
@@ -81,6 +87,7 @@ def test_the_files_relation_gives_the_frames_summary(tmp_path: Path, campaign: s
     assert (expected["median_s"] > 1e50).any() and (expected["median_s"] < 1e-50).any()
     assert campaign is not None or expected["replicates"].max() >= 2
     assert not one or expected["replicates"].max() == 1
+    assert not nulls or (expected["d"].isna() & (expected["replicates"] >= 2)).any()
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
 
 
