@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -210,6 +210,19 @@ def _check_kernels(cfg: RootConfig) -> None:
             check_text(text, f"{where}.inputs.{name}", limit=TEMPLATE_MAX, lines=True)
 
 
+def _argument(value: Any) -> bool:
+    """A value `--key value` can carry: a number or a word (bool is an int), or a flat list of them
+    (passed joined by commas, docs/contracts.md); never null or a mapping, which have no text."""
+    if isinstance(value, str | int | float):
+        return True
+    items = list(value) if isinstance(value, Sequence) else None  # (a str is one, returned above)
+    return bool(items) and all(isinstance(v, str | int | float) for v in items)
+
+
+# the least each shape list of a sweep may hold
+SHAPE_LEAST = {"threads": 1, "nodes": 1, "ranks_per_node": 1, "gpus_per_rank": 0}
+
+
 def _check_experiment(cfg: RootConfig) -> None:
     exp = cfg.experiment
     check_name(exp.name, "experiment.name")
@@ -228,9 +241,18 @@ def _check_experiment(cfg: RootConfig) -> None:
                 raise ConfigError(f"{_safe(where)}.{what} is empty: name at least one")
             _names(values, f"{where}.{what}")
         _names(sweep.partitions, f"{where}.partitions")
-        for key, value in [*sweep.args.items(), *((k, v) for k, vs in sweep.grid.items() for v in vs)]:
+        for what, least in SHAPE_LEAST.items():  # a count a job is asked for: the scheduler's words come too late
+            for value in getattr(sweep, what):
+                if value < least:
+                    raise ConfigError(f"{_safe(where)}.{what}: {value} is not a count of {what.replace('_', ' ')} "
+                                      f"(each >= {least})")
+        for block, key, value in [*(("args", k, v) for k, v in sweep.args.items()),
+                                  *(("grid", k, v) for k, vs in sweep.grid.items() for v in vs)]:
             if not ARG_KEY.fullmatch(str(key)) or len(str(key)) > 64:
                 raise ConfigError(f"{_safe(where)}: {str(key)[:60]!r} is not a program option name")
+            if not _argument(value):
+                raise ConfigError(f"{_safe(where)}.{block}.{key}: {_safe(str(value))[:60]!r} is not a value an "
+                                  "argument can take: a number, a word, or a list of them (joined by commas)")
             check_text(value, f"{where}.{key}", limit=1024)
         for key, values in sweep.grid.items():
             if not values:
