@@ -166,15 +166,23 @@ def chain_lines(f: JobFacts) -> list[str]:
     return out + _program_lines(f, build)
 
 
-def _program_lines(f: JobFacts, build: StepFacts | None) -> list[str]:
-    """Ours built by the build job: its compilers, flags, host and modules. Else one line: the
-    user's program by its real path and sha256, ours with nothing built, or not recorded."""
-    from campaign.planning.program_origin import NOT_RECORDED, OURS, SHORT_SHA, program_rows
+def _origin(f: JobFacts, build: StepFacts | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The job's program row (campaign.planning.program_origin) and the build's record (empty: none)."""
+    from campaign.planning.program_origin import program_rows
     from campaign.planning.programs import KEY
 
     info = (build.info or {}) if build is not None else {}
     programs = f.environment.get(KEY) if f.environment else None  # None: a ledger from before the record
     [row, *_] = program_rows(tuple(f.spec.get("argv") or ()), {build.key: info} if build and info else {}, programs)
+    return row, info
+
+
+def _program_lines(f: JobFacts, build: StepFacts | None) -> list[str]:
+    """Ours built by the build job: its compilers, flags, host and modules. Else one line: the
+    user's program by its real path and sha256, ours with nothing built, or not recorded."""
+    from campaign.planning.program_origin import NOT_RECORDED, OURS, SHORT_SHA
+
+    row, info = _origin(f, build)
     if row.get("build_key") is not None:  # one of our native kernels
         comp, flags = info.get("compilers") or {}, info.get("flags") or {}
         out = []
@@ -190,6 +198,18 @@ def _program_lines(f: JobFacts, build: StepFacts | None) -> list[str]:
     if row.get("sha256"):
         return [f"program: {row.get('path') or row['program']}  {row['kind']} sha256 {row['sha256'][:SHORT_SHA]}"]
     return [f"program: {row['program']}  {row['build']}"]
+
+
+def program_fields(f: JobFacts) -> dict[str, Any]:
+    """What `show` says of the job's program as typed fields, every one always present (a CSV's
+    header is the same for every job): `program_origin` in the words of the text and of the
+    report's builds table (`ours`, `user binary <sha256[:12]>`, `not recorded`, ...), the user's
+    program by real path and whole sha256, ours by the build job that built it (null: none did)."""
+    row, _ = _origin(f, f.build if f.preflight is not None else None)
+    return {"program": row["program"], "program_origin": row["build"], "program_path": row.get("path"),
+            "program_sha256": row.get("sha256"), "build_key": row.get("build_key"),
+            "build_compiler": row.get("compiler"), "build_flags": row.get("flags"),
+            "build_modules": row.get("modules"), "build_host": row.get("host")}
 
 
 def show_text(f: JobFacts) -> str:
@@ -266,6 +286,7 @@ def job_record(f: JobFacts) -> dict[str, Any]:
         "submitted_at": iso(att.submitted_at), "started_at": iso(att.started_at), "ended_at": iso(att.ended_at),
         "workdir": att.workdir, "results": att.output_path, "stdout": att.stdout_path, "stderr": att.stderr_path,
         "command": list(spec["argv"]),
+        **program_fields(f),
         "placement": (read_json(Path(att.workdir) / EXIT_FILE) or {}).get("placement"),
         "run_environment": run_env_items(spec),
         "attempts": [{"attempt": a.attempt, "job_id": a.job_id, "state": a.state.value,

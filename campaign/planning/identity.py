@@ -3,8 +3,9 @@
 The plan (campaign.planning.plan) knows the experiment; the measurement also depends on
 the job environment as rendered (OMP_* variables, extra variables of cluster
 and partition), the modules loaded, the stack limit, and the program itself:
-the content of a C/Fortran binary or script, the interpreter and torch
-versions of a torch kernel, and the run environment (container image digest
+the content of a C/Fortran binary or script (of a Python file its code
+without comments and docstrings: campaign.planning.code_hash), the interpreter
+and torch versions of a torch kernel, and the run environment (container image digest
 and runtime version, Spack lock hash: campaign.planning.run_env). Those go into `RunSpec.identity`, and so into the
 run key: resubmitting after any of them changed submits new runs, and
 `submit` says what changed (`why_new`) against the runs already in the ledger.
@@ -25,6 +26,7 @@ from campaign.config.load import repo_root
 from campaign.config.schema import RootConfig
 from campaign.job.template import template_hash
 from campaign.planning.byob import is_tool
+from campaign.planning.code_hash import CODE_PREFIX, code_hash
 from campaign.planning.environment import job_env
 from campaign.planning.run_env import identity_items, resolve
 from campaign.planning.run_spec import RunSpec
@@ -36,26 +38,27 @@ COORDINATES = ("kernel", "impl", "variant", "partition", "threads", "gpus", "dty
 
 
 def _file_hash(path: str, cache: dict[str, str]) -> str:
+    """A .py file's code (campaign.planning.code_hash: comments and docstrings left out),
+    any other file's bytes (a binary, a shell script, an input), `absent` where it cannot be read."""
     if path not in cache:
         try:
-            digest = hashlib.sha256()
             with open(path, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(block)
-            cache[path] = "sha256:" + digest.hexdigest()[:16]
+                code = code_hash(fh.read()) if path.endswith(".py") else None
+                fh.seek(0)
+                cache[path] = code or "sha256:" + hashlib.file_digest(fh, "sha256").hexdigest()[:16]
         except OSError:
             cache[path] = "absent"
     return cache[path]
 
 
 def _tree_hash(folder: Path, cache: dict[str, str]) -> str:
-    """One hash over every .py file of a package (names and contents)."""
+    """One hash over every .py file of a package (names and code hashes), prefixed as its files are."""
     key = "tree:" + str(folder)
     if key not in cache:
         digest = hashlib.sha256()
         for path in sorted(folder.glob("*.py")):
             digest.update(path.name.encode() + b"\0" + _file_hash(str(path), cache).encode() + b"\0")
-        cache[key] = "sha256:" + digest.hexdigest()[:16]
+        cache[key] = CODE_PREFIX + digest.hexdigest()[:16]
     return cache[key]
 
 
@@ -124,6 +127,8 @@ def _flat(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 _MISSING = object()
+CODE_NOTE = ("a Python program's hash now covers its code only, not its comments and docstrings: "
+             "runs of an unchanged program are new this once")
 _VALUE_CHARS = 80  # one changed value in a line; a program hash or a path is cut, not a whole argv
 
 
@@ -145,6 +150,11 @@ def _change(key: str, old: Any, new: Any) -> str:
         return (f"{key} {len(old)} -> {len(new)} elements"
                 + (f", without {_short(gone)}" if gone else "") + (f", with {_short(added)}" if added else ""))
     return f"{key} {_short(old)} -> {_short(new)}"
+
+
+def _now_code(old: Any, new: Any) -> bool:
+    """A Python file hashed by its bytes before and by its code now (a ledger of before code hashes)."""
+    return isinstance(old, str) and isinstance(new, str) and old.startswith("sha256:") and new.startswith(CODE_PREFIX)
 
 
 def _coordinates(spec: dict[str, Any]) -> str:
@@ -172,5 +182,7 @@ def why_new(fresh: list[RunSpec], existing: list[dict[str, Any]], limit: int = 3
         changed = [_change(k, a.get(k, _MISSING), b.get(k, _MISSING)) for k in sorted(set(a) | set(b))
                    if a.get(k, _MISSING) != b.get(k, _MISSING)]
         text = "; ".join(changed[:limit]) + (f"; ... ({len(changed)} changes)" if len(changed) > limit else "")
+        if any(_now_code(a.get(k), b.get(k)) for k in a):
+            text += f" ({CODE_NOTE})"
         reasons[text or "same parameters (--force)"] += 1
     return [f"{count} new run(s): {text}" for text, count in reasons.most_common()]

@@ -1,11 +1,14 @@
 """A run's identity includes the rendered environment and the
-program's content; changing either submits new runs, and submit says why."""
+program's content (a Python program's code: not its comments and docstrings);
+changing either submits new runs, and submit says why."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
+from campaign.planning.identity import CODE_NOTE
 from tests.conftest import run_cli
 from tests.fixtures import FAKE_KERNEL
 from tests.truth.helpers import FAKE_ENV, db
@@ -32,9 +35,18 @@ def test_environment_and_program_changes_submit_new_runs_and_say_why(tmp_path: P
     assert "0 already in the ledger, 1 submitted" in fixed
     assert "1 new run(s): env.OMP_PROC_BIND 'sptead' -> 'spread'" in fixed
 
-    kernel.write_text(kernel.read_text() + "\n# rebuilt\n")
+    # a Python program is its code: a reworded comment or docstring is the same program
+    source = kernel.read_text()
+    reworded = re.sub(r"(?m)^(\s*)# ", r"\1# reworded: ", source.replace('"""A ', '"""Reworded. A ', 1))
+    assert reworded.count("# reworded: ") > 3 and "Reworded. A " in reworded
+    kernel.write_text(reworded + "\n# a note\n")
+    same_code = _submit(ledger, tmp_path, "cluster.omp_proc_bind=spread", env=env)
+    assert "1 already in the ledger, 0 submitted" in same_code and "new run" not in same_code, same_code
+
+    kernel.write_text(kernel.read_text() + "\nREBUILT = True\n")
     rebuilt = _submit(ledger, tmp_path, "cluster.omp_proc_bind=spread", env=env)
-    assert "1 submitted" in rebuilt and "program.kernel.py 'sha256:" in rebuilt, rebuilt
+    assert "1 submitted" in rebuilt and "1 new run(s): program.kernel.py 'python code sha256:" in rebuilt, rebuilt
+    assert CODE_NOTE not in rebuilt  # that note is for a ledger's byte hashes of before
 
     modules = _submit(ledger, tmp_path, "cluster.omp_proc_bind=spread", "+cluster.env.FOO=bar", env=env)
     assert "1 new run(s): env.FOO (none) -> 'bar'" in modules
