@@ -215,8 +215,9 @@ def _argument(value: Any) -> bool:
     (passed joined by commas, docs/contracts.md); never null or a mapping, which have no text."""
     if isinstance(value, str | int | float):
         return True
-    items = list(value) if isinstance(value, Sequence) else None  # (a str is one, returned above)
-    return bool(items) and all(isinstance(v, str | int | float) for v in items)
+    if not isinstance(value, Sequence):  # (a str is one, returned above)
+        return False
+    return len(value) > 0 and all(isinstance(v, str | int | float) for v in value)
 
 
 # the least each shape list of a sweep may hold

@@ -80,12 +80,6 @@ def parse_columns(text: str, required: tuple[str, ...], where: str,
     return table
 
 
-def parse_text(text: str, required: tuple[str, ...], where: str,
-               judged: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
-    """Typed row dicts of a whole CSV text (`parse_columns`, as rows)."""
-    return parse_columns(text, required, where, judged).rows()
-
-
 def _read_text(path: Path, where: str) -> str:
     size = path.stat().st_size
     if size > MAX_BYTES:

@@ -22,7 +22,7 @@ from analysis.rules import shown
 from campaign.plumbing.errors import ImportError_
 from campaign.plumbing.states import JobState
 from campaign.results import reader
-from campaign.results.reader import Expected, classify_output, classify_stream, parse_text
+from campaign.results.reader import Expected, classify_output, classify_stream, parse_columns
 from resultschema.columns import CONTROL, INT64, KERNEL_COLUMNS, TEXT_MAX, column_rule
 from tests.results.test_strict_reader import BAD, GOOD, WANT
 
@@ -111,7 +111,7 @@ CORPUS = _corpus()
 
 def _parsed(text: str) -> list[dict[str, Any]] | str:
     try:
-        return parse_text(text, KERNEL_COLUMNS, "f.csv")
+        return parse_columns(text, KERNEL_COLUMNS, "f.csv").rows()
     except ImportError_ as exc:
         return str(exc)
 
