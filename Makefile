@@ -76,7 +76,8 @@ browser:
 # in TEST_WORKERS pytest-xdist workers (most Slurm tests wait on the scheduler, so more
 # workers than cores overlap those waits; tests/parallel.py says which tests share a
 # worker), then the `serial` tests alone (they stop Slurm daemons or time wall clocks).
-# Both parts always run; the exit status is the first failure's. CAMPAIGN_REQUIRE_ALL=1: a skipped test
+# Both parts always run and list their slowest tests (what to look at when the suite grows); the exit
+# status is the first failure's. CAMPAIGN_REQUIRE_ALL=1: a skipped test
 # fails the run, but for the `cuda` ones on a machine without a GPU (tests/skips.py): green means it all ran.
 TEST_WORKERS ?= 4
 TEST_ENV := CAMPAIGN_REQUIRE_SLURM=1 CAMPAIGN_REQUIRE_POSTGRES=1 CAMPAIGN_REQUIRE_CHROMIUM=1 \
@@ -84,8 +85,8 @@ TEST_ENV := CAMPAIGN_REQUIRE_SLURM=1 CAMPAIGN_REQUIRE_POSTGRES=1 CAMPAIGN_REQUIR
 test: setup slurm-up browser
 	@rc=0; alone=0; \
 	$(TEST_ENV) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
-	  -m "not serial" tests || rc=$$?; \
-	$(TEST_ENV) $(BIN)/python -m pytest -q -m serial tests || alone=$$?; \
+	  --durations=25 -m "not serial" tests || rc=$$?; \
+	$(TEST_ENV) $(BIN)/python -m pytest -q --durations=13 -m serial tests || alone=$$?; \
 	[ $$rc != 0 ] || rc=$$alone; exit $$rc
 
 test-unit: setup

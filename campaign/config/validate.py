@@ -220,10 +220,6 @@ def _argument(value: Any) -> bool:
     return len(value) > 0 and all(isinstance(v, str | int | float) for v in value)
 
 
-# the least each shape list of a sweep may hold
-SHAPE_LEAST = {"threads": 1, "nodes": 1, "ranks_per_node": 1, "gpus_per_rank": 0}
-
-
 def _check_experiment(cfg: RootConfig) -> None:
     exp = cfg.experiment
     check_name(exp.name, "experiment.name")
@@ -242,11 +238,6 @@ def _check_experiment(cfg: RootConfig) -> None:
                 raise ConfigError(f"{_safe(where)}.{what} is empty: name at least one")
             _names(values, f"{where}.{what}")
         _names(sweep.partitions, f"{where}.partitions")
-        for what, least in SHAPE_LEAST.items():  # a count a job is asked for: the scheduler's words come too late
-            for value in getattr(sweep, what):
-                if value < least:
-                    raise ConfigError(f"{_safe(where)}.{what}: {value} is not a count of {what.replace('_', ' ')} "
-                                      f"(each >= {least})")
         for block, key, value in [*(("args", k, v) for k, v in sweep.args.items()),
                                   *(("grid", k, v) for k, vs in sweep.grid.items() for v in vs)]:
             if not ARG_KEY.fullmatch(str(key)) or len(str(key)) > 64:

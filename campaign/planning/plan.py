@@ -24,7 +24,7 @@ from campaign.config.schema import (
 from campaign.planning import byob
 from campaign.planning.partition_choice import sweep_partitions
 from campaign.planning.profiling import PROFILER_DEVICE, profile_args, profile_of
-from campaign.planning.ranks import layouts
+from campaign.planning.ranks import check_counts, layouts
 from campaign.planning.replicates import check_replicates, interleave
 from campaign.planning.resources import allocate, by_fill, check_memory, node_cpus
 from campaign.planning.run_spec import RunSpec
@@ -58,8 +58,7 @@ def _check_sweep(sweep: SweepSpec, kernel: KernelSpec, index: int) -> None:
     where = f"experiment.sweeps.{index}"
     sweep.n = list(byob.sizes_of(kernel, sweep, where))  # 1e6 is an integer size
     byob.check_d(sweep, where)
-    if not sweep.threads or any(t <= 0 for t in sweep.threads):
-        raise ConfigError(f"{where}.threads must be positive thread counts, got {sweep.threads}")
+    check_counts(sweep, where)
     for impl in sweep.impls:
         if impl not in kernel.impls:
             known = ", ".join(kernel.impls)

@@ -36,6 +36,16 @@ class Layout:
         return self.nodes * self.ranks_per_node
 
 
+def check_counts(sweep: SweepSpec, where: str) -> None:
+    """The sweep's counts a job is asked for: threads, nodes and ranks per node each >= 1, GPUs per rank
+    >= 0; before anything reads them (a rank count of 0 must not first surface as "no rank 0")."""
+    _positive(sweep.threads, f"{where}.threads")
+    _positive(sweep.nodes, f"{where}.nodes")
+    _positive(sweep.ranks_per_node, f"{where}.ranks_per_node")
+    if sweep.gpus_per_rank:
+        _positive(sweep.gpus_per_rank, f"{where}.gpus_per_rank", zero_ok=True)
+
+
 def _positive(values: list[int], where: str, zero_ok: bool = False) -> None:
     low = 0 if zero_ok else 1
     if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < low for v in values):
@@ -61,11 +71,7 @@ def layouts(part: PartitionSpec, sweep: SweepSpec, index: int, cluster: str, cpu
     the hardware threads one node offers a job (4x with cpus_per_run, where
     oversubscribing is asked on purpose). Only a scheduler starts ranks: the
     local backend runs one process per run."""
-    where = f"experiment.sweeps.{index}"
-    _positive(sweep.nodes, f"{where}.nodes")
-    _positive(sweep.ranks_per_node, f"{where}.ranks_per_node")
-    if sweep.gpus_per_rank:
-        _positive(sweep.gpus_per_rank, f"{where}.gpus_per_rank", zero_ok=True)
+    where = f"experiment.sweeps.{index}"  # (its counts: check_counts, when the plan checked the sweep)
     check_launcher(part, cluster)
     here = f"partition {part.name} ({cluster})"
     too_many_nodes = [n for n in sweep.nodes if n > part.max_nodes]
