@@ -21,7 +21,15 @@ import pandas as pd
 
 from analysis import display, metric_scaling
 from analysis.blocks import Figure, Table
-from analysis.metric_frame import DIMENSIONS, TIME, VALUE_COLUMNS, fixed_duration, metric_frame, strip_metric
+from analysis.metric_frame import (
+    DIMENSIONS,
+    TIME,
+    VALUE_COLUMNS,
+    fixed_duration,
+    metric_frame,
+    strip_metric,
+    without_metric,
+)
 from analysis.plot_axes import Axes, Handles, finite_range, log_axis, palette, panels, pick, size_axis
 
 FOM_COLUMNS = ("metric", "value", "unit", "higher_is_better")
@@ -35,8 +43,8 @@ INTRO = ("What each benchmark reported about itself, read from its output by the
 
 def _params(text: object) -> str:
     """The run's params without the figure's own name (shown in the caption)."""
-    parts = [p for p in str(text or "").split(",") if p and not p.startswith("metric=")]
-    return f" [{','.join(parts)}]" if parts else ""
+    bare = without_metric(text or "")
+    return f" [{bare}]" if bare else ""
 
 
 def _label(row: pd.Series) -> str:

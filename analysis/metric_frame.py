@@ -35,11 +35,14 @@ FIXED = "fixed_duration"  # the row's extra key a fixed-duration program's rows 
 TIME_UNITS = ("s", "ms", "us", "ns")
 
 
+def without_metric(text: object) -> str:
+    """One row's params without the figure's own `metric=` pair (a run's grid and arguments only)."""
+    return ",".join(p for p in str(text if text is not None else "").split(",") if p and not p.startswith("metric="))
+
+
 def strip_metric(params: pd.Series) -> pd.Series:
-    """`params` without the figure's own `metric=` pair (a run's grid and arguments only)."""
-    return pd.Series([",".join(p for p in str(text if text is not None else "").split(",")
-                               if p and not p.startswith("metric=")) for text in params],
-                     index=params.index, dtype=object)
+    """`params` without the figure's own `metric=` pair, row by row (without_metric)."""
+    return pd.Series([without_metric(text) for text in params], index=params.index, dtype=object)
 
 
 def fixed_duration(results: pd.DataFrame) -> pd.Series:

@@ -141,7 +141,7 @@ def _names(keep: object) -> tuple[str, ...]:
 REQUIRED_COLUMNS = _names(lambda c: c.imported == REQUIRED)  # what an imported CSV must carry
 # a column a CSV must carry whose cells may yet be empty: its value may be null (n of a program without a
 # problem size, as `results` exports it), so an empty cell is that null, not a missing value
-NULLABLE_COLUMNS = _names(lambda c: c.json.endswith(" or null"))
+NULLABLE_COLUMNS = frozenset(_names(lambda c: c.json.endswith(" or null")))
 OPTIONAL_COLUMNS = _names(lambda c: c.imported == OPTIONAL and c.where == "file")
 KERNEL_COLUMNS = _names(lambda c: c.kernel == REQUIRED)  # what a kernel program's CSV must carry
 RULE_COLUMNS = _names(lambda c: c.rule)  # a CSV cell typed and checked (the rest is kept as text in `extra`)

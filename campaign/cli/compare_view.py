@@ -14,6 +14,7 @@ from typing import Any
 
 from analysis.compare import varied_columns
 from analysis.display import finite
+from analysis.metric_frame import without_metric
 from analysis.metrics import to_records
 from analysis.ratios import DIMENSIONS
 from analysis.references import outside
@@ -39,11 +40,9 @@ def _config(row: dict[str, Any], varied: list[str]) -> str:
     more than one rank or node, its nodes and total ranks (points of one configuration at 1, 2 and
     4 nodes must not read alike). The figure's own `metric=` pair leaves params: the metric has a
     column of its own."""
-    parts = [(f"d={row[c]}" if c == "d" else str(row[c])) for c in _LABELS
-             if c in row and c not in varied and str(row[c]) not in ("", "nan", "<NA>", "None")]
-    if "params" in row and "params" not in varied and str(row["params"]) in parts:
-        bare = ",".join(p for p in str(row["params"]).split(",") if p and not p.startswith("metric="))
-        parts = [p for p in parts if p != str(row["params"])] + ([bare] if bare else [])
+    shown = {**row, "params": without_metric(row.get("params"))}
+    parts = [(f"d={shown[c]}" if c == "d" else str(shown[c])) for c in _LABELS
+             if c in shown and c not in varied and str(shown[c]) not in ("", "nan", "<NA>", "None")]
     for c in varied:
         parts.append(f"{row[c + '_base']}->{row[c + '_new']}")
     ranks, nodes = row.get("ranks"), row.get("nodes")

@@ -26,9 +26,9 @@ from sqlalchemy import func, select
 from campaign.cli.chain_view import open_chain_lines
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
-from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.clock import now
 from campaign.plumbing.states import JobState
+from campaign.results.frames import spec_label
 
 LIVE_ROWS = 20  # running jobs listed in the live display (a 256-task array would not fit a screen)
 PARTIAL_SUFFIXES = ("", ".partial", ".tmp")  # the kernel's CSV while (or after) it is written
@@ -59,8 +59,8 @@ def snapshot(led: Ledger, campaigns: Sequence[str]) -> list[JobView]:
     """The newest attempt of every run of these campaigns (all when empty), one query."""
     newest = select(JobAttempt.run_id, func.max(JobAttempt.attempt).label("a")).group_by(JobAttempt.run_id).subquery()
     stmt = (select(JobAttempt.id, JobAttempt.job_id, JobAttempt.state, JobAttempt.started_at, JobAttempt.ended_at,
-                   JobAttempt.walltime_min, JobAttempt.output_path, JobAttempt.n, Run.kernel, Run.impl, Run.variant, Run.threads,
-                   Run.gpus, Run.dtype, Run.spec, Campaign.name)
+                   JobAttempt.walltime_min, JobAttempt.output_path, JobAttempt.n, Run.partition, Run.kernel, Run.impl,
+                   Run.variant, Run.threads, Run.gpus, Run.dtype, Run.spec, Campaign.name)
             .join(newest, (JobAttempt.run_id == newest.c.run_id) & (JobAttempt.attempt == newest.c.a))
             .join(Run, Run.id == JobAttempt.run_id).join(Campaign, Campaign.id == Run.campaign_id)
             .order_by(JobAttempt.id))
@@ -69,22 +69,13 @@ def snapshot(led: Ledger, campaigns: Sequence[str]) -> list[JobView]:
             ids = [q.require_campaign(s, name).id for name in campaigns]
             stmt = stmt.where(Campaign.id.in_(ids))
         out = []
-        for (aid, job_id, state, started, ended, wall, output, only, kernel, impl, variant, threads, gpus, dtype,
-             spec, name) in s.execute(stmt):
+        for (aid, job_id, state, started, ended, wall, output, only, partition, kernel, impl, variant, threads, gpus,
+             dtype, spec, name) in s.execute(stmt):
             asked = only or spec.get("n") or []  # a rerun of the missing n runs only those (attempt.n)
-            out.append(JobView(aid, job_id, name, _label(spec, kernel, impl, variant, dtype, threads, gpus), state,
-                               _aware(started), _aware(ended), wall, len(asked), output))
+            label = spec_label(spec, partition, kernel, impl, variant, dtype, threads, gpus)
+            out.append(JobView(aid, job_id, name, label, state, _aware(started), _aware(ended), wall, len(asked),
+                               output))
         return out
-
-
-def _label(spec: dict[str, Any], kernel: str, impl: str, variant: str, dtype: str, threads: int, gpus: int) -> str:
-    """The run's label as `show` and the report's jobs table give it (partition, nodes x ranks, grid values:
-    two runs of one kernel that differ only there must not read alike); a spec of an older ledger that
-    lacks a field the run record needs: its kernel, dtype and threads or GPUs."""
-    try:
-        return RunSpec.from_json(spec).label
-    except (TypeError, KeyError, ValueError):
-        return f"{kernel}/{impl}/{variant} {dtype} " + (f"{gpus}gpu" if gpus else f"{threads}t")
 
 
 def n_reached(output: str) -> int:

@@ -77,6 +77,14 @@ def _pairs(extra_args: Any) -> tuple[tuple[str, str], ...]:
     return tuple((str(k), str(v)) for k, v in extra_args or ())
 
 
+def spec_label(spec: dict[str, Any], partition: str, kernel: str, impl: str, variant: str, dtype: str, threads: int,
+               gpus: int) -> str:
+    """RunSpec.label of a run (its own columns and its spec, read as _label reads it: a spec of an older
+    ledger without a field takes its neutral value)."""
+    return _label(partition, kernel, impl, variant, dtype, threads, gpus, *(spec.get(k) for k in _LABEL_INT),
+                  _pairs(spec.get("extra_args")))
+
+
 @functools.lru_cache(maxsize=65536)
 def _label(*fields: Any) -> str:
     """RunSpec.label of a spec from the fields the label reads (the others

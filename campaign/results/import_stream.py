@@ -21,9 +21,9 @@ from typing import Any
 
 from campaign.ledger import Ledger
 from campaign.plumbing.errors import ImportError_
-from campaign.results.reader import IMPORT_NULLABLE, MAX_BYTES, parse_columns
+from campaign.results.reader import MAX_BYTES, parse_columns
 from campaign.results.store import Imported, import_campaign_name, store_rows
-from resultschema.columns import REQUIRED_COLUMNS
+from resultschema.columns import NULLABLE_COLUMNS, REQUIRED_COLUMNS
 
 CHUNK_ROWS = 50_000
 
@@ -89,7 +89,7 @@ def _tables(path: Path, rows: int) -> Iterator[list[dict[str, Any]]]:
     where = str(path)
     for first, text in chunks(path, rows):
         try:
-            table = parse_columns(text, REQUIRED_COLUMNS, where, nullable=IMPORT_NULLABLE)
+            table = parse_columns(text, REQUIRED_COLUMNS, where, nullable=NULLABLE_COLUMNS)  # (an empty n: no problem size)
         except ImportError_ as exc:
             raise ImportError_(_file_lines(str(exc), where, first)) from None
         yield table.rows()

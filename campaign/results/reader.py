@@ -35,9 +35,6 @@ from campaign.results.expected import JUDGED_COLUMNS, Expected, Verdict, judge
 from campaign.results.result_columns import ResultColumns
 from resultschema.columns import KERNEL_COLUMNS, NULLABLE_COLUMNS, REQUIRED_COLUMNS
 
-# an imported row may have no problem size, as `results` exports the rows of a program that has none (n empty)
-IMPORT_NULLABLE = frozenset(NULLABLE_COLUMNS)
-
 MAX_BYTES = 512 * 2**20  # a results CSV above 512 MiB is not a result file
 CLASSIFY_WINDOW = 2000  # finished outputs whose rules are applied together (classify_stream)
 POOL_CHARS = 32 * 2**20  # and at most this much of their text at once (a sync's memory stays bounded)
@@ -98,7 +95,8 @@ def read_import_file(path: Path) -> list[dict[str, Any]]:
     """All rows of an external results CSV, or an error naming the first bad line."""
     if not path.is_file():
         raise ImportError_(f"{path}: no such file")
-    rows = parse_columns(_read_text(path, str(path)), REQUIRED_COLUMNS, str(path), nullable=IMPORT_NULLABLE).rows()
+    # an imported row may have no problem size, as `results` exports the rows of a program that has none (n empty)
+    rows = parse_columns(_read_text(path, str(path)), REQUIRED_COLUMNS, str(path), nullable=NULLABLE_COLUMNS).rows()
     if not rows:
         raise ImportError_(f"{path}: no result rows")
     return rows
