@@ -88,9 +88,13 @@ def _value_table(part: pd.DataFrame, metric: str, unit: str, higher: bool) -> Ta
 
 
 def _axes_text(row: pd.Series) -> str:
-    """The point's other axes (threads, nodes, ranks) as one text, e.g. "T=2 N=1 R=2"."""
-    return " ".join(f"{k}={int(row[c])}" for k, c in (("T", "threads"), ("N", "nodes"), ("R", "ranks"))
-                    if c in row.index and c != row["axis"])
+    """What a series holds fixed, e.g. "T=2 N=1 R=2". Over nodes the ranks grow
+    with the nodes and the ranks per node are what stays: "T=1 R/node=2"."""
+    if row["axis"] == "nodes":
+        fixed = [("T", row.get("threads")), ("R/node", row["ranks"] // max(row["nodes"], 1))]
+    else:
+        fixed = [(k, row.get(c)) for k, c in (("T", "threads"), ("N", "nodes"), ("R", "ranks")) if c != row["axis"]]
+    return " ".join(f"{k}={int(v)}" for k, v in fixed if v is not None and not pd.isna(v))
 
 
 def _scaling_tables(frame: pd.DataFrame) -> list[Table]:
@@ -111,7 +115,9 @@ def _scaling_tables(frame: pd.DataFrame) -> list[Table]:
             "efficiency": [display.percent(e) + (" †" if s else "") for e, s in
                            zip(part["efficiency"], part["superlinear"])]})
         formula = "v/v(base)" if higher else "t(base)/t"
-        note = (f"Speedup {formula} in the figure's direction ({'higher' if higher else 'lower'} is better); "
+        held = "ranks per node and threads" if axis == "nodes" else "the other axes"
+        note = (f"`at`: what the series holds ({held}). "
+                f"Speedup {formula} in the figure's direction ({'higher' if higher else 'lower'} is better); "
                 f"efficiency = speedup x base / {axis}"
                 + ("" if higher else " (weak scaling: t(base)/t)") + ". "
                 f"† efficiency above {display.percent(metric_scaling.SUPERLINEAR)}: more than the added "

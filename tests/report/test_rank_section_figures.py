@@ -56,3 +56,21 @@ def test_busy_warning_names_each_point_with_its_ranks_and_nodes(tmp_path: Path) 
     items = [line for line in text.splitlines() if line.startswith("- ring/")]
     assert items == [f"- ring/mpi/plain fp32 multi [msg=64] ×{k} ranks on {k} nodes threads 1 n –: "
                      "6 of 6 rows; busy machine: load 3" for k in (1, 2)]
+
+
+def test_node_scaling_of_a_figure_names_the_ranks_per_node_it_holds(tmp_path: Path) -> None:
+    """Over nodes the total ranks grow with the nodes; what a series holds is
+    its ranks per node, so two rows of one series never read as different
+    fixed rank counts, and the 2-ranks-per-node series is told from the 1."""
+    rows = []
+    for per_node in (1, 2):
+        for nodes, rate in ((1, 100.0), (2, 180.0)):
+            for repeat in range(3):
+                rows.append({"cluster": "c", "partition": "multi", "kernel": "hyb", "impl": "mpi",
+                             "variant": "plain", "device": "cpu", "dtype": "fp32", "params": "metric=rate",
+                             "threads": 1, "ranks": nodes * per_node, "nodes": nodes, "n": 1000,
+                             "repeat": repeat, "time_s": 1.0, "metric": "rate", "value": rate * per_node + repeat,
+                             "unit": "MB/s", "higher_is_better": True, "overlap": ""})
+    text = render_report(pd.DataFrame(rows), None, None, tmp_path, "c").markdown.read_text()
+    body = _table(text, "Scaling of rate over nodes")
+    assert [row.split(" | ")[2] for row in body] == ["T=1 R/node=1"] * 2 + ["T=1 R/node=2"] * 2
