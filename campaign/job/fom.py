@@ -44,7 +44,7 @@ from typing import Any
 
 from campaign.job import expr
 from campaign.job.fom_launch import OPTION, Launch
-from campaign.job.fom_read import Lost, Output, figure_values, sanity_problem, source_text, tail
+from campaign.job.fom_read import Lost, Output, figure_values, sanity_problem, source_text
 from campaign.job.problem_size import DRIVER
 from campaign.job.rank import rank_output
 from campaign.job.template import render, script_argv, shape_values, write_inputs
@@ -122,11 +122,12 @@ def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str
     elapsed = time.perf_counter() - t0
     ranks = tuple((_read_capped(rank_output(str(cwd / stem), r, "out")), _read_capped(rank_output(str(cwd / stem), r, "err")))
                   for r in range(launch.ranks)) if launch is not None else ()
+    codes = launch.exit_codes() if launch is not None else ()
     stderr = _read_capped(err_path)
     missing = launch.missing() if launch is not None and code == 0 else None
     if missing:  # the launcher returned 0, but not every rank ran to its end
         stderr, code = f"{stderr}campaign: {missing}\n", 1
-    return code, Output(_read_capped(out_path), stderr, ranks), elapsed
+    return code, Output(_read_capped(out_path), stderr, ranks, codes), elapsed
 
 
 def program_name(spec: dict[str, Any]) -> str:
@@ -249,7 +250,7 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
                 code, output, elapsed = _run_once(spec, values, cwd, stem, launch)
                 if code != 0:
                     print(f"campaign.job.fom: {program_name(spec)} exited with {code} at n={n}: "
-                          f"{tail(output.failure())}", file=sys.stderr)
+                          f"{output.failure()}", file=sys.stderr)
                     return code
                 if r < 0:
                     continue

@@ -56,6 +56,11 @@ class Launch:
         for path in folder.glob("rank-*.json") if folder.is_dir() else []:
             path.unlink(missing_ok=True)
 
+    def exit_codes(self) -> tuple[int | None, ...]:
+        """Each rank's exit code from its record of this launch (None: it left none, e.g. killed)."""
+        records = read_records(Path(self.records))
+        return tuple(records.get(r, {}).get("exit_code") for r in range(self.ranks))
+
     def missing(self) -> str | None:
         """Why the launch that returned 0 did not run every rank to its end, or None."""
         missing = missing_ranks(read_records(Path(self.records)), self.ranks)

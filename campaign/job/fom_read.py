@@ -22,6 +22,7 @@ from campaign.job.fom_launch import reduce
 from campaign.job.template import render
 
 TAIL_LINES = 5
+_SAYS = re.compile(r"[A-Za-z0-9]")  # a line with a letter or digit in it
 
 
 class Lost(Exception):
@@ -36,6 +37,7 @@ class Output:
     stdout: str
     stderr: str
     ranks: tuple[tuple[str, str], ...] = ()
+    codes: tuple[int | None, ...] = ()  # launched: each rank's exit code from its record (None: it left none)
 
     def stream(self, source: str, rank: int) -> str:
         # every run has the result rank (checked at compose time); the preflight's one-node launch
@@ -43,10 +45,26 @@ class Output:
         out, err = self.ranks[min(rank, len(self.ranks) - 1)] if self.ranks else (self.stdout, self.stderr)
         return out if source == "stdout" else err
 
+    def failed_rank(self) -> int | None:
+        """The rank whose own failure ended a launch: the first that exited
+        non-zero by itself (the others are then killed by the launcher, 128+N),
+        else the first killed one, else the first that printed to stderr."""
+        ended = [(c >= 128, r) for r, c in enumerate(self.codes) if c is not None and c != 0]
+        if ended:
+            return min(ended)[1]
+        return next((r for r, (_, err) in enumerate(self.ranks) if err.strip()), None)
+
     def failure(self) -> str:
-        """The error lines of a failed invocation: the launcher's, then the first rank's that has any."""
-        own = [err for _, err in self.ranks if err.strip()][:1]
-        return "\n".join([self.stderr, *own])
+        """What a reason quotes of a failed invocation, on one line. Launched:
+        the first lines of the failing rank's own stderr (where the program
+        says what went wrong; the launcher's lines and the other ranks' are the
+        noise of being killed), named by rank; else the stderr's last lines."""
+        rank = self.failed_rank()
+        if rank is None or not self.ranks[rank][1].strip():
+            return tail(self.stderr)
+        code = self.codes[rank] if rank < len(self.codes) else None
+        said = f"exit {code}" if code is not None else "no exit record"
+        return f"rank {rank} of {len(self.ranks)} ({said}): {head(self.ranks[rank][1])}"
 
 
 def source_text(source: str, output: Output, values: dict[str, str], cwd: Path, rank: int) -> str:
@@ -65,6 +83,13 @@ def source_text(source: str, output: Output, values: dict[str, str], cwd: Path, 
 def tail(text: str) -> str:
     """The last lines of an output, on one line: what a reason quotes."""
     return " | ".join(text.strip().splitlines()[-TAIL_LINES:]) or "(empty)"
+
+
+def head(text: str) -> str:
+    """The first lines of an output that say something (a rule of dashes or
+    stars says nothing), on one line: a program's error comes first."""
+    lines = [line.strip() for line in text.splitlines() if _SAYS.search(line)]
+    return " | ".join(lines[:TAIL_LINES]) or "(empty)"
 
 
 def _matches(fig: dict[str, Any], text: str) -> list[str]:

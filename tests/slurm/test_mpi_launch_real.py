@@ -159,3 +159,27 @@ def test_broken_mpi_program_fails_the_preflight_before_any_array_runs(
     assert jobs.returncode == 0, jobs.stderr
     lines = [line for line in jobs.stdout.splitlines() if "PREFLIGHT_FAILED" in line]
     assert len(lines) == 4 and all(why in line for line in lines), jobs.stdout
+
+
+def test_a_rank_that_fails_is_named_with_its_own_error_line(
+        mpi_programs: Path, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]) -> None:
+    """Rank 1 of 2 prints why it stops and aborts with 3; Open MPI then kills rank 0, whose stderr
+    and the launcher's fill with the noise of being killed. The job's reason (`jobs --failed`,
+    `show`) names the rank that failed, its exit code and its own first line."""
+    led, name = tmp_path / "l.sqlite", _name("mpi-rankfail")
+    cancel_at_end(Ledger(led), name)
+    env = {**_env(mpi_programs), "MPI_TOOL_FAIL_RANK": "1"}
+    proc = _submit_wait(led, tmp_path / "runs", name, env, "experiment=slurm_mpi_rank_fails")
+    for _ in range(3):  # Open MPI's loopback transport may fail a launch before rank 1 gets to refuse
+        assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
+        [attempt] = latest_attempts(Ledger(led))
+        assert attempt["state"] == "FAILED", attempt
+        refused = any("refuses" in log.read_text(errors="replace") for log in Path(attempt["workdir"]).rglob("*.err"))
+        if refused or not transport_failed(attempt):
+            break
+        assert run_cli("--ledger", str(led), "rerun", name, "--failed", env=env).returncode == 0
+        proc = run_cli("--ledger", str(led), "status", name, "--wait", env=env)
+    jobs = run_cli("--ledger", str(led), "jobs", "--campaign", name, "--failed", "--format", "json", env=env)
+    assert jobs.returncode == 0, jobs.stderr
+    reasons = [row["reason"] for row in json.loads(jobs.stdout) if row["job_id"] == attempt["job_id"]]
+    assert reasons and "rank 1 of 2 (exit 3): mpi_tool: rank 1 refuses n=64 (MPI_TOOL_FAIL_RANK)" in reasons[0], reasons

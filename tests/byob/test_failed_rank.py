@@ -1,0 +1,37 @@
+"""Which rank a failed launch is blamed on, and what its reason quotes: the
+rank that exited by itself (the launcher kills the others, 128+N or no record
+at all), its exit code and its own first lines, never the noise of the
+killed ranks or a rule of dashes."""
+
+from __future__ import annotations
+
+from campaign.job.fom_read import Output
+
+ABORT = ("mybench: rank 2 cannot read its input\n"
+         "--------------------------------------------------------------------------\n"
+         "MPI_ABORT was invoked on rank 2 in communicator MPI_COMM_WORLD\n")
+
+
+def test_the_rank_that_exited_by_itself_is_named_with_its_own_first_line() -> None:
+    out = Output("", "srun: error: n1: task 0: Killed\n",
+                 (("", "btl_tcp.c:559 recv failed: Connection reset by peer\n"), ("", ""), ("", ABORT)),
+                 (137, None, 3))
+    assert out.failed_rank() == 2
+    assert out.failure() == ("rank 2 of 3 (exit 3): mybench: rank 2 cannot read its input | "
+                             "MPI_ABORT was invoked on rank 2 in communicator MPI_COMM_WORLD")
+
+
+def test_killed_ranks_only_then_the_first_killed_one() -> None:
+    out = Output("", "", (("", ""), ("", "oom: killed\n")), (None, 137))
+    assert out.failed_rank() == 1 and out.failure() == "rank 1 of 2 (exit 137): oom: killed"
+
+
+def test_no_rank_record_then_the_first_rank_that_said_something() -> None:
+    out = Output("", "", (("", ""), ("", "segfault in foo\n")), (None, None))
+    assert out.failure() == "rank 1 of 2 (no exit record): segfault in foo"
+
+
+def test_a_rank_that_said_nothing_leaves_the_launchers_last_lines() -> None:
+    out = Output("", "srun: error: task 1: Exited with exit code 3\n", (("", ""), ("", "")), (0, 3))
+    assert out.failure() == "srun: error: task 1: Exited with exit code 3"
+    assert Output("", "").failure() == "(empty)"
