@@ -1,6 +1,6 @@
 """`campaign rerun`: failed runs again, as new attempts linked to the old ones.
 
-A TIMEOUT/CANCELLED/OUT_OF_MEMORY attempt whose finished n were ingested
+A TIMEOUT/CANCELLED/OUT_OF_MEMORY/FAILED attempt whose finished n were ingested
 (campaign.results.partial) is rerun for its missing n only; the others run whole.
 `--time-factor` and `--mem-factor` apply to every attempt rerun, whatever
 its failure, within the partition's limits, and the output says what changed.
@@ -44,8 +44,7 @@ from campaign.planning.run_spec import RunSpec
 from campaign.plumbing import storage
 from campaign.plumbing.clock import now
 from campaign.plumbing.errors import BadInputError, CampaignError
-from campaign.plumbing.states import FAILED_STATES, JobState
-from campaign.results.partial import PARTIAL_STATES
+from campaign.plumbing.states import FAILED_STATES, PARTIAL_STATES, JobState
 
 
 @dataclass

@@ -30,10 +30,10 @@ from campaign.ledger import queries as q
 from campaign.plumbing.clock import as_utc
 from campaign.plumbing.gc_pause import gc_paused
 from campaign.plumbing.pipeline import overlapped
-from campaign.plumbing.states import OPEN_STATES, JobState
+from campaign.plumbing.states import OPEN_STATES, PARTIAL_STATES, JobState
 from campaign.results.counters import read_counters
 from campaign.results.overlap import flag_busy, flag_overlaps
-from campaign.results.partial import PARTIAL_STATES, complete_despite_stop, describe, read_partial
+from campaign.results.partial import complete_despite_stop, describe, read_partial
 from campaign.results.reader import Expected, Outcome, classify_stream
 from campaign.results.result_columns import ResultColumns, release_unused
 from campaign.results.shared_nodes import flag_shared_nodes

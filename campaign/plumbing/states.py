@@ -53,6 +53,12 @@ class JobState(str, enum.Enum):
         return self.finished and self not in (JobState.COMPLETED, JobState.NOT_SUBMITTED)
 
 
+# Finished without a result, but possibly with the rows of some n: the finished n of a job stopped by
+# its walltime, a cancel or its memory limit, or failed at a later n, are measurements too
+# (campaign.results.partial reads them; rerun runs only the missing n).
+PARTIAL_STATES: frozenset[JobState] = frozenset({JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY,
+                                                  JobState.FAILED})
+
 # What `rerun --failed` takes and `jobs --failed` lists: every failed state but
 # CANCELLED (stopped on purpose; ask for it with --state CANCELLED).
 FAILED_STATES: tuple[JobState, ...] = tuple(st for st in JobState if st.rerunnable and st is not JobState.CANCELLED)

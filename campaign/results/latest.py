@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Any
 
-from sqlalchemy import Column, Integer, MetaData, Table, Text, cast, exists, func, insert, or_, select
+from sqlalchemy import Column, Integer, MetaData, Table, Text, and_, cast, exists, func, insert, or_, select
 from sqlalchemy.orm import Session
 
 from campaign.ledger import Campaign, JobAttempt, ResultFile, Run
@@ -69,8 +69,13 @@ def _jobs(ids: list[str]) -> str:
             ) if ids else "none with rows"
 
 
-def _usable_states() -> list[JobState]:
-    return [state for state in JobState if state.usable] + list(PARTIAL_USABLE)
+def _measured() -> Any:
+    """An attempt that measured something: a usable state, or one that
+    stopped or failed after some n (a partial state) with rows stored. A
+    newer build whose only job failed before its first n supersedes nothing."""
+    rows = exists(select(ResultFile.id).where(ResultFile.attempt_id == JobAttempt.id))
+    return or_(JobAttempt.state.in_([state for state in JobState if state.usable]),
+               and_(JobAttempt.state.in_(PARTIAL_USABLE), rows))
 
 
 def _runs(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: Any,
@@ -83,7 +88,7 @@ def _runs(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, w
     identity text) pairs; None: no ids, the empty list: no rows."""
     attempt = select(JobAttempt.id).where(JobAttempt.run_id == Run.id)
     if usable_only:
-        attempt = attempt.where(JobAttempt.state.in_(_usable_states()))
+        attempt = attempt.where(_measured())
     attempt = attempt_filter(attempt, where)
     # the JSON parts as text, extracted in the database and decoded once per group
     parts = (Campaign.cluster, Run.partition, Run.kernel, Run.impl, Run.variant, Run.device, Run.dtype,

@@ -2,10 +2,12 @@
 
 Kernels append each n's rows to `FILE.csv.tmp` as soon as they are measured
 (flushed per n) and rename the file only at the end, so a TIMEOUT,
-CANCELLED or OUT_OF_MEMORY job leaves the rows of every finished n in the
-temporary file and a final file never looks complete when it is not. `status`
-ingests those rows and records the n still missing; `rerun` then runs only
-those (docs/design.md, "Rerun").
+CANCELLED, OUT_OF_MEMORY or FAILED job leaves the rows of every finished n
+in the temporary file and a final file never looks complete when it is not.
+`status` ingests those rows and records the n still missing; `rerun` then
+runs only those (docs/design.md, "Rerun"). A program that fails at its
+largest n (a malloc that fails, one rank that aborts) measured the smaller
+ones in full: each n's rows are flushed only once that n is done.
 """
 
 from __future__ import annotations
@@ -20,8 +22,6 @@ from campaign.results.reader import Outcome, classify_output, parse_columns
 from campaign.results.result_columns import ResultColumns
 from resultschema.columns import KERNEL_COLUMNS
 
-# Finished without a result, but possibly with the rows of some n.
-PARTIAL_STATES: frozenset[JobState] = frozenset({JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY})
 TMP_SUFFIX = ".tmp"
 # Stopped by the scheduler or the user, possibly after the program had written everything.
 _STOPPED = frozenset({JobState.TIMEOUT, JobState.CANCELLED})
@@ -48,7 +48,7 @@ def read_partial(output: Path, expected: tuple[int, ...] | Expected,
     that are not the run's own (campaign.results.expected) are none of it:
     an Outcome without rows whose reason says why. So are rows whose check
     failed: a stopped job's finished n count in the medians (its state is
-    TIMEOUT, CANCELLED or OUT_OF_MEMORY, not CHECK_FAILED), so they are
+    TIMEOUT, CANCELLED, OUT_OF_MEMORY or FAILED, not CHECK_FAILED), so they are
     named in the reason and measured again by the rerun instead."""
     want = expected if isinstance(expected, Expected) else Expected(tuple(expected), check)
     expected_n = want.n

@@ -17,15 +17,14 @@ from sqlalchemy.orm import Session
 
 from campaign.ledger import JobAttempt, Provenance
 from campaign.ledger.result_schema import MEASURED
-from campaign.plumbing.states import JobState
+from campaign.plumbing.states import PARTIAL_STATES
 
 EXPORT_COLUMNS = list(MEASURED)  # the stored measured columns (campaign.ledger.result_schema), in file order
 # Columns that hold numbers (or nothing): one dtype whichever read made the frame (settled_dtypes)
 NUMERIC_COLUMNS = ("threads", "n", "d", "repeat", "time_s", "flops", "bytes", "rel_err", "alloc_cpus", "replicate",
                    "ranks", "nodes", "gpus", "value")
-# Rows of these attempts are measurements too: the finished n of a job stopped
-# by its walltime, a cancel or its memory limit (campaign.results.partial).
-PARTIAL_USABLE = (JobState.TIMEOUT, JobState.CANCELLED, JobState.OUT_OF_MEMORY)
+# Rows of these attempts are measurements too (campaign.plumbing.states.PARTIAL_STATES), in one order
+PARTIAL_USABLE = tuple(sorted(PARTIAL_STATES, key=lambda st: st.value))
 
 
 @dataclass(frozen=True)
