@@ -136,6 +136,17 @@ def _ranges(per_n: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=keys + list(RANGE_COLUMNS))
 
 
+def _shape(info: dict[str, object]) -> str:
+    """A configuration's nodes and total ranks where it has more than one of
+    either, as `compare` names them: configurations at 1, 2 and 4 nodes must
+    not read alike."""
+    nodes, ranks = pd.to_numeric(pd.Series([info.get("nodes"), info.get("ranks")]), errors="coerce")
+    if pd.isna(nodes) or pd.isna(ranks):
+        return ""
+    shape = int(nodes), int(ranks)
+    return "" if shape == (1, 1) else f"/nodes={shape[0]}/ranks={shape[1]}"
+
+
 def format_thread_advice(advice: ThreadAdvice, title: str) -> str:
     """Text: per configuration, the n ranges with their thread count, then
     the per-n cost of the default."""
@@ -145,7 +156,7 @@ def format_thread_advice(advice: ThreadAdvice, title: str) -> str:
     for key, grp in advice.per_n.groupby(keys, sort=True, dropna=False):
         info = dict(zip(keys, key, strict=True))
         label = "/".join(str(info[c]) for c in label_cols if str(info[c]) not in ("", "nan", "<NA>"))
-        lines.append(f"{info['kernel']} {label}:")
+        lines.append(f"{info['kernel']} {label}{_shape(info)}:")
         ranges = advice.ranges
         mine = ranges[np.logical_and.reduce([ranges[c].astype("str") == str(info[c]) for c in keys])]
         for r in mine.itertuples():

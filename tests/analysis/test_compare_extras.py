@@ -97,6 +97,17 @@ def test_thread_advice_ranges_and_default_cost(rows: RowMaker) -> None:
     assert "n = 64..128: 1 thread" in text and "n=64: 8.00x" in text
 
 
+def test_thread_advice_names_each_node_and_rank_shape(rows: RowMaker) -> None:
+    """Configurations that differ only in nodes and ranks get one block each, told apart by name."""
+    times = {(1, 64): [2.0] * 3, (2, 64): [1.0] * 3}
+    frame = pd.concat([rows(times, nodes=nodes, ranks=ranks) for nodes, ranks in ((1, 1), (2, 2), (2, 4))])
+    text = format_thread_advice(thread_advice(frame), "c/p")
+    heads = [line for line in text.splitlines() if line.endswith(":")]
+    assert len(heads) == 3 and len(set(heads)) == 3, text
+    assert heads[1].endswith("/nodes=2/ranks=2:") and heads[2].endswith("/nodes=2/ranks=4:")
+    assert "nodes=" not in heads[0]  # one node, one rank: nothing to add
+
+
 def test_thread_advice_prefers_fewer_threads_within_noise(rows: RowMaker) -> None:
     # 8 threads has the lowest median but its interval overlaps 4 threads': recommend 4.
     df = rows({(1, 512): [4.0, 4.1, 4.2], (4, 512): [1.0, 1.1, 1.3], (8, 512): [0.95, 1.05, 1.2]})
