@@ -28,9 +28,9 @@ from analysis.metric_frame import (
     fixed_duration,
     metric_frame,
     strip_metric,
-    without_metric,
 )
 from analysis.plot_axes import Axes, Handles, finite_range, log_axis, palette, panels, pick, size_axis
+from analysis.report_tables import labels
 
 FOM_COLUMNS = ("metric", "value", "unit", "higher_is_better")
 TITLE = "Figures of merit"
@@ -41,14 +41,18 @@ INTRO = ("What each benchmark reported about itself, read from its output by the
          "A fixed-duration program (kernel YAML `fixed_duration`) is judged on these figures only.")
 
 
-def _params(text: object) -> str:
-    """The run's params without the figure's own name (shown in the caption)."""
-    bare = without_metric(text or "")
-    return f" [{bare}]" if bare else ""
+def _labels(frame: pd.DataFrame) -> pd.Series:
+    """Each configuration's name as the report's other tables give it
+    (report_tables.labels: kernel/impl/variant dtype d partition device
+    [params]), its params without the figure's own name (the table's caption
+    says it); nodes and ranks have columns of their own here."""
+    shown = frame.drop(columns=[c for c in ("ranks", "nodes") if c in frame.columns])
+    shown = shown.assign(params=strip_metric(shown["params"]) if "params" in shown.columns else "")
+    return labels(shown if "device" in shown.columns else shown.assign(device="cpu"))
 
 
 def _label(row: pd.Series) -> str:
-    return f"{row['kernel']}/{row['impl']}/{row['variant']} {row['partition']}{_params(row.get('params'))}"
+    return str(_labels(row.to_frame().T).iloc[0])
 
 
 def has_figures(results: pd.DataFrame) -> bool:
@@ -64,16 +68,22 @@ def medians(results: pd.DataFrame) -> pd.DataFrame:
     rows = rows[~(fixed_duration(rows) & time_figure)].copy()  # a set duration measures nothing
     rows["value"] = pd.to_numeric(rows["value"], errors="coerce")
     rows["higher_is_better"] = pd.to_numeric(rows["higher_is_better"], errors="coerce").fillna(0).astype(bool)
-    rows["label"] = rows.apply(_label, axis=1) if len(rows) else pd.Series(dtype=str)
+    rows["params"] = strip_metric(rows["params"]) if "params" in rows.columns else ""
     if "bytes" not in rows.columns:
         rows["bytes"] = np.nan
     for col in ("nodes", "ranks"):  # a point of 2 nodes is never pooled with one of 1
         rows[col] = pd.to_numeric(rows[col], errors="coerce").fillna(1).astype("int64") if col in rows else 1
-    keys = ["cluster", "partition", "label", "metric", "unit", "higher_is_better", "nodes", "ranks", "threads", "n"]
-    return (rows.groupby(keys, dropna=False, sort=True)
-            .agg(value=("value", "median"), time_s=("time_s", "median"), bytes=("bytes", "median"),
-                 repeats=("value", "size"))
-            .reset_index())
+    # every dimension of the run: an fp32 and an fp64 point, or two devices, are never one median
+    config = [c for c in ("cluster", "partition", "kernel", "impl", "variant", "dtype", "device", "d", "params")
+              if c in rows.columns]
+    keys = [*config, "metric", "unit", "higher_is_better", "nodes", "ranks", "threads", "n"]
+    med = (rows.groupby(keys, dropna=False, sort=True)
+           .agg(value=("value", "median"), time_s=("time_s", "median"), bytes=("bytes", "median"),
+                repeats=("value", "size"))
+           .reset_index())
+    med.insert(len(config), "label", _labels(med) if len(med) else pd.Series(dtype=str))
+    return med.sort_values(["cluster", "partition", "label", "metric", "nodes", "ranks", "threads", "n"],
+                           kind="stable", na_position="last").reset_index(drop=True)
 
 
 def _value_table(part: pd.DataFrame, metric: str, unit: str, higher: bool) -> Table:
@@ -154,7 +164,7 @@ def _ceilings(partitions: pd.DataFrame | None) -> dict[tuple[str, str], float]:
 def bandwidth(med: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration, threads and n that has cost-model bytes, with bytes / time_s."""
     first = med[med["bytes"].notna() & (med["time_s"] > 0)]
-    first = first.drop_duplicates(["cluster", "partition", "label", "threads", "n"]).copy()
+    first = first.drop_duplicates(["cluster", "partition", "label", "nodes", "ranks", "threads", "n"]).copy()
     first["bytes_per_s"] = first["bytes"] / first["time_s"]
     return first
 

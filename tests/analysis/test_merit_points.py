@@ -1,0 +1,38 @@
+"""A figure's median is one point of every dimension of its run: an fp32 and
+an fp64 run of one program, or a 1-node and a 2-node run, are never one
+median; `report --json`'s figures_of_merit records name those dimensions as
+fields, not only inside a label."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.merit import bandwidth, medians
+from analysis.merit_json import figures_json
+
+
+def _rows(points: dict[tuple[str, int], float]) -> pd.DataFrame:
+    rows = []
+    for (dtype, nodes), value in points.items():
+        for repeat in range(3):
+            rows.append({"cluster": "c", "partition": "p", "kernel": "gemm", "impl": "blas", "variant": "v",
+                         "device": "cpu", "dtype": dtype, "d": None, "params": "opt=a=b,metric=rate",
+                         "threads": 1, "ranks": nodes, "nodes": nodes, "n": 10, "repeat": repeat,
+                         "time_s": 1.0 / value, "metric": "rate", "value": value + repeat, "unit": "GFLOP/s",
+                         "higher_is_better": True, "bytes": 8e9})
+    return pd.DataFrame(rows)
+
+
+def test_dtypes_and_node_counts_are_separate_points() -> None:
+    med = medians(_rows({("fp32", 1): 100.0, ("fp64", 1): 50.0, ("fp32", 2): 180.0}))
+    got = {(r.dtype, r.nodes): (r.value, r.repeats) for r in med.itertuples()}
+    assert got == {("fp32", 1): (101.0, 3), ("fp64", 1): (51.0, 3), ("fp32", 2): (181.0, 3)}
+    assert set(med["label"]) == {"gemm/blas/v fp32 p [opt=a=b]", "gemm/blas/v fp64 p [opt=a=b]"}
+    assert len(bandwidth(med)) == 3  # one bandwidth per point, the 2-node one too
+
+
+def test_json_records_carry_the_dimensions() -> None:
+    [record] = figures_json(_rows({("fp64", 1): 50.0}), None)
+    assert (record["kernel"], record["impl"], record["dtype"], record["params"], record["nodes"]) == \
+        ("gemm", "blas", "fp64", "opt=a=b", 1)
+    assert record["d"] is None and record["value"] == 51.0
