@@ -9,6 +9,7 @@ Standard library only (`jobs --no-sync` prints it without the ORM)."""
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -18,28 +19,28 @@ from campaign.results.grid import pairs
 
 TABLE_COLUMNS = ["job_id", "campaign", "run", "attempt", "state", "node", "reason"]
 _AT = {name: i for i, name in enumerate(JOB_COLUMNS)}
-_KEPT = [_AT[name] for name in TABLE_COLUMNS if name != "run"]
-_LABEL = [_AT[name] for name in ("kernel", "impl", "variant", "dtype", "partition", "threads", "gpus", "cpus",
-                                 "nodes", "ranks", "gpus_per_rank", "params", "replicate")]
+_KEPT = operator.itemgetter(*(_AT[name] for name in TABLE_COLUMNS if name != "run"))
+_LABELLED = operator.itemgetter(*(_AT[name] for name in (
+    "kernel", "impl", "variant", "dtype", "partition", "threads", "gpus", "cpus", "nodes", "ranks", "gpus_per_rank",
+    "params", "replicate")))
 
 
 def table_row(row: Sequence[Any]) -> list[Any]:
     """One listing row (JOB_COLUMNS) as TABLE_COLUMNS."""
-    kernel, impl, variant, dtype, partition, threads, gpus, cpus, nodes, ranks, per_rank, params, replicate = \
-        (row[i] for i in _LABEL)
-    label = run_label(kernel, impl, variant, dtype, partition, threads, gpus, cpus, nodes, ranks // nodes,
-                      per_rank, _pairs(params), replicate)
-    job_id, campaign, *rest = (row[i] for i in _KEPT)
-    return [job_id, campaign, label, *rest]
+    job_id, campaign, *rest = _KEPT(row)
+    return [job_id, campaign, _label(_LABELLED(row)), *rest]
+
+
+@functools.lru_cache(maxsize=65536)
+def _label(fields: tuple[Any, ...]) -> str:
+    """The label of a listing row's run (its fields in _LABELLED's order), once per distinct run shape: the
+    grid values' pairs out of their `params` text (campaign.results.grid.pairs)."""
+    kernel, impl, variant, dtype, partition, threads, gpus, cpus, nodes, ranks, per_rank, params, replicate = fields
+    return run_label(kernel, impl, variant, dtype, partition, threads, gpus, cpus, nodes, ranks // nodes, per_rank,
+                     tuple(pairs(params)), replicate)
 
 
 def table_batches(batches: Iterable[Sequence[Sequence[Any]]]) -> Iterator[list[list[Any]]]:
     """The listing's batches as the table's, each as it comes (`jobs | head`)."""
     for batch in batches:
         yield [table_row(row) for row in batch]
-
-
-@functools.lru_cache(maxsize=65536)
-def _pairs(params: str) -> tuple[tuple[str, str], ...]:
-    """The grid values' pairs out of their `params` text (campaign.results.grid.pairs), once per text."""
-    return tuple(pairs(params))
