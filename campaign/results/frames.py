@@ -165,5 +165,5 @@ def counters_frame(led: Ledger, campaign: str | Sequence[str] | None = None) -> 
 def _run_columns(spec: dict[str, Any], partition: str, cluster: str, params_text: Any) -> dict[str, Any]:
     extra_args = tuple((str(k), str(v)) for k, v in spec.get("extra_args") or [])
     return {"cluster": cluster, "partition": partition, "kernel": spec["kernel"], "impl": spec["impl"],
-            "variant": spec["variant"], "dtype": spec["dtype"], "d": spec["d"],
+            "variant": spec["variant"], "dtype": shown_dtype(spec["dtype"], spec.get("argv") or ()), "d": spec["d"],
             "params": params_text(extra_args, {})}
