@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.job.element_type import untyped
+from campaign.job.problem_size import DRIVER
 from campaign.planning.run_label import params_text
 from campaign.plumbing.states import JobState
 
@@ -38,7 +39,6 @@ BUSY_TIMEOUT_MS = 60_000  # wait this long for a writer's lock rather than fail
 # the result rows spell them) and the replicate; `dtype` null for a program without one.
 JOB_COLUMNS = ["job_id", "campaign", "kernel", "impl", "variant", "partition", "threads", "dtype", "cpus", "gpus",
                "nodes", "ranks", "gpus_per_rank", "params", "replicate", "attempt", "state", "node", "reason"]
-_DRIVER = "campaign.job.fom"  # campaign.job.problem_size.DRIVER (not imported: nothing but the standard library)
 
 
 def _spec(path: str, dialect: str) -> str:
@@ -62,7 +62,7 @@ def _job_select(dialect: str) -> str:
             f"coalesce(nullif(CAST({_spec('cpus', dialect)} AS INTEGER), 0), r.threads), r.gpus, {nodes}, "
             f"{nodes} * {_int('ranks_per_node', dialect, '1')}, {_int('gpus_per_rank', dialect, '0')}, "
             f"{_spec('extra_args', dialect)}, {_int('replicate', dialect, '0')}, "
-            f"CASE WHEN {_spec('argv.2', dialect)} = '{_DRIVER}' THEN {_spec('argv.3', dialect)} END, "
+            f"CASE WHEN {_spec('argv.2', dialect)} = '{DRIVER}' THEN {_spec('argv.3', dialect)} END, "
             "a.attempt, a.state, a.node, a.reason FROM job_attempt a JOIN run r ON r.id = a.run_id "
             "JOIN campaign c ON c.id = r.campaign_id")
 
@@ -113,7 +113,7 @@ def jobs_statement(campaign_id: int | None, states: list[str], *, latest: bool, 
     return sql, params
 
 
-_STATE_VALUES = {state.name: state.value for state in JobState}  # the table's state names -> the listing's
+_STATE_VALUES = {state.name: state.value for state in JobState}  # as stored (JobState's names) -> as listed
 
 
 def listing_row(row: Sequence[Any]) -> list[Any]:
