@@ -61,7 +61,9 @@ def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         if len(shown) > STATUS_ROWS:
             title += f"; first {STATUS_ROWS} of {len(shown)} others"
         rows = shown[:STATUS_ROWS]
-    table(title, views.JOB_COLUMNS, rows)
+    from campaign.cli.jobs_table import TABLE_COLUMNS, table_row
+
+    table(title, TABLE_COLUMNS, [table_row(r) for r in rows])
     print(f"{rep.changed} job(s) changed state, {rep.ingested_rows} result row(s) ingested"
           + (f", {rep.swept} orphaned result file(s) removed" if rep.swept else ""))
     print_counts(rep.counts)
@@ -96,7 +98,12 @@ def cmd_jobs(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             _refresh(led, args.campaign)
         batches = iter([views.job_rows(led, args.campaign, args.state, all_attempts=args.all_attempts,
                                        failed=args.failed)])
-    emit_rows(args.format, None, sqlite_read.JOB_COLUMNS, batches)
+    if args.format in (None, "table"):  # the run by its label; csv and json: its typed columns
+        from campaign.cli.jobs_table import TABLE_COLUMNS, table_batches
+
+        emit_rows(args.format, None, TABLE_COLUMNS, table_batches(batches))
+    else:
+        emit_rows(args.format, None, sqlite_read.JOB_COLUMNS, batches)
     return 0
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.backends.capabilities import capabilities
+from campaign.job.element_type import shown_dtype
 from campaign.job.files import EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE, read_json
 from campaign.job.problem_size import run_unsized
 from campaign.ledger.facts import AttemptFacts as AttemptFacts
@@ -224,13 +225,14 @@ def show_text(f: JobFacts) -> str:
         n_line += f"  (this attempt: {', '.join(str(v) for v in att.n)})"
     if att.missing_n:
         n_line += f"  missing: {', '.join(str(v) for v in att.missing_n)}"
+    dtype = shown_dtype(f.dtype, spec["argv"]) or "none (the program reads no {dtype})"
     out = [
         f"job {att.job_id}  campaign {f.campaign}  cluster {f.cluster}  run {f.run_key}"
         + (f"  scheduler cluster {att.scheduler_cluster}" if att.scheduler_cluster else ""),
         f"run: {RunSpec.from_json(spec).label}",
         f"state: {att.state.value}" + (f"  ({att.reason})" if att.reason else ""),
         f"kernel {f.kernel}  impl {f.impl}  variant {f.variant}  partition {f.partition}  "
-        f"device {f.device}  dtype {f.dtype}  threads {f.threads}  gpus {f.gpus}",
+        f"device {f.device}  dtype {dtype}  threads {f.threads}  gpus {f.gpus}",
         f"{n_line}  d: {spec['d']}  repeats: {spec['repeats']}  "
         f"warmup: {spec['warmup']}  check: {spec['check']}  extra: {dict(spec.get('extra_args') or [])}",
         f"{_elapsed(att)}  {_memory(att, f.backend)}"
@@ -278,7 +280,7 @@ def job_record(f: JobFacts) -> dict[str, Any]:
     return {
         "job_id": att.job_id, "campaign": f.campaign, "cluster": f.cluster, "run": f.run_key,
         "kernel": f.kernel, "impl": f.impl, "variant": f.variant, "partition": f.partition,
-        "device": f.device, "dtype": f.dtype, "threads": f.threads, "gpus": f.gpus,
+        "device": f.device, "dtype": shown_dtype(f.dtype, spec["argv"]), "threads": f.threads, "gpus": f.gpus,
         "n": list(spec["n"]), "d": spec["d"], "repeats": spec["repeats"], "warmup": spec["warmup"],
         "check": spec["check"], "attempt": att.attempt, "state": att.state.value, "reason": att.reason,
         "exit_code": att.exit_code if att.state.finished else None, "node": att.node, "walltime_min": att.walltime_min, "mem_gb": att.mem_gb,

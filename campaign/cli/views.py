@@ -17,7 +17,7 @@ from campaign.cli.show_view import AttemptFacts, JobFacts
 from campaign.ledger import JobAttempt, Ledger, Provenance
 from campaign.ledger import queries as q
 from campaign.ledger.layout import JOB_COLUMNS as JOB_COLUMNS  # the listing's columns, for the callers
-from campaign.ledger.layout import jobs_statement
+from campaign.ledger.layout import jobs_statement, listing_row
 from campaign.plumbing.errors import BadInputError
 from campaign.plumbing.states import FAILED_STATES, JobState
 
@@ -35,9 +35,9 @@ def job_rows(led: Ledger, campaign: str | None, state: str | None, *, all_attemp
         wanted += [st.name for st in FAILED_STATES if st.name not in wanted]
     with led.session() as s:
         camp_id = q.require_campaign(s, campaign).id if campaign else None
-        sql, params = jobs_statement(camp_id, wanted, latest=not all_attempts)
+        sql, params = jobs_statement(camp_id, wanted, latest=not all_attempts, dialect=led.engine.dialect.name)
         found = s.execute(text(sql), params).all()
-    return [[*row[:9], JobState[row[9]].value, *row[10:]] for row in found]
+    return [listing_row(row) for row in found]
 
 
 def attempt_facts(a: JobAttempt) -> AttemptFacts:

@@ -1,9 +1,12 @@
 """Whether a tool-driven program has a problem size at all: the one rule the
 ingest (its rows get no n) and `show` (its n is "none", not the 1 it ran at)
-both apply. Standard library only: `show --no-sync` reads it without the ORM."""
+both apply. Standard library only: `show --no-sync` reads it without the ORM.
+campaign.job.element_type is the same kind of rule for `{dtype}`; both read
+the program's templates through `reads`."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 
@@ -13,19 +16,29 @@ DRIVER = "campaign.job.fom"  # the module the planner puts in a tool-driven prog
 NO_SIZE = (1,)  # the one point of the size axis a program without a problem size runs at
 
 
-def unsized(driver_spec: str | None) -> bool:
-    """The tool driver's spec (campaign.planning.byob.tool_argv) runs a program that reads no {n}
-    (its argv, environment, figure sources, script or input files): it has no problem size, and
-    the n=1 it ran at (NO_SIZE, the size axis' one point) is no size."""
+@functools.lru_cache(maxsize=1024)
+def template_names(driver_spec: str | None) -> frozenset[str] | None:
+    """The placeholders the tool driver's spec (campaign.planning.byob.tool_argv) reads anywhere: its
+    argv, environment, figure sources, script and input files; plus `element_bytes` where it maps
+    dtypes to sizes (its cost model reads the dtype). None: not a driver's spec. Cached: a listing or
+    an ingest asks once per run, and a campaign's runs share a few specs."""
     try:
         spec = json.loads(driver_spec or "")
     except ValueError:
-        return False
+        return None
     if not isinstance(spec, dict):
-        return False
+        return None
     texts = [*spec.get("argv", []), *dict(spec.get("env") or {}).values(), spec.get("script") or "",
              *dict(spec.get("inputs") or {}).values(), *(f.get("source", "") for f in spec.get("figures", []))]
-    return not any("n" in placeholders(str(t)) for t in texts)
+    names = {name for t in texts for name in placeholders(str(t))}
+    return frozenset(names | ({"element_bytes"} if spec.get("element_bytes") else set()))
+
+
+def unsized(driver_spec: str | None) -> bool:
+    """The tool driver's spec runs a program that reads no {n}: it has no problem size, and
+    the n=1 it ran at (NO_SIZE, the size axis' one point) is no size."""
+    names = template_names(driver_spec)
+    return names is not None and "n" not in names
 
 
 def run_unsized(argv: Sequence[str], sizes: Sequence[int]) -> bool:

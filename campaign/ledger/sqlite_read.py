@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from campaign.ledger.layout import BUSY_TIMEOUT_MS, SCHEMA_VERSION, default_ledger_path, jobs_statement
+from campaign.ledger.layout import BUSY_TIMEOUT_MS, SCHEMA_VERSION, default_ledger_path, jobs_statement, listing_row
 from campaign.ledger.layout import JOB_COLUMNS as JOB_COLUMNS  # the listing's columns, for the callers
 from campaign.plumbing.errors import LedgerError
 from campaign.plumbing.states import FAILED_STATES, JobState
@@ -119,8 +119,7 @@ def _page(con: sqlite3.Connection, camp_id: int | None, wanted: list[str], all_a
     """One page of the listing and the attempt id it ended at (None: the listing is done)."""
     sql, params = jobs_statement(camp_id, wanted, latest=not all_attempts, page=size)
     rows = con.execute(sql, {**params, "after": after}).fetchall()
-    out = [[*row[:9], JobState[row[9]].value, *row[10:12]] for row in rows]
-    return out, (rows[-1][12] if len(rows) == size else None)
+    return [listing_row(row) for row in rows], (rows[-1][-1] if len(rows) == size else None)
 
 
 def _pages(con: sqlite3.Connection, camp_id: int | None, wanted: list[str], all_attempts: bool,

@@ -16,7 +16,9 @@ from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any
 
+from campaign.job.element_type import shown_dtype
 from campaign.planning import byob
+from campaign.planning.run_label import run_label
 
 KEY_LENGTH = 16
 
@@ -82,15 +84,9 @@ class RunSpec:
 
     @property
     def label(self) -> str:
-        extra = "".join(f" {k}={v}" for k, v in self.extra_args)
-        where = f"{self.gpus}gpu" if self.gpus else f"{self.threads}t"
-        if not self.gpus and self.alloc_cpus != self.threads:
-            where += f"/{self.alloc_cpus}c"
-        if self.ranks > 1 or self.gpus_per_rank:  # per rank: its GPUs, else its threads
-            per_rank = f"{self.gpus_per_rank}gpu" if self.gpus_per_rank else where
-            where = f"{self.nodes}n x {self.ranks_per_node}r x {per_rank}"
-        extra += f" replicate={self.replicate}" if self.replicate else ""
-        return f"{self.kernel}/{self.impl}/{self.variant} {self.dtype} {self.partition} {where}{extra}"
+        return run_label(self.kernel, self.impl, self.variant, shown_dtype(self.dtype, self.argv), self.partition,
+                         self.threads, self.gpus, self.cpus, self.nodes, self.ranks_per_node, self.gpus_per_rank,
+                         self.extra_args, self.replicate)
 
     def command(self, out_csv: str) -> list[str]:
         """The kernel program's argument list (docs/design.md#kernel-program-contract)."""

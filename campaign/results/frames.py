@@ -8,11 +8,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import String, cast, select, type_coerce
+from sqlalchemy import String, case, cast, select, type_coerce
 
 from campaign.config.schema import ClusterSpec
+from campaign.job.element_type import shown_dtype, untyped
+from campaign.job.problem_size import DRIVER
 from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, Run
-from campaign.planning.run_spec import RunSpec
+from campaign.planning.run_label import run_label
 from campaign.plumbing.states import JobState
 from resultschema.columns import PARTITION_COLUMNS
 
@@ -43,21 +45,23 @@ def jobs_frame(led: Ledger, campaign: str | None = None) -> Any:
     section 9c). One Core statement on the session's connection (the ORM's
     row loading cost as much again), with `extra_args` read as JSON text and
     decoded once per distinct text: a campaign's attempts share a few
-    (BENCHMARKS.md section 19)."""
+    (BENCHMARKS.md section 19); the driver's spec only of a tool-driven run
+    (whether its program has a dtype: campaign.job.element_type)."""
     import pandas as pd  # lazy, as above
 
     spec = Run.spec
+    driver = case((spec[("argv", 2)].as_string() == DRIVER, spec[("argv", 3)].as_string()))
     stmt = (select(Campaign.cluster, Campaign.name, JobAttempt.job_id, JobAttempt.array_index, JobAttempt.attempt,
                    type_coerce(JobAttempt.state, String), JobAttempt.node, JobAttempt.submitted_at,
                    JobAttempt.started_at, JobAttempt.ended_at, JobAttempt.walltime_min,
                    Run.partition, Run.kernel, Run.impl, Run.variant, Run.dtype, Run.threads, Run.gpus,
-                   *(spec[k].as_integer() for k in _LABEL_INT), cast(spec["extra_args"], String))
+                   *(spec[k].as_integer() for k in _LABEL_INT), cast(spec["extra_args"], String), driver)
             .join(Run, Run.id == JobAttempt.run_id).join(Campaign))
     if campaign:
         stmt = stmt.where(Campaign.name == campaign)
     with led.session() as s:
         result = s.connection().execute(stmt.order_by(JobAttempt.id))
-        rows = [(*r[:11], _label(*r[11:-1], _pairs_text(r[-1]))) for r in result]
+        rows = [(*r[:11], _row_label(*r[11:])) for r in result]
     return pd.DataFrame(rows, columns=JOB_FRAME_COLUMNS)
 
 
@@ -72,8 +76,15 @@ def _pairs_text(extra_args: str | None) -> tuple[tuple[str, str], ...]:
     return _pairs(json.loads(extra_args) if extra_args is not None else None)
 
 
+def _row_label(*fields: Any) -> str:
+    """_label of a row of jobs_frame's statement (the run's columns, _LABEL_INT, extra_args' text, the
+    driver's spec of a tool-driven run: the dtype of a program without one is not shown)."""
+    partition, kernel, impl, variant, dtype, *ints, extra_args, driver = fields
+    return _label(partition, kernel, impl, variant, None if untyped(driver) else dtype, *ints, _pairs_text(extra_args))
+
+
 def _pairs(extra_args: Any) -> tuple[tuple[str, str], ...]:
-    """A spec's extra_args (JSON lists) as tuples: a key of _label's cache."""
+    """A spec's extra_args (JSON lists) as tuples: a key of run_label's cache."""
     return tuple((str(k), str(v)) for k, v in extra_args or ())
 
 
@@ -81,23 +92,19 @@ def spec_label(spec: dict[str, Any], partition: str, kernel: str, impl: str, var
                gpus: int) -> str:
     """RunSpec.label of a run (its own columns and its spec, read as _label reads it: a spec of an older
     ledger without a field takes its neutral value)."""
-    return _label(partition, kernel, impl, variant, dtype, threads, gpus, *(spec.get(k) for k in _LABEL_INT),
-                  _pairs(spec.get("extra_args")))
+    return _label(partition, kernel, impl, variant, shown_dtype(dtype, spec.get("argv") or ()), threads, gpus,
+                  *(spec.get(k) for k in _LABEL_INT), _pairs(spec.get("extra_args")))
 
 
-@functools.lru_cache(maxsize=65536)
 def _label(*fields: Any) -> str:
-    """RunSpec.label of a spec from the fields the label reads (the others
-    take neutral values; tests/analysis/test_jobs_frame.py holds it to the
-    label of the whole spec). Cached: a campaign's attempts share a few
-    thousand labels (a RunSpec per attempt costs 2 s at 40,000 attempts,
-    BENCHMARKS.md 13e)."""
+    """RunSpec.label of a spec from the fields the label reads (partition, kernel, impl, variant, the
+    dtype shown, threads, gpus, _LABEL_INT, the extra pairs), a field an older spec lacks at its neutral
+    value (tests/analysis/test_jobs_frame.py holds it to the label of the whole spec); run_label caches
+    it: a campaign's attempts share a few thousand labels (a RunSpec per attempt costs 2 s at 40,000
+    attempts, BENCHMARKS.md 13e)."""
     partition, kernel, impl, variant, dtype, threads, gpus, cpus, nodes, per_node, gpus_per_rank, replicate, extra = fields
-    return RunSpec(cluster="", partition=partition, kernel=kernel, impl=impl, variant=variant, device="",
-                   dtype=dtype, threads=threads, gpus=gpus, n=(), d=0, repeats=0, warmup=0, check=False,
-                   walltime_min=0, mem_gb=None, argv=(), cpus=cpus or 0, nodes=nodes or 1,
-                   ranks_per_node=per_node or 1, gpus_per_rank=gpus_per_rank or 0, replicate=replicate or 0,
-                   extra_args=_pairs(extra)).label
+    return run_label(kernel, impl, variant, dtype, partition, threads, gpus, cpus or 0, nodes or 1, per_node or 1,
+                     gpus_per_rank or 0, extra, replicate or 0)
 
 
 COUNTER_FRAME_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "dtype", "n", "d", "params",
@@ -158,5 +165,5 @@ def counters_frame(led: Ledger, campaign: str | Sequence[str] | None = None) -> 
 def _run_columns(spec: dict[str, Any], partition: str, cluster: str, params_text: Any) -> dict[str, Any]:
     extra_args = tuple((str(k), str(v)) for k, v in spec.get("extra_args") or [])
     return {"cluster": cluster, "partition": partition, "kernel": spec["kernel"], "impl": spec["impl"],
-            "variant": spec["variant"], "dtype": spec["dtype"], "d": spec["d"],
+            "variant": spec["variant"], "dtype": shown_dtype(spec["dtype"], spec.get("argv") or ()), "d": spec["d"],
             "params": params_text(extra_args, {})}

@@ -15,6 +15,7 @@ from typing import Any, cast
 from sqlalchemy import Table, event, insert, select
 from sqlalchemy.orm import Session
 
+from campaign.job.element_type import untyped
 from campaign.job.fom import MODULE
 from campaign.job.problem_size import NO_SIZE, unsized
 from campaign.ledger import JobAttempt, ResultFile, Run, files
@@ -48,7 +49,8 @@ def store_attempt_files(s: Session, attempts: list[AttemptRows]) -> None:
     for item in attempts:
         if item.columns.length:
             shape = shapes.get(item.attempt_id, {})
-            columns = _without_size(item.columns) if shape.pop("unsized", None) else item.columns
+            columns = _without(item.columns, [name for name, mark in (("n", "unsized"), ("dtype", "untyped"))
+                                              if shape.pop(mark, None)])
             item = replace(item, columns=replace(columns, consts={**shape, **columns.consts}))
             by_campaign.setdefault((item.campaign_id, item.workdir), []).append(item)
     batches = [(write_home(root, cid, workdir), f"a{items[0].attempt_id}",
@@ -69,7 +71,8 @@ def planned_shapes(s: Session, attempt_ids: list[int]) -> dict[int, dict[str, in
     """Each attempt's run's shape as its spec planned it (the `shape` columns: srun under --nodes N
     --ntasks-per-node R runs exactly N nodes and N x R ranks; `gpus` per node): what a row that
     does not say ran on. A spec planned before shapes has none (its rows: 1 rank on 1 node).
-    `unsized` marks a program without a problem size (`unsized`): its rows get no n."""
+    `unsized` marks a program without a problem size (`unsized`): its rows get no n; `untyped` one
+    without an element type (campaign.job.element_type): its rows get no dtype."""
     spec = Run.spec
     out: dict[int, dict[str, int | None]] = {}
     for i in range(0, len(attempt_ids), _CHUNK):
@@ -82,20 +85,25 @@ def planned_shapes(s: Session, attempt_ids: list[int]) -> dict[int, dict[str, in
             out[attempt_id] = {"nodes": nodes, "ranks": ranks, "gpus": gpus}
             if (first_n, second_n) == (NO_SIZE[0], None) and module == MODULE and unsized(driven):
                 out[attempt_id]["unsized"] = 1
+            if module == MODULE and untyped(driven):
+                out[attempt_id]["untyped"] = 1
     return out
 
 
-def _without_size(columns: LedgerColumns) -> LedgerColumns:
-    """The rows with n NULL (a program without a problem size: `unsized`)."""
+def _without(columns: LedgerColumns, names: list[str]) -> LedgerColumns:
+    """The rows with these columns NULL (n of a program without a problem size, dtype of one without
+    an element type)."""
     import pyarrow as pa
 
+    types = {"n": pa.int64(), "dtype": pa.string()}
     values = columns.values
-    if isinstance(values, dict):
-        return replace(columns, values={**values, "n": [None] * columns.length})
-    if "n" not in values.column_names:
-        return columns
-    return replace(columns, values=values.set_column(values.column_names.index("n"), "n",
-                                                     pa.nulls(columns.length, pa.int64())))
+    for name in names:
+        if isinstance(values, dict):
+            values = {**values, name: [None] * columns.length}
+        elif name in values.column_names:
+            values = values.set_column(values.column_names.index(name), name,
+                                       pa.nulls(columns.length, types[name]))
+    return replace(columns, values=values) if names else columns
 
 
 def _settle(s: Session, marks: list[Path], created: list[Path]) -> None:

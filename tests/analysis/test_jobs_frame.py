@@ -5,6 +5,7 @@ RunSpec.from_json."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import select
 
+from campaign.job.problem_size import DRIVER
 from campaign.ledger import Campaign, JobAttempt, Ledger, Run
 from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.states import JobState
@@ -44,6 +46,10 @@ def _fill(led: Ledger, tmp_path: Path) -> None:
     add_attempt(led, tmp_path, state=JobState.COMPLETED, campaign="a",  # a multi-rank run's shape, a replicate
                 spec=spec_with(nodes=2, ranks_per_node=4, replicate=1))
     add_attempt(led, tmp_path, state=JobState.COMPLETED, campaign="a", spec=spec_with(nodes=1, gpus_per_rank=1, gpus=1))
+    for reads in ("{threads}", "{dtype}"):  # tool-driven programs: one without an element type, one with
+        driver = json.dumps({"kernel": "tool", "impl": "sh", "argv": ["prog", reads], "figures": []})
+        add_attempt(led, tmp_path, state=JobState.FAILED, campaign="a",
+                    spec=spec_with(kernel="tool", impl="sh", argv=("python3", "-m", DRIVER, driver)))
     gpu = add_attempt(led, tmp_path, state=JobState.RUNNING, campaign="b", job_id=None,
                       spec=spec_with(gpus=2, device="cuda", dtype="bf16", variant="memopt"))
     with led.session.begin() as s:
@@ -66,4 +72,5 @@ def test_frame_is_the_whole_object_frame(tmp_path: Path, campaign: str | None) -
     pd.testing.assert_frame_equal(new, old, check_exact=True)
     assert campaign in ("none", "b") or any("/8c tag=1 m=x y" in label for label in new["run"])
     assert campaign in ("none", "b") or any(label.endswith("2n x 4r x 2t replicate=1") for label in new["run"])
+    assert campaign in ("none", "b") or {"tool/sh/naive local 2t", "tool/sh/naive fp32 local 2t"} <= set(new["run"])
     led.close()
