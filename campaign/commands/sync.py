@@ -204,9 +204,12 @@ def _finished_batches(ledger: Ledger, finished: list[Pending], statuses: dict[in
                     batch.rows += len(done.table)
                 else:
                     partial, missing = read_partial(p.output, want)
-                    batch.partials[p.attempt_id] = (partial.table if partial else ResultColumns(0, {}), missing,
-                                                    partial.reason if partial else None)
-                    batch.rows += len(batch.partials[p.attempt_id][0])
+                    # a job that failed before its first n is a failure, not a partial result: its reason is
+                    # the failure's, and a rerun runs it whole
+                    if st.state is not JobState.FAILED or (partial is not None and len(partial.table)):
+                        batch.partials[p.attempt_id] = (partial.table if partial else ResultColumns(0, {}), missing,
+                                                        partial.reason if partial else None)
+                        batch.rows += len(batch.partials[p.attempt_id][0])
             if not st.kernel_code:  # (the local backend's query already read the exit record)
                 exit_record = read_json(os.path.join(p.ref.workdir, EXIT_FILE))
                 code = exit_record.get("exit_code") if exit_record else None
@@ -268,7 +271,7 @@ def _apply(s: Session, pending: list[Pending], statuses: dict[int, JobStatus],
             counter_rows += (counters or {}).get(p.attempt_id, [])
         values = _status_values(p, st, outcome)
         state = values["state"]
-        if p.attempt_id in partials:  # TIMEOUT/CANCELLED/OOM: the finished n's rows, the missing n
+        if p.attempt_id in partials:  # TIMEOUT/CANCELLED/OOM/FAILED: the finished n's rows, the missing n
             done_rows, missing, note = partials[p.attempt_id]
             rows.append(AttemptRows(p.attempt_id, p.campaign_id, camps[p.campaign_id].workdir, job_columns(
                 p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition, p.extra_args, done_rows)))

@@ -22,6 +22,7 @@ from campaign.job.fom_launch import reduce
 from campaign.job.template import render
 
 TAIL_LINES = 5
+RANK = "rank"  # the placeholder of a file source's rank: `file:out.{rank}`
 _SAYS = re.compile(r"[A-Za-z0-9]")  # a line with a letter or digit in it
 
 
@@ -68,10 +69,11 @@ class Output:
 
 
 def source_text(source: str, output: Output, values: dict[str, str], cwd: Path, rank: int) -> str:
-    """The text a figure or rule reads: a stream of the invocation, or a file inside the job folder ("" if absent)."""
+    """The text a figure or rule reads: a stream of the invocation, or a file inside the job folder ("" if
+    absent), `{rank}` in its name the rank's number."""
     if source in ("stdout", "stderr"):
         return output.stream(source, rank)
-    path = (cwd / render(source.removeprefix("file:"), values)).resolve()
+    path = (cwd / render(source.removeprefix("file:"), {**values, RANK: str(rank)})).resolve()
     if not path.is_relative_to(cwd.resolve()):  # a figure is read from the job's own folder only
         return ""
     try:
@@ -139,9 +141,10 @@ def figure_values(fig: dict[str, Any], output: Output, values: dict[str, str], c
             rank: int) -> list[float]:
     """A figure's values per repeat: the result rank's, or reduced over every rank as declared."""
     source = fig.get("source", "stdout")
-    if not (fig.get("reduce") and output.ranks and source in ("stdout", "stderr")):
+    if not (fig.get("reduce") and output.ranks):
         return readfigure_values(fig, source_text(source, output, values, cwd, rank), count)
-    per_rank = [readfigure_values(fig, output.stream(source, r), count) for r in range(len(output.ranks))]
+    per_rank = [readfigure_values(fig, source_text(source, output, values, cwd, r), count)
+                for r in range(len(output.ranks))]
     return [reduce([v[i] for v in per_rank], fig["reduce"]) for i in range(count)]
 
 

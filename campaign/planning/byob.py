@@ -25,6 +25,7 @@ from campaign.job import expr
 from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE
 from campaign.job.fom import MODULE
 from campaign.job.fom_launch import REDUCTIONS
+from campaign.job.fom_read import RANK
 from campaign.job.problem_size import NO_SIZE
 from campaign.job.template import INPUT_NAME, SHAPE_PARAMS, placeholders
 from campaign.plumbing.errors import ConfigError
@@ -158,9 +159,12 @@ def check_kernel(key: str, kernel: KernelSpec) -> None:
         if fig.regex is not None:
             _regex(fig.regex, at)
         _source(fig.source, at)
-        if fig.reduce is not None and (fig.reduce not in REDUCTIONS or fig.source.startswith("file:")):
+        if fig.reduce is not None and fig.reduce not in REDUCTIONS:
             raise ConfigError(f"{at}.reduce={fig.reduce!r}: one of {', '.join(REDUCTIONS)}, over the ranks' "
-                              "stdout or stderr (a file is read once)")
+                              "stdout, stderr or files")
+        if fig.reduce is not None and fig.source.startswith("file:") and RANK not in placeholders(fig.source):
+            raise ConfigError(f"{at}.reduce={fig.reduce!r} over a file: name each rank's file with {{{RANK}}}, "
+                              f"e.g. source: 'file:out.{{{RANK}}}' (one file is read once)")
     for i, rule in enumerate(kernel.sanity):
         at = f"{where}.sanity[{i}]"
         _regex(rule.regex, at)
@@ -257,9 +261,11 @@ def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
     templates += [(f"env.{k}", v) for k, v in kernel.env.items()]
     templates += [(f"inputs.{k}", v) for k, v in kernel.inputs.items()]
     templates += [(f"figures[{i}].source", f.source) for i, f in enumerate(kernel.figures)]
+    templates += [(f"sanity[{i}].source", r.source) for i, r in enumerate(kernel.sanity)]
     for at, text in templates:
         for name in placeholders(str(text)):
-            if name not in known:
+            # {rank}: a file source's rank (the result rank's file, or each rank's under reduce)
+            if name not in known and not (name == RANK and at.endswith(".source")):
                 raise ConfigError(f"{where}.{at}: placeholder {{{name}}} is not a swept parameter of "
                                   f"experiment.sweeps.{index} (known: {', '.join(sorted(known))}); add it to the "
                                   "sweep's grid or args")

@@ -41,7 +41,8 @@ def _kernel(**more: object) -> KernelSpec:
     ({"result_rank": -1}, "kernels.mine.result_rank=-1: the rank whose output"),
     ({"driven_by": "program", "figures": [], "repeat_by": "program"}, "repeat_by, result_rank and fixed_duration need driven_by"),
     ({"figures": [FigureSpec(name="t", regex="a", reduce="median")]}, "figures[0].reduce='median': one of max"),
-    ({"figures": [FigureSpec(name="t", regex="a", reduce="sum", source="file:x")]}, "(a file is read once)"),
+    ({"figures": [FigureSpec(name="t", regex="a", reduce="sum", source="file:x")]},
+     "over a file: name each rank's file with {rank}"),
     ({"driven_by": "program", "inputs": {"in.txt": "x"}}, "inputs, script, repeat_by, result_rank and fixed_duration need driven_by: tool"),
     ({"inputs": {"../in.txt": "x"}}, "kernels.mine.inputs: '../in.txt' is not an input file name"),
     ({"inputs": {"results.csv": "x"}}, "kernels.mine.inputs: 'results.csv' is not an input file name"),
@@ -64,6 +65,13 @@ def test_placeholders_and_expressions_name_swept_parameters_only() -> None:
         byob.check_sweep(_kernel(impls={"py": ImplSpec(argv=["p", "{d}"], variants=["v"])}), sweep, 3)
     with pytest.raises(ConfigError, match="names 'dtype', not a numeric parameter"):
         byob.check_sweep(_kernel(bytes="dtype*n"), sweep, 0)
+    with pytest.raises(ConfigError, match=r"argv\[1\]: placeholder \{rank\} is not a swept parameter"):
+        byob.check_sweep(_kernel(impls={"py": ImplSpec(argv=["p", "{rank}"], variants=["v"])}), sweep, 0)
+    with pytest.raises(ConfigError, match=r"sanity\[0\].source: placeholder \{tile\}"):
+        byob.check_sweep(_kernel(sanity=[SanitySpec(regex="x", source="file:{tile}.log")]), sweep, 0)
+    # {rank} names a file source's rank: each rank's file under reduce, else the result rank's
+    byob.check_sweep(_kernel(figures=[FigureSpec(name="t", regex="a", reduce="max", source="file:out.{rank}")],
+                             sanity=[SanitySpec(regex="x", source="file:log.{rank}")]), sweep, 0)
     named = SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1], grid={"block": [4, "big"]})
     with pytest.raises(ConfigError, match="kernels.mine.flops='n\\*block' reads block, .* value 'big', not a number"):
         byob.check_sweep(_kernel(flops="n*block"), named, 0)

@@ -183,3 +183,15 @@ def test_a_rank_that_fails_is_named_with_its_own_error_line(
     assert jobs.returncode == 0, jobs.stderr
     reasons = [row["reason"] for row in json.loads(jobs.stdout) if row["job_id"] == attempt["job_id"]]
     assert reasons and "rank 1 of 2 (exit 3): mpi_tool: rank 1 refuses n=64 (MPI_TOOL_FAIL_RANK)" in reasons[0], reasons
+
+
+def test_each_ranks_own_file_is_read_and_reduced(tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]) -> None:
+    """A figure read from `file:out.{rank}`: under reduce, each rank's own file (the sum over 4 ranks of
+    rank+1 is 10); without, the result rank's (rank 0's: 1)."""
+    led, name, env = tmp_path / "l.sqlite", _name("rank-files"), _env(None)
+    cancel_at_end(Ledger(led), name)
+    proc = _submit_wait(led, tmp_path / "runs", name, env, "experiment=slurm_rank_files")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = json.loads(run_cli("--ledger", str(led), "results", "--format", "json", env=env).stdout)
+    got = sorted((r["metric"], r["repeat"], r["value"], r["ranks"]) for r in rows)
+    assert got == [("work", 0, 1.0, 4), ("work", 1, 1.0, 4), ("work_sum", 0, 10.0, 4), ("work_sum", 1, 10.0, 4)]
