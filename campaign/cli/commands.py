@@ -224,7 +224,22 @@ def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         raise BadInputError("--keys limits the JSON metrics: use it with --json")
     if not as_json and args.out.exists() and not args.out.is_dir():
         raise BadInputError(f"report --out {args.out} is a file; name a folder (it is made if missing)")
-    led = ledger(args, create=False)
+    import gc
+
+    from campaign.plumbing.gc_pause import gc_paused
+
+    # The cyclic collector paused for the whole command, the ledger's opening included: what the
+    # report imports (SQLAlchemy, pandas, scipy, matplotlib) and reads lives until the process exits,
+    # and every collection walked it again (write_reports still collects between clusters, for their
+    # figures). Frozen at the end (a report is the process's last work), so neither the collection
+    # that follows the pause nor the interpreter's at exit walks it once more.
+    with gc_paused():
+        code = _report(args, ledger(args, create=False), as_json)
+        gc.freeze()
+    return code
+
+
+def _report(args: argparse.Namespace, led: Any, as_json: bool) -> int:
     if as_json:
         keys = [k.strip() for k in args.keys.split(",") if k.strip()] if args.keys else None
         api.write_metrics(led, sys.stdout, cluster=args.cluster, campaign=args.campaign, all_campaigns=args.all,
