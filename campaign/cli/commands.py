@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -226,40 +224,11 @@ def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         raise BadInputError("--keys limits the JSON metrics: use it with --json")
     if not as_json and args.out.exists() and not args.out.is_dir():
         raise BadInputError(f"report --out {args.out} is a file; name a folder (it is made if missing)")
-    import gc
+    from campaign.cli.report_process import report_process
 
-    from campaign.plumbing.gc_pause import gc_paused
-
-    # The cyclic collector paused for the whole command, the ledger's opening included: what the
-    # report imports (SQLAlchemy, pandas, scipy, matplotlib) and reads lives until the process exits,
-    # and every collection walked it again (write_reports still collects between clusters, for their
-    # figures). Frozen at the end (a report is the process's last work), so neither the collection
-    # that follows the pause nor the interpreter's at exit walks it once more.
-    with gc_paused(), _one_blas_thread():
+    with report_process():  # the collector paused and frozen, OpenBLAS on one thread: the process's costs
         code = _report(args, ledger(args, create=False), as_json)
-        gc.freeze()
     return code
-
-
-@contextmanager
-def _one_blas_thread() -> Iterator[None]:
-    """OpenBLAS with one thread for the report, unless the user chose a count.
-
-    OpenBLAS, loaded with numpy and again with scipy, starts a thread per core
-    when it loads, and those threads spin while they wait: CPU time the report
-    never uses (its linear algebra is a few small fits), ~0.1 s of a small
-    report's 0.8 on the 2-core VM (BENCHMARKS.md 22). The variable is read when
-    the library loads, so it is set before the report imports numpy, and
-    removed after it, so nothing the calling process starts later inherits it."""
-    name = "OPENBLAS_NUM_THREADS"
-    chosen = name in os.environ
-    if not chosen:
-        os.environ[name] = "1"
-    try:
-        yield
-    finally:
-        if not chosen:
-            os.environ.pop(name, None)
 
 
 def _report(args: argparse.Namespace, led: Any, as_json: bool) -> int:

@@ -203,7 +203,7 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     are many long-lived objects that every full collection walked again (a
     sixth of the CPU of the smoke campaign's `report --out`, BENCHMARKS.md
     13n). The collection is explicit because `report` pauses the collector
-    for the whole command (campaign.cli.commands)."""
+    for the whole command (campaign.cli.report_process)."""
     with gc_paused():
         from analysis.report import render_report  # lazy: matplotlib
 

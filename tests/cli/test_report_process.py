@@ -69,14 +69,14 @@ def test_report_json_collects_nothing(ledger: Path) -> None:
 
 
 def test_one_blas_thread_for_the_command_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    from campaign.cli.commands import _one_blas_thread
+    from campaign.cli.report_process import one_blas_thread
 
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
-    with _one_blas_thread():
+    with one_blas_thread():
         assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
     assert "OPENBLAS_NUM_THREADS" not in os.environ
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")  # the user's choice stands
-    with _one_blas_thread():
+    with one_blas_thread():
         assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
     assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
 
