@@ -231,7 +231,14 @@ def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         raise BadInputError("--keys limits the JSON metrics: use it with --json")
     if not as_json and args.out.exists() and not args.out.is_dir():
         raise BadInputError(f"report --out {args.out} is a file; name a folder (it is made if missing)")
-    led = ledger(args, create=False)
+    from campaign.cli.report_process import report_process
+
+    with report_process():  # the collector paused and frozen, OpenBLAS on one thread: the process's costs
+        code = _report(args, ledger(args, create=False), as_json)
+    return code
+
+
+def _report(args: argparse.Namespace, led: Any, as_json: bool) -> int:
     if as_json:
         keys = [k.strip() for k in args.keys.split(",") if k.strip()] if args.keys else None
         api.write_metrics(led, sys.stdout, cluster=args.cluster, campaign=args.campaign, all_campaigns=args.all,

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import errno
+import gc
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 from sqlalchemy import select
 
-from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.ledger import Campaign, Ledger
@@ -34,7 +34,10 @@ def cluster_specs(led: Ledger, names: set[str]) -> dict[str, ClusterSpec]:
                                     .where(Campaign.backend != IMPORT_BACKEND).order_by(Campaign.id)):
             texts[name] = text
     specs = {name: cluster_from_yaml(text) for name, text in texts.items()}
-    for name in sorted(names - set(specs)):
+    missing = sorted(names - set(specs))
+    if missing:  # imported results only: the config loader (Hydra, validators) stays unloaded otherwise
+        from campaign.config import load_config
+    for name in missing:
         try:
             specs[name] = load_config([f"cluster={name}"]).cluster
         except ConfigError:
@@ -194,11 +197,13 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     `all_campaigns` pooled; the header names what was covered.
 
     The cyclic collector is paused while the inputs are read and while each
-    cluster's report is drawn (campaign.plumbing.gc_pause), and runs between
-    clusters: the libraries imported on the way (pandas, matplotlib, scipy)
-    and a figure's artists are many long-lived objects that every full
-    collection walked again (a sixth of the CPU of the smoke campaign's
-    `report --out`, BENCHMARKS.md 13n)."""
+    cluster's report is drawn (campaign.plumbing.gc_pause), and collects
+    between clusters (their figures' artists are cycles): the libraries
+    imported on the way (pandas, matplotlib, scipy) and a figure's artists
+    are many long-lived objects that every full collection walked again (a
+    sixth of the CPU of the smoke campaign's `report --out`, BENCHMARKS.md
+    13n). The collection is explicit because `report` pauses the collector
+    for the whole command (campaign.cli.report_process)."""
     with gc_paused():
         from analysis.report import render_report  # lazy: matplotlib
 
@@ -210,7 +215,9 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
         jobs = jobs[jobs["campaign"].isin(scope.campaigns)]
     clusters = [cluster] if cluster else sorted(_clusters(results))
     written: list[Path] = []
-    for name in clusters:
+    for done, name in enumerate(clusters):
+        if done:
+            gc.collect()  # the figures of the clusters before
         counters = _counters(led, name, scope.campaigns)
         try:
             with gc_paused():
