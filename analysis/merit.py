@@ -41,6 +41,9 @@ INTRO = ("What each benchmark reported about itself, read from its output by the
          "A fixed-duration program (kernel YAML `fixed_duration`) is judged on these figures only.")
 
 
+AXES_SHOWN = ("nodes", "ranks", "threads", "n")  # a figure's median table has a column for each
+
+
 def _labels(frame: pd.DataFrame) -> pd.Series:
     """Each configuration's name as the report's other tables give it
     (report_tables.labels: kernel/impl/variant dtype d partition device
@@ -74,9 +77,8 @@ def medians(results: pd.DataFrame) -> pd.DataFrame:
     for col in ("nodes", "ranks"):  # a point of 2 nodes is never pooled with one of 1
         rows[col] = pd.to_numeric(rows[col], errors="coerce").fillna(1).astype("int64") if col in rows else 1
     # every dimension of the run: an fp32 and an fp64 point, or two devices, are never one median
-    config = [c for c in ("cluster", "partition", "kernel", "impl", "variant", "dtype", "device", "d", "params")
-              if c in rows.columns]
-    keys = [*config, "metric", "unit", "higher_is_better", "nodes", "ranks", "threads", "n"]
+    config = [c for c in DIMENSIONS if c in rows.columns and c not in AXES_SHOWN]
+    keys = [*config, "metric", "unit", "higher_is_better", *AXES_SHOWN]
     med = (rows.groupby(keys, dropna=False, sort=True)
            .agg(value=("value", "median"), time_s=("time_s", "median"), bytes=("bytes", "median"),
                 repeats=("value", "size"))
