@@ -11,10 +11,16 @@ import re
 
 from analysis.blocks import Block, Table, capped
 
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+
 
 def _inline(text: object) -> str:
-    """Text that Markdown shows as written: `*` (as in T*) is not emphasis."""
-    return ("" if text is None else str(text)).replace("*", "\\*").replace("\n", " ")
+    """Text that Markdown shows as written: `*` (as in T*) is not emphasis, a
+    `<` from a user's value (a grid value `<b>`, a unit `op/s|<i>`) opens no
+    HTML tag (only a `<` before a letter, `/`, `!` or `?` could: `n < 1000`
+    stays as it is)."""
+    text = ("" if text is None else str(text)).replace("*", "\\*").replace("\n", " ")
+    return _TAG_START.sub("&lt;", text)
 
 
 def _cell(text: object) -> str:

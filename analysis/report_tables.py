@@ -52,8 +52,8 @@ def labels(frame: pd.DataFrame) -> pd.Series:
     if "ranks" in frame.columns:  # a multi-rank point: its total ranks and nodes are part of what ran
         ranks = pd.to_numeric(frame["ranks"], errors="coerce").fillna(1).astype("int64").tolist()
         nodes = pd.Series(pd.to_numeric(frame.get("nodes", 1), errors="coerce"), index=frame.index)
-        scale = [f" ×{r} ranks on {k} nodes" for r, k in zip(ranks, nodes.fillna(1).astype("int64").tolist(),
-                                                              strict=True)]
+        scale = [f" ×{r} rank{'' if r == 1 else 's'} on {k} node{'' if k == 1 else 's'}"
+                 for r, k in zip(ranks, nodes.fillna(1).astype("int64").tolist(), strict=True)]
     out: list[str | float] = []
     for i in range(n):
         parts = (kernel[i], impl[i], variant[i], partition[i], device[i])

@@ -54,8 +54,8 @@ def test_strong_scaling_table_has_one_row_per_point_not_per_figure(tmp_path: Pat
 def test_busy_warning_names_each_point_with_its_ranks_and_nodes(tmp_path: Path) -> None:
     text = render_report(_rows("busy machine: load 3"), None, None, tmp_path, "c").markdown.read_text()
     items = [line for line in text.splitlines() if line.startswith("- ring/")]
-    assert items == [f"- ring/mpi/plain fp32 multi [msg=64] ×{k} ranks on {k} nodes threads 1 n –: "
-                     "6 of 6 rows; busy machine: load 3" for k in (1, 2)]
+    assert items == [f"- ring/mpi/plain fp32 multi [msg=64] ×{shape} threads 1 n –: "
+                     "6 of 6 rows; busy machine: load 3" for shape in ("1 rank on 1 node", "2 ranks on 2 nodes")]
 
 
 def test_node_scaling_of_a_figure_names_the_ranks_per_node_it_holds(tmp_path: Path) -> None:
