@@ -22,6 +22,7 @@ from campaign.job.fom_launch import reduce
 from campaign.job.template import render
 
 TAIL_LINES = 5
+HEAD_LINES = 3  # a failing rank's first lines: its own message, then its MPI's
 RANK = "rank"  # the placeholder of a file source's rank: `file:out.{rank}`
 _SAYS = re.compile(r"[A-Za-z0-9]")  # a line with a letter or digit in it
 
@@ -91,7 +92,7 @@ def head(text: str) -> str:
     """The first lines of an output that say something (a rule of dashes or
     stars says nothing), on one line: a program's error comes first."""
     lines = [line.strip() for line in text.splitlines() if _SAYS.search(line)]
-    return " | ".join(lines[:TAIL_LINES]) or "(empty)"
+    return " | ".join(lines[:HEAD_LINES]) or "(empty)"
 
 
 def _matches(fig: dict[str, Any], text: str) -> list[str]:
