@@ -166,7 +166,7 @@ def _ceilings(partitions: pd.DataFrame | None) -> dict[tuple[str, str], float]:
 def bandwidth(med: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration, threads and n that has cost-model bytes, with bytes / time_s."""
     first = med[med["bytes"].notna() & (med["time_s"] > 0)]
-    first = first.drop_duplicates(["cluster", "partition", "label", "nodes", "ranks", "threads", "n"]).copy()
+    first = first.drop_duplicates([c for c in DIMENSIONS if c in first.columns]).copy()  # one row per point
     first["bytes_per_s"] = first["bytes"] / first["time_s"]
     return first
 
