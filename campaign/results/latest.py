@@ -32,6 +32,7 @@ from typing import Any
 from sqlalchemy import Column, Integer, MetaData, Table, Text, and_, cast, exists, func, insert, or_, select
 from sqlalchemy.orm import Session
 
+from campaign.job.element_type import run_untyped
 from campaign.ledger import Campaign, JobAttempt, ResultFile, Run
 from campaign.plumbing.states import JobState
 from campaign.results.query import PARTIAL_USABLE, attempt_filter
@@ -156,23 +157,37 @@ def find(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, wh
     for row in _runs(s, campaign, usable_only, where, only=old) if old else []:
         left[(row[:9], _identity(row[9], cache))] += [int(i) for i in str(row[11]).split(",")]
     out = Superseded()
-    for (config, identity), ids in sorted(left.items(), key=lambda item: min(item[1])):
+    ordered = sorted(left.items(), key=lambda item: min(item[1]))
+    untyped = _untyped(s, [newest[config][0] for (config, _), _ids in ordered])
+    for (config, identity), ids in ordered:
         ids.sort()
         out.runs += ids
-        out.records.append({"configuration": _label(config), "runs": len(ids), "run_ids": ids, "rows": 0, "job_ids": [],
-                            "change": _change(identity, newest[config][1])})
+        out.records.append({"configuration": _label(config, newest[config][0] in untyped), "runs": len(ids),
+                            "run_ids": ids, "rows": 0, "job_ids": [], "change": _change(identity, newest[config][1])})
     return out
 
 
-def _label(config: tuple[Any, ...]) -> str:
-    """cluster, partition, kernel, impl, variant, device, dtype, d, extra arguments (JSON text) in words."""
+def _untyped(s: Session, run_ids: list[int]) -> set[int]:
+    """Those of the runs whose program reads no {dtype} (campaign.job.element_type): a few, one per
+    configuration named."""
+    if not run_ids:
+        return set()
+    rows = s.execute(select(Run.id, Run.spec).where(Run.id.in_(run_ids))).all()
+    return {int(i) for i, spec in rows if run_untyped((spec or {}).get("argv") or ())}
+
+
+def _label(config: tuple[Any, ...], untyped: bool = False) -> str:
+    """cluster, partition, kernel, impl, variant, device, dtype, d, extra arguments (JSON text) in words;
+    no dtype for a program without an element type, no d where the run has none."""
     cluster, partition, kernel, impl, variant, device, dtype, d, extra = config
     try:
         pairs = json.loads(extra) if extra else []
     except ValueError:
         pairs = []
     args = "".join(f" {p[0]}={p[1]}" for p in pairs if isinstance(p, list) and len(p) == 2)
-    return f"{kernel}/{impl}/{variant} {dtype} d={d} {device} on {cluster}/{partition}{args}"
+    typed = "" if untyped or not dtype else f" {dtype}"
+    sized = "" if d in (None, "null", "") else f" d={d}"
+    return f"{kernel}/{impl}/{variant}{typed}{sized} {device} on {cluster}/{partition}{args}"
 
 
 def holder(s: Session, found: Superseded) -> Table | None:

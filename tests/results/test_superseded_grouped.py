@@ -7,6 +7,7 @@ configurations). Real SQLite ledger."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -78,3 +79,17 @@ def test_find_without_superseded_runs_reads_groups_only(tmp_path: Path, monkeypa
     with led.session() as s:  # a newer build whose only job failed supersedes nothing
         assert latest.find(s, None, True, None).runs == []
         assert latest.find(s, None, False, None).runs == list(range(1, REPLICATES + 1))
+
+
+def test_a_program_without_a_dtype_or_d_is_named_without_them(tmp_path: Path) -> None:
+    """A tool-driven program that reads no {dtype} (its spec keeps the plan's fp32) and has no d: the
+    superseded configuration is named as every other view names it, without `fp32` or `d=None`."""
+    driver = json.dumps({"kernel": "mybench", "impl": "sh", "argv": ["mybench", "{n}"], "figures": []})
+    tool = replace(SPEC, kernel="mybench", impl="sh", variant="plain", d=None,
+                   argv=("python3", "-m", "campaign.job.fom", driver))
+    led = Ledger(tmp_path / "ledger.sqlite")
+    add_attempt(led, tmp_path, state=JobState.COMPLETED, spec=replace(tool, identity=A))
+    add_attempt(led, tmp_path, state=JobState.COMPLETED, spec=replace(tool, identity=B))
+    with led.session() as s:
+        [record] = latest.find(s, None, True, None).records
+    assert record["configuration"] == "mybench/sh/plain cpu on local/local", record
