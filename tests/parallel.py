@@ -54,8 +54,6 @@ SLURM_FIXTURES = frozenset({"slurm_cluster", "second_slurm_cluster"})
 LONGEST_WAITS = (
     "tests/slurm/test_slurm_campaign.py",
     "tests/slurm/test_truth_slurm.py",
-    "tests/byob/test_byob_mpi_slurm.py",  # hpcc over 1, 2 and 4 nodes: ~140 s, one test
-    "tests/slurm/test_reasons_real.py",  # a job held pending until its reason is seen live: ~140 s
     "tests/slurm/test_slurm_query_real.py",
     "tests/docs/test_readme_run.py",
 )
