@@ -116,7 +116,7 @@ def _scaling_tables(frame: pd.DataFrame) -> list[Table]:
     for (metric, axis, higher), part in scale.groupby(["metric", "axis", "higher_is_better"], sort=True):
         part = part.reset_index(drop=True)
         rows = pd.DataFrame({
-            "configuration": [_label(r) for _, r in part.iterrows()],
+            "configuration": _labels(part).tolist(),
             "n": [display.size(v) if display.finite(v) else "–" for v in part["n"]],
             "at": [_axes_text(r) for _, r in part.iterrows()],
             "scaling": part["scaling"].to_numpy(),
@@ -144,7 +144,7 @@ def _exponent_tables(frame: pd.DataFrame) -> list[Table]:
     out = []
     for (metric, higher), part in fits.groupby(["metric", "higher_is_better"], sort=True):
         rows = pd.DataFrame({
-            "configuration": [_label(r) for _, r in part.iterrows()],
+            "configuration": _labels(part).tolist(),
             "at": [_axes_text(pd.concat([r, pd.Series({"axis": ""})])) for _, r in part.iterrows()],
             "n range": [f"{display.size(a)} … {display.size(b)}" for a, b in zip(part["n_min"], part["n_max"])],
             "sizes": part["sizes"].astype(str).to_numpy(),
