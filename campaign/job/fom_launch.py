@@ -31,6 +31,14 @@ REDUCTIONS = ("max", "min", "sum", "mean")
 
 
 @dataclass(frozen=True)
+class RankEnd:
+    """How one rank of a launch ended, from its record (None: it left none, e.g. killed)."""
+
+    code: int | None = None
+    ended: float | None = None  # wall clock when its program ended (ranks on several nodes compare by it)
+
+
+@dataclass(frozen=True)
 class Launch:
     """The launcher and shim of one run, as the backend built them for its shape."""
 
@@ -56,10 +64,11 @@ class Launch:
         for path in folder.glob("rank-*.json") if folder.is_dir() else []:
             path.unlink(missing_ok=True)
 
-    def exit_codes(self) -> tuple[int | None, ...]:
-        """Each rank's exit code from its record of this launch (None: it left none, e.g. killed)."""
+    def ends(self) -> tuple[RankEnd, ...]:
+        """How each rank ended, from its record of this launch (None: it left none, e.g. killed)."""
         records = read_records(Path(self.records))
-        return tuple(records.get(r, {}).get("exit_code") for r in range(self.ranks))
+        return tuple(RankEnd(_code(records.get(r, {}).get("exit_code")),
+                             _number(records.get(r, {}).get("ended"))) for r in range(self.ranks))
 
     def missing(self) -> str | None:
         """Why the launch that returned 0 did not run every rank to its end, or None."""
@@ -67,6 +76,14 @@ class Launch:
         if not missing:
             return None
         return f"ranks {missing} of {self.ranks} left no finished record in {self.records}"
+
+
+def _code(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def reduce(values: list[float], how: str) -> float:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from campaign.job.fom_launch import reduce
+from campaign.job.fom_launch import RankEnd, reduce
 from campaign.job.template import render
 
 TAIL_LINES = 5
@@ -39,7 +39,7 @@ class Output:
     stdout: str
     stderr: str
     ranks: tuple[tuple[str, str], ...] = ()
-    codes: tuple[int | None, ...] = ()  # launched: each rank's exit code from its record (None: it left none)
+    ends: tuple[RankEnd, ...] = ()  # launched: how each rank ended, from its record
 
     def stream(self, source: str, rank: int) -> str:
         # every run has the result rank (checked at compose time); the preflight's one-node launch
@@ -48,12 +48,15 @@ class Output:
         return out if source == "stdout" else err
 
     def failed_rank(self) -> int | None:
-        """The rank whose own failure ended a launch: the first that exited
-        non-zero by itself (the others are then killed by the launcher, 128+N),
-        else the first killed one, else the first that printed to stderr."""
-        ended = [(c >= 128, r) for r, c in enumerate(self.codes) if c is not None and c != 0]
-        if ended:
-            return min(ended)[1]
+        """The rank whose own failure ended a launch: the first to exit
+        non-zero by itself, else the first killed one (128+N), else the first
+        that printed to stderr. First in time: a rank that fails brings its
+        peers down after it, killed by the launcher or, some of them, exiting
+        by themselves on the broken connection it leaves."""
+        failed = [(end.code >= 128, math.inf if end.ended is None else end.ended, r)
+                  for r, end in enumerate(self.ends) if end.code is not None and end.code != 0]
+        if failed:
+            return min(failed)[2]
         return next((r for r, (_, err) in enumerate(self.ranks) if err.strip()), None)
 
     def failure(self) -> str:
@@ -64,7 +67,7 @@ class Output:
         rank = self.failed_rank()
         if rank is None or not self.ranks[rank][1].strip():
             return tail(self.stderr)
-        code = self.codes[rank] if rank < len(self.codes) else None
+        code = self.ends[rank].code if rank < len(self.ends) else None
         said = f"exit {code}" if code is not None else "no exit record"
         return f"rank {rank} of {len(self.ranks)} ({said}): {head(self.ranks[rank][1])}"
 

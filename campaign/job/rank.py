@@ -37,6 +37,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -123,14 +124,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         proc = _start(program, env, args.output, rank)
     except OSError as exc:
         print(f"campaign: rank {rank} cannot start {program[0]}: {exc}", file=sys.stderr)
-        write_json(path, {**record, "exit_code": 127})
+        write_json(path, {**record, "exit_code": 127, "ended": time.time()})
         return 127
     for sig in (signal.SIGTERM, signal.SIGINT):  # the launcher stopping the step: pass it on
         signal.signal(sig, lambda signum, _frame: proc.send_signal(signum))
     code = proc.wait()
+    ended = time.time()  # wall clock: ranks on other nodes compare by it (campaign.job.fom_read.failed_rank)
     code = 128 - code if code < 0 else code  # killed by a signal: the shell's 128+N
     use = resource.getrusage(resource.RUSAGE_CHILDREN)  # the program's CPU time (campaign.job.machine)
-    write_json(path, {**record, "exit_code": code, "cpu_s": round(use.ru_utime + use.ru_stime, 3)})
+    write_json(path, {**record, "exit_code": code, "ended": ended, "cpu_s": round(use.ru_utime + use.ru_stime, 3)})
     return code
 
 

@@ -5,6 +5,7 @@ killed ranks or a rule of dashes."""
 
 from __future__ import annotations
 
+from campaign.job.fom_launch import RankEnd
 from campaign.job.fom_read import Output
 
 ABORT = ("mybench: rank 2 cannot read its input\n"
@@ -15,23 +16,34 @@ ABORT = ("mybench: rank 2 cannot read its input\n"
 def test_the_rank_that_exited_by_itself_is_named_with_its_own_first_line() -> None:
     out = Output("", "srun: error: n1: task 0: Killed\n",
                  (("", "btl_tcp.c:559 recv failed: Connection reset by peer\n"), ("", ""), ("", ABORT)),
-                 (137, None, 3))
+                 (RankEnd(137, 10.0), RankEnd(), RankEnd(3, 9.0)))
     assert out.failed_rank() == 2
     assert out.failure() == ("rank 2 of 3 (exit 3): mybench: rank 2 cannot read its input | "
                              "MPI_ABORT was invoked on rank 2 in communicator MPI_COMM_WORLD")
 
 
+def test_a_peer_that_exits_by_itself_on_the_broken_connection_is_not_blamed() -> None:
+    """Rank 1 aborts; rank 0 then fails its receive and exits by itself too, later: rank 1 is named."""
+    reset = "btl_tcp.c:559:mca_btl_tcp_recv_blocking] recv(17) failed: Connection reset by peer (104)\n"
+    out = Output("", "", (("", reset), ("", "mybench: rank 1 refuses n=64\n")),
+                 (RankEnd(1, 100.25), RankEnd(3, 100.125)))
+    assert out.failed_rank() == 1
+    assert out.failure() == "rank 1 of 2 (exit 3): mybench: rank 1 refuses n=64"
+    same_time = Output("", "", (("", reset), ("", "x\n")), (RankEnd(1, 7.0), RankEnd(3, 7.0)))
+    assert same_time.failed_rank() == 0  # no order in time: the lower rank
+
+
 def test_killed_ranks_only_then_the_first_killed_one() -> None:
-    out = Output("", "", (("", ""), ("", "oom: killed\n")), (None, 137))
+    out = Output("", "", (("", ""), ("", "oom: killed\n")), (RankEnd(), RankEnd(137, 5.0)))
     assert out.failed_rank() == 1 and out.failure() == "rank 1 of 2 (exit 137): oom: killed"
 
 
 def test_no_rank_record_then_the_first_rank_that_said_something() -> None:
-    out = Output("", "", (("", ""), ("", "segfault in foo\n")), (None, None))
+    out = Output("", "", (("", ""), ("", "segfault in foo\n")), (RankEnd(), RankEnd()))
     assert out.failure() == "rank 1 of 2 (no exit record): segfault in foo"
 
 
 def test_a_rank_that_said_nothing_leaves_the_launchers_last_lines() -> None:
-    out = Output("", "srun: error: task 1: Exited with exit code 3\n", (("", ""), ("", "")), (0, 3))
+    out = Output("", "srun: error: task 1: Exited with exit code 3\n", (("", ""), ("", "")), (RankEnd(0, 1.0), RankEnd(3, 1.0)))
     assert out.failure() == "srun: error: task 1: Exited with exit code 3"
     assert Output("", "").failure() == "(empty)"
