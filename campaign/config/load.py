@@ -6,6 +6,8 @@ takes `RootConfig` dataclasses (docs/style.md#types-and-data).
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import os
 import re
 import sys
@@ -15,6 +17,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from campaign.config import overrides as schema_overrides
+from campaign.config import schema
 from campaign.config.groups import (  # re-exported: callers import them from here
     SEARCH_PATH_ENV as SEARCH_PATH_ENV,
 )
@@ -97,7 +100,7 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
         merging = _merge_failure(exc, overrides)
         if merging:
             raise ConfigError(merging) from None
-        scalar = _scalar_for_list(exc)
+        scalar = _scalar_for_list(exc) or _unknown_key(exc)
         if scalar:
             raise ConfigError(scalar) from None
         override = getattr(exc, "override", None)  # hydra's OverrideParseException names it
@@ -204,6 +207,32 @@ def _scalar_for_list(exc: BaseException) -> str | None:
     name = key.rsplit(".", 1)[-1]
     return (f"{where + ': ' if where else ''}{key} must be a list, e.g. {name}: [1] (a single value goes in "
             "brackets)")
+
+
+# how a message names a section of the schema (its dataclass)
+_SECTIONS = {"ImplSpec": "an implementation", "KernelSpec": "a kernel", "FigureSpec": "a figure",
+             "SanitySpec": "a sanity rule", "SweepSpec": "a sweep", "ExperimentSpec": "an experiment",
+             "PartitionSpec": "a partition", "ClusterSpec": "a cluster", "CampaignSettings": "campaign"}
+
+
+def _unknown_key(exc: BaseException) -> str | None:
+    """OmegaConf's "Key 'env' not in 'ImplSpec'" for a key a YAML section
+    does not have: the keys it has, the likely one, and where the key belongs
+    if another section has it (`env` is the kernel's, not an implementation's)."""
+    text = " ".join(str(exc).split())
+    found = re.search(r"^(?:In '([^']+)': )?.*Key '([^']+)' not in '(\w+)'.*?full_key: (\S+)", text)
+    section = getattr(schema, found.group(3), None) if found else None
+    if found is None or not dataclasses.is_dataclass(section):
+        return None
+    where, name, spec, key = found.groups()
+    keys = [f.name for f in dataclasses.fields(section)]
+    close = difflib.get_close_matches(name, keys, n=1)
+    owners = [words for cls, words in _SECTIONS.items()
+              if cls != spec and name in {f.name for f in dataclasses.fields(getattr(schema, cls))}]
+    hint = (f"; did you mean {close[0]}?" if close else "") + (f"; {name} is a key of {' or '.join(owners)}"
+                                                                 if owners else "")
+    return (f"{where + ': ' if where else ''}{key}: {name} is not a key of {_SECTIONS.get(spec, spec)} "
+            f"(its keys: {', '.join(keys)}){hint}")
 
 
 def _one_line(exc: BaseException) -> str:
