@@ -31,12 +31,12 @@ from campaign.backends.capabilities import capabilities
 from campaign.backends.slurm_launch import multi_rank
 from campaign.backends.step import StepRequest
 from campaign.config.load import repo_root
-from campaign.config.schema import BuildSpec, ClusterSpec
+from campaign.config.schema import BuildSpec, ClusterSpec, PartitionSpec
 from campaign.job.build import BuildTask, is_built, run_build
 from campaign.job.preflight import PreflightTask, ProgramCheck, run_preflight
 from campaign.planning import run_env
 from campaign.planning.charging import StepCost
-from campaign.planning.resources import step_allocation
+from campaign.planning.resources import node_cpus, step_allocation
 from campaign.planning.run_spec import RunSpec
 from resultschema.columns import TOLERANCE
 
@@ -117,13 +117,25 @@ def _mapped(req: JobRequest, kernel_bin: str, folder: Path) -> JobRequest:
 
 def _smaller(a: RunSpec, b: RunSpec) -> bool:
     """The preflight's shape for a program, its smallest: single-process runs
-    by their fewest threads; launched ones by the fewest ranks per node, then
-    threads (what the preflight job asks follows: docs/sites.md)."""
+    by their fewest threads; launched ones by the fewest ranks in all, then
+    per node, then threads (what the preflight job asks follows: docs/sites.md)."""
     if multi_rank(a) != multi_rank(b):
         return not multi_rank(a)  # a program run both ways is checked bare (cheaper)
     if multi_rank(a):
-        return (a.ranks_per_node, a.threads) < (b.ranks_per_node, b.threads)
+        return (a.ranks, a.ranks_per_node, a.threads) < (b.ranks, b.ranks_per_node, b.threads)
     return a.threads < b.threads
+
+
+def _on_one_node(run: RunSpec, part: PartitionSpec) -> RunSpec:
+    """The run's shape in the one-node preflight: every rank of it on that
+    node where they fit its cores and GPUs, so the program is checked at a
+    rank count the campaign runs (a point-to-point test refuses any but two:
+    its 2-node x 1-rank run is checked as 1 node x 2 ranks); else one node of
+    it as it runs."""
+    gpus = run.gpus_per_rank * run.ranks if run.gpus_per_rank else run.gpus
+    if run.ranks * run.alloc_cpus <= node_cpus(part) and gpus <= max(part.gpus, run.gpus):
+        return run.evolve(nodes=1, ranks_per_node=run.ranks, gpus=gpus)
+    return run.evolve(nodes=1)
 
 
 def _smallest(reqs: list[JobRequest]) -> list[JobRequest]:
@@ -140,15 +152,15 @@ def _smallest(reqs: list[JobRequest]) -> list[JobRequest]:
     return list(best.values())
 
 
-def _program_checks(chosen: list[JobRequest], folder: Path,
+def _program_checks(chosen: list[JobRequest], part: PartitionSpec, folder: Path,
                     binds: tuple[str, ...]) -> list[tuple[ProgramCheck, RunSpec]]:
     """One check per chosen run (_smallest): its program once, at its smallest n and on one node
-    (through the launcher where the run starts through it), with that run."""
+    (_on_one_node; through the launcher where the run starts through it), with that run."""
     checks = []
     for i, req in enumerate(chosen):
         # the run's own check setting: with check: false it passes when the program exits 0 and its
         # output parses (an honest program leaves rel_err empty)
-        run = req.run.evolve(n=(min(req.run.n),), repeats=1, warmup=0, nodes=1)
+        run = _on_one_node(req.run, part).evolve(n=(min(req.run.n),), repeats=1, warmup=0)
         out = str(folder / f"{i}.csv")
         # in the run's container, as the run starts (campaign.planning.run_env)
         argv = tuple(run_env.wrap(run.identity, binds, req.task.env,
@@ -197,9 +209,10 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
         # named by the first attempt it gates: unique in the ledger, stable in --dry-run
         pre_dir = camp_dir / "preflight" / f"{partition}-a{min(r.attempt_id for r in group)}"
         # a program of several ranks (or an MPI one) is checked through the launcher (the backend
-        # puts it in front: StepRequest.launched) at one node and its fewest ranks
+        # puts it in front: StepRequest.launched) at one node and its fewest ranks in all
         # (docs/design.md#ranks-nodes-and-launchers)
-        checked = _program_checks(_smallest(mapped), pre_dir, (str(camp_dir.parent),))
+        checked = _program_checks(_smallest(mapped), cluster.partitions[partition], pre_dir,
+                                  (str(camp_dir.parent),))
         skipped = _preflight_skipped(mapped, checked)
         preflight = None if skipped else _preflight(cluster, partition, camp_name, camp_dir, pre_dir, checked)
         chains.append(Chain(partition, key, folder, build, preflight, mapped, skipped, str(pre_dir)))

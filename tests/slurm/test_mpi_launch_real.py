@@ -131,6 +131,23 @@ def test_tool_driven_mpi_program_one_launch_per_repeat_one_writer(
         assert not list(folder.glob("*.tmp"))
 
 
+def test_a_program_that_runs_at_two_ranks_only_passes_its_preflight(
+        mpi_programs: Path, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]) -> None:
+    """A point-to-point test refuses any rank count but two; the campaign runs it within a node
+    (1 x 2) and across two (2 x 1). The one-node preflight checks it at two ranks, a count the
+    campaign runs, not at the one rank no run has; both runs complete."""
+    led, name = tmp_path / "l.sqlite", _name("mpi-pair")
+    cancel_at_end(Ledger(led), name)
+    env = {**_env(mpi_programs), "MPI_TOOL_RANKS": "2"}
+    latest = _completed(led, name, _submit_wait(led, tmp_path / "runs", name, env, "experiment=slurm_mpi_pair"), env)
+    specs = run_specs(Ledger(led))
+    assert sorted((specs[a["id"]]["nodes"], specs[a["id"]]["ranks_per_node"]) for a in latest) == [(1, 2), (2, 1)]
+    record = _preflight(led)
+    assert record["ok"] and not record["problems"], record
+    worlds = {json.loads(path.read_text())["world"] for path in (tmp_path / "runs").rglob("preflight/**/rank-*.json")}
+    assert worlds == {2}, worlds
+
+
 @pytest.mark.parametrize("broken", ["missing binary", "pattern never matches"])
 def test_broken_mpi_program_fails_the_preflight_before_any_array_runs(
         broken: str, mpi_programs: Path, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]) -> None:
