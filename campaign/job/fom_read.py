@@ -25,6 +25,11 @@ TAIL_LINES = 5
 HEAD_LINES = 3  # a failing rank's first lines: its own message, then its MPI's
 RANK = "rank"  # the placeholder of a file source's rank: `file:out.{rank}`
 _SAYS = re.compile(r"[A-Za-z0-9]")  # a line with a letter or digit in it
+# An MPI library's own statement that a rank called MPI_Abort (Open MPI; MPICH and Intel MPI), with its
+# error code. The aborting rank is then killed with its shim by the launcher, often before the shim could
+# record its exit, while a peer may exit by itself on the connection it broke: the statement names it.
+_MPI_ABORT = (re.compile(r"MPI_ABORT was invoked on rank (?P<rank>\d+)\b.*?errorcode (?P<code>-?\d+)", re.S),
+              re.compile(r"MPI_Abort\(\w+, (?P<code>-?\d+)\) - process (?P<rank>\d+)"))
 
 
 class Lost(Exception):
@@ -47,12 +52,26 @@ class Output:
         out, err = self.ranks[min(rank, len(self.ranks) - 1)] if self.ranks else (self.stdout, self.stderr)
         return out if source == "stdout" else err
 
+    def aborted(self) -> tuple[int, int] | None:
+        """(rank, error code) of the rank the MPI library says called MPI_Abort, from the ranks' own
+        stderr or the launcher's; None when none says so (or it names a rank this launch has not)."""
+        for text in (*(err for _, err in self.ranks), self.stderr):
+            for pattern in _MPI_ABORT:
+                found = pattern.search(text)
+                if found and int(found["rank"]) < len(self.ranks):
+                    return int(found["rank"]), int(found["code"])
+        return None
+
     def failed_rank(self) -> int | None:
-        """The rank whose own failure ended a launch: the first to exit
-        non-zero by itself, else the first killed one (128+N), else the first
-        that printed to stderr. First in time: a rank that fails brings its
-        peers down after it, killed by the launcher or, some of them, exiting
-        by themselves on the broken connection it leaves."""
+        """The rank whose own failure ended a launch: the one its MPI says
+        called MPI_Abort; else the first to exit non-zero by itself, else the
+        first killed one (128+N), else the first that printed to stderr. First
+        in time: a rank that fails brings its peers down after it, killed by
+        the launcher or, some of them, exiting by themselves on the broken
+        connection it leaves."""
+        aborted = self.aborted()
+        if aborted is not None:
+            return aborted[0]
         failed = [(end.code >= 128, math.inf if end.ended is None else end.ended, r)
                   for r, end in enumerate(self.ends) if end.code is not None and end.code != 0]
         if failed:
@@ -68,7 +87,9 @@ class Output:
         if rank is None or not self.ranks[rank][1].strip():
             return tail(self.stderr)
         code = self.ends[rank].code if rank < len(self.ends) else None
-        said = f"exit {code}" if code is not None else "no exit record"
+        aborted = self.aborted()
+        said = (f"exit {code}" if code is not None else
+                f"MPI_Abort with {aborted[1]}" if aborted is not None and aborted[0] == rank else "no exit record")
         return f"rank {rank} of {len(self.ranks)} ({said}): {head(self.ranks[rank][1])}"
 
 

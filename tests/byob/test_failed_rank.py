@@ -33,6 +33,24 @@ def test_a_peer_that_exits_by_itself_on_the_broken_connection_is_not_blamed() ->
     assert same_time.failed_rank() == 0  # no order in time: the lower rank
 
 
+def test_the_rank_its_mpi_says_aborted_is_named_though_it_left_no_exit_record() -> None:
+    """The launcher killed rank 1 (and its record with it) after its MPI_Abort; rank 0 had exited by
+    itself, on the connection rank 1 broke, and recorded that: the MPI library's statement decides."""
+    reset = "btl_tcp.c:559:mca_btl_tcp_recv_blocking] recv(17) failed: Connection reset by peer (104)\n"
+    own = ("mybench: rank 1 refuses n=64\n" "-----\n"
+           "MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD\nwith errorcode 3.\n")
+    out = Output("", "srun: error: n2: task 1: Killed\n", (("", reset), ("", own)), (RankEnd(1, 100.0), RankEnd()))
+    assert out.failed_rank() == 1
+    assert out.failure() == ("rank 1 of 2 (MPI_Abort with 3): mybench: rank 1 refuses n=64 | "
+                             "MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD | with errorcode 3.")
+    mpich = Output("", "application called MPI_Abort(MPI_COMM_WORLD, 7) - process 2\n",
+                   (("", ""), ("", ""), ("", "bad input\n")), (RankEnd(), RankEnd(), RankEnd()))
+    assert mpich.failed_rank() == 2 and mpich.failure() == "rank 2 of 3 (MPI_Abort with 7): bad input"
+    beyond = Output("", "MPI_ABORT was invoked on rank 5 in communicator MPI_COMM_WORLD\nwith errorcode 1.\n",
+                    (("", "x\n"), ("", "")), (RankEnd(), RankEnd()))
+    assert beyond.failed_rank() == 0  # a rank this launch has not: no statement
+
+
 def test_killed_ranks_only_then_the_first_killed_one() -> None:
     out = Output("", "", (("", ""), ("", "oom: killed\n")), (RankEnd(), RankEnd(137, 5.0)))
     assert out.failed_rank() == 1 and out.failure() == "rank 1 of 2 (exit 137): oom: killed"
