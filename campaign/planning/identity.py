@@ -9,6 +9,12 @@ and torch versions of a torch kernel, and the run environment (container image d
 and runtime version, Spack lock hash: campaign.planning.run_env). Those go into `RunSpec.identity`, and so into the
 run key: resubmitting after any of them changed submits new runs, and
 `submit` says what changed (`why_new`) against the runs already in the ledger.
+
+A tool-driven benchmark (docs/byob.md) is started by our driver, so its argv
+names our code; the user's own program behind it is identified as well
+(`user_program`, entries `user.<name>`): without it a rebuilt binary was
+"nothing new to submit" and never ran, or its numbers were pooled with the
+old build's.
 """
 
 from __future__ import annotations
@@ -24,16 +30,18 @@ from typing import Any
 
 from campaign.config.load import repo_root
 from campaign.config.schema import RootConfig
-from campaign.job.template import template_hash
+from campaign.job.template import placeholders, template_hash
+from campaign.planning import programs
 from campaign.planning.byob import is_tool
 from campaign.planning.code_hash import CODE_PREFIX, code_hash
 from campaign.planning.environment import job_env
-from campaign.planning.run_env import identity_items, resolve
+from campaign.planning.run_env import containerised, identity_items, resolve
 from campaign.planning.run_spec import RunSpec
 
 _VERSIONS = ("import sys, importlib.metadata as m\n"
              "def v(p):\n    try: return m.version(p)\n    except Exception: return 'none'\n"
              "print('python ' + sys.version.split()[0] + ' torch ' + v('torch'))")
+ABSENT = "absent"  # a program file that cannot be read here
 COORDINATES = ("kernel", "impl", "variant", "partition", "threads", "gpus", "dtype", "device", "extra_args")
 
 
@@ -47,7 +55,7 @@ def _file_hash(path: str, cache: dict[str, str]) -> str:
                 fh.seek(0)
                 cache[path] = code or "sha256:" + hashlib.file_digest(fh, "sha256").hexdigest()[:16]
         except OSError:
-            cache[path] = "absent"
+            cache[path] = ABSENT
     return cache[path]
 
 
@@ -99,6 +107,49 @@ def program_identity(argv: tuple[str, ...], cache: dict[str, str]) -> list[tuple
     return items
 
 
+USER = "user."  # a tool-driven benchmark's own program and scripts: user.<file name>
+
+
+def _job_path(word: str, path: str | None, cache: dict[str, str]) -> str | None:
+    """The file the driver starts for `word`: an absolute path as it is, a bare
+    name through the runs' PATH (as subprocess finds it in the job). None for a
+    relative path with a folder: the job resolves it in its own attempt folder,
+    which does not exist at submit (there is no file of the user's to hash)."""
+    if os.sep in word and not os.path.isabs(word):
+        return None
+    key = f"which:{word}\0{path}"
+    if key not in cache:
+        cache[key] = programs.resolve(word, path) or ""
+    return cache[key] or None
+
+
+def user_program(argv: tuple[str, ...], identity: list[tuple[str, str]],
+                 cache: dict[str, str]) -> list[tuple[str, str]]:
+    """What identifies a tool-driven benchmark's own program (its driver is
+    ours and is hashed by program_identity): the content of the file its
+    argv[0] names, resolved as the job starts it, and of each absolute path
+    among its arguments that is a file (an interpreter's script: `python3
+    /x/bench.py`, `bash /x/run.sh`). A program inside a container is the
+    image's (the digest is in `identity`) and a `script:` is text of the
+    declaration (in the argv already): neither has an entry. A program that is
+    not on this host is `absent`, steadily, until it appears; one named by a
+    placeholder (`/opt/{variant}/bench`) cannot be resolved before the run
+    and is identified by its declaration only."""
+    if not is_tool(argv) or len(argv) < 4 or containerised(identity):
+        return []
+    spec = json.loads(argv[3])
+    words = [str(w) for w in spec.get("argv") or []]
+    if spec.get("script") or not words:
+        return []
+    word = words[0]
+    if placeholders(word):
+        return [(f"{USER}{Path(word).name}", "named by a placeholder: its declaration only")]
+    found = _job_path(word, dict(identity).get("env.PATH", os.environ.get("PATH")), cache)
+    items = [(f"{USER}{Path(word).name}", _file_hash(found, cache) if found else ABSENT)]
+    return items + [(f"{USER}{Path(a).name}", _file_hash(a, cache)) for a in words[1:]
+                    if os.path.isabs(a) and not placeholders(a) and os.path.isfile(a)]
+
+
 def with_identity(cfg: RootConfig, runs: Iterable[RunSpec]) -> list[RunSpec]:
     """The runs with `identity` filled in (environment, modules, program)."""
     cluster = cfg.cluster
@@ -115,7 +166,7 @@ def with_identity(cfg: RootConfig, runs: Iterable[RunSpec]) -> list[RunSpec]:
             items += [("modules", " ".join(modules)), ("stack_unlimited", str(cluster.stack_unlimited))]
             # the image (digest, runtime version) or Spack environment (lock hash) the program runs in
             items += identity_items(*resolve(cfg.experiment, part), part.gpus > 0, cache)
-            seen[where] = tuple(items + program_identity(run.argv, cache))
+            seen[where] = tuple(items + program_identity(run.argv, cache) + user_program(run.argv, items, cache))
         out.append(run.evolve(identity=seen[where]))
     return out
 
@@ -128,6 +179,8 @@ def _flat(spec: dict[str, Any]) -> dict[str, Any]:
 
 _MISSING = object()
 CODE_NOTE = ("a Python program's hash now covers its code only, not its comments and docstrings: "
+             "runs of an unchanged program are new this once")
+USER_NOTE = ("a tool-driven benchmark's own program is now part of its runs' identity: "
              "runs of an unchanged program are new this once")
 _VALUE_CHARS = 80  # one changed value in a line; a program hash or a path is cut, not a whole argv
 
@@ -157,6 +210,13 @@ def _now_code(old: Any, new: Any) -> bool:
     return isinstance(old, str) and isinstance(new, str) and old.startswith("sha256:") and new.startswith(CODE_PREFIX)
 
 
+def _now_user(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """A tool-driven run recorded before its own program was hashed: the same declaration
+    outside a container both times, no user.* entry in the ledger's run, some in the new one."""
+    return (old.get("argv") == new.get("argv") and "container.runtime" not in old and "container.runtime" not in new
+            and not any(k.startswith(USER) for k in old) and any(k.startswith(USER) for k in new))
+
+
 def _coordinates(spec: dict[str, Any]) -> str:
     return repr([spec.get(c) if c != "extra_args" else [list(p) for p in spec.get(c) or []] for c in COORDINATES])
 
@@ -184,5 +244,7 @@ def why_new(fresh: list[RunSpec], existing: list[dict[str, Any]], limit: int = 3
         text = "; ".join(changed[:limit]) + (f"; ... ({len(changed)} changes)" if len(changed) > limit else "")
         if any(_now_code(a.get(k), b.get(k)) for k in a):
             text += f" ({CODE_NOTE})"
+        if _now_user(a, b):
+            text += f" ({USER_NOTE})"
         reasons[text or "same parameters (--force)"] += 1
     return [f"{count} new run(s): {text}" for text, count in reasons.most_common()]
