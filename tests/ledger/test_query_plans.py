@@ -94,3 +94,28 @@ def test_the_check_sees_a_full_scan(tmp_path: Path) -> None:
     led = _ledger(tmp_path)
     assert _full_scans(tmp_path / "ledger.sqlite", [("SELECT * FROM job_attempt WHERE node = ?", ("n1",))])
     led.close()
+
+
+def _plans(path: Path, statements: list[tuple[str, object]]) -> list[list[str]]:
+    con = sqlite3.connect(path)
+    try:
+        return [[str(row[-1]) for row in con.execute("EXPLAIN QUERY PLAN " + statement, params)]  # type: ignore[arg-type]
+                for statement, params in statements]
+    finally:
+        con.close()
+
+
+def test_superseded_runs_are_grouped_in_the_index_order(tmp_path: Path) -> None:
+    """The read that leaves out older builds (campaign.results.latest.find) groups every run by its
+    configuration and identity: through ix_run_configuration (its spec entries read from the index, no
+    sort), as a v15 ledger has it; a missing index or a statement whose expression differs from the
+    index's would parse 200,000 specs and sort them."""
+    from campaign.results.latest import find
+
+    led = _ledger(tmp_path)
+    with led.session() as s:
+        statements = _captured(led, lambda: find(s, None, True, None))
+    grouped = [plan for plan in _plans(tmp_path / "ledger.sqlite", statements)
+               if any("ix_run_configuration" in step for step in plan)]
+    assert grouped, statements
+    assert not any("TEMP B-TREE FOR GROUP BY" in step for plan in grouped for step in plan), grouped
