@@ -34,16 +34,18 @@ class SpecText(ColumnElement[str]):
         self.name = name
 
 
-@compiles(SpecText, "sqlite")
 def _sqlite(element: SpecText, compiler: Any, **kw: Any) -> str:
     # unqualified: an index's expression names no table, and SQLite matches a statement's `run.spec` to it
     return f"json_quote(json_extract(spec, '$.\"{element.name}\"'))"
 
 
-@compiles(SpecText)
 def _other(element: SpecText, compiler: Any, **kw: Any) -> str:
     from campaign.ledger.models import Run
 
     # the path as a literal: the select list and the GROUP BY then hold one text (two bound parameters would
     # be two expressions to PostgreSQL)
     return str(compiler.process(cast(Run.spec[element.name], Text), **{**kw, "literal_binds": True}))
+
+
+compiles(SpecText, "sqlite")(_sqlite)
+compiles(SpecText)(_other)

@@ -105,14 +105,19 @@ def _plans(path: Path, statements: list[tuple[str, object]]) -> list[list[str]]:
         con.close()
 
 
-def test_superseded_runs_are_grouped_in_the_index_order(tmp_path: Path) -> None:
+@pytest.mark.parametrize("made", ["new", "upgraded"])
+def test_superseded_runs_are_grouped_in_the_index_order(tmp_path: Path, made: str) -> None:
     """The read that leaves out older builds (campaign.results.latest.find) groups every run by its
     configuration and identity: through ix_run_configuration (its spec entries read from the index, no
-    sort), as a v15 ledger has it; a missing index or a statement whose expression differs from the
-    index's would parse 200,000 specs and sort them."""
+    sort), in a new ledger and in one that v15 upgraded; a missing index or a statement whose expression
+    differs from the index's would parse 200,000 specs and sort them."""
     from campaign.results.latest import find
+    from tests.ledger.make_version_fixtures import FIXTURES, copy_ledger
 
-    led = _ledger(tmp_path)
+    if made == "new":
+        led = _ledger(tmp_path)
+    else:
+        led = Ledger(copy_ledger(FIXTURES / "v14.sqlite", tmp_path / "ledger.sqlite"))
     with led.session() as s:
         statements = _captured(led, lambda: find(s, None, True, None))
     grouped = [plan for plan in _plans(tmp_path / "ledger.sqlite", statements)
