@@ -14,17 +14,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Text, cast
+from sqlalchemy import JSON, Text, cast, column, table
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
 # the spec entries a configuration and its identity are grouped by (campaign.results.latest), in index order
 CONFIGURATION_ENTRIES = ("d", "extra_args", "identity")
+_RUN = table("run", column("spec", JSON()))  # (not the model: campaign.ledger.models builds its index from here)
 
 
 class SpecText(ColumnElement[str]):
-    """`run.spec`'s entry `name` as JSON text (NULL where the spec has none)."""
+    """`run.spec`'s entry `name` as JSON text (where the spec has none: 'null' on SQLite, NULL on
+    PostgreSQL, as the cast of SQLAlchemy's JSON path gives it)."""
 
     inherit_cache = True
     _traverse_internals = [("name", InternalTraversal.dp_string)]  # (the name is part of the cached SQL)
@@ -40,11 +42,9 @@ def _sqlite(element: SpecText, compiler: Any, **kw: Any) -> str:
 
 
 def _other(element: SpecText, compiler: Any, **kw: Any) -> str:
-    from campaign.ledger.models import Run
-
     # the path as a literal: the select list and the GROUP BY then hold one text (two bound parameters would
     # be two expressions to PostgreSQL)
-    return str(compiler.process(cast(Run.spec[element.name], Text), **{**kw, "literal_binds": True}))
+    return str(compiler.process(cast(_RUN.c.spec[element.name], Text), **{**kw, "literal_binds": True}))
 
 
 compiles(SpecText, "sqlite")(_sqlite)
