@@ -13,6 +13,7 @@ from sqlalchemy import JSON, Enum, ForeignKey, Index, String, Table, UniqueConst
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from campaign.ledger.layout import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: written once, in layout
+from campaign.ledger.spec_text import CONFIGURATION_ENTRIES, SpecText
 from campaign.ledger.types import UTCDateTime
 from campaign.plumbing.states import JobState
 
@@ -265,4 +266,8 @@ class PreflightStep(StepJob, Base):
 # The Core tables of the hot bulk paths (submit's and sync's executemany), typed once:
 # a mapped class's __table__ is declared as a FromClause.
 RUN_TABLE = cast(Table, Run.__table__)
+# a configuration's runs in order (campaign.results.latest groups by these), their spec entries read from the
+# index (campaign.ledger.spec_text); SQLite only: PostgreSQL hashes the groups
+Index("ix_run_configuration", Run.campaign_id, Run.partition, Run.kernel, Run.impl, Run.variant, Run.device,
+      Run.dtype, *(SpecText(name) for name in CONFIGURATION_ENTRIES)).ddl_if(dialect="sqlite")
 ATTEMPT_TABLE = cast(Table, JobAttempt.__table__)

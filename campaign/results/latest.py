@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session
 
 from campaign.job.element_type import run_untyped
 from campaign.ledger import Campaign, JobAttempt, ResultFile, Run
+from campaign.ledger.spec_text import CONFIGURATION_ENTRIES, SpecText
 from campaign.plumbing.states import JobState
 from campaign.results.query import PARTIAL_USABLE, attempt_filter
 
@@ -82,20 +83,23 @@ def _measured() -> Any:
 def _runs(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: Any,
           only: Any = None) -> list[tuple[Any, ...]]:
     """(cluster, partition, kernel, impl, variant, device, dtype, d, extra_args,
-    identity, newest run id, run ids) per configuration and identity text of
-    the runs with an attempt the read selects: one statement, grouped in the
-    database (200,000 runs give a few hundred rows, not a Python row per run).
-    The run ids (comma-separated text) only for `only`'s groups: (configuration,
-    identity text) pairs; None: no ids, the empty list: no rows."""
+    identity, newest run id, run ids) per campaign, configuration and identity
+    text of the runs with an attempt the read selects: one statement, grouped
+    in the database (200,000 runs give a few hundred rows, not a Python row per
+    run), in the order of the index `ix_run_configuration` (by campaign: the
+    campaign's cluster then comes from its row; two campaigns of one cluster
+    give a configuration two rows, which `find` merges). The run ids
+    (comma-separated text) only for `only`'s groups: (configuration, identity
+    text) pairs; None: no ids, the empty list: no rows."""
     attempt = select(JobAttempt.id).where(JobAttempt.run_id == Run.id)
     if usable_only:
         attempt = attempt.where(_measured())
     attempt = attempt_filter(attempt, where)
-    # the JSON parts as text, extracted in the database and decoded once per group
-    parts = (Campaign.cluster, Run.partition, Run.kernel, Run.impl, Run.variant, Run.device, Run.dtype,
-             cast(Run.spec["d"], Text), cast(Run.spec["extra_args"], Text), cast(Run.spec["identity"], Text))
+    # the JSON parts as text, read from the index (SQLite), decoded once per group
+    parts = (Run.campaign_id, Run.partition, Run.kernel, Run.impl, Run.variant, Run.device, Run.dtype,
+             *(SpecText(name) for name in CONFIGURATION_ENTRIES))
     ids = func.count(Run.id) if only is None else _id_list(s)
-    stmt = (select(*parts, func.max(Run.id), ids)
+    stmt = (select(func.max(Campaign.cluster), *parts[1:], func.max(Run.id), ids)
             .join(Campaign, Campaign.id == Run.campaign_id).where(exists(attempt)).group_by(*parts))
     if campaign:
         stmt = stmt.where(Campaign.name.in_([campaign] if isinstance(campaign, str) else list(campaign)))

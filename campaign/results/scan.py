@@ -66,8 +66,10 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
     file's schema version (SCHEMA: a reader of files all of the current schema
     maps nothing, file_scan.scan_sql). Imported
     rows have no job start or commit: a date or commit selection leaves them out."""
-    stmt = (select(ResultFile.path, ResultFile.sha256, ResultFile.campaign_id, Campaign.workdir, ResultFile.attempt_id,
-                   Campaign.name,
+    # a campaign's name and folder once per campaign, not once per key (200,000 texts each)
+    campaigns = {cid: (name, workdir) for cid, name, workdir in s.execute(
+        select(Campaign.id, Campaign.name, Campaign.workdir))}
+    stmt = (select(ResultFile.path, ResultFile.sha256, ResultFile.campaign_id, ResultFile.attempt_id,
                    type_coerce(JobAttempt.state, String), JobAttempt.alloc_cpus, JobAttempt.overlap,
                    Run.spec["replicate"].as_integer(), Run.spec["nodes"].as_integer(),
                    Run.spec["ranks_per_node"].as_integer(), JobAttempt.attempt, ResultFile.schema_version)
@@ -91,16 +93,17 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
     result = s.connection().execute(stmt)  # Core rows, no ORM entity; transposed in C, a batch at a time
     while batch := result.fetchmany(100_000):
         cols = list(zip(*batch, strict=True))
-        for path, digest, campaign_id, workdir in dict.fromkeys(zip(*cols[:4], strict=True)):
+        for path, digest, campaign_id in dict.fromkeys(zip(*cols[:3], strict=True)):
             if campaign_id not in places:
-                places[campaign_id] = files.pointer_homes(root, campaign_id, workdir)
+                places[campaign_id] = files.pointer_homes(root, campaign_id, campaigns.get(campaign_id, ("", ""))[1])
             if (campaign_id, path) not in paths:  # (one file holds a batch's attempts)
                 place[campaign_id, path] = len(paths)
                 paths[campaign_id, path] = digest
-        for path, campaign_id, attempt_id in zip(cols[0], cols[2], cols[4], strict=True):
+        for path, campaign_id, attempt_id in zip(cols[0], cols[2], cols[3], strict=True):
             # (an imported file has one pointer, no attempt: its rows are keyed by the file's place)
             ids.append(attempt_id if attempt_id is not None else -1 - place[campaign_id, path])
-        for name, column in zip((*LEDGER, SCHEMA), cols[5:], strict=True):
+        values["campaign"] += [campaigns[cid][0] if cid is not None else None for cid in cols[2]]
+        for name, column in zip((*(n for n in LEDGER if n != "campaign"), SCHEMA), cols[4:], strict=True):
             values[name] += column
     return [(files.locate(places[cid], path), digest) for (cid, path), digest in paths.items()], ids, values
 

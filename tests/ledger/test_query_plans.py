@@ -94,3 +94,33 @@ def test_the_check_sees_a_full_scan(tmp_path: Path) -> None:
     led = _ledger(tmp_path)
     assert _full_scans(tmp_path / "ledger.sqlite", [("SELECT * FROM job_attempt WHERE node = ?", ("n1",))])
     led.close()
+
+
+def _plans(path: Path, statements: list[tuple[str, object]]) -> list[list[str]]:
+    con = sqlite3.connect(path)
+    try:
+        return [[str(row[-1]) for row in con.execute("EXPLAIN QUERY PLAN " + statement, params)]  # type: ignore[arg-type]
+                for statement, params in statements]
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("made", ["new", "upgraded"])
+def test_superseded_runs_are_grouped_in_the_index_order(tmp_path: Path, made: str) -> None:
+    """The read that leaves out older builds (campaign.results.latest.find) groups every run by its
+    configuration and identity: through ix_run_configuration (its spec entries read from the index, no
+    sort), in a new ledger and in one that v15 upgraded; a missing index or a statement whose expression
+    differs from the index's would parse 200,000 specs and sort them."""
+    from campaign.results.latest import find
+    from tests.ledger.make_version_fixtures import FIXTURES, copy_ledger
+
+    if made == "new":
+        led = _ledger(tmp_path)
+    else:
+        led = Ledger(copy_ledger(FIXTURES / "v14.sqlite", tmp_path / "ledger.sqlite"))
+    with led.session() as s:
+        statements = _captured(led, lambda: find(s, None, True, None))
+    grouped = [plan for plan in _plans(tmp_path / "ledger.sqlite", statements)
+               if any("ix_run_configuration" in step for step in plan)]
+    assert grouped, statements
+    assert not any("TEMP B-TREE FOR GROUP BY" in step for plan in grouped for step in plan), grouped

@@ -93,3 +93,21 @@ def test_a_program_without_a_dtype_or_d_is_named_without_them(tmp_path: Path) ->
     with led.session() as s:
         [record] = latest.find(s, None, True, None).records
     assert record["configuration"] == "mybench/sh/plain cpu on local/local", record
+
+
+def test_one_configuration_in_two_campaigns_of_a_cluster_is_one_group(tmp_path: Path) -> None:
+    """The runs are grouped by campaign first (the index's order): a configuration that two campaigns of
+    one cluster share is still one configuration, its latest build the newer campaign's."""
+    led = Ledger(tmp_path / "ledger.sqlite")
+    old = [add_attempt(led, tmp_path, state=JobState.COMPLETED, campaign="first",
+                       spec=replace(SPEC, identity=A, replicate=rep)) for rep in range(REPLICATES)]
+    for rep in range(REPLICATES):
+        add_attempt(led, tmp_path, state=JobState.COMPLETED, campaign="second", spec=replace(SPEC, identity=B, replicate=rep))
+    add_attempt(led, tmp_path, state=JobState.COMPLETED, campaign="first", spec=replace(SPEC, d=32, identity=A))
+    with led.session() as s:
+        found = latest.find(s, None, True, None)
+        alone = latest.find(s, "first", True, None)
+    assert found.runs == old  # (one attempt per run: the run ids are the attempt ids)
+    [record] = found.records
+    assert record["runs"] == REPLICATES and "'sha256:a' -> 'sha256:b'" in record["change"]
+    assert alone.runs == []  # within its own campaign the first build is the latest
