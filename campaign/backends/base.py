@@ -47,6 +47,9 @@ class Submitted:
     cluster: str | None = None  # the scheduler's cluster that holds the job (None: the local one)
     cpus: int | None = None  # the allocation the job asked for, recorded with the attempt
     gpus: int | None = None
+    # when it was submitted, where that was before its record (a job found again after the submitter
+    # died: its manifest's time); None: now, as it is recorded
+    submitted_at: datetime | None = None
 
 
 @dataclass

@@ -222,7 +222,10 @@ class SlurmBackend(Backend):
         statuses: dict[int, JobStatus] = {}
         warnings: list[str] = []
         for where, group in _by_cluster(refs).items():
-            infos, more = slurm_query.query_states([r.job_id for r in group], clusters=where)
+            # the earliest submission bounds sacct's answer: an older job with a reused id is not ours
+            times = [r.submitted_at for r in group]
+            since = None if None in times else min(t for t in times if t is not None)
+            infos, more = slurm_query.query_states([r.job_id for r in group], clusters=where, since=since)
             infos = slurm_reasons.live_reasons(infos, clusters=where)  # sacct's pending Reason is stale
             warnings += more
             for ref in group:

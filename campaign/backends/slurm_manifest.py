@@ -15,6 +15,7 @@ import os
 import time
 import uuid
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -88,8 +89,10 @@ def recover(folder: Path, requests: Sequence[JobRequest]) -> list[Submitted]:
             if aid in wanted:
                 job_id = f"{base}_{index}" if array else base
                 out, err = log_paths(str(logs_folder(folder, path.stem)), job_id)
+                # submitted after its manifest was written: sync asks sacct from then on (query_sacct)
                 found.append(Submitted(aid, job_id, base if array else None, index if array else None, out, err,
-                                       cluster=single_cluster(clusters)))
+                                       cluster=single_cluster(clusters),
+                                       submitted_at=datetime.fromtimestamp(path.stat().st_mtime, UTC)))
     return found
 
 

@@ -17,7 +17,7 @@ import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from campaign.backends.slurm_components import join_components
 from campaign.backends.slurm_fields import (
@@ -31,9 +31,11 @@ from campaign.backends.slurm_fields import (
 )
 from campaign.backends.slurm_run import no_config_hint, run_slurm
 from campaign.backends.slurm_states import from_slurm
+from campaign.plumbing.clock import as_utc
 from campaign.plumbing.errors import SchedulerError
 from campaign.plumbing.states import JobState
 
+SINCE_SLACK = timedelta(minutes=10)  # clocks of login node and controller may disagree by this much
 SACCT_FIELDS = ("JobID", "State", "ExitCode", "NodeList", "Start", "End", "Reason")
 # squeue -O fields with "|" as suffix: no padding, one separator per field.
 SQUEUE_FIELDS = (
@@ -178,16 +180,33 @@ def single_cluster(clusters: str | None) -> str | None:
     return None
 
 
+def since_option(since: datetime | None) -> list[str]:
+    """sacct's ``-S`` for jobs submitted at or after an instant, in the local
+    time sacct reads, less SINCE_SLACK for the clocks of login node and
+    controller. Without it sacct answers a job id with every job that ever
+    had it: a controller whose state was reset, or job ids wrapped at
+    MaxJobId, give an old job's record for a new job not in accounting yet."""
+    if since is None:
+        return []
+    instant = as_utc(since)
+    assert instant is not None
+    local = (instant - SINCE_SLACK).astimezone()
+    return ["-S", local.strftime("%Y-%m-%dT%H:%M:%S")]
+
+
 def query_sacct(
     job_ids: Sequence[str], *, chunk: int = 1000,
     env: Mapping[str, str] | None = None, timeout_s: float = 60, clusters: str | None = None,
+    since: datetime | None = None,
 ) -> dict[str, SlurmJobInfo]:
     """States of the given jobs from accounting, one sacct call per `chunk` ids.
 
     An array id (``1234``) returns all its tasks (``1234_0`` ...), as sacct
     does; a raw task id returns that task under its ``ArrayJobID_TaskID``
     name. Ids sacct does not know yet (just submitted) are absent. `env` is
-    laid over os.environ (e.g. ``{"SLURM_CONF": ...}``).
+    laid over os.environ (e.g. ``{"SLURM_CONF": ...}``). `since`: the
+    earliest submission among them (since_option): jobs that ended before it
+    are not theirs.
     Raises AccountingDisabledError without slurmdbd, SchedulerError when sacct fails.
     """
     if chunk < 1:
@@ -202,8 +221,8 @@ def query_sacct(
     query = list(dict.fromkeys(i.split("_", 1)[0] for i in ids))
     found: dict[str, SlurmJobInfo] = {}
     for i in range(0, len(query), chunk):
-        argv = ["sacct", *where_clusters(clusters), "-j", ",".join(query[i:i + chunk]), "--parsable2", "--noheader",
-                "-o", ",".join(SACCT_FIELDS)]
+        argv = ["sacct", *where_clusters(clusters), *since_option(since), "-j", ",".join(query[i:i + chunk]),
+                "--parsable2", "--noheader", "-o", ",".join(SACCT_FIELDS)]
         proc = run_slurm(argv, env, timeout_s)
         if proc.returncode != 0:
             raise sacct_failure(proc)
@@ -278,14 +297,16 @@ def query_squeue_fallback(
 def query_states(
     job_ids: Sequence[str], *, chunk: int = 1000,
     env: Mapping[str, str] | None = None, timeout_s: float = 60, clusters: str | None = None,
+    since: datetime | None = None,
 ) -> tuple[dict[str, SlurmJobInfo], list[str]]:
-    """States from sacct; without accounting, from squeue with a warning.
+    """States from sacct (of jobs submitted since `since`: query_sacct);
+    without accounting, from squeue with a warning.
 
     Returns (states by job id, warnings for the user). SchedulerError when
     Slurm cannot be reached at all.
     """
     try:
-        return query_sacct(job_ids, chunk=chunk, env=env, timeout_s=timeout_s, clusters=clusters), []
+        return query_sacct(job_ids, chunk=chunk, env=env, timeout_s=timeout_s, clusters=clusters, since=since), []
     except AccountingDisabledError as exc:
         try:
             found = query_squeue_fallback(job_ids, env=env, timeout_s=timeout_s, clusters=clusters)

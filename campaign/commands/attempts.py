@@ -185,7 +185,8 @@ def record_submitted(ledger: Ledger, backend: Backend, chunk: list[Submitted]) -
     name = backend.name
     with ledger.session.begin() as s:
         q.update_many(s, ATTEMPT_TABLE, _SUBMITTED_COLUMNS, [
-            (sub.job_id, sub.array_job_id, sub.array_index, sub.stdout_path, sub.stderr_path, name, stamp,
+            (sub.job_id, sub.array_job_id, sub.array_index, sub.stdout_path, sub.stderr_path, name,
+             sub.submitted_at or stamp,
              sub.cluster, sub.cpus, sub.gpus, sub.attempt_id)
             for sub in chunk
         ])

@@ -91,8 +91,10 @@ def test_job_on_second_cluster_is_cancelled_there(
     assert queue.stdout.strip() in ("", "CANCELLED"), queue.stdout
     acct = ""
     while time.monotonic() < deadline:
-        acct = subprocess.run(["sacct", "-M", second_slurm_cluster, "-X", "-n", "-P", "-j", job_id, "-o", "State"],
-                              capture_output=True, text=True, timeout=30).stdout
+        # the second cluster's job ids start again with each test session: the id's latest submission is this job
+        lines = subprocess.run(["sacct", "-M", second_slurm_cluster, "-X", "-n", "-P", "-j", job_id, "-o", "Submit,State"],
+                               capture_output=True, text=True, timeout=30).stdout.splitlines()
+        acct = max(lines).split("|", 1)[1] if lines else ""
         if acct.strip():
             break
         time.sleep(POLL_S)
