@@ -7,6 +7,7 @@ error at compose time, before anything is planned or submitted.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -347,3 +348,12 @@ class RootConfig:
     experiment: ExperimentSpec = MISSING
     kernels: dict[str, KernelSpec] = field(default_factory=dict)
     campaign: CampaignSettings = field(default_factory=CampaignSettings)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RootConfig:
+        """A copy is another configuration, changed after it: the composition
+        campaign.config.load keeps for provenance (`_composed`, its YAML) would
+        describe the original, so it stays behind (and copying that OmegaConf
+        tree was nearly all of a copy's time)."""
+        out = object.__new__(RootConfig)
+        out.__dict__.update({k: copy.deepcopy(v, memo) for k, v in self.__dict__.items() if not k.startswith("_")})
+        return out
