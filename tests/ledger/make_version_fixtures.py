@@ -57,6 +57,7 @@ REVISIONS: dict[str, tuple[str, str]] = {
     "v12": ("2fd31c8", "schema 12: result rows in Parquet files (in v12.results/: its campaign folders are not here)"),
     "v13": ("bea273f", "schema 13: imported rows in files too, no row store (in v13.results/, imports/ included)"),
     "v14": ("a934a1d", "schema 14: job_attempt.machine, the machine's state per attempt (in v14.results/)"),
+    "v15": ("a41e54c", "schema 15: the index ix_run_configuration, nothing new written (in v15.results/)"),
 }
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ledgers"
