@@ -171,17 +171,26 @@ def bandwidth(med: pd.DataFrame) -> pd.DataFrame:
     return first
 
 
+def _shapes(frame: pd.DataFrame) -> list[str]:
+    """nodes and ranks where they differ among the points: a 1-node and a 2-node point of one
+    configuration, threads and n are told apart by them."""
+    return [c for c in ("nodes", "ranks") if c in frame.columns and frame[c].nunique() > 1]
+
+
 def _bandwidth_table(med: pd.DataFrame, partitions: pd.DataFrame | None) -> Table | None:
-    """bytes / time_s per configuration, threads and n, with the ceiling where declared."""
+    """bytes / time_s per configuration, nodes and ranks (where they differ), threads and n, with the
+    ceiling where declared."""
     first = bandwidth(med)
     if not len(first):
         return None
     ceilings = _ceilings(partitions)
+    shapes = _shapes(first)
     rows = []
     for _, r in first.iterrows():
         bw = r["bytes"] / r["time_s"]
         ceiling = ceilings.get((str(r["cluster"]), str(r["partition"])))
-        rows.append({"configuration": r["label"], "threads": str(int(r["threads"])), "n": str(r["n"]),
+        rows.append({"configuration": r["label"], **{c: str(int(r[c])) for c in shapes},
+                     "threads": str(int(r["threads"])), "n": str(r["n"]),
                      "GB/s": display.sig(bw / 1e9),
                      "ceiling GB/s": display.sig(ceiling / 1e9) if ceiling else "not declared",
                      "of ceiling": display.percent(bw / ceiling) if ceiling else "–"})
@@ -202,7 +211,9 @@ def bandwidth_plot(results: pd.DataFrame, partitions: pd.DataFrame | None, clust
     if bw.empty:
         return None
     ceilings = _ceilings(partitions)
-    bw["line"] = [f"{label} T={int(t)}" for label, t in zip(bw["label"], bw["threads"])]
+    shapes = _shapes(bw)  # a line per node and rank count too, where they differ
+    bw["line"] = [f"{label} T={int(t)}" + "".join(f" {c[0].upper()}={int(v)}" for c, v in zip(shapes, vals, strict=True))
+                  for label, t, *vals in zip(bw["label"], bw["threads"], *(bw[c] for c in shapes), strict=True)]
     lines = pick(sorted(bw["line"].unique().tolist()), 8)
     colours = palette(lines)
     drawn: list[bool] = []
@@ -233,7 +244,7 @@ def bandwidth_plot(results: pd.DataFrame, partitions: pd.DataFrame | None, clust
     if fig is None:
         return None
     caption = ("Bandwidth from the cost model (bytes / median time) vs n, one line per configuration and "
-               "thread count; " + ("dashed = the partition's mem_bw ceiling" if all(drawn) else
+               "thread count (and node and rank count, N and R, where they differ); " + ("dashed = the partition's mem_bw ceiling" if all(drawn) else
                                    "no dashed ceiling where the partition declares no ceilings.mem_bw"))
     return Figure(fig.path, caption, fig.note, fig.width_in, fig.height_in)
 

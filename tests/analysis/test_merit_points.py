@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.merit import bandwidth, medians
+from analysis.merit import bandwidth, medians, merit_tables
 from analysis.merit_json import figures_json
 
 
@@ -29,6 +29,18 @@ def test_dtypes_and_node_counts_are_separate_points() -> None:
     assert got == {("fp32", 1): (101.0, 3), ("fp64", 1): (51.0, 3), ("fp32", 2): (181.0, 3)}
     assert set(med["label"]) == {"gemm/blas/v fp32 p [opt=a=b]", "gemm/blas/v fp64 p [opt=a=b]"}
     assert len(bandwidth(med)) == 3  # one bandwidth per point, the 2-node one too
+
+
+def test_the_bandwidth_table_tells_node_counts_apart() -> None:
+    """A 1-node and a 2-node point of one configuration, threads and n: two rows, each with its nodes and
+    ranks (one row each before looked like the same point twice)."""
+    [table] = [t for t in merit_tables(_rows({("fp32", 1): 100.0, ("fp32", 2): 180.0}), None, "c")
+               if t.caption.startswith("Bandwidth")]
+    got = table.frame[["configuration", "nodes", "ranks", "threads", "n"]].values.tolist()
+    assert got == [["gemm/blas/v fp32 p [opt=a=b]", "1", "1", "1", "10"],
+                   ["gemm/blas/v fp32 p [opt=a=b]", "2", "2", "1", "10"]]
+    [single] = [t for t in merit_tables(_rows({("fp32", 1): 100.0}), None, "c") if t.caption.startswith("Bandwidth")]
+    assert "nodes" not in single.frame.columns  # one shape: no column that says nothing
 
 
 def test_json_records_carry_the_dimensions() -> None:
