@@ -54,10 +54,6 @@ def _labels(frame: pd.DataFrame) -> pd.Series:
     return labels(shown if "device" in shown.columns else shown.assign(device="cpu"))
 
 
-def _label(row: pd.Series) -> str:
-    return str(_labels(row.to_frame().T).iloc[0])
-
-
 def has_figures(results: pd.DataFrame) -> bool:
     return all(c in results.columns for c in FOM_COLUMNS) and bool(results["metric"].notna().any())
 
@@ -89,7 +85,7 @@ def medians(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def _value_table(part: pd.DataFrame, metric: str, unit: str, higher: bool) -> Table:
-    index = ["label", *(c for c in ("nodes", "ranks") if part[c].nunique() > 1), "threads"]
+    index = ["label", *_shapes(part), "threads"]
     wide = part.assign(n=part["n"].astype(object).where(part["n"].notna(), "–")).pivot_table(
         index=index, columns="n", values="value", aggfunc="first")
     shown = wide.map(display.sig).reset_index().rename(columns={"label": "configuration"})
@@ -211,9 +207,9 @@ def bandwidth_plot(results: pd.DataFrame, partitions: pd.DataFrame | None, clust
     if bw.empty:
         return None
     ceilings = _ceilings(partitions)
-    shapes = _shapes(bw)  # a line per node and rank count too, where they differ
-    bw["line"] = [f"{label} T={int(t)}" + "".join(f" {c[0].upper()}={int(v)}" for c, v in zip(shapes, vals, strict=True))
-                  for label, t, *vals in zip(bw["label"], bw["threads"], *(bw[c] for c in shapes), strict=True)]
+    bw["line"] = bw["label"] + " T=" + bw["threads"].astype(int).astype(str)
+    for c in _shapes(bw):  # a line per node and rank count too, where they differ
+        bw["line"] += f" {c[0].upper()}=" + bw[c].astype(int).astype(str)
     lines = pick(sorted(bw["line"].unique().tolist()), 8)
     colours = palette(lines)
     drawn: list[bool] = []
@@ -311,15 +307,16 @@ def figure_findings(results: pd.DataFrame, cluster: str) -> list[str]:
         part = part[part[axis].to_numpy(float) != part["base"].to_numpy(float)]
         if not len(part):
             continue
+        names = _labels(part)  # one per row, in one pass
         top = part.loc[part["speedup"].idxmax()]
         way = "higher" if higher else "lower"
         out.append(f"{metric} ({way} is better): largest speedup over {axis} {display.ratio(top['speedup'])} "
                    f"at {int(top[axis])} {axis} against {int(top['base'])} (efficiency "
-                   f"{display.percent(top['efficiency'])}) for {_label(top)}"
+                   f"{display.percent(top['efficiency'])}) for {names[top.name]}"
                    + (f" at n = {display.size(top['n'])}" if display.finite(top["n"]) else "") + ".")
         for _, r in part[part["superlinear"]].iterrows():
             out.append(f"Flagged: {metric} efficiency {display.percent(r['efficiency'])} above "
-                       f"{display.percent(metric_scaling.SUPERLINEAR)} at {int(r[axis])} {axis} for {_label(r)}: "
+                       f"{display.percent(metric_scaling.SUPERLINEAR)} at {int(r[axis])} {axis} for {names[r.name]}: "
                        "more than the added resources can give, which on a shared or small machine means the "
                        f"{int(r['base'])}-{axis} point was slowed, not that {metric} scales superlinearly.")
     return out[:MAX_FINDINGS]

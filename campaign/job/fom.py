@@ -122,11 +122,10 @@ def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str
     elapsed = time.perf_counter() - t0
     ranks = tuple((_read_capped(rank_output(str(cwd / stem), r, "out")), _read_capped(rank_output(str(cwd / stem), r, "err")))
                   for r in range(launch.ranks)) if launch is not None else ()
-    ends = launch.ends() if launch is not None else ()
+    ends, unfinished = launch.ends() if launch is not None else ((), [])
     stderr = _read_capped(err_path)
-    missing = launch.missing() if launch is not None and code == 0 else None
-    if missing:  # the launcher returned 0, but not every rank ran to its end
-        stderr, code = f"{stderr}campaign: {missing}\n", 1
+    if launch is not None and code == 0 and unfinished:  # the launcher returned 0, but not every rank ran to its end
+        stderr, code = f"{stderr}campaign: {launch.missing(unfinished)}\n", 1
     return code, Output(_read_capped(out_path), stderr, ranks, ends), elapsed
 
 

@@ -64,18 +64,17 @@ class Launch:
         for path in folder.glob("rank-*.json") if folder.is_dir() else []:
             path.unlink(missing_ok=True)
 
-    def ends(self) -> tuple[RankEnd, ...]:
-        """How each rank ended, from its record of this launch (None: it left none, e.g. killed)."""
+    def ends(self) -> tuple[tuple[RankEnd, ...], list[int]]:
+        """How each rank ended, from its record of this launch (None: it left none, e.g. killed), and
+        the ranks whose record does not say they ended with 0: one read of the records for both."""
         records = read_records(Path(self.records))
-        return tuple(RankEnd(_code(records.get(r, {}).get("exit_code")),
-                             _number(records.get(r, {}).get("ended"))) for r in range(self.ranks))
+        ends = tuple(RankEnd(_code(records.get(r, {}).get("exit_code")), _number(records.get(r, {}).get("ended")))
+                     for r in range(self.ranks))
+        return ends, missing_ranks(records, self.ranks)
 
-    def missing(self) -> str | None:
-        """Why the launch that returned 0 did not run every rank to its end, or None."""
-        missing = missing_ranks(read_records(Path(self.records)), self.ranks)
-        if not missing:
-            return None
-        return f"ranks {missing} of {self.ranks} left no finished record in {self.records}"
+    def missing(self, unfinished: list[int]) -> str:
+        """Why a launch that returned 0 did not run every rank to its end (`ends`' second part)."""
+        return f"ranks {unfinished} of {self.ranks} left no finished record in {self.records}"
 
 
 def _code(value: object) -> int | None:

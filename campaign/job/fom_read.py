@@ -15,6 +15,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ class Output:
         out, err = self.ranks[min(rank, len(self.ranks) - 1)] if self.ranks else (self.stdout, self.stderr)
         return out if source == "stdout" else err
 
+    @cached_property
     def aborted(self) -> tuple[int, int] | None:
         """(rank, error code) of the rank the MPI library says called MPI_Abort, from the ranks' own
         stderr or the launcher's; None when none says so (or it names a rank this launch has not)."""
@@ -69,9 +71,8 @@ class Output:
         in time: a rank that fails brings its peers down after it, killed by
         the launcher or, some of them, exiting by themselves on the broken
         connection it leaves."""
-        aborted = self.aborted()
-        if aborted is not None:
-            return aborted[0]
+        if self.aborted is not None:
+            return self.aborted[0]
         failed = [(end.code >= 128, math.inf if end.ended is None else end.ended, r)
                   for r, end in enumerate(self.ends) if end.code is not None and end.code != 0]
         if failed:
@@ -87,7 +88,7 @@ class Output:
         if rank is None or not self.ranks[rank][1].strip():
             return tail(self.stderr)
         code = self.ends[rank].code if rank < len(self.ends) else None
-        aborted = self.aborted()
+        aborted = self.aborted
         said = (f"exit {code}" if code is not None else
                 f"MPI_Abort with {aborted[1]}" if aborted is not None and aborted[0] == rank else "no exit record")
         return f"rank {rank} of {len(self.ranks)} ({said}): {head(self.ranks[rank][1])}"
