@@ -18,13 +18,13 @@ import pandas as pd
 
 from analysis import display
 from analysis.caveats import Finding, Flags, effect
+from analysis.metric_scaling import SUPERLINEAR
 from analysis.report_tables import labels, repeats_at, several_threads, size_text
 from analysis.schema import group_columns
 
 MAX_KERNELS = 6
 MAX_RATIOS = 3
 MAX_SCANNED = 1000  # ratios (speedups) looked at for a clean one per comparison (largest first)
-SUPERLINEAR = 1.05  # an efficiency above this is more than the threads can give beyond noise
 
 
 def _at(row: pd.Series) -> str:

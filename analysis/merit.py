@@ -105,6 +105,14 @@ def _axes_text(row: pd.Series) -> str:
     return " ".join(f"{k}={int(v)}" for k, v in fixed if v is not None and not pd.isna(v))
 
 
+def _where(row: pd.Series, name: str) -> str:
+    """A finding's point said in full: two lines of one configuration differ
+    only in what their series holds (threads, nodes, ranks per node) or in n."""
+    held = _axes_text(row)
+    size = f" n = {display.size(row['n'])}" if display.finite(row["n"]) else ""
+    return f"{name}" + (f" ({held}{',' if size else ''}{size})" if held or size else "")
+
+
 def _scaling_tables(frame: pd.DataFrame) -> list[Table]:
     """Speedup and efficiency of each figure over threads, ranks and nodes, in its direction."""
     scale = metric_scaling.all_scaling(frame)
@@ -308,15 +316,17 @@ def figure_findings(results: pd.DataFrame, cluster: str) -> list[str]:
         if not len(part):
             continue
         names = _labels(part)  # one per row, in one pass
-        top = part.loc[part["speedup"].idxmax()]
+        clean = part[~part["superlinear"].to_numpy(bool)]  # a flagged speedup is the largest only if all are
+        ranked = clean if len(clean) else part
+        top = ranked.loc[ranked["speedup"].idxmax()]
         way = "higher" if higher else "lower"
         out.append(f"{metric} ({way} is better): largest speedup over {axis} {display.ratio(top['speedup'])} "
                    f"at {int(top[axis])} {axis} against {int(top['base'])} (efficiency "
-                   f"{display.percent(top['efficiency'])}) for {names[top.name]}"
-                   + (f" at n = {display.size(top['n'])}" if display.finite(top["n"]) else "") + ".")
+                   f"{display.percent(top['efficiency'])}) for {_where(top, names[top.name])}.")
         for _, r in part[part["superlinear"]].iterrows():
             out.append(f"Flagged: {metric} efficiency {display.percent(r['efficiency'])} above "
-                       f"{display.percent(metric_scaling.SUPERLINEAR)} at {int(r[axis])} {axis} for {names[r.name]}: "
-                       "more than the added resources can give, which on a shared or small machine means the "
-                       f"{int(r['base'])}-{axis} point was slowed, not that {metric} scales superlinearly.")
+                       f"{display.percent(metric_scaling.SUPERLINEAR)} at {int(r[axis])} {axis} against "
+                       f"{int(r['base'])} for {_where(r, names[r.name])}: more than the added resources can give, "
+                       f"which on a shared or small machine means the {int(r['base'])}-{axis.removesuffix('s')} "
+                       f"point was slowed, not that {metric} scales superlinearly.")
     return out[:MAX_FINDINGS]

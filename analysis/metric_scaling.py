@@ -29,7 +29,7 @@ from analysis.metric_frame import DIMENSIONS
 from analysis.rank_scaling import is_weak
 
 AXES = ("threads", "ranks", "nodes")
-SUPERLINEAR = 1.05
+SUPERLINEAR = 1.05  # an efficiency above this is more than the added threads, ranks or nodes can give beyond noise
 POINT_COLUMNS = ("metric", "unit", "higher_is_better")
 COLUMNS = ("axis", "scaling", "base", "base_value", "value", "repeats", "speedup", "efficiency", "superlinear")
 

@@ -10,6 +10,7 @@ import pandas as pd
 
 from analysis import display, rank_scaling
 from analysis.blocks import Block, Section, Table
+from analysis.metric_scaling import SUPERLINEAR
 from analysis.report_tables import labels, size_text
 
 TITLE = "Scaling over ranks and nodes"
@@ -34,9 +35,13 @@ def _scaling_table(frame: pd.DataFrame, caption: str, cols: tuple[tuple[str, str
                         "interval": [f"[{display.seconds(lo)}, {display.seconds(hi)}]" for lo, hi in
                                      zip(frame["ci_lo_s"], frame["ci_hi_s"])]})
     for name, col in cols:
-        out[name] = [display.ratio(v) if "speedup" in col else display.percent(v) for v in frame[col]]
+        out[name] = ([display.ratio(v) for v in frame[col]] if "speedup" in col else
+                     [display.percent(v) + (" †" if v > SUPERLINEAR else "") for v in frame[col]])
     out["job IDs"] = frame["job_ids"].to_numpy()
-    return Table(caption, out, note="median over repeats and its 95% order-statistic interval; × a ratio, % a fraction")
+    return Table(caption, out, note=("median over repeats and its 95% order-statistic interval; × a ratio, % a "
+                                     f"fraction; † efficiency above {display.percent(SUPERLINEAR)}: more than the "
+                                     "added ranks or nodes can give; on a shared or small machine the base point "
+                                     "was slowed"))
 
 
 def _fraction_table(frame: pd.DataFrame) -> Table:

@@ -74,3 +74,31 @@ def test_node_scaling_of_a_figure_names_the_ranks_per_node_it_holds(tmp_path: Pa
     text = render_report(pd.DataFrame(rows), None, None, tmp_path, "c").markdown.read_text()
     body = _table(text, "Scaling of rate over nodes")
     assert [row.split(" | ")[2] for row in body] == ["T=1 R/node=1"] * 2 + ["T=1 R/node=2"] * 2
+
+
+def test_superlinear_points_are_flagged_and_named_with_their_shape_and_n(tmp_path: Path) -> None:
+    """Two series over nodes (1 and 2 ranks per node) at two sizes: the time
+    table marks an efficiency above 105%, and each summary flag names the
+    series it belongs to and its n, so two flags "at 2 nodes" read apart; the
+    largest speedup claimed is a clean one."""
+    rows = []
+    for per_node in (1, 2):
+        for n in (1000, 2000):
+            for nodes, rate in ((1, 100.0), (2, 150.0 if per_node == 1 else 300.0)):
+                for repeat in range(3):
+                    value = rate * (n / 1000) + repeat
+                    rows.append({"cluster": "c", "partition": "multi", "kernel": "hyb", "impl": "mpi",
+                                 "variant": "plain", "device": "cpu", "dtype": "fp32", "params": "metric=rate",
+                                 "threads": 1, "ranks": nodes * per_node, "nodes": nodes, "n": n,
+                                 "repeat": repeat, "time_s": 1000.0 / value, "metric": "rate", "value": value,
+                                 "unit": "MB/s", "higher_is_better": True, "overlap": ""})
+    text = render_report(pd.DataFrame(rows), None, None, tmp_path, "c").markdown.read_text()
+    flags = [line for line in text.splitlines() if line.startswith("- Flagged: rate efficiency")]
+    assert len(flags) == 2 and all("at 2 nodes against 1" in line for line in flags)
+    assert any("(T=1 R/node=2, n = 1000)" in line for line in flags)
+    assert any("(T=1 R/node=2, n = 2000)" in line for line in flags)
+    assert "largest speedup over nodes 1.50× at 2 nodes against 1 (efficiency 75%)" in text
+    strong = _table(text, "Strong scaling over total ranks and nodes")
+    marked = [row for row in strong if "† |" in row]
+    assert marked and all("| 2 | 2 |" in row or "| 4 | 2 |" in row for row in marked)
+    assert not any("†" in row for row in strong if "| 1 | 1 |" in row)
