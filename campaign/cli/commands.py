@@ -139,6 +139,7 @@ def cmd_show(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 
 def cmd_rerun(args: argparse.Namespace, ledger: LedgerFactory) -> int:
+    check_interval(args)
     known = [s.value for s in JobState]
     for state in args.state:  # checked before the ledger is opened: bad input touches nothing
         if state.upper() not in known:
@@ -152,6 +153,8 @@ def cmd_rerun(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     print_rerun(rep)
     if rep.sync is not None:
         print_counts(rep.sync.counts)
+    if args.wait:  # the campaign named, else every campaign with jobs still pending or running
+        return watch_jobs(args, led, [args.campaign] if args.campaign else [])
     return exit_for(rep.failed)
 
 

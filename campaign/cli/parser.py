@@ -131,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="multiply the memory of every job rerun, whatever its failure (at most what a node "
                         "lets a job ask)")
     s.add_argument("--no-preflight", action="store_true", help="resubmit without the build and preflight jobs")
+    s.add_argument("--wait", action="store_true",
+                   help="Slurm: after resubmitting, watch until every job finished (exit 3 if one failed)")
+    s.add_argument("--interval", type=float, default=5.0, help="seconds between syncs with --wait")
 
     s = sub.add_parser("cancel", help="cancel a campaign's jobs or one job")
     s.add_argument("target", help="campaign name or job ID")
