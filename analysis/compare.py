@@ -151,7 +151,8 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, by: str | None = None,
     both = merged[merged["_merge"] == "both"].reset_index(drop=True)
     points = _points(both, match, varied, threshold, min_repeats)
     _judge_replicates(points, both, threshold, min_replicates)
-    _orient(points, _directions(raw_b, raw_n))
+    directions = _directions(raw_b, raw_n)
+    _orient(points, directions)
     keys = _texts(points, match)  # a point timed on a shared machine on either side
     for side, raw in (("base", raw_b), ("new", raw_n)):
         flagged = _flagged_keys(raw, match)
@@ -163,6 +164,8 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, by: str | None = None,
         frame = part[cols].rename(columns={f"{c}_{side}": c for c in varied}
                                   | {f"median_s_{side}": "t", f"repeats_{side}": "repeats"})
         frame["repeats"] = frame["repeats"].astype("int64")
+        if directions:  # as the matched points: which figure a point is, and its direction
+            _name_metrics(frame, directions)
         only[side] = frame.reset_index(drop=True)
     method = BETWEEN_METHOD if (points["interval"] == BETWEEN).any() else METHOD
     if method is BETWEEN_METHOD and (points["interval"] != BETWEEN).any():
@@ -274,17 +277,23 @@ def _directions(*frames: pd.DataFrame) -> dict[tuple[str, str], bool]:
     return out
 
 
+def _name_metrics(points: pd.DataFrame, directions: dict[tuple[str, str], bool]) -> None:
+    """Each point's metric (its params' `metric=`, else the run's time) and direction."""
+    params = points["params"] if "params" in points.columns else pd.Series("", index=points.index)
+    metric = [next((p[7:] for p in str(text).split(",") if p.startswith("metric=")), "time_s") for text in params]
+    points["metric"] = metric
+    points["higher_is_better"] = np.array([directions.get((str(k), m), False)
+                                           for k, m in zip(points["kernel"], metric)], dtype=bool)
+
+
 def _orient(points: pd.DataFrame, directions: dict[tuple[str, str], bool]) -> None:
     """Each point's metric and direction; a higher-is-better figure's ratio
     turned into BASE/NEW (so > 1 is worse, as a time's NEW/BASE) and its
     verdicts said as better/worse. Without figures the points are unchanged."""
     if not directions:
         return
-    params = points["params"] if "params" in points.columns else pd.Series("", index=points.index)
-    metric = [next((p[7:] for p in str(text).split(",") if p.startswith("metric=")), "time_s") for text in params]
-    points["metric"] = metric
-    higher = np.array([directions.get((str(k), m), False) for k, m in zip(points["kernel"], metric)], dtype=bool)
-    points["higher_is_better"] = higher
+    _name_metrics(points, directions)
+    metric, higher = points["metric"].tolist(), points["higher_is_better"].to_numpy(bool)
     ratio, lo, hi = (points[c].to_numpy(float) for c in ("ratio", "ratio_lo", "ratio_hi"))
     with np.errstate(divide="ignore"):
         points["ratio"] = np.where(higher, 1.0 / ratio, ratio)

@@ -112,12 +112,20 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
     for side, frame in (("BASE", c.base_only), ("NEW", c.new_only)):
         if len(frame):
             lines.append(_section(f"Only in {side}: {len(frame)} point(s)", markdown))
-            shown = [f"{_config(r, [])} threads={r['threads']} n={_size(r['n'])}" for r in frame.head(MAX_ROWS).to_dict("records")]
+            shown = [f"{_config(r, [])} threads={r['threads']} n={_size(r['n'])}{_figure_suffix(r)}"
+                     for r in frame.head(MAX_ROWS).to_dict("records")]
             lines += [f"- {t}" if markdown else f"  {t}" for t in shown]
     lines += _shared_text(c.points)
     lines += _references_text(rep, markdown)
     lines += [f"note: {n}" for n in rep.notes]
     return "\n".join(lines)
+
+
+def _figure_suffix(row: dict[str, Any]) -> str:
+    """A program's figure, which tells apart two points of one configuration
+    (its time and its rate) in a listing without a metric column."""
+    metric = row.get("metric")
+    return f" metric={metric}" if isinstance(metric, str) and metric else ""
 
 
 def _verdict(row: dict[str, Any]) -> str:
