@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from campaign.config import needed, schema
 from campaign.config import overrides as schema_overrides
-from campaign.config import schema
 from campaign.config.groups import (  # re-exported: callers import them from here
     SEARCH_PATH_ENV as SEARCH_PATH_ENV,
 )
@@ -67,9 +67,10 @@ def _mem_gb() -> float:
 
 
 def load_config(overrides: Sequence[str] = ()) -> RootConfig:
-    """Compose config.yaml + overrides; every kernel in conf/kernel is loaded
-    under `kernels.<name>` so that experiments can name any of them and the
-    command line can override any of their fields."""
+    """Compose config.yaml + overrides. The kernels the experiment's sweeps
+    name and those the command line names are composed under `kernels.<name>`
+    (campaign.config.needed), no others: a kernel YAML nothing names is not
+    read, so a broken one is no error for an experiment that does not use it."""
     from hydra import compose, initialize_config_dir  # lazy, as above
     from hydra.core.global_hydra import GlobalHydra
 
@@ -78,13 +79,13 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
         _check_group_choice(overrides, group)
     schema_overrides.check(overrides)  # unknown keys are refused, even with `+`
     _register_schema()
-    kernel_defaults = [f"+kernel@kernels.{k}={k}" for k in group_options("kernel")]
+    given = [schema_overrides.hydra_form(o) for o in overrides]
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             _search_user_dirs_first()
-            cfg = compose(config_name="config",
-                          overrides=kernel_defaults + [schema_overrides.hydra_form(o) for o in overrides])
+            kernels = needed.needed(given, lambda some: compose(config_name="config", overrides=some))
+            cfg = compose(config_name="config", overrides=needed.defaults(kernels) + given)
         unknown = sorted(str(k) for k in set(cfg.keys()) - {"cluster", "experiment", "kernels", "campaign"})
         if unknown:
             raise ConfigError(f"unknown top-level config key(s) {', '.join(map(str, unknown))}; "
@@ -92,9 +93,9 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
         _fill_defaults(cfg)
         root = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as exc:
-        raise ConfigError(_missing_entry(overrides, kernel_defaults) or _one_line(exc)) from None
+        raise ConfigError(_missing_entry(overrides) or _one_line(exc)) from None
     except Exception as exc:  # Hydra raises its own hierarchy; all are config mistakes here
-        missing = _missing_entry(overrides, kernel_defaults)
+        missing = _missing_entry(overrides)
         if missing:
             raise ConfigError(missing) from None
         merging = _merge_failure(exc, overrides)
@@ -121,10 +122,12 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     return root
 
 
-def _missing_entry(overrides: Sequence[str], kernel_defaults: list[str]) -> str | None:
+def _missing_entry(overrides: Sequence[str]) -> str | None:
     """After a failed compose: does an override name a sweep, partition or
     kernel that the chosen configs do not have? (Hydra would say "use +" or
-    "expects a list", hiding that.) Composes the chosen configs alone to see."""
+    "expects a list", hiding that.) Composes the chosen configs alone to see,
+    with every kernel on the config path, so that a kernel no file declares is
+    told apart from one the experiment does not use, and all are listed."""
     from hydra import compose, initialize_config_dir  # lazy, as above
     from hydra.core.global_hydra import GlobalHydra
 
@@ -133,7 +136,7 @@ def _missing_entry(overrides: Sequence[str], kernel_defaults: list[str]) -> str 
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             _search_user_dirs_first()
-            base = compose(config_name="config", overrides=kernel_defaults + chosen)
+            base = compose(config_name="config", overrides=needed.defaults(group_options("kernel")) + chosen)
     except Exception:  # noqa: BLE001 - the first error is the one to report
         return None
     finally:
