@@ -86,7 +86,7 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             _search_user_dirs_first()
-            kernels = needed.needed(given, lambda some: compose(config_name="config", overrides=some))
+            kernels = needed.kernels(given, lambda some: compose(config_name="config", overrides=some))
             cfg = compose(config_name="config", overrides=needed.defaults(kernels) + given)
         unknown = sorted(str(k) for k in set(cfg.keys()) - {"cluster", "experiment", "kernels", "campaign"})
         if unknown:

@@ -59,7 +59,7 @@ def _experiment_only(overrides: Sequence[str]) -> list[str]:
     return ["~cluster", *keep]
 
 
-def needed(overrides: Sequence[str], compose: Callable[[list[str]], Any]) -> list[str]:
+def kernels(overrides: Sequence[str], compose: Callable[[list[str]], Any]) -> list[str]:
     """The kernel files to compose for `overrides` (as Hydra reads them):
     the sweeps' kernels and the command line's, those that have a file.
     `compose` composes conf/config.yaml with the overrides it is given.
