@@ -12,12 +12,13 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from campaign.config import needed, schema
 from campaign.config import overrides as schema_overrides
-from campaign.config import schema
 from campaign.config.groups import (  # re-exported: callers import them from here
     SEARCH_PATH_ENV as SEARCH_PATH_ENV,
 )
@@ -67,9 +68,10 @@ def _mem_gb() -> float:
 
 
 def load_config(overrides: Sequence[str] = ()) -> RootConfig:
-    """Compose config.yaml + overrides; every kernel in conf/kernel is loaded
-    under `kernels.<name>` so that experiments can name any of them and the
-    command line can override any of their fields."""
+    """Compose config.yaml + overrides. The kernels the experiment's sweeps
+    name and those the command line names are composed under `kernels.<name>`
+    (campaign.config.needed), no others: a kernel YAML nothing names is not
+    read, so a broken one is no error for an experiment that does not use it."""
     from hydra import compose, initialize_config_dir  # lazy, as above
     from hydra.core.global_hydra import GlobalHydra
 
@@ -78,13 +80,14 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
         _check_group_choice(overrides, group)
     schema_overrides.check(overrides)  # unknown keys are refused, even with `+`
     _register_schema()
-    kernel_defaults = [f"+kernel@kernels.{k}={k}" for k in group_options("kernel")]
+    kernels: list[str] = []
+    given = [schema_overrides.hydra_form(o) for o in overrides]
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             _search_user_dirs_first()
-            cfg = compose(config_name="config",
-                          overrides=kernel_defaults + [schema_overrides.hydra_form(o) for o in overrides])
+            kernels = needed.kernels(given, lambda some: compose(config_name="config", overrides=some))
+            cfg = compose(config_name="config", overrides=needed.defaults(kernels) + given)
         unknown = sorted(str(k) for k in set(cfg.keys()) - {"cluster", "experiment", "kernels", "campaign"})
         if unknown:
             raise ConfigError(f"unknown top-level config key(s) {', '.join(map(str, unknown))}; "
@@ -92,9 +95,9 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
         _fill_defaults(cfg)
         root = OmegaConf.to_object(cfg)
     except OmegaConfBaseException as exc:
-        raise ConfigError(_missing_entry(overrides, kernel_defaults) or _one_line(exc)) from None
+        raise ConfigError(_missing_entry(overrides, kernels) or _one_line(exc)) from None
     except Exception as exc:  # Hydra raises its own hierarchy; all are config mistakes here
-        missing = _missing_entry(overrides, kernel_defaults)
+        missing = _missing_entry(overrides, kernels)
         if missing:
             raise ConfigError(missing) from None
         merging = _merge_failure(exc, overrides)
@@ -121,11 +124,14 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     return root
 
 
-def _missing_entry(overrides: Sequence[str], kernel_defaults: list[str]) -> str | None:
+def _missing_entry(overrides: Sequence[str], kernels: list[str]) -> str | None:
     """After a failed compose: does an override name a sweep, partition or
     kernel that the chosen configs do not have? (Hydra would say "use +" or
-    "expects a list", hiding that.) Composes the chosen configs alone to see."""
-    from hydra import compose, initialize_config_dir  # lazy, as above
+    "expects a list", hiding that.) Composes the chosen configs alone to see,
+    with every kernel on the config path, so that a kernel no file declares is
+    named with all that are; where one of those files does not compose, with
+    `kernels`, the ones this compose used."""
+    from hydra import initialize_config_dir  # lazy, as above
     from hydra.core.global_hydra import GlobalHydra
 
     chosen = [o for o in overrides if o.partition("=")[0].lstrip("+~") in schema_overrides.GROUPS]
@@ -133,11 +139,12 @@ def _missing_entry(overrides: Sequence[str], kernel_defaults: list[str]) -> str 
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             _search_user_dirs_first()
-            base = compose(config_name="config", overrides=kernel_defaults + chosen)
-    except Exception:  # noqa: BLE001 - the first error is the one to report
-        return None
+            base = _first_composing([needed.defaults(group_options("kernel")) + chosen,
+                                     needed.defaults(kernels) + chosen])
     finally:
         GlobalHydra.instance().clear()
+    if base is None:
+        return None
     for item in overrides:
         key = item.partition("=")[0]
         if key.startswith("~") or key.lstrip("+") in schema_overrides.GROUPS:
@@ -145,6 +152,18 @@ def _missing_entry(overrides: Sequence[str], kernel_defaults: list[str]) -> str 
         found = schema_overrides.missing_entry(base, key.lstrip("+"))
         if found:
             return f"bad override {item}: {found}"
+    return None
+
+
+def _first_composing(choices: list[list[str]]) -> Any:
+    """The first of these override lists that composes; None if none does."""
+    from hydra import compose  # lazy, as above
+
+    for choice in choices:
+        try:
+            return compose(config_name="config", overrides=choice)
+        except Exception:  # noqa: BLE001 - the first error is the one to report, not this one
+            continue
     return None
 
 

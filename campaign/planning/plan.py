@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from campaign.config.groups import group_options
 from campaign.config.schema import (
     ExperimentSpec,
     KernelSpec,
@@ -28,7 +29,7 @@ from campaign.planning.ranks import check_counts, layouts
 from campaign.planning.replicates import check_replicates, interleave
 from campaign.planning.resources import allocate, by_fill, check_memory, node_cpus
 from campaign.planning.run_spec import RunSpec
-from campaign.plumbing.errors import ConfigError
+from campaign.plumbing.errors import ConfigError, did_you_mean
 
 
 @dataclass
@@ -115,7 +116,10 @@ def plan(cfg: RootConfig) -> Plan:
     skipped: list[str] = []
     for index, sweep in enumerate(exp.sweeps):
         if sweep.kernel not in cfg.kernels:
-            raise ConfigError(f"unknown kernel {sweep.kernel!r}; known: {', '.join(sorted(cfg.kernels))}")
+            # only the kernels the config names are composed: "known" lists every kernel on the config path
+            known = sorted(set(group_options("kernel")) | set(cfg.kernels))
+            raise ConfigError(f"unknown kernel {sweep.kernel!r}{did_you_mean(sweep.kernel, known)}; "
+                              f"known: {', '.join(known)}")
         kernel = cfg.kernels[sweep.kernel]
         _check_sweep(sweep, kernel, index)
         for part, threads in by_fill(cfg.cluster, exp, sweep, sweep_partitions(cfg.cluster, sweep, kernel)):

@@ -5,7 +5,7 @@ evaluates them). A ledger may be read far from where it was made (another
 machine, a newer checkout, imported rows), so the declaration is looked up
 in this order, per kernel name:
 1. the kernel as recorded in the ledger at submit time (each provenance
-   record keeps the resolved config, every kernel of the config path in it),
+   record keeps the resolved config, with the kernels its experiment ran),
    the newest record that declares a cost model winning: what the campaign
    ran, even if conf/ changed since or the kernel was a user's own;
 2. the kernel YAML of that name on the config path now (CAMPAIGN_CONFIG_PATH
