@@ -109,7 +109,7 @@ def _corpus() -> list[str | bytes]:
 CORPUS = _corpus()
 
 
-def _parse(text: str) -> list[dict[str, Any]] | str:
+def _parsed(text: str) -> list[dict[str, Any]] | str:
     try:
         return parse_columns(text, KERNEL_COLUMNS, "f.csv").rows()
     except ImportError_ as exc:
@@ -124,7 +124,7 @@ def parsed() -> Parsed:
     """Each text of the corpus -> the rows the reader makes of it, or its refusal. Three tests check
     every parse (the corpus as a whole, then each quarter twice): parsed once, read only. (A module
     fixture: tests/parallel.py keeps the module on one worker, so no worker parses it again.)"""
-    return {text: _parse(text) for text in CORPUS if isinstance(text, str)}
+    return {text: _parsed(text) for text in CORPUS if isinstance(text, str)}
 
 
 def _texts(part: int) -> list[str]:
