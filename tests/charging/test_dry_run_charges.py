@@ -7,6 +7,7 @@ not copied from the tool's output: 1-, 16- and 128-thread CPU runs and 1-GPU run
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from pathlib import Path
@@ -63,6 +64,15 @@ def expected_su(part: PartitionSpec, threads: int, minutes: int = WALLTIME_MIN) 
     return max(billed * hours * rule.su_per_unit_hour, rule.min_su)
 
 
+@functools.cache
+def _partition(cluster: str, partition: str) -> PartitionSpec:
+    """A partition as its cluster's config defines it (cores, memory, charging rule): the sweep's threads
+    and programs are no part of it, so one config load (a Hydra compose) per partition serves every
+    test of it. Read only."""
+    return load_config([f"cluster={cluster}", *COMMON, f"experiment.sweeps.0.partitions=[{partition}]"]) \
+        .cluster.partitions[partition]
+
+
 def _dry_run(cluster: str, extra: list[str], tmp_path: Path) -> dict[str, dict[str, float]]:
     proc = run_cli("--ledger", str(tmp_path / "ledger.sqlite"), "submit", f"cluster={cluster}",
                    *COMMON, *ACCOUNTS[cluster], *extra, "--dry-run")
@@ -83,7 +93,7 @@ GPU_CASES = [("delta", "gpuA100x4"), ("delta", "gpuH200x8"), ("anvil", "gpu")]
 @pytest.mark.parametrize("threads", [1, 16, 128])
 def test_cpu_run_su_follows_the_site_rule(cluster: str, partition: str, threads: int, tmp_path: Path) -> None:
     extra = [f"experiment.sweeps.0.partitions=[{partition}]", f"experiment.sweeps.0.threads=[{threads}]"]
-    part = load_config([f"cluster={cluster}", *COMMON, *extra]).cluster.partitions[partition]
+    part = _partition(cluster, partition)
     assert part.charging.source, "every charging rule names its source"
     got = _dry_run(cluster, extra, tmp_path)
     want = expected_su(part, threads)
@@ -106,7 +116,7 @@ def test_the_preflight_asks_its_smallest_shape(cluster: str, partition: str, sma
     asks that (its cores and their memory share; the node where the partition demands it), not the
     128 cores and a node's memory of the widest run."""
     extra = [f"experiment.sweeps.0.partitions=[{partition}]", f"experiment.sweeps.0.threads=[{smallest},128]"]
-    part = load_config([f"cluster={cluster}", *COMMON, *extra]).cluster.partitions[partition]
+    part = _partition(cluster, partition)
     got = _dry_run(cluster, extra, tmp_path)
     minutes = min(part.max_walltime_min, 10)
     cores = part.cores if part.whole_node else smallest
@@ -120,7 +130,7 @@ def test_the_preflight_asks_its_smallest_shape(cluster: str, partition: str, sma
 @pytest.mark.parametrize(("cluster", "partition"), GPU_CASES)
 def test_one_gpu_run_su_follows_the_site_rule(cluster: str, partition: str, tmp_path: Path) -> None:
     extra = [f"experiment.sweeps.0.partitions=[{partition}]", "experiment.sweeps.0.impls=[torch]"]
-    part = load_config([f"cluster={cluster}", *COMMON, *extra]).cluster.partitions[partition]
+    part = _partition(cluster, partition)
     got = _dry_run(cluster, extra, tmp_path)
     assert got[partition]["gh"] == pytest.approx(WALLTIME_MIN / 60, abs=0.005)
     assert got[partition]["su"] == pytest.approx(expected_su(part, part.cpus_per_gpu), abs=0.005)

@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import run_cli, sql_rows
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL, KNOWN_CSV
+from tests.ledger.make_version_fixtures import copy_ledger
 
 FAKE_ENV = {
     "CAMPAIGN_CONFIG_PATH": str(FAKE_CONF),
@@ -127,6 +128,15 @@ def test_cli_from_another_directory_finds_configs(tmp_path: Path) -> None:
     assert not (tmp_path / "l.sqlite").exists()  # a dry run records nothing
 
 
+@pytest.fixture(scope="module")
+def known_ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ledger holding the known rows, imported once; each bad-input test runs on its own copy."""
+    ledger = tmp_path_factory.mktemp("known") / "l.sqlite"
+    proc = run_cli("--ledger", str(ledger), "import", str(KNOWN_CSV))
+    assert proc.returncode == 0, proc.stderr
+    return ledger
+
+
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
@@ -139,9 +149,8 @@ def test_cli_from_another_directory_finds_configs(tmp_path: Path) -> None:
         (["frobnicate"], "invalid choice"),
     ],
 )
-def test_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], fragment: str) -> None:
-    ledger = tmp_path / "l.sqlite"
-    run_cli("--ledger", str(ledger), "import", str(KNOWN_CSV))
+def test_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], fragment: str, known_ledger: Path) -> None:
+    ledger = copy_ledger(known_ledger, tmp_path / "l.sqlite")
     before = ledger.read_bytes() if ledger.exists() else None
     proc = run_cli("--ledger", str(ledger), *args, cwd=tmp_path)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)

@@ -15,6 +15,8 @@ import statistics
 import subprocess
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from sqlalchemy import create_engine, inspect
 
 from campaign.ledger import Ledger
 from campaign.ledger.models import SCHEMA_VERSION
+from campaign.results.duck import connect
 from tests.conftest import result_sql, run_cli
 from tests.ledger.make_version_fixtures import FIXTURES, REVISIONS, copy_ledger
 
@@ -56,14 +59,34 @@ def _table(path: Path, table: str) -> dict[str, list[Any]]:
     return {name: [row[i] for row in rows] for i, name in enumerate(names)}
 
 
-def _result_rows(path: Path, label: int) -> list[tuple[Any, ...]]:
+@contextmanager
+def _duck(path: Path) -> Iterator[Any]:
+    """One DuckDB connection over a head-version ledger (tests.conftest.result_sql's, kept open): a
+    test that asks several questions of one ledger builds its views once (~0.15 CPU s each time)."""
+    led = Ledger(path, create=False)
+    try:
+        con = connect(led)
+        try:
+            yield con
+        finally:
+            con.close()
+    finally:
+        led.close()
+
+
+def _result_rows(path: Path, label: int, con: Any = None) -> list[tuple[Any, ...]]:
     """Every stored result row of a ledger of schema version `label` (the ledger's table before v12;
     from v12 the job rows in files, the imported rows in the table; from v13 all in files), its
-    `extra` decoded, in one order. An older ledger is read as it is, never upgraded."""
+    `extra` decoded, in one order. An older ledger is read as it is, never upgraded. `con`: an open
+    `_duck` connection of this (head-version) ledger to read through."""
     if label >= 13:  # every row in files, read through a Ledger: an older one, from a copy it may upgrade
-        if label < SCHEMA_VERSION:
-            path = copy_ledger(path, Path(tempfile.mkdtemp()) / path.name)
-        rows = result_sql(path, f"SELECT {', '.join(_ROW)}, extra FROM result")
+        sql = f"SELECT {', '.join(_ROW)}, extra FROM result"
+        if con is not None:
+            rows = [tuple(r) for r in con.execute(sql).fetchall()]
+        else:
+            if label < SCHEMA_VERSION:
+                path = copy_ledger(path, Path(tempfile.mkdtemp()) / path.name)
+            rows = result_sql(path, sql)
     else:  # an old ledger may lack a column a later version added (NULL in its upgraded rows)
         have = {r[1] for r in _rows(path, "PRAGMA table_info(result)")}
         rows = _rows(path, f"SELECT {', '.join(c if c in have else 'NULL' for c in _ROW)}, extra FROM result")
@@ -177,21 +200,26 @@ def test_fixture_reports_what_its_version_stored(fixture: Path, tmp_path: Path) 
         assert medians == pytest.approx({n: 0.7 + n / 1000 + 0.01 for n in (256, 512)}, rel=1e-12)
 
 
-def _medians_by_point(path: Path, campaign_id: int) -> dict[tuple[Any, ...], float]:
-    """Each point's median straight from the rows of one campaign (its job rows and imported rows); a
-    point measured by several replicates (experiment.replicates): the geometric mean of the replicates'
-    medians, the estimate analysis/replicates.py defines."""
-    times: dict[tuple[Any, ...], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for *key, replicate, t in result_sql(path, (
-            "SELECT r.kernel, r.impl, r.variant, r.device, r.dtype, r.d, coalesce(r.params, json_extract_string(nullif(r.extra, ''), '$.params'), ''), "
+def _medians_by_campaign(con: Any) -> dict[int, dict[tuple[Any, ...], float]]:
+    """Per campaign id, each point's median straight from the rows of that campaign (its job rows and
+    imported rows), all campaigns in one read of an open `_duck` connection; a point measured by
+    several replicates (experiment.replicates): the geometric mean of the replicates' medians, the
+    estimate analysis/replicates.py defines."""
+    times: dict[int, dict[tuple[Any, ...], dict[int, list[float]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list)))
+    for run_campaign, row_campaign, *key, replicate, t in con.execute(
+            "SELECT u.campaign_id, r.campaign_id, "
+            "r.kernel, r.impl, r.variant, r.device, r.dtype, r.d, coalesce(r.params, json_extract_string(nullif(r.extra, ''), '$.params'), ''), "
             "r.threads, r.n, coalesce(CAST(json_extract_string(u.spec, '$.replicate') AS INTEGER), 0), r.time_s "
-            "FROM result r LEFT JOIN job_attempt a ON a.id = r.attempt_id LEFT JOIN run u ON u.id = a.run_id "
-            f"WHERE u.campaign_id = {campaign_id} OR r.campaign_id = {campaign_id}")):
-        times[tuple(key)][replicate].append(t)
-    out = {}
-    for key, by_replicate in times.items():
-        medians = [statistics.median(v) for v in by_replicate.values()]
-        out[key] = medians[0] if len(medians) == 1 else statistics.geometric_mean(medians)
+            "FROM result r LEFT JOIN job_attempt a ON a.id = r.attempt_id LEFT JOIN run u ON u.id = a.run_id").fetchall():
+        for campaign_id in {run_campaign, row_campaign} - {None}:  # a row is its run's and its own campaign's
+            times[campaign_id][tuple(key)][replicate].append(t)
+    out: dict[int, dict[tuple[Any, ...], float]] = {}
+    for campaign_id, points in times.items():
+        out[campaign_id] = {}
+        for key, by_replicate in points.items():
+            medians = [statistics.median(v) for v in by_replicate.values()]
+            out[campaign_id][key] = medians[0] if len(medians) == 1 else statistics.geometric_mean(medians)
     return out
 
 
@@ -201,7 +229,9 @@ def test_bench_ledger_upgrades_and_reports(ledger: Path, tmp_path: Path) -> None
     rows = _result_rows(ledger, _label(ledger))
     path, _ = _upgrade_copy(ledger, tmp_path)
     assert {t: len(_table(path, t)["id"]) for t in TABLES} == before
-    assert _result_rows(path, SCHEMA_VERSION) == rows
+    with _duck(path) as con:
+        assert _result_rows(path, SCHEMA_VERSION, con) == rows
+        by_campaign = _medians_by_campaign(con)
     assert _rows(path, "PRAGMA integrity_check") == [("ok",)]
     for campaign_id, name in _rows(path, "SELECT id, name FROM campaign ORDER BY id"):
         proc = run_cli("--ledger", str(path), "report", "--json", "--campaign", name)
@@ -209,7 +239,7 @@ def test_bench_ledger_upgrades_and_reports(ledger: Path, tmp_path: Path) -> None
         report = json.loads(proc.stdout)
         points = report["roofline"] or report["speedup"]
         assert points, name
-        raw = _medians_by_point(path, campaign_id)
+        raw = by_campaign.get(campaign_id, {})
         for row in points:  # every median the report shows is one the rows give
             key = tuple(row[k] for k in ("kernel", "impl", "variant", "device", "dtype", "d", "params", "threads", "n"))
             assert row["median_s"] == pytest.approx(raw[key], rel=1e-9), (name, key)

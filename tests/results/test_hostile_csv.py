@@ -116,13 +116,24 @@ def _parsed(text: str) -> list[dict[str, Any]] | str:
         return str(exc)
 
 
+Parsed = dict[str, list[dict[str, Any]] | str]
+
+
+@pytest.fixture(scope="module")
+def parsed() -> Parsed:
+    """Each text of the corpus -> the rows the reader makes of it, or its refusal. Three tests check
+    every parse (the corpus as a whole, then each quarter twice): parsed once, read only. (A module
+    fixture: tests/parallel.py keeps the module on one worker, so no worker parses it again.)"""
+    return {text: _parsed(text) for text in CORPUS if isinstance(text, str)}
+
+
 def _texts(part: int) -> list[str]:
     return [c for c in CORPUS[part::4] if isinstance(c, str)]
 
 
-def test_the_corpus_accepts_and_refuses_both_ways() -> None:
+def test_the_corpus_accepts_and_refuses_both_ways(parsed: Parsed) -> None:
     """Not a corpus of one kind: it holds accepted files and refused ones, refused for every kind of reason."""
-    results = [_parsed(c) for c in CORPUS if isinstance(c, str)]
+    results = [parsed[c] for c in CORPUS if isinstance(c, str)]
     refusals = [r for r in results if isinstance(r, str)]
     assert CASES // 10 < len(results) - len(refusals) < len(results) - CASES // 10
     for reason in ("is not an integer", "is not a number", "is outside the 64-bit integer range", "must be positive",
@@ -159,9 +170,9 @@ def _typed(value: Any, cell: str, name: str) -> bool:
 
 
 @pytest.mark.parametrize("part", range(4))
-def test_a_read_file_holds_what_its_cells_say(part: int) -> None:
+def test_a_read_file_holds_what_its_cells_say(part: int, parsed: Parsed) -> None:
     for text in _texts(part):
-        rows = _parsed(text)
+        rows = parsed[text]
         if isinstance(rows, str):
             continue
         records = list(_records(text).values())
@@ -176,11 +187,11 @@ def test_a_read_file_holds_what_its_cells_say(part: int) -> None:
 
 
 @pytest.mark.parametrize("part", range(4))
-def test_a_refusal_names_the_files_own_line_column_and_cell(part: int) -> None:
+def test_a_refusal_names_the_files_own_line_column_and_cell(part: int, parsed: Parsed) -> None:
     """The line, column and cell a refusal quotes are the file's: the cell named is at that line,
     in that column; a short row has the fields said; a repeated row repeats the line named."""
     for text in _texts(part):
-        message = _parsed(text)
+        message = parsed[text]
         if not isinstance(message, str):
             continue
         assert message.startswith("f.csv"), message
