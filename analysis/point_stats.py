@@ -23,7 +23,6 @@ differs from the mean of the two middle values).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -33,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.dist import sign_test_rank
+from analysis.duck_engine import cursor
 from analysis.frames import group_codes
 from analysis.schema import group_columns
 
@@ -127,22 +127,6 @@ def _ranks(con: Any, counts: Sequence[int]) -> None:
 
     con.register("ranks", pa.table({"m": pa.array(counts, pa.int64()),
                                     "r": pa.array([rank_and_coverage(int(m))[0] for m in counts], pa.int64())}))
-
-
-# by process: a forked child must not use its parent's database, whose threads a fork does not copy
-_DATABASE: dict[int, Any] = {}
-
-
-def cursor() -> Any:
-    """A connection of its own to one in-memory database kept for the process
-    (a fresh database costs ~12 ms, a cursor of one nothing: the summary of a
-    60-row frame is a few ms)."""
-    import duckdb
-
-    pid = os.getpid()
-    if pid not in _DATABASE:
-        _DATABASE[pid] = duckdb.connect()
-    return _DATABASE[pid].cursor()
 
 
 def replicate_codes(results: pd.DataFrame) -> np.ndarray:

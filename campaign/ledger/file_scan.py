@@ -12,10 +12,10 @@ a value.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
+from analysis.duck_engine import cursor
 from campaign.ledger.result_schema import COLUMNS, STORED
 from resultschema.columns import FALSE_WORDS, TRUE_WORDS
 
@@ -28,7 +28,7 @@ def read(paths: Sequence[str], columns: Sequence[str], cluster: str | None = Non
     present = [c for c in columns if c in STORED]
     select = ", ".join([*(f'{EXTRA_SQL} AS "extra"' if c == "extra" else f'"{c}"' for c in present), "file_index"])
     where = " WHERE cluster = $cluster" if cluster else ""
-    con = _cursor()
+    con = cursor()
     try:
         params: dict[str, Any] = {"files": list(paths)}
         if cluster:
@@ -36,22 +36,6 @@ def read(paths: Sequence[str], columns: Sequence[str], cluster: str | None = Non
         return con.sql(f"SELECT {select} FROM {scan_sql()}{where}", params=params).to_arrow_table()
     finally:
         con.close()
-
-
-# by process: a forked child must not use its parent's database, whose threads a fork does not copy
-_DATABASE: dict[int, Any] = {}
-
-
-def _cursor() -> Any:
-    """A connection of its own to one in-memory database kept for the process: a fresh database
-    costs ~11 ms of CPU, more than reading a small campaign's files; a cursor of one costs nothing
-    (analysis.point_stats.cursor, which the ledger layer does not import, does the same)."""
-    import duckdb
-
-    pid = os.getpid()
-    if pid not in _DATABASE:
-        _DATABASE[pid] = duckdb.connect()
-    return _DATABASE[pid].cursor()
 
 
 _MAP_SQL = "MAP(VARCHAR, VARCHAR)"

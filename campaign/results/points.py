@@ -60,7 +60,8 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
     import pyarrow.compute as pc
 
     from analysis.cost_model import add_cost_columns
-    from analysis.point_stats import cursor, finish, reps_sql
+    from analysis.duck_engine import cursor
+    from analysis.point_stats import finish, reps_sql
     from analysis.replicates import add_between
     from analysis.summary import with_statistics
 
