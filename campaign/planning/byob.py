@@ -28,6 +28,7 @@ from campaign.job.fom_launch import REDUCTIONS
 from campaign.job.fom_read import RANK
 from campaign.job.problem_size import NO_SIZE
 from campaign.job.template import INPUT_NAME, SHAPE_PARAMS, placeholders
+from campaign.planning import nested_launch
 from campaign.plumbing.errors import ConfigError
 
 DRIVERS = ("program", "tool")
@@ -251,6 +252,7 @@ def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
                                   f"gives it the value {str(bad)[:40]!r}, not a number")
     if kernel.driven_by != "tool":
         return
+    nested_launch.check(kernel, sweep, index)
     whole = all(isinstance(v, int) for v in (*sweep.nodes, *sweep.ranks_per_node))  # else the layouts refuse them
     fewest = min(sweep.nodes) * min(sweep.ranks_per_node) if whole and sweep.nodes and sweep.ranks_per_node else 1
     if kernel.result_rank >= fewest:

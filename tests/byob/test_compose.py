@@ -85,7 +85,7 @@ def test_the_runs_shape_is_a_placeholder_of_every_template() -> None:
     with pytest.raises(ConfigError, match=r"kernels.mine.inputs.in.txt: placeholder \{grid_r\} is not a swept"):
         byob.check_sweep(_kernel(inputs={"in.txt": "P={grid_p}\nR={grid_r}\n"}), sweep, 0)
     with pytest.raises(ConfigError, match=r"kernels.mine.impls.py.script: placeholder \{np\}"):
-        byob.check_sweep(_kernel(impls={"py": ImplSpec(script="mpirun -np {np} x", variants=["v"])}), sweep, 0)
+        byob.check_sweep(_kernel(impls={"py": ImplSpec(script="prog -np {np} x", variants=["v"])}), sweep, 0)
     shadow = SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1], grid={"nodes": [1, 2]})
     with pytest.raises(ConfigError, match="'nodes' is the run's own shape"):
         byob.check_sweep(_kernel(), shadow, 0)
