@@ -250,9 +250,9 @@ def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
             if bad is not None:
                 raise ConfigError(f"{where}.{what}={str(text)[:60]!r} reads {name}, but experiment.sweeps.{index} "
                                   f"gives it the value {str(bad)[:40]!r}, not a number")
+    nested_launch.check(kernel, sweep, index)
     if kernel.driven_by != "tool":
         return
-    nested_launch.check(kernel, sweep, index)
     whole = all(isinstance(v, int) for v in (*sweep.nodes, *sweep.ranks_per_node))  # else the layouts refuse them
     fewest = min(sweep.nodes) * min(sweep.ranks_per_node) if whole and sweep.nodes and sweep.ranks_per_node else 1
     if kernel.result_rank >= fewest:

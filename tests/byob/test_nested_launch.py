@@ -69,3 +69,9 @@ def test_the_cli_refuses_it_before_anything_is_recorded(tmp_path: Path) -> None:
         "(argv: [program, ...]) and let the sweep's nodes and ranks_per_node say the ranks "
         "(docs/byob.md#mpi-programs)"]
     assert not ledger.exists()
+
+
+def test_a_contract_program_is_held_to_the_same_rule() -> None:
+    impl = ImplSpec(argv=["srun", "./my_contract_program"], variants=["plain"])
+    with pytest.raises(ConfigError, match=r"^kernels.mine.impls.x.argv\[0\]: starts srun itself"):
+        nested_launch.check(KernelSpec(name="mine", driven_by="program", impls={"x": impl}), _sweep([2], [1]), 0)
