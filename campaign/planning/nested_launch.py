@@ -1,4 +1,4 @@
-"""A tool-driven program that would start an MPI launcher inside a launched run.
+"""A program that would start an MPI launcher inside a launched run.
 
 campaign starts every run of several ranks (or GPUs per rank, or an
 implementation that says `launched: true`) through the partition's launcher,
