@@ -87,12 +87,15 @@ def parse_args(argv: Sequence[str]) -> tuple[dict[str, Any], dict[str, str], boo
 
 def _read_capped(path: Path) -> str:
     """A program's output as text: at most its last MAX_OUTPUT bytes (a program
-    printing gigabytes must not take the node's memory; figures come last)."""
+    printing gigabytes must not take the node's memory; figures come last).
+    Line ends are read as a file source's are (universal newlines): a CRLF
+    program's lines end where a pattern's `$` expects, and each lone CR of a
+    progress display ends a line, so "the last match" is the last one shown."""
     try:
         with open(path, "rb") as f:
             size = f.seek(0, os.SEEK_END)
             f.seek(max(0, size - MAX_OUTPUT))
-            return f.read().decode(errors="replace")
+            return f.read().decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")
     except OSError:
         return ""
 

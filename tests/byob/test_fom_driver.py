@@ -200,3 +200,18 @@ def test_a_launch_that_ran_fewer_ranks_fails_naming_them(tmp_path: Path, capsys:
     code, out = _launched(tmp_path, 3, 1)  # the launcher returned 0 but started one rank of three
     assert code == 1 and not out.exists()
     assert "ranks [1, 2] of 3 left no finished record" in capsys.readouterr().err
+
+
+def test_crlf_and_progress_lines_read_as_a_file_source_reads_them(tmp_path: Path) -> None:
+    """Output with CRLF line ends and a CR progress display: a pattern anchored at `$` matches on the
+    stream as on a file source, and the last value shown is the one taken."""
+    code = ("import sys,os; w=sys.stdout.buffer.write; w(b'progress 10%\\rprogress 90%\\rrate 7.5 GB/s\\r\\n'); "
+            "w(b'rate 12.5 GB/s\\r\\n'); open('copy.txt','wb').write(b'rate 12.5 GB/s\\r\\n')")
+    figures = [{"name": "bw", "regex": r"^rate (?P<value>[0-9.]+) GB/s$", "source": source, "unit": "GB/s",
+                "higher_is_better": True} for source in ("stdout", "file:copy.txt")]
+    figures[1]["name"] = "bw_file"
+    rc, out = _run(tmp_path, _spec(code, figures=figures), n="8", repeats=1)
+    assert rc == 0
+    outcome = classify_output(out, _expected((8,)))
+    assert outcome.state == JobState.COMPLETED, outcome.reason
+    assert {r["extra"]["metric"]: float(r["extra"]["value"]) for r in outcome.rows} == {"bw": 12.5, "bw_file": 12.5}
