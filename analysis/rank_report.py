@@ -6,6 +6,8 @@ computation. Present only when some row ran on more than one rank.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from analysis import display, rank_scaling
@@ -68,14 +70,28 @@ def _comm_table(frame: pd.DataFrame) -> Table:
                  note="seconds; comm share = comm / (comm + compute), empty where the program times comm only")
 
 
-def rank_section(results: pd.DataFrame) -> Section | None:
-    """The section for one cluster's rows, or None without multi-rank points."""
+@dataclass(frozen=True)
+class RankFrames:
+    """One cluster's scaling over ranks and nodes (rank_scaling's frames), made once
+    for both the section's tables and the summary's findings."""
+
+    strong: pd.DataFrame
+    weak: pd.DataFrame
+    fits: pd.DataFrame
+    comm: pd.DataFrame
+
+
+def rank_frames(results: pd.DataFrame) -> RankFrames | None:
+    """The frames of one cluster's time rows, or None where no row names a rank count."""
     if "ranks" not in results.columns or not len(results):
         return None
-    strong = rank_scaling.strong_scaling(results)
-    weak = rank_scaling.weak_scaling(results)
-    fits = rank_scaling.serial_fractions(results)
-    comm = rank_scaling.comm_compute(results)
+    return RankFrames(rank_scaling.strong_scaling(results), rank_scaling.weak_scaling(results),
+                      rank_scaling.serial_fractions(results), rank_scaling.comm_compute(results))
+
+
+def rank_section(frames: RankFrames) -> Section | None:
+    """The section of these frames, or None without multi-rank points."""
+    strong, weak, fits, comm = frames.strong, frames.weak, frames.fits, frames.comm
     blocks = [Block("p", INTRO)]
     if len(strong):
         blocks.append(Block("table", table=_scaling_table(strong, "Strong scaling over total ranks and nodes", (

@@ -34,7 +34,8 @@ from analysis.merit import TITLE as MERIT_TITLE
 from analysis.merit import bandwidth_plot, figure_findings, merit_tables, timing_rows
 from analysis.metrics import all_metrics, filter_cluster
 from analysis.overlap_points import flagged_rows, overlap_points
-from analysis.rank_report import rank_section
+from analysis.rank_findings import rank_findings
+from analysis.rank_report import rank_frames, rank_section
 from analysis.ratios import ratios
 from analysis.report_md import to_markdown
 from analysis.report_sections import analysis_sections, anchor, table_blocks
@@ -108,15 +109,16 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
                                                                            cluster)
         flags = Flags(None if is_summary(timing) else timing[
             (timing["cluster"].astype("str") == cluster).to_numpy()], summary)
-        sections = analysis_sections(summary, frames, partitions, mine_jobs, cluster, out / slug,
-                             figures, flags)
+        # the time rows, one per invocation, as report --json's strong_scaling reads them: every figure of a run
+        # shares its time, so the raw rows would repeat each point once per figure
+        scaled = None if is_summary(results) else rank_frames(
+            timing[(timing["cluster"].astype("str") == cluster).to_numpy()])
+        sections = analysis_sections(summary, frames, partitions, mine_jobs, cluster, out / slug, figures, flags,
+                                     rank_findings(scaled.strong, scaled.weak, flags) if scaled else ())
         mine = results[(results["cluster"].astype("str") == cluster).to_numpy()]
         if counters is not None and len(counters):
             sections.insert(len(sections) - 1, _counters_section(counters, mine, cost_models))
-        # the time rows, one per invocation, as report --json's strong_scaling reads them: every figure of a run
-        # shares its time, so the raw rows would repeat each point once per figure
-        ranks = None if is_summary(results) else rank_section(
-            timing[(timing["cluster"].astype("str") == cluster).to_numpy()])
+        ranks = rank_section(scaled) if scaled else None
         if ranks is not None:
             sections.insert(2, ranks)  # after "Scaling with n"
     elif mine_rows:  # only fixed-duration programs: nothing timed to judge, their figures below

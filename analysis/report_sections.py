@@ -6,7 +6,7 @@ roofline and the notation note, each with its figures and tables
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -15,7 +15,7 @@ from analysis import findings, plots, thread_tables
 from analysis import report_jobs as jobs_mod
 from analysis import report_tables as tables
 from analysis.blocks import Block, Figure, Section, Table
-from analysis.caveats import Flags, order
+from analysis.caveats import Finding, Flags, order
 from analysis.metrics import filter_cluster
 from analysis.penalties import facts_columns
 
@@ -33,8 +33,10 @@ def table_blocks(items: list[Table]) -> list[Block]:
 
 def analysis_sections(summary: pd.DataFrame, metrics: Mapping[str, pd.DataFrame],
               partitions: pd.DataFrame | None, jobs: pd.DataFrame, cluster: str,
-              stem: Path, figures: list[Figure], flags: Flags) -> list[Section]:
-    """The summary and every analysis section that has data."""
+              stem: Path, figures: list[Figure], flags: Flags,
+              more: Sequence[Finding] = ()) -> list[Section]:
+    """The summary and every analysis section that has data; `more`: findings
+    made elsewhere (over ranks and nodes) ranked among the summary's."""
     m = filter_cluster(dict(metrics), cluster)
     local = summary[summary["cluster"].astype("str") == cluster].reset_index(drop=True)
     facts = facts_columns(partitions, ["cores", "numa_domains"])
@@ -51,7 +53,7 @@ def analysis_sections(summary: pd.DataFrame, metrics: Mapping[str, pd.DataFrame]
     said, caveats = order(findings.threads(m["best_threads"], m["speedup"],
                                            m["doubling_penalty"], local, flags)
                           + findings.ratios(m["ratios"], flags) + findings.scaling(m["fits"], flags)
-                          + findings.roofline(m["roofline"], flags)
+                          + findings.roofline(m["roofline"], flags) + list(more)
                           + findings.jobs(jobs_mod.state_counts(jobs), jobs))
     summary_sec = Section("Summary", "summary", [
         Block("p", findings.overview(local)), Block("list", items=tuple(f.text for f in said))]
