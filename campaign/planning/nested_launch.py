@@ -19,8 +19,9 @@ import shlex
 from campaign.config.schema import KernelSpec, SweepSpec
 from campaign.plumbing.errors import ConfigError
 
-# MPI and batch-system launchers, also as distributions name them (mpirun.openmpi, mpiexec.hydra)
-LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "srun", "aprun", "jsrun", "prun", "flux"})
+# MPI and batch-system launchers, also as distributions name them (mpirun.openmpi, mpiexec.hydra);
+# none a benchmark would be named (not `prun` or `flux`, which a program may well be called)
+LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "prterun", "srun", "aprun", "jsrun"})
 # words that run the command after them: `exec mpirun ...`, `time srun ...`
 _PREFIXES = frozenset({"exec", "time", "command", "nice", "env", "stdbuf", "timeout"})
 _SPLIT = re.compile(r"&&|\|\||[;|&()]")

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import subprocess
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from campaign import api
+from campaign.job.files import START_FILE
 from campaign.ledger import Ledger
 from campaign.plumbing.states import JobState
 from tests.conftest import run_cli
@@ -75,10 +77,20 @@ def test_job_on_second_cluster_is_cancelled_there(
     ledger = Ledger(tmp_path / "ledger.sqlite")
     name = _name("mcx")
     cancel_at_end(ledger, name)
+    # the second cluster's job ids start again with each test session: an earlier session's job of the same
+    # id (say COMPLETED) is in its accounting, and this one's record may not be yet; -S leaves that one out
+    since = (datetime.now() - timedelta(seconds=60)).strftime("%Y-%m-%dT%H:%M:%S")
     rep = api.submit(_overrides(tmp_path, name, "experiment=slurm_remote",
                                 "experiment.sweeps.0.grid.sleep=[600]"), ledger)
     assert len(rep.submitted) == 1
     job_id = rep.submitted[0][0]
+    # cancel once the program runs: a job that starts after `cancel` left its marker runs nothing and ends
+    # by itself (COMPLETED in Slurm's accounting, CANCELLED in the ledger), before scancel reaches it
+    [(workdir,)] = _db(ledger, "SELECT workdir FROM job_attempt")
+    deadline = time.monotonic() + DONE_DEADLINE_S
+    while not (Path(workdir) / START_FILE).exists():
+        assert time.monotonic() < deadline, f"job {job_id} never started its program"
+        time.sleep(POLL_S)
     proc = run_cli("--ledger", str(ledger.path), "cancel", name)
     assert proc.returncode == 0, proc.stderr
     deadline = time.monotonic() + DONE_DEADLINE_S
@@ -91,9 +103,9 @@ def test_job_on_second_cluster_is_cancelled_there(
     assert queue.stdout.strip() in ("", "CANCELLED"), queue.stdout
     acct = ""
     while time.monotonic() < deadline:
-        # the second cluster's job ids start again with each test session: the id's latest submission is this job
-        lines = subprocess.run(["sacct", "-M", second_slurm_cluster, "-X", "-n", "-P", "-j", job_id, "-o", "Submit,State"],
-                               capture_output=True, text=True, timeout=30).stdout.splitlines()
+        lines = subprocess.run(["sacct", "-M", second_slurm_cluster, "-X", "-n", "-P", "-j", job_id, "-S", since,
+                                "-o", "Submit,State"], capture_output=True, text=True, timeout=30).stdout.splitlines()
+        lines = [line for line in lines if line.split("|", 1)[0] >= since]  # submitted by this test
         acct = max(lines).split("|", 1)[1] if lines else ""
         if acct.strip():
             break
