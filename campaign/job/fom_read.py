@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import signal
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -89,9 +90,20 @@ class Output:
             return tail(self.stderr)
         code = self.ends[rank].code if rank < len(self.ends) else None
         aborted = self.aborted
-        said = (f"exit {code}" if code is not None else
+        said = (exit_words(code) if code is not None else
                 f"MPI_Abort with {aborted[1]}" if aborted is not None and aborted[0] == rank else "no exit record")
         return f"rank {rank} of {len(self.ranks)} ({said}): {head(self.ranks[rank][1])}"
+
+
+def exit_words(code: int) -> str:
+    """An exit status as a reader of the reason wants it: 128+N (a shell's or a
+    launcher's word for "killed by signal N") and -N (Python's) name the signal."""
+    number = code - 128 if code > 128 else -code if code < 0 else 0
+    try:
+        name = signal.Signals(number).name if number else ""
+    except ValueError:  # no signal of that number: the status as it is
+        name = ""
+    return f"exit {code}, {name}" if name else f"exit {code}"
 
 
 def source_text(source: str, output: Output, values: dict[str, str], cwd: Path, rank: int) -> str:

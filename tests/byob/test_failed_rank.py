@@ -53,7 +53,7 @@ def test_the_rank_its_mpi_says_aborted_is_named_though_it_left_no_exit_record() 
 
 def test_killed_ranks_only_then_the_first_killed_one() -> None:
     out = Output("", "", (("", ""), ("", "oom: killed\n")), (RankEnd(), RankEnd(137, 5.0)))
-    assert out.failed_rank() == 1 and out.failure() == "rank 1 of 2 (exit 137): oom: killed"
+    assert out.failed_rank() == 1 and out.failure() == "rank 1 of 2 (exit 137, SIGKILL): oom: killed"
 
 
 def test_no_rank_record_then_the_first_rank_that_said_something() -> None:
@@ -65,3 +65,13 @@ def test_a_rank_that_said_nothing_leaves_the_launchers_last_lines() -> None:
     out = Output("", "srun: error: task 1: Exited with exit code 3\n", (("", ""), ("", "")), (RankEnd(0, 1.0), RankEnd(3, 1.0)))
     assert out.failure() == "srun: error: task 1: Exited with exit code 3"
     assert Output("", "").failure() == "(empty)"
+
+
+def test_a_rank_killed_by_a_signal_is_said_with_the_signals_name() -> None:
+    """A segfault (128+11, as srun and a shell report it) reads as what it is; a plain exit code stays as it is."""
+    out = Output("", "", (("", ""), ("", "[n2:1] *** Process received signal ***\n")), (RankEnd(), RankEnd(139, 3.0)))
+    assert out.failure() == "rank 1 of 2 (exit 139, SIGSEGV): [n2:1] *** Process received signal ***"
+    from campaign.job.fom_read import exit_words
+
+    assert [exit_words(c) for c in (3, 137, -9, 255, 200)] == ["exit 3", "exit 137, SIGKILL", "exit -9, SIGKILL",
+                                                             "exit 255", "exit 200"]
