@@ -20,18 +20,14 @@ from analysis import display
 from analysis.caveats import Finding, Flags, effect
 from analysis.metric_scaling import SUPERLINEAR
 from analysis.rank_scaling import WEAK_COLUMNS
-from analysis.report_tables import labels, size_text
+from analysis.report_tables import labels, shape_text, size_text
 
 SCANNED = 20  # candidates looked at for a clean finding past flagged ones
 
 
-def _shape(ranks: object, nodes: object) -> str:
-    r, n = int(ranks), int(nodes)  # type: ignore[call-overload]
-    return f"{r} rank{'s' if r != 1 else ''} on {n} node{'s' if n != 1 else ''}"
-
-
 def _where(row: pd.Series, label: str) -> str:
-    return (f"at {_shape(row['ranks'], row['nodes'])} against {_shape(row['base_ranks'], row['base_nodes'])} "
+    return (f"at {shape_text(int(row['ranks']), int(row['nodes']))} against "
+            f"{shape_text(int(row['base_ranks']), int(row['base_nodes']))} "
             f"for {label} at n = {size_text(row['n'])}, T = {int(row['threads'])}")
 
 

@@ -32,6 +32,11 @@ def size_text(n: object) -> str:
     return display.size(n) if display.finite(n) else NO_SIZE
 
 
+def shape_text(ranks: int, nodes: int) -> str:
+    """A run's shape as the report words it: "1 rank on 1 node", "8 ranks on 4 nodes"."""
+    return f"{ranks} rank{'' if ranks == 1 else 's'} on {nodes} node{'' if nodes == 1 else 's'}"
+
+
 def labels(frame: pd.DataFrame) -> pd.Series:
     """Group label: kernel/impl/variant [dtype] [d=..] partition [device] [params] [×R ranks on N nodes].
 
@@ -52,8 +57,7 @@ def labels(frame: pd.DataFrame) -> pd.Series:
     if "ranks" in frame.columns:  # a multi-rank point: its total ranks and nodes are part of what ran
         ranks = pd.to_numeric(frame["ranks"], errors="coerce").fillna(1).astype("int64").tolist()
         nodes = pd.Series(pd.to_numeric(frame.get("nodes", 1), errors="coerce"), index=frame.index)
-        scale = [f" ×{r} rank{'' if r == 1 else 's'} on {k} node{'' if k == 1 else 's'}"
-                 for r, k in zip(ranks, nodes.fillna(1).astype("int64").tolist(), strict=True)]
+        scale = [f" ×{shape_text(r, k)}" for r, k in zip(ranks, nodes.fillna(1).astype("int64").tolist(), strict=True)]
     out: list[str | float] = []
     for i in range(n):
         parts = (kernel[i], impl[i], variant[i], partition[i], device[i])

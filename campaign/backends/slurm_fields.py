@@ -55,6 +55,13 @@ def parse_time(text: str) -> datetime | None:
         return None
 
 
+def slurm_time(instant: datetime) -> str:
+    """A time as sacct's -S/-E read it: local wall-clock time to the second (an aware
+    instant is turned into local time first; a naive one is taken as local already)."""
+    local = instant.astimezone() if instant.tzinfo is not None else instant
+    return local.strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def parse_exit_code(text: str) -> tuple[int | None, int | None]:
     """``"3:0"`` -> (3, 0). Anything else -> (None, None)."""
     code, sep, sig = text.strip().partition(":")

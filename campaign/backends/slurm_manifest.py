@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.backends.base import JobRequest, Submitted
+from campaign.backends.slurm_fields import slurm_time
 from campaign.backends.slurm_query import single_cluster
 from campaign.backends.slurm_run import run_slurm
 from campaign.plumbing.errors import SchedulerError, one_line
@@ -98,7 +98,7 @@ def recover(folder: Path, requests: Sequence[JobRequest]) -> list[Submitted]:
 
 def _find_by_name(name: str, since: float, clusters: str | None = None) -> str | None:
     """Base job ID of the job or array named `name`, from squeue then sacct."""
-    start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since - 3600))
+    start = slurm_time(datetime.fromtimestamp(since - 3600))
     where = ["-M", clusters] if clusters else []
     for argv in (["squeue", *where, "-h", "-r", f"--name={name}", "-o", "%i"],
                  ["sacct", *where, "-X", "-n", "-P", f"--name={name}", "-S", start, "-o", "JobID"]):

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from campaign.backends.base import NodeJob
-from campaign.backends.slurm_fields import parse_time
+from campaign.backends.slurm_fields import parse_time, slurm_time
 from campaign.backends.slurm_query import sacct_failure, where_clusters
 from campaign.backends.slurm_run import run_slurm
 
@@ -62,9 +62,8 @@ def query_node_jobs(nodes: Sequence[str], since: datetime, until: datetime, *,
     """Every job sacct shows on these nodes between two local times, of all
     users (a site whose PrivateData hides other users' jobs shows only ours):
     one call. SchedulerError when sacct fails."""
-    fmt = "%Y-%m-%dT%H:%M:%S"
     argv = ["sacct", *where_clusters(clusters), "-a", "-X", "-P", "-n", "-N", ",".join(sorted(set(nodes))),
-            "-S", since.strftime(fmt), "-E", until.strftime(fmt), "-o", ",".join(NODE_FIELDS)]
+            "-S", slurm_time(since), "-E", slurm_time(until), "-o", ",".join(NODE_FIELDS)]
     proc = run_slurm(argv, env, timeout_s)
     if proc.returncode != 0:
         raise sacct_failure(proc)

@@ -27,6 +27,7 @@ from campaign.backends.slurm_fields import (
     parse_exit_code,
     parse_time,
     pending_reason,
+    slurm_time,
     validate_job_ids,
 )
 from campaign.backends.slurm_run import no_config_hint, run_slurm
@@ -190,8 +191,7 @@ def since_option(since: datetime | None) -> list[str]:
         return []
     instant = as_utc(since)
     assert instant is not None
-    local = (instant - SINCE_SLACK).astimezone()
-    return ["-S", local.strftime("%Y-%m-%dT%H:%M:%S")]
+    return ["-S", slurm_time(instant - SINCE_SLACK)]
 
 
 def query_sacct(
