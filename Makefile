@@ -32,7 +32,8 @@ $(STAMP): pyproject.toml
 	  echo "installing charliecloud-runtime (Debian): ch-run, the container runtime of the container tests"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    charliecloud-runtime >/dev/null) || { echo "error: charliecloud not installed: the container tests need it"; exit 1; }; }
-	@command -v mpicc >/dev/null && command -v mpirun >/dev/null || { \
+	@command -v mpirun >/dev/null && printf '#include <mpi.h>\n' | mpicc -E -x c - >/dev/null 2>&1 \
+	  && pkg-config --exists pmix 2>/dev/null || { \
 	  echo "installing Open MPI and PMIx (Debian): the MPI kernel and the multi-node tests (srun --mpi=pmix)"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    openmpi-bin libopenmpi-dev libpmix-dev >/dev/null) || { echo "error: Open MPI not installed: the MPI kernel and its tests need it"; exit 1; }; }
