@@ -46,3 +46,20 @@ def _dense(values: np.ndarray) -> np.ndarray:
 def present(df: pd.DataFrame, cols: list[str] | tuple[str, ...]) -> list[str]:
     """The subset of `cols` that `df` has, in the given order."""
     return [c for c in cols if c in df.columns]
+
+
+def group_median(frame: pd.DataFrame, keys: list[str], column: str) -> np.ndarray:
+    """The median of `column` per group of `keys` (NaN skipped; groups as
+    `groupby(keys, dropna=False, sort=True)` orders them). pandas takes the
+    mean of two middle values as 0.5 * (a + b), which is inf for two finite
+    figures near 1.8e308; those groups take twice the median of the halves,
+    the same number without the overflow (halving is exact far from the
+    subnormals)."""
+    med = frame.groupby(keys, dropna=False, sort=True)[column].median().to_numpy(dtype=float, copy=True)
+    over = np.isinf(med)
+    if over.any():  # where the middle values are finite, so is the median of the halves; an inf stays inf
+        halves = frame[keys].assign(**{column: frame[column] * 0.5}).groupby(keys, dropna=False, sort=True)[column]
+        half = halves.median().to_numpy(dtype=float)
+        fixed = over & np.isfinite(half)
+        med[fixed] = half[fixed] * 2.0
+    return med

@@ -21,6 +21,7 @@ import pandas as pd
 
 from analysis import display, metric_scaling
 from analysis.blocks import Figure, Table
+from analysis.frames import group_median
 from analysis.metric_frame import (
     DIMENSIONS,
     TIME,
@@ -76,9 +77,9 @@ def medians(results: pd.DataFrame) -> pd.DataFrame:
     config = [c for c in DIMENSIONS if c in rows.columns and c not in AXES_SHOWN]
     keys = [*config, "metric", "unit", "higher_is_better", *AXES_SHOWN]
     med = (rows.groupby(keys, dropna=False, sort=True)
-           .agg(value=("value", "median"), time_s=("time_s", "median"), bytes=("bytes", "median"),
-                repeats=("value", "size"))
+           .agg(time_s=("time_s", "median"), bytes=("bytes", "median"), repeats=("value", "size"))
            .reset_index())
+    med.insert(len(keys), "value", group_median(rows, keys, "value"))
     med.insert(len(config), "label", _labels(med) if len(med) else pd.Series(dtype=str))
     return med.sort_values(["cluster", "partition", "label", "metric", "nodes", "ranks", "threads", "n"],
                            kind="stable", na_position="last").reset_index(drop=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.frames import group_codes, present
+from analysis.frames import group_codes, group_median, present
 from analysis.metric_frame import DIMENSIONS
 from analysis.rank_scaling import is_weak
 
@@ -37,8 +37,9 @@ COLUMNS = ("axis", "scaling", "base", "base_value", "value", "repeats", "speedup
 def medians(frame: pd.DataFrame) -> pd.DataFrame:
     """Median value and repeat count per point (every dimension) and metric."""
     keys = present(frame, DIMENSIONS) + list(POINT_COLUMNS)
-    return (frame.groupby(keys, dropna=False, sort=True)
-            .agg(value=("value", "median"), repeats=("value", "size")).reset_index())
+    med = frame.groupby(keys, dropna=False, sort=True).agg(repeats=("value", "size")).reset_index()
+    med.insert(len(keys), "value", group_median(frame, keys, "value"))
+    return med
 
 
 def _series_key(med: pd.DataFrame, axis: str) -> list[str]:

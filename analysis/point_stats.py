@@ -9,7 +9,8 @@ The relation gives each row its point (the `cols`), its replicate key `rep`
 (one independent job set: analysis.replicates), its time `t` (NaN where
 none: sorted after every time) and its order `o` (ties of `t` go to the
 smaller `o`: the earlier row). Per point, from its m times sorted:
-- the median 0.5 * (x_((m+1)//2) + x_(m//2+1)) and the interval
+- the median 0.5 * (x_((m+1)//2) + x_(m//2+1)) (halves summed where the sum
+  of two finite values overflows) and the interval
   [x_(r), x_(m-r+1)], r from analysis.summary.rank_and_coverage;
 - `first`: what the caller keeps of its fastest row (ties: the earlier row).
 Per replicate: its median over the times it measured (NaN skipped: the
@@ -99,7 +100,7 @@ def finish(con: Any, cols: Sequence[str], reps: str, keys: int, counts: Sequence
                f"struct_extract(min(fastest), 'first') AS first FROM {reps} GROUP BY ALL")
     else:  # one replicate key: each point is one group of reps, its list sorted already
         pts = f"SELECT {names}, times AS t, m, struct_extract(fastest, 'first') AS first FROM {reps}"
-    stats = f"""SELECT {names}, (t[(m - 1) // 2 + 1] + t[m // 2 + 1]) * 0.5 AS median_s, t[r] AS lo,
+    stats = f"""SELECT {names}, {_mid("t[(m - 1) // 2 + 1]", "t[m // 2 + 1]")} AS median_s, t[r] AS lo,
                        t[m - r + 1] AS hi, m, first
                 FROM pts JOIN ranks USING (m)"""
     if counts is not None and not want_reps:
@@ -116,9 +117,17 @@ def finish(con: Any, cols: Sequence[str], reps: str, keys: int, counts: Sequence
     same = " AND ".join(f'r."{c}" IS NOT DISTINCT FROM pts."{c}"' for c in cols)  # (a NULL key is a value)
     made = con.sql(f"""
         SELECT p, rep, CASE WHEN k = 0 THEN 'NaN'::DOUBLE WHEN k % 2 = 1 THEN r.times[k // 2 + 1]
-                            ELSE (r.times[k // 2] + r.times[k // 2 + 1]) / 2 END AS median_s, r.m AS repeats {more}
+                            ELSE {_mid("r.times[k // 2]", "r.times[k // 2 + 1]")} END AS median_s, r.m AS repeats {more}
         FROM {reps} r JOIN pts ON {same} ORDER BY p, rep""").to_arrow_table()
     return PointStats(points, made)
+
+
+def _mid(a: str, b: str) -> str:
+    """The mean of two middle values, 0.5 * (a + b); where a + b overflows
+    though both are finite (two figures near 1.8e308), 0.5 * a + 0.5 * b,
+    which is then the same number without the overflow (halving is exact
+    there, far from the subnormals where it would not be)."""
+    return f"CASE WHEN isinf({a} + {b}) AND isfinite({a}) AND isfinite({b}) THEN {a} * 0.5 + {b} * 0.5 ELSE ({a} + {b}) * 0.5 END"
 
 
 def _ranks(con: Any, counts: Sequence[int]) -> None:

@@ -48,3 +48,14 @@ def test_json_records_carry_the_dimensions() -> None:
     assert (record["kernel"], record["impl"], record["dtype"], record["params"], record["nodes"]) == \
         ("gemm", "blas", "fp64", "opt=a=b", 1)
     assert record["d"] is None and record["value"] == 51.0
+
+
+def test_a_figure_near_the_largest_double_keeps_its_median() -> None:
+    """Two middle values of 1.5e308 and 1.7e308 have the finite median 1.6e308: the table, the scaling
+    and report --json give it, not inf or null (pandas' 0.5 * (a + b) overflows)."""
+    rows = _rows({("fp32", 1): 1.0}).iloc[:2].assign(value=[1.5e308, 1.7e308])
+    assert medians(rows)["value"].tolist() == [1.6e308]
+    [record] = figures_json(rows, None)
+    assert record["value"] == 1.6e308
+    rows = pd.concat([rows, rows.assign(value=[float("inf"), 1.0], repeat=[2, 3])], ignore_index=True)
+    assert medians(rows)["value"].tolist() == [1.6e308]  # (1.0, 1.5e308, 1.7e308, inf): the same middle two

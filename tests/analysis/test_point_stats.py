@@ -68,11 +68,14 @@ def test_a_single_repeat_is_its_own_degenerate_interval() -> None:
 
 
 def test_huge_and_tiny_times_keep_their_exact_float_operations() -> None:
-    """The median is 0.5 * (a + b): exact where a + b is finite, inf where it overflows."""
+    """The median is 0.5 * (a + b) where a + b is finite, and 0.5 * a + 0.5 * b
+    where the sum of two finite values overflows: never inf for finite times."""
     s = summarize(make_rows({(1, 64): [1e300, 1.5e300], (1, 128): [1e-300, 3e-300], (1, 256): [1.5e308, 1.7e308]}))
     assert _point(s, n=64)["median_s"] == 0.5 * (1e300 + 1.5e300)
     assert _point(s, n=128)["median_s"] == 0.5 * (1e-300 + 3e-300)
-    assert _point(s, n=256)["median_s"] == float("inf")
+    assert _point(s, n=256)["median_s"] == 1.6e308 == 0.5 * 1.5e308 + 0.5 * 1.7e308
+    reps = make_rows({(1, 64): [1.5e308, 1.7e308, 1.0, 3.0]}).assign(replicate=[0, 0, 1, 1])
+    assert replicate_medians(reps)["median_s"].tolist() == [1.6e308, 2.0]
 
 
 def test_replicates_take_the_geometric_mean_of_their_medians() -> None:
