@@ -261,7 +261,8 @@ def jobs(counts: dict[str, int], frame: pd.DataFrame) -> list[Finding]:
     bad = frame[~frame["state"].astype("str").isin(["COMPLETED", "PENDING", "RUNNING"])] \
         if "state" in frame else frame.iloc[:0]
     if len(bad) and "job_id" in bad:
-        ids = [str(v) for v in bad["job_id"].tolist()[:8]]
-        more = f" and {len(bad) - len(ids)} more" if len(bad) > len(ids) else ""
+        every = list(dict.fromkeys(str(v) for v in bad["job_id"].tolist()))  # a job of several runs once
+        ids = every[:8]
+        more = f" and {len(every) - len(ids)} more" if len(every) > len(ids) else ""
         text += f" (need attention: {', '.join(ids)}{more}; see the jobs appendix)"
     return [Finding(text + ".")]

@@ -66,11 +66,14 @@ def _header(s: object, led: Ledger, scope: Scope, names: list[str]) -> list[str]
         first, last = s.execute(select(func.min(JobAttempt.submitted_at), func.max(JobAttempt.ended_at))
                                 .join(Run, Run.id == JobAttempt.run_id).where(Run.campaign_id.in_(ids))).one()
         lines.append(f"Dates: {display(first) or '?'} to {display(last) or '?'}")
+        said: dict[str, int] = {}  # one line per distinct provenance: each submit records one, often the same
         for prov in s.scalars(select(Provenance).where(Provenance.campaign_id.in_(ids)).order_by(Provenance.id)):
             pk = prov.packages or {}
             versions = ", ".join(f"{k} {v}" for k, v in pk.items() if v and k in ("python", "campaign", "torch"))
             commit = (prov.git_commit or "?")[:12] + (" (dirty)" if prov.git_dirty else "")
-            lines.append(f"Provenance: commit {commit}; {versions}; {prov.command}")
+            text = f"Provenance: commit {commit}; {versions}; {prov.command}"
+            said[text] = said.get(text, 0) + 1
+        lines += [text + (f" ({k} submissions)" if k > 1 else "") for text, k in said.items()]
     return lines
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import all_metrics, filter_cluster, plot_axes
+from analysis.findings import jobs as job_findings
 from analysis.findings import ratios as ratio_findings
 from analysis.ratios import ratios
 from analysis.report import ReportContext, cluster_metrics, render_report
@@ -183,3 +184,13 @@ def test_counters_section_is_part_of_the_report(tmp_path: Path) -> None:
     section = md[md.index(title):md.index("## How to read")]
     assert "DRAM bytes: measured vs cost model" in section and " nan " not in section
     assert "(#measured-vs-predicted-hardware-counters)" in md
+
+
+def test_a_failed_job_of_several_runs_is_named_once() -> None:
+    """A preflight job checks every run of its partition: its attempts share its id, which the summary
+    names once (it listed `local-preflight-85111b93, local-preflight-85111b93`)."""
+    frame = pd.DataFrame({"state": ["PREFLIGHT_FAILED", "PREFLIGHT_FAILED", "COMPLETED", "FAILED"],
+                          "job_id": ["pre-1", "pre-1", "7", "8"]})
+    [finding] = job_findings({"PREFLIGHT_FAILED": 2, "COMPLETED": 1, "FAILED": 1}, frame)
+    assert str(finding) == ("4 job attempts: 2 PREFLIGHT_FAILED, 1 COMPLETED, 1 FAILED "
+                            "(need attention: pre-1, 8; see the jobs appendix).")

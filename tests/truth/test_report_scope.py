@@ -28,7 +28,7 @@ def test_report_scopes_to_the_latest_campaign_and_names_it(tmp_path: Path) -> No
     latest = report()
     assert "Covers: campaign second (the latest; 1 other campaign(s)" in latest and f"Ledger: {ledger}" in latest
     assert jobs["second"] in latest and jobs["first"] not in latest
-    assert "Provenance: commit" in latest
+    assert latest.count("Provenance: commit") == 1 and "submissions)" not in latest
     # The dates once, in one format: the report's own UTC "jobs ran" line, no scope "Dates:".
     assert "Dates: " not in latest and latest.count("**jobs ran:**") == 1 and " UTC … " in latest
     both = report("--campaign", "first", "--campaign", "second")
@@ -37,5 +37,11 @@ def test_report_scopes_to_the_latest_campaign_and_names_it(tmp_path: Path) -> No
     assert "Covers: campaign second (the latest" in html
     pooled = report("--all")
     assert "ALL campaigns pooled on purpose (--all): first, second" in pooled
+    again = run_cli("--ledger", str(ledger), "submit", "experiment=failures", "campaign.name=second",
+                    f"campaign.workdir={tmp_path / 'runs'}", "experiment.sweeps.0.variants=[ok]",
+                    cwd=tmp_path, env=FAKE_ENV)
+    assert again.returncode == 0, again.stderr
+    twice = report("--campaign", "second")  # the same provenance recorded by two submits: one line
+    assert twice.count("Provenance: commit") == 1 and "(2 submissions)" in twice
     bad = run_cli("--ledger", str(ledger), "report", "--campaign", "nope", cwd=tmp_path)
     assert bad.returncode == 2 and "unknown campaign 'nope'" in bad.stderr
