@@ -45,7 +45,7 @@ INTRO = ("What each benchmark reported about itself, read from its output by the
 AXES_SHOWN = ("nodes", "ranks", "threads", "n")  # a figure's median table has a column for each
 
 
-def _labels(frame: pd.DataFrame) -> pd.Series:
+def figure_labels(frame: pd.DataFrame) -> pd.Series:
     """Each configuration's name as the report's other tables give it
     (report_tables.labels: kernel/impl/variant dtype d partition device
     [params]), its params without the figure's own name (the table's caption
@@ -80,7 +80,7 @@ def medians(results: pd.DataFrame) -> pd.DataFrame:
            .agg(time_s=("time_s", "median"), bytes=("bytes", "median"), repeats=("value", "size"))
            .reset_index())
     med.insert(len(keys), "value", group_median(rows, keys, "value"))
-    med.insert(len(config), "label", _labels(med) if len(med) else pd.Series(dtype=str))
+    med.insert(len(config), "label", figure_labels(med) if len(med) else pd.Series(dtype=str))
     return med.sort_values(["cluster", "partition", "label", "metric", "nodes", "ranks", "threads", "n"],
                            kind="stable", na_position="last").reset_index(drop=True)
 
@@ -96,7 +96,7 @@ def _value_table(part: pd.DataFrame, metric: str, unit: str, higher: bool) -> Ta
                  "Median over repeats of the figure the program printed; columns are n.")
 
 
-def _axes_text(row: pd.Series) -> str:
+def axes_text(row: pd.Series) -> str:
     """What a series holds fixed, e.g. "T=2 N=1 R=2". Over nodes the ranks grow
     with the nodes and the ranks per node are what stays: "T=1 R/node=2"."""
     if row["axis"] == "nodes":
@@ -106,14 +106,6 @@ def _axes_text(row: pd.Series) -> str:
     return " ".join(f"{k}={int(v)}" for k, v in fixed if v is not None and not pd.isna(v))
 
 
-def _where(row: pd.Series, name: str) -> str:
-    """A finding's point said in full: two lines of one configuration differ
-    only in what their series holds (threads, nodes, ranks per node) or in n."""
-    held = _axes_text(row)
-    size = f" n = {display.size(row['n'])}" if display.finite(row["n"]) else ""
-    return f"{name}" + (f" ({held}{',' if size else ''}{size})" if held or size else "")
-
-
 def _scaling_tables(frame: pd.DataFrame) -> list[Table]:
     """Speedup and efficiency of each figure over threads, ranks and nodes, in its direction."""
     scale = metric_scaling.all_scaling(frame)
@@ -121,9 +113,9 @@ def _scaling_tables(frame: pd.DataFrame) -> list[Table]:
     for (metric, axis, higher), part in scale.groupby(["metric", "axis", "higher_is_better"], sort=True):
         part = part.reset_index(drop=True)
         rows = pd.DataFrame({
-            "configuration": _labels(part).tolist(),
+            "configuration": figure_labels(part).tolist(),
             "n": [display.size(v) if display.finite(v) else "–" for v in part["n"]],
-            "at": [_axes_text(r) for _, r in part.iterrows()],
+            "at": [axes_text(r) for _, r in part.iterrows()],
             "scaling": part["scaling"].to_numpy(),
             f"{axis} base": part["base"].astype(str).to_numpy(),
             axis: part[axis].astype(int).astype(str).to_numpy(),
@@ -149,8 +141,8 @@ def _exponent_tables(frame: pd.DataFrame) -> list[Table]:
     out = []
     for (metric, higher), part in fits.groupby(["metric", "higher_is_better"], sort=True):
         rows = pd.DataFrame({
-            "configuration": _labels(part).tolist(),
-            "at": [_axes_text(pd.concat([r, pd.Series({"axis": ""})])) for _, r in part.iterrows()],
+            "configuration": figure_labels(part).tolist(),
+            "at": [axes_text(pd.concat([r, pd.Series({"axis": ""})])) for _, r in part.iterrows()],
             "n range": [f"{display.size(a)} … {display.size(b)}" for a, b in zip(part["n_min"], part["n_max"])],
             "sizes": part["sizes"].astype(str).to_numpy(),
             "exponent k": [f"{k:.3f}" for k in part["exponent"]]})
@@ -300,34 +292,3 @@ def figure_frame(results: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=[*DIMENSIONS, "repeat", "replicate", *VALUE_COLUMNS])
     frame = metric_frame(results[results["metric"].notna().to_numpy()])
     return frame[frame["metric"] != TIME].reset_index(drop=True)
-
-
-MAX_FINDINGS = 6
-
-
-def figure_findings(results: pd.DataFrame, cluster: str) -> list[str]:
-    """The summary's lines on the figures: per figure and axis, the largest
-    speedup in the figure's direction, and every efficiency above
-    metric_scaling.SUPERLINEAR said as a flag, not as a result."""
-    rows = results[(results["cluster"].astype(str) == cluster).to_numpy()]
-    scale = metric_scaling.all_scaling(figure_frame(rows))
-    out: list[str] = []
-    for (metric, axis, higher), part in scale.groupby(["metric", "axis", "higher_is_better"], sort=True):
-        part = part[part[axis].to_numpy(float) != part["base"].to_numpy(float)]
-        if not len(part):
-            continue
-        names = _labels(part)  # one per row, in one pass
-        clean = part[~part["superlinear"].to_numpy(bool)]  # a flagged speedup is the largest only if all are
-        ranked = clean if len(clean) else part
-        top = ranked.loc[ranked["speedup"].idxmax()]
-        way = "higher" if higher else "lower"
-        out.append(f"{metric} ({way} is better): largest speedup over {axis} {display.ratio(top['speedup'])} "
-                   f"at {int(top[axis])} {axis} against {int(top['base'])} (efficiency "
-                   f"{display.percent(top['efficiency'])}) for {_where(top, names[top.name])}.")
-        for _, r in part[part["superlinear"]].iterrows():
-            out.append(f"Flagged: {metric} efficiency {display.percent(r['efficiency'])} above "
-                       f"{display.percent(metric_scaling.SUPERLINEAR)} at {int(r[axis])} {axis} against "
-                       f"{int(r['base'])} for {_where(r, names[r.name])}: more than the added resources can give, "
-                       f"which on a shared or small machine means the {int(r['base'])}-{axis.removesuffix('s')} "
-                       f"point was slowed, not that {metric} scales superlinearly.")
-    return out[:MAX_FINDINGS]

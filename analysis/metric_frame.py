@@ -9,7 +9,8 @@ from the result rows, it is what the metric-generic analyses read
 points that differ in any dimension (nodes, ranks, threads, a grid value).
 
 Columns: DIMENSIONS (those the rows have; `nodes` and `ranks` default to 1,
-`n` may be missing), `repeat`, `replicate`, then `metric`, `value`, `unit`
+`n` may be missing), `repeat`, `replicate`, `overlap` (the row's note that
+the machine was shared, where the rows have it), then `metric`, `value`, `unit`
 and `higher_is_better`. Time is the metric `time_s` (s, lower is better)
 for rows that carry no figure. Rows of a figure-printing program carry
 their figure instead: their time_s is the figure's time or the process's
@@ -61,7 +62,7 @@ def metric_frame(results: pd.DataFrame) -> pd.DataFrame:
     """The long-form frame of raw result rows (see the module doc)."""
     rows = results.reset_index(drop=True)
     dims = present(rows, DIMENSIONS)
-    out = rows[dims + present(rows, ("repeat", "replicate"))].copy()
+    out = rows[dims + present(rows, ("repeat", "replicate", "overlap"))].copy()
     for col, default in SCALE_DEFAULTS.items():
         out[col] = pd.to_numeric(rows[col], errors="coerce").fillna(default).astype("int64") \
             if col in rows.columns else default

@@ -28,10 +28,11 @@ from analysis.blocks import Block, Figure, Section, Table
 from analysis.builds import builds_blocks
 from analysis.caveats import Flags
 from analysis.cost_model import CostModel
+from analysis.figure_findings import figure_findings
 from analysis.html import to_html
 from analysis.merit import INTRO as MERIT_INTRO
 from analysis.merit import TITLE as MERIT_TITLE
-from analysis.merit import bandwidth_plot, figure_findings, merit_tables, timing_rows
+from analysis.merit import bandwidth_plot, merit_tables, timing_rows
 from analysis.metrics import all_metrics, filter_cluster
 from analysis.overlap_points import flagged_rows, overlap_points
 from analysis.rank_findings import rank_findings

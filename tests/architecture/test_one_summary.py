@@ -27,7 +27,7 @@ SQL_ORDER = re.compile(r"\b(list_sort|array_sort|quantile|quantile_cont|quantile
 # Medians of rows that are not a point's summary: each analysis reads its rows one by one.
 MEDIANS_ELSEWHERE = {
     "analysis/merit.py": "figures of merit: the value's median per configuration, nodes and ranks",
-    "analysis/metric_scaling.py": "figures of merit: the value's median per scale step",
+    "analysis/frames.py": "figures of merit: the value's median per point (merit, metric_scaling), without overflow",
     "analysis/rank_scaling.py": "multi-rank series: the median per ranks and nodes and its bootstrap",
     "analysis/counters.py": "hardware counters: the median time of a profiled configuration",
     "analysis/advise.py": "a pilot's time per configuration, summed into a cost",

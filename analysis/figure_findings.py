@@ -1,0 +1,75 @@
+"""The summary's lines on the figures of merit: per figure and axis (threads,
+ranks, nodes), the largest speedup in the figure's direction against its
+series' base point, and every efficiency above SUPERLINEAR said as a flag.
+
+The rules are the time findings' (analysis/caveats.py): a number that rests
+on a flagged point is not said as a result. A point is flagged where its rows
+were timed while the machine was shared (their `overlap` note) or where it
+has fewer than MIN_REPEATS repeats; a speedup rests on its point and its
+base. So the largest speedup said is the largest clean one; where every
+candidate rests on a flagged point, it is said as a flag with the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis import display, metric_scaling
+from analysis.caveats import Flags
+from analysis.merit import axes_text, figure_frame, figure_labels
+
+MAX_FINDINGS = 6
+
+
+def _where(row: pd.Series, name: str) -> str:
+    """A finding's point said in full: two lines of one configuration differ
+    only in what their series holds (threads, nodes, ranks per node) or in n."""
+    held = axes_text(row)
+    size = f" n = {display.size(row['n'])}" if display.finite(row["n"]) else ""
+    return f"{name}" + (f" ({held}{',' if size else ''}{size})" if held or size else "")
+
+
+def _base(row: pd.Series) -> dict[str, Any]:
+    """The base point of `row`'s series: over nodes the ranks per node stay, so its ranks shrink with them."""
+    axis, base = str(row["axis"]), int(row["base"])
+    if axis == "nodes":
+        return {"nodes": base, "ranks": int(row["ranks"]) // max(int(row["nodes"]), 1) * base}
+    return {axis: base}
+
+
+def figure_findings(results: pd.DataFrame, cluster: str) -> list[str]:
+    """The summary's lines on the figures of `cluster` (see the module doc)."""
+    rows = results[(results["cluster"].astype(str) == cluster).to_numpy()]
+    frame = figure_frame(rows)
+    scale = metric_scaling.all_scaling(frame)
+    if not len(scale):
+        return []
+    flags = Flags(frame, metric_scaling.medians(frame))
+    out: list[str] = []
+    for (metric, axis, higher), part in scale.groupby(["metric", "axis", "higher_is_better"], sort=True):
+        part = part[part[axis].to_numpy(float) != part["base"].to_numpy(float)]
+        if not len(part):
+            continue
+        names = figure_labels(part)  # one per row, in one pass
+        why = {index: flags.any_reason([(r, {}), (r, _base(r))]) for index, r in part.iterrows()}
+        ok = np.array([why[index] is None for index in part.index], dtype=bool)
+        superlinear = part["superlinear"].to_numpy(bool)
+        clean, unflagged = part[~superlinear & ok], part[ok]
+        ranked = clean if len(clean) else unflagged if len(unflagged) else part
+        top = ranked.loc[ranked["speedup"].idxmax()]
+        way = "higher" if higher else "lower"
+        said = (f"{metric} ({way} is better): largest speedup over {axis} {display.ratio(top['speedup'])} "
+                f"at {int(top[axis])} {axis} against {int(top['base'])} (efficiency "
+                f"{display.percent(top['efficiency'])}) for {_where(top, names[top.name])}")
+        reason = why[top.name]
+        out.append(f"Flagged: {said}. Why not a finding: {reason}." if reason else f"{said}.")
+        for _, r in part[superlinear].iterrows():
+            out.append(f"Flagged: {metric} efficiency {display.percent(r['efficiency'])} above "
+                       f"{display.percent(metric_scaling.SUPERLINEAR)} at {int(r[axis])} {axis} against "
+                       f"{int(r['base'])} for {_where(r, names[r.name])}: more than the added resources can give, "
+                       f"which on a shared or small machine means the {int(r['base'])}-{axis.removesuffix('s')} "
+                       f"point was slowed, not that {metric} scales superlinearly.")
+    return out[:MAX_FINDINGS]

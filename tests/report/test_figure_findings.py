@@ -1,0 +1,49 @@
+"""The summary's lines on figures of merit follow the time findings' rules: a
+speedup that rests on a point timed on a busy machine, or of too few repeats,
+is said as a flag with its reason, never as a result; a clean one leads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.figure_findings import figure_findings
+from analysis.report import render_report
+
+
+def _rows(rates: dict[int, float], repeats: int = 3, busy_at: int | None = None,
+          variant: str = "plain") -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for threads, rate in rates.items():
+        for repeat in range(repeats):
+            note = "busy machine: other processes kept 1.9 of 2 CPUs busy" if threads == busy_at else ""
+            out.append({"cluster": "c", "partition": "p", "kernel": "k", "impl": "i", "variant": variant,
+                        "device": "cpu", "dtype": "fp32", "params": "metric=rate", "threads": threads, "n": 100,
+                        "repeat": repeat, "time_s": 1.0, "metric": "rate", "value": rate + repeat * 0.01,
+                        "unit": "ev/s", "higher_is_better": True, "overlap": note})
+    return out
+
+
+def test_a_speedup_resting_on_a_busy_point_is_a_flag_with_its_reason() -> None:
+    [line] = figure_findings(pd.DataFrame(_rows({1: 100.0, 2: 190.0}, busy_at=1)), "c")
+    assert line.startswith("Flagged: rate (higher is better): largest speedup over threads 1.90× at 2 threads")
+    assert "Why not a finding: timed on a shared or busy machine (busy machine: other processes kept" in line
+
+
+def test_too_few_repeats_flag_and_a_clean_speedup_leads() -> None:
+    [few] = figure_findings(pd.DataFrame(_rows({1: 100.0, 2: 190.0}, repeats=2)), "c")
+    assert few.startswith("Flagged: ") and "Why not a finding: only 2 repeat(s) (at least 3 needed)" in few
+    # a busy configuration that scales better and a clean one: the clean one is said, as a finding
+    rows = _rows({1: 100.0, 2: 199.0}, busy_at=2, variant="busy") + _rows({1: 100.0, 2: 150.0})
+    [line] = figure_findings(pd.DataFrame(rows), "c")
+    assert line.startswith("rate (higher is better): largest speedup over threads 1.50× at 2 threads")
+    assert "k/i/plain" in line and "Flagged" not in line
+
+
+def test_the_report_summary_states_no_busy_figure_as_a_finding(tmp_path: Path) -> None:
+    rows = pd.DataFrame(_rows({1: 100.0, 2: 190.0}, busy_at=2))
+    md = render_report(rows, None, None, tmp_path, "c").markdown.read_text()
+    summary = md.split("## Summary", 1)[1].split("\n## ", 1)[0]
+    said = [line for line in summary.splitlines() if "largest speedup over threads" in line]
+    assert said and all(line.startswith("- Flagged: ") for line in said), said
