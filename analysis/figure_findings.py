@@ -50,7 +50,8 @@ def figure_findings(results: pd.DataFrame, cluster: str) -> list[str]:
     flags = Flags(frame, metric_scaling.medians(frame))
     out: list[str] = []
     for (metric, axis, higher), part in scale.groupby(["metric", "axis", "higher_is_better"], sort=True):
-        part = part[part[axis].to_numpy(float) != part["base"].to_numpy(float)]
+        part = part[(part[axis].to_numpy(float) != part["base"].to_numpy(float))
+                    & np.isfinite(part["speedup"].to_numpy(float))]  # a ratio of a zero or negative value: none
         if not len(part):
             continue
         names = figure_labels(part)  # one per row, in one pass

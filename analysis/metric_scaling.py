@@ -14,6 +14,11 @@ fixed (ranks grow with the nodes); over ranks, the nodes stay fixed.
   has a constant ideal, so there efficiency = v(base) / v and the speedup is
   the scaled one, efficiency · axis value / base.
 
+A speedup needs two positive, finite values: where the point's or its
+base's median is zero, negative or infinite (a rate printed as 0 at a tiny
+size, a difference that can be negative), its speedup and efficiency are
+NaN (null in JSON, blank in the tables) and no finding rests on it.
+
 An efficiency above SUPERLINEAR is flagged `superlinear`: more than the added
 resources can give beyond noise, which on a shared or small machine means
 the base point was slowed, not that the program scales superlinearly.
@@ -74,6 +79,9 @@ def scaling(frame: pd.DataFrame, axis: str) -> pd.DataFrame:
                         dtype=bool) & ~higher
         speedup = np.where(weak, speedup * at / base, speedup)
         efficiency = np.where(weak, base_value / value, efficiency)
+    # a ratio of a zero, a negative or an infinite value says nothing of scaling: none is made
+    ratio = (value > 0) & (base_value > 0) & np.isfinite(value) & np.isfinite(base_value)
+    speedup, efficiency = np.where(ratio, speedup, np.nan), np.where(ratio, efficiency, np.nan)
     out = med.drop(columns=["_series", "ranks_per_node"])
     out["axis"], out["scaling"] = axis, np.where(weak, "weak", "strong")
     out["base"], out["base_value"] = base.astype("int64"), base_value

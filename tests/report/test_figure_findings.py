@@ -47,3 +47,23 @@ def test_the_report_summary_states_no_busy_figure_as_a_finding(tmp_path: Path) -
     summary = md.split("## Summary", 1)[1].split("\n## ", 1)[0]
     said = [line for line in summary.splitlines() if "largest speedup over threads" in line]
     assert said and all(line.startswith("- Flagged: ") for line in said), said
+
+
+def test_a_zero_or_negative_median_gives_no_speedup() -> None:
+    """A rate printed as 0 at the base, or a figure that can be negative: v/v(base) is no speedup (it read
+    'largest speedup over threads  at 2 threads', an infinite ratio shown blank, and '-2.01×')."""
+    from analysis import metric_scaling
+    from analysis.merit import figure_frame
+
+    for rates in ({1: 0.0, 2: 190.0}, {1: -5.0, 2: 10.0}, {1: 100.0, 2: -3.0}):
+        rows = pd.DataFrame(_rows(rates))
+        rows["value"] = [rates[t] for t in rows["threads"]]
+        scale = metric_scaling.scaling(figure_frame(rows), "threads")
+        two = scale[scale["threads"] == 2].iloc[0]
+        assert pd.isna(two["speedup"]) and pd.isna(two["efficiency"]) and not two["superlinear"], rates
+        assert figure_findings(rows, "c") == [], rates
+    rows = pd.DataFrame(_rows({1: 0.0, 2: 100.0, 4: 300.0}))  # the clean pair beside a zero base still counts
+    rows = pd.concat([rows, pd.DataFrame(_rows({1: 50.0, 2: 90.0}, variant="other"))], ignore_index=True)
+    rows.loc[(rows["variant"] == "plain") & (rows["threads"] == 1), "value"] = 0.0
+    [line] = figure_findings(rows, "c")
+    assert "1.80× at 2 threads" in line and "k/i/other" in line
