@@ -188,8 +188,8 @@ def cmd_compare(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         sys.stdout.write("\n")
     else:
         print(compare_view.as_text(rep, markdown=fmt == "md"))
-    if args.fail_on == "slower" and len(rep.comparison.slower):
-        print(f"campaign: {len(rep.comparison.slower)} point(s) slower than BASE by more than "
+    if args.fail_on and len(rep.comparison.slower):
+        print(f"campaign: {len(rep.comparison.slower)} point(s) slower or worse than BASE by more than "
               f"{args.threshold:.0%}", file=sys.stderr)
         return 3
     return 0

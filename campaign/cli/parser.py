@@ -149,7 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the dimension in which BASE and NEW differ (left out of the matching)")
     s.add_argument("--threshold", type=_percent, default=0.05, metavar="P",
                    help="smallest change that counts, e.g. 5%% or 0.05 (default 5%%)")
-    s.add_argument("--fail-on", choices=["slower"], help="exit 3 when a point is slower beyond the threshold")
+    s.add_argument("--fail-on", choices=["slower", "worse"],
+                   help="exit 3 when a point is slower, or a figure worse, beyond the threshold (the two words "
+                        "are one gate: a time's regression is slower, a rate's is worse)")
     s.add_argument("--min-replicates", type=_positive, default=1, metavar="R",
                    help="refuse a verdict (insufficient-replicates) below R replicates on a side (default 1: "
                         "such points are judged on the within-run interval only, and say so)")

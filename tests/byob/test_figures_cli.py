@@ -138,6 +138,8 @@ def test_compare_calls_a_drop_of_a_rate_worse(tmp_path: Path) -> None:
     proc = run_cli("compare", sel + str(base), sel + str(new), "--fail-on", "slower", cwd=tmp_path, env=env)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "worse" in proc.stdout
+    proc = run_cli("compare", sel + str(base), sel + str(new), "--fail-on", "worse", cwd=tmp_path, env=env)
+    assert proc.returncode == 3 and "4 point(s) slower or worse than BASE" in proc.stderr, proc.stderr
     proc = run_cli("compare", sel + str(new), sel + str(base), "--format", "json", cwd=tmp_path, env=env)
     assert {p["verdict"] for p in json.loads(proc.stdout)["points"]} == {"better"}
 

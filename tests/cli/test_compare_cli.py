@@ -55,8 +55,10 @@ def ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_fail_on_slower_exits_3_on_a_regression(ledger: Path) -> None:
     proc = run_cli("--ledger", str(ledger), "compare", "base", "regressed", "--fail-on", "slower")
     assert proc.returncode == 3, proc.stderr
-    assert f"{len(SIZES)} point(s) slower than BASE by more than 5%" in proc.stderr
+    assert f"{len(SIZES)} point(s) slower or worse than BASE by more than 5%" in proc.stderr
     assert f"{2 * len(SIZES)} matched, 0 faster, {len(SIZES)} slower, {len(SIZES)} within-noise" in proc.stdout
+    worse = run_cli("--ledger", str(ledger), "compare", "base", "regressed", "--fail-on", "worse")
+    assert (worse.returncode, worse.stdout) == (3, proc.stdout), worse.stderr  # one gate, two words
 
 
 def test_fail_on_slower_exits_0_without_one(ledger: Path) -> None:
