@@ -20,6 +20,8 @@ import pandas as pd
 from analysis import display, metric_scaling
 from analysis.caveats import Flags
 from analysis.merit import axes_text, figure_frame, figure_labels
+from analysis.metric_frame import SCALE_DEFAULTS
+from analysis.metric_ratios import figure_ratios
 
 MAX_FINDINGS = 6
 
@@ -44,9 +46,9 @@ def figure_findings(results: pd.DataFrame, cluster: str) -> list[str]:
     """The summary's lines on the figures of `cluster` (see the module doc)."""
     rows = results[(results["cluster"].astype(str) == cluster).to_numpy()]
     frame = figure_frame(rows)
-    scale = metric_scaling.all_scaling(frame)
-    if not len(scale):
+    if not len(frame):
         return []
+    scale = metric_scaling.all_scaling(frame)
     flags = Flags(frame, metric_scaling.medians(frame))
     out: list[str] = []
     for (metric, axis, higher), part in scale.groupby(["metric", "axis", "higher_is_better"], sort=True):
@@ -73,4 +75,34 @@ def figure_findings(results: pd.DataFrame, cluster: str) -> list[str]:
                        f"{int(r['base'])} for {_where(r, names[r.name])}: more than the added resources can give, "
                        f"which on a shared or small machine means the {int(r['base'])}-{axis.removesuffix('s')} "
                        f"point was slowed, not that {metric} scales superlinearly.")
-    return out[:MAX_FINDINGS]
+    return (out + _ratio_findings(results, cluster, flags))[:MAX_FINDINGS]
+
+
+def _ratio_findings(results: pd.DataFrame, cluster: str, flags: Flags) -> list[str]:
+    """Per figure, its largest ratio between two values of one dimension that is
+    beyond the noise and rests on no flagged point (either side), said in the
+    figure's direction: "impl b is 1.50× better than a"."""
+    found = figure_ratios(results, cluster)
+    # the points as the figure frame names them, whose flags are looked up: a rank, node or GPU count the rows
+    # do not say is its default there
+    found = found.assign(**{c: d for c, d in SCALE_DEFAULTS.items() if c not in found.columns})
+    out: list[str] = []
+    for (metric, higher), part in found[found["better"].notna().to_numpy()].groupby(["metric", "higher_is_better"],
+                                                                                    sort=True):
+        part = part.assign(_effect=np.abs(np.log(part["ratio"].to_numpy(float)))).sort_values(
+            "_effect", ascending=False, kind="stable")
+        names = figure_labels(part)
+        for index, r in part.iterrows():
+            other = {str(r["dimension"]): r["b"], "partition": r["partition_b"]}
+            if flags.any_reason([(r, {}), (r, other)]):
+                continue
+            first, second = (r["a"], r["b"]) if r["better"] == "a" else (r["b"], r["a"])
+            times = float(r["ratio"]) if r["better"] == "a" else 1.0 / float(r["ratio"])
+            if not higher:  # a time-like figure: the better side is the smaller value
+                times = 1.0 / times
+            point = pd.concat([r, pd.Series({"axis": ""})])  # every axis held: the point's T, N, R and n
+            out.append(f"{metric} ({'higher' if higher else 'lower'} is better): {r['dimension']} {first} is "
+                       f"{display.ratio(times)} better than {second} for {_where(point, names[index])}, "
+                       "beyond the noise.")
+            break
+    return out

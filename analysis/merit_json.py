@@ -1,6 +1,7 @@
 """The figures of merit in `report --json`: the medians (figures_of_merit),
-each figure's exponent over n (figure_exponents) and its speedup over
-threads, ranks and nodes (figure_scaling), as plain JSON values.
+each figure's exponent over n (figure_exponents), its speedup over
+threads, ranks and nodes (figure_scaling) and its ratios between values of
+one dimension (figure_ratios), as plain JSON values.
 The report's tables of the same figures are analysis/merit.py's.
 """
 
@@ -11,6 +12,7 @@ import pandas as pd
 
 from analysis import metric_scaling
 from analysis.merit import figure_frame, has_figures, medians
+from analysis.metric_ratios import figure_ratios
 
 
 def figures_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
@@ -45,6 +47,12 @@ def scaling_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, o
     rows = results if cluster is None else results[(results["cluster"].astype(str) == cluster).to_numpy()]
     scale = metric_scaling.all_scaling(figure_frame(rows))
     return [{k: _plain(v) for k, v in rec.items()} for rec in scale.to_dict("records")]
+
+
+def ratios_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
+    """`report --json` key figure_ratios: each figure's ratios between values of
+    cluster, partition, impl and variant (analysis/metric_ratios.py; [] without figures)."""
+    return [{k: _plain(v) for k, v in rec.items()} for rec in figure_ratios(results, cluster).to_dict("records")]
 
 
 def _plain(value: object) -> object:

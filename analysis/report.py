@@ -33,6 +33,7 @@ from analysis.html import to_html
 from analysis.merit import INTRO as MERIT_INTRO
 from analysis.merit import TITLE as MERIT_TITLE
 from analysis.merit import bandwidth_plot, merit_tables, timing_rows
+from analysis.metric_ratios import figure_ratios, ratio_tables
 from analysis.metrics import all_metrics, filter_cluster
 from analysis.overlap_points import flagged_rows, overlap_points
 from analysis.rank_findings import rank_findings
@@ -130,7 +131,8 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
         said = [f.text for f in findings.jobs(jobs_mod.state_counts(mine_jobs), mine_jobs)]
         sections = [Section("Summary", "summary", [Block("p", f"No results for cluster {cluster}.")]
                             + ([Block("list", items=tuple(said))] if said else []))]
-    merit = merit_tables(results, partitions, cluster) if mine_rows else []  # a benchmark's own figures
+    merit = (merit_tables(results, partitions, cluster)  # a benchmark's own figures
+             + ratio_tables(figure_ratios(results, cluster))) if mine_rows else []
     if merit:
         plot = bandwidth_plot(results, partitions, cluster, out / f"{slug}-bandwidth.png")
         figures += [plot] if plot is not None else []

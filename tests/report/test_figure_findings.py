@@ -36,7 +36,7 @@ def test_too_few_repeats_flag_and_a_clean_speedup_leads() -> None:
     assert few.startswith("Flagged: ") and "Why not a finding: only 2 repeat(s) (at least 3 needed)" in few
     # a busy configuration that scales better and a clean one: the clean one is said, as a finding
     rows = _rows({1: 100.0, 2: 199.0}, busy_at=2, variant="busy") + _rows({1: 100.0, 2: 150.0})
-    [line] = figure_findings(pd.DataFrame(rows), "c")
+    [line] = [s for s in figure_findings(pd.DataFrame(rows), "c") if "largest speedup" in s]
     assert line.startswith("rate (higher is better): largest speedup over threads 1.50× at 2 threads")
     assert "k/i/plain" in line and "Flagged" not in line
 
@@ -65,5 +65,13 @@ def test_a_zero_or_negative_median_gives_no_speedup() -> None:
     rows = pd.DataFrame(_rows({1: 0.0, 2: 100.0, 4: 300.0}))  # the clean pair beside a zero base still counts
     rows = pd.concat([rows, pd.DataFrame(_rows({1: 50.0, 2: 90.0}, variant="other"))], ignore_index=True)
     rows.loc[(rows["variant"] == "plain") & (rows["threads"] == 1), "value"] = 0.0
-    [line] = figure_findings(rows, "c")
+    [line] = [s for s in figure_findings(rows, "c") if "largest speedup" in s]
     assert "1.80× at 2 threads" in line and "k/i/other" in line
+
+
+def test_the_largest_clean_ratio_between_implementations_is_said_in_the_figures_direction() -> None:
+    rows = pd.DataFrame(_rows({1: 100.0}) + [{**r, "impl": "j"} for r in _rows({1: 250.0})]
+                        + [{**r, "impl": "busy", "variant": "plain"} for r in _rows({1: 900.0}, busy_at=1)])
+    lines = [line for line in figure_findings(rows, "c") if " better than " in line]
+    assert lines == ["rate (higher is better): impl j is 2.50× better than i for k/i/plain fp32 p (T=1 N=1 R=1, n = 100), "
+                     "beyond the noise."]  # the 9x of the busy implementation rests on a flagged point
