@@ -84,7 +84,7 @@ def wants_reps(keys: int, replicates: bool | None) -> bool:
 
 
 def finish(con: Any, cols: Sequence[str], reps: str, keys: int, counts: Sequence[int] | None = None, *,
-           replicates: bool | None = None, moments: bool = False) -> PointStats:
+           replicates: bool | None = None, moments: bool = False, pooled: bool = True) -> PointStats:
     """The statistics of the points of `reps` (reps_sql's relation: a table of
     `con`, or its statement in parentheses) over `keys` replicate keys in all.
     `counts`: the points' numbers of rows where known (else asked of the
@@ -92,11 +92,16 @@ def finish(con: Any, cols: Sequence[str], reps: str, keys: int, counts: Sequence
     medians are wanted (`reps` then a table: read twice) or the counts are
     unknown, the points are a table numbered in their order, which numbers the
     replicates' rows (`p`: a join on one integer, not on the point's columns);
-    else one statement (a 60-row frame pays DuckDB's ~1 ms per statement)."""
+    else one statement (a 60-row frame pays DuckDB's ~1 ms per statement).
+    `pooled` False: a point of two replicates or more gets no median and
+    interval of its rows pooled (NULL): for callers that replace them by the
+    between-replicate ones (analysis.replicates.add_between), which is every
+    such point, so its rows are never merged and sorted for nothing."""
     names = _names(cols)
     want_reps = wants_reps(keys, replicates)
     if keys >= 2:  # a point's times: its replicates' lists merged; its fastest row: theirs, fastest
-        pts = (f"SELECT {names}, list_sort(flatten(list(times))) AS t, sum(m)::BIGINT AS m, "
+        merged = "list_sort(flatten(list(times)))" if pooled else "CASE WHEN count(*) = 1 THEN first(times) END"
+        pts = (f"SELECT {names}, {merged} AS t, sum(m)::BIGINT AS m, "
                f"struct_extract(min(fastest), 'first') AS first FROM {reps} GROUP BY ALL")
     else:  # one replicate key: each point is one group of reps, its list sorted already
         pts = f"SELECT {names}, times AS t, m, struct_extract(fastest, 'first') AS first FROM {reps}"
@@ -155,7 +160,8 @@ def point_columns(results: pd.DataFrame) -> list[str]:
     return group_columns(results) + ["threads", "n"]
 
 
-def of_frame(results: pd.DataFrame, replicates: bool | None = None, moments: bool = False) -> PointStats:
+def of_frame(results: pd.DataFrame, replicates: bool | None = None, moments: bool = False,
+             pooled: bool = True) -> PointStats:
     """`finish` over a DataFrame of rows: each point is its columns' dense
     code `code` (analysis.frames.group_codes: missing values a value of their
     own, sorted last) and `first` its fastest row's position in `results`."""
@@ -177,6 +183,6 @@ def of_frame(results: pd.DataFrame, replicates: bool | None = None, moments: boo
         else:
             grouped = f"({grouped})"
         return finish(con, ["code"], grouped, keys, np.unique(np.bincount(codes)).tolist(),
-                      replicates=replicates, moments=moments)
+                      replicates=replicates, moments=moments, pooled=pooled)
     finally:
         con.close()

@@ -54,7 +54,7 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     and flops, bytes, allocation are the fastest repeat's (ties: the earlier row).
     """
     cols = point_columns(results)
-    stats = of_frame(results)
+    stats = of_frame(results, pooled=False)  # add_between gives a point of several replicates their estimate
     keep = cols + [c for c in ("flops", "bytes", ALLOC_COLUMN) if c in results.columns]
     points = results.iloc[stats.points.column("first").to_numpy()][keep].reset_index(drop=True)
     median, lo, hi, m = (stats.points.column(c).to_numpy() for c in ("median_s", "lo", "hi", "m"))

@@ -85,7 +85,7 @@ def _aggregate(paths: list[str], ids: list[int], ledger: dict[str, Any], models:
             "SELECT bool_or(row_by_row), sum(n_alloc), sum(m), count(DISTINCT rep) FROM reps").fetchall()
         if row_by_row:
             return None
-        stats = finish(con, _KEY, "reps", keys)
+        stats = finish(con, _KEY, "reps", keys, pooled=False)  # add_between below replaces them
     finally:
         con.close()
     made = stats.points
