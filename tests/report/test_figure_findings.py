@@ -75,3 +75,10 @@ def test_the_largest_clean_ratio_between_implementations_is_said_in_the_figures_
     lines = [line for line in figure_findings(rows, "c") if " better than " in line]
     assert lines == ["rate (higher is better): impl j is 2.50× better than i for k/i/plain fp32 p (T=1 N=1 R=1, n = 100), "
                      "beyond the noise."]  # the 9x of the busy implementation rests on a flagged point
+
+
+def test_a_lower_is_better_figure_names_its_smaller_side_better() -> None:
+    rows = [{**r, "metric": "lat", "unit": "us", "higher_is_better": False, "params": "metric=lat"}
+            for r in _rows({1: 4.0}) + [{**r, "impl": "j"} for r in _rows({1: 1.0})]]
+    [line] = figure_findings(pd.DataFrame(rows), "c")
+    assert line.startswith("lat (lower is better): impl j is 3.9") and "better than i" in line
