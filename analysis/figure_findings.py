@@ -45,8 +45,9 @@ def _base(row: pd.Series) -> dict[str, Any]:
     return {axis: base}
 
 
-def figure_findings(results: pd.DataFrame, cluster: str) -> list[str]:
-    """The summary's lines on the figures of `cluster` (see the module doc)."""
+def figure_findings(results: pd.DataFrame, cluster: str, ratios: pd.DataFrame | None = None) -> list[str]:
+    """The summary's lines on the figures of `cluster` (see the module doc);
+    `ratios`: figure_ratios(results, cluster) where made already."""
     rows = results[(results["cluster"].astype(str) == cluster).to_numpy()]
     frame = figure_frame(rows)
     if not len(frame):
@@ -78,14 +79,14 @@ def figure_findings(results: pd.DataFrame, cluster: str) -> list[str]:
                        f"{int(r['base'])} for {_where(r, names[r.name])}: more than the added resources can give, "
                        f"which on a shared or small machine means the {int(r['base'])}-{axis.removesuffix('s')} "
                        f"point was slowed, not that {metric} scales superlinearly.")
-    return (out + _ratio_findings(results, cluster, flags))[:MAX_FINDINGS]
+    found = figure_ratios(results, cluster) if ratios is None else ratios
+    return (out + _ratio_findings(found, flags))[:MAX_FINDINGS]
 
 
-def _ratio_findings(results: pd.DataFrame, cluster: str, flags: Flags) -> list[str]:
+def _ratio_findings(found: pd.DataFrame, flags: Flags) -> list[str]:
     """Per figure, its largest ratio between two values of one dimension that is
     beyond the noise and rests on no flagged point (either side), said in the
     figure's direction: "impl b is 1.50× better than a"."""
-    found = figure_ratios(results, cluster)
     # the points as the figure frame names them, whose flags are looked up: a rank, node or GPU count the rows
     # do not say is its default there
     found = found.assign(**{c: d for c, d in SCALE_DEFAULTS.items() if c not in found.columns})

@@ -131,12 +131,13 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
         said = [f.text for f in findings.jobs(jobs_mod.state_counts(mine_jobs), mine_jobs)]
         sections = [Section("Summary", "summary", [Block("p", f"No results for cluster {cluster}.")]
                             + ([Block("list", items=tuple(said))] if said else []))]
+    compared = figure_ratios(results, cluster) if mine_rows else None  # for the tables and the summary
     merit = (merit_tables(results, partitions, cluster)  # a benchmark's own figures
-             + ratio_tables(figure_ratios(results, cluster))) if mine_rows else []
+             + ratio_tables(compared)) if compared is not None else []
     if merit:
         plot = bandwidth_plot(results, partitions, cluster, out / f"{slug}-bandwidth.png")
         figures += [plot] if plot is not None else []
-        lines = tuple(figure_findings(results, cluster))
+        lines = tuple(figure_findings(results, cluster, compared))
         if lines:  # the figures' scaling joins the summary's findings
             sections[0] = Section(sections[0].title, sections[0].anchor,
                                   [*sections[0].blocks[:2], Block("list", items=lines), *sections[0].blocks[2:]])
