@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.metric_frame import TIME_UNITS, fixed_duration
+from analysis.metric_frame import set_time_figures
 from analysis.overlap_points import flagged_rows
 from analysis.ratios import DIMENSIONS
 from analysis.replicates import LEVEL, replicates_needed, welch_ratio
@@ -252,9 +252,7 @@ def _figures_as_values(frame: pd.DataFrame) -> pd.DataFrame:
     fig = frame["metric"].notna().to_numpy()
     value = pd.to_numeric(frame["value"], errors="coerce").to_numpy(float)
     out = frame.assign(time_s=np.where(fig, value, frame["time_s"].to_numpy(float)))
-    unit = frame["unit"] if "unit" in frame.columns else pd.Series(None, index=frame.index, dtype=object)
-    time_unit = unit.isin(TIME_UNITS).to_numpy() & ~_higher(frame)
-    return out[~(fig & time_unit & fixed_duration(frame).to_numpy())].reset_index(drop=True)
+    return out[~(fig & set_time_figures(frame))].reset_index(drop=True)
 
 
 def _higher(frame: pd.DataFrame) -> np.ndarray:

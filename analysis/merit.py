@@ -28,6 +28,7 @@ from analysis.metric_frame import (
     VALUE_COLUMNS,
     fixed_duration,
     metric_frame,
+    set_time_figures,
     strip_metric,
 )
 from analysis.plot_axes import Axes, Handles, finite_range, log_axis, palette, panels, pick, size_axis
@@ -61,11 +62,9 @@ def has_figures(results: pd.DataFrame) -> bool:
 
 def medians(results: pd.DataFrame) -> pd.DataFrame:
     """Median value (and time_s, bytes) per configuration, figure, nodes, ranks, threads and n."""
-    rows = results[results["metric"].notna()].copy()
+    rows = results[results["metric"].notna()]
+    rows = rows[~set_time_figures(rows)].copy()  # a set duration measures nothing
     rows["unit"] = rows["unit"].fillna("").astype(str)
-    time_figure = rows["unit"].isin(["s", "ms", "us", "ns"]) & (pd.to_numeric(rows["higher_is_better"],
-                                                                             errors="coerce").fillna(0) == 0)
-    rows = rows[~(fixed_duration(rows) & time_figure)].copy()  # a set duration measures nothing
     rows["value"] = pd.to_numeric(rows["value"], errors="coerce")
     rows["higher_is_better"] = pd.to_numeric(rows["higher_is_better"], errors="coerce").fillna(0).astype(bool)
     rows["params"] = strip_metric(rows["params"]) if "params" in rows.columns else ""

@@ -54,6 +54,17 @@ def fixed_duration(results: pd.DataFrame) -> pd.Series:
     return text.isin(["1", "1.0", "true", "yes"])
 
 
+def set_time_figures(rows: pd.DataFrame) -> np.ndarray:
+    """Raw rows that are a fixed-duration program's time figures (lower is
+    better, in s, ms, us or ns): they say the setting, not the program, so
+    no analysis of figures reads them (a row that says no direction: lower)."""
+    if not len(rows) or "unit" not in rows.columns:
+        return np.zeros(len(rows), dtype=bool)
+    higher = (pd.to_numeric(rows["higher_is_better"], errors="coerce").fillna(0).to_numpy() != 0
+              if "higher_is_better" in rows.columns else np.zeros(len(rows), dtype=bool))
+    return fixed_duration(rows).to_numpy() & rows["unit"].isin(TIME_UNITS).to_numpy() & ~higher
+
+
 def _is_time(unit: pd.Series, higher: pd.Series) -> pd.Series:
     return unit.isin(TIME_UNITS) & ~higher
 

@@ -22,7 +22,7 @@ import pandas as pd
 from analysis import display
 from analysis.blocks import Table
 from analysis.merit import figure_labels, has_figures
-from analysis.metric_frame import fixed_duration, strip_metric
+from analysis.metric_frame import set_time_figures, strip_metric
 from analysis.ratios import DIMENSIONS, RATIO_COLUMNS, ratios
 from analysis.report_tables import NOTE_MARKS, marks, size_text
 from analysis.schema import group_columns
@@ -30,16 +30,13 @@ from analysis.summary import summarize
 
 VALUES = {"t_a": "value_a", "t_b": "value_b"}
 FIGURE_COLUMNS = ("metric", "unit", "higher_is_better", "better")
-TIME_UNITS = ("s", "ms", "us", "ns")
 
 
 def _figure_rows(results: pd.DataFrame) -> pd.DataFrame:
     """The rows of figures, each figure's value as the measured column; a
     fixed-duration program's time figures left out (they say the setting)."""
     rows = results[results["metric"].notna().to_numpy() & (results["metric"].astype(str) != "").to_numpy()]
-    higher = pd.to_numeric(rows["higher_is_better"], errors="coerce").fillna(0).to_numpy() != 0
-    time_figure = rows["unit"].isin(TIME_UNITS).to_numpy() & ~higher
-    rows = rows[~(fixed_duration(rows).to_numpy() & time_figure)]
+    rows = rows[~set_time_figures(rows)]
     return rows.assign(time_s=pd.to_numeric(rows["value"], errors="coerce"))
 
 
