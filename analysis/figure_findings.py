@@ -7,7 +7,8 @@ on a flagged point is not said as a result. A point is flagged where its rows
 were timed while the machine was shared (their `overlap` note) or where it
 has fewer than MIN_REPEATS repeats; a speedup rests on its point and its
 base. So the largest speedup said is the largest clean one; where every
-candidate rests on a flagged point, it is said as a flag with the reason.
+candidate rests on a flagged point, or the largest is below 1 (more
+resources made every point worse), it is said as a flag with the reason.
 Then per figure its largest ratio between two clusters, partitions,
 implementations or variants (analysis/metric_ratios.py) that is beyond the
 noise and rests on no flagged point, said as "impl b is 2.50× better than a".
@@ -71,7 +72,9 @@ def figure_findings(results: pd.DataFrame, cluster: str, ratios: pd.DataFrame | 
         said = (f"{metric} ({way} is better): largest speedup over {axis} {display.ratio(top['speedup'])} "
                 f"at {int(top[axis])} {axis} against {int(top['base'])} (efficiency "
                 f"{display.percent(top['efficiency'])}) for {_where(top, names[top.name])}")
-        reason = why[top.name]
+        reason = why[top.name] or (None if float(top["speedup"]) >= 1 else (
+            f"below 1: more {axis} made every point worse, which on a shared or small machine means they "
+            "competed for its cores"))
         out.append(f"Flagged: {said}. Why not a finding: {reason}." if reason else f"{said}.")
         for _, r in part[superlinear].iterrows():
             out.append(f"Flagged: {metric} efficiency {display.percent(r['efficiency'])} above "

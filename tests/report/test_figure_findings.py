@@ -82,3 +82,10 @@ def test_a_lower_is_better_figure_names_its_smaller_side_better() -> None:
             for r in _rows({1: 4.0}) + [{**r, "impl": "j"} for r in _rows({1: 1.0})]]
     [line] = figure_findings(pd.DataFrame(rows), "c")
     assert line.startswith("lat (lower is better): impl j is 3.9") and "better than i" in line
+
+
+def test_a_largest_speedup_below_one_is_a_flag() -> None:
+    """As the time findings say a speedup below 1 as a caveat: more threads made every point worse."""
+    [line] = figure_findings(pd.DataFrame(_rows({1: 100.0, 2: 90.0})), "c")
+    assert line.startswith("Flagged: rate (higher is better): largest speedup over threads 0.9")
+    assert "Why not a finding: below 1: more threads made every point worse" in line
