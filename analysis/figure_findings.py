@@ -53,8 +53,9 @@ def figure_findings(results: pd.DataFrame, cluster: str, ratios: pd.DataFrame | 
     frame = figure_frame(rows)
     if not len(frame):
         return []
-    scale = metric_scaling.all_scaling(frame)
-    flags = Flags(frame, metric_scaling.medians(frame))
+    med = metric_scaling.medians(frame)  # once, for the scaling and for the points' flags
+    scale = metric_scaling.all_scaling(med)
+    flags = Flags(frame, med)
     out: list[str] = []
     for (metric, axis, higher), part in scale.groupby(["metric", "axis", "higher_is_better"], sort=True):
         part = part[(part[axis].to_numpy(float) != part["base"].to_numpy(float))

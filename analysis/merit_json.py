@@ -35,8 +35,7 @@ def exponents_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str,
     if not has_figures(results):
         return []
     rows = results if cluster is None else results[(results["cluster"].astype(str) == cluster).to_numpy()]
-    fits = metric_scaling.exponents(figure_frame(rows))
-    return [{k: _plain(v) for k, v in rec.items()} for rec in fits.to_dict("records")]
+    return _records(metric_scaling.exponents(figure_frame(rows)))
 
 
 def scaling_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
@@ -45,14 +44,17 @@ def scaling_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, o
     if not has_figures(results):
         return []
     rows = results if cluster is None else results[(results["cluster"].astype(str) == cluster).to_numpy()]
-    scale = metric_scaling.all_scaling(figure_frame(rows))
-    return [{k: _plain(v) for k, v in rec.items()} for rec in scale.to_dict("records")]
+    return _records(metric_scaling.all_scaling(figure_frame(rows)))
 
 
 def ratios_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
     """`report --json` key figure_ratios: each figure's ratios between values of
     cluster, partition, impl and variant (analysis/metric_ratios.py; [] without figures)."""
-    return [{k: _plain(v) for k, v in rec.items()} for rec in figure_ratios(results, cluster).to_dict("records")]
+    return _records(figure_ratios(results, cluster))
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, object]]:
+    return [{k: _plain(v) for k, v in rec.items()} for rec in frame.to_dict("records")]
 
 
 def _plain(value: object) -> object:

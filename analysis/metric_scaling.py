@@ -91,8 +91,9 @@ def scaling(frame: pd.DataFrame, axis: str) -> pd.DataFrame:
 
 
 def all_scaling(frame: pd.DataFrame) -> pd.DataFrame:
-    """`scaling` over every axis the frame varies, one frame (the `axis` column tells them apart)."""
-    med = medians(frame)
+    """`scaling` over every axis the frame varies, one frame (the `axis` column tells them apart);
+    `frame` may be its `medians` already, as `scaling` takes them."""
+    med = medians(frame) if "repeats" not in frame.columns else frame
     parts = [scaling(med, axis) for axis in AXES if axis in med.columns]
     parts = [p for p in parts if len(p)]
     if not parts:
