@@ -99,9 +99,11 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
             if (campaign_id, path) not in paths:  # (one file holds a batch's attempts)
                 place[campaign_id, path] = len(paths)
                 paths[campaign_id, path] = digest
-        for path, campaign_id, attempt_id in zip(cols[0], cols[2], cols[3], strict=True):
-            # (an imported file has one pointer, no attempt: its rows are keyed by the file's place)
-            ids.append(attempt_id if attempt_id is not None else -1 - place[campaign_id, path])
+        if None not in cols[3]:  # job files only (the common batch): the attempts' ids as they are
+            ids += cols[3]
+        else:  # an imported file has one pointer, no attempt: its rows are keyed by the file's place
+            ids += [attempt_id if attempt_id is not None else -1 - place[campaign_id, path]
+                    for path, campaign_id, attempt_id in zip(cols[0], cols[2], cols[3], strict=True)]
         values["campaign"] += [campaigns[cid][0] if cid is not None else None for cid in cols[2]]
         for name, column in zip((*(n for n in LEDGER if n != "campaign"), SCHEMA), cols[4:], strict=True):
             values[name] += column
