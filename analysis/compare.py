@@ -27,7 +27,11 @@ WITHIN ("within-run only"), or, below `min_replicates` on a side, is
 side would make the interval no wider than the threshold.
 
 The verdict of each point, and of each kernel and implementation in the
-summary, follow the rule of analysis/verdicts.py.
+summary, follow the rule of analysis/verdicts.py. A figure that can be zero
+or negative (a difference, a balance) has no ratio where either side's
+interval reaches zero (`ratio_defined`): its ratio and interval are NaN and
+the point is judged on NEW - BASE by the same rule (the intervals apart, the
+change beyond the threshold of |BASE|), in the figure's direction.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ from analysis.verdicts import (
     FASTER,
     FEW_REPLICATES,
     FIGURE_VERDICTS,
+    INSUFFICIENT,
+    NOISE,
     SLOWER,
     WITHIN,
     WORSE,
@@ -191,9 +197,11 @@ def _judge_replicates(points: pd.DataFrame, both: pd.DataFrame, threshold: float
     sd_b = both["replicate_log_sd_base"].to_numpy(float)
     sd_n = both["replicate_log_sd_new"].to_numpy(float)
     points["replicates_base"], points["replicates_new"] = r_b, r_n
-    use = (r_b >= 2) & (r_n >= 2)
-    ratio, lo, hi = welch_ratio(points["t_base"], sd_b, np.maximum(r_b, 2), points["t_new"], sd_n,
-                                np.maximum(r_n, 2))
+    use = (r_b >= 2) & (r_n >= 2) & np.isfinite(points["ratio"].to_numpy(float))  # (NaN: no ratio, ratio_defined)
+    with np.errstate(divide="ignore", invalid="ignore"):  # (a point without a ratio: not used below)
+        ratio, lo, hi = welch_ratio(points["t_base"], sd_b, np.maximum(r_b, 2), points["t_new"], sd_n,
+                                    np.maximum(r_n, 2))
+    use &= np.isfinite(ratio) & np.isfinite(lo) & np.isfinite(hi)
     for col, value in (("ratio", ratio), ("ratio_lo", lo), ("ratio_hi", hi)):
         points[col] = np.where(use, value, points[col].to_numpy(float))
     points["ci_coverage"] = np.where(use, LEVEL, points["ci_coverage"].to_numpy(float))
@@ -234,13 +242,44 @@ def _points(both: pd.DataFrame, match: list[str], varied: list[str], threshold: 
     rep_b = both["repeats_base"].to_numpy().astype("int64")
     rep_n = both["repeats_new"].to_numpy().astype("int64")
     out["repeats_base"], out["repeats_new"] = rep_b, rep_n
-    ratio = t_n / t_b
-    lo = both["ci_lo_s_new"].to_numpy(float) / both["ci_hi_s_base"].to_numpy(float)
-    hi = both["ci_hi_s_new"].to_numpy(float) / both["ci_lo_s_base"].to_numpy(float)
+    bounds = {name: both[name].to_numpy(float) for name in ("ci_lo_s_base", "ci_hi_s_base", "ci_lo_s_new", "ci_hi_s_new")}
+    defined = ratio_defined(bounds["ci_lo_s_base"], bounds["ci_lo_s_new"],
+                            bounds["ci_hi_s_base"], bounds["ci_hi_s_new"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(defined, t_n / t_b, np.nan)
+        lo = np.where(defined, bounds["ci_lo_s_new"] / bounds["ci_hi_s_base"], np.nan)
+        hi = np.where(defined, bounds["ci_hi_s_new"] / bounds["ci_lo_s_base"], np.nan)
     out["ratio"], out["ratio_lo"], out["ratio_hi"] = ratio, lo, hi
     out["ci_coverage"] = both["ci_coverage_base"].to_numpy(float) * both["ci_coverage_new"].to_numpy(float)
-    out["verdict"] = verdicts(ratio, lo, hi, np.minimum(rep_b, rep_n), threshold, min_repeats)
+    repeats = np.minimum(rep_b, rep_n)
+    out["verdict"] = np.where(defined, verdicts(ratio, lo, hi, repeats, threshold, min_repeats),
+                              difference_verdicts(t_b, t_n, bounds, repeats, threshold, min_repeats))
     return out
+
+
+def ratio_defined(*bounds: np.ndarray) -> np.ndarray:
+    """Where a NEW/BASE ratio means what the verdict rule reads in it: both
+    sides' intervals (so their medians) positive and finite. A figure that
+    can be zero or negative (a difference, a balance) has no such ratio: -6
+    over -3 is "2x" while the value fell, and a sign flip gives a ratio below
+    zero that no threshold reads."""
+    return np.logical_and.reduce([np.isfinite(b) & (b > 0) for b in bounds])
+
+
+def difference_verdicts(t_b: np.ndarray, t_n: np.ndarray, bounds: dict[str, np.ndarray], repeats: np.ndarray,
+                        threshold: float, min_repeats: int) -> np.ndarray:
+    """The verdict of a point without a ratio (ratio_defined), by the same
+    rule on the difference: NEW above BASE (`slower`, as a time's ratio above
+    1) where the intervals do not overlap and the change exceeds the threshold
+    of |BASE| (any change does where BASE is 0); below symmetrically."""
+    change = t_n - t_b
+    big = np.abs(change) > threshold * np.abs(t_b)
+    with np.errstate(invalid="ignore"):
+        up = (bounds["ci_lo_s_new"] > bounds["ci_hi_s_base"]) & big & (change > 0)
+        down = (bounds["ci_hi_s_new"] < bounds["ci_lo_s_base"]) & big & (change < 0)
+    verdict = np.where(up, SLOWER, np.where(down, FASTER, NOISE)).astype(object)
+    verdict[repeats < min_repeats] = INSUFFICIENT
+    return verdict
 
 
 def _figures_as_values(frame: pd.DataFrame) -> pd.DataFrame:

@@ -95,13 +95,18 @@ def summarize_points(points: pd.DataFrame, by: str | None, threshold: float = DE
     rows = []
     for key, grp in frame.groupby(keys, sort=True, dropna=False):
         use = grp[grp["_judged"].to_numpy(dtype=bool)] if grp["_judged"].any() else grp
+        # (a point of a figure that can be zero or negative has no ratio: judged on its difference, no geomean)
+        use = use[np.isfinite(use["ratio"].to_numpy(float))]
         logs = np.log(use[["ratio", "ratio_lo", "ratio_hi"]].to_numpy(float))
-        mean, lo, hi = np.exp(logs.mean(axis=0))
+        mean, lo, hi = np.exp(logs.mean(axis=0)) if len(use) else (np.nan,) * 3
         counts = grp["verdict"].value_counts()
         verdict = verdicts(np.array([mean]), np.array([lo]), np.array([hi]),
                            np.array([int(grp["_judged"].sum())]), threshold, 1)[0]
         if verdict in (FASTER, SLOWER) and not use["verdict"].isin([verdict, FIGURE_VERDICTS[verdict]]).any():
             verdict = NOISE  # points within noise each way can average off 1: no point says it, nor does the group
+        if not len(use) and grp["_judged"].any():  # only points without a ratio: their verdict where they agree
+            said = set(grp.loc[grp["_judged"].to_numpy(dtype=bool), "verdict"])
+            verdict = said.pop() if len(said) == 1 else NOISE
         if not grp["_judged"].any():  # nothing to judge: say why
             verdict = SHARED if grp["_shared"].any() else FEW_REPLICATES if counts.get(FEW_REPLICATES, 0) \
                 else INSUFFICIENT

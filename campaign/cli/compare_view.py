@@ -9,6 +9,7 @@ only, and references outside their tolerance.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -74,8 +75,8 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
     names = [*VERDICTS, BETTER, WORSE]
     keys = [k for k in c.summary.columns if k not in ("points", "geomean", "geomean_lo", "geomean_hi", "verdict",
                                                       "shared") and k not in names]
-    rows = [[*(str(r[k]) for k in keys), str(r["points"]), f"{r['geomean']:.3f}",
-             f"[{r['geomean_lo']:.3f}, {r['geomean_hi']:.3f}]", str(r[SLOWER] + r.get(WORSE, 0)),
+    rows = [[*(str(r[k]) for k in keys), str(r["points"]), *_ratio_cells(r["geomean"], r["geomean_lo"], r["geomean_hi"]),
+             str(r[SLOWER] + r.get(WORSE, 0)),
              str(r[FASTER] + r.get(BETTER, 0)), str(r[NOISE]),
              str(r[INSUFFICIENT] + r[FEW_REPLICATES]), str(r["verdict"])] for r in c.summary.to_dict("records")]
     lines += _grid([*keys, "points", "geomean", "95% interval", "slower/worse" if figures else "slower",
@@ -99,7 +100,7 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
     listed = listed.sort_values(["_order", "ratio"], ascending=[True, False], kind="stable")
     rows = [[_config(r, varied), *(_metric(r) if figures else []), str(r["threads"]), _size(r["n"]),
              f"{r['t_base']:.4g}", f"{r['t_new']:.4g}",
-             f"{r['ratio']:.3f}", f"[{r['ratio_lo']:.3f}, {r['ratio_hi']:.3f}]",
+             *_ratio_cells(r["ratio"], r["ratio_lo"], r["ratio_hi"]),
              f"{r['repeats_base']}/{r['repeats_new']}", f"{r['replicates_base']}/{r['replicates_new']}",
              _verdict(r) + _shared(r)]
             for r in listed.head(MAX_ROWS).to_dict("records")]
@@ -119,6 +120,14 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
     lines += _references_text(rep, markdown)
     lines += [f"note: {n}" for n in rep.notes]
     return "\n".join(lines)
+
+
+def _ratio_cells(ratio: float, lo: float, hi: float) -> list[str]:
+    """A ratio and its interval; a figure that can be zero or negative has
+    none (judged on its difference: analysis.compare.ratio_defined)."""
+    if not math.isfinite(ratio):
+        return ["n/a", "(judged on the difference)"]
+    return [f"{ratio:.3f}", f"[{lo:.3f}, {hi:.3f}]"]
 
 
 def _figure_suffix(row: dict[str, Any]) -> str:
