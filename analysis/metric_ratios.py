@@ -10,8 +10,8 @@ intervals overlap is `within_noise` and one resting on a single repeat
 `single_repeat`, as a time ratio is. `ratio` is value_a / value_b as the
 program printed them; `better` names the side that is better beyond the noise
 in the figure's direction ("a" or "b"), null within the noise, on a single
-repeat, or where a value is not positive (no ratio is made of a zero or a
-negative value).
+repeat. No ratio is made of a zero or a negative value (null): which side
+is better is then told by the values themselves, beyond the same noise.
 """
 
 from __future__ import annotations
@@ -68,8 +68,9 @@ def figure_ratios(results: pd.DataFrame, cluster: str | None = None) -> pd.DataF
     positive = (a > 0) & (b > 0) & np.isfinite(a) & np.isfinite(b)
     for column in ("ratio", "ratio_lo", "ratio_hi"):
         out[column] = np.where(positive, out[column].to_numpy(float), np.nan)
-    shown = positive & ~out["within_noise"].to_numpy(bool) & ~out["single_repeat"].to_numpy(bool)
-    a_better = (out["ratio"].to_numpy(float) > 1) == out["higher_is_better"].to_numpy(bool)
+    # which side is better needs no ratio: a zero or negative figure is told by its values (as compare does)
+    shown = np.isfinite(a) & np.isfinite(b) & ~out["within_noise"].to_numpy(bool) & ~out["single_repeat"].to_numpy(bool)
+    a_better = (a > b) == out["higher_is_better"].to_numpy(bool)
     out["better"] = [("a" if first else "b") if said else None for said, first in zip(shown, a_better)]
     if cluster is not None:
         mine = (out["cluster"].astype(str) == cluster) | ((out["dimension"] == "cluster") & (out["b"] == cluster))

@@ -32,13 +32,21 @@ def test_a_rate_and_a_time_each_in_their_direction() -> None:
     assert lat["better"] == "a" and not lat["higher_is_better"] and lat["ratio"] == pytest.approx(2.2 / 3.2)
 
 
-def test_overlapping_intervals_a_single_repeat_or_a_zero_say_no_better_side() -> None:
+def test_overlapping_intervals_or_a_single_repeat_say_no_better_side() -> None:
     noise = figure_ratios(pd.DataFrame(_rows({("c", "a"): 100.0, ("c", "b"): 100.3}))).iloc[0]
     assert noise["within_noise"] and noise["better"] is None
     single = figure_ratios(pd.DataFrame(_rows({("c", "a"): 100.0, ("c", "b"): 200.0}, repeats=1))).iloc[0]
     assert single["single_repeat"] and single["better"] is None
+
+
+def test_a_zero_or_negative_figure_has_no_ratio_but_its_better_side() -> None:
     zero = figure_ratios(pd.DataFrame(_rows({("c", "a"): 0.0, ("c", "b"): 200.0}, spread=0.0))).iloc[0]
-    assert math.isnan(zero["ratio"]) and zero["better"] is None
+    assert math.isnan(zero["ratio"]) and zero["better"] == "b"  # a rate of 0 against 200, apart beyond noise
+    flip = figure_ratios(pd.DataFrame(_rows({("c", "a"): -3.0, ("c", "b"): -6.0}, metric="lat", unit="us",
+                                            higher=False))).iloc[0]
+    assert math.isnan(flip["ratio"]) and flip["better"] == "b"  # -6 is lower, where lower is better
+    near = figure_ratios(pd.DataFrame(_rows({("c", "a"): -0.1, ("c", "b"): 0.1}, spread=1.0))).iloc[0]
+    assert near["within_noise"] and near["better"] is None
 
 
 def test_a_cluster_ratio_concerns_both_clusters_and_makes_a_table() -> None:
