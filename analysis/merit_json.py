@@ -1,7 +1,8 @@
 """The figures of merit in `report --json`: the medians (figures_of_merit),
 each figure's exponent over n (figure_exponents), its speedup over
-threads, ranks and nodes (figure_scaling) and its ratios between values of
-one dimension (figure_ratios), as plain JSON values.
+threads, ranks and nodes (figure_scaling), its ratios between values of
+one dimension (figure_ratios), its serial fraction (figure_serial_fractions)
+and crossovers over n (figure_crossovers), as plain JSON values.
 The report's tables of the same figures are analysis/merit.py's.
 """
 
@@ -12,6 +13,7 @@ import pandas as pd
 
 from analysis import metric_scaling
 from analysis.merit import figure_frame, has_figures, medians
+from analysis.metric_fits import figure_crossovers, serial_fractions
 from analysis.metric_ratios import figure_ratios
 
 
@@ -51,6 +53,21 @@ def ratios_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, ob
     """`report --json` key figure_ratios: each figure's ratios between values of
     cluster, partition, impl and variant (analysis/metric_ratios.py; [] without figures)."""
     return _records(figure_ratios(results, cluster))
+
+
+def fractions_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
+    """`report --json` key figure_serial_fractions: Amdahl's serial fraction of each
+    figure's strong series over threads, ranks and nodes (analysis/metric_fits.py; [] without figures)."""
+    if not has_figures(results):
+        return []
+    rows = results if cluster is None else results[(results["cluster"].astype(str) == cluster).to_numpy()]
+    return _records(serial_fractions(figure_frame(rows)))
+
+
+def crossovers_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
+    """`report --json` key figure_crossovers: the first n at which more threads, ranks
+    or nodes give a better figure (analysis/metric_fits.py; [] without figures or sizes)."""
+    return _records(figure_crossovers(results, cluster))
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, object]]:

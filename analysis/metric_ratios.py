@@ -32,7 +32,7 @@ VALUES = {"t_a": "value_a", "t_b": "value_b"}
 FIGURE_COLUMNS = ("metric", "unit", "higher_is_better", "better")
 
 
-def _figure_rows(results: pd.DataFrame) -> pd.DataFrame:
+def figure_rows(results: pd.DataFrame) -> pd.DataFrame:
     """The rows of figures, each figure's value as the measured column; a
     fixed-duration program's time figures left out (they say the setting)."""
     rows = results[results["metric"].notna().to_numpy() & (results["metric"].astype(str) != "").to_numpy()]
@@ -40,22 +40,12 @@ def _figure_rows(results: pd.DataFrame) -> pd.DataFrame:
     return rows.assign(time_s=pd.to_numeric(rows["value"], errors="coerce"))
 
 
-def figure_ratios(results: pd.DataFrame, cluster: str | None = None) -> pd.DataFrame:
-    """Every figure's ratios along every dimension (see the module doc); with
-    `cluster`, those that concern it (a cross-cluster ratio: either side)."""
-    if not has_figures(results):
-        return pd.DataFrame(columns=[*RATIO_COLUMNS, *FIGURE_COLUMNS])
-    rows = _figure_rows(results)
-    if not len(rows):
-        return pd.DataFrame(columns=[*RATIO_COLUMNS, *FIGURE_COLUMNS])
-    summary = summarize(rows)
-    with np.errstate(divide="ignore", invalid="ignore"):  # a zero figure: its ratio is made null below
-        frames = [f for f in (ratios(summary, dimension) for dimension in DIMENSIONS) if len(f)]
-    if not frames:
-        return pd.DataFrame(columns=[*group_columns(summary), *RATIO_COLUMNS, *FIGURE_COLUMNS])
-    out = pd.concat(frames, ignore_index=True).rename(columns=VALUES)
+def name_figures(out: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """`out` (made from a summary of `rows`, figure_rows) with each record's
+    figure named from its params' `metric=` pair: `metric`, and the `unit` and
+    `higher_is_better` its kernel's rows say; the pair leaves params."""
     named = [next((p[7:] for p in str(text).split(",") if p.startswith("metric=")), "") for text in out["params"]]
-    out["params"] = strip_metric(out["params"])
+    out = out.assign(params=strip_metric(out["params"]))
     said = rows.assign(_m=rows["metric"].astype(str)).drop_duplicates(["kernel", "_m"])
     unit = {(str(k), m): u for k, m, u in zip(said["kernel"], said["_m"], said["unit"].fillna("").astype(str))}
     higher = {(str(k), m): bool(h) for k, m, h in
@@ -64,6 +54,23 @@ def figure_ratios(results: pd.DataFrame, cluster: str | None = None) -> pd.DataF
     out["metric"] = named
     out["unit"] = [unit.get(k, "") for k in keys]
     out["higher_is_better"] = np.array([higher.get(k, False) for k in keys], dtype=bool)
+    return out
+
+
+def figure_ratios(results: pd.DataFrame, cluster: str | None = None) -> pd.DataFrame:
+    """Every figure's ratios along every dimension (see the module doc); with
+    `cluster`, those that concern it (a cross-cluster ratio: either side)."""
+    if not has_figures(results):
+        return pd.DataFrame(columns=[*RATIO_COLUMNS, *FIGURE_COLUMNS])
+    rows = figure_rows(results)
+    if not len(rows):
+        return pd.DataFrame(columns=[*RATIO_COLUMNS, *FIGURE_COLUMNS])
+    summary = summarize(rows)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero figure: its ratio is made null below
+        frames = [f for f in (ratios(summary, dimension) for dimension in DIMENSIONS) if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=[*group_columns(summary), *RATIO_COLUMNS, *FIGURE_COLUMNS])
+    out = name_figures(pd.concat(frames, ignore_index=True).rename(columns=VALUES), rows)
     a, b = out["value_a"].to_numpy(float), out["value_b"].to_numpy(float)
     positive = (a > 0) & (b > 0) & np.isfinite(a) & np.isfinite(b)
     for column in ("ratio", "ratio_lo", "ratio_hi"):

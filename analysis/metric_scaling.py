@@ -47,7 +47,9 @@ def medians(frame: pd.DataFrame) -> pd.DataFrame:
     return med
 
 
-def _series_key(med: pd.DataFrame, axis: str) -> list[str]:
+def series_key(med: pd.DataFrame, axis: str) -> list[str]:
+    """The columns one series over `axis` holds: every dimension but the axis (over nodes the ranks
+    grow with the nodes and `ranks_per_node`, which the caller adds, is held instead), the figure."""
     free = {"threads": {"threads"}, "ranks": {"ranks"}, "nodes": {"nodes", "ranks"}}[axis]
     key = [c for c in present(med, DIMENSIONS) if c not in free] + list(POINT_COLUMNS)
     return key + (["ranks_per_node"] if axis == "nodes" else [])
@@ -61,7 +63,7 @@ def scaling(frame: pd.DataFrame, axis: str) -> pd.DataFrame:
     if axis not in med.columns or not len(med):
         return pd.DataFrame(columns=[*present(med, DIMENSIONS), *POINT_COLUMNS, *COLUMNS])
     med = med.assign(ranks_per_node=(med["ranks"] // med["nodes"].clip(lower=1)) if axis == "nodes" else 0)
-    codes, _ = group_codes(med, _series_key(med, axis))
+    codes, _ = group_codes(med, series_key(med, axis))
     med = med.assign(_series=codes).sort_values(["_series", axis], kind="stable")
     several = med.groupby("_series")[axis].transform("nunique").to_numpy() >= 2
     med = med[several].reset_index(drop=True)

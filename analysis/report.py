@@ -33,6 +33,7 @@ from analysis.html import to_html
 from analysis.merit import INTRO as MERIT_INTRO
 from analysis.merit import TITLE as MERIT_TITLE
 from analysis.merit import bandwidth_plot, merit_tables, timing_rows
+from analysis.metric_fits import fit_tables
 from analysis.metric_ratios import figure_ratios, ratio_tables
 from analysis.metrics import all_metrics, filter_cluster
 from analysis.overlap_points import flagged_rows, overlap_points
@@ -133,7 +134,7 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
                             + ([Block("list", items=tuple(said))] if said else []))]
     compared = figure_ratios(results, cluster) if mine_rows else None  # for the tables and the summary
     merit = (merit_tables(results, partitions, cluster)  # a benchmark's own figures
-             + ratio_tables(compared)) if compared is not None else []
+             + ratio_tables(compared) + fit_tables(results, cluster)) if compared is not None else []
     if merit:
         plot = bandwidth_plot(results, partitions, cluster, out / f"{slug}-bandwidth.png")
         figures += [plot] if plot is not None else []

@@ -96,18 +96,42 @@ def crossovers(df: pd.DataFrame) -> pd.DataFrame:
     """
     s = _with_gid(df)
     s = s[s["n"].notna()]
-    cols = _CELL + ["threads", "median_s", "ci_lo_s", "ci_hi_s"]
-    pairs = s[cols].merge(s[cols], on=_CELL, suffixes=("_a", "_b"))
-    pairs = pairs[pairs["threads_a"] < pairs["threads_b"]]
-    if pairs.empty:
+    found = first_crossings(s, "threads")
+    if found.empty:
         return pd.DataFrame(columns=group_columns(s) + list(CROSSOVER_COLUMNS))
-    pairs = pairs.sort_values(["_gid", "threads_a", "threads_b", "n"], kind="stable")
-    pid, _ = group_codes(pairs, ["_gid", "threads_a", "threads_b"])
+    keys = s.drop_duplicates("_gid").set_index("_gid")[group_columns(s)]
+    out = keys.loc[found["_gid"].to_numpy()].reset_index(drop=True)
+    out["threads_a"] = found["a"].to_numpy()
+    out["threads_b"] = found["b"].to_numpy()
+    for column in CROSSOVER_COLUMNS[2:]:
+        out[column] = found[column].to_numpy()
+    return out
+
+
+def first_crossings(s: pd.DataFrame, axis: str) -> pd.DataFrame:
+    """The crossover rule over any axis and direction, for every pair a < b of
+    `axis` values of one series (`_gid`) over n: the bracket (`n_before`,
+    `n_at`) of the first n, among those measured at both, where b is better
+    than a, `crossed` and `within_noise` (see crossovers). `s`: points with
+    `_gid`, `n` (none null), `axis`, `median_s`, `ci_lo_s`, `ci_hi_s`, and a
+    figure's `higher_is_better` where b is better by a higher value (a time,
+    or a frame without the column: by a lower one). Output: `_gid`, `a`, `b`,
+    `crossed`, `n_before`, `n_at`, `within_noise`, one row per pair."""
+    cols = _CELL + [axis, "median_s", "ci_lo_s", "ci_hi_s"]
+    points = s[cols].assign(_higher=s["higher_is_better"].to_numpy(bool) if "higher_is_better" in s.columns
+                            else False)
+    pairs = points.merge(points.drop(columns="_higher"), on=_CELL, suffixes=("_a", "_b"))
+    pairs = pairs[pairs[f"{axis}_a"] < pairs[f"{axis}_b"]]
+    if pairs.empty:
+        return pd.DataFrame(columns=["_gid", "a", "b", *CROSSOVER_COLUMNS[2:]])
+    pairs = pairs.sort_values(["_gid", f"{axis}_a", f"{axis}_b", "n"], kind="stable")
+    pid, _ = group_codes(pairs, ["_gid", f"{axis}_a", f"{axis}_b"])
     n = pairs["n"].to_numpy(dtype=float)
-    faster = pairs["median_s_b"].to_numpy() < pairs["median_s_a"].to_numpy()
+    med_a, med_b = pairs["median_s_a"].to_numpy(), pairs["median_s_b"].to_numpy()
+    better = np.where(pairs["_higher"].to_numpy(bool), med_b > med_a, med_b < med_a)
     starts = np.flatnonzero(np.r_[True, pid[1:] != pid[:-1]])
-    # Position of the first faster row per pair: min over rows where faster.
-    pos = np.where(faster, np.arange(len(pid)), len(pid))
+    # Position of the first better row per pair: min over rows where better.
+    pos = np.where(better, np.arange(len(pid)), len(pid))
     first = np.minimum.reduceat(pos, starts)
     crossed = first < len(pid)
     safe = np.where(crossed, first, starts)
@@ -118,12 +142,6 @@ def crossovers(df: pd.DataFrame) -> pd.DataFrame:
     lo_b, hi_b = pairs["ci_lo_s_b"].to_numpy(), pairs["ci_hi_s_b"].to_numpy()
     noise = _overlap(lo_a[safe], hi_a[safe], lo_b[safe], hi_b[safe]) & crossed
     heads = pairs.iloc[starts]
-    keys = s.drop_duplicates("_gid").set_index("_gid")[group_columns(s)]
-    out = keys.loc[heads["_gid"].to_numpy()].reset_index(drop=True)
-    out["threads_a"] = heads["threads_a"].to_numpy()
-    out["threads_b"] = heads["threads_b"].to_numpy()
-    out["crossed"] = crossed
-    out["n_before"] = n_before
-    out["n_at"] = n_at
-    out["within_noise"] = noise
-    return out
+    return pd.DataFrame({"_gid": heads["_gid"].to_numpy(), "a": heads[f"{axis}_a"].to_numpy(),
+                         "b": heads[f"{axis}_b"].to_numpy(), "crossed": crossed, "n_before": n_before,
+                         "n_at": n_at, "within_noise": noise})

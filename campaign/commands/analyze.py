@@ -103,7 +103,14 @@ def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence
             all_campaigns: bool = False) -> dict[str, Any]:
     """Metrics of one campaign (the latest by default; report_scope)."""
     from analysis.merit import timing_rows  # lazy, as above
-    from analysis.merit_json import exponents_json, figures_json, ratios_json, scaling_json
+    from analysis.merit_json import (
+        crossovers_json,
+        exponents_json,
+        figures_json,
+        fractions_json,
+        ratios_json,
+        scaling_json,
+    )
     from analysis.metrics import metrics_json
 
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
@@ -113,6 +120,8 @@ def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence
     out["figure_scaling"] = scaling_json(results, cluster)
     out["figure_exponents"] = exponents_json(results, cluster)
     out["figure_ratios"] = ratios_json(results, cluster)
+    out["figure_serial_fractions"] = fractions_json(results, cluster)
+    out["figure_crossovers"] = crossovers_json(results, cluster)
     out["builds"] = _builds_json(led, cluster, scope)
     out["counters"] = counters_json(led, results, models, cluster=cluster, campaign=scope.campaigns)
     out["overlap_points"] = _overlap_points(results, cluster)
@@ -172,12 +181,20 @@ def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
 def _write_metrics(led: Ledger, out: TextIO, cluster: str | None, campaign: str | Sequence[str] | None,
                    all_campaigns: bool, keys: Sequence[str] | None) -> None:
     from analysis.merit import timing_rows  # lazy, as above
-    from analysis.merit_json import exponents_json, figures_json, ratios_json, scaling_json
+    from analysis.merit_json import (
+        crossovers_json,
+        exponents_json,
+        figures_json,
+        fractions_json,
+        ratios_json,
+        scaling_json,
+    )
     from analysis.metrics_stream import check_keys, write_metrics_json
 
     try:
         chosen = check_keys(keys, ("counters", "overlap_points", "scope", "figures_of_merit",
-                                          "figure_scaling", "figure_exponents", "figure_ratios", "builds"))  # before the ledger is read: a typo fails at once
+                                          "figure_scaling", "figure_exponents", "figure_ratios",
+                                          "figure_serial_fractions", "figure_crossovers", "builds"))  # before the ledger is read: a typo fails at once
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
@@ -187,6 +204,8 @@ def _write_metrics(led: Ledger, out: TextIO, cluster: str | None, campaign: str 
         "figure_scaling": lambda: scaling_json(results, cluster),
         "figure_exponents": lambda: exponents_json(results, cluster),
         "figure_ratios": lambda: ratios_json(results, cluster),
+        "figure_serial_fractions": lambda: fractions_json(results, cluster),
+        "figure_crossovers": lambda: crossovers_json(results, cluster),
         "builds": lambda: _builds_json(led, cluster, scope),
         "counters": lambda: counters_json(led, results, models, cluster=cluster, campaign=scope.campaigns),
         "overlap_points": lambda: _overlap_points(results, cluster),

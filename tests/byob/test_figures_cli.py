@@ -100,7 +100,10 @@ def test_fixed_duration_rate_is_judged_on_its_figure(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["speedup"] == [] and doc["fits"] == [] and doc["best_threads"] == []
-    assert doc["figure_exponents"] == []  # no sizes: no exponent over n
+    assert doc["figure_exponents"] == [] and doc["figure_crossovers"] == []  # no sizes: nothing over n
+    # superlinear (4x on 2 threads): Amdahl's fit of 1/rate has a negative serial part, clipped to none
+    assert [(r["params"], r["serial_fraction"]) for r in doc["figure_serial_fractions"]] == [
+        ("mode=a", 0.0), ("mode=b", 0.0)]
     assert {r["metric"] for r in doc["figures_of_merit"]} == {"rate"}
     scaled = {(r["params"], r["threads"]): r for r in doc["figure_scaling"]}
     assert set(scaled) == {(f"mode={m}", t) for m in "ab" for t in (1, 2)}
