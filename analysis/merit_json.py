@@ -8,6 +8,8 @@ The report's tables of the same figures are analysis/merit.py's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -79,3 +81,9 @@ def _plain(value: object) -> object:
     if value is None or value is pd.NA or (isinstance(value, float) and not np.isfinite(value)):
         return None
     return value.item() if isinstance(value, np.generic) else value
+
+
+# `report --json`'s keys of the figures, each made from (results, cluster), in their order
+FIGURE_KEYS: dict[str, Callable[[pd.DataFrame, str | None], list[dict[str, object]]]] = {
+    "figures_of_merit": figures_json, "figure_scaling": scaling_json, "figure_exponents": exponents_json,
+    "figure_ratios": ratios_json, "figure_serial_fractions": fractions_json, "figure_crossovers": crossovers_json}

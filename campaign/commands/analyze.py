@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import errno
 import gc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -103,30 +104,32 @@ def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence
             all_campaigns: bool = False) -> dict[str, Any]:
     """Metrics of one campaign (the latest by default; report_scope)."""
     from analysis.merit import timing_rows  # lazy, as above
-    from analysis.merit_json import (
-        crossovers_json,
-        exponents_json,
-        figures_json,
-        fractions_json,
-        ratios_json,
-        scaling_json,
-    )
     from analysis.metrics import metrics_json
 
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
     results, facts, models = _inputs(led, cluster, scope)
     out: dict[str, Any] = dict(metrics_json(timing_rows(results), facts, cluster=cluster))
-    out["figures_of_merit"] = figures_json(results, cluster)
-    out["figure_scaling"] = scaling_json(results, cluster)
-    out["figure_exponents"] = exponents_json(results, cluster)
-    out["figure_ratios"] = ratios_json(results, cluster)
-    out["figure_serial_fractions"] = fractions_json(results, cluster)
-    out["figure_crossovers"] = crossovers_json(results, cluster)
-    out["builds"] = _builds_json(led, cluster, scope)
-    out["counters"] = counters_json(led, results, models, cluster=cluster, campaign=scope.campaigns)
-    out["overlap_points"] = _overlap_points(results, cluster)
-    out["scope"] = scope_json(scope)
+    out.update((key, make()) for key, make in _tail(led, results, models, cluster, scope).items())
     return out
+
+
+# the keys of `report --json` after the time metrics, in their order (known before the ledger is read)
+TAIL_KEYS = ("figures_of_merit", "figure_scaling", "figure_exponents", "figure_ratios", "figure_serial_fractions",
+             "figure_crossovers", "builds", "counters", "overlap_points", "scope")
+
+
+def _tail(led: Ledger, results: Any, models: Any, cluster: str | None, scope: Scope) -> dict[str, Callable[[], Any]]:
+    """How each of TAIL_KEYS is made, in their order: the one list both `metrics` and the streamed
+    `report --json` take them from."""
+    from analysis.merit_json import FIGURE_KEYS  # lazy: pandas
+
+    made: dict[str, Callable[[], Any]] = {
+        **{key: partial(figures, results, cluster) for key, figures in FIGURE_KEYS.items()},
+        "builds": lambda: _builds_json(led, cluster, scope),
+        "counters": lambda: counters_json(led, results, models, cluster=cluster, campaign=scope.campaigns),
+        "overlap_points": lambda: _overlap_points(results, cluster),
+        "scope": lambda: scope_json(scope)}
+    return {key: made[key] for key in TAIL_KEYS}
 
 
 def _overlap_points(results: Any, cluster: str | None) -> list[dict[str, Any]]:
@@ -181,35 +184,16 @@ def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
 def _write_metrics(led: Ledger, out: TextIO, cluster: str | None, campaign: str | Sequence[str] | None,
                    all_campaigns: bool, keys: Sequence[str] | None) -> None:
     from analysis.merit import timing_rows  # lazy, as above
-    from analysis.merit_json import (
-        crossovers_json,
-        exponents_json,
-        figures_json,
-        fractions_json,
-        ratios_json,
-        scaling_json,
-    )
     from analysis.metrics_stream import check_keys, write_metrics_json
 
     try:
-        chosen = check_keys(keys, ("counters", "overlap_points", "scope", "figures_of_merit",
-                                          "figure_scaling", "figure_exponents", "figure_ratios",
-                                          "figure_serial_fractions", "figure_crossovers", "builds"))  # before the ledger is read: a typo fails at once
+        chosen = check_keys(keys, TAIL_KEYS)  # before the ledger is read: a typo fails at once
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
     results, facts, models = _inputs(led, cluster, scope)
-    write_metrics_json(timing_rows(results), facts, out, cluster=cluster, keys=chosen, tail={
-        "figures_of_merit": lambda: figures_json(results, cluster),
-        "figure_scaling": lambda: scaling_json(results, cluster),
-        "figure_exponents": lambda: exponents_json(results, cluster),
-        "figure_ratios": lambda: ratios_json(results, cluster),
-        "figure_serial_fractions": lambda: fractions_json(results, cluster),
-        "figure_crossovers": lambda: crossovers_json(results, cluster),
-        "builds": lambda: _builds_json(led, cluster, scope),
-        "counters": lambda: counters_json(led, results, models, cluster=cluster, campaign=scope.campaigns),
-        "overlap_points": lambda: _overlap_points(results, cluster),
-        "scope": lambda: scope_json(scope)})
+    write_metrics_json(timing_rows(results), facts, out, cluster=cluster, keys=chosen,
+                       tail=_tail(led, results, models, cluster, scope))
 
 
 def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None,
