@@ -284,8 +284,8 @@ def difference_verdicts(t_b: np.ndarray, t_n: np.ndarray, bounds: dict[str, np.n
 
 def _figures_as_values(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows of figures of merit (docs/byob.md) compared on the figure's value,
-    not on the run's time_s they share; a fixed-duration program's time
-    figures left out (their value is the set time). Other rows unchanged."""
+    not on the run's time_s they share; a figure that reports a fixed-duration
+    program's set time left out (metric_frame.set_time_figures). Other rows unchanged."""
     if is_summary(frame) or "metric" not in frame.columns or "value" not in frame.columns:
         return frame
     fig = frame["metric"].notna().to_numpy()

@@ -16,8 +16,10 @@ for rows that carry no figure. Rows of a figure-printing program carry
 their figure instead: their time_s is the figure's time or the process's
 wall time (campaign.job.fom), which the `time` figure already says. A
 fixed-duration program (its kernel YAML's `fixed_duration`: it runs for a
-set time, e.g. sysbench --time=5) keeps only its figures that are not
-times: its time measures the setting, not the program.
+set time, e.g. sysbench --time=5) keeps every figure it declared, times
+too (a latency percentile is a measurement), but never its wall time, nor a
+figure declared `duration` (its report of the set time): both measure the
+setting.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ SCALE_DEFAULTS = dict.fromkeys(SCALE_COLUMNS, SCALE_DEFAULT)  # a row that does 
 TIME = "time_s"
 VALUE_COLUMNS = ("metric", "value", "unit", "higher_is_better")
 FIXED = "fixed_duration"  # the row's extra key a fixed-duration program's rows carry (campaign.job.fom)
-TIME_UNITS = ("s", "ms", "us", "ns")
+SET_TIME = "set_time"  # the row's extra key of a figure declared `duration` (campaign.job.fom)
 
 
 def without_metric(text: object) -> str:
@@ -48,25 +50,22 @@ def strip_metric(params: pd.Series) -> pd.Series:
 
 def fixed_duration(results: pd.DataFrame) -> pd.Series:
     """Rows of a fixed-duration program (their extra `fixed_duration` is 1/true)."""
-    if FIXED not in results.columns:
-        return pd.Series(False, index=results.index)
-    text = results[FIXED].astype("string").str.lower().fillna("")
-    return text.isin(["1", "1.0", "true", "yes"])
+    return _flagged(results, FIXED)
 
 
 def set_time_figures(rows: pd.DataFrame) -> np.ndarray:
-    """Raw rows that are a fixed-duration program's time figures (lower is
-    better, in s, ms, us or ns): they say the setting, not the program, so
-    no analysis of figures reads them (a row that says no direction: lower)."""
-    if not len(rows) or "unit" not in rows.columns:
-        return np.zeros(len(rows), dtype=bool)
-    higher = (pd.to_numeric(rows["higher_is_better"], errors="coerce").fillna(0).to_numpy() != 0
-              if "higher_is_better" in rows.columns else np.zeros(len(rows), dtype=bool))
-    return fixed_duration(rows).to_numpy() & rows["unit"].isin(TIME_UNITS).to_numpy() & ~higher
+    """Rows of a figure declared `duration` (their extra `set_time` is 1/true): a
+    fixed-duration program's report of the time it was set to run, which says
+    the setting, not the program, so no analysis of figures reads it. Every
+    other figure of such a program, a latency in ms too, is a measurement."""
+    return _flagged(rows, SET_TIME).to_numpy()
 
 
-def _is_time(unit: pd.Series, higher: pd.Series) -> pd.Series:
-    return unit.isin(TIME_UNITS) & ~higher
+def _flagged(results: pd.DataFrame, column: str) -> pd.Series:
+    """Rows whose extra `column` is 1/true (a flag campaign.job.fom writes)."""
+    if column not in results.columns:
+        return pd.Series(False, index=results.index)
+    return results[column].astype("string").str.lower().fillna("").isin(["1", "1.0", "true", "yes"])
 
 
 def metric_frame(results: pd.DataFrame) -> pd.DataFrame:
@@ -92,5 +91,6 @@ def metric_frame(results: pd.DataFrame) -> pd.DataFrame:
     else:
         out["metric"], out["value"], out["unit"], out["higher_is_better"] = TIME, rows["time_s"].to_numpy(float), \
             "s", False
-    keep = ~(fixed_duration(rows).to_numpy() & _is_time(out["unit"], out["higher_is_better"]).to_numpy())
+    # a fixed-duration program's wall time, and a figure that reports its set time, say the setting
+    keep = ~(fixed_duration(rows).to_numpy() & (out["metric"] == TIME).to_numpy()) & ~set_time_figures(rows)
     return out[keep].reset_index(drop=True)

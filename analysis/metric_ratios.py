@@ -34,7 +34,7 @@ FIGURE_COLUMNS = ("metric", "unit", "higher_is_better", "better")
 
 def figure_rows(results: pd.DataFrame) -> pd.DataFrame:
     """The rows of figures, each figure's value as the measured column; a
-    fixed-duration program's time figures left out (they say the setting)."""
+    figure that reports a fixed-duration program's set time left out."""
     rows = results[results["metric"].notna().to_numpy() & (results["metric"].astype(str) != "").to_numpy()]
     rows = rows[~set_time_figures(rows)]
     return rows.assign(time_s=pd.to_numeric(rows["value"], errors="coerce"))

@@ -180,8 +180,8 @@ def advice_rows(results: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, object] 
     """The rows thread advice reads, and the figure it is judged on (None: time).
 
     Advice picks the thread count of least cost, read from `time_s`. A
-    fixed-duration program's time is its setting, so its first figure that is
-    not a time becomes the cost: the value where lower is better, 1/value
+    fixed-duration program's time is its setting, so its first figure becomes
+    the cost: the value where lower is better, 1/value
     where higher is (the fewest threads within the tolerance of the best rate
     is then the fewest within the tolerance of the least 1/rate). Other rows:
     one figure per run (timing_rows)."""

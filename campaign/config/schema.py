@@ -238,6 +238,8 @@ class FigureSpec:
     higher_is_better: bool = False  # rates: true; times: false
     # launched programs: max | min | sum | mean of the figure over every rank's output; None: the result rank's
     reduce: str | None = None
+    # a fixed-duration program's report of its set time (sysbench's `total time`): stored, never analysed
+    duration: bool = False
 
 
 @dataclass

@@ -60,6 +60,7 @@ MAX_OUTPUT = 64 * 2**20  # bytes of a program's stdout/stderr the patterns read 
 # Units a lower-is-better figure may be in to be the row's time_s (seconds per unit).
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 COLUMNS = TOOL_COLUMNS  # the contract CSV's columns this driver writes (resultschema.columns)
+SET_TIME = "set_time"  # the extra column of a figure declared `duration`: the set time, which no analysis reads
 # Contract options that are not program parameters of their own.
 _CONTRACT = {"n", "d", "threads", "repeats", "warmup", "device", "dtype", "variant", "out", OPTION[2:],
              *SHAPE_OPTIONS}
@@ -184,7 +185,7 @@ def _rows(spec: dict[str, Any], base: dict[str, str], n: int, r: int, found: lis
     cost = _cost(spec, values)
     seconds = repr(time_of(found, elapsed))
     fixed = {"fixed_duration": 1} if spec.get("fixed_duration") else {}
-    return [fixed | {"kernel": spec["kernel"], "impl": spec["impl"], "variant": base["variant"], "device": base["device"],
+    return [fixed | ({SET_TIME: 1} if fig.get("duration") else {}) | {"kernel": spec["kernel"], "impl": spec["impl"], "variant": base["variant"], "device": base["device"],
              "dtype": base["dtype"], "n": n, "d": base["d"], "threads": base["threads"], "repeat": r,
              "time_s": seconds, "metric": fig["name"], "value": repr(value), "unit": fig.get("unit", ""),
              "higher_is_better": int(bool(fig.get("higher_is_better", False))),
@@ -239,7 +240,8 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
     tmp = out.with_name(out.name + ".tmp")
     with open(tmp, "w", newline="") as f:
         # a fixed-duration program's rows say so (an extra column): the analysis never judges its time
-        columns = COLUMNS + (("fixed_duration",) if spec.get("fixed_duration") else ())
+        columns = COLUMNS + (("fixed_duration",) if spec.get("fixed_duration") else ()) + \
+            ((SET_TIME,) if any(f.get("duration") for f in spec["figures"]) else ())
         writer = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
         for n in ns:

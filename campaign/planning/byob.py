@@ -166,6 +166,9 @@ def check_kernel(key: str, kernel: KernelSpec) -> None:
         if fig.reduce is not None and fig.source.startswith("file:") and RANK not in placeholders(fig.source):
             raise ConfigError(f"{at}.reduce={fig.reduce!r} over a file: name each rank's file with {{{RANK}}}, "
                               f"e.g. source: 'file:out.{{{RANK}}}' (one file is read once)")
+        if fig.duration and not kernel.fixed_duration:
+            raise ConfigError(f"{at}.duration: only a program declared fixed_duration: true runs for a set time; "
+                              "a time this program measures is a figure like any other (drop duration)")
     for i, rule in enumerate(kernel.sanity):
         at = f"{where}.sanity[{i}]"
         _regex(rule.regex, at)
@@ -285,7 +288,8 @@ def tool_argv(python: str, kernel: KernelSpec, impl: str) -> tuple[str, ...]:
     spec: dict[str, Any] = {
         "kernel": kernel.name, "impl": impl, "argv": list(kernel.impls[impl].argv), "env": dict(kernel.env),
         "figures": [{"name": f.name, "regex": f.regex, "json": f.json, "source": f.source, "unit": f.unit,
-                     "higher_is_better": f.higher_is_better, **({"reduce": f.reduce} if f.reduce else {})}
+                     "higher_is_better": f.higher_is_better, **({"reduce": f.reduce} if f.reduce else {}),
+                     **({"duration": True} if f.duration else {})}
                     for f in kernel.figures],
         "sanity": [{"regex": s.regex, "source": s.source, "expect": s.expect} for s in kernel.sanity],
         "flops": kernel.flops, "bytes": kernel.bytes,

@@ -25,11 +25,12 @@ def test_time_rows_become_the_time_metric_and_figures_keep_their_direction() -> 
     assert list(frame["nodes"]) == [1, 1] and list(frame["ranks"]) == [1, 1]
 
 
-def test_fixed_duration_drops_its_time_figures_only() -> None:
+def test_fixed_duration_keeps_its_measured_times_and_drops_its_set_time() -> None:
     fig = {"fixed_duration": "1"}
     rows = _rows([{**fig, "metric": "rate", "value": "5", "unit": "ev/s", "higher_is_better": "1"},
-                  {**fig, "metric": "ran", "value": "5", "unit": "s", "higher_is_better": "0"}])
-    assert list(metric_frame(rows)["metric"]) == ["rate"]
+                  {**fig, "metric": "p99", "value": "2.5", "unit": "ms", "higher_is_better": "0"},
+                  {**fig, "metric": "ran", "value": "5", "unit": "s", "higher_is_better": "0", "set_time": "1"}])
+    assert list(metric_frame(rows)["metric"]) == ["rate", "p99"]  # a latency is a measurement; the set time not
 
 
 def test_speedup_and_efficiency_over_nodes_in_each_direction() -> None:

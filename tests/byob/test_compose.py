@@ -41,6 +41,8 @@ def _kernel(**more: object) -> KernelSpec:
     ({"result_rank": -1}, "kernels.mine.result_rank=-1: the rank whose output"),
     ({"driven_by": "program", "figures": [], "repeat_by": "program"}, "repeat_by, result_rank and fixed_duration need driven_by"),
     ({"figures": [FigureSpec(name="t", regex="a", reduce="median")]}, "figures[0].reduce='median': one of max"),
+    ({"figures": [FigureSpec(name="t", regex="a", unit="s", duration=True)]},
+     "kernels.mine.figures[0].duration: only a program declared fixed_duration: true runs for a set time"),
     ({"figures": [FigureSpec(name="t", regex="a", reduce="sum", source="file:x")]},
      "over a file: name each rank's file with {rank}"),
     ({"driven_by": "program", "inputs": {"in.txt": "x"}}, "inputs, script, repeat_by, result_rank and fixed_duration need driven_by: tool"),

@@ -17,11 +17,12 @@ import pytest
 from tests.conftest import run_cli, sql_rows
 
 # Prints a rate that grows as threads^2 (more than the threads can give, on purpose) times the
-# number in the file `base` beside it, and the set time it ran for: what a fixed-duration
-# benchmark prints.
+# number in the file `base` beside it, a latency of base/400 ms (a time it measured) and the set
+# time it ran for: what a fixed-duration benchmark prints.
 PROGRAM = """#!/bin/sh
 echo "mode $2"
 echo "rate: $(( $1 * $1 * $(cat "$(dirname "$0")/base") )) events/s"
+echo "p99: $(awk "BEGIN {print $(cat "$(dirname "$0")/base") / 400}") ms"
 echo "ran for: 1.0 s"
 """
 KERNEL = """
@@ -32,7 +33,8 @@ impls:
   sh: {argv: ["myrate", "{threads}", "{mode}"], variants: [plain]}
 figures:
   - {name: rate, regex: 'rate: ([0-9.]+)', unit: events/s, higher_is_better: true}
-  - {name: ran_for, regex: 'ran for: ([0-9.]+) s', unit: s}
+  - {name: p99, regex: 'p99: ([0-9.]+) ms', unit: ms}
+  - {name: ran_for, regex: 'ran for: ([0-9.]+) s', unit: s, duration: true}
 """
 EXPERIMENT = """
 name: myrate_sweep
@@ -102,10 +104,13 @@ def test_fixed_duration_rate_is_judged_on_its_figure(tmp_path: Path) -> None:
     assert doc["speedup"] == [] and doc["fits"] == [] and doc["best_threads"] == []
     assert doc["figure_exponents"] == [] and doc["figure_crossovers"] == []  # no sizes: nothing over n
     # superlinear (4x on 2 threads): Amdahl's fit of 1/rate has a negative serial part, clipped to none
-    assert [(r["params"], r["serial_fraction"]) for r in doc["figure_serial_fractions"]] == [
-        ("mode=a", 0.0), ("mode=b", 0.0)]
-    assert {r["metric"] for r in doc["figures_of_merit"]} == {"rate"}
-    scaled = {(r["params"], r["threads"]): r for r in doc["figure_scaling"]}
+    # and the latency, the same at 1 and 2 threads, is all serial
+    assert sorted((r["metric"], r["params"], r["serial_fraction"]) for r in doc["figure_serial_fractions"]) == [
+        ("p99", "mode=a", 1.0), ("p99", "mode=b", 1.0), ("rate", "mode=a", 0.0), ("rate", "mode=b", 0.0)]
+    # every figure it measured, a latency in ms too; never the one that reports its set time
+    assert {r["metric"] for r in doc["figures_of_merit"]} == {"rate", "p99"}
+    assert {r["value"] for r in doc["figures_of_merit"] if r["metric"] == "p99"} == {2.5}
+    scaled = {(r["params"], r["threads"]): r for r in doc["figure_scaling"] if r["metric"] == "rate"}
     assert set(scaled) == {(f"mode={m}", t) for m in "ab" for t in (1, 2)}
     top = scaled[("mode=a", 2)]
     assert top["axis"] == "threads" and top["higher_is_better"] is True and top["base"] == 1
@@ -131,20 +136,23 @@ def test_compare_calls_a_drop_of_a_rate_worse(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     points = doc["points"]
-    assert len(points) == 4 and {p["metric"] for p in points} == {"rate"}  # the set time is not compared
-    assert {p["verdict"] for p in points} == {"worse"}
+    # the set time is not compared; the latency it measured is (2.5 -> 2 ms: better)
+    assert len(points) == 8 and {p["metric"] for p in points} == {"rate", "p99"}
+    assert {(p["metric"], p["verdict"]) for p in points} == {("rate", "worse"), ("p99", "better")}
+    points = [p for p in points if p["metric"] == "rate"]
     assert all(p["higher_is_better"] and p["ratio"] == pytest.approx(1.25) for p in points)
     if all(r["shared"] == r["points"] for r in doc["summary"]):  # timed on a busy machine: no kernel verdict
         assert {r["verdict"] for r in doc["summary"]} == {"shared-machine"}
         return
-    assert {r["verdict"] for r in doc["summary"]} == {"worse"}
+    assert {(r["metric"], r["verdict"]) for r in doc["summary"]} == {("rate", "worse"), ("p99", "better")}
     proc = run_cli("compare", sel + str(base), sel + str(new), "--fail-on", "slower", cwd=tmp_path, env=env)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "worse" in proc.stdout
     proc = run_cli("compare", sel + str(base), sel + str(new), "--fail-on", "worse", cwd=tmp_path, env=env)
     assert proc.returncode == 3 and "4 point(s) slower or worse than BASE" in proc.stderr, proc.stderr
     proc = run_cli("compare", sel + str(new), sel + str(base), "--format", "json", cwd=tmp_path, env=env)
-    assert {p["verdict"] for p in json.loads(proc.stdout)["points"]} == {"better"}
+    assert {(p["metric"], p["verdict"]) for p in json.loads(proc.stdout)["points"]} == {("rate", "better"),
+                                                                                        ("p99", "worse")}
 
 
 def test_a_sweep_without_n_names_the_fix(tmp_path: Path) -> None:

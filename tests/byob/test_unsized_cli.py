@@ -120,12 +120,13 @@ def test_a_fixed_duration_program_without_a_size_is_advised_and_compared(tmp_pat
     proc = run_cli("compare", sel + str(base), sel + str(new), "--format", "json", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     points = json.loads(proc.stdout)["points"]
-    assert len(points) == 4 and {p["n"] for p in points} == {None}
-    assert {p["verdict"] for p in points} == {"worse"}
+    assert len(points) == 8 and {p["n"] for p in points} == {None}
+    assert {(p["metric"], p["verdict"]) for p in points} == {("rate", "worse"), ("p99", "better")}
     proc = run_cli("compare", sel + str(base), sel + str(new), cwd=tmp_path, env=env)
     listed = [line.split() for line in proc.stdout.splitlines() if line.startswith("myrate sh/")]
     # configuration (two words), metric, which way is better, threads, n
-    assert len(listed) == 4 and {(row[2], row[3], row[5]) for row in listed} == {("rate", "higher", "-")}
+    assert len(listed) == 8 and {(row[2], row[3], row[5]) for row in listed} == {("rate", "higher", "-"),
+                                                                                 ("p99", "lower", "-")}
 
 
 def _summary(rows: list[tuple[str, object, int, float]]) -> pd.DataFrame:
