@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
 import pandas as pd
 
 from analysis import metric_scaling
 from analysis.merit import figure_frame, has_figures, medians
 from analysis.metric_fits import figure_crossovers, serial_fractions
 from analysis.metric_ratios import figure_ratios
+from analysis.metrics import to_records
 
 
 def figures_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
@@ -25,12 +25,7 @@ def figures_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, o
     if not has_figures(results):
         return []
     rows = results if cluster is None else results[results["cluster"].astype(str) == cluster]
-    med = medians(rows)
-    out = []
-    for rec in med.to_dict("records"):
-        out.append({k: (None if isinstance(v, float) and not np.isfinite(v) else
-                        v.item() if isinstance(v, np.generic) else v) for k, v in rec.items()})
-    return out
+    return to_records(medians(rows))
 
 
 def exponents_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
@@ -39,7 +34,7 @@ def exponents_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str,
     if not has_figures(results):
         return []
     rows = results if cluster is None else results[(results["cluster"].astype(str) == cluster).to_numpy()]
-    return _records(metric_scaling.exponents(figure_frame(rows)))
+    return to_records(metric_scaling.exponents(figure_frame(rows)))
 
 
 def scaling_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
@@ -48,13 +43,13 @@ def scaling_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, o
     if not has_figures(results):
         return []
     rows = results if cluster is None else results[(results["cluster"].astype(str) == cluster).to_numpy()]
-    return _records(metric_scaling.all_scaling(figure_frame(rows)))
+    return to_records(metric_scaling.all_scaling(figure_frame(rows)))
 
 
 def ratios_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
     """`report --json` key figure_ratios: each figure's ratios between values of
     cluster, partition, impl and variant (analysis/metric_ratios.py; [] without figures)."""
-    return _records(figure_ratios(results, cluster))
+    return to_records(figure_ratios(results, cluster))
 
 
 def fractions_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
@@ -63,24 +58,13 @@ def fractions_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str,
     if not has_figures(results):
         return []
     rows = results if cluster is None else results[(results["cluster"].astype(str) == cluster).to_numpy()]
-    return _records(serial_fractions(figure_frame(rows)))
+    return to_records(serial_fractions(figure_frame(rows)))
 
 
 def crossovers_json(results: pd.DataFrame, cluster: str | None) -> list[dict[str, object]]:
     """`report --json` key figure_crossovers: the first n at which more threads, ranks
     or nodes give a better figure (analysis/metric_fits.py; [] without figures or sizes)."""
-    return _records(figure_crossovers(results, cluster))
-
-
-def _records(frame: pd.DataFrame) -> list[dict[str, object]]:
-    return [{k: _plain(v) for k, v in rec.items()} for rec in frame.to_dict("records")]
-
-
-def _plain(value: object) -> object:
-    """A JSON value: numpy scalars unboxed, NaN/NA as null."""
-    if value is None or value is pd.NA or (isinstance(value, float) and not np.isfinite(value)):
-        return None
-    return value.item() if isinstance(value, np.generic) else value
+    return to_records(figure_crossovers(results, cluster))
 
 
 # `report --json`'s keys of the figures, each made from (results, cluster), in their order

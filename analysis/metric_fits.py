@@ -95,7 +95,8 @@ def figure_crossovers(results: pd.DataFrame, cluster: str | None = None) -> pd.D
     points = points.assign(**{c: d for c, d in SCALE_DEFAULTS.items() if c not in points.columns})
     dims = [c for c in present(points, DIMENSIONS) if c != "n"]
     parts = [_crossings(_with_ranks_per_node(points, axis), axis, dims) for axis in AXES if axis in points.columns]
-    return pd.concat(parts, ignore_index=True)[[*dims, *POINT_COLUMNS, *CROSSING_COLUMNS]]
+    out = pd.concat(parts, ignore_index=True)[[*dims, *POINT_COLUMNS, *CROSSING_COLUMNS]]
+    return out.astype({"n_before": float, "n_at": float})  # (sizes: whole numbers, integers in JSON)
 
 
 def _crossings(points: pd.DataFrame, axis: str, dims: list[str]) -> pd.DataFrame:

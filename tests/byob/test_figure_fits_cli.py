@@ -68,6 +68,7 @@ def test_serial_fraction_and_crossovers_in_each_figures_direction(tmp_path: Path
     for r in crossings.values():
         assert (r["axis"], r["crossed"], r["n_before"], r["n_at"], r["within_noise"]) == (
             "threads", True, 100, 1000, False)
+        assert type(r["n_before"]) is int and type(r["n_at"]) is int  # sizes are integers in JSON
     assert crossings[("rate", 1, 2)]["higher_is_better"] and not crossings[("latency", 1, 2)]["higher_is_better"]
     proc = run_cli("--ledger", str(ledger), "report", "--out", str(tmp_path / "rep"), cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
