@@ -181,7 +181,7 @@ TmpFS=$LAB/tmp/%n
 MpiDefault=none
 $(slurm_conf_common "$LAB" "$TASK" "$DBD_PORT")
 # multi-node jobs: four small nodes of 2 CPUs each on the same 2 cores (overcommitted on purpose), each
-# its own loopback address (127.0.0.0/8 all reaches this machine). Declared before `localhost`: while
+# its own loopback address (127.0.0.0/8 all reaches this machine). Declared before localhost: while
 # a cluster's only node is named localhost, Slurm resolves every node name to it and refuses the next
 # one as "Duplicated NodeHostName".
 $(for i in "${!MULTI_NODES[@]}"; do
