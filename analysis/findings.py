@@ -19,6 +19,7 @@ import pandas as pd
 from analysis import display
 from analysis.caveats import Finding, Flags, effect
 from analysis.metric_scaling import SUPERLINEAR
+from analysis.report_jobs import failed, needs_attention
 from analysis.report_tables import labels, repeats_at, several_threads, size_text
 from analysis.schema import group_columns
 
@@ -253,16 +254,29 @@ def roofline(roof: pd.DataFrame, flags: Flags | None = None) -> list[Finding]:
 
 
 def jobs(counts: dict[str, int], frame: pd.DataFrame) -> list[Finding]:
-    """How many job attempts, and which ones failed or lost their output."""
+    """How many job attempts, and which failed ones still need attention: those
+    that are their run's latest attempt (report_jobs.needs_attention, the rule
+    `jobs --failed` lists by); a failed attempt whose run was attempted again
+    is counted as rerun since, not named."""
     if not counts:
         return []
     total = sum(counts.values())
     text = f"{total} job attempts: " + ", ".join(f"{v} {k}" for k, v in counts.items())
-    bad = frame[~frame["state"].astype("str").isin(["COMPLETED", "PENDING", "RUNNING"])] \
-        if "state" in frame else frame.iloc[:0]
-    if len(bad) and "job_id" in bad:
-        every = list(dict.fromkeys(str(v) for v in bad["job_id"].tolist()))  # a job of several runs once
-        ids = every[:8]
-        more = f" and {len(every) - len(ids)} more" if len(every) > len(ids) else ""
-        text += f" (need attention: {', '.join(ids)}{more}; see the jobs appendix)"
-    return [Finding(text + ".")]
+    if "job_id" not in frame or not failed(frame).any():
+        return [Finding(text + ".")]
+    now = _job_ids(frame[needs_attention(frame)])
+    since = [j for j in _job_ids(frame[failed(frame)]) if j not in set(now)]
+    shown = now[:8]
+    named = ", ".join(shown) + (f" and {len(now) - len(shown)} more" if len(now) > len(shown) else "")
+    if not since:
+        text += f" (need attention: {named}"
+    elif now:
+        text += f" ({len(now)} still {'needs' if len(now) == 1 else 'need'} attention: {named}; {len(since)} rerun since"
+    else:
+        text += f" (none needs attention: all {len(since)} rerun since"
+    return [Finding(text + "; see the jobs appendix).")]
+
+
+def _job_ids(frame: pd.DataFrame) -> list[str]:
+    """The frame's job IDs in order, each once (a job of several runs, a preflight, has one ID)."""
+    return list(dict.fromkeys(str(v) for v in frame["job_id"].tolist()))

@@ -2,9 +2,12 @@
 
 The caller passes a jobs DataFrame with (any of) the columns job_id, state,
 node, started, ended, walltime_min, run, campaign, cluster; missing columns
-are left out of the table, never guessed. Jobs that need attention (anything
-not COMPLETED) come first, so a big campaign's appendix starts with what
-matters even when it is capped.
+are left out of the table, never guessed. Jobs that need attention come
+first, so a big campaign's appendix starts with what matters even when it is
+capped: an attempt that failed (any state but COMPLETED, PENDING, RUNNING)
+and is its run's latest (the `latest` column, which the ledger marks by the
+rule `jobs` lists by; a frame without it: every attempt). A failed attempt
+whose run was attempted again was rerun since: it follows those.
 """
 
 from __future__ import annotations
@@ -18,6 +21,20 @@ from analysis.blocks import Table
 
 MAX_JOB_ROWS = 500
 OK_STATES = frozenset({"COMPLETED"})
+UNDERWAY_STATES = frozenset({"PENDING", "RUNNING"})
+
+
+def failed(jobs: pd.DataFrame) -> pd.Series:
+    """Attempts that ended other than COMPLETED (True per row; none without a state column)."""
+    if "state" not in jobs:
+        return pd.Series(False, index=jobs.index)
+    return ~jobs["state"].astype("str").isin(OK_STATES | UNDERWAY_STATES)
+
+
+def needs_attention(jobs: pd.DataFrame) -> pd.Series:
+    """Failed attempts that are their run's latest: no later attempt of the run (`latest`) took them up."""
+    latest = jobs["latest"].astype(bool) if "latest" in jobs else pd.Series(True, index=jobs.index)
+    return failed(jobs) & latest
 
 
 def for_cluster(jobs: pd.DataFrame | None, cluster: str) -> pd.DataFrame:
@@ -68,11 +85,12 @@ def _versus_walltime(elapsed: pd.Series, jobs: pd.DataFrame) -> list[str]:
 
 
 def jobs_table(jobs: pd.DataFrame, naive_zone: timezone | None = None) -> Table:
-    """The appendix table; needs-attention jobs first, then by start time."""
+    """The appendix table; needs-attention jobs first, then the other failed ones, then by start time."""
     frame = jobs.copy()
-    frame["_ok"] = (frame["state"].astype("str").isin(OK_STATES) if "state" in frame
-                    else True)
-    sort = ["_ok"] + (["started"] if "started" in frame else [])
+    frame["_ok"] = ~needs_attention(frame)
+    frame["_done"] = (frame["state"].astype("str").isin(OK_STATES) if "state" in frame
+                      else True)
+    sort = ["_ok", "_done"] + (["started"] if "started" in frame else [])
     frame = frame.sort_values(sort, kind="stable", na_position="last").reset_index(drop=True)
     elapsed = _elapsed_s(frame)
     has_elapsed = elapsed.notna().any()
@@ -91,7 +109,8 @@ def jobs_table(jobs: pd.DataFrame, naive_zone: timezone | None = None) -> Table:
         if name in frame:
             cols[name] = ["" if pd.isna(v) else str(v) for v in frame[name]]
     zone = naive_zone or display.local_zone()
-    note = ("Jobs that are not COMPLETED come first. Start times are in UTC"
+    note = ("Jobs that need attention (not COMPLETED, and their run's latest attempt) come first, then those "
+            "rerun since and the others not COMPLETED. Start times are in UTC"
             + (f" (ledger times without a zone are read as this host's local time, "
                f"UTC{_offset(zone)})" if "started" in frame else "") + ".")
     if "walltime_min" in frame:

@@ -108,6 +108,15 @@ def _memory(att: AttemptFacts, backend: str) -> str:
     return "memory requested: none given (the partition's default per CPU applies)"
 
 
+def _allocated(att: AttemptFacts, ranks: int) -> str:
+    """What the attempt asked the scheduler for: `alloc_cpus` is one task's (rank's) --cpus-per-task."""
+    cpus = att.alloc_cpus or 0
+    if ranks > 1:
+        return (f"{cpus} cores per rank x {ranks} ranks ({cpus * ranks} cores), "
+                f"{att.alloc_gpus or 0} GPUs per node")
+    return f"{cpus} cores, {att.alloc_gpus or 0} GPUs"
+
+
 def _program(att: AttemptFacts, spec: dict[str, Any], start: dict[str, Any] | None) -> tuple[str, dict[str, str]]:
     """The command and environment as the job ran them (job.json), else as planned."""
     from campaign.planning.run_spec import RunSpec  # lazy: only a job without job.json needs the plan's objects
@@ -132,7 +141,8 @@ def run_env_lines(spec: dict[str, Any]) -> list[str]:
 
 
 def placement_lines(workdir: str) -> list[str]:
-    """Where a multi-rank job's ranks ran (exit.json, campaign.job.rank): one line per rank."""
+    """Where a multi-rank job's ranks ran (exit.json, campaign.job.rank): one line per rank, with its
+    exit code where it ended non-zero; `missing` names the ranks that left no record of their end."""
     record = read_json(Path(workdir) / EXIT_FILE) or {}
     placement = record.get("placement")
     if not isinstance(placement, list) or not placement:
@@ -142,7 +152,8 @@ def placement_lines(workdir: str) -> list[str]:
     for p in placement:
         if isinstance(p, dict):
             cpus = ",".join(str(c) for c in p.get("cpus") or []) or "-"
-            out.append(f"  rank {p.get('rank')}: node {p.get('node')}  cores {cpus}  gpus {p.get('gpus') or '-'}")
+            ended = f"  exit {p['exit_code']}" if p.get("exit_code") not in (None, 0) else ""
+            out.append(f"  rank {p.get('rank')}: node {p.get('node')}  cores {cpus}  gpus {p.get('gpus') or '-'}{ended}")
     return out
 
 
@@ -236,7 +247,7 @@ def show_text(f: JobFacts) -> str:
         f"{n_line}  d: {spec['d']}  repeats: {spec['repeats']}  "
         f"warmup: {spec['warmup']}  check: {spec['check']}  extra: {dict(spec.get('extra_args') or [])}",
         f"{_elapsed(att)}  {_memory(att, f.backend)}"
-        + (f"  allocated: {att.alloc_cpus} cores, {att.alloc_gpus or 0} GPUs" if att.alloc_cpus else ""),
+        + (f"  allocated: {_allocated(att, RunSpec.from_json(spec).ranks)}" if att.alloc_cpus else ""),
         f"array: {att.array_job_id or '-'} index {att.array_index if att.array_index is not None else '-'}  "
         f"node: {att.node or '-'}  exit code: {_exit_code(att)}",
         f"submitted {display(att.submitted_at)}  started {display(att.started_at)}  ended {display(att.ended_at)}",

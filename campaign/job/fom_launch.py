@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from campaign.job.rank import missing_ranks, read_records
+from campaign.job.rank import read_records, unfinished_ranks
 
 OPTION = "--launch"  # the driver's option that carries the launch (a JSON object)
 REDUCTIONS = ("max", "min", "sum", "mean")
@@ -70,7 +70,7 @@ class Launch:
         records = read_records(Path(self.records))
         ends = tuple(RankEnd(_code(records.get(r, {}).get("exit_code")), _number(records.get(r, {}).get("ended")))
                      for r in range(self.ranks))
-        return ends, missing_ranks(records, self.ranks)
+        return ends, unfinished_ranks(records, self.ranks)
 
     def missing(self, unfinished: list[int]) -> str:
         """Why a launch that returned 0 did not run every rank to its end (`ends`' second part)."""

@@ -14,7 +14,9 @@ command line (the job side knows no scheduler), as array_task's --index-env.
 Each rank writes DIR/rank-<r>.json when it starts (placement) and again,
 with `exit_code`, when its program ended; the runner reads them back
 (campaign.job.runner) to tell a run whose ranks all finished from one where
-some left no record (docs/design.md#ranks-nodes-and-launchers).
+some failed (a record with a non-zero exit code) or left no record of their
+end (missing: never started, or killed before writing it)
+(docs/design.md#ranks-nodes-and-launchers).
 
 With `--output STEM` each rank's program writes its stdout and stderr to
 STEM.rank<r>.out and .err instead of the launcher's merged streams: a
@@ -151,8 +153,23 @@ def read_records(folder: Path) -> dict[int, dict[str, Any]]:
 
 
 def missing_ranks(records: dict[int, dict[str, Any]], world: int) -> list[int]:
-    """Ranks with no record, or none that says they ended with exit code 0."""
+    """Ranks that left no record of their end: none at all (never started), a
+    torn one, or only the placement written at start (killed before the
+    program ended). A rank that ended with a non-zero code is not missing: its
+    record says how it ended (`unfinished_ranks` counts both)."""
+    return [r for r in range(world) if not _ended(records.get(r, {}))]
+
+
+def unfinished_ranks(records: dict[int, dict[str, Any]], world: int) -> list[int]:
+    """Ranks with no record that says they ended with exit code 0: the
+    missing ones and those that failed. A launcher that returned 0 while any
+    is left did not run every rank to its end."""
     return [r for r in range(world) if records.get(r, {}).get("exit_code") != 0]
+
+
+def _ended(record: dict[str, Any]) -> bool:
+    code = record.get("exit_code")
+    return isinstance(code, int) and not isinstance(code, bool)
 
 
 if __name__ == "__main__":

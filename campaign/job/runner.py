@@ -28,7 +28,7 @@ from typing import Any
 from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE, write_json
 from campaign.job.machine import job_cpus, machine_state, sample
 from campaign.job.procs import group_members, signal_group, stop_group, unlimit_stack
-from campaign.job.rank import LAUNCH_HOST_ENV, missing_ranks, read_records
+from campaign.job.rank import LAUNCH_HOST_ENV, missing_ranks, read_records, unfinished_ranks
 from campaign.job.task import JobTask
 
 
@@ -100,20 +100,25 @@ def _run_kernel(task: JobTask, env: dict[str, str], workdir: Path, start: dict[s
 
 
 def _check_ranks(task: JobTask, workdir: Path, record: dict[str, Any]) -> int:
-    """Put the ranks' placement in the exit record; a launcher that returned
-    0 although some ranks left no exit record of 0 fails the run."""
+    """Put the ranks' placement and exit codes in the exit record, and the
+    ranks that left no record of their end as `missing_ranks` (a rank that
+    ended non-zero is not missing: its exit code says how it ended); a
+    launcher that returned 0 although some ranks left no exit record of 0
+    fails the run."""
     records = read_records(Path(task.rank_records))
-    record["placement"] = [{k: records[r].get(k) for k in ("rank", "node", "cpus", "gpus")} for r in sorted(records)]
+    record["placement"] = [{k: records[r].get(k) for k in ("rank", "node", "cpus", "gpus", "exit_code")}
+                           for r in sorted(records)]
     record["nodes"] = sorted({str(r.get("node")) for r in records.values()})
     missing = missing_ranks(records, task.ranks)
-    code: int = record["exit_code"]
     if missing:
         record["missing_ranks"] = missing
-        if code == 0:
-            with open(workdir / STDERR_FILE, "a") as err:
-                err.write(f"campaign: ranks {missing} of {task.ranks} left no finished record in "
-                          f"{task.rank_records}: output missing from some ranks\n")
-            code = record["exit_code"] = 1
+    unfinished = unfinished_ranks(records, task.ranks)
+    code: int = record["exit_code"]
+    if unfinished and code == 0:
+        with open(workdir / STDERR_FILE, "a") as err:
+            err.write(f"campaign: ranks {unfinished} of {task.ranks} left no finished record in "
+                      f"{task.rank_records}: output missing from some ranks\n")
+        code = record["exit_code"] = 1
     return code
 
 

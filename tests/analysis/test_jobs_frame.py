@@ -29,10 +29,14 @@ def _whole_objects(led: Ledger, campaign: str | None) -> pd.DataFrame:
         stmt = stmt.where(Campaign.name == campaign)
     rows: list[dict[str, Any]] = []
     with led.session() as s:
+        newest: dict[int, int] = {}
+        for run_id, number in s.execute(select(JobAttempt.run_id, JobAttempt.attempt)):
+            newest[run_id] = max(newest.get(run_id, 0), number)
         for att, run, camp in s.execute(stmt.order_by(JobAttempt.id)):
             rows.append({
                 "cluster": camp.cluster, "campaign": camp.name, "job_id": att.job_id,
-                "array_index": att.array_index, "attempt": att.attempt, "state": att.state.value,
+                "array_index": att.array_index, "attempt": att.attempt,
+                "latest": att.attempt == newest[att.run_id], "state": att.state.value,
                 "node": att.node, "submitted": att.submitted_at, "started": att.started_at,
                 "ended": att.ended_at, "walltime_min": att.walltime_min, "run": RunSpec.from_json(run.spec).label,
             })
@@ -73,4 +77,43 @@ def test_frame_is_the_whole_object_frame(tmp_path: Path, campaign: str | None) -
     assert campaign in ("none", "b") or any("/8c tag=1 m=x y" in label for label in new["run"])
     assert campaign in ("none", "b") or any(label.endswith("2n x 4r x 2t replicate=1") for label in new["run"])
     assert campaign in ("none", "b") or {"tool/sh/naive local 2t", "tool/sh/naive fp32 local 2t"} <= set(new["run"])
+    led.close()
+
+
+def _rerun(led: Ledger, attempt_id: int, state: JobState, job_id: str) -> int:
+    """The run's next attempt (as `rerun` records it), in `state`."""
+    with led.session.begin() as s:
+        prev = s.get(JobAttempt, attempt_id)
+        assert prev is not None
+        att = JobAttempt(run_id=prev.run_id, attempt=prev.attempt + 1, previous_id=prev.id, backend="local",
+                         job_id=job_id, state=state, workdir=prev.workdir, output_path=prev.output_path,
+                         walltime_min=prev.walltime_min, submitted_at=prev.submitted_at)
+        s.add(att)
+        s.flush()
+        return att.id
+
+
+def test_a_failed_attempt_rerun_since_is_not_latest_and_needs_no_attention(tmp_path: Path) -> None:
+    """As `rerun --failed` leaves a campaign: one run failed then completed, one failed three times; the
+    summary names only the failure that is its run's latest (what `jobs --failed` lists)."""
+    from analysis.findings import jobs as job_findings
+    from analysis.report_jobs import jobs_table, state_counts
+
+    led = Ledger(tmp_path / "ledger.sqlite")
+    add_attempt(led, tmp_path, state=JobState.COMPLETED, campaign="a", job_id="1520_0")
+    fixed = add_attempt(led, tmp_path, state=JobState.FAILED, campaign="a", job_id="1525_1",
+                        spec=spec_with(threads=3))
+    _rerun(led, fixed, JobState.COMPLETED, "1536_1")
+    broken = add_attempt(led, tmp_path, state=JobState.FAILED, campaign="a", job_id="1525_0",
+                         spec=spec_with(threads=5))
+    _rerun(led, _rerun(led, broken, JobState.FAILED, "1536_0"), JobState.FAILED, "1538")
+    for campaign in (None, "a"):
+        frame = jobs_frame(led, campaign)
+        pd.testing.assert_frame_equal(frame, _whole_objects(led, campaign), check_exact=True)
+        assert dict(zip(frame["job_id"], frame["latest"], strict=True)) == {
+            "1520_0": True, "1525_1": False, "1536_1": True, "1525_0": False, "1536_0": False, "1538": True}
+        [finding] = job_findings(state_counts(frame), frame)
+        assert str(finding) == ("6 job attempts: 4 FAILED, 2 COMPLETED "
+                                "(1 still needs attention: 1538; 3 rerun since; see the jobs appendix).")
+        assert list(jobs_table(frame).frame["job ID"])[:4] == ["1538", "1525_1", "1525_0", "1536_0"]
     led.close()

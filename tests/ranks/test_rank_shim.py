@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from campaign.config import load_config
-from campaign.job.rank import PORT_BASE, PORT_SPAN, missing_ranks, read_records
+from campaign.job.rank import PORT_BASE, PORT_SPAN, missing_ranks, read_records, unfinished_ranks
 from campaign.planning.plan import plan
 from campaign.plumbing.errors import ConfigError
 
@@ -64,8 +64,9 @@ def test_exit_code_passed_on_and_recorded(tmp_path: Path) -> None:
     assert proc.returncode == 127 and "cannot start" in proc.stderr
     records = read_records(tmp_path)
     assert [records[r]["exit_code"] for r in range(3)] == [0, 5, 127]
-    # rank 1 failed, rank 2 never ran its program, rank 3 of a world of 4 left nothing
-    assert missing_ranks(records, 4) == [1, 2, 3]
+    # rank 1 failed, rank 2 never ran its program (both say so), rank 3 of a world of 4 left nothing
+    assert missing_ranks(records, 4) == [3]
+    assert unfinished_ranks(records, 4) == [1, 2, 3]
 
 
 def test_a_torn_record_counts_as_missing(tmp_path: Path) -> None:

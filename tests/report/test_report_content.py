@@ -194,3 +194,17 @@ def test_a_failed_job_of_several_runs_is_named_once() -> None:
     [finding] = job_findings({"PREFLIGHT_FAILED": 2, "COMPLETED": 1, "FAILED": 1}, frame)
     assert str(finding) == ("4 job attempts: 2 PREFLIGHT_FAILED, 1 COMPLETED, 1 FAILED "
                             "(need attention: pre-1, 8; see the jobs appendix).")
+
+
+def test_failed_attempts_rerun_since_are_counted_not_named() -> None:
+    """A failed attempt whose run has a later attempt (`latest` False) was rerun since: the summary
+    counts it apart from those that still need attention, and says when none does."""
+    frame = pd.DataFrame({"state": ["FAILED", "COMPLETED", "FAILED", "FAILED"],
+                          "job_id": ["1525_1", "1536_1", "1525_0", "1538"], "latest": [False, True, False, True]})
+    [finding] = job_findings({"FAILED": 3, "COMPLETED": 1}, frame)
+    assert str(finding) == ("4 job attempts: 3 FAILED, 1 COMPLETED "
+                            "(1 still needs attention: 1538; 2 rerun since; see the jobs appendix).")
+    fixed = frame.assign(state=["FAILED", "COMPLETED", "FAILED", "COMPLETED"])
+    [finding] = job_findings({"FAILED": 2, "COMPLETED": 2}, fixed)
+    assert str(finding) == ("4 job attempts: 2 FAILED, 2 COMPLETED "
+                            "(none needs attention: all 2 rerun since; see the jobs appendix).")
