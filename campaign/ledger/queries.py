@@ -8,8 +8,8 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Subquery, Table, bindparam, func, insert, select, text, update
-from sqlalchemy.orm import Session, contains_eager
+from sqlalchemy import JSON, ColumnElement, Subquery, Table, bindparam, exists, func, insert, select, text, update
+from sqlalchemy.orm import Session, aliased, contains_eager
 
 from campaign.ledger.models import Campaign, JobAttempt, Run
 from campaign.plumbing.errors import BadInputError, did_you_mean
@@ -35,6 +35,15 @@ def newest_attempts(campaign_id: int | None = None) -> Subquery:
     if campaign_id is not None:
         stmt = stmt.where(JobAttempt.run_id.in_(select(Run.id).where(Run.campaign_id == campaign_id)))
     return stmt.subquery()
+
+
+def is_newest_attempt() -> ColumnElement[bool]:
+    """Whether a row's JobAttempt is its run's newest: newest_attempts' rule as
+    a column of a query over every attempt (no later attempt of the same run:
+    one probe of the (run_id, attempt) index per row, where a join with the
+    grouped subquery groups every attempt first)."""
+    later = aliased(JobAttempt)
+    return ~exists().where(later.run_id == JobAttempt.run_id, later.attempt > JobAttempt.attempt)
 
 
 def latest_attempts(s: Session, campaign_id: int | None = None) -> list[JobAttempt]:

@@ -14,12 +14,12 @@ from campaign.config.schema import ClusterSpec
 from campaign.job.element_type import shown_dtype, untyped
 from campaign.job.problem_size import DRIVER
 from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, Run
-from campaign.ledger.queries import newest_attempts
+from campaign.ledger.queries import is_newest_attempt
 from campaign.planning.run_label import run_label
 from campaign.plumbing.states import JobState
 from resultschema.columns import PARTITION_COLUMNS
 
-# latest: the attempt is its run's newest (no later attempt), the rule of `jobs` (campaign.ledger.queries.newest_attempts)
+# latest: the attempt is its run's newest (no later attempt), the rule of `jobs` (campaign.ledger.queries)
 JOB_FRAME_COLUMNS = ["cluster", "campaign", "job_id", "array_index", "attempt", "latest", "state", "node",
                      "submitted", "started", "ended", "walltime_min", "run"]
 
@@ -50,24 +50,21 @@ def jobs_frame(led: Ledger, campaign: str | None = None) -> Any:
     (BENCHMARKS.md section 19); the driver's spec only of a tool-driven run
     (whether its program has a dtype: campaign.job.element_type). `latest`
     marks each run's newest attempt by the rule `jobs` lists them by
-    (campaign.ledger.queries.newest_attempts): a failed attempt that is not
+    (campaign.ledger.queries.is_newest_attempt): a failed attempt that is not
     its run's latest was rerun since."""
     import pandas as pd  # lazy, as above
 
     spec = Run.spec
     driver = case((spec[("argv", 2)].as_string() == DRIVER, spec[("argv", 3)].as_string()))
+    stmt = (select(Campaign.cluster, Campaign.name, JobAttempt.job_id, JobAttempt.array_index, JobAttempt.attempt,
+                   is_newest_attempt(), type_coerce(JobAttempt.state, String), JobAttempt.node,
+                   JobAttempt.submitted_at, JobAttempt.started_at, JobAttempt.ended_at, JobAttempt.walltime_min,
+                   Run.partition, Run.kernel, Run.impl, Run.variant, Run.dtype, Run.threads, Run.gpus,
+                   *(spec[k].as_integer() for k in _LABEL_INT), cast(spec["extra_args"], String), driver)
+            .join(Run, Run.id == JobAttempt.run_id).join(Campaign))
+    if campaign:
+        stmt = stmt.where(Campaign.name == campaign)
     with led.session() as s:
-        camp_id = s.scalar(select(Campaign.id).where(Campaign.name == campaign)) if campaign else None
-        newest = newest_attempts(camp_id)  # an unknown campaign: the where clause below leaves no row
-        stmt = (select(Campaign.cluster, Campaign.name, JobAttempt.job_id, JobAttempt.array_index, JobAttempt.attempt,
-                       JobAttempt.attempt == newest.c.a, type_coerce(JobAttempt.state, String), JobAttempt.node,
-                       JobAttempt.submitted_at, JobAttempt.started_at, JobAttempt.ended_at, JobAttempt.walltime_min,
-                       Run.partition, Run.kernel, Run.impl, Run.variant, Run.dtype, Run.threads, Run.gpus,
-                       *(spec[k].as_integer() for k in _LABEL_INT), cast(spec["extra_args"], String), driver)
-                .join(Run, Run.id == JobAttempt.run_id).join(Campaign)
-                .join(newest, newest.c.run_id == JobAttempt.run_id))
-        if campaign:
-            stmt = stmt.where(Campaign.name == campaign)
         result = s.connection().execute(stmt.order_by(JobAttempt.id))
         rows = [(*r[:5], bool(r[5]), *r[6:12], _row_label(*r[12:])) for r in result]
     return pd.DataFrame(rows, columns=JOB_FRAME_COLUMNS)
