@@ -207,7 +207,7 @@ class SlurmBackend(Backend):
                    params: dict[str, Any] | None = None) -> list[Submitted]:
         array = len(group) > 1
         cpus = params["cpus_per_task"] if params else None
-        gpus = params.get("gpus_per_node", 0) if params else None
+        gpus = slurm_launch.node_gpus(params) if params else None
         folder = str(logs_folder(self.folder, manifest))
         subs = []
         for index, req in enumerate(group):

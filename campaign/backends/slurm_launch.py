@@ -121,6 +121,15 @@ def shape_params(part: PartitionSpec, run: RunSpec) -> dict[str, Any]:
     return params
 
 
+def node_gpus(params: dict[str, Any]) -> int:
+    """The GPUs each node of a job of shape_params' `params` holds: what the
+    job asked per node, or per task times its tasks per node (a partition
+    whose GPUs are asked per task: `gpu_request: per_task`)."""
+    if params.get("gpus_per_node"):
+        return int(params["gpus_per_node"])
+    return int(params.get("gpus_per_task", 0)) * int(params.get("ntasks_per_node", 1))
+
+
 def launched_task(part: PartitionSpec, run: RunSpec, python: str, task: JobTask, binds: Sequence[str] = ()) -> JobTask:
     """The task as the job runs it, its final argv made here and only here:
     the program inside the run's container (campaign.planning.run_env, with

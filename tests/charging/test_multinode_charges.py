@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from campaign.backends.slurm_launch import node_gpus, shape_params
 from campaign.config import load_config
 from campaign.config.schema import PartitionSpec
 from campaign.planning.plan import plan
@@ -205,3 +206,16 @@ def test_a_single_value_for_a_rank_list_in_a_yaml_is_one_clear_line(tmp_path: Pa
     fixed = run_cli("--ledger", str(ledger), "submit", "cluster=delta", "cluster.account=bbka-delta-gpu",
                     "experiment=gpu_ranks", "--dry-run", env=env)
     assert fixed.returncode == 0, fixed.stderr
+
+
+@pytest.mark.parametrize(("cluster", "partition", "nodes", "per_node", "threads", "gpr"),
+                         [c for c in CASES if c[5]])
+def test_the_attempt_records_the_gpus_each_node_holds(cluster: str, partition: str, nodes: int, per_node: int,
+                                                      threads: int | None, gpr: int) -> None:
+    """What the ledger keeps as the attempt's GPUs (node_gpus of the job's shape) is per node
+    whichever way the partition asks for them: Anvil's --gpus-per-task as Delta's --gpus-per-node."""
+    cfg = load_config([f"cluster={cluster}", *COMMON, *ACCOUNTS[cluster], *_shape(partition, nodes, per_node,
+                                                                                   threads, gpr)])
+    part = cfg.cluster.partitions[partition]
+    run = plan(cfg).runs[0]  # (every run of the sweep has this shape)
+    assert node_gpus(shape_params(part, run)) == per_node * gpr
