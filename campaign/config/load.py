@@ -11,6 +11,7 @@ import difflib
 import os
 import re
 import sys
+import typing
 from collections.abc import Sequence
 from typing import Any
 
@@ -103,7 +104,7 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
         merging = _merge_failure(exc, overrides)
         if merging:
             raise ConfigError(merging) from None
-        scalar = _scalar_for_list(exc) or _unknown_key(exc)
+        scalar = _scalar_for_list(exc) or _unknown_key(exc) or _bad_value(exc)
         if scalar:
             raise ConfigError(scalar) from None
         override = getattr(exc, "override", None)  # hydra's OverrideParseException names it
@@ -250,8 +251,79 @@ def _unknown_key(exc: BaseException) -> str | None:
               if cls != spec and name in {f.name for f in dataclasses.fields(getattr(schema, cls))}]
     hint = (f"; did you mean {close[0]}?" if close else "") + (f"; {name} is a key of {' or '.join(owners)}"
                                                                  if owners else "")
-    return (f"{where + ': ' if where else ''}{key}: {name} is not a key of {_SECTIONS.get(spec, spec)} "
-            f"(its keys: {', '.join(keys)}){hint}")
+    return (f"{where + ': ' if where else ''}{_item_path(where, key, spec)}: {name} is not a key of "
+            f"{_SECTIONS.get(spec, spec)} (its keys: {', '.join(keys)}){hint}")
+
+
+def _bad_value(exc: BaseException) -> str | None:
+    """OmegaConf's "Value 'maybe' is not a valid bool" (or "could not be converted to Integer") for a
+    value of the wrong type in a YAML file, named by its path: one line, without the class names."""
+    text = " ".join(str(exc).split())
+    found = re.search(r"^(?:In '([^']+)': )?\w+ raised while composing config: (Value '(.*?)' .*?) "
+                      r"full_key: (\S+) reference_type=\S+ object_type=(\w+)$", text)
+    if found is None:
+        return None
+    where, reason, value, key, spec = found.groups()
+    return f"{where + ': ' if where else ''}{_item_path(where, key, spec, value)}: {reason}"
+
+
+# a config file's group: where its keys are composed, and the section it is
+_FILES = {"kernel": ("kernels.{}", "KernelSpec"), "experiment": ("experiment", "ExperimentSpec"),
+          "cluster": ("cluster", "ClusterSpec")}
+
+
+def _item_path(where: str | None, key: str, spec: str, value: str | None = None) -> str:
+    """A key's path as validate writes it. OmegaConf names a key of a list's item (a figure, a sanity
+    rule, a sweep) without the list (`higher_is_beter`, not where it is): the first item of a list of
+    `spec`s in the file `where` names (`kernel/ratebench`) that has the key, and the given value where
+    the error quotes one, is the one it could not take (`kernels.ratebench.figures[0].higher_is_beter`).
+    A key that already has its path, or one the file does not show, is given as it is."""
+    group, _, name = (where or "").partition("/")
+    if group not in _FILES or key.partition(".")[0] in ("cluster", "experiment", "kernels", "campaign"):
+        return key
+    import yaml  # lazy: only a failed compose reads the file again
+
+    file = next((p for d in config_dirs() if (p := d / f"{where}.yaml").is_file()), None)
+    try:
+        data = yaml.safe_load(file.read_text()) if file is not None else None
+    except (OSError, yaml.YAMLError):
+        return key
+    root, section = _FILES[group]
+    field = re.match(r"\w*", key)
+    found = _find_item(data, getattr(schema, section), root.format(name), spec, field.group(0) if field else key,
+                       value)
+    return f"{found}.{key}" if found else key
+
+
+def _find_item(data: Any, section: type, path: str, spec: str, key: str, value: str | None) -> str | None:
+    """The path of the first item of a list of `spec`s in `data` (a YAML mapping of `section`) that
+    has `key` (with `value`, or a list holding it, where given); sweeps are numbered as overrides and
+    validate write them (`experiment.sweeps.0`), other lists' items as `figures[0]`."""
+    if not isinstance(data, dict):
+        return None
+    hints = typing.get_type_hints(section)
+    for f in dataclasses.fields(section):  # type: ignore[arg-type]  # (a schema dataclass)
+        kind, given = hints[f.name], data.get(f.name)
+        inner = (typing.get_args(kind) or (kind,))[-1]  # list[X], dict[str, X], X | None: X
+        if not (isinstance(inner, type) and dataclasses.is_dataclass(inner)) or given is None:
+            continue
+        if isinstance(given, list):
+            items = [(f"{path}.{f.name}" + (f".{i}" if f.name == "sweeps" else f"[{i}]"), item, True)
+                     for i, item in enumerate(given)]
+        elif isinstance(given, dict) and typing.get_origin(kind) is dict:
+            items = [(f"{path}.{f.name}.{k}", item, False) for k, item in given.items()]
+        else:
+            items = [(f"{path}.{f.name}", given, False)]
+        for at, item, listed in items:
+            # (a list or dict of the item's own, `threads[1]`, names its type, not the item's)
+            if listed and spec in (inner.__name__, "list", "dict") and isinstance(item, dict) and key in item:
+                held = item[key] if isinstance(item[key], list) else [item[key]]
+                if value is None or value in map(str, held):
+                    return at
+            found = _find_item(item, inner, at, spec, key, value)
+            if found:
+                return found
+    return None
 
 
 def _one_line(exc: BaseException) -> str:

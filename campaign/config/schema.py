@@ -300,8 +300,9 @@ class SweepSpec:
     # GPUs per rank: [] = none on CPU partitions, the job's one GPU on GPU partitions (single rank)
     gpus_per_rank: list[int] = field(default_factory=list)
     dtypes: list[str] = field(default_factory=lambda: ["fp32"])
-    # sizes; integers may be written 1e6 (campaign.planning.plan reads them). None: a tool-driven program
-    # whose argv and env read no {n} has no problem size; it runs once per repeat (its rows say n = 1)
+    # sizes; integers may be written 1e6 (campaign.planning.plan reads them). None (not given): a tool-driven
+    # program whose templates read no {n} has no problem size; it runs once per repeat (its rows: n NULL);
+    # given, for such a program, it is refused (campaign.planning.byob.sizes_of)
     n: list[Any] | None = None
     d: int | None = None  # None: 64 for contract programs (their --d); a tool-driven benchmark gets none
     args: dict[str, Any] = field(default_factory=dict)

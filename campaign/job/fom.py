@@ -45,7 +45,7 @@ from typing import Any
 from campaign.job import expr
 from campaign.job.fom_launch import OPTION, Launch
 from campaign.job.fom_read import Lost, Output, figure_values, sanity_problem, source_text
-from campaign.job.problem_size import DRIVER
+from campaign.job.problem_size import DRIVER, NO_SIZE, reads
 from campaign.job.rank import rank_output
 from campaign.job.template import render, script_argv, shape_values, write_inputs
 from resultschema.columns import TOOL_COLUMNS
@@ -203,6 +203,12 @@ def point_values(contract: dict[str, Any], params: dict[str, str]) -> dict[str, 
     return base
 
 
+def sized(spec: dict[str, Any], ns: Sequence[int]) -> bool:
+    """Whether a message names the invocation's n: not for a program without a problem size
+    (campaign.job.problem_size: it reads no {n}, and the n=1 it runs at is no size of its)."""
+    return tuple(ns) != NO_SIZE or "n" in reads(spec)
+
+
 def preview(argv: Sequence[str]) -> list[str]:
     """What the first invocation of a run of this driver gets (first n, repeat
     0): the program's argv and each input file, as rendered; [] for a command
@@ -215,7 +221,8 @@ def preview(argv: Sequence[str]) -> list[str]:
     values = {**point_values(contract, params), "n": contract["n"].split(",")[0], "repeat": "0"}
     program = script_argv(spec["script"], values, spec["kernel"]) if spec.get("script") else \
         [render(a, values) for a in spec["argv"]]
-    lines = [f"argv at n={values['n']}, repeat 0: {shlex.join(program)}"]
+    point = f"n={values['n']}, " if sized(spec, [int(v) for v in contract["n"].split(",")]) else ""
+    lines = [f"argv at {point}repeat 0: {shlex.join(program)}"]
     for name, text in sorted(spec.get("inputs", {}).items()):
         lines += [f"input file {name}:", *(f"  {line}" for line in render(text, values).splitlines())]
     return lines
@@ -234,6 +241,7 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
     rank = int(spec.get("result_rank", 0))
     by_program = spec.get("repeat_by") == "program"
     base = {**point_values(contract, params), "repeats": str(repeats), "warmup": str(warmup)}
+    named = sized(spec, ns)
     sources = {f.get("source", "stdout") for f in spec["figures"]} | {s.get("source", "stdout")
                                                                       for s in spec.get("sanity", [])}
     problems: list[str] = []
@@ -250,11 +258,13 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
             calls = [(0, repeats)] if by_program else [(r, 1) for r in range(-warmup, repeats)]
             for r, count in calls:
                 values = {**base, "n": str(n), "repeat": str(max(r, 0))}
+                point = f"n={n} repeat={r}" if named else f"repeat={r}"
                 stem = f"fom-n{n}" if by_program else f"fom-n{n}-{'w' if r < 0 else 'r'}{abs(r)}"
                 code, output, elapsed = _run_once(spec, values, cwd, stem, launch)
                 if code != 0:
-                    print(f"campaign.job.fom: {program_name(spec)} exited with {code} at n={n}: "
-                          f"{output.failure()}", file=sys.stderr)
+                    at = f" at n={n}" if named else ""
+                    print(f"campaign.job.fom: {program_name(spec)} exited with {code}{at}: {output.failure()}",
+                          file=sys.stderr)
                     return code
                 if r < 0:
                     continue
@@ -262,10 +272,10 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
                 try:
                     found = [(fig, figure_values(fig, output, values, cwd, count, rank)) for fig in spec["figures"]]
                 except Lost as exc:
-                    _verdict(out.with_name(out.name + LOST_SUFFIX), f"n={n} repeat={r}: {exc}")
+                    _verdict(out.with_name(out.name + LOST_SUFFIX), f"{point}: {exc}")
                     print(f"campaign.job.fom: {exc}", file=sys.stderr)
                     return 0
-                problems += [f"n={n} repeat={r}: {p}" for rule in spec.get("sanity", [])
+                problems += [f"{point}: {p}" for rule in spec.get("sanity", [])
                              if (p := sanity_problem(rule, texts[rule.get("source", "stdout")]))]
                 for i in range(count):  # the program's own repeats share the invocation's wall time
                     rows += _rows(spec, base, n, r + i, [(fig, v[i]) for fig, v in found], elapsed / count,

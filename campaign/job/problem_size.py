@@ -1,6 +1,8 @@
 """Whether a tool-driven program has a problem size at all: the one rule the
-ingest (its rows get no n) and `show` (its n is "none", not the 1 it ran at)
-both apply. Standard library only: `show --no-sync` reads it without the ORM.
+ingest (its rows get no n), `show` (its n is "none", not the 1 it ran at), the
+driver (its reasons name no n) and the submit (campaign.planning.byob.sizes_of:
+an n sweep for it is refused, a sweep without n for a program that reads {n}
+too) all apply. Standard library only: `show --no-sync` reads it without the ORM.
 campaign.job.element_type is the same kind of rule for `{dtype}`; both read
 the program's templates through `reads`."""
 
@@ -8,7 +10,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from campaign.job.template import placeholders
 
@@ -18,16 +21,22 @@ NO_SIZE = (1,)  # the one point of the size axis a program without a problem siz
 
 @functools.lru_cache(maxsize=1024)
 def template_names(driver_spec: str | None) -> frozenset[str] | None:
-    """The placeholders the tool driver's spec (campaign.planning.byob.tool_argv) reads anywhere: its
-    argv, environment, figure sources, script and input files; plus `element_bytes` where it maps
-    dtypes to sizes (its cost model reads the dtype). None: not a driver's spec. Cached: a listing or
-    an ingest asks once per run, and a campaign's runs share a few specs."""
+    """The placeholders the tool driver's spec (campaign.planning.byob.tool_argv) reads anywhere
+    (`reads`). None: not a driver's spec. Cached: a listing or an ingest asks once per run, and a
+    campaign's runs share a few specs."""
     try:
         spec = json.loads(driver_spec or "")
     except ValueError:
         return None
-    if not isinstance(spec, dict):
-        return None
+    return reads(spec) if isinstance(spec, dict) else None
+
+
+def reads(spec: Mapping[str, Any]) -> frozenset[str]:
+    """The placeholders a driver's spec (campaign.planning.byob.driver_spec) reads: its argv,
+    environment, figure sources, script and input files; plus `element_bytes` where it maps dtypes
+    to sizes (its cost model reads the dtype). A cost expression is no template: `flops: 2*n` is
+    what the program costs at n, not something it reads. The submit's rule (byob.sizes_of: an n
+    sweep for a program without {n} is refused, one that reads {n} needs one) reads this too."""
     texts = [*spec.get("argv", []), *dict(spec.get("env") or {}).values(), spec.get("script") or "",
              *dict(spec.get("inputs") or {}).values(), *(f.get("source", "") for f in spec.get("figures", []))]
     names = {name for t in texts for name in placeholders(str(t))}

@@ -26,7 +26,7 @@ from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, STDERR_FILE, 
 from campaign.job.fom import MODULE
 from campaign.job.fom_launch import REDUCTIONS
 from campaign.job.fom_read import RANK
-from campaign.job.problem_size import NO_SIZE
+from campaign.job.problem_size import NO_SIZE, reads
 from campaign.job.template import INPUT_NAME, SHAPE_PARAMS, placeholders
 from campaign.planning import nested_launch
 from campaign.plumbing.errors import ConfigError
@@ -69,17 +69,30 @@ def sizes(values: list[Any], where: str) -> tuple[int, ...]:
 
 
 def sizes_of(kernel: KernelSpec, sweep: SweepSpec, where: str) -> tuple[int, ...]:
-    """The sweep's sizes; a tool-driven program that reads no {n} may leave
-    them out (it has none, and runs once per repeat at NO_SIZE)."""
-    if sweep.n is not None:
+    """The sweep's sizes. A tool-driven program that reads no {n} (problem_size.reads, the rule the
+    ingest stores its rows' NULL n by) has none: its sweep leaves n out and it runs once per repeat
+    at NO_SIZE; an n sweep would run the same command once per n and store sizes it never saw, so
+    it is refused. One that reads {n}, and a contract program, need the sizes."""
+    if kernel.driven_by != "tool":
+        if sweep.n is None:
+            raise ConfigError(f"{where}.n is missing: kernel {kernel.name} takes a problem size (a contract "
+                              "program loops over --n); give the sizes, e.g. n: [1000]")
         return sizes(sweep.n, where)
-    texts = [a for impl in kernel.impls.values() for a in impl.argv] + list(kernel.env.values())
-    texts += [f.source for f in kernel.figures]
-    if kernel.driven_by == "tool" and not any("n" in placeholders(str(t)) for t in texts):
-        return NO_SIZE
-    reads = "its argv reads {n}" if kernel.driven_by == "tool" else "a contract program loops over --n"
-    raise ConfigError(f"{where}.n is missing: kernel {kernel.name} takes a problem size ({reads}); give the "
-                      "sizes, e.g. n: [1000], or drop {n} from a tool-driven program that has none")
+    impls = [i for i in sweep.impls if i in kernel.impls] or list(kernel.impls)  # (an unknown one: refused later)
+    sized = {i: "n" in reads(driver_spec(kernel, i)) for i in impls}
+    if sweep.n is None:
+        reader = next((i for i in impls if sized[i]), None)
+        if reader is None:
+            return NO_SIZE
+        raise ConfigError(f"{where}.n is missing: kernel {kernel.name} takes a problem size (its program "
+                          f"({reader}) reads {{n}}); give the sizes, e.g. n: [1000], or drop {{n}} from a "
+                          "tool-driven program that has none")
+    blind = next((i for i in impls if not sized[i]), None)
+    if blind is not None:
+        raise ConfigError(f"{where}.n: kernel {kernel.name}'s program ({blind}) reads no {{n}} in its argv, env, "
+                          "script, inputs or figure sources, so an n sweep would run the same command once per "
+                          "n; remove n from the sweep, or put {n} in the program's arguments")
+    return sizes(sweep.n, where)
 
 
 def check_d(sweep: SweepSpec, where: str) -> None:
@@ -283,8 +296,8 @@ def repeat_by(kernel: KernelSpec, launched: bool) -> str:
     return kernel.repeat_by if launched and kernel.driven_by == "tool" else ""
 
 
-def tool_argv(python: str, kernel: KernelSpec, impl: str) -> tuple[str, ...]:
-    """The driver's command in the program's place: the declaration as one JSON argument."""
+def driver_spec(kernel: KernelSpec, impl: str) -> dict[str, Any]:
+    """The declaration the driver runs (campaign.job.fom): what tool_argv gives it as one JSON argument."""
     spec: dict[str, Any] = {
         "kernel": kernel.name, "impl": impl, "argv": list(kernel.impls[impl].argv), "env": dict(kernel.env),
         "figures": [{"name": f.name, "regex": f.regex, "json": f.json, "source": f.source, "unit": f.unit,
@@ -301,7 +314,12 @@ def tool_argv(python: str, kernel: KernelSpec, impl: str) -> tuple[str, ...]:
              "script": kernel.impls[impl].script, "inputs": dict(kernel.inputs),
              "fixed_duration": kernel.fixed_duration}
     spec.update({k: v for k, v in extra.items() if v})
-    return (python, "-m", MODULE, json.dumps(spec, sort_keys=True, separators=(",", ":")))
+    return spec
+
+
+def tool_argv(python: str, kernel: KernelSpec, impl: str) -> tuple[str, ...]:
+    """The driver's command in the program's place: the declaration as one JSON argument."""
+    return (python, "-m", MODULE, json.dumps(driver_spec(kernel, impl), sort_keys=True, separators=(",", ":")))
 
 
 def is_tool(argv: tuple[str, ...]) -> bool:

@@ -55,9 +55,11 @@ def _grid_points(sweep: SweepSpec) -> Iterator[tuple[tuple[str, str], ...]]:
         yield fixed + tuple((k, _arg_text(v)) for k, v in zip(keys, combo))
 
 
-def _check_sweep(sweep: SweepSpec, kernel: KernelSpec, index: int) -> None:
+def _check_sweep(sweep: SweepSpec, kernel: KernelSpec, index: int) -> list[int]:
+    """The sweep's sizes (1e6 is an integer size; NO_SIZE for a program without one), once it is
+    plannable. The sweep is left as given: a second plan of the same config judges the same n."""
     where = f"experiment.sweeps.{index}"
-    sweep.n = list(byob.sizes_of(kernel, sweep, where))  # 1e6 is an integer size
+    sizes = list(byob.sizes_of(kernel, sweep, where))
     byob.check_d(sweep, where)
     check_counts(sweep, where)
     for impl in sweep.impls:
@@ -72,6 +74,7 @@ def _check_sweep(sweep: SweepSpec, kernel: KernelSpec, index: int) -> None:
         if unknown:
             raise ConfigError(f"{where}: kernel {kernel.name} ({', '.join(sweep.impls)}) has no {what} "
                               f"{unknown[0]!r}; known: {', '.join(offered)}")
+    return sizes
 
 
 def _check_partition(cfg: RootConfig, part: PartitionSpec, threads: list[int], index: int) -> None:
@@ -121,7 +124,7 @@ def plan(cfg: RootConfig) -> Plan:
             raise ConfigError(f"unknown kernel {sweep.kernel!r}{did_you_mean(sweep.kernel, known)}; "
                               f"known: {', '.join(known)}")
         kernel = cfg.kernels[sweep.kernel]
-        _check_sweep(sweep, kernel, index)
+        sweep = replace(sweep, n=_check_sweep(sweep, kernel, index))
         for part, threads in by_fill(cfg.cluster, exp, sweep, sweep_partitions(cfg.cluster, sweep, kernel)):
             _check_partition(cfg, part, threads, index)
             runs += _expand(cfg, replace(sweep, threads=threads), kernel, part, skipped, index)
