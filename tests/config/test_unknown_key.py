@@ -70,7 +70,7 @@ def test_a_misspelt_sweep_key_names_the_likely_one(tmp_path: Path, monkeypatch: 
 @pytest.mark.parametrize(("extra", "expected"), [
     ({"figure_extra": ", higher_is_beter: true"},
      "kernel/mine: kernels.mine.figures[1].higher_is_beter: higher_is_beter is not a key of a figure (its keys: "
-     "name, regex, json, source, unit, higher_is_better, reduce); did you mean higher_is_better?"),
+     "name, regex, json, source, unit, higher_is_better, reduce, duration); did you mean higher_is_better?"),
     ({"figure_extra": ", higher_is_better: maybe"},
      "kernel/mine: kernels.mine.figures[1].higher_is_better: Value 'maybe' is not a valid bool (type str)"),
     ({"sweep_extra": "threads: [1, a]"},
