@@ -252,10 +252,18 @@ def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
                           "sweep: use the sweep's nodes, ranks_per_node and gpus_per_rank lists")
     numeric = known - {"dtype", "variant", "device"} | ({"d"} if kernel.driven_by == "program" else set())
     numeric |= {*kernel.cost_params} | ({"element_bytes"} if kernel.element_bytes else set())
+    # a tool-driven program swept without n has no problem size (sizes_of): a cost of n would be worked out
+    # at the driver's n = 1 and stored as the program's FLOPs or bytes, a wrong number
+    unsized = kernel.driven_by == "tool" and sweep.n is None
+    numeric -= {"n"} if unsized else set()
     for what, text in cost_expressions(kernel):
         # a derived parameter reads only the run's own (no chain, no cycle)
         readable = numeric - set(kernel.cost_params) if what.startswith("cost_params.") else numeric
         unknown = sorted(expr.names(str(text)) - readable)
+        if unsized and "n" in unknown:
+            raise ConfigError(f"{where}.{what}={str(text)[:60]!r} reads n, but the program reads no {{n}} "
+                              f"(experiment.sweeps.{index} gives no sizes): it has no problem size, so a cost of n "
+                              "would be worked out at n = 1; write the cost without n, or give the program {n}")
         if unknown:
             raise ConfigError(f"{where}.{what}={str(text)[:60]!r} names {unknown[0]!r}, not a numeric parameter of "
                               f"experiment.sweeps.{index} (known: {', '.join(sorted(readable))})")

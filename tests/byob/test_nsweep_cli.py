@@ -80,7 +80,7 @@ def test_one_impl_without_n_in_a_sized_sweep_is_named(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("extra", "sized"), [
     ("inputs: {in.txt: 'size {n}'}", True),  # an input file's template reads it (hpcc's Ns)
     ("env: {SIZE: '{n}'}", True),
-    ("flops: 2*n", False),  # the cost model's n is not the program's: it is no size of the program
+    ("flops: 2*threads", False),
 ])
 def test_what_reads_n_is_the_ingest_rule(tmp_path: Path, extra: str, sized: bool) -> None:
     env = _conf(tmp_path, ONE_IMPL + extra + "\n")
@@ -90,6 +90,17 @@ def test_what_reads_n_is_the_ingest_rule(tmp_path: Path, extra: str, sized: bool
         assert given[0] == 0 and left_out[0] == 2 and "experiment.sweeps.0.n is missing" in left_out[2], left_out
     else:
         assert given[0] == 2 and "reads no {n}" in given[2] and left_out[0] == 0, given
+
+
+def test_a_cost_of_n_for_a_program_without_n_is_refused(tmp_path: Path) -> None:
+    """The cost model's n is not the program's (no size): swept with n it is refused as any n sweep of
+    the program, and without n its cost would be worked out at n = 1 and stored: refused, one line."""
+    env = _conf(tmp_path, ONE_IMPL + "flops: 2*n\n")
+    rc, _out, err = _submit(tmp_path, env, "experiment.sweeps.0.n=[100,200]")
+    assert rc == 2 and "reads no {n}" in err, err
+    rc, _out, err = _submit(tmp_path, env)
+    assert rc == 2 and "\n" not in err, err
+    assert "kernels.rate.flops='2*n' reads n, but the program reads no {n}" in err and "at n = 1" in err, err
 
 
 def test_a_script_that_reads_n_needs_the_sizes(tmp_path: Path) -> None:
