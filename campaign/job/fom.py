@@ -44,7 +44,7 @@ from typing import Any
 
 from campaign.job import expr
 from campaign.job.fom_launch import OPTION, Launch
-from campaign.job.fom_read import Lost, Output, figure_values, sanity_problem, source_text
+from campaign.job.fom_read import Lost, Output, figure_values, sanity_problem, source_file, source_text
 from campaign.job.problem_size import DRIVER, NO_SIZE, reads
 from campaign.job.rank import rank_output
 from campaign.job.template import render, script_argv, shape_values, write_inputs
@@ -105,7 +105,11 @@ def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str
               launch: Launch | None) -> tuple[int, Output, float]:
     """One invocation (through the launcher when launched), its input files
     written first, its output into `stem`.out/.err in the job folder (kept
-    for `show`), each rank's beside."""
+    for `show`), each rank's beside. The files the figures and rules read are
+    removed first: a file this invocation did not write (a rank that wrote it
+    only in its warm-up) is then absent, never an earlier invocation's value
+    read again as this one's."""
+    _clear_sources(spec, values, cwd, launch.ranks if launch is not None else 1)
     write_inputs(spec.get("inputs", {}), values, cwd)
     program = script_argv(spec["script"], values, spec["kernel"]) if spec.get("script") else \
         [render(a, values) for a in spec["argv"]]
@@ -131,6 +135,17 @@ def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str
     if launch is not None and code == 0 and unfinished:  # the launcher returned 0, but not every rank ran to its end
         stderr, code = f"{stderr}campaign: {launch.missing(unfinished)}\n", 1
     return code, Output(_read_capped(out_path), stderr, ranks, ends), elapsed
+
+
+def _clear_sources(spec: dict[str, Any], values: dict[str, str], cwd: Path, ranks: int) -> None:
+    """Remove the `file:` sources of the figures and sanity rules, each rank's, before an invocation."""
+    sources = {f.get("source", "stdout") for f in spec["figures"]} | {s.get("source", "stdout")
+                                                                      for s in spec.get("sanity", [])}
+    for source in sources:
+        for rank in range(ranks):
+            path = source_file(source, values, cwd, rank)
+            if path is not None:
+                path.unlink(missing_ok=True)
 
 
 def program_name(spec: dict[str, Any]) -> str:

@@ -111,13 +111,22 @@ def source_text(source: str, output: Output, values: dict[str, str], cwd: Path, 
     absent), `{rank}` in its name the rank's number."""
     if source in ("stdout", "stderr"):
         return output.stream(source, rank)
-    path = (cwd / render(source.removeprefix("file:"), {**values, RANK: str(rank)})).resolve()
-    if not path.is_relative_to(cwd.resolve()):  # a figure is read from the job's own folder only
+    path = source_file(source, values, cwd, rank)
+    if path is None:
         return ""
     try:
         return path.read_text(errors="replace")
     except OSError:
         return ""
+
+
+def source_file(source: str, values: dict[str, str], cwd: Path, rank: int) -> Path | None:
+    """The file a `file:` source names for this invocation and rank, inside the job folder; None for a
+    stream, or a path that leaves the folder (a figure is read from the job's own folder only)."""
+    if not source.startswith("file:"):
+        return None
+    path = (cwd / render(source.removeprefix("file:"), {**values, RANK: str(rank)})).resolve()
+    return path if path.is_relative_to(cwd.resolve()) else None
 
 
 def tail(text: str) -> str:
