@@ -213,6 +213,9 @@ def _gate_compared_something(args: argparse.Namespace, c: Any) -> None:
 def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     if args.format == "parquet" and args.out is None:  # before the ledger is opened: bad input touches nothing
         raise BadInputError("results --format parquet writes a file: name it with --out FILE.parquet")
+    if args.format == "table" and args.out is not None:
+        raise BadInputError("results --out writes csv, json or parquet; a table is printed: drop --out or "
+                            "name --format csv, json or parquet")
     led = ledger(args, create=False)
     if getattr(args, "counters", False):  # the hardware counters of profiled runs
         export = api.frame_export(api.counters_frame(led, campaign=args.campaign))
@@ -223,7 +226,7 @@ def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             stream_table(None, export.columns, api.export_rows(export))
         finally:
             export.close()
-    else:  # csv: the default, for spreadsheets and pandas; parquet: into the named --out file
+    else:  # csv: the default, for spreadsheets and pandas; into the named --out file where given
         api.emit_export(export, args.format, args.out)
     return 0
 

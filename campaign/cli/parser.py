@@ -170,13 +170,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cost of one more job beyond its timed repeats (default: measured from the pilot's jobs)")
 
     s = sub.add_parser("results", help="export result rows (fixed columns, README: results columns)")
-    s.add_argument("--campaign")
+    s.add_argument("--campaign", action="append",
+                   help="campaign(s) to export (repeatable; default: every campaign)")
     s.add_argument("--counters", action="store_true",
                    help="export the hardware counters (experiment.profile) instead of the timings")
     s.add_argument("--format", choices=(*FORMATS, "parquet"), default=argparse.SUPPRESS,
                    help="csv (default), json, table, or parquet (one Parquet file of the same columns, "
                         "`extra` as JSON text; written to --out)")
-    s.add_argument("--out", type=Path, help="the file --format parquet writes")
+    s.add_argument("--out", type=Path, help="the file the csv, json or parquet export is written to "
+                                            "(parquet: required; csv and json: default stdout)")
 
     s = sub.add_parser("report", help="per-cluster report (Markdown + HTML), or --json metrics")
     s.add_argument("--cluster")

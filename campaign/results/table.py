@@ -27,7 +27,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -141,8 +141,8 @@ def _column_sql(name: str, found: _Keys) -> str:
     return _number(f"r.{name}", col.kind) if col.kind == "float" else f"r.{name}"
 
 
-def results(led: Ledger, campaign: str | None = None) -> Export:
-    """Every result row of the campaign (all when None), job and imported, in
+def results(led: Ledger, campaign: str | Sequence[str] | None = None) -> Export:
+    """Every result row of the campaign or campaigns (all when None), job and imported, in
     the order they were stored, as EXPORT_COLUMNS, then a typed column per
     grid parameter of the rows' params (campaign.results.grid). An unknown campaign is a
     BadInputError; a changed or missing result file a LedgerError (files.verified).
@@ -155,8 +155,8 @@ def results(led: Ledger, campaign: str | None = None) -> Export:
     import pyarrow as pa
 
     with led.session() as s:
-        if campaign:
-            q.require_campaign(s, campaign)
+        for name in [campaign] if isinstance(campaign, str) else campaign or ():
+            q.require_campaign(s, name)
         paths, ids, values = scan.pointers(s, campaign, False, None, led.results_root)
     names = files.verified(paths)
     source = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": tempfile.gettempdir()})
@@ -300,14 +300,25 @@ def _batches(con: Any, sql: str) -> Iterator[Any]:
 
 
 def emit(exp: Export, fmt: str, out: Path | None) -> None:
-    """The export in `fmt` (csv, json; parquet into the file `out`), to stdout but for parquet."""
+    """The export in `fmt` (csv, json, parquet) into the file `out`, or for csv and json to stdout
+    where no file is named. A csv or json file is written beside as `out`.tmp and renamed when
+    complete: a failed export leaves no half file under the name asked for."""
     try:
         if fmt == "parquet":
             count = write_parquet(exp, out)
             print(f"{count} row(s) written to {out}", file=sys.stderr)
-        elif fmt == "json":
-            write_json(exp, sys.stdout)
-        else:
-            write_csv(exp, sys.stdout)
+            return
+        write = write_json if fmt == "json" else write_csv
+        if out is None:
+            write(exp, sys.stdout)
+            return
+        tmp = out.with_name(out.name + ".tmp")
+        try:
+            with open(tmp, "w", newline="", encoding="utf-8") as fh:
+                write(exp, fh)
+            os.replace(tmp, out)
+        finally:
+            tmp.unlink(missing_ok=True)
+        print(f"written to {out}", file=sys.stderr)
     finally:
         exp.close()

@@ -1,0 +1,57 @@
+"""`campaign results --out FILE` for every format, and several `--campaign`s,
+through the real CLI over a real SQLite ledger: a csv or json export named
+--out is written to that file (it printed to stdout and wrote nothing), a
+table with --out is refused, and each --campaign given is exported (only the
+last was)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import run_cli
+
+HEAD = "cluster,partition,kernel,impl,variant,device,threads,n,repeat,time_s\n"
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ledger of three imported campaigns, a, b and c, a row each (n 1, 2, 3)."""
+    work = tmp_path_factory.mktemp("export_files")
+    ledger = work / "ledger.sqlite"
+    for name, n in (("a", 1), ("b", 2), ("c", 3)):
+        path = work / f"{name}.csv"
+        path.write_text(HEAD + f"c,p,k,i,v,cpu,1,{n},0,0.5\n")
+        proc = run_cli("--ledger", str(ledger), "import", str(path), "--campaign", name)
+        assert proc.returncode == 0, proc.stderr
+    return ledger
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_csv_and_json_are_written_to_the_named_file(two: Path, tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / f"rows.{fmt}"
+    proc = run_cli("--ledger", str(two), "results", "--format", fmt, "--out", str(out))
+    assert proc.returncode == 0 and proc.stdout == "", proc.stdout + proc.stderr
+    frame = pd.read_csv(out) if fmt == "csv" else pd.DataFrame(json.loads(out.read_text()))
+    assert sorted(frame["n"].tolist()) == [1, 2, 3]
+    assert not out.with_name(out.name + ".tmp").exists()
+    printed = run_cli("--ledger", str(two), "results", "--format", fmt)  # without --out: stdout, as before
+    assert printed.stdout == out.read_text()
+
+
+def test_a_table_is_printed_not_written(two: Path, tmp_path: Path) -> None:
+    out = tmp_path / "rows.txt"
+    proc = run_cli("--ledger", str(two), "results", "--format", "table", "--out", str(out))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "--out writes csv, json or parquet" in proc.stderr and not out.exists()
+
+
+def test_each_campaign_given_is_exported(two: Path) -> None:
+    proc = run_cli("--ledger", str(two), "results", "--format", "json", "--campaign", "a", "--campaign", "c")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted((r["campaign"], r["n"]) for r in json.loads(proc.stdout)) == [("a", 1), ("c", 3)]
+    proc = run_cli("--ledger", str(two), "results", "--campaign", "a", "--campaign", "nope")
+    assert proc.returncode == 2 and "nope" in proc.stderr and proc.stdout == "", proc.stderr
