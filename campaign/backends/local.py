@@ -20,6 +20,7 @@ from pathlib import Path
 from campaign.backends.base import Backend, JobRef, JobRequest, JobStatus, OnSubmitted, QueryResult, Submitted
 from campaign.backends.local_lock import timed_cpu_lock
 from campaign.backends.step import StepRequest, StepSubmitted
+from campaign.job import fom
 from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, read_json
 from campaign.job.procs import group_members, stop_group, wait_gone
 from campaign.job.runner import execute
@@ -65,7 +66,10 @@ class LocalBackend(Backend):
             lines = [f"# {req.job_name}  ({req.comment})", f"cd {shlex.quote(req.task.workdir)}"]
             if req.task.stack_unlimited:
                 lines.append("ulimit -s unlimited")
-            lines.append(f"env {env} {shlex.join(self._task(req).argv)}")
+            argv = self._task(req).argv
+            lines.append(f"env {env} {shlex.join(argv)}")
+            # a tool-driven program as its first invocation renders it (argv and input files), as Slurm's shows it
+            lines += [f"#   {line}" for line in fom.preview(argv)]
             scripts.append("\n".join(lines) + "\n")
         return scripts
 

@@ -104,3 +104,14 @@ def test_the_dry_run_shows_each_runs_input_file_and_argv_as_rendered(tmp_path: P
         grids[nodes] = (lines[5].split()[0], lines[10].split()[0], lines[11].split()[0])
     assert grids == {1: ("400", "1", "1"), 2: ("400", "1", "2"), 4: ("400", "2", "2")}
     assert not (tmp_path / "ledger.sqlite").exists() and not (tmp_path / "runs").exists()
+
+
+def test_the_local_dry_run_shows_the_rendered_input_file_and_argv_too(tmp_path: Path) -> None:
+    """On cluster=local (no Slurm) the dry run shows what the first invocation gets, as on Slurm."""
+    env = _conf(tmp_path, KERNEL)
+    ledger = tmp_path / "ledger.sqlite"
+    proc = run_cli("--ledger", str(ledger), "submit", "experiment=scripted_sweep", "--dry-run", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "#   argv at n=10, repeat 0: bash -eu -c " in proc.stdout, proc.stdout
+    assert "#   input file params.txt:\n#     size=10\n#     {not a placeholder}\n" in proc.stdout, proc.stdout
+    assert not ledger.exists() and not (tmp_path / "runs").exists()
