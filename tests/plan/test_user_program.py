@@ -127,3 +127,16 @@ def test_a_ledger_run_from_before_says_why_its_program_is_new_once() -> None:
     assert line == "1 new run(s): user.mbw 'sha256:1' -> 'sha256:2'"
     other = _run((("modules", ""), ("user.mbw", "sha256:1")), _argv(["mbw", "{n}", "--more"]))
     assert USER_NOTE not in why_new([other], [before])[0]  # another declaration: not the upgrade alone
+
+
+def test_a_changed_declaration_is_shown_where_it_changed() -> None:
+    """Two declarations (one long JSON argument each) that differ deep inside: the reason shows the
+    part around the difference, not the same cut start twice."""
+    argv = _argv(script="cat params.txt; echo 't: 1'")
+    spec = json.loads(argv[3])
+    spec["inputs"] = {"params.txt": "size={n}\nscale=1\n"}
+    old = (*argv[:3], json.dumps(spec, sort_keys=True))
+    spec["inputs"] = {"params.txt": "size={n}\nscale=2\n"}
+    new = (*argv[:3], json.dumps(spec, sort_keys=True))
+    [line] = why_new([_run((("modules", ""),), new)], [_stored(_run((("modules", ""),), old))])
+    assert "scale=1" in line and "scale=2" in line, line
