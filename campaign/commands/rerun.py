@@ -33,6 +33,7 @@ from campaign.commands.attempts import (
 )
 from campaign.commands.chain_gate import gate
 from campaign.commands.claims import claimed, notice
+from campaign.commands.rerun_program import refuse_changed_programs
 from campaign.commands.sync import SyncReport, sync
 from campaign.commands.waiting import failed_among
 from campaign.config.clusters import cluster_from_yaml
@@ -232,7 +233,11 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
                 batch.changed[att.id] = "sent as recorded (a killed submit or rerun left it unconfirmed)"
                 previous = s.get(JobAttempt, att.previous_id) if att.previous_id else None
                 batch.previous[att.id] = previous.job_id if previous else None
-        for att in _select(s, campaign, job_id, wanted, before):
+        selected = _select(s, campaign, job_id, wanted, before)
+        # a run whose user program changed since submit: refused before anything is recorded (the
+        # transaction rolls back), a rerun never runs another program under the old run's identity
+        refuse_changed_programs(selected)
+        for att in selected:
             run = att.run
             camp = run.campaign
             batch = _batch(batches, camp)
