@@ -27,11 +27,13 @@ FIX = ("its bytes changed since submit: `submit` the sweep again for new runs of
        "or restore it to rerun these")
 
 
-def changed_program(atts: Iterable[JobAttempt]) -> str | None:
-    """The one line refusing a rerun of `atts` when a run's user program
-    changed since submit (its `user.` identity entries, hashed again now),
-    else None. Each program file is hashed once, however many runs start it."""
+def changed_program(atts: Iterable[JobAttempt]) -> tuple[set[int], str | None]:
+    """The attempts of `atts` whose run's user program changed since submit
+    (its `user.` identity entries, hashed again now) and the one line saying
+    why they are not rerun (None: none changed). Each program file is hashed
+    once, however many runs start it."""
     cache: dict[str, str] = {}
+    left: set[int] = set()
     seen: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], list[tuple[str, str, str]]] = {}
     changed: dict[tuple[str, str, str], int] = {}  # (entry, old, new) -> runs
     for att in atts:
@@ -46,16 +48,20 @@ def changed_program(atts: Iterable[JobAttempt]) -> str | None:
             seen[where] = [(k, v, now.get(k, "(none)")) for k, v in recorded if now.get(k) != v]
         for entry in seen[where]:
             changed[entry] = changed.get(entry, 0) + 1
+            left.add(att.id)
     if not changed:
-        return None
+        return left, None
     (key, old, new), runs = next(iter(changed.items()))
     more = f" (and {len(changed) - 1} other program file(s))" if len(changed) > 1 else ""
-    return (f"rerun refused: {runs} run(s) ran program {key.removeprefix(USER)} as {old}, the file is now "
-            f"{new}{more}: {FIX}; nothing was rerun")
+    return left, (f"{runs} run(s) ran program {key.removeprefix(USER)} as {old}, the file is now {new}{more}: "
+                  f"{FIX}")
 
 
-def refuse_changed_programs(atts: list[JobAttempt]) -> None:
-    """Raise (exit 2) when `changed_program` finds one: the whole rerun is refused."""
-    why = changed_program(atts)
-    if why:
-        raise BadInputError(why)
+def without_changed_programs(atts: list[JobAttempt]) -> tuple[list[JobAttempt], str | None]:
+    """`atts` less those whose program changed since submit, and why they are
+    left (None: none is). Where that leaves nothing of what was asked, the
+    rerun is refused (BadInputError, exit 2): nothing would run."""
+    left, why = changed_program(atts)
+    if why and len(left) == len(atts):
+        raise BadInputError(f"rerun refused: {why}; nothing was rerun")
+    return [a for a in atts if a.id not in left], why

@@ -52,3 +52,28 @@ def test_a_rerun_of_an_edited_program_is_refused(tmp_path: Path) -> None:
     out, _ = cli("rerun", "ed", "--failed", code=3)  # n = 2000 fails again, as the program does
     assert "only the missing n 2000" in out, out
     assert len(sql_rows(led, attempts)) == 2
+
+
+def test_only_the_runs_of_the_edited_program_are_left_out(tmp_path: Path) -> None:
+    """Two programs' failed runs, one program edited: the other's run is rerun, the edited one's is
+    left with its reason (a campaign resubmitted for the new program is not stuck on its old runs)."""
+    other = KERNEL.replace("name: big", "name: big2").replace('["big", "{n}"]', '["big2", "{n}"]')
+    two = EXPERIMENT + "  - {kernel: big2, impls: [sh], variants: [plain], threads: [1], n: [100, 1000, 2000]}\n"
+    for folder, name, text in (("conf/kernel", "big.yaml", KERNEL), ("conf/kernel", "big2.yaml", other),
+                               ("bin", "big", PROGRAM), ("bin", "big2", PROGRAM),
+                               ("conf/experiment", "big_sweep.yaml", two)):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / name).write_text(text)
+        (tmp_path / folder / name).chmod(0o755)
+    env = {"CAMPAIGN_CONFIG_PATH": str(tmp_path / "conf"), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    led = tmp_path / "ledger.sqlite"
+    proc = run_cli("--ledger", str(led), "submit", "experiment=big_sweep", "campaign.name=two", cwd=tmp_path, env=env)
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # both fail at n = 2000
+    (tmp_path / "bin" / "big").write_text(PROGRAM.replace("-gt 1000", "-gt 100000"))
+    proc = run_cli("--ledger", str(led), "rerun", "two", "--failed", cwd=tmp_path, env=env)
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # big2 reran (and failed again at 2000)
+    assert "1 run(s) resubmitted" in proc.stdout, proc.stdout
+    assert "not rerun: 1 run(s) ran program big as sha256:" in proc.stdout, proc.stdout
+    kernels = sql_rows(led, "SELECT r.kernel, count(*) FROM job_attempt a JOIN run r ON r.id = a.run_id "
+                            "GROUP BY r.kernel ORDER BY r.kernel")
+    assert kernels == [("big", 1), ("big2", 2)]
