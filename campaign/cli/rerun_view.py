@@ -17,6 +17,8 @@ def rerun_lines(rep: Any) -> list[str]:
         counts = ", ".join(f"{n} {state}" for state, n in rep.not_taken.items())
         flags = " ".join(f"--state {state}" for state in rep.not_taken)
         out.append(f"not rerun: {counts} (to rerun them too: {flags})")
+    if rep.changed_program:
+        out.append(f"not rerun: {rep.changed_program}")
     return out
 
 

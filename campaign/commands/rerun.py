@@ -33,6 +33,7 @@ from campaign.commands.attempts import (
 )
 from campaign.commands.chain_gate import gate
 from campaign.commands.claims import claimed, notice
+from campaign.commands.rerun_program import without_changed_programs
 from campaign.commands.sync import SyncReport, sync
 from campaign.commands.waiting import failed_among
 from campaign.config.clusters import cluster_from_yaml
@@ -75,6 +76,7 @@ class RerunReport:
     sync: SyncReport | None = None
     failed: list[tuple[str, str]] = field(default_factory=list)  # waited-for jobs that ended failed again
     not_taken: dict[str, int] = field(default_factory=dict)  # failed-looking states left alone (CANCELLED: 3)
+    changed_program: str | None = None  # why runs whose program changed since submit were left alone
 
 
 def _select(s: Session, campaign: str | None, job_id: str | None, states: set[JobState],
@@ -232,7 +234,10 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
                 batch.changed[att.id] = "sent as recorded (a killed submit or rerun left it unconfirmed)"
                 previous = s.get(JobAttempt, att.previous_id) if att.previous_id else None
                 batch.previous[att.id] = previous.job_id if previous else None
-        for att in _select(s, campaign, job_id, wanted, before):
+        # a run whose user program changed since submit is left out, said why (all of them: refused before
+        # anything is recorded): a rerun never runs another program under the old run's identity
+        selected, report.changed_program = without_changed_programs(_select(s, campaign, job_id, wanted, before))
+        for att in selected:
             run = att.run
             camp = run.campaign
             batch = _batch(batches, camp)

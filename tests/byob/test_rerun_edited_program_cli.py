@@ -1,0 +1,79 @@
+"""`rerun` never runs an edited program under the old run's identity.
+Through the CLI on this machine (the local backend): a tool-driven program
+that fails above n = 1000 is submitted (the FAILED job keeps n = 100 and
+1000), edited (its bytes change), and `rerun --failed` is refused (exit 2,
+one line naming the program, its old and new hash and the fix) with the
+ledger's attempts as they were; restored to the bytes it had, the same rerun
+runs the missing n. Before, the rerun ran the new program for n = 2000 under
+the old run's key, and one run's rows came from two programs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.byob.test_failed_partial_cli import EXPERIMENT, KERNEL, PROGRAM
+from tests.conftest import run_cli, sql_rows
+
+# the failing program, kernel and sweep of the partial-failure test (exit 4 above n = 1000)
+
+
+def test_a_rerun_of_an_edited_program_is_refused(tmp_path: Path) -> None:
+    program = tmp_path / "bin" / "big"
+    for folder, name, text in (("conf/kernel", "big.yaml", KERNEL), ("bin", "big", PROGRAM),
+                               ("conf/experiment", "big_sweep.yaml", EXPERIMENT)):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / name).write_text(text)
+    program.chmod(0o755)
+    env = {"CAMPAIGN_CONFIG_PATH": str(tmp_path / "conf"), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    led = tmp_path / "ledger.sqlite"
+
+    def cli(*args: str, code: int) -> tuple[str, str]:
+        proc = run_cli("--ledger", str(led), *args, cwd=tmp_path, env=env)
+        assert proc.returncode == code, proc.stdout + proc.stderr
+        return proc.stdout, proc.stderr
+
+    cli("submit", "experiment=big_sweep", "campaign.name=ed", code=3)  # n = 2000 failed
+    attempts = "SELECT id, run_id, attempt, job_id, state FROM job_attempt ORDER BY id"
+    before = sql_rows(led, attempts)
+    assert [a[4] for a in before] == ["FAILED"], before  # n = 2000 failed; 100 and 1000 kept
+
+    program.write_text(PROGRAM.replace("-gt 1000", "-gt 100000"))  # edited: would run n = 2000 now
+    out, err = cli("rerun", "ed", "--failed", code=2)
+    [line] = [ln for ln in (out + err).splitlines() if ln.strip()]
+    assert "rerun refused: 1 run(s) ran program big as sha256:" in line, line
+    assert "the file is now sha256:" in line, line
+    assert "its bytes changed since submit: `submit` the sweep again for new runs of the new program, " \
+           "or restore it to rerun these; nothing was rerun" in line, line
+    assert sql_rows(led, attempts) == before  # the ledger untouched: no new attempt
+    assert {n for (n,) in sql_rows(led, "SELECT DISTINCT n FROM result")} == {100, 1000}
+
+    program.write_text(PROGRAM)  # restored: the same bytes, the same program
+    out, _ = cli("rerun", "ed", "--failed", code=3)  # n = 2000 fails again, as the program does
+    assert "only the missing n 2000" in out, out
+    assert len(sql_rows(led, attempts)) == 2
+
+
+def test_only_the_runs_of_the_edited_program_are_left_out(tmp_path: Path) -> None:
+    """Two programs' failed runs, one program edited: the other's run is rerun, the edited one's is
+    left with its reason (a campaign resubmitted for the new program is not stuck on its old runs)."""
+    other = KERNEL.replace("name: big", "name: big2").replace('["big", "{n}"]', '["big2", "{n}"]')
+    two = EXPERIMENT + "  - {kernel: big2, impls: [sh], variants: [plain], threads: [1], n: [100, 1000, 2000]}\n"
+    for folder, name, text in (("conf/kernel", "big.yaml", KERNEL), ("conf/kernel", "big2.yaml", other),
+                               ("bin", "big", PROGRAM), ("bin", "big2", PROGRAM),
+                               ("conf/experiment", "big_sweep.yaml", two)):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / name).write_text(text)
+        (tmp_path / folder / name).chmod(0o755)
+    env = {"CAMPAIGN_CONFIG_PATH": str(tmp_path / "conf"), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    led = tmp_path / "ledger.sqlite"
+    proc = run_cli("--ledger", str(led), "submit", "experiment=big_sweep", "campaign.name=two", cwd=tmp_path, env=env)
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # both fail at n = 2000
+    (tmp_path / "bin" / "big").write_text(PROGRAM.replace("-gt 1000", "-gt 100000"))
+    proc = run_cli("--ledger", str(led), "rerun", "two", "--failed", cwd=tmp_path, env=env)
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # big2 reran (and failed again at 2000)
+    assert "1 run(s) resubmitted" in proc.stdout, proc.stdout
+    assert "not rerun: 1 run(s) ran program big as sha256:" in proc.stdout, proc.stdout
+    kernels = sql_rows(led, "SELECT r.kernel, count(*) FROM job_attempt a JOIN run r ON r.id = a.run_id "
+                            "GROUP BY r.kernel ORDER BY r.kernel")
+    assert kernels == [("big", 1), ("big2", 2)]
