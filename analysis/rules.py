@@ -17,6 +17,13 @@ exponent notation, as Arrow's cast to float64 reads it (the one reading of a
 float cell, `_floats`), finite, positive (time_s) or non-negative, a blank or
 "nan" missing where the column allows it; a required column has no missing
 value. An optional column empty in every row is absent (its callers drop it).
+
+An imported CSV (`imported`: `campaign import`, all rows or none) is read
+stricter than a job's: a float is never NaN (rel_err, flops, bytes too), and
+a figure's `value` and `higher_is_better` (IMPORT_FIGURE_COLUMNS; in a job's
+CSV text that the write types loosely, a bad cell NULL) are checked: a value
+is a finite number, a direction `true`/`false`, `yes`/`no` (any case) or a
+finite number. Their cells stay text, typed by the write as a job's.
 """
 
 from __future__ import annotations
@@ -28,7 +35,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from resultschema.columns import CONTROL, INT64, TEXT_MAX, Column, column_rule
+from resultschema.columns import (
+    BY_NAME,
+    CONTROL,
+    FALSE_WORDS,
+    IMPORT_FIGURE_COLUMNS,
+    INT64,
+    TEXT_MAX,
+    TRUE_WORDS,
+    Column,
+    column_rule,
+)
 
 _INT = r"^[+-]?[0-9]+$"
 _LONG_DIGITS = 19  # an integer of this many significant digits or more may be outside int64: read in Python
@@ -42,6 +59,7 @@ EMPTY = "is empty"
 NAN_MISSING = "has no value: {value}"
 TOO_LONG = f"is longer than {TEXT_MAX} characters: {{value}}"
 CONTROL_CHAR = "contains a control character: {value}"
+NOT_DIRECTION = "must be true/false, yes/no or a finite number, got {value}"
 
 
 @dataclass
@@ -86,6 +104,12 @@ class Checked:
         return None if rule is None else rule.format(value=shown(cell or ""))
 
 
+def required_where(checked: Checked, rows: pa.Array, rule: str) -> Checked:
+    """`checked` with one rule more: a missing value in a row where `rows` is set breaks `rule`."""
+    broken = [(r, mask if checked.indices is None else mask.take(checked.indices)) for r, mask in checked.broken]
+    return Checked(checked.values, broken + _rules((rule, pc.and_(pc.is_null(checked.values), rows))))
+
+
 def shown(cell: str) -> str:
     """A cell as a refusal quotes it: stripped, cut to SHOWN characters, with its length where cut."""
     text = cell.strip()
@@ -97,24 +121,26 @@ def _rules(*pairs: tuple[str, Any]) -> list[tuple[str, pa.Array]]:
     return [(rule, pc.fill_null(mask, False)) for rule, mask in pairs if mask is not None]
 
 
-def check(name: str, cells: pa.Array, required: bool = False, judged: bool = False) -> Checked:
+def check(name: str, cells: pa.Array, required: bool = False, judged: bool = False,
+          imported: bool = False) -> Checked:
     """The cells (text) of column `name`, typed by its rule. `judged`: a float
     column whose range the caller judges (a job's rel_err: any number read).
+    `imported`: a cell of an imported CSV (the stricter rules above).
     A column of few distinct cells (a sync's kernel, n, dtype, ... over
     thousands of files) is judged once per distinct cell."""
     if len(cells) >= _FEW_SAMPLE * 4 and not cells.null_count and \
             pc.count_distinct(cells.slice(0, _FEW_SAMPLE)).as_py() <= _FEW_SAMPLE // 16:
         encoded = cells.dictionary_encode()
         if len(encoded.dictionary) * 4 <= len(cells):
-            few = _check(name, encoded.dictionary, required, judged)
+            few = _check(name, encoded.dictionary, required, judged, imported)
             return Checked(few.values.take(encoded.indices), few.broken, encoded.indices)
-    return _check(name, cells, required, judged)
+    return _check(name, cells, required, judged, imported)
 
 
 _FEW_SAMPLE = 1024  # cells sampled to guess whether a column has few distinct cells
 
 
-def _check(name: str, cells: pa.Array, required: bool, judged: bool) -> Checked:
+def _check(name: str, cells: pa.Array, required: bool, judged: bool, imported: bool) -> Checked:
     text = pc.utf8_trim_whitespace(cells)
     blank = pc.fill_null(pc.equal(text, ""), True)
     col = column_rule(name)
@@ -124,11 +150,25 @@ def _check(name: str, cells: pa.Array, required: bool, judged: bool) -> Checked:
         return _ints(text, blank, col.minimum or 0, required)
     if kind == "float":
         assert col is not None
-        return _floats(text, blank, col, required, judged)
+        return _floats(text, blank, col, required, judged, imported)
     too_long = pc.greater(pc.utf8_length(text), TEXT_MAX)
     control = pc.match_substring_regex(text, CONTROL)
-    return Checked(pc.if_else(blank, pa.scalar(None, pa.string()), text),
-                   _rules((TOO_LONG, too_long), (CONTROL_CHAR, control), (EMPTY, blank if required else None)))
+    out = Checked(pc.if_else(blank, pa.scalar(None, pa.string()), text),
+                  _rules((TOO_LONG, too_long), (CONTROL_CHAR, control), (EMPTY, blank if required else None)))
+    if imported and name in IMPORT_FIGURE_COLUMNS:  # checked as its kind, kept as its text (typed at the write)
+        figure = BY_NAME[name]
+        typed = _floats(text, blank, figure, False, False, True) if figure.kind == "float" else _direction(text, blank)
+        out.broken += typed.broken
+    return out
+
+
+def _direction(text: pa.Array, blank: pa.Array) -> Checked:
+    """A figure's direction as an import takes it: a word of TRUE_WORDS or FALSE_WORDS (any case),
+    else a finite number (true where not 0), as the write reads it (campaign.ledger.result_schema)."""
+    word = pc.is_in(pc.utf8_lower(text), value_set=pa.array(TRUE_WORDS + FALSE_WORDS))
+    values, _ = _read(pc.if_else(pc.or_(blank, word), pa.scalar(None, pa.string()), text))
+    bad = pc.and_(pc.invert(pc.or_(blank, word)), pc.invert(pc.fill_null(pc.is_finite(values), False)))
+    return Checked(values, _rules((NOT_DIRECTION, bad)))
 
 
 def _ints(text: pa.Array, blank: pa.Array, minimum: int, required: bool) -> Checked:
@@ -155,7 +195,8 @@ def _int64(text: str) -> int | None:
     return value if INT64[0] <= value <= INT64[1] else None
 
 
-def _floats(text: pa.Array, blank: pa.Array, col: Column, required: bool, judged: bool) -> Checked:
+def _floats(text: pa.Array, blank: pa.Array, col: Column, required: bool, judged: bool,
+            imported: bool = False) -> Checked:
     """A float cell is what Arrow's cast of text to float64 reads: decimal or
     exponent notation with an optional sign, or inf, infinity, nan (any case,
     signed); not hex, `_`, a `d` exponent, an inner space or a non-ASCII digit.
@@ -176,9 +217,11 @@ def _floats(text: pa.Array, blank: pa.Array, col: Column, required: bool, judged
             nan = pc.is_nan(values)
     out_of_range = None
     if not judged:
-        sign = pc.less_equal(values, 0.0) if col.positive else pc.less(values, 0.0)
-        out_of_range = pc.or_(pc.invert(pc.is_finite(values)), sign)
-        if col.allow_nan:  # a nan is a missing value here, not a number out of range
+        out_of_range = pc.invert(pc.is_finite(values))
+        if col.rule:  # (a figure's value, checked on import only, may be any finite number)
+            sign = pc.less_equal(values, 0.0) if col.positive else pc.less(values, 0.0)
+            out_of_range = pc.or_(out_of_range, sign)
+        if col.allow_nan and not imported:  # a nan is a missing value here, not a number out of range
             out_of_range = pc.and_(out_of_range, pc.invert(nan))
     missing = nan if required and col.allow_nan else None
     return Checked(values, _rules((NOT_NUMBER, unread), (_range_rule(col), out_of_range),
@@ -186,6 +229,8 @@ def _floats(text: pa.Array, blank: pa.Array, col: Column, required: bool, judged
 
 
 def _range_rule(col: Column) -> str:
+    if not col.rule:
+        return "must be a finite number, got {value}"
     return f"must be a {'positive' if col.positive else 'non-negative'} finite number, got {{value}}"
 
 

@@ -146,6 +146,9 @@ OPTIONAL_COLUMNS = _names(lambda c: c.imported == OPTIONAL and c.where == "file"
 KERNEL_COLUMNS = _names(lambda c: c.kernel == REQUIRED)  # what a kernel program's CSV must carry
 RULE_COLUMNS = _names(lambda c: c.rule)  # a CSV cell typed and checked (the rest is kept as text in `extra`)
 SCALE_COLUMNS = _names(lambda c: c.rule and c.shape)  # ranks, nodes: checked in the CSV, one world per launch
+# a figure's value and direction: text in a job's CSV (the write types them, a bad cell NULL), checked as their
+# kind in an imported one (analysis.rules: import is all rows or none)
+IMPORT_FIGURE_COLUMNS = _names(lambda c: c.lifted and not c.rule and c.kind in ("float", "bool"))
 SCALE_DEFAULT = 1  # ranks and nodes of a row that does not say, of no run that does (imported rows)
 LIFTED_COLUMNS = _names(lambda c: c.lifted)  # file columns a CSV gives among its extra columns
 STORED_COLUMNS = _names(lambda c: c.where == "file")  # a result file's columns, in file order

@@ -60,11 +60,13 @@ class Pool:
 
 
 def read(texts: Sequence[str | bytes], required: tuple[str, ...], judged: frozenset[str] = frozenset(),
-         nullable: frozenset[str] = frozenset()) -> list[Pool]:
+         nullable: frozenset[str] = frozenset(), imported: bool = False) -> list[Pool]:
     """Whole CSV texts (bytes: ASCII as read), each as a member of one pool.
     `judged`: float columns read as any number (their values judged by the
     caller: a job's rel_err). `nullable`: required columns whose empty cell
-    is a null value, not a missing one (an import's n: NULLABLE_COLUMNS). The plain texts of one header line are read by
+    is a null value, not a missing one (an import's n: NULLABLE_COLUMNS). `imported`: the texts are
+    imported CSVs, read by the stricter rules of an import (analysis.rules; a row that names a
+    `metric` has its `value`). The plain texts of one header line are read by
     pyarrow's CSV reader as one table and their rules applied together; a
     text that reader refuses (a line of other width, a blank line) and any
     text that is not plain is read alone by the csv module."""
@@ -79,7 +81,7 @@ def read(texts: Sequence[str | bytes], required: tuple[str, ...], judged: frozen
     out = []
     for line, members in by_header.items():
         header = tuple(c.strip() for c in line.split(","))
-        refused = _header_refusal(header, required)
+        refused = _header_refusal(header, required, imported)
         if refused is not None:
             out += [Pool([i], None, [0], [0], [refused]) for i, _, _ in members]
             continue
@@ -90,7 +92,7 @@ def read(texts: Sequence[str | bytes], required: tuple[str, ...], judged: frozen
                           sum(n for _, _, n in group))
             pool = None if whole is None else \
                 _checked([i for i, _, _ in group], header, whole, [n for _, _, n in group], None, required, judged,
-                         nullable)
+                         nullable, imported)
             blank = [] if pool is None else [m for m, refused in zip(group, pool.refusals)
                                              if refused is not None and _blank_line(texts[m[0]])]
             if pool is not None and not blank:
@@ -105,7 +107,7 @@ def read(texts: Sequence[str | bytes], required: tuple[str, ...], judged: frozen
     for i in sorted(alone):
         text = texts[i]
         out.append(_records(i, text.decode("ascii") if isinstance(text, bytes) else text, required, judged,
-                            nullable))
+                            nullable, imported))
     return out
 
 
@@ -165,7 +167,7 @@ def _read(bodies: list[Any], width: int, lines: int) -> list[Any] | None:
 
 
 def _records(i: int, text: str, required: tuple[str, ...], judged: frozenset[str],
-             nullable: frozenset[str]) -> Pool:
+             nullable: frozenset[str], imported: bool = False) -> Pool:
     """A text that is not plain, read by the csv module (quoted cells, CRLF,
     blank lines, no final newline) and judged by the same column rules; its
     lines refused before that (no header, a record of another width) are
@@ -184,7 +186,7 @@ def _records(i: int, text: str, required: tuple[str, ...], judged: frozenset[str
     if not records or not any(c.strip() for c in records[0]):
         return refused(None, "empty file (no header)")
     header = tuple(c.strip() for c in records[0])
-    head = _header_refusal(header, required)
+    head = _header_refusal(header, required, imported)
     if head is not None:
         return Pool([i], None, [0], [0], [head])
     rows, lines, short = [], [], None
@@ -199,13 +201,13 @@ def _records(i: int, text: str, required: tuple[str, ...], judged: frozenset[str
         line += 1 + sum(c.count("\n") for c in cells)
     whole = [pa.array(column, pa.string()) for column in zip(*rows)] if rows else \
         [pa.array([], pa.string()) for _ in header]
-    pool = _checked([i], header, whole, [len(rows)], [lines], required, judged, nullable)
+    pool = _checked([i], header, whole, [len(rows)], [lines], required, judged, nullable, imported)
     if short is not None and pool.refusals[0] is None:  # the rows above the short one are fine: it is the first
         return Pool([i], None, [0], [0], [short])
     return pool
 
 
-def _header_refusal(header: tuple[str, ...], required: tuple[str, ...]) -> Refusal | None:
+def _header_refusal(header: tuple[str, ...], required: tuple[str, ...], imported: bool = False) -> Refusal | None:
     seen: set[str] = set()
     for name in header:
         if name == "" or re.search(CONTROL, name):
@@ -214,12 +216,14 @@ def _header_refusal(header: tuple[str, ...], required: tuple[str, ...]) -> Refus
             return Refusal(1, f"column {name} appears twice")
         seen.add(name)
     missing = [c for c in required if c not in seen]
+    if imported and "metric" in seen and "value" not in seen:  # an imported figure has its value
+        missing.append("value")
     return Refusal(None, f"missing column(s) {', '.join(missing)}") if missing else None
 
 
 def _checked(members: list[int], header: tuple[str, ...], whole: list[Any], sizes: list[int],
              lines: list[list[int]] | None, required: tuple[str, ...], judged: frozenset[str],
-             nullable: frozenset[str]) -> Pool:
+             nullable: frozenset[str], imported: bool = False) -> Pool:
     """The rows of several texts of one header, as Arrow string columns
     (`whole`, the texts' rows one after the other, `sizes` rows each;
     `lines`: each row's file line, where not its row index + 2): each rule
@@ -230,13 +234,18 @@ def _checked(members: list[int], header: tuple[str, ...], whole: list[Any], size
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from analysis.rules import check
+    from analysis.rules import check, required_where
 
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     bad = np.zeros(len(sizes), dtype=bool)
     checks, columns = [], []
+    named = None  # an imported row that names a metric: its value cell must not be empty
+    if imported and "metric" in header and "value" in header:
+        named = check("metric", whole[header.index("metric")]).values.is_valid()
     for name, cells in zip(header, whole):
-        checked = check(name, cells, name in required and name not in nullable, name in judged)
+        checked = check(name, cells, name in required and name not in nullable, name in judged, imported)
+        if name == "value" and named is not None:
+            checked = required_where(checked, named, "is empty, and the row names a metric")
         if not checked.ok and len(cells):
             bad |= np.logical_or.reduceat(checked.bad.to_numpy(zero_copy_only=False), starts)
         checks.append(checked)

@@ -81,6 +81,11 @@ def import_file(ledger: Ledger | Callable[[], Ledger], path: Path, campaign: str
         campaign = import_campaign_name(campaign)
     tables = _tables(path, rows)
     head = next(tables)
+    while not head:  # no rows (a header only): refused before the ledger opens, as `store_rows` would
+        later = next(tables, None)
+        if later is None:
+            raise ImportError_(f"{path}: no result rows")
+        head = later
     led = ledger if isinstance(ledger, Ledger) else ledger()
     return store_rows(led, path, chain([head], tables), campaign)
 
@@ -89,7 +94,8 @@ def _tables(path: Path, rows: int) -> Iterator[list[dict[str, Any]]]:
     where = str(path)
     for first, text in chunks(path, rows):
         try:
-            table = parse_columns(text, REQUIRED_COLUMNS, where, nullable=NULLABLE_COLUMNS)  # (an empty n: no problem size)
+            table = parse_columns(text, REQUIRED_COLUMNS, where, nullable=NULLABLE_COLUMNS,  # (an empty n: no problem size)
+                                  imported=True)
         except ImportError_ as exc:
             raise ImportError_(_file_lines(str(exc), where, first)) from None
         yield table.rows()

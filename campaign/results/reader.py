@@ -62,13 +62,14 @@ class Outcome:
         return f"Outcome(state={self.state!r}, rows={len(self.table)}, reason={self.reason!r})"
 
 
-def parse_columns(text: str, required: tuple[str, ...], where: str,
-                  judged: frozenset[str] = frozenset(), nullable: frozenset[str] = frozenset()) -> ResultColumns:
+def parse_columns(text: str, required: tuple[str, ...], where: str, judged: frozenset[str] = frozenset(),
+                  nullable: frozenset[str] = frozenset(), imported: bool = False) -> ResultColumns:
     """Typed columns of a whole CSV text (the one validator,
     campaign.results.columnar), or ImportError_ naming its first bad line,
     column, cell and the rule it broke. `judged`: float columns read as any
-    number (their values judged by the caller: a job's rel_err)."""
-    [pool] = read([text], required, judged, nullable)
+    number (their values judged by the caller: a job's rel_err). `imported`:
+    an imported CSV, read by the stricter rules of an import (analysis.rules)."""
+    [pool] = read([text], required, judged, nullable, imported)
     refused = pool.refusals[0]
     if refused is not None:
         raise ImportError_(refused.message(where))
@@ -96,7 +97,8 @@ def read_import_file(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise ImportError_(f"{path}: no such file")
     # an imported row may have no problem size, as `results` exports the rows of a program that has none (n empty)
-    rows = parse_columns(_read_text(path, str(path)), REQUIRED_COLUMNS, str(path), nullable=NULLABLE_COLUMNS).rows()
+    rows = parse_columns(_read_text(path, str(path)), REQUIRED_COLUMNS, str(path), nullable=NULLABLE_COLUMNS,
+                         imported=True).rows()
     if not rows:
         raise ImportError_(f"{path}: no result rows")
     return rows

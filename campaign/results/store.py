@@ -96,7 +96,7 @@ def store_rows(led: Ledger, path: Path, tables: Iterator[list[dict[str, Any]]], 
                 records = [{"source": source, **{k: r.get(k) for k in EXPORT_COLUMNS}, "extra": r.get("extra"),
                             "natural_key": natural_key(r, scope, measured=True)} for r in table]
                 clusters.update(str(r["cluster"]) for r in records)
-                if campaign is not None and camp is None:
+                if campaign is not None and camp is None and records:  # (a chunk of no rows names no cluster)
                     camp = _import_campaign(s, campaign, sorted(clusters))
                     _forget_source(s, camp.id, source)
                 fresh = _fresh(s, records, before, where, total)

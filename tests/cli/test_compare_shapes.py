@@ -110,3 +110,18 @@ def test_rows_without_a_size_export_and_import_again(tmp_path: Path) -> None:
     _edited(tmp_path / "sized.csv", tmp_path / "bad.csv", "threads", "", {2})
     proc = run_cli("--ledger", str(led), "import", str(tmp_path / "bad.csv"), "--campaign", "bad")
     assert proc.returncode == 2 and "line 3: column threads is empty" in proc.stderr, proc.stderr
+
+
+def test_an_imported_direction_is_a_word_or_a_number(tmp_path: Path) -> None:
+    """docs/results.md: a direction is true/false, yes/no (any case) or a number (true where not 0);
+    each of them imports (a bad one is refused: tests/reliability/test_bad_input.py)."""
+    led = tmp_path / "ledger.sqlite"
+    said = {1: "YES", 2: "no", 3: "0", 4: "1.5", 5: "True", 6: ""}
+    path = _write(tmp_path / "dirs.csv", 0)
+    for row, word in said.items():
+        _edited(path, path, "higher_is_better", word, {row})
+    proc = run_cli("--ledger", str(led), "import", str(path), "--campaign", "d")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(run_cli("--ledger", str(led), "results", "--format", "json").stdout)
+    got = {(r["nodes"], r["repeat"]): r["higher_is_better"] for r in rows if r["nodes"] == 1}
+    assert got == {(1, 0): True, (1, 1): False, (1, 2): False, (1, 3): True, (1, 4): True, (1, 5): None}

@@ -7,6 +7,7 @@ column names by hand."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -84,6 +85,20 @@ def test_the_csv_contracts_and_export_are_the_definition() -> None:
 @pytest.mark.parametrize("doc", sorted(doc_tables()))
 def test_the_docs_tables_are_the_definition(doc: str) -> None:
     assert doc_tables()[doc] in (REPO / doc).read_text(), f"regenerate {doc}'s table from resultschema.columns"
+
+
+def test_the_import_columns_in_the_docs_are_the_definition() -> None:
+    """docs/results.md names an imported CSV's required and optional columns as the definition
+    has them (it once pointed at the kernel CSV's table: dtype required, no cluster or partition)."""
+    text = (REPO / "docs/results.md").read_text()
+    start = text.index("- An imported CSV carries")
+    bullet = " ".join(text[start:text.index("\n\n", start)].split())
+    required = bullet[:bullet.index("each cell filled")]
+    optional = bullet[bullet.index("`dtype` is optional"):bullet.index("any other column")]
+    named = re.compile(r"`([a-z_]+)`")
+    assert f"carries {len(schema.REQUIRED_COLUMNS)} columns" in bullet.replace("ten", "10")
+    assert named.findall(required) == list(schema.REQUIRED_COLUMNS)
+    assert named.findall(optional) == list(schema.OPTIONAL_COLUMNS)
 
 
 def test_an_optional_column_empty_in_every_row_is_absent(tmp_path: Path) -> None:
