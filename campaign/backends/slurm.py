@@ -52,6 +52,7 @@ from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.errors import SchedulerError, SubmissionError, one_line
 
 DEFAULT_MAX_ARRAY = 1001
+SIGNAL_DELAY_S = 90  # submitit's default: its USR2 this many seconds before the walltime
 
 
 class SlurmBackend(Backend):
@@ -70,6 +71,11 @@ class SlurmBackend(Backend):
         params: dict[str, Any] = {
             "partition": part.name,
             "time": req.walltime_min,
+            # submitit asks for USR2 this long before the limit (--signal=USR2@90; the job ignores it,
+            # campaign.job.runner). Asked for more than the walltime it comes at the start, and a task
+            # whose Python has not yet set that aside dies of it (signal 12 at once, FAILED): a short
+            # job gets it halfway
+            "signal_delay_s": min(SIGNAL_DELAY_S, req.walltime_min * 30),
             "nodes": 1,
             "ntasks_per_node": 1,
             "job_name": req.job_name,

@@ -201,6 +201,21 @@ def test_a_memory_request_above_the_node_is_refused_at_plan_time(tmp_path: Path)
     assert proc.returncode == 0, proc.stderr
 
 
+def test_a_short_job_is_signalled_halfway_not_at_its_start(tmp_path: Path) -> None:
+    """submitit's USR2 comes 90 s before the limit: a 1-minute job would get it as it starts, and a
+    task whose Python had not yet set it aside died of it (FAILED, signal 12). A job shorter than
+    3 minutes is signalled halfway; longer ones keep the 90 s (the goldens)."""
+    from tests.conftest import run_cli
+
+    base = ["--ledger", str(tmp_path / "l.sqlite"), "submit", *COMMON, *CASES["delta_cpu"], "--dry-run"]
+    for minutes, delay in ((1, 30), (2, 60), (3, 90), (10, 90)):
+        proc = run_cli(*base, f"experiment.walltime_min={minutes}")
+        assert proc.returncode == 0, proc.stderr
+        runs = [part for part in proc.stdout.split("# ---- job script") if f"#SBATCH --time={minutes}\n" in part]
+        assert runs, proc.stdout[:2000]
+        assert {int(d) for part in runs for d in re.findall(r"^#SBATCH --signal=USR2@(\d+)$", part, re.M)} == {delay}
+
+
 @pytest.fixture(scope="module")
 def delta() -> RootConfig:
     """cluster=delta as shipped, composed once for the hostile values below."""
