@@ -106,10 +106,11 @@ def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str
     """One invocation (through the launcher when launched), its input files
     written first, its output into `stem`.out/.err in the job folder (kept
     for `show`), each rank's beside. The files the figures and rules read are
-    removed first: a file this invocation did not write (a rank that wrote it
-    only in its warm-up) is then absent, never an earlier invocation's value
-    read again as this one's."""
-    _clear_sources(spec, values, cwd, launch.ranks if launch is not None else 1)
+    not there when it starts (each invocation's is set aside once read,
+    `_set_aside`; any other is removed): a file this invocation did not write
+    (a rank that wrote it only in its warm-up) is then absent, never an earlier
+    invocation's value read again as this one's."""
+    _clear_sources(spec, values, cwd, launch.ranks if launch is not None else 1)  # (none left: set aside)
     write_inputs(spec.get("inputs", {}), values, cwd)
     program = script_argv(spec["script"], values, spec["kernel"]) if spec.get("script") else \
         [render(a, values) for a in spec["argv"]]
@@ -137,15 +138,26 @@ def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str
     return code, Output(_read_capped(out_path), stderr, ranks, ends), elapsed
 
 
-def _clear_sources(spec: dict[str, Any], values: dict[str, str], cwd: Path, ranks: int) -> None:
-    """Remove the `file:` sources of the figures and sanity rules, each rank's, before an invocation."""
+def _source_files(spec: dict[str, Any], values: dict[str, str], cwd: Path, ranks: int) -> list[Path]:
+    """The files the figures and sanity rules read (`file:` sources), each rank's, for these values."""
     sources = {f.get("source", "stdout") for f in spec["figures"]} | {s.get("source", "stdout")
                                                                       for s in spec.get("sanity", [])}
-    for source in sources:
-        for rank in range(ranks):
-            path = source_file(source, values, cwd, rank)
-            if path is not None:
-                path.unlink(missing_ok=True)
+    return [p for s in sources for r in range(ranks) if (p := source_file(s, values, cwd, r)) is not None]
+
+
+def _clear_sources(spec: dict[str, Any], values: dict[str, str], cwd: Path, ranks: int) -> None:
+    """Remove the `file:` sources before an invocation (what an earlier one left)."""
+    for path in _source_files(spec, values, cwd, ranks):
+        path.unlink(missing_ok=True)
+
+
+def _set_aside(spec: dict[str, Any], values: dict[str, str], cwd: Path, ranks: int, stem: str) -> None:
+    """Keep an invocation's `file:` sources, once read, as `<name>.<stem>` beside its
+    `<stem>.out` (a program that appends to its file, hpcc's hpccoutf.txt, leaves one per
+    invocation), so that the next invocation starts without them."""
+    for path in _source_files(spec, values, cwd, ranks):
+        if path.is_file():
+            os.replace(path, path.with_name(f"{path.name}.{stem}"))
 
 
 def program_name(spec: dict[str, Any]) -> str:
@@ -253,6 +265,7 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
     ns = [int(v) for v in contract["n"].split(",")]
     repeats, warmup = int(contract.get("repeats", 1)), int(contract.get("warmup", 0))
     launch = Launch.from_json(contract[OPTION[2:]]) if contract.get(OPTION[2:]) else None
+    ranks_of = launch.ranks if launch is not None else 1
     rank = int(spec.get("result_rank", 0))
     by_program = spec.get("repeat_by") == "program"
     base = {**point_values(contract, params), "repeats": str(repeats), "warmup": str(warmup)}
@@ -282,6 +295,7 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
                           file=sys.stderr)
                     return code
                 if r < 0:
+                    _set_aside(spec, values, cwd, ranks_of, stem)
                     continue
                 texts = {s: source_text(s, output, values, cwd, rank) for s in sources}
                 try:
@@ -290,6 +304,7 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
                     _verdict(out.with_name(out.name + LOST_SUFFIX), f"{point}: {exc}")
                     print(f"campaign.job.fom: {exc}", file=sys.stderr)
                     return 0
+                _set_aside(spec, values, cwd, ranks_of, stem)
                 problems += [f"{point}: {p}" for rule in spec.get("sanity", [])
                              if (p := sanity_problem(rule, texts[rule.get("source", "stdout")]))]
                 for i in range(count):  # the program's own repeats share the invocation's wall time

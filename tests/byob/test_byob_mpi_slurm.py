@@ -57,7 +57,7 @@ def test_hpcc_at_one_node_renders_its_input_and_reads_its_figures(hpcc: tuple[Le
     assert all(r["flops"] == 2 * 400**3 / 3 + 3 * 400**2 / 2 for r in rows)  # the YAML's cost model at n
     folder = _folders(ledger, names["today"])[1]
     assert _grid(folder) == (400, 1, 1)  # rendered before the launch: one rank, a 1 x 1 grid
-    out = (folder / "hpccoutf.txt").read_text()
+    out = (folder / "hpccoutf.txt.fom-n400-r0").read_text()  # the figure's file of its one launch, kept
     tflops = float(re.findall(r"^HPL_Tflops=(\S+)$", out, re.MULTILINE)[-1])
     assert [r["value"] for r in rows if r["metric"] == "HPL_Tflops"] == [tflops]
 
@@ -70,9 +70,11 @@ def test_hpcc_over_nodes_1_2_4_three_repeats_one_writer_each(hpcc: tuple[Ledger,
     assert set(folders) == {1, 2, 4}
     for nodes, folder in folders.items():
         assert _grid(folder) == (400, *{1: (1, 1), 2: (1, 2), 4: (2, 2)}[nodes])  # P x Q = the run's ranks
-        # three launches, each of the whole world: the program's own count of its ranks, once per repeat
-        worlds = re.findall(r"^CommWorldProcs=(\d+)$", (folder / "hpccoutf.txt").read_text(), re.MULTILINE)
-        assert worlds == [str(nodes)] * 3
+        # three launches, each of the whole world: the program's own count of its ranks, in each repeat's
+        # own output file (set aside once read, so that no launch reads another's)
+        worlds = [w for r in range(3) for w in re.findall(r"^CommWorldProcs=(\d+)$", (
+            folder / f"hpccoutf.txt.fom-n400-r{r}").read_text(), re.MULTILINE)]
+        assert worlds == [str(nodes)] * 3 and not (folder / "hpccoutf.txt").exists()
     per_job: dict[str, list[int]] = {}
     for r in rows:
         if r["metric"] == "HPL_Tflops":

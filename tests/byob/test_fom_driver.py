@@ -241,3 +241,6 @@ def test_a_file_each_repeat_writes_is_read_from_that_repeat(tmp_path: Path) -> N
     outcome = classify_output(out, _expected((8, 20)))
     assert outcome.state == JobState.COMPLETED, outcome.reason
     assert [(r["n"], r["time_s"]) for r in outcome.rows] == [(8, 2.0), (8, 2.0), (20, 5.0), (20, 5.0)]
+    # each invocation's file kept beside its output once read, the warm-up's too
+    kept = sorted(p.name for p in tmp_path.glob("t.txt.*"))
+    assert kept == [f"t.txt.fom-n{n}-{r}" for n in (20, 8) for r in ("r0", "r1", "w1")], kept
