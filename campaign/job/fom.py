@@ -110,7 +110,7 @@ def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str
     `_set_aside`; any other is removed): a file this invocation did not write
     (a rank that wrote it only in its warm-up) is then absent, never an earlier
     invocation's value read again as this one's."""
-    _clear_sources(spec, values, cwd, launch.ranks if launch is not None else 1)  # (none left: set aside)
+    _clear_sources(spec, values, cwd, launch.ranks if launch is not None else 1)  # what no invocation set aside
     write_inputs(spec.get("inputs", {}), values, cwd)
     program = script_argv(spec["script"], values, spec["kernel"]) if spec.get("script") else \
         [render(a, values) for a in spec["argv"]]
