@@ -59,7 +59,9 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
             for i, script in enumerate(rep.scripts):
                 print(f"# ---- job script {i + 1}/{len(rep.scripts)} ----")
                 print(script, end="" if script.endswith("\n") else "\n")
-            print(f"# campaign {rep.campaign}: {rep.planned} runs, {len(rep.scripts)} job script(s); nothing submitted")
+            held = f" ({rep.existing} already in the ledger: a submit skips them)" if rep.existing else ""
+            print(f"# campaign {rep.campaign}: {rep.planned} runs{held}, {len(rep.scripts)} job script(s); "
+                  "nothing submitted")
             for line in rep.skipped:
                 print(f"# skipped: {line}")
             for line in rep.notes:

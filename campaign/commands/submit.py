@@ -106,6 +106,7 @@ def dry_run(overrides: Sequence[str], ledger_path: Path,
     reqs = job_requests(cfg.cluster, name, [(i + 1, r, attempt_folder(camp_dir, r.key, 1)) for i, r in enumerate(p.runs)])
     backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
     existing = _existing_keys(ledger_path, name)
+    in_ledger = sum(1 for r in p.runs if r.key in existing)  # shown, and skipped by a submit
     arrays: dict[str, int] = {}
     for batch in backend.batches([r for r in reqs if r.run.key not in existing]):
         arrays[batch[0].run.partition] = arrays.get(batch[0].run.partition, 0) + 1
@@ -115,11 +116,11 @@ def dry_run(overrides: Sequence[str], ledger_path: Path,
         new = [r for r in reqs if r.run.key not in existing]
         sent = chain.plan_chains(cfg.cluster, backend.name, name, camp_dir, _kernel_bin(cfg), new) if new else []
         charges = estimate(cfg.cluster, p.runs, arrays, existing, chain.step_costs(sent))
-        return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=chain.render(backend, chains),
+        return SubmitReport(name, len(p.runs), in_ledger, skipped=p.skipped, scripts=chain.render(backend, chains),
                             charges=charges, notes=unhonoured(cfg, p))
     charges = estimate(cfg.cluster, p.runs, arrays, existing)
-    return SubmitReport(name, len(p.runs), skipped=p.skipped, scripts=backend.render(reqs), charges=charges,
-                        notes=unhonoured(cfg, p))
+    return SubmitReport(name, len(p.runs), in_ledger, skipped=p.skipped, scripts=backend.render(reqs),
+                        charges=charges, notes=unhonoured(cfg, p))
 
 
 def unhonoured(cfg: RootConfig, p: Plan) -> list[str]:
