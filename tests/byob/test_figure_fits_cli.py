@@ -5,11 +5,11 @@ figure_crossovers, and the report's tables, in each figure's direction."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
+from tests.byob.declared import declare
 from tests.conftest import run_cli, sql_rows
 
 # At n = 1000 the cost of one unit of work is Amdahl's 0.2 + 0.8/T (serial fraction 0.2); at n = 100 more
@@ -41,12 +41,7 @@ sweeps:
 
 
 def test_serial_fraction_and_crossovers_in_each_figures_direction(tmp_path: Path) -> None:
-    for folder, name, text in (("kernel", "amdahlish.yaml", KERNEL), ("experiment", "amdahlish_sweep.yaml",
-                                                                       EXPERIMENT), ("bin", "amdahlish", PROGRAM)):
-        (tmp_path / folder).mkdir(exist_ok=True)
-        (tmp_path / folder / name).write_text(text)
-    (tmp_path / "bin" / "amdahlish").chmod(0o755)
-    env = {"CAMPAIGN_CONFIG_PATH": str(tmp_path), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    env = declare(tmp_path, {"amdahlish": KERNEL}, {"amdahlish_sweep": EXPERIMENT}, {"amdahlish": PROGRAM})
     ledger = tmp_path / "ledger.sqlite"
     proc = run_cli("--ledger", str(ledger), "submit", "experiment=amdahlish_sweep", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -5,9 +5,9 @@ table say which implementation is better in the figure's direction."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+from tests.byob.declared import declare
 from tests.conftest import run_cli, sql_rows
 
 # the rate is the program's first argument: the two implementations pass 3000 and 1000
@@ -36,12 +36,7 @@ sweeps:
 
 
 def test_the_better_implementation_in_each_figures_direction(tmp_path: Path) -> None:
-    for folder, name, text in (("kernel", "tworate.yaml", KERNEL), ("experiment", "tworate_sweep.yaml", EXPERIMENT),
-                               ("bin", "tworate", PROGRAM)):
-        (tmp_path / folder).mkdir(exist_ok=True)
-        (tmp_path / folder / name).write_text(text)
-    (tmp_path / "bin" / "tworate").chmod(0o755)
-    env = {"CAMPAIGN_CONFIG_PATH": str(tmp_path), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    env = declare(tmp_path, {"tworate": KERNEL}, {"tworate_sweep": EXPERIMENT}, {"tworate": PROGRAM})
     ledger = tmp_path / "ledger.sqlite"
     proc = run_cli("--ledger", str(ledger), "submit", "experiment=tworate_sweep", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -7,12 +7,12 @@ not the program's. And a program without a size is named without an n in its job
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from campaign.job import fom
+from tests.byob.declared import declare
 from tests.conftest import run_cli
 
 RATE = """#!/bin/sh
@@ -40,12 +40,7 @@ sweeps:
 
 
 def _conf(root: Path, kernel: str = KERNEL % MATCHING) -> dict[str, str]:
-    for rel, text in (("conf/kernel/rate.yaml", kernel), ("conf/experiment/rate_sweep.yaml", EXPERIMENT),
-                      ("bin/rate", RATE)):
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    (root / "bin" / "rate").chmod(0o755)
-    return {"CAMPAIGN_CONFIG_PATH": str(root / "conf"), "PATH": f"{root / 'bin'}:{os.environ['PATH']}"}
+    return declare(root, {"rate": kernel}, {"rate_sweep": EXPERIMENT}, {"rate": RATE})
 
 
 def _submit(root: Path, env: dict[str, str], *overrides: str, dry: bool = True) -> tuple[int, str, str]:

@@ -9,9 +9,9 @@ the old run's key, and one run's rows came from two programs."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from tests.byob.declared import declare
 from tests.byob.test_failed_partial_cli import EXPERIMENT, KERNEL, PROGRAM
 from tests.conftest import run_cli, sql_rows
 
@@ -20,12 +20,7 @@ from tests.conftest import run_cli, sql_rows
 
 def test_a_rerun_of_an_edited_program_is_refused(tmp_path: Path) -> None:
     program = tmp_path / "bin" / "big"
-    for folder, name, text in (("conf/kernel", "big.yaml", KERNEL), ("bin", "big", PROGRAM),
-                               ("conf/experiment", "big_sweep.yaml", EXPERIMENT)):
-        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
-        (tmp_path / folder / name).write_text(text)
-    program.chmod(0o755)
-    env = {"CAMPAIGN_CONFIG_PATH": str(tmp_path / "conf"), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    env = declare(tmp_path, {"big": KERNEL}, {"big_sweep": EXPERIMENT}, {"big": PROGRAM})
     led = tmp_path / "ledger.sqlite"
 
     def cli(*args: str, code: int) -> tuple[str, str]:
@@ -59,13 +54,7 @@ def test_only_the_runs_of_the_edited_program_are_left_out(tmp_path: Path) -> Non
     left with its reason (a campaign resubmitted for the new program is not stuck on its old runs)."""
     other = KERNEL.replace("name: big", "name: big2").replace('["big", "{n}"]', '["big2", "{n}"]')
     two = EXPERIMENT + "  - {kernel: big2, impls: [sh], variants: [plain], threads: [1], n: [100, 1000, 2000]}\n"
-    for folder, name, text in (("conf/kernel", "big.yaml", KERNEL), ("conf/kernel", "big2.yaml", other),
-                               ("bin", "big", PROGRAM), ("bin", "big2", PROGRAM),
-                               ("conf/experiment", "big_sweep.yaml", two)):
-        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
-        (tmp_path / folder / name).write_text(text)
-        (tmp_path / folder / name).chmod(0o755)
-    env = {"CAMPAIGN_CONFIG_PATH": str(tmp_path / "conf"), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    env = declare(tmp_path, {"big": KERNEL, "big2": other}, {"big_sweep": two}, {"big": PROGRAM, "big2": PROGRAM})
     led = tmp_path / "ledger.sqlite"
     proc = run_cli("--ledger", str(led), "submit", "experiment=big_sweep", "campaign.name=two", cwd=tmp_path, env=env)
     assert proc.returncode == 3, proc.stdout + proc.stderr  # both fail at n = 2000
