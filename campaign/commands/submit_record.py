@@ -33,7 +33,7 @@ from campaign.plumbing.states import JobState
 from campaign.results.store import IMPORT_BACKEND
 
 RUN_COLUMNS = ("campaign_id", "key", "kernel", "impl", "variant", "partition", "device", "dtype", "threads", "gpus",
-               "spec", "created_at")
+               "spec", "created_at", "named_by")
 
 
 def refuse_imported(camp: Campaign) -> None:
@@ -88,12 +88,14 @@ def record_runs(
     resumed: set[int] = set()
     present = 0
     fresh: list[RunSpec] = []
+    named: list[int] = []  # runs already recorded: this submit names them again (campaign.results.latest)
     for run in runs:
         row = existing.get(run.key)
         if row is None:
             fresh.append(run)
             continue
         present += 1
+        named.append(row.id)
         last = row.attempts[-1] if row.attempts else None
         if last is not None and last.job_id is None and (not last.state.finished
                                                          or last.state is JobState.NOT_SUBMITTED):
@@ -104,6 +106,7 @@ def record_runs(
         elif force or last is None or last.state is JobState.PREFLIGHT_FAILED:
             # a run whose build or preflight failed never ran: submitting again retries it
             todo.append(new_attempt(s, row.id, run, camp_dir, last, prov_id, run.walltime_min, run.mem_gb))
+    q.update_many(s, RUN_TABLE, ("named_by",), [(prov_id, run_id) for run_id in named])
     # New runs and their first attempts: two driver executemany INSERTs of
     # plain tuples (100,000-run campaigns), their ids read back by run key
     # inside this same write transaction.
@@ -111,7 +114,7 @@ def record_runs(
         stamp = now()
         q.insert_many(s, RUN_TABLE, RUN_COLUMNS, [
             (camp.id, run.key, run.kernel, run.impl, run.variant, run.partition, run.device, run.dtype,
-             run.threads, run.gpus, run.to_json(), stamp) for run in fresh])
+             run.threads, run.gpus, run.to_json(), stamp, prov_id) for run in fresh])
         by_key = q.run_ids(s, camp.id)
         run_ids = [by_key[run.key] for run in fresh]
         rows = first_attempt_rows(zip(run_ids, fresh), camp_dir, prov_id)

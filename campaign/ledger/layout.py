@@ -28,8 +28,9 @@ from campaign.plumbing.states import JobState
 # v1 had no campaign.python; v3..v7: one per change of that round (v7: build_step and preflight_step);
 # v8: compare; v9: claim heartbeat; v10: ordered natural keys; v11: result blocks;
 # v12: result files; v13: imported rows in files too, the row store dropped; v14: the machine's
-# state per attempt; v15: the index of runs by configuration (see migrations/versions)
-SCHEMA_VERSION = 15
+# state per attempt; v15: the index of runs by configuration; v16: the submit that named a run last
+# (see migrations/versions)
+SCHEMA_VERSION = 16
 LEDGER_ENV = "CAMPAIGN_LEDGER"
 BUSY_TIMEOUT_MS = 60_000  # wait this long for a writer's lock rather than fail
 

@@ -79,6 +79,11 @@ class Run(Base):
     gpus: Mapped[int]
     spec: Mapped[dict[str, Any]]  # the full RunSpec as JSON
     created_at: Mapped[datetime]
+    # v16: the newest submit that planned the run (a new run's, or one that found it already recorded),
+    # so that the configuration's latest identity (campaign.results.latest) is the one submitted last:
+    # a program built again as it was is in the ledger already and makes no run
+    # (a provenance id; no foreign key: SQLite adds the column in place only without one)
+    named_by: Mapped[int | None] = mapped_column(default=None)
     campaign: Mapped[Campaign] = relationship(back_populates="runs")
     attempts: Mapped[list[JobAttempt]] = relationship(
         back_populates="run", order_by="JobAttempt.attempt", foreign_keys="JobAttempt.run_id"
@@ -269,5 +274,5 @@ RUN_TABLE = cast(Table, Run.__table__)
 # a configuration's runs in order (campaign.results.latest groups by these), their spec entries read from the
 # index (campaign.ledger.spec_text); SQLite only: PostgreSQL hashes the groups
 Index("ix_run_configuration", Run.campaign_id, Run.partition, Run.kernel, Run.impl, Run.variant, Run.device,
-      Run.dtype, *(SpecText(name) for name in CONFIGURATION_ENTRIES)).ddl_if(dialect="sqlite")
+      Run.dtype, *(SpecText(name) for name in CONFIGURATION_ENTRIES), Run.named_by).ddl_if(dialect="sqlite")
 ATTEMPT_TABLE = cast(Table, JobAttempt.__table__)

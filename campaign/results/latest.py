@@ -15,8 +15,12 @@ arguments. The thread count is left out of it (and OMP_NUM_THREADS out of the
 identity, the one entry that follows the thread count) so that a speedup
 never divides one build's time by another's: a rebuilt program submitted
 only at 8 threads supersedes the old build's 1, 2 and 4 threads too.
-"Latest" is the newest run that has usable rows in the selection, so a
-rebuild whose every job failed leaves the old build's numbers in place.
+"Latest" is the run that a submit named last (run.named_by; ties and runs
+no submit named: the newest run) among those with usable rows in the
+selection, so a rebuild whose every job failed leaves the old build's
+numbers in place, and a program built again exactly as an earlier build
+(whose runs are all in the ledger already: its submit records none) is the
+latest again.
 Imported rows have no recorded identity and are never left out.
 """
 
@@ -83,7 +87,7 @@ def _measured() -> Any:
 def _runs(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: Any,
           only: Any = None) -> list[tuple[Any, ...]]:
     """(cluster, partition, kernel, impl, variant, device, dtype, d, extra_args,
-    identity, newest run id, run ids) per campaign, configuration and identity
+    identity, newest run id, run ids, newest naming submit) per campaign, configuration and identity
     text of the runs with an attempt the read selects: one statement, grouped
     in the database (200,000 runs give a few hundred rows, not a Python row per
     run), in the order of the index `ix_run_configuration` (by campaign: the
@@ -99,7 +103,7 @@ def _runs(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, w
     parts = (Run.campaign_id, Run.partition, Run.kernel, Run.impl, Run.variant, Run.device, Run.dtype,
              *(SpecText(name) for name in CONFIGURATION_ENTRIES))
     ids = func.count(Run.id) if only is None else _id_list(s)
-    stmt = (select(func.max(Campaign.cluster), *parts[1:], func.max(Run.id), ids)
+    stmt = (select(func.max(Campaign.cluster), *parts[1:], func.max(Run.id), ids, func.max(Run.named_by))
             .join(Campaign, Campaign.id == Run.campaign_id).where(exists(attempt)).group_by(*parts))
     if campaign:
         stmt = stmt.where(Campaign.name.in_([campaign] if isinstance(campaign, str) else list(campaign)))
@@ -148,12 +152,13 @@ def _change(old: tuple[tuple[str, str], ...], new: tuple[tuple[str, str], ...]) 
 
 def find(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: Any) -> Superseded:
     """The runs whose identity is not the latest of their configuration:
-    that of the configuration's newest run (its group's highest run id)."""
+    that of the run its newest submit named (its group's highest
+    `named_by`, then its highest run id)."""
     cache: dict[str | None, tuple[tuple[str, str], ...]] = {}
-    newest: dict[tuple[Any, ...], tuple[int, tuple[tuple[str, str], ...]]] = {}
+    newest: dict[tuple[Any, ...], tuple[tuple[int, int], tuple[tuple[str, str], ...]]] = {}
     groups = _runs(s, campaign, usable_only, where)
     for row in groups:
-        config, top = row[:9], int(row[10])
+        config, top = row[:9], (int(row[12] or 0), int(row[10]))
         if config not in newest or top > newest[config][0]:
             newest[config] = (top, _identity(row[9], cache))
     old = {row[:10] for row in groups if _identity(row[9], cache) != newest[row[:9]][1]}
@@ -162,11 +167,11 @@ def find(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, wh
         left[(row[:9], _identity(row[9], cache))] += [int(i) for i in str(row[11]).split(",")]
     out = Superseded()
     ordered = sorted(left.items(), key=lambda item: min(item[1]))
-    untyped = _untyped(s, [newest[config][0] for (config, _), _ids in ordered])
+    untyped = _untyped(s, [newest[config][0][1] for (config, _), _ids in ordered])
     for (config, identity), ids in ordered:
         ids.sort()
         out.runs += ids
-        out.records.append({"configuration": _label(config, newest[config][0] in untyped), "runs": len(ids),
+        out.records.append({"configuration": _label(config, newest[config][0][1] in untyped), "runs": len(ids),
                             "run_ids": ids, "rows": 0, "job_ids": [], "change": _change(identity, newest[config][1])})
     return out
 

@@ -93,3 +93,40 @@ def test_a_rebuilt_program_runs_again_and_supersedes_the_old_build(tmp_path: Pat
     assert "user.rebuiltbench" in rec["change"], rec
     values = [(f["value"], f["repeats"]) for f in data["figures_of_merit"] if f["metric"] == "rate"]
     assert values == [(200, 2)], data["figures_of_merit"]  # the new build alone, never pooled
+
+
+def test_a_reverted_program_is_the_latest_again(tmp_path: Path) -> None:
+    """Build A, build B, then A again: the third submit sends nothing (A's run is in the ledger), yet
+    A is what the user last submitted, so the report takes A's rows and names B's run superseded."""
+    (tmp_path / "conf" / "kernel").mkdir(parents=True)
+    (tmp_path / "conf" / "experiment").mkdir()
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "conf" / "kernel" / "rebuilt.yaml").write_text(KERNEL)
+    (tmp_path / "conf" / "experiment" / "rebuild.yaml").write_text(EXPERIMENT)
+    env = {"CAMPAIGN_CONFIG_PATH": str(tmp_path / "conf"), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    cli = ("--ledger", str(tmp_path / "ledger.sqlite"))
+
+    def submit(rate: int) -> str:
+        _build(tmp_path, rate)
+        proc = run_cli(*cli, "submit", "experiment=rebuild", cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout
+
+    def reported() -> tuple[list[int], list[str]]:
+        proc = run_cli(*cli, "report", "--json", cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr
+        data = json.loads(proc.stdout)
+        return ([f["value"] for f in data["figures_of_merit"] if f["metric"] == "rate"],
+                [r["change"] for r in data["scope"]["superseded"]])
+
+    submit(100)
+    first_hash = (tmp_path / "bin" / "rebuiltbench").read_bytes()
+    submit(200)
+    assert reported()[0] == [200]
+    again = submit(100)
+    assert (tmp_path / "bin" / "rebuiltbench").read_bytes() == first_hash, "the compiler wrote another binary"
+    assert "1 already in the ledger, 0 submitted" in again, again
+    values, changes = reported()
+    assert values == [100], values  # the build submitted last, not the run created last
+    [change] = changes
+    assert "user.rebuiltbench" in change, change

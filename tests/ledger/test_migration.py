@@ -51,10 +51,16 @@ def test_v1_ledger_is_backed_up_then_upgraded(old_ledger: Path) -> None:
     assert sql_rows(old_ledger, "SELECT version_num FROM alembic_version") == [(f"v{SCHEMA_VERSION}",)]
     # every row survived; campaign gained python from the newest provenance's config, else python3
     after = _dump(old_ledger)
+    named = [r[1] for r in sql_rows(old_ledger, "PRAGMA table_info(run)")].index("named_by")
+    first = dict(sql_rows(old_ledger, "SELECT run_id, provenance_id FROM job_attempt WHERE attempt = 1"))
+    assert [row[0] for row in after["run"]] == sorted(first) and all(first.values())
+    # v16: each run named by the submit that recorded it, its first attempt's
+    assert [row[named] for row in after["run"]] == [first[row[0]] for row in after["run"]]
     for table in ("provenance", "run", "job_attempt"):
         width = len(before[table][0])  # columns added since v1 (e.g. v8's) come last, NULL
         assert [row[:width] for row in after[table]] == before[table], table
-        assert all(v is None for row in after[table] for v in row[width:]), table
+        assert all(v is None for row in after[table] for i, v in enumerate(row[width:], width)
+                   if (table, i) != ("run", named)), table
     assert sql_rows(old_ledger, "SELECT name, python FROM campaign ORDER BY id") == list(v1.CAMPAIGNS.items())
     # the result rows moved to files (v12), every value as v1 stored it (the JSON extra decoded)
     names = [r[1] for r in sql_rows(FIXTURE, "PRAGMA table_info(result)") if r[1] != "id"]
