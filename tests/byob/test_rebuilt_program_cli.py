@@ -53,13 +53,18 @@ def _build(root: Path, rate: int) -> None:
                    check=True, capture_output=True)
 
 
+def _project(root: Path) -> dict[str, str]:
+    """The user's config folder and bin/ under `root`; the environment that finds both."""
+    (root / "conf" / "kernel").mkdir(parents=True)
+    (root / "conf" / "experiment").mkdir()
+    (root / "bin").mkdir()
+    (root / "conf" / "kernel" / "rebuilt.yaml").write_text(KERNEL)
+    (root / "conf" / "experiment" / "rebuild.yaml").write_text(EXPERIMENT)
+    return {"CAMPAIGN_CONFIG_PATH": str(root / "conf"), "PATH": f"{root / 'bin'}:{os.environ['PATH']}"}
+
+
 def test_a_rebuilt_program_runs_again_and_supersedes_the_old_build(tmp_path: Path) -> None:
-    (tmp_path / "conf" / "kernel").mkdir(parents=True)
-    (tmp_path / "conf" / "experiment").mkdir()
-    (tmp_path / "bin").mkdir()
-    (tmp_path / "conf" / "kernel" / "rebuilt.yaml").write_text(KERNEL)
-    (tmp_path / "conf" / "experiment" / "rebuild.yaml").write_text(EXPERIMENT)
-    env = {"CAMPAIGN_CONFIG_PATH": str(tmp_path / "conf"), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    env = _project(tmp_path)
     ledger = tmp_path / "ledger.sqlite"
 
     def submit() -> str:
@@ -98,12 +103,7 @@ def test_a_rebuilt_program_runs_again_and_supersedes_the_old_build(tmp_path: Pat
 def test_a_reverted_program_is_the_latest_again(tmp_path: Path) -> None:
     """Build A, build B, then A again: the third submit sends nothing (A's run is in the ledger), yet
     A is what the user last submitted, so the report takes A's rows and names B's run superseded."""
-    (tmp_path / "conf" / "kernel").mkdir(parents=True)
-    (tmp_path / "conf" / "experiment").mkdir()
-    (tmp_path / "bin").mkdir()
-    (tmp_path / "conf" / "kernel" / "rebuilt.yaml").write_text(KERNEL)
-    (tmp_path / "conf" / "experiment" / "rebuild.yaml").write_text(EXPERIMENT)
-    env = {"CAMPAIGN_CONFIG_PATH": str(tmp_path / "conf"), "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    env = _project(tmp_path)
     cli = ("--ledger", str(tmp_path / "ledger.sqlite"))
 
     def submit(rate: int) -> str:
