@@ -58,6 +58,7 @@ REVISIONS: dict[str, tuple[str, str]] = {
     "v13": ("bea273f", "schema 13: imported rows in files too, no row store (in v13.results/, imports/ included)"),
     "v14": ("a934a1d", "schema 14: job_attempt.machine, the machine's state per attempt (in v14.results/)"),
     "v15": ("a41e54c", "schema 15: the index ix_run_configuration, nothing new written (in v15.results/)"),
+    "v16": ("aabea7d", "schema 16: run.named_by, the submit that named the run last (in v16.results/)"),
 }
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ledgers"
@@ -126,7 +127,7 @@ def _write(out: Path) -> None:  # noqa: PLR0915 - one linear script of what was 
                 key = f"{name[:4]}{t:028d}"
                 run = make(m.Run, campaign_id=camp.id, key=key, kernel="attention_forward", impl="c",
                            variant="naive", partition="local", device="cpu", dtype="fp32", threads=t, gpus=0,
-                           spec={"key": key, "n": list(N_VALUES)}, created_at=_time(20, aware))
+                           spec={"key": key, "n": list(N_VALUES)}, created_at=_time(20, aware), named_by=prov.id)
                 s.add(run)
                 s.flush()
                 outcomes = ["FAILED", "COMPLETED"] if r_index == 1 else ["COMPLETED"]  # one rerun

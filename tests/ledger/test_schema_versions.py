@@ -135,7 +135,7 @@ def _upgrade_copy(source: Path, tmp_path: Path) -> tuple[Path, Ledger]:
 def test_every_written_version_has_a_fixture() -> None:
     assert {p.stem for p in VERSION_FIXTURES} == set(REVISIONS)
     labels = {_label(p) for p in VERSION_FIXTURES}
-    assert labels == {1, 2, 7, 8, 9, 10, 11, 12, 13, 14, 15} and SCHEMA_VERSION == 15  # 3..6 were never written
+    assert labels == {1, 2, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16} and SCHEMA_VERSION == 16  # 3..6 were never written
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +163,11 @@ def test_fixture_upgrades_keeping_every_row(fixture: Path, tmp_path: Path,
     assert _rows(path, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     assert _rows(path, "SELECT version_num FROM alembic_version") == [(f"v{SCHEMA_VERSION}",)]
     assert _shape(path) == new_ledger_shape
-    assert ("ix_run_configuration",) in _rows(path, "SELECT name FROM sqlite_master WHERE type = 'index'")  # v15
+    [(index,)] = _rows(path, "SELECT sql FROM sqlite_master WHERE name = 'ix_run_configuration'")  # v15
+    assert index.replace(" ", "").endswith("named_by)"), index  # v16: the submit that named the run last, last
+    # v16: each run named by the submit that recorded it (its first attempt's), or as the fixture wrote it
+    assert _rows(path, "SELECT count(*) FROM run WHERE named_by IS NOT (SELECT provenance_id FROM job_attempt a "
+                       "WHERE a.run_id = run.id AND a.attempt = 1)") == [(0,)]
     for table in TABLES:  # every row and every value the old code wrote (natural keys gain v10's prefix)
         after = _table(path, table)
         for column, values in before[table].items():
