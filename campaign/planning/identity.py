@@ -82,9 +82,11 @@ def _interpreter(python: str, cache: dict[str, str]) -> str:
     return cache[key]
 
 
-def program_identity(argv: tuple[str, ...], cache: dict[str, str]) -> list[tuple[str, str]]:
-    """What identifies the program: its binary's content, or for an
-    interpreter its versions and the content of the script or module it runs."""
+def program_identity(argv: tuple[str, ...], identity: list[tuple[str, str]],
+                     cache: dict[str, str]) -> list[tuple[str, str]]:
+    """What identifies the program: its binary's content (a bare name found
+    on the runs' PATH, as the job starts it), or for an interpreter its
+    versions and the content of the script or module it runs."""
     if not argv:
         return []
     items: list[tuple[str, str]] = []
@@ -103,8 +105,18 @@ def program_identity(argv: tuple[str, ...], cache: dict[str, str]) -> list[tuple
                 items.append((f"program.{package}", _tree_hash(source.parent, cache)))
         items += [(f"program.{Path(a).name}", _file_hash(a, cache)) for a in args if os.path.isfile(a)]
     else:
-        items.append(("program", _file_hash(argv[0], cache)))
+        items.append(("program", _file_hash(_program_file(argv[0], identity, cache), cache)))
     return items
+
+
+def _program_file(word: str, identity: list[tuple[str, str]], cache: dict[str, str]) -> str:
+    """The file a program's argv[0] names: a bare name through the runs' PATH
+    (a contract program of the user's on PATH; read as a path, it was always
+    `absent`, and a rebuilt binary made no new runs); a path as it is; in a
+    container, the image's program, never a file of this host."""
+    if os.sep in word or containerised(identity):
+        return word
+    return _job_path(word, dict(identity).get("env.PATH", os.environ.get("PATH")), cache) or word
 
 
 USER = "user."  # a tool-driven benchmark's own program and scripts: user.<file name>
@@ -166,7 +178,8 @@ def with_identity(cfg: RootConfig, runs: Iterable[RunSpec]) -> list[RunSpec]:
             items += [("modules", " ".join(modules)), ("stack_unlimited", str(cluster.stack_unlimited))]
             # the image (digest, runtime version) or Spack environment (lock hash) the program runs in
             items += identity_items(*resolve(cfg.experiment, part), part.gpus > 0, cache)
-            seen[where] = tuple(items + program_identity(run.argv, cache) + user_program(run.argv, items, cache))
+            seen[where] = tuple(items + program_identity(run.argv, items, cache)
+                                + user_program(run.argv, items, cache))
         out.append(run.evolve(identity=seen[where]))
     return out
 
@@ -182,6 +195,8 @@ CODE_NOTE = ("a Python program's hash now covers its code only, not its comments
              "runs of an unchanged program are new this once")
 USER_NOTE = ("a tool-driven benchmark's own program is now part of its runs' identity: "
              "runs of an unchanged program are new this once")
+FOUND_NOTE = ("a program named by its bare name is now found on the runs' PATH and hashed: "
+              "runs of an unchanged program are new this once")
 _VALUE_CHARS = 80  # one changed value in a line; a program hash or a path is cut, not a whole argv
 
 
@@ -216,9 +231,16 @@ def _change(key: str, old: Any, new: Any) -> str:
     return f"{key} {_pair(old, new)}"
 
 
-def _now_code(old: Any, new: Any) -> bool:
+def now_code(old: Any, new: Any) -> bool:
     """A Python file hashed by its bytes before and by its code now (a ledger of before code hashes)."""
     return isinstance(old, str) and isinstance(new, str) and old.startswith("sha256:") and new.startswith(CODE_PREFIX)
+
+
+def _now_found(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """A program named by a bare name, `absent` before it was looked up on PATH, a file now."""
+    argv = new.get("argv") or [""]
+    return (old.get("argv") == argv and os.sep not in str(argv[0]) and old.get("program") == ABSENT
+            and new.get("program", ABSENT) != ABSENT)
 
 
 def _now_user(old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -253,9 +275,11 @@ def why_new(fresh: list[RunSpec], existing: list[dict[str, Any]], limit: int = 3
         changed = [_change(k, a.get(k, _MISSING), b.get(k, _MISSING)) for k in sorted(set(a) | set(b))
                    if a.get(k, _MISSING) != b.get(k, _MISSING)]
         text = "; ".join(changed[:limit]) + (f"; ... ({len(changed)} changes)" if len(changed) > limit else "")
-        if any(_now_code(a.get(k), b.get(k)) for k in a):
+        if any(now_code(a.get(k), b.get(k)) for k in a):
             text += f" ({CODE_NOTE})"
         if _now_user(a, b):
             text += f" ({USER_NOTE})"
+        if _now_found(a, b):
+            text += f" ({FOUND_NOTE})"
         reasons[text or "same parameters (--force)"] += 1
     return [f"{count} new run(s): {text}" for text, count in reasons.most_common()]
