@@ -20,7 +20,7 @@ from typing import Any
 
 from campaign.backends.base import JobRequest, Submitted
 from campaign.backends.slurm_fields import slurm_time
-from campaign.backends.slurm_query import single_cluster
+from campaign.backends.slurm_query import CLUSTER_HEADER, single_cluster
 from campaign.backends.slurm_run import run_slurm
 from campaign.plumbing.errors import SchedulerError, one_line
 
@@ -132,11 +132,10 @@ def _first_job(text: str) -> tuple[str, str] | None:
     cluster in its second field; a line that is no job id is passed over, never taken for one."""
     cluster = ""
     for line in text.splitlines():
-        head, _, rest = line.strip().partition(" ")
-        if head == "CLUSTER:":
-            cluster = rest.strip()
+        if line.startswith(CLUSTER_HEADER):
+            cluster = line.removeprefix(CLUSTER_HEADER).strip()
             continue
-        job_id, _, named = head.partition("|")
+        job_id, _, named = line.strip().partition("|")
         base = job_id.split("_")[0]
         if base.isdigit():
             return base, named or cluster
