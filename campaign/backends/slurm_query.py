@@ -31,7 +31,7 @@ from campaign.backends.slurm_fields import (
     validate_job_ids,
 )
 from campaign.backends.slurm_run import no_config_hint, run_slurm
-from campaign.backends.slurm_states import from_slurm
+from campaign.backends.slurm_states import from_slurm, revoked
 from campaign.plumbing.clock import as_utc
 from campaign.plumbing.errors import SchedulerError
 from campaign.plumbing.states import JobState
@@ -94,10 +94,11 @@ def _resolve(rec: _Record) -> SlurmJobInfo:
     )
 
 
-def _run_order(info: SlurmJobInfo) -> datetime:
-    """Sort key among records of one id: a run that has not started yet (the
-    pending run after a requeue) is the newest."""
-    return info.start if info.start is not None else datetime.max
+def _run_order(rec: _Record, info: SlurmJobInfo) -> tuple[bool, datetime]:
+    """Sort key among records of one id: a federation's REVOKED copy below any
+    record of the job itself, then a run that has not started yet (the pending
+    run after a requeue) as the newest."""
+    return not revoked(rec.fields[1]), info.start if info.start is not None else datetime.max
 
 
 def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
@@ -106,7 +107,8 @@ def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
     Step lines (``1234.batch``, ``1234_5.0``) belong to the job line printed
     just before them. When one id has several records (``-D`` after a requeue)
     the latest run wins: the latest Start, a not-yet-started run above all,
-    the later line on a tie. Pending array ranges
+    the later line on a tie; a federation's REVOKED copy (the origin's record
+    of a job a sibling cluster started) only where no other is. Pending array ranges
     are expanded into one entry per task; a task printed on its own line wins
     over the same task inside a range.
     """
@@ -128,14 +130,15 @@ def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
         elif current is not None and current.fields[0] == base:
             current.step_states.append(from_slurm(fields[1]))
     concrete: dict[str, SlurmJobInfo] = {}
+    order: dict[str, tuple[bool, datetime]] = {}
     ranged: dict[str, SlurmJobInfo] = {}
     for rec in records:
         info = _resolve(rec)
         ids = expand_job_id(info.job_id)
         if ids == [info.job_id]:
-            older = concrete.get(info.job_id)
-            if older is None or _run_order(info) >= _run_order(older):
-                concrete[info.job_id] = info
+            key = _run_order(rec, info)
+            if info.job_id not in order or key >= order[info.job_id]:
+                concrete[info.job_id], order[info.job_id] = info, key
         else:
             # the fields in order, not dataclasses.replace: a 1000-task pending range per array, 100,000 at scale
             same = (info.state, info.exit_code, info.signal, info.node, info.start, info.end, info.reason)
@@ -236,9 +239,12 @@ def query_sacct(
     query = list(dict.fromkeys(i.split("_", 1)[0] for i in ids))
     found: dict[str, SlurmJobInfo] = {}
     for i in range(0, len(query), chunk):
+        # --federation: in a federation, the record of the sibling cluster that runs a job (the
+        # origin keeps a REVOKED copy); the same answer outside one (checked on Slurm 22.05)
         argv = [
             "sacct",
             *where_clusters(clusters),
+            "--federation",
             *since_option(since),
             "-j",
             ",".join(query[i : i + chunk]),

@@ -103,3 +103,22 @@ def test_squeue_of_several_clusters_reads_past_their_headers() -> None:
     assert [(raw, info.state, info.node) for raw, _, info in rows] == [("41", JobState.RUNNING, "gpua[001-003,017]")]
     with pytest.raises(SchedulerError, match="unexpected squeue line"):
         sq.parse_squeue("CLUSTERS: anvil\n")  # any other line it cannot read is still named
+
+
+REVOKED = "67108865|REVOKED|0:0|None assigned|Unknown|2026-11-30T08:15:02|None"
+SIBLING = "67108865|RUNNING|0:0|cn017|2026-11-30T08:15:01|Unknown|None\n67108865.batch|RUNNING|0:0|cn017|2026-11-30T08:15:01|Unknown|"
+
+
+@pytest.mark.parametrize("text", [f"{REVOKED}\n{SIBLING}", f"{SIBLING}\n{REVOKED}"])
+def test_a_federated_jobs_revoked_copy_never_hides_where_it_runs(text: str) -> None:
+    """In a federation the origin cluster keeps a REVOKED record of a job that a sibling cluster
+    started (Slurm's job state codes: "sibling was removed from cluster due to other cluster
+    starting the job"); sacct --federation prints both under the one job id."""
+    info = sq.parse_sacct(text)["67108865"]
+    assert (info.state, info.node) == (JobState.RUNNING, "cn017")
+
+
+def test_a_revoked_record_alone_is_not_a_cancelled_job() -> None:
+    info = sq.parse_sacct(REVOKED)["67108865"]
+    assert not info.state.finished and info.end is None
+    assert info.reason is not None and "another cluster" in info.reason
