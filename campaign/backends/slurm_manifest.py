@@ -20,7 +20,7 @@ from typing import Any
 
 from campaign.backends.base import JobRequest, Submitted
 from campaign.backends.slurm_fields import slurm_time
-from campaign.backends.slurm_query import single_cluster
+from campaign.backends.slurm_query import CLUSTER_HEADER, single_cluster
 from campaign.backends.slurm_run import run_slurm
 from campaign.plumbing.errors import SchedulerError, one_line
 
@@ -81,31 +81,62 @@ def recover(folder: Path, requests: Sequence[JobRequest]) -> list[Submitted]:
         if not wanted & set(attempts):
             continue
         clusters = data.get("clusters")
-        base = _find_by_name(f"{data['job_name']}:{path.stem}", path.stat().st_mtime, clusters)
-        if base is None:
+        job = _find_by_name(f"{data['job_name']}:{path.stem}", path.stat().st_mtime, clusters)
+        if job is None:
             continue
+        base, where = job
         array = bool(data.get("array"))
         for index, aid in enumerate(attempts):
             if aid in wanted:
                 job_id = f"{base}_{index}" if array else base
                 out, err = log_paths(str(logs_folder(folder, path.stem)), job_id)
                 # submitted after its manifest was written: sync asks sacct from then on (query_sacct)
-                found.append(Submitted(aid, job_id, base if array else None, index if array else None, out, err,
-                                       cluster=single_cluster(clusters),
-                                       submitted_at=datetime.fromtimestamp(path.stat().st_mtime, UTC)))
+                found.append(
+                    Submitted(
+                        aid,
+                        job_id,
+                        base if array else None,
+                        index if array else None,
+                        out,
+                        err,
+                        cluster=where,
+                        submitted_at=datetime.fromtimestamp(path.stat().st_mtime, UTC),
+                    )
+                )
     return found
 
 
-def _find_by_name(name: str, since: float, clusters: str | None = None) -> str | None:
-    """Base job ID of the job or array named `name`, from squeue then sacct."""
+def _find_by_name(name: str, since: float, clusters: str | None = None) -> tuple[str, str | None] | None:
+    """Base job ID of the job or array named `name`, from squeue then sacct,
+    with the cluster that holds it where `clusters` names several (sbatch -M
+    picked one), else `single_cluster(clusters)`."""
     start = slurm_time(datetime.fromtimestamp(since - 3600))
     where = ["-M", clusters] if clusters else []
-    for argv in (["squeue", *where, "-h", "-r", f"--name={name}", "-o", "%i"],
-                 ["sacct", *where, "-X", "-n", "-P", f"--name={name}", "-S", start, "-o", "JobID"]):
+    for argv in (
+        ["squeue", *where, "-h", "-r", f"--name={name}", "-o", "%i"],
+        ["sacct", *where, "-X", "-n", "-P", f"--name={name}", "-S", start, "-o", "JobID,Cluster"],
+    ):
         proc = run_slurm(argv)
         if proc.returncode != 0:
-            raise SchedulerError(f"{argv[0]} failed while looking for orphaned jobs: "
-                                 f"{one_line(proc.stderr, 200)}")
-        for line in proc.stdout.split():
-            return line.split("_")[0]
+            raise SchedulerError(f"{argv[0]} failed while looking for orphaned jobs: {one_line(proc.stderr, 200)}")
+        found = _first_job(proc.stdout)
+        if found is not None:
+            base, cluster = found
+            return base, (cluster or None) if clusters and "," in clusters else single_cluster(clusters)
+    return None
+
+
+def _first_job(text: str) -> tuple[str, str] | None:
+    """The first job of ``squeue -o %i`` or ``sacct -P -o JobID,Cluster`` output, as (base id, cluster):
+    squeue asked about several clusters prints ``CLUSTER: <name>`` before each one's jobs, sacct the
+    cluster in its second field; a line that is no job id is passed over, never taken for one."""
+    cluster = ""
+    for line in text.splitlines():
+        if line.startswith(CLUSTER_HEADER):
+            cluster = line.removeprefix(CLUSTER_HEADER).strip()
+            continue
+        job_id, _, named = line.strip().partition("|")
+        base = job_id.split("_")[0]
+        if base.isdigit():
+            return base, named or cluster
     return None

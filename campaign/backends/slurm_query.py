@@ -31,7 +31,7 @@ from campaign.backends.slurm_fields import (
     validate_job_ids,
 )
 from campaign.backends.slurm_run import no_config_hint, run_slurm
-from campaign.backends.slurm_states import from_slurm
+from campaign.backends.slurm_states import from_slurm, revoked
 from campaign.plumbing.clock import as_utc
 from campaign.plumbing.errors import SchedulerError
 from campaign.plumbing.states import JobState
@@ -40,13 +40,20 @@ SINCE_SLACK = timedelta(minutes=10)  # clocks of login node and controller may d
 SACCT_FIELDS = ("JobID", "State", "ExitCode", "NodeList", "Start", "End", "Reason")
 # squeue -O fields with "|" as suffix: no padding, one separator per field.
 SQUEUE_FIELDS = (
-    "JobID", "ArrayJobID", "ArrayTaskID", "State", "Reason",
-    "NodeList", "StartTime", "EndTime", "exit_code",
+    "JobID",
+    "ArrayJobID",
+    "ArrayTaskID",
+    "State",
+    "Reason",
+    "NodeList",
+    "StartTime",
+    "EndTime",
+    "exit_code",
 )
+CLUSTER_HEADER = "CLUSTER: "  # squeue -M a,b: the line before each cluster's jobs
 _SUBMITTED_ON_RE = re.compile(r"Submitted batch job \d+ on cluster (?P<cluster>[\w.-]+)")
 _DISABLED_MARK = "accounting storage is disabled"
-_DBD_DOWN_MARKS = ("problem talking to the database", "unable to connect to slurmdbd",
-                   "slurmdbd: connection refused")
+_DBD_DOWN_MARKS = ("problem talking to the database", "unable to connect to slurmdbd", "slurmdbd: connection refused")
 
 
 class AccountingDisabledError(SchedulerError):
@@ -76,16 +83,22 @@ def _resolve(rec: _Record) -> SlurmJobInfo:
         state = JobState.RUNNING
     code, sig = parse_exit_code(exit_text)
     return SlurmJobInfo(
-        job_id=job_id, state=state, exit_code=code, signal=sig, node=optional(node),
-        start=parse_time(start), end=parse_time(end) if state.finished else None,
+        job_id=job_id,
+        state=state,
+        exit_code=code,
+        signal=sig,
+        node=optional(node),
+        start=parse_time(start),
+        end=parse_time(end) if state.finished else None,
         reason=pending_reason(state, reason, state_text),
     )
 
 
-def _run_order(info: SlurmJobInfo) -> datetime:
-    """Sort key among records of one id: a run that has not started yet (the
-    pending run after a requeue) is the newest."""
-    return info.start if info.start is not None else datetime.max
+def _run_order(rec: _Record, info: SlurmJobInfo) -> tuple[bool, datetime]:
+    """Sort key among records of one id: a federation's REVOKED copy below any
+    record of the job itself, then a run that has not started yet (the pending
+    run after a requeue) as the newest."""
+    return not revoked(rec.fields[1]), info.start if info.start is not None else datetime.max
 
 
 def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
@@ -94,7 +107,8 @@ def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
     Step lines (``1234.batch``, ``1234_5.0``) belong to the job line printed
     just before them. When one id has several records (``-D`` after a requeue)
     the latest run wins: the latest Start, a not-yet-started run above all,
-    the later line on a tie. Pending array ranges
+    the later line on a tie; a federation's REVOKED copy (the origin's record
+    of a job a sibling cluster started) only where no other is. Pending array ranges
     are expanded into one entry per task; a task printed on its own line wins
     over the same task inside a range.
     """
@@ -105,8 +119,7 @@ def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
             continue
         fields = line.split("|")
         if len(fields) != len(SACCT_FIELDS):
-            raise SchedulerError(
-                f"unexpected sacct line (expected {len(SACCT_FIELDS)} fields): {line!r}")
+            raise SchedulerError(f"unexpected sacct line (expected {len(SACCT_FIELDS)} fields): {line!r}")
         if fields[0] == SACCT_FIELDS[0]:
             continue  # header
         # a step line is ID.step; a cut array range ("1234_[0-9,1...]") has dots but is a job line
@@ -117,14 +130,15 @@ def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
         elif current is not None and current.fields[0] == base:
             current.step_states.append(from_slurm(fields[1]))
     concrete: dict[str, SlurmJobInfo] = {}
+    order: dict[str, tuple[bool, datetime]] = {}
     ranged: dict[str, SlurmJobInfo] = {}
     for rec in records:
         info = _resolve(rec)
         ids = expand_job_id(info.job_id)
         if ids == [info.job_id]:
-            older = concrete.get(info.job_id)
-            if older is None or _run_order(info) >= _run_order(older):
-                concrete[info.job_id] = info
+            key = _run_order(rec, info)
+            if info.job_id not in order or key >= order[info.job_id]:
+                concrete[info.job_id], order[info.job_id] = info, key
         else:
             # the fields in order, not dataclasses.replace: a 1000-task pending range per array, 100,000 at scale
             same = (info.state, info.exit_code, info.signal, info.node, info.start, info.end, info.reason)
@@ -195,8 +209,12 @@ def since_option(since: datetime | None) -> list[str]:
 
 
 def query_sacct(
-    job_ids: Sequence[str], *, chunk: int = 1000,
-    env: Mapping[str, str] | None = None, timeout_s: float = 60, clusters: str | None = None,
+    job_ids: Sequence[str],
+    *,
+    chunk: int = 1000,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 60,
+    clusters: str | None = None,
     since: datetime | None = None,
 ) -> dict[str, SlurmJobInfo]:
     """States of the given jobs from accounting, one sacct call per `chunk` ids.
@@ -221,8 +239,20 @@ def query_sacct(
     query = list(dict.fromkeys(i.split("_", 1)[0] for i in ids))
     found: dict[str, SlurmJobInfo] = {}
     for i in range(0, len(query), chunk):
-        argv = ["sacct", *where_clusters(clusters), *since_option(since), "-j", ",".join(query[i:i + chunk]),
-                "--parsable2", "--noheader", "-o", ",".join(SACCT_FIELDS)]
+        # --federation: in a federation, the record of the sibling cluster that runs a job (the
+        # origin keeps a REVOKED copy); the same answer outside one (checked on Slurm 22.05)
+        argv = [
+            "sacct",
+            *where_clusters(clusters),
+            "--federation",
+            *since_option(since),
+            "-j",
+            ",".join(query[i : i + chunk]),
+            "--parsable2",
+            "--noheader",
+            "-o",
+            ",".join(SACCT_FIELDS),
+        ]
         proc = run_slurm(argv, env, timeout_s)
         if proc.returncode != 0:
             raise sacct_failure(proc)
@@ -243,8 +273,8 @@ def parse_squeue(text: str) -> list[tuple[str, str, SlurmJobInfo]]:
     rows: list[tuple[str, str, SlurmJobInfo]] = []
     n = len(SQUEUE_FIELDS)
     for line in text.splitlines():
-        if not line.strip():
-            continue
+        if not line.strip() or line.startswith(CLUSTER_HEADER):
+            continue  # asked of several clusters (-M a,b), squeue heads each one's jobs with its name
         fields = [f.strip() for f in line.split("|")]
         if len(fields) < n:
             raise SchedulerError(f"unexpected squeue line (expected {n} fields): {line!r}")
@@ -259,7 +289,11 @@ def parse_squeue(text: str) -> list[tuple[str, str, SlurmJobInfo]]:
         elif ":" in status:  # Slurm >= 23.02 prints "exit:signal" like sacct
             code, sig = parse_exit_code(status)
         info = SlurmJobInfo(
-            job_id=name, state=state, exit_code=code, signal=sig, node=optional(node),
+            job_id=name,
+            state=state,
+            exit_code=code,
+            signal=sig,
+            node=optional(node),
             # squeue prints expected times for jobs that have not started/ended
             start=parse_time(start) if state is not JobState.PENDING else None,
             end=parse_time(end) if state.finished else None,
@@ -270,7 +304,10 @@ def parse_squeue(text: str) -> list[tuple[str, str, SlurmJobInfo]]:
 
 
 def query_squeue_fallback(
-    job_ids: Sequence[str], *, env: Mapping[str, str] | None = None, timeout_s: float = 60,
+    job_ids: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 60,
     clusters: str | None = None,
 ) -> dict[str, SlurmJobInfo]:
     """States from slurmctld's memory when accounting is off: one
@@ -285,7 +322,8 @@ def query_squeue_fallback(
     if proc.returncode != 0:
         raise SchedulerError(
             f"squeue failed (exit {proc.returncode}): {error_line(proc)}; "
-            "check that slurmctld is running and SLURM_CONF names this cluster")
+            "check that slurmctld is running and SLURM_CONF names this cluster"
+        )
     wanted = set(ids)
     found: dict[str, SlurmJobInfo] = {}
     for raw_id, array_id, info in parse_squeue(proc.stdout):
@@ -295,8 +333,12 @@ def query_squeue_fallback(
 
 
 def query_states(
-    job_ids: Sequence[str], *, chunk: int = 1000,
-    env: Mapping[str, str] | None = None, timeout_s: float = 60, clusters: str | None = None,
+    job_ids: Sequence[str],
+    *,
+    chunk: int = 1000,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 60,
+    clusters: str | None = None,
     since: datetime | None = None,
 ) -> tuple[dict[str, SlurmJobInfo], list[str]]:
     """States from sacct (of jobs submitted since `since`: query_sacct);
@@ -311,11 +353,13 @@ def query_states(
         try:
             found = query_squeue_fallback(job_ids, env=env, timeout_s=timeout_s, clusters=clusters)
         except SchedulerError as squeue_exc:
-            raise SchedulerError(f"Slurm unreachable: {exc} (is slurmdbd up?), and the squeue fallback "
-                                 f"failed too: {squeue_exc}") from None
+            raise SchedulerError(
+                f"Slurm unreachable: {exc} (is slurmdbd up?), and the squeue fallback failed too: {squeue_exc}"
+            ) from None
         warning = (
             f"{exc}: job states come from squeue, which forgets jobs MinJobAge "
-            "seconds after they end; older jobs keep their last known state")
+            "seconds after they end; older jobs keep their last known state"
+        )
         return found, [warning]
 
 
@@ -339,6 +383,6 @@ def max_array_size(env: Mapping[str, str] | None = None, timeout_s: float = 30) 
         if hint:
             raise SchedulerError(hint)
         raise SchedulerError(
-            f"scontrol show config failed (exit {proc.returncode}): {error_line(proc)}; "
-            "is slurmctld running?")
+            f"scontrol show config failed (exit {proc.returncode}): {error_line(proc)}; is slurmctld running?"
+        )
     return parse_max_array_size(proc.stdout)

@@ -15,23 +15,31 @@ from campaign.plumbing.errors import SchedulerError, one_line
 
 # What Slurm's commands print when they find no slurm.conf and fall back to
 # asking DNS for the controller (configless mode): the raw lines name no file.
-_NO_CONFIG = ("DNS SRV lookup failed", "resolve_ctls_from_dns_srv", "_establish_config_source",
-              "Could not establish a configuration source")
+_NO_CONFIG = (
+    "DNS SRV lookup failed",
+    "resolve_ctls_from_dns_srv",
+    "_establish_config_source",
+    "Could not establish a configuration source",
+)
 TEST_SLURM_ENV = "/tmp/campaign-slurm/env.sh"  # written by `make slurm-up` (.ci/slurm-up.sh)
+# A user's SLURM_TIME_FORMAT (``relative``, ``%s``, a local strftime) makes every client print
+# its times that way, where the parsers read ISO 8601: the one setting that speaks it is forced.
+_OUTPUT_ENV = {"SLURM_TIME_FORMAT": "standard"}
 
 
-def run_slurm(argv: Sequence[str], env: Mapping[str, str] | None = None,
-              timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
+def run_slurm(
+    argv: Sequence[str], env: Mapping[str, str] | None = None, timeout_s: float = 60
+) -> subprocess.CompletedProcess[str]:
     """Run one Slurm command as an argument list; the caller reads returncode."""
-    environ = None if env is None else {**os.environ, **env}
+    environ = {**os.environ, **(env or {}), **_OUTPUT_ENV}
     try:
-        return subprocess.run(list(argv), capture_output=True, text=True, env=environ, timeout=timeout_s,
-                              check=False)
+        return subprocess.run(list(argv), capture_output=True, text=True, env=environ, timeout=timeout_s, check=False)
     except FileNotFoundError as exc:
         raise SchedulerError(f"{argv[0]} not found on PATH: is Slurm installed on this machine?") from exc
     except subprocess.TimeoutExpired as exc:
         raise SchedulerError(
-            f"{argv[0]} did not answer within {timeout_s:g} s: is the Slurm controller/slurmdbd up?") from exc
+            f"{argv[0]} did not answer within {timeout_s:g} s: is the Slurm controller/slurmdbd up?"
+        ) from exc
 
 
 def no_config_hint(text: str) -> str | None:
@@ -40,8 +48,10 @@ def no_config_hint(text: str) -> str | None:
     name neither the variable nor the file."""
     if not any(marker in text for marker in _NO_CONFIG):
         return None
-    return (f"Slurm found no configuration (no slurm.conf, none by DNS SRV): set SLURM_CONF to the cluster's "
-            f"slurm.conf; for the test Slurm: source {TEST_SLURM_ENV}")
+    return (
+        f"Slurm found no configuration (no slurm.conf, none by DNS SRV): set SLURM_CONF to the cluster's "
+        f"slurm.conf; for the test Slurm: source {TEST_SLURM_ENV}"
+    )
 
 
 def failure_text(proc: subprocess.CompletedProcess[str], limit: int = 300) -> str:

@@ -18,7 +18,9 @@ _SLURM_ALIASES: dict[str, JobState] = {
     "STOPPED": JobState.RUNNING,
     "BOOT_FAIL": JobState.NODE_FAIL,
     "DEADLINE": JobState.TIMEOUT,
-    "REVOKED": JobState.CANCELLED,
+    # a federation's origin keeps this copy of a job that a sibling cluster started: the job lives on
+    # there (sacct --federation prints that record too, which wins: slurm_query.parse_sacct)
+    "REVOKED": JobState.PENDING,
     # held in the queue, not finished: the job may still run (a user or an
     # admin releases it), so `status` keeps asking about it
     "SPECIAL_EXIT": JobState.PENDING,  # requeued in a special (held) state after a chosen exit code
@@ -34,8 +36,11 @@ _SLURM_ALIASES: dict[str, JobState] = {
 }
 # Slurm spellings whose job is pending but held or stuck (the reason tells the user why)
 HELD = frozenset({"SPECIAL_EXIT", "RESV_DEL_HOLD", "REQUEUE_HOLD"})
-_STUCK = {"LAUNCH_FAILED": "failed to launch on its node (LAUNCH_FAILED); Slurm requeues it",
-          "RECONFIG_FAIL": "its node's configuration failed (RECONFIG_FAIL); Slurm requeues it"}
+_STUCK = {
+    "LAUNCH_FAILED": "failed to launch on its node (LAUNCH_FAILED); Slurm requeues it",
+    "RECONFIG_FAIL": "its node's configuration failed (RECONFIG_FAIL); Slurm requeues it",
+    "REVOKED": "started on another cluster of the federation (REVOKED here)",
+}
 
 
 def from_slurm(text: str) -> JobState:
@@ -44,6 +49,11 @@ def from_slurm(text: str) -> JobState:
     if word in JobState.__members__:
         return JobState[word]
     return _SLURM_ALIASES.get(word, JobState.UNKNOWN)
+
+
+def revoked(text: str) -> bool:
+    """A federation's copy of a job that runs on another cluster (never the job's own state)."""
+    return text.strip().split(" ")[0].rstrip("+").upper() == "REVOKED"
 
 
 def held_reason(text: str) -> str | None:

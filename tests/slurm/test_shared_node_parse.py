@@ -5,12 +5,16 @@ and one still running; the busy CPUs of a node at each instant of a timing."""
 
 from __future__ import annotations
 
+import subprocess
 from datetime import datetime
+
+import pytest
 
 from campaign.backends.slurm_nodes import expand_hostlist, parse_node_jobs
 from campaign.plumbing.clock import as_utc
 from campaign.results.shared_nodes import _Held, _other_holds, _Profile, _Target
 from tests.fixtures import SLURM_OUTPUTS
+from tests.slurm_cluster import SlurmCluster
 
 TEXT = (SLURM_OUTPUTS / "sacct_node_jobs_site.txt").read_text()
 
@@ -43,3 +47,34 @@ def test_jobs_that_held_cpus_and_the_peak_on_one_node() -> None:
     # before 10:05 ours ran alone: 96 of 128, no sharing to flag
     assert profile.peak(_utc("2026-11-02T10:00:00"), _utc("2026-11-02T10:05:00")) == 96
     assert sorted(h.label for h in profile.during(target)) == sorted(h.label for h in theirs["cn017"])
+
+
+# Node lists of other sites: several ranges in one name (Cray EX's x1000c0s0b0n0, racks of nodes),
+# dashes, zero padding that grows, and names without a range.
+HOSTLISTS = {
+    "gpua[001-003,017]": ("gpua001", "gpua002", "gpua003", "gpua017"),
+    "cn-01,cn-[02-03]": ("cn-01", "cn-02", "cn-03"),
+    "x1000c0s0b0n0": ("x1000c0s0b0n0",),
+    "x1000c0s[0-1]b0n[0-1]": ("x1000c0s0b0n0", "x1000c0s0b0n1", "x1000c0s1b0n0", "x1000c0s1b0n1"),
+    "rack[1-2]n[01-02],login1": ("rack1n01", "rack1n02", "rack2n01", "rack2n02", "login1"),
+    "a[09-11]": ("a09", "a10", "a11"),
+}
+
+
+def test_hostlists_of_other_sites_expand_to_their_node_names() -> None:
+    for text, nodes in HOSTLISTS.items():
+        assert expand_hostlist(text) == nodes, text
+
+
+@pytest.mark.slurm
+def test_hostlists_expand_as_slurm_itself_expands_them(slurm_cluster: SlurmCluster) -> None:
+    for text, nodes in HOSTLISTS.items():
+        proc = subprocess.run(
+            ["scontrol", "show", "hostnames", text],
+            env=slurm_cluster.full_env(),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        assert tuple(proc.stdout.split()) == nodes == expand_hostlist(text), text

@@ -101,13 +101,15 @@ def test_heterogeneous_job_of_the_test_cluster() -> None:
 def test_a_pending_reason_does_not_outlive_pending() -> None:
     """sacct keeps printing the last pending reason after
     the job ran; `show` printed `OUT_OF_MEMORY (Dependency; ...)`."""
-    text = ("20|OUT_OF_MEMORY|0:125|localhost|2026-11-30T08:15:01|2026-11-30T08:15:09|Dependency\n"
-            "21|RUNNING|0:0|localhost|2026-11-30T08:15:01|Unknown|Dependency\n"
-            "22|PENDING|0:0|None assigned|Unknown|Unknown|Dependency\n")
+    text = (
+        "20|OUT_OF_MEMORY|0:125|localhost|2026-11-30T08:15:01|2026-11-30T08:15:09|Dependency\n"
+        "21|RUNNING|0:0|localhost|2026-11-30T08:15:01|Unknown|Dependency\n"
+        "22|PENDING|0:0|None assigned|Unknown|Unknown|Dependency\n"
+    )
     got = sq.parse_sacct(text)
     assert [got[i].reason for i in ("20", "21", "22")] == [None, None, "Dependency"]
     squeue = "23|23|N/A|RUNNING|Dependency|localhost|2026-11-30T08:15:01|N/A|0:0|\n"
-    (_, _, info), = sq.parse_squeue(squeue)
+    ((_, _, info),) = sq.parse_squeue(squeue)
     assert info.state is JobState.RUNNING and info.reason is None
 
 
@@ -147,14 +149,16 @@ def test_duplicates_take_the_latest_run() -> None:
 
 
 def test_other_slurm_words() -> None:
-    text = "\n".join([
-        "20|NODE_FAIL|0:0|localhost|2026-11-30T09:00:00|2026-11-30T09:01:00|None",
-        "21|PREEMPTED|0:15|localhost|2026-11-30T09:00:00|2026-11-30T09:01:00|None",
-        "22|BOOT_FAIL|0:0|None assigned|None|2026-11-30T09:01:00|None",
-        "23|SOMETHING_NEW|0:0|localhost|garbage|Unknown|None",
-        "24|FAILED|0:9|localhost|2026-11-30T09:00:00|2026-11-30T09:00:09|None",
-        "24.batch|CANCELLED by 0|0:9|localhost|2026-11-30T09:00:00|2026-11-30T09:00:09|",
-    ])
+    text = "\n".join(
+        [
+            "20|NODE_FAIL|0:0|localhost|2026-11-30T09:00:00|2026-11-30T09:01:00|None",
+            "21|PREEMPTED|0:15|localhost|2026-11-30T09:00:00|2026-11-30T09:01:00|None",
+            "22|BOOT_FAIL|0:0|None assigned|None|2026-11-30T09:01:00|None",
+            "23|SOMETHING_NEW|0:0|localhost|garbage|Unknown|None",
+            "24|FAILED|0:9|localhost|2026-11-30T09:00:00|2026-11-30T09:00:09|None",
+            "24.batch|CANCELLED by 0|0:9|localhost|2026-11-30T09:00:00|2026-11-30T09:00:09|",
+        ]
+    )
     got = sq.parse_sacct(text)
     assert got["20"].state is JobState.NODE_FAIL
     assert got["21"].state is JobState.PREEMPTED
@@ -171,8 +175,7 @@ def test_malformed_sacct_line_is_an_error() -> None:
 
 @pytest.mark.parametrize(
     ("spec", "expected"),
-    [("3-6", [3, 4, 5, 6]), ("1,4-5", [1, 4, 5]), ("1-3%1", [1, 2, 3]),
-     ("0-6:3", [0, 3, 6]), ("7", [7])],
+    [("3-6", [3, 4, 5, 6]), ("1,4-5", [1, 4, 5]), ("1-3%1", [1, 2, 3]), ("0-6:3", [0, 3, 6]), ("7", [7])],
 )
 def test_expand_array_spec(spec: str, expected: list[int]) -> None:
     assert slurm_fields.expand_array_spec(spec) == expected
@@ -219,8 +222,9 @@ def test_error_classification() -> None:
     err = sq.sacct_failure(down)
     # slurmdbd unreachable: like disabled accounting, callers fall back to squeue
     assert isinstance(err, sq.AccountingDisabledError)
-    assert str(err) == ("accounting unreachable (sacct: sacct: error: Problem talking to the database: "
-                        "Connection refused)")
+    assert str(err) == (
+        "accounting unreachable (sacct: sacct: error: Problem talking to the database: Connection refused)"
+    )
     other = subprocess.CompletedProcess(["sacct"], 1, "", "sacct: error: Invalid user id: foo\n")
     err = sq.sacct_failure(other)
     assert not isinstance(err, sq.AccountingDisabledError)
@@ -256,8 +260,8 @@ def test_one_sacct_call_per_chunk(tmp_path: Path) -> None:
     got = sq.query_sacct(ids, chunk=10, env=env)
     calls = (tmp_path / "calls.log").read_text().splitlines()
     assert len(calls) == 3
-    assert calls[0].startswith("-j " + ",".join(ids[:10]) + " --parsable2 --noheader -o ")
-    assert calls[2].startswith("-j " + ",".join(ids[20:]) + " ")
+    assert calls[0].startswith("--federation -j " + ",".join(ids[:10]) + " --parsable2 --noheader -o ")
+    assert calls[2].startswith("--federation -j " + ",".join(ids[20:]) + " ")
     assert got["7"].state is JobState.OUT_OF_MEMORY
 
 

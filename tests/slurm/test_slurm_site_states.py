@@ -8,6 +8,7 @@ import pytest
 
 from campaign.backends import slurm_query as sq
 from campaign.backends.slurm_states import from_slurm
+from campaign.plumbing.errors import SchedulerError
 from campaign.plumbing.states import JobState
 
 
@@ -22,14 +23,16 @@ def test_held_and_expediting_jobs_are_pending_not_finished(word: str) -> None:
         assert info.reason == f"held ({word})"  # `status` shows why it does not move
 
 
-@pytest.mark.parametrize(("word", "state", "why"), [
-    ("POWER_UP_NODE", JobState.PENDING, None),
-    ("UPDATE_DB", JobState.RUNNING, None),
-    ("LAUNCH_FAILED", JobState.PENDING, "failed to launch on its node (LAUNCH_FAILED); Slurm requeues it"),
-    ("RECONFIG_FAIL", JobState.PENDING, "its node's configuration failed (RECONFIG_FAIL); Slurm requeues it"),
-])
-def test_every_flag_of_slurms_state_codes_page_keeps_the_job_open(word: str, state: JobState,
-                                                                   why: str | None) -> None:
+@pytest.mark.parametrize(
+    ("word", "state", "why"),
+    [
+        ("POWER_UP_NODE", JobState.PENDING, None),
+        ("UPDATE_DB", JobState.RUNNING, None),
+        ("LAUNCH_FAILED", JobState.PENDING, "failed to launch on its node (LAUNCH_FAILED); Slurm requeues it"),
+        ("RECONFIG_FAIL", JobState.PENDING, "its node's configuration failed (RECONFIG_FAIL); Slurm requeues it"),
+    ],
+)
+def test_every_flag_of_slurms_state_codes_page_keeps_the_job_open(word: str, state: JobState, why: str | None) -> None:
     """The flags of slurm.schedmd.com/job_state_codes.html that squeue and sacct may print instead of
     the base state: none reads as UNKNOWN or as finished, so `status` keeps following the job."""
     text = f"43|{word}|0:0|localhost|2026-11-30T08:15:01|Unknown|None"
@@ -39,20 +42,32 @@ def test_every_flag_of_slurms_state_codes_page_keeps_the_job_open(word: str, sta
 
 
 def test_squeue_exit_code_as_printed_since_23_02() -> None:
-    fields = ["41", "41", "N/A", "FAILED", "NonZeroExitCode", "localhost",
-              "2026-11-30T08:15:01", "2026-11-30T08:15:02", "3:0"]
-    (_, _, info), = sq.parse_squeue("|".join(fields) + "|")
+    fields = [
+        "41",
+        "41",
+        "N/A",
+        "FAILED",
+        "NonZeroExitCode",
+        "localhost",
+        "2026-11-30T08:15:01",
+        "2026-11-30T08:15:02",
+        "3:0",
+    ]
+    ((_, _, info),) = sq.parse_squeue("|".join(fields) + "|")
     assert (info.state, info.exit_code, info.signal) == (JobState.FAILED, 3, 0)
     fields[-1] = "0:15"
-    (_, _, info), = sq.parse_squeue("|".join(fields) + "|")
+    ((_, _, info),) = sq.parse_squeue("|".join(fields) + "|")
     assert (info.exit_code, info.signal) == (0, 15)
 
 
-@pytest.mark.parametrize(("job_id", "listed"), [
-    ("42_[0-5,7,9,1...]", [0, 1, 2, 3, 4, 5, 7, 9]),  # cut inside a number: "1..." may be 11 or 13
-    ("42_[0-5,7,9,...]", [0, 1, 2, 3, 4, 5, 7, 9]),
-    ("42_[0-5,7,9,11-1...", [0, 1, 2, 3, 4, 5, 7, 9]),  # the bracket cut away too
-])
+@pytest.mark.parametrize(
+    ("job_id", "listed"),
+    [
+        ("42_[0-5,7,9,1...]", [0, 1, 2, 3, 4, 5, 7, 9]),  # cut inside a number: "1..." may be 11 or 13
+        ("42_[0-5,7,9,...]", [0, 1, 2, 3, 4, 5, 7, 9]),
+        ("42_[0-5,7,9,11-1...", [0, 1, 2, 3, 4, 5, 7, 9]),  # the bracket cut away too
+    ],
+)
 def test_pending_array_range_cut_by_bitstr_len_keeps_the_listed_tasks(job_id: str, listed: list[int]) -> None:
     text = f"{job_id}|PENDING|0:0|None assigned|Unknown|Unknown|JobArrayTaskLimit"
     got = sq.parse_sacct(text)
@@ -63,3 +78,47 @@ def test_pending_array_range_cut_by_bitstr_len_keeps_the_listed_tasks(job_id: st
 def test_sbatch_answer_names_the_cluster() -> None:
     assert sq.parse_submitted_cluster("Submitted batch job 3969755 on cluster nautilus\n") == "nautilus"
     assert sq.parse_submitted_cluster("Submitted batch job 3969755\n") is None
+
+
+def test_squeue_of_several_clusters_reads_past_their_headers() -> None:
+    """``squeue -M a,b`` (a partition's ``clusters: a,b``, asked while accounting is off) heads each
+    cluster's jobs with ``CLUSTER: <name>``, -h or not, and a blank line between clusters."""
+    row = (
+        "|".join(
+            [
+                "41",
+                "41",
+                "N/A",
+                "RUNNING",
+                "None",
+                "gpua[001-003,017]",
+                "2026-11-30T08:15:01",
+                "2026-11-30T09:15:01",
+                "0:0",
+            ]
+        )
+        + "|"
+    )
+    rows = sq.parse_squeue(f"CLUSTER: anvil\n\nCLUSTER: delta\n{row}\n")
+    assert [(raw, info.state, info.node) for raw, _, info in rows] == [("41", JobState.RUNNING, "gpua[001-003,017]")]
+    with pytest.raises(SchedulerError, match="unexpected squeue line"):
+        sq.parse_squeue("CLUSTERS: anvil\n")  # any other line it cannot read is still named
+
+
+REVOKED = "67108865|REVOKED|0:0|None assigned|Unknown|2026-11-30T08:15:02|None"
+SIBLING = "67108865|RUNNING|0:0|cn017|2026-11-30T08:15:01|Unknown|None\n67108865.batch|RUNNING|0:0|cn017|2026-11-30T08:15:01|Unknown|"
+
+
+@pytest.mark.parametrize("text", [f"{REVOKED}\n{SIBLING}", f"{SIBLING}\n{REVOKED}"])
+def test_a_federated_jobs_revoked_copy_never_hides_where_it_runs(text: str) -> None:
+    """In a federation the origin cluster keeps a REVOKED record of a job that a sibling cluster
+    started (Slurm's job state codes: "sibling was removed from cluster due to other cluster
+    starting the job"); sacct --federation prints both under the one job id."""
+    info = sq.parse_sacct(text)["67108865"]
+    assert (info.state, info.node) == (JobState.RUNNING, "cn017")
+
+
+def test_a_revoked_record_alone_is_not_a_cancelled_job() -> None:
+    info = sq.parse_sacct(REVOKED)["67108865"]
+    assert not info.state.finished and info.end is None
+    assert info.reason is not None and "another cluster" in info.reason
