@@ -25,7 +25,7 @@ from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.job.error_line import failure_cause
 from campaign.job.files import EXIT_FILE, STDERR_FILE, counters_path, read_json
-from campaign.ledger import ATTEMPT_TABLE, CounterRow, JobAttempt, Ledger
+from campaign.ledger import ATTEMPT_TABLE, CounterRow, JobAttempt, Ledger, Run
 from campaign.ledger import queries as q
 from campaign.plumbing.clock import as_utc
 from campaign.plumbing.gc_pause import gc_paused
@@ -103,10 +103,9 @@ def _unchanged(p: Pending, st: JobStatus) -> bool:
 
 def _counts(s: Session, camp_id: int | None) -> dict[str, int]:
     """Latest attempt per run, by state, counted by the database."""
-    newest = q.newest_attempts(camp_id)
-    stmt = (select(JobAttempt.state, func.count())
-            .join(newest, (JobAttempt.run_id == newest.c.run_id) & (JobAttempt.attempt == newest.c.a))
-            .group_by(JobAttempt.state))
+    stmt = select(JobAttempt.state, func.count()).where(q.is_newest_attempt()).group_by(JobAttempt.state)
+    if camp_id is not None:
+        stmt = stmt.where(JobAttempt.run_id.in_(select(Run.id).where(Run.campaign_id == camp_id)))
     return {state.value: int(count) for state, count in s.execute(stmt)}
 
 

@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, ColumnElement, Subquery, Table, bindparam, exists, func, insert, select, text, update
+from sqlalchemy import JSON, ColumnElement, Table, bindparam, exists, insert, select, text, update
 from sqlalchemy.orm import Session, aliased, contains_eager
 
 from campaign.ledger.models import Campaign, JobAttempt, Run
@@ -28,31 +28,22 @@ def require_campaign(s: Session, name: str) -> Campaign:
     return camp
 
 
-def newest_attempts(campaign_id: int | None = None) -> Subquery:
-    """(run_id, a): each run's newest attempt number; for one campaign it reads
-    only that campaign's runs, never every attempt in the ledger."""
-    stmt = select(JobAttempt.run_id, func.max(JobAttempt.attempt).label("a")).group_by(JobAttempt.run_id)
-    if campaign_id is not None:
-        stmt = stmt.where(JobAttempt.run_id.in_(select(Run.id).where(Run.campaign_id == campaign_id)))
-    return stmt.subquery()
-
-
 def is_newest_attempt() -> ColumnElement[bool]:
-    """Whether a row's JobAttempt is its run's newest: newest_attempts' rule as
-    a column of a query over every attempt (no later attempt of the same run:
-    one probe of the (run_id, attempt) index per row, where a join with the
-    grouped subquery groups every attempt first)."""
+    """Whether a row's JobAttempt is its run's newest (no later attempt of the
+    same run): one probe of the (run_id, attempt) index per row, where a join
+    with each run's max(attempt) groups every attempt first. The one rule for
+    what a run's state is now: a filter (listings, counts) or a column
+    (campaign.results.frames)."""
     later = aliased(JobAttempt)
     return ~exists().where(later.run_id == JobAttempt.run_id, later.attempt > JobAttempt.attempt)
 
 
 def latest_attempts(s: Session, campaign_id: int | None = None) -> list[JobAttempt]:
     """The newest attempt of every run (what the run's state is now)."""
-    newest = newest_attempts(campaign_id)
     q = (
         select(JobAttempt)
-        .join(newest, (JobAttempt.run_id == newest.c.run_id) & (JobAttempt.attempt == newest.c.a))
         .join(Run, Run.id == JobAttempt.run_id)
+        .where(is_newest_attempt())
         # the views print each attempt's run and campaign: load them in the same query, not one per row
         .options(contains_eager(JobAttempt.run).joinedload(Run.campaign))
         .order_by(JobAttempt.id)
@@ -82,8 +73,7 @@ def attempt_columns(s: Session, columns: Sequence[Any], campaign_id: int | None 
     stmt = (select(*columns).select_from(JobAttempt).join(Run, Run.id == JobAttempt.run_id)
             .join(Campaign, Campaign.id == Run.campaign_id))
     if latest:
-        newest = newest_attempts(campaign_id)
-        stmt = stmt.join(newest, (JobAttempt.run_id == newest.c.run_id) & (JobAttempt.attempt == newest.c.a))
+        stmt = stmt.where(is_newest_attempt())
     if campaign_id is not None:
         stmt = stmt.where(Run.campaign_id == campaign_id)
     if isinstance(state, (tuple, list, set, frozenset)):  # several states (`jobs --failed`)
