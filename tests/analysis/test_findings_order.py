@@ -86,3 +86,21 @@ def test_slowdown_and_failed_check_are_caveats(tmp_path: Path, rows: RowMaker) -
     assert checked and "fortran" in checked[0], caveats
     assert not any("CHECK_FAILED" in s or s.startswith("Largest speedup") for s in said)
     assert "memopt is 2× faster" in said[0] or "memopt is 2.00× faster" in said[0], said
+
+
+def test_cluster_ratio_on_the_other_clusters_shared_point_is_a_caveat(tmp_path: Path,
+                                                                      rows: RowMaker) -> None:
+    """A cluster ratio rests on a point of the other cluster too: where that
+    point was timed on a busy machine, the ratio is a caveat in this cluster's
+    report, not its first finding."""
+    here = rows(_times(1e-3), variant="naive")
+    there = rows(_times(1e-3), cluster="delta", partition="cpu", variant="naive")
+    busy = (there["n"] == SIZES[-1]).to_numpy()
+    there.loc[busy, "time_s"] *= 400.0  # the other cluster's job shared its cores
+    there["overlap"] = np.where(busy, "busy machine: other processes kept 1.0 of its 2 CPUs busy", None)
+    memopt = rows(_times(1e-3 / 3.13), variant="memopt")
+    said, caveats = _summary(render_report(pd.concat([here, there, memopt], ignore_index=True),
+                                           None, None, tmp_path, "anvil").markdown.read_text())
+    assert not any("cluster anvil vs delta" in s and "400" in s for s in said), said
+    shared = [c for c in caveats if c.startswith("cluster anvil vs delta")]
+    assert shared and "shared or busy machine (busy machine: other processes" in shared[0], caveats
