@@ -104,3 +104,20 @@ def test_cluster_ratio_on_the_other_clusters_shared_point_is_a_caveat(tmp_path: 
     assert not any("cluster anvil vs delta" in s and "400" in s for s in said), said
     shared = [c for c in caveats if c.startswith("cluster anvil vs delta")]
     assert shared and "shared or busy machine (busy machine: other processes" in shared[0], caveats
+
+
+def test_fit_over_a_point_of_two_repeats_or_a_falling_time_is_a_caveat(tmp_path: Path, rows: RowMaker) -> None:
+    """A scaling fit rests on every point of its series: one with fewer than 3
+    repeats, or slower than a larger n beyond both intervals, makes it a caveat
+    as it makes a ratio one."""
+    few = rows({(1, n): [1e-9 * n**2 * f for f in (1.0, 1.01)] for n in SIZES}, variant="naive")
+    times = _times(1e-3)
+    times[(1, SIZES[0])] = [t * 20 for t in times[(1, SIZES[0])]]  # the first size disturbed: 5x the next
+    falling = rows(times, kernel="decode", variant="naive")
+    said, caveats = _summary(render_report(pd.concat([few, falling], ignore_index=True), None, None, tmp_path,
+                                           "anvil").markdown.read_text())
+    assert not any(s.startswith(("attention_forward: time grows", "decode: time grows")) for s in said), said
+    fit = [c for c in caveats if c.startswith("attention_forward: time grows as n^2.00")]
+    assert fit and "only 2 repeat(s)" in fit[0], caveats
+    fit = [c for c in caveats if c.startswith("decode: time grows")]
+    assert fit and "time falling as n grows is not physical" in fit[0], caveats
