@@ -121,3 +121,15 @@ def test_fit_over_a_point_of_two_repeats_or_a_falling_time_is_a_caveat(tmp_path:
     assert fit and "only 2 repeat(s)" in fit[0], caveats
     fit = [c for c in caveats if c.startswith("decode: time grows")]
     assert fit and "time falling as n grows is not physical" in fit[0], caveats
+
+
+def test_fit_range_of_a_kernel_leaves_out_the_fits_over_flagged_points(tmp_path: Path, rows: RowMaker) -> None:
+    """The exponent finding's range of the kernel's fits states only fits over
+    clean points: a busy series' n^0.0 is an artifact, not part of the range."""
+    clean = rows(_times(1e-3), variant="naive")
+    busy = rows({k: [0.016 * f for f in (1.0, 1.01, 1.02, 1.03)] for k in _times(1e-3)}, variant="memopt")
+    busy["overlap"] = "busy machine: other processes kept 1.0 of its 2 CPUs busy"
+    said, _ = _summary(render_report(pd.concat([clean, busy], ignore_index=True), None, None, tmp_path,
+                                     "anvil").markdown.read_text())
+    fit = [s for s in said if s.startswith("attention_forward: time grows as n^2.00")]
+    assert fit and "range" not in fit[0] and "the kernel's 1 other fit rests on a flagged point" in fit[0], said
