@@ -145,6 +145,16 @@ def _measured_time(measured: pd.DataFrame | None, variants: tuple[str, ...], **p
     return total, rows
 
 
+def _of_gpu(measured: pd.DataFrame | None, gpu: str) -> pd.DataFrame | None:
+    """The rows timed on `gpu` (their `gpu_model` names it: `NVIDIA H100 80GB HBM3` for h100): another
+    GPU's or a CPU's timings of the same shapes say nothing of this one, and pooled with its own they
+    would move its medians."""
+    if measured is None or measured.empty or "gpu_model" not in measured.columns:
+        return None
+    names = measured["gpu_model"].astype("string").str.lower().str.replace(r"[\s-]", "", regex=True)
+    return measured[names.str.contains(gpu, regex=False).fillna(False).to_numpy(dtype=bool)]
+
+
 class _Ranker:
     """Times candidates by measurement where the ledger covers them, else model."""
 
@@ -280,16 +290,16 @@ def advise_shape(
     """Check (h, a, vocab, seq, batch, tp) against the paper's rules and propose
     nearby shapes (heads, padded vocab, SwiGLU width), ranked.
 
-    `measured`: gemm_shapes result rows (columns variant, time_s and the shape
-    parameters h, a, b, v, t, ffn, n) — used for a kind only when it covers
-    every candidate of that kind. `ffn`: the current SwiGLU width, if any.
+    `measured`: gemm_shapes result rows (columns variant, time_s, gpu_model and
+    the shape parameters h, a, b, v, t, ffn, n) — only those timed on `gpu`,
+    used for a kind only when they cover every candidate of that kind. `ffn`: the current SwiGLU width, if any.
     Raises ValueError for an unknown gpu (naming the known ones) or a
     non-positive dimension.
     """
     spec = get_gpu(gpu)
     if min(h, a, vocab, seq, batch, tp) <= 0:
         raise ValueError("h, a, vocab, seq, batch and tp must be positive")
-    ranker = _Ranker(spec.name, measured)
+    ranker = _Ranker(spec.name, _of_gpu(measured, spec.name))
     advice = ShapeAdvice(h, a, vocab, seq, batch, tp, spec.name, checks=_checks(h, a, vocab, seq, batch, tp, ffn))
     for props, cur in (
         _heads(h, a, seq, batch, tp, vocab, ffn or 0, ranker),

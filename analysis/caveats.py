@@ -85,7 +85,7 @@ class Flags:
     def __init__(self, results: pd.DataFrame | None, summary: pd.DataFrame) -> None:
         self.keys = group_columns(summary) + ["threads", "n"]
         self.why: dict[tuple[Any, ...], str] = {}
-        # per series (group columns, threads): the first shared-machine reason of any of its points
+        # per series (group columns, threads): a shared-machine reason of one of its points, else any other
         self.series: dict[tuple[Any, ...], str] = {}
         if len(summary) and "repeats" in summary.columns:
             few = summary[summary["repeats"] < MIN_REPEATS]
@@ -93,8 +93,13 @@ class Flags:
                 self.why[self._key(row._asdict())] = (
                     f"only {int(row.repeats)} repeat(s) (at least {MIN_REPEATS} needed)")
         self._falling(summary)
-        if results is None or not len(results) or not set(self.keys) <= set(results.columns):
-            return
+        if results is not None and len(results) and set(self.keys) <= set(results.columns):
+            self._rows(results)
+        for key, why in self.why.items():  # a fit rests on every point of its series
+            self.series.setdefault(key[:-1], why)
+
+    def _rows(self, results: pd.DataFrame) -> None:
+        """The reasons the rows give: a shared or busy machine, a failed check."""
         shared = flagged_rows(results).to_numpy()
         failed = (results["state"].astype("string").fillna("") == "CHECK_FAILED").to_numpy() \
             if "state" in results.columns else shared & False
@@ -141,7 +146,7 @@ class Flags:
     def series_reason(self, row: Mapping[str, Any] | pd.Series) -> str | None:
         """Why a finding over the sizes of the series of `row` (its group
         columns and thread count: a scaling fit) is flagged: one of its points
-        was timed on a shared or busy machine."""
+        is (timed on a shared or busy machine first, then any other reason)."""
         return self.series.get(self._key({**dict(row), "n": None})[:-1]) if self.series else None
 
     def any_reason(self, rows: Iterable[tuple[Mapping[str, Any] | pd.Series, dict[str, Any]]]

@@ -65,9 +65,7 @@ def scaling(fits: pd.DataFrame, flags: Flags | None = None) -> list[Finding]:
         top = rows.iloc[0]
         ci = display.interval(top["ci_lo"], top["ci_hi"])
         how = f"95% interval {ci}" if ci else "two sizes, so no interval"
-        spread = (f"; the {len(rows)} fits of this kernel range "
-                  f"{display.sig(rows['slope'].min())} … {display.sig(rows['slope'].max())}"
-                  if len(rows) > 1 else "")
+        spread = _spread(rows if top["_busy"] else rows[~rows["_busy"]], len(rows))
         text = (f"{kernel}: time grows as n^{display.sig(top['slope'])} ({how}) for "
                 f"{_at(top)} at T={top['threads']}, n = {display.size(top['n_min'])} … "
                 f"{display.size(top['n_max'])}{spread}.")
@@ -76,6 +74,18 @@ def scaling(fits: pd.DataFrame, flags: Flags | None = None) -> list[Finding]:
                else top["_shared"] if isinstance(top["_shared"], str) else None)
         out.append(Finding(text, None, why))
     return out
+
+
+def _spread(stated: pd.DataFrame, fits: int) -> str:
+    """The range of a kernel's fits the finding states: over clean points only
+    when it is clean (a busy series' exponent is an artifact), with the rest counted."""
+    more = fits - len(stated)
+    rest = "1 more rests on a flagged point" if more == 1 else f"{more} more rest on flagged points"
+    if len(stated) > 1:
+        return (f"; the {len(stated)} fits of this kernel range {display.sig(stated['slope'].min())} … "
+                f"{display.sig(stated['slope'].max())}" + (f" ({rest})" if more else ""))
+    other = "1 other fit rests on a flagged point" if more == 1 else f"{more} other fits rest on flagged points"
+    return f"; the kernel's {other}" if more else ""
 
 
 def threads(best: pd.DataFrame, speedup: pd.DataFrame, penalty: pd.DataFrame,

@@ -110,8 +110,8 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
         summary = ensure_summary(timing)
         frames = dict(metrics) if metrics is not None else cluster_metrics(summary, partitions,
                                                                            cluster)
-        flags = Flags(None if is_summary(timing) else timing[
-            (timing["cluster"].astype("str") == cluster).to_numpy()], summary)
+        # every cluster's rows: a cluster ratio rests on the other cluster's point too
+        flags = Flags(None if is_summary(timing) else timing, summary)
         # the time rows, one per invocation, as report --json's strong_scaling reads them: every figure of a run
         # shares its time, so the raw rows would repeat each point once per figure
         scaled = None if is_summary(results) else rank_frames(

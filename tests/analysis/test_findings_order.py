@@ -86,3 +86,50 @@ def test_slowdown_and_failed_check_are_caveats(tmp_path: Path, rows: RowMaker) -
     assert checked and "fortran" in checked[0], caveats
     assert not any("CHECK_FAILED" in s or s.startswith("Largest speedup") for s in said)
     assert "memopt is 2× faster" in said[0] or "memopt is 2.00× faster" in said[0], said
+
+
+def test_cluster_ratio_on_the_other_clusters_shared_point_is_a_caveat(tmp_path: Path,
+                                                                      rows: RowMaker) -> None:
+    """A cluster ratio rests on a point of the other cluster too: where that
+    point was timed on a busy machine, the ratio is a caveat in this cluster's
+    report, not its first finding."""
+    here = rows(_times(1e-3), variant="naive")
+    there = rows(_times(1e-3), cluster="delta", partition="cpu", variant="naive")
+    busy = (there["n"] == SIZES[-1]).to_numpy()
+    there.loc[busy, "time_s"] *= 400.0  # the other cluster's job shared its cores
+    there["overlap"] = np.where(busy, "busy machine: other processes kept 1.0 of its 2 CPUs busy", None)
+    memopt = rows(_times(1e-3 / 3.13), variant="memopt")
+    said, caveats = _summary(render_report(pd.concat([here, there, memopt], ignore_index=True),
+                                           None, None, tmp_path, "anvil").markdown.read_text())
+    assert not any("cluster anvil vs delta" in s and "400" in s for s in said), said
+    shared = [c for c in caveats if c.startswith("cluster anvil vs delta")]
+    assert shared and "shared or busy machine (busy machine: other processes" in shared[0], caveats
+
+
+def test_fit_over_a_point_of_two_repeats_or_a_falling_time_is_a_caveat(tmp_path: Path, rows: RowMaker) -> None:
+    """A scaling fit rests on every point of its series: one with fewer than 3
+    repeats, or slower than a larger n beyond both intervals, makes it a caveat
+    as it makes a ratio one."""
+    few = rows({(1, n): [1e-9 * n**2 * f for f in (1.0, 1.01)] for n in SIZES}, variant="naive")
+    times = _times(1e-3)
+    times[(1, SIZES[0])] = [t * 20 for t in times[(1, SIZES[0])]]  # the first size disturbed: 5x the next
+    falling = rows(times, kernel="decode", variant="naive")
+    said, caveats = _summary(render_report(pd.concat([few, falling], ignore_index=True), None, None, tmp_path,
+                                           "anvil").markdown.read_text())
+    assert not any(s.startswith(("attention_forward: time grows", "decode: time grows")) for s in said), said
+    fit = [c for c in caveats if c.startswith("attention_forward: time grows as n^2.00")]
+    assert fit and "only 2 repeat(s)" in fit[0], caveats
+    fit = [c for c in caveats if c.startswith("decode: time grows")]
+    assert fit and "time falling as n grows is not physical" in fit[0], caveats
+
+
+def test_fit_range_of_a_kernel_leaves_out_the_fits_over_flagged_points(tmp_path: Path, rows: RowMaker) -> None:
+    """The exponent finding's range of the kernel's fits states only fits over
+    clean points: a busy series' n^0.0 is an artifact, not part of the range."""
+    clean = rows(_times(1e-3), variant="naive")
+    busy = rows({k: [0.016 * f for f in (1.0, 1.01, 1.02, 1.03)] for k in _times(1e-3)}, variant="memopt")
+    busy["overlap"] = "busy machine: other processes kept 1.0 of its 2 CPUs busy"
+    said, _ = _summary(render_report(pd.concat([clean, busy], ignore_index=True), None, None, tmp_path,
+                                     "anvil").markdown.read_text())
+    fit = [s for s in said if s.startswith("attention_forward: time grows as n^2.00")]
+    assert fit and "range" not in fit[0] and "the kernel's 1 other fit rests on a flagged point" in fit[0], said

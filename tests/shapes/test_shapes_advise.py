@@ -72,9 +72,9 @@ def test_unknown_gpu() -> None:
         advise_shape(2560, 32, 50257, gpu="tpu")
 
 
-def _layer_rows(a: int, time_s: float) -> list[dict[str, object]]:
+def _layer_rows(a: int, time_s: float, gpu_model: str | None = "NVIDIA H200") -> list[dict[str, object]]:
     return [{"kernel": "gemm_shapes", "variant": "layer", "h": 2560, "a": a, "b": 4, "t": 1, "ffn": 0,
-             "n": 2048, "v": 50257, "time_s": time_s, "repeat": r} for r in range(3)]
+             "n": 2048, "v": 50257, "time_s": time_s, "repeat": r, "gpu_model": gpu_model} for r in range(3)]
 
 
 def test_measured_rows_rank_when_they_cover_every_candidate() -> None:
@@ -86,6 +86,22 @@ def test_measured_rows_rank_when_they_cover_every_candidate() -> None:
     assert heads[40].speedup == pytest.approx(0.010 / 0.008)
     assert adv.evidence.startswith("measured: 9 rows from the ledger (heads)")
     assert "model: waves on h200 (ffn, vocab)" in adv.evidence
+
+
+def test_measured_rows_of_another_gpu_or_the_cpu_are_not_this_gpus() -> None:
+    """--gpu h100 ranks by H100 rows only: an A100's or a CPU's timings of the
+    same shapes say nothing about it, and pooled with the H100's they move its medians."""
+    other = (_layer_rows(32, 0.010, "NVIDIA A100-SXM4-80GB") + _layer_rows(20, 0.009, "NVIDIA A100-SXM4-80GB")
+             + _layer_rows(40, 0.008, "NVIDIA A100-SXM4-80GB") + _layer_rows(40, 0.001, None))
+    adv = advise_shape(2560, 32, 50257, batch=4, gpu="h100", measured=pd.DataFrame(other))
+    assert _by_kind(adv, "heads")[20].source == "model" and "measured" not in adv.evidence
+    mine = _layer_rows(32, 0.020, "NVIDIA H100 80GB HBM3") + _layer_rows(20, 0.010, "NVIDIA H100 80GB HBM3") \
+        + _layer_rows(40, 0.040, "NVIDIA H100 80GB HBM3")
+    adv = advise_shape(2560, 32, 50257, batch=4, gpu="h100", measured=pd.DataFrame(other + mine))
+    heads = _by_kind(adv, "heads")
+    assert heads[20].source == "measured" and heads[20].rank == 1
+    assert heads[20].speedup == pytest.approx(0.020 / 0.010)
+    assert adv.evidence.startswith("measured: 9 rows from the ledger (heads)")
 
 
 def test_partial_coverage_falls_back_to_the_model() -> None:
