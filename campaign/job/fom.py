@@ -221,11 +221,13 @@ def _rows(spec: dict[str, Any], base: dict[str, str], n: int, r: int, found: lis
 
 
 def point_values(contract: dict[str, Any], params: dict[str, str]) -> dict[str, str]:
-    """The placeholders every invocation of the run shares (n and repeat come per invocation)."""
+    """The placeholders every invocation of the run shares, its repeat counts included ({repeats},
+    {warmup}: what a program that repeats itself reads); n and repeat come per invocation."""
     shape = shape_values(int(contract.get("nodes", 1)), int(contract.get("ranks-per-node", 1)),
                          int(contract.get("gpus", 0)))
     base = {"d": contract.get("d", ""), "threads": contract.get("threads", "1"), "dtype": contract.get("dtype", ""),
-            "variant": contract.get("variant", ""), "device": contract.get("device", "cpu"), **shape, **params}
+            "variant": contract.get("variant", ""), "device": contract.get("device", "cpu"), **shape, **params,
+            "repeats": str(int(contract.get("repeats", 1))), "warmup": str(int(contract.get("warmup", 0)))}
     base.update({k.replace("-", "_"): v for k, v in params.items()})
     return base
 
@@ -268,7 +270,7 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
     ranks_of = launch.ranks if launch is not None else 1
     rank = int(spec.get("result_rank", 0))
     by_program = spec.get("repeat_by") == "program"
-    base = {**point_values(contract, params), "repeats": str(repeats), "warmup": str(warmup)}
+    base = point_values(contract, params)
     named = sized(spec, ns)
     sources = {f.get("source", "stdout") for f in spec["figures"]} | {s.get("source", "stdout")
                                                                       for s in spec.get("sanity", [])}

@@ -115,3 +115,16 @@ def test_the_local_dry_run_shows_the_rendered_input_file_and_argv_too(tmp_path: 
     assert "#   argv at n=10, repeat 0: bash -eu -c " in proc.stdout, proc.stdout
     assert "#   input file params.txt:\n#     size=10\n#     {not a placeholder}\n" in proc.stdout, proc.stdout
     assert not ledger.exists() and not (tmp_path / "runs").exists()
+
+
+def test_the_dry_run_of_a_program_that_repeats_itself_shows_its_repeats_and_warmup(tmp_path: Path) -> None:
+    """`repeat_by: program`: its argv reads {repeats} and {warmup}, which the dry run fills as the
+    driver will (it stopped on them with an internal error, KeyError 'repeats')."""
+    kernel = KERNEL.replace("driven_by: tool\n", "driven_by: tool\nrepeat_by: program\n").replace(
+        '      echo "rate: $((size * {threads})) items/s"\n',
+        '      for i in $(seq {warmup}) $(seq {repeats}); do echo "rate: $((size * {threads})) items/s"; done\n')
+    env = _conf(tmp_path, kernel)
+    proc = run_cli("--ledger", str(tmp_path / "ledger.sqlite"), "submit", "experiment=scripted_sweep", "--dry-run",
+                   cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "for i in $(seq 0) $(seq 2); do" in proc.stdout, proc.stdout
