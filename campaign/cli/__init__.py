@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from campaign.cli.parser import parse
+from campaign.cli.stop import stop_on_sigterm, stopped
 from campaign.plumbing import storage
 from campaign.plumbing.errors import CampaignError, LedgerError, one_line
 
@@ -28,6 +29,7 @@ def _ledger(args: argparse.Namespace, create: bool = True) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
+    stop_on_sigterm()
     try:
         # Imported after parsing: `campaign --help` answers without loading
         # SQLAlchemy, OmegaConf or submitit.
@@ -46,9 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _error(storage.from_os_error(exc, exc.filename))
         print(f"campaign: error: a write failed: {exc.strerror}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("campaign: interrupted; the ledger holds every job submitted so far", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        code, how = stopped(exc)
+        print(f"campaign: {how}; the ledger holds every job submitted so far", file=sys.stderr)
+        return code
     except Exception as exc:  # never a traceback for users; CAMPAIGN_DEBUG=1 shows it
         return _internal(exc, args)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from campaign import api
 from campaign.cli.output import is_terminal
+from campaign.cli.stop import stopped
 from campaign.plumbing.errors import BadInputError
 
 EXIT_JOBS_FAILED = 3  # the command waited for jobs and at least one ended failed (README, exit codes)
@@ -49,10 +50,10 @@ def watch_jobs(args: argparse.Namespace, led: Any, campaigns: list[str], quiet: 
         else:
             failed = watch(led, campaigns, sync=api.sync, interval=args.interval,
                            live=is_terminal() and not args.quiet)
-    except KeyboardInterrupt:  # only the watching stops: the scheduler has the jobs
+    except KeyboardInterrupt as exc:  # only the watching stops: the scheduler has the jobs
         print("campaign: stopped watching; the jobs keep running (`campaign status --watch` watches again, "
               "`campaign cancel` stops them)", file=sys.stderr)
-        return 130
+        return stopped(exc)[0]
     return exit_for(failed)
 
 
