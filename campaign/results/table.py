@@ -255,28 +255,36 @@ def write_parquet(exp: Export, path: Path | None) -> int:
     return int(done[0]) if done else 0
 
 
-def write_csv(exp: Export, out: IO[str]) -> None:
+def write_csv(exp: Export, out: IO[str]) -> int:
     """RFC 4180 with a header, quoted only where a cell needs it (as Python's csv module writes:
-    `cut -d,` and `split(",")` read plain cells), a batch of rows at a time; an empty cell is NULL."""
+    `cut -d,` and `split(",")` read plain cells), a batch of rows at a time; an empty cell is NULL.
+    Returns the rows written."""
     import csv
 
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(exp.columns)
+    count = 0
     for batch in rows(exp):
         writer.writerows(["" if v is None else v for v in r] for r in batch)
+        count += len(batch)
+    return count
 
 
-def write_json(exp: Export, out: IO[str]) -> None:
-    """One JSON array of objects (numbers as numbers, `extra` an object), a batch of rows at a time."""
+def write_json(exp: Export, out: IO[str]) -> int:
+    """One JSON array of objects (numbers as numbers, `extra` an object), a batch of rows at a time.
+    Returns the rows written."""
     obj = ", ".join(f"'{c}': \"{c}\"" for c in exp.columns)
     rows = f"SELECT CAST(to_json({{{obj}}}) AS VARCHAR) AS row FROM ({_text_json(exp)})"
     out.write("[")
     sep = ""
+    count = 0
     for batch in _batches(exp.con, rows):
         texts = batch.column(0).to_pylist()
         out.write(sep + ",\n".join(texts))
         sep = ",\n" if texts else sep
+        count += len(texts)
     out.write("]\n")
+    return count
 
 
 def _text_json(exp: Export) -> str:
@@ -306,19 +314,18 @@ def emit(exp: Export, fmt: str, out: Path | None) -> None:
     try:
         if fmt == "parquet":
             count = write_parquet(exp, out)
-            print(f"{count} row(s) written to {out}", file=sys.stderr)
-            return
-        write = write_json if fmt == "json" else write_csv
-        if out is None:
-            write(exp, sys.stdout)
-            return
-        tmp = out.with_name(out.name + ".tmp")
-        try:
-            with open(tmp, "w", newline="", encoding="utf-8") as fh:
-                write(exp, fh)
-            os.replace(tmp, out)
-        finally:
-            tmp.unlink(missing_ok=True)
-        print(f"written to {out}", file=sys.stderr)
+        else:
+            write = write_json if fmt == "json" else write_csv
+            if out is None:
+                write(exp, sys.stdout)
+                return
+            tmp = out.with_name(out.name + ".tmp")
+            try:
+                with open(tmp, "w", newline="", encoding="utf-8") as fh:
+                    count = write(exp, fh)
+                os.replace(tmp, out)
+            finally:
+                tmp.unlink(missing_ok=True)
+        print(f"{count} row(s) written to {out}", file=sys.stderr)
     finally:
         exp.close()

@@ -30,6 +30,13 @@ def two(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ledger
 
 
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_each_format_says_how_many_rows_it_wrote(two: Path, tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / f"rows.{fmt}"
+    proc = run_cli("--ledger", str(two), "results", "--format", fmt, "--out", str(out))
+    assert proc.returncode == 0 and proc.stderr == f"3 row(s) written to {out}\n", proc.stderr
+
+
 @pytest.mark.parametrize("fmt", ["csv", "json"])
 def test_csv_and_json_are_written_to_the_named_file(two: Path, tmp_path: Path, fmt: str) -> None:
     out = tmp_path / f"rows.{fmt}"
