@@ -112,7 +112,10 @@ def validate_job_ids(job_ids: Iterable[str]) -> list[str]:
 def pending_reason(state: JobState, reason: str, state_text: str) -> str | None:
     """Slurm's Reason is why a job waits; sacct keeps printing the last one
     (``Dependency``) after the job ran and ended, so it is passed on only
-    while the job is pending (``OUT_OF_MEMORY (Dependency)``)."""
+    while the job is pending (``OUT_OF_MEMORY (Dependency)``). A state word
+    campaign does not know (UNKNOWN) is the reason itself."""
+    if state is JobState.UNKNOWN:
+        return held_reason(state_text)
     if state is not JobState.PENDING:
         return None
     return optional(reason) or held_reason(state_text)

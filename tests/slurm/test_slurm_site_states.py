@@ -122,3 +122,18 @@ def test_a_revoked_record_alone_is_not_a_cancelled_job() -> None:
     info = sq.parse_sacct(REVOKED)["67108865"]
     assert not info.state.finished and info.end is None
     assert info.reason is not None and "another cluster" in info.reason
+
+
+@pytest.mark.parametrize("word", ["QUIESCED", "Quiesced+", "LOST_OUTPUT", "PREFLIGHT_FAILED", "x" * 300])
+def test_a_state_word_campaign_does_not_know_stays_open_and_is_named(word: str) -> None:
+    """A newer Slurm's state word (or one of campaign's own names, which no Slurm prints) is no finished
+    state: the job stays open, and its reason names the word for `jobs` and `show`."""
+    text = f"44|{word}|0:0|localhost|2026-11-30T08:15:01|2026-11-30T08:16:01|None"
+    info = sq.parse_sacct(text)["44"]
+    assert info.state is JobState.UNKNOWN and not info.state.finished and info.end is None
+    shown = word.rstrip("+")[:40]
+    assert info.reason is not None and info.reason.startswith(f"Slurm state '{shown}")
+    assert info.reason.endswith("not known to campaign") and len(info.reason) < 100
+    fields = ["44", "44", "N/A", word, "None", "localhost", "2026-11-30T08:15:01", "N/A", "0:0"]
+    ((_, _, queued),) = sq.parse_squeue("|".join(fields) + "|")
+    assert (queued.state, queued.reason) == (JobState.UNKNOWN, info.reason)
