@@ -10,6 +10,7 @@ spelling is known in one place.
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -68,6 +69,20 @@ def parse_exit_code(text: str) -> tuple[int | None, int | None]:
     if not sep or not code.isdigit() or not sig.isdigit():
         return None, None
     return int(code), int(sig)
+
+
+def real_signal(number: int | None) -> int | None:
+    """The signal of an ``exit:signal`` where it is one: Slurm's 125 (its mark of
+    an OOM kill) and 0 (none) are not."""
+    return number if number and number in signal.valid_signals() else None
+
+
+def exit_status(code: int | None, number: int | None) -> int | None:
+    """A job's end as the ledger stores it, the way the job's own exit record
+    gives its program's (Python's returncode): -N where signal N ended it
+    (sacct's ``0:9``), else its exit code."""
+    sig = real_signal(number)
+    return -sig if sig else code
 
 
 def expand_array_spec(spec: str) -> list[int]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from campaign.backends.slurm_components import join_components
@@ -27,6 +27,7 @@ from campaign.backends.slurm_fields import (
     parse_exit_code,
     parse_time,
     pending_reason,
+    real_signal,
     slurm_time,
     validate_job_ids,
 )
@@ -69,6 +70,7 @@ class _Record:
 
     fields: list[str]
     step_states: list[JobState]
+    step_signals: list[int] = field(default_factory=list)  # of the batch step and srun's steps, in order
 
 
 def _resolve(rec: _Record) -> SlurmJobInfo:
@@ -82,6 +84,11 @@ def _resolve(rec: _Record) -> SlurmJobInfo:
         # the start record reached slurmdbd after the step's (recipe pitfall P9)
         state = JobState.RUNNING
     code, sig = parse_exit_code(exit_text)
+    if sig == 0 and state.finished and state is not JobState.COMPLETED:
+        # a step killed by signal N shows 0:N where the job line does not: srun passes it on as its own
+        # exit code (job 9:0, step .0 0:9), and a cancelled job's line says 0:0 (its steps 0:15)
+        inherited = next((n for n in rec.step_signals if code in (0, n)), None)
+        code, sig = (0, inherited) if inherited else (code, sig)
     return SlurmJobInfo(
         job_id=job_id,
         state=state,
@@ -129,6 +136,9 @@ def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
             records.append(current)
         elif current is not None and current.fields[0] == base:
             current.step_states.append(from_slurm(fields[1]))
+            if _step == "batch" or _step.isdigit():  # (not .extern: the allocation's own, ended by Slurm)
+                if (number := real_signal(parse_exit_code(fields[2])[1])) is not None:
+                    current.step_signals.append(number)
     concrete: dict[str, SlurmJobInfo] = {}
     order: dict[str, tuple[bool, datetime]] = {}
     ranged: dict[str, SlurmJobInfo] = {}

@@ -78,3 +78,33 @@ def test_a_state_word_campaign_does_not_know_is_named_in_jobs_and_show(site: Sit
     assert "state: UNKNOWN  (Slurm state 'QUIESCED' not known to campaign)" in site.cli("show", JOB)
     site.sacct(f"{JOB}|COMPLETED|0:0|localhost|{START}|{END}|None\n")  # still asked about: open
     assert site.job()["state"] != "UNKNOWN"
+
+
+@pytest.mark.parametrize(
+    ("line", "state", "said"),
+    [
+        (f"{JOB}|FAILED|0:9|localhost|{START}|{END}|None", "FAILED", "exit -9, SIGKILL"),  # its batch shell killed
+        (
+            f"{JOB}|FAILED|11:0|localhost|{START}|{END}|None\n{JOB}.0|CANCELLED|0:11|localhost|{START}|{END}|",
+            "FAILED",
+            "exit -11, SIGSEGV",
+        ),  # srun's step killed: srun exits with the signal's number
+        (
+            f"{JOB}|CANCELLED by 0|0:0|localhost|{START}|{END}|None\n{JOB}.batch|CANCELLED|0:15|localhost|{START}|{END}|",
+            "CANCELLED",
+            "-15, SIGTERM",
+        ),
+    ],
+)
+def test_a_job_killed_by_a_signal_says_so_in_jobs_and_show(site: Site, line: str, state: str, said: str) -> None:
+    """A job that left no exit record of its own (its runner was killed with it) is stored as the job
+    record stores a killed program: -N, the signal named in the reason and in `show`."""
+    site.sacct(line + "\n")
+    row = site.job()
+    assert row["state"] == state
+    if state == "FAILED":
+        assert row["reason"] == said
+    code = -int(said.split(", ")[0].split()[-1].lstrip("-"))
+    shown = json.loads(site.cli("show", JOB, "--format", "json"))
+    assert shown["exit_code"] == code, shown
+    assert f"exit code: {code}, {said.rsplit(', ', 1)[1]}" in site.cli("show", JOB)

@@ -137,3 +137,58 @@ def test_a_state_word_campaign_does_not_know_stays_open_and_is_named(word: str) 
     fields = ["44", "44", "N/A", word, "None", "localhost", "2026-11-30T08:15:01", "N/A", "0:0"]
     ((_, _, queued),) = sq.parse_squeue("|".join(fields) + "|")
     assert (queued.state, queued.reason) == (JobState.UNKNOWN, info.reason)
+
+
+# sacct's answers for jobs that a signal ended, as Slurm 22.05 printed them (tests/slurm/test_signal_real.py
+# makes them on the test cluster): a batch script killed by SIGKILL, an srun step killed by SIGSEGV, a
+# cancelled job, a job killed by its memory limit
+KILLED_BATCH = (
+    "3874|FAILED|0:9|localhost|2026-12-07T07:28:04|2026-12-07T07:28:04|None\n"
+    "3874.batch|CANCELLED|0:9|localhost|2026-12-07T07:28:04|2026-12-07T07:28:04|\n"
+    "3874.0|CANCELLED|0:15|localhost|2026-12-07T07:28:04|2026-12-07T07:28:04|"
+)
+KILLED_STEP = (
+    "3781|FAILED|11:0|localhost|2026-12-07T07:23:12|2026-12-07T07:23:12|None\n"
+    "3781.batch|FAILED|11:0|localhost|2026-12-07T07:23:12|2026-12-07T07:23:12|\n"
+    "3781.0|CANCELLED|0:11|localhost|2026-12-07T07:23:12|2026-12-07T07:23:12|"
+)
+CANCELLED = (
+    "3782|CANCELLED by 0|0:0|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|None\n"
+    "3782.batch|CANCELLED|0:15|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|\n"
+    "3782.extern|COMPLETED|0:0|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|\n"
+    "3782.0|CANCELLED|0:15|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|"
+)
+OOM = (
+    "3790|OUT_OF_MEMORY|0:125|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|None\n"
+    "3790.batch|OUT_OF_MEMORY|0:125|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|"
+)
+EXITED = (
+    "3791|FAILED|9:0|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|None\n"
+    "3791.batch|FAILED|9:0|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|\n"
+    "3791.extern|CANCELLED|0:15|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "state", "signal", "stored"),
+    [
+        (KILLED_BATCH, JobState.FAILED, 9, -9),
+        (KILLED_STEP, JobState.FAILED, 11, -11),  # srun exits 11 for its step's SIGSEGV
+        (CANCELLED, JobState.CANCELLED, 15, -15),
+        (OOM, JobState.OUT_OF_MEMORY, 125, 0),  # 125: Slurm's mark of an OOM kill, no signal
+        (EXITED, JobState.FAILED, 0, 9),  # a program's own exit 9; the .extern step's end is Slurm's
+    ],
+)
+def test_a_job_a_signal_ended_is_stored_as_the_job_record_stores_it(
+    text: str, state: JobState, signal: int, stored: int
+) -> None:
+    """The job's own exit record stores a program killed by signal N as -N (Python's returncode); a job
+    that left none (its runner killed too) is stored the same way from sacct's ``exit:signal``."""
+    from campaign.backends.slurm_fields import exit_status
+
+    (info,) = sq.parse_sacct(text).values()
+    assert (info.state, info.signal) == (state, signal)
+    assert exit_status(info.exit_code, info.signal) == stored
+    fields = ["3874", "3874", "N/A", "FAILED", "None", "localhost", "2026-12-07T07:28:04", "N/A", str(9)]
+    ((_, _, queued),) = sq.parse_squeue("|".join(fields) + "|")  # Slurm < 23.02: the raw wait status
+    assert exit_status(queued.exit_code, queued.signal) == -9
