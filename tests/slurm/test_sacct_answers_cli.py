@@ -59,7 +59,7 @@ class Site:
     def cli(self, *args: str, code: int = 0) -> str:
         proc = run_cli(*args, cwd=self.work, env=self.env)
         assert proc.returncode == code, proc.stderr
-        return proc.stdout + proc.stderr
+        return proc.stdout
 
     def job(self) -> dict[str, object]:
         (row,) = json.loads(self.cli("jobs", "--format", "json"))
@@ -108,3 +108,21 @@ def test_a_job_killed_by_a_signal_says_so_in_jobs_and_show(site: Site, line: str
     shown = json.loads(site.cli("show", JOB, "--format", "json"))
     assert shown["exit_code"] == code, shown
     assert f"exit code: {code}, {said.rsplit(', ', 1)[1]}" in site.cli("show", JOB)
+
+
+def test_lines_that_are_no_record_are_a_warning_not_a_failed_status(site: Site) -> None:
+    """A site's sacct wrapper that merges stderr into stdout, or prints a banner: the job's state is
+    read, the lines are named once on stderr; a record that cannot be read still fails the status."""
+    banner = "*** Maintenance on Tuesday 08:00-12:00: jobs will not start ***"
+    error = "sacct: error: Invalid field requested: Reason2"
+    site.sacct(f"{banner}\n{error}\n{JOB}|RUNNING|0:0|localhost|{START}|Unknown|None\n")
+    proc = run_cli("status", cwd=site.work, env=site.env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == (
+        f"campaign: warning: sacct printed 2 line(s) that are no job record, read past: {banner} | {error}"
+    )
+    assert site.job()["state"] == "RUNNING"
+    site.sacct(f"{error}\n{JOB}|COMPLETED|0:0\n")
+    proc = run_cli("status", cwd=site.work, env=site.env)
+    assert proc.returncode == 1 and f"unexpected sacct line (expected 7 fields): '{JOB}|COMPLETED|0:0'" in proc.stderr
+    assert site.job()["state"] == "RUNNING"  # as last read: nothing guessed

@@ -101,8 +101,11 @@ def test_squeue_of_several_clusters_reads_past_their_headers() -> None:
     )
     rows = sq.parse_squeue(f"CLUSTER: anvil\n\nCLUSTER: delta\n{row}\n")
     assert [(raw, info.state, info.node) for raw, _, info in rows] == [("41", JobState.RUNNING, "gpua[001-003,017]")]
+    notes: list[str] = []
+    assert sq.parse_squeue("CLUSTERS: anvil\n", notes) == []  # any other line it cannot read is still named
+    assert notes == ["squeue printed 1 line(s) that are no job record, read past: CLUSTERS: anvil"]
     with pytest.raises(SchedulerError, match="unexpected squeue line"):
-        sq.parse_squeue("CLUSTERS: anvil\n")  # any other line it cannot read is still named
+        sq.parse_squeue("41|41|N/A|RUNNING|\n")
 
 
 REVOKED = "67108865|REVOKED|0:0|None assigned|Unknown|2026-11-30T08:15:02|None"
@@ -192,3 +195,37 @@ def test_a_job_a_signal_ended_is_stored_as_the_job_record_stores_it(
     fields = ["3874", "3874", "N/A", "FAILED", "None", "localhost", "2026-12-07T07:28:04", "N/A", str(9)]
     ((_, _, queued),) = sq.parse_squeue("|".join(fields) + "|")  # Slurm < 23.02: the raw wait status
     assert exit_status(queued.exit_code, queued.signal) == -9
+
+
+# what a site's sacct wrapper that merges stderr into stdout, or prints a banner, gives (Slurm's own
+# log lines go to stderr as "<program>: <level>: <message>")
+RECORD = "4242|RUNNING|0:0|localhost|2026-11-30T08:15:01|Unknown|None"
+STEP = "4242.batch|RUNNING|0:0|localhost|2026-11-30T08:15:01|Unknown|"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "sacct: error: slurmdbd: Getting response to message type: DBD_GET_JOBS_COND",
+        "sacct: warning: Unable to set the job start time: Conflicting times|Really",  # a separator inside
+        "*** Maintenance on Tuesday 08:00-12:00: jobs will not start ***",
+        "2026 allocation year: request hours at https://hpc.example.org",
+    ],
+)
+def test_a_line_that_is_no_record_is_named_and_the_records_around_it_read(message: str) -> None:
+    notes: list[str] = []
+    got = sq.parse_sacct(f"{message}\n{RECORD}\n{message}\n{STEP}\n", notes)
+    assert got["4242"].state is JobState.RUNNING and list(got) == ["4242"]
+    assert notes == [f"sacct printed 2 line(s) that are no job record, read past: {message}"]
+    fields = ["4242", "4242", "N/A", "RUNNING", "None", "localhost", "2026-11-30T08:15:01", "N/A", "0:0"]
+    notes.clear()
+    ((_, _, info),) = sq.parse_squeue(f"{message.replace('sacct', 'squeue')}\n" + "|".join(fields) + "|\n", notes)
+    assert info.state is JobState.RUNNING and notes[0].startswith("squeue printed 1 line(s)")
+
+
+@pytest.mark.parametrize("line", ["4242|COMPLETED|0:0", "4242", "4242_3", "4242.batch", "JobID|State"])
+def test_a_record_that_cannot_be_read_is_still_an_error(line: str) -> None:
+    """A line that begins with a job id, or has a record's separators, is a record: its state is never
+    guessed, nor the line read past as if it said nothing."""
+    with pytest.raises(SchedulerError, match=f"unexpected sacct line .*{line[:8]}"):
+        sq.parse_sacct(f"{RECORD}\n{line}\n")
