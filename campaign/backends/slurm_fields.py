@@ -133,4 +133,13 @@ def pending_reason(state: JobState, reason: str, state_text: str) -> str | None:
         return held_reason(state_text)
     if state is not JobState.PENDING:
         return None
-    return optional(reason) or held_reason(state_text)
+    return bare_reason(reason) or held_reason(state_text)
+
+
+def bare_reason(text: str) -> str | None:
+    """A Reason as squeue's %r prints it: ``Resources``, where squeue's
+    NODELIST(REASON) column and some sites' sacct print ``(Resources)``."""
+    value = optional(text)
+    if value is not None and value.startswith("(") and value.endswith(")"):
+        value = optional(value[1:-1])
+    return value

@@ -126,3 +126,11 @@ def test_lines_that_are_no_record_are_a_warning_not_a_failed_status(site: Site) 
     proc = run_cli("status", cwd=site.work, env=site.env)
     assert proc.returncode == 1 and f"unexpected sacct line (expected 7 fields): '{JOB}|COMPLETED|0:0'" in proc.stderr
     assert site.job()["state"] == "RUNNING"  # as last read: nothing guessed
+
+
+def test_a_pending_reason_is_stored_without_parentheses(site: Site) -> None:
+    site.sacct(f"{JOB}|PENDING|0:0|None assigned|Unknown|Unknown|(Dependency)\n")
+    _fake(site.bin, "squeue", "")  # squeue no longer lists it as pending: sacct's reason stands
+    assert site.job()["reason"] == "Dependency"
+    _fake(site.bin, "squeue", f"{JOB}|(Priority)\n")  # the controller's reason now, as %R would print it
+    assert site.job()["reason"] == "Priority"

@@ -229,3 +229,15 @@ def test_a_record_that_cannot_be_read_is_still_an_error(line: str) -> None:
     guessed, nor the line read past as if it said nothing."""
     with pytest.raises(SchedulerError, match=f"unexpected sacct line .*{line[:8]}"):
         sq.parse_sacct(f"{RECORD}\n{line}\n")
+
+
+@pytest.mark.parametrize("shown", ["(Resources)", " (Resources) ", "Resources"])
+def test_a_pending_reason_is_stored_as_squeue_shows_it_without_parentheses(shown: str) -> None:
+    """squeue's NODELIST(REASON) column and some sites' sacct wrap the reason in parentheses; the ledger
+    keeps the word alone, so `jobs` shows one spelling and a live reason equal to it is no change."""
+    assert sq.parse_sacct(f"45|PENDING|0:0|None assigned|Unknown|Unknown|{shown}")["45"].reason == "Resources"
+    fields = ["45", "45", "N/A", "PENDING", shown, "", "N/A", "N/A", "0:0"]
+    ((_, _, queued),) = sq.parse_squeue("|".join(fields) + "|")
+    assert queued.reason == "Resources"
+    assert sq.parse_sacct("45|PENDING|0:0|None assigned|Unknown|Unknown|(null)")["45"].reason is None
+    assert sq.parse_sacct("45|PENDING|0:0|None assigned|Unknown|Unknown|()")["45"].reason is None
