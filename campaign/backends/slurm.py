@@ -228,13 +228,14 @@ class SlurmBackend(Backend):
             manifest = self._write_manifest(group)
             script = logs_folder(self.folder, manifest) / "job.sbatch"
             script.write_text(self._script(params, group, manifest))
-            proc = run_slurm(["sbatch", "--parsable", str(script)])
+            clusters = self._clusters(group[0].run.partition)  # on the command line: over SLURM_CLUSTERS
+            proc = run_slurm(["sbatch", "--parsable", *slurm_query.where_clusters(clusters), str(script)])
             if proc.returncode != 0:
                 raise SubmissionError(
                     f"sbatch refused {len(group)} job(s) on {params['partition']}: {failure_text(proc)}"
                 )
             base, where = _parse_sbatch(proc.stdout)
-            where = where or slurm_query.single_cluster(self._clusters(group[0].run.partition))
+            where = where or slurm_query.single_cluster(clusters)
             on_submitted(self._submitted(group, manifest, base, where, params))
 
     def _submitted(
