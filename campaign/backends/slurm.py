@@ -37,6 +37,7 @@ from campaign.backends.base import (
     QueryResult,
     Submitted,
 )
+from campaign.backends.slurm_fields import exit_status
 from campaign.backends.slurm_manifest import log_paths, logs_folder, manifest_path, recorded, write_manifest
 from campaign.backends.slurm_manifest import recover as recover_from_manifests
 from campaign.backends.slurm_run import failure_text, run_slurm
@@ -126,9 +127,23 @@ class SlurmBackend(Backend):
         sigs: dict[tuple[Any, ...], str] = {}
         for req in requests:
             run = req.run
-            what = (run.partition, _profiled(run), run.gpus, run.cpus, run.threads, run.exclusive, run.nodes,
-                    run.ranks_per_node, run.gpus_per_rank, req.walltime_min, req.mem_gb, req.job_name, req.task.env, req.depends_on,
-                    id(run.identity))
+            what = (
+                run.partition,
+                _profiled(run),
+                run.gpus,
+                run.cpus,
+                run.threads,
+                run.exclusive,
+                run.nodes,
+                run.ranks_per_node,
+                run.gpus_per_rank,
+                req.walltime_min,
+                req.mem_gb,
+                req.job_name,
+                req.task.env,
+                req.depends_on,
+                id(run.identity),
+            )
             sig = sigs.get(what)
             if sig is None:
                 params = self._params(req)
@@ -140,7 +155,7 @@ class SlurmBackend(Backend):
         size = max(1, max_array)
         for params, reqs in by_sig.values():
             for i in range(0, len(reqs), size):
-                out.append((params, reqs[i:i + size]))
+                out.append((params, reqs[i : i + size]))
         return out
 
     def _script(self, params: dict[str, Any], group: list[JobRequest], manifest: str) -> str:
@@ -148,8 +163,11 @@ class SlurmBackend(Backend):
         # IDs never reached the ledger (sacct keeps names, not comments, by default).
         # Name and comment say what runs (kernel, impl, variant, threads), so
         # squeue/sacct tell runs apart; each array task prints its run label.
-        named = {**params, "job_name": f"{job_name(params['job_name'], group)}:{manifest}",
-                 "comment": f"{job_comment(params['job_name'], group)} manifest={manifest}"}
+        named = {
+            **params,
+            "job_name": f"{job_name(params['job_name'], group)}:{manifest}",
+            "comment": f"{job_comment(params['job_name'], group)} manifest={manifest}",
+        }
         command = [self.python, "-u", "-m", "campaign.job.array_task", str(manifest_path(self.folder, manifest))]
         if len(group) > 1:
             command += ["--index-env", "SLURM_ARRAY_TASK_ID"]
@@ -168,8 +186,12 @@ class SlurmBackend(Backend):
         scripts = []
         for params, group in self._groups(requests, max_array):
             text = self._script(params, group, "<manifest>")
-            runs = "\n".join(f"#   [{i}] {r.run.label}: {shlex.join(argv)}" + "".join(f"\n#       {line}" for line in fom.preview(argv))
-                             for i, r in enumerate(group) for argv in [self._task(r).argv])
+            runs = "\n".join(
+                f"#   [{i}] {r.run.label}: {shlex.join(argv)}"
+                + "".join(f"\n#       {line}" for line in fom.preview(argv))
+                for i, r in enumerate(group)
+                for argv in [self._task(r).argv]
+            )
             scripts.append(text + f"# runs in this {'array' if len(group) > 1 else 'job'}:\n{runs}\n")
         return scripts
 
@@ -184,16 +206,21 @@ class SlurmBackend(Backend):
 
     def _task(self, req: JobRequest) -> JobTask:
         # the job folders (runs, builds) bound into a container at their own paths
-        return slurm_launch.launched_task(self.cluster.partitions[req.run.partition], req.run, self.python, req.task,
-                                          (str(self.folder.parent),))
+        return slurm_launch.launched_task(
+            self.cluster.partitions[req.run.partition], req.run, self.python, req.task, (str(self.folder.parent),)
+        )
 
     def _write_manifest(self, group: list[JobRequest]) -> str:
         """The array's one payload: every task's JobTask, and the attempts they
         belong to (crash recovery reads it), written atomically before sbatch."""
-        data = {"attempts": [r.attempt_id for r in group], "runs": [r.run.key for r in group],
-                "array": len(group) > 1, "job_name": job_name(group[0].job_name, group),
-                "clusters": self._clusters(group[0].run.partition),
-                "tasks": [recorded(task_to_json(self._task(r))) for r in group]}
+        data = {
+            "attempts": [r.attempt_id for r in group],
+            "runs": [r.run.key for r in group],
+            "array": len(group) > 1,
+            "job_name": job_name(group[0].job_name, group),
+            "clusters": self._clusters(group[0].run.partition),
+            "tasks": [recorded(task_to_json(self._task(r))) for r in group],
+        }
         return write_manifest(self.folder, data)
 
     def submit(self, requests: Sequence[JobRequest], on_submitted: OnSubmitted) -> None:
@@ -201,16 +228,24 @@ class SlurmBackend(Backend):
             manifest = self._write_manifest(group)
             script = logs_folder(self.folder, manifest) / "job.sbatch"
             script.write_text(self._script(params, group, manifest))
-            proc = run_slurm(["sbatch", "--parsable", str(script)])
+            clusters = self._clusters(group[0].run.partition)  # on the command line: over SLURM_CLUSTERS
+            proc = run_slurm(["sbatch", "--parsable", *slurm_query.where_clusters(clusters), str(script)])
             if proc.returncode != 0:
-                raise SubmissionError(f"sbatch refused {len(group)} job(s) on {params['partition']}: "
-                                      f"{failure_text(proc)}")
+                raise SubmissionError(
+                    f"sbatch refused {len(group)} job(s) on {params['partition']}: {failure_text(proc)}"
+                )
             base, where = _parse_sbatch(proc.stdout)
-            where = where or slurm_query.single_cluster(self._clusters(group[0].run.partition))
+            where = where or slurm_query.single_cluster(clusters)
             on_submitted(self._submitted(group, manifest, base, where, params))
 
-    def _submitted(self, group: list[JobRequest], manifest: str, base: str, where: str | None = None,
-                   params: dict[str, Any] | None = None) -> list[Submitted]:
+    def _submitted(
+        self,
+        group: list[JobRequest],
+        manifest: str,
+        base: str,
+        where: str | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> list[Submitted]:
         array = len(group) > 1
         cpus = params["cpus_per_task"] if params else None
         gpus = slurm_launch.node_gpus(params) if params else None
@@ -219,8 +254,19 @@ class SlurmBackend(Backend):
         for index, req in enumerate(group):
             job_id = f"{base}_{index}" if array else base
             out, err = log_paths(folder, job_id)
-            subs.append(Submitted(req.attempt_id, job_id, base if array else None, index if array else None, out, err,
-                                  cluster=where, cpus=cpus, gpus=gpus))
+            subs.append(
+                Submitted(
+                    req.attempt_id,
+                    job_id,
+                    base if array else None,
+                    index if array else None,
+                    out,
+                    err,
+                    cluster=where,
+                    cpus=cpus,
+                    gpus=gpus,
+                )
+            )
         return subs
 
     def query(self, refs: Sequence[JobRef]) -> QueryResult:
@@ -238,19 +284,20 @@ class SlurmBackend(Backend):
                 info = infos.get(ref.job_id)
                 if info is None:
                     continue  # not in accounting yet: keep the last known state
-                statuses[ref.attempt_id] = JobStatus(info.state, info.exit_code, info.node, info.start, info.end,
-                                                     info.reason)
+                statuses[ref.attempt_id] = JobStatus(
+                    info.state, exit_status(info.exit_code, info.signal), info.node, info.start, info.end, info.reason
+                )
         return QueryResult(statuses, warnings)
 
-    def node_jobs(self, nodes: Sequence[str], since: datetime, until: datetime,
-                  cluster: str | None = None) -> tuple[list[NodeJob], list[str]]:
+    def node_jobs(
+        self, nodes: Sequence[str], since: datetime, until: datetime, cluster: str | None = None
+    ) -> tuple[list[NodeJob], list[str]]:
         """One sacct call (all users) for the shared-node check; without
         accounting, none, with a warning (the ledger's own jobs still count)."""
         try:
             return slurm_nodes.query_node_jobs(nodes, since, until, clusters=cluster), []
         except SchedulerError as exc:
             return [], [f"shared-node check saw only this ledger's jobs: {one_line(exc)}"]
-
 
     def cancel(self, refs: Sequence[JobRef]) -> None:
         slurm_cancel.cancel_and_wait(_by_cluster([r for r in refs if r.job_id]), self.cancel_wait_s)
@@ -299,6 +346,7 @@ def job_name(base: str, group: Sequence[JobRequest]) -> str:
 
 def job_comment(base: str, group: Sequence[JobRequest]) -> str:
     runs = [r.run for r in group]
-    fields = " ".join(f"{f}={_one([str(getattr(r, f)) for r in runs])}"
-                      for f in ("kernel", "impl", "variant", "threads"))
+    fields = " ".join(
+        f"{f}={_one([str(getattr(r, f)) for r in runs])}" for f in ("kernel", "impl", "variant", "threads")
+    )
     return f"{base} {fields}"

@@ -10,6 +10,7 @@ spelling is known in one place.
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -70,6 +71,20 @@ def parse_exit_code(text: str) -> tuple[int | None, int | None]:
     return int(code), int(sig)
 
 
+def real_signal(number: int | None) -> int | None:
+    """The signal of an ``exit:signal`` where it is one: Slurm's 125 (its mark of
+    an OOM kill) and 0 (none) are not."""
+    return number if number and number in signal.valid_signals() else None
+
+
+def exit_status(code: int | None, number: int | None) -> int | None:
+    """A job's end as the ledger stores it, the way the job's own exit record
+    gives its program's (Python's returncode): -N where signal N ended it
+    (sacct's ``0:9``), else its exit code."""
+    sig = real_signal(number)
+    return -sig if sig else code
+
+
 def expand_array_spec(spec: str) -> list[int]:
     """Task indexes of an array spec as Slurm prints it: ``3-9``, ``1,4-6``,
     ``0-9:2`` (step) and ``1-3%1`` (throttle, ignored)."""
@@ -112,7 +127,19 @@ def validate_job_ids(job_ids: Iterable[str]) -> list[str]:
 def pending_reason(state: JobState, reason: str, state_text: str) -> str | None:
     """Slurm's Reason is why a job waits; sacct keeps printing the last one
     (``Dependency``) after the job ran and ended, so it is passed on only
-    while the job is pending (``OUT_OF_MEMORY (Dependency)``)."""
+    while the job is pending (``OUT_OF_MEMORY (Dependency)``). A state word
+    campaign does not know (UNKNOWN) is the reason itself."""
+    if state is JobState.UNKNOWN:
+        return held_reason(state_text)
     if state is not JobState.PENDING:
         return None
-    return optional(reason) or held_reason(state_text)
+    return bare_reason(reason) or held_reason(state_text)
+
+
+def bare_reason(text: str) -> str | None:
+    """A Reason as squeue's %r prints it: ``Resources``, where squeue's
+    NODELIST(REASON) column and some sites' sacct print ``(Resources)``."""
+    value = optional(text)
+    if value is not None and value.startswith("(") and value.endswith(")"):
+        value = optional(value[1:-1])
+    return value

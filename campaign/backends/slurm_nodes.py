@@ -12,7 +12,8 @@ from datetime import datetime
 
 from campaign.backends.base import NodeJob
 from campaign.backends.slurm_fields import parse_time, slurm_time
-from campaign.backends.slurm_query import sacct_failure, where_clusters
+from campaign.backends.slurm_messages import sacct_failure
+from campaign.backends.slurm_query import where_clusters
 from campaign.backends.slurm_run import run_slurm
 
 NODE_FIELDS = ("JobID", "NodeList", "AllocCPUS", "Start", "End")

@@ -14,9 +14,8 @@ for the fallback; never one call per job (campaigns hold 10,000s of jobs).
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from campaign.backends.slurm_components import join_components
@@ -27,8 +26,16 @@ from campaign.backends.slurm_fields import (
     parse_exit_code,
     parse_time,
     pending_reason,
+    real_signal,
     slurm_time,
     validate_job_ids,
+)
+from campaign.backends.slurm_messages import (
+    AccountingDisabledError,
+    error_line,
+    is_message,
+    sacct_failure,
+    skipped_warning,
 )
 from campaign.backends.slurm_run import no_config_hint, run_slurm
 from campaign.backends.slurm_states import from_slurm, revoked
@@ -52,12 +59,6 @@ SQUEUE_FIELDS = (
 )
 CLUSTER_HEADER = "CLUSTER: "  # squeue -M a,b: the line before each cluster's jobs
 _SUBMITTED_ON_RE = re.compile(r"Submitted batch job \d+ on cluster (?P<cluster>[\w.-]+)")
-_DISABLED_MARK = "accounting storage is disabled"
-_DBD_DOWN_MARKS = ("problem talking to the database", "unable to connect to slurmdbd", "slurmdbd: connection refused")
-
-
-class AccountingDisabledError(SchedulerError):
-    """sacct cannot answer because the cluster runs without slurmdbd."""
 
 
 # ---------------------------------------------------------------- sacct
@@ -69,6 +70,7 @@ class _Record:
 
     fields: list[str]
     step_states: list[JobState]
+    step_signals: list[int] = field(default_factory=list)  # of the batch step and srun's steps, in order
 
 
 def _resolve(rec: _Record) -> SlurmJobInfo:
@@ -82,6 +84,11 @@ def _resolve(rec: _Record) -> SlurmJobInfo:
         # the start record reached slurmdbd after the step's (recipe pitfall P9)
         state = JobState.RUNNING
     code, sig = parse_exit_code(exit_text)
+    if sig == 0 and state.finished and state is not JobState.COMPLETED:
+        # a step killed by signal N shows 0:N where the job line does not: srun passes it on as its own
+        # exit code (job 9:0, step .0 0:9), and a cancelled job's line says 0:0 (its steps 0:15)
+        inherited = next((n for n in rec.step_signals if code in (0, n)), None)
+        code, sig = (0, inherited) if inherited else (code, sig)
     return SlurmJobInfo(
         job_id=job_id,
         state=state,
@@ -101,8 +108,10 @@ def _run_order(rec: _Record, info: SlurmJobInfo) -> tuple[bool, datetime]:
     return not revoked(rec.fields[1]), info.start if info.start is not None else datetime.max
 
 
-def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
-    """Parse ``sacct --parsable2 [--noheader] -o SACCT_FIELDS`` output.
+def parse_sacct(text: str, notes: list[str] | None = None) -> dict[str, SlurmJobInfo]:
+    """Parse ``sacct --parsable2 [--noheader] -o SACCT_FIELDS`` output; a
+    line that is no record (slurm_messages.is_message) is read past, named in
+    one warning added to `notes`.
 
     Step lines (``1234.batch``, ``1234_5.0``) belong to the job line printed
     just before them. When one id has several records (``-D`` after a requeue)
@@ -114,8 +123,12 @@ def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
     """
     records: list[_Record] = []
     current: _Record | None = None
+    skipped: list[str] = []
     for line in text.splitlines():
         if not line.strip():
+            continue
+        if is_message(line, "sacct"):
+            skipped.append(line)
             continue
         fields = line.split("|")
         if len(fields) != len(SACCT_FIELDS):
@@ -129,6 +142,9 @@ def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
             records.append(current)
         elif current is not None and current.fields[0] == base:
             current.step_states.append(from_slurm(fields[1]))
+            if _step == "batch" or _step.isdigit():  # (not .extern: the allocation's own, ended by Slurm)
+                if (number := real_signal(parse_exit_code(fields[2])[1])) is not None:
+                    current.step_signals.append(number)
     concrete: dict[str, SlurmJobInfo] = {}
     order: dict[str, tuple[bool, datetime]] = {}
     ranged: dict[str, SlurmJobInfo] = {}
@@ -144,37 +160,8 @@ def parse_sacct(text: str) -> dict[str, SlurmJobInfo]:
             same = (info.state, info.exit_code, info.signal, info.node, info.start, info.end, info.reason)
             for task_id in ids:
                 ranged[task_id] = SlurmJobInfo(task_id, *same)
+    skipped_warning("sacct", skipped, notes)
     return {**ranged, **join_components(concrete)}
-
-
-def error_line(proc: subprocess.CompletedProcess[str]) -> str:
-    """The last line Slurm printed: its summary (``Problem talking to the
-    database: Connection refused``) comes after the low-level details; no
-    slurm.conf found: the hint that says which variable to set."""
-    hint = no_config_hint(proc.stderr + proc.stdout)
-    if hint:
-        return hint
-    for text in (proc.stderr, proc.stdout):
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        if lines:
-            return lines[-1]
-    return "(no message)"
-
-
-def sacct_failure(proc: subprocess.CompletedProcess[str]) -> SchedulerError:
-    """One-line error for a failed sacct call (the CLI prints it, exit 1)."""
-    message = error_line(proc)
-    if no_config_hint(proc.stderr + proc.stdout):
-        return SchedulerError(message)  # the hint alone: no slurmdbd to check before there is a configuration
-    text = (proc.stderr + proc.stdout).lower()
-    if _DISABLED_MARK in text:
-        return AccountingDisabledError(f"sacct: {message}")
-    if any(mark in text for mark in _DBD_DOWN_MARKS):
-        # slurmdbd (or its database) unreachable: squeue can still answer for
-        # jobs the controller remembers, so callers may fall back.
-        return AccountingDisabledError(f"accounting unreachable (sacct: {message})")
-    hint = "check that slurmdbd (and its database) is running and SLURM_CONF names this cluster"
-    return SchedulerError(f"sacct failed (exit {proc.returncode}): {message}; {hint}")
 
 
 def parse_submitted_cluster(text: str) -> str | None:
@@ -216,8 +203,10 @@ def query_sacct(
     timeout_s: float = 60,
     clusters: str | None = None,
     since: datetime | None = None,
+    notes: list[str] | None = None,
 ) -> dict[str, SlurmJobInfo]:
-    """States of the given jobs from accounting, one sacct call per `chunk` ids.
+    """States of the given jobs from accounting, one sacct call per `chunk` ids
+    (a warning in `notes` for lines among them that are no record: parse_sacct).
 
     An array id (``1234``) returns all its tasks (``1234_0`` ...), as sacct
     does; a raw task id returns that task under its ``ArrayJobID_TaskID``
@@ -256,15 +245,16 @@ def query_sacct(
         proc = run_slurm(argv, env, timeout_s)
         if proc.returncode != 0:
             raise sacct_failure(proc)
-        found.update(parse_sacct(proc.stdout))
+        found.update(parse_sacct(proc.stdout, notes))
     return {k: v for k, v in found.items() if k in tasks or k.split("_", 1)[0] not in widened}
 
 
 # ---------------------------------------------------------------- squeue fallback
 
 
-def parse_squeue(text: str) -> list[tuple[str, str, SlurmJobInfo]]:
-    """Parse ``squeue -h -r -O <SQUEUE_FIELDS each with suffix |>``.
+def parse_squeue(text: str, notes: list[str] | None = None) -> list[tuple[str, str, SlurmJobInfo]]:
+    """Parse ``squeue -h -r -O <SQUEUE_FIELDS each with suffix |>``; a line
+    that is no record is read past, as parse_sacct does.
 
     Returns (raw job id, array job id or "", info) per line; info.job_id is the
     name sacct would print (``ArrayJobID_TaskID`` for array tasks).
@@ -272,9 +262,13 @@ def parse_squeue(text: str) -> list[tuple[str, str, SlurmJobInfo]]:
     """
     rows: list[tuple[str, str, SlurmJobInfo]] = []
     n = len(SQUEUE_FIELDS)
+    skipped: list[str] = []
     for line in text.splitlines():
         if not line.strip() or line.startswith(CLUSTER_HEADER):
             continue  # asked of several clusters (-M a,b), squeue heads each one's jobs with its name
+        if is_message(line, "squeue"):
+            skipped.append(line)
+            continue
         fields = [f.strip() for f in line.split("|")]
         if len(fields) < n:
             raise SchedulerError(f"unexpected squeue line (expected {n} fields): {line!r}")
@@ -300,6 +294,7 @@ def parse_squeue(text: str) -> list[tuple[str, str, SlurmJobInfo]]:
             reason=pending_reason(state, reason, state_text),
         )
         rows.append((raw_id, array_id if is_task else "", info))
+    skipped_warning("squeue", skipped, notes)
     return rows
 
 
@@ -309,6 +304,7 @@ def query_squeue_fallback(
     env: Mapping[str, str] | None = None,
     timeout_s: float = 60,
     clusters: str | None = None,
+    notes: list[str] | None = None,
 ) -> dict[str, SlurmJobInfo]:
     """States from slurmctld's memory when accounting is off: one
     ``squeue -t all -r`` call for every job, filtered here.
@@ -326,7 +322,7 @@ def query_squeue_fallback(
         )
     wanted = set(ids)
     found: dict[str, SlurmJobInfo] = {}
-    for raw_id, array_id, info in parse_squeue(proc.stdout):
+    for raw_id, array_id, info in parse_squeue(proc.stdout, notes):
         if info.job_id in wanted or raw_id in wanted or array_id in wanted or raw_id.partition("+")[0] in wanted:
             found[info.job_id] = info  # (LEADER+K: a heterogeneous job's component)
     return join_components(found)
@@ -347,11 +343,15 @@ def query_states(
     Returns (states by job id, warnings for the user). SchedulerError when
     Slurm cannot be reached at all.
     """
+    notes: list[str] = []  # lines Slurm printed among the records (the same in every chunk: named once)
     try:
-        return query_sacct(job_ids, chunk=chunk, env=env, timeout_s=timeout_s, clusters=clusters, since=since), []
+        found = query_sacct(
+            job_ids, chunk=chunk, env=env, timeout_s=timeout_s, clusters=clusters, since=since, notes=notes
+        )
+        return found, list(dict.fromkeys(notes))
     except AccountingDisabledError as exc:
         try:
-            found = query_squeue_fallback(job_ids, env=env, timeout_s=timeout_s, clusters=clusters)
+            found = query_squeue_fallback(job_ids, env=env, timeout_s=timeout_s, clusters=clusters, notes=notes)
         except SchedulerError as squeue_exc:
             raise SchedulerError(
                 f"Slurm unreachable: {exc} (is slurmdbd up?), and the squeue fallback failed too: {squeue_exc}"
@@ -360,7 +360,7 @@ def query_states(
             f"{exc}: job states come from squeue, which forgets jobs MinJobAge "
             "seconds after they end; older jobs keep their last known state"
         )
-        return found, [warning]
+        return found, [warning, *dict.fromkeys(notes)]
 
 
 # ---------------------------------------------------------------- config

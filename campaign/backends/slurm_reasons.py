@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from campaign.backends.slurm_fields import SlurmJobInfo
+from campaign.backends.slurm_fields import SlurmJobInfo, bare_reason
 from campaign.backends.slurm_query import where_clusters
 from campaign.backends.slurm_run import run_slurm
 from campaign.plumbing.states import JobState
@@ -20,8 +20,12 @@ _NONE = frozenset({"", "None", "(null)", "N/A"})  # squeue's "no reason"
 
 
 def live_reasons(
-    found: dict[str, SlurmJobInfo], *, chunk: int = 1000,
-    env: Mapping[str, str] | None = None, timeout_s: float = 60, clusters: str | None = None,
+    found: dict[str, SlurmJobInfo],
+    *,
+    chunk: int = 1000,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 60,
+    clusters: str | None = None,
 ) -> dict[str, SlurmJobInfo]:
     """sacct's pending jobs with the Reason slurmctld gives now.
 
@@ -35,17 +39,32 @@ def live_reasons(
         return found
     out = dict(found)
     for i in range(0, len(pending), chunk):
-        proc = run_slurm(["squeue", *where_clusters(clusters), "-h", "-r", "-t", "PENDING", "-o", "%i|%r",
-                          "-j", ",".join(pending[i:i + chunk])], env, timeout_s)
+        proc = run_slurm(
+            [
+                "squeue",
+                *where_clusters(clusters),
+                "-h",
+                "-r",
+                "-t",
+                "PENDING",
+                "-o",
+                "%i|%r",
+                "-j",
+                ",".join(pending[i : i + chunk]),
+            ],
+            env,
+            timeout_s,
+        )
         if proc.returncode != 0:
             continue  # e.g. every job of the chunk just left the queue: sacct's reason stands
         for line in proc.stdout.splitlines():
             job_id, _, reason = line.partition("|")
             old = out.get(job_id)
-            reason = reason.strip()
+            reason = bare_reason(reason) or ""
             if old is None or old.state is not JobState.PENDING or reason in _NONE or reason == old.reason:
                 continue
             # the fields in order, not dataclasses.replace: 100,000 tasks of a pending array at scale
-            out[job_id] = SlurmJobInfo(old.job_id, old.state, old.exit_code, old.signal, old.node, old.start,
-                                       old.end, reason)
+            out[job_id] = SlurmJobInfo(
+                old.job_id, old.state, old.exit_code, old.signal, old.node, old.start, old.end, reason
+            )
     return out

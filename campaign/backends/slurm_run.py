@@ -25,6 +25,11 @@ TEST_SLURM_ENV = "/tmp/campaign-slurm/env.sh"  # written by `make slurm-up` (.ci
 # A user's SLURM_TIME_FORMAT (``relative``, ``%s``, a local strftime) makes every client print
 # its times that way, where the parsers read ISO 8601: the one setting that speaks it is forced.
 _OUTPUT_ENV = {"SLURM_TIME_FORMAT": "standard"}
+# A user's SLURM_CLUSTERS is squeue's, scancel's and scontrol's -M, never sacct's: a job campaign
+# keeps on the local cluster (it passes -M itself for any other) would be looked for, and cancelled,
+# on another cluster than sacct reads. sbatch keeps it where campaign's config names no cluster (the
+# job's cluster is read back from its answer); where the config names one, -M on its command line wins.
+_CLUSTERS_ENV = "SLURM_CLUSTERS"
 
 
 def run_slurm(
@@ -32,6 +37,8 @@ def run_slurm(
 ) -> subprocess.CompletedProcess[str]:
     """Run one Slurm command as an argument list; the caller reads returncode."""
     environ = {**os.environ, **(env or {}), **_OUTPUT_ENV}
+    if argv[0] != "sbatch":
+        environ.pop(_CLUSTERS_ENV, None)
     try:
         return subprocess.run(list(argv), capture_output=True, text=True, env=environ, timeout=timeout_s, check=False)
     except FileNotFoundError as exc:

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from campaign.plumbing.states import JobState
 
+# Slurm's base states that are ours by the same name (slurm.schedmd.com/job_state_codes.html); a word
+# that is neither one of them nor an alias below is a newer Slurm's (or a site's), and never one of
+# the states campaign derives itself (LOST_OUTPUT, PREFLIGHT_FAILED ...), which no Slurm prints
+_SLURM_BASE = frozenset(
+    {"PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED", "CANCELLED"}
+)
+_SHOWN_WORD = 40  # characters of an unknown word a reason quotes: a hostile field stays one short line
 # Slurm spellings that map onto one of ours (sacct prints "CANCELLED by 0").
 _SLURM_ALIASES: dict[str, JobState] = {
     "CONFIGURING": JobState.PENDING,
@@ -43,20 +50,31 @@ _STUCK = {
 }
 
 
+def _word(text: str) -> str:
+    """The state word as Slurm printed it: ``CANCELLED by 0`` -> CANCELLED, ``RUNNING+`` -> RUNNING."""
+    return text.strip().split(" ")[0].rstrip("+")
+
+
 def from_slurm(text: str) -> JobState:
-    """Translate a Slurm state string (sacct/squeue/scontrol) to a JobState."""
-    word = text.strip().split(" ")[0].rstrip("+").upper()
-    if word in JobState.__members__:
+    """Translate a Slurm state string (sacct/squeue/scontrol) to a JobState;
+    UNKNOWN (open: `status` asks again) for a word campaign does not know."""
+    word = _word(text).upper()
+    if word in _SLURM_BASE:
         return JobState[word]
     return _SLURM_ALIASES.get(word, JobState.UNKNOWN)
 
 
 def revoked(text: str) -> bool:
     """A federation's copy of a job that runs on another cluster (never the job's own state)."""
-    return text.strip().split(" ")[0].rstrip("+").upper() == "REVOKED"
+    return _word(text).upper() == "REVOKED"
 
 
 def held_reason(text: str) -> str | None:
-    """A reason to show for held spellings that map onto PENDING, else None."""
-    word = text.strip().split(" ")[0].rstrip("+").upper()
-    return f"held ({word})" if word in HELD else _STUCK.get(word)
+    """A reason to show for held spellings that map onto PENDING, and for a
+    word campaign does not know (kept open as UNKNOWN, the word named); else None."""
+    word = _word(text).upper()
+    if word in HELD:
+        return f"held ({word})"
+    if word not in _SLURM_BASE and word not in _SLURM_ALIASES:
+        return f"Slurm state {_word(text)[:_SHOWN_WORD]!r} not known to campaign"
+    return _STUCK.get(word)

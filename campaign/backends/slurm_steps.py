@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from campaign.backends.slurm_query import where_clusters
 from campaign.backends.slurm_run import failure_text, run_slurm
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.backends.submitit_adapter import sbatch_script
@@ -65,8 +66,13 @@ def billing_params(cluster: ClusterSpec, part: PartitionSpec, mem_gb: float | No
 def step_params(cluster: ClusterSpec, step: StepRequest) -> dict[str, Any]:
     part = cluster.partitions[step.partition]
     params: dict[str, Any] = {
-        "partition": part.name, "time": step.walltime_min, "nodes": 1, "ntasks_per_node": 1,
-        "job_name": step.job_name, "cpus_per_task": max(1, step.cpus), "stderr_to_stdout": False,
+        "partition": part.name,
+        "time": step.walltime_min,
+        "nodes": 1,
+        "ntasks_per_node": 1,
+        "job_name": step.job_name,
+        "cpus_per_task": max(1, step.cpus),
+        "stderr_to_stdout": False,
         "setup": fatal_module_lines(setup_lines(cluster, part, dict(step.env))) + list(step.activate),
     }
     if step.gpus:
@@ -106,9 +112,13 @@ def submit_step(cluster: ClusterSpec, folder: Path, python: str, step: StepReque
     (logs / "step.json").write_text(json.dumps(step_to_json(step.kind, step.task)))
     script = logs / "job.sbatch"
     script.write_text(_script(cluster, folder, python, step, ident))
-    proc = run_slurm(["sbatch", "--parsable", str(script)])
+    part = cluster.partitions[step.partition]
+    where = where_clusters(part.clusters or cluster.clusters)  # on the command line: over SLURM_CLUSTERS
+    proc = run_slurm(["sbatch", "--parsable", *where, str(script)])
     job_id = (proc.stdout.strip().splitlines() or [""])[-1].split(";")[0].strip()
     if proc.returncode != 0 or not job_id.isdigit():
-        raise SubmissionError(f"sbatch refused the {step.kind} job on {step.partition}: "
-                              f"{failure_text(proc) if proc.stderr or proc.stdout else '(no answer)'}")
+        raise SubmissionError(
+            f"sbatch refused the {step.kind} job on {step.partition}: "
+            f"{failure_text(proc) if proc.stderr or proc.stdout else '(no answer)'}"
+        )
     return StepSubmitted(job_id, str(logs / f"{job_id}_0_log.out"), str(logs / f"{job_id}_0_log.err"))

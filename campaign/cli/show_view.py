@@ -17,6 +17,7 @@ from typing import Any
 
 from campaign.backends.capabilities import capabilities
 from campaign.job.element_type import shown_dtype
+from campaign.job.error_line import signal_name
 from campaign.job.files import EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE, read_json
 from campaign.job.problem_size import run_unsized
 from campaign.ledger.facts import AttemptFacts as AttemptFacts
@@ -63,8 +64,12 @@ def _wrapper_tail(path: str | None, lines: int = 15) -> str:
 
 
 def _exit_code(att: AttemptFacts) -> str:
-    """Only a finished job has one: Slurm prints 0:0 for a pending job too."""
-    return str(att.exit_code) if att.exit_code is not None and att.state.finished else "-"
+    """Only a finished job has one: Slurm prints 0:0 for a pending job too. A
+    signal that ended it is named (`-9, SIGKILL`), as the reason names it."""
+    if att.exit_code is None or not att.state.finished:
+        return "-"
+    name = signal_name(att.exit_code)
+    return f"{att.exit_code}, {name}" if name else str(att.exit_code)
 
 
 def _kernel_stderr(att: AttemptFacts) -> str:
@@ -73,10 +78,16 @@ def _kernel_stderr(att: AttemptFacts) -> str:
     tail = _tail(str(err))
     if tail.strip() not in ("(empty)", f"(cannot read {err})"):
         return tail
-    why = "(none: the job has not started)" if not att.state.finished and att.started_at is None \
+    why = (
+        "(none: the job has not started)"
+        if not att.state.finished and att.started_at is None
         else "(empty: the program wrote nothing to its stderr)"
-    places = [("kernel stdout", str(Path(att.workdir) / STDOUT_FILE)), ("job stderr", att.stderr_path),
-              ("job stdout", att.stdout_path)]
+    )
+    places = [
+        ("kernel stdout", str(Path(att.workdir) / STDOUT_FILE)),
+        ("job stderr", att.stderr_path),
+        ("job stdout", att.stdout_path),
+    ]
     elsewhere = [f"{what} {path} ({n} lines)" for what, path in places if path and (n := _lines(path))]
     return f"    {why}" + (f"; the job's other output: {', '.join(elsewhere)}" if elsewhere else "")
 
@@ -112,8 +123,7 @@ def _allocated(att: AttemptFacts, ranks: int) -> str:
     """What the attempt asked the scheduler for: `alloc_cpus` is one task's (rank's) --cpus-per-task."""
     cpus = att.alloc_cpus or 0
     if ranks > 1:
-        return (f"{cpus} cores per rank x {ranks} ranks ({cpus * ranks} cores), "
-                f"{att.alloc_gpus or 0} GPUs per node")
+        return f"{cpus} cores per rank x {ranks} ranks ({cpus * ranks} cores), {att.alloc_gpus or 0} GPUs per node"
     return f"{cpus} cores, {att.alloc_gpus or 0} GPUs"
 
 
@@ -125,7 +135,7 @@ def _program(att: AttemptFacts, spec: dict[str, Any], start: dict[str, Any] | No
         return shlex.join(str(a) for a in start["argv"]), {str(k): str(v) for k, v in (start.get("env") or {}).items()}
     run = RunSpec.from_json(spec)
     program = replace(run, n=tuple(att.n)) if att.n else run
-    env = {k[len("env."):]: v for k, v in run.identity if k.startswith("env.")}
+    env = {k[len("env.") :]: v for k, v in run.identity if k.startswith("env.")}
     return shlex.join(program.command(att.output_path)), env
 
 
@@ -147,13 +157,17 @@ def placement_lines(workdir: str) -> list[str]:
     placement = record.get("placement")
     if not isinstance(placement, list) or not placement:
         return []
-    out = [f"ranks: {len(placement)} on {len(record.get('nodes') or [])} node(s)"
-           + (f"  missing: {record['missing_ranks']}" if record.get("missing_ranks") else "")]
+    out = [
+        f"ranks: {len(placement)} on {len(record.get('nodes') or [])} node(s)"
+        + (f"  missing: {record['missing_ranks']}" if record.get("missing_ranks") else "")
+    ]
     for p in placement:
         if isinstance(p, dict):
             cpus = ",".join(str(c) for c in p.get("cpus") or []) or "-"
             ended = f"  exit {p['exit_code']}" if p.get("exit_code") not in (None, 0) else ""
-            out.append(f"  rank {p.get('rank')}: node {p.get('node')}  cores {cpus}  gpus {p.get('gpus') or '-'}{ended}")
+            out.append(
+                f"  rank {p.get('rank')}: node {p.get('node')}  cores {cpus}  gpus {p.get('gpus') or '-'}{ended}"
+            )
     return out
 
 
@@ -169,8 +183,11 @@ def chain_lines(f: JobFacts) -> list[str]:
     if not step.job_id and step.state is JobState.COMPLETED:  # skipped on purpose (campaign.commands.chain)
         out = [f"preflight: {step.reason or 'not run'}"]
     else:
-        out = [f"preflight: job {step.job_id or '-'} {step.state.value}" + (f" ({step.reason})" if step.reason else "")
-               + f"  folder {step.folder}"]
+        out = [
+            f"preflight: job {step.job_id or '-'} {step.state.value}"
+            + (f" ({step.reason})" if step.reason else "")
+            + f"  folder {step.folder}"
+        ]
     build = f.build
     if build is None:
         return out + ["build: none (no C/Fortran programs)", *_program_lines(f, None)]
@@ -218,10 +235,17 @@ def program_fields(f: JobFacts) -> dict[str, Any]:
     report's builds table (`ours`, `user binary <sha256[:12]>`, `not recorded`, ...), the user's
     program by real path and whole sha256, ours by the build job that built it (null: none did)."""
     row, _ = _origin(f, f.build if f.preflight is not None else None)
-    return {"program": row["program"], "program_origin": row["build"], "program_path": row.get("path"),
-            "program_sha256": row.get("sha256"), "build_key": row.get("build_key"),
-            "build_compiler": row.get("compiler"), "build_flags": row.get("flags"),
-            "build_modules": row.get("modules"), "build_host": row.get("host")}
+    return {
+        "program": row["program"],
+        "program_origin": row["build"],
+        "program_path": row.get("path"),
+        "program_sha256": row.get("sha256"),
+        "build_key": row.get("build_key"),
+        "build_compiler": row.get("compiler"),
+        "build_flags": row.get("flags"),
+        "build_modules": row.get("modules"),
+        "build_host": row.get("host"),
+    }
 
 
 def show_text(f: JobFacts) -> str:
@@ -230,8 +254,11 @@ def show_text(f: JobFacts) -> str:
     att, spec = f.attempt, f.spec
     start = read_json(Path(att.workdir) / START_FILE)
     command, env = _program(att, spec, start)
-    n_line = ("n: none (the program reads no {n}: no problem size)" if run_unsized(spec["argv"], spec["n"])
-              else f"n: {', '.join(str(v) for v in spec['n'])}")
+    n_line = (
+        "n: none (the program reads no {n}: no problem size)"
+        if run_unsized(spec["argv"], spec["n"])
+        else f"n: {', '.join(str(v) for v in spec['n'])}"
+    )
     if att.n:
         n_line += f"  (this attempt: {', '.join(str(v) for v in att.n)})"
     if att.missing_n:
@@ -258,8 +285,10 @@ def show_text(f: JobFacts) -> str:
     for a in f.lineage:
         mark = "*" if a.id == att.id else " "
         prev = f" <- attempt {a.attempt - 1}" if a.previous_id else ""
-        out.append(f"  {mark} attempt {a.attempt}: job {a.job_id or '(not submitted)'} {a.state.value} "
-                   f"walltime {a.walltime_min} min{prev}")
+        out.append(
+            f"  {mark} attempt {a.attempt}: job {a.job_id or '(not submitted)'} {a.state.value} "
+            f"walltime {a.walltime_min} min{prev}"
+        )
     out += [
         "paths:",
         f"  workdir:  {att.workdir}",
@@ -284,24 +313,51 @@ def show_text(f: JobFacts) -> str:
 
 def job_record(f: JobFacts) -> dict[str, Any]:
     """`show --format json|csv`: the job's fields, typed (times as ISO 8601)."""
+
     def iso(t: datetime | None) -> str | None:
         return t.isoformat() if t is not None else None
 
     att, spec = f.attempt, f.spec
     return {
-        "job_id": att.job_id, "campaign": f.campaign, "cluster": f.cluster, "run": f.run_key,
-        "kernel": f.kernel, "impl": f.impl, "variant": f.variant, "partition": f.partition,
-        "device": f.device, "dtype": shown_dtype(f.dtype, spec["argv"]), "threads": f.threads, "gpus": f.gpus,
-        "n": list(spec["n"]), "d": spec["d"], "repeats": spec["repeats"], "warmup": spec["warmup"],
-        "check": spec["check"], "attempt": att.attempt, "state": att.state.value, "reason": att.reason,
-        "exit_code": att.exit_code if att.state.finished else None, "node": att.node, "walltime_min": att.walltime_min, "mem_gb": att.mem_gb,
-        "array_job_id": att.array_job_id, "array_index": att.array_index,
-        "submitted_at": iso(att.submitted_at), "started_at": iso(att.started_at), "ended_at": iso(att.ended_at),
-        "workdir": att.workdir, "results": att.output_path, "stdout": att.stdout_path, "stderr": att.stderr_path,
+        "job_id": att.job_id,
+        "campaign": f.campaign,
+        "cluster": f.cluster,
+        "run": f.run_key,
+        "kernel": f.kernel,
+        "impl": f.impl,
+        "variant": f.variant,
+        "partition": f.partition,
+        "device": f.device,
+        "dtype": shown_dtype(f.dtype, spec["argv"]),
+        "threads": f.threads,
+        "gpus": f.gpus,
+        "n": list(spec["n"]),
+        "d": spec["d"],
+        "repeats": spec["repeats"],
+        "warmup": spec["warmup"],
+        "check": spec["check"],
+        "attempt": att.attempt,
+        "state": att.state.value,
+        "reason": att.reason,
+        "exit_code": att.exit_code if att.state.finished else None,
+        "node": att.node,
+        "walltime_min": att.walltime_min,
+        "mem_gb": att.mem_gb,
+        "array_job_id": att.array_job_id,
+        "array_index": att.array_index,
+        "submitted_at": iso(att.submitted_at),
+        "started_at": iso(att.started_at),
+        "ended_at": iso(att.ended_at),
+        "workdir": att.workdir,
+        "results": att.output_path,
+        "stdout": att.stdout_path,
+        "stderr": att.stderr_path,
         "command": list(spec["argv"]),
         **program_fields(f),
         "placement": (read_json(Path(att.workdir) / EXIT_FILE) or {}).get("placement"),
         "run_environment": run_env_items(spec),
-        "attempts": [{"attempt": a.attempt, "job_id": a.job_id, "state": a.state.value,
-                      "walltime_min": a.walltime_min} for a in f.lineage],
+        "attempts": [
+            {"attempt": a.attempt, "job_id": a.job_id, "state": a.state.value, "walltime_min": a.walltime_min}
+            for a in f.lineage
+        ],
     }

@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import math
 import re
-import signal
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from campaign.job.error_line import exit_words
 from campaign.job.fom_launch import RankEnd, reduce
 from campaign.job.template import render
 
@@ -30,8 +30,10 @@ _SAYS = re.compile(r"[A-Za-z0-9]")  # a line with a letter or digit in it
 # An MPI library's own statement that a rank called MPI_Abort (Open MPI; MPICH and Intel MPI), with its
 # error code. The aborting rank is then killed with its shim by the launcher, often before the shim could
 # record its exit, while a peer may exit by itself on the connection it broke: the statement names it.
-_MPI_ABORT = (re.compile(r"MPI_ABORT was invoked on rank (?P<rank>\d+)\b.*?errorcode (?P<code>-?\d+)", re.S),
-              re.compile(r"MPI_Abort\(\w+, (?P<code>-?\d+)\) - process (?P<rank>\d+)"))
+_MPI_ABORT = (
+    re.compile(r"MPI_ABORT was invoked on rank (?P<rank>\d+)\b.*?errorcode (?P<code>-?\d+)", re.S),
+    re.compile(r"MPI_Abort\(\w+, (?P<code>-?\d+)\) - process (?P<rank>\d+)"),
+)
 
 
 class Lost(Exception):
@@ -74,8 +76,11 @@ class Output:
         connection it leaves."""
         if self.aborted is not None:
             return self.aborted[0]
-        failed = [(end.code >= 128, math.inf if end.ended is None else end.ended, r)
-                  for r, end in enumerate(self.ends) if end.code is not None and end.code != 0]
+        failed = [
+            (end.code >= 128, math.inf if end.ended is None else end.ended, r)
+            for r, end in enumerate(self.ends)
+            if end.code is not None and end.code != 0
+        ]
         if failed:
             return min(failed)[2]
         return next((r for r, (_, err) in enumerate(self.ranks) if err.strip()), None)
@@ -90,20 +95,14 @@ class Output:
             return tail(self.stderr)
         code = self.ends[rank].code if rank < len(self.ends) else None
         aborted = self.aborted
-        said = (exit_words(code) if code is not None else
-                f"MPI_Abort with {aborted[1]}" if aborted is not None and aborted[0] == rank else "no exit record")
+        said = (
+            exit_words(code)
+            if code is not None
+            else f"MPI_Abort with {aborted[1]}"
+            if aborted is not None and aborted[0] == rank
+            else "no exit record"
+        )
         return f"rank {rank} of {len(self.ranks)} ({said}): {head(self.ranks[rank][1])}"
-
-
-def exit_words(code: int) -> str:
-    """An exit status as a reader of the reason wants it: 128+N (a shell's or a
-    launcher's word for "killed by signal N") and -N (Python's) name the signal."""
-    number = code - 128 if code > 128 else -code if code < 0 else 0
-    try:
-        name = signal.Signals(number).name if number else ""
-    except ValueError:  # no signal of that number: the status as it is
-        name = ""
-    return f"exit {code}, {name}" if name else f"exit {code}"
 
 
 def source_text(source: str, output: Output, values: dict[str, str], cwd: Path, rank: int) -> str:
@@ -143,8 +142,10 @@ def head(text: str) -> str:
 
 def _matches(fig: dict[str, Any], text: str) -> list[str]:
     if fig.get("regex"):
-        return [m.group("value") if "value" in m.re.groupindex else (m.group(1) if m.re.groups else m.group(0))
-                for m in re.finditer(fig["regex"], text, re.MULTILINE)]
+        return [
+            m.group("value") if "value" in m.re.groupindex else (m.group(1) if m.re.groups else m.group(0))
+            for m in re.finditer(fig["regex"], text, re.MULTILINE)
+        ]
     found = []
     for line in text.splitlines():
         line = line.strip()
@@ -166,11 +167,14 @@ def readfigure_values(fig: dict[str, Any], text: str, count: int = 1) -> list[fl
     what = f"pattern {fig['regex']!r}" if fig.get("regex") else f"JSON key {fig['json']!r}"
     found = _matches(fig, text)[-count:]
     if not found:
-        raise Lost(f"figure {fig['name']}: {what} matched nothing in {fig.get('source', 'stdout')}; "
-                   f"last lines: {tail(text)}")
+        raise Lost(
+            f"figure {fig['name']}: {what} matched nothing in {fig.get('source', 'stdout')}; last lines: {tail(text)}"
+        )
     if len(found) < count:
-        raise Lost(f"figure {fig['name']}: {what} matched {len(found)} time(s) in {fig.get('source', 'stdout')}, "
-                   f"not once per repeat ({count}); last lines: {tail(text)}")
+        raise Lost(
+            f"figure {fig['name']}: {what} matched {len(found)} time(s) in {fig.get('source', 'stdout')}, "
+            f"not once per repeat ({count}); last lines: {tail(text)}"
+        )
     values = []
     for text_value in found:
         try:
@@ -178,20 +182,24 @@ def readfigure_values(fig: dict[str, Any], text: str, count: int = 1) -> list[fl
         except ValueError:
             value = math.nan
         if not math.isfinite(value):
-            raise Lost(f"figure {fig['name']}: {what} matched {text_value[:80]!r}, not a finite number; "
-                       f"last lines: {tail(text)}")
+            raise Lost(
+                f"figure {fig['name']}: {what} matched {text_value[:80]!r}, not a finite number; "
+                f"last lines: {tail(text)}"
+            )
         values.append(value)
     return values
 
 
-def figure_values(fig: dict[str, Any], output: Output, values: dict[str, str], cwd: Path, count: int,
-            rank: int) -> list[float]:
+def figure_values(
+    fig: dict[str, Any], output: Output, values: dict[str, str], cwd: Path, count: int, rank: int
+) -> list[float]:
     """A figure's values per repeat: the result rank's, or reduced over every rank as declared."""
     source = fig.get("source", "stdout")
     if not (fig.get("reduce") and output.ranks):
         return readfigure_values(fig, source_text(source, output, values, cwd, rank), count)
-    per_rank = [readfigure_values(fig, source_text(source, output, values, cwd, r), count)
-                for r in range(len(output.ranks))]
+    per_rank = [
+        readfigure_values(fig, source_text(source, output, values, cwd, r), count) for r in range(len(output.ranks))
+    ]
     return [reduce([v[i] for v in per_rank], fig["reduce"]) for i in range(count)]
 
 
@@ -200,12 +208,14 @@ def sanity_problem(rule: dict[str, Any], text: str) -> str | None:
     m = re.search(rule["regex"], text, re.MULTILINE)
     if rule.get("expect", "match") == "match":
         if m is None:
-            return f"sanity pattern {rule['regex']!r} must match {rule.get('source', 'stdout')} but matched " \
-                   f"nothing; last lines: {tail(text)}"
+            return (
+                f"sanity pattern {rule['regex']!r} must match {rule.get('source', 'stdout')} but matched "
+                f"nothing; last lines: {tail(text)}"
+            )
         return None
     if m is not None:
         start = text.rfind("\n", 0, m.start()) + 1
         end = text.find("\n", m.end())
-        line = text[start:end if end >= 0 else len(text)].strip()
+        line = text[start : end if end >= 0 else len(text)].strip()
         return f"sanity pattern {rule['regex']!r} must not match {rule.get('source', 'stdout')}: line {line!r}"
     return None

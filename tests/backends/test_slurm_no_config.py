@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign.backends.slurm_query import error_line
+from campaign.backends.slurm_messages import error_line
 from campaign.backends.slurm_run import TEST_SLURM_ENV, failure_text, no_config_hint
 from tests.conftest import CAMPAIGN
 from tests.fixtures import SLURM_OUTPUTS
@@ -31,22 +31,42 @@ def test_slurms_own_words_get_the_hint(name: str) -> None:
 
 
 def test_other_failures_keep_slurms_words() -> None:
-    proc = subprocess.CompletedProcess(["sbatch"], 1, "", "sbatch: error: Batch job submission failed: "
-                                       "Invalid account or account/partition combination specified\n")
+    proc = subprocess.CompletedProcess(
+        ["sbatch"],
+        1,
+        "",
+        "sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified\n",
+    )
     assert no_config_hint(proc.stderr) is None
     assert failure_text(proc).startswith("sbatch: error: Batch job submission failed: Invalid account")
 
 
-@pytest.mark.skipif(shutil.which("scontrol") is None or Path("/etc/slurm/slurm.conf").exists(),
-                    reason="needs Slurm's commands and no system-wide slurm.conf")
+@pytest.mark.skipif(
+    shutil.which("scontrol") is None or Path("/etc/slurm/slurm.conf").exists(),
+    reason="needs Slurm's commands and no system-wide slurm.conf",
+)
 @pytest.mark.parametrize("chain", [["--no-preflight"], []], ids=["runs", "preflight"])
 def test_submit_without_slurm_conf_says_what_to_set(tmp_path: Path, chain: list[str]) -> None:
     env = {k: v for k, v in os.environ.items() if k != "SLURM_CONF"}
     proc = subprocess.run(  # without SLURM_CONF, whatever the test run has
-        [str(CAMPAIGN), "--ledger", str(tmp_path / "l.sqlite"), "submit",
-         "cluster=localslurm", "experiment=smoke", "experiment.sweeps.0.variants=[naive]",
-         "experiment.sweeps.0.threads=[1]", *chain],
-        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300, check=False)
+        [
+            str(CAMPAIGN),
+            "--ledger",
+            str(tmp_path / "l.sqlite"),
+            "submit",
+            "cluster=localslurm",
+            "experiment=smoke",
+            "experiment.sweeps.0.variants=[naive]",
+            "experiment.sweeps.0.threads=[1]",
+            *chain,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 1, proc.stderr
     assert "set SLURM_CONF" in proc.stderr and TEST_SLURM_ENV in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign.backends import slurm_fields
+from campaign.backends import slurm_fields, slurm_messages
 from campaign.backends import slurm_query as sq
 from campaign.plumbing.errors import BadInputError, SchedulerError
 from campaign.plumbing.states import JobState
@@ -219,19 +219,19 @@ def test_parse_squeue() -> None:
 
 def test_error_classification() -> None:
     down = subprocess.CompletedProcess(["sacct"], 1, "", read("sacct_dbd_down.stderr"))
-    err = sq.sacct_failure(down)
+    err = slurm_messages.sacct_failure(down)
     # slurmdbd unreachable: like disabled accounting, callers fall back to squeue
-    assert isinstance(err, sq.AccountingDisabledError)
+    assert isinstance(err, slurm_messages.AccountingDisabledError)
     assert str(err) == (
         "accounting unreachable (sacct: sacct: error: Problem talking to the database: Connection refused)"
     )
     other = subprocess.CompletedProcess(["sacct"], 1, "", "sacct: error: Invalid user id: foo\n")
-    err = sq.sacct_failure(other)
-    assert not isinstance(err, sq.AccountingDisabledError)
+    err = slurm_messages.sacct_failure(other)
+    assert not isinstance(err, slurm_messages.AccountingDisabledError)
     assert str(err).startswith("sacct failed (exit 1): sacct: error: Invalid user id: foo")
     assert "\n" not in str(err)
     off = subprocess.CompletedProcess(["sacct"], 1, "", read("sacct_disabled.stderr"))
-    assert isinstance(sq.sacct_failure(off), sq.AccountingDisabledError)
+    assert isinstance(slurm_messages.sacct_failure(off), slurm_messages.AccountingDisabledError)
 
 
 def test_parse_max_array_size() -> None:

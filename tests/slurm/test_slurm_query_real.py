@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from campaign.backends import slurm_fields
+from campaign.backends import slurm_fields, slurm_messages
 from campaign.backends import slurm_query as sq
 from campaign.plumbing.errors import SchedulerError
 from campaign.plumbing.states import JobState
@@ -48,7 +48,10 @@ class Submitted:
 
 
 def wait_until(
-    cluster: SlurmCluster, ids: list[str], expected: Mapping[str, JobState], deadline_s: float,
+    cluster: SlurmCluster,
+    ids: list[str],
+    expected: Mapping[str, JobState],
+    deadline_s: float,
 ) -> dict[str, slurm_fields.SlurmJobInfo]:
     """Poll query_states (one call per round) until every id shows its expected state."""
     end = time.monotonic() + deadline_s
@@ -75,9 +78,13 @@ def submitted(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFact
         # requeued while running; reruns ~31 s later (cred_expire=30)
         "requeue": sbatch(c, work, "--wrap", "sleep 15"),
     }
-    expected = {ids["timeout"]: JobState.TIMEOUT, ids["ok"]: JobState.COMPLETED,
-                ids["fail3"]: JobState.FAILED, ids["cancel"]: JobState.CANCELLED,
-                ids["requeue"]: JobState.COMPLETED}
+    expected = {
+        ids["timeout"]: JobState.TIMEOUT,
+        ids["ok"]: JobState.COMPLETED,
+        ids["fail3"]: JobState.FAILED,
+        ids["cancel"]: JobState.CANCELLED,
+        ids["requeue"]: JobState.COMPLETED,
+    }
     expected.update({f"{ids['array']}_{i}": JobState.COMPLETED for i in range(5)})
     if c.cgroup:
         ids["oom"] = sbatch(c, work, "--mem=100M", "--wrap", ALLOC_600MB)
@@ -91,8 +98,12 @@ def submitted(slurm_cluster: SlurmCluster, tmp_path_factory: pytest.TempPathFact
     subprocess.run(["scontrol", "requeue", ids["requeue"]], env=c.full_env(), check=True, timeout=30)
     time.sleep(1)
     after, _ = sq.query_states([ids["requeue"]], env=c.env)
-    return Submitted(ids=ids, expected=expected, requeued_at=requeued_at,
-                     state_after_requeue=after[ids["requeue"]].state if ids["requeue"] in after else None)
+    return Submitted(
+        ids=ids,
+        expected=expected,
+        requeued_at=requeued_at,
+        state_after_requeue=after[ids["requeue"]].state if ids["requeue"] in after else None,
+    )
 
 
 def test_all_states_in_one_call(slurm_cluster: SlurmCluster, submitted: Submitted) -> None:
@@ -124,8 +135,9 @@ def test_oom_is_seen(slurm_cluster: SlurmCluster, submitted: Submitted) -> None:
     if not slurm_cluster.cgroup:
         pytest.skip("cluster runs task/none: memory limits are not enforced by cgroup, no OUT_OF_MEMORY")
     oom, oom_step = submitted.ids["oom"], submitted.ids["oom_step"]
-    got = wait_until(slurm_cluster, [oom, oom_step], {k: submitted.expected[k] for k in (oom, oom_step)},
-                     FINISH_DEADLINE_S)
+    got = wait_until(
+        slurm_cluster, [oom, oom_step], {k: submitted.expected[k] for k in (oom, oom_step)}, FINISH_DEADLINE_S
+    )
     assert got[oom].state is JobState.OUT_OF_MEMORY
     assert got[oom_step].state is JobState.OUT_OF_MEMORY
 
@@ -161,7 +173,7 @@ def test_unreachable_slurmdbd_falls_back_to_squeue(slurm_cluster: SlurmCluster, 
     """sacct cannot reach slurmdbd: query_sacct says so in one line, and
     query_states answers from squeue (the controller is up) with a warning."""
     env = _conf_variant(slurm_cluster, tmp_path, "AccountingStoragePort", "6899")
-    with pytest.raises(sq.AccountingDisabledError) as info:
+    with pytest.raises(slurm_messages.AccountingDisabledError) as info:
         sq.query_sacct(["1"], env=env, timeout_s=30)
     assert "Connection refused" in str(info.value) and "\n" not in str(info.value)
     got, warnings = sq.query_states(["1"], env=env, timeout_s=30)
@@ -176,13 +188,15 @@ def test_unreachable_slurm_is_a_scheduler_error(slurm_cluster: SlurmCluster, tmp
     conf.write_text(conf.read_text().replace("SlurmctldPort=6817", "SlurmctldPort=6899"))
     with pytest.raises(SchedulerError) as info:
         sq.query_states(["1"], env=env, timeout_s=30)
-    assert not isinstance(info.value, sq.AccountingDisabledError)
+    assert not isinstance(info.value, slurm_messages.AccountingDisabledError)
     text = str(info.value)
     assert "Connection refused" in text and "squeue" in text and "\n" not in text
 
 
 def test_accounting_disabled_falls_back_to_squeue(
-    slurm_cluster: SlurmCluster, submitted: Submitted, tmp_path: Path,
+    slurm_cluster: SlurmCluster,
+    submitted: Submitted,
+    tmp_path: Path,
 ) -> None:
     wait_until(slurm_cluster, submitted.plain_ids, submitted.expected, FINISH_DEADLINE_S)
     env = _conf_variant(slurm_cluster, tmp_path, "AccountingStorageType", "accounting_storage/none")

@@ -101,8 +101,11 @@ def test_squeue_of_several_clusters_reads_past_their_headers() -> None:
     )
     rows = sq.parse_squeue(f"CLUSTER: anvil\n\nCLUSTER: delta\n{row}\n")
     assert [(raw, info.state, info.node) for raw, _, info in rows] == [("41", JobState.RUNNING, "gpua[001-003,017]")]
+    notes: list[str] = []
+    assert sq.parse_squeue("CLUSTERS: anvil\n", notes) == []  # any other line it cannot read is still named
+    assert notes == ["squeue printed 1 line(s) that are no job record, read past: CLUSTERS: anvil"]
     with pytest.raises(SchedulerError, match="unexpected squeue line"):
-        sq.parse_squeue("CLUSTERS: anvil\n")  # any other line it cannot read is still named
+        sq.parse_squeue("41|41|N/A|RUNNING|\n")
 
 
 REVOKED = "67108865|REVOKED|0:0|None assigned|Unknown|2026-11-30T08:15:02|None"
@@ -122,3 +125,119 @@ def test_a_revoked_record_alone_is_not_a_cancelled_job() -> None:
     info = sq.parse_sacct(REVOKED)["67108865"]
     assert not info.state.finished and info.end is None
     assert info.reason is not None and "another cluster" in info.reason
+
+
+@pytest.mark.parametrize("word", ["QUIESCED", "Quiesced+", "LOST_OUTPUT", "PREFLIGHT_FAILED", "x" * 300])
+def test_a_state_word_campaign_does_not_know_stays_open_and_is_named(word: str) -> None:
+    """A newer Slurm's state word (or one of campaign's own names, which no Slurm prints) is no finished
+    state: the job stays open, and its reason names the word for `jobs` and `show`."""
+    text = f"44|{word}|0:0|localhost|2026-11-30T08:15:01|2026-11-30T08:16:01|None"
+    info = sq.parse_sacct(text)["44"]
+    assert info.state is JobState.UNKNOWN and not info.state.finished and info.end is None
+    shown = word.rstrip("+")[:40]
+    assert info.reason is not None and info.reason.startswith(f"Slurm state '{shown}")
+    assert info.reason.endswith("not known to campaign") and len(info.reason) < 100
+    fields = ["44", "44", "N/A", word, "None", "localhost", "2026-11-30T08:15:01", "N/A", "0:0"]
+    ((_, _, queued),) = sq.parse_squeue("|".join(fields) + "|")
+    assert (queued.state, queued.reason) == (JobState.UNKNOWN, info.reason)
+
+
+# sacct's answers for jobs that a signal ended, as Slurm 22.05 printed them (tests/slurm/test_signal_real.py
+# makes them on the test cluster): a batch script killed by SIGKILL, an srun step killed by SIGSEGV, a
+# cancelled job, a job killed by its memory limit
+KILLED_BATCH = (
+    "3874|FAILED|0:9|localhost|2026-12-07T07:28:04|2026-12-07T07:28:04|None\n"
+    "3874.batch|CANCELLED|0:9|localhost|2026-12-07T07:28:04|2026-12-07T07:28:04|\n"
+    "3874.0|CANCELLED|0:15|localhost|2026-12-07T07:28:04|2026-12-07T07:28:04|"
+)
+KILLED_STEP = (
+    "3781|FAILED|11:0|localhost|2026-12-07T07:23:12|2026-12-07T07:23:12|None\n"
+    "3781.batch|FAILED|11:0|localhost|2026-12-07T07:23:12|2026-12-07T07:23:12|\n"
+    "3781.0|CANCELLED|0:11|localhost|2026-12-07T07:23:12|2026-12-07T07:23:12|"
+)
+CANCELLED = (
+    "3782|CANCELLED by 0|0:0|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|None\n"
+    "3782.batch|CANCELLED|0:15|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|\n"
+    "3782.extern|COMPLETED|0:0|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|\n"
+    "3782.0|CANCELLED|0:15|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|"
+)
+OOM = (
+    "3790|OUT_OF_MEMORY|0:125|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|None\n"
+    "3790.batch|OUT_OF_MEMORY|0:125|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|"
+)
+EXITED = (
+    "3791|FAILED|9:0|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|None\n"
+    "3791.batch|FAILED|9:0|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|\n"
+    "3791.extern|CANCELLED|0:15|localhost|2026-12-07T07:23:12|2026-12-07T07:23:17|"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "state", "signal", "stored"),
+    [
+        (KILLED_BATCH, JobState.FAILED, 9, -9),
+        (KILLED_STEP, JobState.FAILED, 11, -11),  # srun exits 11 for its step's SIGSEGV
+        (CANCELLED, JobState.CANCELLED, 15, -15),
+        (OOM, JobState.OUT_OF_MEMORY, 125, 0),  # 125: Slurm's mark of an OOM kill, no signal
+        (EXITED, JobState.FAILED, 0, 9),  # a program's own exit 9; the .extern step's end is Slurm's
+    ],
+)
+def test_a_job_a_signal_ended_is_stored_as_the_job_record_stores_it(
+    text: str, state: JobState, signal: int, stored: int
+) -> None:
+    """The job's own exit record stores a program killed by signal N as -N (Python's returncode); a job
+    that left none (its runner killed too) is stored the same way from sacct's ``exit:signal``."""
+    from campaign.backends.slurm_fields import exit_status
+
+    (info,) = sq.parse_sacct(text).values()
+    assert (info.state, info.signal) == (state, signal)
+    assert exit_status(info.exit_code, info.signal) == stored
+    fields = ["3874", "3874", "N/A", "FAILED", "None", "localhost", "2026-12-07T07:28:04", "N/A", str(9)]
+    ((_, _, queued),) = sq.parse_squeue("|".join(fields) + "|")  # Slurm < 23.02: the raw wait status
+    assert exit_status(queued.exit_code, queued.signal) == -9
+
+
+# what a site's sacct wrapper that merges stderr into stdout, or prints a banner, gives (Slurm's own
+# log lines go to stderr as "<program>: <level>: <message>")
+RECORD = "4242|RUNNING|0:0|localhost|2026-11-30T08:15:01|Unknown|None"
+STEP = "4242.batch|RUNNING|0:0|localhost|2026-11-30T08:15:01|Unknown|"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "sacct: error: slurmdbd: Getting response to message type: DBD_GET_JOBS_COND",
+        "sacct: warning: Unable to set the job start time: Conflicting times|Really",  # a separator inside
+        "*** Maintenance on Tuesday 08:00-12:00: jobs will not start ***",
+        "2026 allocation year: request hours at https://hpc.example.org",
+    ],
+)
+def test_a_line_that_is_no_record_is_named_and_the_records_around_it_read(message: str) -> None:
+    notes: list[str] = []
+    got = sq.parse_sacct(f"{message}\n{RECORD}\n{message}\n{STEP}\n", notes)
+    assert got["4242"].state is JobState.RUNNING and list(got) == ["4242"]
+    assert notes == [f"sacct printed 2 line(s) that are no job record, read past: {message}"]
+    fields = ["4242", "4242", "N/A", "RUNNING", "None", "localhost", "2026-11-30T08:15:01", "N/A", "0:0"]
+    notes.clear()
+    ((_, _, info),) = sq.parse_squeue(f"{message.replace('sacct', 'squeue')}\n" + "|".join(fields) + "|\n", notes)
+    assert info.state is JobState.RUNNING and notes[0].startswith("squeue printed 1 line(s)")
+
+
+@pytest.mark.parametrize("line", ["4242|COMPLETED|0:0", "4242", "4242_3", "4242.batch", "JobID|State"])
+def test_a_record_that_cannot_be_read_is_still_an_error(line: str) -> None:
+    """A line that begins with a job id, or has a record's separators, is a record: its state is never
+    guessed, nor the line read past as if it said nothing."""
+    with pytest.raises(SchedulerError, match=f"unexpected sacct line .*{line[:8]}"):
+        sq.parse_sacct(f"{RECORD}\n{line}\n")
+
+
+@pytest.mark.parametrize("shown", ["(Resources)", " (Resources) ", "Resources"])
+def test_a_pending_reason_is_stored_as_squeue_shows_it_without_parentheses(shown: str) -> None:
+    """squeue's NODELIST(REASON) column and some sites' sacct wrap the reason in parentheses; the ledger
+    keeps the word alone, so `jobs` shows one spelling and a live reason equal to it is no change."""
+    assert sq.parse_sacct(f"45|PENDING|0:0|None assigned|Unknown|Unknown|{shown}")["45"].reason == "Resources"
+    fields = ["45", "45", "N/A", "PENDING", shown, "", "N/A", "N/A", "0:0"]
+    ((_, _, queued),) = sq.parse_squeue("|".join(fields) + "|")
+    assert queued.reason == "Resources"
+    assert sq.parse_sacct("45|PENDING|0:0|None assigned|Unknown|Unknown|(null)")["45"].reason is None
+    assert sq.parse_sacct("45|PENDING|0:0|None assigned|Unknown|Unknown|()")["45"].reason is None
