@@ -23,7 +23,9 @@ stricter than a job's: a float is never NaN (rel_err, flops, bytes too), and
 a figure's `value` and `higher_is_better` (IMPORT_FIGURE_COLUMNS; in a job's
 CSV text that the write types loosely, a bad cell NULL) are checked: a value
 is a finite number, a direction `true`/`false`, `yes`/`no` (any case) or a
-finite number. Their cells stay text, typed by the write as a job's.
+finite number. Their cells stay text, typed by the write as a job's. So do
+the ledger columns `campaign results` exports (CARRIED: `attempt` and
+`replicate` are checked as integers; `import` stores them typed).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import pyarrow.compute as pc
 
 from resultschema.columns import (
     BY_NAME,
+    CARRIED,
     CONTROL,
     FALSE_WORDS,
     IMPORT_FIGURE_COLUMNS,
@@ -159,6 +162,9 @@ def _check(name: str, cells: pa.Array, required: bool, judged: bool, imported: b
         figure = BY_NAME[name]
         typed = _floats(text, blank, figure, False, False, True) if figure.kind == "float" else _direction(text, blank)
         out.broken += typed.broken
+    carried = CARRIED.get(name) if imported else None
+    if carried is not None and carried.kind == "int":  # an exported attempt/replicate: kept as its text too
+        out.broken += _ints(text, blank, carried.minimum or 0, False).broken
     return out
 
 
