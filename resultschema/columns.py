@@ -126,7 +126,7 @@ RESULT_SCHEMA: tuple[Column, ...] = (
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in RESULT_SCHEMA}
 # The limits of a cell's value (analysis.rules applies them): text, integers.
-TEXT_MAX = 200
+TEXT_MAX, NOTE_MAX = 200, 2000  # a carried text (an exported overlap: a job's notes joined) may be longer
 CONTROL = "[\x00-\x1f\x7f]"  # no text cell holds one
 INT64 = (-(2**63), 2**63 - 1)
 # A bool cell (a figure's direction) as text: these words, any case, else a number (true where not 0, as
