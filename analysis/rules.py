@@ -11,7 +11,8 @@ that row's cell broke (`Checked.explain`), so the reason is never worked out
 by a second reading of the cell.
 
 Rules: text is stripped, holds no control character and at most TEXT_MAX
-characters, blank is a missing value; an integer is plain ASCII digits
+characters (NOTE_MAX in an imported CSV's carried text: an exported overlap
+note joins a job's notes), blank is a missing value; an integer is plain ASCII digits
 inside int64 and at least its column's minimum; a float is plain decimal or
 exponent notation, as Arrow's cast to float64 reads it (the one reading of a
 float cell, `_floats`), finite, positive (time_s) or non-negative, a blank or
@@ -23,7 +24,9 @@ stricter than a job's: a float is never NaN (rel_err, flops, bytes too), and
 a figure's `value` and `higher_is_better` (IMPORT_FIGURE_COLUMNS; in a job's
 CSV text that the write types loosely, a bad cell NULL) are checked: a value
 is a finite number, a direction `true`/`false`, `yes`/`no` (any case) or a
-finite number. Their cells stay text, typed by the write as a job's.
+finite number. Their cells stay text, typed by the write as a job's. So do
+the ledger columns `campaign results` exports (CARRIED: `attempt` and
+`replicate` are checked as integers; `import` stores them typed).
 """
 
 from __future__ import annotations
@@ -37,10 +40,12 @@ import pyarrow.compute as pc
 
 from resultschema.columns import (
     BY_NAME,
+    CARRIED,
     CONTROL,
     FALSE_WORDS,
     IMPORT_FIGURE_COLUMNS,
     INT64,
+    NOTE_MAX,
     TEXT_MAX,
     TRUE_WORDS,
     Column,
@@ -151,14 +156,19 @@ def _check(name: str, cells: pa.Array, required: bool, judged: bool, imported: b
     if kind == "float":
         assert col is not None
         return _floats(text, blank, col, required, judged, imported)
-    too_long = pc.greater(pc.utf8_length(text), TEXT_MAX)
+    carried = CARRIED.get(name) if imported else None
+    limit = NOTE_MAX if carried is not None and carried.kind == "text" else TEXT_MAX
+    too_long = pc.greater(pc.utf8_length(text), limit)
     control = pc.match_substring_regex(text, CONTROL)
+    longer = TOO_LONG if limit == TEXT_MAX else TOO_LONG.replace(str(TEXT_MAX), str(limit))
     out = Checked(pc.if_else(blank, pa.scalar(None, pa.string()), text),
-                  _rules((TOO_LONG, too_long), (CONTROL_CHAR, control), (EMPTY, blank if required else None)))
+                  _rules((longer, too_long), (CONTROL_CHAR, control), (EMPTY, blank if required else None)))
     if imported and name in IMPORT_FIGURE_COLUMNS:  # checked as its kind, kept as its text (typed at the write)
         figure = BY_NAME[name]
         typed = _floats(text, blank, figure, False, False, True) if figure.kind == "float" else _direction(text, blank)
         out.broken += typed.broken
+    if carried is not None and carried.kind == "int":  # an exported attempt/replicate: kept as its text too
+        out.broken += _ints(text, blank, carried.minimum or 0, False).broken
     return out
 
 

@@ -40,6 +40,7 @@ class Column:
     # (campaign.ledger.result_schema), read out of the extra object of a file of an older schema.
     lifted: bool = False
     shape: bool = False  # the run's shape (nodes, ranks, gpus): filled from its spec where the row does not say
+    carries: str = ""  # the exported ledger column whose imported value this file column holds (CARRIED)
     # Positions, where an order is older than this table and must not change:
     measured: int = 0  # in an imported row's natural key (a hash: reordering would change every key)
     group: int = 0  # among the columns identifying a configuration (1-6 always, more when present)
@@ -104,13 +105,19 @@ RESULT_SCHEMA: tuple[Column, ...] = (
            imported=OPTIONAL, key=True),
     Column("attempt", "int", "attempt number of the run (1, 2, ... after reruns)", f"{_INT} or null", where="ledger"),
     Column("replicate", "int", "which independent job of its configuration (experiment.replicates: 0, 1, ...); "
-           "null for imported rows", f"{_INT} or null", where="ledger"),
+           "an imported row's as its CSV gave it", f"{_INT} or null", where="ledger"),
     Column("state", "text", "the attempt's state (COMPLETED, CHECK_FAILED, ...)", f"{_TXT} or null", where="ledger"),
     Column("overlap", "text", "set when the row was timed while another timed job ran on the same machine, while "
            "other processes kept the job's CPUs busy (the note names the CPUs they took and the load average), or "
            "on a Slurm node with more busy CPUs than it has (the note names the peak, the node's CPUs and the jobs); "
            "`report --json` lists such points under `overlap_points`, the report warns with the list, `compare` "
            "marks them", f"{_TXT} or null", where="ledger"),
+    # an imported row's own ledger columns as its CSV gave them (`carries`); null on job rows, whose are the ledger's
+    Column("imported_attempt", "int", "an imported row's `attempt` (null on job rows)", minimum=1, carries="attempt"),
+    Column("imported_replicate", "int", "an imported row's `replicate` (null on job rows)", carries="replicate"),
+    Column("imported_state", "text", "an imported row's `state` (null on job rows); a row of a state whose job rows "
+           "count in no median (CHECK_FAILED, ...) counts in none", carries="state"),
+    Column("imported_overlap", "text", "an imported row's `overlap` note (null on job rows)", carries="overlap"),
     Column("source", "text", "\"job\" or the imported file", _TXT),
     Column("extra", "object", "every other column of the row, as one JSON object (params included; numbers "
            "typed in `campaign results`)", "object"),
@@ -119,7 +126,7 @@ RESULT_SCHEMA: tuple[Column, ...] = (
 )
 BY_NAME: dict[str, Column] = {c.name: c for c in RESULT_SCHEMA}
 # The limits of a cell's value (analysis.rules applies them): text, integers.
-TEXT_MAX = 200
+TEXT_MAX, NOTE_MAX = 200, 2000  # a carried text (an exported overlap: a job's notes joined) may be longer
 CONTROL = "[\x00-\x1f\x7f]"  # no text cell holds one
 INT64 = (-(2**63), 2**63 - 1)
 # A bool cell (a figure's direction) as text: these words, any case, else a number (true where not 0, as
@@ -151,6 +158,9 @@ SCALE_COLUMNS = _names(lambda c: c.rule and c.shape)  # ranks, nodes: checked in
 IMPORT_FIGURE_COLUMNS = _names(lambda c: c.lifted and not c.rule and c.kind in ("float", "bool"))
 SCALE_DEFAULT = 1  # ranks and nodes of a row that does not say, of no run that does (imported rows)
 LIFTED_COLUMNS = _names(lambda c: c.lifted)  # file columns a CSV gives among its extra columns
+# Exported ledger columns an imported CSV may carry, by CSV name: checked as their file column's kind, kept in
+# the row's extra object (its natural key), stored typed in that column (campaign.results.carried)
+CARRIED: dict[str, Column] = {c.carries: c for c in RESULT_SCHEMA if c.carries}
 STORED_COLUMNS = _names(lambda c: c.where == "file")  # a result file's columns, in file order
 EXPORT_COLUMNS = _names(lambda c: bool(c.json))  # `campaign results`, in this order
 KEY_COLUMNS = _names(lambda c: c.key)

@@ -48,6 +48,8 @@ class Attach:
         import pyarrow.compute as pc
 
         rows, ledger = self.join.join(rows, rows.column(KEY))
+        attempt = ledger["attempt"]  # (an imported row has none: its replicate is its file's, if any)
+        rows, ledger = scan.own_facts(rows, ledger)
         out = []
         for field in schema:
             name = field.name
@@ -57,11 +59,10 @@ class Attach:
                 nodes, per_node = (pc.cast(ledger[p], pa.int64()) for p in scan.PLANNED_SCALE)
                 planned = nodes if name == "nodes" else pc.multiply(nodes, per_node)
                 value = pc.coalesce(rows.column(name), planned, pa.scalar(SCALE_DEFAULT, pa.int64()))
-            elif name == "replicate":  # replicate 0 is every row of an unreplicated run; imported rows have none
-                attempt = ledger["attempt"]
+            elif name == "replicate":  # replicate 0 is every row of an unreplicated run; an imported row's is its own
                 value = pc.if_else(pc.is_valid(attempt), pc.coalesce(pc.cast(ledger["replicate"], pa.int64()),
                                                                      pa.scalar(0, pa.int64())),
-                                   pa.scalar(None, pa.int64()))
+                                   pc.cast(ledger["replicate"], pa.int64()))
             elif name in ledger:
                 value = ledger[name]
             else:  # a grid column: the row's params text's value

@@ -92,7 +92,7 @@ def _read(led: Ledger, campaign: str | Sequence[str] | None, cluster: str | None
     given = {c: frame[c].to_numpy() for c in SCALE_COLUMNS if c in frame}
     frame = frame.assign(**scan.shape(given, *planned))
     frame = settled_dtypes(frame)
-    # replicate 0 is every row of an unreplicated run; imported rows form one replicate of their own
+    # replicate 0 is every row of an unreplicated run, and of imported rows that name none (scan.own_facts)
     frame["replicate"] = frame["replicate"].fillna(0).astype("int64")
     if frame["alloc_cpus"].isna().all():  # no allocation recorded (local backend, imports, older ledgers)
         frame = frame.drop(columns="alloc_cpus")

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from campaign.ledger import JobAttempt, Provenance
 from campaign.ledger.result_schema import MEASURED
-from campaign.plumbing.states import PARTIAL_STATES
+from campaign.plumbing.states import PARTIAL_STATES, JobState
 
 EXPORT_COLUMNS = list(MEASURED)  # the stored measured columns (campaign.ledger.result_schema), in file order
 # Columns that hold numbers (or nothing): one dtype whichever read made the frame (settled_dtypes)
@@ -25,6 +25,9 @@ NUMERIC_COLUMNS = ("threads", "n", "d", "repeat", "time_s", "flops", "bytes", "r
                    "ranks", "nodes", "gpus", "value")
 # Rows of these attempts are measurements too (campaign.plumbing.states.PARTIAL_STATES), in one order
 PARTIAL_USABLE = tuple(sorted(PARTIAL_STATES, key=lambda st: st.value))
+# The states whose rows count in the analysis: usable ones and the partial ones (a job's rows of such an
+# attempt, an imported row that names one: campaign.results.scan)
+COUNTED_STATES = (*(state for state in JobState if state.usable), *PARTIAL_USABLE)
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ from sqlalchemy import String, or_, select, type_coerce
 from sqlalchemy.orm import Session
 
 from campaign.ledger import Campaign, JobAttempt, ResultFile, Run, file_scan, files
-from campaign.plumbing.states import JobState
+from campaign.results.carried import CARRIED_FILE_COLUMNS
 from campaign.results.ledger_join import LedgerJoin
-from campaign.results.query import EXPORT_COLUMNS, PARTIAL_USABLE, RowFilter, attempt_filter
-from resultschema.columns import LIFTED_COLUMNS, SCALE_COLUMNS, SCALE_DEFAULT
+from campaign.results.query import COUNTED_STATES, EXPORT_COLUMNS, RowFilter, attempt_filter
+from resultschema.columns import CARRIED, LIFTED_COLUMNS, SCALE_COLUMNS, SCALE_DEFAULT
 
 # the figure of merit's columns (a file column of a figure-printing program's rows; NULL on the others)
 FIGURE_COLUMNS = tuple(c for c in LIFTED_COLUMNS if c not in (*SCALE_COLUMNS, "gpus"))
@@ -83,8 +83,8 @@ def pointers(s: Session, campaign: str | Sequence[str] | None, usable_only: bool
     if where is not None and where.without_runs is not None:
         stmt = stmt.where(or_(JobAttempt.run_id.is_(None), JobAttempt.run_id.not_in(select(where.without_runs.c.run_id))))
     if usable_only:  # rows of CHECK_FAILED / LOST_OUTPUT attempts are not measurements to analyse
-        usable = [state for state in JobState if state.usable] + list(PARTIAL_USABLE)
-        stmt = stmt.where(or_(ResultFile.attempt_id.is_(None), JobAttempt.state.in_(usable)))
+        # (an imported row's own state is judged row by row: own_facts)
+        stmt = stmt.where(or_(ResultFile.attempt_id.is_(None), JobAttempt.state.in_(COUNTED_STATES)))
     paths: dict[tuple[int | None, str], str] = {}
     place: dict[tuple[int | None, str], int] = {}
     places: dict[int | None, list[Path]] = {}
@@ -136,10 +136,34 @@ def frame(s: Session, campaign: str | Sequence[str] | None, cluster: str | None,
     names = [*EXPORT_COLUMNS, "gpus", "source", *ledger, *(("_extra" if n == "extra" else n) for n in last)]
     if not paths:
         return pd.DataFrame(columns=names)
-    table = file_scan.read(files.verified(paths), [*columns, "attempt_id"], cluster)
+    table = file_scan.read(files.verified(paths), [*columns, *CARRIED_FILE_COLUMNS, "attempt_id"], cluster)
     # a file holds the rows of one ingest batch: keep the selected attempts' rows (and the imported ones), in file order
     table, joined = LedgerJoin.of(ids, {name: values[name] for name in ledger}).join(table, row_keys(table))
+    table, joined = own_facts(table, joined, usable_only)
     out: dict[str, Any] = {name: table.column(name) for name in columns}
     out.update(joined)  # each attempt's value, taken for its rows (in Arrow: no Python object per row)
     whole = pa.table(out).rename_columns([("_extra" if n == "extra" else n) for n in out])
     return whole.to_pandas(split_blocks=True, self_destruct=True)[names]
+
+
+def own_facts(rows: Any, joined: dict[str, Any], usable_only: bool = False) -> tuple[Any, dict[str, Any]]:
+    """Each row's ledger columns (`joined`, LedgerJoin's) with an imported row's own values where its
+    attempt has none: those its file carries (CARRIED, NULL in a job's file: campaign.results.carried).
+    With `usable_only`, an imported row whose state does not count is left out, as a job's attempt
+    of that state is (`pointers`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name, col in CARRIED.items():
+        if name in joined and col.name in rows.column_names:
+            own = rows.column(col.name)
+            own = own.combine_chunks() if isinstance(own, pa.ChunkedArray) else own
+            joined[name] = pc.coalesce(joined[name].cast(own.type), own)
+    state = CARRIED["state"].name
+    if usable_only and state in rows.column_names and rows.column(state).null_count < len(rows):
+        counted = pc.is_in(rows.column(state), value_set=pa.array([s.value for s in COUNTED_STATES]))
+        keep = pc.or_(pc.is_null(rows.column(state)), counted)
+        keep = keep.combine_chunks() if isinstance(keep, pa.ChunkedArray) else keep
+        rows = rows.filter(keep)
+        joined = {name: column.filter(keep) for name, column in joined.items()}
+    return rows, joined

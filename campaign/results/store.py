@@ -31,6 +31,7 @@ from campaign.ledger.db import session_results_root
 from campaign.ledger.result_schema import LedgerColumns
 from campaign.plumbing.clock import now
 from campaign.plumbing.errors import BadInputError, ConfigError, ImportError_
+from campaign.results.carried import CARRIED_FILE_COLUMNS, carried, without_carried
 from campaign.results.export import EXPORT_COLUMNS
 from campaign.results.job_rows import AttemptRows, job_columns, params_text, store_attempt_files
 from campaign.results.keys import IMPORT_SCOPE, natural_key
@@ -94,7 +95,8 @@ def store_rows(led: Ledger, path: Path, tables: Iterator[list[dict[str, Any]]], 
             stored = total = 0
             for table in tables:
                 records = [{"source": source, **{k: r.get(k) for k in EXPORT_COLUMNS}, "extra": r.get("extra"),
-                            "natural_key": natural_key(r, scope, measured=True)} for r in table]
+                            **carried(r.get("extra"), where, total + k + 1),
+                            "natural_key": natural_key(r, scope, measured=True)} for k, r in enumerate(table)]
                 clusters.update(str(r["cluster"]) for r in records)
                 if campaign is not None and camp is None and records:  # (a chunk of no rows names no cluster)
                     camp = _import_campaign(s, campaign, sorted(clusters))
@@ -133,9 +135,9 @@ class _Writes:
         cid = camp.id if camp is not None else None
         home = files.write_home(self.root, camp.id, camp.workdir) if camp else files.import_home(self.root)
         self.made += [d for d in (home / files.RESULTS, home, *home.parents) if not d.exists()]
-        values = {k: [r[k] for r in fresh] for k in (*EXPORT_COLUMNS, "source")}
+        values = {k: [r[k] for r in fresh] for k in (*EXPORT_COLUMNS, *CARRIED_FILE_COLUMNS, "source")}
         block = LedgerColumns(len(fresh), {**values, "campaign_id": [cid] * len(fresh)},
-                              extra_rows=[r["extra"] or None for r in fresh])
+                              extra_rows=[without_carried(r["extra"]) for r in fresh])
         [pointer] = files.write_many([(home, f"{self.stem}-{len(self.files)}", block.table())], self.marks)
         relative = pointer.path if self.root is not None or cid is not None else str(home / pointer.path)
         self.files.append((cid, relative, home / pointer.path))

@@ -38,6 +38,7 @@ from campaign.ledger.result_schema import EXTRA_JSON, EXTRA_KEYS, SCHEMA_VERSION
 from campaign.plumbing.errors import BadInputError
 from campaign.results import scan
 from campaign.results.attach import KEY, Attach
+from campaign.results.carried import CARRIED_FILE_COLUMNS
 from campaign.results.grid import grid
 from resultschema.columns import BY_NAME, EXPORT_COLUMNS, RESULT_SCHEMA
 
@@ -174,6 +175,7 @@ def results(led: Ledger, campaign: str | Sequence[str] | None = None) -> Export:
 
     def one(found: _Keys, relation: str) -> str:
         select = [f'CAST({_column_sql(c, found)} AS {types[c]}) AS "{c}"' for c in own]
+        select += [f'r."{c}"' for c in CARRIED_FILE_COLUMNS]  # an imported row's own ledger columns (attach)
         return f"SELECT {', '.join(select)}, coalesce(r.attempt_id, -1 - $index) AS {KEY} FROM {relation} r"
 
     # (no file: the columns' types from a relation of none)
