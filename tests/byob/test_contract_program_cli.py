@@ -1,4 +1,4 @@
-"""A contract program of the user's (design.md, Kernel program contract), named in
+"""A contract program of the user's (docs/design.md, Kernel program contract), named in
 a kernel YAML by its bare name and found on PATH as the job finds it, is identified
 by its file, as a tool-driven program is. Through the CLI on this machine (the local
 backend): rebuilt, it makes new runs (it was hashed as `absent` before, so a submit
