@@ -21,9 +21,11 @@ Replicates (analysis/replicates.py): where both sides have >= 2 replicates
 (independent jobs) of a point, the ratio is that of the geometric means of
 the replicate medians and the interval a 95% Welch t-interval on their logs
 (`interval` = BETWEEN): repeats of one job cannot see a drift between jobs,
-replicates can. Elsewhere the interval above stays and the point says
-WITHIN ("within-run only"), or, below `min_replicates` on a side, is
-`insufficient-replicates`; `replicates_needed` says how many replicates per
+replicates can. Elsewhere the interval above stays and the point says which
+intervals made it: WITHIN ("within-run only") with one replicate a side, else
+each side's ("base between-replicates, new within-run": a side of >= 2
+replicates brings its geometric mean and between-replicate t-interval into the
+box); below `min_replicates` on a side the point is `insufficient-replicates`; `replicates_needed` says how many replicates per
 side would make the interval no wider than the threshold.
 
 The verdict of each point, and of each kernel and implementation in the
@@ -59,6 +61,7 @@ from analysis.verdicts import (
     SLOWER,
     WITHIN,
     WORSE,
+    interval_labels,
     summarize_points,
     verdicts,
 )
@@ -69,6 +72,7 @@ METHOD = ("ratio of medians NEW/BASE; interval [lo_new/hi_base, hi_new/lo_base] 
           "order-statistic (sign-test) intervals of the two medians, coverage >= the product of theirs")
 BETWEEN_METHOD = ("geometric mean of the replicate medians; NEW/BASE with a 95% Welch t-interval on their logs "
                   "(between-replicate spread, Kalibera & Jones 2013)")
+MIXED_METHOD = " (a side of 2 or more replicates: the geometric mean of its replicate medians and their t-interval)"
 _VALUES = ["median_s", "ci_lo_s", "ci_hi_s", "ci_coverage", "repeats", "replicates", "replicate_log_sd"]
 
 
@@ -78,7 +82,7 @@ class Comparison:
     columns, `<varied>_base`/`<varied>_new` when `by` is set, `t_base`,
     `t_new`, `repeats_base`, `repeats_new`, `replicates_base`,
     `replicates_new`, `ratio`, `ratio_lo`, `ratio_hi`, `ci_coverage`,
-    `interval` (BETWEEN or WITHIN), `replicates_needed` (per side, for an
+    `interval` (BETWEEN, WITHIN, or each side's: verdicts.interval_labels), `replicates_needed` (per side, for an
     interval no wider than the threshold; 0: unknown), `verdict`); `summary`: one row per kernel+impl (see the
     module doc); `base_only` / `new_only`: points measured on one side only."""
 
@@ -173,9 +177,10 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, by: str | None = None,
         if directions:  # as the matched points: which figure a point is, and its direction
             _name_metrics(frame, directions)
         only[side] = frame.reset_index(drop=True)
-    method = BETWEEN_METHOD if (points["interval"] == BETWEEN).any() else METHOD
-    if method is BETWEEN_METHOD and (points["interval"] != BETWEEN).any():
-        method += "; points of one replicate on a side: " + METHOD
+    welch = (points["interval"] == BETWEEN).to_numpy()
+    other = METHOD + (MIXED_METHOD if (~welch & (points["interval"] != WITHIN).to_numpy()).any() else "")
+    method = (other if not welch.any() else BETWEEN_METHOD if welch.all()
+              else f"{BETWEEN_METHOD}; points of one replicate on a side: {other}")
     return Comparison(points, summarize_points(points, by, threshold), only["base"], only["new"],
                       threshold, by, min_repeats, method, min_replicates)
 
@@ -205,7 +210,7 @@ def _judge_replicates(points: pd.DataFrame, both: pd.DataFrame, threshold: float
     for col, value in (("ratio", ratio), ("ratio_lo", lo), ("ratio_hi", hi)):
         points[col] = np.where(use, value, points[col].to_numpy(float))
     points["ci_coverage"] = np.where(use, LEVEL, points["ci_coverage"].to_numpy(float))
-    points["interval"] = np.where(use, BETWEEN, WITHIN).astype(object)
+    points["interval"] = interval_labels(r_b, r_n, use)
     # the spread of the side(s) that have one: the larger, so the count is not optimistic
     spread = np.fmax(np.where(r_b >= 2, sd_b, np.nan), np.where(r_n >= 2, sd_n, np.nan))
     points["replicates_needed"] = replicates_needed(spread, threshold)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis import display, metric_scaling
+from analysis import display, limits, metric_scaling
 from analysis.caveats import Flags
 from analysis.merit import axes_text, figure_frame, figure_labels
 from analysis.metric_frame import SCALE_DEFAULTS
@@ -79,7 +79,7 @@ def figure_findings(results: pd.DataFrame, cluster: str, ratios: pd.DataFrame | 
         out.append(f"Flagged: {said}. Why not a finding: {reason}." if reason else f"{said}.")
         for _, r in part[superlinear].iterrows():
             out.append(f"Flagged: {metric} efficiency {display.percent(r['efficiency'])} above "
-                       f"{display.percent(metric_scaling.SUPERLINEAR)} at {int(r[axis])} {axis} against "
+                       f"{display.percent(limits.SUPERLINEAR)} at {int(r[axis])} {axis} against "
                        f"{int(r['base'])} for {_where(r, names[r.name])}: more than the added resources can give, "
                        f"which on a shared or small machine means the {int(r['base'])}-{axis.removesuffix('s')} "
                        f"point was slowed, not that {metric} scales superlinearly.")

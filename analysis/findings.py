@@ -3,9 +3,9 @@
 A performance engineer reads the top of the page and stops. So the summary
 says, with numbers and intervals where the data have them: how cost grows with
 n, which thread count wins and what the maximum costs, the worst doubling
-penalty, the biggest shown ratios, how close to the roof, and which jobs
-failed. Only differences outside the noise are stated as differences; single
-repeats never are. Each function returns caveats.Finding objects: the report
+penalty, the biggest shown ratios, and which jobs failed (how close to the
+roof: analysis/roofline_findings.py). Only differences outside the noise are
+stated as differences; single repeats never are. Each function returns caveats.Finding objects: the report
 ranks them by effect size and moves flagged ones (shared machine, too few
 repeats, bounds including 1, non-physical exponents) to a Caveats list. Every step picks rows with idxmax/sort, never a loop over
 groups, so a 100,000-group campaign costs the same few operations.
@@ -18,18 +18,14 @@ import pandas as pd
 
 from analysis import display
 from analysis.caveats import Finding, Flags, effect
-from analysis.metric_scaling import SUPERLINEAR
+from analysis.limits import SUPERLINEAR, SUPERLINEAR_WHY, superlinear
 from analysis.report_jobs import failed, needs_attention
-from analysis.report_tables import labels, repeats_at, several_threads, size_text
+from analysis.report_tables import repeats_at, row_label, several_threads, size_text
 from analysis.schema import group_columns
 
 MAX_KERNELS = 6
 MAX_RATIOS = 3
 MAX_SCANNED = 1000  # ratios (speedups) looked at for a clean one per comparison (largest first)
-
-
-def _at(row: pd.Series) -> str:
-    return f"{labels(row.to_frame().T).iloc[0]}"
 
 
 def overview(local: pd.DataFrame) -> str:
@@ -67,7 +63,7 @@ def scaling(fits: pd.DataFrame, flags: Flags | None = None) -> list[Finding]:
         how = f"95% interval {ci}" if ci else "two sizes, so no interval"
         spread = _spread(rows if top["_busy"] else rows[~rows["_busy"]], len(rows))
         text = (f"{kernel}: time grows as n^{display.sig(top['slope'])} ({how}) for "
-                f"{_at(top)} at T={top['threads']}, n = {display.size(top['n_min'])} … "
+                f"{row_label(top)} at T={top['threads']}, n = {display.size(top['n_min'])} … "
                 f"{display.size(top['n_max'])}{spread}.")
         why = ("a negative exponent (time falling as n grows) is not physical: noise or "
                "shared cores" if float(top["slope"]) < 0
@@ -107,7 +103,7 @@ def threads(best: pd.DataFrame, speedup: pd.DataFrame, penalty: pd.DataFrame,
                           or (repeats_at(summary, cell, "max_threads") <= 1).any())
             noise = ("single repeat, no claim" if single else "within noise"
                      if bool(worst["penalty_within_noise"]) else "outside noise")
-            text += (f"; the worst case is {_at(worst)} at n = {size_text(worst['n'])}, "
+            text += (f"; the worst case is {row_label(worst)} at n = {size_text(worst['n'])}, "
                      f"fastest at T* = {worst['best_threads']} and "
                      f"{display.ratio(worst['max_thread_penalty'])} slower at "
                      f"{worst['max_threads']} threads ({noise})")
@@ -119,7 +115,7 @@ def threads(best: pd.DataFrame, speedup: pd.DataFrame, penalty: pd.DataFrame,
         out.append(Finding(text + ".", size, why))
     more = speedup[speedup["threads"] > 1] if len(speedup) else speedup
     if len(more):
-        out += _speedups(more.sort_values("speedup", ascending=False, kind="stable"), flags)
+        out += _speedups(more.sort_values("speedup", ascending=False, kind="stable"), flags) + _superlinear(more)
     if len(penalty):
         shown = penalty[(penalty["penalty"] > 1) & ~penalty["within_noise"].astype(bool)]
         keys = [c for c in shown.columns if c in summary.columns and c not in (
@@ -136,7 +132,7 @@ def threads(best: pd.DataFrame, speedup: pd.DataFrame, penalty: pd.DataFrame,
             cross = f"; it crosses {' and '.join(where)}" if where else ""
             out.append(Finding(
                 f"Worst thread doubling: {top['threads_half']} → {top['threads']} threads is "
-                f"{display.ratio(top['penalty'])} slower for {_at(top)} at "
+                f"{display.ratio(top['penalty'])} slower for {row_label(top)} at "
                 f"n = {size_text(top['n'])} (outside noise{cross}).", effect(top["penalty"]),
                 flags.any_reason([(top, {}), (top, {"threads": top["threads_half"]})])))
         elif len(shown):
@@ -152,11 +148,32 @@ def _speedup_flag(row: pd.Series, flags: Flags) -> str | None:
     if float(row["speedup"]) < 1:
         return ("below 1: more threads made every configuration slower, which on a "
                 "shared machine means the jobs competed for cores")
-    if float(row["efficiency"]) > SUPERLINEAR:
+    if superlinear(float(row["efficiency"])):
         return (f"efficiency {display.percent(row['efficiency'])} is above 100%: {row['threads']} threads gave more "
                 "than their share, which on a shared or small machine means the 1-thread time was slowed "
                 "(a neighbour, frequency, a cold cache), not that the kernel scales superlinearly")
     return flags.any_reason([(row, {}), (row, {"threads": 1})])
+
+
+def _superlinear(more: pd.DataFrame) -> list[Finding]:
+    """The thread speedups above SUPERLINEAR efficiency that the largest-speedup lines
+    did not name, as one caveat with the highest (the table marks each)."""
+    over = more[superlinear(more["efficiency"])]
+    if not len(over):
+        return []
+    named = over["speedup"].max() >= more["speedup"].max()  # the largest speedup: a caveat of its own already
+    if named:
+        over = over.drop(index=over["speedup"].idxmax())
+        if not len(over):
+            return []
+    top = over.loc[over["efficiency"].idxmax()]
+    count = len(over)
+    text = (f"{count} {'other ' if named else ''}thread speedup{'s' if count != 1 else ''} "
+            f"{'have' if count != 1 else 'has'} an efficiency above {display.percent(SUPERLINEAR)} "
+            f"(marked † in the speedup table); the highest is {display.percent(top['efficiency'])} "
+            f"({display.ratio(top['speedup'])} at {top['threads']} threads) for {row_label(top)} at "
+            f"n = {size_text(top['n'])}.")
+    return [Finding(text, effect(top["speedup"]), SUPERLINEAR_WHY)]
 
 
 def _speedups(ranked: pd.DataFrame, flags: Flags) -> list[Finding]:
@@ -168,7 +185,7 @@ def _speedups(ranked: pd.DataFrame, flags: Flags) -> list[Finding]:
             continue  # one caveat is enough; look on for the clean one
         out.append(Finding(f"Largest speedup: {display.ratio(top['speedup'])} at "
                            f"{top['threads']} threads (efficiency "
-                           f"{display.percent(top['efficiency'])}) for {_at(top)} at "
+                           f"{display.percent(top['efficiency'])}) for {row_label(top)} at "
                            f"n = {size_text(top['n'])}.", effect(top["speedup"]), why))
         if why is None or float(top["speedup"]) < 1:  # below 1: none further down is above it
             break
@@ -236,31 +253,8 @@ def _ratio_text(row: pd.Series) -> str:
                else f"{a} is {display.ratio(r)} slower")
     bounds = display.interval(row.get("ratio_lo"), row.get("ratio_hi"), "{:.3g}")
     return (f"{row['dimension']} {a} vs {b}: {verdict} (t(a)/t(b) = {display.sig(r)}"
-            + (f", bounds {bounds}" if bounds else "") + f") for {_at(row)} at "
+            + (f", bounds {bounds}" if bounds else "") + f") for {row_label(row)} at "
             f"n = {size_text(row['n'])}, T = {row['threads']}.")
-
-
-def roofline(roof: pd.DataFrame, flags: Flags | None = None) -> list[Finding]:
-    """The point closest to its roof, or the fastest without ceilings (a
-    caveat when that point was timed on a shared or busy machine)."""
-    usable = roof[np.isfinite(roof["flops_per_s"])] if len(roof) else roof
-    if usable.empty:
-        return []
-    with_roof = usable[usable["frac_roof"].notna()]
-    if len(with_roof):
-        top = with_roof.loc[with_roof["frac_roof"].idxmax()]
-        unit, scale = display.rate_unit([top["roof_flops"]], "FLOP/s")
-        return [Finding(f"Closest to the roofline: {_at(top)} reaches "
-                        f"{display.percent(top['frac_roof'])} of its roof "
-                        f"({display.sig(top['roof_flops'] / scale)} {unit}) at "
-                        f"n = {size_text(top['n'])}, T = {top['threads']}.", None,
-                        flags.reason(top) if flags else None)]
-    top = usable.loc[usable["flops_per_s"].idxmax()]
-    unit, scale = display.rate_unit([top["flops_per_s"]], "FLOP/s")
-    return [Finding(f"No ceilings are configured for this cluster, so no fraction of peak: the "
-                    f"highest throughput is {display.sig(top['flops_per_s'] / scale)} {unit} "
-                    f"({_at(top)}, n = {size_text(top['n'])}, T = {top['threads']}).", None,
-                    flags.reason(top) if flags else None)]
 
 
 def jobs(counts: dict[str, int], frame: pd.DataFrame) -> list[Finding]:

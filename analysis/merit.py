@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import display, metric_scaling
+from analysis import display, limits, metric_scaling
 from analysis.blocks import Figure, Table
 from analysis.frames import group_median
 from analysis.metric_frame import (
@@ -120,16 +120,13 @@ def _scaling_tables(frame: pd.DataFrame) -> list[Table]:
             axis: part[axis].astype(int).astype(str).to_numpy(),
             "median": [display.sig(v) for v in part["value"]],
             "speedup": [display.ratio(v) for v in part["speedup"]],
-            "efficiency": [display.percent(e) + (" †" if s else "") for e, s in
-                           zip(part["efficiency"], part["superlinear"])]})
+            "efficiency": [limits.efficiency_cell(e) for e in part["efficiency"]]})
         formula = "v/v(base)" if higher else "t(base)/t"
         held = "ranks per node and threads" if axis == "nodes" else "the other axes"
         note = (f"`at`: what the series holds ({held}). "
                 f"Speedup {formula} in the figure's direction ({'higher' if higher else 'lower'} is better); "
                 f"efficiency = speedup x base / {axis}"
-                + ("" if higher else " (weak scaling: t(base)/t)") + ". "
-                f"† efficiency above {display.percent(metric_scaling.SUPERLINEAR)}: more than the added "
-                f"{axis} can give; on a shared or small machine the base point was slowed.")
+                + ("" if higher else " (weak scaling: t(base)/t)") + ". " + limits.superlinear_note(axis))
         out.append(Table(f"Scaling of {metric} over {axis}", rows, note))
     return out
 

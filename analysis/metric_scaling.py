@@ -19,9 +19,9 @@ base's median is zero, negative or infinite (a rate printed as 0 at a tiny
 size, a difference that can be negative), its speedup and efficiency are
 NaN (null in JSON, blank in the tables) and no finding rests on it.
 
-An efficiency above SUPERLINEAR is flagged `superlinear`: more than the added
-resources can give beyond noise, which on a shared or small machine means
-the base point was slowed, not that the program scales superlinearly.
+An efficiency above analysis.limits.SUPERLINEAR is flagged `superlinear`:
+more than the added resources can give beyond noise (analysis/limits.py says
+what it means instead).
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ import numpy as np
 import pandas as pd
 
 from analysis.frames import group_codes, group_median, present
+from analysis.limits import superlinear
 from analysis.metric_frame import DIMENSIONS
 from analysis.rank_scaling import is_weak
 
 AXES = ("threads", "ranks", "nodes")
-SUPERLINEAR = 1.05  # an efficiency above this is more than the added threads, ranks or nodes can give beyond noise
 POINT_COLUMNS = ("metric", "unit", "higher_is_better")
 COLUMNS = ("axis", "scaling", "base", "base_value", "value", "repeats", "speedup", "efficiency", "superlinear")
 
@@ -88,7 +88,7 @@ def scaling(frame: pd.DataFrame, axis: str) -> pd.DataFrame:
     out["axis"], out["scaling"] = axis, np.where(weak, "weak", "strong")
     out["base"], out["base_value"] = base.astype("int64"), base_value
     out["speedup"], out["efficiency"] = speedup, efficiency
-    out["superlinear"] = efficiency > SUPERLINEAR
+    out["superlinear"] = superlinear(efficiency)
     return out[[*present(out, DIMENSIONS), *POINT_COLUMNS, *COLUMNS]]
 
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from analysis import display
 from analysis.caveats import Finding, Flags, effect
-from analysis.metric_scaling import SUPERLINEAR
+from analysis.limits import SUPERLINEAR, superlinear
 from analysis.rank_scaling import WEAK_COLUMNS
 from analysis.report_tables import labels, shape_text, size_text
 
@@ -34,7 +34,7 @@ def _where(row: pd.Series, label: str) -> str:
 def _flag(row: pd.Series, efficiency: float, speedup: float | None, flags: Flags) -> str | None:
     if speedup is not None and speedup < 1:
         return "below 1: more ranks made it slower, which on a shared or small machine means the ranks competed"
-    if efficiency > SUPERLINEAR:
+    if superlinear(efficiency):
         return (f"efficiency {display.percent(efficiency)} is above {display.percent(SUPERLINEAR)}: more than the "
                 "added ranks can give, which on a shared or small machine means the base point was slowed")
     return flags.any_reason([(row, {}), (row, {"ranks": row["base_ranks"], "nodes": row["base_nodes"]})])

@@ -10,9 +10,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis import display, rank_scaling
+from analysis import display, limits, rank_scaling
 from analysis.blocks import Block, Section, Table
-from analysis.metric_scaling import SUPERLINEAR
 from analysis.report_tables import labels, size_text
 
 TITLE = "Scaling over ranks and nodes"
@@ -38,12 +37,10 @@ def _scaling_table(frame: pd.DataFrame, caption: str, cols: tuple[tuple[str, str
                                      zip(frame["ci_lo_s"], frame["ci_hi_s"])]})
     for name, col in cols:
         out[name] = ([display.ratio(v) for v in frame[col]] if "speedup" in col else
-                     [display.percent(v) + (" †" if v > SUPERLINEAR else "") for v in frame[col]])
+                     [limits.efficiency_cell(v) for v in frame[col]])
     out["job IDs"] = frame["job_ids"].to_numpy()
     return Table(caption, out, note=("median over repeats and its 95% order-statistic interval; × a ratio, % a "
-                                     f"fraction; † efficiency above {display.percent(SUPERLINEAR)}: more than the "
-                                     "added ranks or nodes can give; on a shared or small machine the base point "
-                                     "was slowed"))
+                                     "fraction; " + limits.superlinear_note("ranks or nodes")))
 
 
 def _fraction_table(frame: pd.DataFrame) -> Table:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import findings, plots, thread_tables
+from analysis import findings, plots, roofline_findings, thread_tables
 from analysis import report_jobs as jobs_mod
 from analysis import report_tables as tables
 from analysis.blocks import Block, Figure, Section, Table
@@ -53,7 +53,7 @@ def analysis_sections(summary: pd.DataFrame, metrics: Mapping[str, pd.DataFrame]
     said, caveats = order(findings.threads(m["best_threads"], m["speedup"],
                                            m["doubling_penalty"], local, flags)
                           + findings.ratios(m["ratios"], flags) + findings.scaling(m["fits"], flags)
-                          + findings.roofline(m["roofline"], flags) + list(more)
+                          + roofline_findings.roofline(m["roofline"], flags) + list(more)
                           + findings.jobs(jobs_mod.state_counts(jobs), jobs))
     summary_sec = Section("Summary", "summary", [
         Block("p", findings.overview(local)), Block("list", items=tuple(f.text for f in said))]

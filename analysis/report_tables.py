@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from analysis import display
+from analysis import display, limits
 from analysis.blocks import MAX_TABLE_ROWS, Table
 from analysis.frames import group_codes
 from analysis.schema import group_columns
@@ -35,6 +35,11 @@ def size_text(n: object) -> str:
 def shape_text(ranks: int, nodes: int) -> str:
     """A run's shape as the report words it: "1 rank on 1 node", "8 ranks on 4 nodes"."""
     return f"{ranks} rank{'' if ranks == 1 else 's'} on {nodes} node{'' if nodes == 1 else 's'}"
+
+
+def row_label(row: pd.Series) -> str:
+    """`labels` of one row: the configuration a summary sentence names."""
+    return f"{labels(row.to_frame().T).iloc[0]}"
 
 
 def labels(frame: pd.DataFrame) -> pd.Series:
@@ -287,9 +292,9 @@ def roofline_table(roof: pd.DataFrame) -> list[Table]:
         f"achieved [{fl_unit}]": [display.sig(v / fl_scale) for v in best["flops_per_s"]],
         f"traffic [{by_unit}]": [display.sig(v / by_scale) for v in best["bytes_per_s"]],
         "FLOP/byte": [display.sig(v) for v in best["intensity"]],
-        "% of peak FLOP/s": [display.percent(v) for v in best["frac_peak_flops"]],
-        "% of memory bw": [display.percent(v) for v in best["frac_mem_bw"]],
-        "% of roof": [display.percent(v) for v in best["frac_roof"]]})
+        "% of peak FLOP/s": [limits.fraction_cell(v) for v in best["frac_peak_flops"]],
+        "% of memory bw": [limits.fraction_cell(v) for v in best["frac_mem_bw"]],
+        "% of roof": [limits.fraction_cell(v) for v in best["frac_roof"]]})
     missing = [c for c, f in (("% of peak FLOP/s", "frac_peak_flops"),
                               ("% of memory bw", "frac_mem_bw"), ("% of roof", "frac_roof"))
                if best[f].isna().all()]
@@ -301,5 +306,7 @@ def roofline_table(roof: pd.DataFrame) -> list[Table]:
                  "cluster's partitions, so the fractions are not computed.")
     elif best["frac_roof"].isna().any():
         note += " Blank fraction = no ceiling for that partition or dtype."
+    if best["above_ceiling"].to_numpy(bool).any():
+        note += f" {limits.CEILING_NOTE}"
     return [Table("Best fraction of the roofline per group",
                   table.drop(columns=missing).reset_index(drop=True), note, total_rows=total)]

@@ -5,6 +5,8 @@ The FLOP ceiling depends on the dtype: fp32 (and a missing dtype) uses
 `peak_flops_fp32`, bf16/fp16 use `peak_flops_bf16`; other dtypes have no
 ceiling (NaN). `roof_flops` is the attainable rate min(peak, intensity * bw)
 of the classical roofline, and `frac_roof` the fraction of it achieved.
+A fraction above 100% is not physical (analysis/limits.py): such a point is
+`above_ceiling`, and no finding rests on it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis.limits import above_ceiling
 from analysis.penalties import facts_columns
 from analysis.schema import group_columns
 from analysis.summary import ensure_summary
@@ -19,12 +22,19 @@ from analysis.summary import ensure_summary
 _PEAK_COLUMN = {"fp32": "peak_flops_fp32", "bf16": "peak_flops_bf16", "fp16": "peak_flops_bf16"}
 
 
+def peak_field(dtype: object) -> str:
+    """The partition fact (cluster YAML) that is the FLOP ceiling of `dtype` (none: fp32)."""
+    return _PEAK_COLUMN.get(str(dtype) if isinstance(dtype, str) and dtype else "fp32", "peak_flops_fp32")
+
+
 def roofline(df: pd.DataFrame, partitions: pd.DataFrame | None) -> pd.DataFrame:
     """Per (group, threads, n): achieved FLOP/s and bytes/s against the ceilings.
 
     Output: group columns, `n`, `threads`, `median_s`, `flops`, `bytes`,
     `flops_per_s`, `bytes_per_s`, `intensity` (flops/byte), `peak_flops`,
-    `mem_bw`, `frac_peak_flops`, `frac_mem_bw`, `roof_flops`, `frac_roof`.
+    `mem_bw`, `frac_peak_flops`, `frac_mem_bw`, `roof_flops`, `frac_roof`,
+    `above_ceiling` (the FLOP/s above the peak or the bytes/s above the memory
+    bandwidth: the roof is min of the two, so its fraction is above 100% too).
     """
     s = ensure_summary(df)
     facts = facts_columns(partitions, ["peak_flops_fp32", "peak_flops_bf16", "mem_bw"])
@@ -57,4 +67,5 @@ def roofline(df: pd.DataFrame, partitions: pd.DataFrame | None) -> pd.DataFrame:
         # fmin ignores one NaN; the roof needs both ceilings.
         out.loc[np.isnan(peak) | np.isnan(bw), "roof_flops"] = np.nan
         out["frac_roof"] = out["flops_per_s"] / out["roof_flops"]
+    out["above_ceiling"] = above_ceiling(out["frac_peak_flops"]) | above_ceiling(out["frac_mem_bw"])
     return out.reset_index(drop=True)

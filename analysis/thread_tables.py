@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis import display
+from analysis import display, limits
 from analysis.blocks import Table
 from analysis.report_tables import (
     NOTE_MARKS,
@@ -35,12 +35,12 @@ def speedup_tables(speedup: pd.DataFrame, summary: pd.DataFrame) -> list[Table]:
     frame = more.assign(_m=np.where(single, SINGLE, ""))
 
     def cells(rows: pd.DataFrame) -> tuple[str, list[str]]:
-        return "", [f"{display.ratio(s)} ({display.percent(e)})" for s, e in
+        return "", [f"{display.ratio(s)} ({limits.efficiency_cell(e)})" for s, e in
                     zip(rows["speedup"], rows["efficiency"], strict=True)]
     return split_tables(frame, group_keys(frame) + ["n"], "threads",
                     "Speedup (efficiency) by thread count T", (
                         "S× (E%): speedup S = t(1)/t(T) and efficiency E = S/T, from medians. "
-                        f"{SINGLE} = a single repeat at T."),
+                        f"{SINGLE} = a single repeat at T. {limits.superlinear_note('threads')}"),
                     cells, header=lambda t: f"T={t}", span_name="")
 
 

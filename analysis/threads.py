@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.frames import group_codes
+from analysis.limits import superlinear
 from analysis.schema import group_columns
 from analysis.summary import ensure_summary
 
@@ -37,7 +38,8 @@ def speedup(df: pd.DataFrame) -> pd.DataFrame:
     """S(T) = t(1)/t(T) and E(T) = S(T)/T per (group, n, T).
 
     Cells whose group has no T = 1 measurement at that n are omitted.
-    Output: group columns, `n`, `threads`, `median_s`, `speedup`, `efficiency`.
+    Output: group columns, `n`, `threads`, `median_s`, `speedup`, `efficiency`,
+    `superlinear` (efficiency above analysis.limits.SUPERLINEAR: not a result).
     """
     s = _with_gid(df)
     base = s.loc[s["threads"] == 1, _CELL + ["median_s"]].rename(columns={"median_s": "_t1"})
@@ -45,6 +47,7 @@ def speedup(df: pd.DataFrame) -> pd.DataFrame:
     out = merged[group_columns(s) + ["n", "threads", "median_s"]].copy()
     out["speedup"] = merged["_t1"].to_numpy() / merged["median_s"].to_numpy()
     out["efficiency"] = out["speedup"] / out["threads"]
+    out["superlinear"] = superlinear(out["efficiency"])
     return out.reset_index(drop=True)
 
 

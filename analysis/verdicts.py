@@ -53,7 +53,20 @@ VERDICTS: tuple[str, ...] = (FASTER, SLOWER, NOISE, INSUFFICIENT, FEW_REPLICATES
 SHARED = "shared-machine"  # a summary's verdict when every judged point was timed on a shared or busy machine
 FIGURE_VERDICTS = {SLOWER: WORSE, FASTER: BETTER}
 BETWEEN, WITHIN = "between-replicates", "within-run only"  # which interval judged a point
+SIDE_BETWEEN, SIDE_WITHIN = "between-replicates", "within-run"  # one side's interval, where the sides differ
 DEFAULT_THRESHOLD = 0.05
+
+
+def interval_labels(replicates_base: np.ndarray, replicates_new: np.ndarray, welch: np.ndarray) -> np.ndarray:
+    """Which interval judged each point: BETWEEN where the Welch interval over both sides' replicates
+    did (`welch`), WITHIN where each side has one replicate (the repeats' order-statistic intervals),
+    else each side's own: a side of >= 2 replicates brings its between-replicate t-interval, a side of
+    one its within-run interval ("base between-replicates, new within-run")."""
+    r_b, r_n = np.asarray(replicates_base), np.asarray(replicates_new)
+    side_b = np.where(r_b >= 2, SIDE_BETWEEN, SIDE_WITHIN).astype(object)
+    side_n = np.where(r_n >= 2, SIDE_BETWEEN, SIDE_WITHIN).astype(object)
+    each = "base " + side_b + ", new " + side_n
+    return np.where(welch, BETWEEN, np.where((r_b < 2) & (r_n < 2), WITHIN, each)).astype(object)
 
 
 def verdicts(ratio: np.ndarray, lo: np.ndarray, hi: np.ndarray, repeats: np.ndarray,

@@ -74,8 +74,9 @@ RESULT_SCHEMA: tuple[Column, ...] = (
            _INT, kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=10, lifted=True, shape=True),
     Column("nodes", "int", "distinct hosts the ranks ran on: the row's, else its run's planned nodes, else 1", _INT,
            kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=11, lifted=True, shape=True),
-    Column("gpus", "int", "GPUs per node the run asked for (its `gpus`; 0 on a CPU run); null for imported rows "
-           "and rows stored before the column", f"{_INT} or null", lifted=True, shape=True),
+    Column("gpus", "int", "GPUs per node the run asked for (its `gpus`; 0 on a CPU run); an imported row's own "
+           "value where its file gives one (an export's 0 stays 0), null where it does not and for rows stored before "
+           "the column", f"{_INT} or null", lifted=True, shape=True),
     Column("n", "int", "problem size (sequence length); null for a program without one", f"{_INT} or null",
            kernel=REQUIRED, imported=REQUIRED, minimum=1,
            key=True, tool=True),

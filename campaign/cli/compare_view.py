@@ -19,7 +19,18 @@ from analysis.metric_frame import without_metric
 from analysis.metrics import to_records
 from analysis.ratios import DIMENSIONS
 from analysis.references import outside
-from analysis.verdicts import BETTER, BETWEEN, FASTER, FEW_REPLICATES, INSUFFICIENT, NOISE, SLOWER, VERDICTS, WORSE
+from analysis.verdicts import (
+    BETTER,
+    BETWEEN,
+    FASTER,
+    FEW_REPLICATES,
+    INSUFFICIENT,
+    NOISE,
+    SLOWER,
+    VERDICTS,
+    WITHIN,
+    WORSE,
+)
 from campaign.cli.compare_provenance import provenance_lines
 from campaign.commands.compare import CompareReport
 
@@ -143,7 +154,8 @@ def _verdict(row: dict[str, Any]) -> str:
         least = min(row["replicates_base"], row["replicates_new"])
         return f"insufficient: {least} replicate{'s' if least != 1 else ''}" + _needed(row)
     if row["interval"] != BETWEEN and row["verdict"] != INSUFFICIENT:
-        return f"{row['verdict']} (within-run interval only{_needed(row)})"
+        how = "within-run interval only" if row["interval"] == WITHIN else f"intervals: {row['interval']}"
+        return f"{row['verdict']} ({how}{_needed(row)})"
     return str(row["verdict"])
 
 
@@ -167,7 +179,13 @@ def replicate_lines(c: Any) -> list[str]:
     how = (f"{int(known.max())} replicates per side would give every one a verdict at {c.threshold:.0%}"
            if len(known) == len(need) else
            "submit with experiment.replicates=3 (or `campaign plan-repeats` on a pilot) to judge them between jobs")
-    return [f"{len(pts) - between} of {len(pts)} point(s) have 1 replicate on a side: within-run interval only "
+    within = int((pts["interval"] == WITHIN).sum())
+    mixed = len(pts) - between - within
+    sides = ((f"{within} within-run interval only" if within else "")
+             + (", " if within and mixed else "")
+             + (f"{mixed} the within-run interval of the side of 1 replicate with the between-replicate one of "
+                "the other" if mixed else ""))
+    return [f"{len(pts) - between} of {len(pts)} point(s) have 1 replicate on a side: {sides} "
             f"(repeats of one job cannot show a drift between jobs); {how}"]
 
 

@@ -94,7 +94,8 @@ def test_one_replicate_on_a_side_is_within_run_only_or_refused_with_the_count_ne
     kw = dict(repeats=5, between_sd=0.05, within_sd=0.005, points=10)
     base, new = campaign(9, replicates=3, **kw), campaign(10, replicates=1, **kw)
     c = compare(base, new)
-    assert (c.points["interval"] == WITHIN).all() and (c.points["replicates_new"] == 1).all()
+    assert (c.points["interval"] == "base between-replicates, new within-run").all()
+    assert (c.points["replicates_new"] == 1).all()
     sd = between(base)["replicate_log_sd"].to_numpy()
     assert (c.points["replicates_needed"].to_numpy() == replicates_needed(sd, 0.05)).all()
     assert (c.points["replicates_needed"] >= 2).all()
@@ -106,6 +107,23 @@ def test_one_replicate_on_a_side_is_within_run_only_or_refused_with_the_count_ne
     # neither side replicated: unknown (0), never a made-up count
     old = compare(new, campaign(11, replicates=1, **kw))
     assert (old.points["replicates_needed"] == 0).all() and (old.points["interval"] == WITHIN).all()
+
+
+def test_one_replicate_beside_three_says_which_interval_each_side_brought() -> None:
+    """3 replicates against 1: the 3-replicate side's estimate is its geometric mean with the
+    between-replicate t-interval, the other's its median with the order-statistic interval; the
+    label says so per side, either way round, and the method names both."""
+    kw = dict(repeats=5, between_sd=0.05, within_sd=0.005, points=10)
+    three, one = campaign(13, replicates=3, **kw), campaign(14, replicates=1, **kw)
+    found = between(three)
+    for base, new, label in ((three, one, "base between-replicates, new within-run"),
+                             (one, three, "base within-run, new between-replicates")):
+        c = compare(base, new)
+        assert set(c.points["interval"]) == {label}, set(c.points["interval"])
+        side = "t_base" if base is three else "t_new"
+        assert np.allclose(c.points[side].to_numpy(), found["center_s"].to_numpy())  # the geometric mean
+        assert "geometric mean" in c.method and "order-statistic" in c.method
+    assert set(compare(one, campaign(15, replicates=1, **kw)).points["interval"]) == {WITHIN}
 
 
 def test_replicates_needed_is_the_first_count_whose_interval_fits() -> None:

@@ -125,12 +125,15 @@ def test_compare_two_builds_of_one_campaign_by_axis(work: Path) -> None:
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_one_replicate_says_within_run_only_or_refuses(work: Path) -> None:
+def test_one_replicate_says_each_sides_interval_or_refuses(work: Path) -> None:
+    """3 replicates (base) against 1 (single): base brings its between-replicate interval, single its
+    within-run one, and the label says so per side (never "within-run only", which is one job a side)."""
     proc = run_cli("--ledger", str(work / "l.sqlite"), "compare", "base", "single", cwd=work)
     assert proc.returncode == 0, proc.stderr
-    assert "have 1 replicate on a side: within-run interval only" in proc.stdout
+    assert ("have 1 replicate on a side: 2 the within-run interval of the side of 1 replicate with the "
+            "between-replicate one of the other") in proc.stdout, proc.stdout
     doc = _compare(work, "base", "single")
-    assert {p["interval"] for p in doc["points"]} == {"within-run only"}
+    assert {p["interval"] for p in doc["points"]} == {"base between-replicates, new within-run"}
     assert all(p["replicates_needed"] >= 2 for p in doc["points"])
     refused = _compare(work, "base", "single", "--min-replicates", "2")
     assert {p["verdict"] for p in refused["points"]} == {"insufficient-replicates"}

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from analysis import all_metrics, filter_cluster, plot_axes
+from analysis import all_metrics, filter_cluster, metrics_json, plot_axes
 from analysis.findings import jobs as job_findings
 from analysis.findings import ratios as ratio_findings
 from analysis.ratios import ratios
@@ -208,3 +209,30 @@ def test_failed_attempts_rerun_since_are_counted_not_named() -> None:
     [finding] = job_findings({"FAILED": 2, "COMPLETED": 2}, fixed)
     assert str(finding) == ("4 job attempts: 2 FAILED, 2 COMPLETED "
                             "(none needs attention: all 2 rerun since; see the jobs appendix).")
+
+
+def _above_peak() -> pd.DataFrame:
+    """One configuration whose n = 128 reaches 104% of the partition's peak (its rows give the FLOPs),
+    n = 64 a physical 50%, both far below the memory bandwidth."""
+    rows = make_rows({(1, 64): [1e-3, 1.01e-3, 1.02e-3], (1, 128): [1e-3, 1.01e-3, 1.02e-3]}, kernel="gemm")
+    return rows.assign(flops=np.where(rows["n"] == 128, 4.2e9, 2.02e9), bytes=1e6)
+
+
+def test_a_fraction_above_a_ceiling_is_a_flagged_caveat_never_a_finding(tmp_path: Path) -> None:
+    """104% of the peak FLOP/s is not physical (the peak in the YAML, the cost model or the timing is
+    wrong): the table marks it, the JSON record says so, and the summary names the ceiling as a caveat."""
+    results = _above_peak()
+    records = {r["n"]: r for r in metrics_json(results, _facts())["roofline"]}
+    assert records[128]["frac_peak_flops"] == pytest.approx(1.04, rel=0.02) and records[128]["above_ceiling"] is True
+    assert records[64]["above_ceiling"] is False
+    (table,) = roofline_table(roofline(results, _facts()))
+    assert table.frame.loc[0, "% of peak FLOP/s"] == "104% †" and "not physical" in table.note
+    files = render_report(results, _facts(), None, tmp_path, "anvil")
+    md = files.markdown.read_text()
+    summary = md[md.index("## Summary"):md.index("### Caveats")]
+    caveats = md[md.index("### Caveats"):md.index("## Scaling with n")]
+    assert "104%" not in summary and "Closest to the roofline" in summary and "50%" in summary, summary
+    assert "104% of the peak FLOP/s" in caveats and "peak_flops_fp32 of partition wholenode" in caveats, caveats
+    assert "not physical" in caveats and "104% †" in md
+    page = files.html.read_text()
+    assert "104% of the peak FLOP/s" in page and "104% †" in page

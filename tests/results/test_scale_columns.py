@@ -124,3 +124,20 @@ def test_a_job_whose_rows_name_other_nodes_than_it_ran_on_is_not_its_own(tmp_pat
     spec = {"n": [64], "check": False, "kernel": "mpi", "nodes": 2, "ranks_per_node": 2}
     outcome = classify_output(out, Expected.of_spec(spec))
     assert outcome.state == JobState.LOST_OUTPUT and "output is for nodes 1, the run's is 2" in (outcome.reason or "")
+
+
+def test_an_imported_row_keeps_the_gpus_its_file_gives_and_null_where_it_gives_none(tmp_path: Path) -> None:
+    """An export re-imported says its runs' GPUs (0 on a CPU run): that 0 is the row's and stays; a file
+    without the column (or an empty cell) says nothing, and nothing is made up (null, not 0)."""
+    ledger = tmp_path / "l.sqlite"
+    given = tmp_path / "given.csv"
+    given.write_text(HEAD.replace("nodes\n", "nodes,gpus\n") + "c,p,cpu_run,c,v,cpu,1,8,0,0.5,1,1,0\n"
+                     "c,p,gpu_run,c,v,cuda,1,8,0,0.5,1,1,4\nc,p,blank,c,v,cpu,1,8,0,0.5,1,1,\n")
+    plain = tmp_path / "plain.csv"
+    plain.write_text(HEAD + _line(0, "1", kernel="plain"))
+    for path in (given, plain):
+        assert run_cli("import", "--ledger", str(ledger), str(path)).returncode == 0
+    proc = run_cli("results", "--ledger", str(ledger), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    gpus = {r["kernel"]: r["gpus"] for r in json.loads(proc.stdout)}
+    assert gpus == {"cpu_run": 0, "gpu_run": 4, "blank": None, "plain": None}, gpus
