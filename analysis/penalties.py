@@ -19,7 +19,7 @@ from analysis.threads import _CELL, _overlap, _with_gid
 
 
 def facts_columns(partitions: pd.DataFrame | None, cols: list[str]) -> pd.DataFrame:
-    """The `cols` of the partition facts (resultschema.columns.PARTITION_COLUMNS),
+    """The `cols` of the partition facts (resultschema.partition.PARTITION_COLUMNS),
     keyed by (cluster, partition), NaN where absent.
 
     One row per partition; duplicates keep the first. Tolerates None/empty.

@@ -21,10 +21,11 @@ value. An optional column empty in every row is absent (its callers drop it).
 
 An imported CSV (`imported`: `campaign import`, all rows or none) is read
 stricter than a job's: a float is never NaN (rel_err, flops, bytes too), and
-a figure's `value` and `higher_is_better` (IMPORT_FIGURE_COLUMNS; in a job's
-CSV text that the write types loosely, a bad cell NULL) are checked: a value
-is a finite number, a direction `true`/`false`, `yes`/`no` (any case) or a
-finite number. Their cells stay text, typed by the write as a job's. So do
+a figure's `value` and `higher_is_better` and a run's `gpus`
+(IMPORT_LIFTED_COLUMNS; in a job's CSV text that the write types loosely, a
+bad cell NULL) are checked: a value is a finite number, a direction
+`true`/`false`, `yes`/`no` (any case) or a finite number, a GPU count an
+integer >= 0. Their cells stay text, typed by the write as a job's. So do
 the ledger columns `campaign results` exports (CARRIED: `attempt` and
 `replicate` are checked as integers; `import` stores them typed).
 """
@@ -43,7 +44,7 @@ from resultschema.columns import (
     CARRIED,
     CONTROL,
     FALSE_WORDS,
-    IMPORT_FIGURE_COLUMNS,
+    IMPORT_LIFTED_COLUMNS,
     INT64,
     NOTE_MAX,
     TEXT_MAX,
@@ -163,9 +164,10 @@ def _check(name: str, cells: pa.Array, required: bool, judged: bool, imported: b
     longer = TOO_LONG if limit == TEXT_MAX else TOO_LONG.replace(str(TEXT_MAX), str(limit))
     out = Checked(pc.if_else(blank, pa.scalar(None, pa.string()), text),
                   _rules((longer, too_long), (CONTROL_CHAR, control), (EMPTY, blank if required else None)))
-    if imported and name in IMPORT_FIGURE_COLUMNS:  # checked as its kind, kept as its text (typed at the write)
-        figure = BY_NAME[name]
-        typed = _floats(text, blank, figure, False, False, True) if figure.kind == "float" else _direction(text, blank)
+    if imported and name in IMPORT_LIFTED_COLUMNS:  # checked as its kind, kept as its text (typed at the write)
+        lifted = BY_NAME[name]
+        typed = (_floats(text, blank, lifted, False, False, True) if lifted.kind == "float" else
+                 _ints(text, blank, lifted.minimum or 0, False) if lifted.kind == "int" else _direction(text, blank))
         out.broken += typed.broken
     if carried is not None and carried.kind == "int":  # an exported attempt/replicate: kept as its text too
         out.broken += _ints(text, blank, carried.minimum or 0, False).broken

@@ -76,7 +76,7 @@ RESULT_SCHEMA: tuple[Column, ...] = (
            kernel=OPTIONAL, imported=OPTIONAL, minimum=1, group=11, lifted=True, shape=True),
     Column("gpus", "int", "GPUs per node the run asked for (its `gpus`; 0 on a CPU run); an imported row's own "
            "value where its file gives one (an export's 0 stays 0), null where it does not and for rows stored before "
-           "the column", f"{_INT} or null", lifted=True, shape=True),
+           "the column", f"{_INT} or null", minimum=0, lifted=True, shape=True),
     Column("n", "int", "problem size (sequence length); null for a program without one", f"{_INT} or null",
            kernel=REQUIRED, imported=REQUIRED, minimum=1,
            key=True, tool=True),
@@ -154,9 +154,9 @@ OPTIONAL_COLUMNS = _names(lambda c: c.imported == OPTIONAL and c.where == "file"
 KERNEL_COLUMNS = _names(lambda c: c.kernel == REQUIRED)  # what a kernel program's CSV must carry
 RULE_COLUMNS = _names(lambda c: c.rule)  # a CSV cell typed and checked (the rest is kept as text in `extra`)
 SCALE_COLUMNS = _names(lambda c: c.rule and c.shape)  # ranks, nodes: checked in the CSV, one world per launch
-# a figure's value and direction: text in a job's CSV (the write types them, a bad cell NULL), checked as their
-# kind in an imported one (analysis.rules: import is all rows or none)
-IMPORT_FIGURE_COLUMNS = _names(lambda c: c.lifted and not c.rule and c.kind in ("float", "bool"))
+# a figure's value and direction, a run's GPU count: text in a job's CSV (the write types them, a bad cell NULL),
+# checked as their kind in an imported one (analysis.rules: import is all rows or none)
+IMPORT_LIFTED_COLUMNS = _names(lambda c: c.lifted and not c.rule and c.kind in ("float", "bool", "int"))
 SCALE_DEFAULT = 1  # ranks and nodes of a row that does not say, of no run that does (imported rows)
 LIFTED_COLUMNS = _names(lambda c: c.lifted)  # file columns a CSV gives among its extra columns
 # Exported ledger columns an imported CSV may carry, by CSV name: checked as their file column's kind, kept in
@@ -173,13 +173,6 @@ _GROUPS = tuple(c.name for c in sorted((c for c in RESULT_SCHEMA if c.group), ke
 BASE_GROUP_COLUMNS = _GROUPS[:6]  # one measured configuration; `threads` and `n` are its swept axes
 OPTIONAL_GROUP_COLUMNS = _GROUPS[6:]  # join the group when the table has them (ranks/nodes: rows of other
 # rank counts are other points, never one median)
-# Partition facts the analysis joins on (NUMA/core boundaries, roofline ceilings): not result columns.
-PARTITION_COLUMNS: tuple[str, ...] = (
-    "cluster", "partition", "cores", "sockets", "numa_domains", "threads_per_core",
-    "peak_flops_fp32", "peak_flops_bf16", "mem_bw",
-)
-# Correctness tolerance of `--check` per dtype (CHECK_FAILED above it; NaN fails).
-TOLERANCE: dict[str, float] = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 2e-2, "fp64": 1e-10}
 
 
 KERNEL_CSV = _names(lambda c: bool(c.kernel))  # the kernel CSV contract's own columns

@@ -38,7 +38,7 @@ from campaign.planning import run_env
 from campaign.planning.charging import StepCost
 from campaign.planning.resources import node_cpus, step_allocation
 from campaign.planning.run_spec import RunSpec
-from resultschema.columns import TOLERANCE
+from resultschema.partition import TOLERANCE
 
 KEY_LENGTH = 16
 NATIVE = ("c", "fortran", "mpi")  # kernels/<lang>/ sources -> <build folder>/<lang>/<kernel> (mpi: with mpicc)

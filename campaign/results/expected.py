@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from resultschema.columns import SCALE_COLUMNS, TOLERANCE
+from resultschema.columns import SCALE_COLUMNS
+from resultschema.partition import TOLERANCE
 
 # A planned variant that names no single variant: the program sweeps shapes of
 # its own (gemm_shapes) and writes each row's variant (the GEMM's name) and d

@@ -17,7 +17,7 @@ from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, Run
 from campaign.ledger.queries import is_newest_attempt
 from campaign.planning.run_label import run_label
 from campaign.plumbing.states import JobState
-from resultschema.columns import PARTITION_COLUMNS
+from resultschema.partition import PARTITION_COLUMNS
 
 # latest: the attempt is its run's newest (no later attempt), the rule of `jobs` (campaign.ledger.queries)
 JOB_FRAME_COLUMNS = ["cluster", "campaign", "job_id", "array_index", "attempt", "latest", "state", "node",

@@ -19,7 +19,7 @@ from campaign.plumbing.states import JobState
 from campaign.results.reader import Expected, classify_output
 from kernels.torch.csvout import CSV_COLUMNS
 from kernels.torch.tp_gemm import gpu_of, rank_world, rendezvous, shard_k
-from resultschema.columns import TOLERANCE
+from resultschema.partition import TOLERANCE
 from tests.conftest import REPO
 
 MPI_BIN = REPO / "kernels" / "build" / "mpi" / "mpi_allreduce"

@@ -141,3 +141,16 @@ def test_an_imported_row_keeps_the_gpus_its_file_gives_and_null_where_it_gives_n
     assert proc.returncode == 0, proc.stderr
     gpus = {r["kernel"]: r["gpus"] for r in json.loads(proc.stdout)}
     assert gpus == {"cpu_run": 0, "gpu_run": 4, "blank": None, "plain": None}, gpus
+
+
+@pytest.mark.parametrize("cell", ["2.5", "1e3", "-1", "abc", "inf"])
+def test_an_imported_gpus_cell_that_is_no_count_is_refused(tmp_path: Path, cell: str) -> None:
+    """A GPU count is a whole number >= 0: 2.5 was stored as 2, 1e3 as 1000, -1 as -1 and abc as null,
+    where a ranks or nodes cell of the same kind is refused; now the same, naming the column."""
+    ledger = tmp_path / "l.sqlite"
+    bad = tmp_path / "bad.csv"
+    bad.write_text(HEAD.replace("nodes\n", "nodes,gpus\n") + f"c,p,k,c,v,cuda,1,8,0,0.5,1,1,{cell}\n")
+    proc = run_cli("import", "--ledger", str(ledger), str(bad))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert "gpus" in line, line
