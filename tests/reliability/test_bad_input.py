@@ -258,6 +258,10 @@ CASES: dict[str, Case] = {
     "advise-h-zero": Case(("advise", "shape", "--h", "0", "--a", "32", "--vocab", "50257", "--gpu", "a100"), "h"),
     "advise-h-not-a-number": Case(("advise", "shape", "--h", "big", "--a", "32", "--vocab", "50257", "--gpu", "a100"),
                                   "invalid int value: 'big'"),
+    "advise-h-beyond-a-float": Case(("advise", "shape", "--h", "1" + "0" * 400, "--a", "32", "--vocab", "50257",
+                                     "--gpu", "a100"), "at most"),
+    "advise-seq-beyond-a-float": Case(("advise", "shape", "--h", "2560", "--a", "32", "--vocab", "50257", "--seq",
+                                       "1" + "0" * 400, "--gpu", "a100"), "at most"),
 }
 
 
