@@ -74,3 +74,21 @@ def test_a_file_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     code, err = _submit(tmp_path, env)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "kernel/mine.yaml" in err and "UTF-8" in err, err
+
+
+@pytest.mark.parametrize(
+    ("kernel", "where"),
+    [
+        (KERNEL.replace('"{n}"]', '"{n}", {a: 1}]'), "kernels.mine.impls.tool.argv[2] is a mapping"),
+        (KERNEL.replace('"{n}"]', '"{n}", [a, b]]'), "kernels.mine.impls.tool.argv[2] is a list"),
+        (KERNEL + "env: {A: {b: 1}}\n", "kernels.mine.env.A is a mapping"),
+        (KERNEL + "inputs: {a.txt: [x]}\n", "kernels.mine.inputs.a.txt is a list"),
+    ],
+    ids=["argv-mapping", "argv-list", "env-mapping", "input-list"],
+)
+def test_a_list_or_mapping_where_text_goes_is_one_line(tmp_path: Path, kernel: str, where: str) -> None:
+    """OmegaConf lets a list or mapping into a list or mapping of strings from YAML: an argv item
+    ended in 'internal error: AttributeError', an env value reached the job as "{'b': 1}"."""
+    code, err = _submit(tmp_path, _site(tmp_path, kernel))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert where in err and "not text" in err, err
