@@ -106,7 +106,13 @@ def check_folder(value: str, where: str) -> Path:
     """A folder the user names (campaign.workdir, campaign.kernel_bin): any
     printable text (it is always quoted), resolved to an absolute path."""
     check_text(value, where, limit=1024)
-    return Path(value).expanduser().resolve()
+    path = Path(value).expanduser().resolve()
+    for place in (path, *path.parents):  # the nearest that exists: the folders below it are made at submit
+        if place.exists():
+            if not place.is_dir():  # found here, not as NotADirectoryError after the runs are recorded
+                raise ConfigError(f"{_safe(where)}={_safe(value)[:80]!r}: {_safe(str(place))} is a file, not a folder")
+            break
+    return path
 
 
 def _names(values: Iterable[object], where: str) -> None:

@@ -82,6 +82,10 @@ def _empty_bin(tmp: Path) -> None:
     (tmp / "emptybin").mkdir()
 
 
+def _a_file(tmp: Path) -> None:
+    (tmp / "afile").write_text("not a folder")
+
+
 def _evil_env_cluster(name: str) -> Callable[[Path], None]:
     """A user cluster config (copy of cluster=local) whose env has the variable `name`."""
     def make(tmp: Path) -> None:
@@ -153,6 +157,11 @@ CASES: dict[str, Case] = {
     "campaign-name-traversal": Case(("submit", "campaign.name=../../../escaped"), "is not a valid name"),
     "campaign-name-absolute": Case(("submit", "campaign.name=/tmp/escaped"), "is not a valid name"),
     "campaign-name-newline": Case(("submit", "campaign.name='a\nb'"), "campaign.name"),
+    "workdir-is-a-file": Case(("submit", "campaign.workdir={tmp}/afile"), "afile is a file, not a folder", _a_file),
+    "workdir-under-a-file": Case(("submit", "campaign.workdir={tmp}/afile/runs"), "afile is a file, not a folder",
+                                 _a_file),
+    "kernel-bin-is-a-file": Case(("submit", "campaign.kernel_bin={tmp}/afile"), "afile is a file, not a folder",
+                                 _a_file),
     "campaign-name-300-chars": Case(("submit", "campaign.name=" + "x" * 300), "at most 100"),
     "campaign-python-injection": Case(("submit", "campaign.python='/usr/bin/python3; touch X #'"),
                                       "must be an absolute path or a plain command name"),
