@@ -162,6 +162,8 @@ CASES: dict[str, Case] = {
                                  _a_file),
     "kernel-bin-is-a-file": Case(("submit", "campaign.kernel_bin={tmp}/afile"), "afile is a file, not a folder",
                                  _a_file),
+    "config-path-name-too-long": Case(("submit", "--dry-run"), "CAMPAIGN_CONFIG_PATH: 'xxx",
+                                      env=(("CAMPAIGN_CONFIG_PATH", "x" * 100_000),)),
     "campaign-name-300-chars": Case(("submit", "campaign.name=" + "x" * 300), "at most 100"),
     "campaign-python-injection": Case(("submit", "campaign.python='/usr/bin/python3; touch X #'"),
                                       "must be an absolute path or a plain command name"),
