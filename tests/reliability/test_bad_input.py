@@ -243,6 +243,10 @@ CASES: dict[str, Case] = {
     "csv-is-a-directory": Case(("import", "{tmp}"), "no such file"),
     # ---- job IDs, campaigns, states
     "show-unknown-job": Case(("show", "424242"), "unknown job ID '424242'"),
+    "show-empty-job": Case(("show", ""), "got an empty one"),
+    "show-blank-job": Case(("show", "  "), "got an empty one"),
+    "rerun-empty-job": Case(("rerun", "--job", ""), "got an empty one"),
+    "cancel-empty": Case(("cancel", ""), "got an empty one"),
     "rerun-unknown-job": Case(("rerun", "--job", "424242"), "unknown job ID '424242'"),
     "cancel-unknown-job": Case(("cancel", "424242"), "no campaign or job ID named '424242'"),
     "status-unknown-campaign": Case(("status", "no-such-campaign"), "unknown campaign 'no-such-campaign'"),
