@@ -91,8 +91,15 @@ def swiglu_intermediate(h: int, multiple_of: int = 256, ffn_dim_multiplier: floa
 
 
 def head_candidates(h: int, a: int, batch: int = 1, tp: int = 1) -> list[int]:
-    """Head counts a' with a' | h, 64 | h/a' and tp | batch·a', nearest to a first."""
-    cands = [x for x in range(1, h + 1) if h % x == 0 and (h // x) % ALIGN == 0 and (batch * x) % tp == 0]
+    """Head counts a' with a' | h, 64 | h/a' and tp | batch·a', nearest to a first.
+
+    Such an a' divides h/64, so the divisors of h/64 are tried, in pairs up to its square root:
+    trying every count up to h never ends for the h a user may type."""
+    if h % ALIGN:
+        return []
+    m = h // ALIGN
+    divisors = {d for i in range(1, math.isqrt(m) + 1) if m % i == 0 for d in (i, m // i)}
+    cands = [x for x in divisors if (batch * x) % tp == 0]
     return sorted(cands, key=lambda x: (abs(x - a), -x))
 
 
@@ -265,6 +272,8 @@ def _ffn(h: int, a: int, seq: int, batch: int, tp: int, vocab: int, ffn: int | N
                        (lo, "multiple of 64 below 8h/3")):
         named[value] = f"{named[value]}; {why}" if value in named else why
     values = ([ffn] if ffn else []) + [v for v in dict.fromkeys([llama, hi, lo]) if v != ffn and v % tp == 0]
+    if not values:  # no width near 8h/3 divides over t ranks
+        return [], None
     shapes = [_subset(layer_gemms(h, a if h % a == 0 else 1, batch, seq, vocab, tp, v), MLP_GEMMS) for v in values]
     params = [{"h": h, "b": batch, "t": tp, "ffn": v, "n": seq} for v in values]
     times, source = ranker.times("ffn", list(zip(shapes, params, strict=True)))
@@ -273,6 +282,11 @@ def _ffn(h: int, a: int, seq: int, batch: int, tp: int, vocab: int, ffn: int | N
         cur = (items[0][2], items[0][3])
         return _rank("ffn", items[1:], cur, source, "throughput"), _rank("ffn", [items[0]], None, source, "throughput")[0]
     return _rank("ffn", items, None, source, "throughput"), None
+
+
+# The largest whole number a float holds exactly: the model's FLOP and time arithmetic is in floats,
+# and a larger dimension would be rounded (or, past 1e308, not convertible at all).
+MAX_DIMENSION = 2**53
 
 
 def advise_shape(
@@ -294,11 +308,14 @@ def advise_shape(
     the shape parameters h, a, b, v, t, ffn, n) — only those timed on `gpu`,
     used for a kind only when they cover every candidate of that kind. `ffn`: the current SwiGLU width, if any.
     Raises ValueError for an unknown gpu (naming the known ones) or a
-    non-positive dimension.
+    dimension that is not positive or past MAX_DIMENSION.
     """
     spec = get_gpu(gpu)
     if min(h, a, vocab, seq, batch, tp) <= 0:
         raise ValueError("h, a, vocab, seq, batch and tp must be positive")
+    if max(h, a, vocab, seq, batch, tp) > MAX_DIMENSION:
+        raise ValueError(f"h, a, vocab, seq, batch and tp must be at most 2**53 ({MAX_DIMENSION}): the wave model "
+                         f"computes in floating point")
     ranker = _Ranker(spec.name, _of_gpu(measured, spec.name))
     advice = ShapeAdvice(h, a, vocab, seq, batch, tp, spec.name, checks=_checks(h, a, vocab, seq, batch, tp, ffn))
     for props, cur in (

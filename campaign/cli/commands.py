@@ -217,6 +217,8 @@ def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         raise BadInputError("results --out writes csv, json or parquet; a table is printed: drop --out or "
                             "name --format csv, json or parquet")
     led = ledger(args, create=False)
+    if args.out is not None:
+        _refuse_the_ledger(args.out, led)
     if getattr(args, "counters", False):  # the hardware counters of profiled runs
         export = api.frame_export(api.counters_frame(led, campaign=args.campaign))
     else:
@@ -229,6 +231,18 @@ def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     else:  # csv: the default, for spreadsheets and pandas; into the named --out file where given
         api.emit_export(export, args.format, args.out)
     return 0
+
+
+def _refuse_the_ledger(out: Path, led: Any) -> None:
+    """An export named --out replaces the file there: the ledger itself (or a link to it, or its
+    journal) would be lost."""
+    if led.url is not None:
+        return
+    ledger = Path(led.path).resolve()
+    companions = {ledger, *(ledger.with_name(ledger.name + s) for s in ("-wal", "-shm", "-journal"))}
+    if out.resolve() in companions or (out.exists() and ledger.exists() and out.samefile(ledger)):
+        raise BadInputError(f"results --out {out} is the ledger {led.path} (the export would replace it); "
+                            f"name another file")
 
 
 def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:

@@ -115,14 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-sync", action="store_true", help="print the ledger's states without asking the scheduler")
 
     s = sub.add_parser("show", help="one job: parameters, state, attempts, log paths, stderr tail")
-    s.add_argument("job_id")
+    s.add_argument("job_id", type=_named)
     s.add_argument("--no-sync", action="store_true", help="print the ledger's state without asking the scheduler")
 
     s = sub.add_parser("rerun", help="resubmit failed runs as new attempts")
     s.add_argument("campaign", nargs="?")
     s.add_argument("--failed", action="store_true", help="every failed state (not CANCELLED: ask with --state CANCELLED)")
     s.add_argument("--all", action="store_true", help="without CAMPAIGN: rerun in every campaign of the ledger")
-    s.add_argument("--job", dest="job_id", help="one job ID")
+    s.add_argument("--job", dest="job_id", type=_named, help="one job ID")
     s.add_argument("--state", action="append", default=[], help="a state to rerun (repeatable)")
     s.add_argument("--time-factor", type=float, default=1.0, metavar="F",
                    help="multiply the walltime of every job rerun, whatever its failure (rounded up to whole "
@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--interval", type=float, default=5.0, help="seconds between syncs with --wait")
 
     s = sub.add_parser("cancel", help="cancel a campaign's jobs or one job")
-    s.add_argument("target", help="campaign name or job ID")
+    s.add_argument("target", type=_named, help="campaign name or job ID")
 
     s = sub.add_parser("import", help="import a results CSV (all or nothing)")
     s.add_argument("file", type=Path)
@@ -230,6 +230,14 @@ def _percent(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expects a percentage such as 5% or a fraction such as 0.05 "
                                          f"(above 0, below 100%), got {text!r}")
     return value
+
+
+def _named(text: str) -> str:
+    """A job ID or campaign name: an empty one matched a build job that has no scheduler ID
+    (`show ''` printed the local build), so it is a usage error."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expects a job ID or campaign name, got an empty one ({text!r})")
+    return text
 
 
 def _positive(text: str) -> int:

@@ -31,8 +31,20 @@ def repo_root() -> Path:
 
 def config_dirs() -> list[Path]:
     """The user's folders first (so a site can shadow a shipped cluster)."""
-    extra = [Path(p).resolve() for p in os.environ.get(SEARCH_PATH_ENV, "").split(":") if p]
+    extra = [_folder(p) for p in os.environ.get(SEARCH_PATH_ENV, "").split(":") if p]
     return extra + [conf_dir()]
+
+
+def _folder(text: str) -> Path:
+    """One CAMPAIGN_CONFIG_PATH entry. A name the system refuses outright (too long) is one line
+    here; a folder that does not exist is only a folder with no configs, as before."""
+    path = Path(text).resolve()
+    try:
+        path.is_dir()
+    except OSError as exc:
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise ConfigError(f"{SEARCH_PATH_ENV}: {shown!r} is not a folder name: {exc.strerror}") from None
+    return path
 
 
 def group_options(group: str) -> list[str]:

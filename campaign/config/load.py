@@ -18,7 +18,7 @@ from typing import Any
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from campaign.config import needed, schema
+from campaign.config import needed, raw_files, schema
 from campaign.config import overrides as schema_overrides
 from campaign.config.groups import (  # re-exported: callers import them from here
     SEARCH_PATH_ENV as SEARCH_PATH_ENV,
@@ -83,11 +83,13 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
     _register_schema()
     kernels: list[str] = []
     given = [schema_overrides.hydra_form(o) for o in overrides]
+    raw_files.check_chosen(overrides)
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             _search_user_dirs_first()
             kernels = needed.kernels(given, lambda some: compose(config_name="config", overrides=some))
+            raw_files.check_kernels(kernels)
             cfg = compose(config_name="config", overrides=needed.defaults(kernels) + given)
         unknown = sorted(str(k) for k in set(cfg.keys()) - {"cluster", "experiment", "kernels", "campaign"})
         if unknown:
@@ -95,6 +97,8 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
                               f"known: cluster, experiment, kernels, campaign")
         _fill_defaults(cfg)
         root = OmegaConf.to_object(cfg)
+    except ConfigError:
+        raise
     except OmegaConfBaseException as exc:
         raise ConfigError(_missing_entry(overrides, kernels) or _one_line(exc)) from None
     except Exception as exc:  # Hydra raises its own hierarchy; all are config mistakes here
@@ -136,6 +140,7 @@ def _missing_entry(overrides: Sequence[str], kernels: list[str]) -> str | None:
     from hydra.core.global_hydra import GlobalHydra
 
     chosen = [o for o in overrides if o.partition("=")[0].lstrip("+~") in schema_overrides.GROUPS]
+    raw_files.check_kernels(group_options("kernel"))  # every kernel file is composed below
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):

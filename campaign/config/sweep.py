@@ -31,6 +31,7 @@ from campaign.config.schema import RootConfig
 from campaign.plumbing.errors import ConfigError
 
 MAX_CONFIGS = 1000  # a sweep that composes more configurations than this is a typo, not a plan
+MAX_VALUES = 10_000  # nor one axis of more values (a list axis is one configuration, so MAX_CONFIGS misses it)
 
 
 def _unwrap(tp: Any) -> Any:
@@ -102,7 +103,12 @@ def _values(override: Any, group_options: Callable[[str], list[str]]) -> list[st
         if not chosen:
             raise ConfigError(f"bad override {line!r}: the glob matches no {group}; known: {', '.join(known)}")
         return chosen
-    values = list(override.sweep_string_iterator())
+    # Taken lazily up to the limit: range(1,100000000) on a list axis was a list of 1e8 values
+    # composed into one override, which never finished.
+    values = list(itertools.islice(override.sweep_string_iterator(), MAX_VALUES + 1))
+    if len(values) > MAX_VALUES:
+        raise ConfigError(f"bad override {line!r}: the sweep gives more than {MAX_VALUES} values; "
+                          f"a sweep that long is a typo, not a plan")
     if not values:
         raise ConfigError(f"bad override {line!r}: the sweep has no values")
     return values

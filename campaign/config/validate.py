@@ -60,7 +60,12 @@ def check_text(value: object, where: str, limit: int = TEXT_MAX, *, lines: bool 
     """Free text that reaches a script or a command: no control characters.
     With `lines`, multi-line text that never reaches a batch script as text (a
     script run by `bash -c`, an input file's template): newlines and tabs
-    allowed, no other control character."""
+    allowed, no other control character. A list or mapping is no text: OmegaConf
+    lets one into a list or mapping of strings from YAML (`argv: [a, {b: 1}]`)."""
+    if isinstance(value, list | tuple | dict):
+        kind = "a mapping" if isinstance(value, dict) else "a list"
+        raise ConfigError(f"{_safe(where)} is {kind} ({_safe(str(value))[:60]}), not text: write it as one "
+                          f"string (quoted)")
     text = str(value)
     if len(text) > limit:
         raise ConfigError(f"{_safe(where)} is {len(text)} characters long; at most {limit} are allowed")
@@ -101,7 +106,13 @@ def check_folder(value: str, where: str) -> Path:
     """A folder the user names (campaign.workdir, campaign.kernel_bin): any
     printable text (it is always quoted), resolved to an absolute path."""
     check_text(value, where, limit=1024)
-    return Path(value).expanduser().resolve()
+    path = Path(value).expanduser().resolve()
+    for place in (path, *path.parents):  # the nearest that exists: the folders below it are made at submit
+        if place.exists():
+            if not place.is_dir():  # found here, not as NotADirectoryError after the runs are recorded
+                raise ConfigError(f"{_safe(where)}={_safe(value)[:80]!r}: {_safe(str(place))} is a file, not a folder")
+            break
+    return path
 
 
 def _names(values: Iterable[object], where: str) -> None:
@@ -245,7 +256,7 @@ def _check_experiment(cfg: RootConfig) -> None:
             if not _argument(value):
                 raise ConfigError(f"{_safe(where)}.{block}.{key}: {_safe(str(value))[:60]!r} is not a value an "
                                   "argument can take: a number, a word, or a list of them (joined by commas)")
-            check_text(value, f"{where}.{key}", limit=1024)
+            check_text(str(value), f"{where}.{key}", limit=1024)  # a list joined by commas: checked above
         for key, values in sweep.grid.items():
             if not values:
                 raise ConfigError(f"{_safe(where)}.grid.{key} is empty: give at least one value")

@@ -28,7 +28,7 @@ from campaign.job.fom_launch import REDUCTIONS
 from campaign.job.fom_read import RANK
 from campaign.job.problem_size import NO_SIZE, reads
 from campaign.job.template import INPUT_NAME, SHAPE_PARAMS, placeholders
-from campaign.planning import nested_launch
+from campaign.planning import nested_launch, sweep_keys
 from campaign.plumbing.errors import ConfigError
 
 DRIVERS = ("program", "tool")
@@ -246,10 +246,7 @@ def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
     """Placeholders and expressions name only what the sweep has."""
     known = swept(sweep)
     where = f"kernels.{kernel.name}"
-    shadowing = sorted({*sweep.args, *sweep.grid} & {*SHAPE_PARAMS, "ranks-per-node"})
-    if shadowing and kernel.driven_by == "tool":
-        raise ConfigError(f"experiment.sweeps.{index}: {shadowing[0]!r} is the run's own shape, not an argument to "
-                          "sweep: use the sweep's nodes, ranks_per_node and gpus_per_rank lists")
+    sweep_keys.check(kernel.driven_by, sweep, index)
     numeric = known - {"dtype", "variant", "device"} | ({"d"} if kernel.driven_by == "program" else set())
     numeric |= {*kernel.cost_params} | ({"element_bytes"} if kernel.element_bytes else set())
     # a tool-driven program swept without n has no problem size (sizes_of): a cost of n would be worked out

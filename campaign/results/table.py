@@ -35,7 +35,8 @@ from typing import IO, Any
 from campaign.ledger import Ledger, file_scan, files
 from campaign.ledger import queries as q
 from campaign.ledger.result_schema import EXTRA_JSON, EXTRA_KEYS, SCHEMA_VERSION, arrow_schema
-from campaign.plumbing.errors import BadInputError
+from campaign.plumbing import storage
+from campaign.plumbing.errors import BadInputError, CampaignError
 from campaign.results import scan
 from campaign.results.attach import KEY, Attach
 from campaign.results.carried import CARRIED_FILE_COLUMNS
@@ -248,13 +249,22 @@ def write_parquet(exp: Export, path: Path | None) -> int:
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        raise BadInputError(f"results --out {path}: {exc.strerror or exc}") from None
+        raise _unwritable(path, exc) from None
     except Exception as exc:  # DuckDB's IOException (an unwritable folder): one line, no traceback
         tmp.unlink(missing_ok=True)
         if type(exc).__name__ != "IOException":
             raise
         raise BadInputError(f"results --out {path}: {str(exc).splitlines()[0]}") from None
     return int(done[0]) if done else 0
+
+
+def _unwritable(out: Path, exc: OSError) -> CampaignError:
+    """One line for an --out file that could not be written: a full disk or read-only filesystem
+    is the machine's (exit 1), anything else (a folder, a missing folder, no permission) the
+    user's choice of --out (exit 2)."""
+    if storage.is_storage(exc):
+        return storage.from_os_error(exc, out)
+    return BadInputError(f"results --out {out}: {exc.strerror or exc}; name a file you can write")
 
 
 def write_csv(exp: Export, out: IO[str]) -> int:
@@ -326,6 +336,10 @@ def emit(exp: Export, fmt: str, out: Path | None) -> None:
                 with open(tmp, "w", newline="", encoding="utf-8") as fh:
                     count = write(exp, fh)
                 os.replace(tmp, out)
+            except OSError as exc:
+                if exc.filename not in (str(tmp), str(out)) and not storage.is_storage(exc):
+                    raise  # a result file's, not the --out file's
+                raise _unwritable(out, exc) from None
             finally:
                 tmp.unlink(missing_ok=True)
         print(f"{count} row(s) written to {out}", file=sys.stderr)

@@ -136,3 +136,25 @@ def test_the_guides_mpi_example_is_what_ships() -> None:
     assert [rel for rel, _ in blocks] == ["conf/kernel/hpcc.yaml", "conf/experiment/byob_hpcc.yaml"]
     for rel, body in blocks:
         assert body == (REPO / rel).read_text(), rel
+
+
+@pytest.mark.parametrize("driven_by", ["tool", "program"])
+@pytest.mark.parametrize("key", ["n", "threads", "repeats", "warmup", "dtype", "variant", "device", "check", "out",
+                                 "repeat", "d"])
+def test_a_sweep_key_that_is_a_contract_option_is_refused(driven_by: str, key: str) -> None:
+    """A grid or args key named like an option the contract gives every run (`grid: {n: [5]}`)
+    put `--n 5` after `--n 1000`: the program ran n = 5 (argparse takes the last) while the run
+    said n 1000, and `{n}` read whichever value; `out` moved the CSV."""
+    kernel = _kernel(driven_by=driven_by, impls={"py": ImplSpec(argv=["prog", "{n}"] if driven_by == "tool" else
+                                                                ["prog"], variants=["v"])})
+    for where in ("grid", "args"):
+        values: dict[str, object] = {"grid": {key: [5]}, "args": {key: "5"}}[where]
+        sweep = SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1000], **{where: values})  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match=rf"experiment.sweeps.0.{where}.{key}: '{key}' is an option"):
+            byob.check_sweep(kernel, sweep, 0)
+
+
+def test_a_key_in_both_args_and_grid_is_refused() -> None:
+    sweep = SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1], args={"label": "5"}, grid={"label": ["a"]})
+    with pytest.raises(ConfigError, match=r"experiment.sweeps.0: 'label' is both an args and a grid key"):
+        byob.check_sweep(_kernel(), sweep, 0)

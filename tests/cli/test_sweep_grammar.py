@@ -5,6 +5,8 @@ sense for a campaign is one ConfigError naming the override."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from campaign.config.sweep import MAX_CONFIGS, expand, field_type, is_list_field
@@ -81,6 +83,20 @@ def test_a_runaway_product_is_refused() -> None:
     side = int(MAX_CONFIGS ** 0.5) + 1
     with pytest.raises(ConfigError, match="configurations"):
         expand([f"experiment.repeats=range(1,{side + 1})", f"experiment.warmup=range(0,{side})"], options)
+
+
+def test_a_runaway_list_axis_is_refused_without_listing_it() -> None:
+    """range(1,100000000) on a list axis is one configuration, so the product limit missed it:
+    its 1e8 values were listed and composed as one override, and submit never answered."""
+    start = time.process_time()
+    for override in ("experiment.sweeps.0.threads=range(1,100000000)", "experiment.repeats=range(1,10**18)"
+                     .replace("10**18", str(10**18))):
+        with pytest.raises(ConfigError, match=r"gives more than 10000 values") as err:
+            expand([override], options)
+        assert override in str(err.value)
+    assert time.process_time() - start < 10  # listing 1e8 values alone takes longer
+    assert expand(["experiment.sweeps.0.n=range(1,10001)"], options) == [
+        [f"experiment.sweeps.0.n=[{','.join(map(str, range(1, 10001)))}]"]]
 
 
 def test_field_types_come_from_the_schema() -> None:

@@ -10,101 +10,26 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_cli
 from tests.fixtures import KNOWN_CSV
-
-GOOD_LINES = KNOWN_CSV.read_text().splitlines()
-HEADER = GOOD_LINES[0].split(",")
-
-
-@dataclass(frozen=True)
-class Case:
-    """One bad input: CLI arguments (placeholders filled per test), the
-    fragment the error line must contain, and an optional setup step that
-    writes files the arguments name."""
-
-    args: tuple[str, ...]
-    fragment: str
-    setup: Callable[[Path], None] | None = None
-    env: tuple[tuple[str, str], ...] = ()
-    ledger: str = "good"  # good | notdb | newer | dir | zero-length file: which --ledger to pass
-
-
-# ---------------------------------------------------------------- file makers
-
-
-def _csv(name: str, lines: list[str] | bytes) -> Callable[[Path], None]:
-    def make(tmp: Path) -> None:
-        path = tmp / name
-        if isinstance(lines, bytes):
-            path.write_bytes(lines)
-        else:
-            path.write_text("\n".join(lines) + ("\n" if lines else ""))
-
-    return make
-
-
-def _replace_cell(column: str, value: str, row: int = 3) -> list[str]:
-    """known_results.csv with one cell of file line `row` (1 = header) replaced."""
-    lines = list(GOOD_LINES)
-    cells = lines[row - 1].split(",")
-    cells[HEADER.index(column)] = value
-    lines[row - 1] = ",".join(cells)
-    return lines
-
-
-def _drop_column(column: str) -> list[str]:
-    i = HEADER.index(column)
-    return [",".join(c for j, c in enumerate(line.split(",")) if j != i) for line in GOOD_LINES]
-
-
-def _broken_experiment(tmp: Path) -> None:
-    folder = tmp / "userconf" / "experiment"
-    folder.mkdir(parents=True)
-    (folder / "broken.yaml").write_text("name: broken\nsweeps:\n  - kernel: decode\n    impls: [torch\n  n: {\n")
-
-
-def _bad_type_experiment(tmp: Path) -> None:
-    folder = tmp / "userconf" / "experiment"
-    folder.mkdir(parents=True)
-    (folder / "badtype.yaml").write_text(
-        "name: badtype\nrepeats: many\nsweeps:\n  - kernel: decode\n    impls: [torch]\n"
-        "    variants: [naive]\n    n: [64]\n")
-
-
-def _empty_bin(tmp: Path) -> None:
-    (tmp / "emptybin").mkdir()
-
-
-def _evil_env_cluster(name: str) -> Callable[[Path], None]:
-    """A user cluster config (copy of cluster=local) whose env has the variable `name`."""
-    def make(tmp: Path) -> None:
-        folder = tmp / "userconf" / "cluster"
-        folder.mkdir(parents=True)
-        text = (Path(__file__).resolve().parents[2] / "conf" / "cluster" / "local.yaml").read_text()
-        (folder / "evil.yaml").write_text(text.replace("name: local", "name: evil") + f"env: {{'{name}': '1'}}\n")
-
-    return make
-
-
-def _with_header_twice(column: str) -> list[str]:
-    lines = list(GOOD_LINES)
-    i = HEADER.index(column)
-    return [line + "," + line.split(",")[i] for line in lines]
-
-
-def _file(name: str) -> Callable[[Path], None]:
-    def make(tmp: Path) -> None:
-        (tmp / name).write_text("not a folder\n")
-
-    return make
-
+from tests.reliability.bad_input_parts import (
+    GOOD_LINES,
+    Case,
+    a_file,
+    bad_csv,
+    bad_type_experiment,
+    broken_experiment,
+    drop_column,
+    empty_bin,
+    evil_env_cluster,
+    replace_cell,
+    user_file,
+    with_header_twice,
+)
 
 USERCONF = (("CAMPAIGN_CONFIG_PATH", "{tmp}/userconf"),)
 
@@ -113,9 +38,9 @@ USERCONF = (("CAMPAIGN_CONFIG_PATH", "{tmp}/userconf"),)
 CASES: dict[str, Case] = {
     # ---- configs and overrides (submit)
     "malformed-yaml-in-user-config-dir": Case(
-        ("submit", "experiment=broken"), "broken.yaml", _broken_experiment, USERCONF),
+        ("submit", "experiment=broken"), "broken.yaml", broken_experiment, USERCONF),
     "wrong-type-in-user-config-yaml": Case(
-        ("submit", "experiment=badtype"), "repeats", _bad_type_experiment, USERCONF),
+        ("submit", "experiment=badtype"), "repeats", bad_type_experiment, USERCONF),
     "unknown-cluster": Case(("submit", "cluster=mars"), "unknown cluster 'mars'"),
     "unknown-experiment": Case(("submit", "experiment=nope"), "unknown experiment 'nope'"),
     "unknown-partition": Case(
@@ -137,7 +62,7 @@ CASES: dict[str, Case] = {
     # Without the build/preflight chain the kernels must be built already (with it the build job builds them).
     "missing-kernel-binary": Case(
         ("submit", "--no-preflight", "experiment.sweeps.0.impls=[c]", "campaign.kernel_bin={tmp}/emptybin"),
-        "kernel program not built", _empty_bin),
+        "kernel program not built", empty_bin),
     "missing-account-delta": Case(("submit", "cluster=delta", "experiment=forward_scaling"), "requires an account"),
     "override-without-equals": Case(("submit", "experiment.repeats"), "bad override 'experiment.repeats'"),
     "override-without-key": Case(("submit", "=5"), "bad override '=5'"),
@@ -153,13 +78,20 @@ CASES: dict[str, Case] = {
     "campaign-name-traversal": Case(("submit", "campaign.name=../../../escaped"), "is not a valid name"),
     "campaign-name-absolute": Case(("submit", "campaign.name=/tmp/escaped"), "is not a valid name"),
     "campaign-name-newline": Case(("submit", "campaign.name='a\nb'"), "campaign.name"),
+    "workdir-is-a-file": Case(("submit", "campaign.workdir={tmp}/afile"), "afile is a file, not a folder", a_file),
+    "workdir-under-a-file": Case(("submit", "campaign.workdir={tmp}/afile/runs"), "afile is a file, not a folder",
+                                 a_file),
+    "kernel-bin-is-a-file": Case(("submit", "campaign.kernel_bin={tmp}/afile"), "afile is a file, not a folder",
+                                 a_file),
+    "config-path-name-too-long": Case(("submit", "--dry-run"), "CAMPAIGN_CONFIG_PATH: 'xxx",
+                                      env=(("CAMPAIGN_CONFIG_PATH", "x" * 100_000),)),
     "campaign-name-300-chars": Case(("submit", "campaign.name=" + "x" * 300), "at most 100"),
     "campaign-python-injection": Case(("submit", "campaign.python='/usr/bin/python3; touch X #'"),
                                       "must be an absolute path or a plain command name"),
     "env-name-with-equals": Case(("submit", "cluster=evil"), "not an environment variable name",
-                                 _evil_env_cluster("A=B"), USERCONF),
+                                 evil_env_cluster("A=B"), USERCONF),
     "env-name-injection": Case(("submit", "cluster=evil"), "not an environment variable name",
-                               _evil_env_cluster("X;touch PWNED;Y"), USERCONF),
+                               evil_env_cluster("X;touch PWNED;Y"), USERCONF),
     "variants-empty": Case(("submit", "experiment.sweeps.0.variants=[]"), "variants is empty"),
     "impls-empty": Case(("submit", "experiment.sweeps.0.impls=[]"), "impls is empty"),
     "threads-zero": Case(("submit", "experiment.sweeps.0.threads=[2,0]"),
@@ -177,7 +109,7 @@ CASES: dict[str, Case] = {
     "time-factor-nan": Case(("rerun", "--failed", "--time-factor", "nan"), "--time-factor"),
     "time-factor-inf": Case(("rerun", "--failed", "--time-factor", "inf"), "--time-factor"),
     "mem-factor-inf": Case(("rerun", "--failed", "--mem-factor", "inf"), "--mem-factor"),
-    "report-out-is-a-file": Case(("report", "--out", "{tmp}/afile"), "is a file", _file("afile")),
+    "report-out-is-a-file": Case(("report", "--out", "{tmp}/afile"), "is a file", user_file("afile")),
     # ---- command line
     "unknown-cli-flag": Case(("submit", "--frobnicate"), "unrecognized arguments: --frobnicate"),
     "unknown-command": Case(("frobnicate",), "invalid choice: 'frobnicate'"),
@@ -186,52 +118,56 @@ CASES: dict[str, Case] = {
     "time-factor-not-a-number": Case(("rerun", "--failed", "--time-factor", "abc"), "invalid float value: 'abc'"),
     # ---- import
     "csv-non-numeric-threads": Case(
-        ("import", "{tmp}/bad.csv"), "line 3: column threads", _csv("bad.csv", _replace_cell("threads", "zero"))),
+        ("import", "{tmp}/bad.csv"), "line 3: column threads", bad_csv("bad.csv", replace_cell("threads", "zero"))),
     "csv-missing-column": Case(
-        ("import", "{tmp}/bad.csv"), "missing column(s) time_s", _csv("bad.csv", _drop_column("time_s"))),
+        ("import", "{tmp}/bad.csv"), "missing column(s) time_s", bad_csv("bad.csv", drop_column("time_s"))),
     "csv-non-numeric-time": Case(
-        ("import", "{tmp}/bad.csv"), "line 3: column time_s", _csv("bad.csv", _replace_cell("time_s", "fast"))),
+        ("import", "{tmp}/bad.csv"), "line 3: column time_s", bad_csv("bad.csv", replace_cell("time_s", "fast"))),
     "csv-negative-time": Case(
         ("import", "{tmp}/bad.csv"), "time_s must be a positive finite number",
-        _csv("bad.csv", _replace_cell("time_s", "-1e-3", row=25))),
+        bad_csv("bad.csv", replace_cell("time_s", "-1e-3", row=25))),
     "csv-nan-time": Case(
         ("import", "{tmp}/bad.csv"), "time_s must be a positive finite number",
-        _csv("bad.csv", _replace_cell("time_s", "nan"))),
+        bad_csv("bad.csv", replace_cell("time_s", "nan"))),
     "csv-empty-required-cell": Case(
-        ("import", "{tmp}/bad.csv"), "line 3: column cluster is empty", _csv("bad.csv", _replace_cell("cluster", ""))),
+        ("import", "{tmp}/bad.csv"), "line 3: column cluster is empty", bad_csv("bad.csv", replace_cell("cluster", ""))),
     "csv-ragged-row": Case(
-        ("import", "{tmp}/bad.csv"), "bad.csv", _csv("bad.csv", GOOD_LINES[:4] + [GOOD_LINES[4] + ",x,y,z"])),
-    "csv-empty-file": Case(("import", "{tmp}/empty.csv"), "empty.csv", _csv("empty.csv", b"")),
-    "csv-header-only": Case(("import", "{tmp}/head.csv"), "no result rows", _csv("head.csv", GOOD_LINES[:1])),
+        ("import", "{tmp}/bad.csv"), "bad.csv", bad_csv("bad.csv", GOOD_LINES[:4] + [GOOD_LINES[4] + ",x,y,z"])),
+    "csv-empty-file": Case(("import", "{tmp}/empty.csv"), "empty.csv", bad_csv("empty.csv", b"")),
+    "csv-header-only": Case(("import", "{tmp}/head.csv"), "no result rows", bad_csv("head.csv", GOOD_LINES[:1])),
     "csv-non-utf8": Case(
         ("import", "{tmp}/latin.csv"), "not UTF-8",
-        _csv("latin.csv", ("\n".join(GOOD_LINES[:3]) + "\n").encode() + b"alpha,cpu,caf\xe9,c,memopt,cpu,1,256,0,1e-3,64,fp32,x\n")),
+        bad_csv("latin.csv", ("\n".join(GOOD_LINES[:3]) + "\n").encode() + b"alpha,cpu,caf\xe9,c,memopt,cpu,1,256,0,1e-3,64,fp32,x\n")),
     "csv-underscore-integer": Case(
-        ("import", "{tmp}/bad.csv"), "line 3: column n", _csv("bad.csv", _replace_cell("n", "1_000"))),
+        ("import", "{tmp}/bad.csv"), "line 3: column n", bad_csv("bad.csv", replace_cell("n", "1_000"))),
     "csv-hex-integer": Case(
-        ("import", "{tmp}/bad.csv"), "line 3: column threads", _csv("bad.csv", _replace_cell("threads", "0x10"))),
+        ("import", "{tmp}/bad.csv"), "line 3: column threads", bad_csv("bad.csv", replace_cell("threads", "0x10"))),
     "csv-integer-beyond-int64": Case(
-        ("import", "{tmp}/bad.csv"), "64-bit integer range", _csv("bad.csv", _replace_cell("threads", "1" + "0" * 20))),
-    "csv-d-zero": Case(("import", "{tmp}/bad.csv"), "d must be positive", _csv("bad.csv", _replace_cell("d", "0"))),
+        ("import", "{tmp}/bad.csv"), "64-bit integer range", bad_csv("bad.csv", replace_cell("threads", "1" + "0" * 20))),
+    "csv-d-zero": Case(("import", "{tmp}/bad.csv"), "d must be positive", bad_csv("bad.csv", replace_cell("d", "0"))),
     "csv-inf-time": Case(
         ("import", "{tmp}/bad.csv"), "time_s must be a positive finite number",
-        _csv("bad.csv", _replace_cell("time_s", "inf"))),
+        bad_csv("bad.csv", replace_cell("time_s", "inf"))),
     "csv-underscore-time": Case(
-        ("import", "{tmp}/bad.csv"), "line 3: column time_s", _csv("bad.csv", _replace_cell("time_s", "1_0.5"))),
+        ("import", "{tmp}/bad.csv"), "line 3: column time_s", bad_csv("bad.csv", replace_cell("time_s", "1_0.5"))),
     "csv-nul-byte": Case(
         ("import", "{tmp}/bad.csv"), "NUL byte",
-        _csv("bad.csv", ("\n".join(GOOD_LINES[:3]) + "\n").replace("memopt", "mem\x00opt", 1).encode())),
+        bad_csv("bad.csv", ("\n".join(GOOD_LINES[:3]) + "\n").replace("memopt", "mem\x00opt", 1).encode())),
     "csv-duplicated-header-column": Case(
-        ("import", "{tmp}/bad.csv"), "column time_s appears twice", _csv("bad.csv", _with_header_twice("time_s"))),
+        ("import", "{tmp}/bad.csv"), "column time_s appears twice", bad_csv("bad.csv", with_header_twice("time_s"))),
     "csv-newline-inside-a-name": Case(
-        ("import", "{tmp}/bad.csv"), "control character", _csv("bad.csv", _replace_cell("kernel", '"attn\nx"'))),
+        ("import", "{tmp}/bad.csv"), "control character", bad_csv("bad.csv", replace_cell("kernel", '"attn\nx"'))),
     "csv-duplicated-row": Case(
         ("import", "{tmp}/bad.csv"), "the same configuration, n and repeat as line 2",
-        _csv("bad.csv", GOOD_LINES[:2] + GOOD_LINES[1:2])),
+        bad_csv("bad.csv", GOOD_LINES[:2] + GOOD_LINES[1:2])),
     "csv-does-not-exist": Case(("import", "{tmp}/nowhere.csv"), "nowhere.csv: no such file"),
     "csv-is-a-directory": Case(("import", "{tmp}"), "no such file"),
     # ---- job IDs, campaigns, states
     "show-unknown-job": Case(("show", "424242"), "unknown job ID '424242'"),
+    "show-empty-job": Case(("show", ""), "got an empty one"),
+    "show-blank-job": Case(("show", "  "), "got an empty one"),
+    "rerun-empty-job": Case(("rerun", "--job", ""), "got an empty one"),
+    "cancel-empty": Case(("cancel", ""), "got an empty one"),
     "rerun-unknown-job": Case(("rerun", "--job", "424242"), "unknown job ID '424242'"),
     "cancel-unknown-job": Case(("cancel", "424242"), "no campaign or job ID named '424242'"),
     "status-unknown-campaign": Case(("status", "no-such-campaign"), "unknown campaign 'no-such-campaign'"),
@@ -258,6 +194,10 @@ CASES: dict[str, Case] = {
     "advise-h-zero": Case(("advise", "shape", "--h", "0", "--a", "32", "--vocab", "50257", "--gpu", "a100"), "h"),
     "advise-h-not-a-number": Case(("advise", "shape", "--h", "big", "--a", "32", "--vocab", "50257", "--gpu", "a100"),
                                   "invalid int value: 'big'"),
+    "advise-h-beyond-a-float": Case(("advise", "shape", "--h", "1" + "0" * 400, "--a", "32", "--vocab", "50257",
+                                     "--gpu", "a100"), "at most"),
+    "advise-seq-beyond-a-float": Case(("advise", "shape", "--h", "2560", "--a", "32", "--vocab", "50257", "--seq",
+                                       "1" + "0" * 400, "--gpu", "a100"), "at most"),
 }
 
 

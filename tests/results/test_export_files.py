@@ -7,6 +7,8 @@ last was)."""
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -62,3 +64,34 @@ def test_each_campaign_given_is_exported(two: Path) -> None:
     assert sorted((r["campaign"], r["n"]) for r in json.loads(proc.stdout)) == [("a", 1), ("c", 3)]
     proc = run_cli("--ledger", str(two), "results", "--campaign", "a", "--campaign", "nope")
     assert proc.returncode == 2 and "nope" in proc.stderr and proc.stdout == "", proc.stderr
+
+
+def _dump(ledger: Path) -> str:
+    with sqlite3.connect(ledger) as con:
+        return "\n".join(con.iterdump())
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_an_out_naming_the_ledger_is_refused_and_the_ledger_kept(two: Path, tmp_path: Path, fmt: str) -> None:
+    """`results --out` given the ledger's own path (or a link to it) replaced the ledger with the export."""
+    ledger = tmp_path / "ledger.sqlite"
+    shutil.copy(two, ledger)
+    before = _dump(ledger)
+    link = tmp_path / "link.sqlite"
+    link.symlink_to(ledger)
+    for out in (ledger, link):
+        proc = run_cli("--ledger", str(ledger), "results", "--format", fmt, "--out", str(out))
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "is the ledger" in proc.stderr and "--out" in proc.stderr, proc.stderr
+        assert _dump(ledger) == before
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_an_out_that_cannot_be_written_is_one_line(two: Path, tmp_path: Path, fmt: str) -> None:
+    """A folder, or a file in a missing folder, as --out: exit 2 and one line naming --out
+    (csv and json ended in `internal error: IsADirectoryError`, exit 1)."""
+    for out in (tmp_path, tmp_path / "missing" / f"rows.{fmt}"):
+        proc = run_cli("--ledger", str(two), "results", "--format", fmt, "--out", str(out))
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert f"results --out {out}" in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 import pytest
 
@@ -131,3 +133,25 @@ def test_format_advice_text() -> None:
     assert "a=20 (h/a=128)" in text
     assert "v=50304" in text and "next multiple of 64" in text
     assert text.splitlines()[-1] == "Evidence: model: waves on h200 (ffn, heads, vocab)"
+
+
+def test_a_tp_no_swiglu_width_divides_proposes_no_width() -> None:
+    """t = 4096 divides h and b·a, but none of the SwiGLU widths near 8h/3: the advice ended in an
+    IndexError (an empty candidate list ranked) instead of proposing no width."""
+    adv = advise_shape(4096, 32, 50000, batch=128, tp=4096)
+    assert _by_kind(adv, "ffn") == {}
+    assert [c.ok for c in adv.checks if c.rule in ("h/t integer", "(b·a)/t integer")] == [True, True]
+
+
+def test_head_candidates_of_a_large_h_come_from_its_divisors() -> None:
+    """The candidates were sought by trying every count from 1 to h: an h of 3 * 2**28 took about a
+    minute, one of 1e10 more than 100 s, and the largest h accepted (2**53) never answered. They are
+    the divisors of h/64."""
+    h = 3 * 2**28
+    start = time.process_time()
+    cands = head_candidates(h, 5)
+    assert time.process_time() - start < 10  # the old search: 8e8 trials
+    assert cands[:2] == [6, 4] and len(cands) == 23 * 2  # h/64 = 3 * 2**22 has 23 * 2 divisors
+    assert all((h // x) % 64 == 0 for x in cands)
+    assert head_candidates(4096 + 1, 32) == []  # no h/a' can be a multiple of 64
+    assert head_candidates(2560, 32) == [40, 20, 10, 8, 5, 4, 2, 1]
