@@ -122,5 +122,7 @@ def record_runs(
         by_run = q.first_attempt_ids(s, camp.id)
         folder = ATTEMPT_COLUMNS.index("workdir")
         todo += [(by_run[rid], run, row[folder]) for rid, run, row in zip(run_ids, fresh, rows)]
-    reasons = why_new(fresh, [r.spec for r in sorted(existing.values(), key=lambda r: r.id)]) if existing else []
+    # against each configuration's latest run as the report reads it (named last, then newest: latest.find)
+    ordered = sorted(existing.values(), key=lambda r: (r.named_by or 0, r.id))
+    reasons = why_new(fresh, [r.spec for r in ordered]) if existing else []
     return todo, present, resumed, reasons

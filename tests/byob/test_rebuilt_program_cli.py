@@ -7,6 +7,7 @@ names the old build's runs as superseded; `results` keeps both builds' rows."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -130,3 +131,6 @@ def test_a_reverted_program_is_the_latest_again(tmp_path: Path) -> None:
     assert values == [100], values  # the build submitted last, not the run created last
     [change] = changes
     assert "user.rebuiltbench" in change, change
+    third = submit(300)  # what changed is told against the latest build, the reverted one
+    [line] = [ln for ln in third.splitlines() if "new run(s):" in ln]
+    assert f"user.rebuiltbench 'sha256:{hashlib.sha256(first_hash).hexdigest()[:16]}' -> " in line, line
