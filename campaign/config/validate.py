@@ -108,7 +108,11 @@ def check_folder(value: str, where: str) -> Path:
     check_text(value, where, limit=1024)
     path = Path(value).expanduser().resolve()
     for place in (path, *path.parents):  # the nearest that exists: the folders below it are made at submit
-        if place.exists():
+        try:
+            found = place.exists()
+        except OSError as exc:  # a name this filesystem cannot hold (a part past 255 bytes)
+            raise ConfigError(f"{_safe(where)}={_safe(value)[:80]!r}: {exc.strerror}") from None
+        if found:
             if not place.is_dir():  # found here, not as NotADirectoryError after the runs are recorded
                 raise ConfigError(f"{_safe(where)}={_safe(value)[:80]!r}: {_safe(str(place))} is a file, not a folder")
             break

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.reliability import test_bad_input as bad
-from tests.reliability.test_bad_input import GOOD_LINES, HEADER, Case, _csv, filled_ledger  # noqa: F401
+from tests.reliability.bad_input_parts import GOOD_LINES, HEADER, Case, bad_csv
+from tests.reliability.test_bad_input import filled_ledger  # noqa: F401
 
 
 def _with_columns(extra: dict[str, str], column: str = "", value: str = "", row: int = 3) -> list[str]:
@@ -27,7 +28,7 @@ def _with_columns(extra: dict[str, str], column: str = "", value: str = "", row:
 
 
 _FIGURE = {"metric": "bw", "value": "10", "unit": "GB/s", "higher_is_better": "true"}
-_HEAD = _csv("head.csv", GOOD_LINES[:1])
+_HEAD = bad_csv("head.csv", GOOD_LINES[:1])
 
 CASES: dict[str, Case] = {
     "header-only-into-a-campaign": Case(  # (was an internal error: no cluster to name the campaign's)
@@ -39,36 +40,36 @@ CASES: dict[str, Case] = {
     # import stays strict (docs/contracts.md): a NaN rel_err is refused as inf is, not stored as NULL
     "nan-rel-err": Case(
         ("import", "{tmp}/bad.csv", "--campaign", "z"), "line 3: column rel_err must be a non-negative finite number, "
-        "got 'NaN'", _csv("bad.csv", _with_columns({"rel_err": "1e-7"}, "rel_err", "NaN"))),
+        "got 'NaN'", bad_csv("bad.csv", _with_columns({"rel_err": "1e-7"}, "rel_err", "NaN"))),
     "inf-rel-err": Case(
         ("import", "{tmp}/bad.csv"), "line 3: column rel_err must be a non-negative finite number, got 'inf'",
-        _csv("bad.csv", _with_columns({"rel_err": "1e-7"}, "rel_err", "inf"))),
+        bad_csv("bad.csv", _with_columns({"rel_err": "1e-7"}, "rel_err", "inf"))),
     "nan-flops": Case(
         ("import", "{tmp}/bad.csv"), "line 3: column flops must be a non-negative finite number, got 'nan'",
-        _csv("bad.csv", _with_columns({"flops": "1e9"}, "flops", "nan"))),
+        bad_csv("bad.csv", _with_columns({"flops": "1e9"}, "flops", "nan"))),
     # a figure's value and direction: checked on import (a job's are typed loosely by the write)
     "figure-value-not-a-number": Case(
         ("import", "{tmp}/bad.csv", "--campaign", "z"), "line 3: column value is not a number: 'abc'",
-        _csv("bad.csv", _with_columns(_FIGURE, "value", "abc"))),
+        bad_csv("bad.csv", _with_columns(_FIGURE, "value", "abc"))),
     "figure-value-nan": Case(
         ("import", "{tmp}/bad.csv"), "line 4: column value must be a finite number, got 'NaN'",
-        _csv("bad.csv", _with_columns(_FIGURE, "value", "NaN", row=4))),
+        bad_csv("bad.csv", _with_columns(_FIGURE, "value", "NaN", row=4))),
     "figure-value-inf": Case(
         ("import", "{tmp}/bad.csv"), "line 3: column value must be a finite number, got 'inf'",
-        _csv("bad.csv", _with_columns(_FIGURE, "value", "inf"))),
+        bad_csv("bad.csv", _with_columns(_FIGURE, "value", "inf"))),
     "figure-value-empty": Case(
         ("import", "{tmp}/bad.csv", "--campaign", "z"), "line 3: column value is empty, and the row names a metric",
-        _csv("bad.csv", _with_columns(_FIGURE, "value", ""))),
+        bad_csv("bad.csv", _with_columns(_FIGURE, "value", ""))),
     "figure-without-a-value-column": Case(
         ("import", "{tmp}/bad.csv"), "missing column(s) value",
-        _csv("bad.csv", _with_columns({"metric": "bw", "unit": "GB/s"}))),
+        bad_csv("bad.csv", _with_columns({"metric": "bw", "unit": "GB/s"}))),
     "figure-direction-not-a-word": Case(
         ("import", "{tmp}/bad.csv", "--campaign", "z"),
         "line 3: column higher_is_better must be true/false, yes/no or a finite number, got 'maybe'",
-        _csv("bad.csv", _with_columns(_FIGURE, "higher_is_better", "maybe"))),
+        bad_csv("bad.csv", _with_columns(_FIGURE, "higher_is_better", "maybe"))),
     "figure-direction-inf": Case(
         ("import", "{tmp}/bad.csv"), "line 3: column higher_is_better must be true/false, yes/no or a finite number",
-        _csv("bad.csv", _with_columns(_FIGURE, "higher_is_better", "inf"))),
+        bad_csv("bad.csv", _with_columns(_FIGURE, "higher_is_better", "inf"))),
 }
 
 
