@@ -17,7 +17,7 @@ CSV but `F.lost` (the pattern and the output's last lines), so the job is
 LOST_OUTPUT with that reason; a sanity pattern that fails leaves `F.check`
 (the line quoted), so the job is CHECK_FAILED with its rows kept
 (campaign.results.reader reads both). A program that exits non-zero makes
-this module exit with its code (FAILED, its stderr tail in ours).
+this module exit with its code, 128 + N for signal N (FAILED, its stderr tail in ours).
 
 Each repeat is one invocation, unless the declaration says `repeat_by:
 program` (the program repeats itself: one invocation per n, `{repeats}` and
@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.job import expr
+from campaign.job.error_line import exit_words
 from campaign.job.fom_launch import OPTION, Launch
 from campaign.job.fom_read import Lost, Output, figure_values, sanity_problem, source_file, source_text
 from campaign.job.problem_size import DRIVER, NO_SIZE, reads
@@ -343,11 +344,13 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
                 code, output, elapsed = _run_once(spec, values, cwd, stem, launch)
                 if code != 0:
                     at = f" at n={n}" if named else ""
+                    said = exit_words(code).removeprefix("exit ")  # a signal by its name: "-11, SIGSEGV"
                     print(
-                        f"campaign.job.fom: {program_name(spec)} exited with {code}{at}: {output.failure()}",
+                        f"campaign.job.fom: {program_name(spec)} exited with {said}{at}: {output.failure()}",
                         file=sys.stderr,
                     )
-                    return code
+                    # killed by signal N (-N here): 128 + N, as a shell says it (sys.exit(-11) would be 245)
+                    return 128 - code if code < 0 else code
                 if r < 0:
                     _set_aside(spec, values, cwd, ranks_of, stem)
                     continue

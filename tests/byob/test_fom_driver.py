@@ -145,6 +145,15 @@ def test_a_failing_program_fails_the_job_with_its_code(tmp_path: Path, capsys: o
     assert rc == 3 and not out.exists()
 
 
+def test_a_program_killed_by_a_signal_is_named_by_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A signal's death is said by name, and the driver exits as a shell reports it (128 + N): its
+    own exit -11 became 245, which no reader takes for a signal."""
+    code = "import os,sys; print('time: 0.5 s'); print('about to crash', file=sys.stderr, flush=True); os.abort()"
+    rc, out = _run(tmp_path, _spec(code), n="10", repeats=1)
+    assert rc == 128 + 6 and not out.exists()
+    assert "exited with -6, SIGABRT at n=10: about to crash" in capsys.readouterr().err
+
+
 def test_a_figure_that_is_no_finite_number_is_lost(tmp_path: Path) -> None:
     rc, out = _run(tmp_path, _spec("print('time: nan s')"), n="10", repeats=1)
     outcome = classify_output(out, _expected((10,)))
