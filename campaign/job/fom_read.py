@@ -27,6 +27,7 @@ TAIL_LINES = 5
 HEAD_LINES = 3  # a failing rank's first lines: its own message, then its MPI's
 RANK = "rank"  # the placeholder of a file source's rank: `file:out.{rank}`
 _SAYS = re.compile(r"[A-Za-z0-9]")  # a line with a letter or digit in it
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")  # a decimal number, ASCII digits
 # An MPI library's own statement that a rank called MPI_Abort (Open MPI; MPICH and Intel MPI), with its
 # error code. The aborting rank is then killed with its shim by the launcher, often before the shim could
 # record its exit, while a peer may exit by itself on the connection it broke: the statement names it.
@@ -150,13 +151,24 @@ def _matches(fig: dict[str, Any], text: str) -> list[str]:
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("{"):
-            try:
-                obj = json.loads(line)
+            try:  # numbers as printed: an integer of 5,000 digits is no error, 1e400 is quoted as such
+                obj = json.loads(line, parse_int=str, parse_float=str, parse_constant=str)
             except ValueError:
                 continue
             if isinstance(obj, dict) and fig["json"] in obj:
-                found.append(str(obj[fig["json"]]))
+                value = obj[fig["json"]]  # a key twice in one object: the last, as json.loads keeps it
+                found.append(value if isinstance(value, str) else json.dumps(value))
     return found
+
+
+def number(text: str) -> float | None:
+    """The value of a decimal number as printed (`12.5`, `+5`, `.5`, `5.`, `-0`, `1.2e+03`), None for any
+    other text: a decimal comma (`12,5`) or digit grouping (`1,234.5`, `1_234.5`, which float() takes)
+    is no number, nor inf, nan or a value beyond a double."""
+    if _NUMBER.fullmatch(text.strip()) is None:
+        return None
+    value = float(text)
+    return value if math.isfinite(value) else None
 
 
 def readfigure_values(fig: dict[str, Any], text: str, count: int = 1) -> list[float]:
@@ -177,11 +189,8 @@ def readfigure_values(fig: dict[str, Any], text: str, count: int = 1) -> list[fl
         )
     values = []
     for text_value in found:
-        try:
-            value = float(text_value.strip())
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value):
+        value = number(text_value)
+        if value is None:
             raise Lost(
                 f"figure {fig['name']}: {what} matched {text_value[:80]!r}, not a finite number; "
                 f"last lines: {tail(text)}"

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
-from campaign.job import fom
+from campaign.job import fom, fom_read
 from campaign.plumbing.states import JobState
 from campaign.results.expected import Expected
 from campaign.results.reader import classify_output
@@ -366,3 +367,47 @@ def test_a_file_each_repeat_writes_is_read_from_that_repeat(tmp_path: Path) -> N
     # each invocation's file kept beside its output once read, the warm-up's too
     kept = sorted(p.name for p in tmp_path.glob("t.txt.*"))
     assert kept == [f"t.txt.fom-n{n}-{r}" for n in (20, 8) for r in ("r0", "r1", "w1")], kept
+
+
+@pytest.mark.parametrize(
+    ("printed", "stored"),
+    [("12.5", 12.5), ("12.5GB/s", 12.5), ("1.2e+03", 1200.0), ("+5", 5.0), (".5", 0.5), ("5.", 5.0), ("-0", -0.0)],
+)
+def test_a_number_is_stored_as_printed(printed: str, stored: float) -> None:
+    fig = {"name": "bw", "regex": r"bw: (?P<value>[0-9.eE+-]+)", "source": "stdout"}
+    assert fom_read.readfigure_values(fig, f"bw: {printed} GB/s\n") == [stored]
+
+
+@pytest.mark.parametrize("printed", ["12,5", "1,234.5", "1_234.5", "inf", "nan", "Infinity", "\u0661\u0662", "1e400"])
+def test_what_is_no_decimal_number_is_lost_never_read_otherwise(printed: str) -> None:
+    """float() takes 1_234.5 (as 1234.5) and other scripts' digits: a figure takes a decimal number in
+    ASCII only, so digit grouping, like a decimal comma, is LOST_OUTPUT quoting what was printed."""
+    fig = {"name": "bw", "regex": r"bw: (?P<value>\S+) GB/s", "source": "stdout"}
+    with pytest.raises(fom_read.Lost, match=re.escape(f"matched {printed!r}, not a finite number")):
+        fom_read.readfigure_values(fig, f"bw: {printed} GB/s\n")
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ('{"bw": true}', "'true'"),
+        ('{"bw": null}', "'null'"),
+        ('{"bw": 1e400}', "'1e400'"),
+        ('{"bw": NaN}', "'NaN'"),
+        ('{"bw": [1, 2]}', "'["),  # a list: its numbers as printed, in JSON's quotes
+        ('{"bw": %s}' % ("9" * 5000), "'999999"),
+    ],
+)
+def test_a_json_value_that_is_no_number_is_quoted_as_printed(line: str, said: str) -> None:
+    """JSON's own words (true, null, 1e400), not Python's (True, None, inf); an integer too long for
+    Python's int() is the key's value, not a line skipped as 'matched nothing'."""
+    fig = {"name": "bw", "json": "bw", "source": "stdout"}
+    with pytest.raises(fom_read.Lost, match=re.escape(f"matched {said}")):
+        fom_read.readfigure_values(fig, f"start\n{line}\n")
+
+
+def test_json_numbers_strings_huge_integers_and_a_twice_given_key() -> None:
+    fig = {"name": "bw", "json": "bw", "source": "stdout"}
+    huge = json.dumps({"bw": 2**70, "x": {"bw": 3}})  # 1180591620717411303424: a double holds it exactly
+    text = f'[info] {{"bw": 1}} ignored\n{{"bw": "12.5"}}\n{huge}\n{{"bw": 1.0, "bw": 2.0}}\n'
+    assert fom_read.readfigure_values(fig, text, 3) == [12.5, float(2**70), 2.0]
