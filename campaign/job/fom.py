@@ -45,7 +45,15 @@ from typing import Any
 from campaign.job import expr
 from campaign.job.error_line import exit_words
 from campaign.job.fom_launch import OPTION, Launch
-from campaign.job.fom_read import Lost, Output, figure_values, sanity_problem, source_file, source_text
+from campaign.job.fom_read import (
+    Lost,
+    Output,
+    figure_values,
+    read_capped,
+    sanity_problem,
+    source_file,
+    source_text,
+)
 from campaign.job.problem_size import DRIVER, NO_SIZE, reads
 from campaign.job.rank import rank_output
 from campaign.job.template import render, script_argv, shape_values, write_inputs
@@ -57,7 +65,6 @@ SHAPE_OPTIONS = ("nodes", "ranks-per-node", "gpus")
 
 LOST_SUFFIX = ".lost"
 CHECK_SUFFIX = ".check"
-MAX_OUTPUT = 64 * 2**20  # bytes of a program's stdout/stderr the patterns read (its last ones)
 # Units a lower-is-better figure may be in to be the row's time_s (seconds per unit).
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 COLUMNS = TOOL_COLUMNS  # the contract CSV's columns this driver writes (resultschema.columns)
@@ -84,21 +91,6 @@ def parse_args(argv: Sequence[str]) -> tuple[dict[str, Any], dict[str, str], boo
         i += 2
     contract = {k: opts.pop(k) for k in list(opts) if k in _CONTRACT}
     return contract, opts, check
-
-
-def _read_capped(path: Path) -> str:
-    """A program's output as text: at most its last MAX_OUTPUT bytes (a program
-    printing gigabytes must not take the node's memory; figures come last).
-    Line ends are read as a file source's are (universal newlines): a CRLF
-    program's lines end where a pattern's `$` expects, and each lone CR of a
-    progress display ends a line, so "the last match" is the last one shown."""
-    try:
-        with open(path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - MAX_OUTPUT))
-            return f.read().decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")
-    except OSError:
-        return ""
 
 
 def _run_once(
@@ -133,19 +125,17 @@ def _run_once(
         except OSError as exc:
             return 127, Output("", f"cannot start {argv[0]}: {exc}"), 0.0
     elapsed = time.perf_counter() - t0
-    ranks = (
-        tuple(
-            (_read_capped(rank_output(str(cwd / stem), r, "out")), _read_capped(rank_output(str(cwd / stem), r, "err")))
-            for r in range(launch.ranks)
-        )
-        if launch is not None
-        else ()
-    )
+    # each stream as Output.where names it, and what it holds
+    read = {name: read_capped(path) for name, path in (("stdout", out_path), ("stderr", err_path))}
+    for r in range(launch.ranks if launch is not None else 0):
+        read |= {f"rank {r}'s {s}": read_capped(rank_output(str(cwd / stem), r, s[3:])) for s in ("stdout", "stderr")}
+    ranks = tuple((read[f"rank {r}'s stdout"][0], read[f"rank {r}'s stderr"][0]) for r in range(len(read) // 2 - 1))
+    cut = tuple((name, size) for name, (_, size) in read.items() if size)
     ends, unfinished = launch.ends() if launch is not None else ((), [])
-    stderr = _read_capped(err_path)
+    stderr = read["stderr"][0]
     if launch is not None and code == 0 and unfinished:  # the launcher returned 0, but not every rank ran to its end
         stderr, code = f"{stderr}campaign: {launch.missing(unfinished)}\n", 1
-    return code, Output(_read_capped(out_path), stderr, ranks, ends), elapsed
+    return code, Output(read["stdout"][0], stderr, ranks, ends, cut), elapsed
 
 
 def _source_files(spec: dict[str, Any], values: dict[str, str], cwd: Path, ranks: int) -> list[Path]:

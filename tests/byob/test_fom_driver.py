@@ -411,3 +411,44 @@ def test_json_numbers_strings_huge_integers_and_a_twice_given_key() -> None:
     huge = json.dumps({"bw": 2**70, "x": {"bw": 3}})  # 1180591620717411303424: a double holds it exactly
     text = f'[info] {{"bw": 1}} ignored\n{{"bw": "12.5"}}\n{huge}\n{{"bw": 1.0, "bw": 2.0}}\n'
     assert fom_read.readfigure_values(fig, text, 3) == [12.5, float(2**70), 2.0]
+
+
+def test_colour_codes_around_a_number_are_not_part_of_it(tmp_path: Path) -> None:
+    """A program that colours its output (as many do, tty or not) gives the number a terminal shows."""
+    code = r"print('\x1b[1mbw:\x1b[0m \x1b[32m12.5\x1b[0m GB/s'); print('\x1b]0;title\x07time: \x1b[33m0.5\x1b[m s')"
+    figures = [{"name": "bw", "regex": r"bw: (?P<value>[0-9.]+) GB/s$", "source": "stdout", "higher_is_better": True}]
+    figures.append({"name": "time", "regex": r"^time: (?P<value>[0-9.]+) s$", "source": "stdout", "unit": "s"})
+    rc, out = _run(tmp_path, _spec(code, figures=figures), n="10", repeats=1)
+    outcome = classify_output(out, _expected((10,)))
+    assert rc == 0 and outcome.state == JobState.COMPLETED, outcome.reason
+    assert {r["extra"]["metric"]: float(r["extra"]["value"]) for r in outcome.rows} == {"bw": 12.5, "time": 0.5}
+
+
+def test_a_figure_beyond_what_was_read_of_a_huge_output_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the last MAX_OUTPUT bytes of a stream are read: a figure printed before them is lost with
+    that said, not as a pattern that 'matched nothing' in what the program printed."""
+    monkeypatch.setattr(fom_read, "MAX_OUTPUT", 1000)
+    code = "print('time: 0.5 s'); print('x' * 3000)"
+    rc, out = _run(tmp_path, _spec(code), n="10", repeats=1)
+    reason = classify_output(out, _expected((10,))).reason or ""
+    assert rc == 0 and "matched nothing in the last 1000 bytes of stdout (of 3013 bytes printed)" in reason
+
+
+def test_a_file_figure_the_program_did_not_write_is_named_absent(tmp_path: Path) -> None:
+    figures = [{"name": "r", "regex": r"rate (\d+)", "source": "file:out.txt", "unit": "x", "higher_is_better": True}]
+    rc, out = _run(tmp_path, _spec("print('wrote /tmp/out.txt instead')", figures=figures), n="10", repeats=1)
+    reason = classify_output(out, _expected((10,))).reason or ""
+    assert rc == 0 and "matched nothing in file:out.txt (no such file in the job folder" in reason
+
+
+def test_a_figure_one_rank_did_not_print_names_the_rank_looked_at(tmp_path: Path) -> None:
+    """A figure only rank 1 of 2 printed: read from rank 0 (the default) or reduced over both, the
+    reason says whose output lacked it; `result_rank: 1` reads it."""
+    fig = {"name": "bw", "regex": r"bw: (?P<value>\S+) GB/s", "source": "stdout"}
+    output = fom_read.Output("", "", (("", ""), ("bw: 11 GB/s\n", "")))
+    for declared in (fig, {**fig, "reduce": "max"}):
+        with pytest.raises(fom_read.Lost, match="matched nothing in rank 0's stdout; last lines: "):
+            fom_read.figure_values(declared, output, {}, tmp_path, 1, 0)
+    assert fom_read.figure_values(fig, output, {}, tmp_path, 1, 1) == [11.0]
