@@ -149,7 +149,8 @@ def _source_files(spec: dict[str, Any], values: dict[str, str], cwd: Path, ranks
 def _clear_sources(spec: dict[str, Any], values: dict[str, str], cwd: Path, ranks: int) -> None:
     """Remove the `file:` sources before an invocation (what an earlier one left)."""
     for path in _source_files(spec, values, cwd, ranks):
-        path.unlink(missing_ok=True)
+        if not path.is_dir():  # a folder of that name is no figure's file: read, it is named as one
+            path.unlink(missing_ok=True)
 
 
 def _set_aside(spec: dict[str, Any], values: dict[str, str], cwd: Path, ranks: int, stem: str) -> None:

@@ -452,3 +452,12 @@ def test_a_figure_one_rank_did_not_print_names_the_rank_looked_at(tmp_path: Path
         with pytest.raises(fom_read.Lost, match="matched nothing in rank 0's stdout; last lines: "):
             fom_read.figure_values(declared, output, {}, tmp_path, 1, 0)
     assert fom_read.figure_values(fig, output, {}, tmp_path, 1, 1) == [11.0]
+
+
+def test_a_folder_where_the_figure_file_should_be_is_lost_naming_it(tmp_path: Path) -> None:
+    """A program that makes a folder of the figure file's name (its warm-up too) loses the figure
+    with that said; the driver stopped on the folder with IsADirectoryError before."""
+    figures = [{"name": "r", "regex": r"rate (\d+)", "source": "file:out.txt", "unit": "x", "higher_is_better": True}]
+    rc, out = _run(tmp_path, _spec("import os; os.makedirs('out.txt', exist_ok=True)", figures=figures), n="10")
+    reason = classify_output(out, _expected((10,))).reason or ""
+    assert rc == 0 and "matched nothing in file:out.txt (Is a directory)" in reason
