@@ -28,6 +28,7 @@ TAIL_LINES = 5
 HEAD_LINES = 3  # a failing rank's first lines: its own message, then its MPI's
 RANK = "rank"  # the placeholder of a file source's rank: `file:out.{rank}`
 _SAYS = re.compile(r"[A-Za-z0-9]")  # a line with a letter or digit in it
+_ABSENT = object()  # a JSON object without the figure's key
 MAX_OUTPUT = 64 * 2**20  # bytes of a program's stdout/stderr the patterns read (its last ones)
 # ECMA-48 escape sequences: CSI (colours, cursor moves: ESC [ ... final), OSC (ESC ] ... BEL or ESC \\),
 # and the two-character ones (ESC followed by one of @-_)
@@ -204,10 +205,21 @@ def _matches(fig: dict[str, Any], text: str) -> list[str]:
                 obj = json.loads(line, parse_int=str, parse_float=str, parse_constant=str)
             except ValueError:
                 continue
-            if isinstance(obj, dict) and fig["json"] in obj:
-                value = obj[fig["json"]]  # a key twice in one object: the last, as json.loads keeps it
+            value = _member(obj, fig["json"])  # a key twice in one object: the last, as json.loads keeps it
+            if value is not _ABSENT:
                 found.append(value if isinstance(value, str) else json.dumps(value))
     return found
+
+
+def _member(obj: Any, key: str) -> Any:
+    """The value of `key` in a JSON object: a key of its own, else a dotted path through nested
+    objects (`result.bw` of `{"result": {"bw": 12.5}}`); _ABSENT where it has none."""
+    if not isinstance(obj, dict):
+        return _ABSENT
+    if key in obj:
+        return obj[key]
+    head, dot, rest = key.partition(".")
+    return _member(obj[head], rest) if dot and head in obj else _ABSENT
 
 
 def number(text: str) -> float | None:

@@ -461,3 +461,14 @@ def test_a_folder_where_the_figure_file_should_be_is_lost_naming_it(tmp_path: Pa
     rc, out = _run(tmp_path, _spec("import os; os.makedirs('out.txt', exist_ok=True)", figures=figures), n="10")
     reason = classify_output(out, _expected((10,))).reason or ""
     assert rc == 0 and "matched nothing in file:out.txt (Is a directory)" in reason
+
+
+def test_a_json_figure_inside_a_nested_object_is_read_by_its_dotted_path() -> None:
+    """fio, iperf3 and their kind print their numbers inside objects: `result.bw` reads
+    {"result": {"bw": ...}}; a key of its own that holds a dot is read first."""
+    text = '{"result": {"bw": 12.5, "lat": {"p99": 3}}}\n{"job.bw": 7, "job": {"bw": 8}}\n'
+    assert fom_read.readfigure_values({"name": "b", "json": "result.bw", "source": "stdout"}, text) == [12.5]
+    assert fom_read.readfigure_values({"name": "p", "json": "result.lat.p99", "source": "stdout"}, text) == [3.0]
+    assert fom_read.readfigure_values({"name": "j", "json": "job.bw", "source": "stdout"}, text) == [7.0]
+    with pytest.raises(fom_read.Lost, match="JSON key 'result.iops' matched nothing"):
+        fom_read.readfigure_values({"name": "i", "json": "result.iops", "source": "stdout"}, text)
