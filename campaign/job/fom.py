@@ -55,6 +55,7 @@ from campaign.job.fom_read import (
     source_text,
 )
 from campaign.job.problem_size import DRIVER, NO_SIZE, reads
+from campaign.job.procs import stop_the_rest_of_my_group
 from campaign.job.rank import rank_output
 from campaign.job.template import render, script_argv, shape_values, write_inputs
 from resultschema.columns import TOOL_COLUMNS
@@ -125,6 +126,9 @@ def _run_once(
         except OSError as exc:
             return 127, Output("", f"cannot start {argv[0]}: {exc}"), 0.0
     elapsed = time.perf_counter() - t0
+    # what it left running would run on beside the next invocations (timed with them) and to the job's end
+    if left := stop_the_rest_of_my_group():
+        print(f"campaign.job.fom: {program_name(spec)} left process(es) {left} running: stopped", file=sys.stderr)
     # each stream as Output.where names it, and what it holds
     read = {name: read_capped(path) for name, path in (("stdout", out_path), ("stderr", err_path))}
     for r in range(launch.ranks if launch is not None else 0):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -472,3 +473,32 @@ def test_a_json_figure_inside_a_nested_object_is_read_by_its_dotted_path() -> No
     assert fom_read.readfigure_values({"name": "j", "json": "job.bw", "source": "stdout"}, text) == [7.0]
     with pytest.raises(fom_read.Lost, match="JSON key 'result.iops' matched nothing"):
         fom_read.readfigure_values({"name": "i", "json": "result.iops", "source": "stdout"}, text)
+
+
+def test_what_a_program_leaves_running_is_stopped_after_each_invocation(tmp_path: Path) -> None:
+    """A program that forks a child holding its stdout and exits: the child ran on beside every later
+    repeat (timed with them) until the job's end. The driver, as the runner starts it (the leader of
+    its own process group), now stops it once the program exits, and says so."""
+    code = (
+        "import os,sys,time; print('time: 0.5 s', flush=True)\n"
+        "if os.fork() == 0:\n"
+        "    open(f'child-{os.getpid()}', 'w').close(); time.sleep(120); os._exit(0)"
+    )
+    spec = _spec(code, env={})
+    out = tmp_path / "results.csv"
+    argv = [sys.executable, "-m", "campaign.job.fom", json.dumps(spec), "--n", "10", "--repeats", "2"]
+    argv += ["--warmup", "0", "--threads", "1", "--block", "4", "--out", str(out)]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=100, start_new_session=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("left process(es) [") == 2 and "running: stopped" in done.stderr
+    children = [int(p.name.split("-")[1]) for p in tmp_path.glob("child-*")]
+    assert len(children) == 2 and not any(_alive(pid) for pid in children)
+
+
+def _alive(pid: int) -> bool:
+    """A process that has not ended (a zombie has: it waits only for its parent to reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"
