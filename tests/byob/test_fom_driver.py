@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from campaign.job import fom, fom_read
 from campaign.plumbing.states import JobState
 from campaign.results.expected import Expected
 from campaign.results.reader import classify_output
+from tests.conftest import REPO
 
 
 def _spec(code: str, **more: object) -> dict:
@@ -488,7 +490,10 @@ def test_what_a_program_leaves_running_is_stopped_after_each_invocation(tmp_path
     out = tmp_path / "results.csv"
     argv = [sys.executable, "-m", "campaign.job.fom", json.dumps(spec), "--n", "10", "--repeats", "2"]
     argv += ["--warmup", "0", "--threads", "1", "--block", "4", "--out", str(out)]
-    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=100, start_new_session=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # this tree's driver, whatever the environment installed
+    done = subprocess.run(
+        argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=100, start_new_session=True
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("left process(es) [") == 2 and "running: stopped" in done.stderr
     children = [int(p.name.split("-")[1]) for p in tmp_path.glob("child-*")]
