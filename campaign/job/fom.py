@@ -351,7 +351,10 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
                     continue
                 texts = {s: source_text(s, output, values, cwd, rank) for s in sources}
                 try:
-                    found = [(fig, figure_values(fig, output, values, cwd, count, rank)) for fig in spec["figures"]]
+                    most = repeats + warmup if by_program else None  # what it printed, warm-ups included
+                    found = [
+                        (fig, figure_values(fig, output, values, cwd, count, rank, most)) for fig in spec["figures"]
+                    ]
                 except Lost as exc:
                     _verdict(out.with_name(out.name + LOST_SUFFIX), f"{point}: {exc}")
                     print(f"campaign.job.fom: {exc}", file=sys.stderr)

@@ -232,13 +232,23 @@ def number(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def readfigure_values(fig: dict[str, Any], text: str, count: int = 1, where: str | None = None) -> list[float]:
+def readfigure_values(
+    fig: dict[str, Any], text: str, count: int = 1, where: str | None = None, most: int | None = None
+) -> list[float]:
     """The figure's values in `text` (`where` names it, else the figure's source): its last `count`
     matches (a regex's group `value`, else its first group, else the whole match; or the JSON lines
-    holding its key), in order. Lost when fewer match or a match is no number."""
+    holding its key), in order. Lost when fewer match, more than `most` (a program that repeats
+    itself: its repeats and warm-ups), or a match is no number."""
     what = f"pattern {fig['regex']!r}" if fig.get("regex") else f"JSON key {fig['json']!r}"
     where = where or fig.get("source", "stdout")
-    found = _matches(fig, text)[-count:]
+    every = _matches(fig, text)
+    if most is not None and len(every) > most:  # twice per repeat, or a summary line: which are the repeats?
+        raise Lost(
+            f"figure {fig['name']}: {what} matched {len(every)} times in {where}, more than the {count} "
+            f"repeat(s) and {most - count} warm-up(s) the program ran: which are the repeats is unknown; "
+            f"last lines: {tail(text)}"
+        )
+    found = every[-count:]
     if not found:
         raise Lost(f"figure {fig['name']}: {what} matched nothing in {where}; last lines: {tail(text)}")
     if len(found) < count:
@@ -259,21 +269,34 @@ def readfigure_values(fig: dict[str, Any], text: str, count: int = 1, where: str
 
 
 def figure_values(
-    fig: dict[str, Any], output: Output, values: dict[str, str], cwd: Path, count: int, rank: int
+    fig: dict[str, Any],
+    output: Output,
+    values: dict[str, str],
+    cwd: Path,
+    count: int,
+    rank: int,
+    most: int | None = None,
 ) -> list[float]:
-    """A figure's values per repeat: the result rank's, or reduced over every rank as declared."""
+    """A figure's values per repeat: the result rank's, or reduced over every rank as declared;
+    `most` matches at most (readfigure_values)."""
     source = fig.get("source", "stdout")
     if not (fig.get("reduce") and output.ranks):
-        return _read_values(fig, source, output, values, cwd, count, rank)
-    per_rank = [_read_values(fig, source, output, values, cwd, count, r) for r in range(len(output.ranks))]
+        return _read_values(fig, source, output, values, cwd, (count, most), rank)
+    per_rank = [_read_values(fig, source, output, values, cwd, (count, most), r) for r in range(len(output.ranks))]
     return [reduce([v[i] for v in per_rank], fig["reduce"]) for i in range(count)]
 
 
 def _read_values(
-    fig: dict[str, Any], source: str, output: Output, values: dict[str, str], cwd: Path, count: int, rank: int
+    fig: dict[str, Any],
+    source: str,
+    output: Output,
+    values: dict[str, str],
+    cwd: Path,
+    counts: tuple[int, int | None],
+    rank: int,
 ) -> list[float]:
     text, where = _source(source, output, values, cwd, rank)
-    return readfigure_values(fig, text, count, where)
+    return readfigure_values(fig, text, counts[0], where, counts[1])
 
 
 def sanity_problem(rule: dict[str, Any], text: str) -> str | None:

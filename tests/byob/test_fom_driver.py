@@ -507,3 +507,26 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rfind(")") + 2] != "Z"
+
+
+def test_a_program_that_repeats_itself_and_prints_more_than_its_repeats_is_lost(tmp_path: Path) -> None:
+    """repeat_by: program, 3 repeats and 1 warm-up: a figure printed twice per repeat (8 matches), or
+    the repeats and then their mean (5 with the warm-up's), took the last three matches for the repeats,
+    mixing repeats or storing the mean as the last one, COMPLETED. More matches than repeats and
+    warm-ups is now LOST_OUTPUT saying so; as many (the warm-up printed too) is read as before."""
+    loop = "import sys; r=int(sys.argv[2]); w=int(sys.argv[3]); " + "[print('time: %d.0 s' % i) for i in range(w + r)]"
+    cases = {
+        "twice": loop.replace("s' % i", "s\\ntime: %d.5 s' % (i, i)"),
+        "mean": loop + "; print('time: 9.0 s')",
+        "warmups": loop,
+    }
+    for name, code in cases.items():
+        spec = _spec(code, repeat_by="program", argv=[sys.executable, "-c", code, "{n}", "{repeats}", "{warmup}"])
+        (tmp_path / name).mkdir()
+        rc, out = _run(tmp_path / name, spec, n="10", repeats=3)
+        lost = out.with_name(out.name + ".lost")
+        if name == "warmups":
+            assert rc == 0 and not lost.exists()
+            assert [r["time_s"] for r in classify_output(out, _expected((10,))).rows] == [1.0, 2.0, 3.0]
+        else:
+            assert rc == 0 and "more than the 3 repeat(s) and 1 warm-up(s) the program ran" in lost.read_text()
