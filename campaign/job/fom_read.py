@@ -33,7 +33,7 @@ MAX_OUTPUT = 64 * 2**20  # bytes of a program's stdout/stderr the patterns read 
 # ECMA-48 escape sequences: CSI (colours, cursor moves: ESC [ ... final), OSC (ESC ] ... BEL or ESC \\),
 # and the two-character ones (ESC followed by one of @-_)
 _ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-_])")
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")  # a decimal number, ASCII digits
+_DECIMAL = frozenset("0123456789+-.eE")  # the characters of a decimal number: no grouping, no words
 # An MPI library's own statement that a rank called MPI_Abort (Open MPI; MPICH and Intel MPI), with its
 # error code. The aborting rank is then killed with its shim by the launcher, often before the shim could
 # record its exit, while a peer may exit by itself on the connection it broke: the statement names it.
@@ -226,9 +226,12 @@ def number(text: str) -> float | None:
     """The value of a decimal number as printed (`12.5`, `+5`, `.5`, `5.`, `-0`, `1.2e+03`), None for any
     other text: a decimal comma (`12,5`) or digit grouping (`1,234.5`, `1_234.5`, which float() takes)
     is no number, nor inf, nan or a value beyond a double."""
-    if _NUMBER.fullmatch(text.strip()) is None:
+    if not set(text.strip()) <= _DECIMAL:
         return None
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:  # `1.2.3`, `e`, `+-5`
+        return None
     return value if math.isfinite(value) else None
 
 
