@@ -6,77 +6,17 @@ quoting the line; the program's exit code is the job's."""
 from __future__ import annotations
 
 import csv
-import json
-import os
-import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from campaign.job import fom, fom_read
+from campaign.job import fom
 from campaign.plumbing.states import JobState
-from campaign.results.expected import Expected
 from campaign.results.reader import classify_output
-from tests.conftest import REPO
-
-
-def _spec(code: str, **more: object) -> dict:
-    spec = {
-        "kernel": "mine",
-        "impl": "py",
-        "argv": [sys.executable, "-c", code, "{n}", "{threads}", "{block}"],
-        "env": {"MY_N": "{n}"},
-        "sanity": [],
-        "flops": "2*n*block",
-        "bytes": None,
-        "figures": [
-            {
-                "name": "time",
-                "regex": r"time:\s+(?P<value>\S+) s",
-                "source": "stdout",
-                "unit": "s",
-                "higher_is_better": False,
-            }
-        ],
-    }
-    spec.update(more)
-    return spec
-
-
-def _run(tmp_path: Path, spec: dict, n: str = "10,20", repeats: int = 2) -> tuple[int, Path]:
-    out = tmp_path / "results.csv"
-    args = [
-        json.dumps(spec),
-        "--n",
-        n,
-        "--d",
-        "64",
-        "--threads",
-        "2",
-        "--repeats",
-        str(repeats),
-        "--warmup",
-        "1",
-        "--device",
-        "cpu",
-        "--dtype",
-        "fp32",
-        "--variant",
-        "plain",
-        "--block",
-        "4",
-        "--out",
-        str(out),
-    ]
-    contract, params, _ = fom.parse_args(args[1:])
-    return fom.measure(spec, contract, params, tmp_path), out
-
-
-def _expected(n: tuple[int, ...]) -> Expected:
-    return Expected(n, False, kernel="mine", dtype="fp32", impl="py", variant="plain", device="cpu", d=64, threads=2)
-
+from tests.byob.driver import expected as _expected
+from tests.byob.driver import run as _run
+from tests.byob.driver import spec as _spec
 
 PRINTS_TIME = (
     "import os,sys; n,t,b=map(int,sys.argv[1:4]); assert os.environ['MY_N']==str(n); "
@@ -147,15 +87,6 @@ def test_a_failed_sanity_pattern_is_check_failed_quoting_the_line(tmp_path: Path
 def test_a_failing_program_fails_the_job_with_its_code(tmp_path: Path, capsys: object) -> None:
     rc, out = _run(tmp_path, _spec("import sys; print('boom', file=sys.stderr); sys.exit(3)"))
     assert rc == 3 and not out.exists()
-
-
-def test_a_program_killed_by_a_signal_is_named_by_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A signal's death is said by name, and the driver exits as a shell reports it (128 + N): its
-    own exit -11 became 245, which no reader takes for a signal."""
-    code = "import os,sys; print('time: 0.5 s'); print('about to crash', file=sys.stderr, flush=True); os.abort()"
-    rc, out = _run(tmp_path, _spec(code), n="10", repeats=1)
-    assert rc == 128 + 6 and not out.exists()
-    assert "exited with -6, SIGABRT at n=10: about to crash" in capsys.readouterr().err
 
 
 def test_a_figure_that_is_no_finite_number_is_lost(tmp_path: Path) -> None:
@@ -370,163 +301,3 @@ def test_a_file_each_repeat_writes_is_read_from_that_repeat(tmp_path: Path) -> N
     # each invocation's file kept beside its output once read, the warm-up's too
     kept = sorted(p.name for p in tmp_path.glob("t.txt.*"))
     assert kept == [f"t.txt.fom-n{n}-{r}" for n in (20, 8) for r in ("r0", "r1", "w1")], kept
-
-
-@pytest.mark.parametrize(
-    ("printed", "stored"),
-    [("12.5", 12.5), ("12.5GB/s", 12.5), ("1.2e+03", 1200.0), ("+5", 5.0), (".5", 0.5), ("5.", 5.0), ("-0", -0.0)],
-)
-def test_a_number_is_stored_as_printed(printed: str, stored: float) -> None:
-    fig = {"name": "bw", "regex": r"bw: (?P<value>[0-9.eE+-]+)", "source": "stdout"}
-    assert fom_read.readfigure_values(fig, f"bw: {printed} GB/s\n") == [stored]
-
-
-@pytest.mark.parametrize("printed", ["12,5", "1,234.5", "1_234.5", "inf", "nan", "Infinity", "\u0661\u0662", "1e400"])
-def test_what_is_no_decimal_number_is_lost_never_read_otherwise(printed: str) -> None:
-    """float() takes 1_234.5 (as 1234.5) and other scripts' digits: a figure takes a decimal number in
-    ASCII only, so digit grouping, like a decimal comma, is LOST_OUTPUT quoting what was printed."""
-    fig = {"name": "bw", "regex": r"bw: (?P<value>\S+) GB/s", "source": "stdout"}
-    with pytest.raises(fom_read.Lost, match=re.escape(f"matched {printed!r}, not a finite number")):
-        fom_read.readfigure_values(fig, f"bw: {printed} GB/s\n")
-
-
-@pytest.mark.parametrize(
-    ("line", "said"),
-    [
-        ('{"bw": true}', "'true'"),
-        ('{"bw": null}', "'null'"),
-        ('{"bw": 1e400}', "'1e400'"),
-        ('{"bw": NaN}', "'NaN'"),
-        ('{"bw": [1, 2]}', "'["),  # a list: its numbers as printed, in JSON's quotes
-        ('{"bw": %s}' % ("9" * 5000), "'999999"),
-    ],
-)
-def test_a_json_value_that_is_no_number_is_quoted_as_printed(line: str, said: str) -> None:
-    """JSON's own words (true, null, 1e400), not Python's (True, None, inf); an integer too long for
-    Python's int() is the key's value, not a line skipped as 'matched nothing'."""
-    fig = {"name": "bw", "json": "bw", "source": "stdout"}
-    with pytest.raises(fom_read.Lost, match=re.escape(f"matched {said}")):
-        fom_read.readfigure_values(fig, f"start\n{line}\n")
-
-
-def test_json_numbers_strings_huge_integers_and_a_twice_given_key() -> None:
-    fig = {"name": "bw", "json": "bw", "source": "stdout"}
-    huge = json.dumps({"bw": 2**70, "x": {"bw": 3}})  # 1180591620717411303424: a double holds it exactly
-    text = f'[info] {{"bw": 1}} ignored\n{{"bw": "12.5"}}\n{huge}\n{{"bw": 1.0, "bw": 2.0}}\n'
-    assert fom_read.readfigure_values(fig, text, 3) == [12.5, float(2**70), 2.0]
-
-
-def test_colour_codes_around_a_number_are_not_part_of_it(tmp_path: Path) -> None:
-    """A program that colours its output (as many do, tty or not) gives the number a terminal shows."""
-    code = r"print('\x1b[1mbw:\x1b[0m \x1b[32m12.5\x1b[0m GB/s'); print('\x1b]0;title\x07time: \x1b[33m0.5\x1b[m s')"
-    figures = [{"name": "bw", "regex": r"bw: (?P<value>[0-9.]+) GB/s$", "source": "stdout", "higher_is_better": True}]
-    figures.append({"name": "time", "regex": r"^time: (?P<value>[0-9.]+) s$", "source": "stdout", "unit": "s"})
-    rc, out = _run(tmp_path, _spec(code, figures=figures), n="10", repeats=1)
-    outcome = classify_output(out, _expected((10,)))
-    assert rc == 0 and outcome.state == JobState.COMPLETED, outcome.reason
-    assert {r["extra"]["metric"]: float(r["extra"]["value"]) for r in outcome.rows} == {"bw": 12.5, "time": 0.5}
-
-
-def test_a_figure_beyond_what_was_read_of_a_huge_output_says_so(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Only the last MAX_OUTPUT bytes of a stream are read: a figure printed before them is lost with
-    that said, not as a pattern that 'matched nothing' in what the program printed."""
-    monkeypatch.setattr(fom_read, "MAX_OUTPUT", 1000)
-    code = "print('time: 0.5 s'); print('x' * 3000)"
-    rc, out = _run(tmp_path, _spec(code), n="10", repeats=1)
-    reason = classify_output(out, _expected((10,))).reason or ""
-    assert rc == 0 and "matched nothing in the last 1000 bytes of stdout (of 3013 bytes printed)" in reason
-
-
-def test_a_file_figure_the_program_did_not_write_is_named_absent(tmp_path: Path) -> None:
-    figures = [{"name": "r", "regex": r"rate (\d+)", "source": "file:out.txt", "unit": "x", "higher_is_better": True}]
-    rc, out = _run(tmp_path, _spec("print('wrote /tmp/out.txt instead')", figures=figures), n="10", repeats=1)
-    reason = classify_output(out, _expected((10,))).reason or ""
-    assert rc == 0 and "matched nothing in file:out.txt (no such file in the job folder" in reason
-
-
-def test_a_figure_one_rank_did_not_print_names_the_rank_looked_at(tmp_path: Path) -> None:
-    """A figure only rank 1 of 2 printed: read from rank 0 (the default) or reduced over both, the
-    reason says whose output lacked it; `result_rank: 1` reads it."""
-    fig = {"name": "bw", "regex": r"bw: (?P<value>\S+) GB/s", "source": "stdout"}
-    output = fom_read.Output("", "", (("", ""), ("bw: 11 GB/s\n", "")))
-    for declared in (fig, {**fig, "reduce": "max"}):
-        with pytest.raises(fom_read.Lost, match="matched nothing in rank 0's stdout; last lines: "):
-            fom_read.figure_values(declared, output, {}, tmp_path, 1, 0)
-    assert fom_read.figure_values(fig, output, {}, tmp_path, 1, 1) == [11.0]
-
-
-def test_a_folder_where_the_figure_file_should_be_is_lost_naming_it(tmp_path: Path) -> None:
-    """A program that makes a folder of the figure file's name (its warm-up too) loses the figure
-    with that said; the driver stopped on the folder with IsADirectoryError before."""
-    figures = [{"name": "r", "regex": r"rate (\d+)", "source": "file:out.txt", "unit": "x", "higher_is_better": True}]
-    rc, out = _run(tmp_path, _spec("import os; os.makedirs('out.txt', exist_ok=True)", figures=figures), n="10")
-    reason = classify_output(out, _expected((10,))).reason or ""
-    assert rc == 0 and "matched nothing in file:out.txt (Is a directory)" in reason
-
-
-def test_a_json_figure_inside_a_nested_object_is_read_by_its_dotted_path() -> None:
-    """fio, iperf3 and their kind print their numbers inside objects: `result.bw` reads
-    {"result": {"bw": ...}}; a key of its own that holds a dot is read first."""
-    text = '{"result": {"bw": 12.5, "lat": {"p99": 3}}}\n{"job.bw": 7, "job": {"bw": 8}}\n'
-    assert fom_read.readfigure_values({"name": "b", "json": "result.bw", "source": "stdout"}, text) == [12.5]
-    assert fom_read.readfigure_values({"name": "p", "json": "result.lat.p99", "source": "stdout"}, text) == [3.0]
-    assert fom_read.readfigure_values({"name": "j", "json": "job.bw", "source": "stdout"}, text) == [7.0]
-    with pytest.raises(fom_read.Lost, match="JSON key 'result.iops' matched nothing"):
-        fom_read.readfigure_values({"name": "i", "json": "result.iops", "source": "stdout"}, text)
-
-
-def test_what_a_program_leaves_running_is_stopped_after_each_invocation(tmp_path: Path) -> None:
-    """A program that forks a child holding its stdout and exits: the child ran on beside every later
-    repeat (timed with them) until the job's end. The driver, as the runner starts it (the leader of
-    its own process group), now stops it once the program exits, and says so."""
-    code = (
-        "import os,sys,time; print('time: 0.5 s', flush=True)\n"
-        "if os.fork() == 0:\n"
-        "    open(f'child-{os.getpid()}', 'w').close(); time.sleep(120); os._exit(0)"
-    )
-    spec = _spec(code, env={})
-    out = tmp_path / "results.csv"
-    argv = [sys.executable, "-m", "campaign.job.fom", json.dumps(spec), "--n", "10", "--repeats", "2"]
-    argv += ["--warmup", "0", "--threads", "1", "--block", "4", "--out", str(out)]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}  # this tree's driver, whatever the environment installed
-    done = subprocess.run(
-        argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=100, start_new_session=True
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stderr.count("left process(es) [") == 2 and "running: stopped" in done.stderr
-    children = [int(p.name.split("-")[1]) for p in tmp_path.glob("child-*")]
-    assert len(children) == 2 and not any(_alive(pid) for pid in children)
-
-
-def _alive(pid: int) -> bool:
-    """A process that has not ended (a zombie has: it waits only for its parent to reap it)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] != "Z"
-
-
-def test_a_program_that_repeats_itself_and_prints_more_than_its_repeats_is_lost(tmp_path: Path) -> None:
-    """repeat_by: program, 3 repeats and 1 warm-up: a figure printed twice per repeat (8 matches), or
-    the repeats and then their mean (5 with the warm-up's), took the last three matches for the repeats,
-    mixing repeats or storing the mean as the last one, COMPLETED. More matches than repeats and
-    warm-ups is now LOST_OUTPUT saying so; as many (the warm-up printed too) is read as before."""
-    loop = "import sys; r=int(sys.argv[2]); w=int(sys.argv[3]); " + "[print('time: %d.0 s' % i) for i in range(w + r)]"
-    cases = {
-        "twice": loop.replace("s' % i", "s\\ntime: %d.5 s' % (i, i)"),
-        "mean": loop + "; print('time: 9.0 s')",
-        "warmups": loop,
-    }
-    for name, code in cases.items():
-        spec = _spec(code, repeat_by="program", argv=[sys.executable, "-c", code, "{n}", "{repeats}", "{warmup}"])
-        (tmp_path / name).mkdir()
-        rc, out = _run(tmp_path / name, spec, n="10", repeats=3)
-        lost = out.with_name(out.name + ".lost")
-        if name == "warmups":
-            assert rc == 0 and not lost.exists()
-            assert [r["time_s"] for r in classify_output(out, _expected((10,))).rows] == [1.0, 2.0, 3.0]
-        else:
-            assert rc == 0 and "more than the 3 repeat(s) and 1 warm-up(s) the program ran" in lost.read_text()
