@@ -144,7 +144,9 @@ def read_capped(path: str | Path) -> tuple[str, int]:
 
 def plain(text: str) -> str:
     """Text as a terminal shows it: without the escape sequences of colours and cursor moves, which
-    a program may print around a number (`\x1b[32m12.5\x1b[0m GB/s` is `12.5 GB/s`)."""
+    a program may print around a number (`\x1b[32m12.5\x1b[0m GB/s` is `12.5 GB/s`), nor the byte
+    order mark a Windows-born program starts its output with (`^rate:` matches its first line)."""
+    text = text.replace("\ufeff", "")
     return _ESCAPE.sub("", text) if "\x1b" in text else text
 
 

@@ -77,3 +77,16 @@ def test_a_json_figure_inside_a_nested_object_is_read_by_its_dotted_path() -> No
     assert fom_read.readfigure_values({"name": "j", "json": "job.bw", "source": "stdout"}, text) == [7.0]
     with pytest.raises(fom_read.Lost, match="JSON key 'result.iops' matched nothing"):
         fom_read.readfigure_values({"name": "i", "json": "result.iops", "source": "stdout"}, text)
+
+
+def test_a_byte_order_mark_before_the_first_line_is_no_part_of_it(tmp_path: Path) -> None:
+    """`^rate:` and a JSON line matched nothing on a first line after a BOM, which the reason's
+    quote of that line does not show."""
+    path = tmp_path / "out.txt"
+    for fig, line in (
+        ({"name": "r", "regex": r"^rate: (\S+)$"}, "rate: 12.5"),
+        ({"name": "r", "json": "rate"}, '{"rate": 12.5}'),
+    ):
+        path.write_bytes(b"\xef\xbb\xbf" + line.encode() + b"\r\n")
+        text, _ = fom_read.read_capped(path)
+        assert fom_read.readfigure_values({**fig, "source": "stdout"}, text) == [12.5]
