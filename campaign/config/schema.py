@@ -232,7 +232,7 @@ class FigureSpec:
 
     name: str = MISSING  # e.g. Triad, bandwidth, events_per_s
     regex: str | None = None  # last match wins; group `value`, else group 1, else the whole match
-    json: str | None = None  # or: the key of a JSON object printed on one line
+    json: str | None = None  # or: the key of a JSON object printed on one line (a dotted path: nested)
     source: str = "stdout"  # stdout | stderr | file:<path in the job folder, placeholders allowed>
     unit: str = ""  # s, ms, us, ns (a time) or a rate: GB/s, MiB/s, events/s, GFLOP/s ...
     higher_is_better: bool = False  # rates: true; times: false

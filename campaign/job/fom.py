@@ -17,7 +17,7 @@ CSV but `F.lost` (the pattern and the output's last lines), so the job is
 LOST_OUTPUT with that reason; a sanity pattern that fails leaves `F.check`
 (the line quoted), so the job is CHECK_FAILED with its rows kept
 (campaign.results.reader reads both). A program that exits non-zero makes
-this module exit with its code (FAILED, its stderr tail in ours).
+this module exit with its code, 128 + N for signal N (FAILED, its stderr tail in ours).
 
 Each repeat is one invocation, unless the declaration says `repeat_by:
 program` (the program repeats itself: one invocation per n, `{repeats}` and
@@ -43,9 +43,19 @@ from pathlib import Path
 from typing import Any
 
 from campaign.job import expr
+from campaign.job.error_line import exit_words
 from campaign.job.fom_launch import OPTION, Launch
-from campaign.job.fom_read import Lost, Output, figure_values, sanity_problem, source_file, source_text
+from campaign.job.fom_read import (
+    Lost,
+    Output,
+    figure_values,
+    read_capped,
+    sanity_problem,
+    source_file,
+    source_text,
+)
 from campaign.job.problem_size import DRIVER, NO_SIZE, reads
+from campaign.job.procs import stop_the_rest_of_my_group
 from campaign.job.rank import rank_output
 from campaign.job.template import render, script_argv, shape_values, write_inputs
 from resultschema.columns import TOOL_COLUMNS
@@ -56,14 +66,12 @@ SHAPE_OPTIONS = ("nodes", "ranks-per-node", "gpus")
 
 LOST_SUFFIX = ".lost"
 CHECK_SUFFIX = ".check"
-MAX_OUTPUT = 64 * 2**20  # bytes of a program's stdout/stderr the patterns read (its last ones)
 # Units a lower-is-better figure may be in to be the row's time_s (seconds per unit).
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 COLUMNS = TOOL_COLUMNS  # the contract CSV's columns this driver writes (resultschema.columns)
 SET_TIME = "set_time"  # the extra column of a figure declared `duration`: the set time, which no analysis reads
 # Contract options that are not program parameters of their own.
-_CONTRACT = {"n", "d", "threads", "repeats", "warmup", "device", "dtype", "variant", "out", OPTION[2:],
-             *SHAPE_OPTIONS}
+_CONTRACT = {"n", "d", "threads", "repeats", "warmup", "device", "dtype", "variant", "out", OPTION[2:], *SHAPE_OPTIONS}
 
 
 def parse_args(argv: Sequence[str]) -> tuple[dict[str, Any], dict[str, str], bool]:
@@ -86,23 +94,9 @@ def parse_args(argv: Sequence[str]) -> tuple[dict[str, Any], dict[str, str], boo
     return contract, opts, check
 
 
-def _read_capped(path: Path) -> str:
-    """A program's output as text: at most its last MAX_OUTPUT bytes (a program
-    printing gigabytes must not take the node's memory; figures come last).
-    Line ends are read as a file source's are (universal newlines): a CRLF
-    program's lines end where a pattern's `$` expects, and each lone CR of a
-    progress display ends a line, so "the last match" is the last one shown."""
-    try:
-        with open(path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - MAX_OUTPUT))
-            return f.read().decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")
-    except OSError:
-        return ""
-
-
-def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str,
-              launch: Launch | None) -> tuple[int, Output, float]:
+def _run_once(
+    spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str, launch: Launch | None
+) -> tuple[int, Output, float]:
     """One invocation (through the launcher when launched), its input files
     written first, its output into `stem`.out/.err in the job folder (kept
     for `show`), each rank's beside. The files the figures and rules read are
@@ -112,8 +106,11 @@ def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str
     invocation's value read again as this one's."""
     _clear_sources(spec, values, cwd, launch.ranks if launch is not None else 1)  # what no invocation set aside
     write_inputs(spec.get("inputs", {}), values, cwd)
-    program = script_argv(spec["script"], values, spec["kernel"]) if spec.get("script") else \
-        [render(a, values) for a in spec["argv"]]
+    program = (
+        script_argv(spec["script"], values, spec["kernel"])
+        if spec.get("script")
+        else [render(a, values) for a in spec["argv"]]
+    )
     # `wrap`: the container the tool starts in (campaign.planning.run_env), its words taken as they are;
     # the launcher, when launched, goes outside it (one container per rank)
     argv = [*spec.get("wrap", ()), *program]
@@ -129,26 +126,35 @@ def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str
         except OSError as exc:
             return 127, Output("", f"cannot start {argv[0]}: {exc}"), 0.0
     elapsed = time.perf_counter() - t0
-    ranks = tuple((_read_capped(rank_output(str(cwd / stem), r, "out")), _read_capped(rank_output(str(cwd / stem), r, "err")))
-                  for r in range(launch.ranks)) if launch is not None else ()
+    # what it left running would run on beside the next invocations (timed with them) and to the job's end
+    if left := stop_the_rest_of_my_group():
+        print(f"campaign.job.fom: {program_name(spec)} left process(es) {left} running: stopped", file=sys.stderr)
+    # each stream as Output.where names it, and what it holds
+    read = {name: read_capped(path) for name, path in (("stdout", out_path), ("stderr", err_path))}
+    for r in range(launch.ranks if launch is not None else 0):
+        read |= {f"rank {r}'s {s}": read_capped(rank_output(str(cwd / stem), r, s[3:])) for s in ("stdout", "stderr")}
+    ranks = tuple((read[f"rank {r}'s stdout"][0], read[f"rank {r}'s stderr"][0]) for r in range(len(read) // 2 - 1))
+    cut = tuple((name, size) for name, (_, size) in read.items() if size)
     ends, unfinished = launch.ends() if launch is not None else ((), [])
-    stderr = _read_capped(err_path)
+    stderr = read["stderr"][0]
     if launch is not None and code == 0 and unfinished:  # the launcher returned 0, but not every rank ran to its end
         stderr, code = f"{stderr}campaign: {launch.missing(unfinished)}\n", 1
-    return code, Output(_read_capped(out_path), stderr, ranks, ends), elapsed
+    return code, Output(read["stdout"][0], stderr, ranks, ends, cut), elapsed
 
 
 def _source_files(spec: dict[str, Any], values: dict[str, str], cwd: Path, ranks: int) -> list[Path]:
     """The files the figures and sanity rules read (`file:` sources), each rank's, for these values."""
-    sources = {f.get("source", "stdout") for f in spec["figures"]} | {s.get("source", "stdout")
-                                                                      for s in spec.get("sanity", [])}
+    sources = {f.get("source", "stdout") for f in spec["figures"]} | {
+        s.get("source", "stdout") for s in spec.get("sanity", [])
+    }
     return [p for s in sources for r in range(ranks) if (p := source_file(s, values, cwd, r)) is not None]
 
 
 def _clear_sources(spec: dict[str, Any], values: dict[str, str], cwd: Path, ranks: int) -> None:
     """Remove the `file:` sources before an invocation (what an earlier one left)."""
     for path in _source_files(spec, values, cwd, ranks):
-        path.unlink(missing_ok=True)
+        if not path.is_dir():  # a folder of that name is no figure's file: read, it is named as one
+            path.unlink(missing_ok=True)
 
 
 def _set_aside(spec: dict[str, Any], values: dict[str, str], cwd: Path, ranks: int, stem: str) -> None:
@@ -206,28 +212,61 @@ def _verdict(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _rows(spec: dict[str, Any], base: dict[str, str], n: int, r: int, found: list[tuple[dict[str, Any], float]],
-          elapsed: float, values: dict[str, str]) -> list[dict[str, Any]]:
+def _rows(
+    spec: dict[str, Any],
+    base: dict[str, str],
+    n: int,
+    r: int,
+    found: list[tuple[dict[str, Any], float]],
+    elapsed: float,
+    values: dict[str, str],
+) -> list[dict[str, Any]]:
     """The CSV rows of one repeat: one per figure, sharing time_s and the cost model."""
     cost = _cost(spec, values)
     seconds = repr(time_of(found, elapsed))
     fixed = {"fixed_duration": 1} if spec.get("fixed_duration") else {}
-    return [fixed | ({SET_TIME: 1} if fig.get("duration") else {}) | {"kernel": spec["kernel"], "impl": spec["impl"], "variant": base["variant"], "device": base["device"],
-             "dtype": base["dtype"], "n": n, "d": base["d"], "threads": base["threads"], "repeat": r,
-             "time_s": seconds, "metric": fig["name"], "value": repr(value), "unit": fig.get("unit", ""),
-             "higher_is_better": int(bool(fig.get("higher_is_better", False))),
-             "flops": repr(cost["flops"]) if "flops" in cost else "",
-             "bytes": repr(cost["bytes"]) if "bytes" in cost else ""} for fig, value in found]
+    return [
+        fixed
+        | ({SET_TIME: 1} if fig.get("duration") else {})
+        | {
+            "kernel": spec["kernel"],
+            "impl": spec["impl"],
+            "variant": base["variant"],
+            "device": base["device"],
+            "dtype": base["dtype"],
+            "n": n,
+            "d": base["d"],
+            "threads": base["threads"],
+            "repeat": r,
+            "time_s": seconds,
+            "metric": fig["name"],
+            "value": repr(value),
+            "unit": fig.get("unit", ""),
+            "higher_is_better": int(bool(fig.get("higher_is_better", False))),
+            "flops": repr(cost["flops"]) if "flops" in cost else "",
+            "bytes": repr(cost["bytes"]) if "bytes" in cost else "",
+        }
+        for fig, value in found
+    ]
 
 
 def point_values(contract: dict[str, Any], params: dict[str, str]) -> dict[str, str]:
     """The placeholders every invocation of the run shares, its repeat counts included ({repeats},
     {warmup}: what a program that repeats itself reads); n and repeat come per invocation."""
-    shape = shape_values(int(contract.get("nodes", 1)), int(contract.get("ranks-per-node", 1)),
-                         int(contract.get("gpus", 0)))
-    base = {"d": contract.get("d", ""), "threads": contract.get("threads", "1"), "dtype": contract.get("dtype", ""),
-            "variant": contract.get("variant", ""), "device": contract.get("device", "cpu"), **shape, **params,
-            "repeats": str(int(contract.get("repeats", 1))), "warmup": str(int(contract.get("warmup", 0)))}
+    shape = shape_values(
+        int(contract.get("nodes", 1)), int(contract.get("ranks-per-node", 1)), int(contract.get("gpus", 0))
+    )
+    base = {
+        "d": contract.get("d", ""),
+        "threads": contract.get("threads", "1"),
+        "dtype": contract.get("dtype", ""),
+        "variant": contract.get("variant", ""),
+        "device": contract.get("device", "cpu"),
+        **shape,
+        **params,
+        "repeats": str(int(contract.get("repeats", 1))),
+        "warmup": str(int(contract.get("warmup", 0))),
+    }
     base.update({k.replace("-", "_"): v for k, v in params.items()})
     return base
 
@@ -246,10 +285,13 @@ def preview(argv: Sequence[str]) -> list[str]:
     if at is None or at + 2 >= len(argv):
         return []
     spec = json.loads(argv[at + 2])
-    contract, params, _check = parse_args(argv[at + 3:])
+    contract, params, _check = parse_args(argv[at + 3 :])
     values = {**point_values(contract, params), "n": contract["n"].split(",")[0], "repeat": "0"}
-    program = script_argv(spec["script"], values, spec["kernel"]) if spec.get("script") else \
-        [render(a, values) for a in spec["argv"]]
+    program = (
+        script_argv(spec["script"], values, spec["kernel"])
+        if spec.get("script")
+        else [render(a, values) for a in spec["argv"]]
+    )
     point = f"n={values['n']}, " if sized(spec, [int(v) for v in contract["n"].split(",")]) else ""
     lines = [f"argv at {point}repeat 0: {shlex.join(program)}"]
     for name, text in sorted(spec.get("inputs", {}).items()):
@@ -272,14 +314,18 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
     by_program = spec.get("repeat_by") == "program"
     base = point_values(contract, params)
     named = sized(spec, ns)
-    sources = {f.get("source", "stdout") for f in spec["figures"]} | {s.get("source", "stdout")
-                                                                      for s in spec.get("sanity", [])}
+    sources = {f.get("source", "stdout") for f in spec["figures"]} | {
+        s.get("source", "stdout") for s in spec.get("sanity", [])
+    }
     problems: list[str] = []
     tmp = out.with_name(out.name + ".tmp")
     with open(tmp, "w", newline="") as f:
         # a fixed-duration program's rows say so (an extra column): the analysis never judges its time
-        columns = COLUMNS + (("fixed_duration",) if spec.get("fixed_duration") else ()) + \
-            ((SET_TIME,) if any(f.get("duration") for f in spec["figures"]) else ())
+        columns = (
+            COLUMNS
+            + (("fixed_duration",) if spec.get("fixed_duration") else ())
+            + ((SET_TIME,) if any(f.get("duration") for f in spec["figures"]) else ())
+        )
         writer = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
         for n in ns:
@@ -293,25 +339,42 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
                 code, output, elapsed = _run_once(spec, values, cwd, stem, launch)
                 if code != 0:
                     at = f" at n={n}" if named else ""
-                    print(f"campaign.job.fom: {program_name(spec)} exited with {code}{at}: {output.failure()}",
-                          file=sys.stderr)
-                    return code
+                    said = exit_words(code).removeprefix("exit ")  # a signal by its name: "-11, SIGSEGV"
+                    print(
+                        f"campaign.job.fom: {program_name(spec)} exited with {said}{at}: {output.failure()}",
+                        file=sys.stderr,
+                    )
+                    # killed by signal N (-N here): 128 + N, as a shell says it (sys.exit(-11) would be 245)
+                    return 128 - code if code < 0 else code
                 if r < 0:
                     _set_aside(spec, values, cwd, ranks_of, stem)
                     continue
                 texts = {s: source_text(s, output, values, cwd, rank) for s in sources}
                 try:
-                    found = [(fig, figure_values(fig, output, values, cwd, count, rank)) for fig in spec["figures"]]
+                    most = repeats + warmup if by_program else None  # what it printed, warm-ups included
+                    found = [
+                        (fig, figure_values(fig, output, values, cwd, count, rank, most)) for fig in spec["figures"]
+                    ]
                 except Lost as exc:
                     _verdict(out.with_name(out.name + LOST_SUFFIX), f"{point}: {exc}")
                     print(f"campaign.job.fom: {exc}", file=sys.stderr)
                     return 0
                 _set_aside(spec, values, cwd, ranks_of, stem)
-                problems += [f"{point}: {p}" for rule in spec.get("sanity", [])
-                             if (p := sanity_problem(rule, texts[rule.get("source", "stdout")]))]
+                problems += [
+                    f"{point}: {p}"
+                    for rule in spec.get("sanity", [])
+                    if (p := sanity_problem(rule, texts[rule.get("source", "stdout")]))
+                ]
                 for i in range(count):  # the program's own repeats share the invocation's wall time
-                    rows += _rows(spec, base, n, r + i, [(fig, v[i]) for fig, v in found], elapsed / count,
-                                  {**values, "repeat": str(r + i)})
+                    rows += _rows(
+                        spec,
+                        base,
+                        n,
+                        r + i,
+                        [(fig, v[i]) for fig, v in found],
+                        elapsed / count,
+                        {**values, "repeat": str(r + i)},
+                    )
             writer.writerows(rows)
             f.flush()
     if problems:

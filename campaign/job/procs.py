@@ -27,7 +27,7 @@ def group_members(pgid: int) -> list[int]:
         except OSError:
             continue
         # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after ')'
-        fields = stat[stat.rfind(")") + 2:].split()
+        fields = stat[stat.rfind(")") + 2 :].split()
         if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
             found.append(int(entry.name))
     return found
@@ -60,6 +60,23 @@ def stop_group(pgid: int, grace_s: float = 5.0) -> bool:
         return True
     signal_group(pgid, signal.SIGKILL)
     return wait_gone(lambda: group_members(pgid), grace_s)
+
+
+def stop_the_rest_of_my_group() -> list[int]:
+    """Where this process leads its group (as a kernel the runner started does), SIGKILL every other
+    live member: what a program this process ran and waited for left behind (`daemon &`, a forked
+    child). Their pids; [] where this process leads no group (whose other members are not its own)."""
+    me = os.getpid()
+    if os.getpgid(0) != me:
+        return []
+    left = [pid for pid in group_members(me) if pid != me]
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    wait_gone(lambda: [pid for pid in group_members(me) if pid != me], 5.0)
+    return left
 
 
 def unlimit_stack() -> None:

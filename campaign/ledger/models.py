@@ -14,7 +14,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from campaign.ledger.layout import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: written once, in layout
 from campaign.ledger.spec_text import CONFIGURATION_ENTRIES, SpecText
-from campaign.ledger.types import UTCDateTime
+from campaign.ledger.types import Reason, UTCDateTime
 from campaign.plumbing.states import JobState
 
 
@@ -106,7 +106,7 @@ class JobAttempt(Base):
     array_job_id: Mapped[str | None] = mapped_column(String(64))
     array_index: Mapped[int | None]
     state: Mapped[JobState] = mapped_column(Enum(JobState, native_enum=False, length=20))
-    reason: Mapped[str | None]
+    reason: Mapped[str | None] = mapped_column(Reason)
     submitted_at: Mapped[datetime | None]
     started_at: Mapped[datetime | None]
     ended_at: Mapped[datetime | None]
@@ -233,7 +233,7 @@ class StepJob:
     backend: Mapped[str] = mapped_column(String(20))
     job_id: Mapped[str | None] = mapped_column(String(64))
     state: Mapped[JobState] = mapped_column(Enum(JobState, native_enum=False, length=20))
-    reason: Mapped[str | None]
+    reason: Mapped[str | None] = mapped_column(Reason)
     stderr_path: Mapped[str | None]
     created_at: Mapped[datetime]
 
@@ -273,6 +273,16 @@ class PreflightStep(StepJob, Base):
 RUN_TABLE = cast(Table, Run.__table__)
 # a configuration's runs in order (campaign.results.latest groups by these), their spec entries read from the
 # index (campaign.ledger.spec_text); SQLite only: PostgreSQL hashes the groups
-Index("ix_run_configuration", Run.campaign_id, Run.partition, Run.kernel, Run.impl, Run.variant, Run.device,
-      Run.dtype, *(SpecText(name) for name in CONFIGURATION_ENTRIES), Run.named_by).ddl_if(dialect="sqlite")
+Index(
+    "ix_run_configuration",
+    Run.campaign_id,
+    Run.partition,
+    Run.kernel,
+    Run.impl,
+    Run.variant,
+    Run.device,
+    Run.dtype,
+    *(SpecText(name) for name in CONFIGURATION_ENTRIES),
+    Run.named_by,
+).ddl_if(dialect="sqlite")
 ATTEMPT_TABLE = cast(Table, JobAttempt.__table__)

@@ -6,7 +6,6 @@ quoting the line; the program's exit code is the job's."""
 from __future__ import annotations
 
 import csv
-import json
 import sys
 from pathlib import Path
 
@@ -14,33 +13,15 @@ import pytest
 
 from campaign.job import fom
 from campaign.plumbing.states import JobState
-from campaign.results.expected import Expected
 from campaign.results.reader import classify_output
+from tests.byob.driver import expected as _expected
+from tests.byob.driver import run as _run
+from tests.byob.driver import spec as _spec
 
-
-def _spec(code: str, **more: object) -> dict:
-    spec = {"kernel": "mine", "impl": "py", "argv": [sys.executable, "-c", code, "{n}", "{threads}", "{block}"],
-            "env": {"MY_N": "{n}"}, "sanity": [], "flops": "2*n*block", "bytes": None,
-            "figures": [{"name": "time", "regex": r"time:\s+(?P<value>\S+) s", "source": "stdout", "unit": "s",
-                         "higher_is_better": False}]}
-    spec.update(more)
-    return spec
-
-
-def _run(tmp_path: Path, spec: dict, n: str = "10,20", repeats: int = 2) -> tuple[int, Path]:
-    out = tmp_path / "results.csv"
-    args = [json.dumps(spec), "--n", n, "--d", "64", "--threads", "2", "--repeats", str(repeats), "--warmup", "1",
-            "--device", "cpu", "--dtype", "fp32", "--variant", "plain", "--block", "4", "--out", str(out)]
-    contract, params, _ = fom.parse_args(args[1:])
-    return fom.measure(spec, contract, params, tmp_path), out
-
-
-def _expected(n: tuple[int, ...]) -> Expected:
-    return Expected(n, False, kernel="mine", dtype="fp32", impl="py", variant="plain", device="cpu", d=64, threads=2)
-
-
-PRINTS_TIME = ("import os,sys; n,t,b=map(int,sys.argv[1:4]); assert os.environ['MY_N']==str(n); "
-               "print('warming'); print(f'time: {n*t*b/1000:.6f} s')")
+PRINTS_TIME = (
+    "import os,sys; n,t,b=map(int,sys.argv[1:4]); assert os.environ['MY_N']==str(n); "
+    "print('warming'); print(f'time: {n*t*b/1000:.6f} s')"
+)
 
 
 def test_a_program_printing_a_time_becomes_rows(tmp_path: Path) -> None:
@@ -58,11 +39,20 @@ def test_a_program_printing_a_time_becomes_rows(tmp_path: Path) -> None:
 
 
 def test_json_lines_and_files_give_rate_figures(tmp_path: Path) -> None:
-    code = ("import json,sys; n=int(sys.argv[1]); print(json.dumps({'gbs': n*1.5, 'other': 1})); "
-            "open(f'out-{n}.txt','w').write(f'rate {n*2} ev/s\\n')")
-    figures = [{"name": "bw", "json": "gbs", "source": "stdout", "unit": "GB/s", "higher_is_better": True},
-               {"name": "events", "regex": r"rate (\d+)", "source": "file:out-{n}.txt", "unit": "events/s",
-                "higher_is_better": True}]
+    code = (
+        "import json,sys; n=int(sys.argv[1]); print(json.dumps({'gbs': n*1.5, 'other': 1})); "
+        "open(f'out-{n}.txt','w').write(f'rate {n*2} ev/s\\n')"
+    )
+    figures = [
+        {"name": "bw", "json": "gbs", "source": "stdout", "unit": "GB/s", "higher_is_better": True},
+        {
+            "name": "events",
+            "regex": r"rate (\d+)",
+            "source": "file:out-{n}.txt",
+            "unit": "events/s",
+            "higher_is_better": True,
+        },
+    ]
     rc, out = _run(tmp_path, _spec(code, figures=figures), n="8", repeats=1)
     assert rc == 0
     outcome = classify_output(out, _expected((8,)))
@@ -109,8 +99,9 @@ def test_a_figure_that_is_no_finite_number_is_lost(tmp_path: Path) -> None:
 def test_a_file_figure_outside_the_job_folder_is_never_read(tmp_path: Path) -> None:
     secret = tmp_path.parent / f"{tmp_path.name}-outside.txt"
     secret.write_text("rate 42\n")
-    figures = [{"name": "r", "regex": r"rate (\d+)", "source": f"file:../{secret.name}", "unit": "x",
-                "higher_is_better": True}]
+    figures = [
+        {"name": "r", "regex": r"rate (\d+)", "source": f"file:../{secret.name}", "unit": "x", "higher_is_better": True}
+    ]
     rc, out = _run(tmp_path, _spec("print(1)", figures=figures), n="10", repeats=1)
     assert rc == 0 and not out.exists()
     assert "matched nothing" in (tmp_path / "results.csv.lost").read_text()
@@ -126,8 +117,10 @@ def test_each_n_is_flushed_to_the_tmp_file_as_it_finishes(tmp_path: Path) -> Non
     assert lines[0].startswith("kernel,") and {line.split(",")[at] for line in lines[1:]} == {"10"}
 
 
-PRINTS_REPEATS = ("import sys; n,r=int(sys.argv[1]),int(sys.argv[2]); print('setup'); "
-                  "[print(f'time: {(n+i)/1000:.6f} s') for i in range(r)]")
+PRINTS_REPEATS = (
+    "import sys; n,r=int(sys.argv[1]),int(sys.argv[2]); print('setup'); "
+    "[print(f'time: {(n+i)/1000:.6f} s') for i in range(r)]"
+)
 
 
 def test_a_program_that_repeats_itself_is_invoked_once_per_n(tmp_path: Path) -> None:
@@ -139,8 +132,9 @@ def test_a_program_that_repeats_itself_is_invoked_once_per_n(tmp_path: Path) -> 
     assert code == 0
     outcome = classify_output(out, _expected((10, 20)))
     assert outcome.state == JobState.COMPLETED, outcome.reason
-    assert [(r["n"], r["repeat"], r["time_s"]) for r in outcome.rows] == \
-        [(n, i, (n + i) / 1000) for n in (10, 20) for i in range(3)]
+    assert [(r["n"], r["repeat"], r["time_s"]) for r in outcome.rows] == [
+        (n, i, (n + i) / 1000) for n in (10, 20) for i in range(3)
+    ]
     assert sorted(p.name for p in tmp_path.glob("fom-*.out")) == ["fom-n10.out", "fom-n20.out"]
     short = dict(spec, argv=[sys.executable, "-c", PRINTS_REPEATS, "{n}", "2"])  # prints 2 of the 3 repeats
     (tmp_path / "short").mkdir()
@@ -151,28 +145,62 @@ def test_a_program_that_repeats_itself_is_invoked_once_per_n(tmp_path: Path) -> 
 
 # A stand-in launcher for the unit test (the real srun is exercised in tests/slurm/test_mpi_launch_real.py):
 # starts the rest of its argv as FAKE_SIZE ranks, FAKE_RANK each, and returns the worst exit code.
-FAKE_LAUNCHER = ("import os,subprocess,sys; size=int(sys.argv[1]); started=int(sys.argv[2]); "
-                 "ps=[subprocess.Popen(sys.argv[3:], env={**os.environ,'FAKE_RANK':str(r),'FAKE_SIZE':str(size)}) "
-                 "for r in range(started)]; sys.exit(max(p.wait() for p in ps))")
-PRINTS_RANK = ("import os; r=int(os.environ['FAKE_RANK']); print(f'time: {0.001*(r+1):.6f} s'); "
-               "print(f'work: {r+1}')")
+FAKE_LAUNCHER = (
+    "import os,subprocess,sys; size=int(sys.argv[1]); started=int(sys.argv[2]); "
+    "ps=[subprocess.Popen(sys.argv[3:], env={**os.environ,'FAKE_RANK':str(r),'FAKE_SIZE':str(size)}) "
+    "for r in range(started)]; sys.exit(max(p.wait() for p in ps))"
+)
+PRINTS_RANK = "import os; r=int(os.environ['FAKE_RANK']); print(f'time: {0.001*(r+1):.6f} s'); print(f'work: {r+1}')"
 
 
 def _launched(tmp_path: Path, ranks: int, started: int, **more: object) -> tuple[int, Path]:
     from campaign.job.fom_launch import Launch
 
     records = tmp_path / "ranks"
-    launch = Launch((sys.executable, "-c", FAKE_LAUNCHER, str(ranks), str(started), sys.executable, "-m",
-                     "campaign.job.rank", "--records", str(records), "--rank-env", "FAKE_RANK", "--size-env",
-                     "FAKE_SIZE", "--local-rank-env", "FAKE_RANK"), str(records), ranks)
-    figures = [{"name": "time", "regex": r"time: (\S+) s", "source": "stdout", "unit": "s"},
-               {"name": "work", "regex": r"work: (\d+)", "source": "stdout", "higher_is_better": True},
-               {"name": "work_max", "regex": r"work: (\d+)", "source": "stdout", "reduce": "max"},
-               {"name": "work_mean", "regex": r"work: (\d+)", "source": "stdout", "reduce": "mean"}]
+    launch = Launch(
+        (
+            sys.executable,
+            "-c",
+            FAKE_LAUNCHER,
+            str(ranks),
+            str(started),
+            sys.executable,
+            "-m",
+            "campaign.job.rank",
+            "--records",
+            str(records),
+            "--rank-env",
+            "FAKE_RANK",
+            "--size-env",
+            "FAKE_SIZE",
+            "--local-rank-env",
+            "FAKE_RANK",
+        ),
+        str(records),
+        ranks,
+    )
+    figures = [
+        {"name": "time", "regex": r"time: (\S+) s", "source": "stdout", "unit": "s"},
+        {"name": "work", "regex": r"work: (\d+)", "source": "stdout", "higher_is_better": True},
+        {"name": "work_max", "regex": r"work: (\d+)", "source": "stdout", "reduce": "max"},
+        {"name": "work_mean", "regex": r"work: (\d+)", "source": "stdout", "reduce": "mean"},
+    ]
     spec = _spec(PRINTS_RANK, figures=figures, argv=[sys.executable, "-c", PRINTS_RANK], env={}, flops=None, **more)
     out = tmp_path / "results.csv"
-    args = ["--n", "8", "--threads", "1", "--repeats", "2", "--warmup", "0", "--out", str(out),
-            "--launch", launch.to_json()]
+    args = [
+        "--n",
+        "8",
+        "--threads",
+        "1",
+        "--repeats",
+        "2",
+        "--warmup",
+        "0",
+        "--out",
+        str(out),
+        "--launch",
+        launch.to_json(),
+    ]
     contract, params, _ = fom.parse_args(args)
     return fom.measure(spec, contract, params, tmp_path), out
 
@@ -185,8 +213,11 @@ def test_a_launched_program_one_launch_per_repeat_figures_of_one_rank_or_reduced
     with open(out) as f:
         rows = list(csv.DictReader(f))
     value = {(r["repeat"], r["metric"]): float(r["value"]) for r in rows}
-    assert value == {(rep, m): v for rep in ("0", "1") for m, v in
-                     (("time", 0.001), ("work", 1.0), ("work_max", 3.0), ("work_mean", 2.0))}
+    assert value == {
+        (rep, m): v
+        for rep in ("0", "1")
+        for m, v in (("time", 0.001), ("work", 1.0), ("work_max", 3.0), ("work_mean", 2.0))
+    }
     assert {float(r["time_s"]) for r in rows} == {0.001}  # rank 0's own timing
     assert sorted(p.name for p in tmp_path.glob("fom-n8-r1.rank*.out")) == [f"fom-n8-r1.rank{r}.out" for r in range(3)]
     (tmp_path / "rank2").mkdir()
@@ -205,10 +236,20 @@ def test_a_launch_that_ran_fewer_ranks_fails_naming_them(tmp_path: Path, capsys:
 def test_crlf_and_progress_lines_read_as_a_file_source_reads_them(tmp_path: Path) -> None:
     """Output with CRLF line ends and a CR progress display: a pattern anchored at `$` matches on the
     stream as on a file source, and the last value shown is the one taken."""
-    code = ("import sys,os; w=sys.stdout.buffer.write; w(b'progress 10%\\rprogress 90%\\rrate 7.5 GB/s\\r\\n'); "
-            "w(b'rate 12.5 GB/s\\r\\n'); open('copy.txt','wb').write(b'rate 12.5 GB/s\\r\\n')")
-    figures = [{"name": "bw", "regex": r"^rate (?P<value>[0-9.]+) GB/s$", "source": source, "unit": "GB/s",
-                "higher_is_better": True} for source in ("stdout", "file:copy.txt")]
+    code = (
+        "import sys,os; w=sys.stdout.buffer.write; w(b'progress 10%\\rprogress 90%\\rrate 7.5 GB/s\\r\\n'); "
+        "w(b'rate 12.5 GB/s\\r\\n'); open('copy.txt','wb').write(b'rate 12.5 GB/s\\r\\n')"
+    )
+    figures = [
+        {
+            "name": "bw",
+            "regex": r"^rate (?P<value>[0-9.]+) GB/s$",
+            "source": source,
+            "unit": "GB/s",
+            "higher_is_better": True,
+        }
+        for source in ("stdout", "file:copy.txt")
+    ]
     figures[1]["name"] = "bw_file"
     rc, out = _run(tmp_path, _spec(code, figures=figures), n="8", repeats=1)
     assert rc == 0
@@ -221,10 +262,19 @@ def test_a_file_only_the_warm_up_wrote_is_no_figure_of_a_repeat(tmp_path: Path) 
     """A figure's file is removed before each invocation: a program that wrote it only in its
     warm-up leaves the timed repeats without it (LOST_OUTPUT, the pattern named), never the
     warm-up's value read again as theirs."""
-    code = ("import os; first = not os.path.exists('ran.flag'); open('ran.flag', 'a').close(); "
-            "first and open('t.txt', 'w').write('elapsed 9.0\\n'); print('done')")
-    figures = [{"name": "elapsed", "regex": r"elapsed (?P<value>\S+)", "source": "file:t.txt", "unit": "s",
-                "higher_is_better": False}]
+    code = (
+        "import os; first = not os.path.exists('ran.flag'); open('ran.flag', 'a').close(); "
+        "first and open('t.txt', 'w').write('elapsed 9.0\\n'); print('done')"
+    )
+    figures = [
+        {
+            "name": "elapsed",
+            "regex": r"elapsed (?P<value>\S+)",
+            "source": "file:t.txt",
+            "unit": "s",
+            "higher_is_better": False,
+        }
+    ]
     rc, out = _run(tmp_path, _spec(code, figures=figures), n="8", repeats=2)
     assert rc == 0
     outcome = classify_output(out, _expected((8,)))
@@ -234,8 +284,15 @@ def test_a_file_only_the_warm_up_wrote_is_no_figure_of_a_repeat(tmp_path: Path) 
 
 def test_a_file_each_repeat_writes_is_read_from_that_repeat(tmp_path: Path) -> None:
     code = "import sys; open('t.txt', 'w').write(f'elapsed {int(sys.argv[1]) / 4}\\n')"
-    figures = [{"name": "elapsed", "regex": r"elapsed (?P<value>\S+)", "source": "file:t.txt", "unit": "s",
-                "higher_is_better": False}]
+    figures = [
+        {
+            "name": "elapsed",
+            "regex": r"elapsed (?P<value>\S+)",
+            "source": "file:t.txt",
+            "unit": "s",
+            "higher_is_better": False,
+        }
+    ]
     rc, out = _run(tmp_path, _spec(code, figures=figures), n="8,20", repeats=2)
     assert rc == 0
     outcome = classify_output(out, _expected((8, 20)))
