@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from campaign.job import expr
+from campaign.job import cost
 from campaign.job.fom_launch import OPTION, Launch
 from campaign.job.fom_read import Lost, Output, figure_values, sanity_problem, source_file, source_text
 from campaign.job.problem_size import DRIVER, NO_SIZE, reads
@@ -62,8 +62,7 @@ TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 COLUMNS = TOOL_COLUMNS  # the contract CSV's columns this driver writes (resultschema.columns)
 SET_TIME = "set_time"  # the extra column of a figure declared `duration`: the set time, which no analysis reads
 # Contract options that are not program parameters of their own.
-_CONTRACT = {"n", "d", "threads", "repeats", "warmup", "device", "dtype", "variant", "out", OPTION[2:],
-             *SHAPE_OPTIONS}
+_CONTRACT = {"n", "d", "threads", "repeats", "warmup", "device", "dtype", "variant", "out", OPTION[2:], *SHAPE_OPTIONS}
 
 
 def parse_args(argv: Sequence[str]) -> tuple[dict[str, Any], dict[str, str], bool]:
@@ -101,8 +100,9 @@ def _read_capped(path: Path) -> str:
         return ""
 
 
-def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str,
-              launch: Launch | None) -> tuple[int, Output, float]:
+def _run_once(
+    spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str, launch: Launch | None
+) -> tuple[int, Output, float]:
     """One invocation (through the launcher when launched), its input files
     written first, its output into `stem`.out/.err in the job folder (kept
     for `show`), each rank's beside. The files the figures and rules read are
@@ -112,8 +112,11 @@ def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str
     invocation's value read again as this one's."""
     _clear_sources(spec, values, cwd, launch.ranks if launch is not None else 1)  # what no invocation set aside
     write_inputs(spec.get("inputs", {}), values, cwd)
-    program = script_argv(spec["script"], values, spec["kernel"]) if spec.get("script") else \
-        [render(a, values) for a in spec["argv"]]
+    program = (
+        script_argv(spec["script"], values, spec["kernel"])
+        if spec.get("script")
+        else [render(a, values) for a in spec["argv"]]
+    )
     # `wrap`: the container the tool starts in (campaign.planning.run_env), its words taken as they are;
     # the launcher, when launched, goes outside it (one container per rank)
     argv = [*spec.get("wrap", ()), *program]
@@ -129,8 +132,14 @@ def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str
         except OSError as exc:
             return 127, Output("", f"cannot start {argv[0]}: {exc}"), 0.0
     elapsed = time.perf_counter() - t0
-    ranks = tuple((_read_capped(rank_output(str(cwd / stem), r, "out")), _read_capped(rank_output(str(cwd / stem), r, "err")))
-                  for r in range(launch.ranks)) if launch is not None else ()
+    ranks = (
+        tuple(
+            (_read_capped(rank_output(str(cwd / stem), r, "out")), _read_capped(rank_output(str(cwd / stem), r, "err")))
+            for r in range(launch.ranks)
+        )
+        if launch is not None
+        else ()
+    )
     ends, unfinished = launch.ends() if launch is not None else ((), [])
     stderr = _read_capped(err_path)
     if launch is not None and code == 0 and unfinished:  # the launcher returned 0, but not every rank ran to its end
@@ -140,8 +149,9 @@ def _run_once(spec: dict[str, Any], values: dict[str, str], cwd: Path, stem: str
 
 def _source_files(spec: dict[str, Any], values: dict[str, str], cwd: Path, ranks: int) -> list[Path]:
     """The files the figures and sanity rules read (`file:` sources), each rank's, for these values."""
-    sources = {f.get("source", "stdout") for f in spec["figures"]} | {s.get("source", "stdout")
-                                                                      for s in spec.get("sanity", [])}
+    sources = {f.get("source", "stdout") for f in spec["figures"]} | {
+        s.get("source", "stdout") for s in spec.get("sanity", [])
+    }
     return [p for s in sources for r in range(ranks) if (p := source_file(s, values, cwd, r)) is not None]
 
 
@@ -177,26 +187,12 @@ def time_of(found: list[tuple[dict[str, Any], float]], elapsed: float) -> float:
 
 
 def _cost(spec: dict[str, Any], values: dict[str, str]) -> dict[str, float]:
-    """The cost model at this point; a count that cannot be evaluated (an
-    overflow at a huge n) is left empty with a warning, never a lost run."""
-    out: dict[str, float] = {}
-    given = dict(values)
-    if spec.get("element_bytes"):  # the element size of this run's dtype (a missing one is fp32's)
-        size = spec["element_bytes"].get(values.get("dtype") or "fp32")
-        if size is not None:
-            given["element_bytes"] = str(size)
-    for name, text in spec.get("cost_params", {}).items():
-        if given.get(name, "") == "":  # derived only where the run has none
-            try:
-                given[name] = repr(expr.evaluate(text, values))
-            except expr.ExprError as exc:
-                print(f"campaign.job.fom: {name} not evaluated: {exc}", file=sys.stderr)
-    for what in ("flops", "bytes"):
-        if spec.get(what):
-            try:
-                out[what] = expr.evaluate(spec[what], given)
-            except expr.ExprError as exc:
-                print(f"campaign.job.fom: {what} not evaluated: {exc}", file=sys.stderr)
+    """The cost model at this point; a count that cannot be worked out is left
+    empty with a warning, never a lost run (submit refuses a run whose planned
+    values give none: campaign.planning.cost_check)."""
+    out, problems = cost.counts(spec, values)
+    for problem in problems:
+        print(f"campaign.job.fom: {problem.key} not evaluated: {problem.reason}", file=sys.stderr)
     return out
 
 
@@ -206,28 +202,61 @@ def _verdict(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _rows(spec: dict[str, Any], base: dict[str, str], n: int, r: int, found: list[tuple[dict[str, Any], float]],
-          elapsed: float, values: dict[str, str]) -> list[dict[str, Any]]:
+def _rows(
+    spec: dict[str, Any],
+    base: dict[str, str],
+    n: int,
+    r: int,
+    found: list[tuple[dict[str, Any], float]],
+    elapsed: float,
+    values: dict[str, str],
+) -> list[dict[str, Any]]:
     """The CSV rows of one repeat: one per figure, sharing time_s and the cost model."""
     cost = _cost(spec, values)
     seconds = repr(time_of(found, elapsed))
     fixed = {"fixed_duration": 1} if spec.get("fixed_duration") else {}
-    return [fixed | ({SET_TIME: 1} if fig.get("duration") else {}) | {"kernel": spec["kernel"], "impl": spec["impl"], "variant": base["variant"], "device": base["device"],
-             "dtype": base["dtype"], "n": n, "d": base["d"], "threads": base["threads"], "repeat": r,
-             "time_s": seconds, "metric": fig["name"], "value": repr(value), "unit": fig.get("unit", ""),
-             "higher_is_better": int(bool(fig.get("higher_is_better", False))),
-             "flops": repr(cost["flops"]) if "flops" in cost else "",
-             "bytes": repr(cost["bytes"]) if "bytes" in cost else ""} for fig, value in found]
+    return [
+        fixed
+        | ({SET_TIME: 1} if fig.get("duration") else {})
+        | {
+            "kernel": spec["kernel"],
+            "impl": spec["impl"],
+            "variant": base["variant"],
+            "device": base["device"],
+            "dtype": base["dtype"],
+            "n": n,
+            "d": base["d"],
+            "threads": base["threads"],
+            "repeat": r,
+            "time_s": seconds,
+            "metric": fig["name"],
+            "value": repr(value),
+            "unit": fig.get("unit", ""),
+            "higher_is_better": int(bool(fig.get("higher_is_better", False))),
+            "flops": repr(cost["flops"]) if "flops" in cost else "",
+            "bytes": repr(cost["bytes"]) if "bytes" in cost else "",
+        }
+        for fig, value in found
+    ]
 
 
 def point_values(contract: dict[str, Any], params: dict[str, str]) -> dict[str, str]:
     """The placeholders every invocation of the run shares, its repeat counts included ({repeats},
     {warmup}: what a program that repeats itself reads); n and repeat come per invocation."""
-    shape = shape_values(int(contract.get("nodes", 1)), int(contract.get("ranks-per-node", 1)),
-                         int(contract.get("gpus", 0)))
-    base = {"d": contract.get("d", ""), "threads": contract.get("threads", "1"), "dtype": contract.get("dtype", ""),
-            "variant": contract.get("variant", ""), "device": contract.get("device", "cpu"), **shape, **params,
-            "repeats": str(int(contract.get("repeats", 1))), "warmup": str(int(contract.get("warmup", 0)))}
+    shape = shape_values(
+        int(contract.get("nodes", 1)), int(contract.get("ranks-per-node", 1)), int(contract.get("gpus", 0))
+    )
+    base = {
+        "d": contract.get("d", ""),
+        "threads": contract.get("threads", "1"),
+        "dtype": contract.get("dtype", ""),
+        "variant": contract.get("variant", ""),
+        "device": contract.get("device", "cpu"),
+        **shape,
+        **params,
+        "repeats": str(int(contract.get("repeats", 1))),
+        "warmup": str(int(contract.get("warmup", 0))),
+    }
     base.update({k.replace("-", "_"): v for k, v in params.items()})
     return base
 
@@ -246,10 +275,13 @@ def preview(argv: Sequence[str]) -> list[str]:
     if at is None or at + 2 >= len(argv):
         return []
     spec = json.loads(argv[at + 2])
-    contract, params, _check = parse_args(argv[at + 3:])
+    contract, params, _check = parse_args(argv[at + 3 :])
     values = {**point_values(contract, params), "n": contract["n"].split(",")[0], "repeat": "0"}
-    program = script_argv(spec["script"], values, spec["kernel"]) if spec.get("script") else \
-        [render(a, values) for a in spec["argv"]]
+    program = (
+        script_argv(spec["script"], values, spec["kernel"])
+        if spec.get("script")
+        else [render(a, values) for a in spec["argv"]]
+    )
     point = f"n={values['n']}, " if sized(spec, [int(v) for v in contract["n"].split(",")]) else ""
     lines = [f"argv at {point}repeat 0: {shlex.join(program)}"]
     for name, text in sorted(spec.get("inputs", {}).items()):
@@ -272,14 +304,18 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
     by_program = spec.get("repeat_by") == "program"
     base = point_values(contract, params)
     named = sized(spec, ns)
-    sources = {f.get("source", "stdout") for f in spec["figures"]} | {s.get("source", "stdout")
-                                                                      for s in spec.get("sanity", [])}
+    sources = {f.get("source", "stdout") for f in spec["figures"]} | {
+        s.get("source", "stdout") for s in spec.get("sanity", [])
+    }
     problems: list[str] = []
     tmp = out.with_name(out.name + ".tmp")
     with open(tmp, "w", newline="") as f:
         # a fixed-duration program's rows say so (an extra column): the analysis never judges its time
-        columns = COLUMNS + (("fixed_duration",) if spec.get("fixed_duration") else ()) + \
-            ((SET_TIME,) if any(f.get("duration") for f in spec["figures"]) else ())
+        columns = (
+            COLUMNS
+            + (("fixed_duration",) if spec.get("fixed_duration") else ())
+            + ((SET_TIME,) if any(f.get("duration") for f in spec["figures"]) else ())
+        )
         writer = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
         for n in ns:
@@ -293,8 +329,10 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
                 code, output, elapsed = _run_once(spec, values, cwd, stem, launch)
                 if code != 0:
                     at = f" at n={n}" if named else ""
-                    print(f"campaign.job.fom: {program_name(spec)} exited with {code}{at}: {output.failure()}",
-                          file=sys.stderr)
+                    print(
+                        f"campaign.job.fom: {program_name(spec)} exited with {code}{at}: {output.failure()}",
+                        file=sys.stderr,
+                    )
                     return code
                 if r < 0:
                     _set_aside(spec, values, cwd, ranks_of, stem)
@@ -307,11 +345,21 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
                     print(f"campaign.job.fom: {exc}", file=sys.stderr)
                     return 0
                 _set_aside(spec, values, cwd, ranks_of, stem)
-                problems += [f"{point}: {p}" for rule in spec.get("sanity", [])
-                             if (p := sanity_problem(rule, texts[rule.get("source", "stdout")]))]
+                problems += [
+                    f"{point}: {p}"
+                    for rule in spec.get("sanity", [])
+                    if (p := sanity_problem(rule, texts[rule.get("source", "stdout")]))
+                ]
                 for i in range(count):  # the program's own repeats share the invocation's wall time
-                    rows += _rows(spec, base, n, r + i, [(fig, v[i]) for fig, v in found], elapsed / count,
-                                  {**values, "repeat": str(r + i)})
+                    rows += _rows(
+                        spec,
+                        base,
+                        n,
+                        r + i,
+                        [(fig, v[i]) for fig, v in found],
+                        elapsed / count,
+                        {**values, "repeat": str(r + i)},
+                    )
             writer.writerows(rows)
             f.flush()
     if problems:
