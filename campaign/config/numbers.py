@@ -1,4 +1,4 @@
-"""The numbers a cluster config declares of its partitions, and their bounds.
+"""The numbers a config declares (a partition's, an experiment's), and their bounds.
 
 Each is a fact a plan, a charge or a report divides by or loops over: a
 roofline fraction is a rate over `ceilings.mem_bw`, the NUMA penalty splits
@@ -9,6 +9,10 @@ negatives for an int, so each is checked here against a sensible range
 the key (exit 2) at compose time. The report, which reads the cluster as
 recorded in the ledger (where an older campaign may hold such a value), takes
 a fact outside its range as not declared, by the same rule (`problem`).
+An experiment's repeats, warm-up calls, walltime and memory are bounded the
+same way (docs/design.md#experiment-numbers): a count past SQLite's 64-bit
+integers is stored as a real, and its job would call the program until the
+walltime ends it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from campaign.config.schema import PartitionSpec
+from campaign.config.schema import ExperimentSpec, PartitionSpec
 from campaign.plumbing.errors import ConfigError
 
 
@@ -59,6 +63,12 @@ CHARGING = {
     "mem_gb_per_unit": Bound("GB", 0, MEMORY_MAX_GB, low_allowed=False),
     "cores_per_unit": Bound("cores", 0, 1e6, low_allowed=False),
     "min_su": Bound("SUs", 0, 1e9),
+}
+EXPERIMENT = {
+    "repeats": Bound("timed calls per n", 1, 100_000, whole=True),
+    "warmup": Bound("untimed calls per n", 0, 10_000, whole=True),
+    "walltime_min": Bound("minutes", 1, WALLTIME_MAX_MIN, whole=True),
+    "mem_gb": Bound("GB", 0, MEMORY_MAX_GB, low_allowed=False),
 }
 REFERENCE = {
     "time_s": Bound("seconds", 0, 1e9, low_allowed=False),
@@ -108,3 +118,9 @@ def check_partition(part: PartitionSpec, where: str) -> None:
             f"{where}.numa_domains={part.numa_domains}: more NUMA domains than the node's "
             f"{part.cores} cores (sockets x cores_per_socket)"
         )
+
+
+def check_experiment(exp: ExperimentSpec) -> None:
+    """The experiment's repeats, warm-up, walltime and memory within their bounds (replicates:
+    campaign.planning.replicates)."""
+    _check(exp, EXPERIMENT, "experiment")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from campaign.config.groups import group_options
+from campaign.config.numbers import check_experiment
 from campaign.config.schema import (
     ExperimentSpec,
     KernelSpec,
@@ -113,10 +114,7 @@ def _check_partition(cfg: RootConfig, part: PartitionSpec, threads: list[int], i
 def plan(cfg: RootConfig) -> Plan:
     """Expand the experiment; raises ConfigError on anything unplannable."""
     exp: ExperimentSpec = cfg.experiment
-    if exp.repeats < 1 or exp.warmup < 0 or exp.walltime_min < 1:
-        raise ConfigError("experiment.repeats must be >= 1, warmup >= 0 and walltime_min >= 1")
-    if exp.mem_gb is not None and not exp.mem_gb > 0:
-        raise ConfigError(f"experiment.mem_gb must be positive (GB per job), got {exp.mem_gb}")
+    check_experiment(exp)  # repeats, warm-up, walltime and memory within their bounds
     if not exp.sweeps:
         raise ConfigError(f"experiment {exp.name} has no sweeps")
     _check_size(cfg)
