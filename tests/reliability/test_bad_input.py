@@ -105,6 +105,35 @@ CASES: dict[str, Case] = {
     "config-path-name-too-long": Case(
         ("submit", "--dry-run"), "CAMPAIGN_CONFIG_PATH: 'xxx", env=(("CAMPAIGN_CONFIG_PATH", "x" * 100_000),)
     ),
+    # the folder in place of the shipped conf/: missing, a file or no conf/ folder is named, never
+    # answered as "unknown experiment 'smoke'"
+    "conf-dir-missing": Case(
+        ("submit", "experiment=smoke", "--dry-run"),
+        "CAMPAIGN_CONF_DIR: '{tmp}/nothere' is a folder that does not exist",
+        env=(("CAMPAIGN_CONF_DIR", "{tmp}/nothere"),),
+    ),
+    "conf-dir-is-a-file": Case(
+        ("submit", "experiment=smoke", "--dry-run"),
+        "CAMPAIGN_CONF_DIR: '{tmp}/afile' is a file",
+        a_file,
+        env=(("CAMPAIGN_CONF_DIR", "{tmp}/afile"),),
+    ),
+    "conf-dir-no-configs": Case(
+        ("submit", "experiment=smoke", "--dry-run"),
+        "is a folder without config.yaml",
+        env=(("CAMPAIGN_CONF_DIR", "{tmp}"),),
+    ),
+    "config-path-is-a-file": Case(
+        ("submit", "experiment=smoke", "--dry-run"),
+        "CAMPAIGN_CONFIG_PATH: '{tmp}/afile' is a file, not a folder",
+        a_file,
+        env=(("CAMPAIGN_CONFIG_PATH", "{tmp}/afile"),),
+    ),
+    "config-path-missing-named": Case(
+        ("submit", "experiment=mysweep", "--dry-run"),
+        "unknown experiment 'mysweep' (CAMPAIGN_CONFIG_PATH names '{tmp}/nothere', which does not exist; known:",
+        env=(("CAMPAIGN_CONFIG_PATH", "{tmp}/nothere"),),
+    ),
     "campaign-name-300-chars": Case(("submit", "campaign.name=" + "x" * 300), "at most 100"),
     "campaign-python-injection": Case(
         ("submit", "campaign.python='/usr/bin/python3; touch X #'"), "must be an absolute path or a plain command name"
@@ -328,7 +357,7 @@ def test_bad_input_is_one_line_exit_2_and_ledger_untouched(case: Case, filled_le
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("campaign"), lines[0]
-    assert case.fragment in lines[0], lines[0]
+    assert case.fragment.replace("{tmp}", str(work)) in lines[0], lines[0]
     assert (_snapshot(ledger), _snapshot(work / "ledger.results")) == before, "the ledger changed"
     # no journal, WAL or new ledger left next to it; no job folders made
     assert sorted(p.name for p in work.iterdir()) == siblings
