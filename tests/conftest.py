@@ -46,8 +46,9 @@ def ledger_path(tmp_path: Path) -> Path:
     return tmp_path / "ledger.sqlite"
 
 
-def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-            timeout: float = 600, script: bool = False) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600, script: bool = False
+) -> subprocess.CompletedProcess[str]:
     """The `campaign` CLI as a user runs it: by default its main() in a fresh
     process forked from a server that has its imports done (tests/cli_server.py:
     no interpreter start per call); the installed console script itself with `script=True`, with
@@ -59,9 +60,23 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
         full_env.update(env)
     with cpu_time.cli_call() as charge:
         if script or os.environ.get(CLI_MODE_ENV) == "script" or cli_server.needs_script(full_env):
-            return subprocess.run([str(CAMPAIGN), *args], capture_output=True, text=True, cwd=cwd, env=full_env,
-                                  timeout=timeout, check=False)
+            return subprocess.run(
+                [str(CAMPAIGN), *args],
+                capture_output=True,
+                text=True,
+                cwd=cwd,
+                env=full_env,
+                timeout=timeout,
+                check=False,
+            )
         return cli_server.run(args, cwd=cwd, env=full_env, timeout=timeout, on_cpu=charge)
+
+
+def assert_refused(proc: subprocess.CompletedProcess[str], named: str, ledger: Path) -> None:
+    """A command refused as bad input: exit 2, one line that names `named`, no job recorded in `ledger`."""
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert named in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not ledger.exists() or sql_rows(ledger, "SELECT count(*) FROM job_attempt") == [(0,)]
 
 
 _RESULT = re.compile(r"\bFROM\s+result\b(?!_)", re.IGNORECASE)
@@ -133,6 +148,7 @@ def mpi_programs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     assert make.returncode == 0, make.stderr
     folder = tmp_path_factory.mktemp("mpi")
     for name in MPI_PROGRAMS:
-        subprocess.run([mpicc, "-O1", "-o", str(folder / name), str(MPI_SOURCES / f"{name}.c")], check=True,
-                       timeout=120)
+        subprocess.run(
+            [mpicc, "-O1", "-o", str(folder / name), str(MPI_SOURCES / f"{name}.c")], check=True, timeout=120
+        )
     return folder

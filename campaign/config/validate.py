@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.backends.capabilities import capabilities
+from campaign.config.numbers import check_partition
 from campaign.config.schema import CONTAINER_RUNTIMES, ContainerSpec, RootConfig, SpackSpec
 from campaign.planning import byob
 from campaign.plumbing.errors import ConfigError
@@ -51,8 +52,10 @@ def check_name(value: object, where: str, limit: int = NAME_MAX) -> str:
     if len(text) > limit:
         raise ConfigError(f"{_safe(where)} is {len(text)} characters long; at most {limit} are allowed")
     if not NAME.fullmatch(text) or ".." in text:
-        raise ConfigError(f"{_safe(where)}={text[:60]!r} is not a valid name: use letters, digits and . _ + - "
-                          f"(starting with a letter or digit)")
+        raise ConfigError(
+            f"{_safe(where)}={text[:60]!r} is not a valid name: use letters, digits and . _ + - "
+            f"(starting with a letter or digit)"
+        )
     return text
 
 
@@ -64,8 +67,9 @@ def check_text(value: object, where: str, limit: int = TEXT_MAX, *, lines: bool 
     lets one into a list or mapping of strings from YAML (`argv: [a, {b: 1}]`)."""
     if isinstance(value, list | tuple | dict):
         kind = "a mapping" if isinstance(value, dict) else "a list"
-        raise ConfigError(f"{_safe(where)} is {kind} ({_safe(str(value))[:60]}), not text: write it as one "
-                          f"string (quoted)")
+        raise ConfigError(
+            f"{_safe(where)} is {kind} ({_safe(str(value))[:60]}), not text: write it as one string (quoted)"
+        )
     text = str(value)
     if len(text) > limit:
         raise ConfigError(f"{_safe(where)} is {len(text)} characters long; at most {limit} are allowed")
@@ -79,8 +83,7 @@ def check_text(value: object, where: str, limit: int = TEXT_MAX, *, lines: bool 
 def check_env_name(name: object, where: str) -> str:
     text = str(name)
     if not ENV_NAME.fullmatch(text) or len(text) > 200:
-        raise ConfigError(f"{_safe(where)}: {text[:60]!r} is not an environment variable name "
-                          "([A-Za-z_][A-Za-z0-9_]*)")
+        raise ConfigError(f"{_safe(where)}: {text[:60]!r} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
     return text
 
 
@@ -89,8 +92,10 @@ def check_python(value: object, where: str = "campaign.python") -> str:
     a plain word (it is quoted as well where it is rendered)."""
     text = str(value)
     if len(text) > 1024 or not PYTHON.fullmatch(text) or "/../" in f"{text}/":
-        raise ConfigError(f"{_safe(where)}={text[:60]!r} must be an absolute path or a plain command name "
-                          "(letters, digits, . _ + - /)")
+        raise ConfigError(
+            f"{_safe(where)}={text[:60]!r} must be an absolute path or a plain command name "
+            "(letters, digits, . _ + - /)"
+        )
     return text
 
 
@@ -142,12 +147,16 @@ def _run_env(container: ContainerSpec, spack: SpackSpec, where: str) -> None:
     """A container's runtime is one we know how to render; its image, options
     and the Spack names are text that reaches an argv or a quoted line."""
     if container.image and not container.runtime:
-        raise ConfigError(f"{_safe(where)}.container.image is set but no runtime: set {_safe(where)}.container.runtime "
-                          f"to one of {', '.join(sorted(CONTAINER_RUNTIMES))}")
+        raise ConfigError(
+            f"{_safe(where)}.container.image is set but no runtime: set {_safe(where)}.container.runtime "
+            f"to one of {', '.join(sorted(CONTAINER_RUNTIMES))}"
+        )
     if container.runtime:
         if container.runtime not in CONTAINER_RUNTIMES:
-            raise ConfigError(f"{_safe(where)}.container.runtime={str(container.runtime)[:60]!r} is not a container "
-                              f"runtime: use one of {', '.join(sorted(CONTAINER_RUNTIMES))}")
+            raise ConfigError(
+                f"{_safe(where)}.container.runtime={str(container.runtime)[:60]!r} is not a container "
+                f"runtime: use one of {', '.join(sorted(CONTAINER_RUNTIMES))}"
+            )
         if not str(container.image).strip():
             raise ConfigError(f"{_safe(where)}.container.image is empty: name the image (a .sif file, an image name)")
         check_text(container.image, f"{where}.container.image", limit=1024)
@@ -155,7 +164,9 @@ def _run_env(container: ContainerSpec, spack: SpackSpec, where: str) -> None:
             check_text(option, f"{where}.container.options[{i}]", limit=1024)
     if spack.env or spack.view or spack.lock:
         if bool(spack.env) == bool(spack.view):
-            raise ConfigError(f"{_safe(where)}.spack: set exactly one of env (an environment) and view (a view's folder)")
+            raise ConfigError(
+                f"{_safe(where)}.spack: set exactly one of env (an environment) and view (a view's folder)"
+            )
         for what in ("env", "view", "lock"):
             if getattr(spack, what):
                 check_text(getattr(spack, what), f"{where}.spack.{what}", limit=1024)
@@ -177,8 +188,10 @@ def _check_cluster(cfg: RootConfig) -> None:
         raise ConfigError(f"cluster.local_parallel_jobs must be >= 1, got {c.local_parallel_jobs}")
     cores = os.cpu_count() or 1
     if capabilities(c.backend).local and c.local_parallel_jobs > cores:
-        raise ConfigError(f"cluster.local_parallel_jobs={c.local_parallel_jobs} exceeds this machine's {cores} "
-                          "cores: timed jobs would share cores and spoil each other's timings")
+        raise ConfigError(
+            f"cluster.local_parallel_jobs={c.local_parallel_jobs} exceeds this machine's {cores} "
+            "cores: timed jobs would share cores and spoil each other's timings"
+        )
     if c.preflight_walltime_min < 1:
         raise ConfigError(f"cluster.preflight_walltime_min must be >= 1 (minutes), got {c.preflight_walltime_min}")
     if c.array_parallelism < 1:
@@ -187,6 +200,7 @@ def _check_cluster(cfg: RootConfig) -> None:
         where = f"cluster.partitions.{key}"
         check_name(key, where)
         check_name(part.name or key, f"{where}.name")
+        check_partition(part, where)  # sizes, memory, walltime, ceilings: each within its bound
         for what in ("account", "qos"):
             if getattr(part, what):
                 check_name(getattr(part, what), f"{where}.{what}")
@@ -213,8 +227,10 @@ def _check_kernels(cfg: RootConfig) -> None:
             _names(impl.dtypes, f"{where}.impls.{iname}.dtypes")
             _names(impl.devices, f"{where}.impls.{iname}.devices")
             if bool(impl.argv) == (impl.script is not None):
-                raise ConfigError(f"{_safe(where)}.impls.{iname}: give argv (the program and its arguments) or "
-                                  "script (bash lines), one of them")
+                raise ConfigError(
+                    f"{_safe(where)}.impls.{iname}: give argv (the program and its arguments) or "
+                    "script (bash lines), one of them"
+                )
             for i, a in enumerate(impl.argv):
                 check_text(a, f"{where}.impls.{iname}.argv[{i}]")
             if impl.script is not None:
@@ -253,13 +269,17 @@ def _check_experiment(cfg: RootConfig) -> None:
                 raise ConfigError(f"{_safe(where)}.{what} is empty: name at least one")
             _names(values, f"{where}.{what}")
         _names(sweep.partitions, f"{where}.partitions")
-        for block, key, value in [*(("args", k, v) for k, v in sweep.args.items()),
-                                  *(("grid", k, v) for k, vs in sweep.grid.items() for v in vs)]:
+        for block, key, value in [
+            *(("args", k, v) for k, v in sweep.args.items()),
+            *(("grid", k, v) for k, vs in sweep.grid.items() for v in vs),
+        ]:
             if not ARG_KEY.fullmatch(str(key)) or len(str(key)) > 64:
                 raise ConfigError(f"{_safe(where)}: {str(key)[:60]!r} is not a program option name")
             if not _argument(value):
-                raise ConfigError(f"{_safe(where)}.{block}.{key}: {_safe(str(value))[:60]!r} is not a value an "
-                                  "argument can take: a number, a word, or a list of them (joined by commas)")
+                raise ConfigError(
+                    f"{_safe(where)}.{block}.{key}: {_safe(str(value))[:60]!r} is not a value an "
+                    "argument can take: a number, a word, or a list of them (joined by commas)"
+                )
             check_text(str(value), f"{where}.{key}", limit=1024)  # a list joined by commas: checked above
         for key, values in sweep.grid.items():
             if not values:

@@ -22,13 +22,23 @@ MAX_TEXT = 400
 MAX_EXPONENT = 64.0
 
 _BINARY: dict[type, Callable[[float, float], float]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
 }
 _UNARY: dict[type, Callable[[float], float]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 _CALLS: dict[str, Callable[..., float]] = {
-    "min": min, "max": max, "ceil": math.ceil, "floor": math.floor, "sqrt": math.sqrt,
-    "log2": math.log2, "abs": abs,
+    "min": min,
+    "max": max,
+    "ceil": math.ceil,
+    "floor": math.floor,
+    "sqrt": math.sqrt,
+    "log2": math.log2,
+    "abs": abs,
 }
 
 
@@ -83,7 +93,8 @@ def evaluate(text: str, values: Mapping[str, float | int | str]) -> float:
     except (OverflowError, ZeroDivisionError, ValueError) as exc:
         if isinstance(exc, ExprError):
             raise
-        raise ExprError(f"cannot evaluate {text!r}: {exc}") from None
+        why = "the result is too large for a float" if isinstance(exc, OverflowError) else exc
+        raise ExprError(f"cannot evaluate {text!r}: {why}") from None
     if not math.isfinite(result):
         raise ExprError(f"{text!r} is not finite")
     return result

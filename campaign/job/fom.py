@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from campaign.job import expr
+from campaign.job import cost
 from campaign.job.error_line import exit_words
 from campaign.job.fom_launch import OPTION, Launch
 from campaign.job.fom_read import (
@@ -183,26 +183,12 @@ def time_of(found: list[tuple[dict[str, Any], float]], elapsed: float) -> float:
 
 
 def _cost(spec: dict[str, Any], values: dict[str, str]) -> dict[str, float]:
-    """The cost model at this point; a count that cannot be evaluated (an
-    overflow at a huge n) is left empty with a warning, never a lost run."""
-    out: dict[str, float] = {}
-    given = dict(values)
-    if spec.get("element_bytes"):  # the element size of this run's dtype (a missing one is fp32's)
-        size = spec["element_bytes"].get(values.get("dtype") or "fp32")
-        if size is not None:
-            given["element_bytes"] = str(size)
-    for name, text in spec.get("cost_params", {}).items():
-        if given.get(name, "") == "":  # derived only where the run has none
-            try:
-                given[name] = repr(expr.evaluate(text, values))
-            except expr.ExprError as exc:
-                print(f"campaign.job.fom: {name} not evaluated: {exc}", file=sys.stderr)
-    for what in ("flops", "bytes"):
-        if spec.get(what):
-            try:
-                out[what] = expr.evaluate(spec[what], given)
-            except expr.ExprError as exc:
-                print(f"campaign.job.fom: {what} not evaluated: {exc}", file=sys.stderr)
+    """The cost model at this point; a count that cannot be worked out is left
+    empty with a warning, never a lost run (submit refuses a run whose planned
+    values give none: campaign.planning.cost_check)."""
+    out, problems = cost.counts(spec, values)
+    for problem in problems:
+        print(f"campaign.job.fom: {problem.key} not evaluated: {problem.reason}", file=sys.stderr)
     return out
 
 
@@ -222,7 +208,7 @@ def _rows(
     values: dict[str, str],
 ) -> list[dict[str, Any]]:
     """The CSV rows of one repeat: one per figure, sharing time_s and the cost model."""
-    cost = _cost(spec, values)
+    counts = _cost(spec, values)
     seconds = repr(time_of(found, elapsed))
     fixed = {"fixed_duration": 1} if spec.get("fixed_duration") else {}
     return [
@@ -243,8 +229,8 @@ def _rows(
             "value": repr(value),
             "unit": fig.get("unit", ""),
             "higher_is_better": int(bool(fig.get("higher_is_better", False))),
-            "flops": repr(cost["flops"]) if "flops" in cost else "",
-            "bytes": repr(cost["bytes"]) if "bytes" in cost else "",
+            "flops": repr(counts["flops"]) if "flops" in counts else "",
+            "bytes": repr(counts["bytes"]) if "bytes" in counts else "",
         }
         for fig, value in found
     ]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from campaign.config.groups import group_options
+from campaign.config.numbers import check_experiment
 from campaign.config.schema import (
     ExperimentSpec,
     KernelSpec,
@@ -23,6 +24,7 @@ from campaign.config.schema import (
     SweepSpec,
 )
 from campaign.planning import byob
+from campaign.planning.cost_check import CostCheck
 from campaign.planning.partition_choice import sweep_partitions
 from campaign.planning.profiling import PROFILER_DEVICE, profile_args, profile_of
 from campaign.planning.ranks import check_counts, layouts
@@ -72,8 +74,10 @@ def _check_sweep(sweep: SweepSpec, kernel: KernelSpec, index: int) -> list[int]:
         offered = sorted({v for i in sweep.impls for v in getattr(kernel.impls[i], what + "s")})
         unknown = [v for v in wanted if v not in offered and "all" not in offered]
         if unknown:
-            raise ConfigError(f"{where}: kernel {kernel.name} ({', '.join(sweep.impls)}) has no {what} "
-                              f"{unknown[0]!r}; known: {', '.join(offered)}")
+            raise ConfigError(
+                f"{where}: kernel {kernel.name} ({', '.join(sweep.impls)}) has no {what} "
+                f"{unknown[0]!r}; known: {', '.join(offered)}"
+            )
     return sizes
 
 
@@ -93,8 +97,10 @@ def _check_partition(cfg: RootConfig, part: PartitionSpec, threads: list[int], i
     check_memory(part, exp)
     limit = part.cores * part.threads_per_core
     if exp.cpus_per_run is not None and not 0 < exp.cpus_per_run <= limit:
-        raise ConfigError(f"experiment.cpus_per_run={exp.cpus_per_run} must be between 1 and the {limit} "
-                          f"hardware threads of partition {part.name} ({cluster.name})")
+        raise ConfigError(
+            f"experiment.cpus_per_run={exp.cpus_per_run} must be between 1 and the {limit} "
+            f"hardware threads of partition {part.name} ({cluster.name})"
+        )
     # with cpus_per_run, threads above it oversubscribe on purpose (up to 4x the node)
     limit = limit * 4 if exp.cpus_per_run is not None else limit
     too_many = [t for t in threads if t > limit] if part.gpus == 0 else []
@@ -108,10 +114,7 @@ def _check_partition(cfg: RootConfig, part: PartitionSpec, threads: list[int], i
 def plan(cfg: RootConfig) -> Plan:
     """Expand the experiment; raises ConfigError on anything unplannable."""
     exp: ExperimentSpec = cfg.experiment
-    if exp.repeats < 1 or exp.warmup < 0 or exp.walltime_min < 1:
-        raise ConfigError("experiment.repeats must be >= 1, warmup >= 0 and walltime_min >= 1")
-    if exp.mem_gb is not None and not exp.mem_gb > 0:
-        raise ConfigError(f"experiment.mem_gb must be positive (GB per job), got {exp.mem_gb}")
+    check_experiment(exp)  # repeats, warm-up, walltime and memory within their bounds
     if not exp.sweeps:
         raise ConfigError(f"experiment {exp.name} has no sweeps")
     _check_size(cfg)
@@ -121,8 +124,9 @@ def plan(cfg: RootConfig) -> Plan:
         if sweep.kernel not in cfg.kernels:
             # only the kernels the config names are composed: "known" lists every kernel on the config path
             known = sorted(set(group_options("kernel")) | set(cfg.kernels))
-            raise ConfigError(f"unknown kernel {sweep.kernel!r}{did_you_mean(sweep.kernel, known)}; "
-                              f"known: {', '.join(known)}")
+            raise ConfigError(
+                f"unknown kernel {sweep.kernel!r}{did_you_mean(sweep.kernel, known)}; known: {', '.join(known)}"
+            )
         kernel = cfg.kernels[sweep.kernel]
         sweep = replace(sweep, n=_check_sweep(sweep, kernel, index))
         for part, threads in by_fill(cfg.cluster, exp, sweep, sweep_partitions(cfg.cluster, sweep, kernel)):
@@ -147,12 +151,18 @@ def _check_size(cfg: RootConfig) -> None:
         shapes = len(sweep.threads) * len(sweep.nodes) * len(sweep.ranks_per_node) * max(1, len(sweep.gpus_per_rank))
         total += parts * len(sweep.impls) * len(sweep.variants) * len(sweep.dtypes) * shapes * grid * reps
         if total > limit:
-            raise ConfigError(f"experiment {cfg.experiment.name} plans up to {total:,} runs (counted before "
-                              f"building them), above campaign.max_runs={limit:,}: narrow the sweeps or raise it")
+            raise ConfigError(
+                f"experiment {cfg.experiment.name} plans up to {total:,} runs (counted before "
+                f"building them), above campaign.max_runs={limit:,}: narrow the sweeps or raise it"
+            )
 
 
 def _expand(
-    cfg: RootConfig, sweep: SweepSpec, kernel: KernelSpec, part: PartitionSpec, skipped: list[str],
+    cfg: RootConfig,
+    sweep: SweepSpec,
+    kernel: KernelSpec,
+    part: PartitionSpec,
+    skipped: list[str],
     index: int = 0,
 ) -> list[RunSpec]:
     exp = cfg.experiment
@@ -161,40 +171,64 @@ def _expand(
     shapes = layouts(part, sweep, index, cfg.cluster.name, limit, cfg.cluster.backend)
     profile = profile_of(exp, sweep, index)
     if profile != "none" and PROFILER_DEVICE[profile] != device:
-        raise ConfigError(f"profile={profile} reads {PROFILER_DEVICE[profile]} counters but partition "
-                          f"{part.name} runs on {device}: profile that sweep with "
-                          f"{'ncu' if device == 'cuda' else 'perf'} or none")
+        raise ConfigError(
+            f"profile={profile} reads {PROFILER_DEVICE[profile]} counters but partition "
+            f"{part.name} runs on {device}: profile that sweep with "
+            f"{'ncu' if device == 'cuda' else 'perf'} or none"
+        )
     profiling = profile_args(profile, part)
     runs: list[RunSpec] = []
     points = list(_grid_points(sweep))  # the grid once, not once per impl x variant x dtype
     allocs = {s: allocate(part, exp, s.threads, s.ranks_per_node, s.gpus_per_rank) for s in shapes}
+    costs = CostCheck(kernel, index)
     for impl_name, variant, dtype in itertools.product(sweep.impls, sweep.variants, sweep.dtypes):
         impl = kernel.impls[impl_name]
         why = _unsupported(impl.variants, impl.devices, impl.dtypes, variant, device, dtype)
         if not why and profile != "none" and profile not in impl.profilers:
-            why = f"profile={profile} not supported by this implementation (profilers: " \
-                  f"{', '.join(impl.profilers) or 'none'})"
+            why = (
+                f"profile={profile} not supported by this implementation (profilers: "
+                f"{', '.join(impl.profilers) or 'none'})"
+            )
         if why:
             skipped.append(f"{kernel.name}/{impl_name}/{variant} {dtype} on {part.name}: {why}")
             continue
-        argv = byob.tool_argv(cfg.campaign.python or sys.executable, kernel, impl_name) \
-            if kernel.driven_by == "tool" else tuple(impl.argv)
+        argv = (
+            byob.tool_argv(cfg.campaign.python or sys.executable, kernel, impl_name)
+            if kernel.driven_by == "tool"
+            else tuple(impl.argv)
+        )
         for shape in shapes:
             alloc, t = allocs[shape], shape.threads
             # One spec per thread count, its grid points copies of it (a
             # frozen dataclass's __init__ per grid point costs seconds at 100,000)
             base = RunSpec(
-                cluster=cfg.cluster.name, partition=part.name, kernel=kernel.name,
-                impl=impl_name, variant=variant, device=device, dtype=dtype,
-                threads=t, gpus=alloc.gpus,
-                n=tuple(sweep.n or ()), d=byob.d_of(sweep, kernel), repeats=exp.repeats, warmup=exp.warmup,
-                check=exp.check, walltime_min=exp.walltime_min,
-                mem_gb=alloc.mem_gb, argv=argv, extra_args=profiling,
-                cpus=alloc.cpus if alloc.cpus != t else 0, exclusive=alloc.exclusive,
-                nodes=shape.nodes, ranks_per_node=shape.ranks_per_node, gpus_per_rank=shape.gpus_per_rank,
+                cluster=cfg.cluster.name,
+                partition=part.name,
+                kernel=kernel.name,
+                impl=impl_name,
+                variant=variant,
+                device=device,
+                dtype=dtype,
+                threads=t,
+                gpus=alloc.gpus,
+                n=tuple(sweep.n or ()),
+                d=byob.d_of(sweep, kernel),
+                repeats=exp.repeats,
+                warmup=exp.warmup,
+                check=exp.check,
+                walltime_min=exp.walltime_min,
+                mem_gb=alloc.mem_gb,
+                argv=argv,
+                extra_args=profiling,
+                cpus=alloc.cpus if alloc.cpus != t else 0,
+                exclusive=alloc.exclusive,
+                nodes=shape.nodes,
+                ranks_per_node=shape.ranks_per_node,
+                gpus_per_rank=shape.gpus_per_rank,
                 launched=impl.launched,
                 repeat_by=byob.repeat_by(kernel, impl.launched or shape.ranks > 1 or shape.gpus_per_rank > 0),
             )
+            costs.check(base, points)  # every point's counts, before anything is recorded
             runs += [base.evolve(extra_args=extra + profiling) for extra in points]
     return runs
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from sqlalchemy import String, case, cast, select, type_coerce
 
-from campaign.config.schema import ClusterSpec
+from campaign.config.numbers import CEILINGS, PARTITION, fact
+from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.job.element_type import shown_dtype, untyped
 from campaign.job.problem_size import DRIVER
 from campaign.ledger import Campaign, CounterRow, JobAttempt, Ledger, Run
@@ -20,8 +21,21 @@ from campaign.plumbing.states import JobState
 from resultschema.partition import PARTITION_COLUMNS
 
 # latest: the attempt is its run's newest (no later attempt), the rule of `jobs` (campaign.ledger.queries)
-JOB_FRAME_COLUMNS = ["cluster", "campaign", "job_id", "array_index", "attempt", "latest", "state", "node",
-                     "submitted", "started", "ended", "walltime_min", "run"]
+JOB_FRAME_COLUMNS = [
+    "cluster",
+    "campaign",
+    "job_id",
+    "array_index",
+    "attempt",
+    "latest",
+    "state",
+    "node",
+    "submitted",
+    "started",
+    "ended",
+    "walltime_min",
+    "run",
+]
 
 
 def partition_facts_frame(specs: dict[str, ClusterSpec]) -> Any:
@@ -31,11 +45,32 @@ def partition_facts_frame(specs: dict[str, ClusterSpec]) -> Any:
     rows = []
     for cname, spec in specs.items():
         for pname, p in spec.partitions.items():
+            # a fact outside its bound (recorded before compose refused it) is one not declared: never divided by
+            sockets, per_socket, numa, per_core = (
+                _whole(p, k) for k in ("sockets", "cores_per_socket", "numa_domains", "threads_per_core")
+            )
             c = p.ceilings
-            rows.append([cname, pname, p.cores, p.sockets, p.numa_domains, p.threads_per_core,
-                         c.peak_flops_fp32, c.peak_flops_bf16, c.mem_bw])
-    return pd.DataFrame(rows, columns=list(PARTITION_COLUMNS)).astype(
-        {k: "float64" for k in ("peak_flops_fp32", "peak_flops_bf16", "mem_bw")})
+            cores = sockets * per_socket if sockets is not None and per_socket is not None else None
+            numa = numa if numa is not None and cores is not None and numa <= cores else None
+            rows.append(
+                [
+                    cname,
+                    pname,
+                    cores,
+                    sockets,
+                    numa,
+                    per_core,
+                    fact(c.peak_flops_fp32, CEILINGS["peak_flops_fp32"]),
+                    fact(c.peak_flops_bf16, CEILINGS["peak_flops_bf16"]),
+                    fact(c.mem_bw, CEILINGS["mem_bw"]),
+                ]
+            )
+    return pd.DataFrame(rows, columns=list(PARTITION_COLUMNS)).astype(dict.fromkeys(CEILINGS, "float64"))
+
+
+def _whole(part: PartitionSpec, key: str) -> int | None:
+    value = fact(getattr(part, key), PARTITION[key])
+    return None if value is None else int(value)
 
 
 def jobs_frame(led: Ledger, campaign: str | None = None) -> Any:
@@ -56,12 +91,34 @@ def jobs_frame(led: Ledger, campaign: str | None = None) -> Any:
 
     spec = Run.spec
     driver = case((spec[("argv", 2)].as_string() == DRIVER, spec[("argv", 3)].as_string()))
-    stmt = (select(Campaign.cluster, Campaign.name, JobAttempt.job_id, JobAttempt.array_index, JobAttempt.attempt,
-                   is_newest_attempt(), type_coerce(JobAttempt.state, String), JobAttempt.node,
-                   JobAttempt.submitted_at, JobAttempt.started_at, JobAttempt.ended_at, JobAttempt.walltime_min,
-                   Run.partition, Run.kernel, Run.impl, Run.variant, Run.dtype, Run.threads, Run.gpus,
-                   *(spec[k].as_integer() for k in _LABEL_INT), cast(spec["extra_args"], String), driver)
-            .join(Run, Run.id == JobAttempt.run_id).join(Campaign))
+    stmt = (
+        select(
+            Campaign.cluster,
+            Campaign.name,
+            JobAttempt.job_id,
+            JobAttempt.array_index,
+            JobAttempt.attempt,
+            is_newest_attempt(),
+            type_coerce(JobAttempt.state, String),
+            JobAttempt.node,
+            JobAttempt.submitted_at,
+            JobAttempt.started_at,
+            JobAttempt.ended_at,
+            JobAttempt.walltime_min,
+            Run.partition,
+            Run.kernel,
+            Run.impl,
+            Run.variant,
+            Run.dtype,
+            Run.threads,
+            Run.gpus,
+            *(spec[k].as_integer() for k in _LABEL_INT),
+            cast(spec["extra_args"], String),
+            driver,
+        )
+        .join(Run, Run.id == JobAttempt.run_id)
+        .join(Campaign)
+    )
     if campaign:
         stmt = stmt.where(Campaign.name == campaign)
     with led.session() as s:
@@ -93,12 +150,22 @@ def _pairs(extra_args: Any) -> tuple[tuple[str, str], ...]:
     return tuple((str(k), str(v)) for k, v in extra_args or ())
 
 
-def spec_label(spec: dict[str, Any], partition: str, kernel: str, impl: str, variant: str, dtype: str, threads: int,
-               gpus: int) -> str:
+def spec_label(
+    spec: dict[str, Any], partition: str, kernel: str, impl: str, variant: str, dtype: str, threads: int, gpus: int
+) -> str:
     """RunSpec.label of a run (its own columns and its spec, read as _label reads it: a spec of an older
     ledger without a field takes its neutral value)."""
-    return _label(partition, kernel, impl, variant, shown_dtype(dtype, spec.get("argv") or ()), threads, gpus,
-                  *(spec.get(k) for k in _LABEL_INT), _pairs(spec.get("extra_args")))
+    return _label(
+        partition,
+        kernel,
+        impl,
+        variant,
+        shown_dtype(dtype, spec.get("argv") or ()),
+        threads,
+        gpus,
+        *(spec.get(k) for k in _LABEL_INT),
+        _pairs(spec.get("extra_args")),
+    )
 
 
 def _label(*fields: Any) -> str:
@@ -107,13 +174,43 @@ def _label(*fields: Any) -> str:
     value (tests/analysis/test_jobs_frame.py holds it to the label of the whole spec); run_label caches
     it: a campaign's attempts share a few thousand labels (a RunSpec per attempt costs 2 s at 40,000
     attempts, BENCHMARKS.md 13e)."""
-    partition, kernel, impl, variant, dtype, threads, gpus, cpus, nodes, per_node, gpus_per_rank, replicate, extra = fields
-    return run_label(kernel, impl, variant, dtype, partition, threads, gpus, cpus or 0, nodes or 1, per_node or 1,
-                     gpus_per_rank or 0, extra, replicate or 0)
+    partition, kernel, impl, variant, dtype, threads, gpus, cpus, nodes, per_node, gpus_per_rank, replicate, extra = (
+        fields
+    )
+    return run_label(
+        kernel,
+        impl,
+        variant,
+        dtype,
+        partition,
+        threads,
+        gpus,
+        cpus or 0,
+        nodes or 1,
+        per_node or 1,
+        gpus_per_rank or 0,
+        extra,
+        replicate or 0,
+    )
 
 
-COUNTER_FRAME_COLUMNS = ["cluster", "partition", "kernel", "impl", "variant", "dtype", "n", "d", "params",
-                         "metric", "value", "unit", "kernels", "error", "attempt_id"]
+COUNTER_FRAME_COLUMNS = [
+    "cluster",
+    "partition",
+    "kernel",
+    "impl",
+    "variant",
+    "dtype",
+    "n",
+    "d",
+    "params",
+    "metric",
+    "value",
+    "unit",
+    "kernels",
+    "error",
+    "attempt_id",
+]
 
 
 def profiled(led: Ledger, campaign: str | Sequence[str] | None = None) -> bool:
@@ -123,8 +220,10 @@ def profiled(led: Ledger, campaign: str | Sequence[str] | None = None) -> bool:
     if campaign:
         attempts = attempts.where(Campaign.name.in_([campaign] if isinstance(campaign, str) else list(campaign)))
     with led.session() as s:
-        return s.execute(select(CounterRow.id).where(CounterRow.attempt_id.in_(attempts)).limit(1)).first() is not None \
+        return (
+            s.execute(select(CounterRow.id).where(CounterRow.attempt_id.in_(attempts)).limit(1)).first() is not None
             or s.execute(attempts.where(JobAttempt.state == JobState.PROFILE_FAILED).limit(1)).first() is not None
+        )
 
 
 def counters_frame(led: Ledger, campaign: str | Sequence[str] | None = None) -> Any:
@@ -138,12 +237,18 @@ def counters_frame(led: Ledger, campaign: str | Sequence[str] | None = None) -> 
     from campaign.results.latest import find as superseded
     from campaign.results.store import params_text
 
-    stmt = (select(CounterRow, Run.spec, Run.partition, Campaign.cluster, Run.id)
-            .join(JobAttempt, JobAttempt.id == CounterRow.attempt_id)
-            .join(Run, Run.id == JobAttempt.run_id).join(Campaign))
-    failed = (select(JobAttempt.id, JobAttempt.reason, Run.spec, Run.partition, Campaign.cluster, Run.id)
-              .join(Run, Run.id == JobAttempt.run_id).join(Campaign)
-              .where(JobAttempt.state == JobState.PROFILE_FAILED))
+    stmt = (
+        select(CounterRow, Run.spec, Run.partition, Campaign.cluster, Run.id)
+        .join(JobAttempt, JobAttempt.id == CounterRow.attempt_id)
+        .join(Run, Run.id == JobAttempt.run_id)
+        .join(Campaign)
+    )
+    failed = (
+        select(JobAttempt.id, JobAttempt.reason, Run.spec, Run.partition, Campaign.cluster, Run.id)
+        .join(Run, Run.id == JobAttempt.run_id)
+        .join(Campaign)
+        .where(JobAttempt.state == JobState.PROFILE_FAILED)
+    )
     if campaign:
         names = [campaign] if isinstance(campaign, str) else list(campaign)
         stmt, failed = stmt.where(Campaign.name.in_(names)), failed.where(Campaign.name.in_(names))
@@ -155,20 +260,45 @@ def counters_frame(led: Ledger, campaign: str | Sequence[str] | None = None) -> 
         for row, spec, partition, cluster, run_id in s.execute(stmt.order_by(CounterRow.id)):
             if run_id in left:
                 continue
-            rows.append(dict(_run_columns(spec, partition, cluster, params_text), n=row.n, metric=row.metric,
-                             value=row.value, unit=row.unit or "", kernels=row.kernels or "", error="",
-                             attempt_id=row.attempt_id))
+            rows.append(
+                dict(
+                    _run_columns(spec, partition, cluster, params_text),
+                    n=row.n,
+                    metric=row.metric,
+                    value=row.value,
+                    unit=row.unit or "",
+                    kernels=row.kernels or "",
+                    error="",
+                    attempt_id=row.attempt_id,
+                )
+            )
         for aid, reason, spec, partition, cluster, run_id in s.execute(failed.order_by(JobAttempt.id)):
             if run_id in left:
                 continue
-            rows.append(dict(_run_columns(spec, partition, cluster, params_text), n=None, metric="",
-                             value=None, unit="", kernels="", error=reason or "profile failed",
-                             attempt_id=aid))
+            rows.append(
+                dict(
+                    _run_columns(spec, partition, cluster, params_text),
+                    n=None,
+                    metric="",
+                    value=None,
+                    unit="",
+                    kernels="",
+                    error=reason or "profile failed",
+                    attempt_id=aid,
+                )
+            )
     return pd.DataFrame(rows, columns=COUNTER_FRAME_COLUMNS)
 
 
 def _run_columns(spec: dict[str, Any], partition: str, cluster: str, params_text: Any) -> dict[str, Any]:
     extra_args = tuple((str(k), str(v)) for k, v in spec.get("extra_args") or [])
-    return {"cluster": cluster, "partition": partition, "kernel": spec["kernel"], "impl": spec["impl"],
-            "variant": spec["variant"], "dtype": shown_dtype(spec["dtype"], spec.get("argv") or ()), "d": spec["d"],
-            "params": params_text(extra_args, {})}
+    return {
+        "cluster": cluster,
+        "partition": partition,
+        "kernel": spec["kernel"],
+        "impl": spec["impl"],
+        "variant": spec["variant"],
+        "dtype": shown_dtype(spec["dtype"], spec.get("argv") or ()),
+        "d": spec["d"],
+        "params": params_text(extra_args, {}),
+    }
