@@ -52,8 +52,12 @@ def config_dirs() -> list[Path]:
     return extra + [conf_dir()]
 
 
+_SHOWN = 400  # characters of a path a line shows whole (a deep site path); a longer one keeps both ends
+
+
 def _shown(text: str) -> str:
-    return text if len(text) <= 80 else text[:77] + "..."
+    """A path as a line shows it: whole, or its start and its end (the folder the user named last)."""
+    return text if len(text) <= _SHOWN else text[: _SHOWN // 2] + "..." + text[-_SHOWN // 2 :]
 
 
 def _folder(text: str, variable: str) -> Path:
