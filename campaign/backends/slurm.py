@@ -38,7 +38,7 @@ from campaign.backends.base import (
     Submitted,
 )
 from campaign.backends.slurm_fields import exit_status
-from campaign.backends.slurm_manifest import log_paths, logs_folder, manifest_path, recorded, write_manifest
+from campaign.backends.slurm_manifest import logs_folder, manifest_path, recorded, task_submitted, write_manifest
 from campaign.backends.slurm_manifest import recover as recover_from_manifests
 from campaign.backends.slurm_run import failure_text, run_slurm
 from campaign.backends.step import StepRequest, StepSubmitted
@@ -250,24 +250,8 @@ class SlurmBackend(Backend):
         cpus = params["cpus_per_task"] if params else None
         gpus = slurm_launch.node_gpus(params) if params else None
         folder = str(logs_folder(self.folder, manifest))
-        subs = []
-        for index, req in enumerate(group):
-            job_id = f"{base}_{index}" if array else base
-            out, err = log_paths(folder, job_id)
-            subs.append(
-                Submitted(
-                    req.attempt_id,
-                    job_id,
-                    base if array else None,
-                    index if array else None,
-                    out,
-                    err,
-                    cluster=where,
-                    cpus=cpus,
-                    gpus=gpus,
-                )
-            )
-        return subs
+        return [task_submitted(req.attempt_id, base, index, array, folder, cluster=where, cpus=cpus, gpus=gpus)
+                for index, req in enumerate(group)]
 
     def query(self, refs: Sequence[JobRef]) -> QueryResult:
         """One batched query per Slurm cluster holding jobs (-M for any but the local one)."""

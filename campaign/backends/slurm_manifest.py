@@ -88,22 +88,19 @@ def recover(folder: Path, requests: Sequence[JobRequest]) -> list[Submitted]:
         array = bool(data.get("array"))
         for index, aid in enumerate(attempts):
             if aid in wanted:
-                job_id = f"{base}_{index}" if array else base
-                out, err = log_paths(str(logs_folder(folder, path.stem)), job_id)
                 # submitted after its manifest was written: sync asks sacct from then on (query_sacct)
-                found.append(
-                    Submitted(
-                        aid,
-                        job_id,
-                        base if array else None,
-                        index if array else None,
-                        out,
-                        err,
-                        cluster=where,
-                        submitted_at=datetime.fromtimestamp(path.stat().st_mtime, UTC),
-                    )
-                )
+                found.append(task_submitted(aid, base, index, array, str(logs_folder(folder, path.stem)),
+                                            cluster=where,
+                                            submitted_at=datetime.fromtimestamp(path.stat().st_mtime, UTC)))
     return found
+
+
+def task_submitted(attempt_id: int, base: str, index: int, array: bool, folder: str, **facts: Any) -> Submitted:
+    """Task `index` of the job or array `base` as submitted: its job id, array coordinates and log
+    files (in `folder`), with the `facts` Submitted takes beside them."""
+    job_id = f"{base}_{index}" if array else base
+    out, err = log_paths(folder, job_id)
+    return Submitted(attempt_id, job_id, base if array else None, index if array else None, out, err, **facts)
 
 
 def _find_by_name(name: str, since: float, clusters: str | None = None) -> tuple[str, str | None] | None:

@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterable
 
 from campaign.ledger import JobAttempt
-from campaign.planning.identity import USER, now_code, program_identity, user_program
+from campaign.planning.identity import USER, now_code, program_entries
 from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.errors import BadInputError
 
@@ -49,7 +49,7 @@ def changed_program(atts: Iterable[JobAttempt]) -> tuple[set[int], str | None]:
         where = (spec.argv, spec.identity)  # a sweep's runs share a few
         if where not in seen:
             rest = [(k, v) for k, v in spec.identity if not _is_program(k)]
-            now = dict(program_identity(spec.argv, rest, cache) + user_program(spec.argv, rest, cache))
+            now = dict(program_entries(spec.argv, rest, cache))
             seen[where] = [(_name(k, spec.argv), v, now.get(k, "(none)")) for k, v in recorded
                            if now.get(k) != v and not now_code(v, now.get(k))]
         for entry in seen[where]:

@@ -19,20 +19,28 @@ from pathlib import Path
 
 import yaml
 
-from campaign.config.groups import config_dirs
+from campaign.config.groups import conf_dir, config_dirs
 from campaign.plumbing.errors import ConfigError
 
 MAX_NODES = 1_000_000  # the largest shipped config has a few hundred; a site's thousands at most
-DEFAULTS = {"cluster": "local", "experiment": "smoke"}  # conf/config.yaml's defaults list
+CHOSEN = ("cluster", "experiment")  # the groups a compose picks one file of
+
+
+def _defaults() -> dict[str, str]:
+    """The cluster and experiment the root config.yaml's defaults list picks (the shipped conf/'s,
+    or the folder CAMPAIGN_CONF_DIR names): what a compose reads where no override chooses."""
+    root = yaml.safe_load((conf_dir() / "config.yaml").read_text(encoding="utf-8")) or {}
+    items = root.get("defaults") or [] if isinstance(root, dict) else []
+    return {str(k): str(v) for item in items if isinstance(item, dict) for k, v in item.items() if k in CHOSEN}
 
 
 def check_chosen(overrides: Sequence[str]) -> None:
     """ConfigError naming the cluster or experiment file chosen by `overrides`
     (or by default) whose aliases expand past MAX_NODES."""
-    chosen = dict(DEFAULTS)
+    chosen = _defaults()
     for item in overrides:
         key, _, value = item.partition("=")
-        if key.lstrip("+") in chosen:
+        if key.lstrip("+") in CHOSEN:
             chosen[key.lstrip("+")] = value
     for group, name in chosen.items():
         _check_file(group, name)

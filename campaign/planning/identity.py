@@ -162,6 +162,13 @@ def user_program(argv: tuple[str, ...], identity: list[tuple[str, str]],
                     if os.path.isabs(a) and not placeholders(a) and os.path.isfile(a)]
 
 
+def program_entries(argv: tuple[str, ...], identity: list[tuple[str, str]],
+                    cache: dict[str, str]) -> list[tuple[str, str]]:
+    """Every identity entry that hashes what a run starts (its program, a tool-driven benchmark's own),
+    given the rest of its identity (the runs' PATH, a container): what submit records and rerun checks."""
+    return program_identity(argv, identity, cache) + user_program(argv, identity, cache)
+
+
 def with_identity(cfg: RootConfig, runs: Iterable[RunSpec]) -> list[RunSpec]:
     """The runs with `identity` filled in (environment, modules, program)."""
     cluster = cfg.cluster
@@ -178,8 +185,7 @@ def with_identity(cfg: RootConfig, runs: Iterable[RunSpec]) -> list[RunSpec]:
             items += [("modules", " ".join(modules)), ("stack_unlimited", str(cluster.stack_unlimited))]
             # the image (digest, runtime version) or Spack environment (lock hash) the program runs in
             items += identity_items(*resolve(cfg.experiment, part), part.gpus > 0, cache)
-            seen[where] = tuple(items + program_identity(run.argv, items, cache)
-                                + user_program(run.argv, items, cache))
+            seen[where] = tuple(items + program_entries(run.argv, items, cache))
         out.append(run.evolve(identity=seen[where]))
     return out
 

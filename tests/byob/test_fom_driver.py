@@ -258,6 +258,12 @@ def test_crlf_and_progress_lines_read_as_a_file_source_reads_them(tmp_path: Path
     assert {r["extra"]["metric"]: float(r["extra"]["value"]) for r in outcome.rows} == {"bw": 12.5, "bw_file": 12.5}
 
 
+# a time the program writes into t.txt of its job folder
+ELAPSED_IN_FILE = [
+    {"name": "elapsed", "regex": r"elapsed (?P<value>\S+)", "source": "file:t.txt", "unit": "s",
+     "higher_is_better": False}
+]
+
 def test_a_file_only_the_warm_up_wrote_is_no_figure_of_a_repeat(tmp_path: Path) -> None:
     """A figure's file is removed before each invocation: a program that wrote it only in its
     warm-up leaves the timed repeats without it (LOST_OUTPUT, the pattern named), never the
@@ -266,16 +272,7 @@ def test_a_file_only_the_warm_up_wrote_is_no_figure_of_a_repeat(tmp_path: Path) 
         "import os; first = not os.path.exists('ran.flag'); open('ran.flag', 'a').close(); "
         "first and open('t.txt', 'w').write('elapsed 9.0\\n'); print('done')"
     )
-    figures = [
-        {
-            "name": "elapsed",
-            "regex": r"elapsed (?P<value>\S+)",
-            "source": "file:t.txt",
-            "unit": "s",
-            "higher_is_better": False,
-        }
-    ]
-    rc, out = _run(tmp_path, _spec(code, figures=figures), n="8", repeats=2)
+    rc, out = _run(tmp_path, _spec(code, figures=ELAPSED_IN_FILE), n="8", repeats=2)
     assert rc == 0
     outcome = classify_output(out, _expected((8,)))
     assert outcome.state == JobState.LOST_OUTPUT and "elapsed" in outcome.reason, outcome.reason
@@ -284,16 +281,7 @@ def test_a_file_only_the_warm_up_wrote_is_no_figure_of_a_repeat(tmp_path: Path) 
 
 def test_a_file_each_repeat_writes_is_read_from_that_repeat(tmp_path: Path) -> None:
     code = "import sys; open('t.txt', 'w').write(f'elapsed {int(sys.argv[1]) / 4}\\n')"
-    figures = [
-        {
-            "name": "elapsed",
-            "regex": r"elapsed (?P<value>\S+)",
-            "source": "file:t.txt",
-            "unit": "s",
-            "higher_is_better": False,
-        }
-    ]
-    rc, out = _run(tmp_path, _spec(code, figures=figures), n="8,20", repeats=2)
+    rc, out = _run(tmp_path, _spec(code, figures=ELAPSED_IN_FILE), n="8,20", repeats=2)
     assert rc == 0
     outcome = classify_output(out, _expected((8, 20)))
     assert outcome.state == JobState.COMPLETED, outcome.reason
