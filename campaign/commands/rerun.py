@@ -37,10 +37,11 @@ from campaign.commands.rerun_program import without_changed_programs
 from campaign.commands.sync import SyncReport, sync
 from campaign.commands.waiting import failed_among
 from campaign.config.clusters import cluster_from_yaml
+from campaign.config.numbers import MEMORY_MAX_GB, WALLTIME_MAX_MIN
 from campaign.config.schema import ClusterSpec, PartitionSpec
 from campaign.ledger import Campaign, JobAttempt, Ledger, PreflightStep
 from campaign.ledger import queries as q
-from campaign.planning.resources import mem_from_site_gb, share_memory, usable_memory
+from campaign.planning.resources import mem_from_site_gb, mem_site_gb, share_memory, usable_memory
 from campaign.planning.run_spec import RunSpec
 from campaign.plumbing import storage
 from campaign.plumbing.clock import now
@@ -65,8 +66,11 @@ class _Batch:
 def _chained(ledger: Ledger, campaign_id: int) -> str | None:
     """The kernel folder of the campaign's last chain; None when it was submitted without one."""
     with ledger.session() as s:
-        return s.scalar(select(PreflightStep.kernel_bin).where(PreflightStep.campaign_id == campaign_id)
-                        .order_by(PreflightStep.id.desc()))
+        return s.scalar(
+            select(PreflightStep.kernel_bin)
+            .where(PreflightStep.campaign_id == campaign_id)
+            .order_by(PreflightStep.id.desc())
+        )
 
 
 @dataclass
@@ -79,8 +83,9 @@ class RerunReport:
     changed_program: str | None = None  # why runs whose program changed since submit were left alone
 
 
-def _select(s: Session, campaign: str | None, job_id: str | None, states: set[JobState],
-            before: tuple[int, datetime]) -> list[JobAttempt]:
+def _select(
+    s: Session, campaign: str | None, job_id: str | None, states: set[JobState], before: tuple[int, datetime]
+) -> list[JobAttempt]:
     """Finished attempts to rerun, as the ledger was when this rerun started
     (`before`: the newest attempt id then): a rerun that waited for another one
     of the same campaign does not rerun that one's new attempts again."""
@@ -105,22 +110,27 @@ def _before(att: JobAttempt, before: tuple[int, datetime]) -> bool:
     return att.id <= last_id and (att.ended_at is None or att.ended_at <= started)
 
 
-def _scaled(att: JobAttempt, spec: RunSpec, part: PartitionSpec, time_factor: float,
-            mem_factor: float) -> tuple[int, float | None, str]:
+def _scaled(
+    att: JobAttempt, spec: RunSpec, part: PartitionSpec, time_factor: float, mem_factor: float
+) -> tuple[int, float | None, str]:
     """The new attempt's walltime and memory: the factors the user asked for,
     whatever the failure (a job that ran out of memory may also have been
     slow, and the user said so), never past what the partition allows; and
     one line saying what changed (or that nothing did: the user asks why
-    the same job should pass this time)."""
+    the same job should pass this time). A product past the bound submit
+    holds an experiment to (docs/design.md#experiment-numbers) is refused,
+    not capped: no partition allows it, so the factor is a typo."""
     walltime, mem = att.walltime_min, att.mem_gb
     said: list[str] = []
     if time_factor != 1.0:
+        _within_bound("--time-factor", time_factor, att, f"{walltime} min", walltime, WALLTIME_MAX_MIN, "min")
         wanted = max(walltime + 1, math.ceil(walltime * time_factor))  # whole minutes, up
         walltime = min(part.max_walltime_min, wanted)
         capped = f" (partition {part.name}'s maximum)" if walltime < wanted else ""
         said.append(f"walltime {att.walltime_min} -> {walltime} min{capped}")
     if mem_factor != 1.0:
         base = mem if mem is not None else _site_share(part, spec)
+        _within_bound("--mem-factor", mem_factor, att, f"{base * 1024:.0f} MiB", mem_site_gb(base), MEMORY_MAX_GB, "GB")
         wanted_mem = round(base * mem_factor, 3)
         mem = min(wanted_mem, usable_memory(part))  # never above what a node lets a job ask
         before = f"{base * 1024:.0f} MiB" + ("" if att.mem_gb is not None else " (the site's share)")
@@ -130,6 +140,19 @@ def _scaled(att: JobAttempt, spec: RunSpec, part: PartitionSpec, time_factor: fl
         kept = f"{mem * 1024:.0f} MiB" if mem is not None else "the site's share"
         said.append(f"unchanged: walltime {walltime} min, memory {kept}")
     return walltime, mem, "; ".join(said)
+
+
+def _within_bound(
+    option: str, factor: float, att: JobAttempt, said: str, value: float, bound: float, unit: str
+) -> None:
+    """Refuse a factor whose product with the attempt's `value` (in `unit`; `said` as the rerun line
+    says it) is past `bound`."""
+    if value * factor > bound:
+        raise BadInputError(
+            f"{option} {factor:g}: job {att.job_id or att.id}'s {said} x {factor:g} is past the "
+            f"{bound:,.0f} {unit} any job may ask (docs/design.md#experiment-numbers); "
+            f"use a factor of at most {math.floor(bound / value):,}"
+        )
 
 
 def _site_share(part: PartitionSpec, spec: RunSpec) -> float:
@@ -158,28 +181,43 @@ def rerun(
     all_campaigns: bool = False,
     preflight: bool = True,
 ) -> RerunReport:
-    if not (math.isfinite(time_factor) and math.isfinite(mem_factor)) or time_factor < 1.0 or mem_factor < 1.0:
-        raise BadInputError("--time-factor and --mem-factor must be >= 1")
+    for option, factor in (("--time-factor", time_factor), ("--mem-factor", mem_factor)):
+        if not (math.isfinite(factor) and factor >= 1.0):
+            raise BadInputError(f"{option} {factor:g}: must be a finite number >= 1 (1 keeps the old value)")
     wanted = {JobState(s.upper()) for s in states} if states else set()
     if failed:  # CANCELLED was stopped on purpose: rerun it only when asked (--state CANCELLED)
         wanted |= set(FAILED_STATES)
     if job_id is None and not wanted:
         raise BadInputError("say what to rerun: --failed, --state STATE or --job JOB_ID")
     if job_id is None and campaign is None and not all_campaigns:
-        raise BadInputError("name the campaign to rerun (campaign rerun CAMPAIGN ...), or pass --all "
-                            "for every campaign in the ledger")
+        raise BadInputError(
+            "name the campaign to rerun (campaign rerun CAMPAIGN ...), or pass --all for every campaign in the ledger"
+        )
     report = RerunReport()
     started = now()  # aware UTC, as the ledger stores ended_at (campaign.ledger.types)
     with ledger.session() as s:
         camp_ids = _campaign_ids(s, campaign, job_id, wanted)
         before = (s.scalar(select(func.max(JobAttempt.id))) or 0, started)
+        if (time_factor, mem_factor) != (1.0, 1.0):  # a factor past its bound: refused before any claim is taken
+            _scale_all(_select(s, campaign, job_id, wanted, before), time_factor, mem_factor)
     # Serialised with submits and other reruns of the same campaigns (campaign.commands.claims).
     with claimed(ledger, camp_ids, "rerun", notice):
-        _rerun_claimed(ledger, report, camp_ids, campaign, job_id, wanted, time_factor, mem_factor, progress,
-                       before, preflight)
+        _rerun_claimed(
+            ledger, report, camp_ids, campaign, job_id, wanted, time_factor, mem_factor, progress, before, preflight
+        )
     if job_id is None:
         report.not_taken = _not_taken(ledger, camp_ids, wanted)
     return report
+
+
+def _scale_all(atts: list[JobAttempt], time_factor: float, mem_factor: float) -> None:
+    """Scale every attempt as the rerun will (`_scaled`), for its refusals only."""
+    clusters: dict[int, ClusterSpec] = {}
+    for att in atts:
+        camp = att.run.campaign
+        cluster = clusters.setdefault(camp.id, cluster_from_yaml(camp.cluster_yaml))
+        spec = RunSpec.from_json(att.run.spec)
+        _scaled(att, spec, cluster.partitions[spec.partition], time_factor, mem_factor)
 
 
 def _not_taken(ledger: Ledger, camp_ids: list[int], wanted: set[JobState]) -> dict[str, int]:
@@ -203,9 +241,13 @@ def _campaign_ids(s: Session, campaign: str | None, job_id: str | None, wanted: 
         return [q.attempts_by_job_id(s, job_id)[-1].run.campaign_id]
     if campaign:
         return [q.require_campaign(s, campaign).id]
-    return sorted({a.run.campaign_id for a in q.latest_attempts(s)
-                   if a.state in wanted or (a.job_id is None and (not a.state.finished
-                                                                   or a.state is JobState.NOT_SUBMITTED))})
+    return sorted(
+        {
+            a.run.campaign_id
+            for a in q.latest_attempts(s)
+            if a.state in wanted or (a.job_id is None and (not a.state.finished or a.state is JobState.NOT_SUBMITTED))
+        }
+    )
 
 
 def _batch(batches: dict[str, _Batch], camp: Campaign) -> _Batch:
@@ -214,9 +256,19 @@ def _batch(batches: dict[str, _Batch], camp: Campaign) -> _Batch:
     return batches[camp.name]
 
 
-def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], campaign: str | None,
-                   job_id: str | None, wanted: set[JobState], time_factor: float, mem_factor: float,
-                   progress: Progress | None, before: tuple[int, datetime], preflight: bool = True) -> None:
+def _rerun_claimed(
+    ledger: Ledger,
+    report: RerunReport,
+    camp_ids: list[int],
+    campaign: str | None,
+    job_id: str | None,
+    wanted: set[JobState],
+    time_factor: float,
+    mem_factor: float,
+    progress: Progress | None,
+    before: tuple[int, datetime],
+    preflight: bool = True,
+) -> None:
     batches: dict[str, _Batch] = {}
     with ledger.session.begin() as s:
         # Crash recovery first: attempts a killed submit or rerun recorded but
@@ -227,9 +279,18 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
                 reopen_unsubmitted(att)
                 batch = _batch(batches, att.run.campaign)
                 spec = RunSpec.from_json(att.run.spec)
-                batch.requests.append(job_request(batch.cluster, att.run.campaign.name, spec, att.id,
-                                                  Path(att.workdir), att.walltime_min, att.mem_gb,
-                                                  tuple(att.n) if att.n else None))
+                batch.requests.append(
+                    job_request(
+                        batch.cluster,
+                        att.run.campaign.name,
+                        spec,
+                        att.id,
+                        Path(att.workdir),
+                        att.walltime_min,
+                        att.mem_gb,
+                        tuple(att.n) if att.n else None,
+                    )
+                )
                 batch.resumed.add(att.id)
                 batch.changed[att.id] = "sent as recorded (a killed submit or rerun left it unconfirmed)"
                 previous = s.get(JobAttempt, att.previous_id) if att.previous_id else None
@@ -246,8 +307,7 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
             walltime, mem, changed = _scaled(att, spec, part, time_factor, mem_factor)
             only = tuple(att.missing_n) if att.state in PARTIAL_STATES and att.missing_n else None
             aid, _, workdir = new_attempt(s, run.id, spec, Path(camp.workdir), att, None, walltime, mem, only)
-            batch.requests.append(job_request(batch.cluster, camp.name, spec, aid, Path(workdir), walltime, mem,
-                                              only))
+            batch.requests.append(job_request(batch.cluster, camp.name, spec, aid, Path(workdir), walltime, mem, only))
             batch.previous[aid] = att.job_id
             if only:
                 changed += f"; only the missing n {', '.join(str(n) for n in only)}"
@@ -260,8 +320,7 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
                 reqs, found = recover_orphans(ledger, backend, batch.requests, batch.resumed)
                 kernel_bin = _chained(ledger, batch.campaign_id) if preflight else None
                 if kernel_bin is not None and reqs:  # submitted with its chain: rerun resubmits the chain
-                    chains = chain.plan_chains(batch.cluster, backend.name, name, Path(batch.workdir), kernel_bin,
-                                               reqs)
+                    chains = chain.plan_chains(batch.cluster, backend.name, name, Path(batch.workdir), kernel_bin, reqs)
                     reqs = gate(ledger, backend, batch.cluster.name, batch.campaign_id, kernel_bin, chains)
                 sent = [*found, *submit_requests(ledger, backend, reqs, progress)]
         except CampaignError as exc:  # sbatch refused: the ledger says so (attempts.refused)

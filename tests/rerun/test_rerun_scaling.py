@@ -5,11 +5,13 @@ never past the partition's limits, and the output says what changed
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
 
 from campaign.commands.rerun import _scaled, rerun
+from campaign.config.numbers import MEMORY_MAX_GB, WALLTIME_MAX_MIN
 from campaign.config.schema import PartitionSpec
 from campaign.ledger import JobAttempt, Ledger
 from campaign.plumbing.errors import BadInputError
@@ -24,8 +26,9 @@ def _attempt(state: JobState, walltime: int, mem: float | None) -> JobAttempt:
 PART = PartitionSpec(name="p", sockets=1, cores_per_socket=8, memory_gb=64, max_walltime_min=120)
 
 
-def _scale(state: JobState, walltime: int, mem: float | None, tf: float, mf: float,
-           part: PartitionSpec = PART) -> tuple[int, float | None]:
+def _scale(
+    state: JobState, walltime: int, mem: float | None, tf: float, mf: float, part: PartitionSpec = PART
+) -> tuple[int, float | None]:
     got_walltime, got_mem, _ = _scaled(_attempt(state, walltime, mem), SPEC, part, tf, mf)
     return got_walltime, got_mem
 
@@ -40,8 +43,17 @@ def test_walltime_grows_by_at_least_a_minute() -> None:
     assert walltime >= 2
 
 
-@pytest.mark.parametrize("state", [JobState.OUT_OF_MEMORY, JobState.TIMEOUT, JobState.FAILED, JobState.CANCELLED,
-                                   JobState.LOST_OUTPUT, JobState.PREFLIGHT_FAILED])
+@pytest.mark.parametrize(
+    "state",
+    [
+        JobState.OUT_OF_MEMORY,
+        JobState.TIMEOUT,
+        JobState.FAILED,
+        JobState.CANCELLED,
+        JobState.LOST_OUTPUT,
+        JobState.PREFLIGHT_FAILED,
+    ],
+)
 def test_factors_apply_whatever_the_failure(state: JobState) -> None:
     """`rerun --time-factor 3` on an OUT_OF_MEMORY job once kept its 1-minute walltime.
     The factors the user asked for apply to every attempt rerun."""
@@ -66,10 +78,14 @@ def test_what_changed_is_said() -> None:
     _, _, said = _scaled(_attempt(JobState.TIMEOUT, 100, None), SPEC, PART, 2.0, 1.0)
     assert said == f"walltime 100 -> {PART.max_walltime_min} min (partition p's maximum)"
     # nothing asked: the line still says what the new attempt gets
-    assert _scaled(_attempt(JobState.FAILED, 10, None), SPEC, PART, 1.0, 1.0)[2] == \
-        "unchanged: walltime 10 min, memory the site's share"
-    assert _scaled(_attempt(JobState.FAILED, 10, 0.5), SPEC, PART, 1.0, 1.0)[2] == \
-        f"unchanged: walltime 10 min, memory {0.5 * 1024:.0f} MiB"
+    assert (
+        _scaled(_attempt(JobState.FAILED, 10, None), SPEC, PART, 1.0, 1.0)[2]
+        == "unchanged: walltime 10 min, memory the site's share"
+    )
+    assert (
+        _scaled(_attempt(JobState.FAILED, 10, 0.5), SPEC, PART, 1.0, 1.0)[2]
+        == f"unchanged: walltime 10 min, memory {0.5 * 1024:.0f} MiB"
+    )
 
 
 def test_rerun_prints_what_changed(tmp_path: Path) -> None:
@@ -80,8 +96,18 @@ def test_rerun_prints_what_changed(tmp_path: Path) -> None:
     led = Ledger(tmp_path / "ledger.sqlite")
     add_attempt(led, tmp_path / "runs", state=JobState.OUT_OF_MEMORY, walltime_min=1, mem_gb=0.25)
     led.close()
-    proc = run_cli("--ledger", str(tmp_path / "ledger.sqlite"), "rerun", "unit", "--failed",
-                   "--time-factor", "3", "--mem-factor", "2", "--no-preflight")
+    proc = run_cli(
+        "--ledger",
+        str(tmp_path / "ledger.sqlite"),
+        "rerun",
+        "unit",
+        "--failed",
+        "--time-factor",
+        "3",
+        "--mem-factor",
+        "2",
+        "--no-preflight",
+    )
     assert "rerun: 101 -> " in proc.stdout, proc.stdout + proc.stderr
     line = next(x for x in proc.stdout.splitlines() if x.startswith("rerun: 101 -> "))
     assert line.endswith(f"(walltime 1 -> 3 min; memory {0.25 * 1024:.0f} MiB -> {0.5 * 1024:.0f} MiB)"), line
@@ -93,7 +119,7 @@ def test_rerun_prints_what_changed(tmp_path: Path) -> None:
 def test_factors_below_one_are_bad_input(tmp_path: Path) -> None:
     led = Ledger(tmp_path / "ledger.sqlite")
     add_attempt(led, tmp_path / "runs", state=JobState.TIMEOUT)
-    with pytest.raises(BadInputError, match="must be >= 1"):
+    with pytest.raises(BadInputError, match="^--time-factor 0.5: must be a finite number >= 1"):
         rerun(led, "unit", failed=True, time_factor=0.5)
 
 
@@ -102,3 +128,71 @@ def test_time_factor_rounds_up_to_whole_minutes(walltime: int, factor: float) ->
     """2.5 x 1 min must not be 2 min (round half to even); a factor never gives less than asked."""
     scaled, _ = _scale(JobState.TIMEOUT, walltime, None, factor, 1.0)
     assert scaled >= walltime * factor and scaled - walltime * factor < 1
+
+
+@pytest.mark.parametrize("factor", [0.0, -2.0, math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("option", ["time_factor", "mem_factor"])
+def test_factors_that_are_no_factor_are_bad_input_naming_the_option(tmp_path: Path, option: str, factor: float) -> None:
+    led = Ledger(tmp_path / "ledger.sqlite")
+    add_attempt(led, tmp_path / "runs", state=JobState.TIMEOUT)
+    flag = "--" + option.replace("_", "-")
+    with pytest.raises(BadInputError, match=f"^{flag} {factor:g}: must be a finite number >= 1"):
+        rerun(led, "unit", failed=True, **{option: factor})  # type: ignore[arg-type]
+    with led.session() as s:
+        assert s.query(JobAttempt).count() == 1
+
+
+# a product past the bound any experiment has (docs/design.md#experiment-numbers): refused, never capped
+_PAST_BOUND = [
+    ("time_factor", 1e308, "--time-factor 1e+308: job 101's 10 min x 1e+308 is past the 527,040 min"),
+    (
+        "time_factor",
+        WALLTIME_MAX_MIN / 10 + 1,
+        "past the 527,040 min any job may ask (docs/design.md#experiment-numbers); use a factor "
+        f"of at most {WALLTIME_MAX_MIN // 10:,}",
+    ),
+    ("mem_factor", 1e300, "--mem-factor 1e+300: job 101's 256 MiB x 1e+300 is past the 100,000 GB"),
+    ("mem_factor", 1e7, f"use a factor of at most {math.floor(MEMORY_MAX_GB / (0.25 * 2**30 / 1e9)):,}"),
+]
+
+
+@pytest.mark.parametrize(("option", "factor", "said"), _PAST_BOUND)
+def test_a_product_past_the_bound_is_refused_before_anything_is_recorded(
+    tmp_path: Path, option: str, factor: float, said: str
+) -> None:
+    """A walltime of 10 min x 1e308 was an OverflowError traceback (the product is inf, math.ceil
+    refuses it); x 1e20, a silent cap at the partition's maximum: no partition allows either."""
+    led = Ledger(tmp_path / "ledger.sqlite")
+    add_attempt(led, tmp_path / "runs", state=JobState.TIMEOUT, walltime_min=10, mem_gb=0.25)
+    with pytest.raises(BadInputError, match=re.escape(said)):
+        rerun(led, "unit", failed=True, preflight=False, **{option: factor})  # type: ignore[arg-type]
+    with led.session() as s:
+        assert s.query(JobAttempt).count() == 1
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("attempt-2"))
+
+
+def test_a_product_at_the_bound_is_capped_to_the_partition() -> None:
+    """Within the bound, the partition's maximum still caps it (as the README says)."""
+    assert _scale(JobState.TIMEOUT, 10, None, WALLTIME_MAX_MIN / 10, 1.0) == (PART.max_walltime_min, None)
+    _, mem = _scale(JobState.OUT_OF_MEMORY, 10, 1.0, 1.0, MEMORY_MAX_GB / (2**30 / 1e9))
+    assert mem is not None and mem * 1024 == math.floor(PART.memory_gb * 0.95 * 1e9 / 2**20)
+
+
+def test_rerun_cli_refuses_a_product_past_the_bound_in_one_line(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    led = Ledger(tmp_path / "ledger.sqlite")
+    add_attempt(led, tmp_path / "runs", state=JobState.TIMEOUT, walltime_min=10, mem_gb=0.25)
+    led.close()
+    before = (tmp_path / "ledger.sqlite").read_bytes()
+    for flag in ("--time-factor", "--mem-factor"):
+        proc = run_cli(
+            "--ledger", str(tmp_path / "ledger.sqlite"), "rerun", "unit", "--failed", flag, "1e308", "--no-preflight"
+        )
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert (
+            proc.stderr.startswith(f"campaign: error: {flag} 1e+308: job 101's ") and len(proc.stderr.splitlines()) == 1
+        ), proc.stderr
+        assert "past the" in proc.stderr and "Traceback" not in proc.stderr
+        assert "rerun:" not in proc.stdout
+    assert (tmp_path / "ledger.sqlite").read_bytes() == before
