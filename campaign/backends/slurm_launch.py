@@ -46,8 +46,13 @@ from campaign.planning.run_spec import RunSpec
 OUTER_SRUN_ARGS = ("--nodes=1", "--ntasks=1")
 # the launcher's variables each rank reads (rank, world size, local rank, node, job)
 _SRUN_VARS = ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURMD_NODENAME", "SLURM_JOB_ID")
-_MPIRUN_VARS = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURMD_NODENAME",
-                "SLURM_JOB_ID")
+_MPIRUN_VARS = (
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "SLURMD_NODENAME",
+    "SLURM_JOB_ID",
+)
 
 
 def multi_rank(run: RunSpec) -> bool:
@@ -65,14 +70,30 @@ def launcher_argv(part: PartitionSpec, run: RunSpec) -> list[str]:
         # Open MPI starts its daemons on the other nodes with srun: inside the campaign task's step
         # that srun must overlap it too (plm_slurm_args), or it waits for the first node's cores forever
         # and its slots per node come from SLURM_TASKS_PER_NODE, which that step set to its own 1 task
-        argv = ["env", f"SLURM_TASKS_PER_NODE={run.ranks_per_node}(x{run.nodes})", "mpirun", "-np", str(run.ranks), "--map-by", f"ppr:{run.ranks_per_node}:node:PE={run.alloc_cpus}",
-                "--mca", "plm_slurm_args", "--overlap"]
+        argv = [
+            "env",
+            f"SLURM_TASKS_PER_NODE={run.ranks_per_node}(x{run.nodes})",
+            "mpirun",
+            "-np",
+            str(run.ranks),
+            "--map-by",
+            f"ppr:{run.ranks_per_node}:node:PE={run.alloc_cpus}",
+            "--mca",
+            "plm_slurm_args",
+            "--overlap",
+        ]
         for name in (LAUNCH_HOST_ENV, "OMP_NUM_THREADS"):  # mpirun passes on only what -x names
             argv += ["-x", name]
         return argv + list(part.launcher_args)
     # mpi: default leaves the plugin to the site's MpiDefault (its own scripts run a bare srun)
-    argv = ["srun", *([f"--mpi={part.mpi}"] if part.mpi != "default" else []), f"--nodes={run.nodes}", f"--ntasks={run.ranks}",
-            f"--ntasks-per-node={run.ranks_per_node}", f"--cpus-per-task={run.alloc_cpus}"]
+    argv = [
+        "srun",
+        *([f"--mpi={part.mpi}"] if part.mpi != "default" else []),
+        f"--nodes={run.nodes}",
+        f"--ntasks={run.ranks}",
+        f"--ntasks-per-node={run.ranks_per_node}",
+        f"--cpus-per-task={run.alloc_cpus}",
+    ]
     # a step gets no GPU it does not ask for: a launched single-rank GPU run asks its one GPU
     per_rank = run.gpus_per_rank or (run.gpus // run.ranks_per_node if run.gpus else 0)
     if per_rank:
@@ -91,13 +112,26 @@ def launched(part: PartitionSpec, run: RunSpec, python: str, workdir: str, progr
     --launch option (it launches the program once per invocation)."""
     names = _MPIRUN_VARS if part.launcher == "mpirun" else _SRUN_VARS
     records = rank_records(workdir)
-    shim = [python, "-m", "campaign.job.rank", "--records", records,
-            "--rank-env", names[0], "--size-env", names[1], "--local-rank-env", names[2]]
+    shim = [
+        python,
+        "-m",
+        "campaign.job.rank",
+        "--records",
+        records,
+        "--rank-env",
+        names[0],
+        "--size-env",
+        names[1],
+        "--local-rank-env",
+        names[2],
+    ]
     if names[3]:
         shim += ["--node-env", names[3]]
     shim += ["--job-env", names[4]]
     if _driver(program):
-        return [*program, OPTION, Launch((*launcher_argv(part, run), *shim), records, run.ranks).to_json()]
+        # Open MPI's mpirun starts its daemons through srun and returns before that srun has ended
+        daemons = ("srun",) if part.launcher == "mpirun" else ()
+        return [*program, OPTION, Launch((*launcher_argv(part, run), *shim), records, run.ranks, daemons).to_json()]
     # one writer per launch: rank 0's --out is the results file, the other ranks' go beside it
     return launcher_argv(part, run) + shim + ["--writer-rank", "0", "--"] + list(program)
 
@@ -112,8 +146,12 @@ def shape_params(part: PartitionSpec, run: RunSpec) -> dict[str, Any]:
         if part.whole_node and not run.cpus:  # runs planned before allocations were recorded
             return {"cpus_per_task": part.cores * part.threads_per_core}
         return {"cpus_per_task": run.alloc_cpus}
-    params: dict[str, Any] = {"nodes": run.nodes, "ntasks_per_node": run.ranks_per_node,
-                              "cpus_per_task": run.alloc_cpus, "srun_args": list(OUTER_SRUN_ARGS)}
+    params: dict[str, Any] = {
+        "nodes": run.nodes,
+        "ntasks_per_node": run.ranks_per_node,
+        "cpus_per_task": run.alloc_cpus,
+        "srun_args": list(OUTER_SRUN_ARGS),
+    }
     if run.gpus_per_rank and part.gpu_request == "per_task":
         params["gpus_per_task"] = run.gpus_per_rank
     elif run.gpus:
@@ -138,8 +176,12 @@ def launched_task(part: PartitionSpec, run: RunSpec, python: str, task: JobTask,
     program = run_env.wrap(run.identity, binds, task.env, task.argv)
     if not multi_rank(run):
         return task if program == list(task.argv) else dataclasses.replace(task, argv=tuple(program))
-    return dataclasses.replace(task, argv=tuple(launched(part, run, python, task.workdir, program)),
-                               ranks=run.ranks, rank_records=rank_records(task.workdir))
+    return dataclasses.replace(
+        task,
+        argv=tuple(launched(part, run, python, task.workdir, program)),
+        ranks=run.ranks,
+        rank_records=rank_records(task.workdir),
+    )
 
 
 def launched_step(part: PartitionSpec, python: str, step: StepRequest) -> StepRequest:

@@ -44,7 +44,7 @@ from typing import Any
 
 from campaign.job import cost
 from campaign.job.error_line import exit_words
-from campaign.job.fom_launch import OPTION, Launch
+from campaign.job.fom_launch import OPTION, SETTLE_S, Launch
 from campaign.job.fom_read import (
     Lost,
     Output,
@@ -55,7 +55,7 @@ from campaign.job.fom_read import (
     source_text,
 )
 from campaign.job.problem_size import DRIVER, NO_SIZE, reads
-from campaign.job.procs import stop_the_rest_of_my_group
+from campaign.job.procs import become_subreaper, descendants, stop_new_descendants, wait_commands_end
 from campaign.job.rank import rank_output
 from campaign.job.template import render, script_argv, shape_values, write_inputs
 from resultschema.columns import TOOL_COLUMNS
@@ -119,6 +119,7 @@ def _run_once(
     if launch is not None:
         launch.clear()
         argv = launch.command(cwd / stem, argv)
+    before = descendants(os.getpid())  # none where this module is the process (main): a caller's own stay
     t0 = time.perf_counter()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         try:
@@ -126,8 +127,11 @@ def _run_once(
         except OSError as exc:
             return 127, Output("", f"cannot start {argv[0]}: {exc}"), 0.0
     elapsed = time.perf_counter() - t0
-    # what it left running would run on beside the next invocations (timed with them) and to the job's end
-    if left := stop_the_rest_of_my_group():
+    if launch is not None and launch.daemons:  # the launcher's own daemons, ending with its step: not left
+        wait_commands_end(before, launch.daemons, SETTLE_S)
+    # what it left running would run on beside the next invocations (timed with them) and to the job's end:
+    # also what left its process group (setsid) or its parent (a double fork), handed to this subreaper
+    if left := stop_new_descendants(before):
         print(f"campaign.job.fom: {program_name(spec)} left process(es) {left} running: stopped", file=sys.stderr)
     # each stream as Output.where names it, and what it holds
     read = {name: read_capped(path) for name, path in (("stdout", out_path), ("stderr", err_path))}
@@ -376,6 +380,8 @@ def main(argv: Sequence[str]) -> int:
     contract, params, _check = parse_args(argv[1:])
     if "out" not in contract or "n" not in contract:
         raise SystemExit("campaign.job.fom: --n and --out are required")
+    # what a program orphans comes to this process, not to init: the stop after each invocation finds it
+    become_subreaper()
     return measure(spec, contract, params, Path.cwd())
 
 

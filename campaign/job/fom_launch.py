@@ -27,6 +27,7 @@ from pathlib import Path
 from campaign.job.rank import read_records, unfinished_ranks
 
 OPTION = "--launch"  # the driver's option that carries the launch (a JSON object)
+SETTLE_S = 30.0  # how long the launcher's daemons may take to end after it returned (then they are stopped)
 REDUCTIONS = ("max", "min", "sum", "mean")
 
 
@@ -45,14 +46,21 @@ class Launch:
     argv: tuple[str, ...]  # launcher, its options, then the shim and its options (no program)
     records: str  # the shim's --records folder: rank-<r>.json per rank
     ranks: int  # ranks every launch must start
+    # the commands the launcher starts its own daemons with (Open MPI's srun of its orted): one of
+    # them still running when the launcher has returned is its step ending, not what the program
+    # left running, and is given up to SETTLE_S to end before the driver stops what is left
+    daemons: tuple[str, ...] = ()
 
     def to_json(self) -> str:
-        return json.dumps({"argv": list(self.argv), "records": self.records, "ranks": self.ranks})
+        return json.dumps(
+            {"argv": list(self.argv), "records": self.records, "ranks": self.ranks, "daemons": list(self.daemons)}
+        )
 
     @classmethod
     def from_json(cls, text: str) -> Launch:
         data = json.loads(text)
-        return cls(tuple(str(a) for a in data["argv"]), str(data["records"]), int(data["ranks"]))
+        daemons = tuple(str(a) for a in data.get("daemons", ()))
+        return cls(tuple(str(a) for a in data["argv"]), str(data["records"]), int(data["ranks"]), daemons)
 
     def command(self, stem: Path, program: list[str]) -> list[str]:
         """The argv of one invocation: each rank's output to `stem`.rank<r>.out/.err."""
@@ -68,8 +76,10 @@ class Launch:
         """How each rank ended, from its record of this launch (None: it left none, e.g. killed), and
         the ranks whose record does not say they ended with 0: one read of the records for both."""
         records = read_records(Path(self.records))
-        ends = tuple(RankEnd(_code(records.get(r, {}).get("exit_code")), _number(records.get(r, {}).get("ended")))
-                     for r in range(self.ranks))
+        ends = tuple(
+            RankEnd(_code(records.get(r, {}).get("exit_code")), _number(records.get(r, {}).get("ended")))
+            for r in range(self.ranks)
+        )
         return ends, unfinished_ranks(records, self.ranks)
 
     def missing(self, unfinished: list[int]) -> str:

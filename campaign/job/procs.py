@@ -1,24 +1,35 @@
-"""Process groups of kernels: how a job's whole process tree is found and stopped.
+"""Process trees of kernels: how what a job started is found and stopped.
 
 The runner starts every kernel in its own session, so its process group id is
 the kernel's PID and every process the kernel starts belongs to it. Stopping
 a job is then one `killpg`, and "no process left" is checkable by scanning
-/proc for members of that group (a zombie has already stopped). Standard
-library only: this runs on compute nodes (docs/design.md#layering).
+/proc for members of that group (a zombie has already stopped).
+
+A process that calls `setsid` (a daemon, `setsid server &`) leaves that group,
+and one whose parent ended is handed to init: the tool-driven driver
+(campaign.job.fom), which runs a program many times and times each run, makes
+itself their reaper (`become_subreaper`), so whatever a program leaves running
+stays its descendant, found through /proc's parent links and stopped after each
+run (`stop_new_descendants`). Standard library only: this runs on compute nodes
+(docs/design.md#layering).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import resource
 import signal
 import time
+from collections.abc import Collection
 from pathlib import Path
 
+PR_SET_CHILD_SUBREAPER = 36  # prctl option of <linux/prctl.h>
 
-def group_members(pgid: int) -> list[int]:
-    """Live (not zombie) processes whose process group is `pgid`."""
-    found = []
+
+def _processes() -> dict[int, tuple[str, int, int]]:
+    """Every process /proc shows: pid -> (state, parent pid, process group)."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -28,9 +39,41 @@ def group_members(pgid: int) -> list[int]:
             continue
         # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after ')'
         fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
-            found.append(int(entry.name))
+        if len(fields) > 2:
+            found[int(entry.name)] = (fields[0], int(fields[1]), int(fields[2]))
     return found
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes whose process group is `pgid`."""
+    return [pid for pid, (state, _, pgrp) in _processes().items() if state != "Z" and pgrp == pgid]
+
+
+def descendants(root: int) -> dict[int, bool]:
+    """Every descendant of `root` (children, theirs, ...), to whether it is live (not a zombie)."""
+    table = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (_, ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: dict[int, bool] = {}
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found and child != root:
+                found[child] = table[child][0] != "Z"
+                todo.append(child)
+    return found
+
+
+def become_subreaper() -> bool:
+    """Have the descendants this process orphans (a double fork, a parent that exits before its
+    child) handed to it instead of init (Linux's PR_SET_CHILD_SUBREAPER), so `descendants` still
+    finds them; False where the kernel refuses (then they escape as before)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def signal_group(pgid: int, sig: int) -> None:
@@ -62,21 +105,60 @@ def stop_group(pgid: int, grace_s: float = 5.0) -> bool:
     return wait_gone(lambda: group_members(pgid), grace_s)
 
 
-def stop_the_rest_of_my_group() -> list[int]:
-    """Where this process leads its group (as a kernel the runner started does), SIGKILL every other
-    live member: what a program this process ran and waited for left behind (`daemon &`, a forked
-    child). Their pids; [] where this process leads no group (whose other members are not its own)."""
+def stop_new_descendants(before: Collection[int], timeout_s: float = 5.0, poll_s: float = 0.02) -> list[int]:
+    """SIGKILL every live descendant of this process that is not in `before` (its descendants
+    before it started a program: what that program left running, `daemon &`, a forked child, one
+    in a session of its own where this process is a subreaper), again for the ones their ends hand
+    to it, until none is live or `timeout_s` passed; reap those that end as its children (their
+    exit status is no one else's). Their pids, in the order found; [] where nothing was left."""
     me = os.getpid()
-    if os.getpgid(0) != me:
-        return []
-    left = [pid for pid in group_members(me) if pid != me]
-    for pid in left:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    wait_gone(lambda: [pid for pid in group_members(me) if pid != me], 5.0)
-    return left
+    stopped: list[int] = []
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = {pid: live for pid, live in descendants(me).items() if pid not in before}
+        for pid, live in found.items():
+            if live:
+                stopped += [] if pid in stopped else [pid]
+                _signal(pid, signal.SIGKILL)
+            else:
+                _reap(pid)
+        if not any(found.values()) or time.monotonic() >= deadline:
+            return stopped
+        time.sleep(poll_s)
+
+
+def command_of(pid: int) -> str:
+    """The file name of the program `pid` runs (its argv[0]'s last part); "" once it has ended."""
+    try:
+        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]
+    except OSError:
+        return ""
+    return os.path.basename(argv0.decode(errors="replace"))
+
+
+def wait_commands_end(before: Collection[int], commands: Collection[str], timeout_s: float) -> bool:
+    """Wait until no live descendant of this process outside `before` runs one of `commands`
+    (a launcher's daemons ending after it returned); False where some still ran at `timeout_s`."""
+    me = os.getpid()
+
+    def running() -> list[int]:
+        return [p for p, live in descendants(me).items() if live and p not in before and command_of(p) in commands]
+
+    return wait_gone(running, timeout_s)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # a zombie whose parent is not this process: its parent reaps it
+        pass
 
 
 def unlimit_stack() -> None:

@@ -16,6 +16,7 @@ import pytest
 from campaign.job import fom_read
 from campaign.plumbing.states import JobState
 from campaign.results.reader import classify_output
+from tests.byob import escapers
 from tests.byob.driver import expected as _expected
 from tests.byob.driver import run as _run
 from tests.byob.driver import spec as _spec
@@ -123,3 +124,30 @@ def test_a_program_that_repeats_itself_and_prints_more_than_its_repeats_is_lost(
             assert [r["time_s"] for r in classify_output(out, _expected((10,))).rows] == [1.0, 2.0, 3.0]
         else:
             assert rc == 0 and "more than the 3 repeat(s) and 1 warm-up(s) the program ran" in lost.read_text()
+
+
+@pytest.mark.parametrize("own_session", [True, False], ids=["as-the-runner-starts-it", "as-the-preflight-does"])
+def test_what_leaves_the_process_group_is_stopped_after_each_invocation(tmp_path: Path, own_session: bool) -> None:
+    """A program whose sleeper calls setsid, and one that double-forks a daemon: the driver's stop of
+    its process group could not see them, so each ran on beside every later repeat (timed with them)
+    and past the job. The driver, a subreaper, now finds them as its descendants and stops them once
+    the program exits, naming them, whether it leads a process group (as the runner starts it) or not
+    (as the preflight does)."""
+    program = escapers.write_program(tmp_path)
+    spec = _spec("", argv=[str(program)], env={})
+    out = tmp_path / "results.csv"
+    argv = [sys.executable, "-m", "campaign.job.fom", json.dumps(spec), "--n", "1", "--repeats", "2"]
+    argv += ["--warmup", "1", "--threads", "1", "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    try:
+        done = subprocess.run(
+            argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=100, start_new_session=own_session
+        )
+        assert done.returncode == 0, done.stderr
+        started = escapers.sleepers(tmp_path)
+        assert len(started) == 2 * escapers.INVOCATIONS
+        assert escapers.alive_at_start(tmp_path) == [0] * escapers.INVOCATIONS, done.stderr
+        assert escapers.said_stopped(done.stderr) == started, done.stderr
+        assert not any(_alive(pid) for pid in started)
+    finally:
+        escapers.end_sleepers(tmp_path)

@@ -32,9 +32,20 @@ def _env(programs: Path | None) -> dict[str, str]:
     return env
 
 
-def _submit_wait(led: Path, work: Path, name: str, env: dict[str, str], *overrides: str) -> subprocess.CompletedProcess[str]:
-    return run_cli("--ledger", str(led), "submit", "cluster=localslurm", f"campaign.workdir={work}",
-                   f"campaign.name={name}", *overrides, "--wait", env=env)
+def _submit_wait(
+    led: Path, work: Path, name: str, env: dict[str, str], *overrides: str
+) -> subprocess.CompletedProcess[str]:
+    return run_cli(
+        "--ledger",
+        str(led),
+        "submit",
+        "cluster=localslurm",
+        f"campaign.workdir={work}",
+        f"campaign.name={name}",
+        *overrides,
+        "--wait",
+        env=env,
+    )
 
 
 def _completed(led: Path, name: str, proc: subprocess.CompletedProcess[str], env: dict[str, str]) -> list[dict]:
@@ -58,15 +69,18 @@ def _completed(led: Path, name: str, proc: subprocess.CompletedProcess[str], env
 def _preflight(led: Path) -> dict:
     """The submit's preflight record. A rerun of transport-failed jobs has a preflight of its
     own (the first of the records is the submit's); each one recorded came to the same verdict."""
-    records = [json.loads(r) if isinstance(r, str) else r
-               for (r,) in _db(Ledger(led), "SELECT result FROM preflight_step ORDER BY id")]
+    records = [
+        json.loads(r) if isinstance(r, str) else r
+        for (r,) in _db(Ledger(led), "SELECT result FROM preflight_step ORDER BY id")
+    ]
     assert records and records[0] is not None, records
     assert len({bool(r["ok"]) for r in records if r is not None}) == 1, records
     return records[0]
 
 
-def test_mpi_scaling_completes_behind_its_preflight(mpi_programs: Path, tmp_path: Path,
-                                                    cancel_at_end: Callable[[Ledger, str], None]) -> None:
+def test_mpi_scaling_completes_behind_its_preflight(
+    mpi_programs: Path, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]
+) -> None:
     """`submit cluster=localslurm experiment=mpi_scaling --wait` with the defaults: the preflight
     launches the MPI program at 1 node x 1 rank and passes; every shape of 1, 2, 4 nodes x 1, 2
     ranks per node completes, each through the launcher (1 x 1 too: its one rank left its record);
@@ -94,7 +108,8 @@ def test_mpi_scaling_completes_behind_its_preflight(mpi_programs: Path, tmp_path
 
 
 def test_tool_driven_mpi_program_one_launch_per_repeat_one_writer(
-        mpi_programs: Path, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]) -> None:
+    mpi_programs: Path, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]
+) -> None:
     """A third-party-style MPI program declared in YAML (tests/fixtures/fake_conf/kernel/mpi_tool.yaml):
     three repeats are three launches (a second MPI_Init in one launch would abort), the driver is
     the one writer, `work` is rank 0's (1), `work_sum` the sum over the ranks (P(P+1)/2); the
@@ -131,8 +146,45 @@ def test_tool_driven_mpi_program_one_launch_per_repeat_one_writer(
         assert not list(folder.glob("*.tmp"))
 
 
+def test_mpirun_daemons_of_a_tool_driven_program_end_with_their_step(
+    mpi_programs: Path, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]
+) -> None:
+    """`launcher: mpirun`: Open MPI starts its daemons on the other nodes through srun and returns
+    before that srun has ended. The driver, the subreaper of whatever the launches leave, found
+    those sruns after each launch and killed them as the program's leftovers ('left process(es)
+    [..] running: stopped' after every launch, the daemons' step cut short). It now waits for
+    them to end with their step: nothing is said stopped and every step of every job completed."""
+    led, name = tmp_path / "l.sqlite", _name("mpi-tool-mpirun")
+    cancel_at_end(Ledger(led), name)
+    env = {**_env(mpi_programs), "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    shape = ("experiment.sweeps.0.nodes=[2]", "experiment.sweeps.0.ranks_per_node=[1]")
+    proc = _submit_wait(
+        led,
+        tmp_path / "runs",
+        name,
+        env,
+        "experiment=slurm_mpi_tool",
+        *shape,
+        "cluster.partitions.multi.launcher=mpirun",
+    )
+    latest = _completed(led, name, proc, env)
+    assert len(latest) == 2
+    for att in latest:
+        err = (Path(att["workdir"]) / "kernel.err").read_text()
+        assert "left process(es)" not in err, err[-2000:]
+        steps = subprocess.run(
+            ["sacct", "-n", "-P", "-j", att["job_id"], "-o", "JobID,State"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout.split()
+        assert len(steps) > 3 and {s.split("|")[1] for s in steps} == {"COMPLETED"}, steps  # orted's steps too
+
+
 def test_a_program_that_runs_at_two_ranks_only_passes_its_preflight(
-        mpi_programs: Path, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]) -> None:
+    mpi_programs: Path, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]
+) -> None:
     """A point-to-point test refuses any rank count but two; the campaign runs it within a node
     (1 x 2) and across two (2 x 1). The one-node preflight checks it at two ranks, a count the
     campaign runs, not at the one rank no run has; both runs complete."""
@@ -150,7 +202,8 @@ def test_a_program_that_runs_at_two_ranks_only_passes_its_preflight(
 
 @pytest.mark.parametrize("broken", ["missing binary", "pattern never matches"])
 def test_broken_mpi_program_fails_the_preflight_before_any_array_runs(
-        broken: str, mpi_programs: Path, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]) -> None:
+    broken: str, mpi_programs: Path, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]
+) -> None:
     """A launched MPI program whose binary no node has (the tool-driven one and the contract one),
     or whose figure pattern never matches: the preflight launches it at 1 node x 1 rank, fails with
     the program's own line, and every run ends PREFLIGHT_FAILED without starting; `jobs` says why."""
@@ -179,7 +232,8 @@ def test_broken_mpi_program_fails_the_preflight_before_any_array_runs(
 
 
 def test_a_rank_that_fails_is_named_with_its_own_error_line(
-        mpi_programs: Path, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]) -> None:
+    mpi_programs: Path, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]
+) -> None:
     """Rank 1 of 2 prints why it stops and aborts with 3; Open MPI then kills rank 0, whose stderr
     and the launcher's fill with the noise of being killed. The job's reason (`jobs --failed`,
     `show`) names the rank that failed, its exit code and its own first line."""
@@ -200,8 +254,10 @@ def test_a_rank_that_fails_is_named_with_its_own_error_line(
     assert jobs.returncode == 0, jobs.stderr
     reasons = [row["reason"] for row in json.loads(jobs.stdout) if row["job_id"] == attempt["job_id"]]
     # its end as its record has it, or (the launcher killed it before its record) as its MPI says
-    assert reasons and any(f"rank 1 of 2 ({end}): mpi_tool: rank 1 refuses n=64 (MPI_TOOL_FAIL_RANK)" in reasons[0]
-                           for end in ("exit 3", "MPI_Abort with 3")), reasons
+    assert reasons and any(
+        f"rank 1 of 2 ({end}): mpi_tool: rank 1 refuses n=64 (MPI_TOOL_FAIL_RANK)" in reasons[0]
+        for end in ("exit 3", "MPI_Abort with 3")
+    ), reasons
 
 
 def test_each_ranks_own_file_is_read_and_reduced(tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]) -> None:

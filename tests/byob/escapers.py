@@ -1,0 +1,103 @@
+"""A program that leaves running what its caller's process group cannot see: a sleeper in a
+session of its own (`setsid`) and a double-forked daemon (its parent gone, handed to init or the
+nearest subreaper). Each invocation first writes how many of the earlier invocations' sleepers are
+still alive (`alive-at-start`), so a test sees whether they ran on beside the later repeats. The
+driver tests on the local backend and on the real Slurm share it."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+from pathlib import Path
+
+from tests.truth.helpers import pid_alive
+
+PROGRAM = f"""#!{sys.executable}
+import os, sys
+from pathlib import Path
+
+
+def alive(pid):
+    try:
+        stat = Path(f"/proc/{{pid}}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"
+
+
+earlier = [int(p.read_text()) for p in Path.cwd().glob("escaper-*.pid")]
+with open("alive-at-start", "a") as f:
+    f.write(f"{{sum(alive(pid) for pid in earlier)}}\\n")
+
+
+def start(double):
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(r)
+        os.setsid()
+        if double and os.fork() != 0:
+            os._exit(0)  # the daemon's parent ends at once: the sleeper is an orphan
+        Path(f"escaper-{{os.getpid()}}.pid").write_text(str(os.getpid()))
+        os.write(w, b"started")
+        os.close(w)
+        os.execvp("sleep", ["sleep", "300"])
+    os.close(w)
+    assert os.read(r, 16) == b"started"
+    if double:
+        os.waitpid(child, 0)
+
+
+start(double=False)
+start(double=True)
+print("time: 0.01 s")
+"""
+KERNEL = """name: escaper
+driven_by: tool
+impls:
+  py: {argv: [%s], variants: [plain]}
+figures:
+  - {name: time, regex: 'time: (?P<value>\\S+) s', unit: s}
+"""
+EXPERIMENT = """name: escaper_sweep
+repeats: 2
+warmup: 1
+check: false
+preflight: false
+walltime_min: 5
+sweeps:
+  - {kernel: escaper, impls: [py], variants: [plain], threads: [1]}
+"""
+INVOCATIONS = 3  # a warm-up and two repeats
+STOPPED = re.compile(r"left process\(es\) \[([0-9, ]+)\] running: stopped")
+
+
+def write_program(folder: Path) -> Path:
+    path = folder / "escaper"
+    path.write_text(PROGRAM)
+    path.chmod(0o755)
+    return path
+
+
+def sleepers(folder: Path) -> list[int]:
+    """The pids of the sleepers the program's invocations started in `folder` (its job folder)."""
+    return sorted(int(p.read_text()) for p in folder.rglob("escaper-*.pid"))
+
+
+def alive_at_start(folder: Path) -> list[int]:
+    """How many earlier sleepers each invocation found alive when it started."""
+    return [int(line) for p in folder.rglob("alive-at-start") for line in p.read_text().split()]
+
+
+def said_stopped(stderr: str) -> list[int]:
+    """The pids the driver's lines said it stopped."""
+    return sorted(int(pid) for found in STOPPED.findall(stderr) for pid in found.split(","))
+
+
+def end_sleepers(folder: Path) -> None:
+    """The test's own clean-up, where the code under test left a sleeper running: by pid."""
+    for pid in sleepers(folder):
+        if pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
