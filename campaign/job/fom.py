@@ -55,7 +55,7 @@ from campaign.job.fom_read import (
     source_text,
 )
 from campaign.job.problem_size import DRIVER, NO_SIZE, reads
-from campaign.job.procs import become_subreaper, descendants, stop_new_descendants, wait_commands_end
+from campaign.job.procs import answer_for_descendants, descendants, stop_new_descendants, wait_commands_end
 from campaign.job.rank import rank_output
 from campaign.job.template import render, script_argv, shape_values, write_inputs
 from resultschema.columns import TOOL_COLUMNS
@@ -380,8 +380,8 @@ def main(argv: Sequence[str]) -> int:
     contract, params, _check = parse_args(argv[1:])
     if "out" not in contract or "n" not in contract:
         raise SystemExit("campaign.job.fom: --n and --out are required")
-    # what a program orphans comes to this process, not to init: the stop after each invocation finds it
-    become_subreaper()
+    # what a program orphans comes to this process, not to init: the stop after each invocation and a cancel find it
+    answer_for_descendants()
     return measure(spec, contract, params, Path.cwd())
 
 

@@ -127,6 +127,38 @@ def stop_new_descendants(before: Collection[int], timeout_s: float = 5.0, poll_s
         time.sleep(poll_s)
 
 
+# how long a program has to end on SIGTERM when the job is stopped: within the local backend's wait before
+# its SIGKILL of the group (campaign.backends.local) and Slurm's KillWait
+END_GRACE_S = 3.0
+
+
+def answer_for_descendants() -> None:
+    """Make this process answer for all that the programs it runs start: their subreaper
+    (`become_subreaper`), and on SIGTERM (a cancel, a walltime: docs/design.md#job-states) the end
+    of its descendants before its own, those that left its process group included."""
+    become_subreaper()
+    signal.signal(signal.SIGTERM, _end_with_descendants)
+
+
+def _end_with_descendants(signum: int, _frame: object) -> None:
+    signal.signal(signum, signal.SIG_IGN)  # the runner passes the scheduler's on: one clean-up is enough
+    end_descendants(END_GRACE_S)
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)  # ended by the signal, as it would have been
+
+
+def end_descendants(grace_s: float) -> list[int]:
+    """SIGTERM every live descendant of this process (one that left its process group did not get
+    the group's signal), SIGKILL what is left after `grace_s` (`stop_new_descendants`); the pids
+    still live then."""
+    me = os.getpid()
+    for pid, live in descendants(me).items():
+        if live:
+            _signal(pid, signal.SIGTERM)
+    wait_gone(lambda: [p for p, live in descendants(me).items() if live], grace_s)
+    return stop_new_descendants(())
+
+
 def command_of(pid: int) -> str:
     """The file name of the program `pid` runs (its argv[0]'s last part); "" once it has ended."""
     try:

@@ -1,8 +1,8 @@
 """A program that leaves running what its caller's process group cannot see: a sleeper in a
 session of its own (`setsid`) and a double-forked daemon (its parent gone, handed to init or the
 nearest subreaper). Each invocation first writes how many of the earlier invocations' sleepers are
-still alive (`alive-at-start`), so a test sees whether they ran on beside the later repeats. The
-driver tests on the local backend and on the real Slurm share it."""
+still alive (`alive-at-start`), so a test sees whether they ran on beside the later repeats; with
+the argument `hold` it then sleeps until stopped (`holding` says it does). The driver tests on the local backend and on the real Slurm share it."""
 
 from __future__ import annotations
 
@@ -10,12 +10,15 @@ import os
 import re
 import signal
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+from tests.byob.declared import declare
 from tests.truth.helpers import pid_alive
 
 PROGRAM = f"""#!{sys.executable}
-import os, sys
+import os, sys, time
 from pathlib import Path
 
 
@@ -52,12 +55,16 @@ def start(double):
 
 start(double=False)
 start(double=True)
-print("time: 0.01 s")
+print("time: 0.01 s", flush=True)
+if sys.argv[1:] == ["hold"]:  # until the job is stopped
+    Path("holding").write_text(str(os.getpid()))
+    time.sleep(120)
 """
 KERNEL = """name: escaper
 driven_by: tool
 impls:
-  py: {argv: [%s], variants: [plain]}
+  py: {argv: ["%(program)s"], variants: [plain]}
+  hold: {argv: ["%(program)s", hold], variants: [plain]}
 figures:
   - {name: time, regex: 'time: (?P<value>\\S+) s', unit: s}
 """
@@ -72,6 +79,25 @@ sweeps:
 """
 INVOCATIONS = 3  # a warm-up and two repeats
 STOPPED = re.compile(r"left process\(es\) \[([0-9, ]+)\] running: stopped")
+
+
+def declare_escaper(root: Path) -> dict[str, str]:
+    """The program, its kernel and its sweep declared under `root` (docs/byob.md); the environment
+    that finds them."""
+    program = write_program(root)
+    return declare(root, {"escaper": KERNEL % {"program": program}}, {"escaper_sweep": EXPERIMENT}, {})
+
+
+def holding(runs: Path, running: Callable[[], bool] = lambda: True, deadline_s: float = 120) -> Path:
+    """The `holding` file of the job's program under `runs`, once it has started its sleepers and
+    holds (polled: the event is a file another process writes); fails at once where `running()`
+    says the job cannot get there any more."""
+    end = time.monotonic() + deadline_s
+    while (found := next(runs.rglob("holding"), None) if runs.is_dir() else None) is None:
+        assert running(), f"the job under {runs} ended before its program held"
+        assert time.monotonic() < end, f"the job's program did not hold under {runs} within {deadline_s} s"
+        time.sleep(0.2)
+    return found
 
 
 def write_program(folder: Path) -> Path:
@@ -94,6 +120,16 @@ def alive_at_start(folder: Path) -> list[int]:
 def said_stopped(stderr: str) -> list[int]:
     """The pids the driver's lines said it stopped."""
     return sorted(int(pid) for found in STOPPED.findall(stderr) for pid in found.split(","))
+
+
+def assert_stopped_after_each_invocation(workdir: Path, stderr: str) -> None:
+    """A job of the escaper's three invocations: each found none of the earlier sleepers alive,
+    the driver's kernel stderr (`stderr`) named every one stopped, and none is left."""
+    started = sleepers(workdir)
+    assert len(started) == 2 * INVOCATIONS
+    assert alive_at_start(workdir) == [0] * INVOCATIONS, stderr
+    assert said_stopped(stderr) == started, stderr
+    assert not any(pid_alive(pid) for pid in started)
 
 
 def end_sleepers(folder: Path) -> None:

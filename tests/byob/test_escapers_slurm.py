@@ -5,15 +5,17 @@ kernel stderr (docs/byob.md, the driver's clean-up)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from campaign import api
-from campaign.job.files import STDERR_FILE
+from campaign.job.files import START_FILE, STDERR_FILE
+from campaign.job.procs import wait_gone
 from campaign.ledger import Ledger
 from tests.byob import escapers
-from tests.byob.declared import declare
 from tests.slurm.helpers import _all_finished, _attempts, _name, _overrides, _sync_until
 from tests.slurm_cluster import SlurmCluster
 from tests.truth.helpers import pid_alive
@@ -21,27 +23,46 @@ from tests.truth.helpers import pid_alive
 pytestmark = [pytest.mark.slurm]
 
 
-def test_a_setsid_sleeper_and_a_daemon_are_stopped_after_each_invocation_on_slurm(
+@pytest.fixture
+def escaper(
     slurm_cluster: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    program = escapers.write_program(tmp_path)
-    env = declare(tmp_path, {"escaper": escapers.KERNEL % program}, {"escaper_sweep": escapers.EXPERIMENT}, {})
-    monkeypatch.setenv("CAMPAIGN_CONFIG_PATH", env["CAMPAIGN_CONFIG_PATH"])
+) -> Iterator[tuple[Ledger, str]]:
+    """The escaper declared for the submitting side (the jobs inherit the environment), its
+    ledger and campaign name; whatever the test leaves is cancelled and its sleepers ended."""
+    monkeypatch.setenv("CAMPAIGN_CONFIG_PATH", escapers.declare_escaper(tmp_path)["CAMPAIGN_CONFIG_PATH"])
     ledger = Ledger(tmp_path / "ledger.sqlite")
     name = _name("escaper")
-    try:
-        rep = api.submit(_overrides(tmp_path, name, "experiment=escaper_sweep"), ledger)
-        assert len(rep.submitted) == 1, rep
-        done = _sync_until(ledger, name, _all_finished)
-        ((att,),) = [_attempts(ledger)]
-        workdir = Path(att["workdir"])
-        stderr = (workdir / STDERR_FILE).read_text()
-        assert set(done.counts) == {"COMPLETED"}, (done.counts, stderr)
-        started = escapers.sleepers(workdir)
-        assert len(started) == 2 * escapers.INVOCATIONS
-        assert escapers.alive_at_start(workdir) == [0] * escapers.INVOCATIONS, stderr
-        assert escapers.said_stopped(stderr) == started, stderr
-        assert not any(pid_alive(pid) for pid in started)
-    finally:
-        api.cancel(ledger, name)
-        escapers.end_sleepers(tmp_path / "runs")
+    yield ledger, name
+    api.cancel(ledger, name)
+    escapers.end_sleepers(tmp_path / "runs")
+
+
+def test_a_setsid_sleeper_and_a_daemon_are_stopped_after_each_invocation_on_slurm(
+    escaper: tuple[Ledger, str], tmp_path: Path
+) -> None:
+    ledger, name = escaper
+    rep = api.submit(_overrides(tmp_path, name, "experiment=escaper_sweep"), ledger)
+    assert len(rep.submitted) == 1, rep
+    done = _sync_until(ledger, name, _all_finished)
+    ((att,),) = [_attempts(ledger)]
+    workdir = Path(att["workdir"])
+    stderr = (workdir / STDERR_FILE).read_text()
+    assert set(done.counts) == {"COMPLETED"}, (done.counts, stderr)
+    escapers.assert_stopped_after_each_invocation(workdir, stderr)
+
+
+def test_a_cancel_on_slurm_ends_what_left_the_process_group(escaper: tuple[Ledger, str], tmp_path: Path) -> None:
+    """A job cancelled while its program runs. Under proctrack/linuxproc (this test Slurm's, and a
+    site's without cgroups) Slurm finds a job's processes through their parents: a sleeper handed to
+    init is no longer the job's, so scancel ended the driver and the program but not the sleepers,
+    which ran on with no job. The driver keeps them as its descendants and ends them before itself."""
+    ledger, name = escaper
+    rep = api.submit(_overrides(tmp_path, name, "experiment=escaper_sweep", "experiment.sweeps.0.impls=[hold]"), ledger)
+    assert len(rep.submitted) == 1, rep
+    holding = escapers.holding(tmp_path / "runs")
+    driver = json.loads((holding.parent / START_FILE).read_text())["kernel_pid"]
+    started = escapers.sleepers(holding.parent)
+    assert len(started) == 2 and all(pid_alive(pid) for pid in started)
+    api.cancel(ledger, name)
+    assert wait_gone(lambda: pid_alive(driver), 120), f"the driver {driver} still runs 120 s after the cancel"
+    assert [pid for pid in started if pid_alive(pid)] == []  # it ended them before itself
