@@ -10,8 +10,8 @@ and one whose parent ended is handed to init: the tool-driven driver
 (campaign.job.fom), which runs a program many times and times each run, makes
 itself their reaper (`become_subreaper`), so whatever a program leaves running
 stays its descendant, found through /proc's parent links and stopped after each
-run (`stop_new_descendants`). Standard library only: this runs on compute nodes
-(docs/design.md#layering).
+run (`stop_new_descendants`) and when the job is stopped (`answer_for_descendants`).
+Standard library only: this runs on compute nodes (docs/design.md#layering).
 """
 
 from __future__ import annotations
@@ -147,16 +147,15 @@ def _end_with_descendants(signum: int, _frame: object) -> None:
     os.kill(os.getpid(), signum)  # ended by the signal, as it would have been
 
 
-def end_descendants(grace_s: float) -> list[int]:
+def end_descendants(grace_s: float) -> None:
     """SIGTERM every live descendant of this process (one that left its process group did not get
-    the group's signal), SIGKILL what is left after `grace_s` (`stop_new_descendants`); the pids
-    still live then."""
+    the group's signal), SIGKILL what is left after `grace_s` (`stop_new_descendants`)."""
     me = os.getpid()
     for pid, live in descendants(me).items():
         if live:
             _signal(pid, signal.SIGTERM)
     wait_gone(lambda: [p for p, live in descendants(me).items() if live], grace_s)
-    return stop_new_descendants(())
+    stop_new_descendants(())
 
 
 def command_of(pid: int) -> str:
