@@ -183,3 +183,26 @@ def test_the_builds_table_names_a_failed_jobs_program_whose_rows_are_reported(tm
     assert [(f["n"], f["value"]) for f in data["figures_of_merit"]] == [(10, 100)]
     assert [b["sha256"] for b in data["builds"]] == [sha], data["builds"]
     assert table == [f"| local | rebuilt | c | rebuiltbench | user binary {sha[:12]} |"], table
+
+
+def test_show_names_no_build_of_ours_for_a_campaign_of_user_programs(tmp_path: Path) -> None:
+    """On this machine a campaign of the user's programs alone ran no build, yet `show` said
+    `build: key ...  job - COMPLETED  folder <repo>/kernels/build` (our `make kernels` output, linked
+    because it had been built earlier), as if our build made the user's binary; on Slurm the same
+    campaign said `build: none`. It says none here too."""
+    from campaign.config.load import repo_root
+    from campaign.job.build import read_record
+
+    if read_record(repo_root() / "kernels" / "build") is None:
+        pytest.skip("our kernels are not built here (make kernels): nothing that could be linked")
+    env = _project(tmp_path)
+    sha = _build(tmp_path, 100)
+    cli = ("--ledger", str(tmp_path / "ledger.sqlite"))
+    proc = run_cli(*cli, "submit", "experiment=rebuild", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [(job,)] = sql_rows(tmp_path / "ledger.sqlite", "SELECT job_id FROM job_attempt")
+    shown = run_cli(*cli, "show", str(job), cwd=tmp_path, env=env)
+    assert shown.returncode == 0, shown.stderr
+    lines = {line.split(":")[0]: line for line in shown.stdout.splitlines() if line.startswith(("build:", "program:"))}
+    assert lines["build"] == "build: none (no C/Fortran programs)", shown.stdout
+    assert lines["program"].endswith(f"user binary sha256 {sha[:12]}"), shown.stdout
