@@ -55,9 +55,11 @@ def program_builds_frame(led: Ledger, campaigns: Sequence[str] | None = None,
         left_out = holder(s, Superseded(runs=list(superseded)))  # a table: run ids may be more than SQLite binds
         if left_out is not None:
             stmt = stmt.where(JobAttempt.run_id.not_in(select(left_out.c.run_id)))
-        runs = s.execute(stmt).all()
-        if left_out is not None:
-            left_out.drop(s.connection())
+        try:
+            runs = s.execute(stmt).all()
+        finally:
+            if left_out is not None:
+                left_out.drop(s.connection())
         builds: dict[tuple[int, str], dict[str, dict[str, Any]]] = {}
         for camp_id, partition, key, info in s.execute(steps):
             if info and info.get("ok"):
