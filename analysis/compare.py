@@ -151,7 +151,7 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, by: str | None = None,
         raise ValueError(f"min_replicates must be a whole number >= 1, got {min_replicates!r}")
     if is_summary(base) != is_summary(new):
         raise ValueError("compare both raw results or both summaries")
-    raw_b, raw_n = _aligned(_figures_as_values(base), _figures_as_values(new))
+    raw_b, raw_n = _aligned(figures_as_values(base), figures_as_values(new))
     sb, sn = ensure_summary(raw_b), ensure_summary(raw_n)
     match = [c for c in group_columns(sb) if c not in varied] + ["threads", "n"]
     sb, sn = _with_replicates(sb), _with_replicates(sn)
@@ -287,10 +287,11 @@ def difference_verdicts(t_b: np.ndarray, t_n: np.ndarray, bounds: dict[str, np.n
     return verdict
 
 
-def _figures_as_values(frame: pd.DataFrame) -> pd.DataFrame:
+def figures_as_values(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows of figures of merit (docs/byob.md) compared on the figure's value,
     not on the run's time_s they share; a figure that reports a fixed-duration
-    program's set time left out (metric_frame.set_time_figures). Other rows unchanged."""
+    program's set time left out (metric_frame.set_time_figures). Other rows unchanged. `plan-repeats`
+    plans from the same values (campaign.commands.repeat_plan)."""
     if is_summary(frame) or "metric" not in frame.columns or "value" not in frame.columns:
         return frame
     fig = frame["metric"].notna().to_numpy()

@@ -32,7 +32,7 @@ from analysis.metric_frame import (
     strip_metric,
 )
 from analysis.plot_axes import Axes, Handles, finite_range, log_axis, palette, panels, pick, size_axis
-from analysis.report_tables import labels
+from analysis.report_tables import labels, size_text
 
 FOM_COLUMNS = ("metric", "value", "unit", "higher_is_better")
 TITLE = "Figures of merit"
@@ -86,8 +86,11 @@ def medians(results: pd.DataFrame) -> pd.DataFrame:
 
 def _value_table(part: pd.DataFrame, metric: str, unit: str, higher: bool) -> Table:
     index = ["label", *_shapes(part), "threads"]
-    wide = part.assign(n=part["n"].astype(object).where(part["n"].notna(), "–")).pivot_table(
+    # pivoted on the numbers, so the sizes sort as numbers and the NULL n is last; named as the time tables
+    # name them (an n made float by another program's NULLs is still `1000`, never `1000.0`)
+    wide = part.assign(n=part["n"].astype("float64").fillna(np.inf)).pivot_table(
         index=index, columns="n", values="value", aggfunc="first")
+    wide.columns = [size_text(None if np.isinf(c) else c) for c in wide.columns]
     shown = wide.map(display.sig).reset_index().rename(columns={"label": "configuration"})
     shown.columns = [str(c) for c in shown.columns]
     direction = "higher is better" if higher else "lower is better"

@@ -74,8 +74,9 @@ def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: 
                             f"clusters with results there: {known}")
     for col, value in (("partition", partition), ("kernel", kernel)):
         present = sorted(set(results[col].astype(str)))
-        if value not in present:
-            raise BadInputError(f"no results for {col} {value!r} on {cluster}; measured: {', '.join(present)}")
+        if value not in present:  # named with what was read: the latest campaign alone, by default
+            raise BadInputError(f"no results for {col} {value!r} on {cluster} in {scope.lines[0][len('Covers: '):]}; "
+                                f"measured there: {', '.join(present)}")
         results = results[results[col] == value]
     judged = None
     if "params" in results.columns and results["params"].str.contains("metric=", regex=False).any():

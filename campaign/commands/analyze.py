@@ -71,6 +71,7 @@ def _inputs(led: Ledger, cluster: str | None, scope: Scope) -> tuple[Any, Any, A
             results, left = latest_frame(led, campaign=campaign, usable_only=True, all_extras=True)
     scope.lines += left.lines()
     scope.superseded = left.records
+    scope.superseded_runs = left.runs
     if results.empty:
         raise no_results(led, [campaign] if isinstance(campaign, str) else campaign)
     clusters = _clusters(results)
@@ -145,7 +146,7 @@ def _builds_json(led: Ledger, cluster: str | None, scope: Scope) -> list[dict[st
     """`report --json` key `builds`: what built each program (analysis/builds.py)."""
     from analysis.builds import builds_json  # lazy: pandas
 
-    return builds_json(program_builds_frame(led, scope.campaigns), cluster)
+    return builds_json(program_builds_frame(led, scope.campaigns, scope.superseded_runs), cluster)
 
 
 def scope_json(scope: Scope) -> dict[str, Any]:
@@ -215,7 +216,7 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
         scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
         results, facts, models = _inputs(led, cluster, scope)
         jobs = jobs_frame(led, None)
-        builds = program_builds_frame(led, scope.campaigns)
+        builds = program_builds_frame(led, scope.campaigns, scope.superseded_runs)
     if scope.campaigns is not None:
         jobs = jobs[jobs["campaign"].isin(scope.campaigns)]
     clusters = [cluster] if cluster else sorted(_clusters(results))

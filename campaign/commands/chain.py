@@ -94,6 +94,7 @@ class Chain:
     requests: list[JobRequest]
     skipped: str = ""
     folder_pre: str = ""  # the preflight's folder (its record, or where a skipped one would have run)
+    programs: tuple[str, ...] = ()  # our native programs the runs start (none: the user's programs alone)
 
 
 def _build_folder(cluster: ClusterSpec, backend: str, partition: str, key: str, builds_root: Path,
@@ -215,7 +216,7 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
                                   (str(camp_dir.parent),))
         skipped = _preflight_skipped(mapped, checked)
         preflight = None if skipped else _preflight(cluster, partition, camp_name, camp_dir, pre_dir, checked)
-        chains.append(Chain(partition, key, folder, build, preflight, mapped, skipped, str(pre_dir)))
+        chains.append(Chain(partition, key, folder, build, preflight, mapped, skipped, str(pre_dir), programs))
     return chains
 
 

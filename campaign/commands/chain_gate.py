@@ -64,8 +64,10 @@ def gate(ledger: Ledger, backend: Backend, cluster: str, camp_id: int, kernel_bi
             dep = sub.job_id if sub.state is None else None
             if sub.state is not None and sub.state is not JobState.COMPLETED:
                 failed, gating = f"build job {sub.job_id} {sub.state.value}: {sub.reason}", sub.job_id
-        else:
+        elif ch.programs:  # an earlier build made them; runs of the user's programs alone have no build of ours
             build_id = built_info(ledger, ch, cluster, backend)
+        else:
+            build_id = None
         pre_job: str | None = None
         reason: str | None
         stderr: str | None

@@ -57,6 +57,7 @@ class RepeatPlan:
     replicates_90: int = 0  # the replicates that bring 90% of the points within the width
     cap: int = 1000  # analysis.replicates.MAX_NEEDED: "cannot"
     practical_width: float = 0.0  # the width every point reaches with PRACTICAL_REPLICATES at these repeats
+    unplanned: int = 0  # figure points with a value at or below zero: no NEW/BASE ratio to plan an interval of
 
     def lines(self) -> list[str]:
         how = "measured from the pilot's jobs" if self.overhead_measured else "as given"
@@ -75,6 +76,9 @@ class RepeatPlan:
         if self.unreachable:
             out.append(f"  {self.unreachable} point(s) do not reach the width with any count up to the cap: "
                        f"their jobs disagree more than the width allows (a noisier machine, or a real drift)")
+        if self.unplanned:
+            out.append(f"  {self.unplanned} figure point(s) left out: a value at or below zero has no NEW/BASE "
+                       f"ratio (compare judges them on the difference NEW - BASE)")
         if self.neediest:
             out.append("points that ask the most replicates at these repeats:")
             out += [f"  {p['point']}: {p['replicates']} (between-job sd {p['t2']:.1%}, within-job sd {p['t1']:.1%})"
@@ -92,7 +96,10 @@ def plan_repeats(led_for: Any, pilot: str, *, width: float = 0.05, job_overhead:
     """The plan from the pilot selection (compare's grammar). BadInputError:
     a pilot of one replicate per run (no between-job variance to plan from),
     no usable rows, a width outside (0, 1), a negative overhead."""
-    from analysis.replicates import optimal_repeats, replicates_for, variance_components, width_at  # lazy: pandas
+    import numpy as np  # lazy, as pandas
+
+    from analysis.compare import figures_as_values  # lazy: pandas
+    from analysis.replicates import optimal_repeats, replicates_for, variance_components, width_at
 
     if not 0 < width < 1:
         raise BadInputError(f"--width must be between 0 and 100%, got {width}")
@@ -103,22 +110,34 @@ def plan_repeats(led_for: Any, pilot: str, *, width: float = 0.05, job_overhead:
         led = led_for() if sel.ledger is None else open_for_reading(sel.ledger, Path(tmp))
         try:
             frame, _, _, _ = _side(led, sel)
-            measured = _job_overhead(led, sel, frame) if job_overhead is None else None
+            invocations = _invocations(frame)
+            measured = _job_overhead(led, sel, invocations) if job_overhead is None else None
         except LedgerError as exc:
             raise BadInputError(str(exc)) from None
         finally:
             led.close()
-    comps = variance_components(frame)
+    # the spread of what compare judges: a figure's value (a fixed-duration program's rate, not its set
+    # time, which is no point); the machine time from each invocation's time, once per invocation
+    comps = variance_components(figures_as_values(frame))
+    times = variance_components(invocations)
     if int(comps["replicates"].max()) < 2:
         raise BadInputError(f"pilot {pilot!r} has 1 replicate per run: no between-job variance to plan from; "
                             f"submit it with experiment.replicates=3 (at least 2)")
     comps = comps[comps["replicates"] >= 2].reset_index(drop=True)
+    # a point with a value at or below zero (an error count of 0) has no spread on the log scale
+    positive = (comps["t1_sq"].isna() | np.isfinite(comps["t1_sq"])) & np.isfinite(comps["t2_sq"])
+    unplanned = int((~positive).sum())
+    comps = comps[positive.to_numpy()].reset_index(drop=True)
+    if comps.empty:
+        raise BadInputError(f"pilot {pilot!r}: no point with values above zero to plan a NEW/BASE interval from")
     overhead = job_overhead if job_overhead is not None else measured
     if overhead is None:
         raise BadInputError(f"pilot {pilot!r}: no job start/end times recorded to measure a job's overhead; "
                             f"give it with --job-overhead SECONDS")
-    run_cols = [c for c in comps.columns if c not in ("n", "replicates", "repeats", "t1_sq", "t2_sq", "median_s")]
-    sweep = comps.groupby(run_cols, sort=False, dropna=False)["median_s"].transform("sum").to_numpy(float)
+    run_cols = [c for c in times.columns if c not in ("n", "replicates", "repeats", "t1_sq", "t2_sq", "median_s")]
+    per_run = times.groupby(run_cols, sort=False, dropna=False)["median_s"].sum()
+    sweep = _run_of(comps, run_cols).merge(per_run.rename("_cost").reset_index(), on=run_cols, how="left")
+    sweep = sweep["_cost"].to_numpy(float)
     best = [optimal_repeats(c1, overhead, t1, t2) for c1, t1, t2 in
             zip(sweep, comps["t1_sq"].fillna(0).to_numpy(float), comps["t2_sq"].to_numpy(float))]
     repeats = max(1, int(round(statistics.median(best))))
@@ -128,8 +147,7 @@ def plan_repeats(led_for: Any, pilot: str, *, width: float = 0.05, job_overhead:
 
     reachable = [r for r in need if r < MAX_NEEDED]
     replicates = max(reachable) if reachable else MAX_NEEDED
-    runs = comps.drop_duplicates(run_cols)
-    per_run = comps.groupby(run_cols, sort=False, dropna=False)["median_s"].sum().to_numpy(float)
+    runs = times.drop_duplicates(run_cols)
     cost = float(sum(overhead + repeats * c for c in per_run)) * replicates
     pilot_m = float(comps["repeats"].mean())
     pilot_cost = float(sum(overhead + pilot_m * c for c in per_run)) * 3
@@ -139,10 +157,30 @@ def plan_repeats(led_for: Any, pilot: str, *, width: float = 0.05, job_overhead:
                  "t2": math.sqrt(float(comps["t2_sq"].iloc[i]))} for i in order]
     return RepeatPlan(pilot, width, repeats, replicates, overhead, job_overhead is None, len(runs), len(comps),
                       pilot_m, int(comps["replicates"].max()), cost, pilot_cost, neediest,
-                      unreachable=sum(1 for r in need if r >= MAX_NEEDED),
+                      unreachable=sum(1 for r in need if r >= MAX_NEEDED), unplanned=unplanned,
                       replicates_90=int(sorted(need)[max(0, math.ceil(0.9 * len(need)) - 1)]), cap=MAX_NEEDED,
                       practical_width=max(width_at(PRACTICAL_REPLICATES, t1, t2, repeats) for t1, t2 in
                                           zip(comps["t1_sq"].fillna(0).to_numpy(float), comps["t2_sq"].to_numpy(float))))
+
+
+def _invocations(frame: Any) -> Any:
+    """One row per invocation: a program's figures share its time (one row per figure and repeat),
+    which counted once per figure, and their runs are one run (params without `metric=`)."""
+    from analysis.metric_frame import strip_metric  # lazy: pandas
+
+    if "metric" not in frame.columns or not frame["metric"].notna().any():
+        return frame
+    one = frame.assign(params=strip_metric(frame["params"]), metric=None)
+    return one.drop_duplicates([c for c in ("job_id", "replicate", "n", "repeat", "params") if c in one.columns],
+                               ignore_index=True)
+
+
+def _run_of(comps: Any, run_cols: list[str]) -> Any:
+    """Each point's run (run_cols), its figure's `metric=` pair taken out of params."""
+    from analysis.metric_frame import strip_metric  # lazy: pandas
+
+    runs = comps[run_cols]
+    return runs.assign(params=strip_metric(runs["params"])) if "params" in run_cols else runs
 
 
 def _label(row: Any) -> str:

@@ -30,6 +30,9 @@ from campaign.plumbing.errors import BadInputError
 
 FIX = ("its bytes changed since submit: `submit` the sweep again for new runs of the new program, "
        "or restore it to rerun these")
+# a tool-driven benchmark's program is our driver too (`python -m campaign.job.fom`): its code changes with
+# an upgrade of campaign, not with anything the user edited or could restore
+OURS = "campaign."
 
 
 def changed_program(atts: Iterable[JobAttempt]) -> tuple[set[int], str | None]:
@@ -59,6 +62,10 @@ def changed_program(atts: Iterable[JobAttempt]) -> tuple[set[int], str | None]:
         return left, None
     (key, old, new), runs = next(iter(changed.items()))
     more = f" (and {len(changed) - 1} other program file(s))" if len(changed) > 1 else ""
+    if key.startswith(OURS):
+        return left, (f"{runs} run(s) ran {key} as {old}, now {new}{more}: campaign's own driver {key} changed since "
+                      f"submit (campaign was upgraded or edited), and a rerun would measure with another driver: "
+                      f"`submit` the sweep again for new runs")
     return left, f"{runs} run(s) ran program {key} as {old}, the file is now {new}{more}: {FIX}"
 
 

@@ -193,6 +193,13 @@ def head(text: str) -> str:
     return " | ".join(lines[:HEAD_LINES]) or "(empty)"
 
 
+def as_written(text: str) -> str:
+    """A pattern or key of the YAML quoted as the user wrote it: repr doubled each backslash, a pattern
+    the user never wrote (pasted back into the YAML it matches a backslash); only what does not print is
+    escaped."""
+    return "'" + "".join(c if c.isprintable() else repr(c)[1:-1] for c in text) + "'"
+
+
 def _matches(fig: dict[str, Any], text: str) -> list[str]:
     if fig.get("regex"):
         return [
@@ -244,7 +251,7 @@ def readfigure_values(
     matches (a regex's group `value`, else its first group, else the whole match; or the JSON lines
     holding its key), in order. Lost when fewer match, more than `most` (a program that repeats
     itself: its repeats and warm-ups), or a match is no number."""
-    what = f"pattern {fig['regex']!r}" if fig.get("regex") else f"JSON key {fig['json']!r}"
+    what = f"pattern {as_written(fig['regex'])}" if fig.get("regex") else f"JSON key {as_written(fig['json'])}"
     where = where or fig.get("source", "stdout")
     every = _matches(fig, text)
     if most is not None and len(every) > most:  # twice per repeat, or a summary line: which are the repeats?
@@ -310,7 +317,7 @@ def sanity_problem(rule: dict[str, Any], text: str) -> str | None:
     if rule.get("expect", "match") == "match":
         if m is None:
             return (
-                f"sanity pattern {rule['regex']!r} must match {rule.get('source', 'stdout')} but matched "
+                f"sanity pattern {as_written(rule['regex'])} must match {rule.get('source', 'stdout')} but matched "
                 f"nothing; last lines: {tail(text)}"
             )
         return None
@@ -318,5 +325,5 @@ def sanity_problem(rule: dict[str, Any], text: str) -> str | None:
         start = text.rfind("\n", 0, m.start()) + 1
         end = text.find("\n", m.end())
         line = text[start : end if end >= 0 else len(text)].strip()
-        return f"sanity pattern {rule['regex']!r} must not match {rule.get('source', 'stdout')}: line {line!r}"
+        return f"sanity pattern {as_written(rule['regex'])} must not match {rule.get('source', 'stdout')}: line {line!r}"
     return None

@@ -31,6 +31,9 @@ from campaign.config.schema import CONTAINER_RUNTIMES, ContainerSpec, Experiment
 _REMOTE = ("docker://", "docker-daemon://", "oras://", "library://", "shub://", "https://", "http://")
 ABSENT = "absent"
 NOT_HERE = "not installed here"
+# `<runtime> --version` exited non-zero here (ch-run without $USER): its error line, which may hold a
+# process id, would make every submit's key new; one fixed value instead
+VERSION_FAILED = "--version fails here"
 FOM_DRIVER = "campaign.job.fom"  # a tool-driven benchmark's driver (campaign.planning.byob)
 
 
@@ -94,6 +97,8 @@ def runtime_version(runtime: str) -> str:
         proc = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError):
         return NOT_HERE
+    if proc.returncode != 0:
+        return VERSION_FAILED
     text = (proc.stdout.strip() or proc.stderr.strip()).splitlines()
     return f"{runtime} {text[0]}" if text and not text[0].startswith(runtime) else (text[0] if text else "unknown")
 
@@ -145,6 +150,10 @@ def refusal(identity: Sequence[tuple[str, str]], backend: str) -> str | None:
     runtime = facts.get("container.runtime")
     if runtime is not None and facts.get("container.runtime_version") == NOT_HERE:
         return f"container runtime {runtime} ({CONTAINER_RUNTIMES[runtime]}) is not installed on this machine"
+    if runtime is not None and facts.get("container.runtime_version") == VERSION_FAILED:
+        exe = CONTAINER_RUNTIMES[runtime]
+        return (f"container runtime {runtime}: `{exe} --version` fails on this machine, where the jobs run, so "
+                f"they would fail too: run it to see why (Charliecloud's ch-run needs $USER set)")
     if "spack.env" in facts or "spack.view" in facts:
         return ("the local backend runs no job script, so no Spack environment is activated there: "
                 "run Spack environments on a Slurm cluster")

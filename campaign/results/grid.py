@@ -6,7 +6,10 @@ value as a number, not split the `params` text itself. Each key found in the
 selected rows' params is one column, named as the key (`param_<key>` where the
 key is already a column of the export), typed by every value it takes: all
 integers BIGINT, all finite numbers DOUBLE, else text; NULL in a row whose
-params lack the key. The figure's own `metric=` pair is the `metric` column
+params lack the key. Text too where the numbers would not keep the values
+apart (`1.1` and `1.10`, `1` and `1.0`: one number of two configurations)
+or an integer part is zero-padded (`007`): a string choice that reads as a
+number is a name. The figure's own `metric=` pair is the `metric` column
 already. The params texts are few (one per configuration), so the values are
 parsed here once per distinct text and joined to the rows in SQL.
 """
@@ -22,6 +25,7 @@ FIGURE_KEY = "metric"  # the figure's own pair (campaign.results.job_rows._with_
 PREFIX = "param_"  # before a key that is already a column of the export
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _INT64 = (-(2**63), 2**63 - 1)
+_PADDED = re.compile(r"[+-]?0[0-9]")  # an integer part with a leading zero: 007, -01, 00.5
 
 
 def pairs(text: Any) -> list[tuple[str, str]]:
@@ -72,11 +76,18 @@ def grid(texts: Iterable[str | None], taken: Iterable[str]) -> Grid:
 
 def _kind(values: list[str]) -> str:
     given = [v.strip() for v in values if v.strip()]
-    if given and all(_INTEGER.fullmatch(v) and _INT64[0] <= int(v) <= _INT64[1] for v in given):
-        return "BIGINT"
-    if given and all(_finite(v) for v in given):
-        return "DOUBLE"
-    return "VARCHAR"
+    if not given or any(_PADDED.match(v) for v in given):  # `007` is a name: as a number its zeros go
+        return "VARCHAR"
+    if all(_INTEGER.fullmatch(v) and _INT64[0] <= int(v) <= _INT64[1] for v in given):
+        kind = "BIGINT"
+    elif all(_finite(v) for v in given):
+        kind = "DOUBLE"
+    else:
+        return "VARCHAR"
+    # two texts of one number (`1.1` and `1.10` of a string choice; `1` and `1.0`, two runs) would be one
+    # value of the column, their configurations pooled by whoever groups by it: text as written
+    numbers = {_value(v, kind) for v in set(given)}
+    return kind if len(numbers) == len(set(given)) else "VARCHAR"
 
 
 def _finite(text: str) -> bool:

@@ -75,7 +75,7 @@ def _jobs(ids: list[str]) -> str:
             ) if ids else "none with rows"
 
 
-def _measured() -> Any:
+def measured() -> Any:
     """An attempt that measured something: a usable state, or one that
     stopped or failed after some n (a partial state) with rows stored. A
     newer build whose only job failed before its first n supersedes nothing."""
@@ -97,7 +97,7 @@ def _runs(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, w
     text) pairs; None: no ids, the empty list: no rows."""
     attempt = select(JobAttempt.id).where(JobAttempt.run_id == Run.id)
     if usable_only:
-        attempt = attempt.where(_measured())
+        attempt = attempt.where(measured())
     attempt = attempt_filter(attempt, where)
     # the JSON parts as text, read from the index (SQLite), decoded once per group
     parts = (Run.campaign_id, Run.partition, Run.kernel, Run.impl, Run.variant, Run.device, Run.dtype,

@@ -6,14 +6,17 @@ rule (`show` applies it too): ours, built by the partition's build job (the
 compiler and flags it recorded), or the user's (the real path and sha256 the
 submit's provenance recorded), or `not recorded` in an older ledger.
 
-Only the attempts whose timings count (usable states) are read: the table
-says what made the numbers the report shows.
+Only the attempts whose rows the report reads are: a usable state, or a
+partial one (a job that failed or stopped after some n) with rows stored
+(campaign.results.latest.measured), and none of the runs the report leaves
+out as superseded by a newer build: the table says what made the numbers
+the report shows.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import func, select
@@ -22,15 +25,17 @@ from sqlalchemy.orm import aliased
 from campaign.ledger import BuildStep, Campaign, JobAttempt, Ledger, PreflightStep, Provenance, Run
 from campaign.planning.program_origin import program_rows
 from campaign.planning.programs import KEY
-from campaign.plumbing.states import JobState
+from campaign.results.latest import Superseded, holder, measured
 
 COLUMNS = ["cluster", "partition", "kernel", "impl", "program", "build", "build_key", "compiler", "flags",
            "modules", "host", "path", "sha256"]
 
 
-def program_builds_frame(led: Ledger, campaigns: Sequence[str] | None = None) -> Any:
+def program_builds_frame(led: Ledger, campaigns: Sequence[str] | None = None,
+                         superseded: Collection[int] = ()) -> Any:
     """One row per (cluster, partition, kernel, impl, program, build) of the
-    usable attempts of `campaigns` (None: all), COLUMNS wide."""
+    measured attempts of `campaigns` (None: all) but those of the `superseded`
+    run ids, COLUMNS wide."""
     import pandas as pd  # lazy: the commands that never analyse do not load pandas
 
     argv = Run.spec["argv"].as_string()
@@ -40,14 +45,21 @@ def program_builds_frame(led: Ledger, campaigns: Sequence[str] | None = None) ->
     provenance = func.coalesce(JobAttempt.provenance_id, submitted.scalar_subquery())
     stmt = (select(Campaign.id, Campaign.cluster, Run.partition, Run.kernel, Run.impl, argv, provenance)
             .join(Run, Run.id == JobAttempt.run_id).join(Campaign)
-            .where(JobAttempt.state.in_([s for s in JobState if s.usable])).distinct())
+            .where(measured()).distinct())
     steps = (select(PreflightStep.campaign_id, PreflightStep.partition, BuildStep.key, BuildStep.info)
              .join(BuildStep, BuildStep.id == PreflightStep.build_id).order_by(BuildStep.id))
     if campaigns is not None:
         stmt = stmt.where(Campaign.name.in_(list(campaigns)))
         steps = steps.join(Campaign, Campaign.id == PreflightStep.campaign_id).where(Campaign.name.in_(list(campaigns)))
     with led.session() as s:
-        runs = s.execute(stmt).all()
+        left_out = holder(s, Superseded(runs=list(superseded)))  # a table: run ids may be more than SQLite binds
+        if left_out is not None:
+            stmt = stmt.where(JobAttempt.run_id.not_in(select(left_out.c.run_id)))
+        try:
+            runs = s.execute(stmt).all()
+        finally:
+            if left_out is not None:
+                left_out.drop(s.connection())
         builds: dict[tuple[int, str], dict[str, dict[str, Any]]] = {}
         for camp_id, partition, key, info in s.execute(steps):
             if info and info.get("ok"):

@@ -27,6 +27,7 @@ class Scope:
     lines: list[str] = field(default_factory=list)  # the header lines
     # runs of an older identity left out (campaign.results.latest records)
     superseded: list[dict[str, object]] = field(default_factory=list)
+    superseded_runs: list[int] = field(default_factory=list)  # their run ids (the builds table leaves them out)
 
 
 def resolve(led: Ledger, campaigns: Sequence[str] = (), all_campaigns: bool = False) -> Scope:

@@ -59,3 +59,16 @@ def test_a_figure_near_the_largest_double_keeps_its_median() -> None:
     assert record["value"] == 1.6e308
     rows = pd.concat([rows, rows.assign(value=[float("inf"), 1.0], repeat=[2, 3])], ignore_index=True)
     assert medians(rows)["value"].tolist() == [1.6e308]  # (1.0, 1.5e308, 1.7e308, inf): the same middle two
+
+
+def test_a_figure_table_names_its_sizes_as_integers_beside_a_program_without_n() -> None:
+    """A program with sizes beside one without (NULL n) in one report: the figure's value table had the
+    column `1000.0` (n turned float by the other program's NULLs); its sizes read as the time tables
+    write them (`1000`, `1M`), the NULL n as `–`."""
+    sized = _rows({("fp32", 1): 100.0})
+    sized = pd.concat([sized.assign(n=1000), sized.assign(n=1 << 20)], ignore_index=True)
+    sizeless = _rows({("fp32", 1): 7.0}).assign(kernel="spin", n=None, metric="ops", params="metric=ops")
+    tables = merit_tables(pd.concat([sized, sizeless], ignore_index=True), None, "c")
+    heads = {t.caption.split(" [")[0]: list(t.frame.columns) for t in tables if t.caption.startswith("Median")}
+    assert heads == {"Median rate": ["configuration", "threads", "1000", "1M"],
+                     "Median ops": ["configuration", "threads", "–"]}

@@ -158,3 +158,20 @@ def test_a_key_in_both_args_and_grid_is_refused() -> None:
     sweep = SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1], args={"label": "5"}, grid={"label": ["a"]})
     with pytest.raises(ConfigError, match=r"experiment.sweeps.0: 'label' is both an args and a grid key"):
         byob.check_sweep(_kernel(), sweep, 0)
+
+
+@pytest.mark.parametrize(("where", "values", "named"), [
+    ("grid", {"mode": ["a", "a,metric=x"]}, r"experiment.sweeps.0.grid.mode: value 'a,metric=x'"),
+    ("args", {"opts": "fast,level=2"}, r"experiment.sweeps.0.args.opts: value 'fast,level=2'"),
+    ("args", {"opts": ["fast", "level=2"]}, r"experiment.sweeps.0.args.opts: value 'fast,level=2'"),
+    ("args", {"a,b=c": "1"}, r"experiment.sweeps.0.args: key 'a,b=c'"),
+])
+def test_a_sweep_value_that_reads_as_another_parameter_is_refused(where: str, values: dict, named: str) -> None:
+    """A grid value `a,metric=x` is the run's params `mode=a,metric=x,...`: it read as mode=a and a
+    figure x, so the runs of `a` and `a,metric=x` were one point in the report (8 repeats of two
+    runs pooled) and the export's mode column said `a` for both. Refused at compose time."""
+    sweep = SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1], **{where: values})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=named):
+        byob.check_sweep(_kernel(), sweep, 0)
+    fine = {"grid": {"mode": ["a,b", "k=v", "x y"]}, "args": {"a": [20, 32, 40]}}[where]  # a list, '=' alone
+    byob.check_sweep(_kernel(), SweepSpec(kernel="mine", impls=["py"], variants=["v"], n=[1], **{where: fine}), 0)

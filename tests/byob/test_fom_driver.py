@@ -73,6 +73,22 @@ def test_a_pattern_matching_nothing_is_lost_output_naming_it(tmp_path: Path) -> 
     assert "figure time" in reason and "the last line" in reason and "n=10" in reason
 
 
+def test_a_reason_quotes_the_pattern_as_written(tmp_path: Path) -> None:
+    """The reason quoted a figure's pattern and a sanity pattern as Python's repr, each backslash
+    doubled: `pattern 'time:\\\\s+(?P<value>\\\\S+) s'` for the `time:\\s+(?P<value>\\S+) s` of the
+    YAML, a pattern no user wrote and that, pasted back, matches a literal backslash. They are quoted
+    as written."""
+    rc, out = _run(tmp_path, _spec("print('Elapsed 0.5 seconds')"))
+    assert rc == 0
+    reason = classify_output(out, _expected((10, 20))).reason or ""
+    assert r"figure time: pattern 'time:\s+(?P<value>\S+) s' matched nothing in stdout" in reason, reason
+    sanity = [{"regex": r"\bNaN\b", "source": "stdout", "expect": "absent"}]
+    (tmp_path / "sanity").mkdir()
+    rc, out = _run(tmp_path / "sanity", _spec("print('NaN here'); print('time: 0.5 s')", sanity=sanity))
+    reason = classify_output(out, _expected((10, 20))).reason or ""
+    assert r"sanity pattern '\bNaN\b' must not match stdout" in reason, reason
+
+
 def test_a_failed_sanity_pattern_is_check_failed_quoting_the_line(tmp_path: Path) -> None:
     code = "print('result: NaN detected in block 3'); print('time: 0.5 s')"
     sanity = [{"regex": "(?i)nan", "source": "stdout", "expect": "absent"}, {"regex": "time:", "expect": "match"}]

@@ -22,6 +22,9 @@ SOURCE = r"""#include <stdio.h>
 #include <stdlib.h>
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 0;
+#ifdef FAIL_ABOVE
+    if (n > FAIL_ABOVE) { fprintf(stderr, "n=%ld too large\n", n); return 3; }
+#endif
     printf("rate: %ld\n", (long)RATE + 0 * n);
     return 0;
 }
@@ -44,14 +47,15 @@ sweeps:
 """
 
 
-def _build(root: Path, rate: int) -> None:
-    """Compile the program into bin/ as a user does: a new file at the same path."""
+def _build(root: Path, rate: int, *defines: str) -> str:
+    """Compile the program into bin/ as a user does: a new file at the same path; its sha256."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no C compiler on this machine")
     (root / "bench.c").write_text(SOURCE)
-    subprocess.run([cc, "-O2", f"-DRATE={rate}", "-o", str(root / "bin" / "rebuiltbench"), str(root / "bench.c")],
-                   check=True, capture_output=True)
+    subprocess.run([cc, "-O2", f"-DRATE={rate}", *defines, "-o", str(root / "bin" / "rebuiltbench"),
+                    str(root / "bench.c")], check=True, capture_output=True)
+    return hashlib.sha256((root / "bin" / "rebuiltbench").read_bytes()).hexdigest()
 
 
 def _project(root: Path) -> dict[str, str]:
@@ -134,3 +138,71 @@ def test_a_reverted_program_is_the_latest_again(tmp_path: Path) -> None:
     third = submit(300)  # what changed is told against the latest build, the reverted one
     [line] = [ln for ln in third.splitlines() if "new run(s):" in ln]
     assert f"user.rebuiltbench 'sha256:{hashlib.sha256(first_hash).hexdigest()[:16]}' -> " in line, line
+
+
+def _report(cli: tuple[str, ...], root: Path, env: dict[str, str]) -> tuple[dict, list[str]]:
+    """`report --json` and the markdown report's builds table rows."""
+    proc = run_cli(*cli, "report", "--json", cwd=root, env=env)
+    assert proc.returncode == 0, proc.stderr
+    out = root / "report"
+    md = run_cli(*cli, "report", "--out", str(out), cwd=root, env=env)
+    assert md.returncode == 0, md.stderr
+    text = (out / "local.md").read_text()
+    table = text[text.index("**Kernel builds per partition"):].split("\n\n")[1].splitlines()[2:]
+    return json.loads(proc.stdout), table
+
+
+def test_the_builds_table_names_the_build_whose_rows_are_reported(tmp_path: Path) -> None:
+    """A rebuilt program's report takes the new build's rows alone: its builds table (text and
+    `report --json` `builds`) named the superseded build beside it, one program twice, as if both
+    made the numbers shown; it names the new build only."""
+    env = _project(tmp_path)
+    cli = ("--ledger", str(tmp_path / "ledger.sqlite"))
+    for rate in (100, 200):
+        sha = _build(tmp_path, rate)
+        proc = run_cli(*cli, "submit", "experiment=rebuild", cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    data, table = _report(cli, tmp_path, env)
+    assert [f["value"] for f in data["figures_of_merit"]] == [200]
+    assert [b["sha256"] for b in data["builds"]] == [sha], data["builds"]
+    assert table == [f"| local | rebuilt | c | rebuiltbench | user binary {sha[:12]} |"], table
+
+
+def test_the_builds_table_names_a_failed_jobs_program_whose_rows_are_reported(tmp_path: Path) -> None:
+    """A job that fails at its second n keeps the rows of its first (FAILED, a partial state), and the
+    report shows them: the builds table left that program out (it read COMPLETED attempts only), so
+    the numbers shown had no program named; it names it."""
+    env = _project(tmp_path)
+    (tmp_path / "conf" / "experiment" / "rebuild.yaml").write_text(EXPERIMENT.replace("n: [10]", "n: [10, 20]"))
+    sha = _build(tmp_path, 100, "-DFAIL_ABOVE=10")
+    cli = ("--ledger", str(tmp_path / "ledger.sqlite"))
+    proc = run_cli(*cli, "submit", "experiment=rebuild", cwd=tmp_path, env=env)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert sql_rows(tmp_path / "ledger.sqlite", "SELECT state FROM job_attempt") == [("FAILED",)]
+    data, table = _report(cli, tmp_path, env)
+    assert [(f["n"], f["value"]) for f in data["figures_of_merit"]] == [(10, 100)]
+    assert [b["sha256"] for b in data["builds"]] == [sha], data["builds"]
+    assert table == [f"| local | rebuilt | c | rebuiltbench | user binary {sha[:12]} |"], table
+
+
+def test_show_names_no_build_of_ours_for_a_campaign_of_user_programs(tmp_path: Path) -> None:
+    """On this machine a campaign of the user's programs alone ran no build, yet `show` said
+    `build: key ...  job - COMPLETED  folder <repo>/kernels/build` (our `make kernels` output, linked
+    because it had been built earlier), as if our build made the user's binary; on Slurm the same
+    campaign said `build: none`. It says none here too."""
+    from campaign.config.load import repo_root
+    from campaign.job.build import read_record
+
+    if read_record(repo_root() / "kernels" / "build") is None:
+        pytest.skip("our kernels are not built here (make kernels): nothing that could be linked")
+    env = _project(tmp_path)
+    sha = _build(tmp_path, 100)
+    cli = ("--ledger", str(tmp_path / "ledger.sqlite"))
+    proc = run_cli(*cli, "submit", "experiment=rebuild", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [(job,)] = sql_rows(tmp_path / "ledger.sqlite", "SELECT job_id FROM job_attempt")
+    shown = run_cli(*cli, "show", str(job), cwd=tmp_path, env=env)
+    assert shown.returncode == 0, shown.stderr
+    lines = {line.split(":")[0]: line for line in shown.stdout.splitlines() if line.startswith(("build:", "program:"))}
+    assert lines["build"] == "build: none (no C/Fortran programs)", shown.stdout
+    assert lines["program"].endswith(f"user binary sha256 {sha[:12]}"), shown.stdout

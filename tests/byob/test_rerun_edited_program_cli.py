@@ -66,3 +66,30 @@ def test_only_the_runs_of_the_edited_program_are_left_out(tmp_path: Path) -> Non
     kernels = sql_rows(led, "SELECT r.kernel, count(*) FROM job_attempt a JOIN run r ON r.id = a.run_id "
                             "GROUP BY r.kernel ORDER BY r.kernel")
     assert kernels == [("big", 1), ("big2", 2)]
+
+
+def test_a_rerun_after_campaign_changed_names_its_driver(tmp_path: Path) -> None:
+    """A tool-driven run's identity holds our driver's code (`program.campaign.job`): after campaign
+    was upgraded, `rerun --failed` said `1 run(s) ran program campaign.job as python code sha256:...,
+    the file is now ...: its bytes changed since submit: ... or restore it to rerun these`, as if the
+    user had edited a file of theirs. It says that campaign's own driver changed (an upgrade)."""
+    import json
+    import sqlite3
+
+    env = declare(tmp_path, {"big": KERNEL}, {"big_sweep": EXPERIMENT}, {"big": PROGRAM})
+    led = tmp_path / "ledger.sqlite"
+    proc = run_cli("--ledger", str(led), "submit", "experiment=big_sweep", "campaign.name=up", cwd=tmp_path, env=env)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    with sqlite3.connect(led) as db:  # the driver's code as an older campaign recorded it
+        [(run_id, text)] = db.execute("SELECT id, spec FROM run").fetchall()
+        spec = json.loads(text)
+        entries = [e[0] for e in spec["identity"]]
+        assert "program.campaign.job" in entries, entries
+        spec["identity"] = [[k, "python code sha256:0000000000000000" if k == "program.campaign.job" else v]
+                            for k, v in spec["identity"]]
+        db.execute("UPDATE run SET spec = ? WHERE id = ?", (json.dumps(spec), run_id))
+    proc = run_cli("--ledger", str(led), "rerun", "up", "--failed", cwd=tmp_path, env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "campaign's own driver campaign.job changed since submit (campaign was upgraded or edited)" in \
+        proc.stderr, proc.stderr
+    assert "restore it" not in proc.stderr, proc.stderr

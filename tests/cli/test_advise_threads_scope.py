@@ -112,3 +112,21 @@ def test_advise_shape_honours_json_too(tmp_path: Path) -> None:
     assert data["ok"] is False and data["h"] == 2560
     assert any(c["rule"] == "vocab multiple of 64" and not c["ok"] for c in data["checks"])
     assert any(p["kind"] == "vocab" and p["value"] == 50304 for p in data["proposals"])
+
+
+def test_a_kernel_missing_from_the_latest_campaign_names_the_campaign_read(tmp_path: Path) -> None:
+    """A kernel measured in an older campaign but not in the latest: the refusal said `no results for
+    kernel 'attention_forward' on anvil; measured: decode`, though it was measured on anvil (in the
+    older campaign): it names the campaign it read and how to read another, as the cluster's does."""
+    led = tmp_path / "ledger.sqlite"
+    older = _write(tmp_path / "older.csv", 1.0, SIZES)
+    newer = tmp_path / "newer.csv"
+    newer.write_text(older.read_text().replace("attention_forward", "decode"))
+    for name, path in (("older", older), ("newer", newer)):
+        proc = run_cli("--ledger", str(led), "import", str(path), "--campaign", name)
+        assert proc.returncode == 0, proc.stderr
+    proc = run_cli("--ledger", str(led), *ARGS)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "no results for kernel 'attention_forward' on anvil in campaign newer (the latest" in proc.stderr
+    assert "--campaign NAME or --all" in proc.stderr and "measured there: decode" in proc.stderr, proc.stderr
+    assert run_cli("--ledger", str(led), *ARGS, "--campaign", "older").returncode == 0

@@ -165,3 +165,36 @@ def test_a_runtime_missing_where_the_jobs_run_is_refused(tmp_path: Path) -> None
                    "experiment.container={runtime:podman,image:localhost/bench}")
     assert proc.returncode == 2 and "container runtime podman (podman) is not installed on this machine" in proc.stderr
     assert _no_campaign(ledger)
+
+
+def _failing_ch_run(tmp_path: Path) -> dict[str, str]:
+    """A `ch-run` whose `--version` fails as Charliecloud's does without $USER: its error line, with
+    its process id, on stderr, exit 1; and a folder image. The environment that finds it first."""
+    import os
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "ch-run"
+    fake.write_text('#!/bin/sh\necho "ch-run[$$]: error: \\$USER not set (ch-run.c:122)" >&2\nexit 1\n')
+    fake.chmod(0o755)
+    (tmp_path / "image" / "etc").mkdir(parents=True)
+    return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
+def test_a_runtime_whose_version_fails_is_no_version_and_refused_where_the_jobs_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ch-run --version` failing here ($USER unset) was recorded as the runtime's version, error line
+    and process id included (`charliecloud ch-run[30087]: error: ...`): every submit of the same
+    campaign was new runs that failed the same way. The failed probe is one fixed value, and where the
+    jobs run here (the local backend) the submit is refused in one line, exit 2, nothing recorded."""
+    env = _failing_ch_run(tmp_path)
+    monkeypatch.setenv("PATH", env["PATH"])
+    spec = ContainerSpec(runtime="charliecloud", image=str(tmp_path / "image"))
+    first, second = (dict(_identity(spec))["container.runtime_version"] for _ in range(2))
+    assert first == second and "error" not in first and "ch-run[" not in first, (first, second)
+    ledger = tmp_path / "ledger.sqlite"
+    proc = run_cli("--ledger", str(ledger), "submit", "experiment=byob_mbw",
+                   f"experiment.container={{runtime:charliecloud,image:'{tmp_path / 'image'}'}}", env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.count("\n") == 1 and "ch-run --version" in proc.stderr and "fails" in proc.stderr, proc.stderr
+    assert _no_campaign(ledger)

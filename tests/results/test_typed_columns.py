@@ -96,6 +96,20 @@ def test_grid_values_are_typed_by_every_value_they_take() -> None:
         "n": ("param_n", "BIGINT"), "threads": ("param_threads", "VARCHAR")}
 
 
+def test_names_that_read_as_numbers_stay_names() -> None:
+    """A string choice of the grid (`mode: ["1.10", "1.1", "007"]`) was typed DOUBLE: the export gave
+    1.1, 1.1 and 7.0, two configurations as one value and the padding lost. A column is a number only
+    where its numbers keep the values apart and no integer is zero-padded; else it is text as written."""
+    made = grid.grid(["mode=1.10,scale=1.5", "mode=1.1,scale=1.5", "mode=007,scale=1.5"], [])
+    assert made.columns == {"mode": ("mode", "VARCHAR"), "scale": ("scale", "DOUBLE")}
+    assert [r["mode"] for r in made.table().to_pylist()] == ["1.10", "1.1", "007"]
+    assert grid.grid(["code=007"], []).columns == {"code": ("code", "VARCHAR")}
+    assert grid.grid(["s=1", "s=1.0"], []).columns == {"s": ("s", "VARCHAR")}  # two runs: 1 and 1.0 apart
+    # numbers written as users write them stay numbers: 0, 1e-3 beside 0.5, a sign
+    assert grid.grid(["a=0,b=1e-3", "a=-4,b=0.5", "a=+7,b=0.25"], []).columns == {
+        "a": ("a", "BIGINT"), "b": ("b", "DOUBLE")}
+
+
 def test_results_give_each_grid_parameter_a_typed_column(tmp_path: Path) -> None:
     csv = tmp_path / "rows.csv"
     csv.write_text("cluster,partition,kernel,impl,variant,device,threads,n,repeat,time_s,params\n"

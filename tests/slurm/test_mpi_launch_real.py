@@ -224,7 +224,7 @@ def test_broken_mpi_program_fails_the_preflight_before_any_array_runs(
         why = "[Errno 2] No such file or directory: 'mpi_"  # (the first program's, or each run's own)
     else:
         assert len(problems) == 1, problems
-        why = "figure work: pattern 'done: (\\\\d+)' matched nothing in rank 0's stdout"
+        why = "figure work: pattern 'done: (\\d+)' matched nothing in rank 0's stdout"
     jobs = run_cli("--ledger", str(led), "jobs", "--campaign", name)
     assert jobs.returncode == 0, jobs.stderr
     lines = [line for line in jobs.stdout.splitlines() if "PREFLIGHT_FAILED" in line]
