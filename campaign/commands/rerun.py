@@ -1,7 +1,8 @@
 """`campaign rerun`: failed runs again, as new attempts linked to the old ones.
 
 A TIMEOUT/CANCELLED/OUT_OF_MEMORY/FAILED attempt whose finished n were ingested
-(campaign.results.partial) is rerun for its missing n only; the others run whole.
+(campaign.results.partial) is rerun for its missing n only; the others run
+their own n (the run's, or the n a rerun of the missing n was given).
 `--time-factor` and `--mem-factor` apply to every attempt rerun, whatever
 its failure, within the partition's limits, and the output says what changed.
 """
@@ -65,8 +66,11 @@ class _Batch:
 def _chained(ledger: Ledger, campaign_id: int) -> str | None:
     """The kernel folder of the campaign's last chain; None when it was submitted without one."""
     with ledger.session() as s:
-        return s.scalar(select(PreflightStep.kernel_bin).where(PreflightStep.campaign_id == campaign_id)
-                        .order_by(PreflightStep.id.desc()))
+        return s.scalar(
+            select(PreflightStep.kernel_bin)
+            .where(PreflightStep.campaign_id == campaign_id)
+            .order_by(PreflightStep.id.desc())
+        )
 
 
 @dataclass
@@ -79,8 +83,9 @@ class RerunReport:
     changed_program: str | None = None  # why runs whose program changed since submit were left alone
 
 
-def _select(s: Session, campaign: str | None, job_id: str | None, states: set[JobState],
-            before: tuple[int, datetime]) -> list[JobAttempt]:
+def _select(
+    s: Session, campaign: str | None, job_id: str | None, states: set[JobState], before: tuple[int, datetime]
+) -> list[JobAttempt]:
     """Finished attempts to rerun, as the ledger was when this rerun started
     (`before`: the newest attempt id then): a rerun that waited for another one
     of the same campaign does not rerun that one's new attempts again."""
@@ -105,8 +110,9 @@ def _before(att: JobAttempt, before: tuple[int, datetime]) -> bool:
     return att.id <= last_id and (att.ended_at is None or att.ended_at <= started)
 
 
-def _scaled(att: JobAttempt, spec: RunSpec, part: PartitionSpec, time_factor: float,
-            mem_factor: float) -> tuple[int, float | None, str]:
+def _scaled(
+    att: JobAttempt, spec: RunSpec, part: PartitionSpec, time_factor: float, mem_factor: float
+) -> tuple[int, float | None, str]:
     """The new attempt's walltime and memory: the factors the user asked for,
     whatever the failure (a job that ran out of memory may also have been
     slow, and the user said so), never past what the partition allows; and
@@ -166,8 +172,9 @@ def rerun(
     if job_id is None and not wanted:
         raise BadInputError("say what to rerun: --failed, --state STATE or --job JOB_ID")
     if job_id is None and campaign is None and not all_campaigns:
-        raise BadInputError("name the campaign to rerun (campaign rerun CAMPAIGN ...), or pass --all "
-                            "for every campaign in the ledger")
+        raise BadInputError(
+            "name the campaign to rerun (campaign rerun CAMPAIGN ...), or pass --all for every campaign in the ledger"
+        )
     report = RerunReport()
     started = now()  # aware UTC, as the ledger stores ended_at (campaign.ledger.types)
     with ledger.session() as s:
@@ -175,8 +182,9 @@ def rerun(
         before = (s.scalar(select(func.max(JobAttempt.id))) or 0, started)
     # Serialised with submits and other reruns of the same campaigns (campaign.commands.claims).
     with claimed(ledger, camp_ids, "rerun", notice):
-        _rerun_claimed(ledger, report, camp_ids, campaign, job_id, wanted, time_factor, mem_factor, progress,
-                       before, preflight)
+        _rerun_claimed(
+            ledger, report, camp_ids, campaign, job_id, wanted, time_factor, mem_factor, progress, before, preflight
+        )
     if job_id is None:
         report.not_taken = _not_taken(ledger, camp_ids, wanted)
     return report
@@ -203,9 +211,13 @@ def _campaign_ids(s: Session, campaign: str | None, job_id: str | None, wanted: 
         return [q.attempts_by_job_id(s, job_id)[-1].run.campaign_id]
     if campaign:
         return [q.require_campaign(s, campaign).id]
-    return sorted({a.run.campaign_id for a in q.latest_attempts(s)
-                   if a.state in wanted or (a.job_id is None and (not a.state.finished
-                                                                   or a.state is JobState.NOT_SUBMITTED))})
+    return sorted(
+        {
+            a.run.campaign_id
+            for a in q.latest_attempts(s)
+            if a.state in wanted or (a.job_id is None and (not a.state.finished or a.state is JobState.NOT_SUBMITTED))
+        }
+    )
 
 
 def _batch(batches: dict[str, _Batch], camp: Campaign) -> _Batch:
@@ -214,9 +226,30 @@ def _batch(batches: dict[str, _Batch], camp: Campaign) -> _Batch:
     return batches[camp.name]
 
 
-def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], campaign: str | None,
-                   job_id: str | None, wanted: set[JobState], time_factor: float, mem_factor: float,
-                   progress: Progress | None, before: tuple[int, datetime], preflight: bool = True) -> None:
+def _only_n(att: JobAttempt) -> tuple[int, ...] | None:
+    """The n a rerun of `att` runs (None: the run's whole sweep). A rerun of the
+    missing n that failed before finishing one of them ingests nothing and
+    records no missing n: its own n are still the missing ones, and the n an
+    earlier attempt measured must not be measured again (their rows would
+    count twice in every median)."""
+    if att.state in PARTIAL_STATES and att.missing_n:
+        return tuple(att.missing_n)
+    return tuple(att.n) if att.n else None
+
+
+def _rerun_claimed(
+    ledger: Ledger,
+    report: RerunReport,
+    camp_ids: list[int],
+    campaign: str | None,
+    job_id: str | None,
+    wanted: set[JobState],
+    time_factor: float,
+    mem_factor: float,
+    progress: Progress | None,
+    before: tuple[int, datetime],
+    preflight: bool = True,
+) -> None:
     batches: dict[str, _Batch] = {}
     with ledger.session.begin() as s:
         # Crash recovery first: attempts a killed submit or rerun recorded but
@@ -227,9 +260,18 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
                 reopen_unsubmitted(att)
                 batch = _batch(batches, att.run.campaign)
                 spec = RunSpec.from_json(att.run.spec)
-                batch.requests.append(job_request(batch.cluster, att.run.campaign.name, spec, att.id,
-                                                  Path(att.workdir), att.walltime_min, att.mem_gb,
-                                                  tuple(att.n) if att.n else None))
+                batch.requests.append(
+                    job_request(
+                        batch.cluster,
+                        att.run.campaign.name,
+                        spec,
+                        att.id,
+                        Path(att.workdir),
+                        att.walltime_min,
+                        att.mem_gb,
+                        tuple(att.n) if att.n else None,
+                    )
+                )
                 batch.resumed.add(att.id)
                 batch.changed[att.id] = "sent as recorded (a killed submit or rerun left it unconfirmed)"
                 previous = s.get(JobAttempt, att.previous_id) if att.previous_id else None
@@ -244,10 +286,9 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
             spec = RunSpec.from_json(run.spec)
             part = batch.cluster.partitions[spec.partition]
             walltime, mem, changed = _scaled(att, spec, part, time_factor, mem_factor)
-            only = tuple(att.missing_n) if att.state in PARTIAL_STATES and att.missing_n else None
+            only = _only_n(att)
             aid, _, workdir = new_attempt(s, run.id, spec, Path(camp.workdir), att, None, walltime, mem, only)
-            batch.requests.append(job_request(batch.cluster, camp.name, spec, aid, Path(workdir), walltime, mem,
-                                              only))
+            batch.requests.append(job_request(batch.cluster, camp.name, spec, aid, Path(workdir), walltime, mem, only))
             batch.previous[aid] = att.job_id
             if only:
                 changed += f"; only the missing n {', '.join(str(n) for n in only)}"
@@ -260,8 +301,7 @@ def _rerun_claimed(ledger: Ledger, report: RerunReport, camp_ids: list[int], cam
                 reqs, found = recover_orphans(ledger, backend, batch.requests, batch.resumed)
                 kernel_bin = _chained(ledger, batch.campaign_id) if preflight else None
                 if kernel_bin is not None and reqs:  # submitted with its chain: rerun resubmits the chain
-                    chains = chain.plan_chains(batch.cluster, backend.name, name, Path(batch.workdir), kernel_bin,
-                                               reqs)
+                    chains = chain.plan_chains(batch.cluster, backend.name, name, Path(batch.workdir), kernel_bin, reqs)
                     reqs = gate(ledger, backend, batch.cluster.name, batch.campaign_id, kernel_bin, chains)
                 sent = [*found, *submit_requests(ledger, backend, reqs, progress)]
         except CampaignError as exc:  # sbatch refused: the ledger says so (attempts.refused)
