@@ -36,6 +36,7 @@ class RankEnd:
 
     code: int | None = None
     ended: float | None = None  # wall clock when its program ended (ranks on several nodes compare by it)
+    started: bool = False  # it left a record: the launcher started its shim
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,10 @@ class Launch:
         """How each rank ended, from its record of this launch (None: it left none, e.g. killed), and
         the ranks whose record does not say they ended with 0: one read of the records for both."""
         records = read_records(Path(self.records))
-        ends = tuple(RankEnd(_code(records.get(r, {}).get("exit_code")), _number(records.get(r, {}).get("ended")))
-                     for r in range(self.ranks))
+        ends = tuple(
+            RankEnd(_code(records.get(r, {}).get("exit_code")), _number(records.get(r, {}).get("ended")), r in records)
+            for r in range(self.ranks)
+        )
         return ends, unfinished_ranks(records, self.ranks)
 
     def missing(self, unfinished: list[int]) -> str:
