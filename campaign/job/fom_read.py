@@ -100,6 +100,13 @@ class Output:
             return min(failed)[2]
         return next((r for r, (_, err) in enumerate(self.ranks) if err.strip()), None)
 
+    def exit_code(self, launcher: int) -> int:
+        """The code a failed invocation ends with: launched, the failing rank's own (a segfault of
+        rank 1 is 139, though srun returns the 143 of the peers it then stopped), else the launcher's."""
+        rank = self.failed_rank()
+        own = self.ends[rank].code if rank is not None and rank < len(self.ends) else None
+        return own if own else launcher
+
     def failure(self) -> str:
         """What a reason quotes of a failed invocation, on one line. Launched:
         the first lines of the failing rank's own stderr (where the program

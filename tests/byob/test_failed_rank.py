@@ -124,3 +124,19 @@ def test_a_launcher_that_started_no_rank_is_quoted_from_its_first_lines() -> Non
     ), out.failure()
     started = Output("", refusal, (("", ""), ("", "")), (RankEnd(started=True), RankEnd(started=True)))
     assert started.failure().startswith("the variable OMPI_ALLOW_RUN_AS_ROOT=1"), started.failure()
+
+
+def test_the_invocation_ends_with_the_failing_ranks_own_code_not_the_launchers() -> None:
+    """srun returns the 143 (SIGTERM) of the peers it stopped after rank 1 segfaulted: the driver
+    exits as the failing rank did, so the job's reason leads with SIGSEGV, not a SIGTERM that reads
+    as a cancel. Without a rank's own code (MPI_Abort before its record) the launcher's stays."""
+    crashed = Output(
+        "",
+        "",
+        (("", ""), ("", "[n2:1] *** Process received signal ***\n")),
+        (RankEnd(143, 2.0, True), RankEnd(139, 1.0, True)),
+    )
+    assert crashed.exit_code(143) == 139
+    aborted = Output("", "", (("", ""), ("", ABORT)), (RankEnd(started=True), RankEnd(started=True)))
+    assert aborted.exit_code(3) == 3
+    assert Output("", "srun: error: unknown\n").exit_code(1) == 1
