@@ -43,18 +43,18 @@ sweeps:
 """
 
 
-def _timed(root: Path) -> tuple[Path, dict[str, str]]:
+def _timed(root: Path, program: str = PROGRAM, code: int = 0) -> tuple[Path, dict[str, str]]:
     (root / "conf" / "kernel").mkdir(parents=True)
     (root / "conf" / "experiment").mkdir()
     (root / "bin").mkdir()
     (root / "conf" / "kernel" / "nosize.yaml").write_text(KERNEL)
     (root / "conf" / "experiment" / "nosize_sweep.yaml").write_text(EXPERIMENT)
-    (root / "bin" / "nosize").write_text(PROGRAM)
+    (root / "bin" / "nosize").write_text(program)
     (root / "bin" / "nosize").chmod(0o755)
     env = {"CAMPAIGN_CONFIG_PATH": str(root / "conf"), "PATH": f"{root / 'bin'}:{os.environ['PATH']}"}
     ledger = root / "ledger.sqlite"
     proc = run_cli("--ledger", str(ledger), "submit", "experiment=nosize_sweep", cwd=root, env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == code, proc.stdout + proc.stderr
     return ledger, env
 
 
@@ -212,3 +212,14 @@ def test_unsized_reads_the_driver_spec() -> None:
     assert not unsized(json.dumps({**spec, "env": {"SIZE": "{n}"}}))
     assert not unsized(json.dumps({**spec, "figures": [{"source": "out_{n}.txt"}]}))
     assert not unsized("not json") and not unsized(None)
+
+
+def test_a_preflight_of_a_program_without_a_size_names_no_n(tmp_path: Path) -> None:
+    """Its preflight fails as its runs would, with its words; it ran at no size, so
+    the failure is not "at the smallest n"."""
+    ledger, env = _timed(tmp_path, "#!/bin/sh\necho 'nosize: no licence for this host' >&2\nexit 3\n", code=3)
+    proc = run_cli("--ledger", str(ledger), "jobs", "--format", "json", cwd=tmp_path, env=env)
+    reasons = {row["state"]: row["reason"] for row in json.loads(proc.stdout)}
+    assert list(reasons) == ["PREFLIGHT_FAILED"], reasons
+    assert "exited with 3: " in reasons["PREFLIGHT_FAILED"], reasons
+    assert "smallest n" not in reasons["PREFLIGHT_FAILED"] and "no licence" in reasons["PREFLIGHT_FAILED"], reasons
