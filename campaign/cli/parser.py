@@ -34,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}{self._hint(message)} (see {self.prog} --help)\n")
 
     def _hint(self, message: str) -> str:
-        """"did you mean" for a misspelt command, choice or option (difflib)."""
+        """ "did you mean" for a misspelt command, choice or option (difflib)."""
         found = _CHOICE.search(message)
         if found:
             return did_you_mean(found["word"], re.findall(r"'([^']*)'", found["known"]))
@@ -44,23 +44,50 @@ class _Parser(argparse.ArgumentParser):
         return ""
 
 
+class _Once(argparse.Action):
+    """jobs' one campaign, refused twice: argparse's last one would drop the first one silently."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, ns: argparse.Namespace, value: object, opt: str | None = None
+    ) -> None:
+        if (given := getattr(ns, self.dest)) is not None:
+            parser.error(
+                f"{opt} is given twice ({given!r}, {value!r}): jobs lists one campaign, or every one without {opt}"
+            )
+        setattr(ns, self.dest, value)
+
+
 def _add_globals(p: argparse.ArgumentParser, *, top: bool) -> None:
     """--ledger, --format, --quiet; below the top level their default is
     SUPPRESS, so a subcommand never overwrites a value given before it."""
+
     def default(value: object) -> object:
         return value if top else argparse.SUPPRESS
 
     have = p._option_string_actions  # a subcommand's own option of the same name wins
     if "--ledger" not in have:
-        p.add_argument("--ledger", type=Path, default=default(None),
-                       help="ledger file or URL (default: $CAMPAIGN_LEDGER, else ~/.local/share/campaign/ledger.sqlite)")
+        p.add_argument(
+            "--ledger",
+            type=Path,
+            default=default(None),
+            help="ledger file or URL (default: $CAMPAIGN_LEDGER, else ~/.local/share/campaign/ledger.sqlite)",
+        )
     if "--format" not in have:
-        p.add_argument("--format", choices=FORMATS, default=default(None),
-                       help="output of jobs, status, results, show (default: table; results: csv); "
-                            "a table into a pipe is plain text")
+        p.add_argument(
+            "--format",
+            choices=FORMATS,
+            default=default(None),
+            help="output of jobs, status, results, show (default: table; results: csv); "
+            "a table into a pipe is plain text",
+        )
     if "--quiet" not in have:
-        p.add_argument("-q", "--quiet", action="store_true", default=default(False),
-                       help="no progress display; waiting commands print one line per state change")
+        p.add_argument(
+            "-q",
+            "--quiet",
+            action="store_true",
+            default=default(False),
+            help="no progress display; waiting commands print one line per state change",
+        )
 
 
 def _add_globals_everywhere(p: argparse.ArgumentParser) -> None:
@@ -72,45 +99,80 @@ def _add_globals_everywhere(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="campaign", description="Benchmark campaigns on Slurm clusters, tracked in a ledger.",
-                epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(
+        prog="campaign",
+        description="Benchmark campaigns on Slurm clusters, tracked in a ledger.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--version", action="version", version=f"campaign {__version__}")
     _add_globals(p, top=True)
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
-    s = sub.add_parser("submit", help="expand an experiment, submit its runs, record them",
-                       epilog=SUBMIT_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("overrides", nargs="*",
-                   help="Hydra overrides, e.g. cluster=delta experiment=smoke experiment.repeats=5; sweeps: "
-                        "'experiment.sweeps.0.threads=1,2,4', range(1,9), choice(a,b), cluster=glob(*)")
+    s = sub.add_parser(
+        "submit",
+        help="expand an experiment, submit its runs, record them",
+        epilog=SUBMIT_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s.add_argument(
+        "overrides",
+        nargs="*",
+        help="Hydra overrides, e.g. cluster=delta experiment=smoke experiment.repeats=5; sweeps: "
+        "'experiment.sweeps.0.threads=1,2,4', range(1,9), choice(a,b), cluster=glob(*)",
+    )
     s.add_argument("--dry-run", action="store_true", help="print the job scripts; submit and record nothing")
     s.add_argument("--force", action="store_true", help="submit runs again even if the ledger has them")
-    s.add_argument("--no-preflight", action="store_true",
-                   help="submit the arrays without the build and preflight jobs in front of them (experts)")
-    s.add_argument("-m", "--multirun", action="store_true",
-                   help="accepted for Hydra habits; sweeps expand with or without it")
+    s.add_argument(
+        "--no-preflight",
+        action="store_true",
+        help="submit the arrays without the build and preflight jobs in front of them (experts)",
+    )
+    s.add_argument(
+        "-m", "--multirun", action="store_true", help="accepted for Hydra habits; sweeps expand with or without it"
+    )
     s.add_argument("-c", "--cfg", choices=["job"], help="print the composed config (YAML) and exit")
-    s.add_argument("--info", action="store_true",
-                   help="print the config search path and the configs it offers, and exit")
-    s.add_argument("-cd", "--config-dir", type=Path, action="append", default=[], metavar="DIR",
-                   help="a folder of configs searched first (same as $CAMPAIGN_CONFIG_PATH); repeatable")
-    s.add_argument("--wait", action="store_true",
-                   help="Slurm: after submitting, watch until every job finished (exit 3 if one failed)")
+    s.add_argument(
+        "--info", action="store_true", help="print the config search path and the configs it offers, and exit"
+    )
+    s.add_argument(
+        "-cd",
+        "--config-dir",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of configs searched first (same as $CAMPAIGN_CONFIG_PATH); repeatable",
+    )
+    s.add_argument(
+        "--wait",
+        action="store_true",
+        help="Slurm: after submitting, watch until every job finished (exit 3 if one failed)",
+    )
     s.add_argument("--interval", type=float, default=5.0, help="seconds between syncs with --wait")
 
     s = sub.add_parser("status", help="sync job states from the scheduler; show counts")
     s.add_argument("campaign", nargs="?")
-    s.add_argument("--watch", action="store_true",
-                   help="keep syncing and show progress until nothing is pending or running (exit 3 if a job failed)")
+    s.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep syncing and show progress until nothing is pending or running (exit 3 if a job failed)",
+    )
     s.add_argument("--interval", type=float, default=5.0, help="seconds between syncs with --watch")
-    s.add_argument("--wait", action="store_true",
-                   help="sync until nothing is pending or running, without the live view (exit 3 if a job failed)")
+    s.add_argument(
+        "--wait",
+        action="store_true",
+        help="sync until nothing is pending or running, without the live view (exit 3 if a job failed)",
+    )
 
     s = sub.add_parser("jobs", help="list jobs (states refreshed from the scheduler first)")
-    s.add_argument("--campaign")
+    s.add_argument("--campaign", action=_Once)
     s.add_argument("--state", help="e.g. FAILED")
-    s.add_argument("--failed", action="store_true",
-                   help="every failed state (FAILED, TIMEOUT, OUT_OF_MEMORY, ...: what rerun --failed takes)")
+    s.add_argument(
+        "--failed",
+        action="store_true",
+        help="every failed state (FAILED, TIMEOUT, OUT_OF_MEMORY, ...: what rerun --failed takes)",
+    )
     s.add_argument("--all-attempts", action="store_true", help="also earlier attempts of rerun runs")
     s.add_argument("--no-sync", action="store_true", help="print the ledger's states without asking the scheduler")
 
@@ -120,19 +182,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("rerun", help="resubmit failed runs as new attempts")
     s.add_argument("campaign", nargs="?")
-    s.add_argument("--failed", action="store_true", help="every failed state (not CANCELLED: ask with --state CANCELLED)")
+    s.add_argument(
+        "--failed", action="store_true", help="every failed state (not CANCELLED: ask with --state CANCELLED)"
+    )
     s.add_argument("--all", action="store_true", help="without CAMPAIGN: rerun in every campaign of the ledger")
     s.add_argument("--job", dest="job_id", type=_named, help="one job ID")
     s.add_argument("--state", action="append", default=[], help="a state to rerun (repeatable)")
-    s.add_argument("--time-factor", type=float, default=1.0, metavar="F",
-                   help="multiply the walltime of every job rerun, whatever its failure (rounded up to whole "
-                        "minutes, at most the partition's maximum)")
-    s.add_argument("--mem-factor", type=float, default=1.0, metavar="F",
-                   help="multiply the memory of every job rerun, whatever its failure (at most what a node "
-                        "lets a job ask)")
+    s.add_argument(
+        "--time-factor",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="multiply the walltime of every job rerun, whatever its failure (rounded up to whole "
+        "minutes, at most the partition's maximum)",
+    )
+    s.add_argument(
+        "--mem-factor",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="multiply the memory of every job rerun, whatever its failure (at most what a node lets a job ask)",
+    )
     s.add_argument("--no-preflight", action="store_true", help="resubmit without the build and preflight jobs")
-    s.add_argument("--wait", action="store_true",
-                   help="Slurm: after resubmitting, watch until every job finished (exit 3 if one failed)")
+    s.add_argument(
+        "--wait",
+        action="store_true",
+        help="Slurm: after resubmitting, watch until every job finished (exit 3 if one failed)",
+    )
     s.add_argument("--interval", type=float, default=5.0, help="seconds between syncs with --wait")
 
     s = sub.add_parser("cancel", help="cancel a campaign's jobs or one job")
@@ -143,54 +219,101 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--campaign", help="put the rows into this named campaign (compared like any other)")
 
     s = sub.add_parser("compare", help="NEW vs BASE per point: ratio, interval, verdict; what provenance changed")
-    s.add_argument("base", help="campaign name, or campaign=NAME,cluster=C,since=DATE,until=DATE,commit=SHA,ledger=PATH,axis.NAME=VALUE (one value of a grid argument)")
+    s.add_argument(
+        "base",
+        help="campaign name, or campaign=NAME,cluster=C,since=DATE,until=DATE,commit=SHA,ledger=PATH,axis.NAME=VALUE (one value of a grid argument)",
+    )
     s.add_argument("new", help="as BASE")
-    s.add_argument("--by", choices=["cluster", "partition", "impl", "variant"],
-                   help="the dimension in which BASE and NEW differ (left out of the matching)")
-    s.add_argument("--threshold", type=_percent, default=0.05, metavar="P",
-                   help="smallest change that counts, e.g. 5%% or 0.05 (default 5%%)")
-    s.add_argument("--fail-on", choices=["slower", "worse"],
-                   help="exit 3 when a point is slower, or a figure worse, beyond the threshold (the two words "
-                        "are one gate: a time's regression is slower, a rate's is worse)")
-    s.add_argument("--min-replicates", type=_positive, default=1, metavar="R",
-                   help="refuse a verdict (insufficient-replicates) below R replicates on a side (default 1: "
-                        "such points are judged on the within-run interval only, and say so)")
-    s.add_argument("--reference", action="store_true",
-                   help="also check NEW against the references of its partitions")
+    s.add_argument(
+        "--by",
+        choices=["cluster", "partition", "impl", "variant"],
+        help="the dimension in which BASE and NEW differ (left out of the matching)",
+    )
+    s.add_argument(
+        "--threshold",
+        type=_percent,
+        default=0.05,
+        metavar="P",
+        help="smallest change that counts, e.g. 5%% or 0.05 (default 5%%)",
+    )
+    s.add_argument(
+        "--fail-on",
+        choices=["slower", "worse"],
+        help="exit 3 when a point is slower, or a figure worse, beyond the threshold (the two words "
+        "are one gate: a time's regression is slower, a rate's is worse)",
+    )
+    s.add_argument(
+        "--min-replicates",
+        type=_positive,
+        default=1,
+        metavar="R",
+        help="refuse a verdict (insufficient-replicates) below R replicates on a side (default 1: "
+        "such points are judged on the within-run interval only, and say so)",
+    )
+    s.add_argument("--reference", action="store_true", help="also check NEW against the references of its partitions")
     # its own --format (md too); SUPPRESS: a global `--format json` before the subcommand stays
-    s.add_argument("--format", choices=COMPARE_FORMATS, default=argparse.SUPPRESS,
-                   help="table (default), json or md")
+    s.add_argument("--format", choices=COMPARE_FORMATS, default=argparse.SUPPRESS, help="table (default), json or md")
 
-    s = sub.add_parser("plan-repeats", help="from a pilot campaign: replicates and repeats for an interval width "
-                                            "at least machine time (Kalibera & Jones 2013)")
+    s = sub.add_parser(
+        "plan-repeats",
+        help="from a pilot campaign: replicates and repeats for an interval width "
+        "at least machine time (Kalibera & Jones 2013)",
+    )
     s.add_argument("pilot", help="the pilot: campaign name or campaign=NAME,...,ledger=PATH (as compare)")
-    s.add_argument("--width", type=_percent, default=0.05, metavar="P",
-                   help="half-width of the NEW/BASE interval of two campaigns run so, e.g. 5%% (default 5%%)")
-    s.add_argument("--job-overhead", type=float, default=None, metavar="SECONDS",
-                   help="cost of one more job beyond its timed repeats (default: measured from the pilot's jobs)")
+    s.add_argument(
+        "--width",
+        type=_percent,
+        default=0.05,
+        metavar="P",
+        help="half-width of the NEW/BASE interval of two campaigns run so, e.g. 5%% (default 5%%)",
+    )
+    s.add_argument(
+        "--job-overhead",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="cost of one more job beyond its timed repeats (default: measured from the pilot's jobs)",
+    )
 
     s = sub.add_parser("results", help="export result rows (fixed columns, README: results columns)")
-    s.add_argument("--campaign", action="append",
-                   help="campaign(s) to export (repeatable; default: every campaign)")
-    s.add_argument("--counters", action="store_true",
-                   help="export the hardware counters (experiment.profile) instead of the timings")
-    s.add_argument("--format", choices=(*FORMATS, "parquet"), default=argparse.SUPPRESS,
-                   help="csv (default), json, table, or parquet (one Parquet file of the same columns, "
-                        "`extra` as JSON text; written to --out)")
-    s.add_argument("--out", type=Path, help="the file the csv, json or parquet export is written to "
-                                            "(parquet: required; csv and json: default stdout)")
+    s.add_argument("--campaign", action="append", help="campaign(s) to export (repeatable; default: every campaign)")
+    s.add_argument(
+        "--counters",
+        action="store_true",
+        help="export the hardware counters (experiment.profile) instead of the timings",
+    )
+    s.add_argument(
+        "--format",
+        choices=(*FORMATS, "parquet"),
+        default=argparse.SUPPRESS,
+        help="csv (default), json, table, or parquet (one Parquet file of the same columns, "
+        "`extra` as JSON text; written to --out)",
+    )
+    s.add_argument(
+        "--out",
+        type=Path,
+        help="the file the csv, json or parquet export is written to (parquet: required; csv and json: default stdout)",
+    )
 
     s = sub.add_parser("report", help="per-cluster report (Markdown + HTML), or --json metrics")
     s.add_argument("--cluster")
-    s.add_argument("--campaign", action="append", default=[],
-                   help="campaign(s) to report (repeatable; default: the latest campaign)")
+    s.add_argument(
+        "--campaign",
+        action="append",
+        default=[],
+        help="campaign(s) to report (repeatable; default: the latest campaign)",
+    )
     s.add_argument("--all", action="store_true", help="pool every campaign of the ledger, on purpose")
     s.add_argument("--out", type=Path, default=Path("report"))
     s.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
     s.add_argument("--keys", help="with --json: only these metrics, comma-separated (e.g. speedup,ratios)")
 
-    s = sub.add_parser("advise", help="advice: model shapes for a GPU (shape), thread counts per n range (threads)",
-                       description=ADVISE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s = sub.add_parser(
+        "advise",
+        help="advice: model shapes for a GPU (shape), thread counts per n range (threads)",
+        description=ADVISE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     adv = s.add_subparsers(dest="what", required=True, parser_class=_Parser, metavar="{shape,threads}")
     a = adv.add_parser("shape", help="check h, a, vocab against the GPU and propose better shapes")
     a.add_argument("--h", type=int, required=True, help="hidden size")
@@ -205,14 +328,21 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--partition", required=True)
     a.add_argument("--kernel", required=True)
     a.add_argument("--n", type=int, help="one problem size only")
-    a.add_argument("--campaign", action="append", default=[],
-                   help="campaign(s) to advise from (repeatable; default: the latest campaign, as report)")
+    a.add_argument(
+        "--campaign",
+        action="append",
+        default=[],
+        help="campaign(s) to advise from (repeatable; default: the latest campaign, as report)",
+    )
     a.add_argument("--all", action="store_true", help="pool every campaign of the ledger, on purpose")
 
-    s = sub.add_parser("completion", help="print the bash or zsh completion script (see campaign --help)",
-                       description="Print the shell completion script. Install once: "
-                                   "echo 'eval \"$(campaign completion bash)\"' >> ~/.bashrc "
-                                   "(zsh: the same with zsh and ~/.zshrc).")
+    s = sub.add_parser(
+        "completion",
+        help="print the bash or zsh completion script (see campaign --help)",
+        description="Print the shell completion script. Install once: "
+        "echo 'eval \"$(campaign completion bash)\"' >> ~/.bashrc "
+        "(zsh: the same with zsh and ~/.zshrc).",
+    )
     s.add_argument("shell", choices=["bash", "zsh"])
     _add_globals_everywhere(p)  # last: every subcommand above (and any added later) takes them
     completion.attach(p)
@@ -227,8 +357,9 @@ def _percent(text: str) -> float:
     except ValueError:
         value = float("nan")
     if not 0 < value < 1:  # NaN fails too
-        raise argparse.ArgumentTypeError(f"expects a percentage such as 5% or a fraction such as 0.05 "
-                                         f"(above 0, below 100%), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expects a percentage such as 5% or a fraction such as 0.05 (above 0, below 100%), got {text!r}"
+        )
     return value
 
 

@@ -331,7 +331,7 @@ def job_record(f: JobFacts) -> dict[str, Any]:
         "dtype": shown_dtype(f.dtype, spec["argv"]),
         "threads": f.threads,
         "gpus": f.gpus,
-        "n": list(spec["n"]),
+        "n": None if run_unsized(spec["argv"], spec["n"]) else list(spec["n"]),  # as the text: no size
         "d": spec["d"],
         "repeats": spec["repeats"],
         "warmup": spec["warmup"],

@@ -1,7 +1,8 @@
 """`campaign rerun`: failed runs again, as new attempts linked to the old ones.
 
 A TIMEOUT/CANCELLED/OUT_OF_MEMORY/FAILED attempt whose finished n were ingested
-(campaign.results.partial) is rerun for its missing n only; the others run whole.
+(campaign.results.partial) is rerun for its missing n only; the others run
+their own n (the run's, or the n a rerun of the missing n was given).
 `--time-factor` and `--mem-factor` apply to every attempt rerun, whatever
 its failure, within the partition's limits, and the output says what changed.
 """
@@ -256,6 +257,17 @@ def _batch(batches: dict[str, _Batch], camp: Campaign) -> _Batch:
     return batches[camp.name]
 
 
+def _only_n(att: JobAttempt) -> tuple[int, ...] | None:
+    """The n a rerun of `att` runs (None: the run's whole sweep). A rerun of the
+    missing n that failed before finishing one of them ingests nothing and
+    records no missing n: its own n are still the missing ones, and the n an
+    earlier attempt measured must not be measured again (their rows would
+    count twice in every median)."""
+    if att.state in PARTIAL_STATES and att.missing_n:
+        return tuple(att.missing_n)
+    return tuple(att.n) if att.n else None
+
+
 def _rerun_claimed(
     ledger: Ledger,
     report: RerunReport,
@@ -305,7 +317,7 @@ def _rerun_claimed(
             spec = RunSpec.from_json(run.spec)
             part = batch.cluster.partitions[spec.partition]
             walltime, mem, changed = _scaled(att, spec, part, time_factor, mem_factor)
-            only = tuple(att.missing_n) if att.state in PARTIAL_STATES and att.missing_n else None
+            only = _only_n(att)
             aid, _, workdir = new_attempt(s, run.id, spec, Path(camp.workdir), att, None, walltime, mem, only)
             batch.requests.append(job_request(batch.cluster, camp.name, spec, aid, Path(workdir), walltime, mem, only))
             batch.previous[aid] = att.job_id

@@ -36,8 +36,10 @@ from campaign.plumbing.errors import ConfigError
 
 
 def split_overrides(overrides: Sequence[str]) -> list[str]:
-    """Validate the shape of each override (KEY=VALUE) before Hydra sees it."""
+    """Validate the shape of each override (KEY=VALUE, or Hydra's deletion ~KEY) before Hydra sees it."""
     for item in overrides:
+        if item.startswith("~") and len(item) > 1 and "=" not in item:
+            continue
         if "=" not in item or item.startswith("="):
             raise ConfigError(f"bad override {item!r}: expected KEY=VALUE, e.g. experiment.repeats=5")
     return list(overrides)
@@ -93,8 +95,10 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
             cfg = compose(config_name="config", overrides=needed.defaults(kernels) + given)
         unknown = sorted(str(k) for k in set(cfg.keys()) - {"cluster", "experiment", "kernels", "campaign"})
         if unknown:
-            raise ConfigError(f"unknown top-level config key(s) {', '.join(map(str, unknown))}; "
-                              f"known: cluster, experiment, kernels, campaign")
+            raise ConfigError(
+                f"unknown top-level config key(s) {', '.join(map(str, unknown))}; "
+                f"known: cluster, experiment, kernels, campaign"
+            )
         _fill_defaults(cfg)
         root = OmegaConf.to_object(cfg)
     except ConfigError:
@@ -145,8 +149,9 @@ def _missing_entry(overrides: Sequence[str], kernels: list[str]) -> str | None:
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             _search_user_dirs_first()
-            base = _first_composing([needed.defaults(group_options("kernel")) + chosen,
-                                     needed.defaults(kernels) + chosen])
+            base = _first_composing(
+                [needed.defaults(group_options("kernel")) + chosen, needed.defaults(kernels) + chosen]
+            )
     finally:
         GlobalHydra.instance().clear()
     if base is None:
@@ -230,14 +235,21 @@ def _scalar_for_list(exc: BaseException) -> str | None:
         return None
     where, key = found.group(1), found.group(2)
     name = key.rsplit(".", 1)[-1]
-    return (f"{where + ': ' if where else ''}{key} must be a list, e.g. {name}: [1] (a single value goes in "
-            "brackets)")
+    return f"{where + ': ' if where else ''}{key} must be a list, e.g. {name}: [1] (a single value goes in brackets)"
 
 
 # how a message names a section of the schema (its dataclass)
-_SECTIONS = {"ImplSpec": "an implementation", "KernelSpec": "a kernel", "FigureSpec": "a figure",
-             "SanitySpec": "a sanity rule", "SweepSpec": "a sweep", "ExperimentSpec": "an experiment",
-             "PartitionSpec": "a partition", "ClusterSpec": "a cluster", "CampaignSettings": "campaign"}
+_SECTIONS = {
+    "ImplSpec": "an implementation",
+    "KernelSpec": "a kernel",
+    "FigureSpec": "a figure",
+    "SanitySpec": "a sanity rule",
+    "SweepSpec": "a sweep",
+    "ExperimentSpec": "an experiment",
+    "PartitionSpec": "a partition",
+    "ClusterSpec": "a cluster",
+    "CampaignSettings": "campaign",
+}
 
 
 def _unknown_key(exc: BaseException) -> str | None:
@@ -252,20 +264,29 @@ def _unknown_key(exc: BaseException) -> str | None:
     where, name, spec, key = found.groups()
     keys = [f.name for f in dataclasses.fields(section)]
     close = difflib.get_close_matches(name, keys, n=1)
-    owners = [words for cls, words in _SECTIONS.items()
-              if cls != spec and name in {f.name for f in dataclasses.fields(getattr(schema, cls))}]
-    hint = (f"; did you mean {close[0]}?" if close else "") + (f"; {name} is a key of {' or '.join(owners)}"
-                                                                 if owners else "")
-    return (f"{where + ': ' if where else ''}{_item_path(where, key, spec)}: {name} is not a key of "
-            f"{_SECTIONS.get(spec, spec)} (its keys: {', '.join(keys)}){hint}")
+    owners = [
+        words
+        for cls, words in _SECTIONS.items()
+        if cls != spec and name in {f.name for f in dataclasses.fields(getattr(schema, cls))}
+    ]
+    hint = (f"; did you mean {close[0]}?" if close else "") + (
+        f"; {name} is a key of {' or '.join(owners)}" if owners else ""
+    )
+    return (
+        f"{where + ': ' if where else ''}{_item_path(where, key, spec)}: {name} is not a key of "
+        f"{_SECTIONS.get(spec, spec)} (its keys: {', '.join(keys)}){hint}"
+    )
 
 
 def _bad_value(exc: BaseException) -> str | None:
     """OmegaConf's "Value 'maybe' is not a valid bool" (or "could not be converted to Integer") for a
     value of the wrong type in a YAML file, named by its path: one line, without the class names."""
     text = " ".join(str(exc).split())
-    found = re.search(r"^(?:In '([^']+)': )?\w+ raised while composing config: (Value '(.*?)' .*?) "
-                      r"full_key: (\S+) reference_type=\S+ object_type=(\w+)$", text)
+    found = re.search(
+        r"^(?:In '([^']+)': )?\w+ raised while composing config: (Value '(.*?)' .*?) "
+        r"full_key: (\S+) reference_type=\S+ object_type=(\w+)$",
+        text,
+    )
     if found is None:
         return None
     where, reason, value, key, spec = found.groups()
@@ -273,8 +294,11 @@ def _bad_value(exc: BaseException) -> str | None:
 
 
 # a config file's group: where its keys are composed, and the section it is
-_FILES = {"kernel": ("kernels.{}", "KernelSpec"), "experiment": ("experiment", "ExperimentSpec"),
-          "cluster": ("cluster", "ClusterSpec")}
+_FILES = {
+    "kernel": ("kernels.{}", "KernelSpec"),
+    "experiment": ("experiment", "ExperimentSpec"),
+    "cluster": ("cluster", "ClusterSpec"),
+}
 
 
 def _item_path(where: str | None, key: str, spec: str, value: str | None = None) -> str:
@@ -295,8 +319,7 @@ def _item_path(where: str | None, key: str, spec: str, value: str | None = None)
         return key
     root, section = _FILES[group]
     field = re.match(r"\w*", key)
-    found = _find_item(data, getattr(schema, section), root.format(name), spec, field.group(0) if field else key,
-                       value)
+    found = _find_item(data, getattr(schema, section), root.format(name), spec, field.group(0) if field else key, value)
     return f"{found}.{key}" if found else key
 
 
@@ -313,8 +336,10 @@ def _find_item(data: Any, section: type, path: str, spec: str, key: str, value: 
         if not (isinstance(inner, type) and dataclasses.is_dataclass(inner)) or given is None:
             continue
         if isinstance(given, list):
-            items = [(f"{path}.{f.name}" + (f".{i}" if f.name == "sweeps" else f"[{i}]"), item, True)
-                     for i, item in enumerate(given)]
+            items = [
+                (f"{path}.{f.name}" + (f".{i}" if f.name == "sweeps" else f"[{i}]"), item, True)
+                for i, item in enumerate(given)
+            ]
         elif isinstance(given, dict) and typing.get_origin(kind) is dict:
             items = [(f"{path}.{f.name}.{k}", item, False) for k, item in given.items()]
         else:

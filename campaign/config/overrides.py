@@ -47,11 +47,15 @@ def key_type(key: str) -> Any:
         if dataclasses.is_dataclass(tp):
             hints = _hints(tp)  # type: ignore[arg-type]
             if part not in hints and not seen:
-                raise ConfigError(f"unknown top-level config key(s) {part}{did_you_mean(part, list(hints))}; "
-                                  f"known: {', '.join(hints)}")
+                raise ConfigError(
+                    f"unknown top-level config key(s) {part}{did_you_mean(part, list(hints))}; "
+                    f"known: {', '.join(hints)}"
+                )
             if part not in hints:
-                raise ConfigError(f"unknown config key {key!r}: {where} has no {part!r}"
-                                  f"{did_you_mean(part, list(hints))} (known: {', '.join(hints)})")
+                raise ConfigError(
+                    f"unknown config key {key!r}: {where} has no {part!r}"
+                    f"{did_you_mean(part, list(hints))} (known: {', '.join(hints)})"
+                )
             tp = hints[part]
         elif origin is dict:
             tp = typing.get_args(tp)[1]
@@ -73,23 +77,49 @@ def describe(tp: Any) -> str:
     origin = typing.get_origin(tp)
     if origin is list:
         inner = typing.get_args(tp)[0]
-        text = {int: "a list of integers, e.g. [1,2]", float: "a list of numbers, e.g. [0.5,1]",
-                str: "a list of names, e.g. [a,b]"}.get(inner, "a list, e.g. [a,b]")
+        text = {
+            int: "a list of integers, e.g. [1,2]",
+            float: "a list of numbers, e.g. [0.5,1]",
+            str: "a list of names, e.g. [a,b]",
+        }.get(inner, "a list, e.g. [a,b]")
     elif origin is dict or dataclasses.is_dataclass(tp):
         text = "a mapping, e.g. {key: value}"
     else:
-        text = {int: "an integer (whole number)", float: "a number", bool: "true or false",
-                str: "text"}.get(tp, "a value")
+        text = {int: "an integer (whole number)", float: "a number", bool: "true or false", str: "text"}.get(
+            tp, "a value"
+        )
     return text + (" or null" if optional else "")
 
 
 def check(overrides: Sequence[str]) -> None:
-    """Refuse overrides whose key the schema does not have (with or without `+`)."""
+    """Refuse overrides whose key the schema does not have (with or without `+`),
+    and deletions (`~KEY`) of what only a mapping of plain values can lose."""
     for item in overrides:
         key = item.partition("=")[0].lstrip("+~")
         if key.startswith("hydra.") or key in GROUPS or key.startswith("kernel@"):
             continue
         key_type(key)
+        if item.startswith("~"):
+            _check_deletion(key)
+
+
+def _check_deletion(key: str) -> None:
+    """Hydra removes an entry of a mapping (`env`, `grid`, `args`, a partition):
+    a field of the schema is always there (set it instead), and a list item
+    cannot be removed by Hydra at all (it fails inside OmegaConf)."""
+    parent, _, last = key.rpartition(".")
+    if last.isdigit():
+        raise ConfigError(
+            f"bad override ~{key}: {key} is an item of a list, which ~ cannot remove; "
+            f"give the list without it ({parent}=[...])"
+        )
+    owner = _strip_optional(key_type(parent))[0] if parent else None
+    if owner is not Any and typing.get_origin(owner) is not dict:
+        raise ConfigError(
+            f"bad override ~{key}: {key} is a field of the config, which ~ cannot remove; "
+            f"set it instead ({key}=VALUE); ~ removes an entry of a mapping such as "
+            f"cluster.env.NAME, experiment.sweeps.0.grid.NAME or cluster.partitions.NAME"
+        )
 
 
 def _into_plain_dict(key: str) -> bool:
@@ -152,7 +182,8 @@ def missing_entry(cfg: Any, key: str) -> str | None:
             if part not in node:
                 parent_type = _strip_optional(key_type(where))[0] if seen else RootConfig
                 is_config_map = typing.get_origin(parent_type) is dict and dataclasses.is_dataclass(
-                    _strip_optional(typing.get_args(parent_type)[1])[0])
+                    _strip_optional(typing.get_args(parent_type)[1])[0]
+                )
                 if not is_config_map:
                     return None
                 known = ", ".join(str(k) for k in node) or "none"

@@ -328,6 +328,7 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
                 stem = f"fom-n{n}" if by_program else f"fom-n{n}-{'w' if r < 0 else 'r'}{abs(r)}"
                 code, output, elapsed = _run_once(spec, values, cwd, stem, launch)
                 if code != 0:
+                    code = output.exit_code(code)
                     at = f" at n={n}" if named else ""
                     said = exit_words(code).removeprefix("exit ")  # a signal by its name: "-11, SIGSEGV"
                     print(

@@ -37,6 +37,7 @@ class RankEnd:
 
     code: int | None = None
     ended: float | None = None  # wall clock when its program ended (ranks on several nodes compare by it)
+    started: bool = False  # it left a record: the launcher started its shim
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class Launch:
         the ranks whose record does not say they ended with 0: one read of the records for both."""
         records = read_records(Path(self.records))
         ends = tuple(
-            RankEnd(_code(records.get(r, {}).get("exit_code")), _number(records.get(r, {}).get("ended")))
+            RankEnd(_code(records.get(r, {}).get("exit_code")), _number(records.get(r, {}).get("ended")), r in records)
             for r in range(self.ranks)
         )
         return ends, unfinished_ranks(records, self.ranks)

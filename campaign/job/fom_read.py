@@ -100,11 +100,24 @@ class Output:
             return min(failed)[2]
         return next((r for r, (_, err) in enumerate(self.ranks) if err.strip()), None)
 
+    def exit_code(self, launcher: int) -> int:
+        """The code a failed invocation ends with: launched, the failing rank's own (a segfault of
+        rank 1 is 139, though srun returns the 143 of the peers it then stopped), else the launcher's."""
+        rank = self.failed_rank()
+        own = self.ends[rank].code if rank is not None and rank < len(self.ends) else None
+        return own if own else launcher
+
     def failure(self) -> str:
         """What a reason quotes of a failed invocation, on one line. Launched:
         the first lines of the failing rank's own stderr (where the program
         says what went wrong; the launcher's lines and the other ranks' are the
-        noise of being killed), named by rank; else the stderr's last lines."""
+        noise of being killed), named by rank, or the launcher's first lines
+        where it started no rank; else the stderr's last lines."""
+        started = any(end.started or end.code is not None for end in self.ends) or any(map(any, self.ranks))
+        if self.ends and not started:
+            # the launcher refused before starting one rank (mpirun as root, an unknown --mpi plugin):
+            # its own first lines say why; the last ones are its advice, or a rule of dashes
+            return f"no rank started; the launcher said: {head(self.stderr)}"
         rank = self.failed_rank()
         if rank is None or not self.ranks[rank][1].strip():
             return tail(self.stderr)

@@ -29,19 +29,24 @@ from campaign.job.build import machine_facts
 from campaign.job.error_line import file_error_line
 from campaign.job.files import write_json
 from campaign.job.fom import LOST_SUFFIX
+from campaign.job.problem_size import NO_SIZE, run_unsized
 from campaign.job.procs import unlimit_stack
 
 RECORD = "preflight.json"
 
 # What a program sees in its own process (run with the program's env and stack setting).
-_PROBE = ("import json,os,resource;s=resource.getrlimit(resource.RLIMIT_STACK);"
-          "print(json.dumps({'stack_soft':s[0],'stack_hard':s[1],'unlimited':s[0]==resource.RLIM_INFINITY,"
-          "'cpus':len(os.sched_getaffinity(0)),'omp':{k:v for k,v in os.environ.items() if k.startswith('OMP_')}}))")
+_PROBE = (
+    "import json,os,resource;s=resource.getrlimit(resource.RLIMIT_STACK);"
+    "print(json.dumps({'stack_soft':s[0],'stack_hard':s[1],'unlimited':s[0]==resource.RLIM_INFINITY,"
+    "'cpus':len(os.sched_getaffinity(0)),'omp':{k:v for k,v in os.environ.items() if k.startswith('OMP_')}}))"
+)
 # torch's versions without importing torch (an import costs seconds per check):
 # torch/version.py is a small generated file; a program on cuda still proves CUDA by running.
-_TORCH_PROBE = ("import importlib.util as u,json,os;s=u.find_spec('torch');d={};"
-                "exec(open(os.path.join(os.path.dirname(s.origin),'version.py')).read(),d);"
-                "print(json.dumps({'torch':d.get('__version__'),'cuda':d.get('cuda')}))")
+_TORCH_PROBE = (
+    "import importlib.util as u,json,os;s=u.find_spec('torch');d={};"
+    "exec(open(os.path.join(os.path.dirname(s.origin),'version.py')).read(),d);"
+    "print(json.dumps({'torch':d.get('__version__'),'cuda':d.get('cuda')}))"
+)
 
 
 class PreflightFailed(RuntimeError):
@@ -70,15 +75,24 @@ class PreflightTask:
     timeout_s: float = 600
 
 
-def _run(argv: list[str], env: dict[str, str], cwd: Path, unlimit: bool, timeout_s: float,
-         stem: str) -> tuple[int, str]:
+def _run(
+    argv: list[str], env: dict[str, str], cwd: Path, unlimit: bool, timeout_s: float, stem: str
+) -> tuple[int, str]:
     """Run one child like the job runner does; returns (exit code, what went
     wrong: its stderr's error line and the file that holds the rest)."""
     err_path = cwd / f"{stem}.err"
     with open(cwd / f"{stem}.out", "wb") as out, open(err_path, "wb") as err:
         try:
-            code = subprocess.run(argv, stdout=out, stderr=err, env=env, cwd=cwd, timeout=timeout_s,
-                                  preexec_fn=unlimit_stack if unlimit else None, check=False).returncode
+            code = subprocess.run(
+                argv,
+                stdout=out,
+                stderr=err,
+                env=env,
+                cwd=cwd,
+                timeout=timeout_s,
+                preexec_fn=unlimit_stack if unlimit else None,
+                check=False,
+            ).returncode
         except OSError as exc:
             err.write(f"cannot start {argv[0]}: {exc}\n".encode())
             code = 127
@@ -121,8 +135,9 @@ def _probe(argv: list[str], env: dict[str, str], cwd: Path, unlimit: bool, stem:
     return data if isinstance(data, dict) else "probe printed no object"
 
 
-def _check_program(i: int, prog: ProgramCheck, task: PreflightTask, folder: Path,
-                   torch_seen: dict[str, dict[str, Any] | str]) -> dict[str, Any]:
+def _check_program(
+    i: int, prog: ProgramCheck, task: PreflightTask, folder: Path, torch_seen: dict[str, dict[str, Any] | str]
+) -> dict[str, Any]:
     env = {**os.environ, **dict(prog.env)}
     found: dict[str, Any] = {"label": prog.label, "argv": list(prog.argv), "problems": []}
     problems: list[str] = found["problems"]
@@ -132,15 +147,18 @@ def _check_program(i: int, prog: ProgramCheck, task: PreflightTask, folder: Path
     else:
         found["seen"] = seen
         if task.stack_unlimited and not seen["unlimited"]:
-            problems.append(f"stack limit is {seen['stack_soft']} bytes, not unlimited (hard limit "
-                            f"{seen['stack_hard']}): the 8 MB stack crash")
+            problems.append(
+                f"stack limit is {seen['stack_soft']} bytes, not unlimited (hard limit "
+                f"{seen['stack_hard']}): the 8 MB stack crash"
+            )
         threads = dict(prog.env).get("OMP_NUM_THREADS")
         if threads and threads.isdigit() and int(threads) > seen["cpus"]:
             found["warning"] = f"OMP_NUM_THREADS={threads} but the job may use {seen['cpus']} CPU(s)"
     if prog.torch_python:
         if prog.torch_python not in torch_seen:  # once per interpreter
-            torch_seen[prog.torch_python] = _probe([prog.torch_python, "-c", _TORCH_PROBE], env, folder, False,
-                                                   f"{i}-torch")
+            torch_seen[prog.torch_python] = _probe(
+                [prog.torch_python, "-c", _TORCH_PROBE], env, folder, False, f"{i}-torch"
+            )
         versions = torch_seen[prog.torch_python]
         if isinstance(versions, str):
             problems.append(f"torch not importable by {prog.torch_python}: {versions}")
@@ -151,7 +169,8 @@ def _check_program(i: int, prog: ProgramCheck, task: PreflightTask, folder: Path
     code, why = _run(list(prog.argv), env, folder, task.stack_unlimited, task.timeout_s, f"{i}-run")
     found["exit_code"] = code
     if code != 0:
-        problems.append(f"exited with {code} at the smallest n: {why}")
+        at = "" if run_unsized(prog.argv, NO_SIZE) else " at the smallest n"  # a program without a size ran at none
+        problems.append(f"exited with {code}{at}: {why}")
     else:
         bad = _csv_problem(Path(prog.out_csv), prog.tolerance)
         if bad:

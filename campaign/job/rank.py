@@ -105,6 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output")
     parser.add_argument("--writer-rank", type=int)
     parser.add_argument("program", nargs=argparse.REMAINDER)
+    # Slurm's USR2 before the walltime (submitit's --signal=USR2@90) reaches every process of every
+    # step, the launched ranks too: the job ignores it (campaign.job.runner) and so does each rank and,
+    # through exec, its program; else every launched job fails of it instead of reaching TIMEOUT
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
     args = parser.parse_args(argv)
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not program:
@@ -116,9 +120,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     local = _int_env(args.local_rank_env, 0)
     env = rank_env(dict(os.environ), rank, world, local, _int_env(args.job_env, 0))
     host = socket.gethostname()
-    record: dict[str, Any] = {"rank": rank, "world": world, "local_rank": local, "host": host,
-                              "node": os.environ.get(args.node_env or "", "") or host, "cpus": _cpus(),
-                              "gpus": env.get("CUDA_VISIBLE_DEVICES", "")}
+    record: dict[str, Any] = {
+        "rank": rank,
+        "world": world,
+        "local_rank": local,
+        "host": host,
+        "node": os.environ.get(args.node_env or "", "") or host,
+        "cpus": _cpus(),
+        "gpus": env.get("CUDA_VISIBLE_DEVICES", ""),
+    }
     args.records.mkdir(parents=True, exist_ok=True)
     path = args.records / f"rank-{rank}.json"
     write_json(path, record)

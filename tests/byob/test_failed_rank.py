@@ -103,3 +103,40 @@ def test_a_rank_killed_by_a_signal_is_said_with_the_signals_name() -> None:
         "exit 255",
         "exit 200",
     ]
+
+
+def test_a_launcher_that_started_no_rank_is_quoted_from_its_first_lines() -> None:
+    """mpirun refusing to run as root (Open MPI 4.1's words) starts no rank: its
+    first line says why, its last ones are only advice and a rule of dashes."""
+    refusal = (
+        "-" * 74 + "\nmpirun has detected an attempt to run as root.\n\n"
+        "Running as root is *strongly* discouraged as any mistake (e.g., in\n"
+        "defining TMPDIR) or bug can result in catastrophic damage to the OS\n"
+        "file system, leaving your system in an unusable state.\n\n"
+        "the variable OMPI_ALLOW_RUN_AS_ROOT=1 to indicate the desire to override this\n"
+        "protection, and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 to confirm the choice and\n"
+        "add one more layer of certainty that you want to do so.\n"
+        "We reiterate our advice against doing so - please proceed at your own risk.\n" + "-" * 74 + "\n"
+    )
+    out = Output("", refusal, (("", ""), ("", "")), (RankEnd(), RankEnd()))
+    assert out.failure().startswith(
+        "no rank started; the launcher said: mpirun has detected an attempt to run as root. | Running as root"
+    ), out.failure()
+    started = Output("", refusal, (("", ""), ("", "")), (RankEnd(started=True), RankEnd(started=True)))
+    assert started.failure().startswith("the variable OMPI_ALLOW_RUN_AS_ROOT=1"), started.failure()
+
+
+def test_the_invocation_ends_with_the_failing_ranks_own_code_not_the_launchers() -> None:
+    """srun returns the 143 (SIGTERM) of the peers it stopped after rank 1 segfaulted: the driver
+    exits as the failing rank did, so the job's reason leads with SIGSEGV, not a SIGTERM that reads
+    as a cancel. Without a rank's own code (MPI_Abort before its record) the launcher's stays."""
+    crashed = Output(
+        "",
+        "",
+        (("", ""), ("", "[n2:1] *** Process received signal ***\n")),
+        (RankEnd(143, 2.0, True), RankEnd(139, 1.0, True)),
+    )
+    assert crashed.exit_code(143) == 139
+    aborted = Output("", "", (("", ""), ("", ABORT)), (RankEnd(started=True), RankEnd(started=True)))
+    assert aborted.exit_code(3) == 3
+    assert Output("", "srun: error: unknown\n").exit_code(1) == 1

@@ -43,18 +43,18 @@ sweeps:
 """
 
 
-def _timed(root: Path) -> tuple[Path, dict[str, str]]:
+def _timed(root: Path, program: str = PROGRAM, code: int = 0) -> tuple[Path, dict[str, str]]:
     (root / "conf" / "kernel").mkdir(parents=True)
     (root / "conf" / "experiment").mkdir()
     (root / "bin").mkdir()
     (root / "conf" / "kernel" / "nosize.yaml").write_text(KERNEL)
     (root / "conf" / "experiment" / "nosize_sweep.yaml").write_text(EXPERIMENT)
-    (root / "bin" / "nosize").write_text(PROGRAM)
+    (root / "bin" / "nosize").write_text(program)
     (root / "bin" / "nosize").chmod(0o755)
     env = {"CAMPAIGN_CONFIG_PATH": str(root / "conf"), "PATH": f"{root / 'bin'}:{os.environ['PATH']}"}
     ledger = root / "ledger.sqlite"
     proc = run_cli("--ledger", str(ledger), "submit", "experiment=nosize_sweep", cwd=root, env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == code, proc.stdout + proc.stderr
     return ledger, env
 
 
@@ -86,14 +86,13 @@ def test_a_time_judged_program_without_a_size_keeps_its_rows_everywhere(tmp_path
     assert not re.search(r"\bnan\b", text) and "n = ." not in text
     assert (tmp_path / "rep" / "local-best-threads.png").stat().st_size > 0
 
-    proc = run_cli(*cli, "advise", "threads", "--cluster", "local", "--partition", "local", "--kernel", "nosize",
-                   "--format", "json", cwd=tmp_path, env=env)
+    advise = (*cli, "advise", "threads", "--cluster", "local", "--partition", "local", "--kernel", "nosize")
+    proc = run_cli(*advise, "--format", "json", cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     advice = json.loads(proc.stdout)
     assert [(r["n"], r["best_threads"]) for r in advice["per_n"]] == [(None, 2)]
     assert [(r["n_lo"], r["n_hi"]) for r in advice["ranges"]] == [(None, None)]
-    proc = run_cli(*cli, "advise", "threads", "--cluster", "local", "--partition", "local", "--kernel", "nosize",
-                   cwd=tmp_path, env=env)
+    proc = run_cli(*advise, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     spans = [line.split(":")[0].strip() for line in proc.stdout.splitlines() if line.strip().startswith("n = ")]
     assert spans == ["n = all"]
@@ -103,6 +102,10 @@ def test_a_time_judged_program_without_a_size_keeps_its_rows_everywhere(tmp_path
         proc = run_cli(*cli, "show", *sync, job, cwd=tmp_path, env=env)
         assert proc.returncode == 0, proc.stderr
         assert "n: none (the program reads no {n}: no problem size)" in proc.stdout.splitlines()[4], proc.stdout
+        # its fields say the same: no n, not the driver's n = 1 the program never saw
+        fields = run_cli(*cli, "show", *sync, job, "--format", "json", cwd=tmp_path, env=env)
+        assert fields.returncode == 0, fields.stderr
+        assert json.loads(fields.stdout)["n"] is None, fields.stdout
 
 
 def test_a_fixed_duration_program_without_a_size_is_advised_and_compared(tmp_path: Path) -> None:
@@ -110,8 +113,20 @@ def test_a_fixed_duration_program_without_a_size_is_advised_and_compared(tmp_pat
     env, base, new = two_rate_campaigns(tmp_path)
     proc = run_cli("--ledger", str(base), "results", "--format", "json", cwd=tmp_path, env=env)
     assert {r["n"] for r in json.loads(proc.stdout)} == {None}
-    proc = run_cli("--ledger", str(base), "advise", "threads", "--cluster", "local", "--partition", "local",
-                   "--kernel", "myrate", cwd=tmp_path, env=env)
+    proc = run_cli(
+        "--ledger",
+        str(base),
+        "advise",
+        "threads",
+        "--cluster",
+        "local",
+        "--partition",
+        "local",
+        "--kernel",
+        "myrate",
+        cwd=tmp_path,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     spans = [line.split(":")[0].strip() for line in proc.stdout.splitlines() if line.strip().startswith("n = ")]
     assert spans == ["n = all", "n = all"]  # one per grid value
@@ -125,35 +140,67 @@ def test_a_fixed_duration_program_without_a_size_is_advised_and_compared(tmp_pat
     proc = run_cli("compare", sel + str(base), sel + str(new), cwd=tmp_path, env=env)
     listed = [line.split() for line in proc.stdout.splitlines() if line.startswith("myrate sh/")]
     # configuration (two words), metric, which way is better, threads, n
-    assert len(listed) == 8 and {(row[2], row[3], row[5]) for row in listed} == {("rate", "higher", "-"),
-                                                                                 ("p99", "lower", "-")}
+    assert len(listed) == 8 and {(row[2], row[3], row[5]) for row in listed} == {
+        ("rate", "higher", "-"),
+        ("p99", "lower", "-"),
+    }
 
 
 def _summary(rows: list[tuple[str, object, int, float]]) -> pd.DataFrame:
     """A summary (medians) of configurations `impl` at n (None: no size) and threads."""
-    frame = pd.DataFrame([{"cluster": "c", "partition": "p", "kernel": "k", "impl": impl, "variant": "v",
-                           "device": "cpu", "n": n, "threads": t, "median_s": s, "ci_lo_s": s * 0.99,
-                           "ci_hi_s": s * 1.01, "repeats": 3, "single_repeat": False}
-                          for impl, n, t, s in rows])
+    frame = pd.DataFrame(
+        [
+            {
+                "cluster": "c",
+                "partition": "p",
+                "kernel": "k",
+                "impl": impl,
+                "variant": "v",
+                "device": "cpu",
+                "n": n,
+                "threads": t,
+                "median_s": s,
+                "ci_lo_s": s * 0.99,
+                "ci_hi_s": s * 1.01,
+                "repeats": 3,
+                "single_repeat": False,
+            }
+            for impl, n, t, s in rows
+        ]
+    )
     frame["n"] = frame["n"].astype("Int64")
     return frame
 
 
 def test_thread_metrics_keep_a_null_n_beside_sizes() -> None:
     """One configuration without a size beside one with two: each NULL-n cell is one cell."""
-    s = _summary([("a", None, 1, 2.0), ("a", None, 2, 1.0), ("a", None, 4, 1.5),
-                  ("b", 64, 1, 1.0), ("b", 64, 2, 2.0), ("b", 128, 1, 4.0), ("b", 128, 2, 2.0)])
+    s = _summary(
+        [
+            ("a", None, 1, 2.0),
+            ("a", None, 2, 1.0),
+            ("a", None, 4, 1.5),
+            ("b", 64, 1, 1.0),
+            ("b", 64, 2, 2.0),
+            ("b", 128, 1, 4.0),
+            ("b", 128, 2, 2.0),
+        ]
+    )
     best = best_threads(s)
-    assert [(r.impl, None if pd.isna(r.n) else r.n, r.best_threads, r.max_threads)
-            for r in best.itertuples()] == [("a", None, 2, 4), ("b", 64, 1, 2), ("b", 128, 2, 2)]
+    assert [(r.impl, None if pd.isna(r.n) else r.n, r.best_threads, r.max_threads) for r in best.itertuples()] == [
+        ("a", None, 2, 4),
+        ("b", 64, 1, 2),
+        ("b", 128, 2, 2),
+    ]
     cross = crossovers(s)
     assert set(cross["impl"]) == {"b"} and cross["n_at"].tolist() == [128]
     advice = thread_advice(s)
     ranges = advice.ranges
     a = ranges[ranges["impl"] == "a"]
     assert a["n_lo"].isna().all() and a["recommended"].tolist() == [2]
-    assert ranges[ranges["impl"] == "b"][["n_lo", "n_hi", "recommended"]].values.tolist() == [[64, 64, 1],
-                                                                                            [128, 128, 2]]
+    assert ranges[ranges["impl"] == "b"][["n_lo", "n_hi", "recommended"]].values.tolist() == [
+        [64, 64, 1],
+        [128, 128, 2],
+    ]
     text = format_thread_advice(advice, "t")
     assert "  n = all: 2 threads" in text and "n=all: 1.50x" in text and "n = 64: 1 thread" in text
 
@@ -165,3 +212,14 @@ def test_unsized_reads_the_driver_spec() -> None:
     assert not unsized(json.dumps({**spec, "env": {"SIZE": "{n}"}}))
     assert not unsized(json.dumps({**spec, "figures": [{"source": "out_{n}.txt"}]}))
     assert not unsized("not json") and not unsized(None)
+
+
+def test_a_preflight_of_a_program_without_a_size_names_no_n(tmp_path: Path) -> None:
+    """Its preflight fails as its runs would, with its words; it ran at no size, so
+    the failure is not "at the smallest n"."""
+    ledger, env = _timed(tmp_path, "#!/bin/sh\necho 'nosize: no licence for this host' >&2\nexit 3\n", code=3)
+    proc = run_cli("--ledger", str(ledger), "jobs", "--format", "json", cwd=tmp_path, env=env)
+    reasons = {row["state"]: row["reason"] for row in json.loads(proc.stdout)}
+    assert list(reasons) == ["PREFLIGHT_FAILED"], reasons
+    assert "exited with 3: " in reasons["PREFLIGHT_FAILED"], reasons
+    assert "smallest n" not in reasons["PREFLIGHT_FAILED"] and "no licence" in reasons["PREFLIGHT_FAILED"], reasons

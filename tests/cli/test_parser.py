@@ -14,11 +14,14 @@ from campaign.cli import parser as cli_parser
 from campaign.cli.parser import build_parser, parse
 
 
-@pytest.mark.parametrize("argv", [
-    ["--ledger", "a.sqlite", "--format", "json", "-q", "jobs"],
-    ["jobs", "--ledger", "a.sqlite", "--format", "json", "--quiet"],
-    ["--ledger", "other.sqlite", "-q", "jobs", "--ledger", "a.sqlite", "--format", "json"],  # the later one wins
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--ledger", "a.sqlite", "--format", "json", "-q", "jobs"],
+        ["jobs", "--ledger", "a.sqlite", "--format", "json", "--quiet"],
+        ["--ledger", "other.sqlite", "-q", "jobs", "--ledger", "a.sqlite", "--format", "json"],  # the later one wins
+    ],
+)
 def test_global_options_before_or_after(argv: list[str]) -> None:
     args = parse(argv)
     assert (args.ledger, args.format, args.quiet, args.cmd) == (Path("a.sqlite"), "json", True, "jobs")
@@ -57,11 +60,23 @@ def test_overrides_between_submit_options() -> None:
     assert args.multirun and args.dry_run and args.quiet
 
 
-@pytest.mark.parametrize("argv", [["jobs", "stray"], ["submit", "--cfg", "hydra"], ["--format", "xml", "jobs"],
-                                  ["submit", "a=1", "--bogus"]])
+@pytest.mark.parametrize(
+    "argv", [["jobs", "stray"], ["submit", "--cfg", "hydra"], ["--format", "xml", "jobs"], ["submit", "a=1", "--bogus"]]
+)
 def test_usage_errors_are_one_line_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stop:
         parse(argv)
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("campaign") and "error:" in err[0]
+
+
+def test_jobs_takes_one_campaign_and_says_so_when_given_two(capsys: pytest.CaptureFixture[str]) -> None:
+    """results, report and compare take --campaign again and again; jobs lists one campaign (or
+    all): a second one must not silently replace the first."""
+    assert parse(["jobs", "--campaign", "a"]).campaign == "a"
+    with pytest.raises(SystemExit) as stop:
+        parse(["jobs", "--campaign", "a", "--campaign", "b"])
+    assert stop.value.code == 2
+    [err] = capsys.readouterr().err.strip().splitlines()
+    assert "--campaign is given twice ('a', 'b'): jobs lists one campaign, or every one without --campaign" in err

@@ -22,8 +22,9 @@ def test_default_is_local_smoke() -> None:
 
 
 def test_overrides_reach_typed_fields() -> None:
-    cfg = load_config(["experiment=smoke", "experiment.repeats=5", "cluster=delta",
-                       "cluster.partitions.cpu.account=abc-delta-cpu"])
+    cfg = load_config(
+        ["experiment=smoke", "experiment.repeats=5", "cluster=delta", "cluster.partitions.cpu.account=abc-delta-cpu"]
+    )
     assert cfg.experiment.repeats == 5
     cpu = cfg.cluster.partitions["cpu"]
     assert (cpu.sockets, cpu.cores_per_socket, cpu.numa_domains, cpu.cores) == (2, 64, 8, 128)
@@ -55,6 +56,14 @@ def test_kernel_argv_interpolates_python_and_bin() -> None:
         (["noequals"], "expected KEY=VALUE"),
         (["cluster.partitions.local.sockets=two"], "sockets"),
         (["+foo=1"], "unknown top-level config key(s) foo"),
+        (["~"], "expected KEY=VALUE"),
+        (
+            ["~experiment.description"],
+            "bad override ~experiment.description: experiment.description is a field of "
+            "the config, which ~ cannot remove; set it instead",
+        ),
+        (["~experiment.sweeps.0"], "experiment.sweeps.0 is an item of a list, which ~ cannot remove"),
+        (["~experiment.nosuch"], "experiment has no 'nosuch'"),
     ],
 )
 def test_bad_overrides_are_one_line_config_errors(overrides: list[str], fragment: str) -> None:
@@ -67,10 +76,16 @@ def test_bad_overrides_are_one_line_config_errors(overrides: list[str], fragment
 @pytest.mark.parametrize(
     ("overrides", "fragment"),
     [
-        (["+experiment.repeat=5"], "unknown config key 'experiment.repeat': experiment has no 'repeat'; did you mean 'repeats'"),
+        (
+            ["+experiment.repeat=5"],
+            "unknown config key 'experiment.repeat': experiment has no 'repeat'; did you mean 'repeats'",
+        ),
         (["+experiment.sweeps.0.foo=1"], "experiment.sweeps.0 has no 'foo'"),
-        (["experiment.walltime_min=0.5"], "bad override experiment.walltime_min=0.5: experiment.walltime_min expects "
-                                          "an integer (whole number), got '0.5'"),
+        (
+            ["experiment.walltime_min=0.5"],
+            "bad override experiment.walltime_min=0.5: experiment.walltime_min expects "
+            "an integer (whole number), got '0.5'",
+        ),
         (["experiment.sweeps.0.n=[1,x]"], "experiment.sweeps.0.n expects a list of integers, e.g. [1,2]"),
         (["experiment.mem_gb=lots"], "experiment.mem_gb expects a number or null, got 'lots'"),
     ],
@@ -80,6 +95,18 @@ def test_unknown_keys_refused_even_with_plus_and_type_errors_name_the_type(overr
     with pytest.raises(ConfigError) as err:
         load_config(overrides)
     assert fragment in str(err.value) and "\n" not in str(err.value)
+
+
+def test_tilde_removes_an_entry_of_a_mapping() -> None:
+    """README's Hydra habits: `~KEY` as in Hydra (an entry of a mapping: an
+    environment variable, a partition)."""
+    base = load_config(["cluster=localslurm"]).cluster
+    assert "OMPI_MCA_btl" in base.partitions["multi"].env and "remote" in base.partitions
+    cfg = load_config(
+        ["cluster=localslurm", "~cluster.partitions.multi.env.OMPI_MCA_btl", "~cluster.partitions.remote"]
+    )
+    assert "OMPI_MCA_btl" not in cfg.cluster.partitions["multi"].env and "remote" not in cfg.cluster.partitions
+    assert cfg.cluster.partitions["multi"].env["OMPI_MCA_btl_tcp_if_include"] == "lo"
 
 
 def test_plus_into_a_mapping_field_is_allowed() -> None:
