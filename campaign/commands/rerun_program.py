@@ -15,7 +15,8 @@ A program inside a container image, a `script:` and one named by a
 placeholder have no hash of a file of this host (no entry, or the same
 value), so they are rerun as before; so is an entry recorded by an older rule
 than the one hashing it now (a Python file hashed by its bytes then, by its
-code now), which says nothing of the file.
+code now; a tool-driven run's driver by its code then, by its protocol now),
+which says nothing of the file.
 """
 
 from __future__ import annotations
@@ -24,14 +25,15 @@ import os
 from collections.abc import Iterable
 
 from campaign.ledger import JobAttempt
-from campaign.planning.identity import USER, now_code, program_entries
+from campaign.planning.identity import DRIVER_ENTRY, USER, now_code, program_entries, retired
 from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.errors import BadInputError
 
 FIX = ("its bytes changed since submit: `submit` the sweep again for new runs of the new program, "
        "or restore it to rerun these")
-# a tool-driven benchmark's program is our driver too (`python -m campaign.job.fom`): its code changes with
-# an upgrade of campaign, not with anything the user edited or could restore
+# a tool-driven benchmark's program is our driver too (`python -m campaign.job.fom`): its measurement
+# protocol (or, recorded by an older campaign, its code) changes with an upgrade of campaign, not with
+# anything the user edited or could restore
 OURS = "campaign."
 
 
@@ -54,7 +56,7 @@ def changed_program(atts: Iterable[JobAttempt]) -> tuple[set[int], str | None]:
             rest = [(k, v) for k, v in spec.identity if not _is_program(k)]
             now = dict(program_entries(spec.argv, rest, cache))
             seen[where] = [(_name(k, spec.argv), v, now.get(k, "(none)")) for k, v in recorded
-                           if now.get(k) != v and not now_code(v, now.get(k))]
+                           if now.get(k) != v and not now_code(v, now.get(k)) and not retired(k, now)]
         for entry in seen[where]:
             changed[entry] = changed.get(entry, 0) + 1
             left.add(att.id)
@@ -62,6 +64,10 @@ def changed_program(atts: Iterable[JobAttempt]) -> tuple[set[int], str | None]:
         return left, None
     (key, old, new), runs = next(iter(changed.items()))
     more = f" (and {len(changed) - 1} other program file(s))" if len(changed) > 1 else ""
+    if key == _name(DRIVER_ENTRY, ()):
+        return left, (f"{runs} run(s) were measured by {old}, now {new}{more}: campaign's driver measures another "
+                      f"way since submit (campaign was upgraded), and a rerun's rows would be pooled with theirs: "
+                      f"`submit` the sweep again for new runs")
     if key.startswith(OURS):
         return left, (f"{runs} run(s) ran {key} as {old}, now {new}{more}: campaign's own driver {key} changed since "
                       f"submit (campaign was upgraded or edited), and a rerun would measure with another driver: "

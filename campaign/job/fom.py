@@ -61,6 +61,10 @@ from campaign.job.template import render, script_argv, shape_values, write_input
 from resultschema.columns import TOOL_COLUMNS
 
 MODULE = DRIVER  # what the planner puts in a tool-driven program's place (this module)
+# What the driver's measurement is, in a tool-driven run's identity (campaign.planning.identity):
+# raised when how it starts, times or reads a program changes, so that runs measured the old way are
+# never pooled with new ones; an edit of campaign that changes neither keeps the runs measured before.
+PROTOCOL = 1
 # The run's shape (campaign.planning.run_spec.RunSpec.command gives them to this driver only)
 SHAPE_OPTIONS = ("nodes", "ranks-per-node", "gpus")
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from campaign.config.load import repo_root
 from campaign.config.schema import RootConfig
+from campaign.job import fom
 from campaign.job.template import placeholders, template_hash
 from campaign.planning import programs
 from campaign.planning.byob import is_tool
@@ -42,6 +43,10 @@ _VERSIONS = ("import sys, importlib.metadata as m\n"
              "def v(p):\n    try: return m.version(p)\n    except Exception: return 'none'\n"
              "print('python ' + sys.version.split()[0] + ' torch ' + v('torch'))")
 ABSENT = "absent"  # a program file that cannot be read here
+DRIVER_ENTRY = "program.driver"  # a tool-driven run's driver (campaign.job.fom), by its measurement protocol
+DRIVER_PROTOCOL = f"{fom.MODULE} protocol {fom.PROTOCOL}"
+# what a tool-driven run recorded of its driver before DRIVER_ENTRY: the interpreter's versions and our code
+_DRIVER_BEFORE = ("program.interpreter", f"program.{fom.MODULE}", f"program.{fom.MODULE.rsplit('.', 1)[0]}")
 COORDINATES = ("kernel", "impl", "variant", "partition", "threads", "gpus", "dtype", "device", "extra_args")
 
 
@@ -93,6 +98,10 @@ def program_identity(argv: tuple[str, ...], identity: list[tuple[str, str]],
     if is_tool(argv):  # the input files it renders per run: an edited template says so in why_new
         spec = json.loads(argv[3]) if len(argv) > 3 else {}
         items += [(f"input.{name}", template_hash(text)) for name, text in sorted(spec.get("inputs", {}).items())]
+        # our driver starts and times the user's program (user_program identifies that): what it adds to the
+        # measurement is its protocol, not its code or the interpreter running it, so an upgrade of campaign
+        # (or of torch, which it never imports) does not make every run of an unchanged program new
+        return items + [(DRIVER_ENTRY, DRIVER_PROTOCOL)]
     if Path(argv[0]).name.startswith("python"):
         items.append(("program.interpreter", _interpreter(argv[0], cache)))
         args = list(argv[1:])
@@ -203,6 +212,8 @@ USER_NOTE = ("a tool-driven benchmark's own program is now part of its runs' ide
              "runs of an unchanged program are new this once")
 FOUND_NOTE = ("a program named by its bare name is now found on the runs' PATH and hashed: "
               "runs of an unchanged program are new this once")
+DRIVER_NOTE = ("a tool-driven benchmark's driver is now identified by its measurement protocol, not by "
+               "campaign's code: runs of an unchanged program are new this once")
 _VALUE_CHARS = 80  # one changed value in a line; a program hash or a path is cut, not a whole argv
 
 
@@ -235,6 +246,12 @@ def _change(key: str, old: Any, new: Any) -> str:
         return (f"{key} {len(old)} -> {len(new)} elements"
                 + (f", without {_short(gone)}" if gone else "") + (f", with {_short(added)}" if added else ""))
     return f"{key} {_pair(old, new)}"
+
+
+def retired(entry: str, now: dict[str, str]) -> bool:
+    """An entry a tool-driven run recorded of its driver before the driver was identified by its
+    protocol (`now`: the entries hashed again today): it says nothing of the program."""
+    return entry in _DRIVER_BEFORE and DRIVER_ENTRY in now
 
 
 def now_code(old: Any, new: Any) -> bool:
@@ -287,5 +304,7 @@ def why_new(fresh: list[RunSpec], existing: list[dict[str, Any]], limit: int = 3
             text += f" ({USER_NOTE})"
         if _now_found(a, b):
             text += f" ({FOUND_NOTE})"
+        if DRIVER_ENTRY in b and any(k in a for k in _DRIVER_BEFORE):
+            text += f" ({DRIVER_NOTE})"
         reasons[text or "same parameters (--force)"] += 1
     return [f"{count} new run(s): {text}" for text, count in reasons.most_common()]

@@ -9,6 +9,9 @@ the old run's key, and one run's rows came from two programs."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.byob.declared import declare
@@ -68,28 +71,52 @@ def test_only_the_runs_of_the_edited_program_are_left_out(tmp_path: Path) -> Non
     assert kernels == [("big", 1), ("big2", 2)]
 
 
-def test_a_rerun_after_campaign_changed_names_its_driver(tmp_path: Path) -> None:
-    """A tool-driven run's identity holds our driver's code (`program.campaign.job`): after campaign
-    was upgraded, `rerun --failed` said `1 run(s) ran program campaign.job as python code sha256:...,
-    the file is now ...: its bytes changed since submit: ... or restore it to rerun these`, as if the
-    user had edited a file of theirs. It says that campaign's own driver changed (an upgrade)."""
-    import json
-    import sqlite3
-
+def _failed_tool_run(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A tool-driven campaign whose one run failed (its program fails at n = 2000)."""
     env = declare(tmp_path, {"big": KERNEL}, {"big_sweep": EXPERIMENT}, {"big": PROGRAM})
     led = tmp_path / "ledger.sqlite"
     proc = run_cli("--ledger", str(led), "submit", "experiment=big_sweep", "campaign.name=up", cwd=tmp_path, env=env)
     assert proc.returncode == 3, proc.stdout + proc.stderr
-    with sqlite3.connect(led) as db:  # the driver's code as an older campaign recorded it
+    return led, env
+
+
+def _rewrite_identity(led: Path, change: Callable[[list[list[str]]], list[list[str]]]) -> list[str]:
+    """The one run's identity entries as `change` makes them (as an older campaign recorded them); the
+    entries before."""
+    with sqlite3.connect(led) as db:
         [(run_id, text)] = db.execute("SELECT id, spec FROM run").fetchall()
         spec = json.loads(text)
-        entries = [e[0] for e in spec["identity"]]
-        assert "program.campaign.job" in entries, entries
-        spec["identity"] = [[k, "python code sha256:0000000000000000" if k == "program.campaign.job" else v]
-                            for k, v in spec["identity"]]
+        before = [e[0] for e in spec["identity"]]
+        spec["identity"] = change(spec["identity"])
         db.execute("UPDATE run SET spec = ? WHERE id = ?", (json.dumps(spec), run_id))
+    return before
+
+
+def test_a_campaign_upgrade_keeps_tool_driven_runs_rerunnable(tmp_path: Path) -> None:
+    """A tool-driven run's identity named our driver by its code (`program.campaign.job`, the whole
+    package, and the interpreter's python and torch versions): any edit of campaign, or a torch upgrade,
+    made every run of an unchanged program new at the next submit and refused its rerun. The driver is
+    identified by its measurement protocol now; a run recorded the old way is rerun, as the file the
+    user's program is has not changed."""
+    led, env = _failed_tool_run(tmp_path)
+    entries = _rewrite_identity(led, lambda items: [it for it in items if it[0] != "program.driver"] + [
+        ["program.interpreter", "python 3.0.0 torch none"], ["program.campaign.job.fom", "python code sha256:0"],
+        ["program.campaign.job", "python code sha256:1"]])
+    assert "program.driver" in entries and "user.big" in entries, entries
+    assert not any(e.startswith(("program.campaign", "program.interpreter")) for e in entries), entries
+    proc = run_cli("--ledger", str(led), "rerun", "up", "--failed", cwd=tmp_path, env=env)
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # rerun, and failed at n = 2000 again
+    assert "1 run(s) resubmitted" in proc.stdout and "not rerun" not in proc.stdout, proc.stdout
+
+
+def test_a_rerun_after_the_drivers_protocol_changed_names_the_driver(tmp_path: Path) -> None:
+    """A run measured by an older protocol of our driver is not rerun by this one (its rows would be
+    pooled with the old ones); the line says that campaign's driver changed, not a file of the user's
+    to restore."""
+    led, env = _failed_tool_run(tmp_path)
+    _rewrite_identity(led, lambda items: [[k, "campaign.job.fom protocol 0" if k == "program.driver" else v]
+                                          for k, v in items])
     proc = run_cli("--ledger", str(led), "rerun", "up", "--failed", cwd=tmp_path, env=env)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "campaign's own driver campaign.job changed since submit (campaign was upgraded or edited)" in \
-        proc.stderr, proc.stderr
+    assert "were measured by campaign.job.fom protocol 0, now campaign.job.fom protocol 1" in proc.stderr, proc.stderr
     assert "restore it" not in proc.stderr, proc.stderr

@@ -18,7 +18,18 @@ import pytest
 from campaign.config.load import load_config
 from campaign.config.schema import FigureSpec, ImplSpec, KernelSpec
 from campaign.planning import byob
-from campaign.planning.identity import ABSENT, USER_NOTE, _file_hash, user_program, why_new, with_identity
+from campaign.planning.identity import (
+    ABSENT,
+    DRIVER_ENTRY,
+    DRIVER_NOTE,
+    DRIVER_PROTOCOL,
+    USER_NOTE,
+    _file_hash,
+    program_identity,
+    user_program,
+    why_new,
+    with_identity,
+)
 from campaign.planning.plan import plan
 from campaign.planning.run_spec import RunSpec
 
@@ -127,6 +138,18 @@ def test_a_ledger_run_from_before_says_why_its_program_is_new_once() -> None:
     assert line == "1 new run(s): user.mbw 'sha256:1' -> 'sha256:2'"
     other = _run((("modules", ""), ("user.mbw", "sha256:1")), _argv(["mbw", "{n}", "--more"]))
     assert USER_NOTE not in why_new([other], [before])[0]  # another declaration: not the upgrade alone
+
+
+def test_the_driver_is_identified_by_its_protocol_not_by_campaigns_code() -> None:
+    """An edit of campaign's code, or another python or torch, is not a new run of a user's unchanged
+    program; a ledger run recorded when the driver was hashed by its code says why it is new once."""
+    argv = (sys.executable, "-m", "campaign.job.fom", _argv(["mbw", "{n}"])[3], "--n", "10")
+    items = program_identity(argv, [], {})
+    assert (DRIVER_ENTRY, DRIVER_PROTOCOL) in items
+    assert not [k for k, _ in items if k == "program.interpreter" or k.startswith("program.campaign")], items
+    old_way = (("program.interpreter", "python 3.11.7 torch 2.5.1"), ("program.campaign.job", "python code sha256:1"))
+    [line] = why_new([_run(((DRIVER_ENTRY, DRIVER_PROTOCOL),), argv)], [_stored(_run(old_way, argv))])
+    assert line.endswith(f"({DRIVER_NOTE})") and "program.campaign.job 'python code sha256:1' -> (none)" in line
 
 
 def test_a_changed_declaration_is_shown_where_it_changed() -> None:
