@@ -35,7 +35,7 @@ from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
 from campaign.ledger import Campaign, Ledger, Provenance
 from campaign.ledger import queries as q
-from campaign.ledger.db import file_schema_version, results_root
+from campaign.ledger.db import check_ledger_file, file_schema_version, results_root
 from campaign.ledger.migrate import sqlite_copy
 from campaign.ledger.models import SCHEMA_VERSION
 from campaign.plumbing.clock import as_utc
@@ -143,10 +143,7 @@ def open_for_reading(path: Path, tmp: Path) -> Ledger:
     """A ledger file opened without changing it (see the module doc): read-only at this schema
     version; an older one is copied (SQLite's backup, from a read-only connection, so a WAL
     ledger's committed pages come too) and the copy upgraded."""
-    if not path.is_file():
-        raise BadInputError(f"ledger {path} does not exist" if not path.exists() else f"ledger {path} is not a file")
-    if path.stat().st_size == 0:
-        raise BadInputError(f"ledger {path} is an empty file, not a campaign ledger")
+    check_ledger_file(path)
     version = file_schema_version(path)
     if version < SCHEMA_VERSION:
         copy = sqlite_copy(path, tmp / f"{len(list(tmp.iterdir()))}-ledger.sqlite")

@@ -19,6 +19,7 @@ from tests.fixtures import KNOWN_CSV
 from tests.reliability.bad_input_parts import (
     GOOD_LINES,
     Case,
+    a_fifo,
     a_file,
     bad_csv,
     bad_type_experiment,
@@ -276,6 +277,27 @@ CASES: dict[str, Case] = {
     "ledger-is-a-directory-import": Case(("import", str(KNOWN_CSV)), "is a folder", ledger="dir"),
     "ledger-does-not-exist-status": Case(("status",), "does not exist", ledger="missing"),
     "ledger-sqlite-without-meta": Case(("jobs",), "not a campaign ledger", ledger="foreign"),
+    # a FIFO or device was opened by SQLite (disk I/O error; /dev/null-journal written beside a device),
+    # a name past 255 bytes and a path through a file were internal errors, a port not a number too
+    "ledger-is-a-fifo-jobs": Case(("jobs", "--no-sync", "--ledger", "{tmp}/afifo"), "not a regular file", a_fifo),
+    "ledger-is-a-fifo-import": Case(
+        ("import", str(KNOWN_CSV), "--ledger", "{tmp}/afifo"), "not a regular file", a_fifo
+    ),
+    "ledger-name-too-long-jobs": Case(("jobs", "--no-sync", "--ledger", "{tmp}/" + "x" * 300), "File name too long"),
+    "ledger-name-too-long-import": Case(
+        ("import", str(KNOWN_CSV), "--ledger", "{tmp}/" + "x" * 300), "File name too long"
+    ),
+    "ledger-under-a-file-import": Case(
+        ("import", str(KNOWN_CSV), "--ledger", "{tmp}/afile/l.sqlite"),
+        "cannot make its folder: a part of its path is a file",
+        a_file,
+    ),
+    "ledger-url-port-not-a-number": Case(
+        ("jobs", "--no-sync", "--ledger", "postgresql://u@localhost:abc/db"), "is not a database URL"
+    ),
+    "compare-ledger-name-too-long": Case(
+        ("compare", "campaign=alpha,ledger={tmp}/" + "x" * 300, "alpha"), "File name too long"
+    ),
     # ---- advise
     "advise-unknown-gpu": Case(
         ("advise", "shape", "--h", "2560", "--a", "32", "--vocab", "50257", "--gpu", "tpu9"), "tpu9"
