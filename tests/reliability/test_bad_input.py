@@ -173,6 +173,16 @@ CASES: dict[str, Case] = {
     "time-factor-inf": Case(("rerun", "--failed", "--time-factor", "inf"), "--time-factor"),
     "mem-factor-inf": Case(("rerun", "--failed", "--mem-factor", "inf"), "--mem-factor"),
     "report-out-is-a-file": Case(("report", "--out", "{tmp}/afile"), "is a file", user_file("afile")),
+    # the export is renamed onto --out: a FIFO (or, as root, /dev/full) was replaced by a regular file, exit 0;
+    # a name past 255 bytes, a path through a file and an empty name were internal errors
+    "results-out-is-a-fifo": Case(("results", "--out", "{tmp}/afifo"), "is not a regular file", a_fifo),
+    "results-parquet-out-is-a-fifo": Case(
+        ("results", "--format", "parquet", "--out", "{tmp}/afifo"), "is not a regular file", a_fifo
+    ),
+    "results-out-name-too-long": Case(("results", "--out", "{tmp}/" + "x" * 300), "File name too long"),
+    "results-out-under-a-file": Case(("results", "--out", "{tmp}/afile/x.csv"), "Not a directory", a_file),
+    "results-out-empty": Case(("results", "--out", ""), "names no file"),
+    "results-out-is-a-folder": Case(("results", "--out", "{tmp}"), "is a folder"),
     # ---- command line
     "unknown-cli-flag": Case(("submit", "--frobnicate"), "unrecognized arguments: --frobnicate"),
     "unknown-command": Case(("frobnicate",), "invalid choice: 'frobnicate'"),
