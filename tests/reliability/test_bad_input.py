@@ -182,6 +182,10 @@ CASES: dict[str, Case] = {
     "results-out-name-too-long": Case(("results", "--out", "{tmp}/" + "x" * 300), "File name too long"),
     "results-out-under-a-file": Case(("results", "--out", "{tmp}/afile/x.csv"), "Not a directory", a_file),
     "results-out-empty": Case(("results", "--out", ""), "names no file"),
+    # a name past 255 bytes anywhere was 'internal error: OSError', exit 1
+    "import-name-too-long": Case(("import", "{tmp}/" + "x" * 300 + ".csv"), "File name too long"),
+    "report-out-name-too-long": Case(("report", "--out", "{tmp}/" + "x" * 300 + "/r"), "File name too long"),
+    "config-dir-name-too-long": Case(("submit", "--dry-run", "-cd", "{tmp}/" + "x" * 300), "File name too long"),
     "results-out-is-a-folder": Case(("results", "--out", "{tmp}"), "is a folder"),
     # ---- command line
     "unknown-cli-flag": Case(("submit", "--frobnicate"), "unrecognized arguments: --frobnicate"),
