@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -28,7 +29,16 @@ def _ledger(args: argparse.Namespace, create: bool = True) -> Any:
     return led
 
 
+def _never_unencodable() -> None:
+    """A name the terminal's encoding cannot spell (an imported 'café' under PYTHONIOENCODING=ascii
+    or a Latin-1 locale) is shown escaped, never a UnicodeEncodeError half way through a table."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _never_unencodable()
     args = parse(argv)
     stop_on_sigterm()
     try:

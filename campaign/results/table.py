@@ -24,6 +24,7 @@ its type in every format.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import sys
@@ -350,6 +351,8 @@ def emit(exp: Export, fmt: str, out: Path | None) -> None:
         else:
             write = write_json if fmt == "json" else write_csv
             if out is None:
+                if isinstance(sys.stdout, io.TextIOWrapper):  # the bytes --out would hold, whatever the locale
+                    sys.stdout.reconfigure(encoding="utf-8")
                 write(exp, sys.stdout)
                 return
             tmp = out.with_name(out.name + ".tmp")
