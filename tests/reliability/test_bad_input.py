@@ -258,6 +258,12 @@ CASES: dict[str, Case] = {
     "csv-newline-inside-a-name": Case(
         ("import", "{tmp}/bad.csv"), "control character", bad_csv("bad.csv", replace_cell("kernel", '"attn\nx"'))
     ),
+    # invisible characters that reorder or hide a table's text were imported and shown raw
+    "csv-bidi-override-in-a-name": Case(
+        ("import", "{tmp}/bad.csv"),
+        "control character: '\\u202e",
+        bad_csv("bad.csv", replace_cell("variant", "\u202ememopt\u200b")),
+    ),
     "csv-duplicated-row": Case(
         ("import", "{tmp}/bad.csv"),
         "the same configuration, n and repeat as line 2",
