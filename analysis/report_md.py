@@ -18,13 +18,15 @@ def _inline(text: object) -> str:
     """Text that Markdown shows as written: `*` (as in T*) is not emphasis, a
     `<` from a user's value (a grid value `<b>`, a unit `op/s|<i>`) opens no
     HTML tag (only a `<` before a letter, `/`, `!` or `?` could: `n < 1000`
-    stays as it is)."""
-    text = ("" if text is None else str(text)).replace("*", "\\*").replace("\n", " ")
-    return _TAG_START.sub("&lt;", text)
+    stays as it is), a `\\` is shown (not taken as the escape of what follows), a `[name](url)`
+    is no link."""
+    text = ("" if text is None else str(text)).replace("\\", "\\\\").replace("*", "\\*").replace("\n", " ")
+    return _TAG_START.sub("&lt;", text).replace("](", "]\\(")
 
 
 def _cell(text: object) -> str:
-    return _inline(text).replace("|", "\\|")
+    """A table cell holds values, never code: a backtick is shown, not a code span."""
+    return _inline(text).replace("|", "\\|").replace("`", "\\`")
 
 
 def _table(table: Table) -> list[str]:
