@@ -81,9 +81,15 @@ def _date(key: str, value: str, text: str) -> datetime:
     """An ISO date or time as aware UTC; a naive one is local time (campaign.plumbing.clock), as the
     job times `show` and `jobs` print."""
     try:
-        return as_utc(datetime.fromisoformat(value))  # type: ignore[return-value]
-    except (ValueError, OverflowError, OSError):  # not a date; or out of the platform's range
+        when = datetime.fromisoformat(value)
+    except ValueError:
         raise BadInputError(f"selection {text!r}: {key}={value!r} is not an ISO date (e.g. 2026-11-30)") from None
+    try:
+        return as_utc(when)  # type: ignore[return-value]
+    except (ValueError, OverflowError, OSError):  # 0001-01-01 in a zone east of UTC: before year 1
+        raise BadInputError(
+            f"selection {text!r}: {key}={value!r} is outside the dates this machine can convert to UTC"
+        ) from None
 
 
 def parse_selection(text: str) -> Selection:
@@ -100,6 +106,8 @@ def parse_selection(text: str) -> Selection:
         if not sep or (key not in SELECTION_KEYS and not axis) or not value:
             raise BadInputError(f"selection {text!r}: {part!r} is not key=value with key one of "
                                 f"{', '.join(SELECTION_KEYS)}")
+        if key in values:  # the last one silently won: campaign=A,campaign=B compared B
+            raise BadInputError(f"selection {text!r}: {key} is given twice; give each key once")
         values[key] = value
     if "campaign" not in values and "cluster" not in values:
         raise BadInputError(f"selection {text!r}: name a campaign or a cluster")

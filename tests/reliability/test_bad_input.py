@@ -318,6 +318,9 @@ CASES: dict[str, Case] = {
     "compare-ledger-name-too-long": Case(
         ("compare", "campaign=alpha,ledger={tmp}/" + "x" * 300, "alpha"), "File name too long"
     ),
+    # a key given twice: the last silently won (campaign=A,campaign=B compared B); year 1 said "not an ISO date"
+    "compare-selection-key-twice": Case(("compare", "campaign=a,campaign=b", "b"), "campaign is given twice"),
+    "compare-selection-year-one": Case(("compare", "campaign=a,since=0001-01-01", "b"), "outside the dates"),
     # ---- advise
     "advise-unknown-gpu": Case(
         ("advise", "shape", "--h", "2560", "--a", "32", "--vocab", "50257", "--gpu", "tpu9"), "tpu9"
