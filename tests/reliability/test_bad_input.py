@@ -69,6 +69,8 @@ CASES: dict[str, Case] = {
     "n-zero": Case(("submit", "experiment.sweeps.0.n=[64,0]"), "sweeps.0.n must be a non-empty list of positive"),
     "n-negative": Case(("submit", "experiment.sweeps.0.n=[-64]"), "sweeps.0.n must be a non-empty list of positive"),
     "n-empty": Case(("submit", "experiment.sweeps.0.n=[]"), "sweeps.0.n must be a non-empty list of positive"),
+    # ran, measured n=64 twice and ended LOST_OUTPUT (the same n and repeat on two lines)
+    "n-listed-twice": Case(("submit", "--dry-run", "experiment.sweeps.0.n=[64,1e3,1000]"), "lists the size 1000 twice"),
     "n-not-a-number": Case(("submit", "experiment.sweeps.0.n=[abc]"), "sweeps.0.n"),
     "walltime-above-partition-max": Case(
         ("submit", "cluster=localslurm", "experiment.walltime_min=100"), "exceeds partition cpu's maximum of 60"
