@@ -115,7 +115,8 @@ def _scaled(att: JobAttempt, spec: RunSpec, part: PartitionSpec, time_factor: fl
     walltime, mem = att.walltime_min, att.mem_gb
     said: list[str] = []
     if time_factor != 1.0:
-        wanted = max(walltime + 1, math.ceil(walltime * time_factor))  # whole minutes, up
+        # whole minutes, up; a product past any partition (1e308 x 10 is inf) is one minute past its maximum
+        wanted = max(walltime + 1, math.ceil(min(walltime * time_factor, part.max_walltime_min + 1)))
         walltime = min(part.max_walltime_min, wanted)
         capped = f" (partition {part.name}'s maximum)" if walltime < wanted else ""
         said.append(f"walltime {att.walltime_min} -> {walltime} min{capped}")

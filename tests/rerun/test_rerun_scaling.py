@@ -35,6 +35,12 @@ def test_timeout_walltime_scaled_and_capped() -> None:
     assert _scale(JobState.TIMEOUT, 100, None, 2.0, 1.0) == (PART.max_walltime_min, None)
 
 
+def test_a_factor_past_any_partition_is_capped_not_an_overflow() -> None:
+    """`rerun --time-factor 1e308` was 'internal error: OverflowError' (10 min x 1e308 is inf)."""
+    walltime, _, said = _scaled(_attempt(JobState.TIMEOUT, 10, None), SPEC, PART, 1e308, 1e308)
+    assert walltime == PART.max_walltime_min and "partition p's maximum" in said, said
+
+
 def test_walltime_grows_by_at_least_a_minute() -> None:
     walltime, _ = _scale(JobState.TIMEOUT, 1, None, 1.1, 1.0)
     assert walltime >= 2
