@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--interval", type=float, default=5.0, help="seconds between syncs with --wait")
 
     s = sub.add_parser("status", help="sync job states from the scheduler; show counts")
-    s.add_argument("campaign", nargs="?")
+    s.add_argument("campaign", nargs="?", type=_named)
     s.add_argument("--watch", action="store_true",
                    help="keep syncing and show progress until nothing is pending or running (exit 3 if a job failed)")
     s.add_argument("--interval", type=float, default=5.0, help="seconds between syncs with --watch")
@@ -107,8 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sync until nothing is pending or running, without the live view (exit 3 if a job failed)")
 
     s = sub.add_parser("jobs", help="list jobs (states refreshed from the scheduler first)")
-    s.add_argument("--campaign")
-    s.add_argument("--state", help="e.g. FAILED")
+    s.add_argument("--campaign", type=_named)
+    s.add_argument("--state", type=_nonblank, help="e.g. FAILED")
     s.add_argument("--failed", action="store_true",
                    help="every failed state (FAILED, TIMEOUT, OUT_OF_MEMORY, ...: what rerun --failed takes)")
     s.add_argument("--all-attempts", action="store_true", help="also earlier attempts of rerun runs")
@@ -119,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-sync", action="store_true", help="print the ledger's state without asking the scheduler")
 
     s = sub.add_parser("rerun", help="resubmit failed runs as new attempts")
-    s.add_argument("campaign", nargs="?")
+    s.add_argument("campaign", nargs="?", type=_named)
     s.add_argument("--failed", action="store_true", help="every failed state (not CANCELLED: ask with --state CANCELLED)")
     s.add_argument("--all", action="store_true", help="without CAMPAIGN: rerun in every campaign of the ledger")
     s.add_argument("--job", dest="job_id", type=_named, help="one job ID")
@@ -181,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
                                             "(parquet: required; csv and json: default stdout)")
 
     s = sub.add_parser("report", help="per-cluster report (Markdown + HTML), or --json metrics")
-    s.add_argument("--cluster")
+    s.add_argument("--cluster", type=_nonblank)
     s.add_argument("--campaign", action="append", default=[],
                    help="campaign(s) to report (repeatable; default: the latest campaign)")
     s.add_argument("--all", action="store_true", help="pool every campaign of the ledger, on purpose")
@@ -234,9 +234,18 @@ def _percent(text: str) -> float:
 
 def _named(text: str) -> str:
     """A job ID or campaign name: an empty one matched a build job that has no scheduler ID
-    (`show ''` printed the local build), so it is a usage error."""
+    (`show ''` printed the local build), and named every campaign (`rerun '' --failed` reran
+    them all without --all), so it is a usage error."""
     if not text.strip():
         raise argparse.ArgumentTypeError(f"expects a job ID or campaign name, got an empty one ({text!r})")
+    return text
+
+
+def _nonblank(text: str) -> str:
+    """A state or cluster to filter by: an empty one filtered nothing (`jobs --state ''` listed
+    every job), so it is a usage error."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expects a value, got an empty one ({text!r})")
     return text
 
 

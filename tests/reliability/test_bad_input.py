@@ -279,6 +279,12 @@ CASES: dict[str, Case] = {
     "show-blank-job": Case(("show", "  "), "got an empty one"),
     "rerun-empty-job": Case(("rerun", "--job", ""), "got an empty one"),
     "cancel-empty": Case(("cancel", ""), "got an empty one"),
+    # an empty name or filter meant "all": `rerun '' --failed` reran every campaign without --all
+    "rerun-empty-campaign": Case(("rerun", "", "--failed"), "got an empty one"),
+    "status-empty-campaign": Case(("status", " "), "got an empty one"),
+    "jobs-empty-campaign": Case(("jobs", "--campaign", ""), "got an empty one"),
+    "jobs-empty-state": Case(("jobs", "--state", ""), "got an empty one"),
+    "report-empty-cluster": Case(("report", "--cluster", "", "--json"), "got an empty one"),
     "rerun-unknown-job": Case(("rerun", "--job", "424242"), "unknown job ID '424242'"),
     "cancel-unknown-job": Case(("cancel", "424242"), "no campaign or job ID named '424242'"),
     "status-unknown-campaign": Case(("status", "no-such-campaign"), "unknown campaign 'no-such-campaign'"),
