@@ -24,19 +24,19 @@ def _inline(text: object) -> str:
     return _TAG_START.sub("&lt;", text).replace("](", "]\\(")
 
 
-def _cell(text: object) -> str:
+def markdown_cell(text: object) -> str:
     """A table cell holds values, never code: a backtick is shown, not a code span."""
     return _inline(text).replace("|", "\\|").replace("`", "\\`")
 
 
 def _table(table: Table) -> list[str]:
     frame, left = capped(table)
-    lines = [f"**{_cell(table.caption)}**", ""]
+    lines = [f"**{markdown_cell(table.caption)}**", ""]
     if frame.empty:
         return lines + ["(none)", ""]
-    lines += ["| " + " | ".join(_cell(c) for c in frame.columns) + " |",
+    lines += ["| " + " | ".join(markdown_cell(c) for c in frame.columns) + " |",
               "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(_cell(v) for v in row) + " |"
+    lines += ["| " + " | ".join(markdown_cell(v) for v in row) + " |"
               for row in frame.itertuples(index=False)]
     lines.append("")
     if table.note:
