@@ -19,7 +19,6 @@ from tests.fixtures import KNOWN_CSV
 from tests.reliability.bad_input_parts import (
     GOOD_LINES,
     Case,
-    a_fifo,
     a_file,
     bad_csv,
     bad_type_experiment,
@@ -175,20 +174,6 @@ CASES: dict[str, Case] = {
     "time-factor-inf": Case(("rerun", "--failed", "--time-factor", "inf"), "--time-factor"),
     "mem-factor-inf": Case(("rerun", "--failed", "--mem-factor", "inf"), "--mem-factor"),
     "report-out-is-a-file": Case(("report", "--out", "{tmp}/afile"), "is a file", user_file("afile")),
-    # the export is renamed onto --out: a FIFO (or, as root, /dev/full) was replaced by a regular file, exit 0;
-    # a name past 255 bytes, a path through a file and an empty name were internal errors
-    "results-out-is-a-fifo": Case(("results", "--out", "{tmp}/afifo"), "is not a regular file", a_fifo),
-    "results-parquet-out-is-a-fifo": Case(
-        ("results", "--format", "parquet", "--out", "{tmp}/afifo"), "is not a regular file", a_fifo
-    ),
-    "results-out-name-too-long": Case(("results", "--out", "{tmp}/" + "x" * 300), "File name too long"),
-    "results-out-under-a-file": Case(("results", "--out", "{tmp}/afile/x.csv"), "Not a directory", a_file),
-    "results-out-empty": Case(("results", "--out", ""), "names no file"),
-    # a name past 255 bytes anywhere was 'internal error: OSError', exit 1
-    "import-name-too-long": Case(("import", "{tmp}/" + "x" * 300 + ".csv"), "File name too long"),
-    "report-out-name-too-long": Case(("report", "--out", "{tmp}/" + "x" * 300 + "/r"), "File name too long"),
-    "config-dir-name-too-long": Case(("submit", "--dry-run", "-cd", "{tmp}/" + "x" * 300), "File name too long"),
-    "results-out-is-a-folder": Case(("results", "--out", "{tmp}"), "is a folder"),
     # ---- command line
     "unknown-cli-flag": Case(("submit", "--frobnicate"), "unrecognized arguments: --frobnicate"),
     "unknown-command": Case(("frobnicate",), "invalid choice: 'frobnicate'"),
@@ -305,27 +290,6 @@ CASES: dict[str, Case] = {
     "ledger-is-a-directory-import": Case(("import", str(KNOWN_CSV)), "is a folder", ledger="dir"),
     "ledger-does-not-exist-status": Case(("status",), "does not exist", ledger="missing"),
     "ledger-sqlite-without-meta": Case(("jobs",), "not a campaign ledger", ledger="foreign"),
-    # a FIFO or device was opened by SQLite (disk I/O error; /dev/null-journal written beside a device),
-    # a name past 255 bytes and a path through a file were internal errors, a port not a number too
-    "ledger-is-a-fifo-jobs": Case(("jobs", "--no-sync", "--ledger", "{tmp}/afifo"), "not a regular file", a_fifo),
-    "ledger-is-a-fifo-import": Case(
-        ("import", str(KNOWN_CSV), "--ledger", "{tmp}/afifo"), "not a regular file", a_fifo
-    ),
-    "ledger-name-too-long-jobs": Case(("jobs", "--no-sync", "--ledger", "{tmp}/" + "x" * 300), "File name too long"),
-    "ledger-name-too-long-import": Case(
-        ("import", str(KNOWN_CSV), "--ledger", "{tmp}/" + "x" * 300), "File name too long"
-    ),
-    "ledger-under-a-file-import": Case(
-        ("import", str(KNOWN_CSV), "--ledger", "{tmp}/afile/l.sqlite"),
-        "cannot make its folder: a part of its path is a file",
-        a_file,
-    ),
-    "ledger-url-port-not-a-number": Case(
-        ("jobs", "--no-sync", "--ledger", "postgresql://u@localhost:abc/db"), "is not a database URL"
-    ),
-    "compare-ledger-name-too-long": Case(
-        ("compare", "campaign=alpha,ledger={tmp}/" + "x" * 300, "alpha"), "File name too long"
-    ),
     # a key given twice: the last silently won (campaign=A,campaign=B compared B); year 1 said "not an ISO date"
     "compare-selection-key-twice": Case(("compare", "campaign=a,campaign=b", "b"), "campaign is given twice"),
     "compare-selection-year-one": Case(("compare", "campaign=a,since=0001-01-01", "b"), "outside the dates"),
