@@ -50,6 +50,7 @@ CASES: dict[str, Case] = {
     "report-out-name-too-long": Case(("report", "--out", "{tmp}/" + "x" * 300 + "/r"), "File name too long"),
     "config-dir-name-too-long": Case(("submit", "--dry-run", "-cd", "{tmp}/" + "x" * 300), "File name too long"),
     "results-out-is-a-folder": Case(("results", "--out", "{tmp}"), "is a folder"),
+    "import-a-fifo": Case(("import", "{tmp}/afifo"), "not a regular file (a pipe, FIFO or device)", a_fifo),
     # a FIFO in the report's folder: the write waited for a reader for ever
     "report-out-holds-a-fifo": Case(("report", "--out", "{tmp}"), "holds 'afifo', a FIFO", a_fifo),
     "conf-dir-is-a-fifo": Case(
