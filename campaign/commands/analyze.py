@@ -239,7 +239,7 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
 
 
 def _check_out(out: Path) -> None:
-    """The report writes its files into `out` by name: a FIFO there (alpha.md) blocked the write
+    """The report writes its files into `out` by name: a FIFO named like one of them blocked the write
     for ever, a device or broken link would take the report's bytes elsewhere."""
     if not out.is_dir():
         return
