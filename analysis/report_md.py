@@ -18,23 +18,25 @@ def _inline(text: object) -> str:
     """Text that Markdown shows as written: `*` (as in T*) is not emphasis, a
     `<` from a user's value (a grid value `<b>`, a unit `op/s|<i>`) opens no
     HTML tag (only a `<` before a letter, `/`, `!` or `?` could: `n < 1000`
-    stays as it is)."""
-    text = ("" if text is None else str(text)).replace("*", "\\*").replace("\n", " ")
-    return _TAG_START.sub("&lt;", text)
+    stays as it is), a `\\` is shown (not taken as the escape of what follows), a `[name](url)`
+    is no link."""
+    text = ("" if text is None else str(text)).replace("\\", "\\\\").replace("*", "\\*").replace("\n", " ")
+    return _TAG_START.sub("&lt;", text).replace("](", "]\\(")
 
 
-def _cell(text: object) -> str:
-    return _inline(text).replace("|", "\\|")
+def markdown_cell(text: object) -> str:
+    """A table cell holds values, never code: a backtick is shown, not a code span."""
+    return _inline(text).replace("|", "\\|").replace("`", "\\`")
 
 
 def _table(table: Table) -> list[str]:
     frame, left = capped(table)
-    lines = [f"**{_cell(table.caption)}**", ""]
+    lines = [f"**{markdown_cell(table.caption)}**", ""]
     if frame.empty:
         return lines + ["(none)", ""]
-    lines += ["| " + " | ".join(_cell(c) for c in frame.columns) + " |",
+    lines += ["| " + " | ".join(markdown_cell(c) for c in frame.columns) + " |",
               "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(_cell(v) for v in row) + " |"
+    lines += ["| " + " | ".join(markdown_cell(v) for v in row) + " |"
               for row in frame.itertuples(index=False)]
     lines.append("")
     if table.note:

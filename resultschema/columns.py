@@ -128,7 +128,9 @@ RESULT_SCHEMA: tuple[Column, ...] = (
 BY_NAME: dict[str, Column] = {c.name: c for c in RESULT_SCHEMA}
 # The limits of a cell's value (analysis.rules applies them): text, integers.
 TEXT_MAX, NOTE_MAX = 200, 2000  # a carried text (an exported overlap: a job's notes joined) may be longer
-CONTROL = "[\x00-\x1f\x7f]"  # no text cell holds one
+# no text cell holds one; nor an invisible character that reorders or hides what a table shows around it
+# (bidi embeddings, overrides and isolates, zero-width space, BOM): 'alpha' + U+202E showed its row reversed
+CONTROL = "[\x00-\x1f\x7f\u200b\u202a-\u202e\u2066-\u2069\ufeff]"
 INT64 = (-(2**63), 2**63 - 1)
 # A bool cell (a figure's direction) as text: these words, any case, else a number (true where not 0, as
 # campaign.job.fom writes 1/0); `results --format csv` writes True/False, JSON true/false.

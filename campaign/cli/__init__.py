@@ -7,6 +7,8 @@ failure, 2 bad input); a traceback only with CAMPAIGN_DEBUG=1.
 from __future__ import annotations
 
 import argparse
+import errno
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -15,7 +17,7 @@ from typing import Any
 from campaign.cli.parser import parse
 from campaign.cli.stop import stop_on_sigterm, stopped
 from campaign.plumbing import storage
-from campaign.plumbing.errors import CampaignError, LedgerError, one_line
+from campaign.plumbing.errors import BadInputError, CampaignError, LedgerError, one_line
 
 
 def _ledger(args: argparse.Namespace, create: bool = True) -> Any:
@@ -27,7 +29,16 @@ def _ledger(args: argparse.Namespace, create: bool = True) -> Any:
     return led
 
 
+def _never_unencodable() -> None:
+    """A name the terminal's encoding cannot spell (an imported 'café' under PYTHONIOENCODING=ascii
+    or a Latin-1 locale) is shown escaped, never a UnicodeEncodeError half way through a table."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _never_unencodable()
     args = parse(argv)
     stop_on_sigterm()
     try:
@@ -42,6 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except OSError as exc:  # e.g. `report --json > file` on a full disk: the machine's failure, one line
+        if exc.errno == errno.ENAMETOOLONG and not os.environ.get("CAMPAIGN_DEBUG"):  # a name the user gave
+            return _error(BadInputError(f"{one_line(exc.filename, 120)}: {exc.strerror} (at most 255 bytes a part)"))
         if os.environ.get("CAMPAIGN_DEBUG") or not storage.is_storage(exc):
             return _internal(exc, args)
         if exc.filename:

@@ -240,7 +240,11 @@ def _refuse_the_ledger(out: Path, led: Any) -> None:
         return
     ledger = Path(led.path).resolve()
     companions = {ledger, *(ledger.with_name(ledger.name + s) for s in ("-wal", "-shm", "-journal"))}
-    if out.resolve() in companions or (out.exists() and ledger.exists() and out.samefile(ledger)):
+    try:
+        same = out.resolve() in companions or (out.exists() and ledger.exists() and out.samefile(ledger))
+    except OSError:  # a name the filesystem cannot hold is no ledger (the export names the problem)
+        return
+    if same:
         raise BadInputError(f"results --out {out} is the ledger {led.path} (the export would replace it); "
                             f"name another file")
 

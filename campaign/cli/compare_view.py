@@ -19,6 +19,7 @@ from analysis.metric_frame import without_metric
 from analysis.metrics import to_records
 from analysis.ratios import DIMENSIONS
 from analysis.references import outside
+from analysis.report_md import markdown_cell
 from analysis.verdicts import (
     BETTER,
     BETWEEN,
@@ -39,9 +40,9 @@ _LABELS = ("impl", "variant", "dtype", "d", "params")
 
 
 def _grid(columns: Sequence[str], rows: list[list[str]], markdown: bool) -> list[str]:
-    if markdown:
-        out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-        return out + ["| " + " | ".join(r) + " |" for r in rows]
+    if markdown:  # a name's `|` would end its cell and move the numbers under other headers
+        out = ["| " + " | ".join(map(markdown_cell, columns)) + " |", "|" + "---|" * len(columns)]
+        return out + ["| " + " | ".join(map(markdown_cell, r)) + " |" for r in rows]
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
     line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
     return [line] + ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
@@ -126,7 +127,7 @@ def as_text(rep: CompareReport, markdown: bool = False) -> str:
             lines.append(_section(f"Only in {side}: {len(frame)} point(s)", markdown))
             shown = [f"{_config(r, [])} threads={r['threads']} n={_size(r['n'])}{_figure_suffix(r)}"
                      for r in frame.head(MAX_ROWS).to_dict("records")]
-            lines += [f"- {t}" if markdown else f"  {t}" for t in shown]
+            lines += [f"- {markdown_cell(t)}" if markdown else f"  {t}" for t in shown]
     lines += _shared_text(c.points)
     lines += _references_text(rep, markdown)
     lines += [f"note: {n}" for n in rep.notes]

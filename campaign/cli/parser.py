@@ -18,6 +18,7 @@ from typing import NoReturn
 
 from campaign import __version__
 from campaign.cli import completion
+from campaign.cli.arg_types import Once, named, nonblank, percent, positive
 from campaign.cli.help_text import ADVISE, EXAMPLES, SUBMIT_EXAMPLES
 from campaign.plumbing.errors import did_you_mean
 
@@ -42,19 +43,6 @@ class _Parser(argparse.ArgumentParser):
         if found:
             return did_you_mean(found["word"], [o for o in self._option_string_actions if o.startswith("--")])
         return ""
-
-
-class _Once(argparse.Action):
-    """jobs' one campaign, refused twice: argparse's last one would drop the first one silently."""
-
-    def __call__(
-        self, parser: argparse.ArgumentParser, ns: argparse.Namespace, value: object, opt: str | None = None
-    ) -> None:
-        if (given := getattr(ns, self.dest)) is not None:
-            parser.error(
-                f"{opt} is given twice ({given!r}, {value!r}): jobs lists one campaign, or every one without {opt}"
-            )
-        setattr(ns, self.dest, value)
 
 
 def _add_globals(p: argparse.ArgumentParser, *, top: bool) -> None:
@@ -152,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--interval", type=float, default=5.0, help="seconds between syncs with --wait")
 
     s = sub.add_parser("status", help="sync job states from the scheduler; show counts")
-    s.add_argument("campaign", nargs="?")
+    s.add_argument("campaign", nargs="?", type=named)
     s.add_argument(
         "--watch",
         action="store_true",
@@ -166,8 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     s = sub.add_parser("jobs", help="list jobs (states refreshed from the scheduler first)")
-    s.add_argument("--campaign", action=_Once)
-    s.add_argument("--state", help="e.g. FAILED")
+    s.add_argument("--campaign", action=Once, type=named)
+    s.add_argument("--state", type=nonblank, help="e.g. FAILED")
     s.add_argument(
         "--failed",
         action="store_true",
@@ -177,16 +165,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-sync", action="store_true", help="print the ledger's states without asking the scheduler")
 
     s = sub.add_parser("show", help="one job: parameters, state, attempts, log paths, stderr tail")
-    s.add_argument("job_id", type=_named)
+    s.add_argument("job_id", type=named)
     s.add_argument("--no-sync", action="store_true", help="print the ledger's state without asking the scheduler")
 
     s = sub.add_parser("rerun", help="resubmit failed runs as new attempts")
-    s.add_argument("campaign", nargs="?")
+    s.add_argument("campaign", nargs="?", type=named)
     s.add_argument(
         "--failed", action="store_true", help="every failed state (not CANCELLED: ask with --state CANCELLED)"
     )
     s.add_argument("--all", action="store_true", help="without CAMPAIGN: rerun in every campaign of the ledger")
-    s.add_argument("--job", dest="job_id", type=_named, help="one job ID")
+    s.add_argument("--job", dest="job_id", type=named, help="one job ID")
     s.add_argument("--state", action="append", default=[], help="a state to rerun (repeatable)")
     s.add_argument(
         "--time-factor",
@@ -212,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--interval", type=float, default=5.0, help="seconds between syncs with --wait")
 
     s = sub.add_parser("cancel", help="cancel a campaign's jobs or one job")
-    s.add_argument("target", type=_named, help="campaign name or job ID")
+    s.add_argument("target", type=named, help="campaign name or job ID")
 
     s = sub.add_parser("import", help="import a results CSV (all or nothing)")
     s.add_argument("file", type=Path)
@@ -231,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--threshold",
-        type=_percent,
+        type=percent,
         default=0.05,
         metavar="P",
         help="smallest change that counts, e.g. 5%% or 0.05 (default 5%%)",
@@ -244,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--min-replicates",
-        type=_positive,
+        type=positive,
         default=1,
         metavar="R",
         help="refuse a verdict (insufficient-replicates) below R replicates on a side (default 1: "
@@ -262,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("pilot", help="the pilot: campaign name or campaign=NAME,...,ledger=PATH (as compare)")
     s.add_argument(
         "--width",
-        type=_percent,
+        type=percent,
         default=0.05,
         metavar="P",
         help="half-width of the NEW/BASE interval of two campaigns run so, e.g. 5%% (default 5%%)",
@@ -296,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     s = sub.add_parser("report", help="per-cluster report (Markdown + HTML), or --json metrics")
-    s.add_argument("--cluster")
+    s.add_argument("--cluster", type=nonblank)
     s.add_argument(
         "--campaign",
         action="append",
@@ -347,35 +335,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_globals_everywhere(p)  # last: every subcommand above (and any added later) takes them
     completion.attach(p)
     return p
-
-
-def _percent(text: str) -> float:
-    """`5%` or `0.05` -> 0.05; otherwise a usage error naming the option and
-    the form it takes (argparse prefixes "argument --threshold:")."""
-    try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < 1:  # NaN fails too
-        raise argparse.ArgumentTypeError(
-            f"expects a percentage such as 5% or a fraction such as 0.05 (above 0, below 100%), got {text!r}"
-        )
-    return value
-
-
-def _named(text: str) -> str:
-    """A job ID or campaign name: an empty one matched a build job that has no scheduler ID
-    (`show ''` printed the local build), so it is a usage error."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError(f"expects a job ID or campaign name, got an empty one ({text!r})")
-    return text
-
-
-def _positive(text: str) -> int:
-    """A whole number >= 1 (a count of replicates), else a usage error."""
-    if not text.strip().isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expects a whole number >= 1, got {text!r}")
-    return int(text)
 
 
 def _subparser(p: argparse.ArgumentParser, cmd: str) -> argparse.ArgumentParser:

@@ -15,13 +15,17 @@ from campaign.cli.stop import stopped
 from campaign.plumbing.errors import BadInputError
 
 EXIT_JOBS_FAILED = 3  # the command waited for jobs and at least one ended failed (README, exit codes)
+# time.sleep overflows past about 9.2e9 s (nanoseconds in 64 bits); no poll is useful past a day
+INTERVAL_MAX_S = 86400.0
 
 
 def check_interval(args: argparse.Namespace) -> None:
     """--interval, before anything is submitted or synced: bad input touches nothing."""
     interval = getattr(args, "interval", 5.0)
-    if not interval > 0 or interval == float("inf"):
-        raise BadInputError(f"--interval must be a positive number of seconds, got {interval}")
+    if not 0 < interval <= INTERVAL_MAX_S:
+        raise BadInputError(
+            f"--interval must be a positive number of seconds, at most {INTERVAL_MAX_S:.0f} (a day), got {interval}"
+        )
 
 
 def exit_for(failed: list[tuple[str, str]]) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import gc
+import os
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -210,6 +211,7 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     sixth of the CPU of the smoke campaign's `report --out`, BENCHMARKS.md
     13n). The collection is explicit because `report` pauses the collector
     for the whole command (campaign.cli.report_process)."""
+    _check_out(out)
     with gc_paused():
         from analysis.report import render_report  # lazy: matplotlib
 
@@ -235,6 +237,20 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
             raise _unwritable(out, exc) from None
         written += [files.markdown, files.html]
     return written
+
+
+def _check_out(out: Path) -> None:
+    """The report writes its files into `out` by name: a FIFO named like one of them blocked the write
+    for ever, a device or broken link would take the report's bytes elsewhere."""
+    if not out.is_dir():
+        return
+    with os.scandir(out) as entries:
+        odd = next((e.name for e in entries if not e.is_file() and not e.is_dir()), None)
+    if odd is not None:
+        raise BadInputError(
+            f"report --out {out} holds {odd!r}, a FIFO, device, socket or broken link: the report "
+            "writes its files there by name; remove it or name another folder"
+        )
 
 
 # The folder named cannot take files: the user's choice (exit 2). Anything else (a full

@@ -35,7 +35,7 @@ from campaign.config import load_config
 from campaign.config.clusters import cluster_from_yaml
 from campaign.ledger import Campaign, Ledger, Provenance
 from campaign.ledger import queries as q
-from campaign.ledger.db import file_schema_version, results_root
+from campaign.ledger.db import check_ledger_file, file_schema_version, results_root
 from campaign.ledger.migrate import sqlite_copy
 from campaign.ledger.models import SCHEMA_VERSION
 from campaign.plumbing.clock import as_utc
@@ -81,9 +81,15 @@ def _date(key: str, value: str, text: str) -> datetime:
     """An ISO date or time as aware UTC; a naive one is local time (campaign.plumbing.clock), as the
     job times `show` and `jobs` print."""
     try:
-        return as_utc(datetime.fromisoformat(value))  # type: ignore[return-value]
-    except (ValueError, OverflowError, OSError):  # not a date; or out of the platform's range
+        when = datetime.fromisoformat(value)
+    except ValueError:
         raise BadInputError(f"selection {text!r}: {key}={value!r} is not an ISO date (e.g. 2026-11-30)") from None
+    try:
+        return as_utc(when)  # type: ignore[return-value]
+    except (ValueError, OverflowError, OSError):  # 0001-01-01 in a zone east of UTC: before year 1
+        raise BadInputError(
+            f"selection {text!r}: {key}={value!r} is outside the dates this machine can convert to UTC"
+        ) from None
 
 
 def parse_selection(text: str) -> Selection:
@@ -100,6 +106,8 @@ def parse_selection(text: str) -> Selection:
         if not sep or (key not in SELECTION_KEYS and not axis) or not value:
             raise BadInputError(f"selection {text!r}: {part!r} is not key=value with key one of "
                                 f"{', '.join(SELECTION_KEYS)}")
+        if key in values:  # the last one silently won: campaign=A,campaign=B compared B
+            raise BadInputError(f"selection {text!r}: {key} is given twice; give each key once")
         values[key] = value
     if "campaign" not in values and "cluster" not in values:
         raise BadInputError(f"selection {text!r}: name a campaign or a cluster")
@@ -143,10 +151,7 @@ def open_for_reading(path: Path, tmp: Path) -> Ledger:
     """A ledger file opened without changing it (see the module doc): read-only at this schema
     version; an older one is copied (SQLite's backup, from a read-only connection, so a WAL
     ledger's committed pages come too) and the copy upgraded."""
-    if not path.is_file():
-        raise BadInputError(f"ledger {path} does not exist" if not path.exists() else f"ledger {path} is not a file")
-    if path.stat().st_size == 0:
-        raise BadInputError(f"ledger {path} is an empty file, not a campaign ledger")
+    check_ledger_file(path)
     version = file_schema_version(path)
     if version < SCHEMA_VERSION:
         copy = sqlite_copy(path, tmp / f"{len(list(tmp.iterdir()))}-ledger.sqlite")

@@ -190,6 +190,8 @@ def rerun(
         wanted |= set(FAILED_STATES)
     if job_id is None and not wanted:
         raise BadInputError("say what to rerun: --failed, --state STATE or --job JOB_ID")
+    if campaign is not None and not campaign.strip():  # not "every campaign": that is --all
+        raise BadInputError("name the campaign to rerun: got an empty name")
     if job_id is None and campaign is None and not all_campaigns:
         raise BadInputError(
             "name the campaign to rerun (campaign rerun CAMPAIGN ...), or pass --all for every campaign in the ledger"

@@ -31,6 +31,8 @@ def conf_dir() -> Path:
                 if path.is_file()
                 else "a folder without config.yaml"
                 if path.is_dir()
+                else "a device, FIFO or socket, not a folder"  # (/dev/null was "a folder that does not exist")
+                if path.exists()
                 else "a folder that does not exist"
             )
             raise ConfigError(

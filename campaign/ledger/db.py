@@ -87,7 +87,7 @@ def _sqlite_file(location: Path | str) -> Path:
 def _mask(url: str) -> str:
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
         return url
 
 
@@ -128,6 +128,18 @@ def file_schema_version(path: Path) -> int:
     return version
 
 
+def check_ledger_file(path: Path) -> None:
+    """A ledger file opened for reading only: an existing, non-empty regular file, else one line."""
+    try:
+        found, regular = path.exists(), path.is_file()
+    except OSError as exc:  # a name past 255 bytes
+        raise LedgerError(f"ledger path {one_line(str(path), 120)}: {exc.strerror}") from None
+    if not regular:
+        raise LedgerError(f"ledger {path} is not a file" if found else f"ledger {path} does not exist")
+    if path.stat().st_size == 0:
+        raise LedgerError(f"ledger {path} is an empty file, not a campaign ledger")
+
+
 class Ledger:
     """An open ledger: engine + session factory, schema checked (and older
     schemas upgraded, after a backup).
@@ -162,12 +174,23 @@ class Ledger:
     def _open_file(self, path: Path, create: bool) -> None:
         self.path = path
         self.location = str(path)
-        if not self.path.exists():
+        try:
+            found = self.path.exists()
+        except OSError as exc:  # a name past 255 bytes, a folder part that is a file
+            raise LedgerError(f"ledger path {one_line(str(self.path), 120)}: {exc.strerror}") from None
+        if not found:
             if not create:
                 raise LedgerError(f"ledger {self.path} does not exist; run `campaign submit` first or pass --ledger")
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a part of the folder is a file, or is not ours to write
+                folder_is_file = isinstance(exc, FileExistsError | NotADirectoryError)
+                why = "a part of its path is a file" if folder_is_file else exc.strerror
+                raise LedgerError(f"ledger {self.path}: cannot make its folder: {why}") from None
         elif self.path.is_dir():
             raise LedgerError(f"ledger path {self.path} is a folder, not a file")
+        elif not self.path.is_file():  # SQLite would write its journal beside a device (/dev/null-journal)
+            raise LedgerError(f"ledger path {self.path} is not a regular file (a device, FIFO or socket)")
         journal_mode()  # a bad CAMPAIGN_JOURNAL_MODE is one clear error, before any connection
         # URL.create keeps the path literal: in an f-string URL "led?mode=ro.sqlite" becomes a query
         # and "a%41b.sqlite" is decoded to another file.
@@ -178,10 +201,7 @@ class Ledger:
     def _open_read_only(self, path: Path) -> None:
         self.path = path
         self.location = str(path)
-        if not path.is_file():
-            raise LedgerError(f"ledger {path} does not exist" if not path.exists() else f"ledger {path} is not a file")
-        if path.stat().st_size == 0:
-            raise LedgerError(f"ledger {path} is an empty file, not a campaign ledger")
+        check_ledger_file(path)
         uri = f"{path.resolve().as_uri()}?mode=ro"  # as_uri escapes ?, # and % in the name
         self.engine = create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True,
                                                                                  check_same_thread=False))
@@ -196,7 +216,7 @@ class Ledger:
         self.path = Path.cwd() / "ledger"
         try:
             parsed = make_url(url)
-        except ArgumentError as exc:
+        except (ArgumentError, ValueError) as exc:  # ValueError: a port that is not a number
             raise LedgerError(f"ledger URL {self.location} is not a database URL: {exc}") from None
         if not parsed.drivername.startswith("postgresql"):
             raise LedgerError(f"ledger URL {self.location}: only postgresql+psycopg:// URLs (or an SQLite file path) "

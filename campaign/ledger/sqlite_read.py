@@ -55,7 +55,10 @@ def ledger_file(ledger: Path | None) -> Path | None:
 def _connect(ledger: Path | None) -> sqlite3.Connection | None:
     """A read-only connection to a ledger file of this schema version, or None (take the ORM path)."""
     path = ledger_file(ledger)
-    if path is None or not path.is_file():
+    try:
+        if path is None or not path.is_file():
+            return None
+    except OSError:  # a name past 255 bytes: the ORM path names the problem
         return None
     try:
         con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)

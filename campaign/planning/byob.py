@@ -60,6 +60,8 @@ def sizes(values: list[Any], where: str) -> tuple[int, ...]:
             raise ConfigError(f"{where}.n must be a non-empty list of positive sizes, got {values}")
         if number is None or not math.isfinite(number) or number != int(number) or number > 2**62:
             raise ConfigError(f"{where}.n expects a list of integers, e.g. [1,2] (1e6 is 1000000), got {v!r}")
+        if int(number) in out:  # the program measured it twice: rows of one n and repeat twice, LOST_OUTPUT
+            raise ConfigError(f"{where}.n lists the size {int(number)} twice ({values}): give each size once")
         out.append(int(number))
     if not out:
         raise ConfigError(f"{where}.n must be a non-empty list of positive sizes, got {values}")

@@ -21,7 +21,7 @@ from typing import Any
 
 from campaign.ledger import Ledger
 from campaign.plumbing.errors import ImportError_
-from campaign.results.reader import MAX_BYTES, parse_columns
+from campaign.results.reader import MAX_BYTES, check_import_path, parse_columns
 from campaign.results.store import Imported, import_campaign_name, store_rows
 from resultschema.columns import NULLABLE_COLUMNS, REQUIRED_COLUMNS
 
@@ -30,8 +30,7 @@ CHUNK_ROWS = 50_000
 
 def check_file(path: Path) -> None:
     """What can be refused before the ledger is opened: no such file, too large."""
-    if not path.is_file():
-        raise ImportError_(f"{path}: no such file")
+    check_import_path(path)
     size = path.stat().st_size
     if size > MAX_BYTES:
         raise ImportError_(f"{path}: {size:,} bytes, larger than a results file can be ({MAX_BYTES:,})")

@@ -92,10 +92,20 @@ def _decoded(data: bytes, where: str) -> str:
         raise ImportError_(f"{where}: not UTF-8 text (byte {exc.start})") from None
 
 
+def check_import_path(path: Path) -> None:
+    """An import reads a regular file (a pipe's rows could not be read twice, a FIFO blocks)."""
+    if not path.is_file():
+        odd = path.exists() and not path.is_dir()
+        raise ImportError_(
+            f"{path}: not a regular file (a pipe, FIFO or device): save it to a file first"
+            if odd
+            else f"{path}: no such file"
+        )
+
+
 def read_import_file(path: Path) -> list[dict[str, Any]]:
     """All rows of an external results CSV, or an error naming the first bad line."""
-    if not path.is_file():
-        raise ImportError_(f"{path}: no such file")
+    check_import_path(path)
     # an imported row may have no problem size, as `results` exports the rows of a program that has none (n empty)
     rows = parse_columns(_read_text(path, str(path)), REQUIRED_COLUMNS, str(path), nullable=NULLABLE_COLUMNS,
                          imported=True).rows()

@@ -23,6 +23,8 @@ its type in every format.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import sys
@@ -258,6 +260,24 @@ def write_parquet(exp: Export, path: Path | None) -> int:
     return int(done[0]) if done else 0
 
 
+def _check_out(out: Path) -> None:
+    """The --out file is replaced by a rename: a device or FIFO there would be replaced by a
+    regular file (as root, /dev/full), a folder or an empty name holds no file."""
+    if out.name in ("", ".", ".."):
+        raise BadInputError(f"results --out {str(out)!r} names no file; name a file you can write")
+    try:
+        found, regular = out.exists(), out.is_file()
+    except OSError as exc:  # a name past 255 bytes
+        raise _unwritable(out, exc) from None
+    if found and out.is_dir():
+        raise BadInputError(f"results --out {out} is a folder; name a file you can write")
+    if found and not regular:
+        raise BadInputError(
+            f"results --out {out} is not a regular file (a device, FIFO or socket): the export "
+            "replaces the file it names; name a file, or leave --out out for csv or json on stdout"
+        )
+
+
 def _unwritable(out: Path, exc: OSError) -> CampaignError:
     """One line for an --out file that could not be written: a full disk or read-only filesystem
     is the machine's (exit 1), anything else (a folder, a missing folder, no permission) the
@@ -324,11 +344,15 @@ def emit(exp: Export, fmt: str, out: Path | None) -> None:
     where no file is named. A csv or json file is written beside as `out`.tmp and renamed when
     complete: a failed export leaves no half file under the name asked for."""
     try:
+        if out is not None:
+            _check_out(out)
         if fmt == "parquet":
             count = write_parquet(exp, out)
         else:
             write = write_json if fmt == "json" else write_csv
             if out is None:
+                if isinstance(sys.stdout, io.TextIOWrapper):  # the bytes --out would hold, whatever the locale
+                    sys.stdout.reconfigure(encoding="utf-8")
                 write(exp, sys.stdout)
                 return
             tmp = out.with_name(out.name + ".tmp")
@@ -341,7 +365,8 @@ def emit(exp: Export, fmt: str, out: Path | None) -> None:
                     raise  # a result file's, not the --out file's
                 raise _unwritable(out, exc) from None
             finally:
-                tmp.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # (the open's own error is the one to report)
+                    tmp.unlink(missing_ok=True)
         print(f"{count} row(s) written to {out}", file=sys.stderr)
     finally:
         exp.close()

@@ -9,11 +9,13 @@ import csv
 import io
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from tests.cli.conftest import Finished
-from tests.conftest import REPO, sql_rows
+from tests.conftest import REPO, run_cli, sql_rows
+from tests.fixtures import KNOWN_CSV
 
 BOX = re.compile("[\u2500-\u257f]")  # box-drawing characters
 NUMERIC_TEXT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
@@ -147,3 +149,21 @@ def test_jobs_failed_lists_every_failed_state(finished: Finished, sync: list[str
     want = [j for j in json.loads(every) if j["state"] in {s.value for s in FAILED_STATES}]
     got = json.loads(out)
     assert got == want and {j["state"] for j in got} == {"FAILED", "CHECK_FAILED"}, got
+
+
+def test_a_name_the_terminal_cannot_spell_is_escaped_in_a_table_and_utf8_in_an_export(tmp_path: Path) -> None:
+    """An imported variant 'café' under an ASCII terminal encoding was 'internal error:
+    UnicodeEncodeError', exit 1, for results (every format), compare and advise."""
+    lines = KNOWN_CSV.read_text().splitlines()
+    column = lines[0].split(",").index("variant")
+    cafe = [lines[0]] + [",".join("café" if j == column else c for j, c in enumerate(r.split(","))) for r in lines[1:]]
+    (tmp_path / "cafe.csv").write_text("\n".join(cafe) + "\n", encoding="utf-8")
+    ledger = str(tmp_path / "l.sqlite")
+    assert run_cli("--ledger", ledger, "import", str(tmp_path / "cafe.csv"), "--campaign", "c").returncode == 0
+    ascii_terminal = {"PYTHONIOENCODING": "ascii"}
+    table = run_cli("--ledger", ledger, "results", "--format", "table", env=ascii_terminal)
+    assert table.returncode == 0 and "caf\\xe9" in table.stdout and "café" not in table.stdout, table.stderr
+    export = run_cli("--ledger", ledger, "results", env=ascii_terminal)  # the bytes --out would hold
+    assert export.returncode == 0 and export.stdout.count(",café,") == len(lines) - 1, export.stderr
+    compared = run_cli("--ledger", ledger, "compare", "c", "c", env=ascii_terminal)
+    assert compared.returncode == 0 and "caf\\xe9" in compared.stdout, compared.stderr

@@ -181,3 +181,23 @@ def test_imported_rows_without_extras_read_with_all_extras(ledger: Path) -> None
     finally:
         led.close()
     assert len(frame) == 2 * len(SIZES) * 10 and set(frame["campaign"]) == {"base"}
+
+
+def test_markdown_compare_keeps_each_number_under_its_header(tmp_path: Path) -> None:
+    """`compare --format md` wrote a variant 'a|b' raw: its `|` ended the cell, every number of
+    the row moved one header right, and a '<script>' name went out as HTML."""
+    from markdown_it import MarkdownIt
+
+    ledger = str(tmp_path / "l.sqlite")
+    for name, seed, factor in (("base", 1, 1.0), ("new", 2, SLOWDOWN)):  # slower: each point is listed
+        write_csv(tmp_path / f"{name}.csv", {"a|b": factor, "<script>x</script>": factor}, seed)
+        assert run_cli("--ledger", ledger, "import", str(tmp_path / f"{name}.csv"), "--campaign", name).returncode == 0
+    proc = run_cli("--ledger", ledger, "compare", "base", "new", "--format", "md")
+    assert proc.returncode == 0, proc.stderr
+    html = MarkdownIt("commonmark").enable("table").render(proc.stdout)
+    table = next(t for t in html.split("<table>") if "a|b" in t)
+    named = [r for r in table.split("<tr>") if "a|b" in r or "&lt;script&gt;" in r]
+    assert any("a|b" in r for r in named) and any("&lt;script&gt;" in r for r in named), table
+    header = table.split("</thead>")[0].count("<th>")
+    assert {r.count("<td") for r in named} == {header}, table
+    assert "<script>" not in html

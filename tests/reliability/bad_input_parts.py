@@ -3,6 +3,7 @@ the files and ledgers a case sets up before its command runs."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +75,10 @@ def empty_bin(tmp: Path) -> None:
 
 def a_file(tmp: Path) -> None:
     (tmp / "afile").write_text("not a folder")
+
+
+def a_fifo(tmp: Path) -> None:
+    os.mkfifo(tmp / "afifo")
 
 
 def evil_env_cluster(name: str) -> Callable[[Path], None]:

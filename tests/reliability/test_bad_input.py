@@ -68,6 +68,8 @@ CASES: dict[str, Case] = {
     "n-zero": Case(("submit", "experiment.sweeps.0.n=[64,0]"), "sweeps.0.n must be a non-empty list of positive"),
     "n-negative": Case(("submit", "experiment.sweeps.0.n=[-64]"), "sweeps.0.n must be a non-empty list of positive"),
     "n-empty": Case(("submit", "experiment.sweeps.0.n=[]"), "sweeps.0.n must be a non-empty list of positive"),
+    # ran, measured n=64 twice and ended LOST_OUTPUT (the same n and repeat on two lines)
+    "n-listed-twice": Case(("submit", "--dry-run", "experiment.sweeps.0.n=[64,1e3,1000]"), "lists the size 1000 twice"),
     "n-not-a-number": Case(("submit", "experiment.sweeps.0.n=[abc]"), "sweeps.0.n"),
     "walltime-above-partition-max": Case(
         ("submit", "cluster=localslurm", "experiment.walltime_min=100"), "exceeds partition cpu's maximum of 60"
@@ -243,6 +245,12 @@ CASES: dict[str, Case] = {
     "csv-newline-inside-a-name": Case(
         ("import", "{tmp}/bad.csv"), "control character", bad_csv("bad.csv", replace_cell("kernel", '"attn\nx"'))
     ),
+    # invisible characters that reorder or hide a table's text were imported and shown raw
+    "csv-bidi-override-in-a-name": Case(
+        ("import", "{tmp}/bad.csv"),
+        "control character: '\\u202e",
+        bad_csv("bad.csv", replace_cell("variant", "\u202ememopt\u200b")),
+    ),
     "csv-duplicated-row": Case(
         ("import", "{tmp}/bad.csv"),
         "the same configuration, n and repeat as line 2",
@@ -256,6 +264,12 @@ CASES: dict[str, Case] = {
     "show-blank-job": Case(("show", "  "), "got an empty one"),
     "rerun-empty-job": Case(("rerun", "--job", ""), "got an empty one"),
     "cancel-empty": Case(("cancel", ""), "got an empty one"),
+    # an empty name or filter meant "all": `rerun '' --failed` reran every campaign without --all
+    "rerun-empty-campaign": Case(("rerun", "", "--failed"), "got an empty one"),
+    "status-empty-campaign": Case(("status", " "), "got an empty one"),
+    "jobs-empty-campaign": Case(("jobs", "--campaign", ""), "got an empty one"),
+    "jobs-empty-state": Case(("jobs", "--state", ""), "got an empty one"),
+    "report-empty-cluster": Case(("report", "--cluster", "", "--json"), "got an empty one"),
     "rerun-unknown-job": Case(("rerun", "--job", "424242"), "unknown job ID '424242'"),
     "cancel-unknown-job": Case(("cancel", "424242"), "no campaign or job ID named '424242'"),
     "status-unknown-campaign": Case(("status", "no-such-campaign"), "unknown campaign 'no-such-campaign'"),
@@ -276,6 +290,9 @@ CASES: dict[str, Case] = {
     "ledger-is-a-directory-import": Case(("import", str(KNOWN_CSV)), "is a folder", ledger="dir"),
     "ledger-does-not-exist-status": Case(("status",), "does not exist", ledger="missing"),
     "ledger-sqlite-without-meta": Case(("jobs",), "not a campaign ledger", ledger="foreign"),
+    # a key given twice: the last silently won (campaign=A,campaign=B compared B); year 1 said "not an ISO date"
+    "compare-selection-key-twice": Case(("compare", "campaign=a,campaign=b", "b"), "campaign is given twice"),
+    "compare-selection-year-one": Case(("compare", "campaign=a,since=0001-01-01", "b"), "outside the dates"),
     # ---- advise
     "advise-unknown-gpu": Case(
         ("advise", "shape", "--h", "2560", "--a", "32", "--vocab", "50257", "--gpu", "tpu9"), "tpu9"
