@@ -119,7 +119,7 @@ def test_advise_threads_from_imported_sweep(tmp_path: Path) -> None:
     assert f"cost of 128 threads (all cores) vs recommended: n=256: {SLOWDOWN:.2f}x" in proc.stdout
     bad = run_cli("--ledger", str(led), "advise", "threads", "--cluster", "anvil", "--partition", "gpu",
                   "--kernel", "attention_forward")
-    assert bad.returncode == 2 and "measured: shared" in bad.stderr
+    assert bad.returncode == 2 and "measured there: shared" in bad.stderr
 
 
 def _medians(led: Path, campaign: str) -> dict[int, float]:
