@@ -1,7 +1,7 @@
-"""What a tool-driven program leaves outside its process group (a `setsid` sleeper, a double-forked
-daemon), on the real test Slurm: the driver runs inside the job's step, under the runner, and
-still stops them after each invocation, never beside a later repeat, saying so in the job's
-kernel stderr (docs/byob.md, the driver's clean-up)."""
+"""What a tool-driven or a contract program leaves outside its process group (a `setsid` sleeper, a
+double-forked daemon), on the real test Slurm: the driver, inside the job's step under the runner,
+stops them after each invocation, never beside a later repeat; the runner once a contract program
+ended; each says so in the job's kernel stderr (docs/byob.md, the driver's clean-up)."""
 
 from __future__ import annotations
 
@@ -37,32 +37,42 @@ def escaper(
     escapers.end_sleepers(tmp_path / "runs")
 
 
+@pytest.mark.parametrize("experiment", escapers.SWEEPS)
 def test_a_setsid_sleeper_and_a_daemon_are_stopped_after_each_invocation_on_slurm(
-    escaper: tuple[Ledger, str], tmp_path: Path
+    escaper: tuple[Ledger, str], tmp_path: Path, experiment: str
 ) -> None:
+    """The driver after each invocation; the runner, which starts a contract program directly in
+    the job's step, once it ended: what the program moved out of its process group outlived the job
+    (this Slurm's proctrack/linuxproc loses a process handed to init)."""
     ledger, name = escaper
-    rep = api.submit(_overrides(tmp_path, name, "experiment=escaper_sweep"), ledger)
+    rep = api.submit(_overrides(tmp_path, name, f"experiment={experiment}"), ledger)
     assert len(rep.submitted) == 1, rep
     done = _sync_until(ledger, name, _all_finished)
     ((att,),) = [_attempts(ledger)]
     workdir = Path(att["workdir"])
     stderr = (workdir / STDERR_FILE).read_text()
     assert set(done.counts) == {"COMPLETED"}, (done.counts, stderr)
-    escapers.assert_stopped_after_each_invocation(workdir, stderr)
+    escapers.assert_stopped_after_each_invocation(workdir, stderr, escapers.SWEEPS[experiment])
 
 
-def test_a_cancel_on_slurm_ends_what_left_the_process_group(escaper: tuple[Ledger, str], tmp_path: Path) -> None:
+# the process whose end the test waits for: the driver ends them before itself; the runner once the
+# contract program it started ended, before it ends itself
+@pytest.mark.parametrize(("experiment", "ender"), [("escaper_sweep", "kernel_pid"), ("escaper_contract_sweep", "pid")])
+def test_a_cancel_on_slurm_ends_what_left_the_process_group(
+    escaper: tuple[Ledger, str], tmp_path: Path, experiment: str, ender: str
+) -> None:
     """A job cancelled while its program runs. Under proctrack/linuxproc (this test Slurm's, and a
     site's without cgroups) Slurm finds a job's processes through their parents: a sleeper handed to
-    init is no longer the job's, so scancel ended the driver and the program but not the sleepers,
-    which ran on with no job. The driver keeps them as its descendants and ends them before itself."""
+    init is no longer the job's, so scancel ended the driver or the contract program but not the
+    sleepers, which ran on with no job. The driver and the runner keep them as their descendants and
+    end them before themselves."""
     ledger, name = escaper
-    rep = api.submit(_overrides(tmp_path, name, "experiment=escaper_sweep", "experiment.sweeps.0.impls=[hold]"), ledger)
+    rep = api.submit(_overrides(tmp_path, name, f"experiment={experiment}", "experiment.sweeps.0.impls=[hold]"), ledger)
     assert len(rep.submitted) == 1, rep
     holding = escapers.holding(tmp_path / "runs")
-    driver = json.loads((holding.parent / START_FILE).read_text())["kernel_pid"]
+    pid = json.loads((holding.parent / START_FILE).read_text())[ender]
     started = escapers.sleepers(holding.parent)
-    assert len(started) == 2 and all(pid_alive(pid) for pid in started)
+    assert len(started) == 2 and all(pid_alive(p) for p in started)
     api.cancel(ledger, name)
-    assert wait_gone(lambda: pid_alive(driver), 120), f"the driver {driver} still runs 120 s after the cancel"
-    assert [pid for pid in started if pid_alive(pid)] == []  # it ended them before itself
+    assert wait_gone(lambda: pid_alive(pid), 120), f"{ender} {pid} still runs 120 s after the cancel"
+    assert [p for p in started if pid_alive(p)] == []  # it ended them before itself
