@@ -23,25 +23,29 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from campaign.job.build import machine_facts
 from campaign.job.error_line import file_error_line
 from campaign.job.files import write_json
 from campaign.job.fom import LOST_SUFFIX
-from campaign.job.procs import unlimit_stack
+from campaign.job.procs import become_subreaper, descendants, stop_group, stop_new_descendants, unlimit_stack
 
 RECORD = "preflight.json"
 
 # What a program sees in its own process (run with the program's env and stack setting).
-_PROBE = ("import json,os,resource;s=resource.getrlimit(resource.RLIMIT_STACK);"
-          "print(json.dumps({'stack_soft':s[0],'stack_hard':s[1],'unlimited':s[0]==resource.RLIM_INFINITY,"
-          "'cpus':len(os.sched_getaffinity(0)),'omp':{k:v for k,v in os.environ.items() if k.startswith('OMP_')}}))")
+_PROBE = (
+    "import json,os,resource;s=resource.getrlimit(resource.RLIMIT_STACK);"
+    "print(json.dumps({'stack_soft':s[0],'stack_hard':s[1],'unlimited':s[0]==resource.RLIM_INFINITY,"
+    "'cpus':len(os.sched_getaffinity(0)),'omp':{k:v for k,v in os.environ.items() if k.startswith('OMP_')}}))"
+)
 # torch's versions without importing torch (an import costs seconds per check):
 # torch/version.py is a small generated file; a program on cuda still proves CUDA by running.
-_TORCH_PROBE = ("import importlib.util as u,json,os;s=u.find_spec('torch');d={};"
-                "exec(open(os.path.join(os.path.dirname(s.origin),'version.py')).read(),d);"
-                "print(json.dumps({'torch':d.get('__version__'),'cuda':d.get('cuda')}))")
+_TORCH_PROBE = (
+    "import importlib.util as u,json,os;s=u.find_spec('torch');d={};"
+    "exec(open(os.path.join(os.path.dirname(s.origin),'version.py')).read(),d);"
+    "print(json.dumps({'torch':d.get('__version__'),'cuda':d.get('cuda')}))"
+)
 
 
 class PreflightFailed(RuntimeError):
@@ -70,23 +74,46 @@ class PreflightTask:
     timeout_s: float = 600
 
 
-def _run(argv: list[str], env: dict[str, str], cwd: Path, unlimit: bool, timeout_s: float,
-         stem: str) -> tuple[int, str]:
-    """Run one child like the job runner does; returns (exit code, what went
-    wrong: its stderr's error line and the file that holds the rest)."""
+def _run(
+    argv: list[str], env: dict[str, str], cwd: Path, unlimit: bool, timeout_s: float, stem: str
+) -> tuple[int, str]:
+    """Run one child like the job runner does, in a session of its own, and leave nothing it
+    started running (this process being their subreaper, what left its group too); returns
+    (exit code, what went wrong: its stderr's error line and the file that holds the rest)."""
     err_path = cwd / f"{stem}.err"
+    before = set(descendants(os.getpid()))
     with open(cwd / f"{stem}.out", "wb") as out, open(err_path, "wb") as err:
         try:
-            code = subprocess.run(argv, stdout=out, stderr=err, env=env, cwd=cwd, timeout=timeout_s,
-                                  preexec_fn=unlimit_stack if unlimit else None, check=False).returncode
+            proc = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=err,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+                preexec_fn=unlimit_stack if unlimit else None,
+            )
         except OSError as exc:
             err.write(f"cannot start {argv[0]}: {exc}\n".encode())
             code = 127
-        except subprocess.TimeoutExpired:
-            err.write(f"did not finish within {timeout_s:g} s\n".encode())
-            code = 124
+        else:
+            code = _wait(proc, timeout_s, err)
+    if left := stop_new_descendants(before):
+        with open(err_path, "a") as err:
+            err.write(f"campaign preflight: {argv[0]} left process(es) {left} running: stopped\n")
     line = file_error_line(err_path)
     return code, f"{line} (stderr: {err_path})" if line else f"no stderr ({err_path} is empty)"
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout_s: float, err: BinaryIO) -> int:
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        # SIGTERM first: the tool-driven driver then ends what its program started, wherever it went
+        stop_group(proc.pid)
+        proc.wait()
+        err.write(f"did not finish within {timeout_s:g} s\n".encode())
+        return 124
 
 
 def _csv_problem(path: Path, tolerance: float | None) -> str | None:
@@ -121,8 +148,9 @@ def _probe(argv: list[str], env: dict[str, str], cwd: Path, unlimit: bool, stem:
     return data if isinstance(data, dict) else "probe printed no object"
 
 
-def _check_program(i: int, prog: ProgramCheck, task: PreflightTask, folder: Path,
-                   torch_seen: dict[str, dict[str, Any] | str]) -> dict[str, Any]:
+def _check_program(
+    i: int, prog: ProgramCheck, task: PreflightTask, folder: Path, torch_seen: dict[str, dict[str, Any] | str]
+) -> dict[str, Any]:
     env = {**os.environ, **dict(prog.env)}
     found: dict[str, Any] = {"label": prog.label, "argv": list(prog.argv), "problems": []}
     problems: list[str] = found["problems"]
@@ -132,15 +160,18 @@ def _check_program(i: int, prog: ProgramCheck, task: PreflightTask, folder: Path
     else:
         found["seen"] = seen
         if task.stack_unlimited and not seen["unlimited"]:
-            problems.append(f"stack limit is {seen['stack_soft']} bytes, not unlimited (hard limit "
-                            f"{seen['stack_hard']}): the 8 MB stack crash")
+            problems.append(
+                f"stack limit is {seen['stack_soft']} bytes, not unlimited (hard limit "
+                f"{seen['stack_hard']}): the 8 MB stack crash"
+            )
         threads = dict(prog.env).get("OMP_NUM_THREADS")
         if threads and threads.isdigit() and int(threads) > seen["cpus"]:
             found["warning"] = f"OMP_NUM_THREADS={threads} but the job may use {seen['cpus']} CPU(s)"
     if prog.torch_python:
         if prog.torch_python not in torch_seen:  # once per interpreter
-            torch_seen[prog.torch_python] = _probe([prog.torch_python, "-c", _TORCH_PROBE], env, folder, False,
-                                                   f"{i}-torch")
+            torch_seen[prog.torch_python] = _probe(
+                [prog.torch_python, "-c", _TORCH_PROBE], env, folder, False, f"{i}-torch"
+            )
         versions = torch_seen[prog.torch_python]
         if isinstance(versions, str):
             problems.append(f"torch not importable by {prog.torch_python}: {versions}")
@@ -175,6 +206,7 @@ def run_preflight(task: PreflightTask) -> dict[str, Any]:
     folder = Path(task.folder)
     folder.mkdir(parents=True, exist_ok=True)
     record: dict[str, Any] = {"started": datetime.now(UTC).isoformat(), "programs": [], "problems": []}
+    become_subreaper()  # what a program orphans is handed to this process, not to init: found and stopped
     bad_root = _writable(task.job_root)
     if bad_root:
         record["problems"].append(bad_root)
