@@ -37,6 +37,18 @@ def escaper(
     escapers.end_sleepers(tmp_path / "runs")
 
 
+def _completed(ledger: Ledger, name: str, tmp_path: Path, *overrides: str) -> tuple[Path, str]:
+    """The one job of the sweep `overrides` declare, once it COMPLETED: its folder and kernel stderr."""
+    rep = api.submit(_overrides(tmp_path, name, *overrides), ledger)
+    assert len(rep.submitted) == 1, rep
+    done = _sync_until(ledger, name, _all_finished)
+    ((att,),) = [_attempts(ledger)]
+    workdir = Path(att["workdir"])
+    stderr = (workdir / STDERR_FILE).read_text()
+    assert set(done.counts) == {"COMPLETED"}, (done.counts, stderr)
+    return workdir, stderr
+
+
 @pytest.mark.parametrize("experiment", escapers.SWEEPS)
 def test_a_setsid_sleeper_and_a_daemon_are_stopped_after_each_invocation_on_slurm(
     escaper: tuple[Ledger, str], tmp_path: Path, experiment: str
@@ -45,13 +57,7 @@ def test_a_setsid_sleeper_and_a_daemon_are_stopped_after_each_invocation_on_slur
     the job's step, once it ended: what the program moved out of its process group outlived the job
     (this Slurm's proctrack/linuxproc loses a process handed to init)."""
     ledger, name = escaper
-    rep = api.submit(_overrides(tmp_path, name, f"experiment={experiment}"), ledger)
-    assert len(rep.submitted) == 1, rep
-    done = _sync_until(ledger, name, _all_finished)
-    ((att,),) = [_attempts(ledger)]
-    workdir = Path(att["workdir"])
-    stderr = (workdir / STDERR_FILE).read_text()
-    assert set(done.counts) == {"COMPLETED"}, (done.counts, stderr)
+    workdir, stderr = _completed(ledger, name, tmp_path, f"experiment={experiment}")
     escapers.assert_stopped_after_each_invocation(workdir, stderr, escapers.SWEEPS[experiment])
 
 
@@ -76,3 +82,17 @@ def test_a_cancel_on_slurm_ends_what_left_the_process_group(
     api.cancel(ledger, name)
     assert wait_gone(lambda: pid_alive(pid), 120), f"{ender} {pid} still runs 120 s after the cancel"
     assert [p for p in started if pid_alive(p)] == []  # it ended them before itself
+
+
+def test_what_each_rank_of_a_launched_contract_program_leaves_is_stopped_on_slurm(
+    escaper: tuple[Ledger, str], tmp_path: Path
+) -> None:
+    """Two ranks on two nodes through srun: each rank's program starts its sleepers under the rank
+    shim, which slurmstepd started, not the runner, so the runner cannot see them. The shim, their
+    subreaper, stops them once its rank's program ended and says so in the launcher's stderr."""
+    ledger, name = escaper
+    shape = ["experiment.sweeps.0.partitions=[multi]", "experiment.sweeps.0.nodes=[2]"]
+    workdir, stderr = _completed(ledger, name, tmp_path, "experiment=escaper_contract_sweep", *shape)
+    started = escapers.sleepers(workdir)  # the ranks run at once: none of them starts after another's end
+    assert len(started) == 4 and escapers.said_stopped(stderr) == started, stderr
+    assert [pid for pid in started if pid_alive(pid)] == []
