@@ -101,6 +101,12 @@ def launcher_argv(part: PartitionSpec, run: RunSpec) -> list[str]:
     return argv + ["--overlap", "--kill-on-bad-exit=1", *part.launcher_args]
 
 
+def launcher_daemons(part: PartitionSpec) -> tuple[str, ...]:
+    """The commands the launcher starts its daemons with: Open MPI's mpirun starts them through srun
+    and returns before that srun has ended; srun's step is over when it returns."""
+    return ("srun",) if part.launcher == "mpirun" else ()
+
+
 def _driver(program: list[str]) -> bool:
     """The tool-driven benchmark driver in a program's place (campaign.planning.byob.tool_argv)."""
     return program[1:3] == ["-m", "campaign.job.fom"]
@@ -129,9 +135,8 @@ def launched(part: PartitionSpec, run: RunSpec, python: str, workdir: str, progr
         shim += ["--node-env", names[3]]
     shim += ["--job-env", names[4]]
     if _driver(program):
-        # Open MPI's mpirun starts its daemons through srun and returns before that srun has ended
-        daemons = ("srun",) if part.launcher == "mpirun" else ()
-        return [*program, OPTION, Launch((*launcher_argv(part, run), *shim), records, run.ranks, daemons).to_json()]
+        launch = Launch((*launcher_argv(part, run), *shim), records, run.ranks, launcher_daemons(part))
+        return [*program, OPTION, launch.to_json()]
     # one writer per launch: rank 0's --out is the results file, the other ranks' go beside it
     return launcher_argv(part, run) + shim + ["--writer-rank", "0", "--"] + list(program)
 
@@ -181,6 +186,7 @@ def launched_task(part: PartitionSpec, run: RunSpec, python: str, task: JobTask,
         argv=tuple(launched(part, run, python, task.workdir, program)),
         ranks=run.ranks,
         rank_records=rank_records(task.workdir),
+        daemons=() if _driver(program) else launcher_daemons(part),  # the driver waits for them itself
     )
 
 

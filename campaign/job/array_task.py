@@ -34,14 +34,22 @@ def task_from_json(data: dict[str, Any]) -> JobTask:
         label=str(data.get("label", "")),
         ranks=int(data.get("ranks", 1)),
         rank_records=str(data.get("rank_records", "")),
+        daemons=tuple(str(c) for c in data.get("daemons", ())),
     )
 
 
 def task_to_json(task: JobTask) -> dict[str, Any]:
-    return {"argv": list(task.argv), "env": [list(p) for p in task.env], "workdir": task.workdir,
-            "output_csv": task.output_csv, "stack_unlimited": task.stack_unlimited,
-            "record_env_prefixes": list(task.record_env_prefixes), "label": task.label,
-            **({"ranks": task.ranks, "rank_records": task.rank_records} if task.rank_records else {})}
+    return {
+        "argv": list(task.argv),
+        "env": [list(p) for p in task.env],
+        "workdir": task.workdir,
+        "output_csv": task.output_csv,
+        "stack_unlimited": task.stack_unlimited,
+        "record_env_prefixes": list(task.record_env_prefixes),
+        "label": task.label,
+        **({"ranks": task.ranks, "rank_records": task.rank_records} if task.rank_records else {}),
+        **({"daemons": list(task.daemons)} if task.daemons else {}),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:

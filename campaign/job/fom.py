@@ -44,7 +44,7 @@ from typing import Any
 
 from campaign.job import cost
 from campaign.job.error_line import exit_words
-from campaign.job.fom_launch import OPTION, SETTLE_S, Launch
+from campaign.job.fom_launch import OPTION, Launch
 from campaign.job.fom_read import (
     Lost,
     Output,
@@ -55,7 +55,13 @@ from campaign.job.fom_read import (
     source_text,
 )
 from campaign.job.problem_size import DRIVER, NO_SIZE, reads
-from campaign.job.procs import answer_for_descendants, descendants, stop_new_descendants, wait_commands_end
+from campaign.job.procs import (
+    SETTLE_S,
+    answer_for_descendants,
+    descendants,
+    stop_new_descendants,
+    wait_commands_end,
+)
 from campaign.job.rank import rank_output
 from campaign.job.template import render, script_argv, shape_values, write_inputs
 from resultschema.columns import TOOL_COLUMNS

@@ -27,7 +27,6 @@ from pathlib import Path
 from campaign.job.rank import read_records, unfinished_ranks
 
 OPTION = "--launch"  # the driver's option that carries the launch (a JSON object)
-SETTLE_S = 30.0  # how long the launcher's daemons may take to end after it returned (then they are stopped)
 REDUCTIONS = ("max", "min", "sum", "mean")
 
 
@@ -49,7 +48,7 @@ class Launch:
     ranks: int  # ranks every launch must start
     # the commands the launcher starts its own daemons with (Open MPI's srun of its orted): one of
     # them still running when the launcher has returned is its step ending, not what the program
-    # left running, and is given up to SETTLE_S to end before the driver stops what is left
+    # left running, and is given up to campaign.job.procs.SETTLE_S to end before the driver stops what is left
     daemons: tuple[str, ...] = ()
 
     def to_json(self) -> str:

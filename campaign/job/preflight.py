@@ -23,14 +23,14 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from campaign.job.build import machine_facts
 from campaign.job.error_line import file_error_line
 from campaign.job.files import write_json
 from campaign.job.fom import LOST_SUFFIX
 from campaign.job.problem_size import NO_SIZE, run_unsized
-from campaign.job.procs import unlimit_stack
+from campaign.job.procs import become_subreaper, descendants, stop_group, stop_new_descendants, unlimit_stack
 
 RECORD = "preflight.json"
 
@@ -78,29 +78,43 @@ class PreflightTask:
 def _run(
     argv: list[str], env: dict[str, str], cwd: Path, unlimit: bool, timeout_s: float, stem: str
 ) -> tuple[int, str]:
-    """Run one child like the job runner does; returns (exit code, what went
-    wrong: its stderr's error line and the file that holds the rest)."""
+    """Run one child like the job runner does, in a session of its own, and leave nothing it
+    started running (this process being their subreaper, what left its group too); returns
+    (exit code, what went wrong: its stderr's error line and the file that holds the rest)."""
     err_path = cwd / f"{stem}.err"
+    before = set(descendants(os.getpid()))
     with open(cwd / f"{stem}.out", "wb") as out, open(err_path, "wb") as err:
         try:
-            code = subprocess.run(
+            proc = subprocess.Popen(
                 argv,
                 stdout=out,
                 stderr=err,
                 env=env,
                 cwd=cwd,
-                timeout=timeout_s,
+                start_new_session=True,
                 preexec_fn=unlimit_stack if unlimit else None,
-                check=False,
-            ).returncode
+            )
         except OSError as exc:
             err.write(f"cannot start {argv[0]}: {exc}\n".encode())
             code = 127
-        except subprocess.TimeoutExpired:
-            err.write(f"did not finish within {timeout_s:g} s\n".encode())
-            code = 124
+        else:
+            code = _wait(proc, timeout_s, err)
+    if left := stop_new_descendants(before):
+        with open(err_path, "a") as err:
+            err.write(f"campaign preflight: {argv[0]} left process(es) {left} running: stopped\n")
     line = file_error_line(err_path)
     return code, f"{line} (stderr: {err_path})" if line else f"no stderr ({err_path} is empty)"
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout_s: float, err: BinaryIO) -> int:
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        # SIGTERM first: the tool-driven driver then ends what its program started, wherever it went
+        stop_group(proc.pid)
+        proc.wait()
+        err.write(f"did not finish within {timeout_s:g} s\n".encode())
+        return 124
 
 
 def _csv_problem(path: Path, tolerance: float | None) -> str | None:
@@ -194,6 +208,7 @@ def run_preflight(task: PreflightTask) -> dict[str, Any]:
     folder = Path(task.folder)
     folder.mkdir(parents=True, exist_ok=True)
     record: dict[str, Any] = {"started": datetime.now(UTC).isoformat(), "programs": [], "problems": []}
+    become_subreaper()  # what a program orphans is handed to this process, not to init: found and stopped
     bad_root = _writable(task.job_root)
     if bad_root:
         record["problems"].append(bad_root)

@@ -6,11 +6,13 @@ a job is then one `killpg`, and "no process left" is checkable by scanning
 /proc for members of that group (a zombie has already stopped).
 
 A process that calls `setsid` (a daemon, `setsid server &`) leaves that group,
-and one whose parent ended is handed to init: the tool-driven driver
-(campaign.job.fom), which runs a program many times and times each run, makes
-itself their reaper (`become_subreaper`), so whatever a program leaves running
-stays its descendant, found through /proc's parent links and stopped after each
-run (`stop_new_descendants`) and when the job is stopped (`answer_for_descendants`).
+and one whose parent ended is handed to init: the job runner
+(campaign.job.runner) and the tool-driven driver (campaign.job.fom), which runs a
+program many times and times each run, make themselves their reaper
+(`become_subreaper`), so whatever a program leaves running stays their
+descendant, found through /proc's parent links and stopped after each run
+(`stop_new_descendants`) and when the job is stopped (`end_descendants`; the
+driver's `answer_for_descendants`).
 Standard library only: this runs on compute nodes (docs/design.md#layering).
 """
 
@@ -147,15 +149,21 @@ def _end_with_descendants(signum: int, _frame: object) -> None:
     os.kill(os.getpid(), signum)  # ended by the signal, as it would have been
 
 
-def end_descendants(grace_s: float) -> None:
-    """SIGTERM every live descendant of this process (one that left its process group did not get
-    the group's signal), SIGKILL what is left after `grace_s` (`stop_new_descendants`)."""
+def end_descendants(grace_s: float, before: Collection[int] = ()) -> None:
+    """SIGTERM every live descendant of this process not in `before` (one that left its process
+    group did not get the group's signal), SIGKILL what is left after `grace_s` (`stop_new_descendants`)."""
     me = os.getpid()
-    for pid, live in descendants(me).items():
-        if live:
-            _signal(pid, signal.SIGTERM)
-    wait_gone(lambda: [p for p, live in descendants(me).items() if live], grace_s)
-    stop_new_descendants(())
+
+    def live() -> list[int]:
+        return [p for p, alive in descendants(me).items() if alive and p not in before]
+
+    for pid in live():
+        _signal(pid, signal.SIGTERM)
+    wait_gone(live, grace_s)
+    stop_new_descendants(before)
+
+
+SETTLE_S = 30.0  # how long a launcher's daemons may take to end after it returned (then they are stopped)
 
 
 def command_of(pid: int) -> str:

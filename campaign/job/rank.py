@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.job.files import write_json
+from campaign.job.procs import become_subreaper, descendants, stop_new_descendants
 
 LAUNCH_HOST_ENV = "CAMPAIGN_LAUNCH_HOST"  # set by the runner: the host rank 0 runs on (the job's first node)
 PORT_BASE, PORT_SPAN = 20000, 30000  # MASTER_PORT = PORT_BASE + job id mod PORT_SPAN (jobs on one host differ)
@@ -132,6 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.records.mkdir(parents=True, exist_ok=True)
     path = args.records / f"rank-{rank}.json"
     write_json(path, record)
+    # what the program orphans (a double fork) is handed to this process, not to init: found and stopped
+    become_subreaper()
+    before = set(descendants(os.getpid()))
     try:
         proc = _start(program, env, args.output, rank)
     except OSError as exc:
@@ -142,8 +146,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, lambda signum, _frame: proc.send_signal(signum))
     code = proc.wait()
     ended = time.time()  # wall clock: ranks on other nodes compare by it (campaign.job.fom_read.failed_rank)
-    code = 128 - code if code < 0 else code  # killed by a signal: the shell's 128+N
     use = resource.getrusage(resource.RUSAGE_CHILDREN)  # the program's CPU time (campaign.job.machine)
+    # slurmstepd or the launcher's daemon started this shim, not the runner: what the program left running
+    # (`setsid`, a double fork) is this shim's to stop, or it outlives the step beside the next jobs
+    if left := stop_new_descendants(before):
+        print(f"campaign: rank {rank}'s {program[0]} left process(es) {left} running: stopped", file=sys.stderr)
+    code = 128 - code if code < 0 else code  # killed by a signal: the shell's 128+N
     write_json(path, {**record, "exit_code": code, "ended": ended, "cpu_s": round(use.ru_utime + use.ru_stime, 3)})
     return code
 

@@ -10,7 +10,9 @@ The kernel runs in its own session (process group = its PID, recorded in
 job.json as `kernel_pid`), so that a cancel or a timeout stops the whole tree
 it started: submitit's worker ignores SIGTERM ("Bypassing signal SIGTERM"),
 and a kernel left behind would keep measuring on a machine the ledger thinks
-is free. A job whose folder holds `cancel.json` does not start its kernel.
+is free. What leaves that group (`setsid`, a double-forked daemon) stays this
+process's descendant, its subreaper, and is stopped when the kernel ended
+(campaign.job.procs). A job whose folder holds `cancel.json` does not start its kernel.
 """
 
 from __future__ import annotations
@@ -27,7 +29,19 @@ from typing import Any
 
 from campaign.job.files import CANCEL_FILE, EXIT_FILE, START_FILE, STDERR_FILE, STDOUT_FILE, write_json
 from campaign.job.machine import job_cpus, machine_state, sample
-from campaign.job.procs import group_members, signal_group, stop_group, unlimit_stack
+from campaign.job.procs import (
+    END_GRACE_S,
+    SETTLE_S,
+    become_subreaper,
+    descendants,
+    end_descendants,
+    group_members,
+    signal_group,
+    stop_group,
+    stop_new_descendants,
+    unlimit_stack,
+    wait_commands_end,
+)
 from campaign.job.rank import LAUNCH_HOST_ENV, missing_ranks, read_records, unfinished_ranks
 from campaign.job.task import JobTask
 
@@ -74,19 +88,27 @@ def _child_setup(unlimit: bool) -> None:
 
 def _run_kernel(task: JobTask, env: dict[str, str], workdir: Path, start: dict[str, Any]) -> int:
     """Start the kernel in its own session, wait for it, leave no member of
-    its process group behind (also when this process is interrupted)."""
+    its process group and nothing else it started behind (also when this
+    process is interrupted)."""
+    before = set(descendants(os.getpid()))  # a caller's own processes (none in a job) stay
     with open(workdir / STDOUT_FILE, "ab") as out, open(workdir / STDERR_FILE, "ab") as err:
         try:
             proc = subprocess.Popen(
-                list(task.argv), stdout=out, stderr=err, env=env, cwd=workdir, start_new_session=True,
+                list(task.argv),
+                stdout=out,
+                stderr=err,
+                env=env,
+                cwd=workdir,
+                start_new_session=True,
                 preexec_fn=lambda: _child_setup(task.stack_unlimited),
             )
         except OSError as exc:  # program missing or not executable
             err.write(f"campaign: cannot start {task.argv[0]}: {exc}\n".encode())
             return 127
     write_json(workdir / START_FILE, {**start, "kernel_pid": proc.pid})
-    # A SIGTERM to this process (scancel, campaign cancel) goes to the whole kernel group.
-    previous = signal.signal(signal.SIGTERM, lambda *_: signal_group(proc.pid, signal.SIGTERM))
+    # A SIGTERM to this process (scancel, a walltime) goes to the whole kernel group, and to what left it
+    # (the kernel itself is left to end by the group's signal: its exit status is proc.wait's to collect)
+    previous = signal.signal(signal.SIGTERM, lambda *_: _end_all(proc.pid, {*before, proc.pid}))
     try:
         return proc.wait()
     except BaseException:  # KeyboardInterrupt: submitit's local timeout sends SIGINT
@@ -95,8 +117,25 @@ def _run_kernel(task: JobTask, env: dict[str, str], workdir: Path, start: dict[s
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
-        if group_members(proc.pid):  # what the kernel started and left running
-            signal_group(proc.pid, signal.SIGKILL)
+        _stop_leftovers(task, workdir, proc.pid, before)
+
+
+def _end_all(kernel: int, kept: set[int]) -> None:
+    signal_group(kernel, signal.SIGTERM)
+    end_descendants(END_GRACE_S, kept)
+
+
+def _stop_leftovers(task: JobTask, workdir: Path, kernel: int, before: set[int]) -> None:
+    """Stop what the ended kernel left running: the rest of its process group and, this process
+    being their subreaper, what left it (`setsid`, a double fork), which would run on past the job
+    beside the next ones; the job's kernel stderr says what was stopped."""
+    if task.daemons:  # the launcher's own daemons, ending with its step: not left
+        wait_commands_end(before, task.daemons, SETTLE_S)
+    if left := stop_new_descendants(before):
+        with open(workdir / STDERR_FILE, "a") as err:
+            err.write(f"campaign: {task.label or task.argv[0]} left process(es) {left} running: stopped\n")
+    if group_members(kernel):  # members that are no descendant (this process not their subreaper)
+        signal_group(kernel, signal.SIGKILL)
 
 
 def _check_ranks(task: JobTask, workdir: Path, record: dict[str, Any]) -> int:
@@ -106,8 +145,9 @@ def _check_ranks(task: JobTask, workdir: Path, record: dict[str, Any]) -> int:
     launcher that returned 0 although some ranks left no exit record of 0
     fails the run."""
     records = read_records(Path(task.rank_records))
-    record["placement"] = [{k: records[r].get(k) for k in ("rank", "node", "cpus", "gpus", "exit_code")}
-                           for r in sorted(records)]
+    record["placement"] = [
+        {k: records[r].get(k) for k in ("rank", "node", "cpus", "gpus", "exit_code")} for r in sorted(records)
+    ]
     record["nodes"] = sorted({str(r.get("node")) for r in records.values()})
     missing = missing_ranks(records, task.ranks)
     if missing:
@@ -116,8 +156,10 @@ def _check_ranks(task: JobTask, workdir: Path, record: dict[str, Any]) -> int:
     code: int = record["exit_code"]
     if unfinished and code == 0:
         with open(workdir / STDERR_FILE, "a") as err:
-            err.write(f"campaign: ranks {unfinished} of {task.ranks} left no finished record in "
-                      f"{task.rank_records}: output missing from some ranks\n")
+            err.write(
+                f"campaign: ranks {unfinished} of {task.ranks} left no finished record in "
+                f"{task.rank_records}: output missing from some ranks\n"
+            )
         code = record["exit_code"] = 1
     return code
 
@@ -144,10 +186,19 @@ def execute(task: JobTask) -> dict[str, Any]:
     env.update(dict(task.env))
     if task.rank_records:  # rank 0 runs here, on the job's first node: torch's MASTER_ADDR
         env.setdefault(LAUNCH_HOST_ENV, host)
-    scheduler = {k: v for k, v in os.environ.items() if k.startswith(task.record_env_prefixes)} \
-        if task.record_env_prefixes else {}
-    start = {"host": host, "pid": os.getpid(), "started": _now(), "argv": list(task.argv),
-             "env": dict(task.env), "scheduler": scheduler}
+    scheduler = (
+        {k: v for k, v in os.environ.items() if k.startswith(task.record_env_prefixes)}
+        if task.record_env_prefixes
+        else {}
+    )
+    start = {
+        "host": host,
+        "pid": os.getpid(),
+        "started": _now(),
+        "argv": list(task.argv),
+        "env": dict(task.env),
+        "scheduler": scheduler,
+    }
     if not _claim_start(workdir / START_FILE, start):
         # Another job of this very attempt started first (a recovered submit
         # sent it again): never run a kernel twice in one folder.
@@ -155,6 +206,8 @@ def execute(task: JobTask) -> dict[str, Any]:
     # Not checkpointable: let the scheduler end the job at its limit (TIMEOUT)
     # instead of submitit's USR2 handler failing it 90 s early.
     signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+    # what a kernel orphans (a double fork) is handed to this process, not to init: found and stopped
+    become_subreaper()
     cpus = job_cpus()
     before = sample(cpus)
     t0 = time.monotonic()

@@ -23,3 +23,6 @@ class JobTask:
     # ranks the launcher starts (campaign.job.rank); > 1: each must leave an exit record in `rank_records`
     ranks: int = 1
     rank_records: str = ""
+    # the commands the launcher starts its own daemons with, which may end just after it returned
+    # (Open MPI's srun of its orted): not left running by the program (campaign.job.runner)
+    daemons: tuple[str, ...] = ()

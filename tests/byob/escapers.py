@@ -2,7 +2,9 @@
 session of its own (`setsid`) and a double-forked daemon (its parent gone, handed to init or the
 nearest subreaper). Each invocation first writes how many of the earlier invocations' sleepers are
 still alive (`alive-at-start`), so a test sees whether they ran on beside the later repeats; with
-the argument `hold` it then sleeps until stopped (`holding` says it does). The driver tests on the local backend and on the real Slurm share it."""
+the argument `hold` it then sleeps until stopped (`holding` says it does). Given `--out F` (the
+contract options, docs/contracts.md) it writes a contract CSV there too, so the job runner runs it
+directly. The driver's and the runner's tests on the local backend and on the real Slurm share it."""
 
 from __future__ import annotations
 
@@ -56,9 +58,15 @@ def start(double):
 start(double=False)
 start(double=True)
 print("time: 0.01 s", flush=True)
-if sys.argv[1:] == ["hold"]:  # until the job is stopped
+if "hold" in sys.argv[1:]:  # until the job is stopped
     Path("holding").write_text(str(os.getpid()))
     time.sleep(120)
+if "--out" in sys.argv:  # run by the job runner as a contract program: its CSV (docs/contracts.md), once it ends
+    out = sys.argv[sys.argv.index("--out") + 1]
+    with open(out, "w") as f:
+        f.write("kernel,impl,variant,device,dtype,n,threads,repeat,time_s,rel_err\\n")
+        impl = "hold" if "hold" in sys.argv[1:] else "c"
+        f.write(f"escaper_contract,{{impl}},plain,cpu,fp32,10,1,0,0.01,\\n")
 """
 KERNEL = """name: escaper
 driven_by: tool
@@ -77,7 +85,22 @@ walltime_min: 5
 sweeps:
   - {kernel: escaper, impls: [py], variants: [plain], threads: [1]}
 """
+CONTRACT_KERNEL = """name: escaper_contract
+impls:
+  c: {argv: ["%(program)s"], variants: [plain]}
+  hold: {argv: ["%(program)s", hold], variants: [plain]}
+"""
+CONTRACT_EXPERIMENT = """name: escaper_contract_sweep
+repeats: 1
+check: false
+preflight: false
+walltime_min: 5
+sweeps:
+  - {kernel: escaper_contract, impls: [c], variants: [plain], threads: [1], n: [10]}
+"""
 INVOCATIONS = 3  # a warm-up and two repeats
+# each sweep, to the invocations of the escaper in its job: the driver's, the runner's of a contract program
+SWEEPS = {"escaper_sweep": INVOCATIONS, "escaper_contract_sweep": 1}
 STOPPED = re.compile(r"left process\(es\) \[([0-9, ]+)\] running: stopped")
 
 
@@ -85,7 +108,12 @@ def declare_escaper(root: Path) -> dict[str, str]:
     """The program, its kernel and its sweep declared under `root` (docs/byob.md); the environment
     that finds them."""
     program = write_program(root)
-    return declare(root, {"escaper": KERNEL % {"program": program}}, {"escaper_sweep": EXPERIMENT}, {})
+    return declare(
+        root,
+        {"escaper": KERNEL % {"program": program}, "escaper_contract": CONTRACT_KERNEL % {"program": program}},
+        {"escaper_sweep": EXPERIMENT, "escaper_contract_sweep": CONTRACT_EXPERIMENT},
+        {},
+    )
 
 
 def holding(runs: Path, running: Callable[[], bool] = lambda: True, deadline_s: float = 120) -> Path:
@@ -122,12 +150,13 @@ def said_stopped(stderr: str) -> list[int]:
     return sorted(int(pid) for found in STOPPED.findall(stderr) for pid in found.split(","))
 
 
-def assert_stopped_after_each_invocation(workdir: Path, stderr: str) -> None:
-    """A job of the escaper's three invocations: each found none of the earlier sleepers alive,
-    the driver's kernel stderr (`stderr`) named every one stopped, and none is left."""
+def assert_stopped_after_each_invocation(workdir: Path, stderr: str, invocations: int = INVOCATIONS) -> None:
+    """A job of the escaper's `invocations` (the driver's three, the runner's one of a contract
+    program): each found none of the earlier sleepers alive, the job's kernel stderr (`stderr`)
+    named every one stopped, and none is left."""
     started = sleepers(workdir)
-    assert len(started) == 2 * INVOCATIONS
-    assert alive_at_start(workdir) == [0] * INVOCATIONS, stderr
+    assert len(started) == 2 * invocations
+    assert alive_at_start(workdir) == [0] * invocations, stderr
     assert said_stopped(stderr) == started, stderr
     assert not any(pid_alive(pid) for pid in started)
 

@@ -1,6 +1,7 @@
-"""What a tool-driven program leaves outside its process group (a `setsid` sleeper, a double-forked
-daemon), on the local backend through the CLI: stopped after each invocation, never beside a later
-repeat, and said in the job's kernel stderr (docs/byob.md, the driver's clean-up)."""
+"""What a tool-driven or a contract program leaves outside its process group (a `setsid` sleeper, a
+double-forked daemon), on the local backend through the CLI: stopped after each invocation, never
+beside a later repeat or job, and said in the job's kernel stderr (docs/byob.md, the driver's
+clean-up; docs/design.md, the runner's)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,21 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from campaign.job.files import STDERR_FILE
 from tests.byob import escapers
 from tests.conftest import CAMPAIGN, run_cli, sql_rows
 from tests.truth.helpers import pid_alive
 
 
+@pytest.mark.parametrize("experiment", escapers.SWEEPS)
 def test_a_setsid_sleeper_and_a_daemon_are_stopped_after_each_invocation_on_the_local_backend(
-    tmp_path: Path,
+    tmp_path: Path, experiment: str
 ) -> None:
+    """The driver after each invocation of a tool-driven program; the runner, which starts a contract
+    program in a session of its own and stopped only that session's process group (what the program
+    moved out of it ran on past the job, beside the next jobs), once the program ended."""
     env = escapers.declare_escaper(tmp_path)
     ledger = tmp_path / "ledger.sqlite"
     runs = tmp_path / "runs"
@@ -25,7 +32,7 @@ def test_a_setsid_sleeper_and_a_daemon_are_stopped_after_each_invocation_on_the_
             "--ledger",
             str(ledger),
             "submit",
-            "experiment=escaper_sweep",
+            f"experiment={experiment}",
             f"campaign.workdir={runs}",
             cwd=tmp_path,
             env=env,
@@ -34,16 +41,17 @@ def test_a_setsid_sleeper_and_a_daemon_are_stopped_after_each_invocation_on_the_
         ((state, workdir),) = sql_rows(ledger, "SELECT state, workdir FROM job_attempt")
         stderr = (Path(workdir) / STDERR_FILE).read_text()
         assert state == "COMPLETED", stderr
-        escapers.assert_stopped_after_each_invocation(Path(workdir), stderr)
+        escapers.assert_stopped_after_each_invocation(Path(workdir), stderr, escapers.SWEEPS[experiment])
     finally:
         escapers.end_sleepers(runs)
 
 
-def test_a_cancel_on_the_local_backend_ends_what_left_the_process_group(tmp_path: Path) -> None:
+@pytest.mark.parametrize("experiment", escapers.SWEEPS)
+def test_a_cancel_on_the_local_backend_ends_what_left_the_process_group(tmp_path: Path, experiment: str) -> None:
     """A job cancelled while its program runs: the local backend's SIGTERM to the job's process group
-    ended the driver and the program, but not the sleepers the program had moved out of that group,
-    which ran on with no job (handed to init when the driver ended). The driver now ends its
-    descendants before it ends, so nothing of the job is left once cancel returns."""
+    ended the driver (or the contract program) but not the sleepers the program had moved out of that
+    group, which ran on with no job (handed to init). The driver ends its descendants before it ends,
+    the runner once its program ended, so nothing of the job is left once cancel returns."""
     env = escapers.declare_escaper(tmp_path)
     ledger = tmp_path / "ledger.sqlite"
     runs = tmp_path / "runs"
@@ -51,7 +59,7 @@ def test_a_cancel_on_the_local_backend_ends_what_left_the_process_group(tmp_path
         "--ledger",
         str(ledger),
         "submit",
-        "experiment=escaper_sweep",
+        f"experiment={experiment}",
         "experiment.sweeps.0.impls=[hold]",
         f"campaign.workdir={runs}",
     ]
@@ -67,7 +75,7 @@ def test_a_cancel_on_the_local_backend_ends_what_left_the_process_group(tmp_path
         holding = escapers.holding(runs, lambda: submit.poll() is None)
         started = escapers.sleepers(holding.parent)
         assert len(started) == 2 and all(pid_alive(pid) for pid in started)
-        cancel = run_cli("--ledger", str(ledger), "cancel", "escaper_sweep-local", cwd=tmp_path, env=env)
+        cancel = run_cli("--ledger", str(ledger), "cancel", f"{experiment}-local", cwd=tmp_path, env=env)
         assert cancel.returncode == 0, cancel.stderr
         assert [pid for pid in started if pid_alive(pid)] == []  # cancel returned: none of them is left
         submit.communicate(timeout=60)

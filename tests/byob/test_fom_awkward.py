@@ -126,13 +126,13 @@ def test_a_program_that_repeats_itself_and_prints_more_than_its_repeats_is_lost(
             assert rc == 0 and "more than the 3 repeat(s) and 1 warm-up(s) the program ran" in lost.read_text()
 
 
-@pytest.mark.parametrize("own_session", [True, False], ids=["as-the-runner-starts-it", "as-the-preflight-does"])
+@pytest.mark.parametrize("own_session", [True, False], ids=["leading-its-group", "in-its-callers-group"])
 def test_what_leaves_the_process_group_is_stopped_after_each_invocation(tmp_path: Path, own_session: bool) -> None:
     """A program whose sleeper calls setsid, and one that double-forks a daemon: the driver's stop of
     its process group could not see them, so each ran on beside every later repeat (timed with them)
     and past the job. The driver, a subreaper, now finds them as its descendants and stops them once
-    the program exits, naming them, whether it leads a process group (as the runner starts it) or not
-    (as the preflight does)."""
+    the program exits, naming them, whether it leads a process group (as the runner and the
+    preflight start it) or not."""
     program = escapers.write_program(tmp_path)
     spec = _spec("", argv=[str(program)], env={})
     out = tmp_path / "results.csv"

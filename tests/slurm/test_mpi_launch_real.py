@@ -146,15 +146,19 @@ def test_tool_driven_mpi_program_one_launch_per_repeat_one_writer(
         assert not list(folder.glob("*.tmp"))
 
 
+# a tool-driven program (the driver launches it once per repeat) and a contract program (the runner
+# starts the launcher itself), each at 2 nodes x 1 rank: their jobs
+@pytest.mark.parametrize(("experiment", "jobs"), [("slurm_mpi_tool", 2), ("slurm_mpi", 1)])
 def test_mpirun_daemons_of_a_tool_driven_program_end_with_their_step(
-    mpi_programs: Path, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]
+    mpi_programs: Path, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None], experiment: str, jobs: int
 ) -> None:
     """`launcher: mpirun`: Open MPI starts its daemons on the other nodes through srun and returns
     before that srun has ended. The driver, the subreaper of whatever the launches leave, found
     those sruns after each launch and killed them as the program's leftovers ('left process(es)
-    [..] running: stopped' after every launch, the daemons' step cut short). It now waits for
-    them to end with their step: nothing is said stopped and every step of every job completed."""
-    led, name = tmp_path / "l.sqlite", _name("mpi-tool-mpirun")
+    [..] running: stopped' after every launch, the daemons' step cut short); so would the runner,
+    their subreaper too, after a contract program's launch. Both now wait for them to end with
+    their step: nothing is said stopped and every step of every job completed."""
+    led, name = tmp_path / "l.sqlite", _name("mpi-mpirun")
     cancel_at_end(Ledger(led), name)
     env = {**_env(mpi_programs), "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     shape = ("experiment.sweeps.0.nodes=[2]", "experiment.sweeps.0.ranks_per_node=[1]")
@@ -163,12 +167,12 @@ def test_mpirun_daemons_of_a_tool_driven_program_end_with_their_step(
         tmp_path / "runs",
         name,
         env,
-        "experiment=slurm_mpi_tool",
+        f"experiment={experiment}",
         *shape,
         "cluster.partitions.multi.launcher=mpirun",
     )
     latest = _completed(led, name, proc, env)
-    assert len(latest) == 2
+    assert len(latest) == jobs
     for att in latest:
         err = (Path(att["workdir"]) / "kernel.err").read_text()
         assert "left process(es)" not in err, err[-2000:]
