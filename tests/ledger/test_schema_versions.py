@@ -32,11 +32,35 @@ from tests.ledger.make_version_fixtures import FIXTURES, REVISIONS, copy_ledger
 REPO = Path(__file__).resolve().parents[2]
 VERSION_FIXTURES = sorted(FIXTURES.glob("*.sqlite"))
 BENCH_LEDGERS = sorted(
-    REPO / p for p in subprocess.run(["git", "-C", str(REPO), "ls-files", "bench"], capture_output=True, text=True,
-                                     check=True).stdout.split() if p.endswith((".sqlite", ".db")))
+    REPO / p
+    for p in subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "bench"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    if p.endswith((".sqlite", ".db"))
+)
 TABLES = ("campaign", "provenance", "run", "job_attempt")  # and `result`: its rows move to files (v12, v13)
-_ROW = ("attempt_id", "source", "cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "threads", "n",
-        "d", "repeat", "time_s", "job_id", "gpu_model", "flops", "bytes", "rel_err", "campaign_id")
+_ROW = (
+    "attempt_id",
+    "source",
+    "cluster",
+    "partition",
+    "kernel",
+    "impl",
+    "variant",
+    "device",
+    "dtype",
+    "threads",
+    "n",
+    "d",
+    "repeat",
+    "time_s",
+    "job_id",
+    "gpu_model",
+    "flops",
+    "bytes",
+    "rel_err",
+    "campaign_id",
+)
 
 
 def _rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
@@ -103,22 +127,35 @@ def _v12_job_rows(path: Path) -> list[tuple[Any, ...]]:
     from campaign.ledger import file_scan, files
     from campaign.ledger.db import results_root
 
-    pointers = _rows(path, "SELECT f.campaign_id, c.workdir, f.path FROM result_file f "
-                           "JOIN campaign c ON c.id = f.campaign_id ORDER BY f.id")
-    paths = list(dict.fromkeys(str(files.locate(files.homes(results_root(path), cid, workdir), p))
-                               for cid, workdir, p in pointers))
+    pointers = _rows(
+        path,
+        "SELECT f.campaign_id, c.workdir, f.path FROM result_file f "
+        "JOIN campaign c ON c.id = f.campaign_id ORDER BY f.id",
+    )
+    paths = list(
+        dict.fromkeys(
+            str(files.locate(files.homes(results_root(path), cid, workdir), p)) for cid, workdir, p in pointers
+        )
+    )
     con = duckdb.connect()
     try:
-        return con.execute(f"SELECT {', '.join(_ROW)}, {file_scan.EXTRA_SQL} FROM {file_scan.scan_sql()}",
-                           {"files": paths}).fetchall() if paths else []
+        return (
+            con.execute(
+                f"SELECT {', '.join(_ROW)}, {file_scan.EXTRA_SQL} FROM {file_scan.scan_sql()}", {"files": paths}
+            ).fetchall()
+            if paths
+            else []
+        )
     finally:
         con.close()
 
 
 def _shape(path: Path) -> dict[str, list[tuple[str, str, bool]]]:
     insp = inspect(create_engine(f"sqlite:///{path}"))
-    return {t: sorted((c["name"], str(c["type"]), c["nullable"]) for c in insp.get_columns(t))
-            for t in sorted(insp.get_table_names())}
+    return {
+        t: sorted((c["name"], str(c["type"]), c["nullable"]) for c in insp.get_columns(t))
+        for t in sorted(insp.get_table_names())
+    }
 
 
 def _label(path: Path) -> int:
@@ -146,8 +183,11 @@ def new_ledger_shape(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list
 
 
 @pytest.mark.parametrize("fixture", VERSION_FIXTURES, ids=lambda p: p.stem)
-def test_fixture_upgrades_keeping_every_row(fixture: Path, tmp_path: Path,
-                                            new_ledger_shape: dict[str, list[tuple[str, str, bool]]]) -> None:
+def test_fixture_upgrades_keeping_every_row_and_reports(
+    fixture: Path, tmp_path: Path, new_ledger_shape: dict[str, list[tuple[str, str, bool]]]
+) -> None:
+    """One upgraded copy per fixture serves both halves: the upgrade keeps every row and value, and the
+    CLI's `report --json` on it gives back the medians that version's code stored."""
     label = _label(fixture)
     before = {t: _table(fixture, t) for t in TABLES}
     rows = _result_rows(fixture, label)
@@ -156,8 +196,9 @@ def test_fixture_upgrades_keeping_every_row(fixture: Path, tmp_path: Path,
     if label < SCHEMA_VERSION:
         backup = path.with_name(f"ledger.sqlite.v{label}.bak")
         assert backup.read_bytes() == fixture.read_bytes()
-        assert led.notes == [f"ledger {path} upgraded from schema version {label} to {SCHEMA_VERSION}; "
-                             f"backup: {backup}"]
+        assert led.notes == [
+            f"ledger {path} upgraded from schema version {label} to {SCHEMA_VERSION}; backup: {backup}"
+        ]
     else:
         assert led.notes == []
     assert _rows(path, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
@@ -166,14 +207,18 @@ def test_fixture_upgrades_keeping_every_row(fixture: Path, tmp_path: Path,
     [(index,)] = _rows(path, "SELECT sql FROM sqlite_master WHERE name = 'ix_run_configuration'")  # v15
     assert index.replace(" ", "").endswith("named_by)"), index  # v16: the submit that named the run last, last
     # v16: each run named by the submit that recorded it (its first attempt's), or as the fixture wrote it
-    assert _rows(path, "SELECT count(*) FROM run WHERE named_by IS NOT (SELECT provenance_id FROM job_attempt a "
-                       "WHERE a.run_id = run.id AND a.attempt = 1)") == [(0,)]
+    assert _rows(
+        path,
+        "SELECT count(*) FROM run WHERE named_by IS NOT (SELECT provenance_id FROM job_attempt a "
+        "WHERE a.run_id = run.id AND a.attempt = 1)",
+    ) == [(0,)]
     for table in TABLES:  # every row and every value the old code wrote (natural keys gain v10's prefix)
         after = _table(path, table)
         for column, values in before[table].items():
             if column == "natural_key":
-                assert [a is None or a.endswith(b) for a, b in zip(after[column], values, strict=True)
-                        if b is not None] == [True] * sum(v is not None for v in values)
+                assert [
+                    a is None or a.endswith(b) for a, b in zip(after[column], values, strict=True) if b is not None
+                ] == [True] * sum(v is not None for v in values)
             else:
                 assert after[column] == values, (table, column)
     assert _rows(path, "PRAGMA foreign_key_check") == []
@@ -181,12 +226,12 @@ def test_fixture_upgrades_keeping_every_row(fixture: Path, tmp_path: Path,
     again = Ledger(path)  # a second open finds nothing to do
     again.close()
     assert again.notes == []
+    _reports_what_its_version_stored(fixture, path)
 
 
-@pytest.mark.parametrize("fixture", VERSION_FIXTURES, ids=lambda p: p.stem)
-def test_fixture_reports_what_its_version_stored(fixture: Path, tmp_path: Path) -> None:
+def _reports_what_its_version_stored(fixture: Path, path: Path) -> None:
+    """`report --json` and `results` of the upgraded copy `path` of `fixture`, through the CLI."""
     expected = json.loads(_rows(fixture, "SELECT value FROM meta WHERE key = 'fixture'")[0][0])
-    path = copy_ledger(fixture, tmp_path / "ledger.sqlite")
     args = [a for name in expected["campaigns"] for a in ("--campaign", name)]
     proc = run_cli("--ledger", str(path), "report", "--json", *args)
     assert proc.returncode == 0, proc.stderr
@@ -210,12 +255,14 @@ def _medians_by_campaign(con: Any) -> dict[int, dict[tuple[Any, ...], float]]:
     several replicates (experiment.replicates): the geometric mean of the replicates' medians, the
     estimate analysis/replicates.py defines."""
     times: dict[int, dict[tuple[Any, ...], dict[int, list[float]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(list)))
+        lambda: defaultdict(lambda: defaultdict(list))
+    )
     for run_campaign, row_campaign, *key, replicate, t in con.execute(
-            "SELECT u.campaign_id, r.campaign_id, "
-            "r.kernel, r.impl, r.variant, r.device, r.dtype, r.d, coalesce(r.params, json_extract_string(nullif(r.extra, ''), '$.params'), ''), "
-            "r.threads, r.n, coalesce(CAST(json_extract_string(u.spec, '$.replicate') AS INTEGER), 0), r.time_s "
-            "FROM result r LEFT JOIN job_attempt a ON a.id = r.attempt_id LEFT JOIN run u ON u.id = a.run_id").fetchall():
+        "SELECT u.campaign_id, r.campaign_id, "
+        "r.kernel, r.impl, r.variant, r.device, r.dtype, r.d, coalesce(r.params, json_extract_string(nullif(r.extra, ''), '$.params'), ''), "
+        "r.threads, r.n, coalesce(CAST(json_extract_string(u.spec, '$.replicate') AS INTEGER), 0), r.time_s "
+        "FROM result r LEFT JOIN job_attempt a ON a.id = r.attempt_id LEFT JOIN run u ON u.id = a.run_id"
+    ).fetchall():
         for campaign_id in {run_campaign, row_campaign} - {None}:  # a row is its run's and its own campaign's
             times[campaign_id][tuple(key)][replicate].append(t)
     out: dict[int, dict[tuple[Any, ...], float]] = {}
@@ -249,10 +296,12 @@ def test_bench_ledger_upgrades_and_reports(ledger: Path, tmp_path: Path) -> None
             assert row["median_s"] == pytest.approx(raw[key], rel=1e-9), (name, key)
 
 
-@pytest.mark.parametrize(("fixture", "shifted"), [("v7-reserved", True), ("v7-truth", False), ("v2", True),
-                                                  ("v8-merged", False)])
-def test_local_times_converted_once(fixture: str, shifted: bool, tmp_path: Path,
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("fixture", "shifted"), [("v7-reserved", True), ("v7-truth", False), ("v2", True), ("v8-merged", False)]
+)
+def test_local_times_converted_once(
+    fixture: str, shifted: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Code before the one clock wrote local started/ended times; the truth branch's ledgers (labelled 7)
     already hold UTC and must not be shifted again by the replayed v4."""
     import time
@@ -269,12 +318,14 @@ def test_local_times_converted_once(fixture: str, shifted: bool, tmp_path: Path,
         monkeypatch.delenv("TZ")
         time.tzset()
     offset = timedelta(hours=5) if shifted else timedelta(0)  # June in Chicago: UTC-5
-    assert [datetime.fromisoformat(a) - datetime.fromisoformat(b) for a, b in zip(after, before, strict=True)] == \
-        [offset] * len(before)
+    assert [datetime.fromisoformat(a) - datetime.fromisoformat(b) for a, b in zip(after, before, strict=True)] == [
+        offset
+    ] * len(before)
 
 
-@pytest.mark.parametrize("fixture", [p for p in VERSION_FIXTURES if p.stem in ("v10", "v12", "v13")],
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "fixture", [p for p in VERSION_FIXTURES if p.stem in ("v10", "v12", "v13")], ids=lambda p: p.stem
+)
 def test_imports_stay_idempotent_across_the_upgrade(fixture: Path, tmp_path: Path) -> None:
     """v13 moved the imported rows to files and their keys to `import_key`: the same file again is a
     no-op, its rows from another file are skipped and counted, in the campaign-less scope and in an
@@ -290,8 +341,9 @@ def test_imports_stay_idempotent_across_the_upgrade(fixture: Path, tmp_path: Pat
     grown = tmp_path / "grown.csv"
     grown.write_text(import_csv(0.5) + "alpha,cpu,gemm,torch,naive,cpu,8,99999,0,9.5,64,fp32,imp-new\n")
     proc = run_cli("--ledger", str(path), "import", str(grown))
-    assert f"imported 1 rows from {grown}, {3 * len(IMPORTED_N)} already in the ledger skipped" in proc.stdout, \
+    assert f"imported 1 rows from {grown}, {3 * len(IMPORTED_N)} already in the ledger skipped" in proc.stdout, (
         proc.stderr
+    )
     into = tmp_path / "alpha.csv"
     into.write_text(import_csv(0.7))
     proc = run_cli("--ledger", str(path), "import", str(into), "--campaign", "imported-alpha")
