@@ -10,7 +10,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 import pytest
@@ -47,29 +47,44 @@ def ledger_path(tmp_path: Path) -> Path:
 
 
 def run_cli(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600, script: bool = False
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+    script: bool = False,
+    on_start: Callable[[int], None] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """The `campaign` CLI as a user runs it: by default its main() in a fresh
     process forked from a server that has its imports done (tests/cli_server.py:
     no interpreter start per call); the installed console script itself with `script=True`, with
     CAMPAIGN_TEST_CLI=script (the whole suite), or when `env` sets a variable
-    only an interpreter start reads (PYTHON*, the locale)."""
+    only an interpreter start reads (PYTHON*, the locale). `on_start` gets the
+    CLI process's PID once it started (to signal it while it runs)."""
     full_env = dict(os.environ)
     full_env.pop("CAMPAIGN_DEBUG", None)
     if env:
         full_env.update(env)
     with cpu_time.cli_call() as charge:
         if script or os.environ.get(CLI_MODE_ENV) == "script" or cli_server.needs_script(full_env):
-            return subprocess.run(
+            # subprocess.run's steps, with the PID handed out before the wait
+            with subprocess.Popen(
                 [str(CAMPAIGN), *args],
-                capture_output=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 text=True,
                 cwd=cwd,
                 env=full_env,
-                timeout=timeout,
-                check=False,
-            )
-        return cli_server.run(args, cwd=cwd, env=full_env, timeout=timeout, on_cpu=charge)
+            ) as proc:
+                if on_start is not None:
+                    on_start(proc.pid)
+                try:
+                    out, err = proc.communicate(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.communicate()
+                    raise
+            return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        return cli_server.run(args, cwd=cwd, env=full_env, timeout=timeout, on_cpu=charge, on_start=on_start)
 
 
 def assert_refused(proc: subprocess.CompletedProcess[str], named: str, ledger: Path) -> None:

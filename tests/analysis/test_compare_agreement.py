@@ -21,18 +21,30 @@ THREADS = (1, 2)
 SEEDS = {3: range(120), 5: range(40)}  # replicates: seeds
 
 
-def campaign(rng: np.random.Generator, *, replicates: int = 3, repeats: int = 3, round_sd: float = 0.4,
-             point_sd: float = 0.05, within_sd: float = 0.02, factor: float = 1.0) -> pd.DataFrame:
+def campaign(
+    rng: np.random.Generator,
+    *,
+    replicates: int = 3,
+    repeats: int = 3,
+    round_sd: float = 0.4,
+    point_sd: float = 0.05,
+    within_sd: float = 0.02,
+    factor: float = 1.0,
+) -> pd.DataFrame:
     """16 points (2 variants x 2 thread counts x 4 n). Each replicate round is one set of jobs run
     together: a drift of that round (N(0, round_sd), shared by every point) plus each job's own
     (N(0, point_sd)), then repeat noise (N(0, within_sd))."""
-    grid = pd.MultiIndex.from_product([range(replicates), VARIANTS, THREADS, SIZES, range(repeats)],
-                                      names=["replicate", "variant", "threads", "n", "repeat"]).to_frame(index=False)
+    grid = pd.MultiIndex.from_product(
+        [range(replicates), VARIANTS, THREADS, SIZES, range(repeats)],
+        names=["replicate", "variant", "threads", "n", "repeat"],
+    ).to_frame(index=False)
     jobs = replicates * len(VARIANTS) * len(THREADS) * len(SIZES)
     drift = np.repeat(rng.normal(0, round_sd, replicates), jobs // replicates) + rng.normal(0, point_sd, jobs)
     noise = np.repeat(drift, repeats) + rng.normal(0, within_sd, len(grid))
     n, threads = grid["n"].to_numpy(float), grid["threads"].to_numpy(float)
-    return grid.assign(**{k: v for k, v in KEY.items() if k != "variant"}, time_s=factor * n * n * 1e-9 / threads * np.exp(noise))
+    return grid.assign(
+        **{k: v for k, v in KEY.items() if k != "variant"}, time_s=factor * n * n * 1e-9 / threads * np.exp(noise)
+    )
 
 
 def _agree(points: pd.DataFrame, verdict: str) -> bool:
@@ -47,16 +59,25 @@ def _agree(points: pd.DataFrame, verdict: str) -> bool:
 
 @pytest.mark.parametrize("replicates", [3, 5])
 def test_identical_replicated_campaigns_agree_at_every_seed(replicates: int) -> None:
+    """Each seed's pair of campaigns is one implementation (`impl` c<seed>) of a single compare: its
+    summary is one row per kernel and implementation and no statistic pools across them, so each
+    seed's verdicts are those of a compare of that seed alone, from one compare instead of one per seed."""
+    base, new = [], []
+    for seed in SEEDS[replicates]:
+        rng = np.random.default_rng(seed)
+        base.append(campaign(rng, replicates=replicates).assign(impl=f"c{seed}"))
+        new.append(campaign(rng, replicates=replicates).assign(impl=f"c{seed}"))
+    c = compare(pd.concat(base, ignore_index=True), pd.concat(new, ignore_index=True))
+    rows = {row["impl"]: row for row in c.summary.to_dict("records")}
+    assert sorted(rows) == sorted(f"c{seed}" for seed in SEEDS[replicates])
     disagreed = []
     kernel_calls = []
     for seed in SEEDS[replicates]:
-        rng = np.random.default_rng(seed)
-        base, new = campaign(rng, replicates=replicates), campaign(rng, replicates=replicates)
-        c = compare(base, new)
-        [row] = c.summary.to_dict("records")
-        assert row["points"] == len(SIZES) * len(VARIANTS) * len(THREADS)
-        if not _agree(c.points, row["verdict"]):
-            disagreed.append((seed, row["verdict"], row["geomean"], sorted(set(c.points["verdict"]))))
+        row = rows[f"c{seed}"]
+        points = c.points[c.points["impl"] == f"c{seed}"]
+        assert row["points"] == len(points) == len(SIZES) * len(VARIANTS) * len(THREADS)
+        if not _agree(points, row["verdict"]):
+            disagreed.append((seed, row["verdict"], row["geomean"], sorted(set(points["verdict"]))))
         kernel_calls.append(row["verdict"])
     assert not disagreed, disagreed[:5]
     # identical campaigns: the kernel is called faster or slower about as rarely as one point is
@@ -76,8 +97,9 @@ def test_points_timed_on_a_busy_machine_leave_the_kernel_verdict() -> None:
     """Every point slower but timed beside other load on one side: the kernel cannot judge."""
     rng = np.random.default_rng(3)
     base = campaign(rng, round_sd=0.05)
-    new = campaign(rng, round_sd=0.05, factor=2.0).assign(overlap="busy machine: other processes kept 1.9 of "
-                                                                   "its 2 CPUs busy")
+    new = campaign(rng, round_sd=0.05, factor=2.0).assign(
+        overlap="busy machine: other processes kept 1.9 of its 2 CPUs busy"
+    )
     c = compare(base, new)
     [row] = c.summary.to_dict("records")
     assert set(c.points["verdict"]) == {SLOWER} and c.points["overlap_new"].all()

@@ -35,8 +35,9 @@ def _count(path: Path, where: str = "1") -> int:
 
 
 def _spawn(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, str(WORKER), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=REPO)
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
+    )
 
 
 def _wait_created(path: Path, timeout: float = 120) -> None:
@@ -80,8 +81,10 @@ def test_parallel_short_writers_lose_nothing(tmp_path: Path) -> None:
         assert _count(ledger, f"path = 'worker:{w}'") == 150
     assert all(r["reads"] > 0 for r in reads)
     assert not Path(f"{ledger}-wal").exists()  # DELETE journal by default, not WAL
-    print(f"slowest write {max(s['slowest_s'] for s in stats):.3f} s, "
-          f"slowest read {max(r['slowest_s'] for r in reads):.3f} s, reads {sum(r['reads'] for r in reads)}")
+    print(
+        f"slowest write {max(s['slowest_s'] for s in stats):.3f} s, "
+        f"slowest read {max(r['slowest_s'] for r in reads):.3f} s, reads {sum(r['reads'] for r in reads)}"
+    )
 
 
 def _csv(path: Path, tag: int) -> Path:
@@ -103,29 +106,45 @@ def test_parallel_cli_imports_with_readers(tmp_path: Path) -> None:
     `report --json`, all through the installed CLI at once: exact row count,
     nothing on stderr, every exit 0."""
     ledger = tmp_path / "ledger.sqlite"
-    files_per_writer = 5
+    files_per_writer = 3  # 12 imports, 4 at once, beside 2 reader loops: each overlaps the others
     script = tmp_path / "loop.sh"
     script.write_text(
         "#!/bin/bash\n"  # one shell per writer/reader: the processes overlap for real
-        'set -u\nmode=$1; shift\n'
+        "set -u\nmode=$1; shift\n"
         'if [ "$mode" = write ]; then for f in "$@"; do "$CAMPAIGN" --ledger "$LEDGER" import "$f" >/dev/null || exit 1; done\n'
         # readers: at least once, then until the writers are done (STOP) or $1 seconds pass
-        'else end=$((SECONDS + $1)); while :; do\n'
+        "else end=$((SECONDS + $1)); while :; do\n"
         '  "$CAMPAIGN" --ledger "$LEDGER" results --format json >/dev/null || exit 1\n'
         '  "$CAMPAIGN" --ledger "$LEDGER" report --json >/dev/null || exit 1\n'
         '  [ -e "$STOP" ] || [ $SECONDS -ge $end ] && break; done; fi\n'
     )
     stop = tmp_path / "writers-done"
-    env = {"CAMPAIGN": str(CAMPAIGN), "LEDGER": str(ledger), "PATH": "/usr/bin:/bin", "STOP": str(stop),
-           **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}}  # (a worktree's code, where given)
+    env = {
+        "CAMPAIGN": str(CAMPAIGN),
+        "LEDGER": str(ledger),
+        "PATH": "/usr/bin:/bin",
+        "STOP": str(stop),
+        **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
+    }  # (a worktree's code, where given)
     run_cli("--ledger", str(ledger), "import", str(_csv(tmp_path / "seed.csv", 999)))  # readers need a ledger
     writers = []
     for w in range(4):
         files = [str(_csv(tmp_path / f"w{w}-{i}.csv", w * 10 + i)) for i in range(files_per_writer)]
-        writers.append(subprocess.Popen(["bash", str(script), "write", *files], env=env, text=True,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-    readers = [subprocess.Popen(["bash", str(script), "read", "20"], env=env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+        writers.append(
+            subprocess.Popen(
+                ["bash", str(script), "write", *files],
+                env=env,
+                text=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        )
+    readers = [
+        subprocess.Popen(
+            ["bash", str(script), "read", "20"], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
     for p in writers:
         out, err = p.communicate(timeout=600)
         assert p.returncode == 0 and err == "", err
@@ -148,8 +167,13 @@ def test_readers_do_not_block_writers_for_long(tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.sqlite"
     led = Ledger(ledger)
     with led.session.begin() as s:
-        s.execute(text("INSERT INTO import_file (fingerprint, path, rows, imported_at) "
-                       "VALUES (:n, 'seed', 1, '2026-12-01 00:00:00')"), [{"n": str(i)} for i in range(20_000)])
+        s.execute(
+            text(
+                "INSERT INTO import_file (fingerprint, path, rows, imported_at) "
+                "VALUES (:n, 'seed', 1, '2026-12-01 00:00:00')"
+            ),
+            [{"n": str(i)} for i in range(20_000)],
+        )
     led.close()
     stop = tmp_path / "writer-done"
     readers = [_spawn("read", str(ledger), "8", str(stop)) for _ in range(2)]
@@ -205,6 +229,9 @@ def test_plain_sessions_read_without_the_write_lock(tmp_path: Path) -> None:
     assert time.perf_counter() - t0 >= 0.9
     other.close()
     con = sqlite3.connect(path)
-    assert dict(con.execute("SELECT key, value FROM meta").fetchall()) == {"schema_version": str(SCHEMA_VERSION), "other": "x",
-                                                                          "mine": "y"}
+    assert dict(con.execute("SELECT key, value FROM meta").fetchall()) == {
+        "schema_version": str(SCHEMA_VERSION),
+        "other": "x",
+        "mine": "y",
+    }
     con.close()

@@ -30,26 +30,39 @@ SEED = int(os.environ.get("CAMPAIGN_CRASH_SEED", "11"))
 
 def _env(tmp: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({"CAMPAIGN_CONFIG_PATH": str(FAKE_CONF), "CAMPAIGN_FAKE_KERNEL": str(FAKE_KERNEL),
-                "CAMPAIGN_FAKE_LOG": str(tmp / "executions.log"),
-                "CAMPAIGN_LOCAL_LOCK": str(tmp / "timed.lock")})
+    env.update(
+        {
+            "CAMPAIGN_CONFIG_PATH": str(FAKE_CONF),
+            "CAMPAIGN_FAKE_KERNEL": str(FAKE_KERNEL),
+            "CAMPAIGN_FAKE_LOG": str(tmp / "executions.log"),
+            "CAMPAIGN_LOCAL_LOCK": str(tmp / "timed.lock"),
+        }
+    )
     env.pop("CAMPAIGN_DEBUG", None)
     return env
 
 
 def _submit_args(ledger: Path, variants: str = "[ok]") -> list[str]:
     grid = ",".join(f"{i / 1000:.3f}" for i in range(RUNS))
-    return ["--ledger", str(ledger), "submit", "experiment=crash_many", "campaign.name=crash",
-            "experiment.sweeps.0.partitions=[]", f"experiment.sweeps.0.variants={variants}",
-            f"+experiment.sweeps.0.grid={{sleep: [{grid}]}}"]
+    return [
+        "--ledger",
+        str(ledger),
+        "submit",
+        "experiment=crash_many",
+        "campaign.name=crash",
+        "experiment.sweeps.0.partitions=[]",
+        f"experiment.sweeps.0.variants={variants}",
+        f"+experiment.sweeps.0.grid={{sleep: [{grid}]}}",
+    ]
 
 
 def _twice_at_once(argv: list[str], env: dict[str, str]) -> list[tuple[str, str]]:
     """The same command started twice at once; (stdout, stderr) of each. Exit 3: the one that ran
     the jobs waited for its exit3 runs, which failed; the other waited for the campaign's claim and
     then had nothing to run (0)."""
-    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     assert sorted(p.returncode for p in procs) == [0, 3], outs
     return outs
@@ -75,8 +88,9 @@ def _twice_while_held(argv: list[str], env: dict[str, str], ledger: Path, campai
                 waiting[i].set()
 
     with claimed(led, [camp_id], "test-hold"):
-        procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for _ in range(2)]
+        procs = [
+            subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+        ]
         readers = [threading.Thread(target=read, args=(i, p), daemon=True) for i, p in enumerate(procs)]
         for r in readers:
             r.start()
@@ -98,23 +112,52 @@ def _twice_while_held(argv: list[str], env: dict[str, str], ledger: Path, campai
     return outs
 
 
-def _kill_at_random(argv: list[str], env: dict[str, str], rng: random.Random, upto: float) -> bool:
-    proc = subprocess.Popen([str(CAMPAIGN), *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(rng.uniform(0.05, upto))
-    killed = proc.poll() is None
-    if killed:
-        proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    return killed
+def _kill_at_random(argv: list[str], env: dict[str, str], delay: float) -> float | None:
+    """Run the command and SIGKILL it `delay` seconds after it started: None if the kill found it
+    running, else the seconds it took. Through run_cli (a process forked with its imports done, no
+    interpreter start): a kill during Python's start and imports tests nothing of the ledger, and each
+    of the ~60 runs paid it. The kill goes through a pidfd: never to a process that took a finished
+    run's PID."""
+    timers: list[threading.Timer] = []
+    pidfds: list[int] = []
+
+    def kill(pidfd: int) -> None:
+        try:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # it ended first
+
+    def arm(pid: int) -> None:
+        pidfds.append(os.pidfd_open(pid))
+        timers.append(threading.Timer(delay, kill, args=(pidfds[0],)))
+        timers[0].start()
+
+    started = time.monotonic()
+    try:
+        proc = run_cli(*argv, env=env, timeout=300, on_start=arm)
+    finally:
+        for timer in timers:
+            timer.cancel()
+            timer.join()
+        for fd in pidfds:
+            os.close(fd)
+    return None if proc.returncode == -signal.SIGKILL else time.monotonic() - started
 
 
 def _kill_n(argv: list[str], env: dict[str, str], rng: random.Random, n: int, upto: float) -> int:
     """Start the command again and again, until n runs were killed while
-    still running (a run that finished first is simply one more run)."""
+    still running (a run that finished first is simply one more run). A run
+    that finished first bounds the next kill times by its own duration: the
+    kill points then spread over the whole command as it runs now (what is
+    left for it to do, the machine's load), not over a fixed guess."""
     kills = tries = 0
     while kills < n and tries < 4 * n:
         tries += 1
-        kills += _kill_at_random(argv, env, rng, upto if tries <= n else upto / 2)
+        took = _kill_at_random(argv, env, rng.uniform(0.05, max(upto if tries <= n else upto / 2, 0.06)))
+        if took is None:
+            kills += 1
+        else:
+            upto = min(upto, took)
     return kills
 
 
@@ -143,8 +186,11 @@ def _check_once(ledger: Path, tmp: Path) -> None:
     runs = _executions(tmp)
     assert all(count == 1 for count in runs.values()), [w for w, c in runs.items() if c > 1]
     assert set(runs) == {str(Path(w).resolve()) for w, _, _ in attempts}  # each attempt ran, exactly once
-    dup = sql_rows(ledger, "SELECT count(*) FROM (SELECT attempt_id, n, repeat, count(*) c FROM result "
-                     "WHERE attempt_id IS NOT NULL GROUP BY attempt_id, n, repeat, extra HAVING c > 1)")
+    dup = sql_rows(
+        ledger,
+        "SELECT count(*) FROM (SELECT attempt_id, n, repeat, count(*) c FROM result "
+        "WHERE attempt_id IS NOT NULL GROUP BY attempt_id, n, repeat, extra HAVING c > 1)",
+    )
     assert dup == [(0,)], "a result row was ingested twice"
 
 
@@ -176,8 +222,11 @@ def test_kills_of_submit_rerun_status_import_leave_every_job_run_once(work: Path
     assert again.returncode == 0 or "ended failed" in again.stderr, again.stderr
     _settle(ledger, env)
     _check_once(ledger, work)
-    latest_failed = sql_rows(ledger, "SELECT count(*) FROM job_attempt a WHERE state = 'FAILED' AND attempt = "
-                               "(SELECT max(attempt) FROM job_attempt b WHERE b.run_id = a.run_id)")
+    latest_failed = sql_rows(
+        ledger,
+        "SELECT count(*) FROM job_attempt a WHERE state = 'FAILED' AND attempt = "
+        "(SELECT max(attempt) FROM job_attempt b WHERE b.run_id = a.run_id)",
+    )
     assert latest_failed == [(RUNS,)]  # the exit3 runs, each with its latest attempt failed again
     # status: kill while syncing; rows are never doubled
     kills["status"] = _kill_n(["--ledger", str(ledger), "status"], env, rng, 10, 1.5)
@@ -211,6 +260,7 @@ def test_two_identical_submits_and_reruns_together_run_each_job_once(work: Path)
     _check_once(ledger, work)
     assert sql_rows(ledger, "SELECT count(*) FROM job_attempt") == [(3 * RUNS,)], outs  # one new attempt per failed run
     said = "".join(err for _, err in outs)
-    resubmitted = sorted(int(next(line for line in out.splitlines() if "resubmitted" in line).split()[0])
-                         for out, _ in outs)
+    resubmitted = sorted(
+        int(next(line for line in out.splitlines() if "resubmitted" in line).split()[0]) for out, _ in outs
+    )
     assert resubmitted == [0, RUNS], (outs, said)
