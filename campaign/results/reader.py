@@ -44,8 +44,9 @@ class Outcome:
     """Classification of one finished job's output. Its rows are kept as
     columns (`table`, what sync stores); `rows` gives them as dicts."""
 
-    def __init__(self, state: JobState, rows: Sequence[dict[str, Any]] | ResultColumns = (),
-                 reason: str | None = None) -> None:
+    def __init__(
+        self, state: JobState, rows: Sequence[dict[str, Any]] | ResultColumns = (), reason: str | None = None
+    ) -> None:
         self.state = state
         self.reason = reason
         self.table = rows if isinstance(rows, ResultColumns) else ResultColumns.from_rows(rows)
@@ -62,8 +63,14 @@ class Outcome:
         return f"Outcome(state={self.state!r}, rows={len(self.table)}, reason={self.reason!r})"
 
 
-def parse_columns(text: str, required: tuple[str, ...], where: str, judged: frozenset[str] = frozenset(),
-                  nullable: frozenset[str] = frozenset(), imported: bool = False) -> ResultColumns:
+def parse_columns(
+    text: str,
+    required: tuple[str, ...],
+    where: str,
+    judged: frozenset[str] = frozenset(),
+    nullable: frozenset[str] = frozenset(),
+    imported: bool = False,
+) -> ResultColumns:
     """Typed columns of a whole CSV text (the one validator,
     campaign.results.columnar), or ImportError_ naming its first bad line,
     column, cell and the rule it broke. `judged`: float columns read as any
@@ -93,7 +100,7 @@ def _decoded(data: bytes, where: str) -> str:
 
 
 def check_import_path(path: Path) -> None:
-    """An import reads a regular file (a pipe's rows could not be read twice, a FIFO blocks)."""
+    """An import reads a regular file (a pipe's rows could not be read twice, a FIFO blocks) of CSV."""
     if not path.is_file():
         odd = path.exists() and not path.is_dir()
         raise ImportError_(
@@ -101,14 +108,25 @@ def check_import_path(path: Path) -> None:
             if odd
             else f"{path}: no such file"
         )
+    with path.open("rb") as fh:
+        head = fh.read(64)
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    # (a user's own `results` export in another format: read byte by byte it said "not UTF-8 text" or named
+    # ten missing columns)
+    kind = "Parquet" if head.startswith(b"PAR1") else "JSON" if text[:2] in (b"[{", b"[]", b'{"') else None
+    if kind is not None:
+        raise ImportError_(
+            f"{path}: a {kind} file; `campaign import` reads CSV (`campaign results --format csv` writes one)"
+        )
 
 
 def read_import_file(path: Path) -> list[dict[str, Any]]:
     """All rows of an external results CSV, or an error naming the first bad line."""
     check_import_path(path)
     # an imported row may have no problem size, as `results` exports the rows of a program that has none (n empty)
-    rows = parse_columns(_read_text(path, str(path)), REQUIRED_COLUMNS, str(path), nullable=NULLABLE_COLUMNS,
-                         imported=True).rows()
+    rows = parse_columns(
+        _read_text(path, str(path)), REQUIRED_COLUMNS, str(path), nullable=NULLABLE_COLUMNS, imported=True
+    ).rows()
     if not rows:
         raise ImportError_(f"{path}: no result rows")
     return rows
@@ -141,8 +159,12 @@ def _regular_bytes(path: Path | str) -> bytes | None:
         os.close(fd)
 
 
-def classify_stream(items: Iterable[tuple[Path | str, Expected]], window: int = CLASSIFY_WINDOW,
-                    chars: int = POOL_CHARS, rows: int | None = None) -> Iterator[Outcome]:
+def classify_stream(
+    items: Iterable[tuple[Path | str, Expected]],
+    window: int = CLASSIFY_WINDOW,
+    chars: int = POOL_CHARS,
+    rows: int | None = None,
+) -> Iterator[Outcome]:
     """`classify_output` of each item, in order. The rules are applied to the
     rows of a pool of CSVs together (columnar.read): at most `window`
     files or `chars` characters of their text, then judged together against
@@ -179,8 +201,9 @@ def classify_stream(items: Iterable[tuple[Path | str, Expected]], window: int = 
         yield from (o for o in outcomes if o is not None)
 
 
-def _judge_pool(items: Sequence[tuple[Path | str, Expected]], texts: list[tuple[int, str | bytes]],
-                outcomes: list[Outcome | None]) -> None:
+def _judge_pool(
+    items: Sequence[tuple[Path | str, Expected]], texts: list[tuple[int, str | bytes]], outcomes: list[Outcome | None]
+) -> None:
     """Each text's outcome: the texts read and checked together
     (campaign.results.columnar.read), each pool's files then judged together
     against their runs (campaign.results.expected.judge)."""

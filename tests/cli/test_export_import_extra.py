@@ -149,3 +149,17 @@ def test_an_extra_object_that_cannot_be_unpacked_refuses_the_file(
     [line] = proc.stderr.strip().splitlines()
     assert said in line, line
     assert not ledger.exists() or trip.cli(str(ledger), "results", "--format", "csv").count("\n") <= 1
+
+
+@pytest.mark.parametrize(("fmt", "kind"), [("json", "JSON"), ("parquet", "Parquet")])
+def test_an_export_in_another_format_is_refused_as_what_it_is(trip: Trip, tmp_path: Path, fmt: str, kind: str) -> None:
+    """Once a Parquet export was refused as "not UTF-8 text (byte 7 of a block)", a JSON one as
+    missing ten columns: import reads CSV."""
+    trip.cli("original.sqlite", "results", "--campaign", NAME, "--format", fmt, "--out", str(tmp_path / f"all.{fmt}"))
+    ledger = tmp_path / "other.sqlite"
+    proc = run_cli("--ledger", str(ledger), "import", str(tmp_path / f"all.{fmt}"), cwd=trip.work, env=trip.env)
+    assert proc.returncode == 2 and not ledger.exists()
+    [line] = proc.stderr.strip().splitlines()
+    assert line.endswith(
+        f"all.{fmt}: a {kind} file; `campaign import` reads CSV (`campaign results --format csv` writes one)"
+    ), line
