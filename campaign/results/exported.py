@@ -8,7 +8,7 @@ column per grid key of `params` (campaign.results.grid). Read back as plain
 extra columns, they nested the object as text and kept copies of what the
 row already says. Here: the `extra` object is unpacked into the row's extra
 (its values typed as its JSON says; a key that another column of the file
-also gives is refused, naming it); `source` is dropped (an imported row's
+also gives, or that is a result column, is refused, naming it); `source` is dropped (an imported row's
 source is its import); `campaign` is dropped where the rows go to a named
 campaign (`import --campaign`), else kept in the extra object as the only
 record of where the row came from; a grid column is dropped where its value
@@ -23,8 +23,10 @@ from typing import Any
 
 from campaign.plumbing.errors import ImportError_
 from campaign.results.grid import FIGURE_KEY, PREFIX, pairs
+from resultschema.columns import RESULT_SCHEMA
 
 EXTRA, CAMPAIGN, SOURCE = "extra", "campaign", "source"
+_COLUMNS = frozenset(c.name for c in RESULT_SCHEMA)  # the export never writes them inside `extra`
 
 
 def own_extra(row: dict[str, Any], named: bool, where: str, number: int) -> dict[str, Any] | None:
@@ -41,6 +43,12 @@ def own_extra(row: dict[str, Any], named: bool, where: str, number: int) -> dict
     text = extra.pop(EXTRA, None)
     if text is not None:
         inner = _object(text, where, number)
+        own = sorted(set(inner) & _COLUMNS)  # (read out of the extra object, such a key would pass no column's check)
+        if own:
+            raise ImportError_(
+                f"{where}: data row {number}: column extra has the key {own[0]!r}, a result column: give it as a "
+                f"column of its own"
+            )
         clash = sorted(set(inner) & set(extra))
         if clash:
             raise ImportError_(
