@@ -8,10 +8,11 @@ column per grid key of `params` (campaign.results.grid). Read back as plain
 extra columns, they nested the object as text and kept copies of what the
 row already says. Here: the `extra` object is unpacked into the row's extra
 (its values typed as its JSON says; a key that another column of the file
-also gives, or that is a result column, is refused, naming it); `source` is dropped (an imported row's
-source is its import); `campaign` is dropped where the rows go to a named
-campaign (`import --campaign`), else kept in the extra object as the only
-record of where the row came from; a grid column is dropped where its value
+also gives, or that is a result column, is refused, naming it); `source` is
+dropped where it is what the export writes there (`job`, `import:<file>`:
+an imported row's source is its import); `campaign` is dropped where the
+rows go to a named campaign (`import --campaign`), else kept in the extra
+object as the only record of where the row came from; a grid column is dropped where its value
 is the row's `params` value of its key (a column that says something else
 stays).
 """
@@ -33,7 +34,9 @@ def own_extra(row: dict[str, Any], named: bool, where: str, number: int) -> dict
     """The row's extra object (row["extra"]) as stored: see the module. `named`: the rows go to
     a campaign given by `import --campaign`; `number`: the data row (from 1) of the file `where`."""
     extra = dict(row.get("extra") or {})
-    extra.pop(SOURCE, None)
+    said = str(extra.get(SOURCE, ""))
+    if said == "job" or said.startswith("import:"):  # what the export writes (another file's column may say else)
+        del extra[SOURCE]
     if named:
         extra.pop(CAMPAIGN, None)
     for key, value in pairs(extra.get("params", row.get("params"))):

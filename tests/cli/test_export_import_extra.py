@@ -169,3 +169,17 @@ def test_an_export_in_another_format_is_refused_as_what_it_is(trip: Trip, tmp_pa
     assert line.endswith(
         f"all.{fmt}: a {kind} file; `campaign import` reads CSV (`campaign results --format csv` writes one)"
     ), line
+
+
+def test_a_source_column_of_another_files_is_kept(tmp_path: Path) -> None:
+    """Only what the export writes in `source` (`job`, `import:<file>`) is its provenance, left out."""
+    (tmp_path / "lab.csv").write_text(
+        "cluster,partition,kernel,impl,variant,device,threads,n,repeat,time_s,source\n"
+        "alpha,cpu,ring,c,plain,cpu,1,64,0,0.5,job\n"
+        "alpha,cpu,ring,c,plain,cpu,1,64,1,0.5,lab notebook 3\n"
+    )
+    ledger = str(tmp_path / "ledger.sqlite")
+    assert run_cli("--ledger", ledger, "import", str(tmp_path / "lab.csv"), "--campaign", "lab").returncode == 0
+    proc = run_cli("--ledger", ledger, "results", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert [r["extra"] for r in json.loads(proc.stdout)] == [{}, {"source": "lab notebook 3"}]
