@@ -30,6 +30,7 @@ from campaign.job.files import read_all
 from campaign.job.fom import CHECK_SUFFIX, LOST_SUFFIX
 from campaign.plumbing.errors import ImportError_, one_line
 from campaign.plumbing.states import JobState
+from campaign.results import import_formats as formats
 from campaign.results.columnar import Pool, Refusal, read
 from campaign.results.expected import JUDGED_COLUMNS, Expected, Verdict, judge
 from campaign.results.result_columns import ResultColumns
@@ -99,8 +100,9 @@ def _decoded(data: bytes, where: str) -> str:
         raise ImportError_(f"{where}: not UTF-8 text (byte {exc.start})") from None
 
 
-def check_import_path(path: Path) -> None:
-    """An import reads a regular file (a pipe's rows could not be read twice, a FIFO blocks) of CSV."""
+def check_import_path(path: Path, other_formats: bool = False) -> None:
+    """An import reads a regular file (a pipe's rows could not be read twice, a FIFO blocks), of CSV
+    unless `other_formats` (campaign import: JSON and Parquet too, campaign.results.import_formats)."""
     if not path.is_file():
         odd = path.exists() and not path.is_dir()
         raise ImportError_(
@@ -108,16 +110,9 @@ def check_import_path(path: Path) -> None:
             if odd
             else f"{path}: no such file"
         )
-    with path.open("rb") as fh:
-        head = fh.read(64)
-    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-    # (a user's own `results` export in another format: read byte by byte it said "not UTF-8 text" or named
-    # ten missing columns)
-    kind = "Parquet" if head.startswith(b"PAR1") else "JSON" if text[:2] in (b"[{", b"[]", b'{"') else None
-    if kind is not None:
-        raise ImportError_(
-            f"{path}: a {kind} file; `campaign import` reads CSV (`campaign results --format csv` writes one)"
-        )
+    found = None if other_formats else formats.kind(path)
+    if found is not None:
+        raise ImportError_(f"{path}: a {found} file; this reads CSV (`campaign results --format csv` writes one)")
 
 
 def read_import_file(path: Path) -> list[dict[str, Any]]:
