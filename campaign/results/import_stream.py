@@ -21,6 +21,7 @@ from typing import Any
 
 from campaign.ledger import Ledger
 from campaign.plumbing.errors import ImportError_
+from campaign.results import import_formats as formats
 from campaign.results.reader import MAX_BYTES, check_import_path, parse_columns
 from campaign.results.store import Imported, import_campaign_name, store_rows
 from resultschema.columns import NULLABLE_COLUMNS, REQUIRED_COLUMNS
@@ -30,7 +31,7 @@ CHUNK_ROWS = 50_000
 
 def check_file(path: Path) -> None:
     """What can be refused before the ledger is opened: no such file, too large."""
-    check_import_path(path)
+    check_import_path(path, other_formats=True)
     size = path.stat().st_size
     if size > MAX_BYTES:
         raise ImportError_(f"{path}: {size:,} bytes, larger than a results file can be ({MAX_BYTES:,})")
@@ -66,12 +67,14 @@ def chunks(path: Path, rows: int = CHUNK_ROWS) -> Iterator[tuple[int, str]]:
 
 def _file_lines(message: str, where: str, first: int) -> str:
     """The reader's line numbers (of the chunk: its header is line 1) as the file's."""
-    return re.sub(rf"(?<={re.escape(where)} line )(\d+)|(?<=as line )(\d+)",
-                  lambda m: str(first + int(m.group()) - 2), message)
+    return re.sub(
+        rf"(?<={re.escape(where)} line )(\d+)|(?<=as line )(\d+)", lambda m: str(first + int(m.group()) - 2), message
+    )
 
 
-def import_file(ledger: Ledger | Callable[[], Ledger], path: Path, campaign: str | None = None,
-                rows: int = CHUNK_ROWS) -> Imported:
+def import_file(
+    ledger: Ledger | Callable[[], Ledger], path: Path, campaign: str | None = None, rows: int = CHUNK_ROWS
+) -> Imported:
     """One transaction: the file's fingerprint and all its new rows, or nothing (store.store_rows's
     rules, read in chunks, one result file a chunk). `ledger` may be a function that opens it:
     called once the first chunk passed the reader, so that a bad small file never creates a ledger."""
@@ -90,11 +93,16 @@ def import_file(ledger: Ledger | Callable[[], Ledger], path: Path, campaign: str
 
 
 def _tables(path: Path, rows: int) -> Iterator[list[dict[str, Any]]]:
-    where = str(path)
-    for first, text in chunks(path, rows):
+    where, which = str(path), formats.kind(path)
+    for first, text in chunks(path, rows) if which is None else formats.csv_chunks(path, which, rows):
         try:
-            table = parse_columns(text, REQUIRED_COLUMNS, where, nullable=NULLABLE_COLUMNS,  # (an empty n: no problem size)
-                                  imported=True)
+            table = parse_columns(
+                text,
+                REQUIRED_COLUMNS,
+                where,
+                nullable=NULLABLE_COLUMNS,  # (an empty n: no problem size)
+                imported=True,
+            )
         except ImportError_ as exc:
             raise ImportError_(_file_lines(str(exc), where, first)) from None
         yield table.rows()

@@ -30,6 +30,7 @@ from campaign.job.files import read_all
 from campaign.job.fom import CHECK_SUFFIX, LOST_SUFFIX
 from campaign.plumbing.errors import ImportError_, one_line
 from campaign.plumbing.states import JobState
+from campaign.results import import_formats as formats
 from campaign.results.columnar import Pool, Refusal, read
 from campaign.results.expected import JUDGED_COLUMNS, Expected, Verdict, judge
 from campaign.results.result_columns import ResultColumns
@@ -44,8 +45,9 @@ class Outcome:
     """Classification of one finished job's output. Its rows are kept as
     columns (`table`, what sync stores); `rows` gives them as dicts."""
 
-    def __init__(self, state: JobState, rows: Sequence[dict[str, Any]] | ResultColumns = (),
-                 reason: str | None = None) -> None:
+    def __init__(
+        self, state: JobState, rows: Sequence[dict[str, Any]] | ResultColumns = (), reason: str | None = None
+    ) -> None:
         self.state = state
         self.reason = reason
         self.table = rows if isinstance(rows, ResultColumns) else ResultColumns.from_rows(rows)
@@ -62,8 +64,14 @@ class Outcome:
         return f"Outcome(state={self.state!r}, rows={len(self.table)}, reason={self.reason!r})"
 
 
-def parse_columns(text: str, required: tuple[str, ...], where: str, judged: frozenset[str] = frozenset(),
-                  nullable: frozenset[str] = frozenset(), imported: bool = False) -> ResultColumns:
+def parse_columns(
+    text: str,
+    required: tuple[str, ...],
+    where: str,
+    judged: frozenset[str] = frozenset(),
+    nullable: frozenset[str] = frozenset(),
+    imported: bool = False,
+) -> ResultColumns:
     """Typed columns of a whole CSV text (the one validator,
     campaign.results.columnar), or ImportError_ naming its first bad line,
     column, cell and the rule it broke. `judged`: float columns read as any
@@ -92,8 +100,9 @@ def _decoded(data: bytes, where: str) -> str:
         raise ImportError_(f"{where}: not UTF-8 text (byte {exc.start})") from None
 
 
-def check_import_path(path: Path) -> None:
-    """An import reads a regular file (a pipe's rows could not be read twice, a FIFO blocks)."""
+def check_import_path(path: Path, other_formats: bool = False) -> None:
+    """An import reads a regular file (a pipe's rows could not be read twice, a FIFO blocks), of CSV
+    unless `other_formats` (campaign import: JSON and Parquet too, campaign.results.import_formats)."""
     if not path.is_file():
         odd = path.exists() and not path.is_dir()
         raise ImportError_(
@@ -101,14 +110,18 @@ def check_import_path(path: Path) -> None:
             if odd
             else f"{path}: no such file"
         )
+    found = None if other_formats else formats.kind(path)
+    if found is not None:
+        raise ImportError_(f"{path}: a {found} file; this reads CSV (`campaign results --format csv` writes one)")
 
 
 def read_import_file(path: Path) -> list[dict[str, Any]]:
     """All rows of an external results CSV, or an error naming the first bad line."""
     check_import_path(path)
     # an imported row may have no problem size, as `results` exports the rows of a program that has none (n empty)
-    rows = parse_columns(_read_text(path, str(path)), REQUIRED_COLUMNS, str(path), nullable=NULLABLE_COLUMNS,
-                         imported=True).rows()
+    rows = parse_columns(
+        _read_text(path, str(path)), REQUIRED_COLUMNS, str(path), nullable=NULLABLE_COLUMNS, imported=True
+    ).rows()
     if not rows:
         raise ImportError_(f"{path}: no result rows")
     return rows
@@ -141,8 +154,12 @@ def _regular_bytes(path: Path | str) -> bytes | None:
         os.close(fd)
 
 
-def classify_stream(items: Iterable[tuple[Path | str, Expected]], window: int = CLASSIFY_WINDOW,
-                    chars: int = POOL_CHARS, rows: int | None = None) -> Iterator[Outcome]:
+def classify_stream(
+    items: Iterable[tuple[Path | str, Expected]],
+    window: int = CLASSIFY_WINDOW,
+    chars: int = POOL_CHARS,
+    rows: int | None = None,
+) -> Iterator[Outcome]:
     """`classify_output` of each item, in order. The rules are applied to the
     rows of a pool of CSVs together (columnar.read): at most `window`
     files or `chars` characters of their text, then judged together against
@@ -179,8 +196,9 @@ def classify_stream(items: Iterable[tuple[Path | str, Expected]], window: int = 
         yield from (o for o in outcomes if o is not None)
 
 
-def _judge_pool(items: Sequence[tuple[Path | str, Expected]], texts: list[tuple[int, str | bytes]],
-                outcomes: list[Outcome | None]) -> None:
+def _judge_pool(
+    items: Sequence[tuple[Path | str, Expected]], texts: list[tuple[int, str | bytes]], outcomes: list[Outcome | None]
+) -> None:
     """Each text's outcome: the texts read and checked together
     (campaign.results.columnar.read), each pool's files then judged together
     against their runs (campaign.results.expected.judge)."""

@@ -33,12 +33,22 @@ from campaign.plumbing.clock import now
 from campaign.plumbing.errors import BadInputError, ConfigError, ImportError_
 from campaign.results.carried import CARRIED_FILE_COLUMNS, carried, without_carried
 from campaign.results.export import EXPORT_COLUMNS
+from campaign.results.exported import own_extra
 from campaign.results.job_rows import AttemptRows, job_columns, params_text, store_attempt_files
 from campaign.results.keys import IMPORT_SCOPE, natural_key
 
 # (the job side, a finished attempt's rows, lives in job_rows; sync and cancel take it from here)
-__all__ = ["IMPORT_BACKEND", "AttemptRows", "Imported", "import_campaign_name", "job_columns", "params_text",
-           "store_attempt_files", "store_import", "store_rows"]
+__all__ = [
+    "IMPORT_BACKEND",
+    "AttemptRows",
+    "Imported",
+    "import_campaign_name",
+    "job_columns",
+    "params_text",
+    "store_attempt_files",
+    "store_import",
+    "store_rows",
+]
 IMPORT_BACKEND = "import"  # Campaign.backend of a campaign made by `import --campaign`
 _CHUNK = 500  # keys per IN (...) query
 
@@ -55,8 +65,7 @@ class Imported:
     def summary(self, path: Path, campaign: str | None = None) -> str:
         into = f" into campaign {campaign}" if campaign else ""
         if self.seen_as is not None:
-            return (f"{path}: already imported{into} ({self.seen_at} from {self.seen_as}); nothing to do, "
-                    f"0 rows stored")
+            return f"{path}: already imported{into} ({self.seen_at} from {self.seen_as}); nothing to do, 0 rows stored"
         extra = f", {self.skipped} already in the ledger skipped" if self.skipped else ""
         return f"imported {self.stored} rows from {path}{into}{extra}"
 
@@ -69,7 +78,9 @@ def store_import(led: Ledger, path: Path, rows: list[dict[str, Any]], campaign: 
     return store_rows(led, path, iter([rows]), campaign)
 
 
-def store_rows(led: Ledger, path: Path, tables: Iterator[list[dict[str, Any]]], campaign: str | None = None) -> Imported:
+def store_rows(
+    led: Ledger, path: Path, tables: Iterator[list[dict[str, Any]]], campaign: str | None = None
+) -> Imported:
     """One transaction: the file's fingerprint and all its new rows, or nothing. The rows of each
     table (a chunk of the file: campaign.results.import_stream) not yet in the ledger (natural keys,
     `import_key`) are written as one result file (campaign.ledger.files: as job rows', beside the
@@ -94,9 +105,20 @@ def store_rows(led: Ledger, path: Path, tables: Iterator[list[dict[str, Any]]], 
             before = s.scalar(select(func.max(ImportKey.id))) or 0  # keys above it are this import's
             stored = total = 0
             for table in tables:
-                records = [{"source": source, **{k: r.get(k) for k in EXPORT_COLUMNS}, "extra": r.get("extra"),
-                            **carried(r.get("extra"), where, total + k + 1),
-                            "natural_key": natural_key(r, scope, measured=True)} for k, r in enumerate(table)]
+                table = [
+                    {**r, "extra": own_extra(r, campaign is not None, where, total + k + 1)}
+                    for k, r in enumerate(table)
+                ]
+                records = [
+                    {
+                        "source": source,
+                        **{k: r.get(k) for k in EXPORT_COLUMNS},
+                        "extra": r.get("extra"),
+                        **carried(r.get("extra"), where, total + k + 1),
+                        "natural_key": natural_key(r, scope, measured=True),
+                    }
+                    for k, r in enumerate(table)
+                ]
                 clusters.update(str(r["cluster"]) for r in records)
                 if campaign is not None and camp is None and records:  # (a chunk of no rows names no cluster)
                     camp = _import_campaign(s, campaign, sorted(clusters))
@@ -136,13 +158,23 @@ class _Writes:
         home = files.write_home(self.root, camp.id, camp.workdir) if camp else files.import_home(self.root)
         self.made += [d for d in (home / files.RESULTS, home, *home.parents) if not d.exists()]
         values = {k: [r[k] for r in fresh] for k in (*EXPORT_COLUMNS, *CARRIED_FILE_COLUMNS, "source")}
-        block = LedgerColumns(len(fresh), {**values, "campaign_id": [cid] * len(fresh)},
-                              extra_rows=[without_carried(r["extra"]) for r in fresh])
+        block = LedgerColumns(
+            len(fresh),
+            {**values, "campaign_id": [cid] * len(fresh)},
+            extra_rows=[without_carried(r["extra"]) for r in fresh],
+        )
         [pointer] = files.write_many([(home, f"{self.stem}-{len(self.files)}", block.table())], self.marks)
         relative = pointer.path if self.root is not None or cid is not None else str(home / pointer.path)
         self.files.append((cid, relative, home / pointer.path))
-        ref = ResultFile(attempt_id=None, campaign_id=cid, path=relative, sha256=pointer.sha256, rows=pointer.rows,
-                         schema_version=pointer.schema_version, source=self.source)
+        ref = ResultFile(
+            attempt_id=None,
+            campaign_id=cid,
+            path=relative,
+            sha256=pointer.sha256,
+            rows=pointer.rows,
+            schema_version=pointer.schema_version,
+            source=self.source,
+        )
         s.add(ref)
         s.flush()
         s.execute(insert(ImportKey), [{"natural_key": r["natural_key"], "file_id": ref.id} for r in fresh])
@@ -154,9 +186,14 @@ class _Writes:
         files.unmark(self.marks)
         if self.files:
             with led.session() as s:
-                kept = {(cid, path) for cid, path in s.execute(
-                    select(ResultFile.campaign_id, ResultFile.path).where(ResultFile.path.in_(
-                        [p for _, p, _ in self.files])))}
+                kept = {
+                    (cid, path)
+                    for cid, path in s.execute(
+                        select(ResultFile.campaign_id, ResultFile.path).where(
+                            ResultFile.path.in_([p for _, p, _ in self.files])
+                        )
+                    )
+                }
             for cid, relative, file in self.files:
                 if (cid, relative) not in kept:
                     file.unlink(missing_ok=True)
@@ -170,8 +207,13 @@ class _Writes:
 def _forget_source(s: Session, campaign_id: int, source: str) -> None:
     """The rows of `source` imported into the campaign before: their keys and pointers go (their
     files stay: a copy of the ledger may point to them)."""
-    old = list(s.scalars(select(ResultFile.id).where(ResultFile.campaign_id == campaign_id,
-                                                     ResultFile.source == source, ResultFile.attempt_id.is_(None))))
+    old = list(
+        s.scalars(
+            select(ResultFile.id).where(
+                ResultFile.campaign_id == campaign_id, ResultFile.source == source, ResultFile.attempt_id.is_(None)
+            )
+        )
+    )
     if old:
         s.execute(delete(ImportKey).where(ImportKey.file_id.in_(old)))
         s.execute(delete(ResultFile).where(ResultFile.id.in_(old)))
@@ -183,13 +225,16 @@ def _fresh(s: Session, records: list[dict[str, Any]], before: int, where: str, d
     keys = [r["natural_key"] for r in records]
     present: dict[str, int] = {}
     for i in range(0, len(keys), _CHUNK):
-        found = s.execute(select(ImportKey.natural_key, ImportKey.id)
-                          .where(ImportKey.natural_key.in_(keys[i:i + _CHUNK]))).all()
+        found = s.execute(
+            select(ImportKey.natural_key, ImportKey.id).where(ImportKey.natural_key.in_(keys[i : i + _CHUNK]))
+        ).all()
         present.update((str(key), key_id) for key, key_id in found)
     for k, key in enumerate(keys):
         if present.get(key, 0) > before:
-            raise ImportError_(f"{where}: data row {done + k + 1} has the same configuration, n and repeat as an "
-                               "earlier row of this file")
+            raise ImportError_(
+                f"{where}: data row {done + k + 1} has the same configuration, n and repeat as an "
+                "earlier row of this file"
+            )
     return [r for r in records if r["natural_key"] not in present]
 
 
@@ -213,13 +258,22 @@ def _import_campaign(s: Session, name: str, clusters: list[str]) -> Campaign:
     camp = s.scalar(select(Campaign).where(Campaign.name == name))
     if camp is not None:
         if camp.backend != IMPORT_BACKEND:
-            raise BadInputError(f"campaign {name!r} holds submitted jobs ({camp.backend} backend); "
-                                f"import into a new name with --campaign")
+            raise BadInputError(
+                f"campaign {name!r} holds submitted jobs ({camp.backend} backend); "
+                f"import into a new name with --campaign"
+            )
         camp.workdir = camp.workdir or folder
         return camp
-    camp = Campaign(name=name, cluster=",".join(clusters)[:100], experiment=IMPORT_BACKEND,
-                    backend=IMPORT_BACKEND, cluster_yaml=cluster_yaml(ClusterSpec(name=clusters[0])),
-                    python="", created_at=now(), workdir=folder)
+    camp = Campaign(
+        name=name,
+        cluster=",".join(clusters)[:100],
+        experiment=IMPORT_BACKEND,
+        backend=IMPORT_BACKEND,
+        cluster_yaml=cluster_yaml(ClusterSpec(name=clusters[0])),
+        python="",
+        created_at=now(),
+        workdir=folder,
+    )
     s.add(camp)
     s.flush()
     return camp
