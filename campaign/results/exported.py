@@ -20,6 +20,7 @@ stays).
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from campaign.plumbing.errors import ImportError_
@@ -72,14 +73,27 @@ def _same(cell: Any, value: str) -> bool:
         return False
 
 
+def _finite(text: str) -> float:
+    """A JSON number as a double; NaN, Infinity and one past a double's range are refused (as no
+    number: an export writes JSON that every reader takes, and those are no JSON)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite number: {text}")
+    return value
+
+
+def _no_constant(text: str) -> None:
+    raise ValueError(f"not a JSON value: {text}")
+
+
 def _object(text: Any, where: str, number: int) -> dict[str, Any]:
     try:
-        inner = json.loads(text) if isinstance(text, str) else text
+        inner = json.loads(text, parse_float=_finite, parse_constant=_no_constant) if isinstance(text, str) else text
     except ValueError:
         inner = None
     if not isinstance(inner, dict):
         raise ImportError_(
             f"{where}: data row {number}: column extra is not a JSON object: {str(text)[:40]!r} "
-            f"(as `campaign results` writes it, e.g. {{}})"
+            f"(as `campaign results` writes it, e.g. {{}}; finite numbers only)"
         )
     return inner

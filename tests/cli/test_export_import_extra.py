@@ -134,6 +134,10 @@ def test_the_import_reports_and_compares_as_the_original(trip: Trip) -> None:
         # (once taken as the row's ranks, unchecked: the export was read back with ranks -5)
         ("extra", '{"ranks": -5}', "ranks", "data row 1: column extra has the key 'ranks', a result column: give it"),
         ("extra", '{"state": "done"}', "", "data row 1: column extra has the key 'state', a result column: give it"),
+        # (stored, NaN, Infinity and 1e400 went out of `results --format json` as no JSON: NaN, Infinity)
+        ("extra", '{"clock": NaN}', "", "data row 1: column extra is not a JSON object: '{\"clock\": NaN}'"),
+        ("extra", '{"clock": 1e400}', "", "data row 1: column extra is not a JSON object: '{\"clock\": 1e400}'"),
+        ("extra", '{"clock": -Infinity}', "", "finite numbers only"),
     ],
 )
 def test_an_extra_object_that_cannot_be_unpacked_refuses_the_file(
