@@ -70,12 +70,12 @@ def thread_advice(led: Ledger, *, cluster: str, partition: str, kernel: str, n: 
     if results.empty:
         every = results_frame(led, campaign=scope.campaigns, usable_only=True, all_extras=False)
         known = ", ".join(sorted(set(every["cluster"].astype(str)))) or "none"
-        raise BadInputError(f"no usable results for cluster {cluster!r} in {scope.lines[0][len('Covers: '):]}; "
+        raise BadInputError(f"no usable results for cluster {cluster!r} in {scope.covers}; "
                             f"clusters with results there: {known}")
     for col, value in (("partition", partition), ("kernel", kernel)):
         present = sorted(set(results[col].astype(str)))
         if value not in present:  # named with what was read: the latest campaign alone, by default
-            raise BadInputError(f"no results for {col} {value!r} on {cluster} in {scope.lines[0][len('Covers: '):]}; "
+            raise BadInputError(f"no results for {col} {value!r} on {cluster} in {scope.covers}; "
                                 f"measured there: {', '.join(present)}")
         results = results[results[col] == value]
     judged = None

@@ -24,6 +24,7 @@ from campaign.plumbing.errors import BadInputError
 class Scope:
     campaigns: list[str] | None  # None: every campaign and imported rows, pooled on purpose
     how: str  # "latest", "chosen" or "all"
+    covers: str = ""  # what it covers, in words (the header's first line: `Covers: ...`)
     lines: list[str] = field(default_factory=list)  # the header lines
     # runs of an older identity left out (campaign.results.latest records)
     superseded: list[dict[str, object]] = field(default_factory=list)
@@ -61,6 +62,7 @@ def _header(s: object, led: Ledger, scope: Scope, names: list[str]) -> list[str]
         what = "campaign(s) " + ", ".join(covered)
     else:
         what = f"ALL campaigns pooled on purpose (--all): {', '.join(names) or 'none'}, plus imported rows"
+    scope.covers = what
     lines = [f"Covers: {what}", f"Ledger: {led.path}"]
     ids = [c.id for c in s.scalars(select(Campaign).where(Campaign.name.in_(covered)))]
     if ids:
