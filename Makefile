@@ -81,13 +81,16 @@ browser:
 # status is the first failure's. CAMPAIGN_REQUIRE_ALL=1: a skipped test
 # fails the run, but for the `cuda` ones on a machine without a GPU (tests/skips.py): green means it all ran.
 TEST_WORKERS ?= 4
+# The serial part collects only the modules that can hold a `serial` test (each marks its tests in its own
+# module, tests/parallel.py): collecting the whole suite again costs it about 10 CPU s.
+SERIAL_MODULES = $(shell grep -rlw --include='test_*.py' serial tests | sort)
 TEST_ENV := CAMPAIGN_REQUIRE_SLURM=1 CAMPAIGN_REQUIRE_POSTGRES=1 CAMPAIGN_REQUIRE_CHROMIUM=1 \
             CAMPAIGN_REQUIRE_CHARLIECLOUD=1 CAMPAIGN_REQUIRE_ALL=1
 test: setup slurm-up browser
 	@rc=0; alone=0; \
 	$(TEST_ENV) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
 	  --durations=25 -m "not serial" tests || rc=$$?; \
-	$(TEST_ENV) $(BIN)/python -m pytest -q --durations=13 -m serial tests || alone=$$?; \
+	$(TEST_ENV) $(BIN)/python -m pytest -q --durations=13 -m serial $(SERIAL_MODULES) || alone=$$?; \
 	[ $$rc != 0 ] || rc=$$alone; exit $$rc
 
 test-unit: setup

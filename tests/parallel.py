@@ -19,7 +19,9 @@ Why each rule:
   the run behind short Slurm tests).
 - `serial` tests break the shared test cluster for everyone (daemons stopped,
   the node set DOWN) or assert wall-clock bounds that other workers would
-  disturb: `make test` runs them in a second pytest, alone.
+  disturb: `make test` runs them in a second pytest, alone, which collects only
+  the modules whose source names `serial` (so a module marks its own serial
+  tests; no conftest or hook here marks one).
 - Every session gets its own lock file for timed local jobs
   (CAMPAIGN_LOCAL_LOCK): workers (and other users of the machine) would
   otherwise queue behind one machine-wide lock; no test asserts a timing value,
