@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from typing import Any
 
 from sqlalchemy import Connection
@@ -28,6 +29,8 @@ JOURNAL_MODES = ("DELETE", "TRUNCATE", "PERSIST", "WAL")
 # pg_advisory_xact_lock key of the ledger-wide transaction lock ("campaign" in ASCII).
 PG_LOCK_KEY = 0x63616D706169676E
 READ_OPTION = "campaign_read_only"
+# A writer waits for the write lock in slices this long, with Python running between them (see _begin_write)
+WAIT_SLICE_MS = 100
 
 
 def journal_mode() -> str:
@@ -66,7 +69,39 @@ def on_begin(conn: Connection) -> None:
     # Read-only sessions BEGIN DEFERRED: they only take SHARED locks, so they
     # neither queue behind one another nor starve a writer, whose PENDING lock
     # at commit keeps new readers out until it is done.
-    conn.exec_driver_sql("BEGIN" if _reading(conn) else "BEGIN IMMEDIATE")
+    if _reading(conn):
+        conn.exec_driver_sql("BEGIN")
+    else:
+        _begin_write(conn)
+
+
+def _begin_write(conn: Connection) -> None:
+    """BEGIN IMMEDIATE, waiting up to the busy timeout for another writer.
+
+    Why in slices: SQLite's own busy wait sleeps in C, where no Python signal
+    handler runs, so a Ctrl-C (or scancel's SIGTERM) of a command queued
+    behind another writer (a long import, a colleague's sync) took effect only
+    when the whole timeout had passed, a minute later. Between slices the
+    handlers run: the command stops at once. The last try goes through
+    SQLAlchemy, so a ledger still locked at the deadline (or any other
+    failure) raises what it always raised."""
+    raw = conn.connection.driver_connection
+    if not isinstance(raw, sqlite3.Connection):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        return
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    raw.execute(f"PRAGMA busy_timeout = {WAIT_SLICE_MS}")
+    try:
+        while time.monotonic() < deadline:
+            try:
+                raw.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF != sqlite3.SQLITE_BUSY:
+                    break  # not a lock: the last try raises it as SQLAlchemy wraps it
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    finally:
+        raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
 def on_begin_pg(conn: Connection) -> None:
