@@ -41,11 +41,14 @@ def roofline(df: pd.DataFrame, partitions: pd.DataFrame | None) -> pd.DataFrame:
     keyed = s[group_columns(s) + ["n", "threads", "median_s", "flops", "bytes"]].copy()
     keyed["_k_cluster"] = keyed["cluster"].astype("str")
     keyed["_k_partition"] = keyed["partition"].astype("str")
-    merged = keyed.merge(facts.rename(columns={"cluster": "_k_cluster",
-                                               "partition": "_k_partition"}),
-                         on=["_k_cluster", "_k_partition"], how="left")
-    dtype = (merged["dtype"].astype(object).fillna("fp32") if "dtype" in merged
-             else pd.Series("fp32", index=merged.index))
+    merged = keyed.merge(
+        facts.rename(columns={"cluster": "_k_cluster", "partition": "_k_partition"}),
+        on=["_k_cluster", "_k_partition"],
+        how="left",
+    )
+    dtype = (
+        merged["dtype"].astype(object).fillna("fp32") if "dtype" in merged else pd.Series("fp32", index=merged.index)
+    )
     peak = np.full(len(merged), np.nan)
     for name, column in _PEAK_COLUMN.items():
         rows = (dtype == name).to_numpy()
@@ -64,8 +67,9 @@ def roofline(df: pd.DataFrame, partitions: pd.DataFrame | None) -> pd.DataFrame:
         out["frac_peak_flops"] = out["flops_per_s"] / peak
         out["frac_mem_bw"] = out["bytes_per_s"] / bw
         out["roof_flops"] = np.fmin(peak, out["intensity"].to_numpy() * bw)
-        # fmin ignores one NaN; the roof needs both ceilings.
-        out.loc[np.isnan(peak) | np.isnan(bw), "roof_flops"] = np.nan
+        # fmin ignores one NaN; the roof needs both ceilings, and a FLOP rate to be a roof of (a copy
+        # benchmark's bytes alone have none); FLOPs without bytes have the peak alone (intensity unknown).
+        out.loc[np.isnan(peak) | np.isnan(bw) | np.isnan(fl), "roof_flops"] = np.nan
         out["frac_roof"] = out["flops_per_s"] / out["roof_flops"]
     out["above_ceiling"] = above_ceiling(out["frac_peak_flops"]) | above_ceiling(out["frac_mem_bw"])
     return out.reset_index(drop=True)
