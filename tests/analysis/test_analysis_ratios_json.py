@@ -11,7 +11,7 @@ import pytest
 
 from analysis import METRIC_KEYS, all_metrics, metrics_json, variant_ratio
 from analysis.ratios import ratios
-from analysis.roofline import roofline
+from analysis.roofline import peak_field, roofline
 from analysis.schema import group_columns
 
 RowMaker = Callable[..., pd.DataFrame]
@@ -164,3 +164,16 @@ def test_to_records_is_json_safe() -> None:
         {"n_at": None, "d": None, "ratio": 0.25, "flag": False, "label": None, "obj": 3},
     ]
     assert isinstance(to_records(frame)[0]["n_at"], int)
+
+
+def test_fp16_ceiling_is_its_own_where_declared(rows: RowMaker, partitions: pd.DataFrame) -> None:
+    """fp16 and bf16 tensor rates differ on some GPUs (AMD MI100: 184.6 vs 92.3
+    TFLOP/s): a partition's peak_flops_fp16 is fp16's ceiling, else bf16's is."""
+    fp16 = rows({(1, 1024): 1e-3}, dtype="fp16")
+    assert roofline(fp16, partitions).iloc[0]["peak_flops"] == 8e12  # no fp16 ceiling: bf16's
+    mi100 = partitions.assign(peak_flops_fp16=16e12)
+    out = roofline(fp16, mi100).iloc[0]
+    assert out["peak_flops"] == 16e12
+    assert out["frac_peak_flops"] == pytest.approx(4 * 1024 * 1024 * 64 / 1e-3 / 16e12)
+    assert roofline(rows({(1, 1024): 1e-3}, dtype="bf16"), mi100).iloc[0]["peak_flops"] == 8e12
+    assert peak_field("fp16") == "peak_flops_fp16" and peak_field("bf16") == "peak_flops_bf16"
