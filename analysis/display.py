@@ -16,10 +16,15 @@ from datetime import UTC, datetime, timezone
 import numpy as np
 import pandas as pd
 
-_TIME_UNITS: tuple[tuple[str, float], ...] = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6),
-                                               ("ns", 1e-9))
-_RATE_PREFIXES: tuple[tuple[str, float], ...] = (("P", 1e15), ("T", 1e12), ("G", 1e9),
-                                                 ("M", 1e6), ("k", 1e3), ("", 1.0))
+_TIME_UNITS: tuple[tuple[str, float], ...] = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+_RATE_PREFIXES: tuple[tuple[str, float], ...] = (
+    ("P", 1e15),
+    ("T", 1e12),
+    ("G", 1e9),
+    ("M", 1e6),
+    ("k", 1e3),
+    ("", 1.0),
+)
 
 
 def finite(value: object) -> bool:
@@ -125,11 +130,14 @@ def percent(value: object) -> str:
     return f"{sig(100.0 * float(value), 2)}%"  # type: ignore[arg-type]
 
 
-def interval(lo: object, hi: object, fmt: str = "{:.2f}") -> str:
-    """'[lo, hi]' or '' when either bound is missing (e.g. a two-point fit)."""
+def interval(lo: object, hi: object, fmt: str | None = None) -> str:
+    """'[lo, hi]' or '' when either bound is missing (e.g. a two-point fit); by
+    default at the precision `sig` prints the estimate with, so that a narrow
+    interval never reads as one the estimate lies outside (0.899 [0.90, 0.90])."""
     if not (finite(lo) and finite(hi)):
         return ""
-    return "[" + fmt.format(float(lo)) + ", " + fmt.format(float(hi)) + "]"  # type: ignore[arg-type]
+    bounds = [float(lo), float(hi)]  # type: ignore[arg-type]
+    return "[" + ", ".join(sig(b) if fmt is None else fmt.format(b) for b in bounds) + "]"
 
 
 def size(n: object) -> str:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from analysis.schema import group_columns
 from analysis.summary import ALLOC_COLUMN
-from analysis.threads import _CELL, _overlap, _with_gid
+from analysis.threads import _CELL, _with_gid, _within_noise
 
 
 def facts_columns(partitions: pd.DataFrame | None, cols: list[str]) -> pd.DataFrame:
@@ -26,10 +26,8 @@ def facts_columns(partitions: pd.DataFrame | None, cols: list[str]) -> pd.DataFr
     """
     keys = ["cluster", "partition"]
     if partitions is None or len(partitions) == 0:
-        return pd.DataFrame({c: pd.Series(dtype=object if c in keys else float)
-                             for c in keys + cols})
-    facts = partitions.drop_duplicates(keys)[[c for c in keys + cols
-                                              if c in partitions.columns]].copy()
+        return pd.DataFrame({c: pd.Series(dtype=object if c in keys else float) for c in keys + cols})
+    facts = partitions.drop_duplicates(keys)[[c for c in keys + cols if c in partitions.columns]].copy()
     for col in cols:
         facts[col] = pd.to_numeric(facts[col], errors="coerce") if col in facts else np.nan
     for key in keys:
@@ -37,8 +35,7 @@ def facts_columns(partitions: pd.DataFrame | None, cols: list[str]) -> pd.DataFr
     return facts
 
 
-def numa_crossing(threads: np.ndarray, cores: np.ndarray,
-                  numa_domains: np.ndarray) -> np.ndarray:
+def numa_crossing(threads: np.ndarray, cores: np.ndarray, numa_domains: np.ndarray) -> np.ndarray:
     """True where going from T/2 to T threads passes an interior NUMA boundary.
 
     With c = cores/numa_domains, that is T/2 <= k*c < T for some k in
@@ -59,8 +56,9 @@ def used_cores(threads: np.ndarray, alloc: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(alloc), np.minimum(threads, alloc), threads)
 
 
-def numa_crossing_used(used_half: np.ndarray, used: np.ndarray, cores: np.ndarray,
-                       numa_domains: np.ndarray) -> np.ndarray:
+def numa_crossing_used(
+    used_half: np.ndarray, used: np.ndarray, cores: np.ndarray, numa_domains: np.ndarray
+) -> np.ndarray:
     """True where the cores in use grew from `used_half` to `used` across an
     interior NUMA boundary k*c (c = cores/numa_domains, k in 1..numa_domains-1)."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -86,19 +84,23 @@ def doubling_penalty(df: pd.DataFrame, partitions: pd.DataFrame | None) -> pd.Da
     """
     s = _with_gid(df)
     cols = _CELL + ["threads", "median_s", "ci_lo_s", "ci_hi_s"]
+    s["_row"] = np.arange(len(s))  # a point's place in s, for _within_noise
     alloc_cols = [ALLOC_COLUMN] if ALLOC_COLUMN in s.columns else []
-    upper = s[group_columns(s) + cols + alloc_cols]
+    upper = s[group_columns(s) + cols + alloc_cols + ["_row"]]
     upper = upper[upper["threads"] % 2 == 0].copy()
     upper["threads_half"] = upper["threads"] // 2
-    lower = s[cols].rename(columns={"threads": "threads_half", "median_s": "_t_half",
-                                    "ci_lo_s": "_lo_half", "ci_hi_s": "_hi_half"})
+    lower = s[[*_CELL, "threads", "median_s", "_row"]].rename(
+        columns={"threads": "threads_half", "median_s": "_t_half", "_row": "_row_half"}
+    )
     merged = upper.merge(lower, on=_CELL + ["threads_half"], how="inner")
     facts = facts_columns(partitions, ["cores", "numa_domains"])
     merged["_k_cluster"] = merged["cluster"].astype("str")
     merged["_k_partition"] = merged["partition"].astype("str")
-    merged = merged.merge(facts.rename(columns={"cluster": "_k_cluster",
-                                                "partition": "_k_partition"}),
-                          on=["_k_cluster", "_k_partition"], how="left")
+    merged = merged.merge(
+        facts.rename(columns={"cluster": "_k_cluster", "partition": "_k_partition"}),
+        on=["_k_cluster", "_k_partition"],
+        how="left",
+    )
     thr = merged["threads"].to_numpy(dtype=float)
     cores = merged["cores"].to_numpy(dtype=float)
     numa = merged["numa_domains"].to_numpy(dtype=float)
@@ -115,7 +117,7 @@ def doubling_penalty(df: pd.DataFrame, partitions: pd.DataFrame | None) -> pd.Da
         node_cores = np.where(known, thr > alloc, node_cores)
     out["crosses_numa"] = node_numa & ~out["facts_missing"].to_numpy()
     out["crosses_cores"] = node_cores
-    out["within_noise"] = _overlap(merged["ci_lo_s"].to_numpy(), merged["ci_hi_s"].to_numpy(),
-                                   merged["_lo_half"].to_numpy(), merged["_hi_half"].to_numpy())
-    return out.sort_values(group_columns(s) + ["n", "threads"], kind="stable",
-                           na_position="last").reset_index(drop=True)
+    out["within_noise"] = _within_noise(s, merged["_row"].to_numpy(), merged["_row_half"].to_numpy())
+    return out.sort_values(group_columns(s) + ["n", "threads"], kind="stable", na_position="last").reset_index(
+        drop=True
+    )

@@ -28,10 +28,18 @@ def _with_gid(df: pd.DataFrame) -> pd.DataFrame:
     return summary
 
 
-def _overlap(lo_a: np.ndarray, hi_a: np.ndarray, lo_b: np.ndarray,
-             hi_b: np.ndarray) -> np.ndarray:
+def _overlap(lo_a: np.ndarray, hi_a: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray) -> np.ndarray:
     """True where two intervals overlap: the difference is inside the noise."""
     return (lo_a <= hi_b) & (lo_b <= hi_a)
+
+
+def _within_noise(s: pd.DataFrame, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Rows `a` and `b` of the summary `s` pairwise: their intervals overlap,
+    or either is a single repeat, whose interval [t, t] is none (it overlaps
+    nothing, yet shows no difference: a ratio on it is within_noise too)."""
+    lo, hi = s["ci_lo_s"].to_numpy(), s["ci_hi_s"].to_numpy()
+    single = s["repeats"].to_numpy() <= 1 if "repeats" in s.columns else np.zeros(len(s), dtype=bool)
+    return _overlap(lo[a], hi[a], lo[b], hi[b]) | single[a] | single[b]
 
 
 def speedup(df: pd.DataFrame) -> pd.DataFrame:
@@ -74,15 +82,14 @@ def best_threads(df: pd.DataFrame) -> pd.DataFrame:
     out["max_threads"] = thr[top]
     out["t_max_threads"] = t[top]
     out["max_thread_penalty"] = t[top] / t[best]
-    lo, hi = s["ci_lo_s"].to_numpy(), s["ci_hi_s"].to_numpy()
-    out["penalty_within_noise"] = _overlap(lo[top], hi[top], lo[best], hi[best])
+    out["penalty_within_noise"] = _within_noise(s, top, best)
     return out
 
 
 def _first_per_cell(order: np.ndarray, gid: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Row positions of the first row of each (gid, n) cell in `order`."""
     g, nn = gid[order], n[order]
-    first = np.r_[True, (g[1:] != g[:-1]) | (nn[1:] != nn[:-1])][:len(order)]  # none without rows
+    first = np.r_[True, (g[1:] != g[:-1]) | (nn[1:] != nn[:-1])][: len(order)]  # none without rows
     return order[first]
 
 
@@ -121,8 +128,10 @@ def first_crossings(s: pd.DataFrame, axis: str) -> pd.DataFrame:
     or a frame without the column: by a lower one). Output: `_gid`, `a`, `b`,
     `crossed`, `n_before`, `n_at`, `within_noise`, one row per pair."""
     cols = _CELL + [axis, "median_s", "ci_lo_s", "ci_hi_s"]
-    points = s[cols].assign(_higher=s["higher_is_better"].to_numpy(bool) if "higher_is_better" in s.columns
-                            else False)
+    points = s[cols].assign(
+        _row=np.arange(len(s)),
+        _higher=s["higher_is_better"].to_numpy(bool) if "higher_is_better" in s.columns else False,
+    )
     pairs = points.merge(points.drop(columns="_higher"), on=_CELL, suffixes=("_a", "_b"))
     pairs = pairs[pairs[f"{axis}_a"] < pairs[f"{axis}_b"]]
     if pairs.empty:
@@ -141,10 +150,17 @@ def first_crossings(s: pd.DataFrame, axis: str) -> pd.DataFrame:
     n_at = np.where(crossed, n[safe], np.nan)
     has_prev = crossed & (safe > starts)
     n_before = np.where(has_prev, n[np.maximum(safe - 1, 0)], np.nan)
-    lo_a, hi_a = pairs["ci_lo_s_a"].to_numpy(), pairs["ci_hi_s_a"].to_numpy()
-    lo_b, hi_b = pairs["ci_lo_s_b"].to_numpy(), pairs["ci_hi_s_b"].to_numpy()
-    noise = _overlap(lo_a[safe], hi_a[safe], lo_b[safe], hi_b[safe]) & crossed
+    rows_a, rows_b = pairs["_row_a"].to_numpy(), pairs["_row_b"].to_numpy()
+    noise = _within_noise(s, rows_a[safe], rows_b[safe]) & crossed
     heads = pairs.iloc[starts]
-    return pd.DataFrame({"_gid": heads["_gid"].to_numpy(), "a": heads[f"{axis}_a"].to_numpy(),
-                         "b": heads[f"{axis}_b"].to_numpy(), "crossed": crossed, "n_before": n_before,
-                         "n_at": n_at, "within_noise": noise})
+    return pd.DataFrame(
+        {
+            "_gid": heads["_gid"].to_numpy(),
+            "a": heads[f"{axis}_a"].to_numpy(),
+            "b": heads[f"{axis}_b"].to_numpy(),
+            "crossed": crossed,
+            "n_before": n_before,
+            "n_at": n_at,
+            "within_noise": noise,
+        }
+    )

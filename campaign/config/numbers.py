@@ -41,6 +41,7 @@ MEMORY_MAX_GB = 1e5  # 100 TB: above any node's memory
 CEILINGS = {
     "peak_flops_fp32": Bound("FLOP/s", 0, 1e18, low_allowed=False),
     "peak_flops_bf16": Bound("FLOP/s", 0, 1e18, low_allowed=False),
+    "peak_flops_fp16": Bound("FLOP/s", 0, 1e18, low_allowed=False),
     "mem_bw": Bound("bytes/s", 0, 1e16, low_allowed=False),
 }
 PARTITION = {

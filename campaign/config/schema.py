@@ -23,6 +23,7 @@ class Ceilings:
 
     peak_flops_fp32: float | None = None  # FLOP/s
     peak_flops_bf16: float | None = None  # FLOP/s (dense, tensor cores on GPUs)
+    peak_flops_fp16: float | None = None  # FLOP/s where fp16's rate is not bf16's (AMD MI100: twice); absent: bf16's
     mem_bw: float | None = None  # bytes/s
     source: str = ""  # "measured <how>" or "datasheet <where>": reports print it
 
@@ -81,8 +82,12 @@ class ChargingSpec:
 
 
 # container.runtime -> the command that runs it (campaign.planning.run_env renders each)
-CONTAINER_RUNTIMES = {"apptainer": "apptainer", "singularity": "singularity", "podman": "podman",
-                      "charliecloud": "ch-run"}
+CONTAINER_RUNTIMES = {
+    "apptainer": "apptainer",
+    "singularity": "singularity",
+    "podman": "podman",
+    "charliecloud": "ch-run",
+}
 
 
 @dataclass

@@ -14,7 +14,8 @@ an imported row's source is its import); `campaign` is dropped where the
 rows go to a named campaign (`import --campaign`), else kept in the extra
 object as the only record of where the row came from; a grid column is dropped where its value
 is the row's `params` value of its key (a column that says something else
-stays).
+stays). A row that names a figure (`metric`) and whose params lack its
+`metric=` pair gets it, as a job's row has it.
 """
 
 from __future__ import annotations
@@ -59,7 +60,19 @@ def own_extra(row: dict[str, Any], named: bool, where: str, number: int) -> dict
                 f"{where}: data row {number}: column {clash[0]!r} is also a key of its extra object; give it once"
             )
         extra.update(inner)
-    return extra or None
+    return _named_figure(extra) or None
+
+
+def _named_figure(extra: dict[str, Any]) -> dict[str, Any]:
+    """A row that names a figure has it in its params, as a job's row
+    (campaign.results.job_rows._with_metric): every view tells a
+    configuration's figures apart by that pair, so without it a CSV's
+    bandwidth and latency rows were one time point of twice the repeats
+    and no figure was reported."""
+    metric, params = extra.get(FIGURE_KEY), str(extra.get("params") or "")
+    if metric in (None, "") or any(key == FIGURE_KEY for key, _ in pairs(params)):
+        return extra
+    return {**extra, "params": f"{params},{FIGURE_KEY}={metric}" if params else f"{FIGURE_KEY}={metric}"}
 
 
 def _same(cell: Any, value: str) -> bool:

@@ -62,6 +62,7 @@ def partition_facts_frame(specs: dict[str, ClusterSpec]) -> Any:
                     per_core,
                     fact(c.peak_flops_fp32, CEILINGS["peak_flops_fp32"]),
                     fact(c.peak_flops_bf16, CEILINGS["peak_flops_bf16"]),
+                    fact(c.peak_flops_fp16, CEILINGS["peak_flops_fp16"]),
                     fact(c.mem_bw, CEILINGS["mem_bw"]),
                 ]
             )

@@ -26,6 +26,7 @@ FLOATS = (
     "ceilings.mem_bw",
     "ceilings.peak_flops_fp32",
     "ceilings.peak_flops_bf16",
+    "ceilings.peak_flops_fp16",
     "memory_gb",
     "usable_mem_gb",
     "mem_gb",
