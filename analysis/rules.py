@@ -236,8 +236,19 @@ def _floats(text: pa.Array, blank: pa.Array, col: Column, required: bool, judged
         if col.allow_nan and not imported:  # a nan is a missing value here, not a number out of range
             out_of_range = pc.and_(out_of_range, pc.invert(nan))
     missing = nan if required and col.allow_nan else None
+    outside = None  # (where the rule above passes: a finite number of the right sign)
+    if col.span is not None and not judged:
+        outside = pc.or_(pc.less(values, col.span[0]), pc.greater(values, col.span[1]))
     return Checked(values, _rules((NOT_NUMBER, unread), (_range_rule(col), out_of_range),
-                                  (EMPTY, blank if required else None), (NAN_MISSING, missing)))
+                                  (_span_rule(col), outside), (EMPTY, blank if required else None),
+                                  (NAN_MISSING, missing)))
+
+
+def _span_rule(col: Column) -> str:
+    if col.span is None:
+        return ""
+    low, high = (f"{bound:g}".replace("e+0", "e").replace("e+", "e") for bound in col.span)
+    return f"must be from {low} to {high}{' ' + col.unit if col.unit else ''}, got {{value}}"
 
 
 def _range_rule(col: Column) -> str:

@@ -32,6 +32,7 @@ class Column:
     unit: str = ""
     minimum: int | None = None  # ints: the smallest allowed value
     positive: bool = False  # floats: > 0 (else >= 0)
+    span: tuple[float, float] | None = None  # floats: the closed range a value must lie in (TIME_SPAN_S)
     allow_nan: bool = False  # floats: a blank cell or "nan" is a missing value
     key: bool = False  # part of a row's natural key (configuration, n, repeat)
     tool: bool = False  # a column the tool driver (campaign.job.fom) writes into a tool-driven program's CSV
@@ -52,6 +53,10 @@ class Column:
 
 
 _TXT, _INT, _NUM = "string", "integer", "number"
+# What a repeat's time can be: a picosecond is below any timer's resolution and a billion seconds (31 years)
+# beyond any walltime. Times outside span no real run; inside, any two differ by at most 1e21, so every
+# ratio, speedup and exponent between them is a finite number (1e-320 beside 1e300 made them inf or 0).
+TIME_SPAN_S = (1e-12, 1e9)
 RESULT_SCHEMA: tuple[Column, ...] = (
     Column("attempt_id", "int", "the ledger's attempt that produced the row (NULL for imported rows)"),
     Column("campaign_id", "int", "the campaign an imported row was imported into (`import --campaign`)"),
@@ -84,7 +89,7 @@ RESULT_SCHEMA: tuple[Column, ...] = (
            group=8, tool=True),
     Column("repeat", "int", "timed repeat, from 0", _INT, kernel=REQUIRED, imported=REQUIRED, minimum=0, key=True, tool=True),
     Column("time_s", "float", "seconds of this repeat", _NUM, kernel=REQUIRED, imported=REQUIRED, unit="s",
-           positive=True, measured=1, tool=True),
+           positive=True, span=TIME_SPAN_S, measured=1, tool=True),
     Column("first_call_s", "float", "seconds of the first call (context creation, JIT), kept apart from the repeats",
            f"{_NUM} or null", where="extra", unit="s"),
     Column("metric", "text", "the figure of merit the row measures, for a program that reports one "

@@ -51,6 +51,10 @@ def test_a_float_cell_is_read_as_the_docs_say() -> None:
     ("time_s", "nan", True, "must be a positive finite number, got 'nan'"),
     ("time_s", "", True, "is empty"),
     ("time_s", "nan(1)", True, "is not a number: 'nan(1)'"),
+    # a time no run takes: beside 1e300, 1e-320 made every ratio, speedup and exponent inf or 0
+    ("time_s", "1e-320", True, "must be from 1e-12 to 1e9 s, got '1e-320'"),
+    ("time_s", "1.5e9", True, "must be from 1e-12 to 1e9 s, got '1.5e9'"),
+    ("time_s", "1e-12", True, None), ("time_s", "1e9", True, None),
     ("flops", "-inf", False, "must be a non-negative finite number, got '-inf'"),
     ("flops", "nan", False, None), ("flops", "NaN", True, "has no value: 'NaN'"), ("flops", "", False, None),
     ("flops", "0", True, None), ("bytes", "nan(2)", False, "is not a number: 'nan(2)'"),

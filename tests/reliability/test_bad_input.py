@@ -231,6 +231,11 @@ CASES: dict[str, Case] = {
         "time_s must be a positive finite number",
         bad_csv("bad.csv", replace_cell("time_s", "inf")),
     ),
+    "csv-time-no-run-takes": Case(
+        ("import", "{tmp}/bad.csv"),
+        "line 3: column time_s must be from 1e-12 to 1e9 s, got '1e-320'",
+        bad_csv("bad.csv", replace_cell("time_s", "1e-320")),
+    ),
     "csv-underscore-time": Case(
         ("import", "{tmp}/bad.csv"), "line 3: column time_s", bad_csv("bad.csv", replace_cell("time_s", "1_0.5"))
     ),

@@ -27,6 +27,7 @@ CELLS: list[tuple[str, str, Any]] = [
     ("time_s", "inf", "must be a positive finite number, got 'inf'"),
     ("time_s", "NaN", "must be a positive finite number, got 'NaN'"),
     ("time_s", "1e999", "must be a positive finite number, got '1e999'"),
+    ("time_s", "9e-13", "must be from 1e-12 to 1e9 s, got '9e-13'"), ("time_s", "1e9", 1e9),
     ("time_s", "1_0", "is not a number: '1_0'"), ("time_s", "1d5", "is not a number: '1d5'"),
     ("time_s", "\u00a00.5\u2003", 0.5), ("time_s", "", "is empty"),
     ("rel_err", "-1e-400", -0.0), ("rel_err", "-5", "must be a non-negative finite number, got '-5'"),
