@@ -66,13 +66,14 @@ def figure_ratios(results: pd.DataFrame, cluster: str | None = None) -> pd.DataF
     if not len(rows):
         return pd.DataFrame(columns=[*RATIO_COLUMNS, *FIGURE_COLUMNS])
     summary = summarize(rows)
-    with np.errstate(divide="ignore", invalid="ignore"):  # a zero figure: its ratio is made null below
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a zero figure: its ratio is made null below
         frames = [f for f in (ratios(summary, dimension) for dimension in DIMENSIONS) if len(f)]
     if not frames:
         return pd.DataFrame(columns=[*group_columns(summary), *RATIO_COLUMNS, *FIGURE_COLUMNS])
     out = name_figures(pd.concat(frames, ignore_index=True).rename(columns=VALUES), rows)
     a, b = out["value_a"].to_numpy(float), out["value_b"].to_numpy(float)
-    positive = (a > 0) & (b > 0) & np.isfinite(a) & np.isfinite(b)
+    # (a ratio past a double's range, 1e300 over 1e-300, is none either)
+    positive = (a > 0) & (b > 0) & np.isfinite(a) & np.isfinite(b) & np.isfinite(out["ratio"].to_numpy(float))
     for column in ("ratio", "ratio_lo", "ratio_hi"):
         out[column] = np.where(positive, out[column].to_numpy(float), np.nan)
     # which side is better needs no ratio: a zero or negative figure is told by its values (as compare does)

@@ -73,7 +73,7 @@ def scaling(frame: pd.DataFrame, axis: str) -> pd.DataFrame:
     value = med["value"].to_numpy(float)
     higher = med["higher_is_better"].to_numpy(bool)
     at = med[axis].to_numpy(float)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         speedup = np.where(higher, value / base_value, base_value / value)
         efficiency = speedup * base / at
         weak = np.array([axis != "threads" and is_weak(v, p) for v, p in
@@ -81,8 +81,9 @@ def scaling(frame: pd.DataFrame, axis: str) -> pd.DataFrame:
                         dtype=bool) & ~higher
         speedup = np.where(weak, speedup * at / base, speedup)
         efficiency = np.where(weak, base_value / value, efficiency)
-    # a ratio of a zero, a negative or an infinite value says nothing of scaling: none is made
-    ratio = (value > 0) & (base_value > 0) & np.isfinite(value) & np.isfinite(base_value)
+    # a ratio of a zero, a negative or an infinite value says nothing of scaling, nor one past a double's
+    # range (1e300 over 1e-300): none is made
+    ratio = (value > 0) & (base_value > 0) & np.isfinite(value) & np.isfinite(base_value) & np.isfinite(speedup)
     speedup, efficiency = np.where(ratio, speedup, np.nan), np.where(ratio, efficiency, np.nan)
     out = med.drop(columns=["_series", "ranks_per_node"])
     out["axis"], out["scaling"] = axis, np.where(weak, "weak", "strong")

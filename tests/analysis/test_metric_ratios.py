@@ -5,6 +5,7 @@ noise only where the medians' intervals part."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import pandas as pd
 import pytest
@@ -62,3 +63,10 @@ def test_a_cluster_ratio_concerns_both_clusters_and_makes_a_table() -> None:
 def test_rows_without_figures_give_no_ratio() -> None:
     rows = pd.DataFrame(_rows({("c", "a"): 1.0, ("c", "b"): 2.0})).drop(columns=["metric", "value", "unit"])
     assert figure_ratios(rows).empty
+
+
+def test_a_ratio_past_a_doubles_range_is_none_and_warns_nothing() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow warning went to a user's stderr
+        far = figure_ratios(pd.DataFrame(_rows({("c", "a"): 1e300, ("c", "b"): 1e-300}, spread=0.0))).iloc[0]
+    assert math.isnan(far["ratio"]) and far["better"] == "a"  # no ratio, but a is higher, beyond noise

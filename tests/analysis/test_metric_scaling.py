@@ -3,6 +3,9 @@ computed by hand: every metric in its own direction, no point pooled."""
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import pandas as pd
 import pytest
 
@@ -86,3 +89,15 @@ def test_a_program_without_a_size_scales_over_threads_and_has_no_exponent(typed:
     ranks = metric_scaling.scaling(frame, "ranks")
     assert set(ranks["speedup"].round(6)) == {1.0, 2.0}
     assert metric_scaling.exponents(frame).empty
+
+
+def test_a_speedup_past_a_doubles_range_is_none_and_warns_nothing() -> None:
+    """Figures of merit may be any finite number: 1e300 over 1e-300 overflows, and says nothing of scaling."""
+    rows = [{"threads": t, "metric": "r", "value": v, "unit": "u", "higher_is_better": "1", "repeat": k}
+            for t, v in ((1, 1e-300), (2, 1e300), (4, 2e-300)) for k in range(3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow warning went to a user's stderr
+        scale = metric_scaling.scaling(metric_frame(_rows(rows)), "threads")
+    got = {r["threads"]: r for r in scale.to_dict("records")}
+    assert math.isnan(got[2]["speedup"]) and math.isnan(got[2]["efficiency"])
+    assert got[4]["speedup"] == pytest.approx(2.0) and got[4]["efficiency"] == pytest.approx(0.5)
