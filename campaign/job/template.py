@@ -21,6 +21,7 @@ import os
 import re
 import shlex
 from pathlib import Path
+from typing import Any
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)\}")
 # What the run's shape gives every template, whatever the sweep (campaign.planning.byob.swept)
@@ -55,8 +56,14 @@ def shape_values(nodes: int, ranks_per_node: int, gpus: int) -> dict[str, str]:
     """The shape placeholders of a run of `nodes` x `ranks_per_node` ranks and `gpus` GPUs in all."""
     ranks = nodes * ranks_per_node
     p, q = process_grid(ranks)
-    return {"nodes": str(nodes), "ranks": str(ranks), "ranks_per_node": str(ranks_per_node), "gpus": str(gpus),
-            "grid_p": str(p), "grid_q": str(q)}
+    return {
+        "nodes": str(nodes),
+        "ranks": str(ranks),
+        "ranks_per_node": str(ranks_per_node),
+        "gpus": str(gpus),
+        "grid_p": str(p),
+        "grid_q": str(q),
+    }
 
 
 def script_argv(script: str, values: dict[str, str], name: str) -> list[str]:
@@ -64,6 +71,14 @@ def script_argv(script: str, values: dict[str, str], name: str) -> list[str]:
     or an unset variable, ends it with its code), placeholders shell-quoted;
     `name` is the script's $0 in its error messages."""
     return ["bash", "-eu", "-c", render(script, values, quote=True), name]
+
+
+def program_argv(spec: dict[str, Any], values: dict[str, str]) -> list[str]:
+    """The program of a tool-driven declaration at one point: its `script` as
+    one command, else its `argv` with each word rendered."""
+    if spec.get("script"):
+        return script_argv(spec["script"], values, spec["kernel"])
+    return [render(a, values) for a in spec["argv"]]
 
 
 def write_inputs(inputs: dict[str, str], values: dict[str, str], folder: Path) -> None:
