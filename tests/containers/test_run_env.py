@@ -94,6 +94,22 @@ def test_a_tool_driven_benchmark_keeps_its_driver_outside() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("runtime", "head"),
+    [
+        ("podman", ["podman", "run", "--workdir", "."]),
+        ("apptainer", ["apptainer", "exec", "--pwd", "."]),
+        ("singularity", ["singularity", "exec", "--pwd", "."]),
+    ],
+)
+def test_every_runtime_starts_the_tool_in_the_drivers_folder(runtime: str, head: list[str]) -> None:
+    """podman would start the tool in the image's WORKDIR: each runtime names the folder with its own option."""
+    spec = ContainerSpec(runtime=runtime, image="localhost/bench")
+    driver = ["/venv/bin/python", "-m", "campaign.job.fom", json.dumps({"argv": ["mbw"]}), "--n", "4"]
+    wrapped = json.loads(run_env.wrap(_identity(spec), BINDS, [], driver)[3])
+    assert wrapped["wrap"][: len(head)] == head and wrapped["wrap_cwd"] == len(head) - 1
+
+
 def test_a_file_image_is_identified_by_its_sha256_and_a_tag_is_unpinned(tmp_path: Path) -> None:
     import hashlib
 
