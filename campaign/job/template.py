@@ -23,6 +23,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from campaign.job.shell_quoting import ANSI, DOUBLE, HEREDOC, HEREDOC_QUOTED, SINGLE, quoting
+
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)\}")
 # What the run's shape gives every template, whatever the sweep (campaign.planning.byob.swept)
 SHAPE_PARAMS = ("nodes", "ranks", "ranks_per_node", "gpus", "grid_p", "grid_q")
@@ -37,10 +39,26 @@ def placeholders(text: str) -> list[str]:
 
 def render(text: str, values: dict[str, str], quote: bool = False) -> str:
     """`text` with each `{name}` replaced by its value; `quote`: each value
-    shell-quoted (a script's placeholders are words, never shell syntax)."""
-    fill = (lambda m: shlex.quote(values[m.group(1)])) if quote else (lambda m: values[m.group(1)])
-    out = _PLACEHOLDER.sub(fill, text.replace("{{", "\x00").replace("}}", "\x01"))
+    quoted for the shell quoting it stands in (campaign.job.shell_quoting), so
+    a script's placeholder is its value as it is, never shell syntax."""
+    braced = text.replace("{{", "\x00").replace("}}", "\x01")
+    where = quoting(braced) if quote else []
+    fill = (lambda m: _quoted(values[m.group(1)], where[m.start()])) if quote else (lambda m: values[m.group(1)])
+    out = _PLACEHOLDER.sub(fill, braced)
     return out.replace("\x00", "{").replace("\x01", "}")
+
+
+def _quoted(value: str, where: str) -> str:
+    """`value` written so that bash reads it back as it is, where it stands."""
+    if where == DOUBLE:
+        return re.sub(r'([\\$`"])', r"\\\1", value)
+    if where == SINGLE:
+        return value.replace("'", "'\\''")
+    if where == ANSI:
+        return value.replace("\\", "\\\\").replace("'", "\\'")
+    if where == HEREDOC:
+        return re.sub(r"([\\$`])", r"\\\1", value)
+    return value if where == HEREDOC_QUOTED else shlex.quote(value)
 
 
 def process_grid(ranks: int) -> tuple[int, int]:
