@@ -53,15 +53,20 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         sys.stdout.write(api.composed_yaml(args.overrides))
         return 0
     if args.dry_run:
-        reports = api.dry_run_all(args.overrides, args.ledger or api.default_ledger_path(),
-                                  preflight=not args.no_preflight)
+        reports = api.dry_run_all(
+            args.overrides, args.ledger or api.default_ledger_path(), preflight=not args.no_preflight
+        )
         for rep in reports:
             for i, script in enumerate(rep.scripts):
                 print(f"# ---- job script {i + 1}/{len(rep.scripts)} ----")
                 print(script, end="" if script.endswith("\n") else "\n")
             held = f" ({rep.existing} already in the ledger: a submit skips them)" if rep.existing else ""
-            print(f"# campaign {rep.campaign}: {rep.planned} runs{held}, {len(rep.scripts)} job script(s); "
-                  "nothing submitted")
+            print(
+                f"# campaign {rep.campaign}: {rep.planned} runs{held}, {len(rep.scripts)} job script(s); "
+                "nothing submitted"
+            )
+            for line in rep.why_new:
+                print(f"# {line}")
             for line in rep.skipped:
                 print(f"# skipped: {line}")
             for line in rep.notes:
@@ -77,21 +82,36 @@ def cmd_submit(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     groups = api.prepare_campaigns(args.overrides, args.ledger or api.default_ledger_path())
     led = ledger(args)
     quiet = args.quiet or args.format == "json"  # JSON: nothing but the document on stdout
-    reports = api.submit_all(args.overrides, groups, led, force=args.force, progress=progress_printer(quiet),
-                             preflight=not args.no_preflight)
+    reports = api.submit_all(
+        args.overrides, groups, led, force=args.force, progress=progress_printer(quiet), preflight=not args.no_preflight
+    )
     if args.format == "json":
-        write_json([{"campaign": r.campaign, "planned": r.planned, "existing": r.existing,
-                     "submitted": [{"job_id": j, "run": label} for j, label in r.submitted],
-                     "skipped": r.skipped, "notes": r.notes, "recovered": r.recovered, "why_new": r.why_new,
-                     "failed": [{"job_id": j, "state": st} for j, st in r.failed],
-                     "counts": r.sync.counts if r.sync is not None else None} for r in reports])
+        write_json(
+            [
+                {
+                    "campaign": r.campaign,
+                    "planned": r.planned,
+                    "existing": r.existing,
+                    "submitted": [{"job_id": j, "run": label} for j, label in r.submitted],
+                    "skipped": r.skipped,
+                    "notes": r.notes,
+                    "recovered": r.recovered,
+                    "why_new": r.why_new,
+                    "failed": [{"job_id": j, "state": st} for j, st in r.failed],
+                    "counts": r.sync.counts if r.sync is not None else None,
+                }
+                for r in reports
+            ]
+        )
         if args.wait:
             return watch_jobs(args, led, [r.campaign for r in reports], quiet=True)
         return EXIT_JOBS_FAILED if any(r.failed for r in reports) else 0
     con = console()
     for rep in reports:
-        con.print(f"campaign {rep.campaign}: {rep.planned} runs planned, {rep.existing} already in the ledger, "
-                  f"{len(rep.submitted)} submitted (ledger {led.path})")
+        con.print(
+            f"campaign {rep.campaign}: {rep.planned} runs planned, {rep.existing} already in the ledger, "
+            f"{len(rep.submitted)} submitted (ledger {led.path})"
+        )
         for line in rep.skipped:
             con.print(f"  skipped: {line}")
         for line in rep.notes:

@@ -29,7 +29,13 @@ from campaign.commands.attempts import (
 )
 from campaign.commands.chain_gate import gate
 from campaign.commands.claims import claimed, notice
-from campaign.commands.submit_record import get_or_create_campaign, record_provenance, record_runs, refuse_imported
+from campaign.commands.submit_record import (
+    get_or_create_campaign,
+    new_reasons,
+    record_provenance,
+    record_runs,
+    refuse_imported,
+)
 from campaign.commands.sync import SyncReport, sync
 from campaign.commands.waiting import failed_among
 from campaign.config import RootConfig, load_config
@@ -73,8 +79,9 @@ def campaign_dir(cfg: RootConfig, ledger_path: Path) -> Path:
     return _workdir_root(cfg.campaign.workdir, ledger_path) / campaign_name(cfg)
 
 
-def _prepare(overrides: Sequence[str], ledger_path: Path,
-             configs: Sequence[RootConfig] | None = None) -> tuple[RootConfig, Plan, str, Path]:
+def _prepare(
+    overrides: Sequence[str], ledger_path: Path, configs: Sequence[RootConfig] | None = None
+) -> tuple[RootConfig, Plan, str, Path]:
     """Config, plan, campaign name and job folder: the same for a dry run and a submit.
     `configs`: the composed members of one campaign's sweep (campaign.commands.multirun);
     their runs are planned together, one run per key."""
@@ -89,23 +96,28 @@ def _prepare(overrides: Sequence[str], ledger_path: Path,
         p.runs += [r for r in more.runs if r.key not in keys]
         p.skipped += [line for line in more.skipped if line not in p.skipped]
     if len(members) > 1:
-        p.runs.sort(key=lambda r: r.replicate)  # the members' replicate rounds merged (stable: each round's shuffle kept)
+        p.runs.sort(
+            key=lambda r: r.replicate
+        )  # the members' replicate rounds merged (stable: each round's shuffle kept)
         cfg.__dict__["_resolved_yaml"] = "---\n".join(resolved_yaml(c) for c in members)  # provenance: all members
     name = campaign_name(cfg)
     root = _workdir_root(cfg.campaign.workdir, ledger_path)
     return cfg, p, name, check_under(root / name, root, "campaign.name")
 
 
-def dry_run(overrides: Sequence[str], ledger_path: Path,
-            configs: Sequence[RootConfig] | None = None, *, preflight: bool = True) -> SubmitReport:
+def dry_run(
+    overrides: Sequence[str], ledger_path: Path, configs: Sequence[RootConfig] | None = None, *, preflight: bool = True
+) -> SubmitReport:
     """Plan and render the job scripts (with the preflight chain: build,
     preflight, then the arrays with their dependency flags) and the cost
     estimate; writes nothing (an existing ledger is only read, to mark the
     runs a submit would skip)."""
     cfg, p, name, camp_dir = _prepare(overrides, ledger_path, configs)
-    reqs = job_requests(cfg.cluster, name, [(i + 1, r, attempt_folder(camp_dir, r.key, 1)) for i, r in enumerate(p.runs)])
+    reqs = job_requests(
+        cfg.cluster, name, [(i + 1, r, attempt_folder(camp_dir, r.key, 1)) for i, r in enumerate(p.runs)]
+    )
     backend = get_backend(cfg.cluster, camp_dir, cfg.campaign.python)
-    existing = _existing_keys(ledger_path, name)
+    existing, reasons = _existing(ledger_path, name, p.runs)
     in_ledger = sum(1 for r in p.runs if r.key in existing)  # shown, and skipped by a submit
     arrays: dict[str, int] = {}
     for batch in backend.batches([r for r in reqs if r.run.key not in existing]):
@@ -116,11 +128,27 @@ def dry_run(overrides: Sequence[str], ledger_path: Path,
         new = [r for r in reqs if r.run.key not in existing]
         sent = chain.plan_chains(cfg.cluster, backend.name, name, camp_dir, _kernel_bin(cfg), new) if new else []
         charges = estimate(cfg.cluster, p.runs, arrays, existing, chain.step_costs(sent))
-        return SubmitReport(name, len(p.runs), in_ledger, skipped=p.skipped, scripts=chain.render(backend, chains),
-                            charges=charges, notes=unhonoured(cfg, p))
+        return SubmitReport(
+            name,
+            len(p.runs),
+            in_ledger,
+            skipped=p.skipped,
+            scripts=chain.render(backend, chains),
+            charges=charges,
+            notes=unhonoured(cfg, p),
+            why_new=reasons,
+        )
     charges = estimate(cfg.cluster, p.runs, arrays, existing)
-    return SubmitReport(name, len(p.runs), in_ledger, skipped=p.skipped, scripts=backend.render(reqs),
-                        charges=charges, notes=unhonoured(cfg, p))
+    return SubmitReport(
+        name,
+        len(p.runs),
+        in_ledger,
+        skipped=p.skipped,
+        scripts=backend.render(reqs),
+        charges=charges,
+        notes=unhonoured(cfg, p),
+        why_new=reasons,
+    )
 
 
 def unhonoured(cfg: RootConfig, p: Plan) -> list[str]:
@@ -134,22 +162,29 @@ def unhonoured(cfg: RootConfig, p: Plan) -> list[str]:
     mods = [*c.modules, *(m for k, part in c.partitions.items() if k in used for m in part.modules)]
     if not mods:
         return []
-    return [f"the local backend loads no modules ({' '.join(mods)}): the jobs run in this shell's environment, "
-            f"so load them here before submitting (they stay part of each run's recorded identity)"]
+    return [
+        f"the local backend loads no modules ({' '.join(mods)}): the jobs run in this shell's environment, "
+        f"so load them here before submitting (they stay part of each run's recorded identity)"
+    ]
 
 
-def _existing_keys(ledger_path: Path, name: str) -> set[str]:
-    """Run keys of this campaign already in the ledger; none when there is no ledger."""
+def _existing(ledger_path: Path, name: str, runs: list[RunSpec]) -> tuple[set[str], list[str]]:
+    """Run keys of this campaign already in the ledger, and why the planned runs not among them are
+    new, as a submit would say it; none when there is no ledger."""
     if not ledger_path.exists():
-        return set()
+        return set(), []
     ledger = Ledger(ledger_path, create=False)
     try:
         with ledger.session() as s:
             camp = q.campaign_by_name(s, name)
             if camp is None:
-                return set()
+                return set(), []
             refuse_imported(camp)
-            return set(s.scalars(select(Run.key).where(Run.campaign_id == camp.id)))
+            keys = set(s.scalars(select(Run.key).where(Run.campaign_id == camp.id)))
+            fresh = [r for r in runs if r.key not in keys]
+            if not fresh or not keys:  # the runs' specs are read only where some run would be new
+                return keys, []
+            return keys, new_reasons(fresh, s.scalars(select(Run).where(Run.campaign_id == camp.id)))
     finally:
         ledger.close()
 
@@ -158,37 +193,58 @@ def _kernel_bin(cfg: RootConfig) -> str:
     return cfg.campaign.kernel_bin or ""
 
 
-def submit(overrides: Sequence[str], ledger: Ledger, *, force: bool = False,
-           progress: Progress | None = None, configs: Sequence[RootConfig] | None = None,
-           preflight: bool = True) -> SubmitReport:
+def submit(
+    overrides: Sequence[str],
+    ledger: Ledger,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+    configs: Sequence[RootConfig] | None = None,
+    preflight: bool = True,
+) -> SubmitReport:
     with gc_paused():
         cfg, p, name, camp_dir = _prepare(overrides, ledger.path, configs)
     # The local backend's submit runs the jobs and waits for them: the collector stays on there.
     with gc_paused() if not capabilities(cfg.cluster.backend).local else nullcontext():
-        return _submit(overrides, ledger, cfg, p, name, camp_dir, force=force, progress=progress,
-                       preflight=preflight)
+        return _submit(overrides, ledger, cfg, p, name, camp_dir, force=force, progress=progress, preflight=preflight)
 
 
-def _submit(overrides: Sequence[str], ledger: Ledger, cfg: RootConfig, p: Plan, name: str, camp_dir: Path, *,
-            force: bool, progress: Progress | None, preflight: bool) -> SubmitReport:
+def _submit(
+    overrides: Sequence[str],
+    ledger: Ledger,
+    cfg: RootConfig,
+    p: Plan,
+    name: str,
+    camp_dir: Path,
+    *,
+    force: bool,
+    progress: Progress | None,
+    preflight: bool,
+) -> SubmitReport:
     check_node_local(cfg, [camp_dir, ledger.path])
     preflight = preflight and cfg.experiment.preflight
     # With the chain, the build job makes the native programs on the partition.
     # a containerised program is the image's: its path means nothing here
-    missing = [m for m in missing_programs([r for r in p.runs if not run_env.containerised(r.identity)])
-               if not (preflight and chain.native_program(m, _kernel_bin(cfg)))]
+    missing = [
+        m
+        for m in missing_programs([r for r in p.runs if not run_env.containerised(r.identity)])
+        if not (preflight and chain.native_program(m, _kernel_bin(cfg)))
+    ]
     if missing:
         raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
     # a missing image or runtime: refused before anything is recorded (runs share a few identities)
     shared = {id(r.identity): r for r in p.runs}.values()
     refusal = profiler_refusal(cfg, p.runs) or next(
-        (why for r in shared if (why := run_env.refusal(r.identity, cfg.cluster.backend))), None)
+        (why for r in shared if (why := run_env.refusal(r.identity, cfg.cluster.backend))), None
+    )
     if refusal:
         raise BadInputError(refusal)
     report = SubmitReport(name, len(p.runs), skipped=p.skipped, notes=unhonoured(cfg, p))
     # Read before the transaction: it runs `gcc --version`, `nvidia-smi`, hashes binaries.
     # each distinct program once (100,000 runs share a few: a stat per run costs ~0.2 s)
-    env = provenance.environment(cfg.cluster.build.cc, cfg.cluster.build.fc, list(dict.fromkeys(r.argv for r in p.runs)))
+    env = provenance.environment(
+        cfg.cluster.build.cc, cfg.cluster.build.fc, list(dict.fromkeys(r.argv for r in p.runs))
+    )
     # the user's programs (not built by the build job): real path and sha256, for the report's builds table
     env[programs.KEY] = programs.record(p.runs, lambda argv0: chain.native_program(argv0, _kernel_bin(cfg)))
     # the image digests, runtime versions and spack.lock hashes the runs carry, per partition: `compare` names a change
@@ -239,19 +295,28 @@ def profiler_refusal(cfg: RootConfig, runs: Sequence[RunSpec]) -> str | None:
         where = f"cluster {cluster.name} partition {part.name}"
         knob = f"cluster.partitions.{part.name}.profiler"
         if profile == "perf" and not part.profiler.perf_allowed:
-            return (f"experiment.profile=perf refused: {where} does not allow perf "
-                    f"(set {knob}.perf_allowed=true where the site permits hardware events)")
+            return (
+                f"experiment.profile=perf refused: {where} does not allow perf "
+                f"(set {knob}.perf_allowed=true where the site permits hardware events)"
+            )
         if not capabilities(cluster.backend).local:
             if not part.profiler.enabled:
-                return (f"experiment.profile={profile} refused: {where} has no enabled profiler: block "
-                        f"({knob}: enabled: true, ncu path or module, sbatch_extra, setup)")
+                return (
+                    f"experiment.profile={profile} refused: {where} has no enabled profiler: block "
+                    f"({knob}: enabled: true, ncu path or module, sbatch_extra, setup)"
+                )
             continue
         tool = part.profiler.ncu or None
         name = profile if profile == "perf" else "ncu"
-        found = tool if tool and os.path.isfile(tool) and os.access(tool, os.X_OK) else (
-            None if tool else shutil.which(name))
+        found = (
+            tool
+            if tool and os.path.isfile(tool) and os.access(tool, os.X_OK)
+            else (None if tool else shutil.which(name))
+        )
         if found is None:
             missing = f"{tool} does not exist" if tool else f"{name} is not on PATH"
-            return (f"experiment.profile={profile} refused: {missing} on this machine ({where}); "
-                    f"install it, set {knob}.ncu=<path>, or use experiment.profile=none")
+            return (
+                f"experiment.profile={profile} refused: {missing} on this machine ({where}); "
+                f"install it, set {knob}.ncu=<path>, or use experiment.profile=none"
+            )
     return None

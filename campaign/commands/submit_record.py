@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,24 +32,46 @@ from campaign.plumbing.errors import BadInputError
 from campaign.plumbing.states import JobState
 from campaign.results.store import IMPORT_BACKEND
 
-RUN_COLUMNS = ("campaign_id", "key", "kernel", "impl", "variant", "partition", "device", "dtype", "threads", "gpus",
-               "spec", "created_at", "named_by")
+RUN_COLUMNS = (
+    "campaign_id",
+    "key",
+    "kernel",
+    "impl",
+    "variant",
+    "partition",
+    "device",
+    "dtype",
+    "threads",
+    "gpus",
+    "spec",
+    "created_at",
+    "named_by",
+)
 
 
 def refuse_imported(camp: Campaign) -> None:
     """A campaign made by `import --campaign` holds only imported rows: jobs submitted into it
     would mix with them (compare and report would pool measured and imported numbers)."""
     if camp.backend == IMPORT_BACKEND:
-        raise BadInputError(f"campaign {camp.name!r} holds imported results (campaign import --campaign); "
-                            f"submit under another name with campaign.name=...")
+        raise BadInputError(
+            f"campaign {camp.name!r} holds imported results (campaign import --campaign); "
+            f"submit under another name with campaign.name=..."
+        )
 
 
 def get_or_create_campaign(s: Session, cfg: RootConfig, name: str, camp_dir: Path) -> Campaign:
     camp = q.campaign_by_name(s, name)
     if camp is None:
-        camp = Campaign(name=name, cluster=cfg.cluster.name, experiment=cfg.experiment.name,
-                        backend=cfg.cluster.backend, cluster_yaml=cluster_yaml(cfg.cluster),
-                        python=cfg.campaign.python or sys.executable, created_at=now(), workdir=str(camp_dir))
+        camp = Campaign(
+            name=name,
+            cluster=cfg.cluster.name,
+            experiment=cfg.experiment.name,
+            backend=cfg.cluster.backend,
+            cluster_yaml=cluster_yaml(cfg.cluster),
+            python=cfg.campaign.python or sys.executable,
+            created_at=now(),
+            workdir=str(camp_dir),
+        )
         s.add(camp)
         s.flush()
     elif camp.backend == IMPORT_BACKEND:
@@ -65,11 +87,17 @@ def get_or_create_campaign(s: Session, cfg: RootConfig, name: str, camp_dir: Pat
     return camp
 
 
-def record_provenance(s: Session, camp: Campaign, cfg: RootConfig, overrides: Sequence[str],
-                       env: dict[str, Any]) -> Provenance:
+def record_provenance(
+    s: Session, camp: Campaign, cfg: RootConfig, overrides: Sequence[str], env: dict[str, Any]
+) -> Provenance:
     info = provenance.collect(resolved_yaml(cfg))
-    prov = Provenance(campaign_id=camp.id, created_at=now(),
-                      command=shlex.join(["campaign", "submit", *overrides]), environment=env, **info)
+    prov = Provenance(
+        campaign_id=camp.id,
+        created_at=now(),
+        command=shlex.join(["campaign", "submit", *overrides]),
+        environment=env,
+        **info,
+    )
     s.add(prov)
     s.flush()
     return prov
@@ -82,8 +110,9 @@ def record_runs(
     Returns the attempts to submit, the count of runs already present, the
     attempts recorded by an earlier submit that never confirmed a job, and
     why the new runs are new (what changed against the ledger's runs)."""
-    existing = {r.key: r for r in s.scalars(select(Run).where(Run.campaign_id == camp.id)
-                                            .options(selectinload(Run.attempts)))}
+    existing = {
+        r.key: r for r in s.scalars(select(Run).where(Run.campaign_id == camp.id).options(selectinload(Run.attempts)))
+    }
     todo: list[tuple[int, RunSpec, str]] = []
     resumed: set[int] = set()
     present = 0
@@ -97,8 +126,11 @@ def record_runs(
         present += 1
         named.append(row.id)
         last = row.attempts[-1] if row.attempts else None
-        if last is not None and last.job_id is None and (not last.state.finished
-                                                         or last.state is JobState.NOT_SUBMITTED):
+        if (
+            last is not None
+            and last.job_id is None
+            and (not last.state.finished or last.state is JobState.NOT_SUBMITTED)
+        ):
             if orphaned(last):  # recorded by a process that is gone (or refused), job ID never recorded
                 reopen_unsubmitted(last)
                 todo.append((last.id, run, last.workdir))
@@ -112,9 +144,29 @@ def record_runs(
     # inside this same write transaction.
     if fresh:
         stamp = now()
-        q.insert_many(s, RUN_TABLE, RUN_COLUMNS, [
-            (camp.id, run.key, run.kernel, run.impl, run.variant, run.partition, run.device, run.dtype,
-             run.threads, run.gpus, run.to_json(), stamp, prov_id) for run in fresh])
+        q.insert_many(
+            s,
+            RUN_TABLE,
+            RUN_COLUMNS,
+            [
+                (
+                    camp.id,
+                    run.key,
+                    run.kernel,
+                    run.impl,
+                    run.variant,
+                    run.partition,
+                    run.device,
+                    run.dtype,
+                    run.threads,
+                    run.gpus,
+                    run.to_json(),
+                    stamp,
+                    prov_id,
+                )
+                for run in fresh
+            ],
+        )
         by_key = q.run_ids(s, camp.id)
         run_ids = [by_key[run.key] for run in fresh]
         rows = first_attempt_rows(zip(run_ids, fresh), camp_dir, prov_id)
@@ -122,7 +174,11 @@ def record_runs(
         by_run = q.first_attempt_ids(s, camp.id)
         folder = ATTEMPT_COLUMNS.index("workdir")
         todo += [(by_run[rid], run, row[folder]) for rid, run, row in zip(run_ids, fresh, rows)]
-    # against each configuration's latest run as the report reads it (named last, then newest: latest.find)
-    ordered = sorted(existing.values(), key=lambda r: (r.named_by or 0, r.id))
-    reasons = why_new(fresh, [r.spec for r in ordered]) if existing else []
-    return todo, present, resumed, reasons
+    return todo, present, resumed, new_reasons(fresh, existing.values())
+
+
+def new_reasons(fresh: list[RunSpec], existing: Iterable[Run]) -> list[str]:
+    """Why `fresh` runs are new (`N new run(s): ...`), each against its configuration's latest run in
+    the ledger as the report reads it (named last, then newest: latest.find); a dry run says the same."""
+    ordered = sorted(existing, key=lambda r: (r.named_by or 0, r.id))
+    return why_new(fresh, [r.spec for r in ordered]) if ordered else []

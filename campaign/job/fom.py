@@ -63,7 +63,7 @@ from campaign.job.procs import (
     wait_commands_end,
 )
 from campaign.job.rank import rank_output
-from campaign.job.template import render, script_argv, shape_values, write_inputs
+from campaign.job.template import program_argv, render, shape_values, write_inputs
 from resultschema.columns import TOOL_COLUMNS
 
 MODULE = DRIVER  # what the planner puts in a tool-driven program's place (this module)
@@ -116,14 +116,14 @@ def _run_once(
     invocation's value read again as this one's."""
     _clear_sources(spec, values, cwd, launch.ranks if launch is not None else 1)  # what no invocation set aside
     write_inputs(spec.get("inputs", {}), values, cwd)
-    program = (
-        script_argv(spec["script"], values, spec["kernel"])
-        if spec.get("script")
-        else [render(a, values) for a in spec["argv"]]
-    )
-    # `wrap`: the container the tool starts in (campaign.planning.run_env), its words taken as they are;
-    # the launcher, when launched, goes outside it (one container per rank)
-    argv = [*spec.get("wrap", ()), *program]
+    program = program_argv(spec, values)
+    # `wrap`: the container the tool starts in (campaign.planning.run_env), its words taken as they are
+    # but the one at `wrap_cwd`, the folder the tool starts in: this one; the launcher, when launched,
+    # goes outside it (one container per rank)
+    wrap = list(spec.get("wrap", ()))
+    if "wrap_cwd" in spec:
+        wrap[spec["wrap_cwd"]] = str(cwd)
+    argv = [*wrap, *program]
     env = {**os.environ, **{k: render(v, values) for k, v in spec.get("env", {}).items()}}
     out_path, err_path = cwd / f"{stem}.out", cwd / f"{stem}.err"
     if launch is not None:
@@ -287,11 +287,7 @@ def preview(argv: Sequence[str]) -> list[str]:
     spec = json.loads(argv[at + 2])
     contract, params, _check = parse_args(argv[at + 3 :])
     values = {**point_values(contract, params), "n": contract["n"].split(",")[0], "repeat": "0"}
-    program = (
-        script_argv(spec["script"], values, spec["kernel"])
-        if spec.get("script")
-        else [render(a, values) for a in spec["argv"]]
-    )
+    program = program_argv(spec, values)
     point = f"n={values['n']}, " if sized(spec, [int(v) for v in contract["n"].split(",")]) else ""
     lines = [f"argv at {point}repeat 0: {shlex.join(program)}"]
     for name, text in sorted(spec.get("inputs", {}).items()):

@@ -89,10 +89,13 @@ def rank_output(stem: str, rank: int, stream: str) -> Path:
 
 
 def _start(program: list[str], env: dict[str, str], stem: str | None, rank: int) -> subprocess.Popen[bytes]:
+    # the descriptors the launcher left open are the program's, as if it had started it: srun --mpi=pmi2
+    # and MPICH's mpiexec name an open socket in PMI_FD, and MPICH's MPI_Init talks PMI over it (closed,
+    # MPI_Init fails "Unable to write to PMI_fd"); this shim's own files are never inheritable (PEP 446)
     if not stem:
-        return subprocess.Popen(program, env=env)
+        return subprocess.Popen(program, env=env, close_fds=False)
     with open(rank_output(stem, rank, "out"), "wb") as out, open(rank_output(stem, rank, "err"), "wb") as err:
-        return subprocess.Popen(program, env=env, stdout=out, stderr=err)
+        return subprocess.Popen(program, env=env, stdout=out, stderr=err, close_fds=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

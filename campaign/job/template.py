@@ -21,6 +21,9 @@ import os
 import re
 import shlex
 from pathlib import Path
+from typing import Any
+
+from campaign.job.shell_quoting import ANSI, DOUBLE, HEREDOC, HEREDOC_QUOTED, SINGLE, quoting
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)\}")
 # What the run's shape gives every template, whatever the sweep (campaign.planning.byob.swept)
@@ -36,10 +39,26 @@ def placeholders(text: str) -> list[str]:
 
 def render(text: str, values: dict[str, str], quote: bool = False) -> str:
     """`text` with each `{name}` replaced by its value; `quote`: each value
-    shell-quoted (a script's placeholders are words, never shell syntax)."""
-    fill = (lambda m: shlex.quote(values[m.group(1)])) if quote else (lambda m: values[m.group(1)])
-    out = _PLACEHOLDER.sub(fill, text.replace("{{", "\x00").replace("}}", "\x01"))
+    quoted for the shell quoting it stands in (campaign.job.shell_quoting), so
+    a script's placeholder is its value as it is, never shell syntax."""
+    braced = text.replace("{{", "\x00").replace("}}", "\x01")
+    where = quoting(braced) if quote else []
+    fill = (lambda m: _quoted(values[m.group(1)], where[m.start()])) if quote else (lambda m: values[m.group(1)])
+    out = _PLACEHOLDER.sub(fill, braced)
     return out.replace("\x00", "{").replace("\x01", "}")
+
+
+def _quoted(value: str, where: str) -> str:
+    """`value` written so that bash reads it back as it is, where it stands."""
+    if where == DOUBLE:
+        return re.sub(r'([\\$`"])', r"\\\1", value)
+    if where == SINGLE:
+        return value.replace("'", "'\\''")
+    if where == ANSI:
+        return value.replace("\\", "\\\\").replace("'", "\\'")
+    if where == HEREDOC:
+        return re.sub(r"([\\$`])", r"\\\1", value)
+    return value if where == HEREDOC_QUOTED else shlex.quote(value)
 
 
 def process_grid(ranks: int) -> tuple[int, int]:
@@ -55,8 +74,14 @@ def shape_values(nodes: int, ranks_per_node: int, gpus: int) -> dict[str, str]:
     """The shape placeholders of a run of `nodes` x `ranks_per_node` ranks and `gpus` GPUs in all."""
     ranks = nodes * ranks_per_node
     p, q = process_grid(ranks)
-    return {"nodes": str(nodes), "ranks": str(ranks), "ranks_per_node": str(ranks_per_node), "gpus": str(gpus),
-            "grid_p": str(p), "grid_q": str(q)}
+    return {
+        "nodes": str(nodes),
+        "ranks": str(ranks),
+        "ranks_per_node": str(ranks_per_node),
+        "gpus": str(gpus),
+        "grid_p": str(p),
+        "grid_q": str(q),
+    }
 
 
 def script_argv(script: str, values: dict[str, str], name: str) -> list[str]:
@@ -64,6 +89,14 @@ def script_argv(script: str, values: dict[str, str], name: str) -> list[str]:
     or an unset variable, ends it with its code), placeholders shell-quoted;
     `name` is the script's $0 in its error messages."""
     return ["bash", "-eu", "-c", render(script, values, quote=True), name]
+
+
+def program_argv(spec: dict[str, Any], values: dict[str, str]) -> list[str]:
+    """The program of a tool-driven declaration at one point: its `script` as
+    one command, else its `argv` with each word rendered."""
+    if spec.get("script"):
+        return script_argv(spec["script"], values, spec["kernel"])
+    return [render(a, values) for a in spec["argv"]]
 
 
 def write_inputs(inputs: dict[str, str], values: dict[str, str], folder: Path) -> None:

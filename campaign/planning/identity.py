@@ -39,15 +39,32 @@ from campaign.planning.environment import job_env
 from campaign.planning.run_env import containerised, identity_items, resolve
 from campaign.planning.run_spec import RunSpec
 
-_VERSIONS = ("import sys, importlib.metadata as m\n"
-             "def v(p):\n    try: return m.version(p)\n    except Exception: return 'none'\n"
-             "print('python ' + sys.version.split()[0] + ' torch ' + v('torch'))")
+_VERSIONS = (
+    "import sys, importlib.metadata as m\n"
+    "def v(p):\n    try: return m.version(p)\n    except Exception: return 'none'\n"
+    "print('python ' + sys.version.split()[0] + ' torch ' + v('torch'))"
+)
 ABSENT = "absent"  # a program file that cannot be read here
 DRIVER_ENTRY = "program.driver"  # a tool-driven run's driver (campaign.job.fom), by its measurement protocol
 DRIVER_PROTOCOL = f"{fom.MODULE} protocol {fom.PROTOCOL}"
 # what a tool-driven run recorded of its driver before DRIVER_ENTRY: the interpreter's versions and our code
 _DRIVER_BEFORE = ("program.interpreter", f"program.{fom.MODULE}", f"program.{fom.MODULE.rsplit('.', 1)[0]}")
-COORDINATES = ("kernel", "impl", "variant", "partition", "threads", "gpus", "dtype", "device", "extra_args")
+# a run's configuration and shape: a new run is compared with the ledger's run at the same point, so its
+# reason says what changed there, never a shape it was not swept at (`nodes 2 -> 1` for a rebuilt program)
+COORDINATES = (
+    "kernel",
+    "impl",
+    "variant",
+    "partition",
+    "threads",
+    "gpus",
+    "dtype",
+    "device",
+    "extra_args",
+    "nodes",
+    "ranks_per_node",
+    "gpus_per_rank",
+)
 
 
 def _file_hash(path: str, cache: dict[str, str]) -> str:
@@ -87,8 +104,9 @@ def _interpreter(python: str, cache: dict[str, str]) -> str:
     return cache[key]
 
 
-def program_identity(argv: tuple[str, ...], identity: list[tuple[str, str]],
-                     cache: dict[str, str]) -> list[tuple[str, str]]:
+def program_identity(
+    argv: tuple[str, ...], identity: list[tuple[str, str]], cache: dict[str, str]
+) -> list[tuple[str, str]]:
     """What identifies the program: its binary's content (a bare name found
     on the runs' PATH, as the job starts it), or for an interpreter its
     versions and the content of the script or module it runs."""
@@ -144,8 +162,9 @@ def _job_path(word: str, path: str | None, cache: dict[str, str]) -> str | None:
     return cache[key] or None
 
 
-def user_program(argv: tuple[str, ...], identity: list[tuple[str, str]],
-                 cache: dict[str, str]) -> list[tuple[str, str]]:
+def user_program(
+    argv: tuple[str, ...], identity: list[tuple[str, str]], cache: dict[str, str]
+) -> list[tuple[str, str]]:
     """What identifies a tool-driven benchmark's own program (its driver is
     ours and is hashed by program_identity): the content of the file its
     argv[0] names, resolved as the job starts it, and of each absolute path
@@ -167,12 +186,16 @@ def user_program(argv: tuple[str, ...], identity: list[tuple[str, str]],
         return [(f"{USER}{Path(word).name}", "named by a placeholder: its declaration only")]
     found = _job_path(word, dict(identity).get("env.PATH", os.environ.get("PATH")), cache)
     items = [(f"{USER}{Path(word).name}", _file_hash(found, cache) if found else ABSENT)]
-    return items + [(f"{USER}{Path(a).name}", _file_hash(a, cache)) for a in words[1:]
-                    if os.path.isabs(a) and not placeholders(a) and os.path.isfile(a)]
+    return items + [
+        (f"{USER}{Path(a).name}", _file_hash(a, cache))
+        for a in words[1:]
+        if os.path.isabs(a) and not placeholders(a) and os.path.isfile(a)
+    ]
 
 
-def program_entries(argv: tuple[str, ...], identity: list[tuple[str, str]],
-                    cache: dict[str, str]) -> list[tuple[str, str]]:
+def program_entries(
+    argv: tuple[str, ...], identity: list[tuple[str, str]], cache: dict[str, str]
+) -> list[tuple[str, str]]:
     """Every identity entry that hashes what a run starts (its program, a tool-driven benchmark's own),
     given the rest of its identity (the runs' PATH, a container): what submit records and rerun checks."""
     return program_identity(argv, identity, cache) + user_program(argv, identity, cache)
@@ -206,14 +229,22 @@ def _flat(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 _MISSING = object()
-CODE_NOTE = ("a Python program's hash now covers its code only, not its comments and docstrings: "
-             "runs of an unchanged program are new this once")
-USER_NOTE = ("a tool-driven benchmark's own program is now part of its runs' identity: "
-             "runs of an unchanged program are new this once")
-FOUND_NOTE = ("a program named by its bare name is now found on the runs' PATH and hashed: "
-              "runs of an unchanged program are new this once")
-DRIVER_NOTE = ("a tool-driven benchmark's driver is now identified by its measurement protocol, not by "
-               "campaign's code: runs of an unchanged program are new this once")
+CODE_NOTE = (
+    "a Python program's hash now covers its code only, not its comments and docstrings: "
+    "runs of an unchanged program are new this once"
+)
+USER_NOTE = (
+    "a tool-driven benchmark's own program is now part of its runs' identity: "
+    "runs of an unchanged program are new this once"
+)
+FOUND_NOTE = (
+    "a program named by its bare name is now found on the runs' PATH and hashed: "
+    "runs of an unchanged program are new this once"
+)
+DRIVER_NOTE = (
+    "a tool-driven benchmark's driver is now identified by its measurement protocol, not by "
+    "campaign's code: runs of an unchanged program are new this once"
+)
 _VALUE_CHARS = 80  # one changed value in a line; a program hash or a path is cut, not a whole argv
 
 
@@ -221,7 +252,7 @@ def _short(value: Any) -> str:
     """A changed value as a reason shows it: a tool-driven program's argv holds its whole
     declaration (input templates included), named by its own items (input.<name>) as well."""
     text = "(none)" if value is _MISSING else repr(value)
-    return text if len(text) <= _VALUE_CHARS else text[:_VALUE_CHARS - 3] + "..."
+    return text if len(text) <= _VALUE_CHARS else text[: _VALUE_CHARS - 3] + "..."
 
 
 def _pair(old: Any, new: Any) -> str:
@@ -243,8 +274,11 @@ def _change(key: str, old: Any, new: Any) -> str:
             diff = [f"{key}[{i}] {_pair(a, b)}" for i, (a, b) in enumerate(zip(old, new)) if a != b]
             return ", ".join(diff[:2]) + (f", ... ({len(diff)} elements)" if len(diff) > 2 else "")
         gone, added = [v for v in old if v not in new], [v for v in new if v not in old]
-        return (f"{key} {len(old)} -> {len(new)} elements"
-                + (f", without {_short(gone)}" if gone else "") + (f", with {_short(added)}" if added else ""))
+        return (
+            f"{key} {len(old)} -> {len(new)} elements"
+            + (f", without {_short(gone)}" if gone else "")
+            + (f", with {_short(added)}" if added else "")
+        )
     return f"{key} {_pair(old, new)}"
 
 
@@ -262,15 +296,24 @@ def now_code(old: Any, new: Any) -> bool:
 def _now_found(old: dict[str, Any], new: dict[str, Any]) -> bool:
     """A program named by a bare name, `absent` before it was looked up on PATH, a file now."""
     argv = new.get("argv") or [""]
-    return (old.get("argv") == argv and os.sep not in str(argv[0]) and old.get("program") == ABSENT
-            and new.get("program", ABSENT) != ABSENT)
+    return (
+        old.get("argv") == argv
+        and os.sep not in str(argv[0])
+        and old.get("program") == ABSENT
+        and new.get("program", ABSENT) != ABSENT
+    )
 
 
 def _now_user(old: dict[str, Any], new: dict[str, Any]) -> bool:
     """A tool-driven run recorded before its own program was hashed: the same declaration
     outside a container both times, no user.* entry in the ledger's run, some in the new one."""
-    return (old.get("argv") == new.get("argv") and "container.runtime" not in old and "container.runtime" not in new
-            and not any(k.startswith(USER) for k in old) and any(k.startswith(USER) for k in new))
+    return (
+        old.get("argv") == new.get("argv")
+        and "container.runtime" not in old
+        and "container.runtime" not in new
+        and not any(k.startswith(USER) for k in old)
+        and any(k.startswith(USER) for k in new)
+    )
 
 
 def _coordinates(spec: dict[str, Any]) -> str:
@@ -280,7 +323,8 @@ def _coordinates(spec: dict[str, Any]) -> str:
 def why_new(fresh: list[RunSpec], existing: list[dict[str, Any]], limit: int = 3) -> list[str]:
     """One line per distinct reason, e.g. `2 new run(s): env.OMP_PROC_BIND 'sptead' -> 'spread'`:
     each new run is compared with the newest ledger run of the same kernel,
-    impl, variant, partition, threads/GPUs, dtype and extra arguments."""
+    impl, variant, partition, threads/GPUs, dtype, extra arguments and shape
+    (nodes, ranks per node, GPUs per rank)."""
     if not fresh:
         return []
     latest = {_coordinates(spec): spec for spec in existing}  # later specs overwrite: the newest wins
@@ -295,8 +339,11 @@ def why_new(fresh: list[RunSpec], existing: list[dict[str, Any]], limit: int = 3
             reasons["environment and program not recorded by the earlier submit"] += 1
             continue
         a, b = _flat(old), _flat(new)
-        changed = [_change(k, a.get(k, _MISSING), b.get(k, _MISSING)) for k in sorted(set(a) | set(b))
-                   if a.get(k, _MISSING) != b.get(k, _MISSING)]
+        changed = [
+            _change(k, a.get(k, _MISSING), b.get(k, _MISSING))
+            for k in sorted(set(a) | set(b))
+            if a.get(k, _MISSING) != b.get(k, _MISSING)
+        ]
         text = "; ".join(changed[:limit]) + (f"; ... ({len(changed)} changes)" if len(changed) > limit else "")
         if any(now_code(a.get(k), b.get(k)) for k in a):
             text += f" ({CODE_NOTE})"

@@ -35,6 +35,8 @@ NOT_HERE = "not installed here"
 # process id, would make every submit's key new; one fixed value instead
 VERSION_FAILED = "--version fails here"
 FOM_DRIVER = "campaign.job.fom"  # a tool-driven benchmark's driver (campaign.planning.byob)
+# each runtime's option naming the folder its program starts in
+WORKDIR_OPTION = {"apptainer": "--pwd", "singularity": "--pwd", "podman": "--workdir", "charliecloud": "--cd"}
 
 
 def resolve(exp: ExperimentSpec, part: PartitionSpec) -> tuple[ContainerSpec | None, SpackSpec | None]:
@@ -79,8 +81,13 @@ def image_digest(runtime: str, image: str) -> str:
     if runtime == "podman":
         if shutil.which("podman") is None:
             return NOT_HERE
-        proc = subprocess.run(["podman", "image", "inspect", "--format", "{{.Id}}", image],
-                              capture_output=True, text=True, timeout=60, check=False)
+        proc = subprocess.run(
+            ["podman", "image", "inspect", "--format", "{{.Id}}", image],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         return "sha256:" + proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else ABSENT
     path = Path(image)
     if path.is_dir():
@@ -112,14 +119,19 @@ def lock_file(spack: SpackSpec) -> Path | None:
     return None
 
 
-def identity_items(container: ContainerSpec | None, spack: SpackSpec | None, has_gpus: bool,
-                   cache: dict[str, str]) -> list[tuple[str, str]]:
+def identity_items(
+    container: ContainerSpec | None, spack: SpackSpec | None, has_gpus: bool, cache: dict[str, str]
+) -> list[tuple[str, str]]:
     """The run environment as identity items: what to render, and what it held."""
     items: list[tuple[str, str]] = []
     if container is not None:
         gpus = container.gpus and has_gpus
-        items += [("container.runtime", container.runtime), ("container.image", container.image),
-                  ("container.options", json.dumps(list(container.options))), ("container.gpus", str(gpus).lower())]
+        items += [
+            ("container.runtime", container.runtime),
+            ("container.image", container.image),
+            ("container.options", json.dumps(list(container.options))),
+            ("container.gpus", str(gpus).lower()),
+        ]
         items += [("container.python", container.python)] if container.python else []
         key = f"image:{container.runtime}:{container.image}"
         if key not in cache:
@@ -152,11 +164,15 @@ def refusal(identity: Sequence[tuple[str, str]], backend: str) -> str | None:
         return f"container runtime {runtime} ({CONTAINER_RUNTIMES[runtime]}) is not installed on this machine"
     if runtime is not None and facts.get("container.runtime_version") == VERSION_FAILED:
         exe = CONTAINER_RUNTIMES[runtime]
-        return (f"container runtime {runtime}: `{exe} --version` fails on this machine, where the jobs run, so "
-                f"they would fail too: run it to see why (Charliecloud's ch-run needs $USER set)")
+        return (
+            f"container runtime {runtime}: `{exe} --version` fails on this machine, where the jobs run, so "
+            f"they would fail too: run it to see why (Charliecloud's ch-run needs $USER set)"
+        )
     if "spack.env" in facts or "spack.view" in facts:
-        return ("the local backend runs no job script, so no Spack environment is activated there: "
-                "run Spack environments on a Slurm cluster")
+        return (
+            "the local backend runs no job script, so no Spack environment is activated there: "
+            "run Spack environments on a Slurm cluster"
+        )
     return None
 
 
@@ -177,12 +193,18 @@ def _container_facts(identity: tuple[tuple[str, str], ...]) -> dict[str, str] | 
     return facts if "container.runtime" in facts else None
 
 
-def container_head(identity: Sequence[tuple[str, str]], binds: Sequence[str], env: Sequence[tuple[str, str]],
-                   set_env: dict[str, str] | None = None) -> list[str]:
+def container_head(
+    identity: Sequence[tuple[str, str]],
+    binds: Sequence[str],
+    env: Sequence[tuple[str, str]],
+    set_env: dict[str, str] | None = None,
+    workdir: str | None = None,
+) -> list[str]:
     """The words in front of a program that start it in the run's container
-    (none without one): the runtime, its GPU flags, the job folders bound at
-    their own paths, variables set inside (`set_env`), the configured
-    options, the image."""
+    (none without one): the runtime, the folder the program starts in
+    (`workdir`, right after the runtime's command words), its GPU flags, the
+    job folders bound at their own paths, variables set inside (`set_env`),
+    the configured options, the image."""
     set_env = set_env or {}
     facts = _container_facts(tuple(identity))
     if facts is None:
@@ -190,8 +212,9 @@ def container_head(identity: Sequence[tuple[str, str]], binds: Sequence[str], en
     runtime = facts["container.runtime"]
     image, options = facts["container.image"], list(json.loads(facts.get("container.options", "[]")))
     gpus = facts.get("container.gpus") == "true"
+    cd = [WORKDIR_OPTION[runtime], workdir] if workdir is not None else []
     if runtime in ("apptainer", "singularity"):
-        head = [runtime, "exec", *(["--nv"] if gpus else [])]
+        head = [runtime, "exec", *cd, *(["--nv"] if gpus else [])]
         for folder in binds:
             head += ["--bind", folder]
         for name, value in set_env.items():
@@ -199,7 +222,7 @@ def container_head(identity: Sequence[tuple[str, str]], binds: Sequence[str], en
         return [*head, *options, image]
     if runtime == "podman":
         # podman passes no variable of its own accord: the job environment's names, valued from the job's
-        head = ["podman", "run", "--rm", "--network=host", *(["--device", "nvidia.com/gpu=all"] if gpus else [])]
+        head = ["podman", "run", *cd, "--rm", "--network=host", *(["--device", "nvidia.com/gpu=all"] if gpus else [])]
         for folder in binds:
             head += ["--volume", f"{folder}:{folder}"]
         for name, _ in env:
@@ -207,7 +230,7 @@ def container_head(identity: Sequence[tuple[str, str]], binds: Sequence[str], en
         for name, value in set_env.items():
             head += ["--env", f"{name}={value}"]
         return [*head, *options, image]
-    head = ["ch-run"]  # charliecloud: GPU libraries go into the image (ch-fromhost --nvidia), no run flag
+    head = ["ch-run", *cd]  # charliecloud: GPU libraries go into the image (ch-fromhost --nvidia), no run flag
     for folder in binds:
         head += ["--bind", f"{folder}:{folder}"]
     for name, value in set_env.items():
@@ -215,8 +238,9 @@ def container_head(identity: Sequence[tuple[str, str]], binds: Sequence[str], en
     return [*head, *options, image, "--"]
 
 
-def wrap(identity: Sequence[tuple[str, str]], binds: Sequence[str], env: Sequence[tuple[str, str]],
-         argv: Sequence[str]) -> list[str]:
+def wrap(
+    identity: Sequence[tuple[str, str]], binds: Sequence[str], env: Sequence[tuple[str, str]], argv: Sequence[str]
+) -> list[str]:
     """The program's argv inside the run's container (unchanged without one).
     A tool-driven benchmark's driver (campaign.job.fom) stays outside: the
     tool it starts per n and repeat goes in (its spec's `wrap`). A launcher
@@ -227,7 +251,11 @@ def wrap(identity: Sequence[tuple[str, str]], binds: Sequence[str], env: Sequenc
         return list(argv)
     if len(argv) > 3 and tuple(argv[1:3]) == ("-m", FOM_DRIVER):
         spec = json.loads(argv[3])
-        spec["wrap"] = head
+        # the tool starts in the driver's folder, where its inputs are and its file figures are read, as
+        # it does outside a container (ch-run starts it in /, podman in the image's WORKDIR): the word at
+        # `wrap_cwd` is that folder, which only the driver knows (a preflight's or an attempt's)
+        spec["wrap"] = container_head(identity, binds, env, workdir=".")
+        spec["wrap_cwd"] = spec["wrap"].index(".")
         return [*argv[:3], json.dumps(spec, sort_keys=True, separators=(",", ":")), *argv[4:]]
     python = (_container_facts(tuple(identity)) or {}).get("container.python")
     if python and argv and Path(argv[0]).name.startswith("python"):
@@ -245,11 +273,15 @@ def spack_lines(identity: Sequence[tuple[str, str]]) -> list[str]:
         # `--sh` prints the activation for a plain shell (no `. setup-env.sh`, only `spack` on PATH);
         # a failing activation ends the job, as a failing module line does, before anything runs outside it
         name = shlex.quote(facts["spack.env"])
-        return [f"campaign_spack=$(spack env activate --sh {name}) || "
-                f"{{ printf 'campaign: spack env activate failed: %s\\n' {name} >&2; exit 1; }}",
-                'eval "$campaign_spack"']
+        return [
+            f"campaign_spack=$(spack env activate --sh {name}) || "
+            f"{{ printf 'campaign: spack env activate failed: %s\\n' {name} >&2; exit 1; }}",
+            'eval "$campaign_spack"',
+        ]
     if "spack.view" in facts:
         view = shlex.quote(facts["spack.view"])
-        return [f'export PATH={view}/bin:"$PATH"',
-                f'export LD_LIBRARY_PATH={view}/lib:{view}/lib64${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}']
+        return [
+            f'export PATH={view}/bin:"$PATH"',
+            f"export LD_LIBRARY_PATH={view}/lib:{view}/lib64${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}",
+        ]
     return []

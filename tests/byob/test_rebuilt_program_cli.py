@@ -53,8 +53,11 @@ def _build(root: Path, rate: int, *defines: str) -> str:
     if cc is None:
         pytest.skip("no C compiler on this machine")
     (root / "bench.c").write_text(SOURCE)
-    subprocess.run([cc, "-O2", f"-DRATE={rate}", *defines, "-o", str(root / "bin" / "rebuiltbench"),
-                    str(root / "bench.c")], check=True, capture_output=True)
+    subprocess.run(
+        [cc, "-O2", f"-DRATE={rate}", *defines, "-o", str(root / "bin" / "rebuiltbench"), str(root / "bench.c")],
+        check=True,
+        capture_output=True,
+    )
     return hashlib.sha256((root / "bin" / "rebuiltbench").read_bytes()).hexdigest()
 
 
@@ -84,9 +87,14 @@ def test_a_rebuilt_program_runs_again_and_supersedes_the_old_build(tmp_path: Pat
     assert "1 already in the ledger, 0 submitted" in same and "new run" not in same, same
 
     _build(tmp_path, 200)  # rebuilt with another setting: another file's content
+    # the dry run says what a submit would say of it, before anything runs
+    dry = run_cli("--ledger", str(ledger), "submit", "experiment=rebuild", "--dry-run", cwd=tmp_path, env=env)
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    [planned] = [ln for ln in dry.stdout.splitlines() if "new run(s):" in ln]
     again = submit()
     assert "0 already in the ledger, 1 submitted" in again, again
     [line] = [ln for ln in again.splitlines() if "new run(s):" in ln]
+    assert planned == f"# {line.strip()}", (planned, line)
     assert "1 new run(s): user.rebuiltbench 'sha256:" in line and "-> 'sha256:" in line, line
     assert "this once" not in line  # the note is for ledgers written before the program was hashed
     first_jobs = [str(j) for (j,) in sql_rows(ledger, "SELECT job_id FROM job_attempt ORDER BY id")][:1]
@@ -121,8 +129,10 @@ def test_a_reverted_program_is_the_latest_again(tmp_path: Path) -> None:
         proc = run_cli(*cli, "report", "--json", cwd=tmp_path, env=env)
         assert proc.returncode == 0, proc.stderr
         data = json.loads(proc.stdout)
-        return ([f["value"] for f in data["figures_of_merit"] if f["metric"] == "rate"],
-                [r["change"] for r in data["scope"]["superseded"]])
+        return (
+            [f["value"] for f in data["figures_of_merit"] if f["metric"] == "rate"],
+            [r["change"] for r in data["scope"]["superseded"]],
+        )
 
     submit(100)
     first_hash = (tmp_path / "bin" / "rebuiltbench").read_bytes()
@@ -148,7 +158,7 @@ def _report(cli: tuple[str, ...], root: Path, env: dict[str, str]) -> tuple[dict
     md = run_cli(*cli, "report", "--out", str(out), cwd=root, env=env)
     assert md.returncode == 0, md.stderr
     text = (out / "local.md").read_text()
-    table = text[text.index("**Kernel builds per partition"):].split("\n\n")[1].splitlines()[2:]
+    table = text[text.index("**Kernel builds per partition") :].split("\n\n")[1].splitlines()[2:]
     return json.loads(proc.stdout), table
 
 

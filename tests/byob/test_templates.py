@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -34,36 +35,48 @@ def test_the_process_grid_is_the_squarest_factorisation(ranks: int) -> None:
 
 def _run(tmp_path: Path, spec: dict, shape: list[str], repeats: int = 1) -> tuple[int, Path]:
     out = tmp_path / "results.csv"
-    args = ["--n", "10", "--threads", "3", "--repeats", str(repeats), "--warmup", "0", "--device", "cpu",
-            "--dtype", "fp32", "--variant", "plain", *shape, "--out", str(out)]
+    options = {"--n": "10", "--threads": "3", "--repeats": str(repeats), "--warmup": "0", "--device": "cpu"}
+    options |= {"--dtype": "fp32", "--variant": "plain"}
+    args = [*(w for pair in options.items() for w in pair), *shape, "--out", str(out)]
     contract, params, _ = fom.parse_args(args)
     return fom.measure(spec, contract, params, tmp_path), out
 
 
 def _expected() -> Expected:
-    return Expected((10,), False, kernel="mine", dtype="fp32", impl="py", variant="plain", device="cpu", d=None,
-                    threads=3)
+    return Expected(
+        (10,), False, kernel="mine", dtype="fp32", impl="py", variant="plain", device="cpu", d=None, threads=3
+    )
 
 
 # prints the shape it was given in argv and env, and the input file's text, as one JSON line
-ECHO = ("import json,os,sys; print(json.dumps({'argv': sys.argv[1:], 'env': os.environ['SHAPE'], "
-        "'input': open('grid.dat').read(), 'value': 1}))")
+ECHO = (
+    "import json,os,sys; print(json.dumps({'argv': sys.argv[1:], 'env': os.environ['SHAPE'], "
+    "'input': open('grid.dat').read(), 'value': 1}))"
+)
 
 
 def _spec(**more: object) -> dict:
-    spec = {"kernel": "mine", "impl": "py", "argv": [sys.executable, "-c", ECHO, "{nodes}", "{ranks}",
-                                                     "{ranks_per_node}", "{gpus}", "{grid_p}x{grid_q}"],
-            "env": {"SHAPE": "{ranks}={grid_p}*{grid_q}"}, "sanity": [], "flops": None, "bytes": None,
-            "inputs": {"grid.dat": "P={grid_p}\nQ={grid_q}\nN={n} repeat {repeat}\n{{literal}}\n"},
-            "figures": [{"name": "value", "json": "value", "source": "stdout", "unit": "", "higher_is_better": True}]}
+    spec = {
+        "kernel": "mine",
+        "impl": "py",
+        "argv": [sys.executable, "-c", ECHO, "{nodes}", "{ranks}", "{ranks_per_node}", "{gpus}", "{grid_p}x{grid_q}"],
+        "env": {"SHAPE": "{ranks}={grid_p}*{grid_q}"},
+        "sanity": [],
+        "flops": None,
+        "bytes": None,
+        "inputs": {"grid.dat": "P={grid_p}\nQ={grid_q}\nN={n} repeat {repeat}\n{{literal}}\n"},
+        "figures": [{"name": "value", "json": "value", "source": "stdout", "unit": "", "higher_is_better": True}],
+    }
     spec.update(more)
     return spec
 
 
-@pytest.mark.parametrize(("nodes", "per_node", "gpus", "grid"), [(1, 1, 0, "1x1"), (2, 3, 4, "2x3"), (4, 2, 0, "2x4"),
-                                                                   (3, 1, 0, "1x3")])
-def test_the_runs_shape_reaches_argv_env_and_input_files(tmp_path: Path, nodes: int, per_node: int, gpus: int,
-                                                         grid: str) -> None:
+@pytest.mark.parametrize(
+    ("nodes", "per_node", "gpus", "grid"), [(1, 1, 0, "1x1"), (2, 3, 4, "2x3"), (4, 2, 0, "2x4"), (3, 1, 0, "1x3")]
+)
+def test_the_runs_shape_reaches_argv_env_and_input_files(
+    tmp_path: Path, nodes: int, per_node: int, gpus: int, grid: str
+) -> None:
     shape = ["--nodes", str(nodes), "--ranks-per-node", str(per_node), "--gpus", str(gpus)]
     code, out = _run(tmp_path, _spec(), shape, repeats=2)
     assert code == 0 and classify_output(out, _expected()).state == JobState.COMPLETED
@@ -83,10 +96,7 @@ def test_a_run_without_shape_options_is_one_rank(tmp_path: Path) -> None:
 
 
 def test_a_multi_line_script_runs_under_bash_eu(tmp_path: Path) -> None:
-    script = ("value={ranks}\n"
-              "label={variant}\n"
-              "echo \"{{\\\"value\\\": $((value * 10))}}\"\n"
-              "echo \"$label\" > label.txt\n")
+    script = 'value={ranks}\nlabel={variant}\necho "{{\\"value\\": $((value * 10))}}"\necho "$label" > label.txt\n'
     spec = _spec(argv=[], script=script, inputs={})
     code, out = _run(tmp_path, spec, ["--nodes", "2", "--ranks-per-node", "2"])
     assert code == 0, (tmp_path / "fom-n10-r0.err").read_text()
@@ -96,8 +106,11 @@ def test_a_multi_line_script_runs_under_bash_eu(tmp_path: Path) -> None:
 
 
 def test_a_failing_line_or_an_unset_variable_ends_the_script(tmp_path: Path) -> None:
-    for script, code in (("false\necho '{{\"value\": 1}}'\n", 1), ("echo $UNSET_IN_TEST\necho '{{\"value\": 1}}'\n", 1),
-                         ("exit 7\n", 7)):
+    for script, code in (
+        ("false\necho '{{\"value\": 1}}'\n", 1),
+        ("echo $UNSET_IN_TEST\necho '{{\"value\": 1}}'\n", 1),
+        ("exit 7\n", 7),
+    ):
         got, out = _run(tmp_path, _spec(argv=[], script=script, inputs={}), [])
         assert got == code and not out.exists()
 
@@ -105,8 +118,52 @@ def test_a_failing_line_or_an_unset_variable_ends_the_script(tmp_path: Path) -> 
 def test_a_hostile_value_stays_one_word_in_a_script(tmp_path: Path) -> None:
     spec = _spec(argv=[], inputs={}, script="printf '%s\\n' {tag} > tag.txt\necho '{{\"value\": 1}}'\n")
     out = tmp_path / "results.csv"
-    args = ["--n", "10", "--threads", "1", "--repeats", "1", "--variant", "plain", "--tag", "x; touch pwned $(id)",
-            "--out", str(out)]
+    args = [
+        "--n",
+        "10",
+        "--threads",
+        "1",
+        "--repeats",
+        "1",
+        "--variant",
+        "plain",
+        "--tag",
+        "x; touch pwned $(id)",
+        "--out",
+        str(out),
+    ]
     contract, params, _ = fom.parse_args(args)
     assert fom.measure(spec, contract, params, tmp_path) == 0
     assert (tmp_path / "tag.txt").read_text() == "x; touch pwned $(id)\n" and not (tmp_path / "pwned").exists()
+
+
+HOSTILE = "a b; touch pwned $(touch pwned2) `touch pwned3` \"q\" 'q' \\ * $HOME"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "printf '%s\\n' {tag}",  # bare
+        'printf "%s\\n" "{tag}"',  # inside double quotes, as a shell habit writes a variable
+        "printf '%s\\n' '{tag}'",  # inside single quotes
+        "printf '%s\\n' \"tag: {tag}\" | cut -c6-",  # within a double-quoted string
+        "printf '%s\\n' $'{tag}'",  # inside ANSI-C quotes
+        "echo \"$(printf '%s' {tag})\"",  # bare inside a command substitution inside double quotes
+        "cat <<EOF\n{tag}\nEOF",  # a here-document, which expands $( ) and ` `
+        "cat <<'EOF'\n{tag}\nEOF",  # a quoted here-document, which expands nothing
+        "cat <<-EOF\n\t{tag}\n\tEOF",  # one whose tabs are stripped
+        "# it's a comment\nprintf '%s\\n' {tag}",  # a quote in a comment opens nothing
+        "printf '%s\\n' \"$(printf '%s' \"{tag}\")\"",  # "..." inside $( ) inside "..."
+    ],
+)
+def test_a_hostile_value_reaches_the_script_verbatim_in_any_quoting(tmp_path: Path, line: str) -> None:
+    """A placeholder is filled for the quoting it stands in: bare, in "...", '...', $'...' or a
+    here-document, the value arrives as it is; `"{tag}"` filled with a shell-quoted value ran its
+    $( ) and printed its quotes, and `'{tag}'` ran the part after its `;`."""
+    first, _, body = line.partition("\n")  # a here-document's redirection goes on its first line
+    script = f"{first} > tag.txt\n{body}\n" if "<<" in first else f"{line} > tag.txt\n"
+    argv = template.script_argv(script, {"tag": HOSTILE}, "s")
+    proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "tag.txt").read_text() == HOSTILE + "\n"
+    assert not list(tmp_path.glob("pwned*"))

@@ -18,6 +18,7 @@ from campaign import api
 from campaign.commands.chain import kernel_sources
 from campaign.config.load import repo_root
 from campaign.ledger import Ledger
+from tests.byob.declared import declare
 from tests.conftest import export_records, run_cli
 from tests.fixtures.container_image import folder_image, require_charliecloud, toolchain_image
 from tests.slurm.helpers import _all_finished, _name, _overrides, _sync_until
@@ -51,7 +52,7 @@ def test_a_campaign_runs_in_the_image_and_a_new_image_is_new_runs(image: Path, t
     job = rows[0]["job_id"]
     shown = run_cli("--ledger", str(ledger_path), "show", str(job))
     assert shown.returncode == 0 and "container.runtime: charliecloud" in shown.stdout
-    assert f'"ch-run","--bind","{tmp_path / "runs"}:{tmp_path / "runs"}","{image}","--"' in shown.stdout
+    assert f'"ch-run","--cd",".","--bind","{tmp_path / "runs"}:{tmp_path / "runs"}","{image}","--"' in shown.stdout
     old = next(line for line in shown.stdout.splitlines() if "container.digest:" in line).split()[-1]
 
     (image / "etc" / "motd").write_text("another image\n")  # the image changes under the same path
@@ -72,10 +73,19 @@ def test_native_programs_are_built_and_run_in_the_image(image: Path, tmp_path: P
     by the image; the preflight and the run start the program built there, in the image."""
     root = toolchain_image(tmp_path / "toolchain", [str(kernel_sources())])
     ledger = tmp_path / "ledger.sqlite"
-    proc = run_cli("--ledger", str(ledger), "submit", "experiment=forward_scaling", f"campaign.workdir={tmp_path / 'runs'}",
-                   "experiment.sweeps.0.impls=[c]", "experiment.sweeps.0.variants=[naive]",
-                   "experiment.sweeps.0.threads=[1]", "experiment.sweeps.0.n=[64,128]", "experiment.repeats=2",
-                   f"experiment.container={{runtime:charliecloud,image:'{root}',options:[--bind,'/usr:/usr']}}")
+    proc = run_cli(
+        "--ledger",
+        str(ledger),
+        "submit",
+        "experiment=forward_scaling",
+        f"campaign.workdir={tmp_path / 'runs'}",
+        "experiment.sweeps.0.impls=[c]",
+        "experiment.sweeps.0.variants=[naive]",
+        "experiment.sweeps.0.threads=[1]",
+        "experiment.sweeps.0.n=[64,128]",
+        "experiment.repeats=2",
+        f"experiment.container={{runtime:charliecloud,image:'{root}',options:[--bind,'/usr:/usr']}}",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "COMPLETED 1" in proc.stdout
     (record,) = [json.loads(p.read_text()) for p in (tmp_path / "runs" / "builds").glob("*/build.json")]
@@ -88,8 +98,15 @@ def test_an_image_without_the_program_fails_the_preflight(image: Path, tmp_path:
     """Only the node can tell that the program is not in the image: PREFLIGHT_FAILED, the run never starts."""
     empty = folder_image(tmp_path / "empty", [])
     # two runs: a partition's one run is its own check, with no preflight job
-    proc = run_cli("--ledger", str(tmp_path / "ledger.sqlite"), "submit", "experiment=byob_mbw",
-                   "experiment.sweeps.0.threads=[1,2]", f"campaign.workdir={tmp_path / 'runs'}", _container(empty))
+    proc = run_cli(
+        "--ledger",
+        str(tmp_path / "ledger.sqlite"),
+        "submit",
+        "experiment=byob_mbw",
+        "experiment.sweeps.0.threads=[1,2]",
+        f"campaign.workdir={tmp_path / 'runs'}",
+        _container(empty),
+    )
     assert proc.returncode == 3, proc.stderr
     assert "PREFLIGHT_FAILED" in proc.stdout and "mbw" in proc.stdout
 
@@ -110,8 +127,9 @@ def test_a_campaign_runs_in_the_image_on_slurm(image: Path, slurm_cluster: Slurm
 
 
 @pytest.mark.slurm
-def test_each_mpi_rank_starts_its_own_container_behind_srun(image: Path, slurm_cluster: SlurmCluster,
-                                                             tmp_path: Path) -> None:
+def test_each_mpi_rank_starts_its_own_container_behind_srun(
+    image: Path, slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
     """mpi_allreduce over 2 nodes: srun --mpi=pmix outside, the rank shim, then ch-run per rank (Apptainer's
     hybrid model, docs/sites.md#containers); the image binds the host's /usr, so its Open MPI is the host's."""
     kernel_bin = repo_root() / "kernels" / "build"
@@ -119,13 +137,25 @@ def test_each_mpi_rank_starts_its_own_container_behind_srun(image: Path, slurm_c
     root = toolchain_image(tmp_path / "toolchain", [str(kernel_bin)])
     ledger = Ledger(tmp_path / "ledger.sqlite")
     name = _name("ctr-mpi")
-    container = (f"experiment.container={{runtime:charliecloud,image:'{root}',"
-                 f"options:[--bind,'/usr:/usr',--bind,'{kernel_bin}:{kernel_bin}']}}")
+    container = (
+        f"experiment.container={{runtime:charliecloud,image:'{root}',"
+        f"options:[--bind,'/usr:/usr',--bind,'{kernel_bin}:{kernel_bin}']}}"
+    )
     # the build job builds the MPI program in the image: Debian's mpicc is a link through /etc/alternatives,
     # which the image does not have, so the wrapper is named by its own file
-    rep = api.submit(_overrides(tmp_path, name, "experiment=mpi_scaling", "experiment.sweeps.0.nodes=[2]",
-                                "experiment.sweeps.0.ranks_per_node=[1]", "experiment.sweeps.0.variants=[strong]",
-                                "cluster.build.mpicc=mpicc.openmpi", container), ledger)
+    rep = api.submit(
+        _overrides(
+            tmp_path,
+            name,
+            "experiment=mpi_scaling",
+            "experiment.sweeps.0.nodes=[2]",
+            "experiment.sweeps.0.ranks_per_node=[1]",
+            "experiment.sweeps.0.variants=[strong]",
+            "cluster.build.mpicc=mpicc.openmpi",
+            container,
+        ),
+        ledger,
+    )
     assert rep.submitted, rep
     done = _sync_until(ledger, name, _all_finished)
     assert set(done.counts) == {"COMPLETED"}, done.counts
@@ -135,3 +165,55 @@ def test_each_mpi_rank_starts_its_own_container_behind_srun(image: Path, slurm_c
     launcher, _, rest = next(line for line in shown.stdout.splitlines() if "srun --mpi=pmix" in line).partition(" -- ")
     assert "ch-run" not in launcher and rest.startswith(f"ch-run --bind {tmp_path / 'runs'}:{tmp_path / 'runs'} ")
     assert "ranks: 2 on 2 node(s)" in shown.stdout
+
+
+CP_KERNEL = """\
+name: cpbench
+driven_by: tool
+impls:
+  img:
+    argv: ["/usr/bin/cp", "in.txt", "out.txt"]
+    variants: [plain]
+inputs:
+  in.txt: "value: {n}"
+figures:
+  - name: copied
+    regex: 'value: (?P<value>[0-9]+)'
+    source: file:out.txt
+    unit: items
+    higher_is_better: true
+"""
+CP_SWEEP = """\
+name: cp_sweep
+repeats: 2
+warmup: 0
+check: false
+walltime_min: 5
+sweeps:
+  - kernel: cpbench
+    impls: [img]
+    variants: [plain]
+    threads: [1]
+    n: [3, 5]
+"""
+
+
+def test_a_tool_in_the_image_starts_in_its_job_folder(image: Path, tmp_path: Path) -> None:
+    """ch-run starts its program in / unless told otherwise (podman in the image's WORKDIR): a tool in
+    an image read no `inputs:` file and wrote its `file:` figure where nothing looked. It starts in its
+    job folder, as a tool without a container does: cp reads the rendered in.txt and writes out.txt there."""
+    root = folder_image(tmp_path / "cp image", ["cp"])
+    env = declare(tmp_path / "decl", {"cpbench": CP_KERNEL}, {"cp_sweep": CP_SWEEP}, {})
+    ledger = tmp_path / "ledger.sqlite"
+    proc = run_cli(
+        "--ledger",
+        str(ledger),
+        "submit",
+        "experiment=cp_sweep",
+        f"campaign.workdir={tmp_path / 'runs'}",
+        _container(root),
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = export_records(Ledger(ledger, create=False), "cp_sweep-local")
+    assert sorted((r["n"], r["value"]) for r in rows) == [(3, 3), (3, 3), (5, 5), (5, 5)]

@@ -25,8 +25,9 @@ BINDS = ("/scratch/runs",)
 HOSTILE = "/images/a dir/it's;rm -rf.sif"
 
 
-def _identity(container: ContainerSpec | None = None, spack: SpackSpec | None = None,
-              gpus: bool = False) -> list[tuple[str, str]]:
+def _identity(
+    container: ContainerSpec | None = None, spack: SpackSpec | None = None, gpus: bool = False
+) -> list[tuple[str, str]]:
     return run_env.identity_items(container, spack, gpus, {})
 
 
@@ -35,15 +36,28 @@ def test_apptainer_passes_gpus_only_where_the_partition_has_them(tmp_path: Path)
     image.write_bytes(b"sif bytes")
     spec = ContainerSpec(runtime="apptainer", image=str(image), options=["--bind", "/projects"], gpus=True)
     on_gpu = run_env.wrap(_identity(spec, gpus=True), BINDS, [("OMP_NUM_THREADS", "1")], ["prog", "--n", "64"])
-    assert on_gpu == ["apptainer", "exec", "--nv", "--bind", "/scratch/runs", "--bind", "/projects", str(image),
-                      "prog", "--n", "64"]
+    assert on_gpu == [
+        "apptainer",
+        "exec",
+        "--nv",
+        "--bind",
+        "/scratch/runs",
+        "--bind",
+        "/projects",
+        str(image),
+        "prog",
+        "--n",
+        "64",
+    ]
     on_cpu = run_env.wrap(_identity(spec, gpus=False), BINDS, [], ["prog"])
     assert "--nv" not in on_cpu and on_cpu[-2:] == [str(image), "prog"]
 
 
 def test_podman_names_cdi_gpus_and_passes_the_job_variables() -> None:
     spec = ContainerSpec(runtime="podman", image="localhost/bench:1", gpus=True)
-    argv = run_env.wrap(_identity(spec, gpus=True), BINDS, [("OMP_NUM_THREADS", "1"), ("OMP_PLACES", "cores")], ["prog"])
+    argv = run_env.wrap(
+        _identity(spec, gpus=True), BINDS, [("OMP_NUM_THREADS", "1"), ("OMP_PLACES", "cores")], ["prog"]
+    )
     assert argv[:4] == ["podman", "run", "--rm", "--network=host"]
     assert argv[4:6] == ["--device", "nvidia.com/gpu=all"]
     assert "--volume" in argv and "/scratch/runs:/scratch/runs" in argv
@@ -53,8 +67,16 @@ def test_podman_names_cdi_gpus_and_passes_the_job_variables() -> None:
 def test_charliecloud_separates_the_program_and_keeps_hostile_paths_one_word(tmp_path: Path) -> None:
     spec = ContainerSpec(runtime="charliecloud", image=HOSTILE)
     argv = run_env.wrap(_identity(spec), BINDS, [], ["/opt/prog", "--out", "/scratch/runs/x.csv"])
-    assert argv == ["ch-run", "--bind", "/scratch/runs:/scratch/runs", HOSTILE, "--", "/opt/prog", "--out",
-                    "/scratch/runs/x.csv"]
+    assert argv == [
+        "ch-run",
+        "--bind",
+        "/scratch/runs:/scratch/runs",
+        HOSTILE,
+        "--",
+        "/opt/prog",
+        "--out",
+        "/scratch/runs/x.csv",
+    ]
     assert shlex.split(shlex.join(argv)) == argv  # rendered into a script, it reads back as the same words
 
 
@@ -64,8 +86,28 @@ def test_a_tool_driven_benchmark_keeps_its_driver_outside() -> None:
     driver = ["/venv/bin/python", "-m", "campaign.job.fom", json.dumps({"argv": ["mbw", "{n}"]}), "--n", "4"]
     argv = run_env.wrap(_identity(spec), BINDS, [], driver)
     assert argv[:3] == driver[:3] and argv[4:] == driver[4:]
-    assert json.loads(argv[3]) == {"argv": ["mbw", "{n}"], "wrap": ["ch-run", "--bind", "/scratch/runs:/scratch/runs",
-                                                                    "/img", "--"]}
+    # the word at wrap_cwd is the folder the tool starts in, the driver's own (its preflight's or attempt's)
+    assert json.loads(argv[3]) == {
+        "argv": ["mbw", "{n}"],
+        "wrap_cwd": 2,
+        "wrap": ["ch-run", "--cd", ".", "--bind", "/scratch/runs:/scratch/runs", "/img", "--"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("runtime", "head"),
+    [
+        ("podman", ["podman", "run", "--workdir", "."]),
+        ("apptainer", ["apptainer", "exec", "--pwd", "."]),
+        ("singularity", ["singularity", "exec", "--pwd", "."]),
+    ],
+)
+def test_every_runtime_starts_the_tool_in_the_drivers_folder(runtime: str, head: list[str]) -> None:
+    """podman would start the tool in the image's WORKDIR: each runtime names the folder with its own option."""
+    spec = ContainerSpec(runtime=runtime, image="localhost/bench")
+    driver = ["/venv/bin/python", "-m", "campaign.job.fom", json.dumps({"argv": ["mbw"]}), "--n", "4"]
+    wrapped = json.loads(run_env.wrap(_identity(spec), BINDS, [], driver)[3])
+    assert wrapped["wrap"][: len(head)] == head and wrapped["wrap_cwd"] == len(head) - 1
 
 
 def test_a_file_image_is_identified_by_its_sha256_and_a_tag_is_unpinned(tmp_path: Path) -> None:
@@ -76,7 +118,9 @@ def test_a_file_image_is_identified_by_its_sha256_and_a_tag_is_unpinned(tmp_path
     facts = dict(_identity(ContainerSpec(runtime="apptainer", image=str(image))))
     assert facts["container.digest"] == "sha256:" + hashlib.sha256(b"one").hexdigest()
     pinned = "docker://nvcr.io/nvidia/pytorch@sha256:" + "ab" * 32
-    assert dict(_identity(ContainerSpec(runtime="apptainer", image=pinned)))["container.digest"] == "sha256:" + "ab" * 32
+    assert (
+        dict(_identity(ContainerSpec(runtime="apptainer", image=pinned)))["container.digest"] == "sha256:" + "ab" * 32
+    )
     tag = dict(_identity(ContainerSpec(runtime="apptainer", image="docker://nvcr.io/nvidia/pytorch:24.07-py3")))
     assert tag["container.digest"] == "unpinned tag"
 
@@ -115,10 +159,17 @@ def test_the_image_and_the_spack_lock_are_part_of_the_run_key(tmp_path: Path) ->
 def test_spack_activation_is_rendered_in_every_job_script(tmp_path: Path) -> None:
     """Arrays, build and preflight all run in the environment; its name is quoted."""
     # two runs: a partition's one run is its own check, with no preflight job
-    report = dry_run(["cluster=localslurm", f"campaign.workdir={tmp_path / 'runs'}", "experiment=byob_mbw",
-                      "experiment.sweeps.0.threads=[1,2]",
-                      "experiment.spack.env='bench env;x'", "experiment.spack.lock=/nonexistent/spack.lock"],
-                     tmp_path / "ledger.sqlite")
+    report = dry_run(
+        [
+            "cluster=localslurm",
+            f"campaign.workdir={tmp_path / 'runs'}",
+            "experiment=byob_mbw",
+            "experiment.sweeps.0.threads=[1,2]",
+            "experiment.spack.env='bench env;x'",
+            "experiment.spack.lock=/nonexistent/spack.lock",
+        ],
+        tmp_path / "ledger.sqlite",
+    )
     assert len(report.scripts) >= 2  # the preflight and the array
     for script in report.scripts:
         assert "campaign_spack=$(spack env activate --sh 'bench env;x') || " in script
@@ -139,13 +190,21 @@ def _no_campaign(ledger: Path) -> bool:
         return db.execute("SELECT count(*) FROM campaign").fetchone()[0] == 0
 
 
-@pytest.mark.parametrize(("override", "message"), [
-    ("experiment.container={runtime:docker,image:x}", "experiment.container.runtime='docker' is not a container runtime"),
-    ("experiment.container.image=/img.sif", "experiment.container.image is set but no runtime"),
-    ("experiment.container={runtime:charliecloud,image:/nonexistent/image}",
-     "container image /nonexistent/image not found (charliecloud)"),
-    ("experiment.spack={env:bench,view:/v}", "experiment.spack: set exactly one of env"),
-])
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "experiment.container={runtime:docker,image:x}",
+            "experiment.container.runtime='docker' is not a container runtime",
+        ),
+        ("experiment.container.image=/img.sif", "experiment.container.image is set but no runtime"),
+        (
+            "experiment.container={runtime:charliecloud,image:/nonexistent/image}",
+            "container image /nonexistent/image not found (charliecloud)",
+        ),
+        ("experiment.spack={env:bench,view:/v}", "experiment.spack: set exactly one of env"),
+    ],
+)
 def test_bad_run_environments_are_one_line_and_record_nothing(tmp_path: Path, override: str, message: str) -> None:
     ledger = tmp_path / "ledger.sqlite"
     proc = run_cli("--ledger", str(ledger), "submit", "experiment=byob_mbw", override)
@@ -161,8 +220,13 @@ def test_a_runtime_missing_where_the_jobs_run_is_refused(tmp_path: Path) -> None
     if shutil.which("podman"):
         pytest.skip("podman is installed here")
     ledger = tmp_path / "ledger.sqlite"
-    proc = run_cli("--ledger", str(ledger), "submit", "experiment=byob_mbw",
-                   "experiment.container={runtime:podman,image:localhost/bench}")
+    proc = run_cli(
+        "--ledger",
+        str(ledger),
+        "submit",
+        "experiment=byob_mbw",
+        "experiment.container={runtime:podman,image:localhost/bench}",
+    )
     assert proc.returncode == 2 and "container runtime podman (podman) is not installed on this machine" in proc.stderr
     assert _no_campaign(ledger)
 
@@ -182,7 +246,8 @@ def _failing_ch_run(tmp_path: Path) -> dict[str, str]:
 
 
 def test_a_runtime_whose_version_fails_is_no_version_and_refused_where_the_jobs_run(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`ch-run --version` failing here ($USER unset) was recorded as the runtime's version, error line
     and process id included (`charliecloud ch-run[30087]: error: ...`): every submit of the same
     campaign was new runs that failed the same way. The failed probe is one fixed value, and where the
@@ -193,8 +258,14 @@ def test_a_runtime_whose_version_fails_is_no_version_and_refused_where_the_jobs_
     first, second = (dict(_identity(spec))["container.runtime_version"] for _ in range(2))
     assert first == second and "error" not in first and "ch-run[" not in first, (first, second)
     ledger = tmp_path / "ledger.sqlite"
-    proc = run_cli("--ledger", str(ledger), "submit", "experiment=byob_mbw",
-                   f"experiment.container={{runtime:charliecloud,image:'{tmp_path / 'image'}'}}", env=env)
+    proc = run_cli(
+        "--ledger",
+        str(ledger),
+        "submit",
+        "experiment=byob_mbw",
+        f"experiment.container={{runtime:charliecloud,image:'{tmp_path / 'image'}'}}",
+        env=env,
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.count("\n") == 1 and "ch-run --version" in proc.stderr and "fails" in proc.stderr, proc.stderr
     assert _no_campaign(ledger)

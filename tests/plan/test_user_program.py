@@ -7,6 +7,7 @@ nowhere here is `absent`, steadily; a container's or a script's has no entry."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -36,8 +37,9 @@ from campaign.planning.run_spec import RunSpec
 
 def _argv(words: list[str] | None = None, script: str | None = None) -> tuple[str, ...]:
     impl = ImplSpec(argv=words or [], script=script, variants=["v"])
-    kernel = KernelSpec(name="mine", driven_by="tool", impls={"c": impl},
-                        figures=[FigureSpec(name="t", regex=r"t: (\S+)", unit="s")])
+    kernel = KernelSpec(
+        name="mine", driven_by="tool", impls={"c": impl}, figures=[FigureSpec(name="t", regex=r"t: (\S+)", unit="s")]
+    )
     return byob.tool_argv(sys.executable, kernel, "c")
 
 
@@ -82,8 +84,7 @@ def test_a_bare_name_is_found_through_the_runs_path(tmp_path: Path, monkeypatch:
     assert user_program(_argv([str(two)]), [], {}) == [("user.mbw", _file_hash(str(two), {}))]
 
 
-def test_a_program_not_here_is_absent_and_submit_does_not_fail(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_program_not_here_is_absent_and_submit_does_not_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     assert user_program(_argv(["nowhere", "{n}"]), [], {}) == [("user.nowhere", ABSENT)]
     assert user_program(_argv([str(tmp_path / "gone")]), [], {}) == [("user.gone", ABSENT)]
@@ -116,9 +117,26 @@ def test_a_contained_or_scripted_program_has_no_entry(tmp_path: Path) -> None:
 
 
 def _run(identity: tuple[tuple[str, str], ...], argv: tuple[str, ...]) -> RunSpec:
-    return RunSpec(cluster="local", partition="local", kernel="mine", impl="c", variant="v", device="cpu",
-                   dtype="fp32", threads=1, gpus=0, n=(10,), d=None, repeats=1, warmup=0, check=False,
-                   walltime_min=5, mem_gb=None, argv=argv, identity=identity)
+    return RunSpec(
+        cluster="local",
+        partition="local",
+        kernel="mine",
+        impl="c",
+        variant="v",
+        device="cpu",
+        dtype="fp32",
+        threads=1,
+        gpus=0,
+        n=(10,),
+        d=None,
+        repeats=1,
+        warmup=0,
+        check=False,
+        walltime_min=5,
+        mem_gb=None,
+        argv=argv,
+        identity=identity,
+    )
 
 
 def _stored(run: RunSpec) -> dict[str, object]:
@@ -163,3 +181,19 @@ def test_a_changed_declaration_is_shown_where_it_changed() -> None:
     new = (*argv[:3], json.dumps(spec, sort_keys=True))
     [line] = why_new([_run((("modules", ""),), new)], [_stored(_run((("modules", ""),), old))])
     assert "scale=1" in line and "scale=2" in line, line
+
+
+def test_a_rebuilt_mpi_program_is_compared_at_its_own_nodes_and_ranks() -> None:
+    """A rebuilt program swept over nodes x ranks: each new run is compared with the old build's run of
+    its own shape, so the reason names the program alone, never `nodes 2 -> 1; ranks_per_node 2 -> 1`
+    (the newest run of another shape, as if the sweep had changed)."""
+    argv = _argv(["mpibench", "{n}"])
+    shapes = [(1, 1), (1, 2), (2, 1), (2, 2)]
+    old = [
+        _stored(dataclasses.replace(_run((("user.mpibench", "sha256:1"),), argv), nodes=n, ranks_per_node=r))
+        for n, r in shapes
+    ]
+    new = [
+        dataclasses.replace(_run((("user.mpibench", "sha256:2"),), argv), nodes=n, ranks_per_node=r) for n, r in shapes
+    ]
+    assert why_new(new, old) == ["4 new run(s): user.mpibench 'sha256:1' -> 'sha256:2'"]

@@ -1,0 +1,92 @@
+"""A launched program that talks PMI over the descriptor the launcher hands it
+(srun --mpi=pmi2's PMI_FD, as MPICH's MPI_Init does), on the real test
+Slurm's multi-node partition: the descriptor passes through campaign's rank
+shim, so the program's init, barrier and finalize are answered on both nodes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.byob.declared import declare
+from tests.conftest import run_cli
+from tests.slurm.helpers import _name
+from tests.slurm_cluster import SlurmCluster
+
+pytestmark = [pytest.mark.slurm]
+
+# PMI-1's wire protocol as MPICH's simple PMI client speaks it; the time of the barrier is its figure
+PMI_PROGRAM = """\
+import os, time
+pmi = os.fdopen(int(os.environ["PMI_FD"]), "r+b", buffering=0)
+def ask(line):
+    pmi.write(line.encode() + b"\\n")
+    return pmi.readline().decode().strip()
+print(ask("cmd=init pmi_version=1 pmi_subversion=1"))
+t0 = time.perf_counter()
+print(ask("cmd=barrier_in"))
+print(f"barrier: {time.perf_counter() - t0:.6f} s")
+print(ask("cmd=finalize"))
+"""
+
+KERNEL = f"""\
+name: pmiprog
+driven_by: tool
+impls:
+  py:
+    argv: ["{sys.executable}", "{{pmi_program}}"]
+    variants: [plain]
+    launched: true
+figures:
+  - name: barrier
+    regex: 'barrier: (?P<value>[0-9.]+) s'
+    unit: s
+sanity:
+  - regex: 'cmd=barrier_out rc=0'
+"""
+
+EXPERIMENT = """\
+name: pmi_sweep
+repeats: 1
+warmup: 0
+check: false
+walltime_min: 5
+sweeps:
+  - kernel: pmiprog
+    impls: [py]
+    variants: [plain]
+    partitions: [multi]
+    nodes: [2]
+    ranks_per_node: [1]
+    threads: [1]
+"""
+
+
+def test_an_mpich_style_program_gets_its_pmi_descriptor_through_the_shim(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    program = tmp_path / "pmi_program.py"
+    program.write_text(PMI_PROGRAM)
+    env = declare(tmp_path, {"pmiprog": KERNEL.replace("{pmi_program}", str(program))}, {"pmi_sweep": EXPERIMENT}, {})
+    ledger = str(tmp_path / "ledger.sqlite")
+    name = _name("pmi")
+    proc = run_cli(
+        "--ledger",
+        ledger,
+        "submit",
+        "cluster=localslurm",
+        "experiment=pmi_sweep",
+        f"campaign.name={name}",
+        f"campaign.workdir={tmp_path / 'runs'}",
+        "cluster.partitions.multi.mpi=pmi2",
+        "--wait",
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(run_cli("--ledger", ledger, "results", "--campaign", name, "--format", "json").stdout)
+    assert [(r["metric"], r["nodes"], r["ranks"]) for r in rows] == [("barrier", 2, 2)]
+    (said,) = (tmp_path / "runs").glob(f"{name}/*/attempt-1/fom-*r0.rank0.out")
+    assert rows[0]["value"] == float(said.read_text().split("barrier: ")[1].split()[0])
