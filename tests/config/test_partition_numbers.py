@@ -11,11 +11,13 @@ import math
 from pathlib import Path
 
 import pytest
+from omegaconf import DictConfig, OmegaConf
 
 from analysis.penalties import numa_crossing
 from analysis.roofline import roofline
 from campaign.config import load_config
-from campaign.config.schema import Ceilings, ClusterSpec, PartitionSpec
+from campaign.config.schema import Ceilings, ClusterSpec, PartitionSpec, RootConfig
+from campaign.config.validate import validate
 from campaign.plumbing.errors import ConfigError
 from campaign.results.frames import partition_facts_frame
 from tests.conftest import assert_refused, run_cli
@@ -49,39 +51,75 @@ WHOLE = (
 REF = "{kernel: k, impl: i, variant: v, n: 1"
 
 
-@pytest.mark.parametrize(
-    ("override", "named"),
-    [
-        *((f"{PART}.{key}={value}", f"{PART}.{key}=") for key in FLOATS for value in HOSTILE_FLOATS),
-        *(
-            (f"{PART}.{key}={value}", f"{PART}.{key}={value} ")
-            for key in WHOLE
-            for value in ("0", "-1", "-99999999999")
-        ),
-        *(
-            (f"{PART}.{key}={value}", f"{PART}.{key}=")
-            for key, value in (
-                ("ceilings.mem_bw", "1e17"),
-                ("ceilings.peak_flops_fp32", "1e300"),
-                ("memory_gb", "1e6"),
-                ("sockets", "100000"),
-                ("max_walltime_min", "99999999999"),
-                ("threads_per_core", "1000"),
-                ("numa_domains", "129"),  # more domains than the node's 128 cores
-                ("gpus", "-1"),
-                ("charging.su_per_unit_hour", "nan"),
-                ("charging.min_su", "-1"),
-            )
-        ),
-        (f"{PART}.references=[{REF}, time_s: 0}}]", f"{PART}.references[0].time_s=0.0 "),
-        (f"{PART}.references=[{REF}, flops_per_s: nan}}]", f"{PART}.references[0].flops_per_s=nan "),
-        (f"{PART}.references=[{REF}, time_s: 1, tolerance: -0.1}}]", f"{PART}.references[0].tolerance=-0.1 "),
-    ],
-)
-def test_a_partition_number_outside_its_range_is_refused_by_name(override: str, named: str) -> None:
+CASES = [
+    *((f"{PART}.{key}={value}", f"{PART}.{key}=") for key in FLOATS for value in HOSTILE_FLOATS),
+    *((f"{PART}.{key}={value}", f"{PART}.{key}={value} ") for key in WHOLE for value in ("0", "-1", "-99999999999")),
+    *(
+        (f"{PART}.{key}={value}", f"{PART}.{key}=")
+        for key, value in (
+            ("ceilings.mem_bw", "1e17"),
+            ("ceilings.peak_flops_fp32", "1e300"),
+            ("memory_gb", "1e6"),
+            ("sockets", "100000"),
+            ("max_walltime_min", "99999999999"),
+            ("threads_per_core", "1000"),
+            ("numa_domains", "129"),  # more domains than the node's 128 cores
+            ("gpus", "-1"),
+            ("charging.su_per_unit_hour", "nan"),
+            ("charging.min_su", "-1"),
+        )
+    ),
+    (f"{PART}.references=[{REF}, time_s: 0}}]", f"{PART}.references[0].time_s=0.0 "),
+    (f"{PART}.references=[{REF}, flops_per_s: nan}}]", f"{PART}.references[0].flops_per_s=nan "),
+    (f"{PART}.references=[{REF}, time_s: 1, tolerance: -0.1}}]", f"{PART}.references[0].tolerance=-0.1 "),
+]
+# through load_config itself, override to refusal: a float, a whole number, one past any node, a
+# ceiling, a charge and a reference (each of the families above; a compose is ~0.3 CPU s)
+COMPOSED = [
+    case
+    for case in CASES
+    if case[0].partition(".cpu.")[2]
+    in {
+        "memory_gb=1e309",
+        "sockets=-99999999999",
+        "numa_domains=129",
+        "ceilings.mem_bw=nan",
+        "charging.min_su=-1",
+        "references=[{kernel: k, impl: i, variant: v, n: 1, time_s: 0}]",
+    }
+]
+assert len(COMPOSED) == 6, COMPOSED  # each family's case found
+
+
+def _refused(err: pytest.ExceptionInfo[ConfigError], named: str) -> None:
+    assert str(err.value).startswith(named) and "\n" not in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize(("override", "named"), COMPOSED)
+def test_a_partition_number_outside_its_range_is_refused_by_name_at_compose(override: str, named: str) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(["cluster=localslurm", override])
-    assert str(err.value).startswith(named) and "\n" not in str(err.value), str(err.value)
+    _refused(err, named)
+
+
+@pytest.fixture(scope="module")
+def localslurm() -> DictConfig:
+    """The composed test cluster's config, typed by the schema (composed once for all the cases)."""
+    return OmegaConf.structured(load_config(["cluster=localslurm"]))
+
+
+@pytest.mark.parametrize(("override", "named"), CASES)
+def test_a_partition_number_outside_its_range_is_refused_by_name(
+    override: str, named: str, localslurm: DictConfig
+) -> None:
+    """Each value merged into the composed config as an override would be (converted to its field's
+    type by the schema) is refused by the validator that load_config runs on every composed config."""
+    given = OmegaConf.merge(localslurm, OmegaConf.from_dotlist([override]))
+    root = OmegaConf.to_object(given)
+    assert isinstance(root, RootConfig)
+    with pytest.raises(ConfigError) as err:
+        validate(root)
+    _refused(err, named)
 
 
 def test_the_shipped_clusters_numbers_are_within_range() -> None:

@@ -18,12 +18,17 @@ FAKE_ENV = {
 }
 
 
+# the smoke campaign's runs with our C kernels: a job starts at once, where each torch job's import
+# took ~1.5 CPU s (tests/docs/test_readme_run.py runs the smoke campaign as shipped, torch and all)
+SMOKE = ("experiment=smoke", "experiment.sweeps.0.impls=[c]", "experiment.sweeps.1.impls=[c]")
+
+
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """Run the smoke campaign once (it takes ~30 s) and share it."""
+    """Run the smoke campaign once and share it."""
     work = tmp_path_factory.mktemp("smoke")
     ledger = work / "ledger.sqlite"
-    proc = run_cli("--ledger", str(ledger), "submit", "experiment=smoke", cwd=work)
+    proc = run_cli("--ledger", str(ledger), "submit", *SMOKE, cwd=work)
     assert proc.returncode == 0, proc.stderr
     assert "5 runs planned, 0 already in the ledger, 5 submitted" in proc.stdout
     return work, ledger
@@ -49,7 +54,7 @@ def test_smoke_jobs_complete_and_rows_are_ingested(smoke: tuple[Path, Path]) -> 
 
 def test_second_submit_submits_nothing(smoke: tuple[Path, Path]) -> None:
     work, ledger = smoke
-    proc = run_cli("--ledger", str(ledger), "submit", "experiment=smoke", cwd=work)
+    proc = run_cli("--ledger", str(ledger), "submit", *SMOKE, cwd=work)
     assert proc.returncode == 0, proc.stderr
     assert "5 already in the ledger, 0 submitted" in proc.stdout
     assert _db(ledger, "SELECT count(*) FROM job_attempt") == [(5,)]
@@ -102,27 +107,45 @@ def test_failure_classes_on_the_local_backend(tmp_path: Path) -> None:
     assert proc.returncode == 3, proc.stderr  # it waited for jobs and 4 of them failed
     assert "4 job(s) ended failed" in proc.stderr
     got = dict(_db(ledger, "SELECT r.variant, a.state FROM job_attempt a JOIN run r ON r.id = a.run_id"))
-    assert got == {"ok": "COMPLETED", "exit3": "FAILED", "nooutput": "LOST_OUTPUT",
-                   "garbage": "LOST_OUTPUT", "badcheck": "CHECK_FAILED"}
+    assert got == {
+        "ok": "COMPLETED",
+        "exit3": "FAILED",
+        "nooutput": "LOST_OUTPUT",
+        "garbage": "LOST_OUTPUT",
+        "badcheck": "CHECK_FAILED",
+    }
     exit3 = _db(ledger, "SELECT a.exit_code FROM job_attempt a JOIN run r ON r.id = a.run_id WHERE r.variant='exit3'")
     assert exit3 == [(3,)]
     # rerun --failed: new attempts linked to the old ones, only for failures (which fail again: exit 3)
     proc = run_cli("--ledger", str(ledger), "rerun", "failures-local", "--failed", cwd=tmp_path, env=FAKE_ENV)
     assert proc.returncode == 3, proc.stderr
     assert "4 run(s) resubmitted" in proc.stdout
-    lineage = _db(ledger, "SELECT r.variant, a.attempt, a.previous_id IS NOT NULL FROM job_attempt a "
-                          "JOIN run r ON r.id = a.run_id WHERE a.attempt = 2")
+    lineage = _db(
+        ledger,
+        "SELECT r.variant, a.attempt, a.previous_id IS NOT NULL FROM job_attempt a "
+        "JOIN run r ON r.id = a.run_id WHERE a.attempt = 2",
+    )
     assert sorted(v for v, _, _ in lineage) == ["badcheck", "exit3", "garbage", "nooutput"]
     assert all(linked for _, _, linked in lineage)
-    job = _db(ledger, "SELECT a.job_id FROM job_attempt a JOIN run r ON r.id = a.run_id "
-                      "WHERE r.variant='exit3' AND a.attempt = 2")[0][0]
+    job = _db(
+        ledger,
+        "SELECT a.job_id FROM job_attempt a JOIN run r ON r.id = a.run_id WHERE r.variant='exit3' AND a.attempt = 2",
+    )[0][0]
     shown = run_cli("--ledger", str(ledger), "show", job, cwd=tmp_path, env=FAKE_ENV).stdout
     assert "attempt 1:" in shown and "attempt 2:" in shown and "failing on purpose" in shown
 
 
 def test_cli_from_another_directory_finds_configs(tmp_path: Path) -> None:
-    proc = run_cli("--ledger", str(tmp_path / "l.sqlite"), "submit", "cluster=delta",
-                   "cluster.account=abc-delta-cpu", "experiment=forward_scaling", "--dry-run", cwd=tmp_path)
+    proc = run_cli(
+        "--ledger",
+        str(tmp_path / "l.sqlite"),
+        "submit",
+        "cluster=delta",
+        "cluster.account=abc-delta-cpu",
+        "experiment=forward_scaling",
+        "--dry-run",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "#SBATCH --partition=cpu" in proc.stdout
     assert not (tmp_path / "l.sqlite").exists()  # a dry run records nothing
@@ -192,10 +215,19 @@ def test_shape_campaign_rows_carry_their_own_shape(tmp_path: Path) -> None:
     """A gemm_shapes run sweeps `a` inside one process: each row's params name
     its own a, so the analysis never merges two shapes into one median."""
     ledger = tmp_path / "l.sqlite"
-    proc = run_cli("--ledger", str(ledger), "submit", "experiment=shape_gpt3_2p7b",
-                   "experiment.sweeps.0.partitions=[local]", "experiment.sweeps.0.dtypes=[fp32]",
-                   "experiment.sweeps.0.n=[64]", "experiment.sweeps.0.args={h: 256, a: [4, 8], b: 1, t: 1, v: 1000}",
-                   "experiment.repeats=2", "experiment.warmup=1", cwd=tmp_path)
+    proc = run_cli(
+        "--ledger",
+        str(ledger),
+        "submit",
+        "experiment=shape_gpt3_2p7b",
+        "experiment.sweeps.0.partitions=[local]",
+        "experiment.sweeps.0.dtypes=[fp32]",
+        "experiment.sweeps.0.n=[64]",
+        "experiment.sweeps.0.args={h: 256, a: [4, 8], b: 1, t: 1, v: 1000}",
+        "experiment.repeats=2",
+        "experiment.warmup=1",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(run_cli("--ledger", str(ledger), "results", "--format", "json").stdout)
     assert {r["params"] for r in rows} == {"a=4,b=1,h=256,t=1,v=1000", "a=8,b=1,h=256,t=1,v=1000"}

@@ -20,19 +20,34 @@ pytestmark = pytest.mark.slurm
 RUNS = 2500
 
 
-def _env() -> dict[str, str]:
+def _env(tmp_path: Path) -> dict[str, str]:
+    """The fake conf, after a folder whose experiment crash_grid is crash_many with its RUNS distinct
+    runs written in (as a 2,500-value override, Hydra's parser took ~0.5 CPU s of each submit)."""
+    conf = tmp_path / "conf"
+    if not conf.exists():
+        many = (FAKE_CONF / "experiment" / "crash_many.yaml").read_text()
+        grid = ", ".join(f"{i / 1e6:.6f}" for i in range(RUNS))
+        (conf / "experiment").mkdir(parents=True)
+        (conf / "experiment" / "crash_grid.yaml").write_text(
+            many.replace("name: crash_many", "name: crash_grid") + f"    grid: {{sleep: [{grid}]}}\n"
+        )
     env = dict(os.environ)
-    env["CAMPAIGN_CONFIG_PATH"] = str(FAKE_CONF)
+    env["CAMPAIGN_CONFIG_PATH"] = f"{conf}:{FAKE_CONF}"
     env["CAMPAIGN_FAKE_KERNEL"] = str(FAKE_KERNEL)
     return env
 
 
 def _args(ledger: Path, work: Path, name: str) -> list[str]:
-    grid = ",".join(f"{i / 1e6:.6f}" for i in range(RUNS))
-    return ["--ledger", str(ledger), "submit", "cluster=localslurm", "experiment=crash_many",
-            f"campaign.name={name}", f"campaign.workdir={work}",
-            "++cluster.partitions.cpu.sbatch_extra={hold: true}",  # held: they never run, and are cancelled
-            f"+experiment.sweeps.0.grid={{sleep: [{grid}]}}"]
+    return [
+        "--ledger",
+        str(ledger),
+        "submit",
+        "cluster=localslurm",
+        "experiment=crash_grid",
+        f"campaign.name={name}",
+        f"campaign.workdir={work}",
+        "++cluster.partitions.cpu.sbatch_extra={hold: true}",  # held: they never run, and are cancelled
+    ]
 
 
 def _slurm_jobs(name: str) -> list[str]:
@@ -76,13 +91,17 @@ TRIGGERS = {
 
 
 @pytest.mark.parametrize("point", list(TRIGGERS))
-def test_sigkill_during_submit_loses_and_duplicates_nothing(slurm_cluster: object, tmp_path: Path,
-                                                            point: str) -> None:
+def test_sigkill_during_submit_loses_and_duplicates_nothing(slurm_cluster: object, tmp_path: Path, point: str) -> None:
     name = f"crash-{point}-{os.getpid()}"
     ledger, work = tmp_path / "l.sqlite", tmp_path / "runs"
     try:
-        proc = subprocess.Popen([str(CAMPAIGN), *_args(ledger, work, name)], env=_env(),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [str(CAMPAIGN), *_args(ledger, work, name)],
+            env=_env(tmp_path),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 120
         while proc.poll() is None and not TRIGGERS[point](ledger, work, name) and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -92,7 +111,7 @@ def test_sigkill_during_submit_loses_and_duplicates_nothing(slurm_cluster: objec
         proc.communicate(timeout=60)
         assert killed, f"submit finished before the kill point {point}"
         before = len(_slurm_jobs(name))
-        again = run_cli(*_args(ledger, tmp_path / "runs", name), env=_env(), timeout=900)
+        again = run_cli(*_args(ledger, tmp_path / "runs", name), env=_env(tmp_path), timeout=900)
         assert again.returncode == 0, again.stderr
         jobs = _slurm_jobs(name)
         con = sqlite3.connect(ledger)
@@ -104,7 +123,9 @@ def test_sigkill_during_submit_loses_and_duplicates_nothing(slurm_cluster: objec
         assert None not in ledger_ids  # no job ID lost
         assert len(set(ledger_ids)) == RUNS
         assert sorted(jobs) == sorted(ledger_ids)  # exactly the scheduler's jobs, no duplicates
-        print(f"killed at {point}: {before} jobs existed at the kill; "
-              f"second submit: {again.stdout.strip().splitlines()[0]}")
+        print(
+            f"killed at {point}: {before} jobs existed at the kill; "
+            f"second submit: {again.stdout.strip().splitlines()[0]}"
+        )
     finally:
         _cancel(name)

@@ -48,8 +48,11 @@ pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("fake_kernel_env")]
 
 def _cgroup_memory() -> bool:
     proc = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=30)
-    return any(line.split("=", 1)[-1].strip().startswith("task/cgroup")
-               for line in proc.stdout.splitlines() if line.startswith("TaskPlugin "))
+    return any(
+        line.split("=", 1)[-1].strip().startswith("task/cgroup")
+        for line in proc.stdout.splitlines()
+        if line.startswith("TaskPlugin ")
+    )
 
 
 # ----------------------------------------------------------------- failure campaign (submitted first)
@@ -109,8 +112,9 @@ def test_cancel_while_running_gives_cancelled(failures: Failures) -> None:
 # ----------------------------------------------------------------- a. job arrays
 
 
-def test_campaign_goes_out_as_one_array_and_completes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      cancel_at_end: Callable[[Ledger, str], None]) -> None:
+def test_campaign_goes_out_as_one_array_and_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cancel_at_end: Callable[[Ledger, str], None]
+) -> None:
     sbatch_log = _shim(tmp_path, monkeypatch, "sbatch")
     led = Ledger(tmp_path / "ledger.sqlite")
     name = _name("array")
@@ -135,15 +139,28 @@ def test_campaign_goes_out_as_one_array_and_completes(tmp_path: Path, monkeypatc
     assert by_job == {r["job_id"]: 4 for r in rows}
 
 
-# ----------------------------------------------------------------- a + d. smoke with torch kernels, via the CLI
+# ----------------------------------------------------------------- a + d. smoke via the CLI, with our C kernels
+# (a job starts at once, where each torch job's import took ~1.5 CPU s; tests/docs/test_readme_run.py submits
+# the smoke campaign to this Slurm as shipped, torch kernels and all)
 
 
 def test_smoke_on_localslurm_via_cli_completes_and_status_shows_job_ids(
-        tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]) -> None:
+    tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]
+) -> None:
     ledger_path = tmp_path / "ledger.sqlite"
     name = _name("smoke")
-    proc = run_cli("--ledger", str(ledger_path), "submit", "cluster=localslurm", "experiment=smoke",
-                   f"campaign.workdir={tmp_path / 'runs'}", f"campaign.name={name}", cwd=tmp_path)
+    proc = run_cli(
+        "--ledger",
+        str(ledger_path),
+        "submit",
+        "cluster=localslurm",
+        "experiment=smoke",
+        "experiment.sweeps.0.impls=[c]",
+        "experiment.sweeps.1.impls=[c]",
+        f"campaign.workdir={tmp_path / 'runs'}",
+        f"campaign.name={name}",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     led = Ledger(ledger_path)
     cancel_at_end(led, name)
@@ -191,8 +208,13 @@ def test_thread_sweep_up_to_128_cpus(tmp_path: Path, cancel_at_end: Callable[[Le
     threads = {r["job_id"]: r["threads"] for r in rows}
     assert sorted(threads.values()) == [1, 2, 4, 8, 16, 32, 64, 128]
     # the scheduler gave each job as many CPUs as threads
-    proc = subprocess.run(["sacct", "-X", "-n", "-P", "-o", "JobID,AllocCPUS", "-j", ",".join(threads)],
-                          capture_output=True, text=True, timeout=60, check=True)
+    proc = subprocess.run(
+        ["sacct", "-X", "-n", "-P", "-o", "JobID,AllocCPUS", "-j", ",".join(threads)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     alloc = dict(line.split("|") for line in proc.stdout.split())
     assert {j: int(alloc[j]) for j in threads} == threads
     # the kernel ran with that many threads (its CSV column) ...
@@ -256,8 +278,10 @@ def test_failure_classes_and_rerun_lineage(failures: Failures) -> None:
 
 def test_out_of_memory_on_the_real_scheduler(failures: Failures) -> None:
     if not failures.cgroup:
-        pytest.skip("TaskPlugin is not task/cgroup (scontrol show config): Slurm enforces no memory limit, "
-                    "so no job can end OUT_OF_MEMORY on this cluster")
+        pytest.skip(
+            "TaskPlugin is not task/cgroup (scontrol show config): Slurm enforces no memory limit, "
+            "so no job can end OUT_OF_MEMORY on this cluster"
+        )
     rows = [r for r in _attempts(failures.ledger) if r["variant"] == "oom"]
     if len(rows) < 2:
         pytest.skip("depends on test_failure_classes_and_rerun_lineage (rerun not done)")
