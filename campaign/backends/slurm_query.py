@@ -34,6 +34,7 @@ from campaign.backends.slurm_messages import (
     AccountingDisabledError,
     error_line,
     is_message,
+    record_fields,
     sacct_failure,
     skipped_warning,
 )
@@ -130,7 +131,7 @@ def parse_sacct(text: str, notes: list[str] | None = None) -> dict[str, SlurmJob
         if is_message(line, "sacct"):
             skipped.append(line)
             continue
-        fields = line.split("|")
+        fields = record_fields(line, len(SACCT_FIELDS))
         if len(fields) != len(SACCT_FIELDS):
             raise SchedulerError(f"unexpected sacct line (expected {len(SACCT_FIELDS)} fields): {line!r}")
         if fields[0] == SACCT_FIELDS[0]:

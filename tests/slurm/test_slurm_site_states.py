@@ -10,6 +10,7 @@ from campaign.backends import slurm_query as sq
 from campaign.backends.slurm_states import from_slurm
 from campaign.plumbing.errors import SchedulerError
 from campaign.plumbing.states import JobState
+from tests.fixtures import SLURM_OUTPUTS
 
 
 @pytest.mark.parametrize("word", ["SPECIAL_EXIT", "RESV_DEL_HOLD", "EXPEDITING"])
@@ -241,3 +242,17 @@ def test_a_pending_reason_is_stored_as_squeue_shows_it_without_parentheses(shown
     assert queued.reason == "Resources"
     assert sq.parse_sacct("45|PENDING|0:0|None assigned|Unknown|Unknown|(null)")["45"].reason is None
     assert sq.parse_sacct("45|PENDING|0:0|None assigned|Unknown|Unknown|()")["45"].reason is None
+
+
+def test_sacct_parsable_with_its_trailing_separator_reads_as_parsable2() -> None:
+    """`sacct --parsable` (a site's wrapper or alias may add it) ends each line with "|"; recorded on
+    the test Slurm 22.05.8: job 7519 exit 3, 7520 ok. Read like --parsable2, never an error."""
+    got = sq.parse_sacct((SLURM_OUTPUTS / "sacct_final_parsable.txt").read_text())
+    assert (got["7519"].state, got["7519"].exit_code) == (JobState.FAILED, 3)
+    assert (got["7520"].state, got["7520"].exit_code, got["7520"].node) == (JobState.COMPLETED, 0, "localhost")
+    assert got["7520"].reason is None
+
+
+def test_a_line_with_one_field_past_the_trailing_separator_is_still_an_error() -> None:
+    with pytest.raises(SchedulerError, match="expected 7 fields"):
+        sq.parse_sacct("7520|COMPLETED|0:0|localhost|2026-12-07T12:33:13|2026-12-07T12:33:13|None|x")
