@@ -4,6 +4,8 @@ array ranges cut by SLURM_BITSTR_LEN, and sbatch's "on cluster X"."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from campaign.backends import slurm_query as sq
@@ -256,3 +258,12 @@ def test_sacct_parsable_with_its_trailing_separator_reads_as_parsable2() -> None
 def test_a_line_with_one_field_past_the_trailing_separator_is_still_an_error() -> None:
     with pytest.raises(SchedulerError, match="expected 7 fields"):
         sq.parse_sacct("7520|COMPLETED|0:0|localhost|2026-12-07T12:33:13|2026-12-07T12:33:13|None|x")
+
+
+@pytest.mark.parametrize("spec", ["1-0x", "0-9:0", "9-3", "a", "1--3", "0-99999999999", "-3"])
+def test_an_array_range_slurm_never_prints_is_an_error_naming_it(spec: str) -> None:
+    """A pending range that cannot be read (or would be more tasks than Slurm's largest MaxArraySize,
+    4,000,001) is refused in one line naming it: never a traceback, never a list built for ever."""
+    text = f"42_[{spec}]|PENDING|0:0|None assigned|Unknown|Unknown|None"
+    with pytest.raises(SchedulerError, match=r"42_\[" + re.escape(spec)):
+        sq.parse_sacct(text)
