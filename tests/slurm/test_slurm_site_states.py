@@ -79,8 +79,8 @@ def test_pending_array_range_cut_by_bitstr_len_keeps_the_listed_tasks(job_id: st
 
 
 def test_sbatch_answer_names_the_cluster() -> None:
-    assert sq.parse_submitted_cluster("Submitted batch job 3969755 on cluster nautilus\n") == "nautilus"
-    assert sq.parse_submitted_cluster("Submitted batch job 3969755\n") is None
+    assert sq.parse_sbatch("Submitted batch job 3969755 on cluster nautilus\n") == ("3969755", "nautilus")
+    assert sq.parse_sbatch("Submitted batch job 3969755\n") == ("3969755", None)
 
 
 def test_squeue_of_several_clusters_reads_past_their_headers() -> None:
@@ -267,3 +267,28 @@ def test_an_array_range_slurm_never_prints_is_an_error_naming_it(spec: str) -> N
     text = f"42_[{spec}]|PENDING|0:0|None assigned|Unknown|Unknown|None"
     with pytest.raises(SchedulerError, match=r"42_\[" + re.escape(spec)):
         sq.parse_sacct(text)
+
+
+@pytest.mark.parametrize(
+    ("stdout", "answer"),
+    [
+        ("7519\n", ("7519", None)),
+        ("7519;delta\n", ("7519", "delta")),
+        ("4294967297;anvil\n", ("4294967297", "anvil")),  # federation ids are above 2^26, some above 2^32
+        ("Submitted batch job 7519\n", ("7519", None)),
+        ("Submitted batch job 7519 on cluster delta\n", ("7519", "delta")),
+        # a site's wrapper that prints a banner or a notice after sbatch's own answer
+        ("7519\nRemember: /scratch is purged after 30 days\n", ("7519", None)),
+        (
+            "--> Verifying valid submit host (login1)...OK\nSubmitted batch job 7519\nsbatch: note: quota 41%\n",
+            ("7519", None),
+        ),
+    ],
+)
+def test_sbatchs_answer_gives_the_job_id_wherever_its_line_stands(stdout: str, answer: tuple[str, str | None]) -> None:
+    assert sq.parse_sbatch(stdout) == answer
+
+
+@pytest.mark.parametrize("stdout", ["", "\n", "sbatch: error: Invalid account\n", "7519x\n", "job 7519 queued\n"])
+def test_an_sbatch_answer_without_a_job_id_gives_none(stdout: str) -> None:
+    assert sq.parse_sbatch(stdout) is None
