@@ -5,7 +5,6 @@ preflight job's alike, never an error for a job that was queued."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,7 +13,7 @@ import pytest
 
 from campaign import api
 from campaign.ledger import Ledger
-from tests.slurm.helpers import _db, _name, _overrides
+from tests.slurm.helpers import _db, _name, _overrides, _stand_in
 
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("fake_kernel_env")]
 
@@ -22,12 +21,12 @@ pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("fake_kernel_env")]
 def test_a_notice_after_sbatchs_answer_loses_no_job_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = shutil.which("sbatch")
     assert real
-    shims = tmp_path / "shims"
-    shims.mkdir()
-    wrapper = shims / "sbatch"
-    wrapper.write_text(f'#!/bin/sh\n"{real}" --hold "$@" || exit $?\necho "Note: /scratch is purged after 30 days"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{shims}{os.pathsep}{os.environ['PATH']}")
+    _stand_in(
+        tmp_path,
+        monkeypatch,
+        "sbatch",
+        f'"{real}" --hold "$@" || exit $?\necho "Note: /scratch is purged after 30 days"',
+    )
     led = Ledger(tmp_path / "ledger.sqlite")
     name = _name("wrapsb")
     try:
