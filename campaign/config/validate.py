@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.backends.capabilities import capabilities
+from campaign.backends.slurm_extra import check_sbatch_extra
 from campaign.config.numbers import check_partition
 from campaign.config.schema import CONTAINER_RUNTIMES, ContainerSpec, RootConfig, SpackSpec
 from campaign.planning import byob
@@ -214,6 +215,8 @@ def _check_cluster(cfg: RootConfig) -> None:
             if not SBATCH_KEY.fullmatch(str(k)) or len(str(k)) > 64:
                 raise ConfigError(f"{_safe(where)}.sbatch_extra: {str(k)[:60]!r} is not an sbatch option name")
             _sbatch_value(v, f"{where}.sbatch_extra.{k}")
+        check_sbatch_extra(part.sbatch_extra, f"{where}.sbatch_extra")
+        check_sbatch_extra(part.profiler.sbatch_extra, f"{where}.profiler.sbatch_extra")
 
 
 def _check_kernels(cfg: RootConfig) -> None:
