@@ -201,6 +201,10 @@ def _check_cluster(cfg: RootConfig) -> None:
         where = f"cluster.partitions.{key}"
         check_name(key, where)
         check_name(part.name or key, f"{where}.name")
+        if part.name and part.name != key:  # runs, the ledger and sbatch's --partition all go by the key
+            raise ConfigError(f"{where}.name={_safe(part.name)!r} must be the partition's key {key!r} (or left out)")
+        if part.charging.model == "per_gpu" and not part.gpus:
+            raise ConfigError(f"{where}.charging.model='per_gpu' bills GPUs, and partition {key} has none")
         check_partition(part, where)  # sizes, memory, walltime, ceilings: each within its bound
         for what in ("account", "qos"):
             if getattr(part, what):
