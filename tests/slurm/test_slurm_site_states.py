@@ -9,6 +9,7 @@ import re
 import pytest
 
 from campaign.backends import slurm_query as sq
+from campaign.backends.slurm_fields import exit_status
 from campaign.backends.slurm_states import from_slurm
 from campaign.plumbing.errors import SchedulerError
 from campaign.plumbing.states import JobState
@@ -292,3 +293,43 @@ def test_sbatchs_answer_gives_the_job_id_wherever_its_line_stands(stdout: str, a
 @pytest.mark.parametrize("stdout", ["", "\n", "sbatch: error: Invalid account\n", "7519x\n", "job 7519 queued\n"])
 def test_an_sbatch_answer_without_a_job_id_gives_none(stdout: str) -> None:
     assert sq.parse_sbatch(stdout) is None
+
+
+SITE_STATES = {  # job id: (state, exit status as the ledger stores it, node list as sacct printed it)
+    "70001": (JobState.RUNNING, 0, "a[001-004,010],b7"),  # SUSPENDED: resumed later, never finished
+    "70002": (JobState.RUNNING, 0, "gpua001"),  # STOPPED
+    "70003": (JobState.RUNNING, 0, "gpua[001-002]"),  # SIGNALING
+    "70004": (JobState.RUNNING, 0, "nid001234"),  # STAGE_OUT
+    "70005": (JobState.RUNNING, 0, "nid[001234-001236]"),  # RESIZING
+    "70006": (JobState.PENDING, 0, None),  # REQUEUE_FED
+    "70007": (JobState.TIMEOUT, 0, None),  # DEADLINE
+    "70008": (JobState.NODE_FAIL, 0, "c[101-102]"),  # BOOT_FAIL
+    "70009": (JobState.CANCELLED, -15, "c101"),  # "CANCELLED by 12345": its batch step's 0:15
+    "70010": (JobState.FAILED, 255, "c102"),
+    "70011": (JobState.COMPLETED, 0, "c103"),  # .interactive and .extern steps
+    "70012": (JobState.TIMEOUT, -15, "c104"),
+    "134217729": (JobState.COMPLETED, 0, "c105"),  # a federation's id (origin cluster in the high bits)
+    "4294967296_3": (JobState.FAILED, 1, "c106"),  # an id past 2^32
+    "70015": (JobState.PREEMPTED, -15, "c107"),
+    "70016": (JobState.NODE_FAIL, 1, "c108"),
+    "70017": (JobState.PENDING, 0, "c109"),  # REQUEUED
+    "70018": (JobState.PENDING, 0, None),  # REQUEUE_HOLD
+    "70019": (JobState.PENDING, 0, None),  # SPECIAL_EXIT
+    "70020": (JobState.RUNNING, 0, "gpub[001-002]"),  # its srun step ran out of memory; the job goes on
+    "70021": (JobState.OUT_OF_MEMORY, 0, "c110"),  # 0:125 is Slurm's OOM mark, no signal
+}
+
+
+def test_every_documented_state_and_id_form_of_other_sites() -> None:
+    """sacct lines in the forms production sites print (Slurm 20.11 to 24.x, written here field
+    by field from the state codes page and sacct(1)): each job's state, its end as the ledger
+    stores it and its node list; pending ranges with a list and a throttle become their tasks."""
+    got = sq.parse_sacct((SLURM_OUTPUTS / "sacct_site_states.txt").read_text())
+    for job_id, (state, status, node) in SITE_STATES.items():
+        info = got[job_id]
+        assert (info.state, exit_status(info.exit_code, info.signal), info.node) == (state, status, node), job_id
+        assert (info.end is not None) == state.finished, job_id
+    assert sorted(k for k in got if k.startswith("70013_")) == [f"70013_{i}" for i in (1, 3, 5, 6, 7, 8, 9)]
+    assert {got[f"70014_{i}"].reason for i in range(1, 6)} == {"Priority"}  # "(Priority)" as some sites print it
+    assert got["70018"].reason == "JobHeldAdmin" and got["70019"].reason == "JobHeldUser"
+    assert len(got) == len(SITE_STATES) + 7 + 5
