@@ -173,17 +173,21 @@ class SlurmBackend(Backend):
         return sbatch_script(named, shlex.join(command), logs_folder(self.folder, manifest), len(group))
 
     def batches(self, requests: Sequence[JobRequest]) -> list[list[JobRequest]]:
-        max_array = self.cluster.max_array_size or DEFAULT_MAX_ARRAY
-        return [group for _, group in self._groups(requests, max_array)]
+        return [group for _, group in self._groups(requests, self._planned_max_array())]
+
+    def _planned_max_array(self) -> int:
+        """The configured MaxArraySize as submit takes it (0, arrays off: one job per run), else
+        DEFAULT_MAX_ARRAY: a dry run asks no scheduler."""
+        configured = self.cluster.max_array_size
+        return DEFAULT_MAX_ARRAY if configured is None else configured
 
     def _clusters(self, partition: str) -> str | None:
         part = self.cluster.partitions.get(partition)
         return (part.clusters if part is not None else None) or self.cluster.clusters
 
     def render(self, requests: Sequence[JobRequest]) -> list[str]:
-        max_array = self.cluster.max_array_size or DEFAULT_MAX_ARRAY
         scripts = []
-        for params, group in self._groups(requests, max_array):
+        for params, group in self._groups(requests, self._planned_max_array()):
             text = self._script(params, group, "<manifest>")
             runs = "\n".join(
                 f"#   [{i}] {r.run.label}: {shlex.join(argv)}"
