@@ -76,7 +76,11 @@ def test_the_users_sbatch_variables_never_override_campaigns_script(
         listed = subprocess.run(
             ["squeue", "-h", "-o", "%i|%j"], env=_clean(), capture_output=True, text=True, timeout=30, check=True
         ).stdout.splitlines()
-        mine = [i for i, _, job in (line.partition("|") for line in listed) if name in job or job == "not-campaigns"]
+        mine = [  # an array by its base id: scancel refuses squeue's "7792_[0-1%2]"
+            i.split("_")[0]
+            for i, _, job in (line.partition("|") for line in listed)
+            if name in job or job == "not-campaigns"
+        ]
         if mine:
             subprocess.run(["scancel", *mine], env=_clean(), timeout=30, check=False)
 
