@@ -173,6 +173,12 @@ def _run_env(container: ContainerSpec, spack: SpackSpec, where: str) -> None:
                 check_text(getattr(spack, what), f"{where}.spack.{what}", limit=1024)
 
 
+def _clusters(value: str | None, where: str) -> None:
+    """sbatch's -M: Slurm cluster names, comma-separated (`all` is one of them)."""
+    for i, name in enumerate(str(value).split(",") if value else []):
+        check_name(name, f"{where}[{i}]" if "," in str(value) else where)
+
+
 def _check_cluster(cfg: RootConfig) -> None:
     c = cfg.cluster
     check_name(c.name, "cluster.name")
@@ -180,6 +186,7 @@ def _check_cluster(cfg: RootConfig) -> None:
     for what in ("account", "qos"):
         if getattr(c, what):
             check_name(getattr(c, what), f"cluster.{what}")
+    _clusters(c.clusters, "cluster.clusters")
     for i, m in enumerate([*c.modules]):
         check_text(m, f"cluster.modules[{i}]", limit=200)
     _env(c.env, "cluster.env")
@@ -209,6 +216,7 @@ def _check_cluster(cfg: RootConfig) -> None:
         for what in ("account", "qos"):
             if getattr(part, what):
                 check_name(getattr(part, what), f"{where}.{what}")
+        _clusters(part.clusters, f"{where}.clusters")
         if part.gpu_model:
             check_text(part.gpu_model, f"{where}.gpu_model", limit=100)
         for i, m in enumerate(part.modules):

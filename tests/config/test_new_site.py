@@ -103,6 +103,11 @@ def test_each_partition_gets_the_options_its_site_needs(tmp_path: Path, monkeypa
             "cluster.partitions.a100.cpus_per_gpu=32: 4 GPUs ask 128 cores, more than the node's 64",
         ),
         (
+            "cluster.partitions.cpu.clusters='anvil gpu'",
+            "cluster.partitions.cpu.clusters='anvil gpu' is not a valid name",
+        ),
+        ("cluster.clusters='delta,;x'", "cluster.clusters[1]=';x' is not a valid name"),
+        (
             "cluster.partitions.cpu.charging.model=per_gpu",
             "cluster.partitions.cpu.charging.model='per_gpu' bills GPUs, and partition cpu has none",
         ),
