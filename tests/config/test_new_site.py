@@ -121,3 +121,10 @@ def test_a_config_that_plans_jobs_the_site_lacks_is_one_line_exit_2(
     )
     assert rc == 2, err
     assert len(err.strip().splitlines()) == 1 and said in err, err
+
+
+def test_the_config_docs_sites_md_shows_is_the_one_tested_here() -> None:
+    """docs/sites.md ("A new site") prints this file whole: what a new site copies is what is tested."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "sites.md").read_text()
+    shown = doc.split("## A new site", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert shown == (SITE_CONF / "cluster" / "newsite.yaml").read_text()
