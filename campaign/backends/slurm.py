@@ -12,7 +12,6 @@ Only this module and its slurm_* helpers know submitit's keywords and Slurm's wo
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from collections.abc import Sequence
 from datetime import datetime
@@ -174,17 +173,21 @@ class SlurmBackend(Backend):
         return sbatch_script(named, shlex.join(command), logs_folder(self.folder, manifest), len(group))
 
     def batches(self, requests: Sequence[JobRequest]) -> list[list[JobRequest]]:
-        max_array = self.cluster.max_array_size or DEFAULT_MAX_ARRAY
-        return [group for _, group in self._groups(requests, max_array)]
+        return [group for _, group in self._groups(requests, self._planned_max_array())]
+
+    def _planned_max_array(self) -> int:
+        """The configured MaxArraySize as submit takes it (0, arrays off: one job per run), else
+        DEFAULT_MAX_ARRAY: a dry run asks no scheduler."""
+        configured = self.cluster.max_array_size
+        return DEFAULT_MAX_ARRAY if configured is None else configured
 
     def _clusters(self, partition: str) -> str | None:
         part = self.cluster.partitions.get(partition)
         return (part.clusters if part is not None else None) or self.cluster.clusters
 
     def render(self, requests: Sequence[JobRequest]) -> list[str]:
-        max_array = self.cluster.max_array_size or DEFAULT_MAX_ARRAY
         scripts = []
-        for params, group in self._groups(requests, max_array):
+        for params, group in self._groups(requests, self._planned_max_array()):
             text = self._script(params, group, "<manifest>")
             runs = "\n".join(
                 f"#   [{i}] {r.run.label}: {shlex.join(argv)}"
@@ -250,8 +253,10 @@ class SlurmBackend(Backend):
         cpus = params["cpus_per_task"] if params else None
         gpus = slurm_launch.node_gpus(params) if params else None
         folder = str(logs_folder(self.folder, manifest))
-        return [task_submitted(req.attempt_id, base, index, array, folder, cluster=where, cpus=cpus, gpus=gpus)
-                for index, req in enumerate(group)]
+        return [
+            task_submitted(req.attempt_id, base, index, array, folder, cluster=where, cpus=cpus, gpus=gpus)
+            for index, req in enumerate(group)
+        ]
 
     def query(self, refs: Sequence[JobRef]) -> QueryResult:
         """One batched query per Slurm cluster holding jobs (-M for any but the local one)."""
@@ -295,17 +300,10 @@ def _profiled(run: RunSpec) -> bool:
 
 
 def _parse_sbatch(stdout: str) -> tuple[str, str | None]:
-    """The job ID and cluster from `sbatch --parsable` ("123" or "123;cluster"),
-    or from the plain answer "Submitted batch job 123 on cluster X"."""
-    first = stdout.strip().splitlines()[-1] if stdout.strip() else ""
-    job_id, _, where = first.partition(";")
-    job_id = job_id.strip()
-    if not job_id.isdigit():
-        match = re.search(r"Submitted batch job (\d+)", first)
-        if match is None:
-            raise SubmissionError(f"sbatch answered without a job ID: {one_line(stdout) or '(nothing)'}")
-        return match[1], slurm_query.parse_submitted_cluster(first)
-    return job_id, where.strip() or None
+    answer = slurm_query.parse_sbatch(stdout)
+    if answer is None:
+        raise SubmissionError(f"sbatch answered without a job ID: {one_line(stdout) or '(nothing)'}")
+    return answer
 
 
 def _by_cluster(refs: Sequence[JobRef]) -> dict[str | None, list[JobRef]]:

@@ -16,12 +16,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from campaign.backends.slurm_states import held_reason
-from campaign.plumbing.errors import BadInputError
+from campaign.plumbing.errors import BadInputError, SchedulerError
 from campaign.plumbing.states import JobState
 
 _JOB_ID_RE = re.compile(r"^\d+(?:_\d+)?$")
 # a pending array's tasks; SLURM_BITSTR_LEN may cut the list short with "..." (and the bracket)
 _ARRAY_RANGE_RE = re.compile(r"^(?P<base>\d+)_\[(?P<spec>[^\]]*)\]?$")
+# one element of an array spec: an index, a range, a stepped range (ASCII digits only, as Slurm prints)
+_SPEC_PART_RE = re.compile(r"^(?P<lo>[0-9]+)(?:-(?P<hi>[0-9]+)(?::(?P<step>[0-9]+))?)?$")
+# MaxArraySize is at most 4,000,001 (slurm.conf(5)): no task index is above this
+_MAX_TASK_INDEX = 4_000_000
 _EMPTY = {"", "None", "none", "Unknown", "N/A", "(null)", "None assigned"}
 
 
@@ -87,7 +91,9 @@ def exit_status(code: int | None, number: int | None) -> int | None:
 
 def expand_array_spec(spec: str) -> list[int]:
     """Task indexes of an array spec as Slurm prints it: ``3-9``, ``1,4-6``,
-    ``0-9:2`` (step) and ``1-3%1`` (throttle, ignored)."""
+    ``0-9:2`` (step) and ``1-3%1`` (throttle, ignored). ValueError for a part
+    Slurm never prints (``9-3``, ``0-9:0``, ``1-0x``) or an index past the
+    largest array Slurm allows."""
     spec = spec.split("%", 1)[0]
     parts = [p for p in spec.split(",") if p]
     if spec.endswith("..."):
@@ -96,20 +102,29 @@ def expand_array_spec(spec: str) -> list[int]:
         parts = parts[:-1]
     out: list[int] = []
     for part in parts:
-        rng, _, step_text = part.partition(":")
-        lo_text, dash, hi_text = rng.partition("-")
-        lo = int(lo_text)
-        hi = int(hi_text) if dash else lo
-        out.extend(range(lo, hi + 1, int(step_text) if step_text else 1))
+        match = _SPEC_PART_RE.match(part)
+        if match is None:
+            raise ValueError(f"{part!r} is no task index, range or stepped range")
+        lo = int(match["lo"])
+        hi = int(match["hi"] or lo)
+        step = int(match["step"] or 1)
+        if hi < lo or step == 0 or hi > _MAX_TASK_INDEX:
+            raise ValueError(f"{part!r} is no range Slurm prints (indexes 0 to {_MAX_TASK_INDEX}, low to high)")
+        out.extend(range(lo, hi + 1, step))
     return out
 
 
 def expand_job_id(job_id: str) -> list[str]:
-    """``"9_[0-2]"`` -> ``["9_0", "9_1", "9_2"]``; any other id -> ``[job_id]``."""
+    """``"9_[0-2]"`` -> ``["9_0", "9_1", "9_2"]``; any other id -> ``[job_id]``.
+    SchedulerError naming the id for a range that cannot be read."""
     match = _ARRAY_RANGE_RE.match(job_id)
     if match is None:
         return [job_id]
-    return [f"{match['base']}_{i}" for i in expand_array_spec(match["spec"])]
+    try:
+        tasks = expand_array_spec(match["spec"])
+    except ValueError as exc:
+        raise SchedulerError(f"Slurm printed an array job id campaign cannot read: {job_id[:80]!r}: {exc}") from None
+    return [f"{match['base']}_{i}" for i in tasks]
 
 
 def validate_job_ids(job_ids: Iterable[str]) -> list[str]:

@@ -68,6 +68,14 @@ def is_message(line: str, command: str) -> bool:
     return text.startswith(f"{command}: ") or (SEPARATOR not in text and not _RECORD_START.match(text))
 
 
+def record_fields(line: str, count: int) -> list[str]:
+    """A record's fields: ``sacct --parsable`` (a site's alias or wrapper may ask it) ends each line
+    with one more separator than --parsable2, so an empty field past the `count` expected is
+    that separator, dropped; any other count is left for the caller to refuse."""
+    fields = line.split(SEPARATOR)
+    return fields[:count] if len(fields) == count + 1 and fields[-1] == "" else fields
+
+
 def skipped_warning(command: str, lines: list[str], notes: list[str] | None) -> None:
     """Add to `notes` the one warning that names the lines `command` printed
     among its records (none when it printed none, or the caller keeps no notes)."""

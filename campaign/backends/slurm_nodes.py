@@ -12,7 +12,7 @@ from datetime import datetime
 
 from campaign.backends.base import NodeJob
 from campaign.backends.slurm_fields import parse_time, slurm_time
-from campaign.backends.slurm_messages import sacct_failure
+from campaign.backends.slurm_messages import record_fields, sacct_failure
 from campaign.backends.slurm_query import where_clusters
 from campaign.backends.slurm_run import run_slurm
 
@@ -57,7 +57,7 @@ def parse_node_jobs(text: str) -> list[NodeJob]:
     jobs of their own here: each holds its own CPUs)."""
     out: list[NodeJob] = []
     for line in text.splitlines():
-        fields = line.split("|")
+        fields = record_fields(line, len(NODE_FIELDS))
         if len(fields) != len(NODE_FIELDS) or fields[0] == NODE_FIELDS[0]:
             continue
         job_id, nodes, cpus, start, end = fields

@@ -34,6 +34,7 @@ from campaign.backends.slurm_messages import (
     AccountingDisabledError,
     error_line,
     is_message,
+    record_fields,
     sacct_failure,
     skipped_warning,
 )
@@ -58,7 +59,9 @@ SQUEUE_FIELDS = (
     "exit_code",
 )
 CLUSTER_HEADER = "CLUSTER: "  # squeue -M a,b: the line before each cluster's jobs
-_SUBMITTED_ON_RE = re.compile(r"Submitted batch job \d+ on cluster (?P<cluster>[\w.-]+)")
+# sbatch's answer: --parsable's "ID" or "ID;cluster", or the plain "Submitted batch job ID [on cluster X]"
+_PARSABLE_RE = re.compile(r"^(?P<id>[0-9]+)(?:;(?P<cluster>[^;\s]*))?$")
+_SUBMITTED_RE = re.compile(r"^Submitted batch job (?P<id>[0-9]+)(?: on cluster (?P<cluster>[\w.-]+))?$")
 
 
 # ---------------------------------------------------------------- sacct
@@ -130,7 +133,7 @@ def parse_sacct(text: str, notes: list[str] | None = None) -> dict[str, SlurmJob
         if is_message(line, "sacct"):
             skipped.append(line)
             continue
-        fields = line.split("|")
+        fields = record_fields(line, len(SACCT_FIELDS))
         if len(fields) != len(SACCT_FIELDS):
             raise SchedulerError(f"unexpected sacct line (expected {len(SACCT_FIELDS)} fields): {line!r}")
         if fields[0] == SACCT_FIELDS[0]:
@@ -164,11 +167,15 @@ def parse_sacct(text: str, notes: list[str] | None = None) -> dict[str, SlurmJob
     return {**ranged, **join_components(concrete)}
 
 
-def parse_submitted_cluster(text: str) -> str | None:
-    """The cluster of ``Submitted batch job N on cluster X`` (sbatch -M /
-    SLURM_CLUSTERS); None when sbatch named none (the local cluster)."""
-    match = _SUBMITTED_ON_RE.search(text)
-    return match["cluster"] if match else None
+def parse_sbatch(stdout: str) -> tuple[str, str | None] | None:
+    """The job ID and cluster (None: sbatch named none) of sbatch's answer; None when it gave no ID.
+    The last line that is an answer wins: a site's wrapper may print a banner or a notice around
+    Slurm's own line, and a queued job taken for a refused one is a job nobody follows."""
+    for line in reversed(stdout.splitlines()):
+        match = _PARSABLE_RE.match(line.strip()) or _SUBMITTED_RE.match(line.strip())
+        if match is not None:
+            return match["id"], match["cluster"] or None
+    return None
 
 
 def where_clusters(clusters: str | None) -> list[str]:

@@ -8,8 +8,10 @@ line (exit 1), never an internal error.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from campaign.plumbing.errors import SchedulerError, one_line
 
@@ -30,6 +32,23 @@ _OUTPUT_ENV = {"SLURM_TIME_FORMAT": "standard"}
 # on another cluster than sacct reads. sbatch keeps it where campaign's config names no cluster (the
 # job's cluster is read back from its answer); where the config names one, -M on its command line wins.
 _CLUSTERS_ENV = "SLURM_CLUSTERS"
+# A client's own variables (SQUEUE_PARTITION, SQUEUE_STATES, SCANCEL_PARTITION, SCANCEL_SIGNAL,
+# SACCT_LOCAL ...) are its options; campaign names on the command line every option it means, so a
+# user's filter never hides a job from a query or a cancel, nor spares one. For sbatch they override
+# the script's #SBATCH lines (sbatch(1)): only a site default campaign's config may leave unset is
+# kept, and only where the script does not set that option itself.
+_SITE_DEFAULTS = {
+    "SBATCH_ACCOUNT": ("account", "A"),
+    "SBATCH_QOS": ("qos", "q"),
+    "SBATCH_RESERVATION": ("reservation",),
+    "SBATCH_WCKEY": ("wckey",),
+    "SBATCH_CONSTRAINT": ("constraint", "C"),
+    "SBATCH_CLUSTERS": ("clusters", "M"),
+    "SBATCH_ACCTG_FREQ": ("acctg-freq",),
+    "SBATCH_PROFILE": ("profile",),
+    "SBATCH_DEBUG": ("verbose", "v"),
+}
+_SBATCH_OPTION = re.compile(r"^#SBATCH\s+--?(?P<name>[A-Za-z][A-Za-z0-9-]*)", re.MULTILINE)
 
 
 def run_slurm(
@@ -39,6 +58,8 @@ def run_slurm(
     environ = {**os.environ, **(env or {}), **_OUTPUT_ENV}
     if argv[0] != "sbatch":
         environ.pop(_CLUSTERS_ENV, None)
+    for name in _client_options(argv, environ):
+        environ.pop(name)
     try:
         return subprocess.run(list(argv), capture_output=True, text=True, env=environ, timeout=timeout_s, check=False)
     except FileNotFoundError as exc:
@@ -47,6 +68,19 @@ def run_slurm(
         raise SchedulerError(
             f"{argv[0]} did not answer within {timeout_s:g} s: is the Slurm controller/slurmdbd up?"
         ) from exc
+
+
+def _client_options(argv: Sequence[str], environ: Mapping[str, str]) -> list[str]:
+    """The variables of `environ` that would set options of this Slurm command other than its argv's:
+    every ``<COMMAND>_*`` one, but a site default the sbatch script (its last argument) leaves unset."""
+    prefix = f"{os.path.basename(argv[0]).upper()}_"
+    mine = [name for name in environ if name.startswith(prefix)]
+    if prefix != "SBATCH_" or not mine:
+        return mine
+    script = Path(argv[-1])
+    text = script.read_text(errors="replace") if script.is_file() else ""
+    written = {m["name"] for m in _SBATCH_OPTION.finditer(text)}
+    return [name for name in mine if name not in _SITE_DEFAULTS or written & set(_SITE_DEFAULTS[name])]
 
 
 def no_config_hint(text: str) -> str | None:

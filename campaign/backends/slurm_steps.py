@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from campaign.backends.slurm_query import where_clusters
+from campaign.backends.slurm_query import parse_sbatch, where_clusters
 from campaign.backends.slurm_run import failure_text, run_slurm
 from campaign.backends.step import StepRequest, StepSubmitted
 from campaign.backends.submitit_adapter import sbatch_script
@@ -115,10 +115,11 @@ def submit_step(cluster: ClusterSpec, folder: Path, python: str, step: StepReque
     part = cluster.partitions[step.partition]
     where = where_clusters(part.clusters or cluster.clusters)  # on the command line: over SLURM_CLUSTERS
     proc = run_slurm(["sbatch", "--parsable", *where, str(script)])
-    job_id = (proc.stdout.strip().splitlines() or [""])[-1].split(";")[0].strip()
-    if proc.returncode != 0 or not job_id.isdigit():
+    answer = parse_sbatch(proc.stdout) if proc.returncode == 0 else None
+    if answer is None:
         raise SubmissionError(
             f"sbatch refused the {step.kind} job on {step.partition}: "
             f"{failure_text(proc) if proc.stderr or proc.stdout else '(no answer)'}"
         )
+    job_id = answer[0]
     return StepSubmitted(job_id, str(logs / f"{job_id}_0_log.out"), str(logs / f"{job_id}_0_log.err"))

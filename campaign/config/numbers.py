@@ -119,6 +119,11 @@ def check_partition(part: PartitionSpec, where: str) -> None:
             f"{where}.numa_domains={part.numa_domains}: more NUMA domains than the node's "
             f"{part.cores} cores (sockets x cores_per_socket)"
         )
+    if part.gpus and part.cpus_per_gpu * part.gpus > part.cores:  # a job of the node's GPUs would never start
+        raise ConfigError(
+            f"{where}.cpus_per_gpu={part.cpus_per_gpu}: {part.gpus} GPUs ask {part.cpus_per_gpu * part.gpus} "
+            f"cores, more than the node's {part.cores} (sockets x cores_per_socket)"
+        )
 
 
 def check_experiment(exp: ExperimentSpec) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.backends.capabilities import capabilities
+from campaign.backends.slurm_extra import check_sbatch_extra
 from campaign.config.numbers import check_partition
 from campaign.config.schema import CONTAINER_RUNTIMES, ContainerSpec, RootConfig, SpackSpec
 from campaign.planning import byob
@@ -172,6 +173,12 @@ def _run_env(container: ContainerSpec, spack: SpackSpec, where: str) -> None:
                 check_text(getattr(spack, what), f"{where}.spack.{what}", limit=1024)
 
 
+def _clusters(value: str | None, where: str) -> None:
+    """sbatch's -M: Slurm cluster names, comma-separated (`all` is one of them)."""
+    for i, name in enumerate(str(value).split(",") if value else []):
+        check_name(name, f"{where}[{i}]" if "," in str(value) else where)
+
+
 def _check_cluster(cfg: RootConfig) -> None:
     c = cfg.cluster
     check_name(c.name, "cluster.name")
@@ -179,6 +186,7 @@ def _check_cluster(cfg: RootConfig) -> None:
     for what in ("account", "qos"):
         if getattr(c, what):
             check_name(getattr(c, what), f"cluster.{what}")
+    _clusters(c.clusters, "cluster.clusters")
     for i, m in enumerate([*c.modules]):
         check_text(m, f"cluster.modules[{i}]", limit=200)
     _env(c.env, "cluster.env")
@@ -200,10 +208,15 @@ def _check_cluster(cfg: RootConfig) -> None:
         where = f"cluster.partitions.{key}"
         check_name(key, where)
         check_name(part.name or key, f"{where}.name")
+        if part.name and part.name != key:  # runs, the ledger and sbatch's --partition all go by the key
+            raise ConfigError(f"{where}.name={_safe(part.name)!r} must be the partition's key {key!r} (or left out)")
+        if part.charging.model == "per_gpu" and not part.gpus:
+            raise ConfigError(f"{where}.charging.model='per_gpu' bills GPUs, and partition {key} has none")
         check_partition(part, where)  # sizes, memory, walltime, ceilings: each within its bound
         for what in ("account", "qos"):
             if getattr(part, what):
                 check_name(getattr(part, what), f"{where}.{what}")
+        _clusters(part.clusters, f"{where}.clusters")
         if part.gpu_model:
             check_text(part.gpu_model, f"{where}.gpu_model", limit=100)
         for i, m in enumerate(part.modules):
@@ -214,6 +227,8 @@ def _check_cluster(cfg: RootConfig) -> None:
             if not SBATCH_KEY.fullmatch(str(k)) or len(str(k)) > 64:
                 raise ConfigError(f"{_safe(where)}.sbatch_extra: {str(k)[:60]!r} is not an sbatch option name")
             _sbatch_value(v, f"{where}.sbatch_extra.{k}")
+        check_sbatch_extra(part.sbatch_extra, f"{where}.sbatch_extra")
+        check_sbatch_extra(part.profiler.sbatch_extra, f"{where}.profiler.sbatch_extra")
 
 
 def _check_kernels(cfg: RootConfig) -> None:

@@ -11,7 +11,7 @@ leaves out runs already in the ledger, which a real submit would skip.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from campaign.config.schema import ChargingSpec, ClusterSpec, PartitionSpec
 from campaign.planning.resources import mem_site_gb, node_cpus
@@ -35,6 +35,10 @@ class Charge:
     model: str = ""
     source: str = ""
     kind: str = "runs"  # "runs", or the jobs in front of them: "build job", "preflight job"
+    # the total's: partitions of its jobs whose cost is not known (charging.model none), and whether
+    # any of its jobs is priced; a cost not known is never added as 0 SU
+    unpriced: list[str] = field(default_factory=list)
+    priced: bool = False
 
     def add(self, other: Charge) -> None:
         if other.kind == "runs":  # a build/preflight job is no run: its cost counts, not its count
@@ -44,6 +48,10 @@ class Charge:
         self.core_hours += other.core_hours
         self.gpu_hours += other.gpu_hours
         self.su += other.su
+        if other.model != "none":
+            self.priced = True
+        elif other.runs and other.partition not in self.unpriced:
+            self.unpriced.append(other.partition)
 
 
 def check_charging(name: str, spec: ChargingSpec) -> None:
@@ -108,8 +116,13 @@ def run_su(part: PartitionSpec, run: RunSpec) -> float:
     return job_su(part, units(part, run), run.walltime_min)
 
 
-def estimate(cluster: ClusterSpec, runs: Sequence[RunSpec], arrays: dict[str, int],
-             existing: Iterable[str] = (), steps: Sequence[StepCost] = ()) -> list[Charge]:
+def estimate(
+    cluster: ClusterSpec,
+    runs: Sequence[RunSpec],
+    arrays: dict[str, int],
+    existing: Iterable[str] = (),
+    steps: Sequence[StepCost] = (),
+) -> list[Charge]:
     """Per partition, then each partition's build and preflight jobs apart
     (`steps`: what a real submit would send in front of the new runs), then
     the total; runs whose key is in `existing` are counted apart and cost
@@ -119,8 +132,7 @@ def estimate(cluster: ClusterSpec, runs: Sequence[RunSpec], arrays: dict[str, in
     for run in runs:
         part = cluster.partitions[run.partition]
         check_charging(part.name, part.charging)
-        c = out.setdefault(run.partition, Charge(run.partition, model=part.charging.model,
-                                                 source=part.charging.source))
+        c = out.setdefault(run.partition, Charge(run.partition, model=part.charging.model, source=part.charging.source))
         if run.key in known:
             c.existing += 1
             continue
@@ -135,8 +147,10 @@ def estimate(cluster: ClusterSpec, runs: Sequence[RunSpec], arrays: dict[str, in
     chained: dict[tuple[str, str], Charge] = {}
     for step in steps:
         part = cluster.partitions[step.partition]
-        c = chained.setdefault((step.partition, step.kind), Charge(
-            step.partition, kind=f"{step.kind} job", model=part.charging.model, source=part.charging.source))
+        c = chained.setdefault(
+            (step.partition, step.kind),
+            Charge(step.partition, kind=f"{step.kind} job", model=part.charging.model, source=part.charging.source),
+        )
         hours = step.walltime_min / 60
         c.runs += 1
         c.core_hours += step.cpus * hours
@@ -154,11 +168,25 @@ def charge_lines(charges: Sequence[Charge]) -> list[str]:
     for c in charges:
         rule = f"  [{c.model}: {c.source}]" if c.source else (f"  [{c.model}]" if c.model else "")
         if c.kind != "runs":  # a build or preflight job, at its own (short) walltime
-            lines.append(f"{c.partition} {c.kind}: {c.runs} job(s); {c.core_hours:.2f} core-hours, "
-                         f"{c.gpu_hours:.2f} GPU-hours at its walltime; charged {c.su:.2f} SU{rule}")
+            lines.append(
+                f"{c.partition} {c.kind}: {c.runs} job(s); {c.core_hours:.2f} core-hours, "
+                f"{c.gpu_hours:.2f} GPU-hours at its walltime; {_charged(c)}{rule}"
+            )
             continue
         skip = f", {c.existing} already in the ledger (skipped)" if c.existing else ""
-        lines.append(f"{c.partition}: {c.runs} runs in {c.arrays} array(s){skip}; "
-                     f"{c.core_hours:.2f} core-hours, {c.gpu_hours:.2f} GPU-hours at the requested walltime; "
-                     f"charged {c.su:.2f} SU{rule}")
+        lines.append(
+            f"{c.partition}: {c.runs} runs in {c.arrays} array(s){skip}; "
+            f"{c.core_hours:.2f} core-hours, {c.gpu_hours:.2f} GPU-hours at the requested walltime; "
+            f"{_charged(c)}{rule}"
+        )
     return lines
+
+
+def _charged(c: Charge) -> str:
+    """The SUs, where the rules of the jobs counted give them: a partition without a rule has no
+    estimate, and a total over such a partition is a lower bound that names it."""
+    if c.model == "none" or (c.partition == "total" and c.unpriced and not c.priced):
+        return "no SU estimate: no charging rule (charging.model none)"
+    if c.partition == "total" and c.unpriced:
+        return f"charged at least {c.su:.2f} SU (no charging rule: {', '.join(c.unpriced)})"
+    return f"charged {c.su:.2f} SU"

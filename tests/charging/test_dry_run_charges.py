@@ -20,17 +20,37 @@ from campaign.planning.plan import plan
 from tests.conftest import run_cli
 
 WALLTIME_MIN = 120  # two hours: the per-job minimum charge does not hide the rule
-COMMON = ["campaign.workdir=/scratch/charges", "campaign.python=/opt/venv/bin/python",
-          "campaign.kernel_bin=/opt/campaign/kernels/build", f"experiment.walltime_min={WALLTIME_MIN}",
-          "experiment=decode_scaling", "experiment.sweeps.0.impls=[fortran]", "experiment.sweeps.0.dtypes=[fp32]"]
-ACCOUNTS = {"anvil": ["cluster.partitions.shared.account=x", "cluster.partitions.wholenode.account=x",
-                      "cluster.partitions.gpu.account=x-gpu"],
-            "delta": ["cluster.partitions.cpu.account=x-delta-cpu", "cluster.partitions.gpuA100x4.account=x-delta-gpu",
-                      "cluster.partitions.gpuH200x8.account=x-delta-gpu"]}
-LINE = re.compile(r"^#\s+(?P<part>\S+): (?P<runs>\d+) runs in (?P<arrays>\d+) array\(s\).*?; "
-                  r"(?P<ch>[\d.]+) core-hours, (?P<gh>[\d.]+) GPU-hours .*?charged (?P<su>[\d.]+) SU", re.M)
-STEP = re.compile(r"^#\s+(?P<part>\S+) (?P<kind>build|preflight) job: (?P<runs>\d+) job\(s\); "
-                  r"(?P<ch>[\d.]+) core-hours, (?P<gh>[\d.]+) GPU-hours .*?charged (?P<su>[\d.]+) SU", re.M)
+COMMON = [
+    "campaign.workdir=/scratch/charges",
+    "campaign.python=/opt/venv/bin/python",
+    "campaign.kernel_bin=/opt/campaign/kernels/build",
+    f"experiment.walltime_min={WALLTIME_MIN}",
+    "experiment=decode_scaling",
+    "experiment.sweeps.0.impls=[fortran]",
+    "experiment.sweeps.0.dtypes=[fp32]",
+]
+ACCOUNTS = {
+    "anvil": [
+        "cluster.partitions.shared.account=x",
+        "cluster.partitions.wholenode.account=x",
+        "cluster.partitions.gpu.account=x-gpu",
+    ],
+    "delta": [
+        "cluster.partitions.cpu.account=x-delta-cpu",
+        "cluster.partitions.gpuA100x4.account=x-delta-gpu",
+        "cluster.partitions.gpuH200x8.account=x-delta-gpu",
+    ],
+}
+LINE = re.compile(
+    r"^#\s+(?P<part>\S+): (?P<runs>\d+) runs in (?P<arrays>\d+) array\(s\).*?; "
+    r"(?P<ch>[\d.]+) core-hours, (?P<gh>[\d.]+) GPU-hours .*?charged (?P<su>[\d.]+) SU",
+    re.M,
+)
+STEP = re.compile(
+    r"^#\s+(?P<part>\S+) (?P<kind>build|preflight) job: (?P<runs>\d+) job\(s\); "
+    r"(?P<ch>[\d.]+) core-hours, (?P<gh>[\d.]+) GPU-hours .*?charged (?P<su>[\d.]+) SU",
+    re.M,
+)
 BUILD_MIN = 30  # campaign.commands.chain.BUILD_WALLTIME_MIN
 
 
@@ -49,8 +69,7 @@ def expected_su(part: PartitionSpec, threads: int, minutes: int = WALLTIME_MIN) 
     if part.gpus:
         cores = part.cpus_per_gpu
         mem = _site_mem_gb(part, 1)
-        shares = [1.0, cores / (rule.cores_per_unit or math.inf),
-                  (mem or 0.0) / (rule.mem_gb_per_unit or math.inf)]
+        shares = [1.0, cores / (rule.cores_per_unit or math.inf), (mem or 0.0) / (rule.mem_gb_per_unit or math.inf)]
         billed = max(shares)
     else:
         cores = part.cores if part.whole_node else threads
@@ -69,19 +88,33 @@ def _partition(cluster: str, partition: str) -> PartitionSpec:
     """A partition as its cluster's config defines it (cores, memory, charging rule): the sweep's threads
     and programs are no part of it, so one config load (a Hydra compose) per partition serves every
     test of it. Read only."""
-    return load_config([f"cluster={cluster}", *COMMON, f"experiment.sweeps.0.partitions=[{partition}]"]) \
-        .cluster.partitions[partition]
+    return load_config(
+        [f"cluster={cluster}", *COMMON, f"experiment.sweeps.0.partitions=[{partition}]"]
+    ).cluster.partitions[partition]
 
 
 def _dry_run(cluster: str, extra: list[str], tmp_path: Path) -> dict[str, dict[str, float]]:
-    proc = run_cli("--ledger", str(tmp_path / "ledger.sqlite"), "submit", f"cluster={cluster}",
-                   *COMMON, *ACCOUNTS[cluster], *extra, "--dry-run")
+    proc = run_cli(
+        "--ledger",
+        str(tmp_path / "ledger.sqlite"),
+        "submit",
+        f"cluster={cluster}",
+        *COMMON,
+        *ACCOUNTS[cluster],
+        *extra,
+        "--dry-run",
+    )
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / "ledger.sqlite").exists()
-    got = {m["part"]: {k: float(m[k]) for k in ("runs", "arrays", "ch", "gh", "su")}
-           for m in LINE.finditer(proc.stdout)}
-    got.update({f"{m['part']} {m['kind']}": {k: float(m[k]) for k in ("runs", "ch", "gh", "su")}
-                for m in STEP.finditer(proc.stdout)})
+    got = {
+        m["part"]: {k: float(m[k]) for k in ("runs", "arrays", "ch", "gh", "su")} for m in LINE.finditer(proc.stdout)
+    }
+    got.update(
+        {
+            f"{m['part']} {m['kind']}": {k: float(m[k]) for k in ("runs", "ch", "gh", "su")}
+            for m in STEP.finditer(proc.stdout)
+        }
+    )
     return got
 
 
@@ -143,8 +176,15 @@ def test_delta_smoke_needs_the_cpu_account_and_plans_cpu_only(tmp_path: Path) ->
     proc = run_cli("--ledger", ledger, "submit", "cluster=delta", "experiment=smoke", "--dry-run")
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "cluster.partitions.cpu.account" in proc.stderr
-    proc = run_cli("--ledger", ledger, "submit", "cluster=delta", "experiment=smoke",
-                   "cluster.partitions.cpu.account=bbka-delta-cpu", "--dry-run")
+    proc = run_cli(
+        "--ledger",
+        ledger,
+        "submit",
+        "cluster=delta",
+        "experiment=smoke",
+        "cluster.partitions.cpu.account=bbka-delta-cpu",
+        "--dry-run",
+    )
     assert proc.returncode == 0, proc.stderr
     partitions = set(re.findall(r"^#SBATCH --partition=(\S+)$", proc.stdout, re.M))
     assert partitions == {"cpu"}
@@ -169,13 +209,34 @@ def test_runs_already_in_the_ledger_are_marked_and_cost_nothing(tmp_path: Path) 
     run = with_identity(cfg, plan(cfg).runs)[0]  # keyed as submit keys it (environment and program included)
     ledger = Ledger(tmp_path / "ledger.sqlite")
     with ledger.session.begin() as s:
-        camp = Campaign(name=first.campaign, cluster="delta", experiment="decode_scaling", backend="slurm",
-                        cluster_yaml="", python="python3", created_at=now(), workdir=str(tmp_path))
+        camp = Campaign(
+            name=first.campaign,
+            cluster="delta",
+            experiment="decode_scaling",
+            backend="slurm",
+            cluster_yaml="",
+            python="python3",
+            created_at=now(),
+            workdir=str(tmp_path),
+        )
         s.add(camp)
         s.flush()
-        s.add(Run(campaign_id=camp.id, key=run.key, kernel=run.kernel, impl=run.impl, variant=run.variant,
-                  partition=run.partition, device=run.device, dtype=run.dtype, threads=run.threads,
-                  gpus=run.gpus, spec=run.to_json(), created_at=now()))
+        s.add(
+            Run(
+                campaign_id=camp.id,
+                key=run.key,
+                kernel=run.kernel,
+                impl=run.impl,
+                variant=run.variant,
+                partition=run.partition,
+                device=run.device,
+                dtype=run.dtype,
+                threads=run.threads,
+                gpus=run.gpus,
+                spec=run.to_json(),
+                created_at=now(),
+            )
+        )
     ledger.close()
     before = (tmp_path / "ledger.sqlite").read_bytes()
     again = api.dry_run(overrides, tmp_path / "ledger.sqlite")
@@ -183,3 +244,32 @@ def test_runs_already_in_the_ledger_are_marked_and_cost_nothing(tmp_path: Path) 
     assert (cpu2.runs, cpu2.existing) == (1, 1)
     assert cpu2.su < cpu.su and cpu2.arrays == 1
     assert (tmp_path / "ledger.sqlite").read_bytes() == before
+
+
+def test_a_partition_without_a_charging_rule_is_never_priced_at_zero(tmp_path: Path) -> None:
+    """A new site's config may leave `charging:` out on a partition: its runs' cost is not known, so
+    neither its line nor the total may say 0 SU for them (a total of the priced partitions alone
+    read as the campaign's cost)."""
+    extra = [
+        "experiment.sweeps.0.partitions=[gpuA100x4,gpuH200x8]",
+        "experiment.sweeps.0.impls=[torch]",
+        "cluster.partitions.gpuH200x8.charging.model=none",
+    ]
+    proc = run_cli(
+        "--ledger",
+        str(tmp_path / "ledger.sqlite"),
+        "submit",
+        "cluster=delta",
+        *COMMON,
+        *ACCOUNTS["delta"],
+        *extra,
+        "--dry-run",
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = {line.split(":")[0].strip("# "): line for line in proc.stdout.splitlines() if "GPU-hours" in line}
+    priced = expected_su(_partition("delta", "gpuA100x4"), 16)
+    assert f"charged {priced:.2f} SU" in lines["gpuA100x4"]
+    assert "charged" not in lines["gpuH200x8"], lines["gpuH200x8"]
+    assert "no SU estimate: no charging rule" in lines["gpuH200x8"]
+    assert f"charged at least {priced:.2f} SU (no charging rule: gpuH200x8)" in lines["total"]  # (one run each:
+    # no preflight job in front)

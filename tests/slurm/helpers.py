@@ -25,8 +25,6 @@ OOM_MB = 600  # allocated by the `oom` variant under a 0.1 GB (then 0.4 GB) limi
 UNFINISHED = {s.value for s in JobState if not s.finished}
 
 
-
-
 def _name(kind: str) -> str:
     """Unique campaign names: Slurm job names carry them, and the cluster is shared."""
     return f"it-{kind}-{uuid.uuid4().hex[:6]}"
@@ -44,12 +42,29 @@ def _db(ledger: Ledger, sql: str, *params: object) -> list[tuple]:
 
 def _attempts(ledger: Ledger, name: str | None = None) -> list[dict]:
     """Every attempt in the ledger, or of the campaign named."""
-    cols = ("id", "variant", "partition", "threads", "attempt", "previous_id", "job_id", "array_job_id",
-            "array_index", "state", "walltime_min", "mem_gb", "workdir", "started_at", "ended_at")
-    sql = ("SELECT a.id, r.variant, r.partition, r.threads, a.attempt, a.previous_id, a.job_id, a.array_job_id, "
-           "a.array_index, a.state, a.walltime_min, a.mem_gb, a.workdir, a.started_at, a.ended_at "
-           "FROM job_attempt a JOIN run r ON r.id = a.run_id JOIN campaign c ON c.id = r.campaign_id "
-           "WHERE ? IS NULL OR c.name = ? ORDER BY a.id")
+    cols = (
+        "id",
+        "variant",
+        "partition",
+        "threads",
+        "attempt",
+        "previous_id",
+        "job_id",
+        "array_job_id",
+        "array_index",
+        "state",
+        "walltime_min",
+        "mem_gb",
+        "workdir",
+        "started_at",
+        "ended_at",
+    )
+    sql = (
+        "SELECT a.id, r.variant, r.partition, r.threads, a.attempt, a.previous_id, a.job_id, a.array_job_id, "
+        "a.array_index, a.state, a.walltime_min, a.mem_gb, a.workdir, a.started_at, a.ended_at "
+        "FROM job_attempt a JOIN run r ON r.id = a.run_id JOIN campaign c ON c.id = r.campaign_id "
+        "WHERE ? IS NULL OR c.name = ? ORDER BY a.id"
+    )
     return [dict(zip(cols, row, strict=True)) for row in _db(ledger, sql, name, name)]
 
 
@@ -59,8 +74,9 @@ def _squeue() -> str:
     return "; ".join(lines[:15]) + (f" ... ({len(lines)} lines)" if len(lines) > 15 else "")
 
 
-def _sync_until(ledger: Ledger, name: str, done: Callable[[dict[str, int]], bool],
-                deadline_s: float = DONE_DEADLINE_S) -> api.SyncReport:
+def _sync_until(
+    ledger: Ledger, name: str, done: Callable[[dict[str, int]], bool], deadline_s: float = DONE_DEADLINE_S
+) -> api.SyncReport:
     deadline = time.monotonic() + deadline_s
     while True:
         rep = api.sync(ledger, name)
@@ -117,8 +133,9 @@ def latest_attempts(ledger: Ledger, name: str | None = None) -> list[dict]:
     return [a for a in every if a["id"] not in superseded]
 
 
-def latest_after_transport_reruns(ledger: Ledger, name: str, tries: int = 2,
-                                  deadline_s: float = DONE_DEADLINE_S) -> list[dict]:
+def latest_after_transport_reruns(
+    ledger: Ledger, name: str, tries: int = 2, deadline_s: float = DONE_DEADLINE_S
+) -> list[dict]:
     """Each run's latest attempt once all finished, after `rerun --failed` (up to `tries` times)
     of the jobs that Open MPI's transport failed; any other failure is left for the test."""
     _sync_until(ledger, name, _all_finished, deadline_s)
@@ -148,20 +165,36 @@ def _shim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str) -> Path
     return log
 
 
+def _stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, body: str) -> None:
+    """Put a shell script of `body` first on PATH as `command` (a site's wrapper, a failing client)."""
+    folder = tmp_path / "stand-ins"
+    folder.mkdir(exist_ok=True)
+    script = folder / command
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+
 def _calls(log: Path) -> list[str]:
     return log.read_text().splitlines()
 
 
 def run_specs(ledger: Ledger, name: str | None = None) -> dict[int, dict]:
     """Attempt id -> its run's spec (of one campaign where named)."""
-    rows = _db(ledger, "SELECT a.id, r.spec FROM job_attempt a JOIN run r ON r.id = a.run_id "
-                       "JOIN campaign c ON c.id = r.campaign_id WHERE ? IS NULL OR c.name = ?", name, name)
+    rows = _db(
+        ledger,
+        "SELECT a.id, r.spec FROM job_attempt a JOIN run r ON r.id = a.run_id "
+        "JOIN campaign c ON c.id = r.campaign_id WHERE ? IS NULL OR c.name = ?",
+        name,
+        name,
+    )
     return {aid: json.loads(spec) if isinstance(spec, str) else spec for aid, spec in rows}
 
 
 @contextmanager
-def submitted_together(work: Path, campaigns: dict[str, tuple[str, tuple[str, ...]]]) -> Iterator[
-        tuple[Ledger, dict[str, str]]]:
+def submitted_together(
+    work: Path, campaigns: dict[str, tuple[str, tuple[str, ...]]]
+) -> Iterator[tuple[Ledger, dict[str, str]]]:
     """Campaigns submitted into one ledger in `work` before any is waited on (their waits overlap),
     given as key -> (kind of its unique name, overrides); yields the ledger and key -> campaign
     name, and cancels what is left of them at the end, pass or fail (the cluster is shared)."""

@@ -78,3 +78,10 @@ def test_hostlists_expand_as_slurm_itself_expands_them(slurm_cluster: SlurmClust
             check=True,
         )
         assert tuple(proc.stdout.split()) == nodes == expand_hostlist(text), text
+
+
+def test_node_jobs_of_sacct_parsable_with_its_trailing_separator() -> None:
+    """`sacct --parsable` ends each line with "|" (recorded on the test Slurm 22.05.8): its jobs
+    still count as holding the node's CPUs, never dropped as lines of the wrong width."""
+    jobs = parse_node_jobs((SLURM_OUTPUTS / "sacct_node_jobs_parsable.txt").read_text())
+    assert [(j.job_id, j.nodes, j.cpus) for j in jobs] == [("7519", ("localhost",), 1), ("7520", ("localhost",), 1)]

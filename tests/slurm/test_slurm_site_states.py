@@ -4,12 +4,16 @@ array ranges cut by SLURM_BITSTR_LEN, and sbatch's "on cluster X"."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from campaign.backends import slurm_query as sq
+from campaign.backends.slurm_fields import exit_status
 from campaign.backends.slurm_states import from_slurm
 from campaign.plumbing.errors import SchedulerError
 from campaign.plumbing.states import JobState
+from tests.fixtures import SLURM_OUTPUTS
 
 
 @pytest.mark.parametrize("word", ["SPECIAL_EXIT", "RESV_DEL_HOLD", "EXPEDITING"])
@@ -76,8 +80,8 @@ def test_pending_array_range_cut_by_bitstr_len_keeps_the_listed_tasks(job_id: st
 
 
 def test_sbatch_answer_names_the_cluster() -> None:
-    assert sq.parse_submitted_cluster("Submitted batch job 3969755 on cluster nautilus\n") == "nautilus"
-    assert sq.parse_submitted_cluster("Submitted batch job 3969755\n") is None
+    assert sq.parse_sbatch("Submitted batch job 3969755 on cluster nautilus\n") == ("3969755", "nautilus")
+    assert sq.parse_sbatch("Submitted batch job 3969755\n") == ("3969755", None)
 
 
 def test_squeue_of_several_clusters_reads_past_their_headers() -> None:
@@ -241,3 +245,91 @@ def test_a_pending_reason_is_stored_as_squeue_shows_it_without_parentheses(shown
     assert queued.reason == "Resources"
     assert sq.parse_sacct("45|PENDING|0:0|None assigned|Unknown|Unknown|(null)")["45"].reason is None
     assert sq.parse_sacct("45|PENDING|0:0|None assigned|Unknown|Unknown|()")["45"].reason is None
+
+
+def test_sacct_parsable_with_its_trailing_separator_reads_as_parsable2() -> None:
+    """`sacct --parsable` (a site's wrapper or alias may add it) ends each line with "|"; recorded on
+    the test Slurm 22.05.8: job 7519 exit 3, 7520 ok. Read like --parsable2, never an error."""
+    got = sq.parse_sacct((SLURM_OUTPUTS / "sacct_final_parsable.txt").read_text())
+    assert (got["7519"].state, got["7519"].exit_code) == (JobState.FAILED, 3)
+    assert (got["7520"].state, got["7520"].exit_code, got["7520"].node) == (JobState.COMPLETED, 0, "localhost")
+    assert got["7520"].reason is None
+
+
+def test_a_line_with_one_field_past_the_trailing_separator_is_still_an_error() -> None:
+    with pytest.raises(SchedulerError, match="expected 7 fields"):
+        sq.parse_sacct("7520|COMPLETED|0:0|localhost|2026-12-07T12:33:13|2026-12-07T12:33:13|None|x")
+
+
+@pytest.mark.parametrize("spec", ["1-0x", "0-9:0", "9-3", "a", "1--3", "0-99999999999", "-3"])
+def test_an_array_range_slurm_never_prints_is_an_error_naming_it(spec: str) -> None:
+    """A pending range that cannot be read (or would be more tasks than Slurm's largest MaxArraySize,
+    4,000,001) is refused in one line naming it: never a traceback, never a list built for ever."""
+    text = f"42_[{spec}]|PENDING|0:0|None assigned|Unknown|Unknown|None"
+    with pytest.raises(SchedulerError, match=r"42_\[" + re.escape(spec)):
+        sq.parse_sacct(text)
+
+
+@pytest.mark.parametrize(
+    ("stdout", "answer"),
+    [
+        ("7519\n", ("7519", None)),
+        ("7519;delta\n", ("7519", "delta")),
+        ("4294967297;anvil\n", ("4294967297", "anvil")),  # federation ids are above 2^26, some above 2^32
+        ("Submitted batch job 7519\n", ("7519", None)),
+        ("Submitted batch job 7519 on cluster delta\n", ("7519", "delta")),
+        # a site's wrapper that prints a banner or a notice after sbatch's own answer
+        ("7519\nRemember: /scratch is purged after 30 days\n", ("7519", None)),
+        (
+            "--> Verifying valid submit host (login1)...OK\nSubmitted batch job 7519\nsbatch: note: quota 41%\n",
+            ("7519", None),
+        ),
+    ],
+)
+def test_sbatchs_answer_gives_the_job_id_wherever_its_line_stands(stdout: str, answer: tuple[str, str | None]) -> None:
+    assert sq.parse_sbatch(stdout) == answer
+
+
+@pytest.mark.parametrize("stdout", ["", "\n", "sbatch: error: Invalid account\n", "7519x\n", "job 7519 queued\n"])
+def test_an_sbatch_answer_without_a_job_id_gives_none(stdout: str) -> None:
+    assert sq.parse_sbatch(stdout) is None
+
+
+SITE_STATES = {  # job id: (state, exit status as the ledger stores it, node list as sacct printed it)
+    "70001": (JobState.RUNNING, 0, "a[001-004,010],b7"),  # SUSPENDED: resumed later, never finished
+    "70002": (JobState.RUNNING, 0, "gpua001"),  # STOPPED
+    "70003": (JobState.RUNNING, 0, "gpua[001-002]"),  # SIGNALING
+    "70004": (JobState.RUNNING, 0, "nid001234"),  # STAGE_OUT
+    "70005": (JobState.RUNNING, 0, "nid[001234-001236]"),  # RESIZING
+    "70006": (JobState.PENDING, 0, None),  # REQUEUE_FED
+    "70007": (JobState.TIMEOUT, 0, None),  # DEADLINE
+    "70008": (JobState.NODE_FAIL, 0, "c[101-102]"),  # BOOT_FAIL
+    "70009": (JobState.CANCELLED, -15, "c101"),  # "CANCELLED by 12345": its batch step's 0:15
+    "70010": (JobState.FAILED, 255, "c102"),
+    "70011": (JobState.COMPLETED, 0, "c103"),  # .interactive and .extern steps
+    "70012": (JobState.TIMEOUT, -15, "c104"),
+    "134217729": (JobState.COMPLETED, 0, "c105"),  # a federation's id (origin cluster in the high bits)
+    "4294967296_3": (JobState.FAILED, 1, "c106"),  # an id past 2^32
+    "70015": (JobState.PREEMPTED, -15, "c107"),
+    "70016": (JobState.NODE_FAIL, 1, "c108"),
+    "70017": (JobState.PENDING, 0, "c109"),  # REQUEUED
+    "70018": (JobState.PENDING, 0, None),  # REQUEUE_HOLD
+    "70019": (JobState.PENDING, 0, None),  # SPECIAL_EXIT
+    "70020": (JobState.RUNNING, 0, "gpub[001-002]"),  # its srun step ran out of memory; the job goes on
+    "70021": (JobState.OUT_OF_MEMORY, 0, "c110"),  # 0:125 is Slurm's OOM mark, no signal
+}
+
+
+def test_every_documented_state_and_id_form_of_other_sites() -> None:
+    """sacct lines in the forms production sites print (Slurm 20.11 to 24.x, written here field
+    by field from the state codes page and sacct(1)): each job's state, its end as the ledger
+    stores it and its node list; pending ranges with a list and a throttle become their tasks."""
+    got = sq.parse_sacct((SLURM_OUTPUTS / "sacct_site_states.txt").read_text())
+    for job_id, (state, status, node) in SITE_STATES.items():
+        info = got[job_id]
+        assert (info.state, exit_status(info.exit_code, info.signal), info.node) == (state, status, node), job_id
+        assert (info.end is not None) == state.finished, job_id
+    assert sorted(k for k in got if k.startswith("70013_")) == [f"70013_{i}" for i in (1, 3, 5, 6, 7, 8, 9)]
+    assert {got[f"70014_{i}"].reason for i in range(1, 6)} == {"Priority"}  # "(Priority)" as some sites print it
+    assert got["70018"].reason == "JobHeldAdmin" and got["70019"].reason == "JobHeldUser"
+    assert len(got) == len(SITE_STATES) + 7 + 5
