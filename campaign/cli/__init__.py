@@ -7,6 +7,7 @@ failure, 2 bad input); a traceback only with CAMPAIGN_DEBUG=1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import io
 import os
@@ -63,7 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt as exc:
         code, how = stopped(exc)
-        print(f"campaign: {how}; the ledger holds every job submitted so far", file=sys.stderr)
+        with contextlib.suppress(OSError):  # a hung-up terminal takes no line (EIO): the exit code says it
+            print(f"campaign: {how}; the ledger holds every job submitted so far", file=sys.stderr)
         return code
     except Exception as exc:  # never a traceback for users; CAMPAIGN_DEBUG=1 shows it
         return _internal(exc, args)
@@ -88,8 +90,10 @@ def _internal(exc: Exception, args: argparse.Namespace) -> int:
         err: CampaignError = LedgerError(f"ledger: {one_line(getattr(exc, 'orig', exc), 10_000)}")
         print(f"campaign: error: {err}", file=sys.stderr)
         return err.exit_code
-    print(f"campaign: internal error: {type(exc).__name__}: {one_line(exc)} "
-          f"(set CAMPAIGN_DEBUG=1 for the traceback)", file=sys.stderr)
+    print(
+        f"campaign: internal error: {type(exc).__name__}: {one_line(exc)} (set CAMPAIGN_DEBUG=1 for the traceback)",
+        file=sys.stderr,
+    )
     return 1
 
 
