@@ -45,6 +45,8 @@ from campaign.job.procs import (
 from campaign.job.rank import LAUNCH_HOST_ENV, missing_ranks, read_records, unfinished_ranks
 from campaign.job.task import JobTask
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # what stops a job's kernel with all it started
+
 
 class KernelFailed(RuntimeError):
     """Raised so that the scheduler sees the job fail (non-zero step)."""
@@ -107,8 +109,11 @@ def _run_kernel(task: JobTask, env: dict[str, str], workdir: Path, start: dict[s
             return 127
     write_json(workdir / START_FILE, {**start, "kernel_pid": proc.pid})
     # A SIGTERM to this process (scancel, a walltime) goes to the whole kernel group, and to what left it
-    # (the kernel itself is left to end by the group's signal: its exit status is proc.wait's to collect)
-    previous = signal.signal(signal.SIGTERM, lambda *_: _end_all(proc.pid, {*before, proc.pid}))
+    # (the kernel itself is left to end by the group's signal: its exit status is proc.wait's to collect).
+    # So does a SIGHUP (the terminal of a local submit closed: its process group hung up): by default it
+    # ended this process alone, and the kernel, in a session of its own, measured on with no job around
+    # it while the ledger said the job had failed.
+    stop = {sig: signal.signal(sig, lambda *_: _end_all(proc.pid, {*before, proc.pid})) for sig in STOP_SIGNALS}
     try:
         return proc.wait()
     except BaseException:  # KeyboardInterrupt: submitit's local timeout sends SIGINT
@@ -116,7 +121,8 @@ def _run_kernel(task: JobTask, env: dict[str, str], workdir: Path, start: dict[s
         proc.wait()
         raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, previous in stop.items():
+            signal.signal(sig, previous)
         _stop_leftovers(task, workdir, proc.pid, before)
 
 

@@ -6,6 +6,8 @@ kernel sleeping in its job."""
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import time
@@ -17,6 +19,22 @@ from tests.conftest import CAMPAIGN, run_cli, sql_rows
 from tests.reliability.test_crash_kills import _env
 
 
+def _sleeping_submit(ledger: Path, name: str, sleep_s: int) -> list[str]:
+    """A local submit of one job whose kernel sleeps `sleep_s`."""
+    return [
+        str(CAMPAIGN),
+        "--ledger",
+        str(ledger),
+        "submit",
+        "experiment=crash_many",
+        f"campaign.name={name}",
+        "experiment.sweeps.0.partitions=[]",
+        "experiment.sweeps.0.variants=[sleep]",
+        f"+experiment.sweeps.0.grid={{sleep: [{sleep_s}]}}",
+        "experiment.preflight=false",
+    ]
+
+
 @pytest.mark.parametrize(
     ("sig", "code", "said"), [(signal.SIGTERM, 143, "terminated (SIGTERM)"), (signal.SIGHUP, 129, "hung up (SIGHUP)")]
 )
@@ -25,18 +43,7 @@ def test_sigterm_during_a_submit_says_so_and_keeps_the_job(
 ) -> None:
     env = _env(tmp_path)
     ledger = tmp_path / "ledger.sqlite"
-    argv = [
-        str(CAMPAIGN),
-        "--ledger",
-        str(ledger),
-        "submit",
-        "experiment=crash_many",
-        "campaign.name=term",
-        "experiment.sweeps.0.partitions=[]",
-        "experiment.sweeps.0.variants=[sleep]",
-        "+experiment.sweeps.0.grid={sleep: [60]}",
-        "experiment.preflight=false",
-    ]
+    argv = _sleeping_submit(ledger, "term", 60)
     log, said_out, said_err = tmp_path / "executions.log", tmp_path / "out", tmp_path / "err"
     # into files, not pipes: the local job's processes inherit them and keep a pipe open while they run
     with open(said_out, "w") as out_fh, open(said_err, "w") as err_fh:
@@ -59,3 +66,43 @@ def test_sigterm_during_a_submit_says_so_and_keeps_the_job(
     assert job_id, "the job's ID was recorded"
     cancel = run_cli("--ledger", str(ledger), "cancel", "term", env=env)
     assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+
+
+def test_a_closed_terminal_of_a_local_submit_leaves_no_kernel_running(tmp_path: Path) -> None:
+    """The terminal's SIGHUP reaches the submit's whole process group, the local job's runner with it.
+    The runner ended at once, and the kernel (a session of its own) measured on, orphaned, while `status`
+    recorded the job failed "without an exit record". Now the runner stops the kernel as on SIGTERM and
+    records its end."""
+    env = _env(tmp_path)
+    ledger, runs = tmp_path / "ledger.sqlite", tmp_path / "runs"
+    argv = [*_sleeping_submit(ledger, "hup", 600), f"campaign.workdir={runs}"]  # 600 s: outlives every wait
+    with open(tmp_path / "err", "w") as err_fh:
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=err_fh, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        kernel = None
+        while kernel is None:  # the kernel started: the runner recorded its PID
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "err").read_text()
+            started = [json.loads(p.read_text()) for p in runs.glob("*/*/attempt-1/job.json")]
+            kernel = started[0].get("kernel_pid") if started else None
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGHUP)  # what a closing terminal does to its foreground group
+        assert proc.wait(timeout=120) == 129
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 60
+    while _runs(kernel, "fake_kernel"):
+        assert time.monotonic() < deadline, f"the kernel {kernel} still runs, its job gone"
+        time.sleep(0.1)
+    status = run_cli("--ledger", str(ledger), "status", env=env)
+    assert status.returncode == 0, status.stderr
+    assert sql_rows(ledger, "SELECT state, reason FROM job_attempt") == [("FAILED", "kernel exited with -15")]
+
+
+def _runs(pid: int, program: str) -> bool:
+    """`pid` is a live process running `program` (a zombie's command line is empty)."""
+    try:
+        return program.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
