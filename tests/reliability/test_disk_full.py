@@ -20,9 +20,14 @@ FILL = "dd if=/dev/zero of=full/fill bs=4k 2>/dev/null; true"
 
 
 def _csv(path: Path, rows: int) -> Path:
-    path.write_text(HEADER + "".join(
-        f"alpha,cpu,gemm,c,naive,cpu,{1 + i // 12},{64 * (1 + i // 3 % 4) + 1000 * (i // 12)},{i % 3},"
-        f"{(1 + i) / 1000},64,fp32,tag{i % 2}\n" for i in range(rows)))
+    path.write_text(
+        HEADER
+        + "".join(
+            f"alpha,cpu,gemm,c,naive,cpu,{1 + i // 12},{64 * (1 + i // 3 % 4) + 1000 * (i // 12)},{i % 3},"
+            f"{(1 + i) / 1000},64,fp32,tag{i % 2}\n"
+            for i in range(rows)
+        )
+    )
     return path
 
 
@@ -32,8 +37,7 @@ def _in_namespace(tmp_path: Path, steps: list[str | list[str]], size: str = "512
     (tmp_path / "full").mkdir(exist_ok=True)
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
-    lines = ["set -u", f"cd {shlex.quote(str(tmp_path))}",
-             f"mount -t tmpfs -o size={size} tmpfs full || exit 99"]
+    lines = ["set -u", f"cd {shlex.quote(str(tmp_path))}", f"mount -t tmpfs -o size={size} tmpfs full || exit 99"]
     cli = 0
     for step in steps:
         if isinstance(step, str):
@@ -42,9 +46,14 @@ def _in_namespace(tmp_path: Path, steps: list[str | list[str]], size: str = "512
         argv = shlex.join([str(CAMPAIGN), *step])
         lines.append(f"{argv} >out/{cli}.out 2>out/{cli}.err; echo $? >out/{cli}.rc")
         cli += 1
-    proc = subprocess.run(["unshare", "-rm", "bash", "-c", "\n".join(lines)], capture_output=True, text=True,
-                          timeout=600, env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-                                            "PYTHONPATH": str(REPO), "HOME": str(tmp_path)}, check=False)
+    proc = subprocess.run(
+        ["unshare", "-rm", "bash", "-c", "\n".join(lines)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYTHONPATH": str(REPO), "HOME": str(tmp_path)},
+        check=False,
+    )
     assert proc.returncode == 0, f"the namespace or its tmpfs: {proc.returncode} {proc.stderr}"
     return [(int((out / f"{i}.rc").read_text()), (out / f"{i}.err").read_text()) for i in range(cli)]
 
@@ -58,10 +67,15 @@ def _one_line(err: str) -> str:
 def test_a_full_ledger_disk_is_exit_1_naming_the_ledger(tmp_path: Path) -> None:
     ledger = tmp_path / "full" / "ledger.sqlite"
     a = _csv(tmp_path / "a.csv", 24)
-    [made, full, read] = _in_namespace(tmp_path, [
-        ["--ledger", str(ledger), "import", str(a)], FILL,
-        ["--ledger", str(ledger), "submit", "experiment=smoke", f"campaign.workdir={tmp_path / 'runs'}"],
-        ["--ledger", str(ledger), "results", "--format", "csv"]])
+    [made, full, read] = _in_namespace(
+        tmp_path,
+        [
+            ["--ledger", str(ledger), "import", str(a)],
+            FILL,
+            ["--ledger", str(ledger), "submit", "experiment=smoke", f"campaign.workdir={tmp_path / 'runs'}"],
+            ["--ledger", str(ledger), "results", "--format", "csv"],
+        ],
+    )
     assert made[0] == 0, made[1]
     line = _one_line(full[1])
     assert full[0] == 1, line  # not 2: a full disk is not bad input
@@ -74,10 +88,19 @@ def test_a_full_disk_under_an_import_is_exit_1_and_leaves_nothing(tmp_path: Path
     ledger = tmp_path / "full" / "ledger.sqlite"
     folder = tmp_path / "full" / "ledger.results" / "imports" / "results"
     a, big = _csv(tmp_path / "a.csv", 24), _csv(tmp_path / "big.csv", 20_000)
-    [made, full, again] = _in_namespace(tmp_path, [
-        ["--ledger", str(ledger), "import", str(a)], f"ls -A {folder} >before", FILL,
-        ["--ledger", str(ledger), "import", str(big)], f"ls -A {folder} >after", "rm full/fill",
-        ["--ledger", str(ledger), "import", str(big)]], size="16m")
+    [made, full, again] = _in_namespace(
+        tmp_path,
+        [
+            ["--ledger", str(ledger), "import", str(a)],
+            f"ls -A {folder} >before",
+            FILL,
+            ["--ledger", str(ledger), "import", str(big)],
+            f"ls -A {folder} >after",
+            "rm full/fill",
+            ["--ledger", str(ledger), "import", str(big)],
+        ],
+        size="16m",
+    )
     assert made[0] == 0, made[1]
     line = _one_line(full[1])
     assert full[0] == 1 and f"writing {folder}/" in line and "no space left (0 B free there now; " in line, line
@@ -90,11 +113,16 @@ def test_a_full_disk_under_an_import_is_exit_1_and_leaves_nothing(tmp_path: Path
 def test_a_read_only_filesystem_is_exit_1_naming_the_path(tmp_path: Path) -> None:
     ledger = tmp_path / "full" / "ledger.sqlite"
     a = _csv(tmp_path / "a.csv", 24)
-    [made, refused, report, read] = _in_namespace(tmp_path, [
-        ["--ledger", str(ledger), "import", str(a)], "mount -o remount,ro full",
-        ["--ledger", str(ledger), "import", str(a), "--campaign", "other"],
-        ["--ledger", str(ledger), "report", "--out", str(tmp_path / "full" / "report")],
-        ["--ledger", str(ledger), "results", "--format", "csv"]])
+    [made, refused, report, read] = _in_namespace(
+        tmp_path,
+        [
+            ["--ledger", str(ledger), "import", str(a)],
+            "mount -o remount,ro full",
+            ["--ledger", str(ledger), "import", str(a), "--campaign", "other"],
+            ["--ledger", str(ledger), "report", "--out", str(tmp_path / "full" / "report")],
+            ["--ledger", str(ledger), "results", "--format", "csv"],
+        ],
+    )
     assert made[0] == 0, made[1]
     line = _one_line(refused[1])
     assert refused[0] == 1 and f"cannot write {ledger} (the ledger): read-only file system" in line, line
@@ -106,9 +134,14 @@ def test_a_read_only_filesystem_is_exit_1_naming_the_path(tmp_path: Path) -> Non
 
 def test_a_full_campaign_folder_at_submit_is_exit_1_and_the_runs_not_submitted(tmp_path: Path) -> None:
     ledger, runs = tmp_path / "ledger.sqlite", tmp_path / "full" / "runs"
-    [full, jobs] = _in_namespace(tmp_path, [
-        FILL, ["--ledger", str(ledger), "submit", "experiment=smoke", f"campaign.workdir={runs}"],
-        ["--ledger", str(ledger), "--format", "json", "jobs"]])
+    [full, jobs] = _in_namespace(
+        tmp_path,
+        [
+            FILL,
+            ["--ledger", str(ledger), "submit", "experiment=smoke", f"campaign.workdir={runs}"],
+            ["--ledger", str(ledger), "--format", "json", "jobs"],
+        ],
+    )
     line = _one_line(full[1])
     assert full[0] == 1 and f"writing {runs}/" in line and "no space left (0 B free there now)" in line, line
     assert jobs[0] == 0 and "NOT_SUBMITTED" in (tmp_path / "out" / "1.out").read_text()
@@ -118,13 +151,57 @@ def test_a_full_campaign_folder_at_ingest_is_exit_1_and_the_next_status_ingests(
     """`status` ingesting finished jobs into a full campaign folder: exit 1 naming the result file and
     the bytes it needed, nothing left in results/; with room again the same rows go in, once."""
     ledger, runs = tmp_path / "ledger.sqlite", tmp_path / "full" / "runs"
-    build = (f"{shlex.quote(sys.executable)} -c 'from pathlib import Path; from bench.finished_jobs import build; "
-             f"build(Path(\"{ledger}\"), Path(\"{runs}\"), jobs=3, rows_per_job=5)'")
-    [full, again] = _in_namespace(tmp_path, [
-        f"cd {shlex.quote(str(REPO))} && {build} && cd - >/dev/null", FILL,
-        ["--ledger", str(ledger), "status"], f"ls -A {runs / 'results'} >left", "rm full/fill",
-        ["--ledger", str(ledger), "status"]], size="1m")
+    build = (
+        f"{shlex.quote(sys.executable)} -c 'from pathlib import Path; from bench.finished_jobs import build; "
+        f'build(Path("{ledger}"), Path("{runs}"), jobs=3, rows_per_job=5)\''
+    )
+    [full, again] = _in_namespace(
+        tmp_path,
+        [
+            f"cd {shlex.quote(str(REPO))} && {build} && cd - >/dev/null",
+            FILL,
+            ["--ledger", str(ledger), "status"],
+            f"ls -A {runs / 'results'} >left",
+            "rm full/fill",
+            ["--ledger", str(ledger), "status"],
+        ],
+        size="1m",
+    )
     line = _one_line(full[1])
     assert full[0] == 1 and f"writing {runs}/results/" in line and "B needed" in line, line
     assert (tmp_path / "left").read_text() == ""  # its temporary file and marker went at once
     assert again[0] == 0 and "15 result row(s) ingested" in (tmp_path / "out" / "1.out").read_text(), again[1]
+
+
+def test_a_full_disk_under_an_upgrade_leaves_no_half_backup(tmp_path: Path) -> None:
+    """An old ledger's upgrade backs it up first: a full disk cut that copy short and left it under the
+    backup's own name (`ledger.sqlite.v9.bak`, a malformed database: a restore from it failed), kept
+    beside the next attempt's timestamped backup, and said "upgrade failed" as bad input (exit 2). Now
+    the copy is renamed into place once whole: exit 1 naming the backup and what it needs, no file
+    left; with room again the upgrade goes through and its backup is the old ledger, byte for byte."""
+    old = REPO / "tests" / "fixtures" / "ledgers" / "v9.sqlite"
+    ledger = tmp_path / "full" / "ledger.sqlite"
+    [full, again] = _in_namespace(
+        tmp_path,
+        [
+            f"cp {shlex.quote(str(old))} {ledger}",
+            FILL,
+            ["--ledger", str(ledger), "jobs"],
+            f"ls -A {ledger.parent} >left",
+            "rm full/fill",
+            ["--ledger", str(ledger), "jobs"],
+            f"cp {ledger}.v9.bak backup",
+        ],
+        size="1m",
+    )
+    line = _one_line(full[1])
+    assert full[0] == 1, line
+    assert line.startswith(
+        f"campaign: error: writing {ledger}.v9.bak (the ledger's backup before its upgrade; "
+        "the ledger is unchanged) failed: no space left ("
+    ), line
+    assert f"{old.stat().st_size / 1024:.1f} kB needed" in line, line
+    assert (tmp_path / "left").read_text().split() == ["fill", "ledger.sqlite"]
+    assert again[0] == 0, again[1]
+    assert f"backup: {ledger}.v9.bak" in again[1]
+    assert (tmp_path / "backup").read_bytes() == old.read_bytes()
