@@ -205,3 +205,35 @@ def test_a_full_disk_under_an_upgrade_leaves_no_half_backup(tmp_path: Path) -> N
     assert again[0] == 0, again[1]
     assert f"backup: {ledger}.v9.bak" in again[1]
     assert (tmp_path / "backup").read_bytes() == old.read_bytes()
+
+
+def test_a_full_disk_under_a_report_leaves_the_earlier_report_whole(tmp_path: Path) -> None:
+    """`report --out` again, with more rows, over a folder that holds a report, the disk full: each
+    file was opened in place (emptied) and its larger successor could not be written whole, so the
+    earlier report was lost and files cut short lay under its names. Now each file is written beside
+    and renamed once whole: exit 1 naming the file, every file of the earlier report still there,
+    byte for byte, nothing else left."""
+    ledger, report = tmp_path / "ledger.sqlite", tmp_path / "full" / "report"
+    a, more = _csv(tmp_path / "a.csv", 24), _csv(tmp_path / "more.csv", 240)
+    [made, first, full] = _in_namespace(
+        tmp_path,
+        [
+            ["--ledger", str(ledger), "import", str(a)],
+            ["--ledger", str(ledger), "report", "--out", str(report)],
+            f"cp -r {report} before",
+            f"{shlex.join([str(CAMPAIGN), '--ledger', str(ledger), 'import', str(more), '--campaign', 'more'])} "
+            ">/dev/null",
+            FILL,
+            ["--ledger", str(ledger), "report", "--out", str(report)],
+            f"cp -r {report} after",
+        ],
+        size="1m",
+    )
+    assert made[0] == 0 and first[0] == 0, made[1] + first[1]
+    before, after = tmp_path / "before", tmp_path / "after"
+    assert sorted(p.name for p in after.iterdir()) == sorted(p.name for p in before.iterdir())
+    assert {p.name for p in before.iterdir()} >= {"alpha.md", "alpha.html"}
+    for path in before.iterdir():
+        assert (after / path.name).read_bytes() == path.read_bytes(), path.name
+    line = _one_line(full[1])
+    assert full[0] == 1 and f"writing {report}/" in line and "(report --out) failed: no space left" in line, line
