@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from campaign.ledger.layout import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS  # re-exported: written once, in layout
 from campaign.ledger.layout import LEDGER_ENV as LEDGER_ENV
-from campaign.ledger.layout import SCHEMA_VERSION
+from campaign.ledger.layout import SCHEMA_VERSION, locked_text
 from campaign.ledger.layout import default_ledger_path as default_ledger_path
 from campaign.ledger.models import Base, Meta
 from campaign.ledger.transactions import (
@@ -280,6 +280,8 @@ class Ledger:
         if full is not None:  # a full disk or read-only filesystem: the machine's, not the user's input
             return full
         msg = " ".join(str(getattr(exc, "orig", exc)).split())
+        if msg == "database is locked":  # held by another process through the whole busy timeout
+            return LedgerError(locked_text(self.location))
         if self.url is None and ("not a database" in msg or "encrypted" in msg):
             return LedgerError(f"{self.path} is not a campaign ledger (not an SQLite database): {msg}")
         return LedgerError(f"cannot open ledger {self.location}: {msg}")
