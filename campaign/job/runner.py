@@ -35,7 +35,9 @@ from campaign.job.procs import (
     become_subreaper,
     descendants,
     end_descendants,
+    end_with_parent,
     group_members,
+    load_libc,
     signal_group,
     stop_group,
     stop_new_descendants,
@@ -79,11 +81,12 @@ def _claim_start(path: Path, data: dict[str, Any]) -> bool:
         tmp.unlink(missing_ok=True)
 
 
-def _child_setup(unlimit: bool) -> None:
+def _child_setup(unlimit: bool, runner: int, libc: Any) -> None:
     # submitit asks Slurm for USR2 shortly before the walltime (its requeue
     # hook). Its default action would kill the kernel early and turn a TIMEOUT
     # into FAILED; ignored dispositions survive exec, so the kernel ignores it.
     signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+    end_with_parent(runner, libc)  # a runner killed outright takes its kernel with it
     if unlimit:
         unlimit_stack()
 
@@ -93,6 +96,7 @@ def _run_kernel(task: JobTask, env: dict[str, str], workdir: Path, start: dict[s
     its process group and nothing else it started behind (also when this
     process is interrupted)."""
     before = set(descendants(os.getpid()))  # a caller's own processes (none in a job) stay
+    runner, libc = os.getpid(), load_libc()
     with open(workdir / STDOUT_FILE, "ab") as out, open(workdir / STDERR_FILE, "ab") as err:
         try:
             proc = subprocess.Popen(
@@ -102,7 +106,7 @@ def _run_kernel(task: JobTask, env: dict[str, str], workdir: Path, start: dict[s
                 env=env,
                 cwd=workdir,
                 start_new_session=True,
-                preexec_fn=lambda: _child_setup(task.stack_unlimited),
+                preexec_fn=lambda: _child_setup(task.stack_unlimited, runner, libc),
             )
         except OSError as exc:  # program missing or not executable
             err.write(f"campaign: cannot start {task.argv[0]}: {exc}\n".encode())
