@@ -6,7 +6,10 @@ either ends the process at once: no line said why, the shell saw -15 or -1,
 and a write transaction was left to the database's recovery. Raised as an
 interruption instead, they take Ctrl-C's path: transactions roll back, claims
 are released, one line is printed, and the exit code is the shell's for the
-signal (143, 129; 130 for Ctrl-C).
+signal (143, 129; 130 for Ctrl-C). A library that catches the interruption
+inside its own code and raises its own error instead (DuckDB: "Query
+interrupted") does not turn the stop into an internal error: the stop is
+remembered where it is raised.
 """
 
 from __future__ import annotations
@@ -28,17 +31,30 @@ class HungUp(Terminated):
     """SIGHUP (the terminal went away), raised as SIGTERM is."""
 
 
+_received: list[KeyboardInterrupt] = []  # the stops raised, for stop_received
+
+
 def _raise(signum: int, _frame: FrameType | None) -> None:
-    raise HungUp if signum == signal.SIGHUP else Terminated
+    stop = HungUp() if signum == signal.SIGHUP else Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+    _received.append(stop)
+    raise stop
 
 
 def stop_on_sigterm() -> None:
-    """SIGTERM and SIGHUP raise Terminated in the main thread (signal handlers can be set there
-    only). A SIGHUP that the caller ignores (`nohup`) stays ignored."""
+    """SIGTERM and SIGHUP raise Terminated in the main thread, SIGINT KeyboardInterrupt (signal
+    handlers can be set there only), each remembered. A SIGHUP or SIGINT that the caller ignores
+    (`nohup`, a background job of a shell without job control) stays ignored."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise)
-        if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
-            signal.signal(signal.SIGHUP, _raise)
+        for sig in (signal.SIGHUP, signal.SIGINT):
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                signal.signal(sig, _raise)
+
+
+def stop_received() -> KeyboardInterrupt | None:
+    """The first stop raised in this process, even where a library caught it and raised its own
+    error instead (DuckDB's "Query interrupted"), or None."""
+    return _received[0] if _received else None
 
 
 def stopped(exc: KeyboardInterrupt) -> tuple[int, str]:
