@@ -309,7 +309,9 @@ def _unwritable(out: Path, exc: OSError) -> CampaignError:
     if exc.errno in _NOT_WRITABLE:
         return BadInputError(f"report --out {out}: cannot write{where}: {what}; name a folder you can write to")
     if storage.is_storage(exc):
-        return storage.storage_error(exc.filename or out, exc.errno == errno.EROFS, what=" (report --out)")
+        return storage.storage_error(
+            exc.filename or out, exc.errno == errno.EROFS, what=" (report --out)", cause=exc.errno
+        )
     return CampaignError(
         f"report --out {out}: writing{where} failed: {what}; the report there is incomplete "
         f"(free space or choose another --out, then run report again)"

@@ -133,7 +133,7 @@ def backup_sqlite(path: Path, version: int, journal_mode: str) -> Path:
         if not storage.is_storage(exc):
             raise
         tmp.unlink(missing_ok=True)  # before the free space is told
-        raise storage.storage_error(target, exc.errno == errno.EROFS, size, BACKUP) from None
+        raise storage.storage_error(target, exc.errno == errno.EROFS, size, BACKUP, cause=exc.errno) from None
     finally:
         tmp.unlink(missing_ok=True)
     return target

@@ -8,6 +8,8 @@ read-only. The namespace ends with the test: nothing stays mounted."""
 
 from __future__ import annotations
 
+import os
+import resource
 import shlex
 import subprocess
 import sys
@@ -237,3 +239,40 @@ def test_a_full_disk_under_a_report_leaves_the_earlier_report_whole(tmp_path: Pa
         assert (after / path.name).read_bytes() == path.read_bytes(), path.name
     line = _one_line(full[1])
     assert full[0] == 1 and f"writing {report}/" in line and "(report --out) failed: no space left" in line, line
+
+
+def test_a_file_size_limit_is_said_as_one_not_as_a_full_disk(tmp_path: Path) -> None:
+    """`ulimit -f` (a batch system's, a login node's) makes a write past it fail with EFBIG, which was
+    said as "no space left (73.1 GB free there now)": a full disk with room to spare. Now the line says
+    the file size limit and how large it is."""
+    ledger, report = tmp_path / "ledger.sqlite", tmp_path / "report"
+    a = _csv(tmp_path / "a.csv", 24)
+    assert (
+        subprocess.run(
+            [str(CAMPAIGN), "--ledger", str(ledger), "import", str(a)],
+            capture_output=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        ).returncode
+        == 0
+    )
+    limit = 8_000  # below the size of the report's figures and its HTML
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    proc = subprocess.run(
+        [str(CAMPAIGN), "--ledger", str(ledger), "report", "--out", str(report)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        preexec_fn=limited,
+        timeout=300,
+    )
+    line = _one_line(proc.stderr)
+    assert proc.returncode == 1, line
+    assert (
+        f"writing {report}/" in line
+        and "(report --out) failed: file too large for this process's file "
+        "size limit (7.8 kB, `ulimit -f`); raise the limit and run the command again"
+        in line
+    ), line
