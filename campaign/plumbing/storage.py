@@ -107,6 +107,14 @@ def sqlite_storage(exc: BaseException, ledger: Path, size: int | None) -> Storag
     """A StorageError for an SQLite error that is the disk's (full, read-only), else None. How much
     a write adds is SQLite's to know; its journal takes up to the ledger's own size (`size`)."""
     name = str(getattr(exc, "sqlite_errorname", ""))
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if name == "SQLITE_IOERR_WRITE" and limit != resource.RLIM_INFINITY:  # SQLite's word for EFBIG
+        held = f" and the ledger at {size_text(size)}" if size is not None else ""
+        return StorageError(
+            f"writing {ledger} (the ledger) failed: disk I/O error, with this process's file size "
+            f"limit at {size_text(limit)} (`ulimit -f`){held}; raise the limit and run the command "
+            "again"
+        )
     if name not in SQLITE_STORAGE:
         return None
     needs = (

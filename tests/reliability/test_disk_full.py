@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import CAMPAIGN, REPO
+from tests.conftest import CAMPAIGN, REPO, sql_rows
 
 HEADER = "cluster,partition,kernel,impl,variant,device,threads,n,repeat,time_s,d,dtype,note\n"
 FILL = "dd if=/dev/zero of=full/fill bs=4k 2>/dev/null; true"
@@ -276,3 +276,36 @@ def test_a_file_size_limit_is_said_as_one_not_as_a_full_disk(tmp_path: Path) -> 
         "size limit (7.8 kB, `ulimit -f`); raise the limit and run the command again"
         in line
     ), line
+
+
+def test_a_ledger_past_the_file_size_limit_is_said_as_such(tmp_path: Path) -> None:
+    """SQLite says a write past `ulimit -f` as "disk I/O error" (SQLITE_IOERR_WRITE): that line, exit 2,
+    named neither the limit nor what to do. Now: the ledger, the limit and its size, exit 1; the ledger
+    as it was, and the import's result file gone."""
+    ledger = tmp_path / "ledger.sqlite"
+    a, big = _csv(tmp_path / "a.csv", 24), _csv(tmp_path / "big.csv", 20_000)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    assert subprocess.run([str(CAMPAIGN), "--ledger", str(ledger), "import", str(a)], env=env).returncode == 0
+    limit = 512 * 1024  # above the import's result file, below what its 20,000 keys add to the ledger
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    proc = subprocess.run(
+        [str(CAMPAIGN), "--ledger", str(ledger), "import", str(big)],
+        capture_output=True,
+        text=True,
+        env=env,
+        preexec_fn=limited,
+        timeout=300,
+    )
+    line = _one_line(proc.stderr)
+    assert proc.returncode == 1, line
+    assert line.startswith(
+        f"campaign: error: writing {ledger} (the ledger) failed: disk I/O error, with this "
+        "process's file size limit at 512.0 kB (`ulimit -f`) and the ledger at "
+    ), line
+    assert sql_rows(ledger, "PRAGMA integrity_check") == [("ok",)]
+    assert sql_rows(ledger, "SELECT count(*) FROM result") == [(24,)]
+    referenced = {Path(p).name for (p,) in sql_rows(ledger, "SELECT path FROM result_file")}
+    assert {p.name for p in (tmp_path / "ledger.results" / "imports" / "results").iterdir()} == referenced
