@@ -31,14 +31,27 @@ import pandas as pd
 from analysis import display
 from analysis.blocks import Figure
 from analysis.plot_margins import arrange, new_figure
+from analysis.whole_file import whole
 
 MAX_PANELS = 12
 MAX_LINES = 8
 DPI = 144
 PANEL_W, PANEL_H = 4.0, 3.2
-RC: dict[Any, Any] = {"font.size": 10, "axes.titlesize": 10, "axes.titley": 1.0, "axes.labelsize": 10, "xtick.labelsize": 10,
-      "ytick.labelsize": 10, "legend.fontsize": 10, "figure.dpi": DPI, "savefig.dpi": DPI,
-      "axes.grid": True, "grid.alpha": 0.3, "lines.linewidth": 1.6, "lines.markersize": 4}
+RC: dict[Any, Any] = {
+    "font.size": 10,
+    "axes.titlesize": 10,
+    "axes.titley": 1.0,
+    "axes.labelsize": 10,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 10,
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "lines.linewidth": 1.6,
+    "lines.markersize": 4,
+}
 COLOURBAR = "_colourbar"  # handles key: draw one shared colour bar for this image
 STYLE_KEYS = ("ideal", "efficiency", "NUMA", "physical", "T > ", "roof", "T*")
 Axes = Any  # matplotlib.axes.Axes, imported lazily
@@ -61,8 +74,7 @@ def palette(values: Sequence[Any]) -> dict[Any, Any]:
 
     cmap = colormaps["tab10" if len(values) <= 10 else "viridis"]
     n = max(len(values), 1)
-    return {v: cmap(i if len(values) <= 10 else i / max(n - 1, 1)) for i, v in
-            enumerate(values)}
+    return {v: cmap(i if len(values) <= 10 else i / max(n - 1, 1)) for i, v in enumerate(values)}
 
 
 def size_axis(axis: Any, values: Sequence[float] | np.ndarray | pd.Series) -> None:
@@ -81,8 +93,7 @@ def log_axis(axis: Any, fmt: Callable[[float], str], low: float, high: float) ->
     from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
     span = math.log10(high / low) if low > 0 and high > 0 else 3.0
-    subs = (1.0,) if span > 2.5 else (1.0, 2.0, 5.0) if span > 0.6 else (
-        1.0, 1.5, 2.0, 3.0, 5.0, 7.0)
+    subs = (1.0,) if span > 2.5 else (1.0, 2.0, 5.0) if span > 0.6 else (1.0, 1.5, 2.0, 3.0, 5.0, 7.0)
     axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=8))
     axis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v)))
     # No minor ticks: each is an artist laid out on every draw, and they
@@ -90,8 +101,7 @@ def log_axis(axis: Any, fmt: Callable[[float], str], low: float, high: float) ->
     axis.set_minor_locator(NullLocator())
 
 
-def pow2_axis(axis: Any, low: float, high: float, fmt: Callable[[float], str] = display.sig
-              ) -> None:
+def pow2_axis(axis: Any, low: float, high: float, fmt: Callable[[float], str] = display.sig) -> None:
     """A log2 axis ticked at (at most 7) evenly spaced powers of two spanning
     [low, high], padded by a quarter octave so no point sits on the frame."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
@@ -100,7 +110,7 @@ def pow2_axis(axis: Any, low: float, high: float, fmt: Callable[[float], str] = 
     top = max(math.ceil(math.log2(max(high, 1.0))), bottom + 1)
     step = max(1, math.ceil((top - bottom) / 6))  # every step-th power: even spacing, 2^0 kept
     first = bottom - (bottom % step)
-    ticks = [2.0 ** k for k in range(first, top + step, step)]
+    ticks = [2.0**k for k in range(first, top + step, step)]
     lo = 2.0 ** (math.log2(low) - 0.25) if low > 0 else 2.0 ** (bottom - 0.25)
     hi = 2.0 ** (math.log2(max(high, low if low > 0 else 1.0)) + 0.25)
     axis.set_major_locator(FixedLocator([t for t in ticks if lo <= t <= hi] or ticks))
@@ -131,20 +141,25 @@ def finite_range(*columns: pd.Series) -> tuple[float, float]:
 
 def wrap(text: str, width: int) -> str:
     """Lines of at most ~`width` characters, broken at spaces (and after '+')."""
-    return "\n".join(textwrap.wrap(text.replace("+", "+ "), width, break_long_words=False,
-                                   break_on_hyphens=False))
+    return "\n".join(textwrap.wrap(text.replace("+", "+ "), width, break_long_words=False, break_on_hyphens=False))
 
 
 def short_labels(labels: Sequence[str], width: int = 36) -> list[str]:
     """Drop the words every label shares (the panel title says them); wrap the rest."""
     split = [label.split(" ") for label in labels]
     common = set(split[0]).intersection(*split[1:]) if len(split) > 1 else set()
-    return [wrap(" ".join(w for w in words if w not in common) or "all", width)
-            for words in split]
+    return [wrap(" ".join(w for w in words if w not in common) or "all", width) for words in split]
 
 
-def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw: Draw,
-           what: str, figure_legend: bool = True, extra_note: str = "") -> Figure | None:
+def panels(
+    path: Path,
+    caption: str,
+    items: list[tuple[str, pd.DataFrame]],
+    draw: Draw,
+    what: str,
+    figure_legend: bool = True,
+    extra_note: str = "",
+) -> Figure | None:
     """Grid of panels, one per item, and a figure legend outside the data.
 
     `draw(ax, rows, handles)` draws one panel, puts the artists the legend
@@ -159,8 +174,7 @@ def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw
     rows = math.ceil(len(shown) / cols)
     # A lone panel gets more room: its figure would otherwise be a thumbnail.
     # Two panels get room for a right-hand axis and labels without crowding.
-    panel_w, panel_h = ((6.4, 4.4) if len(shown) == 1 else (5.2, 3.8) if len(shown) == 2
-                        else (PANEL_W, PANEL_H))
+    panel_w, panel_h = (6.4, 4.4) if len(shown) == 1 else (5.2, 3.8) if len(shown) == 2 else (PANEL_W, PANEL_H)
     with rc_context(RC):
         fig = new_figure(panel_w * cols, panel_h * rows)  # sized by arrange() once drawn
         axes = fig.subplots(rows, cols, squeeze=False)
@@ -171,7 +185,7 @@ def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw
             note = draw(ax, frame, handles)
             if note:
                 notes.add(note)
-        for ax in list(axes.flat)[len(shown):]:
+        for ax in list(axes.flat)[len(shown) :]:
             ax.set_visible(False)
         scale = handles.pop(COLOURBAR, None)  # an image whose colour scale all panels share
         legend = None
@@ -189,8 +203,11 @@ def panels(path: Path, caption: str, items: list[tuple[str, pd.DataFrame]], draw
         size = fig.canvas.get_width_height(physical=True)
     save_png(raw.getvalue(), size, path)
     left = len(items) - len(shown)
-    text = ([f"{left} more {what} not shown (the first {len(shown)} of {len(items)}; cap "
-             f"{MAX_PANELS} panels)"] if left else [])
+    text = (
+        [f"{left} more {what} not shown (the first {len(shown)} of {len(items)}; cap {MAX_PANELS} panels)"]
+        if left
+        else []
+    )
     note = "; ".join(text + sorted(notes) + ([extra_note] if extra_note else []))
     return Figure(path, caption, note, layout.width, layout.height)
 
@@ -207,9 +224,9 @@ def save_png(rgba: bytes, size: tuple[int, int], path: Path) -> None:
     from PIL import Image
 
     image = Image.frombuffer("RGBA", size, rgba, "raw", "RGBA", 0, 1)
-    flat = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE,
-                                         dither=Image.Dither.NONE)
-    flat.save(path, compress_level=6)  # 9 costs 7x the CPU (34 ms vs 5 ms a figure) for 12% fewer bytes
+    flat = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    with whole(path) as tmp:
+        flat.save(tmp, format="PNG", compress_level=6)  # 9: 7x the CPU (34 ms vs 5 ms a figure), 12% fewer bytes
 
 
 def several(frame: pd.DataFrame, keys: list[str], column: str) -> np.ndarray:
@@ -225,8 +242,9 @@ def several(frame: pd.DataFrame, keys: list[str], column: str) -> np.ndarray:
     return distinct[codes] > 1
 
 
-def grouped(frame: pd.DataFrame, keys: list[str],
-            label: Callable[[pd.DataFrame], Sequence[str]]) -> list[tuple[str, pd.DataFrame]]:
+def grouped(
+    frame: pd.DataFrame, keys: list[str], label: Callable[[pd.DataFrame], Sequence[str]]
+) -> list[tuple[str, pd.DataFrame]]:
     """(label, rows) per group in key order, for the first MAX_PANELS + a count.
 
     Only the groups drawn are materialised: with 100,000 groups the rest are

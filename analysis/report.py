@@ -14,7 +14,7 @@ and quick to draw.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +44,7 @@ from analysis.report_md import to_markdown
 from analysis.report_sections import analysis_sections, anchor, table_blocks
 from analysis.report_tables import labels, size_text
 from analysis.summary import ensure_summary, is_summary
+from analysis.whole_file import whole
 
 __all__ = ["Block", "ReportContext", "ReportFiles", "render_report", "to_html", "to_markdown"]
 
@@ -70,18 +71,27 @@ class ReportContext:
     ledger: str | None = None
     provenance: Mapping[str, object] = field(default_factory=dict)
     date_range: tuple[object, object] | None = None
+    scope: tuple[str, ...] = ()  # lines under the title: what the report covers (a "Dates: " one only where
+    # the header has no "jobs ran" of its own: one date line, one format)
 
 
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "cluster"
 
 
-def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
-                  jobs: pd.DataFrame | None, out_dir: Path | str, cluster: str,
-                  title: str | None = None, context: ReportContext | None = None,
-                  metrics: Mapping[str, pd.DataFrame] | None = None,
-                  counters: pd.DataFrame | None = None, builds: pd.DataFrame | None = None,
-                  cost_models: Mapping[str, CostModel] | None = None) -> ReportFiles:
+def render_report(
+    results: pd.DataFrame,
+    partitions: pd.DataFrame | None,
+    jobs: pd.DataFrame | None,
+    out_dir: Path | str,
+    cluster: str,
+    title: str | None = None,
+    context: ReportContext | None = None,
+    metrics: Mapping[str, pd.DataFrame] | None = None,
+    counters: pd.DataFrame | None = None,
+    builds: pd.DataFrame | None = None,
+    cost_models: Mapping[str, CostModel] | None = None,
+) -> ReportFiles:
     """Write `<cluster>.md`, `<cluster>.html` and the PNG figures into `out_dir`.
 
     `results` may hold every cluster (cross-cluster ratios need the others)
@@ -108,16 +118,27 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
     mine_rows = bool(len(results)) and bool((results["cluster"].astype("str") == cluster).any())
     if len(timing) and (timing["cluster"].astype("str") == cluster).any():
         summary = ensure_summary(timing)
-        frames = dict(metrics) if metrics is not None else cluster_metrics(summary, partitions,
-                                                                           cluster)
+        frames = dict(metrics) if metrics is not None else cluster_metrics(summary, partitions, cluster)
         # every cluster's rows: a cluster ratio rests on the other cluster's point too
         flags = Flags(None if is_summary(timing) else timing, summary)
         # the time rows, one per invocation, as report --json's strong_scaling reads them: every figure of a run
         # shares its time, so the raw rows would repeat each point once per figure
-        scaled = None if is_summary(results) else rank_frames(
-            timing[(timing["cluster"].astype("str") == cluster).to_numpy()])
-        sections = analysis_sections(summary, frames, partitions, mine_jobs, cluster, out / slug, figures, flags,
-                                     rank_findings(scaled.strong, scaled.weak, flags) if scaled else ())
+        scaled = (
+            None
+            if is_summary(results)
+            else rank_frames(timing[(timing["cluster"].astype("str") == cluster).to_numpy()])
+        )
+        sections = analysis_sections(
+            summary,
+            frames,
+            partitions,
+            mine_jobs,
+            cluster,
+            out / slug,
+            figures,
+            flags,
+            rank_findings(scaled.strong, scaled.weak, flags) if scaled else (),
+        )
         mine = results[(results["cluster"].astype("str") == cluster).to_numpy()]
         if counters is not None and len(counters):
             sections.insert(len(sections) - 1, _counters_section(counters, mine, cost_models))
@@ -126,35 +147,81 @@ def render_report(results: pd.DataFrame, partitions: pd.DataFrame | None,
             sections.insert(2, ranks)  # after "Scaling with n"
     elif mine_rows:  # only fixed-duration programs: nothing timed to judge, their figures below
         said = [f.text for f in findings.jobs(jobs_mod.state_counts(mine_jobs), mine_jobs)]
-        sections = [Section("Summary", "summary", [Block("p", FIXED_ONLY)]
-                            + ([Block("list", items=tuple(said))] if said else []))]
+        sections = [
+            Section(
+                "Summary", "summary", [Block("p", FIXED_ONLY)] + ([Block("list", items=tuple(said))] if said else [])
+            )
+        ]
     else:
         said = [f.text for f in findings.jobs(jobs_mod.state_counts(mine_jobs), mine_jobs)]
-        sections = [Section("Summary", "summary", [Block("p", f"No results for cluster {cluster}.")]
-                            + ([Block("list", items=tuple(said))] if said else []))]
+        sections = [
+            Section(
+                "Summary",
+                "summary",
+                [Block("p", f"No results for cluster {cluster}.")]
+                + ([Block("list", items=tuple(said))] if said else []),
+            )
+        ]
     compared = figure_ratios(results, cluster) if mine_rows else None  # for the tables and the summary
-    merit = (merit_tables(results, partitions, cluster)  # a benchmark's own figures
-             + ratio_tables(compared) + fit_tables(results, cluster)) if compared is not None else []
+    merit = (
+        (
+            merit_tables(results, partitions, cluster)  # a benchmark's own figures
+            + ratio_tables(compared)
+            + fit_tables(results, cluster)
+        )
+        if compared is not None
+        else []
+    )
     if merit:
         plot = bandwidth_plot(results, partitions, cluster, out / f"{slug}-bandwidth.png")
         figures += [plot] if plot is not None else []
         lines = tuple(figure_findings(results, cluster, compared))
         if lines:  # the figures' scaling joins the summary's findings
-            sections[0] = Section(sections[0].title, sections[0].anchor,
-                                  [*sections[0].blocks[:2], Block("list", items=lines), *sections[0].blocks[2:]])
-        sections.insert(max(1, len(sections) - 1), Section(MERIT_TITLE, anchor(MERIT_TITLE), [
-            Block("p", MERIT_INTRO), *table_blocks(merit), *([Block("figure", figure=plot)] if plot else [])]))
+            sections[0] = Section(
+                sections[0].title,
+                sections[0].anchor,
+                [*sections[0].blocks[:2], Block("list", items=lines), *sections[0].blocks[2:]],
+            )
+        sections.insert(
+            max(1, len(sections) - 1),
+            Section(
+                MERIT_TITLE,
+                anchor(MERIT_TITLE),
+                [Block("p", MERIT_INTRO), *table_blocks(merit), *([Block("figure", figure=plot)] if plot else [])],
+            ),
+        )
     sections.append(_jobs_section(mine_jobs))
-    blocks = [Block("h1", heading), Block("meta", pairs=_header(cluster, context, mine_jobs)),
-              *builds_blocks(builds, cluster)]
+    blocks = [
+        Block("h1", heading),
+        Block("meta", pairs=_header(cluster, context, mine_jobs)),
+        *builds_blocks(builds, cluster),
+    ]
     blocks += _overlap_warning(results, cluster)
     for section in sections:
         if section.blocks:
             blocks += section.all_blocks()
     md_path, html_path = out / f"{slug}.md", out / f"{slug}.html"
-    md_path.write_text(to_markdown(blocks), encoding="utf-8")
-    html_path.write_text(to_html(blocks, heading), encoding="utf-8")
+    md, page = _with_scope(to_markdown(blocks), to_html(blocks, heading), context.scope if context else ())
+    for path, text in ((md_path, md), (html_path, page)):
+        with whole(path) as tmp:
+            tmp.write_text(text, encoding="utf-8")
     return ReportFiles(markdown=md_path, html=html_path, plots=[f.path for f in figures])
+
+
+def _with_scope(md: str, page: str, lines: Sequence[str]) -> tuple[str, str]:
+    """The scope lines under the title of the Markdown and of the HTML."""
+    if not lines:
+        return md, page
+    import html
+
+    text = md.splitlines(keepends=True)
+    if any(t.startswith("- **jobs ran:**") for t in text):  # the report dates its jobs itself, in UTC
+        lines = [line for line in lines if not line.startswith("Dates: ")]
+    md = "".join(text[:1] + ["\n"] + [f"- {line}\n" for line in lines] + text[1:])
+    if "</h1>" in page:
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+        page = page.replace("</h1>", f'</h1>\n<ul class="scope">{items}</ul>', 1)
+    return md, page
 
 
 def _overlap_warning(results: pd.DataFrame, cluster: str) -> list[Block]:
@@ -170,29 +237,39 @@ def _overlap_warning(results: pd.DataFrame, cluster: str) -> list[Block]:
         return []
     points = overlap_points(rows)
     shown = pd.DataFrame(points[:MAX_POINTS])
-    if not any(c in shown.columns and (pd.to_numeric(shown[c], errors="coerce").fillna(1) != 1).any()
-               for c in ("ranks", "nodes")):  # one rank on one node: said by no label of this report
+    if not any(
+        c in shown.columns and (pd.to_numeric(shown[c], errors="coerce").fillna(1) != 1).any()
+        for c in ("ranks", "nodes")
+    ):  # one rank on one node: said by no label of this report
         shown = shown.drop(columns=["ranks", "nodes"], errors="ignore")
-    items = tuple(f"{label} threads {p['threads']} n {size_text(p['n'])}: "
-                  f"{p['rows_flagged']} of {p['rows']} rows; {p['notes'][0]}"
-                  for label, p in zip(labels(shown), points[:MAX_POINTS], strict=True))
-    more = (f" (the first {MAX_POINTS} listed)" if len(points) > MAX_POINTS else "")
-    return [Block("p", f"Warning: {int(flagged.sum())} of {len(rows)} result rows were timed while another "
-                       "timed job ran on the same machine, while other processes kept its CPUs busy, or on a "
-                       "node with more busy CPUs than it has; their times may be inflated, so a finding that rests "
-                       f"on them is listed as a caveat, not a finding. {len(points)} point(s) affected{more} "
-                       "(see `campaign results`, "
-                       "column overlap):"),
-            Block("list", items=items)]
+    items = tuple(
+        f"{label} threads {p['threads']} n {size_text(p['n'])}: "
+        f"{p['rows_flagged']} of {p['rows']} rows; {p['notes'][0]}"
+        for label, p in zip(labels(shown), points[:MAX_POINTS], strict=True)
+    )
+    more = f" (the first {MAX_POINTS} listed)" if len(points) > MAX_POINTS else ""
+    return [
+        Block(
+            "p",
+            f"Warning: {int(flagged.sum())} of {len(rows)} result rows were timed while another "
+            "timed job ran on the same machine, while other processes kept its CPUs busy, or on a "
+            "node with more busy CPUs than it has; their times may be inflated, so a finding that rests "
+            f"on them is listed as a caveat, not a finding. {len(points)} point(s) affected{more} "
+            "(see `campaign results`, "
+            "column overlap):",
+        ),
+        Block("list", items=items),
+    ]
 
 
 MAX_POINTS = 20
-FIXED_ONLY = ("Every result here is a fixed-duration program's (kernel YAML `fixed_duration`): it runs for a set "
-              "time, so it is judged on its figures of merit (below), never on its time.")
+FIXED_ONLY = (
+    "Every result here is a fixed-duration program's (kernel YAML `fixed_duration`): it runs for a set "
+    "time, so it is judged on its figures of merit (below), never on its time."
+)
 
 
-def cluster_metrics(summary: pd.DataFrame, partitions: pd.DataFrame | None,
-                    cluster: str) -> dict[str, pd.DataFrame]:
+def cluster_metrics(summary: pd.DataFrame, partitions: pd.DataFrame | None, cluster: str) -> dict[str, pd.DataFrame]:
     """The metrics one cluster's report needs, without computing every cluster's.
 
     Equal to `filter_cluster(all_metrics(summary), cluster)`: every metric but
@@ -203,13 +280,15 @@ def cluster_metrics(summary: pd.DataFrame, partitions: pd.DataFrame | None,
     frames = all_metrics(local, partitions)
     if summary["cluster"].nunique() > 1:
         cross = filter_cluster({"ratios": ratios(summary, "cluster")}, cluster)["ratios"]
-        frames["ratios"] = pd.concat([f for f in (frames["ratios"], cross) if len(f)],
-                                     ignore_index=True) if len(cross) else frames["ratios"]
+        frames["ratios"] = (
+            pd.concat([f for f in (frames["ratios"], cross) if len(f)], ignore_index=True)
+            if len(cross)
+            else frames["ratios"]
+        )
     return frames
 
 
-def _header(cluster: str, context: ReportContext | None,
-            jobs: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+def _header(cluster: str, context: ReportContext | None, jobs: pd.DataFrame) -> tuple[tuple[str, str], ...]:
     ctx = context or ReportContext()
     pairs = [("cluster", cluster)]
     if ctx.campaigns:
@@ -232,8 +311,7 @@ def _header(cluster: str, context: ReportContext | None,
     return tuple(pairs)
 
 
-def _counters_section(counters: pd.DataFrame, results: pd.DataFrame,
-                      models: Mapping[str, CostModel] | None) -> Section:
+def _counters_section(counters: pd.DataFrame, results: pd.DataFrame, models: Mapping[str, CostModel] | None) -> Section:
     """Hardware counters against the cost model (analysis/counters_report.py's tables)."""
     from analysis.counters_report import INTRO, TITLE, counters_tables
 

@@ -7,6 +7,7 @@ failure, 2 bad input); a traceback only with CAMPAIGN_DEBUG=1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import io
 import os
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from campaign.cli.parser import parse
-from campaign.cli.stop import stop_on_sigterm, stopped
+from campaign.cli.stop import stop_on_sigterm, stop_received, stopped
 from campaign.plumbing import storage
 from campaign.plumbing.errors import BadInputError, CampaignError, LedgerError, one_line
 
@@ -47,12 +48,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         from campaign.cli import commands
 
         return commands.dispatch(args, _ledger)
-    except CampaignError as exc:
+    except KeyboardInterrupt as exc:
+        return _stopped(exc)
+    except Exception as exc:
+        # DuckDB turns the interruption raised inside its query into its own error ("Query interrupted"):
+        # the command was still stopped, and says so
+        stop = stop_received()
+        return _stopped(stop) if stop is not None else _failed(exc, args)
+
+
+def _stopped(exc: KeyboardInterrupt) -> int:
+    code, how = stopped(exc)
+    with contextlib.suppress(OSError):  # a hung-up terminal takes no line (EIO): the exit code says it
+        print(f"campaign: {how}; the ledger holds every job submitted so far", file=sys.stderr)
+    return code
+
+
+def _failed(exc: Exception, args: argparse.Namespace) -> int:
+    """One line and the exit code for what ended the command."""
+    if isinstance(exc, CampaignError):
         return _error(exc)
-    except BrokenPipeError:  # `campaign results | head`
+    if isinstance(exc, BrokenPipeError):  # `campaign results | head`
         sys.stderr.close()
         return 0
-    except OSError as exc:  # e.g. `report --json > file` on a full disk: the machine's failure, one line
+    if isinstance(exc, OSError):  # e.g. `report --json > file` on a full disk: the machine's failure, one line
         if exc.errno == errno.ENAMETOOLONG and not os.environ.get("CAMPAIGN_DEBUG"):  # a name the user gave
             return _error(BadInputError(f"{one_line(exc.filename, 120)}: {exc.strerror} (at most 255 bytes a part)"))
         if os.environ.get("CAMPAIGN_DEBUG") or not storage.is_storage(exc):
@@ -61,12 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _error(storage.from_os_error(exc, exc.filename))
         print(f"campaign: error: a write failed: {exc.strerror}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt as exc:
-        code, how = stopped(exc)
-        print(f"campaign: {how}; the ledger holds every job submitted so far", file=sys.stderr)
-        return code
-    except Exception as exc:  # never a traceback for users; CAMPAIGN_DEBUG=1 shows it
-        return _internal(exc, args)
+    return _internal(exc, args)  # never a traceback for users; CAMPAIGN_DEBUG=1 shows it
 
 
 def _error(exc: CampaignError) -> int:
@@ -88,8 +102,10 @@ def _internal(exc: Exception, args: argparse.Namespace) -> int:
         err: CampaignError = LedgerError(f"ledger: {one_line(getattr(exc, 'orig', exc), 10_000)}")
         print(f"campaign: error: {err}", file=sys.stderr)
         return err.exit_code
-    print(f"campaign: internal error: {type(exc).__name__}: {one_line(exc)} "
-          f"(set CAMPAIGN_DEBUG=1 for the traceback)", file=sys.stderr)
+    print(
+        f"campaign: internal error: {type(exc).__name__}: {one_line(exc)} (set CAMPAIGN_DEBUG=1 for the traceback)",
+        file=sys.stderr,
+    )
     return 1
 
 

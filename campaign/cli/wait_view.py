@@ -6,6 +6,7 @@ the --interval they sync at, checked before anything is submitted."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import Any
 
@@ -38,8 +39,9 @@ def exit_for(failed: list[tuple[str, str]]) -> int:
     return EXIT_JOBS_FAILED
 
 
-def watch_jobs(args: argparse.Namespace, led: Any, campaigns: list[str], quiet: bool = False,
-               silent: bool = False) -> int:
+def watch_jobs(
+    args: argparse.Namespace, led: Any, campaigns: list[str], quiet: bool = False, silent: bool = False
+) -> int:
     """`quiet`: progress on stderr (stdout holds a JSON document); `silent`
     (`status --wait`): no progress at all, warnings and failures on stderr.
     Either way stderr names the jobs that ended failed (exit 3)."""
@@ -47,16 +49,20 @@ def watch_jobs(args: argparse.Namespace, led: Any, campaigns: list[str], quiet: 
 
     try:
         if silent:
-            failed = watch(led, campaigns, sync=api.sync, interval=args.interval, live=False, say=_nothing,
-                           warn=_stderr)
+            failed = watch(
+                led, campaigns, sync=api.sync, interval=args.interval, live=False, say=_nothing, warn=_stderr
+            )
         elif quiet:
             failed = watch(led, campaigns, sync=api.sync, interval=args.interval, live=False, say=_stderr)
         else:
-            failed = watch(led, campaigns, sync=api.sync, interval=args.interval,
-                           live=is_terminal() and not args.quiet)
+            failed = watch(led, campaigns, sync=api.sync, interval=args.interval, live=is_terminal() and not args.quiet)
     except KeyboardInterrupt as exc:  # only the watching stops: the scheduler has the jobs
-        print("campaign: stopped watching; the jobs keep running (`campaign status --watch` watches again, "
-              "`campaign cancel` stops them)", file=sys.stderr)
+        with contextlib.suppress(OSError):  # a hung-up terminal takes no line (EIO)
+            print(
+                "campaign: stopped watching; the jobs keep running (`campaign status --watch` watches again, "
+                "`campaign cancel` stops them)",
+                file=sys.stderr,
+            )
         return stopped(exc)[0]
     return exit_for(failed)
 

@@ -32,8 +32,11 @@ def cluster_specs(led: Ledger, names: set[str]) -> dict[str, ClusterSpec]:
     of that name (for imported results), else none (analysis flags it)."""
     texts: dict[str, str] = {}
     with led.session() as s:  # the newest campaign's record of each cluster, parsed once (OmegaConf: ~30 ms each)
-        for name, text in s.execute(select(Campaign.cluster, Campaign.cluster_yaml)
-                                    .where(Campaign.backend != IMPORT_BACKEND).order_by(Campaign.id)):
+        for name, text in s.execute(
+            select(Campaign.cluster, Campaign.cluster_yaml)
+            .where(Campaign.backend != IMPORT_BACKEND)
+            .order_by(Campaign.id)
+        ):
             texts[name] = text
     specs = {name: cluster_from_yaml(text) for name, text in texts.items()}
     missing = sorted(names - set(specs))
@@ -63,7 +66,9 @@ def _inputs(led: Ledger, cluster: str | None, scope: Scope) -> tuple[Any, Any, A
     campaign = scope.campaigns
     models = cost_models(led)
     made = None if profiled(led, campaign) else points.summary(led, campaign, models)
-    if made is not None:  # the summary's SQL run over the files: no row in pandas (else summarize runs it over the rows)
+    if (
+        made is not None
+    ):  # the summary's SQL run over the files: no row in pandas (else summarize runs it over the rows)
         results, left = made
     else:
         results, left = latest_frame(led, campaign=campaign, usable_only=True, all_extras=False)
@@ -102,8 +107,9 @@ def _with_rank_times(led: Ledger, campaign: str | Sequence[str] | None, results:
     return results.assign(**extra) if extra else results
 
 
-def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None,
-            all_campaigns: bool = False) -> dict[str, Any]:
+def metrics(
+    led: Ledger, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None, all_campaigns: bool = False
+) -> dict[str, Any]:
     """Metrics of one campaign (the latest by default; report_scope)."""
     from analysis.merit import timing_rows  # lazy, as above
     from analysis.metrics import metrics_json
@@ -116,8 +122,18 @@ def metrics(led: Ledger, *, cluster: str | None = None, campaign: str | Sequence
 
 
 # the keys of `report --json` after the time metrics, in their order (known before the ledger is read)
-TAIL_KEYS = ("figures_of_merit", "figure_scaling", "figure_exponents", "figure_ratios", "figure_serial_fractions",
-             "figure_crossovers", "builds", "counters", "overlap_points", "scope")
+TAIL_KEYS = (
+    "figures_of_merit",
+    "figure_scaling",
+    "figure_exponents",
+    "figure_ratios",
+    "figure_serial_fractions",
+    "figure_crossovers",
+    "builds",
+    "counters",
+    "overlap_points",
+    "scope",
+)
 
 
 def _tail(led: Ledger, results: Any, models: Any, cluster: str | None, scope: Scope) -> dict[str, Callable[[], Any]]:
@@ -130,7 +146,8 @@ def _tail(led: Ledger, results: Any, models: Any, cluster: str | None, scope: Sc
         "builds": lambda: _builds_json(led, cluster, scope),
         "counters": lambda: counters_json(led, results, models, cluster=cluster, campaign=scope.campaigns),
         "overlap_points": lambda: _overlap_points(results, cluster),
-        "scope": lambda: scope_json(scope)}
+        "scope": lambda: scope_json(scope),
+    }
     return {key: made[key] for key in TAIL_KEYS}
 
 
@@ -151,8 +168,7 @@ def _builds_json(led: Ledger, cluster: str | None, scope: Scope) -> list[dict[st
 
 
 def scope_json(scope: Scope) -> dict[str, Any]:
-    return {"campaigns": scope.campaigns, "how": scope.how, "header": scope.lines,
-            "superseded": scope.superseded}
+    return {"campaigns": scope.campaigns, "how": scope.how, "header": scope.lines, "superseded": scope.superseded}
 
 
 def _counters(led: Ledger, cluster: str | None, campaign: str | Sequence[str] | None) -> Any:
@@ -162,8 +178,9 @@ def _counters(led: Ledger, cluster: str | None, campaign: str | Sequence[str] | 
     return frame
 
 
-def counters_json(led: Ledger, results: Any, models: Any, *, cluster: str | None = None,
-                  campaign: str | Sequence[str] | None = None) -> dict[str, Any]:
+def counters_json(
+    led: Ledger, results: Any, models: Any, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None
+) -> dict[str, Any]:
     """`report --json` key `counters`: measured vs predicted, variant ratios,
     profile failures (empty lists when nothing was profiled); `models`: the
     cost models the results were costed by (_inputs)."""
@@ -173,9 +190,15 @@ def counters_json(led: Ledger, results: Any, models: Any, *, cluster: str | None
     return to_json(frame, results, models if len(frame) else None)
 
 
-def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
-                  campaign: str | Sequence[str] | None = None, all_campaigns: bool = False,
-                  keys: Sequence[str] | None = None) -> None:
+def write_metrics(
+    led: Ledger,
+    out: TextIO,
+    *,
+    cluster: str | None = None,
+    campaign: str | Sequence[str] | None = None,
+    all_campaigns: bool = False,
+    keys: Sequence[str] | None = None,
+) -> None:
     """`report --json`: api.metrics' object streamed to `out` (only `keys`,
     default all), written as it is converted, never held as one string.
     The cyclic collector is paused throughout (see write_reports)."""
@@ -183,8 +206,14 @@ def write_metrics(led: Ledger, out: TextIO, *, cluster: str | None = None,
         _write_metrics(led, out, cluster, campaign, all_campaigns, keys)
 
 
-def _write_metrics(led: Ledger, out: TextIO, cluster: str | None, campaign: str | Sequence[str] | None,
-                   all_campaigns: bool, keys: Sequence[str] | None) -> None:
+def _write_metrics(
+    led: Ledger,
+    out: TextIO,
+    cluster: str | None,
+    campaign: str | Sequence[str] | None,
+    all_campaigns: bool,
+    keys: Sequence[str] | None,
+) -> None:
     from analysis.merit import timing_rows  # lazy, as above
     from analysis.metrics_stream import check_keys, write_metrics_json
 
@@ -194,12 +223,19 @@ def _write_metrics(led: Ledger, out: TextIO, cluster: str | None, campaign: str 
         raise BadInputError(str(exc)) from None
     scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
     results, facts, models = _inputs(led, cluster, scope)
-    write_metrics_json(timing_rows(results), facts, out, cluster=cluster, keys=chosen,
-                       tail=_tail(led, results, models, cluster, scope))
+    write_metrics_json(
+        timing_rows(results), facts, out, cluster=cluster, keys=chosen, tail=_tail(led, results, models, cluster, scope)
+    )
 
 
-def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaign: str | Sequence[str] | None = None,
-                  all_campaigns: bool = False) -> list[Path]:
+def write_reports(
+    led: Ledger,
+    out: Path,
+    *,
+    cluster: str | None = None,
+    campaign: str | Sequence[str] | None = None,
+    all_campaigns: bool = False,
+) -> list[Path]:
     """Reports of one campaign (the latest by default), `campaign` several, or
     `all_campaigns` pooled; the header names what was covered.
 
@@ -213,7 +249,7 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
     for the whole command (campaign.cli.report_process)."""
     _check_out(out)
     with gc_paused():
-        from analysis.report import render_report  # lazy: matplotlib
+        from analysis.report import ReportContext, render_report  # lazy: matplotlib
 
         scope = resolve(led, [campaign] if isinstance(campaign, str) else campaign or (), all_campaigns)
         results, facts, models = _inputs(led, cluster, scope)
@@ -229,10 +265,18 @@ def write_reports(led: Ledger, out: Path, *, cluster: str | None = None, campaig
         counters = _counters(led, name, scope.campaigns)
         try:
             with gc_paused():
-                files = render_report(results, facts, jobs, out, name, title=f"Benchmark report: {name}",
-                                      builds=builds, counters=counters if len(counters) else None,
-                                      cost_models=models)
-            _add_header(files, scope.lines)
+                files = render_report(
+                    results,
+                    facts,
+                    jobs,
+                    out,
+                    name,
+                    title=f"Benchmark report: {name}",
+                    context=ReportContext(scope=tuple(scope.lines)),
+                    builds=builds,
+                    counters=counters if len(counters) else None,
+                    cost_models=models,
+                )
         except OSError as exc:
             raise _unwritable(out, exc) from None
         written += [files.markdown, files.html]
@@ -255,8 +299,7 @@ def _check_out(out: Path) -> None:
 
 # The folder named cannot take files: the user's choice (exit 2). Anything else (a full
 # disk, a quota, a read-only filesystem, an I/O error) is the machine's: an operational failure (exit 1).
-_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST, errno.EISDIR, errno.ENOENT,
-                 errno.ENAMETOOLONG)
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST, errno.EISDIR, errno.ENOENT, errno.ENAMETOOLONG)
 
 
 def _unwritable(out: Path, exc: OSError) -> CampaignError:
@@ -266,23 +309,10 @@ def _unwritable(out: Path, exc: OSError) -> CampaignError:
     if exc.errno in _NOT_WRITABLE:
         return BadInputError(f"report --out {out}: cannot write{where}: {what}; name a folder you can write to")
     if storage.is_storage(exc):
-        return storage.storage_error(exc.filename or out, exc.errno == errno.EROFS, what=" (report --out)")
-    return CampaignError(f"report --out {out}: writing{where} failed: {what}; the report there is incomplete "
-                         f"(free space or choose another --out, then run report again)")
-
-
-def _add_header(files: Any, lines: list[str]) -> None:
-    """The scope lines (campaigns, ledger, dates, provenance) under the
-    report's title, in the Markdown and the HTML (analysis.report takes no
-    header context yet)."""
-    import html
-
-    text = files.markdown.read_text().splitlines(keepends=True)
-    if any(t.startswith("- **jobs ran:**") for t in text):  # the report dates its jobs itself, in UTC:
-        lines = [line for line in lines if not line.startswith("Dates: ")]  # one date line, one format
-    block = ["\n"] + [f"- {line}\n" for line in lines]
-    files.markdown.write_text("".join(text[:1] + block + text[1:]))
-    page = files.html.read_text()
-    if "</h1>" in page:
-        items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-        files.html.write_text(page.replace("</h1>", f"</h1>\n<ul class=\"scope\">{items}</ul>", 1))
+        return storage.storage_error(
+            exc.filename or out, exc.errno == errno.EROFS, what=" (report --out)", cause=exc.errno
+        )
+    return CampaignError(
+        f"report --out {out}: writing{where} failed: {what}; the report there is incomplete "
+        f"(free space or choose another --out, then run report again)"
+    )

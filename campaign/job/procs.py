@@ -26,7 +26,8 @@ import time
 from collections.abc import Collection
 from pathlib import Path
 
-PR_SET_CHILD_SUBREAPER = 36  # prctl option of <linux/prctl.h>
+PR_SET_CHILD_SUBREAPER = 36  # prctl options of <linux/prctl.h>
+PR_SET_PDEATHSIG = 1
 
 
 def _processes() -> dict[int, tuple[str, int, int]]:
@@ -71,11 +72,31 @@ def become_subreaper() -> bool:
     """Have the descendants this process orphans (a double fork, a parent that exits before its
     child) handed to it instead of init (Linux's PR_SET_CHILD_SUBREAPER), so `descendants` still
     finds them; False where the kernel refuses (then they escape as before)."""
+    libc = load_libc()
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
+        return libc is not None and int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except AttributeError:
         return False
+
+
+def load_libc() -> ctypes.CDLL | None:
+    """The C library, for prctl (None where there is none)."""
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def end_with_parent(parent: int, libc: ctypes.CDLL | None, sig: int = signal.SIGTERM) -> None:
+    """In a child between fork and exec: `sig` when `parent` dies (Linux's PR_SET_PDEATHSIG, kept
+    across exec), at once if it died already. A runner killed outright (SIGKILL, the OOM killer)
+    cannot stop its kernel: without this the kernel, in a session of its own, measured on, orphaned,
+    beside the next jobs, while the ledger said the job had failed. `libc` is loaded before the
+    fork (no dynamic loading in a forked child)."""
+    if libc is None or int(libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)) != 0:
+        return
+    if os.getppid() != parent:  # it died before the prctl
+        os.kill(os.getpid(), sig)
 
 
 def signal_group(pgid: int, sig: int) -> None:

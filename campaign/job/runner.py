@@ -35,7 +35,9 @@ from campaign.job.procs import (
     become_subreaper,
     descendants,
     end_descendants,
+    end_with_parent,
     group_members,
+    load_libc,
     signal_group,
     stop_group,
     stop_new_descendants,
@@ -44,6 +46,8 @@ from campaign.job.procs import (
 )
 from campaign.job.rank import LAUNCH_HOST_ENV, missing_ranks, read_records, unfinished_ranks
 from campaign.job.task import JobTask
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # what stops a job's kernel with all it started
 
 
 class KernelFailed(RuntimeError):
@@ -77,11 +81,12 @@ def _claim_start(path: Path, data: dict[str, Any]) -> bool:
         tmp.unlink(missing_ok=True)
 
 
-def _child_setup(unlimit: bool) -> None:
+def _child_setup(unlimit: bool, runner: int, libc: Any) -> None:
     # submitit asks Slurm for USR2 shortly before the walltime (its requeue
     # hook). Its default action would kill the kernel early and turn a TIMEOUT
     # into FAILED; ignored dispositions survive exec, so the kernel ignores it.
     signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+    end_with_parent(runner, libc)  # a runner killed outright takes its kernel with it
     if unlimit:
         unlimit_stack()
 
@@ -91,6 +96,7 @@ def _run_kernel(task: JobTask, env: dict[str, str], workdir: Path, start: dict[s
     its process group and nothing else it started behind (also when this
     process is interrupted)."""
     before = set(descendants(os.getpid()))  # a caller's own processes (none in a job) stay
+    runner, libc = os.getpid(), load_libc()
     with open(workdir / STDOUT_FILE, "ab") as out, open(workdir / STDERR_FILE, "ab") as err:
         try:
             proc = subprocess.Popen(
@@ -100,15 +106,18 @@ def _run_kernel(task: JobTask, env: dict[str, str], workdir: Path, start: dict[s
                 env=env,
                 cwd=workdir,
                 start_new_session=True,
-                preexec_fn=lambda: _child_setup(task.stack_unlimited),
+                preexec_fn=lambda: _child_setup(task.stack_unlimited, runner, libc),
             )
         except OSError as exc:  # program missing or not executable
             err.write(f"campaign: cannot start {task.argv[0]}: {exc}\n".encode())
             return 127
     write_json(workdir / START_FILE, {**start, "kernel_pid": proc.pid})
     # A SIGTERM to this process (scancel, a walltime) goes to the whole kernel group, and to what left it
-    # (the kernel itself is left to end by the group's signal: its exit status is proc.wait's to collect)
-    previous = signal.signal(signal.SIGTERM, lambda *_: _end_all(proc.pid, {*before, proc.pid}))
+    # (the kernel itself is left to end by the group's signal: its exit status is proc.wait's to collect).
+    # So does a SIGHUP (the terminal of a local submit closed: its process group hung up): by default it
+    # ended this process alone, and the kernel, in a session of its own, measured on with no job around
+    # it while the ledger said the job had failed.
+    stop = {sig: signal.signal(sig, lambda *_: _end_all(proc.pid, {*before, proc.pid})) for sig in STOP_SIGNALS}
     try:
         return proc.wait()
     except BaseException:  # KeyboardInterrupt: submitit's local timeout sends SIGINT
@@ -116,7 +125,8 @@ def _run_kernel(task: JobTask, env: dict[str, str], workdir: Path, start: dict[s
         proc.wait()
         raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, previous in stop.items():
+            signal.signal(sig, previous)
         _stop_leftovers(task, workdir, proc.pid, before)
 
 

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from campaign.ledger.layout import BUSY_TIMEOUT_MS as BUSY_TIMEOUT_MS  # re-exported: written once, in layout
 from campaign.ledger.layout import LEDGER_ENV as LEDGER_ENV
-from campaign.ledger.layout import SCHEMA_VERSION
+from campaign.ledger.layout import SCHEMA_VERSION, locked_text
 from campaign.ledger.layout import default_ledger_path as default_ledger_path
 from campaign.ledger.models import Base, Meta
 from campaign.ledger.transactions import (
@@ -51,7 +51,7 @@ def ledger_url(location: Path | str) -> str | None:
         m = _COLLAPSED_URL.match(text)
         if not m or not m.group(1).lower().startswith(("postgres", "mysql", "mariadb", "oracle", "mssql")):
             return None
-        text = f"{m.group(1)}://{text[m.end():]}"
+        text = f"{m.group(1)}://{text[m.end() :]}"
     if text.lower().startswith("sqlite"):
         return None
     return text
@@ -80,7 +80,7 @@ def _sqlite_file(location: Path | str) -> Path:
     text = str(location)
     for prefix in ("sqlite:///", "sqlite:/"):
         if text.lower().startswith(prefix):
-            return Path(text[len(prefix) - 1:]) if prefix == "sqlite:/" else Path(text[len(prefix):])
+            return Path(text[len(prefix) - 1 :]) if prefix == "sqlite:/" else Path(text[len(prefix) :])
     return Path(location)
 
 
@@ -107,24 +107,31 @@ def file_schema_version(path: Path) -> int:
         con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
-                if "meta" in tables else None
+            row = (
+                con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                if "meta" in tables
+                else None
+            )
         finally:
             con.close()
     except sqlite3.Error as exc:
-        raise BadInputError(f"ledger {path} is not a campaign ledger (not an SQLite database): "
-                            f"{one_line(exc)}") from None
+        raise BadInputError(
+            f"ledger {path} is not a campaign ledger (not an SQLite database): {one_line(exc)}"
+        ) from None
     if not tables:
         raise BadInputError(f"ledger {path} is empty, not a campaign ledger")
     if row is None:
         raise BadInputError(f"ledger {path} is not a campaign ledger (no schema version)")
     version = schema_number(row[0])
     if version < 1:
-        raise BadInputError(f"ledger {path} has no valid schema version ({one_line(repr(row[0]), 60)}); "
-                            "it was not written by campaign")
+        raise BadInputError(
+            f"ledger {path} has no valid schema version ({one_line(repr(row[0]), 60)}); it was not written by campaign"
+        )
     if version > SCHEMA_VERSION:
-        raise BadInputError(f"ledger {path} has schema version {version}, newer than this campaign "
-                            f"(knows {SCHEMA_VERSION}): upgrade campaign")
+        raise BadInputError(
+            f"ledger {path} has schema version {version}, newer than this campaign "
+            f"(knows {SCHEMA_VERSION}): upgrade campaign"
+        )
     return version
 
 
@@ -167,7 +174,8 @@ class Ledger:
         # session.begin() writes through `engine` (BEGIN IMMEDIATE / the lock).
         self.reader = self.engine.execution_options(**{READ_OPTION: True})
         self.session: sessionmaker[Session] = sessionmaker(
-            self.reader, class_=LedgerSession, expire_on_commit=False, info={"ledger_write_bind": self.engine})
+            self.reader, class_=LedgerSession, expire_on_commit=False, info={"ledger_write_bind": self.engine}
+        )
         self._check_or_create()
 
     # -- opening ---------------------------------------------------------------
@@ -203,8 +211,9 @@ class Ledger:
         self.location = str(path)
         check_ledger_file(path)
         uri = f"{path.resolve().as_uri()}?mode=ro"  # as_uri escapes ?, # and % in the name
-        self.engine = create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True,
-                                                                                 check_same_thread=False))
+        self.engine = create_engine(
+            "sqlite://", creator=lambda: sqlite3.connect(uri, uri=True, check_same_thread=False)
+        )
         event.listen(self.engine, "connect", on_connect_read_only)
         event.listen(self.engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN"))
 
@@ -219,19 +228,22 @@ class Ledger:
         except (ArgumentError, ValueError) as exc:  # ValueError: a port that is not a number
             raise LedgerError(f"ledger URL {self.location} is not a database URL: {exc}") from None
         if not parsed.drivername.startswith("postgresql"):
-            raise LedgerError(f"ledger URL {self.location}: only postgresql+psycopg:// URLs (or an SQLite file path) "
-                              "are supported")
+            raise LedgerError(
+                f"ledger URL {self.location}: only postgresql+psycopg:// URLs (or an SQLite file path) are supported"
+            )
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
         try:
             self.engine = create_engine(
-                parsed, isolation_level="READ COMMITTED", pool_pre_ping=True,
-                connect_args={"options": f"-c timezone=UTC -c lock_timeout={BUSY_TIMEOUT_MS}",
-                              "connect_timeout": 15},
+                parsed,
+                isolation_level="READ COMMITTED",
+                pool_pre_ping=True,
+                connect_args={"options": f"-c timezone=UTC -c lock_timeout={BUSY_TIMEOUT_MS}", "connect_timeout": 15},
             )
         except ImportError as exc:
-            raise LedgerError(f"ledger URL {self.location} needs the PostgreSQL driver: pip install "
-                              f"'psycopg[binary]' ({exc})") from None
+            raise LedgerError(
+                f"ledger URL {self.location} needs the PostgreSQL driver: pip install 'psycopg[binary]' ({exc})"
+            ) from None
         event.listen(self.engine, "begin", on_begin_pg)
 
     # -- version ---------------------------------------------------------------
@@ -243,8 +255,10 @@ class Ledger:
             except (DatabaseError, OperationalError) as exc:
                 raise self._open_error(exc) from None
             if version != SCHEMA_VERSION:
-                raise LedgerError(f"ledger {self.location} has schema version {version}; opened read-only, it is "
-                                  f"not upgraded (this campaign reads version {SCHEMA_VERSION})")
+                raise LedgerError(
+                    f"ledger {self.location} has schema version {version}; opened read-only, it is "
+                    f"not upgraded (this campaign reads version {SCHEMA_VERSION})"
+                )
             return
         try:
             with self.engine.connect() as conn:  # BEGIN IMMEDIATE / the ledger lock: one opener at a time
@@ -256,11 +270,18 @@ class Ledger:
             self._upgrade(version)
 
     def _open_error(self, exc: DatabaseError) -> CampaignError:
-        full = None if self.url is not None else sqlite_storage(
-            getattr(exc, "orig", exc), self.path, self.path.stat().st_size if self.path.is_file() else None)
+        full = (
+            None
+            if self.url is not None
+            else sqlite_storage(
+                getattr(exc, "orig", exc), self.path, self.path.stat().st_size if self.path.is_file() else None
+            )
+        )
         if full is not None:  # a full disk or read-only filesystem: the machine's, not the user's input
             return full
         msg = " ".join(str(getattr(exc, "orig", exc)).split())
+        if msg == "database is locked":  # held by another process through the whole busy timeout
+            return LedgerError(locked_text(self.location))
         if self.url is None and ("not a database" in msg or "encrypted" in msg):
             return LedgerError(f"{self.path} is not a campaign ledger (not an SQLite database): {msg}")
         return LedgerError(f"cannot open ledger {self.location}: {msg}")
@@ -288,8 +309,9 @@ class Ledger:
                 f"(knows {SCHEMA_VERSION}): upgrade campaign"
             )
         if version < 1:
-            raise LedgerError(f"ledger {self.location} has no valid schema version ({value!r}); "
-                              "it was not written by campaign")
+            raise LedgerError(
+                f"ledger {self.location} has no valid schema version ({value!r}); it was not written by campaign"
+            )
         return version
 
     def _upgrade(self, seen: int) -> None:
@@ -317,8 +339,10 @@ class Ledger:
                     if self.url is None:
                         bad = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
                         if bad:
-                            raise LedgerError(f"upgrade of ledger {self.location} would break foreign keys "
-                                              f"({len(bad)} row(s)); it was left unchanged")
+                            raise LedgerError(
+                                f"upgrade of ledger {self.location} would break foreign keys "
+                                f"({len(bad)} row(s)); it was left unchanged"
+                            )
                     conn.commit()
                 finally:
                     if conn.in_transaction():
@@ -327,11 +351,13 @@ class Ledger:
                         raw.execute("PRAGMA foreign_keys = ON")
         except (DatabaseError, OperationalError) as exc:
             raise self._open_error(exc) from None
-        except LedgerError:
+        except CampaignError:  # a broken foreign key, a full disk under the backup: said as it is
             raise
         except Exception as exc:  # a failed migration: its transaction was rolled back
-            raise LedgerError(f"upgrade of ledger {self.location} from schema version {seen} failed and was rolled "
-                              f"back, the ledger is unchanged: {type(exc).__name__}: {exc}") from exc
+            raise LedgerError(
+                f"upgrade of ledger {self.location} from schema version {seen} failed and was rolled "
+                f"back, the ledger is unchanged: {type(exc).__name__}: {exc}"
+            ) from exc
         where = f"; backup: {backup}" if backup else " (in one transaction; back up with pg_dump beforehand)"
         self.notes.append(f"ledger {self.location} upgraded from schema version {version} to {SCHEMA_VERSION}{where}")
 

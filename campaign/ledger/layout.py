@@ -34,12 +34,40 @@ SCHEMA_VERSION = 16
 LEDGER_ENV = "CAMPAIGN_LEDGER"
 BUSY_TIMEOUT_MS = 60_000  # wait this long for a writer's lock rather than fail
 
+
+def locked_text(location: object) -> str:
+    """The one line for a ledger whose lock another process held through the whole busy timeout."""
+    return (
+        f"cannot open ledger {location}: database is locked (another process held it for "
+        f"{BUSY_TIMEOUT_MS / 1000:g} s); run the command again once that one is done"
+    )
+
+
 # The `jobs`/`status` listing: its columns, in order (`listing_row` shapes a row of jobs_statement into them).
 # What tells runs of one kernel apart, as their label (campaign.planning.run_label) reads it: threads, cores
 # per rank (`cpus`), GPUs per node, nodes, ranks in all, GPUs per rank, the grid values (`params`, spelt as
 # the result rows spell them) and the replicate; `dtype` null for a program without one.
-JOB_COLUMNS = ["job_id", "campaign", "kernel", "impl", "variant", "partition", "threads", "dtype", "cpus", "gpus",
-               "nodes", "ranks", "gpus_per_rank", "params", "replicate", "attempt", "state", "node", "reason"]
+JOB_COLUMNS = [
+    "job_id",
+    "campaign",
+    "kernel",
+    "impl",
+    "variant",
+    "partition",
+    "threads",
+    "dtype",
+    "cpus",
+    "gpus",
+    "nodes",
+    "ranks",
+    "gpus_per_rank",
+    "params",
+    "replicate",
+    "attempt",
+    "state",
+    "node",
+    "reason",
+]
 
 
 def _spec(path: str, dialect: str) -> str:
@@ -59,13 +87,15 @@ def _int(path: str, dialect: str, neutral: str) -> str:
 
 def _job_select(dialect: str) -> str:
     nodes = _int("nodes", dialect, "1")
-    return ("SELECT a.job_id, c.name, r.kernel, r.impl, r.variant, r.partition, r.threads, r.dtype, "
-            f"coalesce(nullif(CAST({_spec('cpus', dialect)} AS INTEGER), 0), r.threads), r.gpus, {nodes}, "
-            f"{nodes} * {_int('ranks_per_node', dialect, '1')}, {_int('gpus_per_rank', dialect, '0')}, "
-            f"{_spec('extra_args', dialect)}, {_int('replicate', dialect, '0')}, "
-            f"CASE WHEN {_spec('argv.2', dialect)} = '{DRIVER}' THEN {_spec('argv.3', dialect)} END, "
-            "a.attempt, a.state, a.node, a.reason FROM job_attempt a JOIN run r ON r.id = a.run_id "
-            "JOIN campaign c ON c.id = r.campaign_id")
+    return (
+        "SELECT a.job_id, c.name, r.kernel, r.impl, r.variant, r.partition, r.threads, r.dtype, "
+        f"coalesce(nullif(CAST({_spec('cpus', dialect)} AS INTEGER), 0), r.threads), r.gpus, {nodes}, "
+        f"{nodes} * {_int('ranks_per_node', dialect, '1')}, {_int('gpus_per_rank', dialect, '0')}, "
+        f"{_spec('extra_args', dialect)}, {_int('replicate', dialect, '0')}, "
+        f"CASE WHEN {_spec('argv.2', dialect)} = '{DRIVER}' THEN {_spec('argv.3', dialect)} END, "
+        "a.attempt, a.state, a.node, a.reason FROM job_attempt a JOIN run r ON r.id = a.run_id "
+        "JOIN campaign c ON c.id = r.campaign_id"
+    )
 
 
 def default_ledger_path() -> Path:
@@ -79,8 +109,9 @@ def default_ledger_path() -> Path:
     return Path(data) / "campaign" / "ledger.sqlite"
 
 
-def jobs_statement(campaign_id: int | None, states: list[str], *, latest: bool, page: int | None = None,
-                   dialect: str = "sqlite") -> tuple[str, dict[str, Any]]:
+def jobs_statement(
+    campaign_id: int | None, states: list[str], *, latest: bool, page: int | None = None, dialect: str = "sqlite"
+) -> tuple[str, dict[str, Any]]:
     """The SQL of the listing and its named parameters (`:name`, which both
     sqlite3 and SQLAlchemy's text() bind): the newest attempt of each run
     (latest: no later attempt of its run, found through the run's attempt
@@ -122,8 +153,17 @@ def listing_row(row: Sequence[Any]) -> list[Any]:
     program without one None, the grid values as text, the state by its value. Cheap per row: the
     two look-ups are cached (a listing's runs share a few specs and grids)."""
     driver = row[15]
-    return [*row[:7], None if driver is not None and untyped(driver) else row[7], *row[8:13],
-            _params(row[13]), row[14], row[16], _STATE_VALUES[row[17]], row[18], row[19]]
+    return [
+        *row[:7],
+        None if driver is not None and untyped(driver) else row[7],
+        *row[8:13],
+        _params(row[13]),
+        row[14],
+        row[16],
+        _STATE_VALUES[row[17]],
+        row[18],
+        row[19],
+    ]
 
 
 @functools.lru_cache(maxsize=65536)

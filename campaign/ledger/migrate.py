@@ -17,8 +17,10 @@ stored local times. A migration whose work is done costs a schema look-up.
 
 from __future__ import annotations
 
+import errno
 import filecmp
 import json
+import os
 import shutil
 import sqlite3
 from datetime import datetime
@@ -27,7 +29,10 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from campaign.plumbing import storage
+
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+BACKUP = " (the ledger's backup before its upgrade; the ledger is unchanged)"
 
 
 def revision(version: int) -> str:
@@ -111,20 +116,44 @@ def backup_sqlite(path: Path, version: int, journal_mode: str) -> Path:
 
     In a rollback-journal mode the file *is* the database: a byte copy. In WAL
     mode committed pages may still sit in the -wal file, so SQLite's online
-    backup writes a complete copy instead."""
+    backup writes a complete copy instead. Either is written under a temporary
+    name and renamed once whole: a copy cut short (a full disk, a kill) never
+    lies under the backup's name, where it passed for the backup. A full disk or
+    read-only folder is a StorageError naming the backup and the bytes it needs."""
     target = backup_path(path, version)
-    if journal_mode.lower() == "wal":
-        # From a second connection: a connection inside a write transaction
-        # cannot be a backup source. Ours has written nothing yet, and WAL
-        # lets the second one read the committed state beside it.
-        return sqlite_copy(path, target)
-    shutil.copyfile(path, target)
-    if target.name != f"{path.name}.v{version}.bak":
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    size = path.stat().st_size
+    try:
+        _copy(path, tmp, journal_mode, target, size)
         plain = path.with_name(f"{path.name}.v{version}.bak")
-        if filecmp.cmp(plain, target, shallow=False):  # same bytes as the earlier backup: keep one
-            target.unlink()
+        if target != plain and filecmp.cmp(plain, tmp, shallow=False):  # as the earlier backup: keep one
             return plain
+        os.replace(tmp, target)
+    except OSError as exc:  # (shutil names the ledger it read, not the copy it could not write)
+        if not storage.is_storage(exc):
+            raise
+        tmp.unlink(missing_ok=True)  # before the free space is told
+        raise storage.storage_error(target, exc.errno == errno.EROFS, size, BACKUP, cause=exc.errno) from None
+    finally:
+        tmp.unlink(missing_ok=True)
     return target
+
+
+def _copy(path: Path, tmp: Path, journal_mode: str, target: Path, size: int) -> None:
+    if journal_mode.lower() != "wal":
+        shutil.copyfile(path, tmp)
+        return
+    # From a second connection: a connection inside a write transaction
+    # cannot be a backup source. Ours has written nothing yet, and WAL
+    # lets the second one read the committed state beside it.
+    try:
+        sqlite_copy(path, tmp)
+    except sqlite3.Error as exc:  # SQLite's own words for a full disk or read-only folder
+        name = str(getattr(exc, "sqlite_errorname", ""))
+        if name not in storage.SQLITE_STORAGE:
+            raise
+        tmp.unlink(missing_ok=True)  # before the free space is told
+        raise storage.storage_error(target, name not in storage.SQLITE_SPACE, size, BACKUP) from None
 
 
 def stored_cell(value: Any, number: bool) -> Any:

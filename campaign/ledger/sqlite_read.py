@@ -13,7 +13,9 @@ The rule that keeps it honest: this reader answers only for a ledger file of
 the schema version it was written for (campaign.ledger.layout, which the ORM
 side uses too), read-only, and returns None for anything else (a URL,
 another version, an unknown campaign, state or job ID, any sqlite3 error or
-value it cannot read), so the caller takes the ORM path, which owns every
+value it cannot read but a lock held through the whole busy timeout, which it
+says as the ORM path would, rather than make that path wait as long again), so
+the caller takes the ORM path, which owns every
 error message, lock and migration. tests/cli/test_ledger_read.py compares its
 rows and show facts with campaign.cli.views' on real ledgers. Once the first
 page is read the listing is committed to this path: a later page that cannot
@@ -29,7 +31,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from campaign.ledger.layout import BUSY_TIMEOUT_MS, SCHEMA_VERSION, default_ledger_path, jobs_statement, listing_row
+from campaign.ledger.layout import (
+    BUSY_TIMEOUT_MS,
+    SCHEMA_VERSION,
+    default_ledger_path,
+    jobs_statement,
+    listing_row,
+    locked_text,
+)
 from campaign.ledger.layout import JOB_COLUMNS as JOB_COLUMNS  # the listing's columns, for the callers
 from campaign.plumbing.errors import LedgerError
 from campaign.plumbing.states import FAILED_STATES, JobState
@@ -40,9 +49,11 @@ if TYPE_CHECKING:  # imported by show_facts: `jobs` does not pay for the datacla
 T = TypeVar("T")
 FIRST_PAGE = 200  # rows of the listing's first page (what `| head` waits for); each next page twice as many
 LAST_PAGE = 51_200
-_ATTEMPT = ("id, attempt, previous_id, job_id, state, reason, scheduler_cluster, array_job_id, array_index, node, "
-            "exit_code, walltime_min, mem_gb, alloc_cpus, alloc_gpus, n, missing_n, submitted_at, started_at, "
-            "ended_at, workdir, output_path, stdout_path, stderr_path")
+_ATTEMPT = (
+    "id, attempt, previous_id, job_id, state, reason, scheduler_cluster, array_job_id, array_index, node, "
+    "exit_code, walltime_min, mem_gb, alloc_cpus, alloc_gpus, n, missing_n, submitted_at, started_at, "
+    "ended_at, workdir, output_path, stdout_path, stderr_path"
+)
 
 
 def ledger_file(ledger: Path | None) -> Path | None:
@@ -66,12 +77,20 @@ def _connect(ledger: Path | None) -> sqlite3.Connection | None:
         return None
     try:
         version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    except sqlite3.Error:
+    except sqlite3.Error as exc:
+        con.close()
+        _refuse_locked(exc, path)
         version = None
     if version is None or version[0] != str(SCHEMA_VERSION):
         con.close()
         return None
     return con
+
+
+def _refuse_locked(exc: sqlite3.Error, path: Path) -> None:
+    """A lock held through the whole busy timeout is said here: the ORM path would wait as long again."""
+    if getattr(exc, "sqlite_errorname", "") == "SQLITE_BUSY":
+        raise LedgerError(locked_text(path)) from None
 
 
 def _read(ledger: Path | None, query: Callable[[sqlite3.Connection], T | None]) -> T | None:
@@ -83,14 +102,18 @@ def _read(ledger: Path | None, query: Callable[[sqlite3.Connection], T | None]) 
     try:
         with con:  # one read transaction: a consistent snapshot
             return query(con)
-    except (sqlite3.Error, ValueError, KeyError, TypeError):  # a value this reader cannot read: the ORM decides
+    except sqlite3.Error as exc:
+        _refuse_locked(exc, Path(str(ledger_file(ledger))))
+        return None
+    except (ValueError, KeyError, TypeError):  # a value this reader cannot read: the ORM decides
         return None
     finally:
         con.close()
 
 
-def job_batches(ledger: Path | None, campaign: str | None, state: str | None, *,
-                all_attempts: bool, failed: bool = False) -> Iterator[list[list[Any]]] | None:
+def job_batches(
+    ledger: Path | None, campaign: str | None, state: str | None, *, all_attempts: bool, failed: bool = False
+) -> Iterator[list[list[Any]]] | None:
     """The rows views.job_rows returns, a page at a time (the first one read
     before this returns), or None: take the ORM path."""
     try:
@@ -111,22 +134,31 @@ def job_batches(ledger: Path | None, campaign: str | None, state: str | None, *,
                 return None  # the ORM path's error names the close campaigns
             camp_id = found[0]
         first, after = _page(con, camp_id, wanted, all_attempts, FIRST_PAGE, 0)
-    except (sqlite3.Error, ValueError, KeyError, TypeError):
+    except (sqlite3.Error, ValueError, KeyError, TypeError) as exc:
         con.close()
+        if isinstance(exc, sqlite3.Error):
+            _refuse_locked(exc, Path(str(ledger_file(ledger))))
         return None
     return _pages(con, camp_id, wanted, all_attempts, first, after)
 
 
-def _page(con: sqlite3.Connection, camp_id: int | None, wanted: list[str], all_attempts: bool, size: int,
-          after: int) -> tuple[list[list[Any]], int | None]:
+def _page(
+    con: sqlite3.Connection, camp_id: int | None, wanted: list[str], all_attempts: bool, size: int, after: int
+) -> tuple[list[list[Any]], int | None]:
     """One page of the listing and the attempt id it ended at (None: the listing is done)."""
     sql, params = jobs_statement(camp_id, wanted, latest=not all_attempts, page=size)
     rows = con.execute(sql, {**params, "after": after}).fetchall()
     return [listing_row(row) for row in rows], (rows[-1][-1] if len(rows) == size else None)
 
 
-def _pages(con: sqlite3.Connection, camp_id: int | None, wanted: list[str], all_attempts: bool,
-           first: list[list[Any]], after: int | None) -> Iterator[list[list[Any]]]:
+def _pages(
+    con: sqlite3.Connection,
+    camp_id: int | None,
+    wanted: list[str],
+    all_attempts: bool,
+    first: list[list[Any]],
+    after: int | None,
+) -> Iterator[list[list[Any]]]:
     size = FIRST_PAGE
     try:
         yield first
@@ -161,21 +193,44 @@ def _attempt(row: sqlite3.Row) -> AttemptFacts:
     from campaign.ledger.facts import AttemptFacts
 
     return AttemptFacts(
-        id=row["id"], attempt=row["attempt"], previous_id=row["previous_id"], job_id=row["job_id"],
-        state=JobState[row["state"]], reason=row["reason"], scheduler_cluster=row["scheduler_cluster"],
-        array_job_id=row["array_job_id"], array_index=row["array_index"], node=row["node"],
-        exit_code=row["exit_code"], walltime_min=row["walltime_min"], mem_gb=row["mem_gb"],
-        alloc_cpus=row["alloc_cpus"], alloc_gpus=row["alloc_gpus"], n=_json(row["n"]),
-        missing_n=_json(row["missing_n"]), submitted_at=_time(row["submitted_at"]),
-        started_at=_time(row["started_at"]), ended_at=_time(row["ended_at"]), workdir=row["workdir"],
-        output_path=row["output_path"], stdout_path=row["stdout_path"], stderr_path=row["stderr_path"])
+        id=row["id"],
+        attempt=row["attempt"],
+        previous_id=row["previous_id"],
+        job_id=row["job_id"],
+        state=JobState[row["state"]],
+        reason=row["reason"],
+        scheduler_cluster=row["scheduler_cluster"],
+        array_job_id=row["array_job_id"],
+        array_index=row["array_index"],
+        node=row["node"],
+        exit_code=row["exit_code"],
+        walltime_min=row["walltime_min"],
+        mem_gb=row["mem_gb"],
+        alloc_cpus=row["alloc_cpus"],
+        alloc_gpus=row["alloc_gpus"],
+        n=_json(row["n"]),
+        missing_n=_json(row["missing_n"]),
+        submitted_at=_time(row["submitted_at"]),
+        started_at=_time(row["started_at"]),
+        ended_at=_time(row["ended_at"]),
+        workdir=row["workdir"],
+        output_path=row["output_path"],
+        stdout_path=row["stdout_path"],
+        stderr_path=row["stderr_path"],
+    )
 
 
 def _step(row: sqlite3.Row, key: str = "", info: dict[str, Any] | None = None) -> StepFacts:
     from campaign.ledger.facts import StepFacts
 
-    return StepFacts(job_id=row["job_id"], state=JobState[row["state"]], reason=row["reason"], folder=row["folder"],
-                     key=key, info=info)
+    return StepFacts(
+        job_id=row["job_id"],
+        state=JobState[row["state"]],
+        reason=row["reason"],
+        folder=row["folder"],
+        key=key,
+        info=info,
+    )
 
 
 def show_facts(ledger: Path | None, job_id: str) -> JobFacts | None:
@@ -184,20 +239,30 @@ def show_facts(ledger: Path | None, job_id: str) -> JobFacts | None:
 
     def query(con: sqlite3.Connection) -> JobFacts | None:
         con.row_factory = sqlite3.Row
-        if con.execute("SELECT 1 FROM preflight_step WHERE job_id = ? UNION ALL "
-                       "SELECT 1 FROM build_step WHERE job_id = ?", (job_id, job_id)).fetchone():
+        if con.execute(
+            "SELECT 1 FROM preflight_step WHERE job_id = ? UNION ALL SELECT 1 FROM build_step WHERE job_id = ?",
+            (job_id, job_id),
+        ).fetchone():
             return None  # a build or preflight job's ID (its runs may carry it): the ORM path shows the step
-        att = con.execute(f"SELECT {_ATTEMPT}, run_id, provenance_id FROM job_attempt WHERE job_id = ? "
-                          "ORDER BY id DESC LIMIT 1", (job_id,)).fetchone()
+        att = con.execute(
+            f"SELECT {_ATTEMPT}, run_id, provenance_id FROM job_attempt WHERE job_id = ? ORDER BY id DESC LIMIT 1",
+            (job_id,),
+        ).fetchone()
         if att is None:
             return None  # the ORM path's error says what to do
-        run = con.execute("SELECT r.*, c.name AS campaign_name, c.cluster, c.backend FROM run r "
-                          "JOIN campaign c ON c.id = r.campaign_id WHERE r.id = ?", (att["run_id"],)).fetchone()
-        lineage = con.execute(f"SELECT {_ATTEMPT} FROM job_attempt WHERE run_id = ? ORDER BY attempt",
-                              (att["run_id"],)).fetchall()
+        run = con.execute(
+            "SELECT r.*, c.name AS campaign_name, c.cluster, c.backend FROM run r "
+            "JOIN campaign c ON c.id = r.campaign_id WHERE r.id = ?",
+            (att["run_id"],),
+        ).fetchone()
+        lineage = con.execute(
+            f"SELECT {_ATTEMPT} FROM job_attempt WHERE run_id = ? ORDER BY attempt", (att["run_id"],)
+        ).fetchall()
         preflight = build = None
-        for step in con.execute("SELECT * FROM preflight_step WHERE campaign_id = ? AND partition = ? "
-                                "ORDER BY id DESC", (run["campaign_id"], run["partition"])):
+        for step in con.execute(
+            "SELECT * FROM preflight_step WHERE campaign_id = ? AND partition = ? ORDER BY id DESC",
+            (run["campaign_id"], run["partition"]),
+        ):
             if att["id"] in _json(step["attempt_ids"]):  # campaign.cli.chain_view.chain_steps
                 preflight = _step(step)
                 if step["build_id"] is not None:
@@ -205,12 +270,30 @@ def show_facts(ledger: Path | None, job_id: str) -> JobFacts | None:
                     build = None if b is None else _step(b, b["key"], _json(b["info"]))
                 break
         # the submit's provenance: a rerun's attempt runs the program of its run's first attempt (views.show_facts)
-        env = con.execute("SELECT environment FROM provenance WHERE id = coalesce(?, (SELECT provenance_id FROM "
-                          "job_attempt WHERE run_id = ? AND attempt = 1))", (att["provenance_id"], att["run_id"])).fetchone()
+        env = con.execute(
+            "SELECT environment FROM provenance WHERE id = coalesce(?, (SELECT provenance_id FROM "
+            "job_attempt WHERE run_id = ? AND attempt = 1))",
+            (att["provenance_id"], att["run_id"]),
+        ).fetchone()
         return JobFacts(
-            attempt=_attempt(att), campaign=run["campaign_name"], cluster=run["cluster"], backend=run["backend"],
-            run_key=run["key"], kernel=run["kernel"], impl=run["impl"], variant=run["variant"],
-            partition=run["partition"], device=run["device"], dtype=run["dtype"], threads=run["threads"],
-            gpus=run["gpus"], spec=_json(run["spec"]), lineage=[_attempt(a) for a in lineage],
-            preflight=preflight, build=build, environment=None if env is None else _json(env["environment"]))
+            attempt=_attempt(att),
+            campaign=run["campaign_name"],
+            cluster=run["cluster"],
+            backend=run["backend"],
+            run_key=run["key"],
+            kernel=run["kernel"],
+            impl=run["impl"],
+            variant=run["variant"],
+            partition=run["partition"],
+            device=run["device"],
+            dtype=run["dtype"],
+            threads=run["threads"],
+            gpus=run["gpus"],
+            spec=_json(run["spec"]),
+            lineage=[_attempt(a) for a in lineage],
+            preflight=preflight,
+            build=build,
+            environment=None if env is None else _json(env["environment"]),
+        )
+
     return _read(ledger, query)

@@ -94,7 +94,7 @@ def _extra(key: str, found: _Keys) -> str:
     in_map = f"r.extras['{key}']" if found.has(key) else "NULL"
     if not found.json:
         return in_map
-    return f"CASE WHEN r.\"extra\" IS NULL THEN {in_map} ELSE json_extract_string(r.\"extra\", '$.{key}') END"
+    return f'CASE WHEN r."extra" IS NULL THEN {in_map} ELSE json_extract_string(r."extra", \'$.{key}\') END'
 
 
 def _number(sql: str, kind: str) -> str:
@@ -109,9 +109,11 @@ def _typed(text: str) -> str:
     and infinities null, any other text stays text (what the kernel CSV's cells mean: docs/contracts.md)."""
     number = f"TRY_CAST({text} AS DOUBLE)"
     integer = f"TRY_CAST(trim({text}) AS BIGINT)"
-    return (f"CASE WHEN regexp_full_match(trim({text}), '[+-]?[0-9]+') AND {integer} IS NOT NULL "
-            f"THEN to_json({integer}) WHEN {number} IS NULL THEN to_json({text}) "
-            f"WHEN isfinite({number}) THEN to_json({number}) ELSE 'null'::JSON END")
+    return (
+        f"CASE WHEN regexp_full_match(trim({text}), '[+-]?[0-9]+') AND {integer} IS NOT NULL "
+        f"THEN to_json({integer}) WHEN {number} IS NULL THEN to_json({text}) "
+        f"WHEN isfinite({number}) THEN to_json({number}) ELSE 'null'::JSON END"
+    )
 
 
 # A row's extra object without the keys that are columns of their own, values typed. Schema 2 keeps
@@ -119,17 +121,21 @@ def _typed(text: str) -> str:
 # other objects (and every row of schema 1) are JSON text in `extra`, whose numbers stay as they are.
 _LEFT = ", ".join(f"'{k}'" for k in _PROMOTED)
 _JSON_TEXT = "(e.value->>'$')"
-_FROM_MAP = (f"to_json(map_from_entries(list_transform(list_filter(map_entries(r.extras), "
-             f"lambda e: e.key NOT IN ({_LEFT})), lambda e: {{'key': e.key, 'value': {_typed('e.value')}}})))")
-_FROM_JSON = (f"to_json(map_from_entries(list_transform(list_filter("
-              f"map_entries(TRY_CAST(TRY_CAST(r.\"extra\" AS JSON) AS MAP(VARCHAR, JSON))), "
-              f"lambda e: e.key NOT IN ({_LEFT})), lambda e: {{'key': e.key, 'value': CASE WHEN "
-              f"json_type(e.value) = 'VARCHAR' THEN {_typed(_JSON_TEXT)} ELSE e.value END}})))")
+_FROM_MAP = (
+    f"to_json(map_from_entries(list_transform(list_filter(map_entries(r.extras), "
+    f"lambda e: e.key NOT IN ({_LEFT})), lambda e: {{'key': e.key, 'value': {_typed('e.value')}}})))"
+)
+_FROM_JSON = (
+    f"to_json(map_from_entries(list_transform(list_filter("
+    f'map_entries(TRY_CAST(TRY_CAST(r."extra" AS JSON) AS MAP(VARCHAR, JSON))), '
+    f"lambda e: e.key NOT IN ({_LEFT})), lambda e: {{'key': e.key, 'value': CASE WHEN "
+    f"json_type(e.value) = 'VARCHAR' THEN {_typed(_JSON_TEXT)} ELSE e.value END}})))"
+)
 
 
 def _extra_object(found: _Keys) -> str:
     in_map = "NULL" if found.keys is not None and found.keys <= set(_PROMOTED) else _FROM_MAP
-    in_json = f"WHEN r.\"extra\" IS NOT NULL THEN {_FROM_JSON} " if found.json else ""
+    in_json = f'WHEN r."extra" IS NOT NULL THEN {_FROM_JSON} ' if found.json else ""
     return f"coalesce(CASE WHEN cardinality(r.extras) > 0 THEN {in_map} {in_json}END, '{{}}'::JSON)"
 
 
@@ -169,9 +175,13 @@ def results(led: Ledger, campaign: str | Sequence[str] | None = None) -> Export:
     # a file's rows in the current schema (file_scan.scan_sql: an older file's mapped onto it)
     rows = {current: file_scan.scan_sql("file_index", current) for current in (False, True)}
     found = [_keys(source, name, rows[False]) for name in names]
-    texts = [t for name, keys in zip(names, found, strict=True) for (t,) in source.sql(
-        f"SELECT DISTINCT {_column_sql('params', keys)} FROM {rows[keys.current]} r", params={"files": [name]}
-    ).fetchall()]
+    texts = [
+        t
+        for name, keys in zip(names, found, strict=True)
+        for (t,) in source.sql(
+            f"SELECT DISTINCT {_column_sql('params', keys)} FROM {rows[keys.current]} r", params={"files": [name]}
+        ).fetchall()
+    ]
     made = grid(texts, EXPORT_COLUMNS)
     columns = [*EXPORT_COLUMNS, *(column for column, _ in made.columns.values())]
     types.update(made.columns.values())
@@ -191,8 +201,9 @@ def results(led: Ledger, campaign: str | Sequence[str] | None = None) -> Export:
     def batches() -> Iterator[Any]:
         for index, (name, keys) in enumerate(zip(names, found, strict=True)):
             # (no ORDER BY: a scan keeps the file's order, DuckDB's preserve_insertion_order)
-            for batch in source.sql(one(keys, rows[keys.current]), params={"files": [name], "index": index}
-                                    ).to_arrow_reader(BATCH_ROWS):
+            for batch in source.sql(
+                one(keys, rows[keys.current]), params={"files": [name], "index": index}
+            ).to_arrow_reader(BATCH_ROWS):
                 yield attach.batch(batch, schema)
 
     con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": tempfile.gettempdir()})
@@ -209,7 +220,7 @@ def _keys(con: Any, path: str, relation: str) -> _Keys:
     said, has_json = meta.get(EXTRA_KEYS.encode()), meta.get(EXTRA_JSON.encode())
     if int(meta.get(b"campaign.ledger.result_schema", b"0")) >= SCHEMA_VERSION and said is not None:
         return _Keys(has_json == b"1", frozenset(json.loads(said)), current=True)
-    look = f"SELECT count(r.\"extra\") > 0, list_distinct(flatten(list(map_keys(r.extras)))) FROM {relation} r"
+    look = f'SELECT count(r."extra") > 0, list_distinct(flatten(list(map_keys(r.extras)))) FROM {relation} r'
     [(has_json, keys)] = con.sql(look, params={"files": [path]}).fetchall()
     return _Keys(bool(has_json), None if keys is None else frozenset(keys))
 
@@ -244,7 +255,7 @@ def write_parquet(exp: Export, path: Path | None) -> int:
     DuckDB, then renamed); `extra` as JSON text. Returns the row count."""
     if path is None:
         raise BadInputError("results --format parquet writes a file: name it with --out FILE.parquet")
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = _own_tmp(path)
     try:
         exp.con.execute("SET VARIABLE out = ?", [str(tmp)])
         done = exp.con.execute(f"COPY ({_text(exp)}) TO (getvariable('out')) (FORMAT parquet)").fetchone()
@@ -258,6 +269,13 @@ def write_parquet(exp: Export, path: Path | None) -> int:
             raise
         raise BadInputError(f"results --out {path}: {str(exc).splitlines()[0]}") from None
     return int(done[0]) if done else 0
+
+
+def _own_tmp(out: Path) -> Path:
+    """The temporary name an export is written under beside `out`, this process's own: two exports
+    to one file shared `out.tmp`, the second emptied the first one's file under it, and the first
+    one's rename left the second failing with "No such file or directory"."""
+    return out.with_name(f".{out.name}.{os.getpid()}.tmp")
 
 
 def _check_out(out: Path) -> None:
@@ -322,8 +340,14 @@ def write_json(exp: Export, out: IO[str]) -> int:
 def _text_json(exp: Export) -> str:
     """The export with doubles finite or NULL (JSON has no NaN); JSON columns kept as JSON."""
     kinds = exp.types
-    parts = [f'CASE WHEN isfinite("{c}") THEN "{c}" END AS "{c}"' if kinds[c] in ("DOUBLE", "FLOAT") else
-             f'CAST("{c}" AS JSON) AS "{c}"' if kinds[c] == "JSON" else f'"{c}"' for c in exp.columns]
+    parts = [
+        f'CASE WHEN isfinite("{c}") THEN "{c}" END AS "{c}"'
+        if kinds[c] in ("DOUBLE", "FLOAT")
+        else f'CAST("{c}" AS JSON) AS "{c}"'
+        if kinds[c] == "JSON"
+        else f'"{c}"'
+        for c in exp.columns
+    ]
     return f"SELECT {', '.join(parts)} FROM ({exp.sql})"
 
 
@@ -341,7 +365,7 @@ def _batches(con: Any, sql: str) -> Iterator[Any]:
 
 def emit(exp: Export, fmt: str, out: Path | None) -> None:
     """The export in `fmt` (csv, json, parquet) into the file `out`, or for csv and json to stdout
-    where no file is named. A csv or json file is written beside as `out`.tmp and renamed when
+    where no file is named. A csv or json file is written beside (`_own_tmp`) and renamed when
     complete: a failed export leaves no half file under the name asked for."""
     try:
         if out is not None:
@@ -355,7 +379,7 @@ def emit(exp: Export, fmt: str, out: Path | None) -> None:
                     sys.stdout.reconfigure(encoding="utf-8")
                 write(exp, sys.stdout)
                 return
-            tmp = out.with_name(out.name + ".tmp")
+            tmp = _own_tmp(out)
             try:
                 with open(tmp, "w", newline="", encoding="utf-8") as fh:
                     count = write(exp, fh)

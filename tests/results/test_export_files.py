@@ -46,9 +46,24 @@ def test_csv_and_json_are_written_to_the_named_file(two: Path, tmp_path: Path, f
     assert proc.returncode == 0 and proc.stdout == "", proc.stdout + proc.stderr
     frame = pd.read_csv(out) if fmt == "csv" else pd.DataFrame(json.loads(out.read_text()))
     assert sorted(frame["n"].tolist()) == [1, 2, 3]
-    assert not out.with_name(out.name + ".tmp").exists()
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]  # no temporary file left
     printed = run_cli("--ledger", str(two), "results", "--format", fmt)  # without --out: stdout, as before
     assert printed.stdout == out.read_text()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_an_export_writes_under_a_temporary_name_of_its_own(two: Path, tmp_path: Path, fmt: str) -> None:
+    """Two exports to one file (a cron job and a user) shared one temporary name, `FILE.tmp`: the second
+    emptied the first one's file under it, and the first one's rename took the second one's file away
+    ("No such file or directory", exit 2). Another export's temporary file, where it would be, stays."""
+    out = tmp_path / f"rows.{fmt}"
+    others = [out.with_name(f"{out.name}.tmp"), out.with_name(f".{out.name}.tmp")]  # the names they shared
+    for other in others:
+        other.write_text("another export, still being written")
+    proc = run_cli("--ledger", str(two), "results", "--format", fmt, "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert all(other.read_text() == "another export, still being written" for other in others)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([out.name, *(o.name for o in others)])
 
 
 def test_a_table_is_printed_not_written(two: Path, tmp_path: Path) -> None:
