@@ -29,6 +29,7 @@ CLI = (
 )
 
 
+@pytest.mark.serial  # it bounds the wait's wall time: alone, where no other worker's load stretches it
 @pytest.mark.parametrize("command", [["jobs", "--no-sync"], ["status"]])
 def test_a_ledger_locked_past_the_busy_timeout_is_one_line_and_exit_2(tmp_path: Path, command: list[str]) -> None:
     assert BUSY_TIMEOUT_MS > TIMEOUT_S * 1000  # the cut is the test's, not the product's
