@@ -49,6 +49,12 @@ _SITE_DEFAULTS = {
     "SBATCH_DEBUG": ("verbose", "v"),
 }
 _SBATCH_OPTION = re.compile(r"^#SBATCH\s+--?(?P<name>[A-Za-z][A-Za-z0-9-]*)", re.MULTILINE)
+# sbatch hands the job its whole environment (--export=ALL), and the srun of a launched run reads its own
+# options from SLURM_* variables: a user's SLURM_CPU_BIND, SLURM_HINT or SLURM_DISTRIBUTION (or, for a
+# submit from inside an salloc, that allocation's SLURM_NTASKS, SLURM_MEM_PER_NODE ...) would bind and size
+# the ranks otherwise than the run says, and the timings with them. The job gets Slurm's own for its
+# allocation; of the submitting shell's, sbatch is given only where the cluster is.
+_SBATCH_KEEPS = frozenset({"SLURM_CONF", _CLUSTERS_ENV, *_OUTPUT_ENV})
 
 
 def run_slurm(
@@ -72,15 +78,19 @@ def run_slurm(
 
 def _client_options(argv: Sequence[str], environ: Mapping[str, str]) -> list[str]:
     """The variables of `environ` that would set options of this Slurm command other than its argv's:
-    every ``<COMMAND>_*`` one, but a site default the sbatch script (its last argument) leaves unset."""
+    every ``<COMMAND>_*`` one, but a site default the sbatch script (its last argument) leaves unset;
+    for sbatch also the SLURM_* ones its job's sruns would read (_SBATCH_KEEPS)."""
     prefix = f"{os.path.basename(argv[0]).upper()}_"
     mine = [name for name in environ if name.startswith(prefix)]
-    if prefix != "SBATCH_" or not mine:
+    if prefix != "SBATCH_":
         return mine
+    runs = [name for name in environ if name.startswith("SLURM_") and name not in _SBATCH_KEEPS]
+    if not mine:
+        return runs
     script = Path(argv[-1])
     text = script.read_text(errors="replace") if script.is_file() else ""
     written = {m["name"] for m in _SBATCH_OPTION.finditer(text)}
-    return [name for name in mine if name not in _SITE_DEFAULTS or written & set(_SITE_DEFAULTS[name])]
+    return runs + [name for name in mine if name not in _SITE_DEFAULTS or written & set(_SITE_DEFAULTS[name])]
 
 
 def no_config_hint(text: str) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,39 @@ def test_only_a_site_default_the_script_leaves_unset_reaches_sbatch(
     script.write_text(f"#!/bin/bash\n{script_lines}#SBATCH --partition=cpu\ntrue\n")
     proc = run_slurm(["sbatch", "--parsable", str(script)])
     assert set(proc.stdout.split()) == kept
+
+
+def test_the_users_srun_variables_never_reach_the_job(
+    slurm_cluster: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sbatch exports its environment to the job, where the sruns of a launched run read SLURM_* options:
+    a profile's binding, or the allocation of an salloc that campaign was started in, would size and bind the
+    ranks otherwise than the run says. The job sees Slurm's own for its allocation; SLURM_CONF still works."""
+    theirs = {
+        "SLURM_CPU_BIND": "map_cpu:0",
+        "SLURM_HINT": "nomultithread",
+        "SLURM_DISTRIBUTION": "cyclic",
+        "SLURM_NTASKS": "7",
+        "SLURM_MEM_PER_NODE": "12345",
+    }
+    for key, value in theirs.items():
+        monkeypatch.setenv(key, value)
+    seen = tmp_path / "env.txt"
+    script = tmp_path / "job.sbatch"
+    script.write_text(
+        f"#!/bin/bash\n#SBATCH --partition=cpu\n#SBATCH --time=1\n#SBATCH --mem=50M\n"
+        f"#SBATCH --output=/dev/null\nenv > {seen}.part && mv {seen}.part {seen}\n"
+    )
+    proc = run_slurm(["sbatch", "--parsable", str(script)])
+    assert proc.returncode == 0, proc.stderr
+    job_id = proc.stdout.strip().split(";")[0]
+    try:
+        deadline = time.monotonic() + 180
+        while not seen.exists():  # the job's own record of its environment, written whole
+            assert time.monotonic() < deadline, f"job {job_id} wrote no environment"
+            time.sleep(0.2)
+        env = dict(line.split("=", 1) for line in seen.read_text().splitlines() if "=" in line)
+    finally:
+        subprocess.run(["scancel", job_id], env=_clean(), timeout=30, check=False)
+    assert env["SLURM_JOB_ID"] == job_id  # Slurm's own variables for the job
+    assert not {k for k in theirs if env.get(k) == theirs[k]}, {k: env.get(k) for k in theirs}
