@@ -239,14 +239,21 @@ def container_head(
 
 
 def wrap(
-    identity: Sequence[tuple[str, str]], binds: Sequence[str], env: Sequence[tuple[str, str]], argv: Sequence[str]
+    identity: Sequence[tuple[str, str]],
+    binds: Sequence[str],
+    env: Sequence[tuple[str, str]],
+    argv: Sequence[str],
+    workdir: str,
 ) -> list[str]:
-    """The program's argv inside the run's container (unchanged without one).
-    A tool-driven benchmark's driver (campaign.job.fom) stays outside: the
-    tool it starts per n and repeat goes in (its spec's `wrap`). A launcher
+    """The program's argv inside the run's container (unchanged without one),
+    started in `workdir`, the folder it starts in without one (ch-run would
+    start it in /, podman in the image's WORKDIR). A tool-driven benchmark's
+    driver (campaign.job.fom) stays outside: the tool it starts per n and
+    repeat goes in (its spec's `wrap`), in the driver's folder. A launcher
     goes in front of the whole, one container per rank, as the sites run MPI
-    programs in containers (campaign.backends.slurm_launch)."""
-    head = container_head(identity, binds, env)
+    programs in containers (campaign.backends.slurm_launch): each rank starts
+    in the launcher's folder, `workdir` too."""
+    head = container_head(identity, binds, env, workdir=workdir)
     if not head:
         return list(argv)
     if len(argv) > 3 and tuple(argv[1:3]) == ("-m", FOM_DRIVER):
@@ -261,7 +268,7 @@ def wrap(
     if python and argv and Path(argv[0]).name.startswith("python"):
         # the image's interpreter runs the repository's module (a torch kernel), bound at its own path
         root = str(repo_root())
-        return [*container_head(identity, [*binds, root], env, {"PYTHONPATH": root}), python, *argv[1:]]
+        return [*container_head(identity, [*binds, root], env, {"PYTHONPATH": root}, workdir), python, *argv[1:]]
     return [*head, *argv]
 
 

@@ -164,7 +164,9 @@ def test_each_mpi_rank_starts_its_own_container_behind_srun(
     assert rows and all(r["nodes"] == 2 and r["ranks"] == 2 for r in rows)
     shown = run_cli("--ledger", str(ledger.path), "show", str(rows[0]["job_id"]))
     launcher, _, rest = next(line for line in shown.stdout.splitlines() if "srun --mpi=pmix" in line).partition(" -- ")
-    assert "ch-run" not in launcher and rest.startswith(f"ch-run --bind {tmp_path / 'runs'}:{tmp_path / 'runs'} ")
+    folder = rest.split(" --out ")[1].rsplit("/", 1)[0]  # each rank starts in the attempt's folder, the launcher's
+    assert "ch-run" not in launcher
+    assert rest.startswith(f"ch-run --cd {folder} --bind {tmp_path / 'runs'}:{tmp_path / 'runs'} "), rest
     assert "ranks: 2 on 2 node(s)" in shown.stdout
 
 
@@ -272,3 +274,17 @@ def test_a_contract_program_only_in_the_image_is_no_unbuilt_kernel(tmp_path: Pat
     (run `make kernels`)': the check before the ledger opens looked for it on this machine."""
     proc = _contract_submit(tmp_path)
     assert "not built" not in proc.stderr and "2 runs planned, 0 already in the ledger" in proc.stdout, proc.stderr
+
+
+def test_a_contract_program_in_the_image_starts_in_its_job_folder(tmp_path: Path) -> None:
+    """A contract program (driven_by: program) in an image started in / (ch-run's default; podman's is
+    the image's WORKDIR), read-only there: 'OSError: [Errno 30] Read-only file system: scratch.txt',
+    PREFLIGHT_FAILED. It starts in its job folder, as without a container, in the preflight's check
+    (two runs: one check) and in each run."""
+    proc = _contract_submit(tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = export_records(Ledger(tmp_path / "ledger.sqlite", create=False), "scratchy_sweep-local")
+    assert sorted((r["threads"], r["n"]) for r in rows) == [(t, n) for t in (1, 2) for n in (10, 10, 20, 20)]
+    scratch = sorted((tmp_path / "runs").rglob("scratch.txt"))
+    assert len(scratch) == 3, scratch  # the preflight's check and the two runs'
+    assert all(p.read_text() == str(p.parent) for p in scratch), [(p, p.read_text()) for p in scratch]

@@ -23,6 +23,8 @@ from tests.conftest import run_cli
 
 BINDS = ("/scratch/runs",)
 HOSTILE = "/images/a dir/it's;rm -rf.sif"
+JOB = "/scratch/runs/c/a1"  # the folder a program starts in without a container
+HOSTILE_JOB = "/scratch/runs/it's a;job\nfolder"
 
 
 def _identity(
@@ -35,10 +37,12 @@ def test_apptainer_passes_gpus_only_where_the_partition_has_them(tmp_path: Path)
     image = tmp_path / "img.sif"
     image.write_bytes(b"sif bytes")
     spec = ContainerSpec(runtime="apptainer", image=str(image), options=["--bind", "/projects"], gpus=True)
-    on_gpu = run_env.wrap(_identity(spec, gpus=True), BINDS, [("OMP_NUM_THREADS", "1")], ["prog", "--n", "64"])
+    on_gpu = run_env.wrap(_identity(spec, gpus=True), BINDS, [("OMP_NUM_THREADS", "1")], ["prog", "--n", "64"], JOB)
     assert on_gpu == [
         "apptainer",
         "exec",
+        "--pwd",
+        JOB,
         "--nv",
         "--bind",
         "/scratch/runs",
@@ -49,26 +53,28 @@ def test_apptainer_passes_gpus_only_where_the_partition_has_them(tmp_path: Path)
         "--n",
         "64",
     ]
-    on_cpu = run_env.wrap(_identity(spec, gpus=False), BINDS, [], ["prog"])
+    on_cpu = run_env.wrap(_identity(spec, gpus=False), BINDS, [], ["prog"], JOB)
     assert "--nv" not in on_cpu and on_cpu[-2:] == [str(image), "prog"]
 
 
 def test_podman_names_cdi_gpus_and_passes_the_job_variables() -> None:
     spec = ContainerSpec(runtime="podman", image="localhost/bench:1", gpus=True)
     argv = run_env.wrap(
-        _identity(spec, gpus=True), BINDS, [("OMP_NUM_THREADS", "1"), ("OMP_PLACES", "cores")], ["prog"]
+        _identity(spec, gpus=True), BINDS, [("OMP_NUM_THREADS", "1"), ("OMP_PLACES", "cores")], ["prog"], JOB
     )
-    assert argv[:4] == ["podman", "run", "--rm", "--network=host"]
-    assert argv[4:6] == ["--device", "nvidia.com/gpu=all"]
+    assert argv[:6] == ["podman", "run", "--workdir", JOB, "--rm", "--network=host"]
+    assert argv[6:8] == ["--device", "nvidia.com/gpu=all"]
     assert "--volume" in argv and "/scratch/runs:/scratch/runs" in argv
     assert argv[argv.index("OMP_NUM_THREADS") - 1] == "--env" and argv[-2:] == ["localhost/bench:1", "prog"]
 
 
 def test_charliecloud_separates_the_program_and_keeps_hostile_paths_one_word(tmp_path: Path) -> None:
     spec = ContainerSpec(runtime="charliecloud", image=HOSTILE)
-    argv = run_env.wrap(_identity(spec), BINDS, [], ["/opt/prog", "--out", "/scratch/runs/x.csv"])
+    argv = run_env.wrap(_identity(spec), BINDS, [], ["/opt/prog", "--out", "/scratch/runs/x.csv"], HOSTILE_JOB)
     assert argv == [
         "ch-run",
+        "--cd",
+        HOSTILE_JOB,
         "--bind",
         "/scratch/runs:/scratch/runs",
         HOSTILE,
@@ -84,7 +90,7 @@ def test_a_tool_driven_benchmark_keeps_its_driver_outside() -> None:
     """The driver (campaign.job.fom) runs on the host and starts the tool per n and repeat in the image."""
     spec = ContainerSpec(runtime="charliecloud", image="/img")
     driver = ["/venv/bin/python", "-m", "campaign.job.fom", json.dumps({"argv": ["mbw", "{n}"]}), "--n", "4"]
-    argv = run_env.wrap(_identity(spec), BINDS, [], driver)
+    argv = run_env.wrap(_identity(spec), BINDS, [], driver, JOB)
     assert argv[:3] == driver[:3] and argv[4:] == driver[4:]
     # the word at wrap_cwd is the folder the tool starts in, the driver's own (its preflight's or attempt's)
     assert json.loads(argv[3]) == {
@@ -106,7 +112,7 @@ def test_every_runtime_starts_the_tool_in_the_drivers_folder(runtime: str, head:
     """podman would start the tool in the image's WORKDIR: each runtime names the folder with its own option."""
     spec = ContainerSpec(runtime=runtime, image="localhost/bench")
     driver = ["/venv/bin/python", "-m", "campaign.job.fom", json.dumps({"argv": ["mbw"]}), "--n", "4"]
-    wrapped = json.loads(run_env.wrap(_identity(spec), BINDS, [], driver)[3])
+    wrapped = json.loads(run_env.wrap(_identity(spec), BINDS, [], driver, JOB)[3])
     assert wrapped["wrap"][: len(head)] == head and wrapped["wrap_cwd"] == len(head) - 1
 
 
