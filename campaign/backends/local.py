@@ -76,7 +76,11 @@ class LocalBackend(Backend):
     def _task(self, req: JobRequest) -> JobTask:
         """The program inside the run's container, if it has one, with the job folders bound."""
         argv = run_env.wrap(req.run.identity, (str(self.folder.parent),), req.task.env, req.task.argv, req.task.workdir)
-        return req.task if argv == list(req.task.argv) else replace(req.task, argv=tuple(argv))
+        if argv == list(req.task.argv):
+            return req.task
+        return replace(
+            req.task, argv=tuple(argv), env=req.task.env + run_env.runtime_env(req.run.identity, req.run.partition)
+        )
 
     def render_step(self, step: StepRequest) -> str:
         head = f"# {step.kind} step on {step.partition} ({step.job_name}), run here before the jobs"

@@ -192,7 +192,7 @@ def _program_checks(
                 ProgramCheck(
                     run.label,
                     argv,
-                    req.task.env,
+                    req.task.env + run_env.runtime_env(run.identity, run.partition),
                     out,
                     TOLERANCE.get(run.dtype, TOLERANCE["fp32"]) if run.check else None,
                     torch,
@@ -242,7 +242,7 @@ def plan_chains(
                 partition,
                 run_build,
                 task,
-                group[0].task.env,
+                group[0].task.env + run_env.runtime_env(group[0].run.identity, partition),  # make runs in it
                 one.cpus,
                 0,
                 min(BUILD_WALLTIME_MIN, cluster.partitions[partition].max_walltime_min),

@@ -46,6 +46,7 @@ from typing import Any
 
 from campaign.job.files import write_json
 from campaign.job.procs import become_subreaper, descendants, stop_new_descendants
+from campaign.job.start_failure import NOT_STARTED, cannot_start, runtime_missing
 
 LAUNCH_HOST_ENV = "CAMPAIGN_LAUNCH_HOST"  # set by the runner: the host rank 0 runs on (the job's first node)
 PORT_BASE, PORT_SPAN = 20000, 30000  # MASTER_PORT = PORT_BASE + job id mod PORT_SPAN (jobs on one host differ)
@@ -142,9 +143,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         proc = _start(program, env, args.output, rank)
     except OSError as exc:
-        print(f"campaign: rank {rank} cannot start {program[0]}: {exc}", file=sys.stderr)
-        write_json(path, {**record, "exit_code": 127, "ended": time.time()})
-        return 127
+        line = cannot_start(program, exc, env)
+        print(
+            f"campaign: {line} (rank {rank})" if runtime_missing(line, env) else f"campaign: rank {rank} {line}",
+            file=sys.stderr,
+        )
+        write_json(path, {**record, "exit_code": NOT_STARTED, "ended": time.time()})
+        return NOT_STARTED
     for sig in (signal.SIGTERM, signal.SIGINT):  # the launcher stopping the step: pass it on
         signal.signal(sig, lambda signum, _frame: proc.send_signal(signum))
     code = proc.wait()

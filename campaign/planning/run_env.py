@@ -26,6 +26,7 @@ from pathlib import Path
 from campaign.backends.capabilities import capabilities
 from campaign.config.load import repo_root
 from campaign.config.schema import CONTAINER_RUNTIMES, ContainerSpec, ExperimentSpec, PartitionSpec, SpackSpec
+from campaign.job.start_failure import RUNTIME_ENV
 
 # image references apptainer/singularity pull themselves (no file to hash; a digest only when pinned)
 _REMOTE = ("docker://", "docker-daemon://", "oras://", "library://", "shub://", "https://", "http://")
@@ -270,6 +271,17 @@ def wrap(
         root = str(repo_root())
         return [*container_head(identity, [*binds, root], env, {"PYTHONPATH": root}, workdir), python, *argv[1:]]
     return [*head, *argv]
+
+
+def runtime_env(identity: Sequence[tuple[str, str]], partition: str) -> tuple[tuple[str, str], ...]:
+    """The variable that tells the job side which command is the run's container runtime and on
+    which partition (none without a container): a runtime missing on a node is then named as the
+    subject of the failure, not the program it would have started (campaign.job.start_failure).
+    Set beside the job's own variables, outside the container, and no part of the run's key."""
+    facts = _container_facts(tuple(identity))
+    if facts is None:
+        return ()
+    return ((RUNTIME_ENV, f"{CONTAINER_RUNTIMES[facts['container.runtime']]}:{partition}"),)
 
 
 def spack_lines(identity: Sequence[tuple[str, str]]) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -275,3 +276,74 @@ def test_a_runtime_whose_version_fails_is_no_version_and_refused_where_the_jobs_
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.count("\n") == 1 and "ch-run --version" in proc.stderr and "fails" in proc.stderr, proc.stderr
     assert _no_campaign(ledger)
+
+
+PB_CONTRACT = "name: pb\nimpls:\n  c: {argv: [/opt/pb/pb], variants: [plain]}\n"
+PB_TOOL = """name: pbtool
+driven_by: tool
+impls:
+  img: {argv: [/opt/pb/pb, "{n}"], variants: [plain]}
+figures:
+  - {name: rate, regex: 'rate (?P<value>[0-9.]+)', unit: items/s, higher_is_better: true}
+"""
+
+
+def _pb_sweep(kernel: str, impl: str, threads: str) -> str:
+    return (
+        f"name: {kernel}_sweep\ncheck: false\nrepeats: 1\nwarmup: 0\nwalltime_min: 5\nsweeps:\n"
+        f"  - {{kernel: {kernel}, impls: [{impl}], variants: [plain], threads: {threads}, n: [8]}}\n"
+    )
+
+
+@pytest.mark.slurm
+def test_a_runtime_missing_on_the_node_is_the_subject_of_the_failure(slurm_cluster: object, tmp_path: Path) -> None:
+    """podman missing on the node was blamed on the program ('/opt/pb/pb exited with 127 ...: cannot start
+    podman'). The runtime is the subject of the line, with the node and partition; the exit status stays
+    127 and the states as they were: a contract program's run FAILED, a tool-driven one's FAILED, a
+    preflight's check PREFLIGHT_FAILED."""
+    if shutil.which("podman"):
+        pytest.skip("podman is installed here, on the test Slurm's nodes")
+    from tests.byob.declared import declare
+    from tests.slurm.helpers import _all_finished, _sync_until
+
+    env = declare(
+        tmp_path / "decl",
+        {"pb": PB_CONTRACT, "pbtool": PB_TOOL},
+        {
+            "pb_sweep": _pb_sweep("pb", "c", "[1]"),
+            "pbtool_sweep": _pb_sweep("pbtool", "img", "[1]"),
+            "pb2_sweep": _pb_sweep("pb", "c", "[1, 2]").replace("pb_sweep", "pb2_sweep"),
+        },
+        {},
+    )
+    ledger = tmp_path / "ledger.sqlite"
+    for experiment in ("pb_sweep", "pbtool_sweep", "pb2_sweep"):
+        proc = run_cli(
+            "--ledger",
+            str(ledger),
+            "submit",
+            "cluster=localslurm",
+            f"experiment={experiment}",
+            f"campaign.workdir={tmp_path / 'runs'}",
+            f"campaign.name={experiment}",
+            "experiment.container={runtime:podman,image:localhost/pb}",
+            env=env,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    from campaign.ledger import Ledger
+
+    led = Ledger(ledger, create=False)
+    said = {}
+    for experiment, state in (("pb_sweep", "FAILED"), ("pbtool_sweep", "FAILED"), ("pb2_sweep", "PREFLIGHT_FAILED")):
+        done = _sync_until(led, experiment, _all_finished)
+        assert set(done.counts) == {state}, (experiment, done.counts)
+        shown = run_cli("--ledger", str(ledger), "status", experiment, env=env)
+        said[experiment] = shown.stdout + shown.stderr
+    import socket
+
+    # the node by its host name (the job side knows no scheduler; on the test Slurm, NodeName localhost)
+    missing = f"podman: not found on node {socket.gethostname()} (the container runtime of partition cpu)"
+    for experiment, text in said.items():
+        assert missing in text, (experiment, text)
+        assert "cannot start podman" not in text and "/opt/pb/pb exited" not in text, (experiment, text)
+    assert "exit 127: campaign: podman: not found" in said["pb_sweep"]
