@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.job.files import write_json
+from campaign.job.mpi_world import LONE_WORLD_EXIT, lone_world
 from campaign.job.procs import become_subreaper, descendants, stop_new_descendants
 from campaign.job.start_failure import NOT_STARTED, cannot_start, runtime_missing
 
@@ -140,6 +141,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # what the program orphans (a double fork) is handed to this process, not to init: found and stopped
     become_subreaper()
     before = set(descendants(os.getpid()))
+    if lone := lone_world(program, env, world):  # every rank refuses; rank 0 says why, once
+        if rank == 0:
+            print(f"campaign: {lone}", file=sys.stderr)
+        write_json(path, {**record, "exit_code": LONE_WORLD_EXIT, "ended": time.time()})
+        return LONE_WORLD_EXIT
     try:
         proc = _start(program, env, args.output, rank)
     except OSError as exc:
