@@ -51,7 +51,7 @@ def _parse_time(text: object) -> datetime | None:
 
 def _in_range(code: int) -> bool:
     """An exit code the ledger's integer column holds (the sync's own check for a kernel's code)."""
-    return -2**31 <= code < 2**31
+    return -(2**31) <= code < 2**31
 
 
 class LocalBackend(Backend):
@@ -75,8 +75,12 @@ class LocalBackend(Backend):
 
     def _task(self, req: JobRequest) -> JobTask:
         """The program inside the run's container, if it has one, with the job folders bound."""
-        argv = run_env.wrap(req.run.identity, (str(self.folder.parent),), req.task.env, req.task.argv)
-        return req.task if argv == list(req.task.argv) else replace(req.task, argv=tuple(argv))
+        argv = run_env.wrap(req.run.identity, (str(self.folder.parent),), req.task.env, req.task.argv, req.task.workdir)
+        if argv == list(req.task.argv):
+            return req.task
+        return replace(
+            req.task, argv=tuple(argv), env=req.task.env + run_env.runtime_env(req.run.identity, req.run.partition)
+        )
 
     def render_step(self, step: StepRequest) -> str:
         head = f"# {step.kind} step on {step.partition} ({step.job_name}), run here before the jobs"
@@ -133,9 +137,16 @@ class LocalBackend(Backend):
                     continue  # cancelled while it waited for its turn
                 job = self._executor(req).submit(execute, self._task(req))  # type: ignore[attr-defined]
                 paths = job.paths
-                on_submitted([Submitted(req.attempt_id, str(job.job_id),
-                                        stdout_path=str(paths.stdout).replace("%t", "0"),
-                                        stderr_path=str(paths.stderr).replace("%t", "0"))])
+                on_submitted(
+                    [
+                        Submitted(
+                            req.attempt_id,
+                            str(job.job_id),
+                            stdout_path=str(paths.stdout).replace("%t", "0"),
+                            stderr_path=str(paths.stderr).replace("%t", "0"),
+                        )
+                    ]
+                )
                 running.append((req, job))
             time.sleep(self.poll_s)
             still = []
@@ -180,24 +191,42 @@ class LocalBackend(Backend):
         if end is not None and end.get("cancelled"):
             code = end.get("exit_code")
             code = code if isinstance(code, int) and not isinstance(code, bool) and _in_range(code) else None
-            return JobStatus(JobState.CANCELLED, code, node, started, _parse_time(end.get("ended")),
-                             "cancelled by campaign cancel", kernel_code=True)
+            return JobStatus(
+                JobState.CANCELLED,
+                code,
+                node,
+                started,
+                _parse_time(end.get("ended")),
+                "cancelled by campaign cancel",
+                kernel_code=True,
+            )
         if end is not None:
             code = int(end.get("exit_code", -1))
             if not _in_range(code):  # (a planted 10^20 must not stop the sync's write)
                 raise ValueError(f"exit code {code} out of range")
             state = JobState.COMPLETED if code == 0 else JobState.FAILED
-            return JobStatus(state, code, node, started, _parse_time(end.get("ended")),
-                             None if code == 0 else f"kernel exited with {code}", kernel_code=True,
-                             machine=end.get("machine"))
+            return JobStatus(
+                state,
+                code,
+                node,
+                started,
+                _parse_time(end.get("ended")),
+                None if code == 0 else f"kernel exited with {code}",
+                kernel_code=True,
+                machine=end.get("machine"),
+            )
         if start is not None:
             if _pid_alive(int(start.get("pid", -1))):
                 return JobStatus(JobState.RUNNING, node=node, started_at=started)
             elapsed = (datetime.now(UTC) - started).total_seconds() if started else 0.0
             if elapsed >= ref.walltime_min * 60:
                 return JobStatus(JobState.TIMEOUT, node=node, started_at=started, reason="walltime reached")
-            return JobStatus(JobState.FAILED, node=node, started_at=started,
-                             reason="job process ended without an exit record (killed?)")
+            return JobStatus(
+                JobState.FAILED,
+                node=node,
+                started_at=started,
+                reason="job process ended without an exit record (killed?)",
+            )
         if ref.job_id.isdigit() and _pid_alive(int(ref.job_id)):
             return JobStatus(JobState.PENDING)
         return JobStatus(JobState.FAILED, reason="job never started (controller gone)")
@@ -214,8 +243,9 @@ class LocalBackend(Backend):
             kernel = start.get("kernel_pid")
             if isinstance(kernel, int) and not stop_group(kernel, self.grace_s):
                 stuck.append(f"{ref.job_id} (kernel group {kernel}: {group_members(kernel)})")
-            pids = [p for p in (start.get("pid"), int(ref.job_id) if ref.job_id.isdigit() else None)
-                    if isinstance(p, int)]
+            pids = [
+                p for p in (start.get("pid"), int(ref.job_id) if ref.job_id.isdigit() else None) if isinstance(p, int)
+            ]
             for pid in pids:
                 if wait_gone(lambda pid=pid: _pid_alive(pid), self.grace_s):  # type: ignore[misc]
                     continue

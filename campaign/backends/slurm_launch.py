@@ -178,11 +178,13 @@ def launched_task(part: PartitionSpec, run: RunSpec, python: str, task: JobTask,
     the program inside the run's container (campaign.planning.run_env, with
     `binds` mounted at their own paths), and a multi-rank run's behind its
     launcher and shim (the launcher outside, one container per rank)."""
-    program = run_env.wrap(run.identity, binds, task.env, task.argv)
+    program = run_env.wrap(run.identity, binds, task.env, task.argv, task.workdir)
+    env = task.env + run_env.runtime_env(run.identity, run.partition)  # outside the container: the job side's
     if not multi_rank(run):
-        return task if program == list(task.argv) else dataclasses.replace(task, argv=tuple(program))
+        return task if program == list(task.argv) else dataclasses.replace(task, argv=tuple(program), env=env)
     return dataclasses.replace(
         task,
+        env=env,
         argv=tuple(launched(part, run, python, task.workdir, program)),
         ranks=run.ranks,
         rank_records=rank_records(task.workdir),

@@ -64,10 +64,16 @@ def build_key(cluster: ClusterSpec, partition: str, src_hash: str, container: di
     container or Spack environment) + sources."""
     part = cluster.partitions[partition]
     b = cluster.build
-    blob = {"cluster": cluster.name, "partition": partition, "modules": [*cluster.modules, *part.modules],
-            "module_reset": cluster.module_reset, "template": cluster.job_template,
-            "env": {**cluster.env, **part.env}, "build": [b.cc, b.fc, b.mpicc, b.cflags, b.fflags],
-            "src": src_hash}
+    blob = {
+        "cluster": cluster.name,
+        "partition": partition,
+        "modules": [*cluster.modules, *part.modules],
+        "module_reset": cluster.module_reset,
+        "template": cluster.job_template,
+        "env": {**cluster.env, **part.env},
+        "build": [b.cc, b.fc, b.mpicc, b.cflags, b.fflags],
+        "src": src_hash,
+    }
     if container:  # left out when empty: keys of builds made before containers stay the same
         blob["container"] = container
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()[:KEY_LENGTH]
@@ -97,14 +103,25 @@ class Chain:
     programs: tuple[str, ...] = ()  # our native programs the runs start (none: the user's programs alone)
 
 
-def _build_folder(cluster: ClusterSpec, backend: str, partition: str, key: str, builds_root: Path,
-                  kernel_bin: str, contained: bool = False) -> Path:
+def _build_folder(
+    cluster: ClusterSpec,
+    backend: str,
+    partition: str,
+    key: str,
+    builds_root: Path,
+    kernel_bin: str,
+    contained: bool = False,
+) -> Path:
     """The keyed folder; on this machine with the default compilers, no
     modules and no container, `make kernels`' own output (an up-to-date make
     there is a no-op)."""
     part = cluster.partitions[partition]
-    if (capabilities(backend).local and cluster.build == BuildSpec() and not (cluster.modules or part.modules)
-            and not contained):
+    if (
+        capabilities(backend).local
+        and cluster.build == BuildSpec()
+        and not (cluster.modules or part.modules)
+        and not contained
+    ):
         return Path(kernel_bin)
     return builds_root / f"{partition}-{key}"
 
@@ -153,8 +170,9 @@ def _smallest(reqs: list[JobRequest]) -> list[JobRequest]:
     return list(best.values())
 
 
-def _program_checks(chosen: list[JobRequest], part: PartitionSpec, folder: Path,
-                    binds: tuple[str, ...]) -> list[tuple[ProgramCheck, RunSpec]]:
+def _program_checks(
+    chosen: list[JobRequest], part: PartitionSpec, folder: Path, binds: tuple[str, ...]
+) -> list[tuple[ProgramCheck, RunSpec]]:
     """One check per chosen run (_smallest): its program once, at its smallest n and on one node
     (_on_one_node; through the launcher where the run starts through it), with that run."""
     checks = []
@@ -163,18 +181,32 @@ def _program_checks(chosen: list[JobRequest], part: PartitionSpec, folder: Path,
         # output parses (an honest program leaves rel_err empty)
         run = _on_one_node(req.run, part).evolve(n=(min(req.run.n),), repeats=1, warmup=0)
         out = str(folder / f"{i}.csv")
-        # in the run's container, as the run starts (campaign.planning.run_env)
-        argv = tuple(run_env.wrap(run.identity, binds, req.task.env,
-                                  (req.task.argv[0], *run.command(out)[1:])))
+        # in the run's container, as the run starts (campaign.planning.run_env), in the folder the
+        # preflight starts it in (campaign.job.preflight)
+        argv = tuple(
+            run_env.wrap(run.identity, binds, req.task.env, (req.task.argv[0], *run.command(out)[1:]), str(folder))
+        )
         torch = argv[0] if "-m" in argv and any(a.startswith("kernels.torch.") for a in argv) else None
-        checks.append((ProgramCheck(run.label, argv, req.task.env, out,
-                                    TOLERANCE.get(run.dtype, TOLERANCE["fp32"]) if run.check else None,
-                                    torch, run.device == "cuda"), run))
+        checks.append(
+            (
+                ProgramCheck(
+                    run.label,
+                    argv,
+                    req.task.env + run_env.runtime_env(run.identity, run.partition),
+                    out,
+                    TOLERANCE.get(run.dtype, TOLERANCE["fp32"]) if run.check else None,
+                    torch,
+                    run.device == "cuda",
+                ),
+                run,
+            )
+        )
     return checks
 
 
-def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Path, kernel_bin: str,
-                reqs: list[JobRequest]) -> list[Chain]:
+def plan_chains(
+    cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Path, kernel_bin: str, reqs: list[JobRequest]
+) -> list[Chain]:
     """The chain of every partition the requests use (pure but for reading build records)."""
     src = kernel_sources()
     src_hash = source_hash(src)
@@ -185,35 +217,52 @@ def plan_chains(cluster: ClusterSpec, backend: str, camp_name: str, camp_dir: Pa
     for partition, group in by_part.items():
         # the image the programs run in is the one they are built in: its digest is part of the build's key
         key = build_key(cluster, partition, src_hash, run_env.run_env_facts(group[0].run.identity))
-        folder = _build_folder(cluster, backend, partition, key, camp_dir.parent / "builds", kernel_bin,
-                               run_env.containerised(group[0].run.identity))
+        folder = _build_folder(
+            cluster,
+            backend,
+            partition,
+            key,
+            camp_dir.parent / "builds",
+            kernel_bin,
+            run_env.containerised(group[0].run.identity),
+        )
         mapped = [_mapped(r, kernel_bin, folder) for r in group]
         programs = tuple(sorted({p for r in group if (p := native_program(r.task.argv[0], kernel_bin))}))
         build = None
         if programs and not is_built(folder, key, programs):
             b = cluster.build
             modules = tuple([*cluster.modules, *cluster.partitions[partition].modules])
-            wrap = run_env.container_head(group[0].run.identity, (str(camp_dir.parent), str(src)),
-                                          group[0].task.env)
-            task = BuildTask(key, str(src), str(folder), programs, b.cc, b.fc, b.cflags, b.fflags, modules,
-                             tuple(wrap), b.mpicc)
+            wrap = run_env.container_head(group[0].run.identity, (str(camp_dir.parent), str(src)), group[0].task.env)
+            task = BuildTask(
+                key, str(src), str(folder), programs, b.cc, b.fc, b.cflags, b.fflags, modules, tuple(wrap), b.mpicc
+            )
             one = step_allocation(cluster.partitions[partition], 1, 0)
             build = StepRequest(
-                "build", partition, run_build, task, group[0].task.env, one.cpus, 0,
+                "build",
+                partition,
+                run_build,
+                task,
+                group[0].task.env + run_env.runtime_env(group[0].run.identity, partition),  # make runs in it
+                one.cpus,
+                0,
                 min(BUILD_WALLTIME_MIN, cluster.partitions[partition].max_walltime_min),
-                f"campaign:{camp_name}:build", str(folder), mem_gb=one.mem_gb,
-                describe=[f"build {key} on {partition} into {folder}: {' '.join([*wrap, 'make'])} -C <campaign>/kernels "
-                          f"CC={b.cc} FC={b.fc} "
-                          + (f"MPICC={b.mpicc} " if any(p.startswith("mpi/") for p in programs) else "")
-                          + f"CFLAGS='{b.cflags}' FFLAGS='{b.fflags}' {' '.join(programs)}"],
-                activate=run_env.spack_lines(group[0].run.identity))
+                f"campaign:{camp_name}:build",
+                str(folder),
+                mem_gb=one.mem_gb,
+                describe=[
+                    f"build {key} on {partition} into {folder}: {' '.join([*wrap, 'make'])} -C <campaign>/kernels "
+                    f"CC={b.cc} FC={b.fc} "
+                    + (f"MPICC={b.mpicc} " if any(p.startswith("mpi/") for p in programs) else "")
+                    + f"CFLAGS='{b.cflags}' FFLAGS='{b.fflags}' {' '.join(programs)}"
+                ],
+                activate=run_env.spack_lines(group[0].run.identity),
+            )
         # named by the first attempt it gates: unique in the ledger, stable in --dry-run
         pre_dir = camp_dir / "preflight" / f"{partition}-a{min(r.attempt_id for r in group)}"
         # a program of several ranks (or an MPI one) is checked through the launcher (the backend
         # puts it in front: StepRequest.launched) at one node and its fewest ranks in all
         # (docs/design.md#ranks-nodes-and-launchers)
-        checked = _program_checks(_smallest(mapped), cluster.partitions[partition], pre_dir,
-                                  (str(camp_dir.parent),))
+        checked = _program_checks(_smallest(mapped), cluster.partitions[partition], pre_dir, (str(camp_dir.parent),))
         skipped = _preflight_skipped(mapped, checked)
         preflight = None if skipped else _preflight(cluster, partition, camp_name, camp_dir, pre_dir, checked)
         chains.append(Chain(partition, key, folder, build, preflight, mapped, skipped, str(pre_dir), programs))
@@ -231,26 +280,43 @@ def _preflight_skipped(runs: list[JobRequest], checked: list[tuple[ProgramCheck,
     return ""
 
 
-def _preflight(cluster: ClusterSpec, partition: str, camp_name: str, camp_dir: Path, pre_dir: Path,
-               checked: list[tuple[ProgramCheck, RunSpec]]) -> StepRequest:
+def _preflight(
+    cluster: ClusterSpec,
+    partition: str,
+    camp_name: str,
+    camp_dir: Path,
+    pre_dir: Path,
+    checked: list[tuple[ProgramCheck, RunSpec]],
+) -> StepRequest:
     """The preflight job: what its checks run, at their smallest shape, asks (the cores of the widest
     check: its threads, times its ranks on the one node; the GPUs of those ranks, or one GPU's share
     where a program runs bare), for minutes, not the runs' walltime."""
     part = cluster.partitions[partition]
     checks = [c for c, _ in checked]
     widest = max((r for _, r in checked), key=lambda r: (r.gpus, r.threads))
-    alloc = step_allocation(part, max(r.ranks_per_node * r.alloc_cpus if multi_rank(r) else r.threads
-                                      for _, r in checked),
-                            max(r.gpus if multi_rank(r) else min(r.gpus, 1) for _, r in checked))
+    alloc = step_allocation(
+        part,
+        max(r.ranks_per_node * r.alloc_cpus if multi_rank(r) else r.threads for _, r in checked),
+        max(r.gpus if multi_rank(r) else min(r.gpus, 1) for _, r in checked),
+    )
     pre_task = PreflightTask(str(pre_dir), str(camp_dir), cluster.stack_unlimited, tuple(checks))
     env = next(c.env for c, r in checked if r is widest)
     return StepRequest(
-        "preflight", partition, run_preflight, pre_task, env, alloc.cpus, alloc.gpus,
-        min(part.max_walltime_min, cluster.preflight_walltime_min), f"campaign:{camp_name}:preflight",
-        str(pre_dir), mem_gb=alloc.mem_gb,
+        "preflight",
+        partition,
+        run_preflight,
+        pre_task,
+        env,
+        alloc.cpus,
+        alloc.gpus,
+        min(part.max_walltime_min, cluster.preflight_walltime_min),
+        f"campaign:{camp_name}:preflight",
+        str(pre_dir),
+        mem_gb=alloc.mem_gb,
         describe=[f"preflight on {partition}: {c.label}: {' '.join(c.argv)}" for c in checks],
         activate=run_env.spack_lines(widest.identity),
-        launched=tuple((i, r) for i, (_, r) in enumerate(checked) if multi_rank(r)))
+        launched=tuple((i, r) for i, (_, r) in enumerate(checked) if multi_rank(r)),
+    )
 
 
 def step_costs(chains: list[Chain]) -> list[StepCost]:

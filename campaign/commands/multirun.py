@@ -57,7 +57,8 @@ def campaigns(overrides: Sequence[str]) -> list[CampaignSweep]:
                 raise ConfigError(
                     f"the sweep gives campaign {name!r} two different clusters or campaign settings "
                     f"({' '.join(group.members[0])} vs {' '.join(member)}): give each its own name, "
-                    f"e.g. campaign.name=<name>-${{cluster.name}}")
+                    f"e.g. campaign.name=<name>-${{cluster.name}}"
+                )
         group.members.append(member)
         group.configs.append(cfg)
     return list(out.values())
@@ -83,18 +84,27 @@ def prepare(overrides: Sequence[str], ledger_path: Path | None = None) -> list[C
             runs = plan(cfg).runs  # config mistakes (a missing account...) are named first
             if ledger_path is not None:
                 check_node_local(cfg, [campaign_dir(cfg, ledger_path), ledger_path])
-            missing = missing_programs(runs)
+            missing = missing_programs(cfg, runs)
             if missing:
                 raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")
     return groups
 
 
-def submit_all(overrides: Sequence[str], groups: Sequence[CampaignSweep], ledger: Ledger, *, force: bool = False,
-               progress: Progress | None = None, preflight: bool = True) -> list[SubmitReport]:
+def submit_all(
+    overrides: Sequence[str],
+    groups: Sequence[CampaignSweep],
+    ledger: Ledger,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+    preflight: bool = True,
+) -> list[SubmitReport]:
     """The prepared campaigns, one after the other (`overrides`: the command
     line as typed, recorded as each campaign's provenance)."""
-    return [submit(overrides, ledger, force=force, progress=progress, configs=g.configs, preflight=preflight)
-            for g in groups]
+    return [
+        submit(overrides, ledger, force=force, progress=progress, configs=g.configs, preflight=preflight)
+        for g in groups
+    ]
 
 
 def dry_run_all(overrides: Sequence[str], ledger_path: Path, *, preflight: bool = True) -> list[SubmitReport]:

@@ -224,11 +224,8 @@ def _submit(
     check_node_local(cfg, [camp_dir, ledger.path])
     preflight = preflight and cfg.experiment.preflight
     # With the chain, the build job makes the native programs on the partition.
-    # a containerised program is the image's: its path means nothing here
     missing = [
-        m
-        for m in missing_programs([r for r in p.runs if not run_env.containerised(r.identity)])
-        if not (preflight and chain.native_program(m, _kernel_bin(cfg)))
+        m for m in missing_programs(cfg, p.runs) if not (preflight and chain.native_program(m, _kernel_bin(cfg)))
     ]
     if missing:
         raise ConfigError(f"kernel program not built: {missing[0]} (run `make kernels`)")

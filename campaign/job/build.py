@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from campaign.job.files import write_json
+from campaign.job.start_failure import NOT_STARTED, cannot_start, runtime_missing
 
 RECORD = "build.json"
 LOG = "build.log"
@@ -92,8 +93,9 @@ def read_record(folder: str | Path) -> dict[str, Any] | None:
 def is_built(folder: str | Path, key: str, programs: tuple[str, ...]) -> bool:
     """True when an earlier build of this key left every program here."""
     record = read_record(folder)
-    return bool(record and record.get("ok") and record.get("key") == key
-                and all((Path(folder) / p).is_file() for p in programs))
+    return bool(
+        record and record.get("ok") and record.get("key") == key and all((Path(folder) / p).is_file() for p in programs)
+    )
 
 
 def run_build(task: BuildTask) -> dict[str, Any]:
@@ -113,35 +115,63 @@ def run_build(task: BuildTask) -> dict[str, Any]:
 def _build_locked(task: BuildTask, folder: Path) -> dict[str, Any]:
     started = datetime.now(UTC).isoformat()
     targets = [str(folder / p) for p in task.programs]
-    argv = [*task.wrap, "make", "-C", task.source, f"BUILD={folder}", f"CC={task.cc}", f"FC={task.fc}",
-            f"MPICC={task.mpicc}",
-            f"CFLAGS={task.cflags}", f"FFLAGS={task.fflags}", *targets]
+    argv = [
+        *task.wrap,
+        "make",
+        "-C",
+        task.source,
+        f"BUILD={folder}",
+        f"CC={task.cc}",
+        f"FC={task.fc}",
+        f"MPICC={task.mpicc}",
+        f"CFLAGS={task.cflags}",
+        f"FFLAGS={task.fflags}",
+        *targets,
+    ]
+    unstarted = ""
     with open(folder / LOG, "ab") as log:
         try:
             code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
         except OSError as exc:
-            log.write(f"campaign build: cannot run make: {exc}\n".encode())
-            code = 127
+            unstarted = cannot_start(argv, exc, os.environ)
+            log.write(f"campaign build: {unstarted}\n".encode())
+            code = NOT_STARTED
     tail = (folder / LOG).read_text(errors="replace").splitlines()[-15:]
     langs = {p.split("/")[0] for p in task.programs}
     record: dict[str, Any] = {
-        "key": task.key, "ok": code == 0, "exit_code": code, "started": started,
-        "ended": datetime.now(UTC).isoformat(), "programs": list(task.programs),
+        "key": task.key,
+        "ok": code == 0,
+        "exit_code": code,
+        "started": started,
+        "ended": datetime.now(UTC).isoformat(),
+        "programs": list(task.programs),
         "compilers": {
             **({"cc": task.cc, "cc_version": _first_line(_output([task.cc, "--version"]))} if "c" in langs else {}),
-            **({"fc": task.fc, "fc_version": _first_line(_output([task.fc, "--version"]))}
-               if "fortran" in langs else {}),
-            **({"mpicc": task.mpicc, "mpicc_version": _first_line(_output([task.mpicc, "--version"]))}
-               if "mpi" in langs else {}),
+            **(
+                {"fc": task.fc, "fc_version": _first_line(_output([task.fc, "--version"]))}
+                if "fortran" in langs
+                else {}
+            ),
+            **(
+                {"mpicc": task.mpicc, "mpicc_version": _first_line(_output([task.mpicc, "--version"]))}
+                if "mpi" in langs
+                else {}
+            ),
         },
-        "flags": {**({"cflags": task.cflags} if langs & {"c", "mpi"} else {}),
-                  **({"fflags": task.fflags} if "fortran" in langs else {})},
-        "modules": list(task.modules), "make": argv, **machine_facts(),
+        "flags": {
+            **({"cflags": task.cflags} if langs & {"c", "mpi"} else {}),
+            **({"fflags": task.fflags} if "fortran" in langs else {}),
+        },
+        "modules": list(task.modules),
+        "make": argv,
+        **machine_facts(),
     }
     if code != 0:
         record["log_tail"] = tail
     write_json(folder / RECORD, record)
     if code != 0:
         print("\n".join(tail), file=sys.stderr)
+        if runtime_missing(unstarted, os.environ):  # the container runtime, not make, is missing
+            raise BuildFailed(unstarted)
         raise BuildFailed(f"make exited with {code}; see {folder / LOG}")
     return record

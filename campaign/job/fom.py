@@ -63,6 +63,7 @@ from campaign.job.procs import (
     wait_commands_end,
 )
 from campaign.job.rank import rank_output
+from campaign.job.start_failure import NOT_STARTED, cannot_start, runtime_missing
 from campaign.job.template import program_argv, render, shape_values, write_inputs
 from resultschema.columns import TOOL_COLUMNS
 
@@ -135,7 +136,7 @@ def _run_once(
         try:
             code = subprocess.run(argv, stdout=out, stderr=err, env=env, cwd=cwd, check=False).returncode
         except OSError as exc:
-            return 127, Output("", f"cannot start {argv[0]}: {exc}"), 0.0
+            return NOT_STARTED, Output("", cannot_start(argv, exc, env)), 0.0
     elapsed = time.perf_counter() - t0
     if launch is not None and launch.daemons:  # the launcher's own daemons, ending with its step: not left
         wait_commands_end(before, launch.daemons, SETTLE_S)
@@ -337,8 +338,10 @@ def measure(spec: dict[str, Any], contract: dict[str, Any], params: dict[str, st
                     code = output.exit_code(code)
                     at = f" at n={n}" if named else ""
                     said = exit_words(code).removeprefix("exit ")  # a signal by its name: "-11, SIGSEGV"
+                    # the tool's container runtime missing on this node is the subject, not the tool
+                    why = output.stderr if runtime_missing(output.stderr, os.environ) else None
                     print(
-                        f"campaign.job.fom: {program_name(spec)} exited with {said}{at}: {output.failure()}",
+                        f"campaign.job.fom: {why or f'{program_name(spec)} exited with {said}{at}: {output.failure()}'}",
                         file=sys.stderr,
                     )
                     # killed by signal N (-N here): 128 + N, as a shell says it (sys.exit(-11) would be 245)

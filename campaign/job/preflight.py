@@ -31,6 +31,7 @@ from campaign.job.files import write_json
 from campaign.job.fom import LOST_SUFFIX
 from campaign.job.problem_size import NO_SIZE, run_unsized
 from campaign.job.procs import become_subreaper, descendants, stop_group, stop_new_descendants, unlimit_stack
+from campaign.job.start_failure import NOT_STARTED, cannot_start, runtime_missing
 
 RECORD = "preflight.json"
 
@@ -95,8 +96,8 @@ def _run(
                 preexec_fn=unlimit_stack if unlimit else None,
             )
         except OSError as exc:
-            err.write(f"cannot start {argv[0]}: {exc}\n".encode())
-            code = 127
+            err.write(f"{cannot_start(argv, exc, env)}\n".encode())
+            code = NOT_STARTED
         else:
             code = _wait(proc, timeout_s, err)
     if left := stop_new_descendants(before):
@@ -182,7 +183,9 @@ def _check_program(
                 problems.append(f"torch {versions.get('torch')} is a build without CUDA")
     code, why = _run(list(prog.argv), env, folder, task.stack_unlimited, task.timeout_s, f"{i}-run")
     found["exit_code"] = code
-    if code != 0:
+    if code != 0 and runtime_missing(why, env):
+        problems.append(why)
+    elif code != 0:
         at = "" if run_unsized(prog.argv, NO_SIZE) else " at the smallest n"  # a program without a size ran at none
         problems.append(f"exited with {code}{at}: {why}")
     else:
@@ -216,7 +219,10 @@ def run_preflight(task: PreflightTask) -> dict[str, Any]:
     for i, prog in enumerate(task.programs):
         checked = _check_program(i, prog, task, folder, torch_seen)
         record["programs"].append(checked)
-        record["problems"] += [f"{prog.label}: {p}" for p in checked["problems"]]
+        # a container runtime missing on the node is the subject of its own line, not the program
+        record["problems"] += [
+            p if runtime_missing(p, dict(prog.env)) else f"{prog.label}: {p}" for p in checked["problems"]
+        ]
     record.update(ok=not record["problems"], ended=datetime.now(UTC).isoformat(), **machine_facts())
     write_json(folder / RECORD, record)
     if record["problems"]:

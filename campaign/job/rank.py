@@ -45,7 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from campaign.job.files import write_json
+from campaign.job.mpi_world import LONE_WORLD_EXIT, lone_world
 from campaign.job.procs import become_subreaper, descendants, stop_new_descendants
+from campaign.job.start_failure import NOT_STARTED, cannot_start, runtime_missing
 
 LAUNCH_HOST_ENV = "CAMPAIGN_LAUNCH_HOST"  # set by the runner: the host rank 0 runs on (the job's first node)
 PORT_BASE, PORT_SPAN = 20000, 30000  # MASTER_PORT = PORT_BASE + job id mod PORT_SPAN (jobs on one host differ)
@@ -139,12 +141,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     # what the program orphans (a double fork) is handed to this process, not to init: found and stopped
     become_subreaper()
     before = set(descendants(os.getpid()))
+    if lone := lone_world(program, env, world):  # every rank refuses; rank 0 says why, once
+        if rank == 0:
+            print(f"campaign: {lone}", file=sys.stderr)
+        write_json(path, {**record, "exit_code": LONE_WORLD_EXIT, "ended": time.time()})
+        return LONE_WORLD_EXIT
     try:
         proc = _start(program, env, args.output, rank)
     except OSError as exc:
-        print(f"campaign: rank {rank} cannot start {program[0]}: {exc}", file=sys.stderr)
-        write_json(path, {**record, "exit_code": 127, "ended": time.time()})
-        return 127
+        line = cannot_start(program, exc, env)
+        print(
+            f"campaign: {line} (rank {rank})" if runtime_missing(line, env) else f"campaign: rank {rank} {line}",
+            file=sys.stderr,
+        )
+        write_json(path, {**record, "exit_code": NOT_STARTED, "ended": time.time()})
+        return NOT_STARTED
     for sig in (signal.SIGTERM, signal.SIGINT):  # the launcher stopping the step: pass it on
         signal.signal(sig, lambda signum, _frame: proc.send_signal(signum))
     code = proc.wait()

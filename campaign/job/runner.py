@@ -45,6 +45,7 @@ from campaign.job.procs import (
     wait_commands_end,
 )
 from campaign.job.rank import LAUNCH_HOST_ENV, missing_ranks, read_records, unfinished_ranks
+from campaign.job.start_failure import NOT_STARTED, cannot_start
 from campaign.job.task import JobTask
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # what stops a job's kernel with all it started
@@ -109,8 +110,8 @@ def _run_kernel(task: JobTask, env: dict[str, str], workdir: Path, start: dict[s
                 preexec_fn=lambda: _child_setup(task.stack_unlimited, runner, libc),
             )
         except OSError as exc:  # program missing or not executable
-            err.write(f"campaign: cannot start {task.argv[0]}: {exc}\n".encode())
-            return 127
+            err.write(f"campaign: {cannot_start(task.argv, exc, env)}\n".encode())
+            return NOT_STARTED
     write_json(workdir / START_FILE, {**start, "kernel_pid": proc.pid})
     # A SIGTERM to this process (scancel, a walltime) goes to the whole kernel group, and to what left it
     # (the kernel itself is left to end by the group's signal: its exit status is proc.wait's to collect).

@@ -48,8 +48,10 @@ def arrow_schema() -> Any:
     import pyarrow as pa
 
     kinds = {**{k: getattr(pa, v)() for k, v in _ARROW.items()}, "map": pa.map_(pa.string(), pa.string())}
-    return pa.schema([pa.field(c.name, kinds[c.kind]) for c in COLUMNS],
-                     metadata={"campaign.ledger.result_schema": str(SCHEMA_VERSION)})
+    return pa.schema(
+        [pa.field(c.name, kinds[c.kind]) for c in COLUMNS],
+        metadata={"campaign.ledger.result_schema": str(SCHEMA_VERSION)},
+    )
 
 
 @dataclass
@@ -93,16 +95,21 @@ class LedgerColumns:
         types = {f.name: f.type for f in arrow_schema()}
         length = sum(b.length for b in blocks)
         block_of_row = pa.array(np.repeat(np.arange(len(blocks), dtype=np.int64), [b.length for b in blocks]))
-        consts = {k: pa.array([b.consts.get(k) for b in blocks], types[k]).take(block_of_row)
-                  for k in dict.fromkeys(k for b in blocks for k in b.consts)}
+        consts = {
+            k: pa.array([b.consts.get(k) for b in blocks], types[k]).take(block_of_row)
+            for k in dict.fromkeys(k for b in blocks for k in b.consts)
+        }
         # one chunk per column: a batch joins ~1,000 attempts' slices, and every step after
         # this (and the Parquet writer) pays per chunk (measured: 37 -> 31 ms a 100,000-row write)
         values = _concat([_table(b.values, b.length, types) for b in blocks]).combine_chunks()
         for name in values.column_names:  # NaN is a missing value in a result file, as pandas reads it
             if pa.types.is_floating(values[name].type):
                 column = values[name]
-                values = values.set_column(values.column_names.index(name), name,
-                                           pc.if_else(pc.is_nan(column), pa.scalar(None, column.type), column))
+                values = values.set_column(
+                    values.column_names.index(name),
+                    name,
+                    pc.if_else(pc.is_nan(column), pa.scalar(None, column.type), column),
+                )
         texts = [b.extras if b.extra_rows is None else _by_key(b.extra_rows) for b in blocks]
         textual = all(_textual(t) for t in texts)
         rows = None if textual else [e for b in blocks for e in b.extra_dicts()]
@@ -113,21 +120,33 @@ class LedgerColumns:
                 continue
             have = name in values.column_names
             merged = pc.coalesce(values[name], column) if have else column
-            values = values.set_column(values.column_names.index(name), name, merged) if have else \
-                values.append_column(name, merged)
+            values = (
+                values.set_column(values.column_names.index(name), name, merged)
+                if have
+                else values.append_column(name, merged)
+            )
         for name in SCALE_COLUMNS:  # ranks, nodes of a row that does not say, of no run that does: 1
             have = name in values.column_names
-            merged = pc.coalesce(values[name], pa.scalar(SCALE_DEFAULT, pa.int64())) if have else \
-                pa.array(np.full(length, SCALE_DEFAULT, dtype=np.int64))
-            values = values.set_column(values.column_names.index(name), name, merged) if have else \
-                values.append_column(name, merged)
+            merged = (
+                pc.coalesce(values[name], pa.scalar(SCALE_DEFAULT, pa.int64()))
+                if have
+                else pa.array(np.full(length, SCALE_DEFAULT, dtype=np.int64))
+            )
+            values = (
+                values.set_column(values.column_names.index(name), name, merged)
+                if have
+                else values.append_column(name, merged)
+            )
         if rows is not None:
             return LedgerColumns(length, values, extra_rows=rows, whole=True)
         if "params" in consts:
             own = extras["params"] if "params" in extras.column_names else None
             merged = consts["params"] if own is None else pc.coalesce(own, consts["params"])
-            extras = extras.drop_columns(["params"]).append_column("params", merged) if own is not None else \
-                extras.append_column("params", merged)
+            extras = (
+                extras.drop_columns(["params"]).append_column("params", merged)
+                if own is not None
+                else extras.append_column("params", merged)
+            )
         return LedgerColumns(length, values, extras, whole=True)
 
     def table(self) -> Any:
@@ -140,8 +159,9 @@ class LedgerColumns:
         if whole.extra_rows is not None:  # each row's object as JSON text (json.dumps: numbers keep their type)
             extras = whole.extra_rows
             cols["extra"] = pa.array([json.dumps(e) if e else None for e in extras], pa.string())
-            cols["params"] = pa.array([None if e is None or e.get("params") is None else str(e["params"])
-                                       for e in extras], pa.string())
+            cols["params"] = pa.array(
+                [None if e is None or e.get("params") is None else str(e["params"]) for e in extras], pa.string()
+            )
         else:
             cols["extras"] = _text_maps(whole.extras)
             if "params" in whole.extras.column_names:
@@ -149,16 +169,20 @@ class LedgerColumns:
         schema = arrow_schema()
         keys = [] if whole.extra_rows is not None else list(whole.extras.column_names)
         has_json = whole.extra_rows is not None and any(whole.extra_rows)
-        footer = {**schema.metadata, EXTRA_KEYS.encode(): json.dumps(keys).encode(),
-                  EXTRA_JSON.encode(): b"1" if has_json else b"0"}
+        footer = {
+            **schema.metadata,
+            EXTRA_KEYS.encode(): json.dumps(keys).encode(),
+            EXTRA_JSON.encode(): b"1" if has_json else b"0",
+        }
         return pa.table([cols.get(f.name, pa.nulls(n, f.type)) for f in schema], schema=schema.with_metadata(footer))
 
 
 _ROWS = "__rows"  # the column of a table of none (it keeps the row count)
 
 
-def _lift(values: Any, extras: Any, rows: list[dict[str, Any] | None] | None,
-          types: dict[str, Any]) -> tuple[Any, Any, list[dict[str, Any] | None] | None]:
+def _lift(
+    values: Any, extras: Any, rows: list[dict[str, Any] | None] | None, types: dict[str, Any]
+) -> tuple[Any, Any, list[dict[str, Any] | None] | None]:
     """The LIFTED_COLUMNS out of the rows' extra objects (a table of text, or each row's dict) into
     typed columns of `values` (a value the row's own column has wins); a cell that is no value of
     its type (text where a number goes, NaN) is NULL, as the export read it out of the extra object."""
@@ -206,9 +230,11 @@ def _typed(cells: Any, kind: str, arrow_type: Any) -> Any:
     finite = pc.if_else(pc.is_finite(number), number, pa.scalar(None, pa.float64()))
     if kind == "bool":  # a word as CSV and JSON writers spell it (`results --format csv`: True), else a number
         word = pc.utf8_lower(pc.utf8_trim_whitespace(text))
-        said = pc.if_else(pc.is_in(word, value_set=pa.array(TRUE_WORDS)), pa.scalar(True),
-                          pc.if_else(pc.is_in(word, value_set=pa.array(FALSE_WORDS)), pa.scalar(False),
-                                     pa.scalar(None, pa.bool_())))
+        said = pc.if_else(
+            pc.is_in(word, value_set=pa.array(TRUE_WORDS)),
+            pa.scalar(True),
+            pc.if_else(pc.is_in(word, value_set=pa.array(FALSE_WORDS)), pa.scalar(False), pa.scalar(None, pa.bool_())),
+        )
         return pc.coalesce(said, pc.not_equal(finite, 0.0))
     if kind == "int":
         whole = pc.round(finite)
@@ -232,11 +258,12 @@ def _columns(table: Any) -> dict[str, Any]:
 
 
 def _table(columns: Any, length: int, types: dict[str, Any]) -> Any:
-    """Columns (an Arrow table, or lists by name, typed by `types`, else text) as an Arrow table."""
+    """Columns (an Arrow table, or lists by name, typed by `types`, else text) as an Arrow table;
+    one of no column holds its rows in `_ROWS` (Arrow concatenates tables of no column as no row)."""
     import pyarrow as pa
 
     if not isinstance(columns, dict):
-        return columns
+        return columns if columns.num_columns else pa.table({_ROWS: pa.nulls(length)})
     out = {k: pa.array(v, types.get(k, pa.string()), from_pandas=True) for k, v in columns.items()}
     return pa.table(out) if out else pa.table({_ROWS: pa.nulls(length)})
 

@@ -30,6 +30,7 @@ from campaign.planning.profiling import PROFILER_DEVICE, profile_args, profile_o
 from campaign.planning.ranks import check_counts, layouts
 from campaign.planning.replicates import check_replicates, interleave
 from campaign.planning.resources import allocate, by_fill, check_memory, node_cpus
+from campaign.planning.run_env import resolve
 from campaign.planning.run_spec import RunSpec
 from campaign.plumbing.errors import ConfigError, did_you_mean
 
@@ -245,7 +246,10 @@ def _unsupported(
     return ""
 
 
-def missing_programs(runs: list[RunSpec]) -> list[str]:
-    """Programs named by absolute path that do not exist (unbuilt kernels)."""
-    programs = {r.argv[0] for r in runs}  # one stat per program, not per run
+def missing_programs(cfg: RootConfig, runs: list[RunSpec]) -> list[str]:
+    """Programs named by absolute path that do not exist (unbuilt kernels). A
+    program run in a container is the image's: its path means nothing here."""
+    parts = cfg.cluster.partitions
+    hosted = {name for name in {r.partition for r in runs} if resolve(cfg.experiment, parts[name])[0] is None}
+    programs = {r.argv[0] for r in runs if r.partition in hosted}  # one stat per program, not per run
     return sorted(p for p in programs if os.path.isabs(p) and not os.path.exists(p))

@@ -26,6 +26,7 @@ from pathlib import Path
 from campaign.backends.capabilities import capabilities
 from campaign.config.load import repo_root
 from campaign.config.schema import CONTAINER_RUNTIMES, ContainerSpec, ExperimentSpec, PartitionSpec, SpackSpec
+from campaign.job.start_failure import RUNTIME_ENV
 
 # image references apptainer/singularity pull themselves (no file to hash; a digest only when pinned)
 _REMOTE = ("docker://", "docker-daemon://", "oras://", "library://", "shub://", "https://", "http://")
@@ -239,14 +240,21 @@ def container_head(
 
 
 def wrap(
-    identity: Sequence[tuple[str, str]], binds: Sequence[str], env: Sequence[tuple[str, str]], argv: Sequence[str]
+    identity: Sequence[tuple[str, str]],
+    binds: Sequence[str],
+    env: Sequence[tuple[str, str]],
+    argv: Sequence[str],
+    workdir: str,
 ) -> list[str]:
-    """The program's argv inside the run's container (unchanged without one).
-    A tool-driven benchmark's driver (campaign.job.fom) stays outside: the
-    tool it starts per n and repeat goes in (its spec's `wrap`). A launcher
+    """The program's argv inside the run's container (unchanged without one),
+    started in `workdir`, the folder it starts in without one (ch-run would
+    start it in /, podman in the image's WORKDIR). A tool-driven benchmark's
+    driver (campaign.job.fom) stays outside: the tool it starts per n and
+    repeat goes in (its spec's `wrap`), in the driver's folder. A launcher
     goes in front of the whole, one container per rank, as the sites run MPI
-    programs in containers (campaign.backends.slurm_launch)."""
-    head = container_head(identity, binds, env)
+    programs in containers (campaign.backends.slurm_launch): each rank starts
+    in the launcher's folder, `workdir` too."""
+    head = container_head(identity, binds, env, workdir=workdir)
     if not head:
         return list(argv)
     if len(argv) > 3 and tuple(argv[1:3]) == ("-m", FOM_DRIVER):
@@ -261,8 +269,19 @@ def wrap(
     if python and argv and Path(argv[0]).name.startswith("python"):
         # the image's interpreter runs the repository's module (a torch kernel), bound at its own path
         root = str(repo_root())
-        return [*container_head(identity, [*binds, root], env, {"PYTHONPATH": root}), python, *argv[1:]]
+        return [*container_head(identity, [*binds, root], env, {"PYTHONPATH": root}, workdir), python, *argv[1:]]
     return [*head, *argv]
+
+
+def runtime_env(identity: Sequence[tuple[str, str]], partition: str) -> tuple[tuple[str, str], ...]:
+    """The variable that tells the job side which command is the run's container runtime and on
+    which partition (none without a container): a runtime missing on a node is then named as the
+    subject of the failure, not the program it would have started (campaign.job.start_failure).
+    Set beside the job's own variables, outside the container, and no part of the run's key."""
+    facts = _container_facts(tuple(identity))
+    if facts is None:
+        return ()
+    return ((RUNTIME_ENV, f"{CONTAINER_RUNTIMES[facts['container.runtime']]}:{partition}"),)
 
 
 def spack_lines(identity: Sequence[tuple[str, str]]) -> list[str]:

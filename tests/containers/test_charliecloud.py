@@ -9,6 +9,7 @@ import getpass
 import json
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -163,7 +164,9 @@ def test_each_mpi_rank_starts_its_own_container_behind_srun(
     assert rows and all(r["nodes"] == 2 and r["ranks"] == 2 for r in rows)
     shown = run_cli("--ledger", str(ledger.path), "show", str(rows[0]["job_id"]))
     launcher, _, rest = next(line for line in shown.stdout.splitlines() if "srun --mpi=pmix" in line).partition(" -- ")
-    assert "ch-run" not in launcher and rest.startswith(f"ch-run --bind {tmp_path / 'runs'}:{tmp_path / 'runs'} ")
+    folder = rest.split(" --out ")[1].rsplit("/", 1)[0]  # each rank starts in the attempt's folder, the launcher's
+    assert "ch-run" not in launcher
+    assert rest.startswith(f"ch-run --cd {folder} --bind {tmp_path / 'runs'}:{tmp_path / 'runs'} "), rest
     assert "ranks: 2 on 2 node(s)" in shown.stdout
 
 
@@ -217,3 +220,71 @@ def test_a_tool_in_the_image_starts_in_its_job_folder(image: Path, tmp_path: Pat
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = export_records(Ledger(ledger, create=False), "cp_sweep-local")
     assert sorted((r["n"], r["value"]) for r in rows) == [(3, 3), (3, 3), (5, 5), (5, 5)]
+
+
+# a contract program that keeps a scratch file where it starts, as many do (a checkpoint, per-rank timings)
+CONTRACT_PROGRAM = """#!/usr/bin/python3
+import argparse, os
+p = argparse.ArgumentParser()
+p.add_argument("--n"); p.add_argument("--threads", default="1"); p.add_argument("--repeats", default="1")
+p.add_argument("--out")
+a, _ = p.parse_known_args()
+with open("scratch.txt", "w") as f:
+    f.write(os.getcwd())
+with open(a.out, "w") as f:
+    f.write("kernel,impl,variant,device,dtype,n,threads,repeat,time_s\\n")
+    for n in a.n.split(","):
+        for r in range(int(a.repeats)):
+            f.write(f"scratchy,c,plain,cpu,fp32,{n},{a.threads},{r},{1e-6 * int(n)}\\n")
+"""
+# the program is the image's alone: /opt/scratchy is no file on this machine
+CONTRACT_KERNEL = "name: scratchy\nimpls:\n  c: {argv: [/opt/scratchy], variants: [plain]}\n"
+CONTRACT_SWEEP = """name: scratchy_sweep
+check: false
+repeats: 2
+warmup: 0
+sweeps:
+  - {kernel: scratchy, impls: [c], variants: [plain], threads: [1, 2], n: [10, 20]}
+"""
+
+
+def _contract_submit(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """submit of the scratchy sweep, its program in an image whose /usr is the host's."""
+    require_charliecloud()
+    os.environ.setdefault("USER", getpass.getuser())
+    root = toolchain_image(tmp_path / "image", [])
+    (root / "opt").mkdir()
+    (root / "opt" / "scratchy").write_text(CONTRACT_PROGRAM)
+    (root / "opt" / "scratchy").chmod(0o755)
+    env = declare(tmp_path / "decl", {"scratchy": CONTRACT_KERNEL}, {"scratchy_sweep": CONTRACT_SWEEP}, {})
+    return run_cli(
+        "--ledger",
+        str(tmp_path / "ledger.sqlite"),
+        "submit",
+        *args,
+        "experiment=scratchy_sweep",
+        f"campaign.workdir={tmp_path / 'runs'}",
+        f"experiment.container={{runtime:charliecloud,image:'{root}',options:[--bind,'/usr:/usr']}}",
+        env=env,
+    )
+
+
+def test_a_contract_program_only_in_the_image_is_no_unbuilt_kernel(tmp_path: Path) -> None:
+    """A program named by its path in the image was refused as 'kernel program not built: /opt/scratchy
+    (run `make kernels`)': the check before the ledger opens looked for it on this machine."""
+    proc = _contract_submit(tmp_path)
+    assert "not built" not in proc.stderr and "2 runs planned, 0 already in the ledger" in proc.stdout, proc.stderr
+
+
+def test_a_contract_program_in_the_image_starts_in_its_job_folder(tmp_path: Path) -> None:
+    """A contract program (driven_by: program) in an image started in / (ch-run's default; podman's is
+    the image's WORKDIR), read-only there: 'OSError: [Errno 30] Read-only file system: scratch.txt',
+    PREFLIGHT_FAILED. It starts in its job folder, as without a container, in the preflight's check
+    (two runs: one check) and in each run."""
+    proc = _contract_submit(tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = export_records(Ledger(tmp_path / "ledger.sqlite", create=False), "scratchy_sweep-local")
+    assert sorted((r["threads"], r["n"]) for r in rows) == [(t, n) for t in (1, 2) for n in (10, 10, 20, 20)]
+    scratch = sorted((tmp_path / "runs").rglob("scratch.txt"))
+    assert len(scratch) == 3, scratch  # the preflight's check and the two runs'
+    assert all(p.read_text() == str(p.parent) for p in scratch), [(p, p.read_text()) for p in scratch]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from tests.conftest import run_cli
 
 BINDS = ("/scratch/runs",)
 HOSTILE = "/images/a dir/it's;rm -rf.sif"
+JOB = "/scratch/runs/c/a1"  # the folder a program starts in without a container
+HOSTILE_JOB = "/scratch/runs/it's a;job\nfolder"
 
 
 def _identity(
@@ -35,10 +38,12 @@ def test_apptainer_passes_gpus_only_where_the_partition_has_them(tmp_path: Path)
     image = tmp_path / "img.sif"
     image.write_bytes(b"sif bytes")
     spec = ContainerSpec(runtime="apptainer", image=str(image), options=["--bind", "/projects"], gpus=True)
-    on_gpu = run_env.wrap(_identity(spec, gpus=True), BINDS, [("OMP_NUM_THREADS", "1")], ["prog", "--n", "64"])
+    on_gpu = run_env.wrap(_identity(spec, gpus=True), BINDS, [("OMP_NUM_THREADS", "1")], ["prog", "--n", "64"], JOB)
     assert on_gpu == [
         "apptainer",
         "exec",
+        "--pwd",
+        JOB,
         "--nv",
         "--bind",
         "/scratch/runs",
@@ -49,26 +54,28 @@ def test_apptainer_passes_gpus_only_where_the_partition_has_them(tmp_path: Path)
         "--n",
         "64",
     ]
-    on_cpu = run_env.wrap(_identity(spec, gpus=False), BINDS, [], ["prog"])
+    on_cpu = run_env.wrap(_identity(spec, gpus=False), BINDS, [], ["prog"], JOB)
     assert "--nv" not in on_cpu and on_cpu[-2:] == [str(image), "prog"]
 
 
 def test_podman_names_cdi_gpus_and_passes_the_job_variables() -> None:
     spec = ContainerSpec(runtime="podman", image="localhost/bench:1", gpus=True)
     argv = run_env.wrap(
-        _identity(spec, gpus=True), BINDS, [("OMP_NUM_THREADS", "1"), ("OMP_PLACES", "cores")], ["prog"]
+        _identity(spec, gpus=True), BINDS, [("OMP_NUM_THREADS", "1"), ("OMP_PLACES", "cores")], ["prog"], JOB
     )
-    assert argv[:4] == ["podman", "run", "--rm", "--network=host"]
-    assert argv[4:6] == ["--device", "nvidia.com/gpu=all"]
+    assert argv[:6] == ["podman", "run", "--workdir", JOB, "--rm", "--network=host"]
+    assert argv[6:8] == ["--device", "nvidia.com/gpu=all"]
     assert "--volume" in argv and "/scratch/runs:/scratch/runs" in argv
     assert argv[argv.index("OMP_NUM_THREADS") - 1] == "--env" and argv[-2:] == ["localhost/bench:1", "prog"]
 
 
 def test_charliecloud_separates_the_program_and_keeps_hostile_paths_one_word(tmp_path: Path) -> None:
     spec = ContainerSpec(runtime="charliecloud", image=HOSTILE)
-    argv = run_env.wrap(_identity(spec), BINDS, [], ["/opt/prog", "--out", "/scratch/runs/x.csv"])
+    argv = run_env.wrap(_identity(spec), BINDS, [], ["/opt/prog", "--out", "/scratch/runs/x.csv"], HOSTILE_JOB)
     assert argv == [
         "ch-run",
+        "--cd",
+        HOSTILE_JOB,
         "--bind",
         "/scratch/runs:/scratch/runs",
         HOSTILE,
@@ -84,7 +91,7 @@ def test_a_tool_driven_benchmark_keeps_its_driver_outside() -> None:
     """The driver (campaign.job.fom) runs on the host and starts the tool per n and repeat in the image."""
     spec = ContainerSpec(runtime="charliecloud", image="/img")
     driver = ["/venv/bin/python", "-m", "campaign.job.fom", json.dumps({"argv": ["mbw", "{n}"]}), "--n", "4"]
-    argv = run_env.wrap(_identity(spec), BINDS, [], driver)
+    argv = run_env.wrap(_identity(spec), BINDS, [], driver, JOB)
     assert argv[:3] == driver[:3] and argv[4:] == driver[4:]
     # the word at wrap_cwd is the folder the tool starts in, the driver's own (its preflight's or attempt's)
     assert json.loads(argv[3]) == {
@@ -106,7 +113,7 @@ def test_every_runtime_starts_the_tool_in_the_drivers_folder(runtime: str, head:
     """podman would start the tool in the image's WORKDIR: each runtime names the folder with its own option."""
     spec = ContainerSpec(runtime=runtime, image="localhost/bench")
     driver = ["/venv/bin/python", "-m", "campaign.job.fom", json.dumps({"argv": ["mbw"]}), "--n", "4"]
-    wrapped = json.loads(run_env.wrap(_identity(spec), BINDS, [], driver)[3])
+    wrapped = json.loads(run_env.wrap(_identity(spec), BINDS, [], driver, JOB)[3])
     assert wrapped["wrap"][: len(head)] == head and wrapped["wrap_cwd"] == len(head) - 1
 
 
@@ -269,3 +276,74 @@ def test_a_runtime_whose_version_fails_is_no_version_and_refused_where_the_jobs_
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.count("\n") == 1 and "ch-run --version" in proc.stderr and "fails" in proc.stderr, proc.stderr
     assert _no_campaign(ledger)
+
+
+PB_CONTRACT = "name: pb\nimpls:\n  c: {argv: [/opt/pb/pb], variants: [plain]}\n"
+PB_TOOL = """name: pbtool
+driven_by: tool
+impls:
+  img: {argv: [/opt/pb/pb, "{n}"], variants: [plain]}
+figures:
+  - {name: rate, regex: 'rate (?P<value>[0-9.]+)', unit: items/s, higher_is_better: true}
+"""
+
+
+def _pb_sweep(kernel: str, impl: str, threads: str) -> str:
+    return (
+        f"name: {kernel}_sweep\ncheck: false\nrepeats: 1\nwarmup: 0\nwalltime_min: 5\nsweeps:\n"
+        f"  - {{kernel: {kernel}, impls: [{impl}], variants: [plain], threads: {threads}, n: [8]}}\n"
+    )
+
+
+@pytest.mark.slurm
+def test_a_runtime_missing_on_the_node_is_the_subject_of_the_failure(slurm_cluster: object, tmp_path: Path) -> None:
+    """podman missing on the node was blamed on the program ('/opt/pb/pb exited with 127 ...: cannot start
+    podman'). The runtime is the subject of the line, with the node and partition; the exit status stays
+    127 and the states as they were: a contract program's run FAILED, a tool-driven one's FAILED, a
+    preflight's check PREFLIGHT_FAILED."""
+    if shutil.which("podman"):
+        pytest.skip("podman is installed here, on the test Slurm's nodes")
+    from tests.byob.declared import declare
+    from tests.slurm.helpers import _all_finished, _sync_until
+
+    env = declare(
+        tmp_path / "decl",
+        {"pb": PB_CONTRACT, "pbtool": PB_TOOL},
+        {
+            "pb_sweep": _pb_sweep("pb", "c", "[1]"),
+            "pbtool_sweep": _pb_sweep("pbtool", "img", "[1]"),
+            "pb2_sweep": _pb_sweep("pb", "c", "[1, 2]").replace("pb_sweep", "pb2_sweep"),
+        },
+        {},
+    )
+    ledger = tmp_path / "ledger.sqlite"
+    for experiment in ("pb_sweep", "pbtool_sweep", "pb2_sweep"):
+        proc = run_cli(
+            "--ledger",
+            str(ledger),
+            "submit",
+            "cluster=localslurm",
+            f"experiment={experiment}",
+            f"campaign.workdir={tmp_path / 'runs'}",
+            f"campaign.name={experiment}",
+            "experiment.container={runtime:podman,image:localhost/pb}",
+            env=env,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    from campaign.ledger import Ledger
+
+    led = Ledger(ledger, create=False)
+    said = {}
+    for experiment, state in (("pb_sweep", "FAILED"), ("pbtool_sweep", "FAILED"), ("pb2_sweep", "PREFLIGHT_FAILED")):
+        done = _sync_until(led, experiment, _all_finished)
+        assert set(done.counts) == {state}, (experiment, done.counts)
+        shown = run_cli("--ledger", str(ledger), "status", experiment, env=env)
+        said[experiment] = shown.stdout + shown.stderr
+    import socket
+
+    # the node by its host name (the job side knows no scheduler; on the test Slurm, NodeName localhost)
+    missing = f"podman: not found on node {socket.gethostname()} (the container runtime of partition cpu)"
+    for experiment, text in said.items():
+        assert missing in text, (experiment, text)
+        assert "cannot start podman" not in text and "/opt/pb/pb exited" not in text, (experiment, text)
+    assert "exit 127: campaign: podman: not found" in said["pb_sweep"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -95,6 +96,23 @@ def test_exit_code_passed_on_and_recorded(tmp_path: Path) -> None:
     # rank 1 failed, rank 2 never ran its program (both say so), rank 3 of a world of 4 left nothing
     assert missing_ranks(records, 4) == [3]
     assert unfinished_ranks(records, 4) == [1, 2, 3]
+
+
+def test_a_container_runtime_missing_on_the_node_is_named_not_the_program(tmp_path: Path) -> None:
+    """The rank's first word is the run's container runtime (podman ... image program): missing on the
+    node, the line names it and the partition, not 'rank 0 cannot start podman'; exit 127 as before.
+    The program's own missing first word (no container) keeps its line."""
+    runtime = str(tmp_path / "podman")  # no such file
+    said = {"CAMPAIGN_CONTAINER_RUNTIME": f"{runtime}:multi", "L_RANK": "0", "L_SIZE": "1", "L_LOCAL": "0"}
+    proc = _rank(tmp_path, said, runtime, "run", "localhost/pb", "/opt/pb/pb")
+    assert proc.returncode == 127, proc.stderr
+    assert (
+        f"campaign: {runtime}: not found on node {socket.gethostname()} (the container runtime of partition multi)"
+        in proc.stderr
+        and "cannot start" not in proc.stderr
+    ), proc.stderr
+    alone = _rank(tmp_path, {**said, "CAMPAIGN_CONTAINER_RUNTIME": ""}, runtime, "run")
+    assert alone.returncode == 127 and f"campaign: rank 0 cannot start {runtime}:" in alone.stderr, alone.stderr
 
 
 def test_a_torn_record_counts_as_missing(tmp_path: Path) -> None:

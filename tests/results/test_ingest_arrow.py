@@ -29,8 +29,18 @@ from campaign.results.reader import Expected, classify_output, classify_stream
 from campaign.results.sweep import sweep_orphans
 
 HEADER = "kernel,impl,variant,device,dtype,n,d,threads,repeat,time_s,rel_err"
-HOSTILE = ["back\\slash", "tab\\t and \\u0041 as text", "\u00e9\u6f22\u5b57 \U0001f600", "1e999", "nan", "-inf",
-           "123456789012345678901234567890", "{\"not\": \"json\"}", "</script>", "a\u2028b"]
+HOSTILE = [
+    "back\\slash",
+    "tab\\t and \\u0041 as text",
+    "\u00e9\u6f22\u5b57 \U0001f600",
+    "1e999",
+    "nan",
+    "-inf",
+    "123456789012345678901234567890",
+    '{"not": "json"}',
+    "</script>",
+    "a\u2028b",
+]
 
 
 def _csv(rows: list[str], header: str = HEADER) -> str:
@@ -45,21 +55,24 @@ def test_hostile_extra_values_round_trip_through_a_sync_as_a_map_column(tmp_path
         cells = [HOSTILE[(j * 5 + r) % len(HOSTILE)] for r in range(5)]
         cells[2] = ""  # a blank cell: the key is absent from that row's object
         notes[str(j)] = cells
-        (work / f"j{j}" / "results.csv").write_text(_csv(
-            [f"fake,py,ok,cpu,fp32,64,64,1,{r},0.5,1e-7,{cells[r]},{r}" for r in range(5)],
-            HEADER + ",note,tag"), encoding="utf-8")
+        (work / f"j{j}" / "results.csv").write_text(
+            _csv([f"fake,py,ok,cpu,fp32,64,64,1,{r},0.5,1e-7,{cells[r]},{r}" for r in range(5)], HEADER + ",note,tag"),
+            encoding="utf-8",
+        )
     quoted = 'say ""hi"", then go'  # a quoted cell: this file is read by the csv module
     notes["3"] = ['say "hi", then go'] * 5
-    (work / "j3" / "results.csv").write_text(_csv(
-        [f'fake,py,ok,cpu,fp32,64,64,1,{r},0.5,1e-7,"{quoted}",{r}' for r in range(5)], HEADER + ",note,tag"))
+    (work / "j3" / "results.csv").write_text(
+        _csv([f'fake,py,ok,cpu,fp32,64,64,1,{r},0.5,1e-7,"{quoted}",{r}' for r in range(5)], HEADER + ",note,tag")
+    )
     led = Ledger(ledger)
     report = api.sync(led)
     assert report.counts == {"COMPLETED": 3} and report.ingested_rows == 15
     frame = results_frame(led, all_extras=True)
     for job, cells in notes.items():
         mine = frame[frame["job_id"] == job].sort_values("repeat")
-        assert [None if isinstance(v, float) and math.isnan(v) else v for v in mine["note"]] == \
-            [c or None for c in cells]
+        assert [None if isinstance(v, float) and math.isnan(v) else v for v in mine["note"]] == [
+            c or None for c in cells
+        ]
         assert list(mine["tag"]) == [str(r) for r in range(5)]
     with led.session() as s:
         paths = {p for (p,) in s.execute(select(ResultFile.path))}
@@ -75,12 +88,30 @@ def test_hostile_extra_values_round_trip_through_a_sync_as_a_map_column(tmp_path
     assert [json.loads(e).get("note") for _, _, e in got] == [c or None for j in "123" for c in notes[j]]
 
 
+def test_a_batch_of_csvs_without_extra_columns_is_stored_whole(tmp_path: Path) -> None:
+    """CSVs of the schema's columns alone (a minimal contract program's): two attempts' empty extra
+    tables joined kept no row (Arrow concatenates tables of no column as none), and the sync failed
+    with an internal ArrowInvalid ('extras expected length 10 but got length 0')."""
+    ledger, work = tmp_path / "l.sqlite", tmp_path / "runs"
+    build(ledger, work, jobs=2, rows_per_job=5)
+    for j in (1, 2):
+        (work / f"j{j}" / "results.csv").write_text(
+            _csv([f"fake,py,ok,cpu,fp32,64,64,1,{r},{j}.{r + 1},1e-7" for r in range(5)])
+        )
+    led = Ledger(ledger)
+    report = api.sync(led)
+    assert report.counts == {"COMPLETED": 2} and report.ingested_rows == 10
+    frame = results_frame(led, all_extras=True)
+    assert sorted(frame["time_s"]) == [j + (r + 1) / 10 for j in (1, 2) for r in range(5)]
+
+
 def test_extra_objects_round_trip_whatever_their_values(tmp_path: Path) -> None:
     """Text columns (the MAP) and dicts of any JSON value (json.dumps) read back as written."""
     texts = {"q": ['a"b', None, "\x00\x01\x1f\x7f", "\\\\"], "u": ["\u00e9", "\U0001f600", None, "\u2028"]}
     dicts = [{"big": 10**30, "nan": math.nan, "inf": math.inf, "q": '"'}, None, {"neg": -math.inf}, {"s": "\x00"}]
-    for n, block in enumerate([LedgerColumns(4, {"n": [1, 2, 3, 4]}, texts),
-                               LedgerColumns(4, {"n": [1, 2, 3, 4]}, extra_rows=dicts)]):
+    for n, block in enumerate(
+        [LedgerColumns(4, {"n": [1, 2, 3, 4]}, texts), LedgerColumns(4, {"n": [1, 2, 3, 4]}, extra_rows=dicts)]
+    ):
         path = tmp_path / f"{n}.parquet"
         pq.write_table(block.table(), path)
         read = file_scan.read([str(path)], ["n", "extra"]).to_pylist()
@@ -96,12 +127,40 @@ def _pooled_vs_alone(tmp_path: Path, seed: int) -> list[tuple[Path, Expected]]:
     rng = random.Random(seed)
     items = []
     for k in range(120):
-        want = Expected((64, 128), rng.random() < 0.5, "fake", rng.choice(["fp32", "bf16"]), "py", "ok", "cpu", 64,
-                        2, rng.choice([(), (("a", "32"),), (("b-c", "1,2"),)]), rng.choice([None, 4]),
-                        rng.choice([None, 2]))
-        rows = [dict(kernel="fake", impl="py", variant="ok", device="cpu", dtype=want.dtype, n=n, d=64, threads=2,
-                     repeat=r, time_s=0.5, rel_err="1e-7", ranks=want.ranks or 1, nodes=want.nodes or 1, a="32")
-                for n in want.n for r in range(2)]
+        want = Expected(
+            (64, 128),
+            rng.random() < 0.5,
+            "fake",
+            rng.choice(["fp32", "bf16"]),
+            "py",
+            "ok",
+            "cpu",
+            64,
+            2,
+            rng.choice([(), (("a", "32"),), (("b-c", "1,2"),)]),
+            rng.choice([None, 4]),
+            rng.choice([None, 2]),
+        )
+        rows = [
+            dict(
+                kernel="fake",
+                impl="py",
+                variant="ok",
+                device="cpu",
+                dtype=want.dtype,
+                n=n,
+                d=64,
+                threads=2,
+                repeat=r,
+                time_s=0.5,
+                rel_err="1e-7",
+                ranks=want.ranks or 1,
+                nodes=want.nodes or 1,
+                a="32",
+            )
+            for n in want.n
+            for r in range(2)
+        ]
         what = rng.randrange(16)
         row = rows[rng.randrange(len(rows))]
         if what < 7:  # a coordinate of another run
@@ -139,8 +198,9 @@ def test_the_pooled_judgement_decides_as_each_file_alone(tmp_path: Path, seed: i
     assert all(o.table.arrow is not None for o in kept)  # the settled files' rows stay Arrow
 
 
-def test_a_committed_sync_leaves_no_marker_and_the_sweep_looks_nowhere(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_committed_sync_leaves_no_marker_and_the_sweep_looks_nowhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ledger, work = tmp_path / "l.sqlite", tmp_path / "runs"
     build(ledger, work, jobs=3, rows_per_job=5)
     led = Ledger(ledger)
