@@ -44,8 +44,8 @@ class GpuSpec:
 
 # Source for every row: docs/sites.md#gpus, "GPUs" table (vendor
 # datasheets); H200 measured values: same file, "Measured on an H200 machine
-# here (torch 2.11): bf16 GEMM 8192^3 ~ 790 TFLOP/s, device-to-device copy
-# ~ 4.3 TB/s".
+# here (torch 2.11): bf16 GEMM 8192^3 about 793 TFLOP/s, device-to-device copy
+# about 4.26 TB/s", the ceilings conf/cluster/h200node.yaml declares.
 GPUS: dict[str, GpuSpec] = {
     # V100 SXM2: 80 SMs, 125 TFLOP/s fp16 tensor, 0.9 TB/s (datasheet).
     "v100": GpuSpec("v100", 80, 125.0, 0.9, source="datasheet (docs/sites.md)"),
@@ -55,14 +55,14 @@ GPUS: dict[str, GpuSpec] = {
     # H100 SXM5: 132 SMs, ~989 TFLOP/s bf16 dense, 3.35 TB/s (datasheet).
     "h100": GpuSpec("h100", 132, 989.0, 3.35, source="datasheet (docs/sites.md)"),
     # H200 SXM: 132 SMs, ~989 TFLOP/s bf16 dense, 4.8 TB/s (datasheet);
-    # measured here: 790 TFLOP/s bf16 GEMM, 4.3 TB/s copy.
+    # measured here: 793 TFLOP/s bf16 GEMM, 4.26 TB/s copy.
     "h200": GpuSpec(
         "h200",
         132,
         989.0,
         4.8,
-        measured_tflops=790.0,
-        measured_bw_tbs=4.3,
+        measured_tflops=793.0,
+        measured_bw_tbs=4.26,
         source="datasheet (docs/sites.md); measured ceilings on this workplace's H200",
     ),
     # MI250X: 220 CUs over 2 GCDs, 383 TFLOP/s bf16 dense, 3.2 TB/s, both GCDs
