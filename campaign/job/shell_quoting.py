@@ -1,5 +1,6 @@
 """Which quoting each character of a `script:` template stands in, as bash
-reads it: bare, inside "...", '...' or $'...', or in a here-document's body.
+reads it: bare, inside "...", '...' or $'...', in a here-document's body, or
+inside backticks.
 
 Why: a placeholder is filled with its value quoted for where it stands
 (campaign.job.template.script_argv). One filling for every place, the
@@ -15,6 +16,10 @@ apart. Standard library only (docs/design.md#layering: the job side).
 from __future__ import annotations
 
 BARE, DOUBLE, SINGLE, ANSI = "bare", "double", "single", "ansi"
+# read twice: inside `...` (bash finds its end taking a backslash off \$, \` and \\, then reads it as a
+# command), and in an expanding here-document's body from its first $( or ` on (the body's escapes, then
+# the command's own quoting): no one quoting keeps a value as it is there, so a placeholder there is refused
+REREAD = "reread"
 HEREDOC, HEREDOC_QUOTED = "heredoc", "heredoc-quoted"  # a body that expands $ and ` / one that expands nothing
 _WORD_END = frozenset(" \t\n;|&<>()")
 _COMMENT_AFTER = frozenset(" \t\n;|&(")
@@ -34,6 +39,9 @@ def quoting(text: str) -> list[str]:
             stack.pop()
         elif state in (ANSI, DOUBLE, BARE) and c == "\\":
             step = 2  # the escaped character is quoted as its backslash is
+        elif state in (DOUBLE, BARE) and c == "`":
+            out[i] = REREAD  # and up to its closing backtick (the loop below)
+            step = _backticks_end(text, i) - i
         elif state == DOUBLE and c == '"':
             stack.pop()
         elif state in (DOUBLE, BARE) and text.startswith("$(", i) and not text.startswith("$((", i):
@@ -63,6 +71,19 @@ def quoting(text: str) -> list[str]:
     return out
 
 
+def _backticks_end(text: str, i: int) -> int:
+    """Where the `...` opened at `i` ends (after its closing backtick; a backslash escapes one)."""
+    j = i + 1
+    while j < len(text):
+        if text[j] == "\\":
+            j += 2
+        elif text[j] == "`":
+            return j + 1
+        else:
+            j += 1
+    return len(text)
+
+
 def _heredoc(text: str, i: int, pending: list[tuple[str, bool, bool]]) -> int:
     """Read `<<[-] WORD` at `i`; its body starts after the line ends. Returns where the word ends."""
     k = i + 2
@@ -82,6 +103,7 @@ def _heredoc(text: str, i: int, pending: list[tuple[str, bool, bool]]) -> int:
 def _bodies(text: str, j: int, pending: list[tuple[str, bool, bool]], out: list[str]) -> int:
     """Mark each pending here-document's body from `j`, up to its delimiter line; where they end."""
     for delimiter, quoted, strip in pending:
+        reread = False  # the body from its first command substitution on (REREAD)
         while j < len(text):
             end = text.find("\n", j)
             end = len(text) if end < 0 else end
@@ -91,5 +113,10 @@ def _bodies(text: str, j: int, pending: list[tuple[str, bool, bool]], out: list[
                 break
             for k in range(j, end):
                 out[k] = HEREDOC_QUOTED if quoted else HEREDOC
+            substitution = -1 if quoted else min((p for p in (line.find("$("), line.find("`")) if p >= 0), default=-1)
+            if substitution >= 0:
+                reread = True
+            for k in range(j + substitution if substitution >= 0 else end, end) if reread else ():
+                out[k] = REREAD
             j = end + 1
     return j

@@ -23,7 +23,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from campaign.job.shell_quoting import ANSI, DOUBLE, HEREDOC, HEREDOC_QUOTED, SINGLE, quoting
+from campaign.job.shell_quoting import ANSI, DOUBLE, HEREDOC, HEREDOC_QUOTED, REREAD, SINGLE, quoting
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)\}")
 # What the run's shape gives every template, whatever the sweep (campaign.planning.byob.swept)
@@ -48,8 +48,18 @@ def render(text: str, values: dict[str, str], quote: bool = False) -> str:
     return out.replace("\x00", "{").replace("\x01", "}")
 
 
+def reread(script: str) -> list[str]:
+    """The placeholders of a script that bash would read twice (shell_quoting.REREAD: inside
+    backticks, or a here-document's command substitution), refused at compose."""
+    braced = script.replace("{{", "\x00").replace("}}", "\x01")
+    where = quoting(braced)
+    return [m.group(1) for m in _PLACEHOLDER.finditer(braced) if where[m.start()] == REREAD]
+
+
 def _quoted(value: str, where: str) -> str:
     """`value` written so that bash reads it back as it is, where it stands."""
+    if where == REREAD:  # (compose refuses such a script: byob.check_kernel)
+        raise ValueError("a placeholder that bash reads twice (backticks, a here-document's $( ))")
     if where == DOUBLE:
         return re.sub(r'([\\$`"])', r"\\\1", value)
     if where == SINGLE:

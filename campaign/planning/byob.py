@@ -27,7 +27,7 @@ from campaign.job.fom import MODULE
 from campaign.job.fom_launch import REDUCTIONS
 from campaign.job.fom_read import RANK
 from campaign.job.problem_size import NO_SIZE, reads
-from campaign.job.template import INPUT_NAME, SHAPE_PARAMS, placeholders
+from campaign.job.template import INPUT_NAME, SHAPE_PARAMS, placeholders, reread
 from campaign.planning import nested_launch, sweep_keys
 from campaign.plumbing.errors import ConfigError
 
@@ -156,6 +156,11 @@ def check_kernel(key: str, kernel: KernelSpec) -> None:
                               "writes the contract CSV from rank 0)")
         return
     _inputs(kernel, where)
+    for iname in scripted:
+        for name in reread(str(kernel.impls[iname].script)):
+            raise ConfigError(f"{where}.impls.{iname}.script: placeholder {{{name}}} stands where bash reads a value "
+                              "twice (inside backticks, or after a command substitution in a here-document), so no "
+                              "quoting keeps it as it is: use $( ... ) outside any here-document, e.g. into a variable")
     if not kernel.figures:
         raise ConfigError(f"{where}.figures is empty: a tool-driven benchmark needs at least one figure of merit")
     names = set()

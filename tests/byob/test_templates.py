@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from campaign.config.schema import FigureSpec, ImplSpec, KernelSpec
 from campaign.job import fom, template
+from campaign.planning import byob
+from campaign.plumbing.errors import ConfigError
 from campaign.plumbing.states import JobState
 from campaign.results.expected import Expected
 from campaign.results.reader import classify_output
@@ -167,3 +170,31 @@ def test_a_hostile_value_reaches_the_script_verbatim_in_any_quoting(tmp_path: Pa
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "tag.txt").read_text() == HOSTILE + "\n"
     assert not list(tmp_path.glob("pwned*"))
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        'printf "%s\\n" `printf "%s" "{tag}"`',  # backticks: bash takes a backslash off \$ before the command
+        'echo "`echo {tag}`"',  # backticks inside double quotes
+        'cat <<EOF\n`printf "%s" "{tag}"`\nEOF',  # a here-document's backticks
+        'cat <<EOF\n$(printf "%s" "{tag}")\nEOF',  # a here-document's $( ): its escapes, then the command's quotes
+    ],
+)
+def test_a_placeholder_that_bash_reads_twice_is_refused_never_filled(script: str) -> None:
+    """Filled as for the quoting around it, a value inside backticks ran its $( ) (HOSTILE made pwned2 and
+    pwned3), and inside a here-document's $( ) lost its quotes: no one quoting holds there, so compose refuses
+    the script and the job side never fills it."""
+    assert template.reread(script) == ["tag"]
+    with pytest.raises(ValueError, match="reads twice"):
+        template.script_argv(script, {"tag": HOSTILE}, "s")
+    kernel = KernelSpec(
+        name="mine",
+        driven_by="tool",
+        impls={"sh": ImplSpec(script=script, variants=["v"])},
+        figures=[FigureSpec(name="t", regex="t=(\\S+)", unit="s")],
+    )
+    with pytest.raises(ConfigError, match=r"impls\.sh\.script: placeholder \{tag\} stands where bash reads"):
+        byob.check_kernel("mine", kernel)
+    # the same command written as the error says: $( ) outside any here-document, into a variable
+    assert template.reread('v=$(printf "%s" "{tag}")\ncat <<EOF\n$v\nEOF') == []
