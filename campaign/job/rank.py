@@ -141,9 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # what the program orphans (a double fork) is handed to this process, not to init: found and stopped
     become_subreaper()
     before = set(descendants(os.getpid()))
-    if lone := lone_world(program, env, world):  # every rank refuses; rank 0 says why, once
-        if rank == 0:
-            print(f"campaign: {lone}", file=sys.stderr)
+    if lone := lone_world(program, env, world):
+        # every rank refuses, and each says why: the launcher ends the others when the first one exits,
+        # so a line left to rank 0 alone was lost whenever another rank got there first
+        print(f"campaign: {lone}", file=sys.stderr)
         write_json(path, {**record, "exit_code": LONE_WORLD_EXIT, "ended": time.time()})
         return LONE_WORLD_EXIT
     try:

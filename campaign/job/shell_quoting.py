@@ -17,8 +17,9 @@ from __future__ import annotations
 
 BARE, DOUBLE, SINGLE, ANSI = "bare", "double", "single", "ansi"
 # read twice: inside `...` (bash finds its end taking a backslash off \$, \` and \\, then reads it as a
-# command), and in an expanding here-document's body from its first $( or ` on (the body's escapes, then
-# the command's own quoting): no one quoting keeps a value as it is there, so a placeholder there is refused
+# command), and in an expanding here-document's body from its first $( ` or ${ on (the body's escapes, then
+# the command's own quoting); and inside ${...}, whose word a `}` of the value would end: no one quoting
+# keeps a value as it is there, so a placeholder there is refused
 REREAD = "reread"
 HEREDOC, HEREDOC_QUOTED = "heredoc", "heredoc-quoted"  # a body that expands $ and ` / one that expands nothing
 _WORD_END = frozenset(" \t\n;|&<>()")
@@ -42,6 +43,9 @@ def quoting(text: str) -> list[str]:
         elif state in (DOUBLE, BARE) and c == "`":
             out[i] = REREAD  # and up to its closing backtick (the loop below)
             step = _backticks_end(text, i) - i
+        elif state in (DOUBLE, BARE) and text.startswith("${", i):
+            out[i] = REREAD  # and up to its closing brace
+            step = _brace_end(text, i + 1) - i
         elif state == DOUBLE and c == '"':
             stack.pop()
         elif state in (DOUBLE, BARE) and text.startswith("$(", i) and not text.startswith("$((", i):
@@ -84,6 +88,20 @@ def _backticks_end(text: str, i: int) -> int:
     return len(text)
 
 
+def _brace_end(text: str, i: int) -> int:
+    """Where the ${...} whose brace is at `i` ends (after its closing brace, nested ones counted)."""
+    depth, j = 0, i
+    while j < len(text):
+        if text[j] == "\\":
+            j += 2
+            continue
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        j += 1
+        if depth == 0:
+            return j
+    return len(text)
+
+
 def _heredoc(text: str, i: int, pending: list[tuple[str, bool, bool]]) -> int:
     """Read `<<[-] WORD` at `i`; its body starts after the line ends. Returns where the word ends."""
     k = i + 2
@@ -113,7 +131,8 @@ def _bodies(text: str, j: int, pending: list[tuple[str, bool, bool]], out: list[
                 break
             for k in range(j, end):
                 out[k] = HEREDOC_QUOTED if quoted else HEREDOC
-            substitution = -1 if quoted else min((p for p in (line.find("$("), line.find("`")) if p >= 0), default=-1)
+            found = (line.find("$("), line.find("`"), line.find("${"))
+            substitution = -1 if quoted else min((p for p in found if p >= 0), default=-1)
             if substitution >= 0:
                 reread = True
             for k in range(j + substitution if substitution >= 0 else end, end) if reread else ():

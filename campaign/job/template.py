@@ -25,7 +25,9 @@ from typing import Any
 
 from campaign.job.shell_quoting import ANSI, DOUBLE, HEREDOC, HEREDOC_QUOTED, REREAD, SINGLE, quoting
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)\}")
+# A template's pieces, read left to right as str.format reads them: `{{` and `}}` a literal brace, `{name}` a
+# placeholder. (Escapes taken out first cut `${X:-{tag}}` at its `}}`: no placeholder, `{tag` in the text.)
+_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_-]*)\}")
 # What the run's shape gives every template, whatever the sweep (campaign.planning.byob.swept)
 SHAPE_PARAMS = ("nodes", "ranks", "ranks_per_node", "gpus", "grid_p", "grid_q")
 # An input file's name: a plain file in the attempt folder (no folder, nothing hidden)
@@ -34,32 +36,35 @@ INPUT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
 
 def placeholders(text: str) -> list[str]:
     """The `{name}` placeholders of one template string (`{{` is a literal brace)."""
-    return _PLACEHOLDER.findall(text.replace("{{", "").replace("}}", ""))
+    return [m.group(1) for m in _TOKEN.finditer(text) if m.group(1)]
 
 
 def render(text: str, values: dict[str, str], quote: bool = False) -> str:
     """`text` with each `{name}` replaced by its value; `quote`: each value
     quoted for the shell quoting it stands in (campaign.job.shell_quoting), so
     a script's placeholder is its value as it is, never shell syntax."""
-    braced = text.replace("{{", "\x00").replace("}}", "\x01")
-    where = quoting(braced) if quote else []
-    fill = (lambda m: _quoted(values[m.group(1)], where[m.start()])) if quote else (lambda m: values[m.group(1)])
-    out = _PLACEHOLDER.sub(fill, braced)
-    return out.replace("\x00", "{").replace("\x01", "}")
+    where = quoting(text) if quote else []
+
+    def fill(m: re.Match[str]) -> str:
+        if m.group(1) is None:
+            return m.group()[0]  # {{ or }}: one brace
+        value = values[m.group(1)]
+        return _quoted(value, where[m.start()]) if quote else value
+
+    return _TOKEN.sub(fill, text)
 
 
 def reread(script: str) -> list[str]:
-    """The placeholders of a script that bash would read twice (shell_quoting.REREAD: inside
-    backticks, or a here-document's command substitution), refused at compose."""
-    braced = script.replace("{{", "\x00").replace("}}", "\x01")
-    where = quoting(braced)
-    return [m.group(1) for m in _PLACEHOLDER.finditer(braced) if where[m.start()] == REREAD]
+    """The placeholders of a script where no quoting keeps a value as it is (shell_quoting.REREAD:
+    inside backticks or ${...}, or a here-document's command substitution), refused at compose."""
+    where = quoting(script)
+    return [m.group(1) for m in _TOKEN.finditer(script) if m.group(1) and where[m.start()] == REREAD]
 
 
 def _quoted(value: str, where: str) -> str:
     """`value` written so that bash reads it back as it is, where it stands."""
     if where == REREAD:  # (compose refuses such a script: byob.check_kernel)
-        raise ValueError("a placeholder that bash reads twice (backticks, a here-document's $( ))")
+        raise ValueError("a placeholder where no quoting holds (backticks, ${...}, a here-document's $( ))")
     if where == DOUBLE:
         return re.sub(r'([\\$`"])', r"\\\1", value)
     if where == SINGLE:

@@ -158,9 +158,9 @@ def check_kernel(key: str, kernel: KernelSpec) -> None:
     _inputs(kernel, where)
     for iname in scripted:
         for name in reread(str(kernel.impls[iname].script)):
-            raise ConfigError(f"{where}.impls.{iname}.script: placeholder {{{name}}} stands where bash reads a value "
-                              "twice (inside backticks, or after a command substitution in a here-document), so no "
-                              "quoting keeps it as it is: use $( ... ) outside any here-document, e.g. into a variable")
+            raise ConfigError(f"{where}.impls.{iname}.script: placeholder {{{name}}} stands where no quoting keeps "
+                              "a value as it is (inside backticks or ${...}, or after a command substitution in a "
+                              "here-document): set a variable first (v={" + name + "}) and use \"$v\" there")
     if not kernel.figures:
         raise ConfigError(f"{where}.figures is empty: a tool-driven benchmark needs at least one figure of merit")
     names = set()

@@ -179,6 +179,9 @@ def test_a_hostile_value_reaches_the_script_verbatim_in_any_quoting(tmp_path: Pa
         'echo "`echo {tag}`"',  # backticks inside double quotes
         'cat <<EOF\n`printf "%s" "{tag}"`\nEOF',  # a here-document's backticks
         'cat <<EOF\n$(printf "%s" "{tag}")\nEOF',  # a here-document's $( ): its escapes, then the command's quotes
+        'printf "%s\\n" "${UNSET:-{tag}}"',  # ${...}: a } of the value ends its word
+        "printf '%s\\n' ${UNSET:-{tag}}",
+        "cat <<EOF\n${UNSET:-{tag}}\nEOF",
     ],
 )
 def test_a_placeholder_that_bash_reads_twice_is_refused_never_filled(script: str) -> None:
@@ -186,7 +189,7 @@ def test_a_placeholder_that_bash_reads_twice_is_refused_never_filled(script: str
     pwned3), and inside a here-document's $( ) lost its quotes: no one quoting holds there, so compose refuses
     the script and the job side never fills it."""
     assert template.reread(script) == ["tag"]
-    with pytest.raises(ValueError, match="reads twice"):
+    with pytest.raises(ValueError, match="no quoting holds"):
         template.script_argv(script, {"tag": HOSTILE}, "s")
     kernel = KernelSpec(
         name="mine",
@@ -194,7 +197,14 @@ def test_a_placeholder_that_bash_reads_twice_is_refused_never_filled(script: str
         impls={"sh": ImplSpec(script=script, variants=["v"])},
         figures=[FigureSpec(name="t", regex="t=(\\S+)", unit="s")],
     )
-    with pytest.raises(ConfigError, match=r"impls\.sh\.script: placeholder \{tag\} stands where bash reads"):
+    with pytest.raises(ConfigError, match=r"impls\.sh\.script: placeholder \{tag\} stands where no quoting keeps"):
         byob.check_kernel("mine", kernel)
-    # the same command written as the error says: $( ) outside any here-document, into a variable
-    assert template.reread('v=$(printf "%s" "{tag}")\ncat <<EOF\n$v\nEOF') == []
+    # the same written as the error says: the value into a variable first
+    assert template.reread('v={tag}\nw=$(printf "%s" "$v")\ncat <<EOF\n$w $v\nEOF') == []
+
+
+def test_braces_read_left_to_right_as_str_format_reads_them() -> None:
+    """`{{` and `}}` are literal braces, `{name}` a placeholder, read left to right: taking the escapes out
+    first cut `{tag}}` at its `}}`, so the placeholder went unfilled and `{tag` reached the program."""
+    assert template.placeholders("a{tag}}b {{x}} {{{n}}}") == ["tag", "n"]
+    assert template.render("a{tag}}b {{x}} {{{n}}}", {"tag": "T", "n": "8"}) == "aT}b {x} {8}"
