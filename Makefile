@@ -32,6 +32,10 @@ $(STAMP): pyproject.toml
 	  echo "installing charliecloud-runtime (Debian): ch-run, the container runtime of the container tests"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    charliecloud-runtime >/dev/null) || { echo "error: charliecloud not installed: the container tests need it"; exit 1; }; }
+	@command -v podman >/dev/null && command -v runc >/dev/null || { \
+	  echo "installing podman and runc (Debian): the podman container tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    podman runc >/dev/null) || { echo "error: podman not installed: the podman container tests need it"; exit 1; }; }
 	@command -v mpirun >/dev/null && printf '#include <mpi.h>\n' | mpicc -E -x c - >/dev/null 2>&1 \
 	  && pkg-config --exists pmix 2>/dev/null || { \
 	  echo "installing Open MPI and PMIx (Debian): the MPI kernel and the multi-node tests (srun --mpi=pmix)"; \

@@ -21,6 +21,7 @@ from campaign.config.load import repo_root
 from campaign.ledger import Ledger
 from tests.byob.declared import declare
 from tests.conftest import export_records, run_cli
+from tests.containers.on_slurm import mbw_on_slurm
 from tests.fixtures.container_image import folder_image, require_charliecloud, toolchain_image
 from tests.slurm.helpers import _all_finished, _name, _overrides, _sync_until
 from tests.slurm_cluster import SlurmCluster
@@ -114,17 +115,9 @@ def test_an_image_without_the_program_fails_the_preflight(image: Path, tmp_path:
 
 @pytest.mark.slurm
 def test_a_campaign_runs_in_the_image_on_slurm(image: Path, slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
-    ledger = Ledger(tmp_path / "ledger.sqlite")
-    name = _name("ctr")
-    rep = api.submit(_overrides(tmp_path, name, "experiment=byob_mbw", _container(image)), ledger)
-    assert rep.submitted, rep
-    done = _sync_until(ledger, name, _all_finished)
-    assert set(done.counts) == {"COMPLETED"}, done.counts
-    rows = export_records(ledger, name)
-    assert {r["n"] for r in rows} == {1, 4} and all(r["job_id"] and r["value"] > 0 for r in rows)
-    shown = run_cli("--ledger", str(ledger.path), "show", str(rows[0]["job_id"]))
-    assert shown.returncode == 0 and '"wrap":["ch-run"' in shown.stdout, shown.stdout
-    assert "container.runtime_version: charliecloud" in shown.stdout
+    shown = mbw_on_slurm(tmp_path, "ctr", _container(image))
+    assert '"wrap":["ch-run"' in shown, shown
+    assert "container.runtime_version: charliecloud" in shown
 
 
 @pytest.mark.slurm
