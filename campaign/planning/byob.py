@@ -167,8 +167,8 @@ def check_kernel(key: str, kernel: KernelSpec) -> None:
     for i, fig in enumerate(kernel.figures):
         at = f"{where}.figures[{i}]"
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.+-]*", fig.name or "") or len(fig.name) > 64:
-            raise ConfigError(f"{at}.name={str(fig.name)[:60]!r} is not a valid figure name: a letter, then "
-                              "letters, digits and _ . + - (at most 64), e.g. events_per_s")
+            raise ConfigError(f"{at}.name={str(fig.name)[:60]!r} is not a valid figure name: an ASCII letter, "
+                              "then ASCII letters, digits and _ . + - (at most 64; no space), e.g. events_per_s")
         if fig.name in names:
             raise ConfigError(f"{at}.name={fig.name!r} appears twice")
         names.add(fig.name)

@@ -29,6 +29,7 @@ def _kernel(**more: object) -> KernelSpec:
     ({"figures": [FigureSpec(name="t")]}, "kernels.mine.figures[0]: give exactly one"),
     ({"figures": [FigureSpec(name="t", regex="a"), FigureSpec(name="t", regex="b")]}, "figures[1].name='t' appears"),
     ({"figures": [FigureSpec(name="bad name", regex="a")]}, "figures[0].name='bad name'"),
+    ({"figures": [FigureSpec(name="débit", regex="a")]}, "figures[0].name='débit' is not a valid figure name: an ASCII"),
     ({"figures": [FigureSpec(name="t", regex="a", source="file:/etc/passwd")]}, "figures[0].source="),
     ({"figures": [FigureSpec(name="t", regex="a", source="file:../x")]}, "figures[0].source="),
     ({"figures": [FigureSpec(name="t", regex="a", source="socket")]}, "figures[0].source='socket'"),
