@@ -82,6 +82,8 @@ class RerunReport:
     failed: list[tuple[str, str]] = field(default_factory=list)  # waited-for jobs that ended failed again
     not_taken: dict[str, int] = field(default_factory=dict)  # failed-looking states left alone (CANCELLED: 3)
     changed_program: str | None = None  # why runs whose program changed since submit were left alone
+    attempts: list[int] = field(default_factory=list)  # the new attempts (what `rerun --wait` waits for)
+    campaigns: list[str] = field(default_factory=list)  # the campaigns they are of
 
 
 def _select(
@@ -340,6 +342,8 @@ def _rerun_claimed(
         except CampaignError as exc:  # sbatch refused: the ledger says so (attempts.refused)
             raise refused(ledger, asked, exc) from None
         new_ids = {sub.attempt_id: sub.job_id for sub in sent}
+        report.attempts += asked
+        report.campaigns.append(name)
         for aid, old in batch.previous.items():
             report.submitted.append((new_ids.get(aid) or "?", old or "?"))
             report.changed.append(batch.changed.get(aid, ""))
