@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 
@@ -48,23 +49,23 @@ sweeps:
     return {"CAMPAIGN_CONFIG_PATH": str(folder)}
 
 
+def _submit_failing(led: Path, work: Path, name: str, env: dict[str, str], *extra: str) -> CompletedProcess[str]:
+    """`submit --wait` of experiment flaky_once without the preflight: its jobs fail (exit 3)."""
+    first = run_cli(
+        "--ledger", str(led), "-q", "submit", *_overrides(work, name, "experiment=flaky_once", *extra),
+        "--no-preflight", "--wait", env=env,
+    )  # fmt: skip
+    assert first.returncode == 3, first.stdout[-2000:] + first.stderr[-2000:]
+    return first
+
+
 def test_rerun_waits_for_the_resubmitted_jobs(
     slurm_cluster: SlurmCluster, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]
 ) -> None:
     env = _flaky_config(tmp_path / "conf", tmp_path / "ran-once")
     led, name = tmp_path / "l.sqlite", _name("rerunwait")
     cancel_at_end(Ledger(led), name)
-    first = run_cli(
-        "--ledger",
-        str(led),
-        "-q",
-        "submit",
-        *_overrides(tmp_path, name, "experiment=flaky_once"),
-        "--no-preflight",
-        "--wait",
-        env=env,
-    )
-    assert first.returncode == 3, first.stdout[-2000:] + first.stderr[-2000:]
+    first = _submit_failing(led, tmp_path, name, env)
     [failed] = _attempts(Ledger(led), name)
     assert failed["state"] == "FAILED" and f"{failed['job_id']} FAILED" in first.stderr
     again = run_cli("--ledger", str(led), "-q", "rerun", name, "--failed", "--wait", "--interval", "1", env=env)
@@ -95,17 +96,7 @@ def test_rerun_of_one_job_waits_for_that_job_alone(
     led, name, other = tmp_path / "l.sqlite", _name("rerunjob"), _name("rerunother")
     for camp, values in ((other, "[b]"), (name, "[a,b]")):
         cancel_at_end(Ledger(led), camp)
-        first = run_cli(
-            "--ledger",
-            str(led),
-            "-q",
-            "submit",
-            *_overrides(tmp_path, camp, "experiment=flaky_once", f"+experiment.sweeps.0.grid.which={values}"),
-            "--no-preflight",
-            "--wait",
-            env=env,
-        )
-        assert first.returncode == 3, first.stdout[-2000:] + first.stderr[-2000:]
+        _submit_failing(led, tmp_path, camp, env, f"+experiment.sweeps.0.grid.which={values}")
     listed = run_cli("--ledger", str(led), "jobs", "--campaign", name, "--no-sync", "--format", "json")
     jobs = {j["params"]: j for j in json.loads(listed.stdout)}
     assert sorted(jobs) == ["which=a", "which=b"] and {j["state"] for j in jobs.values()} == {"FAILED"}
