@@ -65,13 +65,17 @@ from analysis.verdicts import (
     summarize_points,
     verdicts,
 )
-from resultschema.columns import OPTIONAL_GROUP_COLUMNS
+from resultschema.columns import OPTIONAL_GROUP_COLUMNS, SCALE_COLUMNS, SCALE_DEFAULT
 
 MIN_REPEATS = 4
-METHOD = ("ratio of medians NEW/BASE; interval [lo_new/hi_base, hi_new/lo_base] from the "
-          "order-statistic (sign-test) intervals of the two medians, coverage >= the product of theirs")
-BETWEEN_METHOD = ("geometric mean of the replicate medians; NEW/BASE with a 95% Welch t-interval on their logs "
-                  "(between-replicate spread, Kalibera & Jones 2013)")
+METHOD = (
+    "ratio of medians NEW/BASE; interval [lo_new/hi_base, hi_new/lo_base] from the "
+    "order-statistic (sign-test) intervals of the two medians, coverage >= the product of theirs"
+)
+BETWEEN_METHOD = (
+    "geometric mean of the replicate medians; NEW/BASE with a 95% Welch t-interval on their logs "
+    "(between-replicate spread, Kalibera & Jones 2013)"
+)
 MIXED_METHOD = " (a side of 2 or more replicates: the geometric mean of its replicate medians and their t-interval)"
 _VALUES = ["median_s", "ci_lo_s", "ci_hi_s", "ci_coverage", "repeats", "replicates", "replicate_log_sd"]
 
@@ -118,7 +122,9 @@ def _aligned(base: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, pd.Da
     the match where the other side has one value of it (nothing to tell
     apart); with several, the lacking side's points carry it as missing and
     match none (listed as measured on one side only), never a merge of an
-    integer column with an empty one."""
+    integer column with an empty one. A side without `ranks` or `nodes` is
+    one of single-process runs (the frames drop them where every row has 1):
+    its points are 1 rank on 1 node, matched with the other side's."""
     sides = [base.copy(), new.copy()]
     for col in OPTIONAL_GROUP_COLUMNS:
         if col == "params":
@@ -128,7 +134,9 @@ def _aligned(base: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, pd.Da
         if (col in sides[0].columns) == (col in sides[1].columns):
             continue
         have = 0 if col in sides[0].columns else 1
-        if sides[have][col].nunique(dropna=False) <= 1:
+        if col in SCALE_COLUMNS:
+            sides[1 - have][col] = pd.Series(SCALE_DEFAULT, index=sides[1 - have].index, dtype=sides[have][col].dtype)
+        elif sides[have][col].nunique(dropna=False) <= 1:
             sides[have] = sides[have].drop(columns=col)
         else:
             sides[have][col] = sides[have][col].astype(object)
@@ -136,9 +144,15 @@ def _aligned(base: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, pd.Da
     return sides[0], sides[1]
 
 
-def compare(base: pd.DataFrame, new: pd.DataFrame, *, by: str | None = None,
-            threshold: float = DEFAULT_THRESHOLD, min_repeats: int = MIN_REPEATS,
-            min_replicates: int = 1) -> Comparison:
+def compare(
+    base: pd.DataFrame,
+    new: pd.DataFrame,
+    *,
+    by: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    min_repeats: int = MIN_REPEATS,
+    min_replicates: int = 1,
+) -> Comparison:
     """Match the points of `base` and `new` (raw results or summaries) and judge
     each NEW/BASE ratio; see the module doc. Raises ValueError for an unknown
     `by`, a threshold outside (0, 1), min_repeats < 1 or min_replicates < 1."""
@@ -171,18 +185,33 @@ def compare(base: pd.DataFrame, new: pd.DataFrame, *, by: str | None = None,
     for side, tag in (("base", "left_only"), ("new", "right_only")):
         part = merged[merged["_merge"] == tag]
         cols = match + [f"{c}_{side}" for c in varied] + [f"median_s_{side}", f"repeats_{side}"]
-        frame = part[cols].rename(columns={f"{c}_{side}": c for c in varied}
-                                  | {f"median_s_{side}": "t", f"repeats_{side}": "repeats"})
+        frame = part[cols].rename(
+            columns={f"{c}_{side}": c for c in varied} | {f"median_s_{side}": "t", f"repeats_{side}": "repeats"}
+        )
         frame["repeats"] = frame["repeats"].astype("int64")
         if directions:  # as the matched points: which figure a point is, and its direction
             _name_metrics(frame, directions)
         only[side] = frame.reset_index(drop=True)
     welch = (points["interval"] == BETWEEN).to_numpy()
     other = METHOD + (MIXED_METHOD if (~welch & (points["interval"] != WITHIN).to_numpy()).any() else "")
-    method = (other if not welch.any() else BETWEEN_METHOD if welch.all()
-              else f"{BETWEEN_METHOD}; points of one replicate on a side: {other}")
-    return Comparison(points, summarize_points(points, by, threshold), only["base"], only["new"],
-                      threshold, by, min_repeats, method, min_replicates)
+    method = (
+        other
+        if not welch.any()
+        else BETWEEN_METHOD
+        if welch.all()
+        else f"{BETWEEN_METHOD}; points of one replicate on a side: {other}"
+    )
+    return Comparison(
+        points,
+        summarize_points(points, by, threshold),
+        only["base"],
+        only["new"],
+        threshold,
+        by,
+        min_repeats,
+        method,
+        min_replicates,
+    )
 
 
 def _with_replicates(summary: pd.DataFrame) -> pd.DataFrame:
@@ -204,8 +233,9 @@ def _judge_replicates(points: pd.DataFrame, both: pd.DataFrame, threshold: float
     points["replicates_base"], points["replicates_new"] = r_b, r_n
     use = (r_b >= 2) & (r_n >= 2) & np.isfinite(points["ratio"].to_numpy(float))  # (NaN: no ratio, ratio_defined)
     with np.errstate(divide="ignore", invalid="ignore"):  # (a point without a ratio: not used below)
-        ratio, lo, hi = welch_ratio(points["t_base"], sd_b, np.maximum(r_b, 2), points["t_new"], sd_n,
-                                    np.maximum(r_n, 2))
+        ratio, lo, hi = welch_ratio(
+            points["t_base"], sd_b, np.maximum(r_b, 2), points["t_new"], sd_n, np.maximum(r_n, 2)
+        )
     use &= np.isfinite(ratio) & np.isfinite(lo) & np.isfinite(hi)
     for col, value in (("ratio", ratio), ("ratio_lo", lo), ("ratio_hi", hi)):
         points[col] = np.where(use, value, points[col].to_numpy(float))
@@ -215,8 +245,14 @@ def _judge_replicates(points: pd.DataFrame, both: pd.DataFrame, threshold: float
     spread = np.fmax(np.where(r_b >= 2, sd_b, np.nan), np.where(r_n >= 2, sd_n, np.nan))
     points["replicates_needed"] = replicates_needed(spread, threshold)
     verdict = points["verdict"].to_numpy(object).copy()
-    judged = verdicts(points["ratio"].to_numpy(float), points["ratio_lo"].to_numpy(float),
-                      points["ratio_hi"].to_numpy(float), np.full(len(points), 1), threshold, 1)
+    judged = verdicts(
+        points["ratio"].to_numpy(float),
+        points["ratio_lo"].to_numpy(float),
+        points["ratio_hi"].to_numpy(float),
+        np.full(len(points), 1),
+        threshold,
+        1,
+    )
     verdict = np.where(use, judged, verdict)
     verdict[np.minimum(r_b, r_n) < min_replicates] = FEW_REPLICATES
     points["verdict"] = verdict
@@ -238,8 +274,9 @@ def _flagged_keys(raw: pd.DataFrame, match: list[str]) -> set[tuple[str, ...]]:
     return set(_texts(raw[flagged], match)) if flagged.any() else set()
 
 
-def _points(both: pd.DataFrame, match: list[str], varied: list[str], threshold: float,
-            min_repeats: int) -> pd.DataFrame:
+def _points(
+    both: pd.DataFrame, match: list[str], varied: list[str], threshold: float, min_repeats: int
+) -> pd.DataFrame:
     """Ratio, interval and verdict of every matched point."""
     out = both[match + [f"{c}_{s}" for c in varied for s in ("base", "new")]].copy()
     t_b, t_n = both["median_s_base"].to_numpy(float), both["median_s_new"].to_numpy(float)
@@ -247,9 +284,12 @@ def _points(both: pd.DataFrame, match: list[str], varied: list[str], threshold: 
     rep_b = both["repeats_base"].to_numpy().astype("int64")
     rep_n = both["repeats_new"].to_numpy().astype("int64")
     out["repeats_base"], out["repeats_new"] = rep_b, rep_n
-    bounds = {name: both[name].to_numpy(float) for name in ("ci_lo_s_base", "ci_hi_s_base", "ci_lo_s_new", "ci_hi_s_new")}
-    defined = ratio_defined(bounds["ci_lo_s_base"], bounds["ci_lo_s_new"],
-                            bounds["ci_hi_s_base"], bounds["ci_hi_s_new"])
+    bounds = {
+        name: both[name].to_numpy(float) for name in ("ci_lo_s_base", "ci_hi_s_base", "ci_lo_s_new", "ci_hi_s_new")
+    }
+    defined = ratio_defined(
+        bounds["ci_lo_s_base"], bounds["ci_lo_s_new"], bounds["ci_hi_s_base"], bounds["ci_hi_s_new"]
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(defined, t_n / t_b, np.nan)
         lo = np.where(defined, bounds["ci_lo_s_new"] / bounds["ci_hi_s_base"], np.nan)
@@ -257,8 +297,11 @@ def _points(both: pd.DataFrame, match: list[str], varied: list[str], threshold: 
     out["ratio"], out["ratio_lo"], out["ratio_hi"] = ratio, lo, hi
     out["ci_coverage"] = both["ci_coverage_base"].to_numpy(float) * both["ci_coverage_new"].to_numpy(float)
     repeats = np.minimum(rep_b, rep_n)
-    out["verdict"] = np.where(defined, verdicts(ratio, lo, hi, repeats, threshold, min_repeats),
-                              difference_verdicts(t_b, t_n, bounds, repeats, threshold, min_repeats))
+    out["verdict"] = np.where(
+        defined,
+        verdicts(ratio, lo, hi, repeats, threshold, min_repeats),
+        difference_verdicts(t_b, t_n, bounds, repeats, threshold, min_repeats),
+    )
     return out
 
 
@@ -271,8 +314,14 @@ def ratio_defined(*bounds: np.ndarray) -> np.ndarray:
     return np.logical_and.reduce([np.isfinite(b) & (b > 0) for b in bounds])
 
 
-def difference_verdicts(t_b: np.ndarray, t_n: np.ndarray, bounds: dict[str, np.ndarray], repeats: np.ndarray,
-                        threshold: float, min_repeats: int) -> np.ndarray:
+def difference_verdicts(
+    t_b: np.ndarray,
+    t_n: np.ndarray,
+    bounds: dict[str, np.ndarray],
+    repeats: np.ndarray,
+    threshold: float,
+    min_repeats: int,
+) -> np.ndarray:
     """The verdict of a point without a ratio (ratio_defined), by the same
     rule on the difference: NEW above BASE (`slower`, as a time's ratio above
     1) where the intervals do not overlap and the change exceeds the threshold
@@ -325,8 +374,9 @@ def _name_metrics(points: pd.DataFrame, directions: dict[tuple[str, str], bool])
     params = points["params"] if "params" in points.columns else pd.Series("", index=points.index)
     metric = [next((p[7:] for p in str(text).split(",") if p.startswith("metric=")), "time_s") for text in params]
     points["metric"] = metric
-    points["higher_is_better"] = np.array([directions.get((str(k), m), False)
-                                           for k, m in zip(points["kernel"], metric)], dtype=bool)
+    points["higher_is_better"] = np.array(
+        [directions.get((str(k), m), False) for k, m in zip(points["kernel"], metric)], dtype=bool
+    )
 
 
 def _orient(points: pd.DataFrame, directions: dict[tuple[str, str], bool]) -> None:
@@ -345,5 +395,6 @@ def _orient(points: pd.DataFrame, directions: dict[tuple[str, str], bool]) -> No
     figure = np.array([m != "time_s" for m in metric], dtype=bool)
     # judged on NEW/BASE of the value: for a rate a ratio below 1 ("faster") is a drop, so worse
     rising = {SLOWER: BETTER, FASTER: WORSE}
-    points["verdict"] = [(rising if h else FIGURE_VERDICTS).get(v, v) if f else v
-                         for v, f, h in zip(points["verdict"], figure, higher)]
+    points["verdict"] = [
+        (rising if h else FIGURE_VERDICTS).get(v, v) if f else v for v, f, h in zip(points["verdict"], figure, higher)
+    ]

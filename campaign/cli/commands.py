@@ -47,8 +47,17 @@ def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         print(f"campaign: warning: {w}", file=sys.stderr)
     rows = views.job_rows(led, args.campaign, None, all_attempts=False)
     if args.format == "json":
-        write_json({"campaign": args.campaign, "changed": rep.changed, "ingested_rows": rep.ingested_rows,
-                    "swept_files": rep.swept, "counts": rep.counts, "warnings": rep.warnings, "jobs": job_dicts(rows)})
+        write_json(
+            {
+                "campaign": args.campaign,
+                "changed": rep.changed,
+                "ingested_rows": rep.ingested_rows,
+                "swept_files": rep.swept,
+                "counts": rep.counts,
+                "warnings": rep.warnings,
+                "jobs": job_dicts(rows),
+            }
+        )
         return 0
     if args.format == "csv":
         emit_rows("csv", None, views.JOB_COLUMNS, [rows])
@@ -64,8 +73,10 @@ def cmd_status(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     from campaign.cli.jobs_table import TABLE_COLUMNS, table_row
 
     table(title, TABLE_COLUMNS, [table_row(r) for r in rows])
-    print(f"{rep.changed} job(s) changed state, {rep.ingested_rows} result row(s) ingested"
-          + (f", {rep.swept} orphaned result file(s) removed" if rep.swept else ""))
+    print(
+        f"{rep.changed} job(s) changed state, {rep.ingested_rows} result row(s) ingested"
+        + (f", {rep.swept} orphaned result file(s) removed" if rep.swept else "")
+    )
     print_counts(rep.counts)
     print_preflight(rep.preflight)
     return 0
@@ -88,16 +99,18 @@ def cmd_jobs(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
     batches = None
     if args.no_sync:  # an SQLite ledger of this version: read without SQLAlchemy, a page at a time (start-up time)
-        batches = sqlite_read.job_batches(args.ledger, args.campaign, args.state, all_attempts=args.all_attempts,
-                                          failed=args.failed)
+        batches = sqlite_read.job_batches(
+            args.ledger, args.campaign, args.state, all_attempts=args.all_attempts, failed=args.failed
+        )
     if batches is None:
         from campaign.cli import views  # lazy: the ledger's models (SQLAlchemy)
 
         led = ledger(args, create=False)
         if not args.no_sync:
             _refresh(led, args.campaign)
-        batches = iter([views.job_rows(led, args.campaign, args.state, all_attempts=args.all_attempts,
-                                       failed=args.failed)])
+        batches = iter(
+            [views.job_rows(led, args.campaign, args.state, all_attempts=args.all_attempts, failed=args.failed)]
+        )
     if args.format in (None, "table"):  # the run by its label; csv and json: its typed columns
         from campaign.cli.jobs_table import TABLE_COLUMNS, table_batches
 
@@ -121,8 +134,10 @@ def cmd_show(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         step = step_text(led, args.job_id)  # a build or preflight job's ID (its runs may carry it too)
         if step is not None:
             if args.format not in (None, "table"):
-                raise BadInputError(f"{args.job_id} is a build or preflight job: `campaign show {args.job_id}` "
-                                    "prints it; --format json|csv is for runs' jobs")
+                raise BadInputError(
+                    f"{args.job_id} is a build or preflight job: `campaign show {args.job_id}` "
+                    "prints it; --format json|csv is for runs' jobs"
+                )
             print(step)
             return 0
         if not args.no_sync:
@@ -145,16 +160,28 @@ def cmd_rerun(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         if state.upper() not in known:
             raise BadInputError(f"unknown state {state!r}; known: {', '.join(known)}")
     led = ledger(args, create=False)
-    rep = api.rerun(led, args.campaign, failed=args.failed, job_id=args.job_id, states=args.state,
-                    time_factor=args.time_factor, mem_factor=args.mem_factor, progress=progress_printer(args.quiet),
-                    all_campaigns=args.all, preflight=not args.no_preflight)
+    rep = api.rerun(
+        led,
+        args.campaign,
+        failed=args.failed,
+        job_id=args.job_id,
+        states=args.state,
+        time_factor=args.time_factor,
+        mem_factor=args.mem_factor,
+        progress=progress_printer(args.quiet),
+        all_campaigns=args.all,
+        preflight=not args.no_preflight,
+    )
     from campaign.cli.rerun_view import print_rerun
 
     print_rerun(rep)
     if rep.sync is not None:
         print_counts(rep.sync.counts)
-    if args.wait:  # the campaign named, else every campaign with jobs still pending or running
-        return watch_jobs(args, led, [args.campaign] if args.campaign else [])
+    if args.wait:  # the campaign named, else those of the attempts it submitted (--job, --all)
+        watched = [args.campaign] if args.campaign else rep.campaigns
+        if not watched:
+            return exit_for(rep.failed)
+        return watch_jobs(args, led, watched, attempts=rep.attempts)
     return exit_for(rep.failed)
 
 
@@ -180,8 +207,15 @@ def cmd_compare(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     fmt = args.format or "table"
     if fmt not in ("table", "json", "md"):
         raise BadInputError(f"compare prints --format table, json or md, not {fmt}")
-    rep = api.compare(lambda: ledger(args, create=False), args.base, args.new, by=args.by,
-                      threshold=args.threshold, reference=args.reference, min_replicates=args.min_replicates)
+    rep = api.compare(
+        lambda: ledger(args, create=False),
+        args.base,
+        args.new,
+        by=args.by,
+        threshold=args.threshold,
+        reference=args.reference,
+        min_replicates=args.min_replicates,
+    )
     _gate_compared_something(args, rep.comparison)
     if fmt == "json":
         json.dump(compare_view.as_json(rep), sys.stdout)
@@ -189,8 +223,11 @@ def cmd_compare(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     else:
         print(compare_view.as_text(rep, markdown=fmt == "md"))
     if args.fail_on and len(rep.comparison.slower):
-        print(f"campaign: {len(rep.comparison.slower)} point(s) slower or worse than BASE by more than "
-              f"{args.threshold:.0%}", file=sys.stderr)
+        print(
+            f"campaign: {len(rep.comparison.slower)} point(s) slower or worse than BASE by more than "
+            f"{args.threshold:.0%}",
+            file=sys.stderr,
+        )
         return 3
     return 0
 
@@ -199,23 +236,30 @@ def _gate_compared_something(args: argparse.Namespace, c: Any) -> None:
     """A regression gate that compared nothing must not pass (exit 2, one line): no
     point in common, or none with enough repeats on both sides for a verdict."""
     from analysis.verdicts import FEW_REPLICATES, INSUFFICIENT  # lazy: pandas, scipy
+
     if not args.fail_on:
         return
     if not len(c.points):
-        raise BadInputError(f"compare --fail-on {args.fail_on}: no point in common between BASE {args.base!r} "
-                            f"and NEW {args.new!r} ({len(c.base_only)} only in BASE, {len(c.new_only)} only in NEW), "
-                            f"so nothing was compared")
+        raise BadInputError(
+            f"compare --fail-on {args.fail_on}: no point in common between BASE {args.base!r} "
+            f"and NEW {args.new!r} ({len(c.base_only)} only in BASE, {len(c.new_only)} only in NEW), "
+            f"so nothing was compared"
+        )
     if c.points["verdict"].isin([INSUFFICIENT, FEW_REPLICATES]).all():
-        raise BadInputError(f"compare --fail-on {args.fail_on}: none of the {len(c.points)} matched point(s) has >= "
-                            f"{c.min_repeats} repeats and {c.min_replicates} replicate(s) on both sides, so none could be judged")
+        raise BadInputError(
+            f"compare --fail-on {args.fail_on}: none of the {len(c.points)} matched point(s) has >= "
+            f"{c.min_repeats} repeats and {c.min_replicates} replicate(s) on both sides, so none could be judged"
+        )
 
 
 def cmd_results(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     if args.format == "parquet" and args.out is None:  # before the ledger is opened: bad input touches nothing
         raise BadInputError("results --format parquet writes a file: name it with --out FILE.parquet")
     if args.format == "table" and args.out is not None:
-        raise BadInputError("results --out writes csv, json or parquet; a table is printed: drop --out or "
-                            "name --format csv, json or parquet")
+        raise BadInputError(
+            "results --out writes csv, json or parquet; a table is printed: drop --out or "
+            "name --format csv, json or parquet"
+        )
     led = ledger(args, create=False)
     if args.out is not None:
         _refuse_the_ledger(args.out, led)
@@ -245,8 +289,9 @@ def _refuse_the_ledger(out: Path, led: Any) -> None:
     except OSError:  # a name the filesystem cannot hold is no ledger (the export names the problem)
         return
     if same:
-        raise BadInputError(f"results --out {out} is the ledger {led.path} (the export would replace it); "
-                            f"name another file")
+        raise BadInputError(
+            f"results --out {out} is the ledger {led.path} (the export would replace it); name another file"
+        )
 
 
 def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
@@ -265,13 +310,13 @@ def cmd_report(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 def _report(args: argparse.Namespace, led: Any, as_json: bool) -> int:
     if as_json:
         keys = [k.strip() for k in args.keys.split(",") if k.strip()] if args.keys else None
-        api.write_metrics(led, sys.stdout, cluster=args.cluster, campaign=args.campaign, all_campaigns=args.all,
-                          keys=keys)
+        api.write_metrics(
+            led, sys.stdout, cluster=args.cluster, campaign=args.campaign, all_campaigns=args.all, keys=keys
+        )
         sys.stdout.write("\n")
         sys.stdout.flush()  # a full disk fails here, as one line (campaign.cli), not at the interpreter's exit
         return 0
-    files = api.write_reports(led, Path(args.out), cluster=args.cluster, campaign=args.campaign,
-                              all_campaigns=args.all)
+    files = api.write_reports(led, Path(args.out), cluster=args.cluster, campaign=args.campaign, all_campaigns=args.all)
     for f in files:
         print(f"report: {f}")
     return 0
@@ -281,9 +326,16 @@ def cmd_advise(args: argparse.Namespace, ledger: LedgerFactory) -> int:
     if args.what == "threads":
         if args.format == "csv":
             raise BadInputError("advise threads prints --format table or json, not csv")
-        advice = api.thread_advice(ledger(args, create=False), cluster=args.cluster, partition=args.partition,
-                                   kernel=args.kernel, n=args.n, campaign=args.campaign, all_campaigns=args.all,
-                                   as_json=args.format == "json")
+        advice = api.thread_advice(
+            ledger(args, create=False),
+            cluster=args.cluster,
+            partition=args.partition,
+            kernel=args.kernel,
+            n=args.n,
+            campaign=args.campaign,
+            all_campaigns=args.all,
+            as_json=args.format == "json",
+        )
         if args.format == "json":
             write_json(advice)
         else:
@@ -295,8 +347,17 @@ def cmd_advise(args: argparse.Namespace, ledger: LedgerFactory) -> int:
         led = None
     if args.format == "csv":
         raise BadInputError("advise shape prints --format table or json, not csv")
-    advice = api.shape_advice(args.h, args.a, args.vocab, gpu=args.gpu, seq=args.seq, batch=args.batch, tp=args.tp,
-                              led=led, as_json=args.format == "json")
+    advice = api.shape_advice(
+        args.h,
+        args.a,
+        args.vocab,
+        gpu=args.gpu,
+        seq=args.seq,
+        batch=args.batch,
+        tp=args.tp,
+        led=led,
+        as_json=args.format == "json",
+    )
     if args.format == "json":
         write_json(advice)
     else:
@@ -312,9 +373,19 @@ def cmd_completion(args: argparse.Namespace, ledger: LedgerFactory) -> int:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, LedgerFactory], int]] = {
-    "submit": cmd_submit, "status": cmd_status, "jobs": cmd_jobs, "show": cmd_show,
-    "rerun": cmd_rerun, "cancel": cmd_cancel, "import": cmd_import, "compare": cmd_compare, "results": cmd_results,
-    "report": cmd_report, "advise": cmd_advise, "completion": cmd_completion, "plan-repeats": cmd_plan_repeats,
+    "submit": cmd_submit,
+    "status": cmd_status,
+    "jobs": cmd_jobs,
+    "show": cmd_show,
+    "rerun": cmd_rerun,
+    "cancel": cmd_cancel,
+    "import": cmd_import,
+    "compare": cmd_compare,
+    "results": cmd_results,
+    "report": cmd_report,
+    "advise": cmd_advise,
+    "completion": cmd_completion,
+    "plan-repeats": cmd_plan_repeats,
 }
 
 

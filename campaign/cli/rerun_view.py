@@ -10,8 +10,10 @@ from typing import Any
 def rerun_lines(rep: Any) -> list[str]:
     """`rep`: a campaign.commands.rerun.RerunReport (Any: the CLI layer imports it lazily)."""
     changes = rep.changed or [""] * len(rep.submitted)
-    out = [f"rerun: {old} -> {new}" + (f" ({changed})" if changed else "")
-           for (new, old), changed in zip(rep.submitted, changes, strict=False)]
+    out = [
+        f"rerun: {old} -> {new}" + (f" ({changed})" if changed else "")
+        for (new, old), changed in zip(rep.submitted, changes, strict=False)
+    ]
     out.append(f"{len(rep.submitted)} run(s) resubmitted")
     if rep.not_taken:
         counts = ", ".join(f"{n} {state}" for state, n in rep.not_taken.items())
@@ -19,6 +21,8 @@ def rerun_lines(rep: Any) -> list[str]:
         out.append(f"not rerun: {counts} (to rerun them too: {flags})")
     if rep.changed_program:
         out.append(f"not rerun: {rep.changed_program}")
+    if rep.superseded:
+        out.append(f"not rerun: {rep.superseded}")
     return out
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from campaign import api
@@ -40,11 +41,18 @@ def exit_for(failed: list[tuple[str, str]]) -> int:
 
 
 def watch_jobs(
-    args: argparse.Namespace, led: Any, campaigns: list[str], quiet: bool = False, silent: bool = False
+    args: argparse.Namespace,
+    led: Any,
+    campaigns: list[str],
+    quiet: bool = False,
+    silent: bool = False,
+    attempts: Sequence[int] | None = None,
 ) -> int:
     """`quiet`: progress on stderr (stdout holds a JSON document); `silent`
     (`status --wait`): no progress at all, warnings and failures on stderr.
-    Either way stderr names the jobs that ended failed (exit 3)."""
+    Either way stderr names the jobs that ended failed (exit 3): given
+    `attempts` (a rerun's new ones, maybe none), those of them alone, never a
+    failed job of the campaigns that this command did not submit."""
     from campaign.cli.watch import watch  # lazy: SQLAlchemy
 
     try:
@@ -64,7 +72,7 @@ def watch_jobs(
                 file=sys.stderr,
             )
         return stopped(exc)[0]
-    return exit_for(failed)
+    return exit_for(failed if attempts is None else api.failed_among(led, attempts))
 
 
 def _nothing(_line: str) -> None:

@@ -35,6 +35,7 @@ from campaign.commands.attempts import (
 from campaign.commands.chain_gate import gate
 from campaign.commands.claims import claimed, notice
 from campaign.commands.rerun_program import without_changed_programs
+from campaign.commands.rerun_superseded import without_superseded
 from campaign.commands.sync import SyncReport, sync
 from campaign.commands.waiting import failed_among
 from campaign.config.clusters import cluster_from_yaml
@@ -82,6 +83,9 @@ class RerunReport:
     failed: list[tuple[str, str]] = field(default_factory=list)  # waited-for jobs that ended failed again
     not_taken: dict[str, int] = field(default_factory=dict)  # failed-looking states left alone (CANCELLED: 3)
     changed_program: str | None = None  # why runs whose program changed since submit were left alone
+    superseded: str | None = None  # how many runs a later submit superseded were left alone
+    attempts: list[int] = field(default_factory=list)  # the new attempts (what `rerun --wait` waits for)
+    campaigns: list[str] = field(default_factory=list)  # the campaigns they are of
 
 
 def _select(
@@ -311,7 +315,10 @@ def _rerun_claimed(
                 batch.previous[att.id] = previous.job_id if previous else None
         # a run whose user program changed since submit is left out, said why (all of them: refused before
         # anything is recorded): a rerun never runs another program under the old run's identity
-        selected, report.changed_program = without_changed_programs(_select(s, campaign, job_id, wanted, before))
+        selected = _select(s, campaign, job_id, wanted, before)
+        if job_id is None:  # by state: a later submit's runs are what the views read, not these
+            selected, report.superseded = without_superseded(s, selected)
+        selected, report.changed_program = without_changed_programs(selected)
         for att in selected:
             run = att.run
             camp = run.campaign
@@ -340,6 +347,8 @@ def _rerun_claimed(
         except CampaignError as exc:  # sbatch refused: the ledger says so (attempts.refused)
             raise refused(ledger, asked, exc) from None
         new_ids = {sub.attempt_id: sub.job_id for sub in sent}
+        report.attempts += asked
+        report.campaigns.append(name)
         for aid, old in batch.previous.items():
             report.submitted.append((new_ids.get(aid) or "?", old or "?"))
             report.changed.append(batch.changed.get(aid, ""))

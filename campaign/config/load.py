@@ -252,6 +252,12 @@ _SECTIONS = {
 }
 
 
+# a word a newcomer writes for a key that spells it otherwise, where spelling alone points elsewhere
+# (difflib takes a figure's `direction` for `duration`, a timed program's set time)
+_DIRECTION = "higher_is_better (true for a rate, false for a time)"
+_MEANT = {("FigureSpec", word): _DIRECTION for word in ("direction", "better", "lower_is_better", "sense")}
+
+
 def _unknown_key(exc: BaseException) -> str | None:
     """OmegaConf's "Key 'env' not in 'ImplSpec'" for a key a YAML section
     does not have: the keys it has, the likely one, and where the key belongs
@@ -263,7 +269,7 @@ def _unknown_key(exc: BaseException) -> str | None:
         return None
     where, name, spec, key = found.groups()
     keys = [f.name for f in dataclasses.fields(section)]
-    close = difflib.get_close_matches(name, keys, n=1)
+    close = [_MEANT[spec, name]] if (spec, name) in _MEANT else difflib.get_close_matches(name, keys, n=1)
     owners = [
         words
         for cls, words in _SECTIONS.items()

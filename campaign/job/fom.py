@@ -78,7 +78,8 @@ SHAPE_OPTIONS = ("nodes", "ranks-per-node", "gpus")
 LOST_SUFFIX = ".lost"
 CHECK_SUFFIX = ".check"
 # Units a lower-is-better figure may be in to be the row's time_s (seconds per unit).
-TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+# per second, a divisor: 9 ms / 1e3 is the double nearest 0.009, where 9 * 1e-3 is 0.009000000000000001
+TIME_UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
 COLUMNS = TOOL_COLUMNS  # the contract CSV's columns this driver writes (resultschema.columns)
 SET_TIME = "set_time"  # the extra column of a figure declared `duration`: the set time, which no analysis reads
 # Contract options that are not program parameters of their own.
@@ -193,7 +194,7 @@ def time_of(found: list[tuple[dict[str, Any], float]], elapsed: float) -> float:
     for fig, value in found:
         scale = TIME_UNITS.get(str(fig.get("unit", "")))
         if scale is not None and not fig.get("higher_is_better", False) and value > 0:
-            return value * scale
+            return value / scale
     return elapsed if elapsed > 0 else 1e-9
 
 

@@ -273,8 +273,7 @@ class PreflightStep(StepJob, Base):
 RUN_TABLE = cast(Table, Run.__table__)
 # a configuration's runs in order (campaign.results.latest groups by these), their spec entries read from the
 # index (campaign.ledger.spec_text); SQLite only: PostgreSQL hashes the groups
-Index(
-    "ix_run_configuration",
+RUN_CONFIGURATION: tuple[Any, ...] = (
     Run.campaign_id,
     Run.partition,
     Run.kernel,
@@ -283,6 +282,6 @@ Index(
     Run.device,
     Run.dtype,
     *(SpecText(name) for name in CONFIGURATION_ENTRIES),
-    Run.named_by,
-).ddl_if(dialect="sqlite")
+)
+Index("ix_run_configuration", *RUN_CONFIGURATION, Run.named_by).ddl_if(dialect="sqlite")
 ATTEMPT_TABLE = cast(Table, JobAttempt.__table__)

@@ -68,8 +68,6 @@ def sizes(values: list[Any], where: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-
-
 def sizes_of(kernel: KernelSpec, sweep: SweepSpec, where: str) -> tuple[int, ...]:
     """The sweep's sizes. A tool-driven program that reads no {n} (problem_size.reads, the rule the
     ingest stores its rows' NULL n by) has none: its sweep leaves n out and it runs once per repeat
@@ -77,8 +75,10 @@ def sizes_of(kernel: KernelSpec, sweep: SweepSpec, where: str) -> tuple[int, ...
     it is refused. One that reads {n}, and a contract program, need the sizes."""
     if kernel.driven_by != "tool":
         if sweep.n is None:
-            raise ConfigError(f"{where}.n is missing: kernel {kernel.name} takes a problem size (a contract "
-                              "program loops over --n); give the sizes, e.g. n: [1000]")
+            raise ConfigError(
+                f"{where}.n is missing: kernel {kernel.name} takes a problem size (a contract "
+                "program loops over --n); give the sizes, e.g. n: [1000]"
+            )
         return sizes(sweep.n, where)
     impls = [i for i in sweep.impls if i in kernel.impls] or list(kernel.impls)  # (an unknown one: refused later)
     sized = {i: "n" in reads(driver_spec(kernel, i)) for i in impls}
@@ -86,14 +86,18 @@ def sizes_of(kernel: KernelSpec, sweep: SweepSpec, where: str) -> tuple[int, ...
         reader = next((i for i in impls if sized[i]), None)
         if reader is None:
             return NO_SIZE
-        raise ConfigError(f"{where}.n is missing: kernel {kernel.name} takes a problem size (its program "
-                          f"({reader}) reads {{n}}); give the sizes, e.g. n: [1000], or drop {{n}} from a "
-                          "tool-driven program that has none")
+        raise ConfigError(
+            f"{where}.n is missing: kernel {kernel.name} takes a problem size (its program "
+            f"({reader}) reads {{n}}); give the sizes, e.g. n: [1000], or drop {{n}} from a "
+            "tool-driven program that has none"
+        )
     blind = next((i for i in impls if not sized[i]), None)
     if blind is not None:
-        raise ConfigError(f"{where}.n: kernel {kernel.name}'s program ({blind}) reads no {{n}} in its argv, env, "
-                          "script, inputs or figure sources, so an n sweep would run the same command once per "
-                          "n; remove n from the sweep, or put {n} in the program's arguments")
+        raise ConfigError(
+            f"{where}.n: kernel {kernel.name}'s program ({blind}) reads no {{n}} in its argv, env, "
+            "script, inputs or figure sources, so an n sweep would run the same command once per "
+            "n; remove n from the sweep, or put {n} in the program's arguments"
+        )
     return sizes(sweep.n, where)
 
 
@@ -145,50 +149,73 @@ def check_kernel(key: str, kernel: KernelSpec) -> None:
     if kernel.repeat_by not in REPEAT_BY:
         raise ConfigError(f"{where}.repeat_by={kernel.repeat_by!r} is not one of {', '.join(REPEAT_BY)}")
     if isinstance(kernel.result_rank, bool) or not isinstance(kernel.result_rank, int) or kernel.result_rank < 0:
-        raise ConfigError(f"{where}.result_rank={kernel.result_rank!r}: the rank whose output holds the figures, "
-                          "a whole number >= 0")
+        raise ConfigError(
+            f"{where}.result_rank={kernel.result_rank!r}: the rank whose output holds the figures, a whole number >= 0"
+        )
     scripted = [i for i, impl in kernel.impls.items() if impl.script is not None]
     if kernel.driven_by == "program":
-        if (kernel.figures or kernel.sanity or kernel.env or kernel.inputs or kernel.input_templates or scripted
-                or kernel.repeat_by != "launch" or kernel.result_rank or kernel.fixed_duration):
-            raise ConfigError(f"{where}: figures, sanity, env, inputs, script, repeat_by, result_rank and "
-                              "fixed_duration need driven_by: tool (a program-driven kernel repeats itself and "
-                              "writes the contract CSV from rank 0)")
+        if (
+            kernel.figures
+            or kernel.sanity
+            or kernel.env
+            or kernel.inputs
+            or kernel.input_templates
+            or scripted
+            or kernel.repeat_by != "launch"
+            or kernel.result_rank
+            or kernel.fixed_duration
+        ):
+            raise ConfigError(
+                f"{where}: figures, sanity, env, inputs, script, repeat_by, result_rank and "
+                "fixed_duration need driven_by: tool (a program-driven kernel repeats itself and "
+                "writes the contract CSV from rank 0)"
+            )
         return
     _inputs(kernel, where)
     for iname in scripted:
         for name in reread(str(kernel.impls[iname].script)):
-            raise ConfigError(f"{where}.impls.{iname}.script: placeholder {{{name}}} stands where no quoting keeps "
-                              "a value as it is (inside backticks or ${...}, or after a command substitution in a "
-                              "here-document): set a variable first (v={" + name + "}) and use \"$v\" there")
+            raise ConfigError(
+                f"{where}.impls.{iname}.script: placeholder {{{name}}} stands where no quoting keeps "
+                "a value as it is (inside backticks or ${...}, or after a command substitution in a "
+                "here-document): set a variable first (v={" + name + '}) and use "$v" there'
+            )
     if not kernel.figures:
         raise ConfigError(f"{where}.figures is empty: a tool-driven benchmark needs at least one figure of merit")
     names = set()
     for i, fig in enumerate(kernel.figures):
         at = f"{where}.figures[{i}]"
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.+-]*", fig.name or "") or len(fig.name) > 64:
-            raise ConfigError(f"{at}.name={str(fig.name)[:60]!r} is not a valid figure name: a letter, then "
-                              "letters, digits and _ . + - (at most 64), e.g. events_per_s")
+            raise ConfigError(
+                f"{at}.name={str(fig.name)[:60]!r} is not a valid figure name: an ASCII letter, "
+                "then ASCII letters, digits and _ . + - (at most 64; no space), e.g. events_per_s"
+            )
         if fig.name in names:
             raise ConfigError(f"{at}.name={fig.name!r} appears twice")
         names.add(fig.name)
         if len(fig.unit) > 40 or re.search(r"[\x00-\x1f\x7f,\"]", fig.unit):
-            raise ConfigError(f"{at}.unit={fig.unit[:40]!r}: at most 40 characters, no comma, quote or control "
-                              "character (it is a cell of the results CSV)")
+            raise ConfigError(
+                f"{at}.unit={fig.unit[:40]!r}: at most 40 characters, no comma, quote or control "
+                "character (it is a cell of the results CSV)"
+            )
         if (fig.regex is None) == (fig.json is None):
             raise ConfigError(f"{at}: give exactly one of regex or json")
         if fig.regex is not None:
             _regex(fig.regex, at)
         _source(fig.source, at)
         if fig.reduce is not None and fig.reduce not in REDUCTIONS:
-            raise ConfigError(f"{at}.reduce={fig.reduce!r}: one of {', '.join(REDUCTIONS)}, over the ranks' "
-                              "stdout, stderr or files")
+            raise ConfigError(
+                f"{at}.reduce={fig.reduce!r}: one of {', '.join(REDUCTIONS)}, over the ranks' stdout, stderr or files"
+            )
         if fig.reduce is not None and fig.source.startswith("file:") and RANK not in placeholders(fig.source):
-            raise ConfigError(f"{at}.reduce={fig.reduce!r} over a file: name each rank's file with {{{RANK}}}, "
-                              f"e.g. source: 'file:out.{{{RANK}}}' (one file is read once)")
+            raise ConfigError(
+                f"{at}.reduce={fig.reduce!r} over a file: name each rank's file with {{{RANK}}}, "
+                f"e.g. source: 'file:out.{{{RANK}}}' (one file is read once)"
+            )
         if fig.duration and not kernel.fixed_duration:
-            raise ConfigError(f"{at}.duration: only a program declared fixed_duration: true runs for a set time; "
-                              "a time this program measures is a figure like any other (drop duration)")
+            raise ConfigError(
+                f"{at}.duration: only a program declared fixed_duration: true runs for a set time; "
+                "a time this program measures is a figure like any other (drop duration)"
+            )
     for i, rule in enumerate(kernel.sanity):
         at = f"{where}.sanity[{i}]"
         _regex(rule.regex, at)
@@ -203,8 +230,10 @@ def _inputs(kernel: KernelSpec, where: str) -> None:
     hash is in the run's identity, so an edited template is a new run)."""
     for name in [*kernel.inputs, *kernel.input_templates]:
         if not INPUT_NAME.fullmatch(name) or name in JOB_FILES or name.startswith(("results.csv", "fom-")):
-            raise ConfigError(f"{where}.inputs: {name[:60]!r} is not an input file name: a plain file name in the "
-                              "attempt folder (letters, digits, . _ + -; no folder), none of the job's own files")
+            raise ConfigError(
+                f"{where}.inputs: {name[:60]!r} is not an input file name: a plain file name in the "
+                "attempt folder (letters, digits, . _ + -; no folder), none of the job's own files"
+            )
     for name, given in kernel.input_templates.items():
         if name in kernel.inputs:
             raise ConfigError(f"{where}.input_templates.{name}: also in {where}.inputs; give it once")
@@ -212,8 +241,10 @@ def _inputs(kernel: KernelSpec, where: str) -> None:
         found = [path] if path.is_absolute() else [base / path for base in [Path.cwd(), *config_dirs()]]
         hit = next((p for p in found if p.is_file()), None)
         if hit is None:
-            raise ConfigError(f"{where}.input_templates.{name}={given[:80]!r}: no such file (absolute, or relative "
-                              "to this folder or a config folder)")
+            raise ConfigError(
+                f"{where}.input_templates.{name}={given[:80]!r}: no such file (absolute, or relative "
+                "to this folder or a config folder)"
+            )
         try:
             kernel.inputs[name] = hit.read_text()
         except (OSError, UnicodeDecodeError) as exc:
@@ -265,27 +296,35 @@ def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
         readable = numeric - set(kernel.cost_params) if what.startswith("cost_params.") else numeric
         unknown = sorted(expr.names(str(text)) - readable)
         if unsized and "n" in unknown:
-            raise ConfigError(f"{where}.{what}={str(text)[:60]!r} reads n, but the program reads no {{n}} "
-                              f"(experiment.sweeps.{index} gives no sizes): it has no problem size, so a cost of n "
-                              "would be worked out at n = 1; write the cost without n, or give the program {n}")
+            raise ConfigError(
+                f"{where}.{what}={str(text)[:60]!r} reads n, but the program reads no {{n}} "
+                f"(experiment.sweeps.{index} gives no sizes): it has no problem size, so a cost of n "
+                "would be worked out at n = 1; write the cost without n, or give the program {n}"
+            )
         if unknown:
-            raise ConfigError(f"{where}.{what}={str(text)[:60]!r} names {unknown[0]!r}, not a numeric parameter of "
-                              f"experiment.sweeps.{index} (known: {', '.join(sorted(readable))})")
+            raise ConfigError(
+                f"{where}.{what}={str(text)[:60]!r} names {unknown[0]!r}, not a numeric parameter of "
+                f"experiment.sweeps.{index} (known: {', '.join(sorted(readable))})"
+            )
         values = {**{k: [v] for k, v in sweep.args.items()}, **sweep.grid}
         for name in sorted(expr.names(str(text))):
             given = values.get(name, values.get(name.replace("_", "-"), []))
             bad = next((v for v in given if not _numeric(v)), None)
             if bad is not None:
-                raise ConfigError(f"{where}.{what}={str(text)[:60]!r} reads {name}, but experiment.sweeps.{index} "
-                                  f"gives it the value {str(bad)[:40]!r}, not a number")
+                raise ConfigError(
+                    f"{where}.{what}={str(text)[:60]!r} reads {name}, but experiment.sweeps.{index} "
+                    f"gives it the value {str(bad)[:40]!r}, not a number"
+                )
     nested_launch.check(kernel, sweep, index)
     if kernel.driven_by != "tool":
         return
     whole = all(isinstance(v, int) for v in (*sweep.nodes, *sweep.ranks_per_node))  # else the layouts refuse them
     fewest = min(sweep.nodes) * min(sweep.ranks_per_node) if whole and sweep.nodes and sweep.ranks_per_node else 1
     if kernel.result_rank >= fewest:
-        raise ConfigError(f"{where}.result_rank={kernel.result_rank}: experiment.sweeps.{index} has runs of "
-                          f"{fewest} rank(s) (ranks are numbered from 0)")
+        raise ConfigError(
+            f"{where}.result_rank={kernel.result_rank}: experiment.sweeps.{index} has runs of "
+            f"{fewest} rank(s) (ranks are numbered from 0)"
+        )
     templates = [(f"impls.{i}.argv[{j}]", a) for i, impl in kernel.impls.items() for j, a in enumerate(impl.argv)]
     templates += [(f"impls.{i}.script", impl.script) for i, impl in kernel.impls.items() if impl.script]
     templates += [(f"env.{k}", v) for k, v in kernel.env.items()]
@@ -296,9 +335,11 @@ def check_sweep(kernel: KernelSpec, sweep: SweepSpec, index: int) -> None:
         for name in placeholders(str(text)):
             # {rank}: a file source's rank (the result rank's file, or each rank's under reduce)
             if name not in known and not (name == RANK and at.endswith(".source")):
-                raise ConfigError(f"{where}.{at}: placeholder {{{name}}} is not a swept parameter of "
-                                  f"experiment.sweeps.{index} (known: {', '.join(sorted(known))}); add it to the "
-                                  "sweep's grid or args")
+                raise ConfigError(
+                    f"{where}.{at}: placeholder {{{name}}} is not a swept parameter of "
+                    f"experiment.sweeps.{index} (known: {', '.join(sorted(known))}); add it to the "
+                    "sweep's grid or args"
+                )
 
 
 def repeat_by(kernel: KernelSpec, launched: bool) -> str:
@@ -311,20 +352,38 @@ def repeat_by(kernel: KernelSpec, launched: bool) -> str:
 def driver_spec(kernel: KernelSpec, impl: str) -> dict[str, Any]:
     """The declaration the driver runs (campaign.job.fom): what tool_argv gives it as one JSON argument."""
     spec: dict[str, Any] = {
-        "kernel": kernel.name, "impl": impl, "argv": list(kernel.impls[impl].argv), "env": dict(kernel.env),
-        "figures": [{"name": f.name, "regex": f.regex, "json": f.json, "source": f.source, "unit": f.unit,
-                     "higher_is_better": f.higher_is_better, **({"reduce": f.reduce} if f.reduce else {}),
-                     **({"duration": True} if f.duration else {})}
-                    for f in kernel.figures],
+        "kernel": kernel.name,
+        "impl": impl,
+        "argv": list(kernel.impls[impl].argv),
+        "env": dict(kernel.env),
+        "figures": [
+            {
+                "name": f.name,
+                "regex": f.regex,
+                "json": f.json,
+                "source": f.source,
+                "unit": f.unit,
+                "higher_is_better": f.higher_is_better,
+                **({"reduce": f.reduce} if f.reduce else {}),
+                **({"duration": True} if f.duration else {}),
+            }
+            for f in kernel.figures
+        ],
         "sanity": [{"regex": s.regex, "source": s.source, "expect": s.expect} for s in kernel.sanity],
-        "flops": kernel.flops, "bytes": kernel.bytes,
+        "flops": kernel.flops,
+        "bytes": kernel.bytes,
     }
     # only when declared: the runs of a declaration without them keep their keys
-    extra = {"write_bytes": kernel.write_bytes, "element_bytes": dict(kernel.element_bytes),
-             "cost_params": dict(kernel.cost_params), "result_rank": kernel.result_rank,
-             "repeat_by": kernel.repeat_by if kernel.repeat_by != "launch" else None,
-             "script": kernel.impls[impl].script, "inputs": dict(kernel.inputs),
-             "fixed_duration": kernel.fixed_duration}
+    extra = {
+        "write_bytes": kernel.write_bytes,
+        "element_bytes": dict(kernel.element_bytes),
+        "cost_params": dict(kernel.cost_params),
+        "result_rank": kernel.result_rank,
+        "repeat_by": kernel.repeat_by if kernel.repeat_by != "launch" else None,
+        "script": kernel.impls[impl].script,
+        "inputs": dict(kernel.inputs),
+        "fixed_duration": kernel.fixed_duration,
+    }
     spec.update({k: v for k, v in extra.items() if v})
     return spec
 

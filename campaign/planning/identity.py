@@ -255,7 +255,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= _VALUE_CHARS else text[: _VALUE_CHARS - 3] + "..."
 
 
-def _pair(old: Any, new: Any) -> str:
+def value_change(old: Any, new: Any) -> str:
     """Two values as `'old' -> 'new'`; of two long texts (a tool-driven program's declaration, one
     JSON argument) the part around their first difference, since their common start says nothing."""
     if not (isinstance(old, str) and isinstance(new, str)) or max(len(repr(old)), len(repr(new))) <= _VALUE_CHARS:
@@ -271,7 +271,7 @@ def _change(key: str, old: Any, new: Any) -> str:
     so a changed `--repeats` is `argv[7] '3' -> '5'`, not the whole command twice."""
     if isinstance(old, list) and isinstance(new, list):
         if len(old) == len(new):
-            diff = [f"{key}[{i}] {_pair(a, b)}" for i, (a, b) in enumerate(zip(old, new)) if a != b]
+            diff = [f"{key}[{i}] {value_change(a, b)}" for i, (a, b) in enumerate(zip(old, new)) if a != b]
             return ", ".join(diff[:2]) + (f", ... ({len(diff)} elements)" if len(diff) > 2 else "")
         gone, added = [v for v in old if v not in new], [v for v in new if v not in old]
         return (
@@ -279,7 +279,7 @@ def _change(key: str, old: Any, new: Any) -> str:
             + (f", without {_short(gone)}" if gone else "")
             + (f", with {_short(added)}" if added else "")
         )
-    return f"{key} {_pair(old, new)}"
+    return f"{key} {value_change(old, new)}"
 
 
 def retired(entry: str, now: dict[str, str]) -> bool:

@@ -3,7 +3,9 @@ of the analysis, counted and named.
 
 A run's identity (campaign.planning.identity) is its program's content, the
 interpreter and torch versions, the modules, the stack limit and the job
-environment. Recompiling a benchmark and resubmitting gives new runs of the
+environment; runs of one identity that start different commands (a tool-driven
+declaration edited: its script, a pattern, an argument) are told apart the same
+way. Recompiling a benchmark and resubmitting gives new runs of the
 same configuration; pooled with the old build's runs, one median mixed the
 -O2 and -O3 programs and the report said "1 configuration". So every view
 that aggregates (report, its JSON and HTML, compare, advise) reads only the
@@ -38,7 +40,9 @@ from sqlalchemy.orm import Session
 
 from campaign.job.element_type import run_untyped
 from campaign.ledger import Campaign, JobAttempt, ResultFile, Run
-from campaign.ledger.spec_text import CONFIGURATION_ENTRIES, SpecText
+from campaign.ledger.models import RUN_CONFIGURATION
+from campaign.ledger.spec_text import SpecText
+from campaign.planning.identity import value_change
 from campaign.plumbing.states import JobState
 from campaign.results.query import PARTIAL_USABLE, attempt_filter
 
@@ -60,19 +64,26 @@ class Superseded:
     def lines(self) -> list[str]:
         """One line per record (the first SHOWN_RECORDS, then a count), for the
         report's header, compare and advise; the JSON has every record."""
-        lines = [f"Superseded: {r['runs']} run(s) of {r['configuration']} ({r['rows']} row(s); job(s) "
-                 f"{_jobs(r['job_ids'])}) left out: its latest runs have {r['change']}; only the latest is reported"
-                 for r in self.records[:SHOWN_RECORDS]]
+        lines = [
+            f"Superseded: {r['runs']} run(s) of {r['configuration']} ({r['rows']} row(s); job(s) "
+            f"{_jobs(r['job_ids'])}) left out: its latest runs have {r['change']}; only the latest is reported"
+            for r in self.records[:SHOWN_RECORDS]
+        ]
         if len(self.records) > SHOWN_RECORDS:
             rest = self.records[SHOWN_RECORDS:]
-            lines.append(f"Superseded: {sum(r['runs'] for r in rest)} run(s) of {len(rest)} more configuration(s) "
-                         f"left out the same way (every one: `report --json`, scope.superseded)")
+            lines.append(
+                f"Superseded: {sum(r['runs'] for r in rest)} run(s) of {len(rest)} more configuration(s) "
+                f"left out the same way (every one: `report --json`, scope.superseded)"
+            )
         return lines
 
 
 def _jobs(ids: list[str]) -> str:
-    return (", ".join(ids[:SHOWN_JOBS]) + (f" and {len(ids) - SHOWN_JOBS} more" if len(ids) > SHOWN_JOBS else "")
-            ) if ids else "none with rows"
+    return (
+        (", ".join(ids[:SHOWN_JOBS]) + (f" and {len(ids) - SHOWN_JOBS} more" if len(ids) > SHOWN_JOBS else ""))
+        if ids
+        else "none with rows"
+    )
 
 
 def measured() -> Any:
@@ -80,44 +91,68 @@ def measured() -> Any:
     stopped or failed after some n (a partial state) with rows stored. A
     newer build whose only job failed before its first n supersedes nothing."""
     rows = exists(select(ResultFile.id).where(ResultFile.attempt_id == JobAttempt.id))
-    return or_(JobAttempt.state.in_([state for state in JobState if state.usable]),
-               and_(JobAttempt.state.in_(PARTIAL_USABLE), rows))
+    return or_(
+        JobAttempt.state.in_([state for state in JobState if state.usable]),
+        and_(JobAttempt.state.in_(PARTIAL_USABLE), rows),
+    )
 
 
-def _runs(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, where: Any,
-          only: Any = None) -> list[tuple[Any, ...]]:
+def _runs(
+    s: Session,
+    campaign: str | Sequence[str] | None,
+    usable_only: bool,
+    where: Any,
+    only: Any = None,
+    by_command: bool = False,
+) -> list[tuple[Any, ...]]:
     """(cluster, partition, kernel, impl, variant, device, dtype, d, extra_args,
     identity, newest run id, run ids, newest naming submit) per campaign, configuration and identity
-    text of the runs with an attempt the read selects: one statement, grouped
+    text of the runs with an attempt the read selects, then the least and the greatest command (argv,
+    JSON text) among them: one statement, grouped
     in the database (200,000 runs give a few hundred rows, not a Python row per
     run), in the order of the index `ix_run_configuration` (by campaign: the
     campaign's cluster then comes from its row; two campaigns of one cluster
     give a configuration two rows, which `find` merges). The run ids
     (comma-separated text) only for `only`'s groups: (configuration, identity
-    text) pairs; None: no ids, the empty list: no rows."""
+    text) pairs (with `by_command`, triples with the command: each command its own group, its text as
+    both least and greatest); None: no ids, the empty list: no rows."""
     attempt = select(JobAttempt.id).where(JobAttempt.run_id == Run.id)
     if usable_only:
         attempt = attempt.where(measured())
     attempt = attempt_filter(attempt, where)
     # the JSON parts as text, read from the index (SQLite), decoded once per group
-    parts = (Run.campaign_id, Run.partition, Run.kernel, Run.impl, Run.variant, Run.device, Run.dtype,
-             *(SpecText(name) for name in CONFIGURATION_ENTRIES))
+    parts = RUN_CONFIGURATION
     ids = func.count(Run.id) if only is None else _id_list(s)
-    stmt = (select(func.max(Campaign.cluster), *parts[1:], func.max(Run.id), ids, func.max(Run.named_by))
-            .join(Campaign, Campaign.id == Run.campaign_id).where(exists(attempt)).group_by(*parts))
+    command = SpecText("argv")
+    commands = (command, command) if by_command else (func.min(command), func.max(command))
+    stmt = (
+        select(func.max(Campaign.cluster), *parts[1:], func.max(Run.id), ids, func.max(Run.named_by), *commands)
+        .join(Campaign, Campaign.id == Run.campaign_id)
+        .where(exists(attempt))
+        .group_by(*parts, *((command,) if by_command else ()))
+    )
     if campaign:
         stmt = stmt.where(Campaign.name.in_([campaign] if isinstance(campaign, str) else list(campaign)))
     if only is not None:  # only the identity texts asked for (a few: one per older build)
         texts = {key[9] for key in only}
-        stmt = stmt.where(or_(parts[9].in_(sorted(t for t in texts if t is not None)),
-                              *([parts[9].is_(None)] if None in texts else [])))
+        stmt = stmt.where(
+            or_(
+                parts[9].in_(sorted(t for t in texts if t is not None)),
+                *([parts[9].is_(None)] if None in texts else []),
+            )
+        )
     from campaign.results.query import fetch_rows  # the driver's own tuples: no Row per group
 
     _, fetch = fetch_rows(s, stmt)
     out: list[tuple[Any, ...]] = []
     while batch := fetch(100_000):
-        out += batch if only is None else [row for row in batch if row[:10] in only]
+        out += batch if only is None else [row for row in batch if _key(row) in only or row[:10] in only]
     return out
+
+
+def _key(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A group's configuration, identity text and command (one command: least and greatest are one)."""
+    return (*row[:10], row[13])
 
 
 def _id_list(s: Session) -> Any:
@@ -127,8 +162,11 @@ def _id_list(s: Session) -> Any:
     return func.group_concat(Run.id, ",")
 
 
-def _identity(text: str | None, cache: dict[str | None, tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:
-    """The identity entries of a run's spec (as JSON text), without those that follow the thread count."""
+def _identity(
+    text: str | None, cache: dict[str | None, tuple[tuple[str, str], ...]], command: str | None = None
+) -> tuple[tuple[str, str], ...]:
+    """The identity entries of a run's spec (as JSON text), without those that follow the thread count,
+    and its command's words (`argv[3]`, as `submit` names a change) where `command` (JSON text) is given."""
     if text not in cache:
         try:
             items = json.loads(text) if text else []
@@ -136,7 +174,14 @@ def _identity(text: str | None, cache: dict[str | None, tuple[tuple[str, str], .
             items = []
         pairs = [(str(p[0]), str(p[1])) for p in items or [] if isinstance(p, list) and len(p) == 2]
         cache[text] = tuple(sorted(p for p in pairs if p[0] not in FOLLOWS_THREADS))
-    return cache[text]
+    if command is None:
+        return cache[text]
+    try:
+        words = json.loads(command)
+    except (TypeError, ValueError):
+        words = None
+    argv = [(f"argv[{i}]", str(w)) for i, w in enumerate(words)] if isinstance(words, list) else []
+    return tuple(sorted((*cache[text], *argv)))
 
 
 def _change(old: tuple[tuple[str, str], ...], new: tuple[tuple[str, str], ...]) -> str:
@@ -144,8 +189,11 @@ def _change(old: tuple[tuple[str, str], ...], new: tuple[tuple[str, str], ...]) 
     a, b = dict(old), dict(new)
     if not a:
         return "identity not recorded -> recorded"
-    changed = [f"{k} {a.get(k, '(none)')!r} -> {b.get(k, '(none)')!r}" for k in sorted(set(a) | set(b))
-               if a.get(k) != b.get(k)]
+    changed = [
+        f"{k} {value_change(a.get(k, '(none)'), b.get(k, '(none)'))}"
+        for k in sorted(set(a) | set(b))
+        if a.get(k) != b.get(k)
+    ]
     more = f"; ... ({len(changed)} changes)" if len(changed) > SHOWN_CHANGES else ""
     return "; ".join(changed[:SHOWN_CHANGES]) + more
 
@@ -157,22 +205,36 @@ def find(s: Session, campaign: str | Sequence[str] | None, usable_only: bool, wh
     cache: dict[str | None, tuple[tuple[str, str], ...]] = {}
     newest: dict[tuple[Any, ...], tuple[tuple[int, int], tuple[tuple[str, str], ...]]] = {}
     groups = _runs(s, campaign, usable_only, where)
+    # runs of one identity that started different commands: a tool-driven declaration edited (its script,
+    # a pattern), which `submit` makes new runs of; told apart by a second read of those groups alone
+    mixed = {row[:10] for row in groups if row[13] != row[14]}
+    if mixed:
+        groups = [row for row in groups if row[:10] not in mixed]
+        groups += _runs(s, campaign, usable_only, where, only=mixed, by_command=True)
     for row in groups:
         config, top = row[:9], (int(row[12] or 0), int(row[10]))
         if config not in newest or top > newest[config][0]:
-            newest[config] = (top, _identity(row[9], cache))
-    old = {row[:10] for row in groups if _identity(row[9], cache) != newest[row[:9]][1]}
+            newest[config] = (top, _identity(row[9], cache, row[13]))
+    old = {_key(row) for row in groups if _identity(row[9], cache, row[13]) != newest[row[:9]][1]}
     left: dict[tuple[Any, ...], list[int]] = defaultdict(list)
-    for row in _runs(s, campaign, usable_only, where, only=old) if old else []:
-        left[(row[:9], _identity(row[9], cache))] += [int(i) for i in str(row[11]).split(",")]
+    for row in _runs(s, campaign, usable_only, where, only=old, by_command=bool(mixed)) if old else []:
+        left[(row[:9], _identity(row[9], cache, row[13]))] += [int(i) for i in str(row[11]).split(",")]
     out = Superseded()
     ordered = sorted(left.items(), key=lambda item: min(item[1]))
     untyped = _untyped(s, [newest[config][0][1] for (config, _), _ids in ordered])
     for (config, identity), ids in ordered:
         ids.sort()
         out.runs += ids
-        out.records.append({"configuration": _label(config, newest[config][0][1] in untyped), "runs": len(ids),
-                            "run_ids": ids, "rows": 0, "job_ids": [], "change": _change(identity, newest[config][1])})
+        out.records.append(
+            {
+                "configuration": _label(config, newest[config][0][1] in untyped),
+                "runs": len(ids),
+                "run_ids": ids,
+                "rows": 0,
+                "job_ids": [],
+                "change": _change(identity, newest[config][1]),
+            }
+        )
     return out
 
 
@@ -205,17 +267,23 @@ def holder(s: Session, found: Superseded) -> Table | None:
     Each record's row count is filled in from it."""
     if not found.runs:
         return None
-    table = Table(f"campaign_superseded_{next(_names)}", MetaData(), Column("run_id", Integer, primary_key=True),
-                  prefixes=["TEMPORARY"])
+    table = Table(
+        f"campaign_superseded_{next(_names)}",
+        MetaData(),
+        Column("run_id", Integer, primary_key=True),
+        prefixes=["TEMPORARY"],
+    )
     table.create(s.connection())
     s.execute(insert(table), [{"run_id": int(r)} for r in found.runs])
     rows: dict[int, int] = defaultdict(int)
     jobs: dict[int, list[str]] = defaultdict(list)
     for run_id, job_id, n in s.execute(
-            select(JobAttempt.run_id, JobAttempt.job_id, func.sum(ResultFile.rows))
-            .outerjoin(ResultFile, ResultFile.attempt_id == JobAttempt.id)
-            .where(JobAttempt.run_id.in_(select(table.c.run_id)))
-            .group_by(JobAttempt.id).order_by(JobAttempt.id)):
+        select(JobAttempt.run_id, JobAttempt.job_id, func.sum(ResultFile.rows))
+        .outerjoin(ResultFile, ResultFile.attempt_id == JobAttempt.id)
+        .where(JobAttempt.run_id.in_(select(table.c.run_id)))
+        .group_by(JobAttempt.id)
+        .order_by(JobAttempt.id)
+    ):
         rows[run_id] += int(n or 0)
         if job_id and n:
             jobs[run_id].append(str(job_id))

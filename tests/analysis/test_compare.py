@@ -16,8 +16,7 @@ SIZES = (1024, 2048, 4096, 8192)
 NOISE_SD = 0.005  # 0.5% multiplicative noise per repeat: far below the 10% injected
 
 
-def campaign(rows: RowMaker, factors: dict[str, float], repeats: int, seed: int,
-             **key: object) -> pd.DataFrame:
+def campaign(rows: RowMaker, factors: dict[str, float], repeats: int, seed: int, **key: object) -> pd.DataFrame:
     """One campaign: for each variant, t = factor * n^2 * 1e-9 per n, `repeats`
     noisy repeats each (seeded)."""
     rng = np.random.default_rng(seed)
@@ -85,9 +84,22 @@ def test_identical_distributions_rarely_get_a_verdict() -> None:
 
     rng = np.random.default_rng(13)
     points, repeats, sd = 4000, 4, 0.2
-    rows = [{"cluster": "c", "partition": "p", "kernel": "k", "impl": "i", "variant": "v", "device": "cpu",
-             "threads": 1, "n": n, "repeat": r, "time_s": float(t)}
-            for n in range(1, points + 1) for r, t in enumerate(np.exp(rng.normal(0, sd, repeats)))]
+    rows = [
+        {
+            "cluster": "c",
+            "partition": "p",
+            "kernel": "k",
+            "impl": "i",
+            "variant": "v",
+            "device": "cpu",
+            "threads": 1,
+            "n": n,
+            "repeat": r,
+            "time_s": float(t),
+        }
+        for n in range(1, points + 1)
+        for r, t in enumerate(np.exp(rng.normal(0, sd, repeats)))
+    ]
     base = pd.DataFrame(rows)
     new = base.copy()
     new["time_s"] = np.exp(rng.normal(0, sd, len(new)))
@@ -146,3 +158,19 @@ def test_bad_arguments_are_value_errors(rows: RowMaker) -> None:
         compare(df, df, by="node")
     with pytest.raises(ValueError, match="threshold"):
         compare(df, df, threshold=5)
+
+
+def test_a_side_of_single_rank_runs_matches_the_other_sides_one_rank_points(rows: RowMaker) -> None:
+    """The result frames drop ranks/nodes where every row has 1 (single-process
+    runs); such a side's points are 1 rank on 1 node, so they match the other
+    side's 1-rank points and never its 2-rank ones (seen: a base whose 2-node run
+    had failed matched nothing of a new campaign over nodes 1 and 2)."""
+    base = campaign(rows, {"naive": 1.0}, repeats=10, seed=21)
+    one = campaign(rows, {"naive": 1.10}, repeats=10, seed=22).assign(ranks=1, nodes=1)
+    two = campaign(rows, {"naive": 1.0}, repeats=10, seed=23).assign(ranks=2, nodes=2)
+    c = compare(base, pd.concat([one, two], ignore_index=True))
+    assert len(c.points) == len(SIZES) and set(c.points["verdict"]) == {SLOWER}
+    assert c.base_only.empty and len(c.new_only) == len(SIZES) and set(c.new_only["ranks"]) == {2}
+    only_two = compare(base, two)  # a side of 2-rank runs alone: no point in common, never pooled
+    assert only_two.points.empty and len(only_two.base_only) == len(only_two.new_only) == len(SIZES)
+    assert len(compare(two, base).points) == 0

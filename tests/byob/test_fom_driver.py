@@ -276,9 +276,15 @@ def test_crlf_and_progress_lines_read_as_a_file_source_reads_them(tmp_path: Path
 
 # a time the program writes into t.txt of its job folder
 ELAPSED_IN_FILE = [
-    {"name": "elapsed", "regex": r"elapsed (?P<value>\S+)", "source": "file:t.txt", "unit": "s",
-     "higher_is_better": False}
+    {
+        "name": "elapsed",
+        "regex": r"elapsed (?P<value>\S+)",
+        "source": "file:t.txt",
+        "unit": "s",
+        "higher_is_better": False,
+    }
 ]
+
 
 def test_a_file_only_the_warm_up_wrote_is_no_figure_of_a_repeat(tmp_path: Path) -> None:
     """A figure's file is removed before each invocation: a program that wrote it only in its
@@ -305,3 +311,14 @@ def test_a_file_each_repeat_writes_is_read_from_that_repeat(tmp_path: Path) -> N
     # each invocation's file kept beside its output once read, the warm-up's too
     kept = sorted(p.name for p in tmp_path.glob("t.txt.*"))
     assert kept == [f"t.txt.fom-n{n}-{r}" for n in (20, 8) for r in ("r0", "r1", "w1")], kept
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "seconds"),
+    [(9.0, "ms", 0.009), (137.0, "us", 0.000137), (2.5, "ns", 2.5e-9), (0.1, "s", 0.1), (35.0, "ms", 0.035)],
+)
+def test_a_time_figure_in_ms_us_or_ns_is_the_seconds_it_says(value: float, unit: str, seconds: float) -> None:
+    """time_s is the double nearest the time printed, in seconds: 9 ms stored as 0.009, not the
+    0.009000000000000001 that 9 x 1e-3 gives (seen in `campaign results` of a program printing ms)."""
+    fig = {"name": "lat", "unit": unit, "higher_is_better": False}
+    assert repr(fom.time_of([(fig, value)], 1.0)) == repr(seconds)

@@ -216,3 +216,38 @@ def test_show_names_no_build_of_ours_for_a_campaign_of_user_programs(tmp_path: P
     lines = {line.split(":")[0]: line for line in shown.stdout.splitlines() if line.startswith(("build:", "program:"))}
     assert lines["build"] == "build: none (no C/Fortran programs)", shown.stdout
     assert lines["program"].endswith(f"user binary sha256 {sha[:12]}"), shown.stdout
+
+
+def test_a_changed_declaration_supersedes_the_runs_of_the_old_one(tmp_path: Path) -> None:
+    """A `script:` edited (or a pattern, or an argv) is new runs, `submit` says so (`argv[3] ...`),
+    and the report reads the new declaration's runs alone: they were pooled with the old ones, one
+    median of 1.0 and 2.0 reported as 1.5 over 6 repeats (seen configuring a program from
+    docs/byob.md, whose 'How it works' promises a new pattern is never mixed with the old)."""
+    conf = tmp_path / "conf"
+    (conf / "kernel").mkdir(parents=True)
+    (conf / "experiment").mkdir()
+    kernel = conf / "kernel" / "decl.yaml"
+    text = (
+        'name: decl\ndriven_by: tool\nimpls:\n  sh: {script: "echo v: 1.0 s", variants: [v]}\n'
+        "figures:\n  - {name: x, regex: 'v: ([0-9.]+)', unit: s}\n"
+    )
+    kernel.write_text(text)
+    (conf / "experiment" / "decl.yaml").write_text(
+        EXPERIMENT.replace("rebuilt", "decl")
+        .replace("[c]", "[sh]")
+        .replace("name: rebuild", "name: decl")
+        .replace(", n: [10]", "")
+    )
+    env, cli = {"CAMPAIGN_CONFIG_PATH": str(conf)}, ("--ledger", str(tmp_path / "ledger.sqlite"))
+    first = run_cli(*cli, "submit", "experiment=decl", cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    kernel.write_text(text.replace("v: 1.0 s", "v: 2.0 s"))
+    again = run_cli(*cli, "submit", "experiment=decl", cwd=tmp_path, env=env)
+    assert again.returncode == 0 and "1 new run(s): argv[3]" in again.stdout, again.stdout + again.stderr
+    proc = run_cli(*cli, "report", "--json", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    values = [(f["value"], f["repeats"]) for f in data["figures_of_merit"] if f["metric"] == "x"]
+    assert values == [(2.0, 2)], data["figures_of_merit"]  # the new declaration alone, never pooled
+    [rec] = data["scope"]["superseded"]
+    assert rec["runs"] == 1 and rec["rows"] == 2 and "argv[3]" in rec["change"] and "2.0 s" in rec["change"], rec

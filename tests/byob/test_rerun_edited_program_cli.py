@@ -41,8 +41,10 @@ def test_a_rerun_of_an_edited_program_is_refused(tmp_path: Path) -> None:
     [line] = [ln for ln in (out + err).splitlines() if ln.strip()]
     assert "rerun refused: 1 run(s) ran program big as sha256:" in line, line
     assert "the file is now sha256:" in line, line
-    assert "its bytes changed since submit: `submit` the sweep again for new runs of the new program, " \
-           "or restore it to rerun these; nothing was rerun" in line, line
+    assert (
+        "its bytes changed since submit: `submit` the sweep again for new runs of the new program, "
+        "or restore it to rerun these; nothing was rerun" in line
+    ), line
     assert sql_rows(led, attempts) == before  # the ledger untouched: no new attempt
     assert {n for (n,) in sql_rows(led, "SELECT DISTINCT n FROM result")} == {100, 1000}
 
@@ -66,8 +68,11 @@ def test_only_the_runs_of_the_edited_program_are_left_out(tmp_path: Path) -> Non
     assert proc.returncode == 3, proc.stdout + proc.stderr  # big2 reran (and failed again at 2000)
     assert "1 run(s) resubmitted" in proc.stdout, proc.stdout
     assert "not rerun: 1 run(s) ran program big as sha256:" in proc.stdout, proc.stdout
-    kernels = sql_rows(led, "SELECT r.kernel, count(*) FROM job_attempt a JOIN run r ON r.id = a.run_id "
-                            "GROUP BY r.kernel ORDER BY r.kernel")
+    kernels = sql_rows(
+        led,
+        "SELECT r.kernel, count(*) FROM job_attempt a JOIN run r ON r.id = a.run_id "
+        "GROUP BY r.kernel ORDER BY r.kernel",
+    )
     assert kernels == [("big", 1), ("big2", 2)]
 
 
@@ -99,9 +104,17 @@ def test_a_campaign_upgrade_keeps_tool_driven_runs_rerunnable(tmp_path: Path) ->
     identified by its measurement protocol now; a run recorded the old way is rerun, as the file the
     user's program is has not changed."""
     led, env = _failed_tool_run(tmp_path)
-    entries = _rewrite_identity(led, lambda items: [it for it in items if it[0] != "program.driver"] + [
-        ["program.interpreter", "python 3.0.0 torch none"], ["program.campaign.job.fom", "python code sha256:0"],
-        ["program.campaign.job", "python code sha256:1"]])
+    entries = _rewrite_identity(
+        led,
+        lambda items: (
+            [it for it in items if it[0] != "program.driver"]
+            + [
+                ["program.interpreter", "python 3.0.0 torch none"],
+                ["program.campaign.job.fom", "python code sha256:0"],
+                ["program.campaign.job", "python code sha256:1"],
+            ]
+        ),
+    )
     assert "program.driver" in entries and "user.big" in entries, entries
     assert not any(e.startswith(("program.campaign", "program.interpreter")) for e in entries), entries
     proc = run_cli("--ledger", str(led), "rerun", "up", "--failed", cwd=tmp_path, env=env)
@@ -114,9 +127,35 @@ def test_a_rerun_after_the_drivers_protocol_changed_names_the_driver(tmp_path: P
     pooled with the old ones); the line says that campaign's driver changed, not a file of the user's
     to restore."""
     led, env = _failed_tool_run(tmp_path)
-    _rewrite_identity(led, lambda items: [[k, "campaign.job.fom protocol 0" if k == "program.driver" else v]
-                                          for k, v in items])
+    _rewrite_identity(
+        led, lambda items: [[k, "campaign.job.fom protocol 0" if k == "program.driver" else v] for k, v in items]
+    )
     proc = run_cli("--ledger", str(led), "rerun", "up", "--failed", cwd=tmp_path, env=env)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "were measured by campaign.job.fom protocol 0, now campaign.job.fom protocol 1" in proc.stderr, proc.stderr
     assert "restore it" not in proc.stderr, proc.stderr
+
+
+def test_a_declaration_edited_since_leaves_its_old_runs_out_of_a_failed_rerun(tmp_path: Path) -> None:
+    """A declaration edited and submitted again is new runs, and the report reads them alone; `rerun
+    --failed` reran the old declaration's failed runs too (seen: the old runs' broken pattern failed the
+    partition's preflight, which then held back the new runs' rerun as PREFLIGHT_FAILED). The superseded
+    runs are left out, counted with how to rerun one; the new declaration's run is rerun."""
+    env = declare(tmp_path, {"big": KERNEL}, {"big_sweep": EXPERIMENT}, {"big": PROGRAM})
+    led = tmp_path / "ledger.sqlite"
+
+    def cli(*args: str, code: int) -> str:
+        proc = run_cli("--ledger", str(led), *args, cwd=tmp_path, env=env)
+        assert proc.returncode == code, proc.stdout + proc.stderr
+        return proc.stdout + proc.stderr
+
+    cli("submit", "experiment=big_sweep", "campaign.name=dec", code=3)  # n = 2000 failed
+    kernel = tmp_path / "conf" / "kernel" / "big.yaml"
+    kernel.write_text(KERNEL.replace("'time: ([0-9.]+) s'", "'time:\\s*([0-9.]+) s'"))  # another pattern
+    assert "1 new run(s): argv[3]" in cli("submit", "experiment=big_sweep", "campaign.name=dec", code=3)
+    runs = "SELECT r.id, a.attempt FROM job_attempt a JOIN run r ON r.id = a.run_id ORDER BY a.id"
+    (old, _), (new, _) = sql_rows(led, runs)
+    out = cli("rerun", "dec", "--failed", code=3)  # n = 2000 fails again, as the program does
+    assert "1 run(s) resubmitted" in out and "not rerun: 1 run(s) superseded by a later submit" in out, out
+    assert sql_rows(led, runs)[2:] == [(new, 2)]  # the new declaration's run alone, its second attempt
+    assert old != new

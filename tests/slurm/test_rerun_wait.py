@@ -7,8 +7,10 @@ ledger, as `submit --wait` does for a first submit."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 
@@ -47,14 +49,23 @@ sweeps:
     return {"CAMPAIGN_CONFIG_PATH": str(folder)}
 
 
-def test_rerun_waits_for_the_resubmitted_jobs(slurm_cluster: SlurmCluster, tmp_path: Path,
-                                              cancel_at_end: Callable[[Ledger, str], None]) -> None:
+def _submit_failing(led: Path, work: Path, name: str, env: dict[str, str], *extra: str) -> CompletedProcess[str]:
+    """`submit --wait` of experiment flaky_once without the preflight: its jobs fail (exit 3)."""
+    first = run_cli(
+        "--ledger", str(led), "-q", "submit", *_overrides(work, name, "experiment=flaky_once", *extra),
+        "--no-preflight", "--wait", env=env,
+    )  # fmt: skip
+    assert first.returncode == 3, first.stdout[-2000:] + first.stderr[-2000:]
+    return first
+
+
+def test_rerun_waits_for_the_resubmitted_jobs(
+    slurm_cluster: SlurmCluster, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]
+) -> None:
     env = _flaky_config(tmp_path / "conf", tmp_path / "ran-once")
     led, name = tmp_path / "l.sqlite", _name("rerunwait")
     cancel_at_end(Ledger(led), name)
-    first = run_cli("--ledger", str(led), "-q", "submit", *_overrides(tmp_path, name, "experiment=flaky_once"),
-                    "--no-preflight", "--wait", env=env)
-    assert first.returncode == 3, first.stdout[-2000:] + first.stderr[-2000:]
+    first = _submit_failing(led, tmp_path, name, env)
     [failed] = _attempts(Ledger(led), name)
     assert failed["state"] == "FAILED" and f"{failed['job_id']} FAILED" in first.stderr
     again = run_cli("--ledger", str(led), "-q", "rerun", name, "--failed", "--wait", "--interval", "1", env=env)
@@ -65,8 +76,40 @@ def test_rerun_waits_for_the_resubmitted_jobs(slurm_cluster: SlurmCluster, tmp_p
     assert f"{attempts[1]['job_id']}" in again.stdout + again.stderr  # the watch named the job it waited for
 
 
+def test_rerun_of_one_job_waits_for_that_job_alone(
+    slurm_cluster: SlurmCluster, tmp_path: Path, cancel_at_end: Callable[[Ledger, str], None]
+) -> None:
+    """`rerun --job J --wait` watched every campaign of the ledger and exited 3
+    naming failed jobs it had not rerun (another campaign's, another run's of
+    J's campaign) although J's new attempt completed (seen configuring a user's
+    program from docs/byob.md). It waits for the attempts it submitted, and its
+    exit and stderr line speak of them alone."""
+    conf = tmp_path / "conf"
+    _flaky_config(conf, tmp_path / "ran-once")
+    kernel = conf / "kernel" / "flaky.yaml"
+    kernel.write_text(
+        kernel.read_text().replace(
+            "    script: |\n", "    script: |\n      if [ {which} = b ]; then echo 'b always fails' >&2; exit 4; fi\n"
+        )
+    )
+    env = {"CAMPAIGN_CONFIG_PATH": str(conf)}
+    led, name, other = tmp_path / "l.sqlite", _name("rerunjob"), _name("rerunother")
+    for camp, values in ((other, "[b]"), (name, "[a,b]")):
+        cancel_at_end(Ledger(led), camp)
+        _submit_failing(led, tmp_path, camp, env, f"+experiment.sweeps.0.grid.which={values}")
+    listed = run_cli("--ledger", str(led), "jobs", "--campaign", name, "--no-sync", "--format", "json")
+    jobs = {j["params"]: j for j in json.loads(listed.stdout)}
+    assert sorted(jobs) == ["which=a", "which=b"] and {j["state"] for j in jobs.values()} == {"FAILED"}
+    again = run_cli(
+        "--ledger", str(led), "-q", "rerun", "--job", jobs["which=a"]["job_id"], "--wait", "--interval", "1", env=env
+    )
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert "ended failed" not in again.stderr
+    states = sorted((a["attempt"], a["state"]) for a in _attempts(Ledger(led), name))
+    assert states == [(1, "FAILED"), (1, "FAILED"), (2, "COMPLETED")]
+
+
 def test_a_bad_interval_is_refused_before_anything_is_resubmitted(tmp_path: Path) -> None:
-    proc = run_cli("--ledger", str(tmp_path / "none.sqlite"), "rerun", "any", "--failed", "--wait",
-                   "--interval", "0")
+    proc = run_cli("--ledger", str(tmp_path / "none.sqlite"), "rerun", "any", "--failed", "--wait", "--interval", "0")
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].endswith("got 0.0")
     assert not (tmp_path / "none.sqlite").exists()
