@@ -98,8 +98,10 @@ def locate(places: Sequence[Path], path: str) -> Path:
         if (place / path).is_file():
             return place / path
     where = " or ".join(str(place / path) for place in places) or path
-    raise LedgerError(f"result file {where} is missing; its rows cannot be reported (restore it, or the "
-                      f"campaign's folder, from a backup)")
+    raise LedgerError(
+        f"result file {where} is missing; its rows cannot be reported (restore it, or the "
+        f"campaign's folder, from a backup)"
+    )
 
 
 # Parquet statistics (min/max: what lets a reader skip a file) on the columns a query selects rows by, the
@@ -109,8 +111,9 @@ _STATISTICS = [c.name for c in COLUMNS if c.key or c.name in ("attempt_id", "cam
 _DICTIONARY = [c.name for c in COLUMNS if c.kind != "float"]
 
 
-def write_many(items: Sequence[tuple[Path, str, Any]], marks: list[Path] | None = None,
-               created: list[Path] | None = None) -> list[Pointer]:
+def write_many(
+    items: Sequence[tuple[Path, str, Any]], marks: list[Path] | None = None, created: list[Path] | None = None
+) -> list[Pointer]:
     """Each table as the immutable file `home/results/<stem>-<hash>.parquet`
     (pointer path `results/<stem>-<hash>.parquet`): written whole under a
     temporary name, made durable, renamed, the renames made durable: an
@@ -238,11 +241,15 @@ def verified(paths: Sequence[tuple[Path, str]]) -> list[str]:
         try:
             actual = sha256(path)
         except OSError as exc:
-            raise LedgerError(f"result file {path} is unreadable ({exc.strerror}); its rows cannot be reported") from None
+            raise LedgerError(
+                f"result file {path} is unreadable ({exc.strerror}); its rows cannot be reported"
+            ) from None
         if actual != digest:
-            raise LedgerError(f"result file {path} does not match the hash the ledger recorded for it "
-                              f"(sha256 {actual[:16]}..., recorded {digest[:16]}...): it was changed after it was "
-                              f"written; restore it from a backup")
+            raise LedgerError(
+                f"result file {path} does not match the hash the ledger recorded for it "
+                f"(sha256 {actual[:16]}..., recorded {digest[:16]}...): it was changed after it was "
+                f"written; restore it from a backup"
+            )
         out.append(str(path))
     return out
 
@@ -262,10 +269,11 @@ def is_temporary(path: Path) -> bool:
     return path.name.startswith(_TMP)
 
 
-def sweep(places: Sequence[Path], referenced: set[str], removable: Callable[[Path], bool],
-          older_than_s: float = SWEEP_AGE_S) -> list[Path]:
-    """Remove, from each place's `results/`, the leftover temporary files and
-    the result files no pointer names (`referenced`: each pointed-to file's
+def sweep(
+    places: Sequence[Path], referenced: set[str], removable: Callable[[Path], bool], older_than_s: float = SWEEP_AGE_S
+) -> list[Path]:
+    """Remove, from each place's `results/`, the leftover temporary files (never
+    a pointer's: whole or cut short, they go) and the result files no pointer names (`referenced`: each pointed-to file's
     path as `referenced_path` writes it) that `removable` says lose nothing
     (campaign.results.sweep: every row held by a verified file of this
     ledger, e.g. a sync killed between the rename and its commit, whose
@@ -294,7 +302,9 @@ def sweep(places: Sequence[Path], referenced: set[str], removable: Callable[[Pat
                 if path.stat().st_mtime >= cutoff:
                     undecided = True
                     continue
-                if not removable(path):
+                # a temporary name no pointer ever named (the rename precedes the commit): its rows'
+                # origin still holds them, whole or cut short; any other file only when nothing is lost
+                if not is_temporary(path) and not removable(path):
                     continue
                 path.unlink()
                 removed.append(path)
@@ -313,4 +323,3 @@ def referenced_path(place: str, pointer: str) -> str:
     """A pointer's file as `sweep` compares it: the place (as str(Path)) joined
     to the pointer's relative path, normalised as a Path would have it."""
     return os.path.join(place, os.path.normpath(pointer))
-
