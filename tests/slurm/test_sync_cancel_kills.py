@@ -3,8 +3,9 @@ SIGTERM, SIGINT; a SIGKILL also in the ingest's own write). After each: the ledg
 SQLite's integrity check, every job Slurm accepted for the campaign (sacct, by job name) is
 in the ledger, no result row is stored twice; the same command run again finishes the work:
 every row stored once with the numbers the jobs wrote, every held job cancelled in Slurm and
-in the ledger. The submit and rerun kills on Slurm are test_crash_safety.py's and
-test_crash_rerun.py's."""
+in the ledger. Then a submit stopped between its record and sbatch's answer: a wait ends
+on the runs it left, and a rerun adopts the job sbatch accepted instead of sending it again. The mass submit and rerun kills on
+Slurm are test_crash_safety.py's and test_crash_rerun.py's."""
 
 from __future__ import annotations
 
@@ -34,9 +35,9 @@ def _env() -> dict[str, str]:
     return {"CAMPAIGN_CONFIG_PATH": str(FAKE_CONF), "CAMPAIGN_FAKE_KERNEL": str(FAKE_KERNEL)}
 
 
-def _submit(ledger: Path, work: Path, name: str, *extra: str) -> None:
+def _submit_argv(ledger: Path, work: Path, name: str, *extra: str) -> list[str]:
     grid = ",".join(f"{i / 1000:.3f}" for i in range(RUNS))
-    proc = run_cli(
+    return [
         "--ledger",
         str(ledger),
         "submit",
@@ -46,8 +47,11 @@ def _submit(ledger: Path, work: Path, name: str, *extra: str) -> None:
         f"campaign.workdir={work}",
         f"+experiment.sweeps.0.grid={{sleep: [{grid}]}}",
         *extra,
-        env=_env(),
-    )
+    ]
+
+
+def _submit(ledger: Path, work: Path, name: str, *extra: str) -> None:
+    proc = run_cli(*_submit_argv(ledger, work, name, *extra), env=_env())
     assert proc.returncode == 0, proc.stderr
 
 
@@ -69,6 +73,11 @@ def _accepted(name: str) -> dict[str, str]:
 def _queued(name: str) -> list[str]:
     out = subprocess.run(["squeue", "-h", "-r", "-o", "%i %j"], capture_output=True, text=True, check=True).stdout
     return [line.split()[0] for line in out.splitlines() if line.split()[1].startswith(f"campaign:{name}:")]
+
+
+def _marked(work: Path) -> int:
+    """The cancel markers in the campaign's job folders."""
+    return sum(1 for _ in work.rglob("cancel.json"))
 
 
 def _check(ledger: Path, name: str) -> None:
@@ -120,21 +129,31 @@ def test_stopped_syncs_on_slurm_lose_nothing_and_store_each_row_once(slurm_clust
 
 
 def test_stopped_cancels_on_slurm_cancel_every_job_once_run_again(slurm_cluster: object, tmp_path: Path) -> None:
-    """Campaigns of held jobs, each cancel stopped once at a random moment, then run again."""
+    """Campaigns of held jobs: the first cancelled whole (how long a cancel takes here, now), each
+    other one's cancel stopped once (by SIGKILL once it has marked a job, or at a random moment of
+    that time by a random signal), then run again."""
     rng = random.Random(SEED)
-    stops = 0
-    for i in range(3):
+    stops, took = 0, 0.0
+    for i in range(4):
         name, ledger, work = _name("cancel-kill"), tmp_path / f"l{i}.sqlite", tmp_path / f"runs{i}"
         _submit(ledger, work, name, "++cluster.partitions.cpu.sbatch_extra={hold: true}")  # held: they never run
         try:
             argv = ["--ledger", str(ledger), "cancel", name]
-            stops += signal_after(argv, _env(), rng.uniform(0.0, 0.6), rng.choice(SIGNALS)) is None
-            _check(ledger, name)
-            # an attempt marked cancelled is one Slurm no longer runs
-            cancelled = {job for (job,) in sql_rows(ledger, "SELECT job_id FROM job_attempt WHERE state = 'CANCELLED'")}
-            assert not cancelled & set(_queued(name))
+            if i == 0:
+                started = time.monotonic()
+            else:
+                marked = _marked(work)
+                if i % 2:  # SIGKILL once the first job's cancel marker is written: Slurm not told yet
+                    stops += signal_after(argv, _env(), 0.0, when=lambda w=work, m=marked: _marked(w) > m) is None
+                else:
+                    stops += signal_after(argv, _env(), rng.uniform(0.0, took), rng.choice(SIGNALS)) is None
+                _check(ledger, name)
+                # an attempt marked cancelled is one Slurm no longer runs
+                cancelled = {j for (j,) in sql_rows(ledger, "SELECT job_id FROM job_attempt WHERE state = 'CANCELLED'")}
+                assert not cancelled & set(_queued(name))
             proc = run_cli(*argv, env=_env())
             assert proc.returncode == 0, proc.stderr
+            took = took or time.monotonic() - started
             _check(ledger, name)
             assert _queued(name) == []
             assert sql_rows(ledger, "SELECT state, count(*) FROM job_attempt GROUP BY state") == [("CANCELLED", RUNS)]
@@ -144,4 +163,38 @@ def test_stopped_cancels_on_slurm_cancel_every_job_once_run_again(slurm_cluster:
             if left:
                 subprocess.run(["scancel", *sorted({j.split("_")[0] for j in left})], check=False)
     print(f"{stops} stops of cancel hit it running")
-    assert stops >= 1
+    assert stops >= 2
+
+
+def test_a_wait_ends_on_the_runs_a_stopped_submit_left_and_rerun_adopts_them(
+    slurm_cluster: object, tmp_path: Path
+) -> None:
+    """A submit SIGKILLed once its first manifest is written (sbatch about to run, or running: the
+    job may reach Slurm, its ID never recorded) leaves its runs PENDING without a job ID: no sync
+    can settle them, and `status --wait` waited for them for ever. It now ends (exit 3) naming them
+    never submitted, `status` says what sends them, and that rerun adopts the jobs sbatch accepted
+    and submits the rest: every run has one job, and every job Slurm accepted is in the ledger."""
+    name, ledger, work = _name("strand"), tmp_path / "l.sqlite", tmp_path / "runs"
+    manifests = work / name / "manifests"
+    argv = _submit_argv(ledger, work, name)
+    try:
+        stopped = signal_after(argv, _env(), 0.0, when=lambda: manifests.is_dir() and any(manifests.iterdir()))
+        assert stopped is None, "the submit ended before its first manifest"
+        left = sql_rows(ledger, "SELECT count(*) FROM job_attempt WHERE job_id IS NULL")[0][0]
+        assert left == RUNS
+        waited = run_cli("--ledger", str(ledger), "status", "--wait", name, env=_env(), timeout=120)
+        assert waited.returncode == 3, waited.stderr
+        assert waited.stderr.count("never submitted") == left, waited.stderr
+        status = run_cli("--ledger", str(ledger), "status", name, env=_env())
+        assert status.returncode == 0 and f"`campaign rerun {name} --failed`" in status.stderr, status.stderr
+        again = run_cli("--ledger", str(ledger), "rerun", name, "--failed", env=_env(), timeout=300)
+        assert again.returncode == 0, again.stderr
+        waited = run_cli("--ledger", str(ledger), "status", "--wait", name, env=_env(), timeout=300)
+        assert waited.returncode == 0, waited.stderr
+        _check(ledger, name)
+        jobs = [job for (job,) in sql_rows(ledger, "SELECT job_id FROM job_attempt")]
+        assert len(jobs) == RUNS and None not in jobs and sorted(jobs) == sorted(_accepted(name))
+    finally:
+        left_jobs = _queued(name)
+        if left_jobs:
+            subprocess.run(["scancel", *sorted({j.split("_")[0] for j in left_jobs})], check=False)
