@@ -4,7 +4,8 @@ SQLite's integrity check, every job Slurm accepted for the campaign (sacct, by j
 in the ledger, no result row is stored twice; the same command run again finishes the work:
 every row stored once with the numbers the jobs wrote, every held job cancelled in Slurm and
 in the ledger. Then a submit stopped between its record and sbatch's answer: a wait ends
-on the runs it left, and a rerun adopts the job sbatch accepted instead of sending it again. The mass submit and rerun kills on
+on the runs it left, and a rerun (even while that submit's sbatch is still running) adopts
+the job sbatch accepted instead of sending it again. The mass submit and rerun kills on
 Slurm are test_crash_safety.py's and test_crash_rerun.py's."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import csv
 import os
 import random
+import shutil
 import signal
 import subprocess
 import time
@@ -194,6 +196,37 @@ def test_a_wait_ends_on_the_runs_a_stopped_submit_left_and_rerun_adopts_them(
         _check(ledger, name)
         jobs = [job for (job,) in sql_rows(ledger, "SELECT job_id FROM job_attempt")]
         assert len(jobs) == RUNS and None not in jobs and sorted(jobs) == sorted(_accepted(name))
+    finally:
+        left_jobs = _queued(name)
+        if left_jobs:
+            subprocess.run(["scancel", *sorted({j.split("_")[0] for j in left_jobs})], check=False)
+
+
+def test_a_rerun_right_after_a_stopped_submit_waits_for_its_sbatch_and_adopts_the_job(
+    slurm_cluster: object, tmp_path: Path
+) -> None:
+    """The sbatch a SIGKILLed submit started outlives it. A rerun at once looked in Slurm by job name
+    while that sbatch had not answered yet (a slow controller: here an sbatch that waits 4 s first),
+    found nothing, and sent the runs again: two jobs per run once the first sbatch answered. The
+    rerun now waits for that sbatch, then adopts its job."""
+    name, ledger, work = _name("slow-sbatch"), tmp_path / "l.sqlite", tmp_path / "runs"
+    real, slow, started = shutil.which("sbatch"), tmp_path / "bin", tmp_path / "sbatch.started"
+    assert real is not None
+    slow.mkdir()
+    (slow / "sbatch").write_text(f'#!/bin/sh\ntouch "{started}"\nsleep 4\nexec "{real}" "$@"\n')
+    (slow / "sbatch").chmod(0o755)
+    env = {**_env(), "PATH": f"{slow}:{os.environ['PATH']}"}
+    try:
+        stopped = signal_after(_submit_argv(ledger, work, name), env, 0.0, when=started.exists)
+        assert stopped is None, "the submit ended before its sbatch started"
+        assert sql_rows(ledger, "SELECT count(*) FROM job_attempt WHERE job_id IS NULL") == [(RUNS,)]
+        again = run_cli("--ledger", str(ledger), "rerun", name, "--failed", env=_env(), timeout=300)
+        assert again.returncode == 0, again.stderr
+        waited = run_cli("--ledger", str(ledger), "status", "--wait", name, env=_env(), timeout=300)
+        assert waited.returncode == 0, waited.stderr
+        _check(ledger, name)
+        jobs = [job for (job,) in sql_rows(ledger, "SELECT job_id FROM job_attempt")]
+        assert len(jobs) == RUNS and sorted(jobs) == sorted(_accepted(name)), (jobs, _accepted(name))
     finally:
         left_jobs = _queued(name)
         if left_jobs:
