@@ -77,6 +77,25 @@ def _queued(name: str) -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.split()[1].startswith(f"campaign:{name}:")]
 
 
+def _cancel_left(name: str) -> None:
+    """The test's jobs still in Slurm cancelled (only its own: the cluster is shared)."""
+    left = _queued(name)
+    if left:
+        subprocess.run(["scancel", *sorted({j.split("_")[0] for j in left})], check=False)
+
+
+def _rerun_adopts_one_job_per_run(ledger: Path, name: str) -> None:
+    """`rerun --failed` after a stopped submit, waited for: each run has one job, and every job Slurm
+    accepted for the campaign (the stopped submit's sbatch's among them) is the ledger's."""
+    again = run_cli("--ledger", str(ledger), "rerun", name, "--failed", env=_env(), timeout=300)
+    assert again.returncode == 0, again.stderr
+    waited = run_cli("--ledger", str(ledger), "status", "--wait", name, env=_env(), timeout=300)
+    assert waited.returncode == 0, waited.stderr
+    _check(ledger, name)
+    jobs = [job for (job,) in sql_rows(ledger, "SELECT job_id FROM job_attempt")]
+    assert len(jobs) == RUNS and None not in jobs and sorted(jobs) == sorted(_accepted(name)), (jobs, _accepted(name))
+
+
 def _marked(work: Path) -> int:
     """The cancel markers in the campaign's job folders."""
     return sum(1 for _ in work.rglob("cancel.json"))
@@ -161,9 +180,7 @@ def test_stopped_cancels_on_slurm_cancel_every_job_once_run_again(slurm_cluster:
             assert sql_rows(ledger, "SELECT state, count(*) FROM job_attempt GROUP BY state") == [("CANCELLED", RUNS)]
             assert set(_accepted(name).values()) <= {"CANCELLED", "CANCELLED+"}
         finally:
-            left = _queued(name)
-            if left:
-                subprocess.run(["scancel", *sorted({j.split("_")[0] for j in left})], check=False)
+            _cancel_left(name)
     print(f"{stops} stops of cancel hit it running")
     assert stops >= 2
 
@@ -189,17 +206,9 @@ def test_a_wait_ends_on_the_runs_a_stopped_submit_left_and_rerun_adopts_them(
         assert waited.stderr.count("never submitted") == left, waited.stderr
         status = run_cli("--ledger", str(ledger), "status", name, env=_env())
         assert status.returncode == 0 and f"`campaign rerun {name} --failed`" in status.stderr, status.stderr
-        again = run_cli("--ledger", str(ledger), "rerun", name, "--failed", env=_env(), timeout=300)
-        assert again.returncode == 0, again.stderr
-        waited = run_cli("--ledger", str(ledger), "status", "--wait", name, env=_env(), timeout=300)
-        assert waited.returncode == 0, waited.stderr
-        _check(ledger, name)
-        jobs = [job for (job,) in sql_rows(ledger, "SELECT job_id FROM job_attempt")]
-        assert len(jobs) == RUNS and None not in jobs and sorted(jobs) == sorted(_accepted(name))
+        _rerun_adopts_one_job_per_run(ledger, name)
     finally:
-        left_jobs = _queued(name)
-        if left_jobs:
-            subprocess.run(["scancel", *sorted({j.split("_")[0] for j in left_jobs})], check=False)
+        _cancel_left(name)
 
 
 def test_a_rerun_right_after_a_stopped_submit_waits_for_its_sbatch_and_adopts_the_job(
@@ -220,14 +229,6 @@ def test_a_rerun_right_after_a_stopped_submit_waits_for_its_sbatch_and_adopts_th
         stopped = signal_after(_submit_argv(ledger, work, name), env, 0.0, when=started.exists)
         assert stopped is None, "the submit ended before its sbatch started"
         assert sql_rows(ledger, "SELECT count(*) FROM job_attempt WHERE job_id IS NULL") == [(RUNS,)]
-        again = run_cli("--ledger", str(ledger), "rerun", name, "--failed", env=_env(), timeout=300)
-        assert again.returncode == 0, again.stderr
-        waited = run_cli("--ledger", str(ledger), "status", "--wait", name, env=_env(), timeout=300)
-        assert waited.returncode == 0, waited.stderr
-        _check(ledger, name)
-        jobs = [job for (job,) in sql_rows(ledger, "SELECT job_id FROM job_attempt")]
-        assert len(jobs) == RUNS and sorted(jobs) == sorted(_accepted(name)), (jobs, _accepted(name))
+        _rerun_adopts_one_job_per_run(ledger, name)
     finally:
-        left_jobs = _queued(name)
-        if left_jobs:
-            subprocess.run(["scancel", *sorted({j.split("_")[0] for j in left_jobs})], check=False)
+        _cancel_left(name)
