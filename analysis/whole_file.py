@@ -60,7 +60,7 @@ def sweep_leftovers(path: Path) -> list[Path]:
     whose process is gone, and those unchanged for LEFTOVER_AGE_S (a name without a host, an older
     release's, only for `path`'s own name: the folder may be anyone's). Returns what was removed;
     a folder that cannot be read or a file that cannot be removed is left to the write to report."""
-    host, cutoff = socket.gethostname(), time.time() - LEFTOVER_AGE_S
+    cutoff = time.time() - LEFTOVER_AGE_S
     removed: list[Path] = []
     try:
         entries = list(os.scandir(path.parent))
@@ -71,18 +71,23 @@ def sweep_leftovers(path: Path) -> list[Path]:
         if found is None or (found["host"] is None and found["name"] != path.name):
             continue
         with suppress(OSError):
-            gone = found["host"] == host and not _alive(int(found["pid"]))
+            gone = found["host"] is not None and writer_gone(int(found["pid"]), found["host"])
             if gone or entry.stat(follow_symlinks=False).st_mtime < cutoff:
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))
     return removed
 
 
-def _alive(pid: int) -> bool:
+def writer_gone(pid: int, host: str) -> bool:
+    """The process `pid` of `host` that named a temporary file is gone for certain: `host` is this
+    one and no process has that PID (a PID reused since counts as alive: the file then waits for
+    its age). Another host's cannot be seen from here."""
+    if host != socket.gethostname():
+        return False
     try:
         os.kill(pid, 0)
     except (ProcessLookupError, OverflowError):  # (a number past any PID: no process of ours)
-        return False
-    except PermissionError:  # another user's process
         return True
-    return True
+    except PermissionError:  # another user's process
+        return False
+    return False

@@ -25,7 +25,9 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import secrets
+import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.whole_file import writer_gone
 from campaign.ledger.result_schema import COLUMNS, SCHEMA_VERSION
 from campaign.plumbing.errors import LedgerError
 from campaign.plumbing.storage import writing
@@ -41,6 +44,7 @@ RESULTS = "results"  # the subfolder of a campaign's folder holding its result f
 IMPORTS = "imports"  # beside an SQLite ledger, the stand-in folder of the rows imported without a campaign
 SWEEP_AGE_S = 3600  # an unreferenced file younger than this may be a sync's between rename and commit
 _TMP = ".tmp-"
+_TMP_WRITER = re.compile(r"\.tmp-(?P<pid>\d+)@(?P<host>[^~/]+)~")  # a temporary file's writer
 _MARK = ".writing-"  # a writer's marker (write_many): its files may lack pointers until it commits
 
 
@@ -140,7 +144,7 @@ def write_many(
             digest = hashlib.sha256(data).hexdigest()
             name = f"{stem}-{digest[:16]}.parquet"
             folder = home / RESULTS
-            tmp = folder / f"{_TMP}{os.getpid()}-{name}"
+            tmp = folder / f"{_TMP}{os.getpid()}@{socket.gethostname()}~{name}"  # whose: `sweep`
             with writing(tmp, len(data)):
                 if folder not in folders:
                     folder.mkdir(parents=True, exist_ok=True)
@@ -273,7 +277,8 @@ def sweep(
     places: Sequence[Path], referenced: set[str], removable: Callable[[Path], bool], older_than_s: float = SWEEP_AGE_S
 ) -> list[Path]:
     """Remove, from each place's `results/`, the leftover temporary files (never
-    a pointer's: whole or cut short, they go) and the result files no pointer names (`referenced`: each pointed-to file's
+    a pointer's: whole or cut short, they go; at once where their writer, named
+    in the file's name, is gone from this host) and the result files no pointer names (`referenced`: each pointed-to file's
     path as `referenced_path` writes it) that `removable` says lose nothing
     (campaign.results.sweep: every row held by a verified file of this
     ledger, e.g. a sync killed between the rename and its commit, whose
@@ -298,7 +303,12 @@ def sweep(
             if not entry.name.endswith(".parquet") or entry.path in referenced:
                 continue
             path = Path(entry.path)
+            writer = _TMP_WRITER.match(entry.name)
             try:
+                if writer is not None and writer_gone(int(writer["pid"]), writer["host"]):
+                    path.unlink()  # a killed writer's, whatever its age: it renames nothing any more
+                    removed.append(path)
+                    continue
                 if path.stat().st_mtime >= cutoff:
                     undecided = True
                     continue

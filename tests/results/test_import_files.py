@@ -137,10 +137,13 @@ def test_every_selection_reads_imported_rows(tmp_path: Path) -> None:
 @pytest.mark.parametrize("whole", [False, True])
 def test_status_sweeps_what_a_killed_import_left_beside_the_ledger(tmp_path: Path, whole: bool) -> None:
     """A killed campaign-less import's temporary file and marker (beside the ledger, in imports/) go once
-    an hour old, as a killed sync's do; the files pointers name stay. `whole`: the import was killed after
-    writing a chunk's file whole but before renaming it: no pointer ever names a temporary name (the
-    rename comes before the commit), so it goes like a cut-short one, and is never read as rows."""
+    an hour old, as a killed sync's do, and a temporary file whose writer (named in it) is gone from this
+    host at once; the files pointers name stay. `whole`: the import was killed after writing a chunk's
+    file whole but before renaming it: no pointer ever names a temporary name (the rename comes before
+    the commit), so it goes like a cut-short one, and is never read as rows."""
     import os
+    import socket
+    import subprocess
     import time
 
     ledger = tmp_path / "ledger.sqlite"
@@ -148,12 +151,19 @@ def test_status_sweeps_what_a_killed_import_left_beside_the_ledger(tmp_path: Pat
     folder = tmp_path / "ledger.results" / files.IMPORTS / files.RESULTS
     kept = sorted(folder.iterdir())
     [committed] = [p for p in kept if p.suffix == ".parquet"]
-    left = [folder / f".tmp-999999-{committed.name}", folder / ".writing-999999-00"]
-    left[0].write_bytes(committed.read_bytes() if whole else b"half")
-    left[1].write_bytes(b"")
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a writer of this host that is gone
+    old_name, gone_name = (
+        folder / f".tmp-999999-{committed.name}",
+        folder / f".tmp-{gone.pid}@{socket.gethostname()}~a.parquet",
+    )
+    for path in (old_name, gone_name):
+        path.write_bytes(committed.read_bytes() if whole else b"half")
+    (folder / ".writing-999999-00").write_bytes(b"")
     old = time.time() - files.SWEEP_AGE_S - 10
     for path in folder.iterdir():
-        os.utime(path, (old, old))
+        if path != gone_name:  # (just written: its writer's end, not its age, lets it go)
+            os.utime(path, (old, old))
     proc = run_cli("--ledger", str(ledger), "status")
     assert proc.returncode == 0, proc.stderr
     assert sorted(folder.iterdir()) == kept
