@@ -20,9 +20,8 @@ from sqlalchemy import select
 
 from campaign.commands.claims import claimed
 from campaign.ledger import Campaign, Ledger
-from tests.conftest import CAMPAIGN, run_cli, sql_rows
+from tests.conftest import CAMPAIGN, run_cli, signal_after, sql_rows
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL, KNOWN_CSV
-from tests.reliability.kills import signal_after
 
 RUNS = 4
 SEED = int(os.environ.get("CAMPAIGN_CRASH_SEED", "11"))

@@ -19,9 +19,8 @@ from pathlib import Path
 
 from campaign.ledger.files import SWEEP_AGE_S
 from campaign.ledger.layout import SCHEMA_VERSION
-from tests.conftest import run_cli, sql_rows
+from tests.conftest import run_cli, signal_after, sql_rows
 from tests.fixtures import KNOWN_CSV, LEDGER_V1
-from tests.reliability.kills import signal_after
 
 SEED = int(os.environ.get("CAMPAIGN_CRASH_SEED", "7"))
 ROWS = 20_000

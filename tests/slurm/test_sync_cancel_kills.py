@@ -21,9 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli, sql_rows
+from tests.conftest import run_cli, signal_after, sql_rows
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL
-from tests.reliability.kills import signal_after
 from tests.slurm.helpers import _name
 
 pytestmark = pytest.mark.slurm
