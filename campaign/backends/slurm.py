@@ -37,7 +37,14 @@ from campaign.backends.base import (
     Submitted,
 )
 from campaign.backends.slurm_fields import exit_status
-from campaign.backends.slurm_manifest import logs_folder, manifest_path, recorded, task_submitted, write_manifest
+from campaign.backends.slurm_manifest import (
+    SCRIPT,
+    logs_folder,
+    manifest_path,
+    recorded,
+    task_submitted,
+    write_manifest,
+)
 from campaign.backends.slurm_manifest import recover as recover_from_manifests
 from campaign.backends.slurm_run import failure_text, run_slurm
 from campaign.backends.step import StepRequest, StepSubmitted
@@ -229,7 +236,7 @@ class SlurmBackend(Backend):
     def submit(self, requests: Sequence[JobRequest], on_submitted: OnSubmitted) -> None:
         for params, group in self._groups(requests, self._max_array()):
             manifest = self._write_manifest(group)
-            script = logs_folder(self.folder, manifest) / "job.sbatch"
+            script = logs_folder(self.folder, manifest) / SCRIPT
             script.write_text(self._script(params, group, manifest))
             clusters = self._clusters(group[0].run.partition)  # on the command line: over SLURM_CLUSTERS
             proc = run_slurm(["sbatch", "--parsable", *slurm_query.where_clusters(clusters), str(script)])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -21,13 +22,16 @@ from typing import Any
 from campaign.backends.base import JobRequest, Submitted
 from campaign.backends.slurm_fields import slurm_time
 from campaign.backends.slurm_query import CLUSTER_HEADER, single_cluster
-from campaign.backends.slurm_run import run_slurm
+from campaign.backends.slurm_run import COMMAND_TIMEOUT_S, run_slurm
 from campaign.plumbing.errors import SchedulerError, one_line
 
 # Slurm's variables kept in job.json (array task, job id, CPUs actually given).
 _RECORDED_ENV = ("SLURM_",)
 # compact, made once (json.dumps with arguments builds an encoder per call); no circular check on plain data
 _MANIFEST_JSON = json.JSONEncoder(separators=(",", ":"), check_circular=False)
+
+
+SCRIPT = "job.sbatch"  # the batch script, in the array's logs folder
 
 
 def logs_folder(folder: Path, manifest: str) -> Path:
@@ -72,14 +76,17 @@ def recover(folder: Path, requests: Sequence[JobRequest]) -> list[Submitted]:
     manifest written before sbatch and the job name that carries it."""
     wanted = {r.attempt_id for r in requests}
     found: list[Submitted] = []
+    manifests = []
     for path in sorted((folder / "manifests").glob("*.json")):
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
+        if wanted & {int(a) for a in data.get("attempts", [])}:
+            manifests.append((path, data))
+    _await_submissions({str(logs_folder(folder, path.stem) / SCRIPT) for path, _ in manifests})
+    for path, data in manifests:
         attempts = [int(a) for a in data.get("attempts", [])]
-        if not wanted & set(attempts):
-            continue
         clusters = data.get("clusters")
         job = _find_by_name(f"{data['job_name']}:{path.stem}", path.stat().st_mtime, clusters)
         if job is None:
@@ -89,10 +96,46 @@ def recover(folder: Path, requests: Sequence[JobRequest]) -> list[Submitted]:
         for index, aid in enumerate(attempts):
             if aid in wanted:
                 # submitted after its manifest was written: sync asks sacct from then on (query_sacct)
-                found.append(task_submitted(aid, base, index, array, str(logs_folder(folder, path.stem)),
-                                            cluster=where,
-                                            submitted_at=datetime.fromtimestamp(path.stat().st_mtime, UTC)))
+                found.append(
+                    task_submitted(
+                        aid,
+                        base,
+                        index,
+                        array,
+                        str(logs_folder(folder, path.stem)),
+                        cluster=where,
+                        submitted_at=datetime.fromtimestamp(path.stat().st_mtime, UTC),
+                    )
+                )
     return found
+
+
+def _await_submissions(scripts: set[str], timeout_s: float = COMMAND_TIMEOUT_S) -> None:
+    """Wait while a process of this host still submits one of these batch scripts (its last
+    argument): the sbatch a killed submitter started outlives it, and a look in Slurm before it
+    answers finds nothing, so the job would be sent twice. A submitter is never waited for longer
+    than its sbatch could take (run_slurm's timeout); another host's cannot be seen from here."""
+    deadline = time.monotonic() + timeout_s
+    while scripts and time.monotonic() < deadline and _submitting(scripts):
+        time.sleep(0.1)
+
+
+def _submitting(scripts: set[str]) -> bool:
+    """A live process of this host whose last argument is one of `scripts` (Linux /proc; elsewhere none)."""
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return False
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        last = argv[-2] if len(argv) > 1 and argv[-1] == b"" else argv[-1]
+        if os.fsdecode(last) in scripts:
+            return True
+    return False
 
 
 def task_submitted(attempt_id: int, base: str, index: int, array: bool, folder: str, **facts: Any) -> Submitted:

@@ -27,6 +27,7 @@ TEST_SLURM_ENV = "/tmp/campaign-slurm/env.sh"  # written by `make slurm-up` (.ci
 # A user's SLURM_TIME_FORMAT (``relative``, ``%s``, a local strftime) makes every client print
 # its times that way, where the parsers read ISO 8601: the one setting that speaks it is forced.
 _OUTPUT_ENV = {"SLURM_TIME_FORMAT": "standard"}
+COMMAND_TIMEOUT_S = 60.0  # the longest a Slurm command may take before it is a SchedulerError
 # A user's SLURM_CLUSTERS is squeue's, scancel's and scontrol's -M, never sacct's: a job campaign
 # keeps on the local cluster (it passes -M itself for any other) would be looked for, and cancelled,
 # on another cluster than sacct reads. sbatch keeps it where campaign's config names no cluster (the
@@ -58,7 +59,7 @@ _SBATCH_KEEPS = frozenset({"SLURM_CONF", _CLUSTERS_ENV, *_OUTPUT_ENV})
 
 
 def run_slurm(
-    argv: Sequence[str], env: Mapping[str, str] | None = None, timeout_s: float = 60
+    argv: Sequence[str], env: Mapping[str, str] | None = None, timeout_s: float = COMMAND_TIMEOUT_S
 ) -> subprocess.CompletedProcess[str]:
     """Run one Slurm command as an argument list; the caller reads returncode."""
     environ = {**os.environ, **(env or {}), **_OUTPUT_ENV}

@@ -58,23 +58,60 @@ def _aware(t: datetime | None) -> datetime | None:
 def snapshot(led: Ledger, campaigns: Sequence[str]) -> list[JobView]:
     """The newest attempt of every run of these campaigns (all when empty), one query."""
     newest = select(JobAttempt.run_id, func.max(JobAttempt.attempt).label("a")).group_by(JobAttempt.run_id).subquery()
-    stmt = (select(JobAttempt.id, JobAttempt.job_id, JobAttempt.state, JobAttempt.started_at, JobAttempt.ended_at,
-                   JobAttempt.walltime_min, JobAttempt.output_path, JobAttempt.n, Run.partition, Run.kernel, Run.impl,
-                   Run.variant, Run.threads, Run.gpus, Run.dtype, Run.spec, Campaign.name)
-            .join(newest, (JobAttempt.run_id == newest.c.run_id) & (JobAttempt.attempt == newest.c.a))
-            .join(Run, Run.id == JobAttempt.run_id).join(Campaign, Campaign.id == Run.campaign_id)
-            .order_by(JobAttempt.id))
+    stmt = (
+        select(
+            JobAttempt.id,
+            JobAttempt.job_id,
+            JobAttempt.state,
+            JobAttempt.started_at,
+            JobAttempt.ended_at,
+            JobAttempt.walltime_min,
+            JobAttempt.output_path,
+            JobAttempt.n,
+            Run.partition,
+            Run.kernel,
+            Run.impl,
+            Run.variant,
+            Run.threads,
+            Run.gpus,
+            Run.dtype,
+            Run.spec,
+            Campaign.name,
+        )
+        .join(newest, (JobAttempt.run_id == newest.c.run_id) & (JobAttempt.attempt == newest.c.a))
+        .join(Run, Run.id == JobAttempt.run_id)
+        .join(Campaign, Campaign.id == Run.campaign_id)
+        .order_by(JobAttempt.id)
+    )
     with led.session() as s:
         if campaigns:
             ids = [q.require_campaign(s, name).id for name in campaigns]
             stmt = stmt.where(Campaign.id.in_(ids))
         out = []
-        for (aid, job_id, state, started, ended, wall, output, only, partition, kernel, impl, variant, threads, gpus,
-             dtype, spec, name) in s.execute(stmt):
+        for (
+            aid,
+            job_id,
+            state,
+            started,
+            ended,
+            wall,
+            output,
+            only,
+            partition,
+            kernel,
+            impl,
+            variant,
+            threads,
+            gpus,
+            dtype,
+            spec,
+            name,
+        ) in s.execute(stmt):
             asked = only or spec.get("n") or []  # a rerun of the missing n runs only those (attempt.n)
             label = spec_label(spec, partition, kernel, impl, variant, dtype, threads, gpus)
-            out.append(JobView(aid, job_id, name, label, state, _aware(started), _aware(ended), wall, len(asked),
-                               output))
+            out.append(
+                JobView(aid, job_id, name, label, state, _aware(started), _aware(ended), wall, len(asked), output)
+            )
         return out
 
 
@@ -171,24 +208,36 @@ def _render(views: Sequence[JobView], at: datetime, chains: Sequence[str] = ()) 
     running = [v for v in views if v.state is JobState.RUNNING]
     for v in running[:LIVE_ROWS]:
         elapsed = (at - v.started).total_seconds() if v.started else 0.0
-        run.add_row(v.job_id or "-", v.campaign, v.label, f"{clock_text(elapsed)} / {clock_text(v.walltime_min * 60)}",
-                    f"{n_reached(v.output)}/{v.n_total}")
+        run.add_row(
+            v.job_id or "-",
+            v.campaign,
+            v.label,
+            f"{clock_text(elapsed)} / {clock_text(v.walltime_min * 60)}",
+            f"{n_reached(v.output)}/{v.n_total}",
+        )
     if len(running) > LIVE_ROWS:
         run.add_row("…", "", f"{len(running) - LIVE_ROWS} more running", "", "")
-    return Group(per, *(Text(line) for line in chains), run,  # Text: a name or reason is not markup
-                 f"{open_jobs(views)} open, {len(failed(views))} failed; {eta_text(views, at)}")
+    return Group(
+        per,
+        *(Text(line) for line in chains),
+        run,  # Text: a name or reason is not markup
+        f"{open_jobs(views)} open, {len(failed(views))} failed; {eta_text(views, at)}",
+    )
 
 
 def _summary_lines(views: Sequence[JobView]) -> list[str]:
     by_camp: dict[str, Counter[str]] = {}
     for v in views:
         by_camp.setdefault(v.campaign, Counter())[v.state.value] += 1
-    return [f"campaign {name}: {sum(c.values())} runs: {', '.join(f'{k} {n}' for k, n in sorted(c.items()))}"
-            for name, c in by_camp.items()]
+    return [
+        f"campaign {name}: {sum(c.values())} runs: {', '.join(f'{k} {n}' for k, n in sorted(c.items()))}"
+        for name, c in by_camp.items()
+    ]
 
 
-def _change_lines(before: dict[int, JobState], reached: dict[int, int], views: Sequence[JobView],
-                  at: datetime) -> list[str]:
+def _change_lines(
+    before: dict[int, JobState], reached: dict[int, int], views: Sequence[JobView], at: datetime
+) -> list[str]:
     """One line per state change, and one per n a running job reached
     (`reached` is updated in place), so a long job shows life in a log."""
     stamp = at.astimezone().strftime("%H:%M:%S")
@@ -206,8 +255,10 @@ def _change_lines(before: dict[int, JobState], reached: dict[int, int], views: S
             if got != reached.get(v.attempt_id, 0):
                 reached[v.attempt_id] = got
                 elapsed = (at - v.started).total_seconds() if v.started else 0.0
-                lines.append(f"{stamp} {v.campaign} job {v.job_id or '-'} {v.label}: n {got}/{v.n_total} reached, "
-                             f"{clock_text(elapsed)} of {clock_text(v.walltime_min * 60)}")
+                lines.append(
+                    f"{stamp} {v.campaign} job {v.job_id or '-'} {v.label}: n {got}/{v.n_total} reached, "
+                    f"{clock_text(elapsed)} of {clock_text(v.walltime_min * 60)}"
+                )
     return lines
 
 
@@ -227,13 +278,21 @@ def _say_failed_chains(lines: Sequence[str], told: set[str], say: Callable[[str]
             block.append(line)
 
 
-def watch(led: Ledger, campaigns: Sequence[str], *, sync: Callable[[Ledger, str | None], Any], interval: float,
-          live: bool, say: Callable[[str], None] = print,
-          warn: Callable[[str], None] | None = None) -> list[tuple[str, str]]:
-    """Sync every `interval` seconds until no job of `campaigns` is open.
-    Progress goes to `say`, scheduler warnings to `warn` (default: `say`).
-    Returns (job ID, state) of the jobs that ended failed, for the caller's
-    stderr line and exit code 3."""
+def watch(
+    led: Ledger,
+    campaigns: Sequence[str],
+    *,
+    sync: Callable[[Ledger, str | None], Any],
+    interval: float,
+    live: bool,
+    say: Callable[[str], None] = print,
+    warn: Callable[[str], None] | None = None,
+) -> list[tuple[str, str]]:
+    """Sync every `interval` seconds until no job of `campaigns` is open, but for the runs a
+    stopped submit or rerun left unconfirmed (SyncReport.unconfirmed: no sync settles them; the
+    sync's warning says how to send them). Progress goes to `say`, scheduler warnings to `warn`
+    (default: `say`). Returns (job ID, state) of the jobs that ended failed and of those runs
+    (never submitted), for the caller's stderr line and exit code 3."""
     warn = warn or say
     names = list(campaigns)
     before: dict[int, JobState] = {}
@@ -241,6 +300,7 @@ def watch(led: Ledger, campaigns: Sequence[str], *, sync: Callable[[Ledger, str 
     first = True
     warned: set[str] = set()
     told: set[str] = set()  # chain lines already said (each once)
+    stranded: set[int] = set()  # attempts a stopped submit or rerun left: no sync settles them
     display = None
     if live:
         from rich.live import Live  # lazy: start-up time
@@ -250,8 +310,10 @@ def watch(led: Ledger, campaigns: Sequence[str], *, sync: Callable[[Ledger, str 
     try:
         while True:
             targets: list[str | None] = list(names) or [None]
+            stranded = set()
             for name in targets:
                 report = sync(led, name)
+                stranded |= set(getattr(report, "unconfirmed", ()))
                 for w in getattr(report, "warnings", []):
                     if w not in warned:  # once, not every round
                         warned.add(w)
@@ -276,7 +338,7 @@ def watch(led: Ledger, campaigns: Sequence[str], *, sync: Callable[[Ledger, str 
                     say(line)
             first = False
             before = {v.attempt_id: v.state for v in views}
-            if not open_jobs(views):
+            if not open_jobs([v for v in views if v.attempt_id not in stranded]):
                 break
             time.sleep(interval)
     finally:
@@ -285,4 +347,5 @@ def watch(led: Ledger, campaigns: Sequence[str], *, sync: Callable[[Ledger, str 
     counts = Counter(v.state.value for v in views)
     say(f"done: {', '.join(f'{k} {c}' for k, c in sorted(counts.items())) or 'no jobs'}")
     # runs one failed build/preflight kept back share its job ID: named once
-    return list(dict.fromkeys((v.job_id or f"(run {v.label}, never submitted)", v.state.value) for v in failed(views)))
+    ended = failed(views) + [v for v in views if v.attempt_id in stranded]
+    return list(dict.fromkeys((v.job_id or f"(run {v.label}, never submitted)", v.state.value) for v in ended))

@@ -20,7 +20,7 @@ from campaign.backends import get_backend
 from campaign.backends.base import JobStatus
 from campaign.backends.capabilities import capabilities
 from campaign.commands.chain_sync import sync_steps
-from campaign.commands.sync_pending import SEEN, CampaignInfo, Pending, collect, load_specs, partitions
+from campaign.commands.sync_pending import SEEN, CampaignInfo, Pending, collect, load_specs, partitions, unconfirmed
 from campaign.config.clusters import cluster_from_yaml
 from campaign.config.schema import ClusterSpec
 from campaign.job.error_line import failure_cause
@@ -56,6 +56,7 @@ class SyncReport:
     warnings: list[str] = field(default_factory=list)
     preflight: list[str] = field(default_factory=list)  # failed build/preflight chains, with log tails
     swept: int = 0  # unreferenced result files removed (campaign.ledger.files.sweep)
+    unconfirmed: set[int] = field(default_factory=set)  # attempts a stopped submit or rerun left (sync_pending)
 
 
 _AT = {name: i for i, name in enumerate(SEEN)}
@@ -129,22 +130,36 @@ def sync(ledger: Ledger, campaign: str | None = None, sweep_everywhere: bool = F
     # batch's 100,000 rows' lists are alive until its INSERT, and the full collections that walked them
     # (with every finished attempt and state) cost ~1 s of CPU per 1,000,000 rows ingested. They run
     # again between batches, so a sync's memory stays bounded by its batches however long it is.
-    overlapped(_finished_batches(ledger, finished, statuses),
-               lambda batch: _write(ledger, report, batch.pending, statuses, batch, camps), release_unused)
+    overlapped(
+        _finished_batches(ledger, finished, statuses),
+        lambda batch: _write(ledger, report, batch.pending, statuses, batch, camps),
+        release_unused,
+    )
     # attempts timed on a node more busy CPUs shared than it has (campaign.results.shared_nodes): after
     # the writes, the scheduler asked outside any transaction
-    _, shared_warnings = flag_shared_nodes(ledger, [p.attempt_id for p in finished
-                                                    if capabilities(camps[p.campaign_id].backend).has_accounting])
+    _, shared_warnings = flag_shared_nodes(
+        ledger, [p.attempt_id for p in finished if capabilities(camps[p.campaign_id].backend).has_accounting]
+    )
     report.warnings += shared_warnings
     report.preflight = sync_steps(ledger, camp_id, specs)
     report.swept = len(sweep_orphans(ledger, everywhere=sweep_everywhere))  # a sync killed between rename and commit
     with ledger.session() as s:
         report.counts = _counts(s, camp_id)
+        left = unconfirmed(s, camp_id)
+    for name, ids in left.items():
+        report.unconfirmed.update(ids)
+        report.warnings.append(
+            f"campaign {name}: {len(ids)} run(s) recorded by a submit or rerun that was stopped "
+            f"before the scheduler answered, never confirmed submitted: the same submit again, or "
+            f"`campaign rerun {name} --failed` (which reruns the failed runs too), sends them, "
+            f"adopting first any job sbatch had accepted"
+        )
     return report
 
 
-def _scheduler_states(ledger: Ledger, campaign: str | None, report: SyncReport) -> tuple[
-        int | None, list[Pending], dict[int, CampaignInfo], dict[int, JobStatus], dict[int, ClusterSpec]]:
+def _scheduler_states(
+    ledger: Ledger, campaign: str | None, report: SyncReport
+) -> tuple[int | None, list[Pending], dict[int, CampaignInfo], dict[int, JobStatus], dict[int, ClusterSpec]]:
     """The open attempts and what their backends say of them (one query per
     backend), with each queried campaign's cluster parsed once."""
     with ledger.session() as s:
@@ -181,13 +196,19 @@ def _finished_batches(ledger: Ledger, finished: list[Pending], statuses: dict[in
     batch is one transaction holding its attempts' states and their rows
     together (a sync that dies part-way leaves the rest open for the next)."""
     for start in range(0, len(finished), SPEC_CHUNK):
-        chunk = finished[start:start + SPEC_CHUNK]
+        chunk = finished[start : start + SPEC_CHUNK]
         with ledger.session() as s:
             load_specs(s, chunk)
         batch = _Batch()
-        read = classify_stream(((p.output_path, p.expected or Expected(p.expected_n, p.check)) for p in chunk
-                                if statuses[p.attempt_id].state is JobState.COMPLETED),
-                               chars=INGEST_BATCH_ROWS * CSV_CHARS_PER_ROW, rows=INGEST_BATCH_ROWS)
+        read = classify_stream(
+            (
+                (p.output_path, p.expected or Expected(p.expected_n, p.check))
+                for p in chunk
+                if statuses[p.attempt_id].state is JobState.COMPLETED
+            ),
+            chars=INGEST_BATCH_ROWS * CSV_CHARS_PER_ROW,
+            rows=INGEST_BATCH_ROWS,
+        )
         for p in chunk:
             st = statuses[p.attempt_id]
             if st.state is JobState.COMPLETED:
@@ -206,14 +227,17 @@ def _finished_batches(ledger: Ledger, finished: list[Pending], statuses: dict[in
                     # a job that failed before its first n is a failure, not a partial result: its reason is
                     # the failure's, and a rerun runs it whole
                     if st.state is not JobState.FAILED or (partial is not None and len(partial.table)):
-                        batch.partials[p.attempt_id] = (partial.table if partial else ResultColumns(0, {}), missing,
-                                                        partial.reason if partial else None)
+                        batch.partials[p.attempt_id] = (
+                            partial.table if partial else ResultColumns(0, {}),
+                            missing,
+                            partial.reason if partial else None,
+                        )
                         batch.rows += len(batch.partials[p.attempt_id][0])
             if not st.kernel_code:  # (the local backend's query already read the exit record)
                 exit_record = read_json(os.path.join(p.ref.workdir, EXIT_FILE))
                 code = exit_record.get("exit_code") if exit_record else None
                 st.machine = exit_record.get("machine") if exit_record else None
-                if isinstance(code, int) and not isinstance(code, bool) and -2**31 <= code < 2**31:
+                if isinstance(code, int) and not isinstance(code, bool) and -(2**31) <= code < 2**31:
                     st.exit_code = code  # the kernel's own code, not srun's (a planted 10^20 is ignored)
             if st.state is JobState.FAILED:  # the cause from the job's own records, for `jobs` and `status`
                 st.reason = failure_cause(st.exit_code, os.path.join(p.ref.workdir, STDERR_FILE), st.reason)
@@ -225,8 +249,14 @@ def _finished_batches(ledger: Ledger, finished: list[Pending], statuses: dict[in
             yield batch
 
 
-def _write(ledger: Ledger, report: SyncReport, pending: list[Pending], statuses: dict[int, JobStatus],
-           batch: _Batch, camps: dict[int, CampaignInfo]) -> None:
+def _write(
+    ledger: Ledger,
+    report: SyncReport,
+    pending: list[Pending],
+    statuses: dict[int, JobStatus],
+    batch: _Batch,
+    camps: dict[int, CampaignInfo],
+) -> None:
     with ledger.session.begin() as s:
         changed, rows = _apply(s, pending, statuses, batch.outcomes, camps, batch.counters, batch.partials)
     report.changed += changed
@@ -244,10 +274,15 @@ def _profile(p: Pending, outcomes: dict[int, Outcome]) -> list[dict[str, Any]]:
     return [dict(r, attempt_id=p.attempt_id) for r in found.rows]
 
 
-def _apply(s: Session, pending: list[Pending], statuses: dict[int, JobStatus],
-           outcomes: dict[int, Outcome], camps: dict[int, CampaignInfo],
-           counters: dict[int, list[dict[str, Any]]] | None = None,
-           partials: dict[int, tuple[ResultColumns, list[int], str | None]] | None = None) -> tuple[int, int]:
+def _apply(
+    s: Session,
+    pending: list[Pending],
+    statuses: dict[int, JobStatus],
+    outcomes: dict[int, Outcome],
+    camps: dict[int, CampaignInfo],
+    counters: dict[int, list[dict[str, Any]]] | None = None,
+    partials: dict[int, tuple[ResultColumns, list[int], str | None]] | None = None,
+) -> tuple[int, int]:
     partials = partials or {}
     partitions(s, [p for p in pending if not p.partition and (p.attempt_id in outcomes or p.attempt_id in partials)])
     ids = [p.attempt_id for p in pending if p.attempt_id in statuses]
@@ -265,15 +300,36 @@ def _apply(s: Session, pending: list[Pending], statuses: dict[int, JobStatus],
             continue
         outcome = outcomes.get(p.attempt_id)
         if outcome is not None:
-            rows.append(AttemptRows(p.attempt_id, p.campaign_id, camps[p.campaign_id].workdir, job_columns(
-                p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition, p.extra_args, outcome.table)))
+            rows.append(
+                AttemptRows(
+                    p.attempt_id,
+                    p.campaign_id,
+                    camps[p.campaign_id].workdir,
+                    job_columns(
+                        p.attempt_id,
+                        p.ref.job_id,
+                        camps[p.campaign_id].cluster,
+                        p.partition,
+                        p.extra_args,
+                        outcome.table,
+                    ),
+                )
+            )
             counter_rows += (counters or {}).get(p.attempt_id, [])
         values = _status_values(p, st, outcome)
         state = values["state"]
         if p.attempt_id in partials:  # TIMEOUT/CANCELLED/OOM/FAILED: the finished n's rows, the missing n
             done_rows, missing, note = partials[p.attempt_id]
-            rows.append(AttemptRows(p.attempt_id, p.campaign_id, camps[p.campaign_id].workdir, job_columns(
-                p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition, p.extra_args, done_rows)))
+            rows.append(
+                AttemptRows(
+                    p.attempt_id,
+                    p.campaign_id,
+                    camps[p.campaign_id].workdir,
+                    job_columns(
+                        p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition, p.extra_args, done_rows
+                    ),
+                )
+            )
             values["missing_n"] = missing
             values["reason"] = "; ".join(filter(None, [values["reason"], note, describe(p.expected_n, missing)]))
         old = current[p.attempt_id]

@@ -22,6 +22,7 @@ from campaign.backends.base import JobRef
 from campaign.commands.sync_specs import expected_for
 from campaign.ledger import ATTEMPT_TABLE, Campaign, JobAttempt, Run
 from campaign.ledger import queries as q
+from campaign.plumbing import owner
 from campaign.plumbing.states import OPEN_STATES
 from campaign.results.reader import Expected
 
@@ -79,9 +80,17 @@ def collect(s: Session, campaign: str | None) -> tuple[int | None, list[Pending]
     # No join with run (its rows hold the specs: reading them cost ~0.5 s per
     # 100,000 open attempts); the campaign's run ids come from its covering
     # index, a run's partition only once its rows are stored (`partitions`).
-    stmt = (select(JobAttempt.id, JobAttempt.run_id, JobAttempt.job_id, JobAttempt.workdir, _raw("submitted_at"),
-                   JobAttempt.walltime_min, JobAttempt.output_path, JobAttempt.scheduler_cluster, *map(_raw, SEEN))
-            .where(JobAttempt.job_id.is_not(None), JobAttempt.state.in_(OPEN_STATES)))
+    stmt = select(
+        JobAttempt.id,
+        JobAttempt.run_id,
+        JobAttempt.job_id,
+        JobAttempt.workdir,
+        _raw("submitted_at"),
+        JobAttempt.walltime_min,
+        JobAttempt.output_path,
+        JobAttempt.scheduler_cluster,
+        *map(_raw, SEEN),
+    ).where(JobAttempt.job_id.is_not(None), JobAttempt.state.in_(OPEN_STATES))
     conn = s.connection()
     if camp_id is not None:
         stmt = stmt.where(JobAttempt.run_id.in_(select(Run.id).where(Run.campaign_id == camp_id)))
@@ -97,10 +106,36 @@ def collect(s: Session, campaign: str | None) -> tuple[int | None, list[Pending]
         # the scheduler cluster holding the job (multi-cluster sites) travels with its ID
         ref = JobRef(aid, str(job_id), workdir, instants[submitted], walltime, where)
         out.append(Pending(aid, run_id, campaign_of[run_id], ref, output, tuple(row[8:])))
-    camps = {cid: CampaignInfo(*info) for cid, *info in s.execute(
-        select(Campaign.id, Campaign.backend, Campaign.cluster_yaml, Campaign.workdir, Campaign.cluster)
-        .where(Campaign.id.in_({p.campaign_id for p in out})))}
+    camps = {
+        cid: CampaignInfo(*info)
+        for cid, *info in s.execute(
+            select(Campaign.id, Campaign.backend, Campaign.cluster_yaml, Campaign.workdir, Campaign.cluster).where(
+                Campaign.id.in_({p.campaign_id for p in out})
+            )
+        )
+    }
     return camp_id, out, camps
+
+
+def unconfirmed(s: Session, camp_id: int | None) -> dict[str, list[int]]:
+    """The open attempts without a job ID whose recording process (a submit or rerun) is gone from
+    this host, by campaign name: stopped between recording them and the scheduler's answer, they wait
+    for the same submit again or a `campaign rerun` of the campaign, which look in the scheduler for
+    the jobs sbatch accepted before they send the rest (campaign.commands.attempts.recover_orphans). No sync can settle them, so a wait must not
+    wait for them. One recorded on another host is not judged: this host cannot tell it is gone."""
+    stmt = (
+        select(JobAttempt.id, Campaign.name, JobAttempt.owner_host, JobAttempt.owner_pid, JobAttempt.owner_start)
+        .join(Run, Run.id == JobAttempt.run_id)
+        .join(Campaign, Campaign.id == Run.campaign_id)
+        .where(JobAttempt.job_id.is_(None), JobAttempt.state.in_(OPEN_STATES))
+    )
+    if camp_id is not None:
+        stmt = stmt.where(Run.campaign_id == camp_id)
+    out: dict[str, list[int]] = {}
+    for aid, name, host, pid, start in s.execute(stmt.order_by(JobAttempt.id)):
+        if owner.alive(host, pid, start) is False:
+            out.setdefault(name, []).append(aid)
+    return out
 
 
 def partitions(s: Session, items: list[Pending]) -> None:
@@ -108,8 +143,9 @@ def partitions(s: Session, items: list[Pending]) -> None:
     ids = sorted({p.run_id for p in items})
     found: dict[int, str] = {}
     for i in range(0, len(ids), 10_000):
-        found.update((rid, part) for rid, part in s.execute(select(Run.id, Run.partition)
-                                                             .where(Run.id.in_(ids[i:i + 10_000]))))
+        found.update(
+            (rid, part) for rid, part in s.execute(select(Run.id, Run.partition).where(Run.id.in_(ids[i : i + 10_000])))
+        )
     for p in items:
         p.partition = found[p.run_id]
 

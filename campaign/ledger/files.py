@@ -25,7 +25,9 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import secrets
+import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.whole_file import writer_gone
 from campaign.ledger.result_schema import COLUMNS, SCHEMA_VERSION
 from campaign.plumbing.errors import LedgerError
 from campaign.plumbing.storage import writing
@@ -41,6 +44,7 @@ RESULTS = "results"  # the subfolder of a campaign's folder holding its result f
 IMPORTS = "imports"  # beside an SQLite ledger, the stand-in folder of the rows imported without a campaign
 SWEEP_AGE_S = 3600  # an unreferenced file younger than this may be a sync's between rename and commit
 _TMP = ".tmp-"
+_TMP_WRITER = re.compile(r"\.tmp-(?P<pid>\d+)@(?P<host>[^~/]+)~")  # a temporary file's writer
 _MARK = ".writing-"  # a writer's marker (write_many): its files may lack pointers until it commits
 
 
@@ -98,8 +102,10 @@ def locate(places: Sequence[Path], path: str) -> Path:
         if (place / path).is_file():
             return place / path
     where = " or ".join(str(place / path) for place in places) or path
-    raise LedgerError(f"result file {where} is missing; its rows cannot be reported (restore it, or the "
-                      f"campaign's folder, from a backup)")
+    raise LedgerError(
+        f"result file {where} is missing; its rows cannot be reported (restore it, or the "
+        f"campaign's folder, from a backup)"
+    )
 
 
 # Parquet statistics (min/max: what lets a reader skip a file) on the columns a query selects rows by, the
@@ -109,8 +115,9 @@ _STATISTICS = [c.name for c in COLUMNS if c.key or c.name in ("attempt_id", "cam
 _DICTIONARY = [c.name for c in COLUMNS if c.kind != "float"]
 
 
-def write_many(items: Sequence[tuple[Path, str, Any]], marks: list[Path] | None = None,
-               created: list[Path] | None = None) -> list[Pointer]:
+def write_many(
+    items: Sequence[tuple[Path, str, Any]], marks: list[Path] | None = None, created: list[Path] | None = None
+) -> list[Pointer]:
     """Each table as the immutable file `home/results/<stem>-<hash>.parquet`
     (pointer path `results/<stem>-<hash>.parquet`): written whole under a
     temporary name, made durable, renamed, the renames made durable: an
@@ -137,7 +144,7 @@ def write_many(items: Sequence[tuple[Path, str, Any]], marks: list[Path] | None 
             digest = hashlib.sha256(data).hexdigest()
             name = f"{stem}-{digest[:16]}.parquet"
             folder = home / RESULTS
-            tmp = folder / f"{_TMP}{os.getpid()}-{name}"
+            tmp = folder / f"{_TMP}{os.getpid()}@{socket.gethostname()}~{name}"  # whose: `sweep`
             with writing(tmp, len(data)):
                 if folder not in folders:
                     folder.mkdir(parents=True, exist_ok=True)
@@ -238,11 +245,15 @@ def verified(paths: Sequence[tuple[Path, str]]) -> list[str]:
         try:
             actual = sha256(path)
         except OSError as exc:
-            raise LedgerError(f"result file {path} is unreadable ({exc.strerror}); its rows cannot be reported") from None
+            raise LedgerError(
+                f"result file {path} is unreadable ({exc.strerror}); its rows cannot be reported"
+            ) from None
         if actual != digest:
-            raise LedgerError(f"result file {path} does not match the hash the ledger recorded for it "
-                              f"(sha256 {actual[:16]}..., recorded {digest[:16]}...): it was changed after it was "
-                              f"written; restore it from a backup")
+            raise LedgerError(
+                f"result file {path} does not match the hash the ledger recorded for it "
+                f"(sha256 {actual[:16]}..., recorded {digest[:16]}...): it was changed after it was "
+                f"written; restore it from a backup"
+            )
         out.append(str(path))
     return out
 
@@ -262,10 +273,12 @@ def is_temporary(path: Path) -> bool:
     return path.name.startswith(_TMP)
 
 
-def sweep(places: Sequence[Path], referenced: set[str], removable: Callable[[Path], bool],
-          older_than_s: float = SWEEP_AGE_S) -> list[Path]:
-    """Remove, from each place's `results/`, the leftover temporary files and
-    the result files no pointer names (`referenced`: each pointed-to file's
+def sweep(
+    places: Sequence[Path], referenced: set[str], removable: Callable[[Path], bool], older_than_s: float = SWEEP_AGE_S
+) -> list[Path]:
+    """Remove, from each place's `results/`, the leftover temporary files (never
+    a pointer's: whole or cut short, they go; at once where their writer, named
+    in the file's name, is gone from this host) and the result files no pointer names (`referenced`: each pointed-to file's
     path as `referenced_path` writes it) that `removable` says lose nothing
     (campaign.results.sweep: every row held by a verified file of this
     ledger, e.g. a sync killed between the rename and its commit, whose
@@ -290,11 +303,18 @@ def sweep(places: Sequence[Path], referenced: set[str], removable: Callable[[Pat
             if not entry.name.endswith(".parquet") or entry.path in referenced:
                 continue
             path = Path(entry.path)
+            writer = _TMP_WRITER.match(entry.name)
             try:
+                if writer is not None and writer_gone(int(writer["pid"]), writer["host"]):
+                    path.unlink()  # a killed writer's, whatever its age: it renames nothing any more
+                    removed.append(path)
+                    continue
                 if path.stat().st_mtime >= cutoff:
                     undecided = True
                     continue
-                if not removable(path):
+                # a temporary name no pointer ever named (the rename precedes the commit): its rows'
+                # origin still holds them, whole or cut short; any other file only when nothing is lost
+                if not is_temporary(path) and not removable(path):
                     continue
                 path.unlink()
                 removed.append(path)
@@ -313,4 +333,3 @@ def referenced_path(place: str, pointer: str) -> str:
     """A pointer's file as `sweep` compares it: the place (as str(Path)) joined
     to the pointer's relative path, normalised as a Path would have it."""
     return os.path.join(place, os.path.normpath(pointer))
-

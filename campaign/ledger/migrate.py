@@ -29,6 +29,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from analysis.whole_file import fresh_temporary
 from campaign.plumbing import storage
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -121,7 +122,7 @@ def backup_sqlite(path: Path, version: int, journal_mode: str) -> Path:
     lies under the backup's name, where it passed for the backup. A full disk or
     read-only folder is a StorageError naming the backup and the bytes it needs."""
     target = backup_path(path, version)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp = fresh_temporary(target)  # (what a killed upgrade's copy left there goes)
     size = path.stat().st_size
     try:
         _copy(path, tmp, journal_mode, target, size)

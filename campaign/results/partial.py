@@ -27,8 +27,10 @@ TMP_SUFFIX = ".tmp"
 _STOPPED = frozenset({JobState.TIMEOUT, JobState.CANCELLED})
 
 
-def _complete_lines(path: Path) -> Path | None:
-    """The temporary CSV without a last line cut by the kill (as a sibling file)."""
+def _complete_lines(path: Path) -> str | None:
+    """The temporary CSV's text without a last line cut by the kill; None with no finished line. Read
+    here, never copied beside it: a sync beside this one could read a copy written in place
+    part-written (a last line cut to a shorter number), and a killed one left it cut short."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -37,13 +39,12 @@ def _complete_lines(path: Path) -> Path | None:
         text = text[: text.rfind("\n") + 1]
     if text.count("\n") < 2:  # a header at most: nothing finished
         return None
-    clean = path.with_name(path.name + ".partial")
-    clean.write_text(text, encoding="utf-8")
-    return clean
+    return text
 
 
-def read_partial(output: Path, expected: tuple[int, ...] | Expected,
-                 check: bool = False) -> tuple[Outcome | None, list[int]]:
+def read_partial(
+    output: Path, expected: tuple[int, ...] | Expected, check: bool = False
+) -> tuple[Outcome | None, list[int]]:
     """(parsed rows of the finished n, or None; the n without rows). Rows
     that are not the run's own (campaign.results.expected) are none of it:
     an Outcome without rows whose reason says why. So are rows whose check
@@ -52,15 +53,19 @@ def read_partial(output: Path, expected: tuple[int, ...] | Expected,
     named in the reason and measured again by the rerun instead."""
     want = expected if isinstance(expected, Expected) else Expected(tuple(expected), check)
     expected_n = want.n
-    source = output if output.is_file() else _complete_lines(output.with_name(output.name + TMP_SUFFIX))
-    if source is None:
+    source = output if output.is_file() else output.with_name(output.name + TMP_SUFFIX)
+    try:
+        text = source.read_text(encoding="utf-8") if source == output else _complete_lines(source)
+    except (OSError, UnicodeDecodeError):  # unreadable: keep nothing, rerun everything
+        return None, list(expected_n)
+    if text is None:
         return None, list(expected_n)
     import pyarrow as pa  # (here: `status` without a stopped job never loads it)
     import pyarrow.compute as pc
 
     try:  # the one strict reader (campaign.results.reader), without the whole-sweep checks
-        table = parse_columns(source.read_text(encoding="utf-8"), KERNEL_COLUMNS, source.name, JUDGED_COLUMNS)
-    except (ImportError_, OSError, UnicodeDecodeError):  # unparsable: keep nothing, rerun everything
+        table = parse_columns(text, KERNEL_COLUMNS, source.name, JUDGED_COLUMNS)
+    except ImportError_:  # unparsable: keep nothing, rerun everything
         return None, list(expected_n)
     rows = table.arrow
     if not len(table):

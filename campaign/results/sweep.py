@@ -7,9 +7,11 @@ file that exists, that a pointer of this ledger names, and whose bytes match
 that pointer's hash, read just now. A result file renamed or moved by hand
 (its pointer's file missing), one whose holder was changed or cut short, and
 any file this ledger's pointers do not cover (another copy of the ledger's)
-stay. A writer's temporary file that cannot be read (a write cut short) goes:
-its writer never committed, so the rows' origin (the job's output, the
-imported file) still holds them and the next sync or import writes them again.
+stay. A writer's temporary file goes, whole or cut short (files.sweep): no
+pointer names a temporary name (a file is renamed before its pointer's
+commit), so its writer never committed and the rows' origin (the job's
+output, the imported file) still holds them; the next sync or import writes
+them again.
 """
 
 from __future__ import annotations
@@ -41,8 +43,7 @@ def sweep_orphans(led: Ledger, everywhere: bool = False) -> list[Path]:
                 owners.setdefault(place, set()).add(cid)
     if root is not None:  # rows imported without a campaign: their folder beside the ledger
         owners.setdefault(root / files.IMPORTS, set()).add(None)
-    places = [place for place in owners
-              if ((place / files.RESULTS).is_dir() if everywhere else files.unsettled(place))]
+    places = [place for place in owners if ((place / files.RESULTS).is_dir() if everywhere else files.unsettled(place))]
     if not places:
         return []
     where: dict[int | None, list[Path]] = {}  # campaign (None: imported without one) -> its places looked through
@@ -52,8 +53,9 @@ def sweep_orphans(led: Ledger, everywhere: bool = False) -> list[Path]:
     with led.session() as s:
         query = select(ResultFile.path, ResultFile.campaign_id).distinct()
         ids = [c for c in where if c is not None]
-        named = s.execute(query if everywhere else query.where(
-            or_(ResultFile.campaign_id.in_(ids), ResultFile.campaign_id.is_(None)))).all()
+        named = s.execute(
+            query if everywhere else query.where(or_(ResultFile.campaign_id.in_(ids), ResultFile.campaign_id.is_(None)))
+        ).all()
     referenced = {files.referenced_path(str(place), path) for path, cid in named for place in where.get(cid, ())}
     return files.sweep(places, referenced, _Holders(led).hold_all)
 
@@ -68,14 +70,14 @@ class _Holders:
 
     def hold_all(self, path: Path) -> bool:
         """Every row of the file at `path` is in another verified file of this ledger. A file
-        that cannot be read as one of ours is kept, but for a writer's temporary file (see the
-        module docstring); rows of no attempt (imported) are never judged held."""
+        that cannot be read as one of ours is kept; rows of no attempt (imported) are never
+        judged held."""
         import pyarrow.parquet as pq
 
         try:
             table = pq.read_table(path)
-        except Exception:  # noqa: BLE001 - not readable as Parquet: only a cut-short temporary file goes
-            return files.is_temporary(path)
+        except Exception:  # noqa: BLE001 - not readable as Parquet: kept (a temporary one never comes here)
+            return False
         if table.num_rows == 0 or "attempt_id" not in table.column_names:
             return False
         attempts = set(table.column("attempt_id").to_pylist())
@@ -92,7 +94,8 @@ class _Holders:
             pointers = s.execute(
                 select(ResultFile.path, ResultFile.sha256, ResultFile.campaign_id, Campaign.workdir)
                 .join(Campaign, Campaign.id == ResultFile.campaign_id, isouter=True)
-                .where(ResultFile.attempt_id.in_(sorted(attempts)))).all()
+                .where(ResultFile.attempt_id.in_(sorted(attempts)))
+            ).all()
         for pointer, digest, cid, workdir in sorted(set(pointers)):
             for place in pointer_homes(self.led.results_root, cid, workdir):
                 candidate = place / pointer

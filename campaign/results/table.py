@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from analysis.whole_file import fresh_temporary
 from campaign.ledger import Ledger, file_scan, files
 from campaign.ledger import queries as q
 from campaign.ledger.result_schema import EXTRA_JSON, EXTRA_KEYS, SCHEMA_VERSION, arrow_schema
@@ -255,7 +256,7 @@ def write_parquet(exp: Export, path: Path | None) -> int:
     DuckDB, then renamed); `extra` as JSON text. Returns the row count."""
     if path is None:
         raise BadInputError("results --format parquet writes a file: name it with --out FILE.parquet")
-    tmp = _own_tmp(path)
+    tmp = fresh_temporary(path)
     try:
         exp.con.execute("SET VARIABLE out = ?", [str(tmp)])
         done = exp.con.execute(f"COPY ({_text(exp)}) TO (getvariable('out')) (FORMAT parquet)").fetchone()
@@ -269,13 +270,6 @@ def write_parquet(exp: Export, path: Path | None) -> int:
             raise
         raise BadInputError(f"results --out {path}: {str(exc).splitlines()[0]}") from None
     return int(done[0]) if done else 0
-
-
-def _own_tmp(out: Path) -> Path:
-    """The temporary name an export is written under beside `out`, this process's own: two exports
-    to one file shared `out.tmp`, the second emptied the first one's file under it, and the first
-    one's rename left the second failing with "No such file or directory"."""
-    return out.with_name(f".{out.name}.{os.getpid()}.tmp")
 
 
 def _check_out(out: Path) -> None:
@@ -365,8 +359,10 @@ def _batches(con: Any, sql: str) -> Iterator[Any]:
 
 def emit(exp: Export, fmt: str, out: Path | None) -> None:
     """The export in `fmt` (csv, json, parquet) into the file `out`, or for csv and json to stdout
-    where no file is named. A csv or json file is written beside (`_own_tmp`) and renamed when
-    complete: a failed export leaves no half file under the name asked for."""
+    where no file is named. A csv or json file is written under this process's own temporary name
+    beside it (two exports to one file never share one; what killed exports left there is swept:
+    analysis.whole_file.fresh_temporary) and renamed when complete: a failed export leaves no half
+    file under the name asked for."""
     try:
         if out is not None:
             _check_out(out)
@@ -379,7 +375,7 @@ def emit(exp: Export, fmt: str, out: Path | None) -> None:
                     sys.stdout.reconfigure(encoding="utf-8")
                 write(exp, sys.stdout)
                 return
-            tmp = _own_tmp(out)
+            tmp = fresh_temporary(out)
             try:
                 with open(tmp, "w", newline="", encoding="utf-8") as fh:
                     count = write(exp, fh)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import subprocess
 import threading
 import time
@@ -21,7 +20,7 @@ from sqlalchemy import select
 
 from campaign.commands.claims import claimed
 from campaign.ledger import Campaign, Ledger
-from tests.conftest import CAMPAIGN, run_cli, sql_rows
+from tests.conftest import CAMPAIGN, run_cli, signal_after, sql_rows
 from tests.fixtures import FAKE_CONF, FAKE_KERNEL, KNOWN_CSV
 
 RUNS = 4
@@ -112,38 +111,6 @@ def _twice_while_held(argv: list[str], env: dict[str, str], ledger: Path, campai
     return outs
 
 
-def _kill_at_random(argv: list[str], env: dict[str, str], delay: float) -> float | None:
-    """Run the command and SIGKILL it `delay` seconds after it started: None if the kill found it
-    running, else the seconds it took. Through run_cli (a process forked with its imports done, no
-    interpreter start): a kill during Python's start and imports tests nothing of the ledger, and each
-    of the ~60 runs paid it. The kill goes through a pidfd: never to a process that took a finished
-    run's PID."""
-    timers: list[threading.Timer] = []
-    pidfds: list[int] = []
-
-    def kill(pidfd: int) -> None:
-        try:
-            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-        except ProcessLookupError:
-            pass  # it ended first
-
-    def arm(pid: int) -> None:
-        pidfds.append(os.pidfd_open(pid))
-        timers.append(threading.Timer(delay, kill, args=(pidfds[0],)))
-        timers[0].start()
-
-    started = time.monotonic()
-    try:
-        proc = run_cli(*argv, env=env, timeout=300, on_start=arm)
-    finally:
-        for timer in timers:
-            timer.cancel()
-            timer.join()
-        for fd in pidfds:
-            os.close(fd)
-    return None if proc.returncode == -signal.SIGKILL else time.monotonic() - started
-
-
 def _kill_n(argv: list[str], env: dict[str, str], rng: random.Random, n: int, upto: float) -> int:
     """Start the command again and again, until n runs were killed while
     still running (a run that finished first is simply one more run). A run
@@ -153,7 +120,7 @@ def _kill_n(argv: list[str], env: dict[str, str], rng: random.Random, n: int, up
     kills = tries = 0
     while kills < n and tries < 4 * n:
         tries += 1
-        took = _kill_at_random(argv, env, rng.uniform(0.05, max(upto if tries <= n else upto / 2, 0.06)))
+        took = signal_after(argv, env, rng.uniform(0.05, max(upto if tries <= n else upto / 2, 0.06)))
         if took is None:
             kills += 1
         else:

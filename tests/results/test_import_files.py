@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from campaign.ledger import files
 from campaign.ledger.result_schema import arrow_schema
@@ -21,8 +22,11 @@ HEADER = "cluster,partition,kernel,impl,variant,device,threads,n,repeat,time_s,d
 
 
 def _csv(path: Path, scale: float, rows: int = 24, cluster: str = "alpha") -> Path:
-    lines = [f"{cluster},cpu,gemm,c,naive,cpu,{1 + i // 12},{64 * (1 + i // 3 % 4)},{i % 3},{scale * (1 + i) / 1000},"
-             f"64,fp32,tag{i % 2}\n" for i in range(rows)]
+    lines = [
+        f"{cluster},cpu,gemm,c,naive,cpu,{1 + i // 12},{64 * (1 + i // 3 % 4)},{i % 3},{scale * (1 + i) / 1000},"
+        f"64,fp32,tag{i % 2}\n"
+        for i in range(rows)
+    ]
     path.write_text(HEADER + "".join(lines))
     return path
 
@@ -65,8 +69,13 @@ def test_reimport_into_a_campaign_replaces_that_files_rows(tmp_path: Path) -> No
     assert proc.returncode == 0 and "imported 24 rows" in proc.stdout, proc.stderr
     assert _times(ledger) == sorted(2.0 * (1 + i) / 1000 for i in range(24))
     assert sql_rows(ledger, "SELECT count(*) FROM result_file") == [(1,)]
-    assert sql_rows(ledger, "SELECT count(*) FROM import_key k JOIN result_file f ON f.id = k.file_id "
-                            "WHERE f.campaign_id = ? AND f.source = ?", cid, f"import:{csv.resolve()}") == [(24,)]
+    assert sql_rows(
+        ledger,
+        "SELECT count(*) FROM import_key k JOIN result_file f ON f.id = k.file_id "
+        "WHERE f.campaign_id = ? AND f.source = ?",
+        cid,
+        f"import:{csv.resolve()}",
+    ) == [(24,)]
     other = _csv(tmp_path / "other.csv", 2.0)  # the same rows from another file: skipped, counted
     proc = run_cli("--ledger", str(ledger), "import", str(other), "--campaign", "paper")
     assert proc.returncode == 0 and "imported 0 rows" in proc.stdout and "24 already in the ledger" in proc.stdout
@@ -125,22 +134,36 @@ def test_every_selection_reads_imported_rows(tmp_path: Path) -> None:
         led.close()
 
 
-def test_status_sweeps_what_a_killed_import_left_beside_the_ledger(tmp_path: Path) -> None:
+@pytest.mark.parametrize("whole", [False, True])
+def test_status_sweeps_what_a_killed_import_left_beside_the_ledger(tmp_path: Path, whole: bool) -> None:
     """A killed campaign-less import's temporary file and marker (beside the ledger, in imports/) go once
-    an hour old, as a killed sync's do; the files pointers name stay."""
+    an hour old, as a killed sync's do, and a temporary file whose writer (named in it) is gone from this
+    host at once; the files pointers name stay. `whole`: the import was killed after writing a chunk's
+    file whole but before renaming it: no pointer ever names a temporary name (the rename comes before
+    the commit), so it goes like a cut-short one, and is never read as rows."""
     import os
+    import socket
+    import subprocess
     import time
 
     ledger = tmp_path / "ledger.sqlite"
     assert run_cli("--ledger", str(ledger), "import", str(_csv(tmp_path / "a.csv", 1.0))).returncode == 0
     folder = tmp_path / "ledger.results" / files.IMPORTS / files.RESULTS
     kept = sorted(folder.iterdir())
-    left = [folder / ".tmp-999999-i0-0123456789abcdef.parquet", folder / ".writing-999999-00"]
-    for path in left:
-        path.write_bytes(b"half")
+    [committed] = [p for p in kept if p.suffix == ".parquet"]
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a writer of this host that is gone
+    old_name, gone_name = (
+        folder / f".tmp-999999-{committed.name}",
+        folder / f".tmp-{gone.pid}@{socket.gethostname()}~a.parquet",
+    )
+    for path in (old_name, gone_name):
+        path.write_bytes(committed.read_bytes() if whole else b"half")
+    (folder / ".writing-999999-00").write_bytes(b"")
     old = time.time() - files.SWEEP_AGE_S - 10
     for path in folder.iterdir():
-        os.utime(path, (old, old))
+        if path != gone_name:  # (just written: its writer's end, not its age, lets it go)
+            os.utime(path, (old, old))
     proc = run_cli("--ledger", str(ledger), "status")
     assert proc.returncode == 0, proc.stderr
     assert sorted(folder.iterdir()) == kept

@@ -23,6 +23,11 @@ def test_whole_n_kept_cut_line_and_half_n_dropped(tmp_path: Path) -> None:
     assert outcome is not None and sorted({r["n"] for r in outcome.rows}) == [64, 128]
     assert len(outcome.rows) == 4 and missing == [256, 512]
     assert describe((64, 128, 256, 512), missing) == "finished n = [64, 128]; missing n = [256, 512]"
+    # read, not copied: a sync writes nothing into the job's folder. Its copy of the finished lines
+    # (`results.csv.tmp.partial`) was written in place: two syncs at once (a `status --watch` and a `jobs`)
+    # could read each other's copy part-written, a last line cut to a shorter number; a killed one left it
+    # cut short
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv.tmp"]
 
 
 def test_nothing_finished_or_no_file_means_everything_missing(tmp_path: Path) -> None:
@@ -44,8 +49,9 @@ def test_a_stopped_jobs_rows_of_another_thread_count_or_a_failed_check_are_not_k
     in the medians, so rows that are not its run's own, or whose check
     failed, are none of them: every n stays missing and the reason says why."""
     out = tmp_path / "results.csv"
-    want = Expected((64, 128), check=True, kernel="k", dtype="fp32", impl="c", variant="naive", device="cpu",
-                    d=64, threads=1)
+    want = Expected(
+        (64, 128), check=True, kernel="k", dtype="fp32", impl="c", variant="naive", device="cpu", d=64, threads=1
+    )
     Path(f"{out}.tmp").write_text(HEADER + _row(64, 0) + _row(64, 1).replace(",64,1,1,", ",64,2,1,"))
     outcome, missing = read_partial(out, want)
     assert outcome is not None and not outcome.rows and missing == [64, 128]
