@@ -180,3 +180,19 @@ def test_a_mistake_in_the_experiment_is_named_beside_a_broken_kernel_no_one_uses
     with pytest.raises(ConfigError) as err:
         load_config(["experiment=smoke", override])
     assert str(err.value) == f"bad override {override}: {message}"
+
+
+def test_a_value_refused_beside_an_alias_bomb_no_one_uses_names_the_value(site: Path) -> None:
+    """A bad value of a plain field names no missing sweep, partition or kernel, so no kernel file
+    is composed or measured to look for one (every kernel file was, and an unused one whose
+    aliases expand past the limit was reported instead of the value)."""
+    laughs = "".join(
+        f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9) if i else ', '.join(['x'] * 9)}]\n" for i in range(9)
+    )
+    (site / "kernel" / "laughs.yaml").write_text("name: laughs\n" + laughs)
+    with pytest.raises(ConfigError) as err:
+        load_config(["experiment=smoke", "experiment.repeats=abc"])
+    assert (
+        str(err.value)
+        == "bad override experiment.repeats=abc: experiment.repeats expects an integer (whole number), got 'abc'"
+    )
