@@ -15,6 +15,7 @@ global: the audit is in docs/design.md (Tests). torch is never imported.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import pkgutil
@@ -58,3 +59,8 @@ finally:
             os.environ.pop(_k, None)
         else:
             os.environ[_k] = _v
+# What the server imported lives as long as it does: frozen, it is left out of every
+# collection of the runs forked from it, whose full collections would otherwise walk
+# those ~230,000 objects again (~0.15 CPU s of a submit: BENCHMARKS.md section 31)
+# and write to the pages it shares with them.
+gc.freeze()

@@ -59,9 +59,6 @@ def _query(s: Session, camp_id: int | None, specs: dict[int, ClusterSpec]) -> di
     refs: dict[str, tuple[Any, list[tuple[tuple[str, int], JobRef]]]] = {}
     count = 0
     for step, camp in s.execute(pre):
-        spec = _spec(specs, camp)
-        part = spec.partitions.get(step.partition)
-        where = (part.clusters if part is not None else None) or spec.clusters or None  # multi-cluster: -M
         todo: list[tuple[tuple[str, int], Any]] = []
         if step.state in OPEN_STATES and step.job_id:
             todo.append((("preflight", step.id), step))
@@ -69,8 +66,11 @@ def _query(s: Session, camp_id: int | None, specs: dict[int, ClusterSpec]) -> di
             build = s.get(BuildStep, step.build_id)
             if build is not None and build.state in OPEN_STATES and build.job_id:
                 todo.append((("build", build.id), build))
-        if not todo:
+        if not todo:  # finished: nothing to ask, so its stored cluster is not parsed (most of a `status`'s CPU)
             continue
+        spec = _spec(specs, camp)
+        part = spec.partitions.get(step.partition)
+        where = (part.clusters if part is not None else None) or spec.clusters or None  # multi-cluster: -M
         entry = refs.setdefault(camp.backend, (camp, []))
         for ident, row in todo:
             count += 1  # JobRef wants an id: a running number, mapped back below
@@ -116,8 +116,10 @@ def _why(s: Session, step: PreflightStep) -> tuple[str, list[str]]:
     build = s.get(BuildStep, step.build_id) if step.build_id is not None else None
     if build is not None and build.state.finished and build.state is not JobState.COMPLETED:
         info = build.info or {}
-        return (f"build job {build.job_id} {build.state.value}",
-                list(info.get("log_tail") or []) or _tail(build.stderr_path))
+        return (
+            f"build job {build.job_id} {build.state.value}",
+            list(info.get("log_tail") or []) or _tail(build.stderr_path),
+        )
     problems = [str(p) for p in (step.result or {}).get("problems") or []]
     if step.state is JobState.TIMEOUT:  # it asks minutes (campaign.commands.chain), not the runs' walltime
         problems.insert(0, "it ran past its walltime: raise cluster.preflight_walltime_min")
@@ -132,13 +134,21 @@ def _still_gated(s: Session, step: PreflightStep) -> bool:
     the current state only, `show` keeps the attempts' history."""
     ids = [int(i) for i in step.attempt_ids]
     for i in range(0, len(ids), 10_000):
-        gated = select(JobAttempt.run_id).where(JobAttempt.id.in_(ids[i:i + 10_000]),
-                                                JobAttempt.state == JobState.PREFLIGHT_FAILED)
-        newest = (select(JobAttempt.run_id, func.max(JobAttempt.attempt).label("a"))
-                  .where(JobAttempt.run_id.in_(gated)).group_by(JobAttempt.run_id).subquery())
-        hit = s.execute(select(JobAttempt.id).join(newest, (JobAttempt.run_id == newest.c.run_id)
-                                                   & (JobAttempt.attempt == newest.c.a))
-                        .where(JobAttempt.state == JobState.PREFLIGHT_FAILED).limit(1)).first()
+        gated = select(JobAttempt.run_id).where(
+            JobAttempt.id.in_(ids[i : i + 10_000]), JobAttempt.state == JobState.PREFLIGHT_FAILED
+        )
+        newest = (
+            select(JobAttempt.run_id, func.max(JobAttempt.attempt).label("a"))
+            .where(JobAttempt.run_id.in_(gated))
+            .group_by(JobAttempt.run_id)
+            .subquery()
+        )
+        hit = s.execute(
+            select(JobAttempt.id)
+            .join(newest, (JobAttempt.run_id == newest.c.run_id) & (JobAttempt.attempt == newest.c.a))
+            .where(JobAttempt.state == JobState.PREFLIGHT_FAILED)
+            .limit(1)
+        ).first()
         if hit is not None:
             return True
     return False
@@ -172,9 +182,11 @@ def _gate_failed(s: Session, camp_id: int | None) -> list[str]:
             new, gated, (why, _) = JobState.PREFLIGHT_FAILED, _GATED, _why(s, step)
         ids = [int(i) for i in step.attempt_ids]
         for i in range(0, len(ids), 10_000):
-            s.execute(update(JobAttempt).where(JobAttempt.id.in_(ids[i:i + 10_000]),
-                                               JobAttempt.state.in_(gated), JobAttempt.node.is_(None))
-                      .values(state=new, reason=why[:500]))
+            s.execute(
+                update(JobAttempt)
+                .where(JobAttempt.id.in_(ids[i : i + 10_000]), JobAttempt.state.in_(gated), JobAttempt.node.is_(None))
+                .values(state=new, reason=why[:500])
+            )
     lines = []
     for (name, partition), step in latest.items():
         if _failed(s, step) and not _cancelled(step) and _still_gated(s, step):

@@ -143,6 +143,10 @@ def _missing_entry(overrides: Sequence[str], kernels: list[str]) -> str | None:
     from hydra import initialize_config_dir  # lazy, as above
     from hydra.core.global_hydra import GlobalHydra
 
+    keys = [o.partition("=")[0] for o in overrides]
+    keys = [k.lstrip("+") for k in keys if not k.startswith("~") and k.lstrip("+") not in schema_overrides.GROUPS]
+    if not any(schema_overrides.may_miss_an_entry(k) for k in keys):  # the compose below would find none
+        return None
     chosen = [o for o in overrides if o.partition("=")[0].lstrip("+~") in schema_overrides.GROUPS]
     raw_files.check_kernels(group_options("kernel"))  # every kernel file is composed below
     GlobalHydra.instance().clear()

@@ -54,8 +54,7 @@ def named(overrides: Sequence[str]) -> set[str] | None:
 def _experiment_only(overrides: Sequence[str]) -> list[str]:
     """The overrides that shape the experiment (and Hydra's own), without a
     cluster: composing one is up to half of a compose (Delta's partitions)."""
-    keep = [o for o in overrides
-            if o.partition("=")[0].lstrip("+~").partition(".")[0] in ("experiment", "hydra")]
+    keep = [o for o in overrides if o.partition("=")[0].lstrip("+~").partition(".")[0] in ("experiment", "hydra")]
     return ["~cluster", *keep]
 
 
@@ -65,15 +64,22 @@ def kernels(overrides: Sequence[str], compose: Callable[[list[str]], Any]) -> li
     `compose` composes conf/config.yaml with the overrides it is given.
 
     Where the experiment cannot be composed on its own (a mistake in it or in
-    an override of it), every kernel is composed, as always: the full
-    composition then reports that mistake in the words it always did."""
+    an override of it, or a file that composes only beside its cluster), the
+    whole config is composed with the command line's kernels alone to read
+    the sweeps. Where that fails too, the mistake is in the experiment, the
+    cluster or those kernels: the full composition with them names it in the
+    words it always did, and no other kernel file is read (a broken one that
+    nothing uses would be reported instead, and each costs its compose)."""
     available = group_options("kernel")
     wanted = named(overrides)
     if wanted is None:
         return available
-    try:
-        sweeps = compose(_experiment_only(overrides)).experiment.sweeps
+    given = [k for k in available if k in wanted]
+    for attempt in (_experiment_only(overrides), defaults(given) + list(overrides)):
+        try:
+            sweeps = compose(attempt).experiment.sweeps
+        except Exception:  # noqa: BLE001 - any failure: the next attempt, or the full compose, names it
+            continue
         wanted |= {str(sweep.kernel) for sweep in sweeps}
-    except Exception:  # noqa: BLE001 - any failure: the full compose below names it
-        return available
-    return [k for k in available if k in wanted]
+        return [k for k in available if k in wanted]
+    return given

@@ -158,6 +158,27 @@ def hydra_form(item: str) -> str:
 _NOUN = {"experiment.sweeps": "sweep", "cluster.partitions": "partition", "kernels": "kernel"}
 
 
+def may_miss_an_entry(key: str) -> bool:
+    """Can `missing_entry` find anything for `key`? Only where the key goes through a list,
+    a dict of configs, or a value the schema does not type (its parts being entries a config
+    may lack); a key of plain fields and plain dicts never names a missing entry, and needs
+    no composition to tell (decided from the schema: an unknown part is a maybe)."""
+    parts = key.split(".")
+    for end in range(1, len(parts)):
+        try:
+            tp = _strip_optional(key_type(".".join(parts[:end])))[0]
+        except ConfigError:
+            return True
+        if dataclasses.is_dataclass(tp):
+            continue
+        if typing.get_origin(tp) is dict:
+            value = _strip_optional(typing.get_args(tp)[1])[0]
+            if not dataclasses.is_dataclass(value):
+                continue
+        return True
+    return False
+
+
 def missing_entry(cfg: Any, key: str) -> str | None:
     """The first part of `key` that names no entry of the composed config `cfg`
     (a list index past the end, a dict of configs without that name): the real

@@ -104,10 +104,15 @@ def _lines(source: bytes) -> list[str]:
 
 
 def _docstrings(tree: ast.AST) -> list[tuple[_Pos, _Pos]]:
-    """Where each docstring statement starts and ends (line, UTF-8 byte column, as ast counts)."""
+    """Where each docstring statement starts and ends (line, UTF-8 byte column, as ast counts).
+    Expressions are not walked: no expression holds a statement (a lambda's body is an
+    expression), so no def or class is below one, and they are most of a tree's nodes."""
     kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
     spans = []
-    for node in ast.walk(tree):
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        todo.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, ast.expr))
         body = getattr(node, "body", None) if isinstance(node, kinds) else None
         first = body[0] if body else None
         if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
@@ -131,4 +136,4 @@ def _text(lines: list[str], start: _Pos, end: _Pos) -> str:
     (r1, c1), (r2, c2) = start, end
     if r1 == r2:
         return lines[r1 - 1][c1:c2]
-    return "\n".join([lines[r1 - 1][c1:], *lines[r1:r2 - 1], lines[r2 - 1][:c2]])
+    return "\n".join([lines[r1 - 1][c1:], *lines[r1 : r2 - 1], lines[r2 - 1][:c2]])

@@ -33,17 +33,26 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _forked(entry: str, *args: str, cwd: Path, env: dict[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return cli_server.run(args, cwd=cwd, env=env if env is not None else _env(), timeout=timeout,
-                          entry=f"{ENTRIES}:{entry}")
+def _forked(
+    entry: str, *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return cli_server.run(
+        args, cwd=cwd, env=env if env is not None else _env(), timeout=timeout, entry=f"{ENTRIES}:{entry}"
+    )
 
 
 def _interpreted(entry: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The same entry in a real interpreter started by subprocess.run: what the fork must match."""
     code = f"import sys; from {ENTRIES} import {entry}; sys.argv = ['campaign', *sys.argv[1:]]; sys.exit({entry}())"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd,
-                          env=_env(PYTHONPATH=str(REPO)), timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=_env(PYTHONPATH=str(REPO)),
+        timeout=120,
+        check=False,
+    )
 
 
 def _both(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], ...]:
@@ -57,8 +66,15 @@ def test_bad_input_as_the_script_gives_it(argv: list[str], small_ledger: SmallLe
     assert forked.returncode == 2 and len(forked.stderr.strip().splitlines()) == 1, forked.stderr
 
 
-@pytest.mark.parametrize("argv", [["jobs", "--no-sync"], ["--format", "json", "jobs", "--no-sync", "--all-attempts"],
-                                  ["status", "--help"], ["show", "7301", "--no-sync"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["jobs", "--no-sync"],
+        ["--format", "json", "jobs", "--no-sync", "--all-attempts"],
+        ["status", "--help"],
+        ["show", "7301", "--no-sync"],
+    ],
+)
 def test_reading_commands_as_the_script_gives_them(argv: list[str], small_ledger: SmallLedger, tmp_path: Path) -> None:
     script, forked = _both("--ledger", str(small_ledger(SECOND)), *argv, cwd=tmp_path)
     assert script.returncode == 0 and script.stdout, script.stderr
@@ -68,9 +84,19 @@ def test_reading_commands_as_the_script_gives_them(argv: list[str], small_ledger
 def _submit(tmp_path: Path, name: str, script: bool) -> subprocess.CompletedProcess[str]:
     work = tmp_path / name
     work.mkdir()
-    return run_cli("--ledger", str(work / "ledger.sqlite"), "submit", "experiment=failures",
-                   "experiment.sweeps.0.variants=[ok,exit3]", "experiment.sweeps.0.n=[64]", "experiment.repeats=1",
-                   f"experiment.name={name}", cwd=work, env=FAKE_ENV, script=script)
+    return run_cli(
+        "--ledger",
+        str(work / "ledger.sqlite"),
+        "submit",
+        "experiment=failures",
+        "experiment.sweeps.0.variants=[ok,exit3]",
+        "experiment.sweeps.0.n=[64]",
+        "experiment.repeats=1",
+        f"experiment.name={name}",
+        cwd=work,
+        env=FAKE_ENV,
+        script=script,
+    )
 
 
 def _masked(text: str, name: str) -> str:
@@ -86,9 +112,15 @@ def test_a_submit_of_local_jobs_as_the_script_gives_it(tmp_path: Path) -> None:
     assert forked.returncode == script.returncode
     assert _masked(forked.stdout, "viafork") == _masked(script.stdout, "viascript")
     assert _masked(forked.stderr, "viafork") == _masked(script.stderr, "viascript")
-    states = [sorted((j["variant"], j["state"]) for j in json.loads(run_cli(
-        "--ledger", str(tmp_path / n / "ledger.sqlite"), "--format", "json", "jobs", "--no-sync").stdout))
-        for n in ("viascript", "viafork")]
+    states = [
+        sorted(
+            (j["variant"], j["state"])
+            for j in json.loads(
+                run_cli("--ledger", str(tmp_path / n / "ledger.sqlite"), "--format", "json", "jobs", "--no-sync").stdout
+            )
+        )
+        for n in ("viascript", "viafork")
+    ]
     assert states[0] == states[1] == [("exit3", "FAILED"), ("ok", "COMPLETED")], states
 
 
@@ -137,8 +169,18 @@ def test_each_run_sees_exactly_the_callers_environment_and_directory(tmp_path: P
     assert os.environ.get("CAMPAIGN_LEFT_BEHIND") is None and Path.cwd() != Path("/")
 
 
-def test_a_run_is_charged_from_its_servers_figures_asked_again_once_gone(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_preloaded_heap_is_left_out_of_each_runs_collections(tmp_path: Path) -> None:
+    """The server's imports (every module, pandas, SQLAlchemy, Hydra: ~230,000 objects) are frozen:
+    a run's full collections walk only what the run made, as in a process that imported what it
+    needed (unfrozen, they cost a submit ~0.15 CPU s more: BENCHMARKS.md section 31)."""
+    seen = json.loads(_forked("probe", cwd=tmp_path).stdout)
+    assert seen["gc_frozen"] > 100_000, seen["gc_frozen"]
+    assert seen["gc_tracked"] < seen["gc_frozen"] // 10, (seen["gc_tracked"], seen["gc_frozen"])
+
+
+def test_a_run_is_charged_from_its_servers_figures_asked_again_once_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The CPU of a run comes from its server's /proc figures: the server is
     the process a run sees as its parent; a PID kept of a server that is gone
     is asked again (multiprocessing starts another), never read as zero."""

@@ -72,8 +72,10 @@ def test_a_kernel_only_the_command_line_names_is_composed_and_overridden() -> No
 def test_a_bad_override_of_an_unused_kernel_is_as_clear_as_before() -> None:
     with pytest.raises(ConfigError) as err:
         load_config(["experiment=smoke", "kernels.hpcc.impls.mpi.argv=5"])
-    assert str(err.value) == ("bad override kernels.hpcc.impls.mpi.argv=5: kernels.hpcc.impls.mpi.argv expects "
-                              "a list of names, e.g. [a,b], got '5'")
+    assert str(err.value) == (
+        "bad override kernels.hpcc.impls.mpi.argv=5: kernels.hpcc.impls.mpi.argv expects "
+        "a list of names, e.g. [a,b], got '5'"
+    )
     with pytest.raises(ConfigError) as err:
         load_config(["experiment=smoke", "kernels.hpcc.impls.nope.argv=[a]"])
     assert str(err.value).endswith("there is no entry 'nope': kernels.hpcc.impls has mpi (kernels.hpcc.impls)")
@@ -86,8 +88,10 @@ def test_a_kernel_no_file_declares_lists_every_kernel(site: Path) -> None:
     assert "broken" in every and "hpcc" in every
     with pytest.raises(ConfigError) as err:
         load_config(["experiment=smoke", "kernels.nope.description=x"])
-    assert str(err.value) == f"bad override kernels.nope.description=x: there is no kernel 'nope': kernels has {every} " \
-                             "(kernels)"
+    assert (
+        str(err.value) == f"bad override kernels.nope.description=x: there is no kernel 'nope': kernels has {every} "
+        "(kernels)"
+    )
     cfg = load_config(["experiment=smoke", "experiment.sweeps.0.kernel=decod"])
     with pytest.raises(ConfigError) as err:
         plan(cfg)
@@ -104,19 +108,23 @@ def test_a_kernel_no_file_declares_beside_a_broken_one_is_still_named(site: Path
 def test_a_broken_kernel_no_one_uses_is_not_read(site: Path, tmp_path: Path) -> None:
     cfg = load_config(["experiment=smoke"])
     assert sorted(cfg.kernels) == ["attention_forward", "decode"]
-    proc = run_cli("--ledger", str(tmp_path / "never.sqlite"), "submit", "experiment=smoke", "--dry-run",
-                   cwd=tmp_path)
+    proc = run_cli("--ledger", str(tmp_path / "never.sqlite"), "submit", "experiment=smoke", "--dry-run", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / "never.sqlite").exists()
 
 
 def test_a_broken_kernel_that_is_used_or_overridden_is_one_clear_line(site: Path, tmp_path: Path) -> None:
-    for overrides in (["experiment=uses_broken"], ["experiment=smoke", "kernels.broken.description=x"],
-                      ["experiment=smoke", "experiment.sweeps.0.kernel=broken"]):
+    for overrides in (
+        ["experiment=uses_broken"],
+        ["experiment=smoke", "kernels.broken.description=x"],
+        ["experiment=smoke", "experiment.sweeps.0.kernel=broken"],
+    ):
         with pytest.raises(ConfigError) as err:
             load_config(overrides)
         message = str(err.value)
-        assert "\n" not in message and "kernels.broken.no_such_key: no_such_key is not a key of a kernel" in message, message
+        assert "\n" not in message and "kernels.broken.no_such_key: no_such_key is not a key of a kernel" in message, (
+            message
+        )
     proc = run_cli("submit", "experiment=uses_broken", "--dry-run", cwd=tmp_path)
     assert proc.returncode == 2 and "no_such_key" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
@@ -130,13 +138,18 @@ def test_an_experiment_that_cannot_compose_alone_still_names_the_mistake() -> No
         load_config(["experiment=smoke", "experiment.sweeps.5.n=[1]"])
 
 
-@pytest.mark.parametrize(("overrides", "named"), [
-    (["experiment=smoke", "cluster.account=x"], set()),
-    (["kernels.decode.impls.torch.launched=true", "++kernels.mbw.env.A=1", "~kernels.hpcc.env"],
-     {"decode", "mbw", "hpcc"}),
-    (["+kernel@kernels.alias=decode", "kernel@kernels.mbw=hpcc"], {"alias", "mbw"}),
-    (["kernels={}"], None),
-])
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        (["experiment=smoke", "cluster.account=x"], set()),
+        (
+            ["kernels.decode.impls.torch.launched=true", "++kernels.mbw.env.A=1", "~kernels.hpcc.env"],
+            {"decode", "mbw", "hpcc"},
+        ),
+        (["+kernel@kernels.alias=decode", "kernel@kernels.mbw=hpcc"], {"alias", "mbw"}),
+        (["kernels={}"], None),
+    ],
+)
 def test_the_kernels_an_override_names(overrides: list[str], named: set[str] | None) -> None:
     assert needed.named(overrides) == named
 
@@ -146,3 +159,40 @@ def test_a_kernel_file_under_another_name_still_composes() -> None:
     cfg = load_config(["+kernel@kernels.alias=decode", "experiment.sweeps.1.kernel=alias"])
     assert sorted(cfg.kernels) == ["alias", "attention_forward"]
     assert cfg.kernels["alias"].impls.keys() == load_config([]).kernels["decode"].impls.keys()
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("experiment.repeats=abc", "experiment.repeats expects an integer (whole number), got 'abc'"),
+        (
+            "experiment.sweeps.5.n=[1]",
+            "there is no sweep 5: experiment 'smoke' has 2 sweep(s), numbered 0, 1 (experiment.sweeps)",
+        ),
+    ],
+)
+def test_a_mistake_in_the_experiment_is_named_beside_a_broken_kernel_no_one_uses(
+    site: Path, override: str, message: str
+) -> None:
+    """Where the experiment does not compose on its own, its mistake is named: the broken kernel
+    file that nothing uses is not composed to find the sweeps' kernels (it was, and its error was
+    reported instead of the override's)."""
+    with pytest.raises(ConfigError) as err:
+        load_config(["experiment=smoke", override])
+    assert str(err.value) == f"bad override {override}: {message}"
+
+
+def test_a_value_refused_beside_an_alias_bomb_no_one_uses_names_the_value(site: Path) -> None:
+    """A bad value of a plain field names no missing sweep, partition or kernel, so no kernel file
+    is composed or measured to look for one (every kernel file was, and an unused one whose
+    aliases expand past the limit was reported instead of the value)."""
+    laughs = "".join(
+        f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9) if i else ', '.join(['x'] * 9)}]\n" for i in range(9)
+    )
+    (site / "kernel" / "laughs.yaml").write_text("name: laughs\n" + laughs)
+    with pytest.raises(ConfigError) as err:
+        load_config(["experiment=smoke", "experiment.repeats=abc"])
+    assert (
+        str(err.value)
+        == "bad override experiment.repeats=abc: experiment.repeats expects an integer (whole number), got 'abc'"
+    )
