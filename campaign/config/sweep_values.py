@@ -9,9 +9,9 @@ tell which was which: they are refused, wherever in the experiment each is
 given, rather than normalized, since the program is given a value as it is
 written (a file name on a filesystem that keeps bytes as they are). A
 direction control (U+202E ...) makes a value display as other text, so it is
-refused too. A number YAML reads as infinite or not a number (`.inf`, `.nan`,
-`1e400`) reached the program as `inf` or `nan`: refused, and a value meant as
-that text is written quoted.
+refused too. A number YAML or an override reads as infinite or not a number
+(`.inf`, `.nan`, `1e400`; `inf` and `nan` in an override) reached the program
+as `inf` or `nan`: refused, and a value meant as that text is written quoted.
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ def _finite(value: object, where: str) -> None:
     for item in value if isinstance(value, list | tuple) else [value]:
         if isinstance(item, float) and not math.isfinite(item):
             raise ConfigError(
-                f"{where}: {item} is not a finite number (YAML reads .inf, .nan and a number past a double, "
-                "such as 1e400, so): give a finite number, or quote the value if the program takes that text"
+                f"{where}: {item} is not a finite number (YAML's .inf and .nan, a number past a double such as "
+                '1e400, an override\'s inf and nan): give a finite number, or quote it ("nan") if the program '
+                "takes that text"
             )
 
 
