@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 from campaign.config.schema import ExperimentSpec
 from campaign.plumbing.errors import ConfigError
+from campaign.plumbing.lookalike import seen_as
 
 # the explicit direction formatting characters of Unicode's bidirectional algorithm
 _DIRECTION = {"LRE", "RLE", "PDF", "LRO", "RLO", "LRI", "RLI", "FSI", "PDI", "LRM", "RLM", "ALM"}
@@ -40,11 +41,6 @@ def _given(exp: ExperimentSpec) -> Iterator[tuple[str, str, object]]:
 def _text(value: object) -> str:
     """The value's text as the run's params hold it (a list joined by commas)."""
     return ",".join(str(v) for v in value) if isinstance(value, list | tuple) else str(value)
-
-
-def _seen_as(text: str) -> str:
-    """What a reader sees of `text`: compatibility forms folded (NFKC) and invisible format characters gone."""
-    return "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
 
 
 def _finite(value: object, where: str) -> None:
@@ -70,7 +66,7 @@ def check(exp: ExperimentSpec) -> None:
                 f"{where}: value {ascii(text)[:80]} holds the direction control {ascii(control)}, which shows "
                 "text other than it is: write the value without it"
             )
-        seen = _seen_as(text)
+        seen = seen_as(text)
         other_where, other = first.setdefault((key, seen), (where, text))
         if other != text:
             raise ConfigError(
