@@ -144,14 +144,12 @@ def _missing_entry(overrides: Sequence[str], kernels: list[str]) -> str | None:
     from hydra.core.global_hydra import GlobalHydra
 
     chosen = [o for o in overrides if o.partition("=")[0].lstrip("+~") in schema_overrides.GROUPS]
-    raw_files.check_kernels(group_options("kernel"))  # every kernel file is composed below
+    every = raw_files.sound(group_options("kernel"))  # a broken file here must not hide the mistake
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             _search_user_dirs_first()
-            base = _first_composing(
-                [needed.defaults(group_options("kernel")) + chosen, needed.defaults(kernels) + chosen]
-            )
+            base = _first_composing([needed.defaults(every) + chosen, needed.defaults(kernels) + chosen])
     finally:
         GlobalHydra.instance().clear()
     if base is None:

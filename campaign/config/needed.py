@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from campaign.config import raw_files
 from campaign.config.groups import group_options
 
 KERNELS = "kernels"  # where each kernel YAML is composed: kernels.<name>
@@ -54,8 +55,7 @@ def named(overrides: Sequence[str]) -> set[str] | None:
 def _experiment_only(overrides: Sequence[str]) -> list[str]:
     """The overrides that shape the experiment (and Hydra's own), without a
     cluster: composing one is up to half of a compose (Delta's partitions)."""
-    keep = [o for o in overrides
-            if o.partition("=")[0].lstrip("+~").partition(".")[0] in ("experiment", "hydra")]
+    keep = [o for o in overrides if o.partition("=")[0].lstrip("+~").partition(".")[0] in ("experiment", "hydra")]
     return ["~cluster", *keep]
 
 
@@ -66,7 +66,9 @@ def kernels(overrides: Sequence[str], compose: Callable[[list[str]], Any]) -> li
 
     Where the experiment cannot be composed on its own (a mistake in it or in
     an override of it), every kernel is composed, as always: the full
-    composition then reports that mistake in the words it always did."""
+    composition then reports that mistake in the words it always did. Every
+    kernel whose file passes raw_files.check, that is: a broken kernel file
+    the experiment may not even use was named in place of the mistake."""
     available = group_options("kernel")
     wanted = named(overrides)
     if wanted is None:
@@ -75,5 +77,5 @@ def kernels(overrides: Sequence[str], compose: Callable[[list[str]], Any]) -> li
         sweeps = compose(_experiment_only(overrides)).experiment.sweeps
         wanted |= {str(sweep.kernel) for sweep in sweeps}
     except Exception:  # noqa: BLE001 - any failure: the full compose below names it
-        return available
+        return raw_files.sound(available)  # (not a broken kernel file the experiment may not use)
     return [k for k in available if k in wanted]

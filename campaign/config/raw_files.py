@@ -52,6 +52,19 @@ def check_kernels(kernels: Sequence[str]) -> None:
         _check_file("kernel", name)
 
 
+def sound(kernels: Sequence[str]) -> list[str]:
+    """Those of `kernels` whose files pass `check`: where every kernel is composed to name a mistake
+    elsewhere (campaign.config.needed), a broken file the experiment may not use must not be named instead."""
+    found = []
+    for name in kernels:
+        try:
+            _check_file("kernel", name)
+        except ConfigError:
+            continue
+        found.append(name)
+    return found
+
+
 def _check_file(group: str, name: str) -> None:
     path = _file(group, name)
     if path is not None:

@@ -48,9 +48,11 @@ def _site(tmp_path: Path, kernel: str | bytes, experiment_kernel: str = "mine") 
     return {"CAMPAIGN_CONFIG_PATH": str(conf)}
 
 
-def _submit(tmp_path: Path, env: dict[str, str]) -> tuple[int, str]:
+def _submit(tmp_path: Path, env: dict[str, str], *overrides: str) -> tuple[int, str]:
     ledger = tmp_path / "ledger.sqlite"
-    proc = run_cli("--ledger", str(ledger), "submit", "experiment=mine_sweep", "--dry-run", env=env, timeout=120)
+    proc = run_cli(
+        "--ledger", str(ledger), "submit", "experiment=mine_sweep", *overrides, "--dry-run", env=env, timeout=120
+    )
     assert "Traceback" not in proc.stderr and not ledger.exists()
     return proc.returncode, proc.stderr
 
@@ -92,3 +94,24 @@ def test_a_list_or_mapping_where_text_goes_is_one_line(tmp_path: Path, kernel: s
     code, err = _submit(tmp_path, _site(tmp_path, kernel))
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert where in err and "not text" in err, err
+
+
+@pytest.mark.parametrize(
+    "beside", ["not-utf8", "bomb", "folder"], ids=["not-utf8-kernel", "bomb-kernel", "folder-named-like-a-kernel"]
+)
+def test_a_broken_kernel_nothing_names_never_hides_the_mistake_made(tmp_path: Path, beside: str) -> None:
+    """Where the experiment or an override of it had a mistake, every kernel on the config path was
+    composed to name it, so a broken kernel file the experiment does not use (or a folder named
+    like one, kernel/other.yaml) was named instead: 'kernel/other.yaml is not UTF-8 text' for an
+    override of a sweep the experiment does not have."""
+    env = _site(tmp_path, KERNEL, experiment_kernel="mine")
+    other = tmp_path / "conf" / "kernel" / "other.yaml"
+    if beside == "folder":
+        other.mkdir()
+    else:
+        other.write_bytes(
+            b"\xff\xfe" + KERNEL.encode("utf-16-le") if beside == "not-utf8" else (KERNEL + BOMB).encode()
+        )
+    code, err = _submit(tmp_path, env, "experiment.sweeps.3.threads=[1]")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "there is no sweep 3" in err and "other" not in err, err
