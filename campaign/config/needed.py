@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from campaign.config import raw_files
 from campaign.config.groups import group_options
 
 KERNELS = "kernels"  # where each kernel YAML is composed: kernels.<name>
@@ -64,18 +63,23 @@ def kernels(overrides: Sequence[str], compose: Callable[[list[str]], Any]) -> li
     the sweeps' kernels and the command line's, those that have a file.
     `compose` composes conf/config.yaml with the overrides it is given.
 
-    Where the experiment cannot be composed on its own (a mistake in it or in
-    an override of it), every kernel is composed, as always: the full
-    composition then reports that mistake in the words it always did. Every
-    kernel whose file passes raw_files.check, that is: a broken kernel file
-    the experiment may not even use was named in place of the mistake."""
+    Where the experiment cannot be composed on its own (a mistake in it, in
+    an override of it, or a reference to the cluster), the whole config is
+    composed with the kernels the command line names: it gives the sweeps'
+    kernels, or, where it fails too, the mistake is not in a kernel nothing
+    names, and the full compose with those kernels names it in its own words.
+    Composing every kernel there named a broken kernel file the experiment
+    does not use (YAML it cannot read, an unknown key) in its place."""
     available = group_options("kernel")
     wanted = named(overrides)
     if wanted is None:
         return available
     try:
         sweeps = compose(_experiment_only(overrides)).experiment.sweeps
-        wanted |= {str(sweep.kernel) for sweep in sweeps}
-    except Exception:  # noqa: BLE001 - any failure: the full compose below names it
-        return raw_files.sound(available)  # (not a broken kernel file the experiment may not use)
+    except Exception:  # noqa: BLE001 - any failure: composed whole, below
+        try:
+            sweeps = compose([*defaults([k for k in available if k in wanted]), *overrides]).experiment.sweeps
+        except Exception:  # noqa: BLE001 - the full compose with these kernels names the mistake
+            return [k for k in available if k in wanted]
+    wanted |= {str(sweep.kernel) for sweep in sweeps}
     return [k for k in available if k in wanted]

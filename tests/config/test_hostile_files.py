@@ -96,22 +96,32 @@ def test_a_list_or_mapping_where_text_goes_is_one_line(tmp_path: Path, kernel: s
     assert where in err and "not text" in err, err
 
 
+BESIDE = {
+    "not-utf8": b"\xff\xfe" + KERNEL.encode("utf-16-le"),
+    "bomb": (KERNEL + BOMB).encode(),
+    "yaml-it-cannot-read": b"name: other\nimpls: [\n",
+    "unknown-key": (KERNEL + "no_such_key: 1\n").encode(),
+}
+
+
+@pytest.mark.parametrize("beside", [*BESIDE, "folder"])
 @pytest.mark.parametrize(
-    "beside", ["not-utf8", "bomb", "folder"], ids=["not-utf8-kernel", "bomb-kernel", "folder-named-like-a-kernel"]
+    ("override", "said"),
+    [("experiment.sweeps.3.threads=[1]", "there is no sweep 3"), ("experiment.repeats=abc", "experiment.repeats")],
 )
-def test_a_broken_kernel_nothing_names_never_hides_the_mistake_made(tmp_path: Path, beside: str) -> None:
+def test_a_broken_kernel_nothing_names_never_hides_the_mistake_made(
+    tmp_path: Path, beside: str, override: str, said: str
+) -> None:
     """Where the experiment or an override of it had a mistake, every kernel on the config path was
     composed to name it, so a broken kernel file the experiment does not use (or a folder named
-    like one, kernel/other.yaml) was named instead: 'kernel/other.yaml is not UTF-8 text' for an
-    override of a sweep the experiment does not have."""
+    like one) was named instead: 'kernel/other.yaml is not UTF-8 text', 'kernels.other.no_such_key
+    ... is not a key of a kernel' for an override of a sweep the experiment does not have."""
     env = _site(tmp_path, KERNEL, experiment_kernel="mine")
     other = tmp_path / "conf" / "kernel" / "other.yaml"
     if beside == "folder":
         other.mkdir()
     else:
-        other.write_bytes(
-            b"\xff\xfe" + KERNEL.encode("utf-16-le") if beside == "not-utf8" else (KERNEL + BOMB).encode()
-        )
-    code, err = _submit(tmp_path, env, "experiment.sweeps.3.threads=[1]")
+        other.write_bytes(BESIDE[beside])
+    code, err = _submit(tmp_path, env, override)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert "there is no sweep 3" in err and "other" not in err, err
+    assert said in err and "other" not in err, err
