@@ -1,6 +1,7 @@
 """What is checked of a config file's raw text before Hydra reads it: that it
-is UTF-8 (Hydra's read would end in a UnicodeDecodeError naming no file), and
-that its YAML aliases do not expand past a limit.
+is UTF-8 (Hydra's read would end in a UnicodeDecodeError naming no file), that
+it is not empty (Hydra would say only that the schema's `name` is missing,
+naming no file), and that its YAML aliases do not expand past a limit.
 
 Why the limit: PyYAML shares an aliased node, but OmegaConf copies every use of it, so
 a 400-byte file of nine anchors, each a list of nine aliases of the one
@@ -89,6 +90,10 @@ def check(path: Path) -> None:
         raise ConfigError(
             f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); save it as UTF-8"
         ) from None
+    if not any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
+        raise ConfigError(
+            f"{path} is empty (nothing but blank lines and comments): write the config in it, its name first"
+        )
     if "&" not in text:
         return
     try:

@@ -125,3 +125,16 @@ def test_a_broken_kernel_nothing_names_never_hides_the_mistake_made(
     code, err = _submit(tmp_path, env, override)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert said in err and "other" not in err, err
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# nothing yet\n  # indented\n"], ids=["empty", "blank", "comments"])
+@pytest.mark.parametrize("group", ["kernel", "experiment"])
+def test_an_empty_config_file_is_named(tmp_path: Path, group: str, text: str) -> None:
+    """Hydra said 'Structured config of type `ExperimentSpec` has missing mandatory value: name
+    full_key: experiment.name ...', naming no file."""
+    env = _site(tmp_path, KERNEL)
+    path = tmp_path / "conf" / group / ("mine.yaml" if group == "kernel" else "mine_sweep.yaml")
+    path.write_text(text)
+    code, err = _submit(tmp_path, env)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{path} is empty" in err, err
