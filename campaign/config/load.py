@@ -31,6 +31,7 @@ from campaign.config.groups import (
     unknown_choice,
 )
 from campaign.config.schema import RootConfig
+from campaign.config.sweep import unparsed
 from campaign.config.validate import validate
 from campaign.plumbing.errors import ConfigError
 
@@ -117,7 +118,7 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
             raise ConfigError(scalar) from None
         override = getattr(exc, "override", None)  # hydra's OverrideParseException names it
         if override:
-            raise ConfigError(f"bad override {override!r}: {_one_line(exc)}") from None
+            raise ConfigError(unparsed(str(override), _one_line(exc))) from None
         if type(exc).__module__.startswith(("hydra", "omegaconf", "yaml")):
             raise ConfigError(_one_line(exc)) from None
         raise

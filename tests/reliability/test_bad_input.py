@@ -160,6 +160,10 @@ CASES: dict[str, Case] = {
         ("submit", "experiment.sweeps.0.ranks_per_node=[-1]"),
         "experiment.sweeps.0.ranks_per_node must be a non-empty list of positive",
     ),
+    "override-value-not-ascii-unquoted": Case(
+        ("submit", "+experiment.sweeps.0.grid.tag=[caf\u00e9]"),
+        "token recognition error at: '\u00e9' (Hydra reads an unquoted value in ASCII only: quote the one with '\u00e9')",
+    ),
     "grid-value-null": Case(
         ("submit", "+experiment.sweeps.0.grid.block=[8,null]"),
         "experiment.sweeps.0.grid.block: 'None' is not a value an argument can take",
