@@ -266,7 +266,7 @@ CASES: dict[str, Case] = {
         bad_csv("bad.csv", GOOD_LINES[:2] + GOOD_LINES[1:2]),
     ),
     "csv-does-not-exist": Case(("import", "{tmp}/nowhere.csv"), "nowhere.csv: no such file"),
-    "csv-is-a-directory": Case(("import", "{tmp}"), "no such file"),
+    "csv-is-a-directory": Case(("import", "{tmp}"), "a folder, not a file: name the results file in it"),
     # ---- job IDs, campaigns, states
     "show-unknown-job": Case(("show", "424242"), "unknown job ID '424242'"),
     "show-empty-job": Case(("show", ""), "got an empty one"),
