@@ -13,6 +13,7 @@ and quick to draw.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -76,7 +77,13 @@ class ReportContext:
 
 
 def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "cluster"
+    """The cluster's file name stem: the name itself where it is one, else its characters outside
+    [A-Za-z0-9_.-] as '_' and a hash of the whole name, since an imported cluster may be named anything
+    and 'a/b', 'a b' and 'a_b' would otherwise write one file, each report over the one before."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+    if slug == name and name:
+        return name
+    return f"{slug}-{hashlib.sha256(name.encode(errors='surrogatepass')).hexdigest()[:8]}"
 
 
 def render_report(

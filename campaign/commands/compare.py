@@ -40,6 +40,7 @@ from campaign.ledger.migrate import sqlite_copy
 from campaign.ledger.models import SCHEMA_VERSION
 from campaign.plumbing.clock import as_utc
 from campaign.plumbing.errors import BadInputError, ConfigError, LedgerError
+from campaign.plumbing.lookalike import seen_as
 from campaign.results import grid
 from campaign.results.export import RowFilter, Superseded, latest_frame
 from campaign.results.gpu_state import gpu_state_records
@@ -104,19 +105,23 @@ def parse_selection(text: str) -> Selection:
         key, value = key.strip(), value.strip()
         axis = key.startswith(AXIS) and len(key) > len(AXIS)
         if not sep or (key not in SELECTION_KEYS and not axis) or not value:
-            raise BadInputError(f"selection {text!r}: {part!r} is not key=value with key one of "
-                                f"{', '.join(SELECTION_KEYS)}")
+            raise BadInputError(
+                f"selection {text!r}: {part!r} is not key=value with key one of {', '.join(SELECTION_KEYS)}"
+            )
         if key in values:  # the last one silently won: campaign=A,campaign=B compared B
             raise BadInputError(f"selection {text!r}: {key} is given twice; give each key once")
         values[key] = value
     if "campaign" not in values and "cluster" not in values:
         raise BadInputError(f"selection {text!r}: name a campaign or a cluster")
     return Selection(
-        text, campaign=values.get("campaign"), cluster=values.get("cluster"),
+        text,
+        campaign=values.get("campaign"),
+        cluster=values.get("cluster"),
         since=_date("since", values["since"], text) if "since" in values else None,
         until=_date("until", values["until"], text) if "until" in values else None,
-        commit=values.get("commit"), ledger=Path(values["ledger"]) if "ledger" in values else None,
-        axes=tuple((k[len(AXIS):], v) for k, v in values.items() if k.startswith(AXIS)),
+        commit=values.get("commit"),
+        ledger=Path(values["ledger"]) if "ledger" in values else None,
+        axes=tuple((k[len(AXIS) :], v) for k, v in values.items() if k.startswith(AXIS)),
     )
 
 
@@ -133,8 +138,13 @@ def select_axes(frame: Any, sel: Selection) -> Any:
     keep = pairs.map(lambda ps: all((n, v) in ps for n, v in sel.axes)).to_numpy(bool)
     if not keep.any():
         seen = sorted({f"{k}={v}" for ps in pairs for k, v in ps if k in names})
-        raise BadInputError(f"selection {sel.text!r} has no results with "
-                            f"{', '.join(f'{n}={v}' for n, v in sel.axes)} (seen: {', '.join(seen) or 'none'})")
+        asked = {seen_as(f"{n}={v}") for n, v in sel.axes}
+        alike = [ascii(s) for s in seen if seen_as(s) in asked]  # printed alike: say how they differ
+        hint = f"; {', '.join(alike)} only looks the same (another Unicode form): give it as stored" if alike else ""
+        raise BadInputError(
+            f"selection {sel.text!r} has no results with "
+            f"{', '.join(f'{n}={v}' for n, v in sel.axes)} (seen: {', '.join(seen) or 'none'}){hint}"
+        )
     out = frame[keep].copy()
     out["params"] = [",".join(f"{k}={v}" for k, v in ps if k not in names) for ps in pairs[keep]]
     return out
@@ -178,12 +188,14 @@ def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[
         provs = list(s.scalars(which.order_by(Provenance.id)))
         where = RowFilter(since=sel.since, until=sel.until, commit=sel.commit)
         gpu_records = gpu_state_records(s, [c.id for c in camps], led.results_root, where)  # clocks the jobs ran at
-    frame, left = latest_frame(led, campaign=sel.campaign, cluster=sel.cluster, usable_only=True, all_extras=False,
-                               where=where)
+    frame, left = latest_frame(
+        led, campaign=sel.campaign, cluster=sel.cluster, usable_only=True, all_extras=False, where=where
+    )
     if "params" in frame.columns and frame["params"].str.contains("metric=", regex=False).any():
         # figures of merit (docs/byob.md): compared on their value and direction, extra columns
-        frame, left = latest_frame(led, campaign=sel.campaign, cluster=sel.cluster, usable_only=True,
-                                   all_extras=True, where=where)
+        frame, left = latest_frame(
+            led, campaign=sel.campaign, cluster=sel.cluster, usable_only=True, all_extras=True, where=where
+        )
     frame = select_axes(frame, sel)
     if frame.empty:
         raise BadInputError(f"selection {sel.text!r} has no usable results")
@@ -194,10 +206,17 @@ def _side(led: Ledger, sel: Selection) -> tuple[Any, list[dict[str, Any]], list[
             config = yaml.safe_load(p.config_yaml) if p.config_yaml else {}
         except yaml.YAMLError:
             config = {}
-        records.append({"git_commit": p.git_commit, "git_dirty": p.git_dirty, "hostname": p.hostname,
-                        "packages": p.packages, "environment": p.environment or {},
-                        "config": config if isinstance(config, dict) else {},
-                        "gpu_model": sorted(gpus) or None})
+        records.append(
+            {
+                "git_commit": p.git_commit,
+                "git_dirty": p.git_dirty,
+                "hostname": p.hostname,
+                "packages": p.packages,
+                "environment": p.environment or {},
+                "config": config if isinstance(config, dict) else {},
+                "gpu_model": sorted(gpus) or None,
+            }
+        )
     return frame, records + gpu_records, camps, left
 
 
@@ -217,15 +236,35 @@ def references_frame(camps: list[Campaign]) -> Any:
                 continue
         for pname, part in spec.partitions.items():
             for ref in part.references:
-                rows.append({"cluster": spec.name, "partition": pname, "kernel": ref.kernel, "impl": ref.impl,
-                             "variant": ref.variant, "threads": ref.threads, "n": ref.n, "dtype": ref.dtype,
-                             "params": ref.params, "time_s": ref.time_s, "flops_per_s": ref.flops_per_s,
-                             "tolerance": ref.tolerance})
+                rows.append(
+                    {
+                        "cluster": spec.name,
+                        "partition": pname,
+                        "kernel": ref.kernel,
+                        "impl": ref.impl,
+                        "variant": ref.variant,
+                        "threads": ref.threads,
+                        "n": ref.n,
+                        "dtype": ref.dtype,
+                        "params": ref.params,
+                        "time_s": ref.time_s,
+                        "flops_per_s": ref.flops_per_s,
+                        "tolerance": ref.tolerance,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
-def compare(led_for: Any, base: str, new: str, *, by: str | None = None, threshold: float = 0.05,
-            reference: bool = False, min_replicates: int = 1) -> CompareReport:
+def compare(
+    led_for: Any,
+    base: str,
+    new: str,
+    *,
+    by: str | None = None,
+    threshold: float = 0.05,
+    reference: bool = False,
+    min_replicates: int = 1,
+) -> CompareReport:
     """Compare two selections. `led_for()` opens the command's own ledger
     (called only when a selection has no `ledger=`)."""
     from analysis.compare import compare as compare_frames  # lazy: pandas, scipy
@@ -253,8 +292,9 @@ def compare(led_for: Any, base: str, new: str, *, by: str | None = None, thresho
         result = compare_frames(fb, fn, by=by, threshold=threshold, min_replicates=min_replicates)
     except ValueError as exc:
         raise BadInputError(str(exc)) from None
-    report = CompareReport(sb, sn, result, provenance_diff(pb, pn),
-                           superseded={"base": left_base.records, "new": left_new.records})
+    report = CompareReport(
+        sb, sn, result, provenance_diff(pb, pn), superseded={"base": left_base.records, "new": left_new.records}
+    )
     report.notes += [f"BASE {line}" for line in left_base.lines()] + [f"NEW {line}" for line in left_new.lines()]
     if reference:
         refs = references_frame(camps_new)

@@ -91,7 +91,7 @@ def group_options(group: str) -> list[str]:
     for base in config_dirs():
         folder = base / group
         if folder.is_dir():
-            found.update(p.stem for p in folder.glob("*.yaml"))
+            found.update(p.stem for p in folder.glob("*.yaml") if p.is_file())  # (a folder named x.yaml is none)
     return sorted(found)
 
 

@@ -31,6 +31,7 @@ from campaign.config.groups import (
     unknown_choice,
 )
 from campaign.config.schema import RootConfig
+from campaign.config.sweep import unparsed
 from campaign.config.validate import validate
 from campaign.plumbing.errors import ConfigError
 
@@ -117,7 +118,7 @@ def load_config(overrides: Sequence[str] = ()) -> RootConfig:
             raise ConfigError(scalar) from None
         override = getattr(exc, "override", None)  # hydra's OverrideParseException names it
         if override:
-            raise ConfigError(f"bad override {override!r}: {_one_line(exc)}") from None
+            raise ConfigError(unparsed(str(override), _one_line(exc))) from None
         if type(exc).__module__.startswith(("hydra", "omegaconf", "yaml")):
             raise ConfigError(_one_line(exc)) from None
         raise
@@ -148,14 +149,12 @@ def _missing_entry(overrides: Sequence[str], kernels: list[str]) -> str | None:
     if not any(schema_overrides.may_miss_an_entry(k) for k in keys):  # the compose below would find none
         return None
     chosen = [o for o in overrides if o.partition("=")[0].lstrip("+~") in schema_overrides.GROUPS]
-    raw_files.check_kernels(group_options("kernel"))  # every kernel file is composed below
+    every = raw_files.sound(group_options("kernel"))  # a broken file here must not hide the mistake
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
             _search_user_dirs_first()
-            base = _first_composing(
-                [needed.defaults(group_options("kernel")) + chosen, needed.defaults(kernels) + chosen]
-            )
+            base = _first_composing([needed.defaults(every) + chosen, needed.defaults(kernels) + chosen])
     finally:
         GlobalHydra.instance().clear()
     if base is None:

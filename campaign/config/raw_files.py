@@ -1,6 +1,7 @@
 """What is checked of a config file's raw text before Hydra reads it: that it
-is UTF-8 (Hydra's read would end in a UnicodeDecodeError naming no file), and
-that its YAML aliases do not expand past a limit.
+is UTF-8 (Hydra's read would end in a UnicodeDecodeError naming no file), that
+it is not empty (Hydra would say only that the schema's `name` is missing,
+naming no file), and that its YAML aliases do not expand past a limit.
 
 Why the limit: PyYAML shares an aliased node, but OmegaConf copies every use of it, so
 a 400-byte file of nine anchors, each a list of nine aliases of the one
@@ -52,6 +53,19 @@ def check_kernels(kernels: Sequence[str]) -> None:
         _check_file("kernel", name)
 
 
+def sound(kernels: Sequence[str]) -> list[str]:
+    """Those of `kernels` whose files pass `check`: where every kernel is composed to name a mistake
+    elsewhere (campaign.config.needed), a broken file the experiment may not use must not be named instead."""
+    found = []
+    for name in kernels:
+        try:
+            _check_file("kernel", name)
+        except ConfigError:
+            continue
+        found.append(name)
+    return found
+
+
 def _check_file(group: str, name: str) -> None:
     path = _file(group, name)
     if path is not None:
@@ -76,6 +90,10 @@ def check(path: Path) -> None:
         raise ConfigError(
             f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); save it as UTF-8"
         ) from None
+    if not any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
+        raise ConfigError(
+            f"{path} is empty (nothing but blank lines and comments): write the config in it, its name first"
+        )
     if "&" not in text:
         return
     try:

@@ -67,6 +67,14 @@ def is_list_field(path: str) -> bool:
     return get_origin(field_type(path)) is list
 
 
+def unparsed(item: str, message: str) -> str:
+    """The line for an override Hydra's grammar cannot read. It takes an unquoted value in ASCII
+    only, and says just where it stopped ("token recognition error at: 'é'"): such a value is named."""
+    other = next((c for c in item.partition("=")[2] if not c.isascii()), None)
+    hint = f" (Hydra reads an unquoted value in ASCII only: quote the one with {other!r})" if other else ""
+    return f"bad override {item!r}: {' '.join(message.split())}{hint}"
+
+
 def _parse(overrides: Sequence[str]) -> list[Any]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException, OverrideParseException
@@ -77,9 +85,9 @@ def _parse(overrides: Sequence[str]) -> list[Any]:
         try:
             out.append(parser.parse_override(item))
         except OverrideParseException as exc:
-            raise ConfigError(f"bad override {item!r}: {' '.join(exc.message.split())}") from None
+            raise ConfigError(unparsed(item, exc.message)) from None
         except HydraException as exc:
-            raise ConfigError(f"bad override {item!r}: {' '.join(str(exc).split())}") from None
+            raise ConfigError(unparsed(item, str(exc))) from None
     return out
 
 
@@ -89,15 +97,19 @@ def _values(override: Any, group_options: Callable[[str], list[str]]) -> list[st
 
     line = override.input_line
     if override.is_interval_sweep():
-        raise ConfigError(f"bad override {line!r}: interval() is for optimizing sweepers; a campaign needs "
-                          f"discrete values: a,b,c, range(), choice() or glob()")
+        raise ConfigError(
+            f"bad override {line!r}: interval() is for optimizing sweepers; a campaign needs "
+            f"discrete values: a,b,c, range(), choice() or glob()"
+        )
     if override.is_hydra_override():
         raise ConfigError(f"bad override {line!r}: campaign does not sweep hydra.* settings")
     if override.value_type is ValueType.GLOB_CHOICE_SWEEP:
         group = override.key_or_group
         if group not in GROUPS or override.package is not None:
-            raise ConfigError(f"bad override {line!r}: glob() chooses among config files; "
-                              f"use it on {' or '.join(g + '=' for g in GROUPS)}")
+            raise ConfigError(
+                f"bad override {line!r}: glob() chooses among config files; "
+                f"use it on {' or '.join(g + '=' for g in GROUPS)}"
+            )
         known = group_options(group)
         chosen: list[str] = override.value().filter(known)
         if not chosen:
@@ -107,8 +119,10 @@ def _values(override: Any, group_options: Callable[[str], list[str]]) -> list[st
     # composed into one override, which never finished.
     values = list(itertools.islice(override.sweep_string_iterator(), MAX_VALUES + 1))
     if len(values) > MAX_VALUES:
-        raise ConfigError(f"bad override {line!r}: the sweep gives more than {MAX_VALUES} values; "
-                          f"a sweep that long is a typo, not a plan")
+        raise ConfigError(
+            f"bad override {line!r}: the sweep gives more than {MAX_VALUES} values; "
+            f"a sweep that long is a typo, not a plan"
+        )
     if not values:
         raise ConfigError(f"bad override {line!r}: the sweep has no values")
     return values
@@ -118,8 +132,13 @@ def _as_list_if_axis(override: Any) -> str:
     """One value on a list axis is a list of one (`threads=4` is `threads=[4]`);
     everything else is the override as typed."""
     value = override.value()
-    if (override.is_delete() or override.package is not None or value is None or isinstance(value, (list, dict))
-            or not is_list_field(override.key_or_group)):
+    if (
+        override.is_delete()
+        or override.package is not None
+        or value is None
+        or isinstance(value, (list, dict))
+        or not is_list_field(override.key_or_group)
+    ):
         return str(override.input_line)
     return f"{override.get_key_element()}=[{override.get_value_element_as_str()}]"
 
@@ -144,6 +163,8 @@ def expand(overrides: Sequence[str], group_options: Callable[[str], list[str]]) 
     for axis in axes:
         total *= len(axis)
     if total > MAX_CONFIGS:
-        raise ConfigError(f"the sweep composes {total} configurations (at most {MAX_CONFIGS}): sweep a list "
-                          f"axis such as experiment.sweeps.0.threads=... inside one configuration instead")
+        raise ConfigError(
+            f"the sweep composes {total} configurations (at most {MAX_CONFIGS}): sweep a list "
+            f"axis such as experiment.sweeps.0.threads=... inside one configuration instead"
+        )
     return [list(combo) for combo in itertools.product(*axes)]

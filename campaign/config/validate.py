@@ -23,6 +23,7 @@ from typing import Any
 
 from campaign.backends.capabilities import capabilities
 from campaign.backends.slurm_extra import check_sbatch_extra
+from campaign.config import sweep_values
 from campaign.config.numbers import check_partition
 from campaign.config.schema import CONTAINER_RUNTIMES, ContainerSpec, RootConfig, SpackSpec
 from campaign.planning import byob
@@ -299,6 +300,7 @@ def _check_experiment(cfg: RootConfig) -> None:
         for key, values in sweep.grid.items():
             if not values:
                 raise ConfigError(f"{_safe(where)}.grid.{key} is empty: give at least one value")
+    sweep_values.check(exp)  # as a reader sees them: no two that look the same, none infinite
 
 
 def validate(cfg: RootConfig) -> None:

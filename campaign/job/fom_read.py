@@ -223,13 +223,15 @@ def _matches(fig: dict[str, Any], text: str) -> list[str]:
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("{"):
-            try:  # numbers as printed: an integer of 5,000 digits is no error, 1e400 is quoted as such
+            # numbers as printed: an integer of 5,000 digits is no error, 1e400 is quoted as such; a line
+            # nested deeper than the parser's recursion goes (objects 10,000 deep) is skipped as no JSON
+            try:
                 obj = json.loads(line, parse_int=str, parse_float=str, parse_constant=str)
-            except ValueError:
+                value = _member(obj, fig["json"])  # a key twice in one object: the last, as json.loads keeps it
+                if value is not _ABSENT:
+                    found.append(value if isinstance(value, str) else json.dumps(value))
+            except (ValueError, RecursionError):
                 continue
-            value = _member(obj, fig["json"])  # a key twice in one object: the last, as json.loads keeps it
-            if value is not _ABSENT:
-                found.append(value if isinstance(value, str) else json.dumps(value))
     return found
 
 
@@ -338,5 +340,7 @@ def sanity_problem(rule: dict[str, Any], text: str) -> str | None:
         start = text.rfind("\n", 0, m.start()) + 1
         end = text.find("\n", m.end())
         line = text[start : end if end >= 0 else len(text)].strip()
-        return f"sanity pattern {as_written(rule['regex'])} must not match {rule.get('source', 'stdout')}: line {line!r}"
+        return (
+            f"sanity pattern {as_written(rule['regex'])} must not match {rule.get('source', 'stdout')}: line {line!r}"
+        )
     return None

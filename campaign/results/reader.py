@@ -103,8 +103,10 @@ def _decoded(data: bytes, where: str) -> str:
 def check_import_path(path: Path, other_formats: bool = False) -> None:
     """An import reads a regular file (a pipe's rows could not be read twice, a FIFO blocks), of CSV
     unless `other_formats` (campaign import: JSON and Parquet too, campaign.results.import_formats)."""
+    if path.is_dir():
+        raise ImportError_(f"{path}: a folder, not a file: name the results file in it")
     if not path.is_file():
-        odd = path.exists() and not path.is_dir()
+        odd = path.exists()
         raise ImportError_(
             f"{path}: not a regular file (a pipe, FIFO or device): save it to a file first"
             if odd

@@ -34,6 +34,7 @@ from campaign.plumbing.errors import BadInputError, ConfigError, ImportError_
 from campaign.results.carried import CARRIED_FILE_COLUMNS, carried, without_carried
 from campaign.results.export import EXPORT_COLUMNS
 from campaign.results.exported import own_extra
+from campaign.results.import_names import Lookalikes
 from campaign.results.job_rows import AttemptRows, job_columns, params_text, store_attempt_files
 from campaign.results.keys import IMPORT_SCOPE, natural_key
 
@@ -104,7 +105,9 @@ def store_rows(
             clusters: set[str] = set()
             before = s.scalar(select(func.max(ImportKey.id))) or 0  # keys above it are this import's
             stored = total = 0
+            names = Lookalikes(where)
             for table in tables:
+                names.check(table, total)
                 table = [
                     {**r, "extra": own_extra(r, campaign is not None, where, total + k + 1)}
                     for k, r in enumerate(table)

@@ -57,6 +57,16 @@ def test_json_numbers_strings_huge_integers_and_a_twice_given_key() -> None:
     assert fom_read.readfigure_values(fig, text, 3) == [12.5, float(2**70), 2.0]
 
 
+def test_json_nested_deeper_than_the_parser_goes_is_a_line_skipped() -> None:
+    """A line of objects nested 10,000 deep stopped the driver with a RecursionError (exit 1, the
+    job FAILED) even where the figure was on another line: such a line is skipped, as one that is no JSON."""
+    fig = {"name": "bw", "json": "bw", "source": "stdout"}
+    deep = '{"bw": ' + '{"a": ' * 10000 + "1" + "}" * 10001
+    assert fom_read.readfigure_values(fig, f'{deep}\n{{"bw": 12.5}}\n') == [12.5]
+    with pytest.raises(fom_read.Lost):
+        fom_read.readfigure_values(fig, f"{deep}\n")
+
+
 def test_a_figure_one_rank_did_not_print_names_the_rank_looked_at(tmp_path: Path) -> None:
     """A figure only rank 1 of 2 printed: read from rank 0 (the default) or reduced over both, the
     reason says whose output lacked it; `result_rank: 1` reads it."""

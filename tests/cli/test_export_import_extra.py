@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tests.cli.conftest import FAKE_ENV
@@ -177,6 +179,16 @@ def test_a_source_column_of_another_files_is_kept(tmp_path: Path) -> None:
     assert [r["extra"] for r in json.loads(proc.stdout)] == [{}, {"source": "lab notebook 3"}]
 
 
+def _parquet(kernel: pa.Array) -> bytes:
+    """One row of a Parquet file whose kernel column is `kernel`: a struct was stored as the kernel
+    "{'a': 1}", bytes as "b'k'"."""
+    one = {"cluster": ["a"], "partition": ["p"], "impl": ["i"], "variant": ["v"], "device": ["cpu"]}
+    table = pa.table({**one, "kernel": kernel, "threads": [1], "n": [64], "repeat": [0], "time_s": [0.5]})
+    out = io.BytesIO()
+    pq.write_table(table, out)
+    return out.getvalue()
+
+
 @pytest.mark.parametrize(
     ("name", "data", "said"),
     [
@@ -188,6 +200,23 @@ def test_a_source_column_of_another_files_is_kept(tmp_path: Path) -> None:
             b'"device": "cpu", "threads": 1, "n": {"x": 1}, "repeat": 0, "time_s": 0.5}]',
             """nested.json line 2: column n is not an integer: '{"x":1}'""",
         ),
+        (
+            "array-partition.json",
+            b'[{"cluster": "a", "partition": "p", "kernel": "k", "impl": "i", "variant": "v", "device": "cpu", '
+            b'"threads": 1, "n": 64, "repeat": 0, "time_s": 0.5},\n{"cluster": "a", "partition": ["p"], '
+            b'"kernel": "k", "impl": "i", "variant": "v", "device": "cpu", "threads": 1, "n": 64, "repeat": 1, '
+            b'"time_s": 0.5}]',
+            """array-partition.json line 3: column partition is a JSON array, not text: '["p"]'""",
+        ),
+        (
+            "object-kernel.json",
+            b'[{"cluster": "a", "partition": "p", "kernel": {"k": 1}, "impl": "i", "variant": "v", '
+            b'"device": "cpu", "threads": 1, "n": 64, "repeat": 0, "time_s": 0.5}]',
+            "object-kernel.json line 2: column kernel is a JSON object, not text",
+        ),
+        ("struct-kernel.parquet", _parquet(pa.array([{"a": 1}])), "column kernel is of the Parquet type STRUCT(a"),
+        ("bytes-kernel.parquet", _parquet(pa.array([b"k"])), "column kernel is of the Parquet type BLOB"),
+        ("list-kernel.parquet", _parquet(pa.array([["k"]])), "column kernel is of the Parquet type VARCHAR[]"),
     ],
 )
 def test_a_json_or_parquet_file_that_is_no_export_is_refused(tmp_path: Path, name: str, data: bytes, said: str) -> None:

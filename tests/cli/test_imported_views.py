@@ -21,7 +21,9 @@ def _write(path: Path, kernel: str, sizes: tuple[int, ...], repeats: int = 5) ->
         out.writerow(COLUMNS)
         for n in sizes:
             for r in range(repeats):
-                out.writerow(["alpha", "cpu", kernel, "c", "memopt", "cpu", 1, n, r, repr(1e-9 * n * n * (1 + r / 100))])
+                out.writerow(
+                    ["alpha", "cpu", kernel, "c", "memopt", "cpu", 1, n, r, repr(1e-9 * n * n * (1 + r / 100))]
+                )
     return path
 
 
@@ -29,10 +31,13 @@ def _write(path: Path, kernel: str, sizes: tuple[int, ...], repeats: int = 5) ->
 def ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("imported")
     led = work / "ledger.sqlite"
-    for name, kernel, sizes in (("paper", "attention_forward", (256, 512)),
-                                ("other", "attention_backward", (1024, 2048, 4096))):
-        proc = run_cli("--ledger", str(led), "import", str(_write(work / f"{name}.csv", kernel, sizes)),
-                       "--campaign", name)
+    for name, kernel, sizes in (
+        ("paper", "attention_forward", (256, 512)),
+        ("other", "attention_backward", (1024, 2048, 4096)),
+    ):
+        proc = run_cli(
+            "--ledger", str(led), "import", str(_write(work / f"{name}.csv", kernel, sizes)), "--campaign", name
+        )
         assert proc.returncode == 0, proc.stderr
     return led
 
@@ -68,8 +73,9 @@ def _mount_tiny(folder: Path) -> bool:
     if os.geteuid() != 0:
         return False
     folder.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12k", "tmpfs", str(folder)], capture_output=True,
-                          check=False)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=12k", "tmpfs", str(folder)], capture_output=True, check=False
+    )
     return proc.returncode == 0
 
 
@@ -105,8 +111,38 @@ def test_report_json_into_a_full_device_is_one_line_exit_1(ledger: Path) -> None
         pytest.skip("no /dev/full")
     env = {k: v for k, v in os.environ.items() if k != "CAMPAIGN_DEBUG"}
     with open("/dev/full", "w") as full:
-        proc = subprocess.run([str(CAMPAIGN), "--ledger", str(ledger), "report", "--campaign", "paper", "--json"],
-                              stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=300, check=False)
+        proc = subprocess.run(
+            [str(CAMPAIGN), "--ledger", str(ledger), "report", "--campaign", "paper", "--json"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=300,
+            check=False,
+        )
     assert proc.returncode == 1
     [line] = proc.stderr.strip().splitlines()
     assert "No space left on device" in line and "internal error" not in line
+
+
+def test_clusters_whose_names_share_a_file_name_each_get_their_own_report(tmp_path: Path) -> None:
+    """A name's characters outside [A-Za-z0-9_.-] become '_' in its file name: clusters 'a/b', 'a b'
+    and 'a_b' (an import takes any name) were all written to the one file of 'a_b', each over the one before."""
+    names = ["a/b", "a b", "a_b", "café"]
+    source = tmp_path / "sites.csv"
+    with source.open("w", newline="", encoding="utf-8") as fh:
+        out = csv.writer(fh)
+        out.writerow(COLUMNS)
+        for name in names:
+            for n in (256, 512):
+                for r in range(3):
+                    out.writerow([name, "cpu", "stream", "c", "plain", "cpu", 1, n, r, repr(1e-6 * n * (1 + r / 100))])
+    led = tmp_path / "ledger.sqlite"
+    assert run_cli("--ledger", str(led), "import", str(source), "--campaign", "sites").returncode == 0
+    proc = run_cli("--ledger", str(led), "report", "--campaign", "sites", "--out", str(tmp_path / "report"))
+    assert proc.returncode == 0, proc.stderr
+    written = [Path(line.split("report: ", 1)[1]) for line in proc.stdout.splitlines() if line.endswith(".md")]
+    assert len(written) == len(set(written)) == len(names), proc.stdout
+    headings = {path.read_text(encoding="utf-8").splitlines()[0] for path in written}
+    assert headings == {f"# Benchmark report: {name}" for name in names}, headings
+    assert (tmp_path / "report" / "a_b").with_suffix(".md") in written  # a name that is a file name stays as it is

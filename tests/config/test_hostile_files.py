@@ -48,9 +48,11 @@ def _site(tmp_path: Path, kernel: str | bytes, experiment_kernel: str = "mine") 
     return {"CAMPAIGN_CONFIG_PATH": str(conf)}
 
 
-def _submit(tmp_path: Path, env: dict[str, str]) -> tuple[int, str]:
+def _submit(tmp_path: Path, env: dict[str, str], *overrides: str) -> tuple[int, str]:
     ledger = tmp_path / "ledger.sqlite"
-    proc = run_cli("--ledger", str(ledger), "submit", "experiment=mine_sweep", "--dry-run", env=env, timeout=120)
+    proc = run_cli(
+        "--ledger", str(ledger), "submit", "experiment=mine_sweep", *overrides, "--dry-run", env=env, timeout=120
+    )
     assert "Traceback" not in proc.stderr and not ledger.exists()
     return proc.returncode, proc.stderr
 
@@ -92,3 +94,47 @@ def test_a_list_or_mapping_where_text_goes_is_one_line(tmp_path: Path, kernel: s
     code, err = _submit(tmp_path, _site(tmp_path, kernel))
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert where in err and "not text" in err, err
+
+
+BESIDE = {
+    "not-utf8": b"\xff\xfe" + KERNEL.encode("utf-16-le"),
+    "bomb": (KERNEL + BOMB).encode(),
+    "yaml-it-cannot-read": b"name: other\nimpls: [\n",
+    "unknown-key": (KERNEL + "no_such_key: 1\n").encode(),
+}
+
+
+@pytest.mark.parametrize("beside", [*BESIDE, "folder"])
+@pytest.mark.parametrize(
+    ("override", "said"),
+    [("experiment.sweeps.3.threads=[1]", "there is no sweep 3"), ("experiment.repeats=abc", "experiment.repeats")],
+)
+def test_a_broken_kernel_nothing_names_never_hides_the_mistake_made(
+    tmp_path: Path, beside: str, override: str, said: str
+) -> None:
+    """Where the experiment or an override of it had a mistake, every kernel on the config path was
+    composed to name it, so a broken kernel file the experiment does not use (or a folder named
+    like one) was named instead: 'kernel/other.yaml is not UTF-8 text', 'kernels.other.no_such_key
+    ... is not a key of a kernel' for an override of a sweep the experiment does not have."""
+    env = _site(tmp_path, KERNEL, experiment_kernel="mine")
+    other = tmp_path / "conf" / "kernel" / "other.yaml"
+    if beside == "folder":
+        other.mkdir()
+    else:
+        other.write_bytes(BESIDE[beside])
+    code, err = _submit(tmp_path, env, override)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert said in err and "other" not in err, err
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# nothing yet\n  # indented\n"], ids=["empty", "blank", "comments"])
+@pytest.mark.parametrize("group", ["kernel", "experiment"])
+def test_an_empty_config_file_is_named(tmp_path: Path, group: str, text: str) -> None:
+    """Hydra said 'Structured config of type `ExperimentSpec` has missing mandatory value: name
+    full_key: experiment.name ...', naming no file."""
+    env = _site(tmp_path, KERNEL)
+    path = tmp_path / "conf" / group / ("mine.yaml" if group == "kernel" else "mine_sweep.yaml")
+    path.write_text(text)
+    code, err = _submit(tmp_path, env)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{path} is empty" in err, err

@@ -160,6 +160,10 @@ CASES: dict[str, Case] = {
         ("submit", "experiment.sweeps.0.ranks_per_node=[-1]"),
         "experiment.sweeps.0.ranks_per_node must be a non-empty list of positive",
     ),
+    "override-value-not-ascii-unquoted": Case(
+        ("submit", "+experiment.sweeps.0.grid.tag=[caf\u00e9]"),
+        "token recognition error at: '\u00e9' (Hydra reads an unquoted value in ASCII only: quote the one with '\u00e9')",
+    ),
     "grid-value-null": Case(
         ("submit", "+experiment.sweeps.0.grid.block=[8,null]"),
         "experiment.sweeps.0.grid.block: 'None' is not a value an argument can take",
@@ -262,7 +266,7 @@ CASES: dict[str, Case] = {
         bad_csv("bad.csv", GOOD_LINES[:2] + GOOD_LINES[1:2]),
     ),
     "csv-does-not-exist": Case(("import", "{tmp}/nowhere.csv"), "nowhere.csv: no such file"),
-    "csv-is-a-directory": Case(("import", "{tmp}"), "no such file"),
+    "csv-is-a-directory": Case(("import", "{tmp}"), "a folder, not a file: name the results file in it"),
     # ---- job IDs, campaigns, states
     "show-unknown-job": Case(("show", "424242"), "unknown job ID '424242'"),
     "show-empty-job": Case(("show", ""), "got an empty one"),

@@ -23,8 +23,10 @@ HEADER = "cluster,partition,kernel,impl,variant,device,threads,n,repeat,time_s,d
 
 def _line(i: int, cluster: str = "alpha") -> str:
     note = f'"tag {i % 3}, quoted"' if i % 4 == 0 else ("" if i % 5 == 0 else f"t{i % 2}")
-    return f"{cluster},cpu,attention_forward,c,v{i % 3},cpu,{1 + i // 30},{64 * (1 + i % 10)},{i // 10 % 3}," \
-           f"{1e-4 * (1 + i) :.6g},64,fp32,{note}\n"
+    return (
+        f"{cluster},cpu,attention_forward,c,v{i % 3},cpu,{1 + i // 30},{64 * (1 + i % 10)},{i // 10 % 3},"
+        f"{1e-4 * (1 + i):.6g},64,fp32,{note}\n"
+    )
 
 
 def _write(path: Path, lines: list[str]) -> Path:
@@ -48,8 +50,9 @@ LINES[17:17] = ["\n"]  # a blank line in the middle
 
 @pytest.mark.parametrize("chunk", [1, 7, 1000])
 @pytest.mark.parametrize("campaign", [None, "paper"])
-def test_chunked_import_stores_what_the_whole_file_reader_stores(tmp_path: Path, chunk: int,
-                                                                 campaign: str | None) -> None:
+def test_chunked_import_stores_what_the_whole_file_reader_stores(
+    tmp_path: Path, chunk: int, campaign: str | None
+) -> None:
     csv = _write(tmp_path / "data.csv", LINES)
     whole, streamed = Ledger(tmp_path / "whole.sqlite"), Ledger(tmp_path / "streamed.sqlite")
     expect = store_import(whole, csv, read_import_file(csv), campaign=campaign)
@@ -65,12 +68,20 @@ def test_chunked_import_stores_what_the_whole_file_reader_stores(tmp_path: Path,
     assert len(_rows(tmp_path / "streamed.sqlite")) == 90
 
 
-@pytest.mark.parametrize("bad", [
-    ("time_s", "oops"), ("threads", "0"), ("n", "1_000"), ("kernel", ""), ("extra", "x,y"),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ("time_s", "oops"),
+        ("threads", "0"),
+        ("n", "1_000"),
+        ("kernel", ""),
+        ("extra", "x,y"),
+    ],
+)
 @pytest.mark.parametrize("where", [3, 50, -1])  # the first chunk, a middle one, the very last row
-def test_a_bad_row_in_any_chunk_leaves_the_ledger_and_says_the_file_line(tmp_path: Path, bad: tuple[str, str],
-                                                                          where: int) -> None:
+def test_a_bad_row_in_any_chunk_leaves_the_ledger_and_says_the_file_line(
+    tmp_path: Path, bad: tuple[str, str], where: int
+) -> None:
     lines = list(LINES)
     column, value = bad
     index = where if where >= 0 else len(lines) - 1
@@ -147,3 +158,32 @@ def test_cli_bad_last_row_of_many_chunks(tmp_path: Path) -> None:
     assert f"line {rows + 1}: column kernel is empty" in proc.stderr
     assert ledger.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.csv", "ledger.sqlite"]  # no results folder either
+
+
+@pytest.mark.parametrize(
+    ("column", "first", "second"),
+    [("kernel", "caf\u00e9", "cafe\u0301"), ("cluster", "\ufb01re", "fire"), ("impl", "cc", "c\u200dc")],
+    ids=["nfc-nfd", "ligature", "zero-width-joiner"],
+)
+@pytest.mark.parametrize("chunk", [7, 1000])
+def test_names_that_look_the_same_are_refused(tmp_path: Path, column: str, first: str, second: str, chunk: int) -> None:
+    """Such rows were imported as two kernels (clusters, ...) that every table showed as one name."""
+    at = HEADER.split(",").index(column)
+
+    def named(i: int, name: str) -> str:
+        cells = _line(i).split(",")
+        cells[at] = name
+        return ",".join(cells)
+
+    lines = [named(i, first) for i in range(30)] + [named(i, second) for i in range(30)]
+    csv = _write(tmp_path / "twins.csv", lines)
+    ledger = tmp_path / "ledger.sqlite"
+    Ledger(ledger).close()
+    before = ledger.read_bytes()
+    with pytest.raises(ImportError_) as refused:
+        import_file(Ledger(ledger), csv, rows=chunk)
+    message = str(refused.value)
+    assert f"data row 31: column {column} is {ascii(second)}" in message and ascii(first) in message, message
+    assert "looks the same" in message
+    assert ledger.read_bytes() == before and not (tmp_path / "ledger.results").exists()
+    assert import_file(Ledger(ledger), _write(tmp_path / "one.csv", lines[:30]), rows=chunk).stored == 30
