@@ -294,42 +294,30 @@ def _apply(
     rows: list[AttemptRows] = []
     counter_rows: list[dict[str, Any]] = []
     changed = 0
+
+    def attempt_rows(p: Any, table: Any) -> AttemptRows:
+        """An attempt's result rows with the ledger's columns of its job."""
+        camp = camps[p.campaign_id]
+        return AttemptRows(
+            p.attempt_id,
+            p.campaign_id,
+            camp.workdir,
+            job_columns(p.attempt_id, p.ref.job_id, camp.cluster, p.partition, p.extra_args, table),
+        )
+
     for p in pending:
         st = statuses.get(p.attempt_id)
         if st is None or p.attempt_id not in current:
             continue
         outcome = outcomes.get(p.attempt_id)
         if outcome is not None:
-            rows.append(
-                AttemptRows(
-                    p.attempt_id,
-                    p.campaign_id,
-                    camps[p.campaign_id].workdir,
-                    job_columns(
-                        p.attempt_id,
-                        p.ref.job_id,
-                        camps[p.campaign_id].cluster,
-                        p.partition,
-                        p.extra_args,
-                        outcome.table,
-                    ),
-                )
-            )
+            rows.append(attempt_rows(p, outcome.table))
             counter_rows += (counters or {}).get(p.attempt_id, [])
         values = _status_values(p, st, outcome)
         state = values["state"]
         if p.attempt_id in partials:  # TIMEOUT/CANCELLED/OOM/FAILED: the finished n's rows, the missing n
             done_rows, missing, note = partials[p.attempt_id]
-            rows.append(
-                AttemptRows(
-                    p.attempt_id,
-                    p.campaign_id,
-                    camps[p.campaign_id].workdir,
-                    job_columns(
-                        p.attempt_id, p.ref.job_id, camps[p.campaign_id].cluster, p.partition, p.extra_args, done_rows
-                    ),
-                )
-            )
+            rows.append(attempt_rows(p, done_rows))
             values["missing_n"] = missing
             values["reason"] = "; ".join(filter(None, [values["reason"], note, describe(p.expected_n, missing)]))
         old = current[p.attempt_id]
