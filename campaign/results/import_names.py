@@ -16,9 +16,10 @@ from typing import Any
 
 from campaign.plumbing.errors import ImportError_
 from campaign.plumbing.lookalike import seen_as
+from resultschema.columns import BY_NAME, DIMENSIONS
 
-# the text columns that name a point or its series (resultschema: the key columns, the figure, the params)
-NAME_COLUMNS = ("cluster", "partition", "kernel", "impl", "variant", "device", "dtype", "metric", "params")
+# the text columns that name a point or its series: its dimensions' (the params among them), and the figure's
+NAME_COLUMNS = tuple(c for c in (*DIMENSIONS, "metric") if BY_NAME[c].kind == "text")
 
 
 class Lookalikes:

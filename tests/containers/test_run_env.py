@@ -221,20 +221,25 @@ def test_bad_run_environments_are_one_line_and_record_nothing(tmp_path: Path, ov
 
 
 def test_a_runtime_missing_where_the_jobs_run_is_refused(tmp_path: Path) -> None:
-    """The local backend runs jobs here: a runtime not installed here is exit 2 at submit (podman is not)."""
+    """The local backend runs jobs here: a runtime not installed here is exit 2 at submit (Apptainer is not)."""
     import shutil
 
-    if shutil.which("podman"):
-        pytest.skip("podman is installed here")
+    if shutil.which("apptainer"):
+        pytest.skip("apptainer is installed here")
+    image = tmp_path / "bench.sif"
+    image.write_bytes(b"not read: the runtime is refused first")
     ledger = tmp_path / "ledger.sqlite"
     proc = run_cli(
         "--ledger",
         str(ledger),
         "submit",
         "experiment=byob_mbw",
-        "experiment.container={runtime:podman,image:localhost/bench}",
+        f"experiment.container={{runtime:apptainer,image:'{image}'}}",
     )
-    assert proc.returncode == 2 and "container runtime podman (podman) is not installed on this machine" in proc.stderr
+    assert (
+        proc.returncode == 2
+        and "container runtime apptainer (apptainer) is not installed on this machine" in proc.stderr
+    )
     assert _no_campaign(ledger)
 
 
@@ -297,12 +302,14 @@ def _pb_sweep(kernel: str, impl: str, threads: str) -> str:
 
 @pytest.mark.slurm
 def test_a_runtime_missing_on_the_node_is_the_subject_of_the_failure(slurm_cluster: object, tmp_path: Path) -> None:
-    """podman missing on the node was blamed on the program ('/opt/pb/pb exited with 127 ...: cannot start
-    podman'). The runtime is the subject of the line, with the node and partition; the exit status stays
-    127 and the states as they were: a contract program's run FAILED, a tool-driven one's FAILED, a
-    preflight's check PREFLIGHT_FAILED."""
-    if shutil.which("podman"):
-        pytest.skip("podman is installed here, on the test Slurm's nodes")
+    """A runtime missing on the node (here Apptainer) was blamed on the program ('/opt/pb/pb exited
+    with 127 ...: cannot start podman'). The runtime is the subject of the line, with the node and
+    partition; the exit status stays 127 and the states as they were: a contract program's run FAILED,
+    a tool-driven one's FAILED, a preflight's check PREFLIGHT_FAILED."""
+    if shutil.which("apptainer"):
+        pytest.skip("apptainer is installed here, on the test Slurm's nodes")
+    image = tmp_path / "pb.sif"
+    image.write_bytes(b"never read: the node has no runtime")
     from tests.byob.declared import declare
     from tests.slurm.helpers import _all_finished, _sync_until
 
@@ -326,7 +333,7 @@ def test_a_runtime_missing_on_the_node_is_the_subject_of_the_failure(slurm_clust
             f"experiment={experiment}",
             f"campaign.workdir={tmp_path / 'runs'}",
             f"campaign.name={experiment}",
-            "experiment.container={runtime:podman,image:localhost/pb}",
+            f"experiment.container={{runtime:apptainer,image:'{image}'}}",
             env=env,
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -342,8 +349,8 @@ def test_a_runtime_missing_on_the_node_is_the_subject_of_the_failure(slurm_clust
     import socket
 
     # the node by its host name (the job side knows no scheduler; on the test Slurm, NodeName localhost)
-    missing = f"podman: not found on node {socket.gethostname()} (the container runtime of partition cpu)"
+    missing = f"apptainer: not found on node {socket.gethostname()} (the container runtime of partition cpu)"
     for experiment, text in said.items():
         assert missing in text, (experiment, text)
-        assert "cannot start podman" not in text and "/opt/pb/pb exited" not in text, (experiment, text)
-    assert "exit 127: campaign: podman: not found" in said["pb_sweep"]
+        assert "cannot start apptainer" not in text and "/opt/pb/pb exited" not in text, (experiment, text)
+    assert "exit 127: campaign: apptainer: not found" in said["pb_sweep"]
