@@ -149,11 +149,14 @@ def task_submitted(attempt_id: int, base: str, index: int, array: bool, folder: 
 def _find_by_name(name: str, since: float, clusters: str | None = None) -> tuple[str, str | None] | None:
     """Base job ID of the job or array named `name`, from squeue then sacct,
     with the cluster that holds it where `clusters` names several (sbatch -M
-    picked one), else `single_cluster(clusters)`."""
+    picked one), else `single_cluster(clusters)`. squeue is asked for every
+    state (`-t all`): a job of a few seconds may have ended before the look,
+    and accounting (sacct) may not have it yet, while the controller keeps it
+    for MinJobAge (300 s by default) after its end."""
     start = slurm_time(datetime.fromtimestamp(since - 3600))
     where = ["-M", clusters] if clusters else []
     for argv in (
-        ["squeue", *where, "-h", "-r", f"--name={name}", "-o", "%i"],
+        ["squeue", *where, "-h", "-r", "-t", "all", f"--name={name}", "-o", "%i"],
         ["sacct", *where, "-X", "-n", "-P", f"--name={name}", "-S", start, "-o", "JobID,Cluster"],
     ):
         proc = run_slurm(argv)
